@@ -1,0 +1,230 @@
+#include "cli/compile_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "cache/cache_dir.h"
+#include "cache/local_store.h"
+#include "cache/manifest.h"
+#include "cli/build_identity.h"
+#include "cli/diagnostics.h"
+#include "cli/exit_codes.h"
+#include "cli/json_output.h"
+#include "compiler/driver/compile.h"
+#include "runtime/base/file_io.h"
+#include "runtime/base/sha256.h"
+#include "runtime/format/executable_file.h"
+
+namespace ipu::cli {
+namespace {
+
+constexpr const char* kTool = "ipucc";
+constexpr const char* kKeySchemaVersion = "1";
+
+struct CompileFlags {
+  std::string model;
+  std::string arch = "mk2";
+  uint32_t tiles_per_ipu = 0;
+  uint64_t bytes_per_tile = 0;
+  uint32_t batch_size = 32;
+  uint32_t steps_per_execution = 1;
+  std::string mode = "train";
+  float learning_rate = 0;
+  float momentum = -1;
+  std::vector<int> stage_assignment;
+  std::string cache_dir;
+  std::string output;
+  bool json = false;
+  bool force = false;
+  bool no_cache = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string with_commas(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+compiler::CompileOptions to_options(const CompileFlags& f) {
+  compiler::CompileOptions o;
+  o.model_path = f.model;
+  o.arch = f.arch;
+  if (f.tiles_per_ipu) o.tiles_per_ipu = f.tiles_per_ipu;
+  if (f.bytes_per_tile) o.bytes_per_tile = f.bytes_per_tile;
+  o.batch_size = f.batch_size;
+  o.steps_per_execution = f.steps_per_execution;
+  o.mode = f.mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
+  if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
+  if (f.momentum >= 0) o.momentum = f.momentum;
+  o.stage_assignment = f.stage_assignment;
+  return o;
+}
+
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text) {
+  cache::Manifest m;
+  m.set("key_schema", kKeySchemaVersion);
+  m.set("format_version", std::to_string(format::kFormatVersion));
+  m.set("compiler_build", compiler_build_identity());
+  m.set("model_sha256", sha256_hex(model_text));
+  for (auto& [name, value] : compiler::codegen_options(options)) m.set("option." + name, value);
+  return m;
+}
+
+nlohmann::json estimates_json(const format::Executable& exe) {
+  nlohmann::json cycles = nlohmann::json::object();
+  for (const auto& p : exe.programs()) {
+    if (p.program().has_repeat()) cycles[p.name()] = p.cycles_per_step();
+  }
+  const auto& e = exe.estimates();
+  uint64_t train_cycles = cycles.contains("train") ? cycles["train"].get<uint64_t>() : cycles.value("predict", uint64_t{0});
+  return {{"cycles_per_step", cycles},
+          {"seconds_per_step", static_cast<double>(train_cycles) / exe.target().clock_hz()},
+          {"peak_tile_bytes", e.peak_tile_bytes()},
+          {"fullest_tile", e.fullest_tile()},
+          {"tiles_used", e.tiles_used()},
+          {"total_bytes", e.total_bytes()},
+          {"vertices", e.vertices()},
+          {"compute_sets", exe.compute_sets_size()}};
+}
+
+int run_compile(const CompileFlags& flags) {
+  const auto start = std::chrono::steady_clock::now();
+  auto model_text = read_file(flags.model);
+  if (!model_text.ok()) return fail(kTool, model_text.status());
+  const compiler::CompileOptions options = to_options(flags);
+  const cache::Manifest manifest = make_manifest(options, *model_text);
+  const std::string key = manifest.key();
+
+  // The cache is an accelerator: if it cannot be opened, compile anyway and say so once.
+  std::unique_ptr<cache::LocalStore> store;
+  if (!flags.no_cache) {
+    auto opened = cache::LocalStore::open(flags.cache_dir.empty() ? cache::default_cache_dir() : flags.cache_dir);
+    if (opened.ok()) {
+      store = std::make_unique<cache::LocalStore>(std::move(*opened));
+    } else {
+      print_warning(kTool, opened.status().message() + "; compiling without the cache");
+    }
+  }
+
+  std::string outcome = "miss";
+  std::string bytes;
+  format::Executable executable;
+  compiler::CompileTimings timings;
+  if (store && !flags.force) {
+    auto found = store->lookup(manifest);
+    if (found.ok()) {
+      for (const auto& w : found->warnings) print_warning(kTool, w);
+      if (found->hit) {
+        auto parsed = format::parse_executable(found->executable_bytes, found->path);
+        if (parsed.ok()) {
+          outcome = "hit";
+          bytes = std::move(found->executable_bytes);
+          executable = std::move(*parsed);
+        } else {
+          print_warning(kTool, parsed.status().message() + "; recompiling");
+        }
+      }
+    } else {
+      print_warning(kTool, found.status().message());
+    }
+  } else if (flags.force) {
+    outcome = "forced";
+  }
+
+  if (outcome != "hit") {
+    auto compiled = compiler::compile_model(*model_text, options);
+    if (!compiled.ok()) return fail(kTool, compiled.status());
+    executable = std::move(compiled->executable);
+    for (const auto& [name, value] : manifest.entries()) {
+      auto* entry = executable.add_manifest();
+      entry->set_name(name);
+      entry->set_value(value);
+    }
+    executable.set_compiler_build(compiler_build_identity());
+    timings = compiled->timings;
+    bytes = format::serialize_executable(executable);
+    if (store) {
+      Status put = store->put(manifest, bytes);
+      if (!put.ok()) print_warning(kTool, put.message() + "; the executable was not cached");
+    }
+  }
+  if (!flags.output.empty()) {
+    Status written = write_file_atomic(flags.output, bytes);
+    if (!written.ok()) return fail(kTool, written, kExitIoError);
+  }
+
+  const double total = seconds_since(start);
+  const std::string entry = store ? store->entry_path(key) : "";
+  if (flags.json) {
+    nlohmann::json out = json_document(kTool, "compile");
+    out["model"] = flags.model;
+    out["key"] = key;
+    out["cache"] = store ? outcome : "disabled";
+    out["entry"] = entry.empty() ? nlohmann::json() : nlohmann::json(entry);
+    out["output"] = flags.output.empty() ? nlohmann::json() : nlohmann::json(flags.output);
+    out["bytes"] = bytes.size();
+    out["timings"] = {{"total_s", total},
+                      {"frontend_s", timings.frontend_seconds},
+                      {"passes_s", timings.passes_seconds},
+                      {"lowering_s", timings.lowering_seconds}};
+    out["target"] = {{"arch", executable.target().arch()},
+                     {"num_ipus", executable.target().num_ipus()},
+                     {"tiles_per_ipu", executable.target().tiles_per_ipu()},
+                     {"bytes_per_tile", executable.target().bytes_per_tile()}};
+    out["mode"] = executable.mode();
+    out["batch_size"] = executable.batch_size();
+    out["steps_per_execution"] = executable.steps_per_execution();
+    out["estimates"] = estimates_json(executable);
+    std::printf("%s\n", out.dump(2).c_str());
+    return kExitOk;
+  }
+  const auto est = estimates_json(executable);
+  std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), key.substr(0, 16).c_str(), outcome.c_str(), total);
+  std::printf("  %u tiles used, %s vertices in %d compute sets; fullest tile %u holds %s of %s bytes\n",
+              executable.estimates().tiles_used(), with_commas(executable.estimates().vertices()).c_str(),
+              executable.compute_sets_size(), executable.estimates().fullest_tile(),
+              with_commas(executable.estimates().peak_tile_bytes()).c_str(),
+              with_commas(executable.target().bytes_per_tile()).c_str());
+  for (const auto& [program, cycles] : est["cycles_per_step"].items()) {
+    std::printf("  %s: %s cycles/step (%.1f us at %.2f GHz)\n", program.c_str(), with_commas(cycles.get<uint64_t>()).c_str(),
+                1e6 * static_cast<double>(cycles.get<uint64_t>()) / executable.target().clock_hz(),
+                executable.target().clock_hz() / 1e9);
+  }
+  if (!entry.empty()) std::printf("  entry %s\n", entry.c_str());
+  if (!flags.output.empty()) std::printf("  wrote %s\n", flags.output.c_str());
+  return kExitOk;
+}
+
+}  // namespace
+
+std::function<int()> add_compile_command(CLI::App& app) {
+  auto flags = std::make_shared<CompileFlags>();
+  CLI::App* cmd = app.add_subcommand("compile", "Compile a model (JSON graph spec) into an executable");
+  cmd->add_option("model", flags->model, "Model file (.json graph spec)")->required();
+  cmd->add_option("--arch", flags->arch, "Target IPU: mk2 (GC200) or mk1 (GC2)")->check(CLI::IsMember({"mk2", "mk1"}));
+  cmd->add_option("--tiles-per-ipu", flags->tiles_per_ipu, "Override the tiles per IPU")->check(CLI::Range(1, 65536));
+  cmd->add_option("--bytes-per-tile", flags->bytes_per_tile, "Override the memory per tile")
+      ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32));
+  cmd->add_option("--batch-size", flags->batch_size, "Micro-batch size")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--steps-per-execution", flags->steps_per_execution, "Steps per on-device loop")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--mode", flags->mode, "train or infer")->check(CLI::IsMember({"train", "infer"}));
+  cmd->add_option("--learning-rate", flags->learning_rate, "SGD learning rate (overrides the spec)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--momentum", flags->momentum, "SGD momentum (overrides the spec)")->check(CLI::Range(0.0, 0.999999));
+  cmd->add_option("--stage-assignment", flags->stage_assignment, "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
+      ->delimiter(',');
+  cmd->add_option("--cache-dir", flags->cache_dir, "Executable cache (default $IPUCC_CACHE_DIR, $XDG_CACHE_HOME/ipucc, ~/.cache/ipucc)");
+  cmd->add_flag("--no-cache", flags->no_cache, "Neither read nor write the cache");
+  cmd->add_option("-o,--output", flags->output, "Also write the executable to this file");
+  cmd->add_flag("--json", flags->json, "Print one JSON object (docs/json.md)");
+  cmd->add_flag("--force", flags->force, "Compile even when the cache has the executable");
+  return [flags, cmd]() { return cmd->parsed() ? run_compile(*flags) : -1; };
+}
+
+}  // namespace ipu::cli

@@ -1,0 +1,28 @@
+#include "cli/diagnostics.h"
+
+#include <cstdio>
+
+#include "cli/exit_codes.h"
+
+namespace ipu::cli {
+namespace {
+
+void print(const char* tool, const char* kind, const std::string& message) {
+  std::string text = message;
+  for (size_t pos = 0; (pos = text.find('\n', pos)) != std::string::npos; pos += 3) text.replace(pos, 1, "\n  ");
+  std::fprintf(stderr, "%s: %s: %s\n", tool, kind, text.c_str());
+}
+
+}  // namespace
+
+void print_error(const char* tool, const std::string& message) { print(tool, "error", message); }
+void print_warning(const char* tool, const std::string& message) { print(tool, "warning", message); }
+
+int fail(const char* tool, const Status& status) { return fail(tool, status, exit_code_for(status)); }
+
+int fail(const char* tool, const Status& status, int exit_code) {
+  print_error(tool, status.message());
+  return exit_code;
+}
+
+}  // namespace ipu::cli

@@ -1,0 +1,34 @@
+// Exit codes of ipucc and ipurun (docs/exit_codes.md). Few, stable, and tested.
+#pragma once
+
+#include "runtime/base/status.h"
+
+namespace ipu::cli {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRuntimeError = 1,      // anything else: a failure while running, an internal error
+  kExitUsage = 2,             // bad command line
+  kExitInvalidInput = 3,      // malformed model spec, data, checkpoint, or mismatched shapes
+  kExitUnsupported = 4,       // valid input ipucc does not implement
+  kExitOutOfTileMemory = 5,   // the model does not fit in tile memory
+  kExitIoError = 6,           // missing file, unreadable or unwritable file, full disk, cache failure
+  kExitBadExecutable = 7,     // corrupt, truncated or incompatible executable
+};
+
+inline int exit_code_for(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kOk: return kExitOk;
+    case StatusCode::kInvalidArgument: return kExitInvalidInput;
+    case StatusCode::kUnsupported: return kExitUnsupported;
+    case StatusCode::kResourceExhausted: return kExitOutOfTileMemory;
+    case StatusCode::kNotFound:
+    case StatusCode::kIoError: return kExitIoError;
+    case StatusCode::kDataLoss:
+    case StatusCode::kFailedPrecondition: return kExitBadExecutable;
+    case StatusCode::kInternal: return kExitRuntimeError;
+  }
+  return kExitRuntimeError;
+}
+
+}  // namespace ipu::cli

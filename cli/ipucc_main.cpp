@@ -1,0 +1,20 @@
+// ipucc: the offline compiler driver.
+#include <CLI/CLI.hpp>
+
+#include "cli/build_identity.h"
+#include "cli/compile_command.h"
+#include "cli/exit_codes.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("ipucc: compile models for simulated IPUs", "ipucc");
+  app.set_version_flag("--version", ipu::cli::version_string());
+  app.require_subcommand(1);
+  auto compile = ipu::cli::add_compile_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? ipu::cli::kExitOk : ipu::cli::kExitUsage;
+  }
+  return compile();
+}

@@ -1,0 +1,233 @@
+// ipurun: loads an executable and trains, evaluates or predicts on the simulated device.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "cli/build_identity.h"
+#include "cli/diagnostics.h"
+#include "cli/exit_codes.h"
+#include "cli/json_output.h"
+#include "cli/progress_bar.h"
+#include "cli/resolve_executable.h"
+#include "runtime/base/file_io.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/npy.h"
+#include "runtime/session/session.h"
+
+namespace ipu::cli {
+namespace {
+
+constexpr const char* kTool = "ipurun";
+
+struct RunFlags {
+  std::string executable;
+  std::string data = "synthetic";
+  std::string cache_dir;
+  int threads = 0;
+  bool json = false;
+  std::string progress = "auto";
+  std::string weights;
+  // train
+  int epochs = 1;
+  int64_t steps_per_epoch = 0;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  std::string history;
+  std::string save_weights;
+  std::string step_log;
+  // predict
+  std::string output;
+};
+
+ProgressStyle progress_style(const RunFlags& f) {
+  if (f.progress == "none") return ProgressStyle::kNone;
+  if (f.progress == "plain") return ProgressStyle::kPlain;
+  if (f.progress == "bar") return ProgressStyle::kBar;
+  return default_progress_style();
+}
+
+nlohmann::json epoch_json(const session::EpochResult& r) {
+  return {{"epoch", r.epoch},     {"loss", r.loss},       {"accuracy", r.accuracy}, {"steps", r.steps},
+          {"samples", r.samples}, {"seconds", r.seconds}, {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
+}
+
+struct Loaded {
+  std::unique_ptr<session::Session> session;
+  std::string origin;
+  data::Dataset data;
+};
+
+// Executable, weights and data: everything a command needs, with exit codes on failure.
+int load(const RunFlags& f, Loaded& out) {
+  auto resolved = resolve_executable(f.executable, f.cache_dir);
+  if (!resolved.ok()) return fail(kTool, resolved.status());
+  out.origin = resolved->origin;
+  auto session = session::Session::create(std::move(resolved->executable), engine::EngineOptions{f.threads});
+  if (!session.ok()) return fail(kTool, session.status().with_context(out.origin));
+  out.session = std::move(*session);
+  if (!f.weights.empty()) {
+    Status loaded = out.session->load_weights(f.weights);
+    if (!loaded.ok()) return fail(kTool, loaded);
+  }
+  auto data = data::open_dataset(f.data);
+  if (!data.ok()) return fail(kTool, data.status());
+  out.data = std::move(*data);
+  return kExitOk;
+}
+
+int write_json_file(const std::string& path, const nlohmann::json& value) {
+  Status s = write_file_atomic(path, value.dump(1) + "\n");
+  return s.ok() ? kExitOk : fail(kTool, s, kExitIoError);
+}
+
+int run_train(const RunFlags& f) {
+  Loaded loaded;
+  if (int code = load(f, loaded)) return code;
+  session::FitOptions options;
+  options.epochs = f.epochs;
+  if (f.steps_per_epoch > 0) options.steps_per_epoch = f.steps_per_epoch;
+  options.shuffle = f.shuffle;
+  options.seed = f.seed;
+  session::StepLog step_log;
+  auto results = loaded.session->fit(loaded.data, options, make_progress_printer(progress_style(f), ""),
+                                     f.step_log.empty() ? nullptr : &step_log);
+  if (!results.ok()) return fail(kTool, results.status());
+
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& r : *results) epochs.push_back(epoch_json(r));
+  if (!f.history.empty()) {
+    nlohmann::json history = json_document(kTool, "history");
+    history["loss"] = nlohmann::json::array();
+    history["accuracy"] = nlohmann::json::array();
+    for (const auto& r : *results) {
+      history["loss"].push_back(r.loss);
+      history["accuracy"].push_back(r.accuracy);
+    }
+    history["epochs"] = epochs;
+    if (int code = write_json_file(f.history, history)) return code;
+  }
+  if (!f.step_log.empty()) {
+    nlohmann::json log = json_document(kTool, "step_log");
+    log["losses"] = step_log.losses;
+    if (int code = write_json_file(f.step_log, log)) return code;
+  }
+  if (!f.save_weights.empty()) {
+    Status saved = loaded.session->save_weights(f.save_weights);
+    if (!saved.ok()) return fail(kTool, saved, kExitIoError);
+  }
+  if (f.json) {
+    nlohmann::json out = json_document(kTool, "train");
+    out["executable"] = loaded.origin;
+    out["data"] = loaded.data.source;
+    out["batch_size"] = loaded.session->executable().batch_size();
+    out["steps_per_execution"] = loaded.session->executable().steps_per_execution();
+    out["epochs"] = epochs;
+    out["final"] = {{"loss", results->back().loss}, {"accuracy", results->back().accuracy}};
+    double samples = 0, seconds = 0;
+    for (const auto& r : *results) {
+      samples += static_cast<double>(r.samples);
+      seconds += r.seconds;
+    }
+    out["samples_per_second"] = samples / seconds;
+    std::printf("%s\n", out.dump(2).c_str());
+  }
+  return kExitOk;
+}
+
+int run_evaluate(const RunFlags& f) {
+  Loaded loaded;
+  if (int code = load(f, loaded)) return code;
+  auto result = loaded.session->evaluate(loaded.data, make_progress_printer(progress_style(f), "val_"));
+  if (!result.ok()) return fail(kTool, result.status());
+  if (f.json) {
+    nlohmann::json out = json_document(kTool, "evaluate");
+    out["executable"] = loaded.origin;
+    out["data"] = loaded.data.source;
+    out["loss"] = result->loss;
+    out["accuracy"] = result->accuracy;
+    out["samples"] = result->samples;
+    out["seconds"] = result->seconds;
+    out["samples_per_second"] = static_cast<double>(result->samples) / result->seconds;
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("loss: %.4f - accuracy: %.4f (%lld samples)\n", result->loss, result->accuracy,
+                static_cast<long long>(result->samples));
+  }
+  return kExitOk;
+}
+
+int run_predict(const RunFlags& f) {
+  Loaded loaded;
+  if (int code = load(f, loaded)) return code;
+  auto result = loaded.session->predict(loaded.data);
+  if (!result.ok()) return fail(kTool, result.status());
+  if (!f.output.empty()) {
+    Status written = data::write_npy(f.output, data::make_npy_f32(result->shape, result->values.data()));
+    if (!written.ok()) return fail(kTool, written, kExitIoError);
+  }
+  if (f.json) {
+    nlohmann::json out = json_document(kTool, "predict");
+    out["executable"] = loaded.origin;
+    out["data"] = loaded.data.source;
+    out["samples"] = result->samples;
+    out["shape"] = result->shape;
+    out["output"] = f.output.empty() ? nlohmann::json() : nlohmann::json(f.output);
+    out["seconds"] = result->seconds;
+    out["samples_per_second"] = static_cast<double>(result->samples) / result->seconds;
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    std::printf("predicted %lld samples%s%s\n", static_cast<long long>(result->samples),
+                f.output.empty() ? "" : " into ", f.output.c_str());
+  }
+  return kExitOk;
+}
+
+void add_common(CLI::App* cmd, RunFlags& f) {
+  cmd->add_option("executable", f.executable, "Executable file, or cache key (prefix of >= 8 hex digits)")->required();
+  cmd->add_option("--data", f.data, "synthetic[:N] | mnist:DIR[:test] | npy:FEATURES.npy[,LABELS.npy]");
+  cmd->add_option("--cache-dir", f.cache_dir, "Executable cache directory");
+  cmd->add_option("--threads", f.threads, "Bound on TBB worker threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--weights", f.weights, "Start from the weights of this checkpoint directory");
+  cmd->add_option("--progress", f.progress, "auto | bar | plain | none")
+      ->check(CLI::IsMember({"auto", "bar", "plain", "none"}));
+  cmd->add_flag("--json", f.json, "Print one JSON object (docs/json.md)");
+}
+
+}  // namespace
+}  // namespace ipu::cli
+
+int main(int argc, char** argv) {
+  using namespace ipu::cli;
+  CLI::App app("ipurun: train, evaluate and predict with ipucc executables on a simulated IPU", "ipurun");
+  app.set_version_flag("--version", version_string());
+  app.require_subcommand(1);
+  RunFlags flags;
+
+  CLI::App* train = app.add_subcommand("train", "Train (Keras fit)");
+  add_common(train, flags);
+  train->add_option("--epochs", flags.epochs, "Epochs")->check(CLI::Range(1, 1000000));
+  train->add_option("--steps-per-epoch", flags.steps_per_epoch, "Steps per epoch (default: whole batches of the data)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  train->add_flag("--shuffle", flags.shuffle, "Shuffle the samples every epoch");
+  train->add_option("--seed", flags.seed, "Seed of --shuffle");
+  train->add_option("--history", flags.history, "Write per-epoch loss and accuracy as JSON");
+  train->add_option("--step-log", flags.step_log, "Write every step's loss as JSON");
+  train->add_option("--save-weights", flags.save_weights, "Write the trained weights to this checkpoint directory");
+
+  CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate loss and accuracy (Keras evaluate)");
+  add_common(evaluate, flags);
+
+  CLI::App* predict = app.add_subcommand("predict", "Predict (Keras predict)");
+  add_common(predict, flags);
+  predict->add_option("--output", flags.output, "Write the predictions as .npy");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (train->parsed()) return run_train(flags);
+  if (evaluate->parsed()) return run_evaluate(flags);
+  return run_predict(flags);
+}

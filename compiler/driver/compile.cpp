@@ -1,0 +1,99 @@
+#include "compiler/driver/compile.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "compiler/frontend/graph_spec.h"
+#include "compiler/lowering/lower_graph.h"
+#include "compiler/passes/training.h"
+#include "compiler/target/target.h"
+#include "runtime/format/executable_file.h"
+
+namespace ipu::compiler {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Exact text of a float, so equal values always give equal keys.
+std::string float_key(float value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%a", static_cast<double>(value));
+  return buffer;
+}
+
+Status validate_options(const CompileOptions& o) {
+  if (o.batch_size == 0 || o.batch_size > (1u << 20)) return invalid_argument("--batch-size must be in [1, 1048576]");
+  if (o.steps_per_execution == 0 || o.steps_per_execution > (1u << 24)) {
+    return invalid_argument("--steps-per-execution must be in [1, 16777216]");
+  }
+  if (o.learning_rate && !(*o.learning_rate > 0)) return invalid_argument("--learning-rate must be positive");
+  if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return invalid_argument("--momentum must be in [0, 1)");
+  return Status();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOptions& o) {
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"arch", o.arch},
+      {"tiles_per_ipu", o.tiles_per_ipu ? std::to_string(*o.tiles_per_ipu) : "preset"},
+      {"bytes_per_tile", o.bytes_per_tile ? std::to_string(*o.bytes_per_tile) : "preset"},
+      {"batch_size", std::to_string(o.batch_size)},
+      {"steps_per_execution", std::to_string(o.steps_per_execution)},
+      {"mode", o.mode == Mode::kTrain ? "train" : "infer"},
+      {"learning_rate", o.learning_rate ? float_key(*o.learning_rate) : "spec"},
+      {"momentum", o.momentum ? float_key(*o.momentum) : "spec"},
+  };
+  std::string stages;
+  for (int s : o.stage_assignment) stages += (stages.empty() ? "" : ",") + std::to_string(s);
+  out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
+  return out;
+}
+
+StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options) {
+  IPU_RETURN_IF_ERROR(validate_options(options));
+  IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
+  IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile, std::nullopt));
+
+  CompileResult result;
+  auto start = std::chrono::steady_clock::now();
+  IPU_ASSIGN_OR_RETURN(frontend::ModelSpec spec, frontend::parse_graph_spec(model_text, options.model_path));
+  if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(frontend::apply_stage_assignment(spec, options.stage_assignment));
+  if (options.learning_rate) spec.optimizer.learning_rate = *options.learning_rate;
+  if (options.momentum) spec.optimizer.momentum = *options.momentum;
+  IPU_ASSIGN_OR_RETURN(frontend::ForwardGraph forward, frontend::build_forward_graph(spec, options.batch_size));
+  result.timings.frontend_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  lowering::GraphInterface io{forward.features, forward.scores, std::nullopt};
+  if (options.mode == Mode::kTrain) {
+    IPU_ASSIGN_OR_RETURN(passes::LossValues loss, passes::add_loss(forward.graph, forward.scores, spec.loss));
+    IPU_RETURN_IF_ERROR(passes::add_gradients_and_updates(forward.graph, loss.loss, spec.optimizer));
+    io.loss = loss;
+  }
+  result.timings.passes_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  lowering::LoweringOptions lowering_options{options.batch_size, options.steps_per_execution};
+  auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options);
+  if (!lowered.ok()) return lowered.status().with_context(options.model_path);
+  result.timings.lowering_seconds = seconds_since(start);
+
+  result.executable = std::move(lowered->executable);
+  result.memory = std::move(lowered->memory);
+  format::Executable& exe = result.executable;
+  exe.set_format_version(format::kFormatVersion);
+  exe.set_model_name(spec.name);
+  exe.set_mode(options.mode == Mode::kTrain ? "train" : "infer");
+  const auto& scores_shape = forward.graph.value(forward.scores).type.shape;
+  exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);
+  format::PipelineInfo* pipeline = exe.mutable_pipeline();
+  pipeline->set_num_stages(static_cast<uint32_t>(spec.num_stages));
+  pipeline->set_gradient_accumulation(1);
+  pipeline->set_replicas(1);
+  return result;
+}
+
+}  // namespace ipu::compiler

@@ -1,0 +1,50 @@
+// The compiler's entry point: model bytes + options → executable. Knows nothing of the
+// command line or the cache; cli/ maps flags to CompileOptions and stores the result.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/passes/memory_plan.h"
+#include "runtime/format/executable.pb.h"
+
+namespace ipu::compiler {
+
+enum class Mode { kTrain, kInfer };
+
+struct CompileOptions {
+  std::string model_path;  // for messages and the executable's model name
+  std::string arch = "mk2";
+  std::optional<uint32_t> tiles_per_ipu;
+  std::optional<uint64_t> bytes_per_tile;
+  uint32_t batch_size = 32;
+  uint32_t steps_per_execution = 1;
+  Mode mode = Mode::kTrain;
+  std::optional<float> learning_rate;  // overrides the spec's optimizer
+  std::optional<float> momentum;
+  std::vector<int> stage_assignment;   // overrides the spec's stages when non-empty
+};
+
+// Every option that changes the compiled program, as (name, canonical value) pairs, for the
+// cache key. Options that only affect output paths or logging are deliberately absent.
+std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOptions& options);
+
+struct CompileTimings {
+  double frontend_seconds = 0;
+  double passes_seconds = 0;
+  double lowering_seconds = 0;
+};
+
+struct CompileResult {
+  format::Executable executable;
+  passes::MemoryPlan memory;
+  CompileTimings timings;
+};
+
+// Errors: InvalidArgument (bad spec or options, every problem listed), Unsupported,
+// ResourceExhausted (a tile overflows; the message has the per-tile report).
+StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options);
+
+}  // namespace ipu::compiler

@@ -1,0 +1,330 @@
+#include "compiler/frontend/graph_spec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+
+namespace ipu::frontend {
+namespace {
+
+using nlohmann::json;
+
+const std::set<std::string> kActivations = {"none", "linear", "relu", "sigmoid", "tanh", "softmax"};
+const std::set<std::string> kLayerKeys = {"name", "type", "inputs", "units", "activation", "use_bias",
+                                          "kernel_initializer", "bias_initializer", "stage"};
+
+// Collects every problem of a spec so the user sees them all at once.
+class Problems {
+ public:
+  explicit Problems(std::string path) : m_path(std::move(path)) {}
+  void add(const std::string& where, const std::string& what) {
+    m_lines.push_back(m_path + ": " + (where.empty() ? "" : where + ": ") + what);
+  }
+  bool empty() const { return m_lines.empty(); }
+  Status status() const {
+    std::string message;
+    for (const auto& line : m_lines) message += (message.empty() ? "" : "\n") + line;
+    return invalid_argument(message);
+  }
+
+ private:
+  std::string m_path;
+  std::vector<std::string> m_lines;
+};
+
+std::string layer_label(const LayerSpec& layer) {
+  return "layer '" + layer.name + "'" + (layer.type.empty() ? "" : " (" + layer.type + ")");
+}
+
+std::optional<InitializerSpec> parse_initializer(const json& j, Problems& problems, const std::string& where) {
+  InitializerSpec init;
+  if (j.is_string()) {
+    init.type = j.get<std::string>();
+  } else if (j.is_object() && j.contains("type") && j["type"].is_string()) {
+    init.type = j["type"].get<std::string>();
+    if (j.contains("seed")) {
+      if (!j["seed"].is_number_unsigned()) {
+        problems.add(where, "initializer 'seed' must be a non-negative integer");
+        return std::nullopt;
+      }
+      init.seed = j["seed"].get<uint64_t>();
+    }
+  } else {
+    problems.add(where, "an initializer is a name or {\"type\": ..., \"seed\": ...}");
+    return std::nullopt;
+  }
+  if (init.type != "glorot_uniform" && init.type != "zeros") {
+    problems.add(where, "unknown initializer '" + init.type + "' (expected glorot_uniform or zeros)");
+    return std::nullopt;
+  }
+  return init;
+}
+
+LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& problems) {
+  LayerSpec layer;
+  if (!j.is_object()) {
+    problems.add("layer " + std::to_string(index), "must be an object");
+    return layer;
+  }
+  layer.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "layer" + std::to_string(index);
+  if (!j.contains("type") || !j["type"].is_string()) {
+    problems.add(layer_label(layer), "missing 'type'");
+    return layer;
+  }
+  layer.type = j["type"].get<std::string>();
+  const std::string where = layer_label(layer);
+  for (const auto& [key, value] : j.items()) {
+    if (!kLayerKeys.count(key)) problems.add(where, "unknown attribute '" + key + "'");
+  }
+  if (layer.type != "Dense" && layer.type != "Flatten") {
+    problems.add(where, "unknown layer type (supported: Dense, Flatten)");
+  }
+  if (functional) {
+    if (!j.contains("inputs") || !j["inputs"].is_array() || j["inputs"].size() != 1 || !j["inputs"][0].is_string()) {
+      problems.add(where, "'inputs' must list exactly one input name");
+    } else {
+      layer.inputs.push_back(j["inputs"][0].get<std::string>());
+    }
+  } else if (j.contains("inputs")) {
+    problems.add(where, "'inputs' belongs to functional specs; a sequential layer reads the previous one");
+  }
+  if (layer.type == "Dense") {
+    if (!j.contains("units") || !j["units"].is_number_integer() || j["units"].get<int64_t>() <= 0) {
+      problems.add(where, "'units' must be a positive integer");
+    } else {
+      layer.units = j["units"].get<int64_t>();
+    }
+    if (j.contains("activation")) {
+      if (!j["activation"].is_string() || !kActivations.count(j["activation"].get<std::string>())) {
+        problems.add(where, "unknown activation " + j["activation"].dump() + " (expected none, relu, sigmoid, tanh or softmax)");
+      } else {
+        layer.activation = j["activation"].get<std::string>();
+        if (layer.activation == "linear") layer.activation = "none";
+      }
+    }
+    if (j.contains("use_bias")) {
+      if (!j["use_bias"].is_boolean()) problems.add(where, "'use_bias' must be true or false");
+      else layer.use_bias = j["use_bias"].get<bool>();
+    }
+    if (j.contains("kernel_initializer")) {
+      if (auto init = parse_initializer(j["kernel_initializer"], problems, where)) layer.kernel_initializer = *init;
+    }
+    if (j.contains("bias_initializer")) {
+      if (auto init = parse_initializer(j["bias_initializer"], problems, where)) layer.bias_initializer = *init;
+    }
+  } else if (layer.type == "Flatten") {
+    for (const char* key : {"units", "activation", "use_bias", "kernel_initializer", "bias_initializer"}) {
+      if (j.contains(key)) problems.add(where, std::string("'") + key + "' does not apply to Flatten");
+    }
+  }
+  if (j.contains("stage")) {
+    if (!j["stage"].is_number_integer() || j["stage"].get<int64_t>() < 0) {
+      problems.add(where, "'stage' must be a non-negative integer");
+    } else {
+      layer.stage = static_cast<int>(j["stage"].get<int64_t>());
+    }
+  }
+  return layer;
+}
+
+std::optional<InputSpec> parse_input(const json& j, Problems& problems) {
+  if (!j.is_object() || !j.contains("shape") || !j["shape"].is_array() || j["shape"].empty()) {
+    problems.add("input", "needs a non-empty 'shape' (per sample, without the batch axis)");
+    return std::nullopt;
+  }
+  InputSpec input;
+  input.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "input";
+  for (const auto& d : j["shape"]) {
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0) {
+      problems.add("input '" + input.name + "'", "shape dimensions must be positive integers, got " + j["shape"].dump());
+      return std::nullopt;
+    }
+    input.shape.push_back(d.get<int64_t>());
+  }
+  if (j.contains("dtype") && j["dtype"] != "float32") {
+    problems.add("input '" + input.name + "'", "dtype " + j["dtype"].dump() + " is not supported (float32 only)");
+  }
+  return input;
+}
+
+void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
+  if (j.contains("loss")) {
+    const json& loss = j["loss"];
+    std::string type = loss.is_string() ? loss.get<std::string>()
+                       : loss.is_object() && loss.contains("type") && loss["type"].is_string() ? loss["type"].get<std::string>()
+                                                                                                   : "";
+    if (type != "sparse_categorical_crossentropy") {
+      problems.add("loss", "unsupported loss " + loss.dump() + " (expected sparse_categorical_crossentropy)");
+    }
+    if (loss.is_object() && loss.contains("from_logits")) {
+      if (!loss["from_logits"].is_boolean()) problems.add("loss", "'from_logits' must be true or false");
+      else spec.loss.from_logits = loss["from_logits"].get<bool>();
+    } else {
+      spec.loss.from_logits = false;  // Keras's default
+    }
+  }
+  if (j.contains("optimizer")) {
+    const json& opt = j["optimizer"];
+    if (!opt.is_object() || opt.value("type", "") != "sgd") {
+      problems.add("optimizer", "unsupported optimizer " + opt.dump() + " (expected {\"type\": \"sgd\", ...})");
+      return;
+    }
+    if (opt.contains("learning_rate")) {
+      if (!opt["learning_rate"].is_number() || opt["learning_rate"].get<double>() <= 0) {
+        problems.add("optimizer", "'learning_rate' must be a positive number");
+      } else {
+        spec.optimizer.learning_rate = opt["learning_rate"].get<float>();
+      }
+    }
+    if (opt.contains("momentum")) {
+      if (!opt["momentum"].is_number() || opt["momentum"].get<double>() < 0 || opt["momentum"].get<double>() >= 1) {
+        problems.add("optimizer", "'momentum' must be in [0, 1)");
+      } else {
+        spec.optimizer.momentum = opt["momentum"].get<float>();
+      }
+    }
+  }
+}
+
+// Stages are PopART-style: all layers or none, non-negative, each used stage contiguous from 0,
+// and a layer never reads from a later stage.
+void check_stages(ModelSpec& spec, Problems& problems) {
+  size_t annotated = 0;
+  for (const auto& layer : spec.layers) annotated += layer.stage.has_value();
+  spec.stages.assign(spec.layers.size(), 0);
+  if (annotated == 0) return;
+  if (annotated != spec.layers.size()) {
+    problems.add("", "stage annotations must be on every layer or on none (" + std::to_string(annotated) + " of " +
+                         std::to_string(spec.layers.size()) + " have one)");
+    return;
+  }
+  std::map<std::string, int> stage_of;
+  std::set<int> used;
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    const LayerSpec& layer = spec.layers[i];
+    spec.stages[i] = *layer.stage;
+    used.insert(*layer.stage);
+    stage_of[layer.name] = *layer.stage;
+    for (const auto& in : layer.inputs) {
+      auto it = stage_of.find(in);
+      if (it != stage_of.end() && it->second > *layer.stage) {
+        problems.add(layer_label(layer), "stage " + std::to_string(*layer.stage) + " reads '" + in + "' from later stage " +
+                                             std::to_string(it->second));
+      }
+    }
+  }
+  if (*used.rbegin() + 1 != static_cast<int>(used.size())) {
+    problems.add("", "stages must be numbered 0.." + std::to_string(used.size() - 1) + " without gaps");
+  }
+  spec.num_stages = static_cast<int>(used.size());
+}
+
+// Wires sequential layers in order and checks functional inputs refer to earlier nodes.
+void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& problems) {
+  std::set<std::string> names = {spec.input.name};
+  for (size_t i = 0; i < spec.layers.size(); ++i) {
+    LayerSpec& layer = spec.layers[i];
+    if (!names.insert(layer.name).second) problems.add(layer_label(layer), "name is used twice");
+    if (!functional) {
+      layer.inputs = {i == 0 ? spec.input.name : spec.layers[i - 1].name};
+      continue;
+    }
+    for (const auto& in : layer.inputs) {
+      bool earlier = in == spec.input.name;
+      for (size_t k = 0; k < i && !earlier; ++k) earlier = spec.layers[k].name == in;
+      if (!earlier) problems.add(layer_label(layer), "input '" + in + "' is not the model input or an earlier layer");
+    }
+  }
+  if (spec.layers.empty()) {
+    problems.add("", "the model has no layers");
+    return;
+  }
+  if (!functional) {
+    spec.output = spec.layers.back().name;
+  } else if (!j.contains("outputs") || !j["outputs"].is_array() || j["outputs"].size() != 1 || !j["outputs"][0].is_string()) {
+    problems.add("", "'outputs' must list exactly one layer name");
+  } else {
+    spec.output = j["outputs"][0].get<std::string>();
+    if (!names.count(spec.output)) problems.add("", "output '" + spec.output + "' names no layer");
+  }
+}
+
+}  // namespace
+
+StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& path) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return invalid_argument(path + ": not valid JSON");
+  if (!j.is_object()) return invalid_argument(path + ": the spec must be a JSON object");
+  Problems problems(path);
+  ModelSpec spec;
+  spec.path = path;
+  spec.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "model";
+  const std::string form = j.contains("type") && j["type"].is_string() ? j["type"].get<std::string>() : "";
+  const bool functional = form == "functional";
+  if (form != "sequential" && form != "functional") {
+    problems.add("", "'type' must be \"sequential\" or \"functional\"");
+    return problems.status();
+  }
+  if (functional) {
+    if (!j.contains("inputs") || !j["inputs"].is_array() || j["inputs"].size() != 1) {
+      problems.add("", "'inputs' must list exactly one input");
+    } else if (auto input = parse_input(j["inputs"][0], problems)) {
+      spec.input = *input;
+    }
+  } else if (!j.contains("input")) {
+    problems.add("", "missing 'input'");
+  } else if (auto input = parse_input(j["input"], problems)) {
+    spec.input = *input;
+  }
+  const char* list_key = functional ? "nodes" : "layers";
+  if (!j.contains(list_key) || !j[list_key].is_array()) {
+    problems.add("", std::string("missing '") + list_key + "' list");
+    return problems.status();
+  }
+  for (size_t i = 0; i < j[list_key].size(); ++i) spec.layers.push_back(parse_layer(j[list_key][i], i, functional, problems));
+  check_wiring(spec, functional, j, problems);
+  if (j.contains("stage_assignment")) {
+    const json& list = j["stage_assignment"];
+    bool per_layer = false;
+    for (const auto& layer : spec.layers) per_layer = per_layer || layer.stage.has_value();
+    if (per_layer) {
+      problems.add("", "give either per-layer 'stage' or a model-level 'stage_assignment', not both");
+    } else if (!list.is_array() || list.size() != spec.layers.size()) {
+      problems.add("", "'stage_assignment' has " + std::to_string(list.is_array() ? list.size() : 0) + " entries for " +
+                           std::to_string(spec.layers.size()) + " layers");
+    } else {
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_number_integer() || list[i].get<int64_t>() < 0) {
+          problems.add("", "'stage_assignment' entry " + std::to_string(i) + " must be a non-negative integer");
+        } else {
+          spec.layers[i].stage = static_cast<int>(list[i].get<int64_t>());
+        }
+      }
+    }
+  }
+  check_stages(spec, problems);
+  parse_training(j, spec, problems);
+  if (!problems.empty()) return problems.status();
+  return spec;
+}
+
+Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages) {
+  Problems problems(spec.path);
+  if (stages.size() != spec.layers.size()) {
+    problems.add("", "--stage-assignment has " + std::to_string(stages.size()) + " entries for " +
+                         std::to_string(spec.layers.size()) + " layers");
+    return problems.status();
+  }
+  for (size_t i = 0; i < stages.size(); ++i) {
+    if (stages[i] < 0) {
+      problems.add("", "--stage-assignment entry " + std::to_string(i) + " is negative");
+      return problems.status();
+    }
+    spec.layers[i].stage = stages[i];
+  }
+  check_stages(spec, problems);
+  return problems.empty() ? Status() : problems.status();
+}
+
+}  // namespace ipu::frontend

@@ -1,0 +1,66 @@
+// The JSON graph spec (docs/graph_spec.md): a Keras-like model description in Sequential or
+// Functional form, parsed and validated into a ModelSpec, then built into an IR graph.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/passes/training.h"
+#include "runtime/base/status.h"
+
+namespace ipu::frontend {
+
+struct InitializerSpec {
+  std::string type = "zeros";  // "glorot_uniform" or "zeros"
+  uint64_t seed = 0;
+};
+
+struct LayerSpec {
+  std::string name;
+  std::string type;  // "Flatten" or "Dense"
+  std::vector<std::string> inputs;
+  int64_t units = 0;
+  std::string activation = "none";  // none, relu, sigmoid, tanh, softmax
+  bool use_bias = true;
+  InitializerSpec kernel_initializer{"glorot_uniform", 0};
+  InitializerSpec bias_initializer;
+  std::optional<int> stage;
+};
+
+struct InputSpec {
+  std::string name;
+  std::vector<int64_t> shape;  // per sample, without the batch axis
+};
+
+struct ModelSpec {
+  std::string path;  // for messages
+  std::string name;
+  InputSpec input;
+  std::vector<LayerSpec> layers;  // topological order
+  std::string output;             // name of the layer whose output the model returns
+  passes::LossConfig loss;
+  passes::OptimizerConfig optimizer;
+  int num_stages = 1;
+  std::vector<int> stages;  // stage of each layer (all zero without annotations)
+};
+
+// Parses and validates; reports every problem found at once, one per line, each starting with
+// the file and the layer ("model.json: layer 'd3' (Dense): 'units' must be a positive integer").
+StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& path);
+
+// Applies a stage assignment given on the command line, with the same checks as the spec's.
+Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages);
+
+struct ForwardGraph {
+  ir::Graph graph;
+  int features = -1;
+  int scores = -1;
+};
+
+// Builds the forward IR graph for micro-batch `batch_size`, with deterministic initial weights.
+StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_size);
+
+}  // namespace ipu::frontend

@@ -1,0 +1,32 @@
+#include "compiler/frontend/initializers.h"
+
+#include <cmath>
+
+namespace ipu::frontend {
+namespace {
+
+uint64_t splitmix64(uint64_t seed, uint64_t index) {
+  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<float> glorot_uniform(int64_t fan_in, int64_t fan_out, uint64_t seed) {
+  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  std::vector<float> values(static_cast<size_t>(fan_in * fan_out));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double u = static_cast<double>(splitmix64(seed, i) >> 11) * 0x1.0p-53;  // [0, 1)
+    values[i] = static_cast<float>((2.0 * u - 1.0) * limit);
+  }
+  return values;
+}
+
+std::vector<float> initial_values(const InitializerSpec& init, int64_t fan_in, int64_t fan_out, int64_t count) {
+  if (init.type == "glorot_uniform") return glorot_uniform(fan_in, fan_out, init.seed);
+  return std::vector<float>(static_cast<size_t>(count), 0.0f);
+}
+
+}  // namespace ipu::frontend

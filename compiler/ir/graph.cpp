@@ -1,0 +1,109 @@
+#include "compiler/ir/graph.h"
+
+#include <sstream>
+
+#include "compiler/ir/op_registry.h"
+
+namespace ipu::ir {
+
+const char* op_kind_name(OpKind kind) {
+  switch (kind) {
+#define OP(name, text) \
+  case OpKind::name:   \
+    return text;
+#include "compiler/ir/ops.def"
+#undef OP
+  }
+  return "?";
+}
+
+int64_t TensorType::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string TensorType::to_string() const {
+  std::string s = dtype == DType::kFloat32 ? "f32[" : "i32[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+int Graph::add_value(std::string name, TensorType type, Role role) {
+  Value v;
+  v.id = static_cast<int>(m_values.size());
+  v.name = std::move(name);
+  v.type = std::move(type);
+  v.role = role;
+  m_values.push_back(std::move(v));
+  return m_values.back().id;
+}
+
+StatusOr<int> Graph::add_op(OpKind kind, std::string name, std::vector<int> inputs, OpAttrs attrs, Phase phase,
+                            int stage) {
+  Op op;
+  op.id = static_cast<int>(m_ops.size());
+  op.kind = kind;
+  op.name = std::move(name);
+  op.inputs = std::move(inputs);
+  op.attrs = std::move(attrs);
+  op.phase = phase;
+  op.stage = stage;
+  const OpDef& def = op_def(kind);
+  if (def.num_inputs != kVariadic && static_cast<int>(op.inputs.size()) != def.num_inputs) {
+    return internal_error(op.name + " (" + op_kind_name(kind) + "): expects " + std::to_string(def.num_inputs) +
+                          " inputs, got " + std::to_string(op.inputs.size()));
+  }
+  std::vector<TensorType> outputs;
+  Status status = def.infer(*this, op, outputs);
+  if (!status.ok()) return status.with_context("'" + op.name + "' (" + op_kind_name(kind) + ")");
+  static constexpr Role kOutputRole[] = {Role::kActivation, Role::kLoss, Role::kGradient, Role::kGradient};
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    int id = add_value(op.name + (outputs.size() > 1 ? ":" + std::to_string(i) : ""), outputs[i],
+                       kOutputRole[static_cast<int>(phase)]);
+    m_values[static_cast<size_t>(id)].producer = op.id;
+    m_values[static_cast<size_t>(id)].stage = stage;
+    op.outputs.push_back(id);
+  }
+  m_ops.push_back(std::move(op));
+  return m_ops.back().id;
+}
+
+std::vector<int> Graph::values_with_role(Role role) const {
+  std::vector<int> ids;
+  for (const Value& v : m_values) {
+    if (v.role == role) ids.push_back(v.id);
+  }
+  return ids;
+}
+
+std::vector<int> Graph::consumers(int id) const {
+  std::vector<int> ops;
+  for (const Op& op : m_ops) {
+    for (int input : op.inputs) {
+      if (input == id) {
+        ops.push_back(op.id);
+        break;
+      }
+    }
+  }
+  return ops;
+}
+
+std::string Graph::to_string() const {
+  std::ostringstream out;
+  static const char* kPhase[] = {"forward", "loss", "backward", "update"};
+  for (const Op& op : m_ops) {
+    out << kPhase[static_cast<int>(op.phase)] << " stage " << op.stage << ": ";
+    for (size_t i = 0; i < op.outputs.size(); ++i) {
+      const Value& v = value(op.outputs[i]);
+      out << (i ? ", " : "") << v.name << ":" << v.type.to_string();
+    }
+    out << " = " << op_kind_name(op.kind) << "(";
+    for (size_t i = 0; i < op.inputs.size(); ++i) out << (i ? ", " : "") << value(op.inputs[i]).name;
+    out << ")\n";
+  }
+  return out.str();
+}
+
+}  // namespace ipu::ir

@@ -1,0 +1,96 @@
+// The compiler's IR: a graph of ops over values with static shapes. One graph holds the forward
+// pass and, for training, the loss, the gradients and the optimizer updates; each op carries
+// the phase it belongs to so that programs can be cut from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+
+namespace ipu::ir {
+
+enum class DType { kFloat32, kInt32 };
+
+enum class OpKind {
+#define OP(name, text) name,
+#include "compiler/ir/ops.def"
+#undef OP
+};
+const char* op_kind_name(OpKind kind);
+
+enum class Role { kInput, kLabel, kWeight, kOptimizerState, kActivation, kGradient, kLoss, kMetric };
+
+// Which part of a step an op belongs to: predict runs kForward, evaluate adds kLoss, train runs
+// all four.
+enum class Phase { kForward, kLoss, kBackward, kUpdate };
+
+struct TensorType {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  int64_t elements() const;
+  std::string to_string() const;  // "f32[32,784]"
+};
+
+struct Value {
+  int id = -1;
+  std::string name;
+  TensorType type;
+  Role role = Role::kActivation;
+  int producer = -1;            // op id, -1 for graph inputs, weights and state
+  std::vector<float> initial;   // weights and optimizer state
+  int stage = 0;
+};
+
+// Attributes of all op kinds; each op reads only the fields its registry entry documents.
+struct OpAttrs {
+  bool trans_a = false;
+  bool trans_b = false;
+  bool from_logits = true;
+  int activation = 0;          // format::ActivationKind for ActivationGrad
+  float learning_rate = 0.0f;
+  float momentum = 0.0f;
+  std::vector<int64_t> shape;  // Reshape target
+};
+
+struct Op {
+  int id = -1;
+  OpKind kind{};
+  std::string name;  // the layer / node it came from, for messages
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  OpAttrs attrs;
+  Phase phase = Phase::kForward;
+  int stage = 0;
+};
+
+class Graph {
+ public:
+  int add_value(std::string name, TensorType type, Role role);
+  // Adds an op, running its shape rule to create typed outputs named "<name>:<i>". Returns the
+  // op id, or the shape rule's error naming the op.
+  StatusOr<int> add_op(OpKind kind, std::string name, std::vector<int> inputs, OpAttrs attrs, Phase phase,
+                       int stage = 0);
+
+  Value& value(int id) { return m_values.at(static_cast<size_t>(id)); }
+  const Value& value(int id) const { return m_values.at(static_cast<size_t>(id)); }
+  Op& op(int id) { return m_ops.at(static_cast<size_t>(id)); }
+  const Op& op(int id) const { return m_ops.at(static_cast<size_t>(id)); }
+  const std::vector<Value>& values() const { return m_values; }
+  const std::vector<Op>& ops() const { return m_ops; }
+  std::vector<Value>& mutable_values() { return m_values; }
+
+  // Value ids by role.
+  std::vector<int> values_with_role(Role role) const;
+  // Ids of ops that read value `id`.
+  std::vector<int> consumers(int id) const;
+
+  std::string to_string() const;  // one line per op, for `ipucc compile --dump-ir` and tests
+
+ private:
+  std::vector<Value> m_values;
+  std::vector<Op> m_ops;
+};
+
+}  // namespace ipu::ir

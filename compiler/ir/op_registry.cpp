@@ -1,0 +1,47 @@
+#include "compiler/ir/op_registry.h"
+
+#include <array>
+#include <cstdlib>
+
+namespace ipu::ir {
+
+const OpDef& op_def(OpKind kind) {
+  static const auto table = [] {
+    constexpr size_t kCount = 0
+#define OP(name, text) +1
+#include "compiler/ir/ops.def"
+#undef OP
+        ;
+    std::array<const OpDef*, kCount> t{};
+    for (const OpDef* def : {&matmul_op(), &bias_add_op(), &relu_op(), &sigmoid_op(), &tanh_op(), &softmax_op(),
+                             &activation_grad_op(), &softmax_grad_op(), &reshape_op(), &sparse_cross_entropy_op(),
+                             &sparse_cross_entropy_grad_op(), &count_correct_op(), &column_sum_op(),
+                             &sgd_update_op()}) {
+      t[static_cast<size_t>(def->kind)] = def;
+    }
+    for (const OpDef* def : t) {
+      if (def == nullptr) std::abort();  // an op in ops.def without a registry entry
+    }
+    return t;
+  }();
+  return *table[static_cast<size_t>(kind)];
+}
+
+int GradContext::gradient_of(int value) const {
+  return static_cast<size_t>(value) < m_gradients.size() ? m_gradients[static_cast<size_t>(value)] : -1;
+}
+
+bool GradContext::needs_gradient(int value) const {
+  return static_cast<size_t>(value) < m_needs.size() && m_needs[static_cast<size_t>(value)];
+}
+
+Status GradContext::add_gradient(int value, int gradient) {
+  if (static_cast<size_t>(value) >= m_gradients.size()) m_gradients.resize(static_cast<size_t>(value) + 1, -1);
+  if (m_gradients[static_cast<size_t>(value)] != -1) {
+    return unsupported("value '" + m_graph.value(value).name + "' is used by several layers; training such graphs is not supported yet");
+  }
+  m_gradients[static_cast<size_t>(value)] = gradient;
+  return Status();
+}
+
+}  // namespace ipu::ir

@@ -1,0 +1,181 @@
+#include "compiler/lowering/lower_context.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ipu::lowering {
+namespace {
+
+format::DType to_format(ir::DType dtype) { return dtype == ir::DType::kFloat32 ? format::FLOAT32 : format::INT32; }
+
+format::TensorRole to_format(ir::Role role) {
+  switch (role) {
+    case ir::Role::kInput: return format::INPUT;
+    case ir::Role::kLabel: return format::LABEL;
+    case ir::Role::kWeight: return format::WEIGHT;
+    case ir::Role::kOptimizerState: return format::OPTIMIZER_STATE;
+    case ir::Role::kActivation: return format::ACTIVATION;
+    case ir::Role::kGradient: return format::GRADIENT;
+    case ir::Role::kLoss: return format::LOSS;
+    case ir::Role::kMetric: return format::METRIC;
+  }
+  return format::ROLE_UNSPECIFIED;
+}
+
+// Keeps the mapping short: adjacent intervals on one tile become one.
+std::vector<format::Interval> normalise(std::vector<format::Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const format::Interval& a, const format::Interval& b) { return a.begin() < b.begin(); });
+  std::vector<format::Interval> out;
+  for (const auto& iv : intervals) {
+    if (!out.empty() && out.back().tile() == iv.tile() && out.back().end() == iv.begin()) {
+      out.back().set_end(iv.end());
+    } else {
+      out.push_back(iv);
+    }
+  }
+  return out;
+}
+
+format::Interval interval(uint32_t tile, uint64_t begin, uint64_t end) {
+  format::Interval iv;
+  iv.set_tile(tile);
+  iv.set_begin(begin);
+  iv.set_end(end);
+  return iv;
+}
+
+}  // namespace
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+LowerContext::LowerContext(const ir::Graph& graph, const target::TargetSpec& target, format::Executable& executable)
+    : m_graph(graph), m_target(target), m_exe(executable), m_value_tensor(graph.values().size(), -1) {}
+
+uint32_t LowerContext::tensor(int value) {
+  int64_t& slot = m_value_tensor.at(static_cast<size_t>(value));
+  if (slot >= 0) return static_cast<uint32_t>(slot);
+  const ir::Value& v = m_graph.value(value);
+  format::Tensor* t = m_exe.add_tensors();
+  t->set_name(v.name);
+  t->set_dtype(to_format(v.type.dtype));
+  for (int64_t d : v.type.shape) t->add_shape(d);
+  t->set_role(to_format(v.role));
+  t->set_ipu(static_cast<uint32_t>(v.stage));
+  if (!v.initial.empty()) t->set_initial_value(v.initial.data(), v.initial.size() * sizeof(float));
+  slot = m_exe.tensors_size() - 1;
+  return static_cast<uint32_t>(slot);
+}
+
+void LowerContext::alias(int value, int source) { m_value_tensor.at(static_cast<size_t>(value)) = tensor(source); }
+
+void LowerContext::set_mapping(uint32_t tensor_index, std::vector<format::Interval> intervals) {
+  format::Tensor* t = m_exe.mutable_tensors(static_cast<int>(tensor_index));
+  t->clear_mapping();
+  for (auto& iv : normalise(std::move(intervals))) *t->add_mapping() = iv;
+}
+
+void LowerContext::map_linearly(int value) {
+  uint32_t index = tensor(value);
+  const format::Tensor& t = m_exe.tensors(static_cast<int>(index));
+  if (t.mapping_size() > 0) return;
+  const int64_t elements = m_graph.value(value).type.elements();
+  const uint32_t tiles = m_target.tiles_per_ipu;
+  // At least 64 elements per tile: finer slices cost more in descriptors than they save.
+  const int64_t chunk = std::max<int64_t>(64, ceil_div(elements, tiles));
+  const uint32_t base = t.ipu() * tiles;
+  std::vector<format::Interval> intervals;
+  for (int64_t begin = 0; begin < elements; begin += chunk) {
+    intervals.push_back(interval(base + m_linear_cursor, static_cast<uint64_t>(begin),
+                                 static_cast<uint64_t>(std::min(elements, begin + chunk))));
+    m_linear_cursor = (m_linear_cursor + 1) % tiles;
+  }
+  set_mapping(index, std::move(intervals));
+}
+
+void LowerContext::begin_compute_set(std::string name, int ipu) {
+  m_cs = m_exe.add_compute_sets();
+  m_cs->set_name(std::move(name));
+  m_cs_ipu = ipu;
+  m_tile_cursor = 0;
+  m_tile_compute.clear();
+  m_pending_writes.clear();
+  m_record = ComputeSetRecord();
+}
+
+std::vector<uint32_t> LowerContext::take_tiles(int64_t count) {
+  std::vector<uint32_t> tiles;
+  const uint32_t base = static_cast<uint32_t>(m_cs_ipu) * m_target.tiles_per_ipu;
+  for (int64_t i = 0; i < count; ++i) {
+    tiles.push_back(base + m_tile_cursor);
+    m_tile_cursor = (m_tile_cursor + 1) % m_target.tiles_per_ipu;
+  }
+  return tiles;
+}
+
+uint64_t LowerContext::bytes_off_tile(const Region& region, uint32_t tile) const {
+  const format::Tensor& t = m_exe.tensors(static_cast<int>(region.tensor));
+  const auto& mapping = t.mapping();
+  uint64_t total = 0, local = 0;
+  for (int64_t r = region.row_begin; r < region.row_end; ++r) {
+    const uint64_t begin = static_cast<uint64_t>(r * region.row_stride + region.col_begin);
+    const uint64_t end = static_cast<uint64_t>(r * region.row_stride + region.col_end);
+    total += end - begin;
+    // First interval ending after `begin`, then walk while intervals overlap [begin, end).
+    auto it = std::upper_bound(mapping.begin(), mapping.end(), begin,
+                               [](uint64_t x, const format::Interval& iv) { return x < iv.end(); });
+    for (; it != mapping.end() && it->begin() < end; ++it) {
+      if (it->tile() == tile) local += std::min(end, it->end()) - std::max(begin, it->begin());
+    }
+  }
+  return (total - local) * 4;  // every dtype the IR has is 4 bytes wide
+}
+
+void LowerContext::emit(uint32_t tile, VertexSpec spec) {
+  const auto& m = m_target.cycles;
+  format::Vertex* v = m_cs->add_vertices();
+  v->set_codelet(static_cast<uint32_t>(spec.codelet));
+  v->set_tile(tile);
+  for (uint32_t o : spec.operands) v->add_operands(o);
+  for (int64_t p : spec.params) v->add_params(p);
+  for (float f : spec.fparams) v->add_fparams(f);
+  const double cycles = m.vertex_overhead_cycles + spec.compute_cycles;
+  v->set_cycles(static_cast<uint64_t>(cycles));
+  m_tile_compute[tile] += cycles;
+  for (const Region& r : spec.reads) {
+    m_record.received_bytes[tile] += bytes_off_tile(r, tile);
+    m_record.tensors.insert(r.tensor);
+  }
+  for (const Region& w : spec.writes) {
+    m_record.tensors.insert(w.tensor);
+    auto& pending = m_pending_writes[w.tensor];
+    for (int64_t r = w.row_begin; r < w.row_end; ++r) {
+      pending.push_back(interval(tile, static_cast<uint64_t>(r * w.row_stride + w.col_begin),
+                                 static_cast<uint64_t>(r * w.row_stride + w.col_end)));
+    }
+  }
+}
+
+std::optional<uint32_t> LowerContext::end_compute_set() {
+  if (m_cs->vertices_size() == 0) {
+    m_exe.mutable_compute_sets()->RemoveLast();
+    m_cs = nullptr;
+    return std::nullopt;
+  }
+  const auto& m = m_target.cycles;
+  for (auto& [tensor_index, intervals] : m_pending_writes) set_mapping(tensor_index, std::move(intervals));
+  double compute = 0, exchange = 0;
+  uint64_t exchange_bytes = 0;
+  for (const auto& [tile, cycles] : m_tile_compute) compute = std::max(compute, cycles);
+  for (const auto& [tile, bytes] : m_record.received_bytes) {
+    exchange = std::max(exchange, static_cast<double>(bytes) / m.exchange_bytes_per_cycle);
+    exchange_bytes += bytes;
+  }
+  m_cs->set_cycles(static_cast<uint64_t>(m.sync_cycles + exchange + compute));
+  m_cs->set_exchange_bytes(exchange_bytes);
+  m_records.push_back(std::move(m_record));
+  m_cs = nullptr;
+  return static_cast<uint32_t>(m_exe.compute_sets_size() - 1);
+}
+
+}  // namespace ipu::lowering

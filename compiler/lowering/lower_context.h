@@ -1,0 +1,99 @@
+// State shared by the op lowerings while an IR graph becomes compute sets: which executable
+// tensor holds each IR value, where each tensor lives on the tiles, which tiles the current
+// compute set has handed out, and the cycles and exchange of each compute set.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/target/target.h"
+#include "runtime/format/executable.pb.h"
+#include "runtime/format/codelet.h"
+
+namespace ipu::lowering {
+
+// Elements a vertex reads or writes: rows [row_begin, row_end) of `row_stride` elements,
+// columns [col_begin, col_end) of each. A flat range is a single row.
+struct Region {
+  uint32_t tensor = 0;
+  int64_t row_begin = 0, row_end = 1;
+  int64_t col_begin = 0, col_end = 0;
+  int64_t row_stride = 0;
+};
+inline Region flat_region(uint32_t tensor, int64_t begin, int64_t end) { return {tensor, 0, 1, begin, end, 0}; }
+inline Region block_region(uint32_t tensor, int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end,
+                           int64_t row_stride) {
+  return {tensor, row_begin, row_end, col_begin, col_end, row_stride};
+}
+
+struct VertexSpec {
+  format::Codelet codelet;
+  std::vector<uint32_t> operands;
+  std::vector<int64_t> params;
+  std::vector<float> fparams;
+  double compute_cycles = 0;  // excluding the per-vertex overhead, which the context adds
+  std::vector<Region> reads;
+  std::vector<Region> writes;
+};
+
+// What the memory plan needs to know of one compute set.
+struct ComputeSetRecord {
+  std::map<uint32_t, uint64_t> received_bytes;  // tile -> bytes arriving over the exchange
+  std::set<uint32_t> tensors;                   // tensors read or written
+};
+
+class LowerContext {
+ public:
+  LowerContext(const ir::Graph& graph, const target::TargetSpec& target, format::Executable& executable);
+
+  const ir::Graph& graph() const { return m_graph; }
+  const target::TargetSpec& target() const { return m_target; }
+
+  // The executable tensor of an IR value, created on first use.
+  uint32_t tensor(int value);
+  // Makes `value` share the tensor of `source` (a reshape moves no data).
+  void alias(int value, int source);
+  // Spreads the tensor of `value` linearly over the tiles of its IPU (for tensors that no
+  // vertex produces: weights, optimizer state, infeed destinations).
+  void map_linearly(int value);
+
+  void begin_compute_set(std::string name, int ipu);
+  // Closes the compute set: fixes the mapping of every tensor it wrote and its cycle estimate.
+  // Returns its index, or nullopt if no vertex was emitted.
+  std::optional<uint32_t> end_compute_set();
+
+  // Tiles for one op's vertices: the next `count` tiles of the current IPU, round robin, so
+  // that ops sharing a compute set use different tiles where possible.
+  std::vector<uint32_t> take_tiles(int64_t count);
+  void emit(uint32_t tile, VertexSpec vertex);
+
+  const std::vector<ComputeSetRecord>& records() const { return m_records; }
+
+ private:
+  uint64_t bytes_off_tile(const Region& region, uint32_t tile) const;
+  void set_mapping(uint32_t tensor, std::vector<format::Interval> intervals);
+
+  const ir::Graph& m_graph;
+  const target::TargetSpec& m_target;
+  format::Executable& m_exe;
+  std::vector<int64_t> m_value_tensor;  // IR value id -> tensor index, -1 if none yet
+  uint32_t m_linear_cursor = 0;
+
+  // The open compute set.
+  format::ComputeSet* m_cs = nullptr;
+  int m_cs_ipu = 0;
+  uint32_t m_tile_cursor = 0;
+  std::map<uint32_t, double> m_tile_compute;
+  std::map<uint32_t, std::vector<format::Interval>> m_pending_writes;
+  ComputeSetRecord m_record;
+  std::vector<ComputeSetRecord> m_records;
+};
+
+int64_t ceil_div(int64_t a, int64_t b);
+
+}  // namespace ipu::lowering

@@ -1,0 +1,37 @@
+// Lowers an IR graph to an executable: BSP schedule of compute sets per phase, tile mapping,
+// streams and the named programs (weights_from_host, train, evaluate, predict,
+// weights_to_host), then the memory plan and cycle estimates.
+#pragma once
+
+#include <optional>
+
+#include "compiler/ir/graph.h"
+#include "compiler/passes/memory_plan.h"
+#include "compiler/passes/training.h"
+#include "compiler/target/target.h"
+#include "runtime/format/executable.pb.h"
+
+namespace ipu::lowering {
+
+struct GraphInterface {
+  int features = -1;                   // input value fed by the "features" infeed
+  int scores = -1;                     // model output, streamed out by predict
+  std::optional<passes::LossValues> loss;  // present when the graph trains
+};
+
+struct LoweringOptions {
+  uint32_t batch_size = 1;
+  uint32_t steps_per_execution = 1;
+};
+
+struct LoweringResult {
+  format::Executable executable;
+  passes::MemoryPlan memory;
+};
+
+// Fills everything but the manifest and model metadata. Returns ResourceExhausted with a per-tile
+// report when a tile overflows.
+StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& interface,
+                                     const target::TargetSpec& target, const LoweringOptions& options);
+
+}  // namespace ipu::lowering

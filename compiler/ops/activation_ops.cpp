@@ -1,0 +1,144 @@
+// Relu, Sigmoid, Tanh, Softmax and their gradients.
+#include "compiler/ir/op_registry.h"
+#include "compiler/lowering/split_helpers.h"
+
+namespace ipu::ir {
+namespace {
+
+using format::ActivationKind;
+using lowering::LowerContext;
+
+Status infer_same(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  if (x.dtype != DType::kFloat32) return invalid_argument("expects float32, got " + x.to_string());
+  for (size_t i = 1; i < op.inputs.size(); ++i) {
+    if (g.value(op.inputs[i]).type.shape != x.shape) return invalid_argument("operand shapes differ");
+  }
+  out.push_back(x);
+  return Status();
+}
+
+ActivationKind activation_of(OpKind kind) {
+  switch (kind) {
+    case OpKind::kSigmoid: return ActivationKind::kSigmoid;
+    case OpKind::kTanh: return ActivationKind::kTanh;
+    default: return ActivationKind::kRelu;
+  }
+}
+
+double cycles_per_element(const target::CycleModel& m, ActivationKind kind) {
+  return kind == ActivationKind::kRelu ? 1.0 / m.vector_flops_per_cycle : m.transcendental_cycles;
+}
+
+// The gradient is expressed through the output, so the input need not stay alive.
+Status grad_activation(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
+  OpAttrs attrs;
+  attrs.activation = static_cast<int>(activation_of(op.kind));
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kActivationGrad, op.name + "/grad", {op.outputs[0], dy},
+                                                  attrs, Phase::kBackward, op.stage));
+  return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
+}
+
+void emit_elementwise(LowerContext& ctx, const Op& op, ActivationKind kind, format::Codelet codelet) {
+  const int64_t n = ctx.graph().value(op.outputs[0]).type.elements();
+  std::vector<uint32_t> inputs;
+  for (int in : op.inputs) inputs.push_back(ctx.tensor(in));
+  const uint32_t y = ctx.tensor(op.outputs[0]);
+  const double per_element = cycles_per_element(ctx.target().cycles, kind);
+  lowering::lower_split(ctx, n, per_element, 4.0 * static_cast<double>(inputs.size()),
+                        [&](uint32_t tile, int64_t begin, int64_t end) {
+                          lowering::VertexSpec v;
+                          v.codelet = codelet;
+                          v.operands = inputs;
+                          v.operands.push_back(y);
+                          v.params = {static_cast<int64_t>(kind), begin, end};
+                          v.compute_cycles = per_element * static_cast<double>(end - begin);
+                          for (uint32_t in : inputs) v.reads.push_back(lowering::flat_region(in, begin, end));
+                          v.writes = {lowering::flat_region(y, begin, end)};
+                          ctx.emit(tile, std::move(v));
+                        });
+}
+
+Status lower_activation(LowerContext& ctx, const Op& op) {
+  emit_elementwise(ctx, op, activation_of(op.kind), format::Codelet::kActivation);
+  return Status();
+}
+
+Status lower_activation_grad(LowerContext& ctx, const Op& op) {
+  emit_elementwise(ctx, op, static_cast<ActivationKind>(op.attrs.activation), format::Codelet::kActivationGrad);
+  return Status();
+}
+
+// Softmax over the last axis of a rank-2 input.
+Status infer_softmax(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  if (g.value(op.inputs[0]).type.shape.size() != 2) {
+    return invalid_argument("expects a rank-2 input [batch, classes], got " + g.value(op.inputs[0]).type.to_string());
+  }
+  return infer_same(g, op, out);
+}
+
+Status grad_softmax(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kSoftmaxGrad, op.name + "/grad", {op.outputs[0], dy}, {},
+                                                  Phase::kBackward, op.stage));
+  return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
+}
+
+Status lower_rows(LowerContext& ctx, const Op& op, format::Codelet codelet) {
+  const auto& shape = ctx.graph().value(op.outputs[0]).type.shape;
+  const int64_t M = shape[0], C = shape[1];
+  std::vector<uint32_t> inputs;
+  for (int in : op.inputs) inputs.push_back(ctx.tensor(in));
+  const uint32_t y = ctx.tensor(op.outputs[0]);
+  const double per_row = static_cast<double>(C) * (ctx.target().cycles.transcendental_cycles + 3);
+  lowering::lower_split(ctx, M, per_row, 4.0 * static_cast<double>(C * static_cast<int64_t>(inputs.size())),
+                        [&](uint32_t tile, int64_t rb, int64_t re) {
+                          lowering::VertexSpec v;
+                          v.codelet = codelet;
+                          v.operands = inputs;
+                          v.operands.push_back(y);
+                          v.params = {M, C, rb, re};
+                          v.compute_cycles = per_row * static_cast<double>(re - rb);
+                          for (uint32_t in : inputs) v.reads.push_back(lowering::flat_region(in, rb * C, re * C));
+                          v.writes = {lowering::flat_region(y, rb * C, re * C)};
+                          ctx.emit(tile, std::move(v));
+                        });
+  return Status();
+}
+
+Status lower_softmax(LowerContext& ctx, const Op& op) { return lower_rows(ctx, op, format::Codelet::kSoftmax); }
+Status lower_softmax_grad(LowerContext& ctx, const Op& op) {
+  return lower_rows(ctx, op, format::Codelet::kSoftmaxGrad);
+}
+
+}  // namespace
+
+const OpDef& relu_op() {
+  static const OpDef def{OpKind::kRelu, 1, infer_same, grad_activation, lower_activation};
+  return def;
+}
+const OpDef& sigmoid_op() {
+  static const OpDef def{OpKind::kSigmoid, 1, infer_same, grad_activation, lower_activation};
+  return def;
+}
+const OpDef& tanh_op() {
+  static const OpDef def{OpKind::kTanh, 1, infer_same, grad_activation, lower_activation};
+  return def;
+}
+const OpDef& activation_grad_op() {
+  static const OpDef def{OpKind::kActivationGrad, 2, infer_same, nullptr, lower_activation_grad};
+  return def;
+}
+const OpDef& softmax_op() {
+  static const OpDef def{OpKind::kSoftmax, 1, infer_softmax, grad_softmax, lower_softmax};
+  return def;
+}
+const OpDef& softmax_grad_op() {
+  static const OpDef def{OpKind::kSoftmaxGrad, 2, infer_softmax, nullptr, lower_softmax_grad};
+  return def;
+}
+
+}  // namespace ipu::ir

@@ -1,0 +1,140 @@
+// MatMul and BiasAdd: the two halves of a Dense layer.
+#include "compiler/ir/op_registry.h"
+#include "compiler/lowering/lower_context.h"
+#include "compiler/lowering/split_helpers.h"
+
+namespace ipu::ir {
+namespace {
+
+using lowering::LowerContext;
+
+struct MatMulDims {
+  int64_t M, N, K;
+};
+
+MatMulDims matmul_dims(const Graph& g, const Op& op) {
+  const auto& a = g.value(op.inputs[0]).type.shape;
+  const auto& b = g.value(op.inputs[1]).type.shape;
+  return {op.attrs.trans_a ? a[1] : a[0], op.attrs.trans_b ? b[0] : b[1], op.attrs.trans_a ? a[0] : a[1]};
+}
+
+// C[M,N] = op(A)[M,K] · op(B)[K,N], both rank 2, float32.
+Status infer_matmul(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& a = g.value(op.inputs[0]).type;
+  const TensorType& b = g.value(op.inputs[1]).type;
+  if (a.shape.size() != 2 || b.shape.size() != 2) {
+    return invalid_argument("expects rank-2 operands, got " + a.to_string() + " and " + b.to_string());
+  }
+  const int64_t k_a = op.attrs.trans_a ? a.shape[0] : a.shape[1];
+  const int64_t k_b = op.attrs.trans_b ? b.shape[1] : b.shape[0];
+  if (k_a != k_b) {
+    return invalid_argument("inner dimensions differ: " + a.to_string() + " · " + b.to_string());
+  }
+  MatMulDims d = matmul_dims(g, op);
+  out.push_back({DType::kFloat32, {d.M, d.N}});
+  return Status();
+}
+
+// C = A·B: dA = dC·Bᵀ, dB = Aᵀ·dC (forward matmuls are never transposed).
+Status grad_matmul(GradContext& ctx, const Op& op) {
+  Graph& g = ctx.graph();
+  const int dc = ctx.gradient_of(op.outputs[0]);
+  if (dc < 0) return Status();
+  if (op.attrs.trans_a || op.attrs.trans_b) return internal_error("gradient of a transposed MatMul");
+  const int a = op.inputs[0], b = op.inputs[1];
+  if (ctx.needs_gradient(a)) {
+    OpAttrs attrs;
+    attrs.trans_b = true;
+    IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kMatMul, op.name + "/grad_input", {dc, b}, attrs, Phase::kBackward, op.stage));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(a, g.op(id).outputs[0]));
+  }
+  if (ctx.needs_gradient(b)) {
+    OpAttrs attrs;
+    attrs.trans_a = true;
+    IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kMatMul, op.name + "/grad_kernel", {a, dc}, attrs, Phase::kBackward, op.stage));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(b, g.op(id).outputs[0]));
+  }
+  return Status();
+}
+
+Status lower_matmul(LowerContext& ctx, const Op& op) {
+  const Graph& g = ctx.graph();
+  const MatMulDims d = matmul_dims(g, op);
+  const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
+  passes::MatMulGrid grid = passes::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu);
+  std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
+  size_t next = 0;
+  for (int64_t i = 0; i < grid.rows.parts; ++i) {
+    const int64_t rb = i * grid.rows.chunk, re = std::min(d.M, rb + grid.rows.chunk);
+    for (int64_t j = 0; j < grid.cols.parts; ++j) {
+      const int64_t cb = j * grid.cols.chunk, ce = std::min(d.N, cb + grid.cols.chunk);
+      lowering::VertexSpec v;
+      v.codelet = format::Codelet::kMatMul;
+      v.operands = {a, b, c};
+      v.params = {d.M, d.N, d.K, op.attrs.trans_a, op.attrs.trans_b, rb, re, cb, ce, 0};
+      v.compute_cycles = static_cast<double>((re - rb) * (ce - cb) * d.K) / ctx.target().cycles.macs_per_cycle;
+      // op(A) rows [rb, re): rows of A, or columns of a transposed A.
+      v.reads.push_back(op.attrs.trans_a ? lowering::block_region(a, 0, d.K, rb, re, d.M)
+                                         : lowering::block_region(a, rb, re, 0, d.K, d.K));
+      v.reads.push_back(op.attrs.trans_b ? lowering::block_region(b, cb, ce, 0, d.K, d.K)
+                                         : lowering::block_region(b, 0, d.K, cb, ce, d.N));
+      v.writes.push_back(lowering::block_region(c, rb, re, cb, ce, d.N));
+      ctx.emit(tiles[next++], std::move(v));
+    }
+  }
+  return Status();
+}
+
+// Y[M,N] = X[M,N] + b[N].
+Status infer_bias_add(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  const TensorType& b = g.value(op.inputs[1]).type;
+  if (x.shape.size() != 2 || b.shape.size() != 1 || b.shape[0] != x.shape[1]) {
+    return invalid_argument("bias " + b.to_string() + " does not match input " + x.to_string());
+  }
+  out.push_back(x);
+  return Status();
+}
+
+Status grad_bias_add(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  if (dy < 0) return Status();
+  if (ctx.needs_gradient(op.inputs[0])) IPU_RETURN_IF_ERROR(ctx.add_gradient(op.inputs[0], dy));
+  if (ctx.needs_gradient(op.inputs[1])) {
+    IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kColumnSum, op.name + "/grad_bias", {dy}, {},
+                                                    Phase::kBackward, op.stage));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(op.inputs[1], ctx.graph().op(id).outputs[0]));
+  }
+  return Status();
+}
+
+Status lower_bias_add(LowerContext& ctx, const Op& op) {
+  const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
+  const int64_t M = shape[0], N = shape[1];
+  const uint32_t x = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
+  const double per_row = static_cast<double>(N) / ctx.target().cycles.vector_flops_per_cycle;
+  lowering::lower_split(ctx, M, per_row, 4.0 * static_cast<double>(N), [&](uint32_t tile, int64_t rb, int64_t re) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kBiasAdd;
+    v.operands = {x, b, y};
+    v.params = {M, N, rb, re};
+    v.compute_cycles = per_row * static_cast<double>(re - rb);
+    v.reads = {lowering::flat_region(x, rb * N, re * N), lowering::flat_region(b, 0, N)};
+    v.writes = {lowering::flat_region(y, rb * N, re * N)};
+    ctx.emit(tile, std::move(v));
+  });
+  return Status();
+}
+
+}  // namespace
+
+const OpDef& matmul_op() {
+  static const OpDef def{OpKind::kMatMul, 2, infer_matmul, grad_matmul, lower_matmul};
+  return def;
+}
+const OpDef& bias_add_op() {
+  static const OpDef def{OpKind::kBiasAdd, 2, infer_bias_add, grad_bias_add, lower_bias_add};
+  return def;
+}
+
+}  // namespace ipu::ir

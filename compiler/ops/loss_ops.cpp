@@ -1,0 +1,102 @@
+// SparseCrossEntropy (mean over the batch), its gradient, and the CountCorrect metric.
+#include "compiler/ir/op_registry.h"
+#include "compiler/lowering/split_helpers.h"
+
+namespace ipu::ir {
+namespace {
+
+using lowering::LowerContext;
+
+Status check_scores_labels(const Graph& g, const Op& op) {
+  const TensorType& s = g.value(op.inputs[0]).type;
+  const TensorType& l = g.value(op.inputs[1]).type;
+  if (s.shape.size() != 2 || s.dtype != DType::kFloat32) {
+    return invalid_argument("expects float32 scores [batch, classes], got " + s.to_string());
+  }
+  if (l.dtype != DType::kInt32 || l.shape != std::vector<int64_t>{s.shape[0]}) {
+    return invalid_argument("expects int32 labels [" + std::to_string(s.shape[0]) + "], got " + l.to_string());
+  }
+  return Status();
+}
+
+Status infer_scalar(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  IPU_RETURN_IF_ERROR(check_scores_labels(g, op));
+  out.push_back({DType::kFloat32, {1}});
+  return Status();
+}
+
+Status infer_scores_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  IPU_RETURN_IF_ERROR(check_scores_labels(g, op));
+  out.push_back(g.value(op.inputs[0]).type);
+  return Status();
+}
+
+// The loss is the root of autodiff, so d loss / d loss = 1 and the gradient op needs no seed.
+Status grad_sparse_cross_entropy(GradContext& ctx, const Op& op) {
+  if (!ctx.needs_gradient(op.inputs[0])) return Status();
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kSparseCrossEntropyGrad, op.name + "/grad",
+                                                  {op.inputs[0], op.inputs[1]}, op.attrs, Phase::kBackward, op.stage));
+  return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
+}
+
+// Whole-batch reductions to a scalar are tiny: one vertex.
+Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, std::vector<int64_t> extra) {
+  const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
+  const int64_t M = shape[0], C = shape[1];
+  const uint32_t s = ctx.tensor(op.inputs[0]), l = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
+  lowering::VertexSpec v;
+  v.codelet = codelet;
+  v.operands = {s, l, y};
+  v.params = {M, C};
+  v.params.insert(v.params.end(), extra.begin(), extra.end());
+  v.compute_cycles = static_cast<double>(M * C) * ctx.target().cycles.transcendental_cycles;
+  v.reads = {lowering::flat_region(s, 0, M * C), lowering::flat_region(l, 0, M)};
+  v.writes = {lowering::flat_region(y, 0, 1)};
+  ctx.emit(ctx.take_tiles(1)[0], std::move(v));
+  return Status();
+}
+
+Status lower_sparse_cross_entropy(LowerContext& ctx, const Op& op) {
+  return lower_scalar(ctx, op, format::Codelet::kSparseCrossEntropy, {op.attrs.from_logits ? 1 : 0});
+}
+
+Status lower_count_correct(LowerContext& ctx, const Op& op) {
+  return lower_scalar(ctx, op, format::Codelet::kCountCorrect, {});
+}
+
+Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
+  const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
+  const int64_t M = shape[0], C = shape[1];
+  const uint32_t s = ctx.tensor(op.inputs[0]), l = ctx.tensor(op.inputs[1]), ds = ctx.tensor(op.outputs[0]);
+  const double per_row = static_cast<double>(C) * ctx.target().cycles.transcendental_cycles;
+  lowering::lower_split(ctx, M, per_row, 4.0 * static_cast<double>(C + 1), [&](uint32_t tile, int64_t rb, int64_t re) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kSparseCrossEntropyGrad;
+    v.operands = {s, l, ds};
+    v.params = {M, C, op.attrs.from_logits ? 1 : 0, rb, re};
+    v.compute_cycles = per_row * static_cast<double>(re - rb);
+    v.reads = {lowering::flat_region(s, rb * C, re * C), lowering::flat_region(l, rb, re)};
+    v.writes = {lowering::flat_region(ds, rb * C, re * C)};
+    ctx.emit(tile, std::move(v));
+  });
+  return Status();
+}
+
+}  // namespace
+
+const OpDef& sparse_cross_entropy_op() {
+  static const OpDef def{OpKind::kSparseCrossEntropy, 2, infer_scalar, grad_sparse_cross_entropy,
+                         lower_sparse_cross_entropy};
+  return def;
+}
+const OpDef& sparse_cross_entropy_grad_op() {
+  static const OpDef def{OpKind::kSparseCrossEntropyGrad, 2, infer_scores_grad, nullptr,
+                         lower_sparse_cross_entropy_grad};
+  return def;
+}
+const OpDef& count_correct_op() {
+  static const OpDef def{OpKind::kCountCorrect, 2, infer_scalar, nullptr, lower_count_correct};
+  return def;
+}
+
+}  // namespace ipu::ir

@@ -1,0 +1,41 @@
+// Reshape (Flatten): changes the shape, never the data, so it lowers to an alias.
+#include "compiler/ir/op_registry.h"
+#include "compiler/lowering/lower_context.h"
+
+namespace ipu::ir {
+namespace {
+
+Status infer_reshape(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  TensorType y{x.dtype, op.attrs.shape};
+  if (y.elements() != x.elements()) {
+    return invalid_argument("cannot reshape " + x.to_string() + " to " + y.to_string());
+  }
+  out.push_back(y);
+  return Status();
+}
+
+Status grad_reshape(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  const int x = op.inputs[0];
+  if (dy < 0 || !ctx.needs_gradient(x)) return Status();
+  OpAttrs attrs;
+  attrs.shape = ctx.graph().value(x).type.shape;
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kReshape, op.name + "/grad", {dy}, attrs, Phase::kBackward,
+                                                  op.stage));
+  return ctx.add_gradient(x, ctx.graph().op(id).outputs[0]);
+}
+
+Status lower_reshape(lowering::LowerContext& ctx, const Op& op) {
+  ctx.alias(op.outputs[0], op.inputs[0]);
+  return Status();
+}
+
+}  // namespace
+
+const OpDef& reshape_op() {
+  static const OpDef def{OpKind::kReshape, 1, infer_reshape, grad_reshape, lower_reshape};
+  return def;
+}
+
+}  // namespace ipu::ir

@@ -1,0 +1,72 @@
+#include "compiler/passes/training.h"
+
+#include "compiler/ir/op_registry.h"
+
+namespace ipu::passes {
+
+StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config) {
+  const ir::TensorType& type = graph.value(scores).type;
+  if (type.shape.size() != 2) {
+    return invalid_argument("the model output '" + graph.value(scores).name +
+                            "' must be [batch, classes] for sparse categorical cross-entropy, got " + type.to_string());
+  }
+  LossValues out;
+  const int stage = graph.value(scores).stage;
+  out.labels = graph.add_value("labels", {ir::DType::kInt32, {type.shape[0]}}, ir::Role::kLabel);
+  graph.value(out.labels).stage = stage;
+  ir::OpAttrs attrs;
+  attrs.from_logits = config.from_logits;
+  IPU_ASSIGN_OR_RETURN(int loss_op, graph.add_op(ir::OpKind::kSparseCrossEntropy, "loss", {scores, out.labels}, attrs,
+                                                 ir::Phase::kLoss, stage));
+  out.loss = graph.op(loss_op).outputs[0];
+  IPU_ASSIGN_OR_RETURN(int correct_op, graph.add_op(ir::OpKind::kCountCorrect, "correct", {scores, out.labels}, {},
+                                                    ir::Phase::kLoss, stage));
+  out.correct = graph.op(correct_op).outputs[0];
+  graph.value(out.correct).role = ir::Role::kMetric;
+  return out;
+}
+
+Status add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConfig& config) {
+  // A value needs a gradient when it depends on a weight; data inputs and labels do not.
+  std::vector<bool> needs(graph.values().size(), false);
+  for (int w : graph.values_with_role(ir::Role::kWeight)) needs[static_cast<size_t>(w)] = true;
+  for (const ir::Op& op : graph.ops()) {
+    bool any = false;
+    for (int in : op.inputs) any = any || needs[static_cast<size_t>(in)];
+    for (int out : op.outputs) needs[static_cast<size_t>(out)] = any;
+  }
+
+  ir::GradContext context(graph);
+  context.set_needs_gradient(needs);
+  const int loss_op = graph.value(loss).producer;
+  // Gradient rules append ops, so walk the forward ops by index, newest first.
+  for (int id = loss_op; id >= 0; --id) {
+    const ir::Op op = graph.op(id);  // a copy: add_op may reallocate the op list
+    if (op.phase != ir::Phase::kForward && id != loss_op) continue;
+    const ir::OpDef& def = ir::op_def(op.kind);
+    if (def.gradient == nullptr) continue;
+    IPU_RETURN_IF_ERROR(def.gradient(context, op));
+  }
+
+  for (int w : graph.values_with_role(ir::Role::kWeight)) {
+    const int gradient = context.gradient_of(w);
+    if (gradient < 0) continue;  // a weight the loss does not depend on stays as it is
+    const ir::Value weight = graph.value(w);
+    std::vector<int> inputs = {w, gradient};
+    if (config.momentum != 0.0f) {
+      int velocity = graph.add_value(weight.name + "/momentum", weight.type, ir::Role::kOptimizerState);
+      graph.value(velocity).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
+      graph.value(velocity).stage = weight.stage;
+      inputs.push_back(velocity);
+    }
+    ir::OpAttrs attrs;
+    attrs.learning_rate = config.learning_rate;
+    attrs.momentum = config.momentum;
+    IPU_RETURN_IF_ERROR(
+        graph.add_op(ir::OpKind::kSgdUpdate, weight.name + "/update", inputs, attrs, ir::Phase::kUpdate, weight.stage)
+            .status());
+  }
+  return Status();
+}
+
+}  // namespace ipu::passes

@@ -1,0 +1,31 @@
+// Turns a forward graph into a training graph: labels, loss and accuracy metric, reverse-mode
+// autodiff, and the optimizer's update ops and state.
+#pragma once
+
+#include "compiler/ir/graph.h"
+
+namespace ipu::passes {
+
+struct LossConfig {
+  bool from_logits = true;
+};
+
+struct OptimizerConfig {
+  float learning_rate = 0.01f;
+  float momentum = 0.0f;
+};
+
+struct LossValues {
+  int labels = -1;   // int32 [batch] input
+  int loss = -1;     // f32 [1], mean over the batch
+  int correct = -1;  // f32 [1], number of correct predictions
+};
+
+// Adds the labels input, SparseCrossEntropy on `scores` ([batch, classes]) and CountCorrect.
+StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config);
+
+// Differentiates `loss` with respect to every weight and appends one SGD update per weight
+// (with a velocity state per weight when momentum is non-zero).
+Status add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConfig& config);
+
+}  // namespace ipu::passes

@@ -1,0 +1,57 @@
+#include "compiler/target/target.h"
+
+namespace ipu::target {
+
+format::Target TargetSpec::to_format() const {
+  format::Target t;
+  t.set_arch(arch);
+  t.set_num_ipus(num_ipus);
+  t.set_tiles_per_ipu(tiles_per_ipu);
+  t.set_bytes_per_tile(bytes_per_tile);
+  t.set_worker_threads_per_tile(worker_threads_per_tile);
+  t.set_clock_hz(clock_hz);
+  return t;
+}
+
+StatusOr<TargetSpec> target_preset(const std::string& arch) {
+  TargetSpec t;
+  t.arch = arch;
+  if (arch == "mk2") {
+    // GC200: 1472 tiles, 624 KiB each, 1.33 GHz, 62.5 TFLOPS fp32 = 16 MAC/tile/cycle.
+    t.tiles_per_ipu = 1472;
+    t.bytes_per_tile = 638976;
+    t.clock_hz = 1.33e9;
+    t.cycles.macs_per_cycle = 16;
+    return t;
+  }
+  if (arch == "mk1") {
+    // GC2: 1216 tiles, 256 KiB each, 1.6 GHz, 31.1 TFLOPS fp32 = 8 MAC/tile/cycle.
+    t.tiles_per_ipu = 1216;
+    t.bytes_per_tile = 262144;
+    t.clock_hz = 1.6e9;
+    t.cycles.macs_per_cycle = 8;
+    return t;
+  }
+  return invalid_argument("unknown --arch '" + arch + "' (expected mk2 or mk1)");
+}
+
+Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu, std::optional<uint64_t> bytes_per_tile,
+                       std::optional<uint32_t> num_ipus) {
+  if (tiles_per_ipu) {
+    if (*tiles_per_ipu == 0 || *tiles_per_ipu > 65536) return invalid_argument("--tiles-per-ipu must be in [1, 65536]");
+    target.tiles_per_ipu = *tiles_per_ipu;
+    target.arch = "custom";
+  }
+  if (bytes_per_tile) {
+    if (*bytes_per_tile < 1024) return invalid_argument("--bytes-per-tile must be at least 1024");
+    target.bytes_per_tile = *bytes_per_tile;
+    target.arch = "custom";
+  }
+  if (num_ipus) {
+    if (*num_ipus == 0 || *num_ipus > 1024) return invalid_argument("--num-ipus must be in [1, 1024]");
+    target.num_ipus = *num_ipus;
+  }
+  return Status();
+}
+
+}  // namespace ipu::target

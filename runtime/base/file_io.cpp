@@ -1,0 +1,86 @@
+#include "runtime/base/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ipu {
+namespace {
+
+Status errno_status(const std::string& what, const std::string& path, int err) {
+  std::string message = path + ": " + what + ": " + std::strerror(err);
+  if (err == ENOENT) return not_found(message);
+  if (err == ENOSPC || err == EDQUOT) return resource_exhausted(message);
+  return io_error(message);
+}
+
+}  // namespace
+
+StatusOr<std::string> read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errno_status("cannot stat", path, err);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return invalid_argument(path + ": is a directory");
+  }
+  std::string content;
+  content.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return errno_status("cannot read", path, err);
+    }
+    if (n == 0) break;
+    content.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return content;
+}
+
+Status write_file_atomic(const std::string& path, std::string_view content) {
+  // mkstemp gives every writer (process or thread) its own temporary name.
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return errno_status("cannot create a temporary file for", path, errno);
+  ::fchmod(fd, 0644);
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return errno_status("cannot write", path, err);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return errno_status("cannot flush", path, err);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return errno_status("cannot rename into place", path, err);
+  }
+  return Status();
+}
+
+}  // namespace ipu

@@ -1,0 +1,19 @@
+// Whole-file reads and crash-safe writes.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "runtime/base/status.h"
+
+namespace ipu {
+
+// Returns NotFound if the file does not exist, IoError on any other failure.
+StatusOr<std::string> read_file(const std::string& path);
+
+// Writes to a temporary file in the same directory, fsyncs it and renames it over `path`, so a
+// reader sees either the old content or the new one, never a partial file. On failure nothing is
+// left behind. A full disk is reported as ResourceExhausted.
+Status write_file_atomic(const std::string& path, std::string_view content);
+
+}  // namespace ipu

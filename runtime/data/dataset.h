@@ -1,0 +1,50 @@
+// In-memory training / prediction data sets and the `--data` spec that names them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+
+namespace ipu::data {
+
+struct Dataset {
+  std::string source;                // "synthetic", "mnist:DIR", "npy:F,L": used in messages
+  std::vector<int64_t> sample_shape; // shape of one sample, e.g. {28, 28, 1}
+  size_t num_samples = 0;
+  std::vector<float> features; // num_samples * sample_size(), row-major
+  std::vector<int32_t> labels; // num_samples, or empty when the data set has no labels
+  int num_classes = 0;         // 1 + max label (10 for MNIST); 0 without labels
+
+  // Product of sample_shape (1 for an empty shape).
+  size_t sample_size() const;
+  bool has_labels() const { return !labels.empty(); }
+};
+
+// Parses a data set spec and loads it:
+//   "synthetic"                      the 60000-sample synthetic MNIST set
+//   "synthetic:N"                    its first N samples, 1 <= N <= 60000
+//   "mnist:DIR" / "mnist:DIR:train"  MNIST IDX files in DIR, training split
+//   "mnist:DIR:test"                 the t10k split
+//   "npy:FEATURES.npy,LABELS.npy"    features [N, ...] and labels [N]
+//   "npy:FEATURES.npy"               features only (prediction)
+StatusOr<Dataset> open_dataset(const std::string& spec);
+
+// Sample order of one epoch. Identity when !shuffle; otherwise a permutation that depends only on
+// (seed, epoch): std::mt19937_64 seeded with splitmix64(seed, epoch) drives a Fisher-Yates shuffle
+// written here (std::shuffle and the std distributions are implementation-defined, and the order
+// must be the same with every standard library). Requires num_samples <= 2^32 - 1.
+std::vector<uint32_t> epoch_order(size_t num_samples, bool shuffle, uint64_t seed, int epoch);
+
+// splitmix64 counter generator shared by the synthetic data set and epoch_order:
+// s = seed + (index + 1) * 0x9E3779B97F4A7C15, then the splitmix64 finaliser.
+inline uint64_t splitmix64(uint64_t seed, uint64_t index) {
+  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+} // namespace ipu::data

@@ -1,0 +1,51 @@
+// NumPy .npy files (format versions 1.0, 2.0 and 3.0), little-endian C-order arrays of plain
+// numeric types: the exchange format with numpy / torch scripts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/data/dataset.h"
+
+namespace ipu::data {
+
+struct NpyArray {
+  // Canonical type code without byte order: "b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8",
+  // "f2", "f4" or "f8".
+  std::string dtype;
+  std::vector<int64_t> shape; // empty for a 0-d array (one element)
+  std::string data;           // element_count() * itemsize raw little-endian bytes, C order
+
+  size_t element_count() const;
+};
+
+// Bytes per element of a canonical dtype, 0 if the dtype is not one of the above.
+size_t npy_itemsize(const std::string& dtype);
+
+// Reads a .npy file. Errors name the file: InvalidArgument (not an npy file, malformed header),
+// Unsupported (fortran_order, big-endian, structured or other dtypes, unknown format version),
+// DataLoss (truncated header or data, trailing bytes), NotFound / IoError from the file system.
+StatusOr<NpyArray> read_npy(const std::string& path);
+
+// Parses .npy content already in memory; `name` is used in messages.
+StatusOr<NpyArray> parse_npy(const std::string& name, std::string content);
+
+// Serialises to .npy bytes: version 1.0, or 2.0 if the header needs more than 64 KiB.
+StatusOr<std::string> serialize_npy(const NpyArray& array);
+
+// Writes atomically (write_file_atomic): readers see the old file or the complete new one.
+Status write_npy(const std::string& path, const NpyArray& array);
+
+// A float32 array holding prod(shape) values copied from data.
+NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data);
+
+// Features [N, ...] (f4, f8, f2, b1 or any integer type, converted to float32 as is, no scaling;
+// every value must be finite) and, unless labels_path is empty, labels [N] or [N, 1] (any integer
+// type; values in 0..2^31-2). sample_shape is shape[1:] ({1} for 1-D features); num_classes is
+// 1 + the largest label.
+StatusOr<Dataset> load_npy_dataset(const std::string& features_path, const std::string& labels_path);
+
+} // namespace ipu::data

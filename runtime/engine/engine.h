@@ -1,0 +1,52 @@
+// The program interpreter of the simulated device. Owns the device memory (one host buffer per
+// tensor: tile memory is modelled by the compiler, not simulated byte by byte), runs compute
+// sets by executing their vertices in parallel with TBB, and moves data through host streams.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/format/executable.pb.h"
+
+namespace ipu::engine {
+
+struct EngineOptions {
+  int threads = 0;  // TBB workers; 0 = all cores
+};
+
+// Host side of the streams. `pull` fills `destination` for a host-to-device stream; `push`
+// receives one transfer of a device-to-host stream. Both run on the engine's calling thread.
+struct HostStreams {
+  std::function<Status(uint32_t stream, std::span<std::byte> destination)> pull;
+  std::function<Status(uint32_t stream, std::span<const std::byte> source)> push;
+};
+
+class Engine {
+ public:
+  // Verifies the executable (structure and every vertex) and allocates device memory,
+  // initialised from the tensors' initial values.
+  static StatusOr<std::unique_ptr<Engine>> create(format::Executable executable, const EngineOptions& options);
+  ~Engine();
+
+  const format::Executable& executable() const;
+  std::optional<uint32_t> find_program(const std::string& name) const;
+  std::optional<uint32_t> find_stream(const std::string& name) const;
+  std::optional<uint32_t> find_tensor(const std::string& name) const;
+
+  Status run(uint32_t program, HostStreams& streams);
+
+  std::span<std::byte> tensor_bytes(uint32_t tensor);
+
+ private:
+  struct Impl;
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace ipu::engine

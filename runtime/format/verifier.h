@@ -1,0 +1,21 @@
+// Structural verification of an executable: every index, interval, size and program node is
+// checked, so that nothing after this can read or write outside a tensor. Codelet-specific
+// checks (parameters of each vertex) belong to the kernel registry.
+#pragma once
+
+#include "runtime/base/status.h"
+#include "runtime/format/executable.pb.h"
+
+namespace ipu::format {
+
+inline constexpr int kMaxProgramDepth = 64;
+inline constexpr uint64_t kMaxTensorElements = uint64_t{1} << 32;
+
+uint64_t element_count(const Tensor& tensor);
+uint64_t dtype_size(DType dtype);  // 0 for an unknown dtype
+
+// Returns DataLoss naming the first offending object ("tensor 12 'fc1/kernel': mapping interval
+// 3 ends at 1000 past the tensor's 800 elements").
+Status verify_executable(const Executable& executable);
+
+}  // namespace ipu::format

@@ -1,0 +1,142 @@
+// Elementwise codelets: each vertex owns a contiguous range of its output.
+#include <cmath>
+
+#include "runtime/kernels/validate_util.h"
+
+namespace ipu::kernels {
+namespace {
+
+using format::FLOAT32;
+
+// BiasAdd: Y[r, :] = X[r, :] + b for rows [row_begin, row_end).
+//   operands: X [M,N], b [N], Y [M,N] (Y may be X)
+//   params:   M, N, row_begin, row_end
+void run_bias_add(const PreparedVertex& v) {
+  const int64_t N = v.params[1];
+  const float* b = v.f32(1);
+  for (int64_t r = v.params[2]; r < v.params[3]; ++r) {
+    const float* x = v.f32(0) + r * N;
+    float* y = v.f32(2) + r * N;
+    for (int64_t c = 0; c < N; ++c) y[c] = x[c] + b[c];
+  }
+}
+
+Status validate_bias_add(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 4, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[1].elements, "b"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[2].elements, "Y"));
+  return expect_range(v.params(2), v.params(3), v.params(0), "row");
+}
+
+// Activation: Y[i] = f(X[i]) for i in [begin, end).
+//   operands: X, Y (same size; Y may be X)
+//   params:   kind (ActivationKind), begin, end
+void run_activation(const PreparedVertex& v) {
+  const float* x = v.f32(0);
+  float* y = v.f32(1);
+  const int64_t begin = v.params[1], end = v.params[2];
+  switch (static_cast<ActivationKind>(v.params[0])) {
+    case ActivationKind::kRelu:
+      for (int64_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      break;
+    case ActivationKind::kSigmoid:
+      for (int64_t i = begin; i < end; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+      break;
+    case ActivationKind::kTanh:
+      for (int64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
+      break;
+  }
+}
+
+Status validate_activation(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 3, 0));
+  if (v.params(0) < 0 || v.params(0) >= kActivationKindCount) return invalid_argument("unknown activation kind");
+  if (ops[0].elements != ops[1].elements) return invalid_argument("input and output sizes differ");
+  return expect_range(v.params(1), v.params(2), static_cast<int64_t>(ops[0].elements), "element");
+}
+
+// ActivationGrad: dX[i] = dY[i] * f'(x) expressed through the activation's output Y.
+//   operands: Y, dY, dX (same size)
+//   params:   kind, begin, end
+void run_activation_grad(const PreparedVertex& v) {
+  const float* y = v.f32(0);
+  const float* dy = v.f32(1);
+  float* dx = v.f32(2);
+  const int64_t begin = v.params[1], end = v.params[2];
+  switch (static_cast<ActivationKind>(v.params[0])) {
+    case ActivationKind::kRelu:
+      for (int64_t i = begin; i < end; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+      break;
+    case ActivationKind::kSigmoid:
+      for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+      break;
+    case ActivationKind::kTanh:
+      for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+      break;
+  }
+}
+
+Status validate_activation_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 3, 0));
+  if (v.params(0) < 0 || v.params(0) >= kActivationKindCount) return invalid_argument("unknown activation kind");
+  if (ops[0].elements != ops[1].elements || ops[0].elements != ops[2].elements) {
+    return invalid_argument("operand sizes differ");
+  }
+  return expect_range(v.params(1), v.params(2), static_cast<int64_t>(ops[0].elements), "element");
+}
+
+// SgdMomentum, Keras form: V = momentum·V − lr·G; W += V. Without momentum: W −= lr·G.
+//   operands: W, G[, V]
+//   params:   begin, end;  fparams: learning_rate, momentum
+void run_sgd_momentum(const PreparedVertex& v) {
+  float* w = v.f32(0);
+  const float* g = v.f32(1);
+  const float lr = v.fparams[0], momentum = v.fparams[1];
+  const int64_t begin = v.params[0], end = v.params[1];
+  if (v.num_operands == 2) {
+    for (int64_t i = begin; i < end; ++i) w[i] -= lr * g[i];
+    return;
+  }
+  float* velocity = v.f32(2);
+  for (int64_t i = begin; i < end; ++i) {
+    velocity[i] = momentum * velocity[i] - lr * g[i];
+    w[i] += velocity[i];
+  }
+}
+
+Status validate_sgd_momentum(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  if (ops.size() == 2) {
+    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  } else {
+    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+    if (ops[2].elements != ops[0].elements) return invalid_argument("velocity size differs from the weight");
+  }
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 2, 2));
+  if (ops[0].elements != ops[1].elements) return invalid_argument("gradient size differs from the weight");
+  return expect_range(v.params(0), v.params(1), static_cast<int64_t>(ops[0].elements), "element");
+}
+
+}  // namespace
+
+const KernelDef& bias_add_kernel() {
+  static const KernelDef def{Codelet::kBiasAdd, run_bias_add, validate_bias_add, {2, 3}};
+  return def;
+}
+const KernelDef& activation_kernel() {
+  static const KernelDef def{Codelet::kActivation, run_activation, validate_activation, {1, 2}};
+  return def;
+}
+const KernelDef& activation_grad_kernel() {
+  static const KernelDef def{Codelet::kActivationGrad, run_activation_grad, validate_activation_grad, {1, 2}};
+  return def;
+}
+const KernelDef& sgd_momentum_kernel() {
+  static const KernelDef def{Codelet::kSgdMomentum, run_sgd_momentum, validate_sgd_momentum, {0, 1}};
+  return def;
+}
+
+}  // namespace ipu::kernels

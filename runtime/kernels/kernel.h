@@ -1,0 +1,90 @@
+// The contract between the engine and a kernel. Kernels are stateless functions of their
+// operands, so TBB may run vertices of one compute set concurrently without locks; the
+// compiler guarantees that vertices of one compute set write disjoint regions.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/format/executable.pb.h"
+#include "runtime/format/codelet.h"
+
+namespace ipu::kernels {
+
+using format::ActivationKind;
+using format::Codelet;
+using format::kActivationKindCount;
+
+inline constexpr size_t kMaxOperands = 4;
+inline constexpr size_t kMaxParams = 12;
+inline constexpr size_t kMaxFloatParams = 4;
+
+// A vertex resolved against the device's tensor storage, ready to run. Parameters are held by
+// value so the engine can coalesce adjacent vertices into one host task (see try_merge).
+struct PreparedVertex {
+  std::array<void*, kMaxOperands> operands{};
+  std::array<int64_t, kMaxParams> params{};
+  std::array<float, kMaxFloatParams> fparams{};
+  uint32_t num_operands = 0;
+  uint32_t num_params = 0;
+  uint32_t codelet = 0;
+  uint64_t cycles = 0;  // the compiler's estimate, used to size host tasks
+
+  float* f32(size_t i) const { return static_cast<float*>(operands[i]); }
+  const int32_t* i32(size_t i) const { return static_cast<const int32_t*>(operands[i]); }
+};
+
+// What the validator knows of an operand.
+struct OperandInfo {
+  format::DType dtype;
+  uint64_t elements;
+};
+
+using KernelFn = void (*)(const PreparedVertex& vertex);
+// Checks operand count, dtypes, parameter ranges and that every region the kernel touches lies
+// inside its operands. Runs at load time, so a hostile executable is rejected before it runs.
+using ValidateFn = Status (*)(const format::Vertex& vertex, const std::vector<OperandInfo>& operands);
+
+// Indices of a [begin, end) pair among a kernel's params: the part of the work a vertex owns.
+struct WorkRange {
+  int begin = -1;
+  int end = -1;
+};
+
+struct KernelDef {
+  Codelet codelet;
+  KernelFn run;
+  ValidateFn validate;
+  // Vertices that differ only in adjacent work ranges may be run as one host task. A kernel with
+  // two ranges (rows and columns) merges along one while the other is equal.
+  WorkRange primary{};
+  WorkRange secondary{};
+};
+
+// Extends `into` by `next` if they are the same kernel on the same operands and parameters and
+// `next`'s work range continues `into`'s. Vertices of one compute set write disjoint regions,
+// so running the union is the same as running both.
+bool try_merge(const KernelDef& def, PreparedVertex& into, const PreparedVertex& next);
+
+// Returns nullptr for an id that names no codelet.
+const KernelDef* find_kernel(uint32_t codelet_id);
+
+// Validates `vertex` against the tensors it names (which the format verifier already checked).
+Status validate_vertex(const format::Vertex& vertex, const format::Executable& executable);
+
+// The kernel families register here (one file each).
+const KernelDef& matmul_kernel();
+const KernelDef& bias_add_kernel();
+const KernelDef& activation_kernel();
+const KernelDef& activation_grad_kernel();
+const KernelDef& softmax_kernel();
+const KernelDef& softmax_grad_kernel();
+const KernelDef& sparse_cross_entropy_kernel();
+const KernelDef& sparse_cross_entropy_grad_kernel();
+const KernelDef& count_correct_kernel();
+const KernelDef& column_sum_kernel();
+const KernelDef& sgd_momentum_kernel();
+
+}  // namespace ipu::kernels

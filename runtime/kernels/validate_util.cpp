@@ -1,0 +1,55 @@
+#include "runtime/kernels/validate_util.h"
+
+namespace ipu::kernels {
+
+Status expect_operands(const format::Vertex& vertex, const std::vector<OperandInfo>& operands,
+                       std::initializer_list<format::DType> dtypes) {
+  if (operands.size() != dtypes.size()) {
+    return invalid_argument("expects " + std::to_string(dtypes.size()) + " operands, got " +
+                            std::to_string(operands.size()));
+  }
+  size_t i = 0;
+  for (format::DType dtype : dtypes) {
+    if (operands[i].dtype != dtype) {
+      return invalid_argument("operand " + std::to_string(i) + " (tensor " +
+                              std::to_string(vertex.operands(static_cast<int>(i))) + ") has dtype " +
+                              format::DType_Name(operands[i].dtype) + ", expected " + format::DType_Name(dtype));
+    }
+    ++i;
+  }
+  return Status();
+}
+
+Status expect_param_count(const format::Vertex& vertex, int params, int fparams) {
+  if (vertex.params_size() != params || vertex.fparams_size() != fparams) {
+    return invalid_argument("expects " + std::to_string(params) + " integer and " + std::to_string(fparams) +
+                            " float parameters, got " + std::to_string(vertex.params_size()) + " and " +
+                            std::to_string(vertex.fparams_size()));
+  }
+  return Status();
+}
+
+Status expect_range(int64_t begin, int64_t end, int64_t limit, const char* what) {
+  if (begin < 0 || begin > end || end > limit) {
+    return invalid_argument(std::string(what) + " range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                            ") is outside [0, " + std::to_string(limit) + ")");
+  }
+  return Status();
+}
+
+Status expect_elements(std::initializer_list<int64_t> dims, uint64_t elements, const char* operand) {
+  uint64_t product = 1;
+  for (int64_t d : dims) {
+    if (d <= 0 || product > (uint64_t{1} << 40) / static_cast<uint64_t>(d)) {
+      return invalid_argument(std::string(operand) + ": dimension " + std::to_string(d) + " is invalid");
+    }
+    product *= static_cast<uint64_t>(d);
+  }
+  if (product != elements) {
+    return invalid_argument(std::string(operand) + " has " + std::to_string(elements) + " elements, parameters say " +
+                            std::to_string(product));
+  }
+  return Status();
+}
+
+}  // namespace ipu::kernels

@@ -1,0 +1,21 @@
+// Shared checks for kernel validate functions.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "runtime/kernels/kernel.h"
+
+namespace ipu::kernels {
+
+// Operand count and dtypes must match `dtypes` exactly.
+Status expect_operands(const format::Vertex& vertex, const std::vector<OperandInfo>& operands,
+                       std::initializer_list<format::DType> dtypes);
+Status expect_param_count(const format::Vertex& vertex, int params, int fparams);
+// 0 <= begin <= end <= limit.
+Status expect_range(int64_t begin, int64_t end, int64_t limit, const char* what);
+// All values positive and their product (checked for overflow) equals `elements`.
+Status expect_elements(std::initializer_list<int64_t> dims, uint64_t elements, const char* operand);
+
+}  // namespace ipu::kernels

@@ -1,0 +1,329 @@
+#include "runtime/session/session.h"
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <map>
+
+#include "runtime/format/verifier.h"
+#include "runtime/session/checkpoint.h"
+#include "runtime/session/infeed.h"
+
+namespace ipu::session {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// What the outfeed returned during one execution.
+struct Outfeed {
+  std::vector<float> losses;
+  double correct = 0;
+  std::vector<float> predictions;
+};
+
+}  // namespace
+
+struct Session::Impl {
+  std::unique_ptr<engine::Engine> engine;
+  // Host copies of weights and optimizer state, by tensor index: the source of
+  // weights_from_host and the destination of weights_to_host.
+  std::map<uint32_t, std::vector<std::byte>> host_state;
+  int64_t batch = 0;
+  int64_t steps_per_execution = 1;
+
+  std::optional<uint32_t> stream_features, stream_labels, stream_loss, stream_correct, stream_predictions;
+
+  Status check_data(const data::Dataset& data, bool need_labels) const;
+  Status sync_weights(const char* program);
+  Status run_execution(uint32_t program, const ExecutionFeed& feed, Outfeed& out);
+  StatusOr<uint32_t> program(const char* name) const;
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
+Session::~Session() = default;
+
+StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable, const engine::EngineOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  IPU_ASSIGN_OR_RETURN(impl->engine, engine::Engine::create(std::move(executable), options));
+  const format::Executable& exe = impl->engine->executable();
+  impl->batch = exe.batch_size();
+  impl->steps_per_execution = exe.steps_per_execution();
+  for (int i = 0; i < exe.tensors_size(); ++i) {
+    const format::Tensor& t = exe.tensors(i);
+    if (t.role() != format::WEIGHT && t.role() != format::OPTIMIZER_STATE) continue;
+    auto bytes = impl->engine->tensor_bytes(static_cast<uint32_t>(i));
+    impl->host_state[static_cast<uint32_t>(i)].assign(bytes.begin(), bytes.end());
+  }
+  impl->stream_features = impl->engine->find_stream("features");
+  impl->stream_labels = impl->engine->find_stream("labels");
+  impl->stream_loss = impl->engine->find_stream("loss");
+  impl->stream_correct = impl->engine->find_stream("correct");
+  impl->stream_predictions = impl->engine->find_stream("predictions");
+  if (!impl->stream_features) return data_loss("executable has no 'features' stream");
+  return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+const format::Executable& Session::executable() const { return m_impl->engine->executable(); }
+
+StatusOr<uint32_t> Session::Impl::program(const char* name) const {
+  auto index = engine->find_program(name);
+  if (!index) {
+    return failed_precondition("this executable has no '" + std::string(name) + "' program (compiled with --mode " +
+                               engine->executable().mode() + ")");
+  }
+  return *index;
+}
+
+Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) const {
+  const format::Stream& features = engine->executable().streams(static_cast<int>(*stream_features));
+  std::vector<int64_t> expected(features.shape().begin() + 1, features.shape().end());
+  uint64_t expected_size = 1, got_size = 1;
+  for (int64_t d : expected) expected_size *= static_cast<uint64_t>(d);
+  for (int64_t d : data.sample_shape) got_size *= static_cast<uint64_t>(d);
+  // A flat sample of the same size is accepted: Flatten is the usual first layer.
+  if (data.sample_shape != expected && !(expected.size() == 1 && got_size == expected_size)) {
+    return invalid_argument(data.source + ": samples have shape " + shape_text(data.sample_shape) +
+                            ", the executable expects " + shape_text(expected));
+  }
+  if (need_labels) {
+    if (!data.has_labels()) return invalid_argument(data.source + ": has no labels");
+    const int64_t classes = engine->executable().num_classes();
+    for (size_t i = 0; i < data.labels.size(); ++i) {
+      if (data.labels[i] < 0 || data.labels[i] >= classes) {
+        return invalid_argument(data.source + ": label " + std::to_string(data.labels[i]) + " of sample " +
+                                std::to_string(i) + " is outside [0, " + std::to_string(classes) + ")");
+      }
+    }
+  }
+  return Status();
+}
+
+Status Session::Impl::sync_weights(const char* name) {
+  IPU_ASSIGN_OR_RETURN(uint32_t index, program(name));
+  const format::Executable& exe = engine->executable();
+  engine::HostStreams streams;
+  // Weight streams are named "to_device:<tensor>" / "to_host:<tensor>".
+  auto tensor_of = [&](uint32_t stream) -> std::optional<uint32_t> {
+    const std::string& s = exe.streams(static_cast<int>(stream)).name();
+    return engine->find_tensor(s.substr(s.find(':') + 1));
+  };
+  streams.pull = [&](uint32_t stream, std::span<std::byte> destination) -> Status {
+    auto t = tensor_of(stream);
+    if (!t || !host_state.count(*t) || host_state[*t].size() != destination.size()) {
+      return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() + "' names no weight");
+    }
+    std::memcpy(destination.data(), host_state[*t].data(), destination.size());
+    return Status();
+  };
+  streams.push = [&](uint32_t stream, std::span<const std::byte> source) -> Status {
+    auto t = tensor_of(stream);
+    if (!t || !host_state.count(*t) || host_state[*t].size() != source.size()) {
+      return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() + "' names no weight");
+    }
+    std::memcpy(host_state[*t].data(), source.data(), source.size());
+    return Status();
+  };
+  return engine->run(index, streams);
+}
+
+Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, Outfeed& out) {
+  size_t features_step = 0, labels_step = 0;
+  engine::HostStreams streams;
+  streams.pull = [&](uint32_t stream, std::span<std::byte> destination) -> Status {
+    if (stream == *stream_features) {
+      std::memcpy(destination.data(), feed.features.data() + features_step * destination.size() / sizeof(float),
+                  destination.size());
+      ++features_step;
+      return Status();
+    }
+    if (stream_labels && stream == *stream_labels) {
+      std::memcpy(destination.data(), feed.labels.data() + labels_step * destination.size() / sizeof(int32_t),
+                  destination.size());
+      ++labels_step;
+      return Status();
+    }
+    return failed_precondition("the host feeds no stream " + std::to_string(stream));
+  };
+  streams.push = [&](uint32_t stream, std::span<const std::byte> source) -> Status {
+    const float* values = reinterpret_cast<const float*>(source.data());
+    if (stream_loss && stream == *stream_loss) {
+      out.losses.push_back(values[0]);
+    } else if (stream_correct && stream == *stream_correct) {
+      out.correct += values[0];
+    } else if (stream_predictions && stream == *stream_predictions) {
+      out.predictions.insert(out.predictions.end(), values, values + source.size() / sizeof(float));
+    }
+    return Status();
+  };
+  return engine->run(index, streams);
+}
+
+StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const FitOptions& options,
+                                                const ProgressFn& progress, StepLog* step_log) {
+  Impl& s = *m_impl;
+  IPU_ASSIGN_OR_RETURN(uint32_t train, s.program("train"));
+  IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
+  if (options.epochs < 1) return invalid_argument("--epochs must be at least 1");
+  const int64_t S = s.steps_per_execution, B = s.batch;
+  int64_t steps = static_cast<int64_t>(data.num_samples) / B;
+  if (options.steps_per_epoch) {
+    if (*options.steps_per_epoch < 1 || *options.steps_per_epoch > steps) {
+      return invalid_argument("--steps-per-epoch " + std::to_string(*options.steps_per_epoch) + " is outside [1, " +
+                              std::to_string(steps) + "] (" + data.source + " has " + std::to_string(data.num_samples) +
+                              " samples, batch " + std::to_string(B) + ")");
+    }
+    steps = *options.steps_per_epoch;
+    if (steps % S != 0) {
+      return invalid_argument("--steps-per-epoch " + std::to_string(steps) + " is not a multiple of steps_per_execution " +
+                              std::to_string(S));
+    }
+  } else {
+    steps -= steps % S;  // whole executions only, as Keras on IPU does
+  }
+  if (steps < S) {
+    return invalid_argument(data.source + ": " + std::to_string(data.num_samples) + " samples are fewer than one execution (" +
+                            std::to_string(S) + " steps of batch " + std::to_string(B) + ")");
+  }
+
+  IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
+  std::vector<EpochResult> results;
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    const auto start = Clock::now();
+    const std::vector<uint32_t> order = data::epoch_order(data.num_samples, options.shuffle, options.seed, epoch - 1);
+    const int64_t executions = steps / S;
+    auto prepare = [&](int64_t e) { return gather_execution(data, order, static_cast<size_t>(e * S * B), S, B); };
+    std::future<ExecutionFeed> next = std::async(std::launch::async, prepare, 0);
+    EpochResult r;
+    r.epoch = epoch;
+    double loss_sum = 0, correct = 0;
+    for (int64_t e = 0; e < executions; ++e) {
+      ExecutionFeed feed = next.get();
+      if (e + 1 < executions) next = std::async(std::launch::async, prepare, e + 1);
+      Outfeed out;
+      IPU_RETURN_IF_ERROR_CTX(s.run_execution(train, feed, out), "epoch " + std::to_string(epoch));
+      for (float l : out.losses) loss_sum += l;
+      correct += out.correct;
+      if (step_log) step_log->losses.insert(step_log->losses.end(), out.losses.begin(), out.losses.end());
+      r.steps += S;
+      r.samples += S * B;
+      if (progress) {
+        progress({epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
+                  correct / static_cast<double>(r.samples), seconds_since(start), false});
+      }
+    }
+    r.loss = loss_sum / static_cast<double>(r.steps);
+    r.accuracy = correct / static_cast<double>(r.samples);
+    r.seconds = seconds_since(start);
+    if (progress) progress({epoch, options.epochs, r.steps, steps, r.loss, r.accuracy, r.seconds, true});
+    results.push_back(r);
+  }
+  IPU_RETURN_IF_ERROR(s.sync_weights("weights_to_host"));
+  return results;
+}
+
+StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const ProgressFn& progress) {
+  Impl& s = *m_impl;
+  IPU_ASSIGN_OR_RETURN(uint32_t evaluate, s.program("evaluate"));
+  IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
+  const int64_t S = s.steps_per_execution, B = s.batch;
+  const int64_t executions = static_cast<int64_t>(data.num_samples) / (S * B);
+  if (executions == 0) {
+    return invalid_argument(data.source + ": " + std::to_string(data.num_samples) + " samples are fewer than one execution (" +
+                            std::to_string(S) + " steps of batch " + std::to_string(B) + ")");
+  }
+  IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
+  const auto start = Clock::now();
+  const std::vector<uint32_t> order = data::epoch_order(data.num_samples, false, 0, 0);
+  EvaluateResult r;
+  double loss_sum = 0, correct = 0;
+  for (int64_t e = 0; e < executions; ++e) {
+    ExecutionFeed feed = gather_execution(data, order, static_cast<size_t>(e * S * B), S, B);
+    Outfeed out;
+    IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
+    for (float l : out.losses) loss_sum += l;
+    correct += out.correct;
+    r.steps += S;
+    r.samples += S * B;
+    if (progress) {
+      progress({1, 1, r.steps, executions * S, loss_sum / static_cast<double>(r.steps),
+                correct / static_cast<double>(r.samples), seconds_since(start), e + 1 == executions});
+    }
+  }
+  r.loss = loss_sum / static_cast<double>(r.steps);
+  r.accuracy = correct / static_cast<double>(r.samples);
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+StatusOr<PredictResult> Session::predict(const data::Dataset& data) {
+  Impl& s = *m_impl;
+  IPU_ASSIGN_OR_RETURN(uint32_t predict, s.program("predict"));
+  IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/false));
+  IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
+  const int64_t S = s.steps_per_execution, B = s.batch;
+  const auto start = Clock::now();
+  const std::vector<uint32_t> order = data::epoch_order(data.num_samples, false, 0, 0);
+  PredictResult r;
+  const format::Stream& stream = s.engine->executable().streams(static_cast<int>(*s.stream_predictions));
+  r.shape = {static_cast<int64_t>(data.num_samples)};
+  for (int i = 1; i < stream.shape_size(); ++i) r.shape.push_back(stream.shape(i));
+  // The last execution is padded with zeros; its padded rows are dropped.
+  for (size_t first = 0; first < data.num_samples; first += static_cast<size_t>(S * B)) {
+    ExecutionFeed feed = gather_execution(data, order, first, S, B);
+    Outfeed out;
+    IPU_RETURN_IF_ERROR(s.run_execution(predict, feed, out));
+    const size_t keep = static_cast<size_t>(feed.valid_samples) * (out.predictions.size() / static_cast<size_t>(S * B));
+    r.values.insert(r.values.end(), out.predictions.begin(), out.predictions.begin() + static_cast<long>(keep));
+  }
+  r.samples = static_cast<int64_t>(data.num_samples);
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+Status Session::save_weights(const std::string& dir) const {
+  const format::Executable& exe = m_impl->engine->executable();
+  std::map<std::string, NamedTensor> tensors;
+  for (const auto& [index, bytes] : m_impl->host_state) {
+    const format::Tensor& t = exe.tensors(static_cast<int>(index));
+    NamedTensor named;
+    named.shape.assign(t.shape().begin(), t.shape().end());
+    named.values.resize(bytes.size() / sizeof(float));
+    std::memcpy(named.values.data(), bytes.data(), bytes.size());
+    tensors[t.name()] = std::move(named);
+  }
+  return write_checkpoint(dir, tensors);
+}
+
+Status Session::load_weights(const std::string& dir) {
+  IPU_ASSIGN_OR_RETURN(auto tensors, read_checkpoint(dir));
+  const format::Executable& exe = m_impl->engine->executable();
+  // Check everything first so a bad checkpoint changes nothing.
+  for (const auto& [index, bytes] : m_impl->host_state) {
+    const format::Tensor& t = exe.tensors(static_cast<int>(index));
+    auto it = tensors.find(t.name());
+    if (it == tensors.end()) {
+      if (t.role() == format::OPTIMIZER_STATE) continue;  // a fresh optimizer is fine
+      return invalid_argument(dir + ": checkpoint has no weight '" + t.name() + "'");
+    }
+    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+    if (it->second.shape != shape) {
+      return invalid_argument(dir + ": weight '" + t.name() + "' has shape " + shape_text(it->second.shape) +
+                              ", the executable expects " + shape_text(shape));
+    }
+  }
+  for (auto& [index, bytes] : m_impl->host_state) {
+    auto it = tensors.find(exe.tensors(static_cast<int>(index)).name());
+    if (it != tensors.end()) std::memcpy(bytes.data(), it->second.values.data(), bytes.size());
+  }
+  return Status();
+}
+
+}  // namespace ipu::session

@@ -1,0 +1,93 @@
+// Keras-style loops over a loaded executable: fit, evaluate, predict. One execution runs
+// steps_per_execution steps on the device; the infeed for the next execution is prepared on a
+// host thread while the current one runs, and the outfeed is drained after each.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/data/dataset.h"
+#include "runtime/engine/engine.h"
+#include "runtime/format/executable.pb.h"
+
+namespace ipu::session {
+
+struct FitOptions {
+  int epochs = 1;
+  std::optional<int64_t> steps_per_epoch;  // default: whole batches of the data set
+  bool shuffle = false;
+  uint64_t seed = 0;
+};
+
+struct EpochResult {
+  int epoch = 0;  // 1-based
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double loss = 0;      // mean of the step losses
+  double accuracy = 0;  // correct / samples
+  double seconds = 0;
+};
+
+struct EvaluateResult {
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double loss = 0;
+  double accuracy = 0;
+  double seconds = 0;
+};
+
+struct PredictResult {
+  int64_t samples = 0;
+  std::vector<int64_t> shape;  // [samples, ...output shape]
+  std::vector<float> values;
+  double seconds = 0;
+};
+
+// Reported after every execution, so a caller can draw a progress bar.
+struct Progress {
+  int epoch = 0;
+  int epochs = 0;
+  int64_t step = 0;  // steps done in this epoch
+  int64_t steps = 0;
+  double loss = 0;      // running mean over the epoch
+  double accuracy = 0;  // running over the epoch
+  double seconds = 0;
+  bool epoch_done = false;
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
+// Every step's loss as the outfeed returned it, for --step-log.
+struct StepLog {
+  std::vector<float> losses;
+};
+
+class Session {
+ public:
+  // Verifies the executable and allocates the device; the host copy of the weights starts as
+  // the executable's initial values.
+  static StatusOr<std::unique_ptr<Session>> create(format::Executable executable, const engine::EngineOptions& options);
+  ~Session();
+
+  const format::Executable& executable() const;
+
+  StatusOr<std::vector<EpochResult>> fit(const data::Dataset& data, const FitOptions& options, const ProgressFn& progress,
+                                         StepLog* step_log);
+  StatusOr<EvaluateResult> evaluate(const data::Dataset& data, const ProgressFn& progress);
+  StatusOr<PredictResult> predict(const data::Dataset& data);
+
+  // Checkpoints: a directory with one .npy per weight and optimizer state tensor plus
+  // index.json. Loading checks every name, dtype and shape against the executable.
+  Status save_weights(const std::string& dir) const;
+  Status load_weights(const std::string& dir);
+
+ private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace ipu::session

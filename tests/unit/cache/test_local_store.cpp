@@ -1,0 +1,398 @@
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include "cache/local_store.h"
+#include "cache/manifest.h"
+#include "runtime/base/file_io.h"
+
+namespace fs = std::filesystem;
+using ipu::StatusCode;
+using ipu::cache::LocalStore;
+using ipu::cache::Manifest;
+
+namespace {
+
+// A fresh mkdtemp directory, removed (permissions restored first) when the test ends.
+class TempDir {
+public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/ipucc_cache_test.XXXXXX";
+    char* made = ::mkdtemp(pattern.data());
+    REQUIRE(made != nullptr);
+    m_path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    // A test may have left read-only directories behind; make them writable so they can go.
+    for (auto it = fs::recursive_directory_iterator(m_path, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_directory(ec)) ::chmod(it->path().c_str(), 0755);
+    }
+    ::chmod(m_path.c_str(), 0755);
+    fs::remove_all(m_path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return m_path; }
+
+private:
+  std::string m_path;
+};
+
+Manifest sample_manifest(const std::string& model = "abc") {
+  Manifest m;
+  m.set("compiler", "ipucc-1");
+  m.set("model", model);
+  return m;
+}
+
+LocalStore open_store(const std::string& dir) {
+  auto store = LocalStore::open(dir);
+  REQUIRE(store.ok());
+  return std::move(store).value();
+}
+
+bool exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// Root ignores directory permissions, so a chmod-based test must first check it can bite.
+bool directory_is_writable(const std::string& dir) {
+  std::string probe = dir + "/.probe";
+  int fd = ::open(probe.c_str(), O_CREAT | O_WRONLY | O_EXCL, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return true;
+}
+
+const std::string kBytes = std::string("IPUEXE\0\x01\xff binary", 17);
+
+} // namespace
+
+TEST_CASE("local store open creates nested directories") {
+  TempDir tmp;
+  std::string dir = tmp.path() + "/a/b/cache";
+  auto store = LocalStore::open(dir + "/");
+  REQUIRE(store.ok());
+  CHECK(store->dir() == dir);
+  CHECK(fs::is_directory(dir + "/entries"));
+  // Opening again is fine.
+  CHECK(LocalStore::open(dir).ok());
+}
+
+TEST_CASE("local store open fails on a file and names the dir") {
+  TempDir tmp;
+  std::string file = tmp.path() + "/plain_file";
+  REQUIRE(ipu::write_file_atomic(file, "x").ok());
+  auto store = LocalStore::open(file);
+  REQUIRE_FALSE(store.ok());
+  CHECK(contains(store.status().message(), file));
+  CHECK(LocalStore::open("").status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("local store entry layout") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  std::string key = sample_manifest().key();
+  CHECK(store.entry_path(key) == tmp.path() + "/entries/c5/" + key + ".ipuexe");
+  CHECK(store.manifest_path(key) == tmp.path() + "/entries/c5/" + key + ".manifest");
+}
+
+TEST_CASE("local store put then lookup hits with identical bytes") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+
+  auto miss = store.lookup(m);
+  REQUIRE(miss.ok());
+  CHECK_FALSE(miss->hit);
+  CHECK(miss->warnings.empty());
+  CHECK(miss->executable_bytes.empty());
+
+  REQUIRE(store.put(m, kBytes).ok());
+  auto hit = store.lookup(m);
+  REQUIRE(hit.ok());
+  CHECK(hit->hit);
+  CHECK(hit->executable_bytes == kBytes);
+  CHECK(hit->manifest_text == m.canonical_text());
+  CHECK(hit->key == m.key());
+  CHECK(hit->path == store.entry_path(m.key()));
+  CHECK(hit->warnings.empty());
+
+  // Another manifest is a different entry.
+  auto other = store.lookup(sample_manifest("xyz"));
+  REQUIRE(other.ok());
+  CHECK_FALSE(other->hit);
+
+  // Putting again replaces the bytes; no temporary files are left in the shard.
+  REQUIRE(store.put(m, "new bytes").ok());
+  auto replaced = store.lookup(m);
+  REQUIRE(replaced.ok());
+  CHECK(replaced->hit);
+  CHECK(replaced->executable_bytes == "new bytes");
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(store.entry_path(m.key())).parent_path())) {
+    (void)entry;
+    ++files;
+  }
+  CHECK(files == 2);
+}
+
+TEST_CASE("local store touches the executable on a hit") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+  REQUIRE(store.put(m, kBytes).ok());
+  std::string path = store.entry_path(m.key());
+  struct timespec old_times[2] = {{1000, 0}, {1000, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), old_times, 0) == 0);
+
+  auto hit = store.lookup(m);
+  REQUIRE(hit.ok());
+  REQUIRE(hit->hit);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(st.st_mtime > std::time(nullptr) - 60);
+
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), old_times, 0) == 0);
+  REQUIRE(store.load_by_key(m.key()).ok());
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(st.st_mtime > std::time(nullptr) - 60);
+}
+
+TEST_CASE("local store manifest mismatch is a miss with a warning") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+  REQUIRE(store.put(m, kBytes).ok());
+  std::string key = m.key();
+
+  SUBCASE("different canonical manifest under the same key") {
+    REQUIRE(
+        ipu::write_file_atomic(store.manifest_path(key), sample_manifest("tampered").canonical_text()).ok());
+    auto result = store.lookup(m);
+    REQUIRE(result.ok());
+    CHECK_FALSE(result->hit);
+    CHECK(result->executable_bytes.empty());
+    REQUIRE(result->warnings.size() == 1);
+    CHECK(contains(result->warnings[0], key));
+    CHECK(contains(result->warnings[0], "model"));
+  }
+  SUBCASE("malformed stored manifest") {
+    REQUIRE(ipu::write_file_atomic(store.manifest_path(key), "garbage").ok());
+    auto result = store.lookup(m);
+    REQUIRE(result.ok());
+    CHECK_FALSE(result->hit);
+    REQUIRE(result->warnings.size() == 1);
+    CHECK(contains(result->warnings[0], key));
+    CHECK(contains(result->warnings[0], "malformed"));
+  }
+  SUBCASE("stored manifest is a prefix of the expected one") {
+    REQUIRE(ipu::write_file_atomic(store.manifest_path(key), "compiler=ipucc-1\n").ok());
+    auto result = store.lookup(m);
+    REQUIRE(result.ok());
+    CHECK_FALSE(result->hit);
+    REQUIRE(result->warnings.size() == 1);
+    CHECK(contains(result->warnings[0], "model"));
+  }
+}
+
+TEST_CASE("local store executable without manifest is a miss") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+  REQUIRE(store.put(m, kBytes).ok());
+  REQUIRE(::unlink(store.manifest_path(m.key()).c_str()) == 0);
+
+  auto result = store.lookup(m);
+  REQUIRE(result.ok());
+  CHECK_FALSE(result->hit);
+  CHECK(result->executable_bytes.empty());
+  REQUIRE(result->warnings.size() == 1);
+  CHECK(contains(result->warnings[0], m.key()));
+
+  auto by_key = store.load_by_key(m.key());
+  REQUIRE_FALSE(by_key.ok());
+  CHECK(by_key.status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("local store manifest without executable is a miss") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+  REQUIRE(store.put(m, kBytes).ok());
+  REQUIRE(::unlink(store.entry_path(m.key()).c_str()) == 0);
+
+  auto result = store.lookup(m);
+  REQUIRE(result.ok());
+  CHECK_FALSE(result->hit);
+  REQUIRE(result->warnings.size() == 1);
+  CHECK(contains(result->warnings[0], m.key()));
+
+  auto by_key = store.load_by_key(m.key());
+  REQUIRE_FALSE(by_key.ok());
+  CHECK(by_key.status().code() == StatusCode::kDataLoss);
+}
+
+TEST_CASE("local store rejects invalid keys") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  const std::string bad[] = {
+      "../etc",
+      "../../../../../../etc/passwd",
+      "abc",
+      "abcdef0", // prefix shorter than 8
+      std::string(64, 'A'),
+      "ABCDEF0123",
+      std::string(65, 'a'),
+      std::string(62, 'a') + "/x",
+      "",
+  };
+  for (const std::string& key : bad) {
+    CAPTURE(key);
+    CHECK(store.entry_path(key).empty());
+    CHECK(store.manifest_path(key).empty());
+    auto result = store.load_by_key(key);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().code() == StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("local store load by key and prefix") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+  REQUIRE(store.put(m, kBytes).ok());
+  REQUIRE(store.put(sample_manifest("other"), "other bytes").ok());
+  std::string key = m.key();
+
+  SUBCASE("full key") {
+    auto result = store.load_by_key(key);
+    REQUIRE(result.ok());
+    CHECK(result->hit);
+    CHECK(result->key == key);
+    CHECK(result->executable_bytes == kBytes);
+    CHECK(result->manifest_text == m.canonical_text());
+  }
+  SUBCASE("unique prefix") {
+    for (size_t length : {8, 20, 63}) {
+      auto result = store.load_by_key(key.substr(0, length));
+      REQUIRE(result.ok());
+      CHECK(result->key == key);
+      CHECK(result->executable_bytes == kBytes);
+      CHECK(result->manifest_text == m.canonical_text());
+    }
+  }
+  SUBCASE("no match") {
+    // Flip the last character of the full key, and the 8th of a prefix.
+    std::string absent = key;
+    absent.back() = absent.back() == '0' ? '1' : '0';
+    auto full = store.load_by_key(absent);
+    REQUIRE_FALSE(full.ok());
+    CHECK(full.status().code() == StatusCode::kNotFound);
+    std::string prefix = key.substr(0, 8);
+    prefix.back() = prefix.back() == '0' ? '1' : '0';
+    auto partial = store.load_by_key(prefix);
+    REQUIRE_FALSE(partial.ok());
+    CHECK(partial.status().code() == StatusCode::kNotFound);
+    auto empty_shard = store.load_by_key(key[0] == 'f' ? "00000000" : "ffffffff");
+    REQUIRE_FALSE(empty_shard.ok());
+    CHECK(empty_shard.status().code() == StatusCode::kNotFound);
+  }
+  SUBCASE("ambiguous prefix") {
+    // Real 8-character prefix collisions need ~2^16 entries, so plant manifests by name: the
+    // candidates are chosen from file names before any content is read.
+    const std::string prefix = "abcdef01";
+    REQUIRE(fs::create_directories(tmp.path() + "/entries/ab"));
+    auto plant = [&](char c) {
+      std::string fake = prefix + std::string(56, c);
+      REQUIRE(ipu::write_file_atomic(store.manifest_path(fake), "x=1\n").ok());
+      return fake;
+    };
+    std::string first = plant('0');
+    std::string second = plant('1');
+    auto two = store.load_by_key(prefix);
+    REQUIRE_FALSE(two.ok());
+    CHECK(two.status().code() == StatusCode::kInvalidArgument);
+    CHECK(contains(two.status().message(), first));
+    CHECK(contains(two.status().message(), second));
+    CHECK(contains(two.status().message(), "ambiguous"));
+
+    for (char c : {'2', '3', '4', '5', '6'})
+      plant(c);
+    auto seven = store.load_by_key(prefix);
+    REQUIRE_FALSE(seven.ok());
+    CHECK(seven.status().code() == StatusCode::kInvalidArgument);
+    CHECK(contains(seven.status().message(), "7"));
+    CHECK(contains(seven.status().message(), prefix + std::string(56, '4')));
+    CHECK_FALSE(contains(seven.status().message(), prefix + std::string(56, '5')));
+
+    // A longer prefix disambiguates; the planted manifest does not hash to its key.
+    auto planted = store.load_by_key(prefix + "0");
+    REQUIRE_FALSE(planted.ok());
+    CHECK(planted.status().code() == StatusCode::kDataLoss);
+  }
+}
+
+TEST_CASE("local store put failure leaves no partial entry") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+  // A directory squatting on the manifest path makes the commit impossible, even for root.
+  REQUIRE(fs::create_directories(store.manifest_path(m.key()) + "/blocker"));
+  auto status = store.put(m, kBytes);
+  CHECK_FALSE(status.ok());
+  CHECK_FALSE(exists(store.entry_path(m.key())));
+  auto result = store.lookup(m);
+  REQUIRE(result.ok());
+  CHECK_FALSE(result->hit);
+}
+
+TEST_CASE("local store in a read-only directory") {
+  TempDir tmp;
+  std::string ro = tmp.path() + "/ro";
+  REQUIRE(fs::create_directories(ro));
+  REQUIRE(::chmod(ro.c_str(), 0555) == 0);
+  if (directory_is_writable(ro)) {
+    MESSAGE("skipping read-only directory checks: permissions are not enforced (running as root?)");
+    return;
+  }
+
+  SUBCASE("open cannot create the store and names the dir") {
+    std::string dir = ro + "/cache";
+    auto store = LocalStore::open(dir);
+    REQUIRE_FALSE(store.ok());
+    CHECK(contains(store.status().message(), dir));
+  }
+  SUBCASE("put fails cleanly when the store became read-only") {
+    LocalStore store = open_store(tmp.path() + "/store");
+    Manifest m = sample_manifest();
+    std::string shard = fs::path(store.entry_path(m.key())).parent_path().string();
+    REQUIRE(fs::create_directories(shard));
+    REQUIRE(::chmod(shard.c_str(), 0555) == 0);
+    auto status = store.put(m, kBytes);
+    CHECK_FALSE(status.ok());
+    CHECK(status.code() == StatusCode::kIoError);
+    CHECK_FALSE(exists(store.entry_path(m.key())));
+    CHECK_FALSE(exists(store.manifest_path(m.key())));
+    auto result = store.lookup(m);
+    REQUIRE(result.ok());
+    CHECK_FALSE(result->hit);
+  }
+}

@@ -1,0 +1,65 @@
+// Helpers for compiler tests: compile a spec string and drive its programs on an engine.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/driver/compile.h"
+#include "runtime/engine/engine.h"
+
+namespace ipu::testing {
+
+// A small target keeps plans readable and tests fast.
+inline compiler::CompileOptions small_target_options(uint32_t batch) {
+  compiler::CompileOptions o;
+  o.model_path = "test.json";
+  o.tiles_per_ipu = 16;
+  o.bytes_per_tile = 1 << 20;
+  o.batch_size = batch;
+  return o;
+}
+
+// Runs one program over a step's features and labels, returning what the outfeeds produced.
+struct StepOutputs {
+  std::vector<float> loss, correct, predictions;
+};
+
+inline StepOutputs run_step(engine::Engine& engine, const std::string& program, const std::vector<float>& features,
+                            const std::vector<int32_t>& labels) {
+  StepOutputs out;
+  const auto& exe = engine.executable();
+  engine::HostStreams streams;
+  streams.pull = [&](uint32_t stream, std::span<std::byte> dst) -> Status {
+    const std::string& name = exe.streams(static_cast<int>(stream)).name();
+    const void* src = name == "features" ? static_cast<const void*>(features.data()) : labels.data();
+    std::memcpy(dst.data(), src, dst.size());
+    return Status();
+  };
+  streams.push = [&](uint32_t stream, std::span<const std::byte> src) -> Status {
+    const std::string& name = exe.streams(static_cast<int>(stream)).name();
+    std::vector<float>& dst = name == "loss" ? out.loss : name == "correct" ? out.correct : out.predictions;
+    const float* f = reinterpret_cast<const float*>(src.data());
+    dst.insert(dst.end(), f, f + src.size() / sizeof(float));
+    return Status();
+  };
+  Status s = engine.run(*engine.find_program(program), streams);
+  if (!s.ok()) throw std::runtime_error(s.message());
+  return out;
+}
+
+inline std::span<float> tensor_floats(engine::Engine& engine, const std::string& name) {
+  auto bytes = engine.tensor_bytes(*engine.find_tensor(name));
+  return {reinterpret_cast<float*>(bytes.data()), bytes.size() / sizeof(float)};
+}
+
+inline std::unique_ptr<engine::Engine> compile_and_load(const std::string& spec, const compiler::CompileOptions& options) {
+  auto compiled = compiler::compile_model(spec, options);
+  if (!compiled.ok()) throw std::runtime_error(compiled.status().message());
+  auto engine = engine::Engine::create(std::move(compiled->executable), {});
+  if (!engine.ok()) throw std::runtime_error(engine.status().message());
+  return std::move(*engine);
+}
+
+}  // namespace ipu::testing
