@@ -2,18 +2,9 @@
 
 #include <cmath>
 
+#include "runtime/base/splitmix64.h"
+
 namespace ipu::frontend {
-namespace {
-
-uint64_t splitmix64(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
 std::vector<float> glorot_uniform(int64_t fan_in, int64_t fan_out, uint64_t seed) {
   const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
   std::vector<float> values(static_cast<size_t>(fan_in * fan_out));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/splitmix64.h"
 #include "runtime/base/status.h"
 
 namespace ipu::data {
@@ -38,13 +39,6 @@ StatusOr<Dataset> open_dataset(const std::string& spec);
 // must be the same with every standard library). Requires num_samples <= 2^32 - 1.
 std::vector<uint32_t> epoch_order(size_t num_samples, bool shuffle, uint64_t seed, int epoch);
 
-// splitmix64 counter generator shared by the synthetic data set and epoch_order:
-// s = seed + (index + 1) * 0x9E3779B97F4A7C15, then the splitmix64 finaliser.
-inline uint64_t splitmix64(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using ipu::splitmix64;
 
 } // namespace ipu::data
