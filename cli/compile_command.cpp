@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <set>
 
 #include "cache/cache_dir.h"
 #include "cache/local_store.h"
@@ -38,6 +39,8 @@ struct CompileFlags {
   bool json = false;
   bool force = false;
   bool no_cache = false;
+  bool dump_ir = false;
+  bool dump_plan = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -92,6 +95,18 @@ nlohmann::json estimates_json(const format::Executable& exe) {
           {"compute_sets", exe.compute_sets_size()}};
 }
 
+// One line per compute set: what the BSP schedule does each step and what it costs.
+void print_plan(const format::Executable& exe) {
+  std::printf("%-4s %-14s %9s %7s %10s %12s\n", "cs", "name", "vertices", "tiles", "cycles", "exchange_B");
+  for (int i = 0; i < exe.compute_sets_size(); ++i) {
+    const auto& cs = exe.compute_sets(i);
+    std::set<uint32_t> tiles;
+    for (const auto& v : cs.vertices()) tiles.insert(v.tile());
+    std::printf("%-4d %-14s %9d %7zu %10llu %12llu\n", i, cs.name().c_str(), cs.vertices_size(), tiles.size(),
+                static_cast<unsigned long long>(cs.cycles()), static_cast<unsigned long long>(cs.exchange_bytes()));
+  }
+}
+
 int run_compile(const CompileFlags& flags) {
   const auto start = std::chrono::steady_clock::now();
   auto model_text = read_file(flags.model);
@@ -115,7 +130,7 @@ int run_compile(const CompileFlags& flags) {
   std::string bytes;
   format::Executable executable;
   compiler::CompileTimings timings;
-  if (store && !flags.force) {
+  if (store && !flags.force && !flags.dump_ir) {
     auto found = store->lookup(manifest);
     if (found.ok()) {
       for (const auto& w : found->warnings) print_warning(kTool, w);
@@ -147,6 +162,7 @@ int run_compile(const CompileFlags& flags) {
     }
     executable.set_compiler_build(compiler_build_identity());
     timings = compiled->timings;
+    if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
     bytes = format::serialize_executable(executable);
     if (store) {
       Status put = store->put(manifest, bytes);
@@ -159,6 +175,7 @@ int run_compile(const CompileFlags& flags) {
   }
 
   const double total = seconds_since(start);
+  if (flags.dump_plan) print_plan(executable);
   const std::string entry = store ? store->entry_path(key) : "";
   if (flags.json) {
     nlohmann::json out = json_document(kTool, "compile");
@@ -224,6 +241,8 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("-o,--output", flags->output, "Also write the executable to this file");
   cmd->add_flag("--json", flags->json, "Print one JSON object (docs/json.md)");
   cmd->add_flag("--force", flags->force, "Compile even when the cache has the executable");
+  cmd->add_flag("--dump-ir", flags->dump_ir, "Print the IR after the training passes (compiles even on a hit)");
+  cmd->add_flag("--dump-plan", flags->dump_plan, "Print the compute sets: vertices, tiles, cycles, exchange");
   return [flags, cmd]() { return cmd->parsed() ? run_compile(*flags) : -1; };
 }
 

@@ -74,6 +74,7 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
     io.loss = loss;
   }
   result.timings.passes_seconds = seconds_since(start);
+  result.ir_text = forward.graph.to_string();
 
   start = std::chrono::steady_clock::now();
   lowering::LoweringOptions lowering_options{options.batch_size, options.steps_per_execution};

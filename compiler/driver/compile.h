@@ -41,6 +41,7 @@ struct CompileResult {
   format::Executable executable;
   passes::MemoryPlan memory;
   CompileTimings timings;
+  std::string ir_text;  // the IR after the training passes, for --dump-ir
 };
 
 // Errors: InvalidArgument (bad spec or options, every problem listed), Unsupported,

@@ -101,7 +101,7 @@ std::string describe_overflow(const MemoryPlan& plan, const target::TargetSpec& 
   std::string out = std::to_string(plan.overflowing.size()) + " tile(s) out of memory";
   for (size_t i = 0; i < std::min(limit, plan.overflowing.size()); ++i) {
     const TileUsage& u = plan.overflowing[i];
-    out += "\n  tile " + std::to_string(u.tile) + " needs " + with_commas(u.peak_bytes) + " bytes of " +
+    out += "\ntile " + std::to_string(u.tile) + " needs " + with_commas(u.peak_bytes) + " bytes of " +
            with_commas(target.bytes_per_tile);
     if (!u.largest_tensors.empty()) {
       out += "; largest tensors there:";

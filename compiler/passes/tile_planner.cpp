@@ -39,7 +39,9 @@ Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_pe
   for (int64_t parts : candidates(items, std::max<int64_t>(1, max_parts))) {
     Split s = make_split(items, parts);
     double chunk = static_cast<double>(s.chunk);
-    double cost = m.vertex_overhead_cycles + chunk * cycles_per_item + chunk * exchange_bytes_per_item / m.exchange_bytes_per_cycle;
+    double cost = m.vertex_overhead_cycles + chunk * cycles_per_item +
+                  chunk * exchange_bytes_per_item / m.exchange_bytes_per_cycle +
+                  m.vertex_spread_cycles * static_cast<double>(s.parts);
     bool fits = chunk * bytes_per_item <= budget;
     // Prefer any split that fits; among those the cheapest; ties go to fewer tiles.
     if (fits && cost < best_cost * 0.999) {
@@ -56,6 +58,10 @@ MatMulGrid plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
   const double budget = kTileBudgetFraction * static_cast<double>(target.bytes_per_tile);
   MatMulGrid best{make_split(M, 1), make_split(N, 1)};
   double best_cost = std::numeric_limits<double>::infinity();
+  // When nothing fits, the smallest working set is the best attempt; the memory plan then
+  // reports the overflow.
+  MatMulGrid smallest = best;
+  double smallest_bytes = std::numeric_limits<double>::infinity();
   for (int64_t pm : candidates(M, max_tiles)) {
     for (int64_t pn : candidates(N, max_tiles / pm)) {
       Split rows = make_split(M, pm), cols = make_split(N, pn);
@@ -63,15 +69,20 @@ MatMulGrid plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
       // A block of rows of A and a block of columns of B arrive over the exchange; the output
       // block is produced in place.
       double in_bytes = 4.0 * (r * k + k * c);
-      double cost = m.vertex_overhead_cycles + r * c * k / m.macs_per_cycle + in_bytes / m.exchange_bytes_per_cycle;
-      bool fits = in_bytes + 4.0 * r * c <= budget;
-      if (fits && cost < best_cost * 0.999) {
+      double cost = m.vertex_overhead_cycles + r * c * k / m.macs_per_cycle + in_bytes / m.exchange_bytes_per_cycle +
+                    m.vertex_spread_cycles * static_cast<double>(rows.parts * cols.parts);
+      const double bytes = in_bytes + 4.0 * r * c;
+      if (bytes <= budget && cost < best_cost * 0.999) {
         best = {rows, cols};
         best_cost = cost;
       }
+      if (bytes < smallest_bytes) {
+        smallest = {rows, cols};
+        smallest_bytes = bytes;
+      }
     }
   }
-  return best;
+  return std::isinf(best_cost) ? smallest : best;
 }
 
 }  // namespace ipu::passes

@@ -1,6 +1,7 @@
 // Decides how many vertices (and so tiles) an op's work is split over. The cost of a split is
-// the estimated time of its slowest tile: per-vertex overhead + compute + bytes received, so
-// that small ops stay on few tiles and large ones spread out. Memory is bounded per tile.
+// the estimated time of its slowest tile (per-vertex overhead + compute + bytes received) plus a
+// small charge per vertex for the code and descriptors each one adds to the step, so small ops
+// stay on few tiles and large ones spread out. Memory is bounded per tile.
 #pragma once
 
 #include <cstdint>

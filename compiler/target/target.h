@@ -13,6 +13,10 @@ namespace ipu::target {
 // Parameters of the cycle estimate. Sources and reasoning: docs/cycle_model.md.
 struct CycleModel {
   double vertex_overhead_cycles = 100;   // launching a vertex and reading its state
+  // Charged once per vertex to the whole step, not to its tile: every vertex adds descriptors
+  // and exchange code that the IPU runs and stores each step. Without it a plan would spread a
+  // few hundred elements over a thousand tiles to save a handful of cycles.
+  double vertex_spread_cycles = 10;
   double macs_per_cycle = 16;            // fp32 multiply-accumulates per tile per cycle (AMP)
   double vector_flops_per_cycle = 2;     // fp32 elementwise ops per tile per cycle (64-bit SIMD)
   double transcendental_cycles = 10;     // extra cycles per exp/log/tanh
