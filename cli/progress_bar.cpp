@@ -11,7 +11,9 @@ ProgressStyle default_progress_style() { return ::isatty(STDERR_FILENO) ? Progre
 
 session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefix) {
   if (style == ProgressStyle::kNone) return nullptr;
-  return [style, prefix = std::string(prefix)](const session::Progress& p) {
+  // A terminal redraw costs a write; ten a second is enough for a person.
+  constexpr double kRedrawSeconds = 0.1;
+  return [style, prefix = std::string(prefix), last_draw = -1.0](const session::Progress& p) mutable {
     const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
     if (style == ProgressStyle::kPlain) {
       if (!p.epoch_done) return;
@@ -21,6 +23,8 @@ session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefi
       return;
     }
     if (p.step == p.steps && !p.epoch_done) return;  // the final line comes with epoch_done
+    if (!p.epoch_done && last_draw >= 0 && p.seconds - last_draw < kRedrawSeconds && p.seconds >= last_draw) return;
+    last_draw = p.epoch_done ? -1.0 : p.seconds;
     constexpr int kWidth = 30;
     const int filled = p.steps > 0 ? static_cast<int>(kWidth * p.step / p.steps) : kWidth;
     std::string bar(static_cast<size_t>(filled), '=');
