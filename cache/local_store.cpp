@@ -26,7 +26,6 @@ constexpr std::string_view kManifestSuffix = ".manifest";
 Status errno_status(const std::string& path, const std::string& what, int err) {
   std::string message = path + ": " + what + ": " + std::strerror(err);
   if (err == ENOENT) return not_found(message);
-  if (err == ENOSPC || err == EDQUOT) return resource_exhausted(message);
   return io_error(message);
 }
 
@@ -138,12 +137,10 @@ Status LocalStore::put(const Manifest& manifest, std::string_view executable_byt
   const std::string stored_path = manifest_path(key);
   IPU_RETURN_IF_ERROR(make_directories(shard_dir(key)));
 
-  // Withdraw the commit marker first, so while the executable is being replaced no reader can
-  // pair the old manifest with a half-finished replacement.
-  if (::unlink(stored_path.c_str()) != 0) {
-    int err = errno;
-    if (err != ENOENT) return errno_status(stored_path, "cannot remove old manifest", err);
-  }
+  // Both files are replaced atomically, so a reader sees whole files only; an entry being
+  // rewritten holds an executable built from the same inputs (the key covers them all), so an
+  // old manifest beside a new executable is still a true pair. Removing the manifest first
+  // would make concurrent readers see spurious misses.
   Status status = write_file_atomic(exe_path, executable_bytes);
   if (status.ok()) status = write_file_atomic(stored_path, text);
   if (!status.ok()) {

@@ -197,6 +197,9 @@ int run_compile(const CompileFlags& flags) {
     out["batch_size"] = executable.batch_size();
     out["steps_per_execution"] = executable.steps_per_execution();
     out["estimates"] = estimates_json(executable);
+    out["pipeline"] = {{"stages", executable.pipeline().num_stages()},
+                       {"gradient_accumulation", executable.pipeline().gradient_accumulation()},
+                       {"replicas", executable.pipeline().replicas()}};
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }

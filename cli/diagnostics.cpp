@@ -18,6 +18,12 @@ void print(const char* tool, const char* kind, const std::string& message) {
 void print_error(const char* tool, const std::string& message) { print(tool, "error", message); }
 void print_warning(const char* tool, const std::string& message) { print(tool, "warning", message); }
 
+int fail_usage(const char* tool, CLI::App& app, const CLI::ParseError& error) {
+  if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);
+  print_error(tool, std::string(error.what()) + "\nrun '" + tool + " --help' for usage");
+  return kExitUsage;
+}
+
 int fail(const char* tool, const Status& status) { return fail(tool, status, exit_code_for(status)); }
 
 int fail(const char* tool, const Status& status, int exit_code) {

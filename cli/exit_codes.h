@@ -31,4 +31,10 @@ inline int exit_code_for(const Status& status) {
   return kExitRuntimeError;
 }
 
+// For errors reading a user's input file (data set, checkpoint): a corrupt one is invalid input,
+// not the corrupt executable that DataLoss otherwise means.
+inline int input_exit_code(const Status& status) {
+  return status.code() == StatusCode::kDataLoss ? kExitInvalidInput : exit_code_for(status);
+}
+
 }  // namespace ipu::cli

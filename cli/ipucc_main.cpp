@@ -3,6 +3,7 @@
 
 #include "cli/build_identity.h"
 #include "cli/compile_command.h"
+#include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 
 int main(int argc, char** argv) {
@@ -13,8 +14,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? ipu::cli::kExitOk : ipu::cli::kExitUsage;
+    return ipu::cli::fail_usage("ipucc", app, e);
   }
   return compile();
 }

@@ -67,12 +67,18 @@ int load(const RunFlags& f, Loaded& out) {
   out.session = std::move(*session);
   if (!f.weights.empty()) {
     Status loaded = out.session->load_weights(f.weights);
-    if (!loaded.ok()) return fail(kTool, loaded);
+    if (!loaded.ok()) return fail(kTool, loaded, input_exit_code(loaded));
   }
   auto data = data::open_dataset(f.data);
-  if (!data.ok()) return fail(kTool, data.status());
+  if (!data.ok()) return fail(kTool, data.status(), input_exit_code(data.status()));
   out.data = std::move(*data);
   return kExitOk;
+}
+
+// Errors about the executable itself (a program it lacks) name it; data errors name the data.
+Status with_origin(const Status& status, const std::string& origin) {
+  const bool about_executable = status.code() == StatusCode::kFailedPrecondition || status.code() == StatusCode::kDataLoss;
+  return about_executable ? status.with_context(origin) : status;
 }
 
 int write_json_file(const std::string& path, const nlohmann::json& value) {
@@ -91,8 +97,13 @@ int run_train(const RunFlags& f) {
   session::StepLog step_log;
   auto results = loaded.session->fit(loaded.data, options, make_progress_printer(progress_style(f), ""),
                                      f.step_log.empty() ? nullptr : &step_log);
-  if (!results.ok()) return fail(kTool, results.status());
+  if (!results.ok()) return fail(kTool, with_origin(results.status(), loaded.origin));
 
+  // The trained weights are the most valuable output: write them before anything else can fail.
+  if (!f.save_weights.empty()) {
+    Status saved = loaded.session->save_weights(f.save_weights);
+    if (!saved.ok()) return fail(kTool, saved, kExitIoError);
+  }
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& r : *results) epochs.push_back(epoch_json(r));
   if (!f.history.empty()) {
@@ -110,10 +121,6 @@ int run_train(const RunFlags& f) {
     nlohmann::json log = json_document(kTool, "step_log");
     log["losses"] = step_log.losses;
     if (int code = write_json_file(f.step_log, log)) return code;
-  }
-  if (!f.save_weights.empty()) {
-    Status saved = loaded.session->save_weights(f.save_weights);
-    if (!saved.ok()) return fail(kTool, saved, kExitIoError);
   }
   if (f.json) {
     nlohmann::json out = json_document(kTool, "train");
@@ -138,7 +145,7 @@ int run_evaluate(const RunFlags& f) {
   Loaded loaded;
   if (int code = load(f, loaded)) return code;
   auto result = loaded.session->evaluate(loaded.data, make_progress_printer(progress_style(f), "val_"));
-  if (!result.ok()) return fail(kTool, result.status());
+  if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
   if (f.json) {
     nlohmann::json out = json_document(kTool, "evaluate");
     out["executable"] = loaded.origin;
@@ -160,7 +167,7 @@ int run_predict(const RunFlags& f) {
   Loaded loaded;
   if (int code = load(f, loaded)) return code;
   auto result = loaded.session->predict(loaded.data);
-  if (!result.ok()) return fail(kTool, result.status());
+  if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
   if (!f.output.empty()) {
     Status written = data::write_npy(f.output, data::make_npy_f32(result->shape, result->values.data()));
     if (!written.ok()) return fail(kTool, written, kExitIoError);
@@ -224,8 +231,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    return fail_usage(kTool, app, e);
   }
   if (train->parsed()) return run_train(flags);
   if (evaluate->parsed()) return run_evaluate(flags);

@@ -61,7 +61,8 @@ uint32_t LowerContext::tensor(int value) {
   t->set_dtype(to_format(v.type.dtype));
   for (int64_t d : v.type.shape) t->add_shape(d);
   t->set_role(to_format(v.role));
-  t->set_ipu(static_cast<uint32_t>(v.stage));
+  // Stages are validated and recorded, but until pipelining lands every stage runs on IPU 0.
+  t->set_ipu(0);
   if (!v.initial.empty()) t->set_initial_value(v.initial.data(), v.initial.size() * sizeof(float));
   slot = m_exe.tensors_size() - 1;
   return static_cast<uint32_t>(slot);

@@ -40,12 +40,10 @@ Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu
   if (tiles_per_ipu) {
     if (*tiles_per_ipu == 0 || *tiles_per_ipu > 65536) return invalid_argument("--tiles-per-ipu must be in [1, 65536]");
     target.tiles_per_ipu = *tiles_per_ipu;
-    target.arch = "custom";
   }
   if (bytes_per_tile) {
     if (*bytes_per_tile < 1024) return invalid_argument("--bytes-per-tile must be at least 1024");
     target.bytes_per_tile = *bytes_per_tile;
-    target.arch = "custom";
   }
   if (num_ipus) {
     if (*num_ipus == 0 || *num_ipus > 1024) return invalid_argument("--num-ipus must be in [1, 1024]");

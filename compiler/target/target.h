@@ -28,7 +28,7 @@ struct CycleModel {
 };
 
 struct TargetSpec {
-  std::string arch;  // "mk2", "mk1" or "custom"
+  std::string arch;  // the preset ("mk2", "mk1"), also when tiles or memory are overridden
   uint32_t num_ipus = 1;
   uint32_t tiles_per_ipu = 1472;
   uint64_t bytes_per_tile = 638976;
@@ -43,7 +43,8 @@ struct TargetSpec {
 // "mk2" (GC200) or "mk1" (GC2); InvalidArgument names the accepted values otherwise.
 StatusOr<TargetSpec> target_preset(const std::string& arch);
 
-// Applies explicit overrides (for small test targets); validates ranges.
+// Applies explicit overrides (for small test targets); validates ranges. The arch keeps the
+// preset's name: its cycle parameters still apply.
 Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu, std::optional<uint64_t> bytes_per_tile,
                        std::optional<uint32_t> num_ipus);
 

@@ -13,7 +13,8 @@ namespace {
 Status errno_status(const std::string& what, const std::string& path, int err) {
   std::string message = path + ": " + what + ": " + std::strerror(err);
   if (err == ENOENT) return not_found(message);
-  if (err == ENOSPC || err == EDQUOT) return resource_exhausted(message);
+  // A full disk is an I/O failure to the user, not the tile-memory exhaustion that
+  // ResourceExhausted reports.
   return io_error(message);
 }
 
@@ -54,7 +55,7 @@ Status write_file_atomic(const std::string& path, std::string_view content) {
   // mkstemp gives every writer (process or thread) its own temporary name.
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return errno_status("cannot create a temporary file for", path, errno);
+  if (fd < 0) return errno_status("cannot write", path, errno);
   ::fchmod(fd, 0644);
   const char* p = content.data();
   size_t left = content.size();

@@ -13,7 +13,7 @@ StatusOr<std::string> read_file(const std::string& path);
 
 // Writes to a temporary file in the same directory, fsyncs it and renames it over `path`, so a
 // reader sees either the old content or the new one, never a partial file. On failure nothing is
-// left behind. A full disk is reported as ResourceExhausted.
+// left behind. Failures (a full disk too) are IoError, or NotFound for a missing directory.
 Status write_file_atomic(const std::string& path, std::string_view content);
 
 }  // namespace ipu

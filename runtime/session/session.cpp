@@ -88,8 +88,10 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
   uint64_t expected_size = 1, got_size = 1;
   for (int64_t d : expected) expected_size *= static_cast<uint64_t>(d);
   for (int64_t d : data.sample_shape) got_size *= static_cast<uint64_t>(d);
-  // A flat sample of the same size is accepted: Flatten is the usual first layer.
-  if (data.sample_shape != expected && !(expected.size() == 1 && got_size == expected_size)) {
+  // A flat sample of the same size is accepted either way round: the bytes are the same and
+  // Flatten is the usual first layer.
+  const bool flat = expected.size() == 1 || data.sample_shape.size() == 1;
+  if (data.sample_shape != expected && !(flat && got_size == expected_size)) {
     return invalid_argument(data.source + ": samples have shape " + shape_text(data.sample_shape) +
                             ", the executable expects " + shape_text(expected));
   }

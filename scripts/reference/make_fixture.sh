@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Regenerates the committed torch reference fixture tests/data/torch_reference/mlp_functional_b16
+# (checked by tests/e2e/test_torch_parity.sh). Needs the built tools and the peers (Debian's
+# python3-torch and numpy at /usr/bin/python3: scripts/setup-peers.sh).
+#
+#   bash scripts/reference/make_fixture.sh            # IPUCC/IPURUN default to build/cli/*
+#
+# The initial weights come from the tiny-learning-rate trick (see torch_reference.py): compile the
+# model with --learning-rate 1e-30 --momentum 0, train one step of the same batch size on the first
+# batch and save; check-init verifies that this checkpoint holds the executable's initial weights.
+# They are not stored: the e2e test regenerates them the same way.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+IPUCC=${IPUCC:-$root/build/cli/ipucc}
+IPURUN=${IPURUN:-$root/build/cli/ipurun}
+PY=${TORCH_PYTHON:-/usr/bin/python3}
+model=$root/models/mlp_functional.json
+batch=16
+steps=20
+out=$root/tests/data/torch_reference/mlp_functional_b16
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/torch-fixture.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+"$IPUCC" compile "$model" --batch-size $batch --learning-rate 1e-30 --momentum 0 --no-cache -o "$work/trick.ipuexe" >/dev/null
+"$IPURUN" train "$work/trick.ipuexe" --data synthetic:$batch --steps-per-epoch 1 --save-weights "$work/init" --progress none
+"$PY" "$root/scripts/reference/torch_reference.py" check-init --model "$model" --init "$work/init" --batch-size $batch --trick-lr 1e-30
+
+rm -rf "$out"
+"$PY" "$root/scripts/reference/torch_reference.py" train --model "$model" --init "$work/init" \
+  --batch-size $batch --steps $steps --out "$out" \
+  --init-description "ipucc's initial weights of models/mlp_functional.json (--batch-size $batch), obtained with the trick: compile with --learning-rate 1e-30 --momentum 0, ipurun train --data synthetic:$batch --steps-per-epoch 1 --save-weights init"
+du -sh "$out"

@@ -1,0 +1,426 @@
+#!/usr/bin/python3
+"""Independent float64 PyTorch reference for `ipurun train`.
+
+Run with /usr/bin/python3 (Debian's python3-torch and python3-numpy; see scripts/setup-peers.sh).
+
+    torch_reference.py train --model models/mlp_functional.json --init INIT_DIR \
+        --batch-size 16 --steps 20 --out tests/data/torch_reference/mlp_functional_b16
+    torch_reference.py check-init --model models/mlp_functional.json --init INIT_DIR \
+        --batch-size 16 --trick-lr 1e-30
+
+`train` starts from the weights of a checkpoint directory as `ipurun train --save-weights` writes
+it (index.json mapping tensor names such as 'dense1/kernel' to float32 .npy files), builds the
+model of a Keras-like JSON spec (Sequential or Functional; Flatten and Dense layers with
+activations none/linear, relu, sigmoid, tanh, softmax; use_bias), and trains it in float64 on the
+synthetic MNIST set (synthetic_mnist.make(), the peers' definition that ipurun re-implements
+bit-exactly), batches in order, no shuffling -- what `ipurun train --data synthetic:N
+--steps-per-epoch STEPS` does. It writes OUT as a checkpoint directory in ipurun's layout
+(index.json + one float32 .npy per tensor, '/' and ':' in names replaced by '.'), so OUT can also
+be given to `ipurun --weights`, plus OUT/reference.json: the configuration and the loss of every
+step (float64; the loss of step k is computed with the weights before update k, as ipurun's
+--step-log records it).
+
+Semantics mirrored from ipucc (runtime/kernels/row_kernels.cpp, elementwise_kernels.cpp):
+  * Dense: y = act(x @ kernel + bias), kernel [in, out] (Keras layout); Flatten is a row-major
+    reshape of the NHWC sample.
+  * loss = sparse categorical cross-entropy, mean over the batch.
+      from_logits true:  F.cross_entropy(output, label).
+      from_logits false: mean(-log(clamp(output[label], eps, 1 - eps))) with eps = float32(1e-7)
+        and 1 - eps computed in float32 (0.99999988...), the constants of ipucc's kernel (and
+        Keras's). Its gradient is zero where the clamp is active (ipucc: strictly inside
+        (eps, 1-eps); torch.clamp: inclusive -- they differ only when p equals a bound exactly).
+        reference.json counts the clamped samples.
+  * SGD, Keras form, done by hand (default --optimizer manual):  v = m*v - lr*g;  w += v, with
+    v = 0 at the start; with momentum 0: w -= lr*g (no state). --optimizer torch uses
+    torch.optim.SGD instead (b = m*b + g; w -= lr*b), identical for a constant learning rate
+    (v = -lr*b); the optimizer state written with --optimizer-state is v in both cases, the
+    'NAME/momentum' tensors of ipurun's checkpoints.
+  * The learning rate and momentum are the float32 values ipucc stores (the spec's numbers, or
+    --learning-rate/--momentum, rounded to float32 then used in float64), unless
+    --exact-hyperparameters.
+
+Initial weights: ipurun cannot dump an executable's initial weights without training, so the
+fixture generator (make_fixture.sh) and tests/e2e/test_torch_parity.sh use a trick: compile the
+same model with `--learning-rate 1e-30 --momentum 0`, train ONE step and save. Each weight becomes
+float32(w0 - 1e-30*g). For |w0| far above 1e-30*|g|, that rounds back to w0 exactly; the
+zero-initialised biases become -1e-30*g (|.| ~ 1e-32 instead of 0). `check-init` verifies this
+numerically for a given checkpoint: it recomputes g (float64, on the batch that trick step used)
+and checks that for every non-tiny weight 1e-30*|g| is below 1e-6 of half an ulp of the weight
+(so the step rounded back to w0 exactly), and that the tiny entries are bounded by 2*1e-30*|g|
+(they were exact zeros, now off by ~1e-31 absolute -- invisible at float32 precision next to the
+~1e-3 magnitudes they reach after one real step). Measured on models/mlp_functional.json, batch
+16: all 244,032 kernel entries are exact (max (1e-30*|g|)/ulp(w) = 2.6e-19, and they are
+bit-identical to an independent re-implementation of ipucc's glorot_uniform); the 490 biases are
+<= 2.6e-31 in magnitude; and 20 steps of the real executable started from the trick checkpoint
+give bit-identical losses and weights to 20 steps started from its built-in initial weights.
+
+Kinks: ReLU makes the trajectory non-smooth. When a pre-activation of some sample sits within the
+float32 noise of zero, float32 and float64 take different branches and the runs separate by far
+more than rounding (a 1e-5 relative change of the learning rate does this at step 7 of the
+committed fixture: losses differ by 1e-3 from step 8). reference.json therefore records, per step,
+the smallest |pre-activation| of every ReLU layer over the batch ("relu_margin"); compare it with
+the float32 noise of pre-activations (~1e-7 for these models) before blaming a mismatch on a bug.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+ACTIVATIONS = ("none", "linear", "relu", "sigmoid", "tanh", "softmax")
+EPS32 = float(np.float32(1e-7))
+ONE_MINUS_EPS32 = float(np.float32(1.0) - np.float32(1e-7))
+
+
+def peers_dir():
+    return os.environ.get("IPUCC_PEERS_DIR") or os.path.normpath(os.path.join(ROOT, "..", "shared", "peers"))
+
+
+def load_synthetic_module(path):
+    import importlib.util
+    if not os.path.isfile(path):
+        sys.exit("torch_reference: %s not found (set IPUCC_PEERS_DIR or --synthetic-module)" % path)
+    spec = importlib.util.spec_from_file_location("synthetic_mnist", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ----------------------------------------------------------------------------------------------
+# Model spec
+
+class Layer:
+    def __init__(self, name, type_, inp, units=None, activation="none", use_bias=True):
+        self.name, self.type, self.input = name, type_, inp
+        self.units, self.activation, self.use_bias = units, activation, use_bias
+
+
+def parse_spec(path):
+    with open(path) as f:
+        spec = json.load(f)
+    kind = spec.get("type", "sequential")
+    layers = []
+    if kind == "sequential":
+        inp = spec["input"]
+        input_name, input_shape = inp.get("name", "input"), list(inp["shape"])
+        prev = input_name
+        for i, l in enumerate(spec["layers"]):
+            name = l.get("name", "layer%d" % i)
+            layers.append(make_layer(l, name, prev))
+            prev = name
+        output = prev
+    elif kind == "functional":
+        if len(spec["inputs"]) != 1:
+            sys.exit("torch_reference: exactly one input supported")
+        inp = spec["inputs"][0]
+        input_name, input_shape = inp.get("name", "input"), list(inp["shape"])
+        for i, l in enumerate(spec["nodes"]):
+            name = l.get("name", "layer%d" % i)
+            if len(l.get("inputs", [])) != 1:
+                sys.exit("torch_reference: layer %s: exactly one input supported" % name)
+            layers.append(make_layer(l, name, l["inputs"][0]))
+        if len(spec["outputs"]) != 1:
+            sys.exit("torch_reference: exactly one output supported")
+        output = spec["outputs"][0]
+    else:
+        sys.exit("torch_reference: unknown model type %r" % kind)
+    loss = spec.get("loss", {"type": "sparse_categorical_crossentropy", "from_logits": False})
+    if isinstance(loss, str):
+        loss = {"type": loss}
+    if loss.get("type") != "sparse_categorical_crossentropy":
+        sys.exit("torch_reference: unsupported loss %r" % loss)
+    opt = spec.get("optimizer", {"type": "sgd"})
+    if opt.get("type") != "sgd":
+        sys.exit("torch_reference: unsupported optimizer %r" % opt)
+    return {
+        "name": spec.get("name", os.path.basename(path)),
+        "input_name": input_name,
+        "input_shape": input_shape,
+        "layers": layers,
+        "output": output,
+        "from_logits": bool(loss.get("from_logits", False)),
+        "learning_rate": opt.get("learning_rate"),
+        "momentum": opt.get("momentum"),
+    }
+
+
+def make_layer(l, name, inp):
+    t = l["type"]
+    if t == "Flatten":
+        return Layer(name, t, inp)
+    if t == "Dense":
+        act = l.get("activation", "none")
+        if act not in ACTIVATIONS:
+            sys.exit("torch_reference: layer %s: unsupported activation %r" % (name, act))
+        return Layer(name, t, inp, int(l["units"]), "none" if act == "linear" else act, bool(l.get("use_bias", True)))
+    sys.exit("torch_reference: layer %s: unsupported type %r (Flatten, Dense)" % (name, t))
+
+
+def weight_names(model):
+    names = []
+    for layer in model["layers"]:
+        if layer.type == "Dense":
+            names.append(layer.name + "/kernel")
+            if layer.use_bias:
+                names.append(layer.name + "/bias")
+    return names
+
+
+def forward(model, params, x, relu_margin=None):
+    """The model's output; appends min |pre-activation| of every ReLU layer to relu_margin."""
+    values = {model["input_name"]: x}
+    for layer in model["layers"]:
+        if layer.input not in values:
+            sys.exit("torch_reference: layer %s reads %r, not computed before it" % (layer.name, layer.input))
+        h = values[layer.input]
+        if layer.type == "Flatten":
+            h = h.reshape(h.shape[0], -1)
+        else:
+            if h.dim() != 2:
+                sys.exit("torch_reference: Dense %s needs a rank-2 input (add a Flatten)" % layer.name)
+            h = h @ params[layer.name + "/kernel"]
+            if layer.use_bias:
+                h = h + params[layer.name + "/bias"]
+            if layer.activation == "relu":
+                if relu_margin is not None:
+                    relu_margin.append(float(h.detach().abs().min()))
+                h = torch.relu(h)
+            elif layer.activation == "sigmoid":
+                h = torch.sigmoid(h)
+            elif layer.activation == "tanh":
+                h = torch.tanh(h)
+            elif layer.activation == "softmax":
+                h = torch.softmax(h, dim=1)
+        values[layer.name] = h
+    return values[model["output"]]
+
+
+def loss_fn(model, output, labels):
+    """Returns (mean loss, number of samples whose probability the clamp changed)."""
+    if model["from_logits"]:
+        return F.cross_entropy(output, labels), 0
+    p = output.gather(1, labels[:, None]).squeeze(1)
+    clamped = int(((p < EPS32) | (p > ONE_MINUS_EPS32)).sum())
+    return (-torch.log(torch.clamp(p, EPS32, ONE_MINUS_EPS32))).mean(), clamped
+
+
+# ----------------------------------------------------------------------------------------------
+# Checkpoints in ipurun's layout
+
+def file_name(tensor):
+    return tensor.replace("/", ".").replace(":", ".") + ".npy"
+
+
+def read_checkpoint(directory):
+    with open(os.path.join(directory, "index.json")) as f:
+        index = json.load(f)
+    out = {}
+    for name, fname in index.items():
+        a = np.load(os.path.join(directory, fname))
+        if a.dtype != np.float32:
+            sys.exit("torch_reference: %s/%s: expected float32, got %s" % (directory, fname, a.dtype))
+        out[name] = a
+    return out
+
+
+def write_checkpoint(directory, tensors):
+    os.makedirs(directory, exist_ok=True)
+    index = {}
+    for name in sorted(tensors):
+        fname = file_name(name)
+        np.save(os.path.join(directory, fname), np.ascontiguousarray(tensors[name], dtype=np.float32))
+        index[name] = fname
+    with open(os.path.join(directory, "index.json"), "w") as f:
+        f.write(json.dumps(index, indent=1, sort_keys=True) + "\n")
+
+
+def load_params(model, init_dir):
+    ckpt = read_checkpoint(init_dir)
+    params = {}
+    for layer in model["layers"]:
+        if layer.type != "Dense":
+            continue
+        for suffix in ("kernel", "bias") if layer.use_bias else ("kernel",):
+            name = layer.name + "/" + suffix
+            if name not in ckpt:
+                sys.exit("torch_reference: %s has no tensor %r" % (init_dir, name))
+            params[name] = torch.from_numpy(ckpt[name].astype(np.float64)).requires_grad_(True)
+        if params[layer.name + "/kernel"].dim() != 2 or (layer.units and params[layer.name + "/kernel"].shape[1] != layer.units):
+            sys.exit("torch_reference: %s has shape %s, the spec says %d units"
+                     % (layer.name + "/kernel", tuple(params[layer.name + "/kernel"].shape), layer.units))
+    return params
+
+
+def hyper(value, exact):
+    return float(value) if exact else float(np.float32(value))
+
+
+def make_data(args, count):
+    module = load_synthetic_module(args.synthetic_module or os.path.join(peers_dir(), "synthetic_mnist.py"))
+    X, y = module.make(count)
+    return torch.from_numpy(X.astype(np.float64)), torch.from_numpy(y.astype(np.int64))
+
+
+# ----------------------------------------------------------------------------------------------
+# Commands
+
+def cmd_train(args):
+    torch.set_num_threads(args.threads)
+    model = parse_spec(args.model)
+    lr_spec = args.learning_rate if args.learning_rate is not None else model["learning_rate"]
+    m_spec = args.momentum if args.momentum is not None else model["momentum"]
+    if lr_spec is None:
+        sys.exit("torch_reference: the spec has no learning_rate; pass --learning-rate")
+    m_spec = 0.0 if m_spec is None else m_spec
+    lr, momentum = hyper(lr_spec, args.exact_hyperparameters), hyper(m_spec, args.exact_hyperparameters)
+    B, steps = args.batch_size, args.steps
+    X, y = make_data(args, B * steps)
+    params = load_params(model, args.init)
+    names = weight_names(model)
+    velocity = {n: torch.zeros_like(params[n], requires_grad=False) for n in names}
+    opt = None
+    if args.optimizer == "torch":
+        opt = torch.optim.SGD([params[n] for n in names], lr=lr, momentum=momentum)
+    losses, margins, clamped_total = [], [], 0
+    for s in range(steps):
+        xb, yb = X[s * B:(s + 1) * B], y[s * B:(s + 1) * B]
+        for n in names:
+            params[n].grad = None
+        margins.append([])
+        loss, clamped = loss_fn(model, forward(model, params, xb, margins[-1]), yb)
+        clamped_total += clamped
+        loss.backward()
+        losses.append(float(loss))
+        if opt is not None:
+            opt.step()
+            continue
+        with torch.no_grad():
+            for n in names:
+                g = params[n].grad
+                if momentum > 0:
+                    velocity[n].mul_(momentum).sub_(lr * g)
+                    params[n].add_(velocity[n])
+                else:
+                    params[n].sub_(lr * g)
+    if opt is not None and momentum > 0:
+        for n in names:
+            velocity[n] = -lr * opt.state[params[n]]["momentum_buffer"]
+    out = {n: params[n].detach().numpy().astype(np.float32) for n in names}
+    if args.optimizer_state and momentum > 0:
+        for n in names:
+            out[n + "/momentum"] = velocity[n].numpy().astype(np.float32)
+    write_checkpoint(args.out, out)
+    reference = {
+        "description": "float64 PyTorch reference of `ipurun train` (scripts/reference/torch_reference.py); "
+                       "losses[k] is the mean loss of step k+1, computed before its update; the .npy files "
+                       "listed in index.json are the weights after the last step, rounded to float32",
+        "model": os.path.relpath(os.path.abspath(args.model), ROOT) if os.path.abspath(args.model).startswith(ROOT) else args.model,
+        "model_name": model["name"],
+        "init": args.init_description or "checkpoint " + args.init,
+        "data": "synthetic:%d (synthetic_mnist.make, in order, no shuffle)" % (B * steps),
+        "batch_size": B,
+        "steps": steps,
+        "loss": {"type": "sparse_categorical_crossentropy", "from_logits": model["from_logits"],
+                 "clamp": None if model["from_logits"] else [EPS32, ONE_MINUS_EPS32],
+                 "clamped_samples": clamped_total},
+        "optimizer": {"type": "sgd", "form": "keras: v = m*v - lr*g; w += v",
+                      "implementation": "by hand" if args.optimizer == "manual" else "torch.optim.SGD",
+                      "learning_rate": lr, "momentum": momentum,
+                      "learning_rate_spec": lr_spec, "momentum_spec": m_spec,
+                      "hyperparameters": "as given" if args.exact_hyperparameters else "rounded to float32 like ipucc"},
+        "precision": "float64 (inputs, weights, activations, gradients, optimizer); weights written as float32",
+        "torch_version": torch.__version__,
+        "tensors": sorted(out),
+        "losses": losses,
+        "relu_margin": {
+            "description": "per step, min over the batch of |pre-activation| of each ReLU layer (in order); "
+                           "float32 runs may take the other branch where this is near their rounding noise",
+            "layers": [l.name for l in model["layers"] if l.type == "Dense" and l.activation == "relu"],
+            "per_step": margins,
+            "min": min((v for m in margins for v in m), default=None),
+        },
+    }
+    with open(os.path.join(args.out, "reference.json"), "w") as f:
+        f.write(json.dumps(reference, indent=1) + "\n")
+    print("torch_reference: %s, batch %d, %d steps, lr %.9g, momentum %.9g, %s -> %s"
+          % (model["name"], B, steps, lr, momentum, reference["optimizer"]["implementation"], args.out))
+    print("  losses: %s ... %s" % (" ".join("%.6f" % l for l in losses[:5]), "%.6f" % losses[-1]))
+    if margins and margins[0]:
+        low = min((v, k + 1) for k, m in enumerate(margins) for v in m)
+        print("  smallest |ReLU pre-activation|: %.2e (step %d)" % low)
+    if clamped_total:
+        print("  note: the probability clamp was active for %d samples" % clamped_total)
+
+
+def ulp32(a):
+    a = np.abs(a.astype(np.float32))
+    return (np.nextafter(a, np.float32(np.inf)) - a).astype(np.float64)
+
+
+def cmd_check_init(args):
+    """Verifies that a `--learning-rate LR --momentum 0`, one-step checkpoint holds the initial weights."""
+    torch.set_num_threads(args.threads)
+    model = parse_spec(args.model)
+    lr = float(np.float32(args.trick_lr))
+    X, y = make_data(args, args.batch_size)
+    params = load_params(model, args.init)
+    loss, _ = loss_fn(model, forward(model, params, X), y)
+    loss.backward()
+    ok = True
+    print("check-init: %s, trick lr %.3g, loss at the checkpoint %.9f" % (args.init, lr, float(loss)))
+    for name in weight_names(model):
+        w = params[name].detach().numpy().astype(np.float32)
+        step = lr * np.abs(params[name].grad.numpy())           # |lr * g| of the trick step
+        tiny = np.abs(w) < args.tiny
+        big = ~tiny
+        ratio = float((step[big] / ulp32(w[big])).max()) if big.any() else 0.0
+        tiny_max = float(np.abs(w[tiny]).max()) if tiny.any() else 0.0
+        tiny_bound = float((2 * step[tiny]).max()) if tiny.any() else 0.0
+        good = ratio < 0.5e-6 and (not tiny.any() or bool((np.abs(w[tiny]) <= 2 * step[tiny] + 1e-45).all()))
+        ok &= good
+        print("  %-16s %7d exact (max |lr*g|/ulp(w) = %.2e)  %5d tiny (max |w| = %.2e, bound 2*lr*|g| = %.2e)  %s"
+              % (name, int(big.sum()), ratio, int(tiny.sum()), tiny_max, tiny_bound, "ok" if good else "FAIL"))
+    print("check-init: %s" % ("the checkpoint holds the initial weights (see the docstring)" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--model", required=True, help="Keras-like JSON spec (models/*.json)")
+    common.add_argument("--init", required=True, help="checkpoint directory of the starting weights")
+    common.add_argument("--batch-size", type=int, required=True)
+    common.add_argument("--synthetic-module", help="synthetic_mnist.py (default: $IPUCC_PEERS_DIR or ../shared/peers)")
+    common.add_argument("--threads", type=int, default=1)
+
+    t = sub.add_parser("train", parents=[common], help="train in float64 and write a fixture")
+    t.add_argument("--steps", type=int, required=True)
+    t.add_argument("--out", required=True, help="fixture directory (checkpoint layout + reference.json)")
+    t.add_argument("--learning-rate", type=float, help="override the spec (like ipucc --learning-rate)")
+    t.add_argument("--momentum", type=float, help="override the spec (like ipucc --momentum)")
+    t.add_argument("--exact-hyperparameters", action="store_true",
+                   help="use lr/momentum as given instead of their float32 roundings")
+    t.add_argument("--optimizer", choices=("manual", "torch"), default="manual",
+                   help="Keras-form SGD by hand (default) or torch.optim.SGD")
+    t.add_argument("--optimizer-state", action="store_true", help="also write the NAME/momentum tensors")
+    t.add_argument("--init-description", help="how the initial weights were made (recorded in reference.json)")
+
+    c = sub.add_parser("check-init", parents=[common], help="verify the tiny-learning-rate trick")
+    c.add_argument("--trick-lr", type=float, default=1e-30)
+    c.add_argument("--tiny", type=float, default=1e-20, help="weights below this are treated as zero-initialised")
+
+    args = ap.parse_args()
+    if args.command == "train":
+        return cmd_train(args) or 0
+    return cmd_check_init(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Test-data helper for the e2e suites: Python standard library only (no numpy in CI).
+
+    e2e_data.py npy PATH --dtype f4 --shape 300,28,28,1 [--fill random|const:V|mod:K|iota]
+                         [--seed S] [--set I=V ...] [--trailing N]
+        Writes an NPY v1.0 file (header padded to 64 bytes, like numpy). --fill mod:K gives
+        element i the value i % K (labels); --set overrides flat element I; --trailing cuts
+        (negative) or pads (positive) N bytes at the end of the data.
+    e2e_data.py npy-json PATH
+        Prints {"descr", "fortran_order", "shape", "header_len", "values"} of an NPY file,
+        parsing the header by hand.
+    e2e_data.py idx DIR --count N [--prefix train|t10k] [--gzip] [--set-label I=V]
+        Writes MNIST-style IDX files DIR/PREFIX-images-idx3-ubyte and -labels-idx1-ubyte
+        (.gz with --gzip): N images of 28x28 deterministic pixels, labels i % 10.
+    e2e_data.py flip PATH OFFSET        XOR the byte at OFFSET with 0xff (negative: from the end)
+    e2e_data.py poke PATH OFFSET HEX    overwrite bytes at OFFSET with the given hex string
+    e2e_data.py xent PRED.npy LABELS.npy
+        Prints {"loss", "accuracy"}: mean cross-entropy of predicted probabilities vs labels.
+"""
+import argparse
+import ast
+import gzip
+import json
+import math
+import os
+import random
+import struct
+import sys
+
+FORMATS = {"f4": "f", "f8": "d", "i1": "b", "i2": "h", "i4": "i", "i8": "q",
+           "u1": "B", "u2": "H", "u4": "I", "u8": "Q", "b1": "?"}
+
+
+def write_npy(path, dtype, shape, values, trailing=0):
+    descr = ("|" if dtype in ("i1", "u1", "b1") else "<") + dtype
+    shape_text = "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape_text)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    code = FORMATS[dtype]
+    if code in "fd":
+        data = struct.pack("<%d%s" % (len(values), code), *values)
+    else:
+        data = struct.pack("<%d%s" % (len(values), code), *[int(v) for v in values])
+    if trailing < 0:
+        data = data[:trailing]
+    elif trailing > 0:
+        data += b"\0" * trailing
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1") + data)
+
+
+def read_npy(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:6] != b"\x93NUMPY":
+        raise SystemExit(path + ": not an npy file")
+    major = raw[6]
+    if major == 1:
+        header_len = struct.unpack("<H", raw[8:10])[0]
+        start = 10
+    else:
+        header_len = struct.unpack("<I", raw[8:12])[0]
+        start = 12
+    header = ast.literal_eval(raw[start:start + header_len].decode("latin1"))
+    descr = header["descr"]
+    body = raw[start + header_len:]
+    code = FORMATS[descr[1:]]
+    size = struct.calcsize(code)
+    values = list(struct.unpack("<%d%s" % (len(body) // size, code), body[:len(body) // size * size]))
+    return {"descr": descr, "fortran_order": header["fortran_order"], "shape": list(header["shape"]),
+            "header_len": start + header_len, "data_bytes": len(body), "values": values}
+
+
+def cmd_npy(a):
+    shape = [int(d) for d in a.shape.split(",") if d != ""]
+    count = 1
+    for d in shape:
+        count *= d
+    rng = random.Random(a.seed)
+    if a.fill == "random":
+        values = [rng.random() for _ in range(count)]
+    elif a.fill == "iota":
+        values = list(range(count))
+    elif a.fill.startswith("const:"):
+        values = [float(a.fill[6:])] * count
+    elif a.fill.startswith("mod:"):
+        k = int(a.fill[4:])
+        values = [i % k for i in range(count)]
+    else:
+        raise SystemExit("unknown --fill " + a.fill)
+    for item in a.set or []:
+        index, value = item.split("=")
+        values[int(index)] = float(value) if a.dtype[0] == "f" else int(value)
+    write_npy(a.path, a.dtype, shape, values, a.trailing)
+
+
+def cmd_idx(a):
+    os.makedirs(a.dir, exist_ok=True)
+    n = a.count
+    images = struct.pack(">IIII", 0x00000803, n, 28, 28) + bytes((i * 31 + j * 7) % 256 for i in range(n) for j in range(784))
+    labels = [i % 10 for i in range(n)]
+    for item in a.set_label or []:
+        index, value = item.split("=")
+        labels[int(index)] = int(value)
+    labels_raw = struct.pack(">II", 0x00000801, n) + bytes(labels)
+    for name, raw in (("images-idx3-ubyte", images), ("labels-idx1-ubyte", labels_raw)):
+        path = os.path.join(a.dir, "%s-%s" % (a.prefix, name))
+        if a.gzip:
+            with open(path + ".gz", "wb") as f:
+                f.write(gzip.compress(raw))
+        else:
+            with open(path, "wb") as f:
+                f.write(raw)
+
+
+def cmd_flip(a):
+    with open(a.path, "r+b") as f:
+        f.seek(a.offset, os.SEEK_SET if a.offset >= 0 else os.SEEK_END)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def cmd_poke(a):
+    with open(a.path, "r+b") as f:
+        f.seek(a.offset)
+        f.write(bytes.fromhex(a.hex))
+
+
+def cmd_xent(a):
+    pred = read_npy(a.pred)
+    labels = read_npy(a.labels)["values"]
+    classes = pred["shape"][1]
+    p = pred["values"]
+    n = len(labels)
+    loss = sum(-math.log(max(p[i * classes + labels[i]], 1e-30)) for i in range(n)) / n
+    correct = sum(1 for i in range(n) if max(range(classes), key=lambda k: p[i * classes + k]) == labels[i])
+    print(json.dumps({"loss": loss, "accuracy": correct / n}))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("npy")
+    p.add_argument("path")
+    p.add_argument("--dtype", default="f4", choices=sorted(FORMATS))
+    p.add_argument("--shape", required=True)
+    p.add_argument("--fill", default="random")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--set", action="append")
+    p.add_argument("--trailing", type=int, default=0)
+    p.set_defaults(func=cmd_npy)
+    p = sub.add_parser("npy-json")
+    p.add_argument("path")
+    p.set_defaults(func=lambda a: print(json.dumps(read_npy(a.path))))
+    p = sub.add_parser("idx")
+    p.add_argument("dir")
+    p.add_argument("--count", type=int, required=True)
+    p.add_argument("--prefix", default="train")
+    p.add_argument("--gzip", action="store_true")
+    p.add_argument("--set-label", action="append")
+    p.set_defaults(func=cmd_idx)
+    p = sub.add_parser("flip")
+    p.add_argument("path")
+    p.add_argument("offset", type=int)
+    p.set_defaults(func=cmd_flip)
+    p = sub.add_parser("poke")
+    p.add_argument("path")
+    p.add_argument("offset", type=int)
+    p.add_argument("hex")
+    p.set_defaults(func=cmd_poke)
+    p = sub.add_parser("xent")
+    p.add_argument("pred")
+    p.add_argument("labels")
+    p.set_defaults(func=cmd_xent)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+#!/usr/bin/env bash
+# ipucc compile: every model compiles, --json output, the content-addressed cache (miss, hit,
+# --force, --no-cache, default location), -o files, and which flags change the key.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MLP=$MODELS/mlp_sequential.json
+SMALL=(--tiles-per-ipu 64)
+
+# Prints the key of a compile of MLP with the given flags (and checks it succeeded).
+key_of() {
+  expect_exit 0 "$IPUCC" compile "$@" --json
+  json_get "$STDOUT" 'd["key"]'
+}
+
+# Models without pipeline stages; staged ones are covered by test_staged_models_compile.
+unstaged_models() {
+  "$PYTHON" - "$MODELS" <<'EOF'
+import glob, json, sys
+for path in sorted(glob.glob(sys.argv[1] + "/*.json")):
+    m = json.load(open(path))
+    layers = m.get("layers", m.get("nodes", []))
+    if "stage_assignment" not in m and not any("stage" in l for l in layers):
+        print(path)
+EOF
+}
+
+test_every_unstaged_model_compiles() {
+  local model count=0
+  for model in $(unstaged_models); do
+    expect_exit 0 "$IPUCC" compile "$model" "${SMALL[@]}" --json
+    expect_json "$STDOUT" 'd["schema_version"] == 1 and d["cache"] == "miss"' "$model"
+    expect_json "$STDOUT" 'd["estimates"]["tiles_used"] > 0 and d["estimates"]["peak_tile_bytes"] <= d["target"]["bytes_per_tile"]'
+    expect_file "$(json_get "$STDOUT" 'd["entry"]')"
+    count=$((count + 1))
+  done
+  ((count >= 2)) || fail "expected at least 2 unstaged models in $MODELS, found $count"
+}
+
+# Stages are parsed, validated and recorded; until pipelining lands they all run on IPU 0.
+test_staged_models_compile() {
+  local model
+  for model in "$MODELS"/*staged*.json; do
+    expect_exit 0 "$IPUCC" compile "$model" "${SMALL[@]}" --json -o staged.ipuexe
+    expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2 and d["target"]["num_ipus"] == 1' "$model: two stages recorded"
+    expect_exit 0 "$IPURUN" train staged.ipuexe --data synthetic:2048 --steps-per-epoch 8 --progress none
+  done
+}
+
+test_stage_assignment_flag_compiles() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-assignment 0,0,1,1,1,1 --json
+  expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2'
+}
+
+test_single_stage_assignment_compiles() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-assignment 0,0,0,0,0,0 --json
+  expect_json "$STDOUT" 'd["target"]["num_ipus"] == 1 and d["pipeline"]["stages"] == 1'
+}
+
+test_json_output_fields() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 16 --steps-per-execution 4 --json
+  local out=$STDOUT
+  expect_json "$out" 'd["schema_version"] == 1 and d["tool"] == "ipucc" and d["command"] == "compile"'
+  expect_json "$out" 'd["model"].endswith("/models/mlp_sequential.json")'
+  expect_json "$out" 'len(d["key"]) == 64 and all(c in "0123456789abcdef" for c in d["key"])' "key is 64 hex"
+  expect_json "$out" 'd["cache"] == "miss" and d["output"] is None'
+  expect_json "$out" 'd["entry"].startswith(__import__("os").environ["IPUCC_CACHE_DIR"] + "/")' "entry inside the cache"
+  expect_json "$out" 'd["entry"].endswith(d["key"] + ".ipuexe")'
+  expect_json "$out" 'd["mode"] == "train" and d["batch_size"] == 16 and d["steps_per_execution"] == 4'
+  expect_json "$out" 'd["target"]["arch"] == "mk2" and d["target"]["tiles_per_ipu"] == 64 and d["target"]["num_ipus"] == 1'
+  expect_json "$out" 'all(isinstance(d["timings"][k], (int, float)) and d["timings"][k] >= 0 for k in ("total_s", "frontend_s", "passes_s", "lowering_s"))'
+  expect_json "$out" 'd["timings"]["lowering_s"] > 0' "a miss compiles"
+  expect_json "$out" 'sorted(d["estimates"]["cycles_per_step"]) == ["evaluate", "predict", "train"]'
+  expect_json "$out" 'all(v > 0 for v in d["estimates"]["cycles_per_step"].values()) and d["estimates"]["seconds_per_step"] > 0'
+  expect_json "$out" 'd["estimates"]["vertices"] > 0 and d["estimates"]["compute_sets"] > 0'
+  local entry bytes
+  entry=$(json_get "$out" 'd["entry"]')
+  bytes=$(json_get "$out" 'd["bytes"]')
+  expect_eq "$(stat -c %s "$entry")" "$bytes" "entry size vs \"bytes\""
+}
+
+test_infer_mode_has_only_predict() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --mode infer --json
+  expect_json "$STDOUT" 'd["mode"] == "infer" and list(d["estimates"]["cycles_per_step"]) == ["predict"]'
+}
+
+test_second_compile_is_a_hit_that_does_not_compile() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  cp "$STDOUT" first.json
+  local entry inode
+  entry=$(json_get first.json 'd["entry"]')
+  inode=$(stat -c %i "$entry")
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  cp "$STDOUT" second.json
+  expect_json second.json 'd["cache"] == "hit"'
+  expect_json second.json 'd["timings"]["lowering_s"] == 0 and d["timings"]["frontend_s"] == 0 and d["timings"]["passes_s"] == 0' "a hit must not compile"
+  expect_eq "$(json_get first.json 'd["key"]')" "$(json_get second.json 'd["key"]')" "key"
+  expect_eq "$(json_get second.json 'd["entry"]')" "$entry" "entry"
+  expect_eq "$(json_get second.json 'd["estimates"]')" "$(json_get first.json 'd["estimates"]')" "estimates"
+  expect_eq "$(stat -c %i "$entry")" "$inode" "entry inode (a hit must not rewrite the entry)"
+  expect_stderr_not_contains "warning"
+}
+
+test_human_readable_output() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}"
+  expect_stdout_contains "mlp_sequential.json: "
+  expect_stdout_contains "(miss, "
+  expect_stdout_contains "64 tiles used"
+  expect_stdout_contains "train: "
+  expect_stdout_contains "cycles/step"
+  expect_stdout_contains "entry $IPUCC_CACHE_DIR/entries/"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}"
+  expect_stdout_contains "(hit, "
+}
+
+test_force_recompiles() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  local key entry inode
+  key=$(json_get "$STDOUT" 'd["key"]')
+  entry=$(json_get "$STDOUT" 'd["entry"]')
+  inode=$(stat -c %i "$entry")
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json --force
+  expect_json "$STDOUT" 'd["cache"] == "forced" and d["timings"]["lowering_s"] > 0'
+  expect_eq "$(json_get "$STDOUT" 'd["key"]')" "$key" "key under --force"
+  expect_ne "$(stat -c %i "$entry")" "$inode" "entry inode after --force (the entry is rewritten)"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"'
+}
+
+test_output_file_is_runnable() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 8 -o mlp.ipuexe --json
+  expect_json "$STDOUT" 'd["output"] == "mlp.ipuexe"'
+  expect_file mlp.ipuexe
+  expect_eq "$(head -c 8 mlp.ipuexe | od -An -c | tr -s ' ')" " I P U C C E X 032" "magic"
+  cmp -s mlp.ipuexe "$(json_get "$STDOUT" 'd["entry"]')" || fail "-o file differs from the cache entry"
+  expect_exit 0 "$IPURUN" predict mlp.ipuexe --data synthetic:20 --progress none
+  expect_stdout_contains "predicted 20 samples"
+  # A hit writes -o too, with the same bytes.
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 8 -o again.ipuexe
+  expect_stdout_contains "(hit, "
+  expect_stdout_contains "wrote again.ipuexe"
+  cmp -s mlp.ipuexe again.ipuexe || fail "-o on a hit wrote different bytes"
+  # -o replaces an existing file.
+  echo junk > old.ipuexe
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 8 -o old.ipuexe
+  cmp -s mlp.ipuexe old.ipuexe || fail "-o did not replace an existing file"
+}
+
+test_compile_is_deterministic() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache -o a.ipuexe
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache -o b.ipuexe
+  cmp -s a.ipuexe b.ipuexe || fail "two compiles of the same inputs gave different executables"
+}
+
+test_keys_differ_when_codegen_options_differ() {
+  local -a keys=()
+  keys+=("$(key_of "$MLP" "${SMALL[@]}")")
+  keys+=("$(key_of "$MLP" "${SMALL[@]}" --batch-size 16)")
+  keys+=("$(key_of "$MLP" "${SMALL[@]}" --arch mk1)")
+  keys+=("$(key_of "$MLP" "${SMALL[@]}" --mode infer)")
+  keys+=("$(key_of "$MLP" "${SMALL[@]}" --learning-rate 0.05)")
+  keys+=("$(key_of "$MLP" "${SMALL[@]}" --momentum 0.5)")
+  keys+=("$(key_of "$MLP" "${SMALL[@]}" --steps-per-execution 4)")
+  keys+=("$(key_of "$MLP" --tiles-per-ipu 128)")
+  keys+=("$(key_of "$MLP" "${SMALL[@]}" --bytes-per-tile 500000)")
+  keys+=("$(key_of "$MODELS/mlp_functional.json" "${SMALL[@]}")")
+  sed 's/"units": 32/"units": 48/' "$MLP" > wider.json
+  keys+=("$(key_of wider.json "${SMALL[@]}")")
+  local distinct
+  distinct=$(printf '%s\n' "${keys[@]}" | sort -u | wc -l)
+  expect_eq "$distinct" "${#keys[@]}" "number of distinct keys"
+}
+
+test_keys_equal_across_flag_order_and_cache_dirs() {
+  local a b c d e
+  a=$(key_of "$MLP" --tiles-per-ipu 64 --batch-size 16 --mode infer --learning-rate 0.05)
+  b=$(key_of --learning-rate 0.05 --mode infer "$MLP" --batch-size 16 --tiles-per-ipu 64)
+  expect_eq "$a" "$b" "key across flag orders"
+  expect_exit 0 "$IPUCC" compile "$MLP" --tiles-per-ipu 64 --batch-size 16 --mode infer --learning-rate 0.05 --cache-dir other --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"' "a fresh cache dir"
+  expect_eq "$(json_get "$STDOUT" 'd["key"]')" "$a" "key across cache dirs"
+  expect_json "$STDOUT" 'd["entry"].startswith("other/")'
+  # Output and reporting flags are not part of the key.
+  c=$(key_of "$MLP" --tiles-per-ipu 64 --batch-size 16 --mode infer --learning-rate 0.05 -o x.ipuexe --force)
+  expect_eq "$c" "$a" "key with -o and --force"
+  # The key is of the model's content, not its path.
+  mkdir elsewhere
+  cp "$MLP" elsewhere/renamed.json
+  expect_exit 0 "$IPUCC" compile elsewhere/renamed.json --tiles-per-ipu 64 --batch-size 16 --mode infer --learning-rate 0.05 --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "same content under another path"
+  d=$(json_get "$STDOUT" 'd["key"]')
+  expect_eq "$d" "$a" "key of a copied model"
+  # Defaults spelled out: --batch-size 32 and --mode train are the defaults.
+  e=$(key_of "$MLP" "${SMALL[@]}")
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --batch-size 32 --mode train --arch mk2 --steps-per-execution 1)" "$e" "key with defaults spelled out"
+}
+
+test_no_cache_neither_reads_nor_writes() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --json
+  expect_json "$STDOUT" 'd["cache"] == "disabled" and d["entry"] is None and d["timings"]["lowering_s"] > 0'
+  expect_no_file "$IPUCC_CACHE_DIR"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"' "--no-cache wrote nothing"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --json -o nc.ipuexe
+  expect_json "$STDOUT" 'd["cache"] == "disabled" and d["timings"]["lowering_s"] > 0' "--no-cache does not read either"
+  expect_file nc.ipuexe
+  expect_exit 0 "$IPURUN" predict nc.ipuexe --data synthetic:10 --progress none
+}
+
+test_default_cache_location() {
+  unset IPUCC_CACHE_DIR
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["entry"].startswith(__import__("os").environ["XDG_CACHE_HOME"] + "/ipucc/entries/")' "XDG_CACHE_HOME/ipucc"
+  unset XDG_CACHE_HOME
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["entry"].startswith(__import__("os").environ["HOME"] + "/.cache/ipucc/entries/") and d["cache"] == "miss"' "HOME/.cache/ipucc"
+  # An empty IPUCC_CACHE_DIR counts as unset; a set one wins; --cache-dir wins over both.
+  IPUCC_CACHE_DIR= expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "empty IPUCC_CACHE_DIR"
+  IPUCC_CACHE_DIR=$E2E_TMP/envcache expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["entry"].startswith(__import__("os").environ["E2E_TMP"] + "/envcache/") and d["cache"] == "miss"'
+  IPUCC_CACHE_DIR=$E2E_TMP/envcache expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --cache-dir flagcache --json
+  expect_json "$STDOUT" 'd["entry"].startswith("flagcache/") and d["cache"] == "miss"'
+}
+
+test_corrupt_cache_entry_is_recompiled() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  local entry key
+  entry=$(json_get "$STDOUT" 'd["entry"]')
+  key=$(json_get "$STDOUT" 'd["key"]')
+  e2e_data flip "$entry" 200
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_stderr_starts_with "ipucc: warning:"
+  expect_stderr_contains "checksum mismatch"
+  expect_stderr_contains "recompiling"
+  expect_json "$STDOUT" 'd["cache"] == "miss" and d["timings"]["lowering_s"] > 0'
+  expect_exit 0 "$IPURUN" predict "$key" --data synthetic:10 --progress none
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "the repaired entry"
+}
+
+test_concurrent_compiles_share_one_entry() {
+  local i pids=()
+  for i in 1 2 3 4 5 6; do
+    "$IPUCC" compile "$MLP" "${SMALL[@]}" --json > "c$i.json" 2> "c$i.err" &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do wait "${pids[$i]}" || fail "concurrent compile $((i + 1)) failed: $(cat "c$((i + 1)).err")"; done
+  for i in 1 2 3 4 5 6; do
+    expect_json "c$i.json" 'd["cache"] in ("miss", "hit")'
+    # A lookup racing another process's put may see the executable without its manifest (put
+    # withdraws the manifest first): a harmless miss, but nothing else may be reported.
+    ! grep -v "(treated as a cache miss)" "c$i.err" || fail "concurrent compile $i: unexpected stderr"
+  done
+  local key
+  key=$(json_get c1.json 'd["key"]')
+  # Exactly one committed entry, no temporary files left behind.
+  expect_eq "$(find "$IPUCC_CACHE_DIR" -type f | sed 's|.*/||' | sort | tr '\n' ' ')" "$key.ipuexe $key.manifest " "cache contents"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"'
+  expect_exit 0 "$IPURUN" predict "$key" --data synthetic:4 --progress none
+}
+
+test_edited_manifest_is_a_miss() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  local key manifest
+  key=$(json_get "$STDOUT" 'd["key"]')
+  manifest=$IPUCC_CACHE_DIR/entries/${key:0:2}/$key.manifest
+  expect_file "$manifest"
+  sed -i 's/^option.batch_size=32$/option.batch_size=64/' "$manifest"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_stderr_starts_with "ipucc: warning:"
+  expect_stderr_contains "stored manifest does not match key $key"
+  expect_stderr_contains "option.batch_size"
+  expect_json "$STDOUT" 'd["cache"] == "miss" and d["timings"]["lowering_s"] > 0'
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "the rewritten entry"
+  # An executable without its manifest (a put that died before committing) is a miss too.
+  rm "$manifest"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_stderr_contains "manifest missing"
+  expect_json "$STDOUT" 'd["cache"] == "miss"'
+}
+
+test_arch_presets() {
+  expect_exit 0 "$IPUCC" compile "$MLP" --arch mk1 --batch-size 8 --json
+  expect_json "$STDOUT" 'd["target"] == {"arch": "mk1", "num_ipus": 1, "tiles_per_ipu": 1216, "bytes_per_tile": 262144}'
+  expect_exit 0 "$IPUCC" compile "$MLP" --batch-size 8 --json
+  expect_json "$STDOUT" 'd["target"] == {"arch": "mk2", "num_ipus": 1, "tiles_per_ipu": 1472, "bytes_per_tile": 638976}'
+  # Overriding the tile count or memory makes a custom target that keeps the preset's other values.
+  expect_exit 0 "$IPUCC" compile "$MLP" --arch mk1 --tiles-per-ipu 64 --batch-size 8 --json
+  expect_json "$STDOUT" 'd["target"] == {"arch": "mk1", "num_ipus": 1, "tiles_per_ipu": 64, "bytes_per_tile": 262144}'
+}
+
+test_version_and_help() {
+  expect_exit 0 "$IPUCC" --version
+  expect_stdout_contains "0."
+  expect_exit 0 "$IPUCC" compile --help
+  expect_stdout_contains "--batch-size"
+  expect_stdout_contains "--no-cache"
+}
+
+run_tests "$@"

@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# ipurun failures: bad executables, cache keys, data, checkpoints and output paths. Each checks the
+# exit code (cli/exit_codes.h, docs/exit_codes.md), the "ipurun: error:" prefix, and that the
+# message names the file, key or data set at fault.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+TUTORIAL=$MODELS/mlp_functional.json
+SMALL=(--tiles-per-ipu 64)
+QUIET=(--progress none)
+
+compile_to() {
+  local out=$1
+  shift
+  expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" "$@" -o "$out"
+}
+
+# expect_error CODE TEXT... -- CMD...: the exit code, "ipurun: error:" first, every TEXT in stderr.
+expect_error() {
+  local code=$1
+  shift
+  local -a texts=()
+  while [[ $1 != -- ]]; do texts+=("$1"); shift; done
+  shift
+  expect_exit "$code" "$@"
+  expect_stderr_starts_with "ipurun: error:"
+  local t
+  for t in "${texts[@]}"; do expect_stderr_contains "$t"; done
+}
+
+test_missing_executable() {
+  expect_error 6 "nope.ipuexe" "No such file" -- "$IPURUN" train nope.ipuexe "${QUIET[@]}"
+  expect_error 6 "sub/nope.ipuexe" -- "$IPURUN" predict sub/nope.ipuexe
+}
+
+test_flipped_payload_byte_fails_the_checksum() {
+  compile_to good.ipuexe --batch-size 8
+  local offset
+  for offset in 64 500 -1; do
+    cp good.ipuexe bad.ipuexe
+    e2e_data flip bad.ipuexe "$offset"
+    expect_error 7 "bad.ipuexe" "checksum mismatch" -- "$IPURUN" predict bad.ipuexe --data synthetic:8 "${QUIET[@]}"
+  done
+  # A flipped checksum byte in the header is caught too.
+  cp good.ipuexe bad.ipuexe
+  e2e_data flip bad.ipuexe 40
+  expect_error 7 "bad.ipuexe" "checksum mismatch" -- "$IPURUN" evaluate bad.ipuexe --data synthetic:64 "${QUIET[@]}"
+}
+
+test_truncated_executable() {
+  compile_to good.ipuexe --batch-size 8
+  head -c 5000 good.ipuexe > cut.ipuexe
+  expect_error 7 "cut.ipuexe" "truncated" -- "$IPURUN" train cut.ipuexe "${QUIET[@]}"
+  head -c 30 good.ipuexe > stub.ipuexe
+  expect_error 7 "stub.ipuexe" "shorter than the 64-byte header" -- "$IPURUN" train stub.ipuexe "${QUIET[@]}"
+  : > empty.ipuexe
+  expect_error 7 "empty.ipuexe" "not an ipucc executable" -- "$IPURUN" train empty.ipuexe "${QUIET[@]}"
+  { cat good.ipuexe; printf 'extra'; } > padded.ipuexe
+  expect_error 7 "padded.ipuexe" "truncated or padded" -- "$IPURUN" train padded.ipuexe "${QUIET[@]}"
+}
+
+test_wrong_magic_and_foreign_files() {
+  compile_to good.ipuexe --batch-size 8
+  cp good.ipuexe magic.ipuexe
+  e2e_data poke magic.ipuexe 0 58585858
+  expect_error 7 "magic.ipuexe" "bad magic" -- "$IPURUN" predict magic.ipuexe "${QUIET[@]}"
+  expect_error 7 "mlp_functional.json: not an ipucc executable" -- "$IPURUN" predict "$TUTORIAL" "${QUIET[@]}"
+  head -c 4096 /dev/urandom > random.bin
+  expect_error 7 "random.bin: not an ipucc executable" -- "$IPURUN" predict random.bin "${QUIET[@]}"
+}
+
+test_other_format_version() {
+  compile_to good.ipuexe --batch-size 8
+  cp good.ipuexe v99.ipuexe
+  e2e_data poke v99.ipuexe 8 63000000
+  expect_error 7 "v99.ipuexe" "format version 99" "recompile" -- "$IPURUN" predict v99.ipuexe "${QUIET[@]}"
+}
+
+test_unknown_and_bad_cache_keys() {
+  expect_error 6 "deadbeef0123" "no cache entry" -- "$IPURUN" predict deadbeef0123 "${QUIET[@]}"
+  expect_error 6 "$(printf 'ab%.0s' {1..32})" "no cache entry" -- "$IPURUN" predict "$(printf 'ab%.0s' {1..32})" "${QUIET[@]}"
+  expect_error 3 "dead: not a cache key or key prefix" "8 to 64" -- "$IPURUN" predict dead "${QUIET[@]}"
+  expect_error 3 "1234567: not a cache key" -- "$IPURUN" predict 1234567 "${QUIET[@]}"
+  # Ambiguous: two entries share the prefix (the second is fabricated).
+  expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --batch-size 8 --json
+  local key
+  key=$(json_get "$STDOUT" 'd["key"]')
+  touch "$IPUCC_CACHE_DIR/entries/${key:0:2}/${key:0:8}$(printf 'f%.0s' {1..56}).manifest"
+  expect_error 3 "${key:0:8}: ambiguous key prefix" "$key" -- "$IPURUN" predict "${key:0:8}" "${QUIET[@]}"
+  expect_exit 0 "$IPURUN" predict "$key" --data synthetic:4 "${QUIET[@]}"
+}
+
+test_corrupt_cache_entry() {
+  expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --batch-size 8 --json
+  local key entry
+  key=$(json_get "$STDOUT" 'd["key"]')
+  entry=$(json_get "$STDOUT" 'd["entry"]')
+  e2e_data flip "$entry" 300
+  expect_error 7 "cache entry $key" "checksum mismatch" -- "$IPURUN" predict "${key:0:8}" "${QUIET[@]}"
+  rm "$entry"
+  expect_error 7 "$key" "executable missing" -- "$IPURUN" predict "$key" "${QUIET[@]}"
+  expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --batch-size 8
+  echo "extra=1" >> "$IPUCC_CACHE_DIR/entries/${key:0:2}/$key.manifest"
+  expect_error 7 "$key.manifest: manifest does not hash to its key" -- "$IPURUN" predict "$key" "${QUIET[@]}"
+}
+
+test_infer_executable_cannot_train_or_evaluate() {
+  compile_to infer.ipuexe --batch-size 8 --mode infer
+  expect_error 7 "no 'evaluate' program" "--mode infer" -- "$IPURUN" evaluate infer.ipuexe --data synthetic:64 "${QUIET[@]}"
+  expect_error 7 "no 'train' program" "--mode infer" -- "$IPURUN" train infer.ipuexe --data synthetic:64 "${QUIET[@]}"
+}
+
+test_missing_program_error_names_the_executable() {
+  compile_to infer.ipuexe --batch-size 8 --mode infer
+  expect_error 7 "infer.ipuexe" -- "$IPURUN" evaluate infer.ipuexe --data synthetic:64 "${QUIET[@]}"
+}
+
+test_sample_shape_mismatch() {
+  compile_to mlp.ipuexe --batch-size 8
+  e2e_data npy cifar.npy --shape 16,32,32,3 --fill const:0.5
+  e2e_data npy labels.npy --dtype i8 --shape 16 --fill mod:10
+  expect_error 3 "npy:cifar.npy,labels.npy" "[32,32,3]" "[28,28,1]" -- \
+    "$IPURUN" train mlp.ipuexe --data npy:cifar.npy,labels.npy "${QUIET[@]}"
+  expect_error 3 "cifar.npy" "[32,32,3]" "[28,28,1]" -- "$IPURUN" predict mlp.ipuexe --data npy:cifar.npy "${QUIET[@]}"
+  e2e_data idx small --count 16
+  # 20x20 images: rewrite the header's rows/cols and cut the data to match.
+  "$PYTHON" - <<'EOF' || fail "cannot write 20x20 IDX images"
+import struct
+open("small/train-images-idx3-ubyte", "wb").write(struct.pack(">IIII", 0x803, 16, 20, 20) + bytes(16 * 400))
+EOF
+  expect_error 3 "mnist:small" "[20,20,1]" "[28,28,1]" -- "$IPURUN" evaluate mlp.ipuexe --data mnist:small "${QUIET[@]}"
+}
+
+test_labels_out_of_range() {
+  compile_to mlp.ipuexe --batch-size 8
+  e2e_data npy x.npy --shape 64,28,28,1 --fill const:0.5
+  e2e_data npy y12.npy --dtype i8 --shape 64 --fill mod:10 --set 37=12
+  expect_error 3 "y12.npy" "label 12 of sample 37" "[0, 10)" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,y12.npy "${QUIET[@]}"
+  expect_error 3 "y12.npy" "sample 37" -- "$IPURUN" evaluate mlp.ipuexe --data npy:x.npy,y12.npy "${QUIET[@]}"
+  e2e_data npy yneg.npy --dtype i4 --shape 64 --fill mod:10 --set 5=-1
+  expect_error 3 "yneg.npy" "label -1 at index 5" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,yneg.npy "${QUIET[@]}"
+  e2e_data npy yfloat.npy --dtype f4 --shape 64 --fill mod:10
+  expect_error 3 "yfloat.npy" "labels must be integers" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,yfloat.npy "${QUIET[@]}"
+  e2e_data npy y63.npy --dtype i8 --shape 63 --fill mod:10
+  expect_error 3 "y63.npy: has 63 labels but x.npy has 64 samples" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,y63.npy "${QUIET[@]}"
+  e2e_data idx mn --count 64 --set-label 3=12
+  expect_error 3 "train-labels-idx1-ubyte" "label 12 at index 3" -- "$IPURUN" train mlp.ipuexe --data mnist:mn "${QUIET[@]}"
+  # Labels are not needed to predict.
+  expect_exit 0 "$IPURUN" predict mlp.ipuexe --data npy:x.npy "${QUIET[@]}"
+  expect_error 3 "npy:x.npy: has no labels" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy "${QUIET[@]}"
+}
+
+test_steps_per_epoch_checks() {
+  compile_to mlp.ipuexe --batch-size 16 --steps-per-execution 8
+  expect_error 3 "--steps-per-epoch 12 is not a multiple of steps_per_execution 8" -- \
+    "$IPURUN" train mlp.ipuexe --data synthetic:2048 --steps-per-epoch 12 "${QUIET[@]}"
+  expect_error 3 "--steps-per-epoch 1000 is outside [1, 128]" "synthetic:2048" -- \
+    "$IPURUN" train mlp.ipuexe --data synthetic:2048 --steps-per-epoch 1000 "${QUIET[@]}"
+  expect_error 3 "synthetic:100: 100 samples are fewer than one execution (8 steps of batch 16)" -- \
+    "$IPURUN" train mlp.ipuexe --data synthetic:100 "${QUIET[@]}"
+  expect_error 3 "synthetic:100" "fewer than one execution" -- "$IPURUN" evaluate mlp.ipuexe --data synthetic:100 "${QUIET[@]}"
+}
+
+test_bad_data_specs() {
+  compile_to mlp.ipuexe --batch-size 8
+  expect_error 3 "data set 'bogus'" "expected synthetic" -- "$IPURUN" train mlp.ipuexe --data bogus "${QUIET[@]}"
+  expect_error 3 "data set 'synthetic:0'" -- "$IPURUN" train mlp.ipuexe --data synthetic:0 "${QUIET[@]}"
+  expect_error 3 "data set 'synthetic:-5'" -- "$IPURUN" train mlp.ipuexe --data synthetic:-5 "${QUIET[@]}"
+  expect_error 6 "nodir/train-images-idx3-ubyte" -- "$IPURUN" train mlp.ipuexe --data mnist:nodir "${QUIET[@]}"
+  expect_error 6 "missing.npy" -- "$IPURUN" predict mlp.ipuexe --data npy:missing.npy "${QUIET[@]}"
+  echo 'not npy' > text.npy
+  expect_error 3 "text.npy: not an npy file" -- "$IPURUN" predict mlp.ipuexe --data npy:text.npy "${QUIET[@]}"
+  # Valid npy files that ipurun does not implement: exit 4 (unsupported).
+  e2e_data npy f.npy --shape 8,28,28,1 --fill const:0.5
+  "$PYTHON" -c '
+raw = open("f.npy", "rb").read()
+open("fortran.npy", "wb").write(raw.replace(b"False", b"True ", 1))
+open("big.npy", "wb").write(raw.replace(b"<f4", b">f4", 1))'
+  expect_error 4 "fortran.npy" "fortran_order" -- "$IPURUN" predict mlp.ipuexe --data npy:fortran.npy "${QUIET[@]}"
+  expect_error 4 "big.npy" "big-endian" -- "$IPURUN" predict mlp.ipuexe --data npy:big.npy "${QUIET[@]}"
+}
+
+test_truncated_data_is_invalid_input() {
+  compile_to mlp.ipuexe --batch-size 8
+  e2e_data npy short.npy --shape 64,28,28,1 --fill const:0.5 --trailing -100
+  expect_error 3 "short.npy" "truncated" -- "$IPURUN" predict mlp.ipuexe --data npy:short.npy "${QUIET[@]}"
+}
+
+test_truncated_mnist_is_invalid_input() {
+  compile_to mlp.ipuexe --batch-size 8
+  e2e_data idx mn --count 64 --gzip
+  head -c 200 mn/train-images-idx3-ubyte.gz > cut.gz && mv cut.gz mn/train-images-idx3-ubyte.gz
+  expect_error 3 "train-images-idx3-ubyte.gz" -- "$IPURUN" evaluate mlp.ipuexe --data mnist:mn "${QUIET[@]}"
+}
+
+test_weights_dir_missing() {
+  compile_to mlp.ipuexe --batch-size 8
+  expect_error 6 "nockpt" -- "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights nockpt "${QUIET[@]}"
+  expect_error 6 "nockpt" -- "$IPURUN" train mlp.ipuexe --data synthetic:64 --weights nockpt "${QUIET[@]}"
+}
+
+# A trained checkpoint of the tutorial MLP in ./ckpt.
+make_checkpoint() {
+  compile_to mlp.ipuexe --batch-size 8
+  expect_exit 0 "$IPURUN" train mlp.ipuexe --data synthetic:64 --save-weights ckpt "${QUIET[@]}"
+}
+
+test_weights_with_wrong_shape() {
+  make_checkpoint
+  e2e_data npy ckpt/dense2.bias.npy --shape 64 --fill const:0
+  expect_error 3 "ckpt" "weight 'dense2/bias' has shape [64], the executable expects [128]" -- \
+    "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+  # A checkpoint of a different model.
+  "$PYTHON" -c '
+import json
+m = json.load(open("'"$TUTORIAL"'"))
+m["nodes"][1]["units"] = 100
+json.dump(m, open("narrow.json", "w"))'
+  expect_exit 0 "$IPUCC" compile narrow.json "${SMALL[@]}" --batch-size 8 -o narrow.ipuexe
+  expect_error 3 "ckpt" "weight 'dense1/kernel' has shape [784,256], the executable expects [784,100]" -- \
+    "$IPURUN" evaluate narrow.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+}
+
+test_weights_missing_entries() {
+  make_checkpoint
+  "$PYTHON" -c '
+import json
+i = json.load(open("ckpt/index.json"))
+del i["dense3/kernel"]
+json.dump(i, open("ckpt/index.json", "w"))'
+  expect_error 3 "ckpt: checkpoint has no weight 'dense3/kernel'" -- \
+    "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+  make_checkpoint
+  rm ckpt/dense4.kernel.npy
+  expect_error 6 "ckpt/dense4.kernel.npy" -- "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+  # Without optimizer state a checkpoint still loads (a fresh optimizer).
+  make_checkpoint
+  "$PYTHON" -c '
+import json
+i = json.load(open("ckpt/index.json"))
+json.dump({k: v for k, v in i.items() if not k.endswith("/momentum")}, open("ckpt/index.json", "w"))'
+  expect_exit 0 "$IPURUN" train mlp.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+}
+
+test_truncated_checkpoint_is_invalid_input() {
+  make_checkpoint
+  truncate -s 1000 ckpt/dense3.kernel.npy
+  expect_error 3 "ckpt/dense3.kernel.npy" -- "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+}
+
+test_garbage_checkpoint_index_is_invalid_input() {
+  make_checkpoint
+  echo garbage > ckpt/index.json
+  expect_error 3 "ckpt/index.json" -- "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+}
+
+test_unwritable_outputs() {
+  compile_to mlp.ipuexe --batch-size 8
+  expect_error 6 "nodir/history.json" -- "$IPURUN" train mlp.ipuexe --data synthetic:64 --history nodir/history.json "${QUIET[@]}"
+  expect_no_file nodir
+  expect_error 6 "nodir/steps.json" -- "$IPURUN" train mlp.ipuexe --data synthetic:64 --step-log nodir/steps.json "${QUIET[@]}"
+  expect_error 6 "nodir/p.npy" -- "$IPURUN" predict mlp.ipuexe --data synthetic:8 --output nodir/p.npy "${QUIET[@]}"
+  touch blocker
+  expect_error 6 "blocker/ckpt" -- "$IPURUN" train mlp.ipuexe --data synthetic:64 --save-weights blocker/ckpt "${QUIET[@]}"
+}
+
+test_bad_flags_are_usage_errors() {
+  compile_to mlp.ipuexe --batch-size 8
+  local -a cases=(
+    "--epochs:train mlp.ipuexe --epochs 0"
+    "--threads:train mlp.ipuexe --threads -1"
+    "--progress:evaluate mlp.ipuexe --progress fancy"
+    "--steps-per-epoch:train mlp.ipuexe --steps-per-epoch 0"
+    "--frobnicate:predict mlp.ipuexe --frobnicate"
+    "--output:evaluate mlp.ipuexe --output x.npy"
+    "--history:predict mlp.ipuexe --history h.json"
+    "executable:train"
+  )
+  local c text args
+  for c in "${cases[@]}"; do
+    text=${c%%:*}
+    read -ra args <<< "${c#*:}"
+    expect_exit 2 "$IPURUN" "${args[@]}"
+    expect_stderr_contains "$text"
+  done
+  expect_exit 2 "$IPURUN"
+  expect_exit 2 "$IPURUN" fit mlp.ipuexe
+}
+
+test_usage_errors_use_the_error_prefix() {
+  expect_exit 2 "$IPURUN" train x.ipuexe --epochs 0
+  expect_stderr_starts_with "ipurun: error:"
+}
+
+run_tests "$@"
