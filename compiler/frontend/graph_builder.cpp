@@ -7,6 +7,9 @@
 namespace ipu::frontend {
 namespace {
 
+// A kernel beyond this many elements (1 GiB of float32) cannot be initialised on the host.
+constexpr int64_t kMaxKernelElements = int64_t{1} << 28;
+
 // Each layer without an explicit seed gets its own, so no two kernels start identical.
 uint64_t default_seed(size_t layer_index) { return 0x1A7E5EEDull + 7919ull * layer_index; }
 
@@ -16,6 +19,10 @@ StatusOr<int> add_dense(ir::Graph& graph, const LayerSpec& layer, size_t index, 
     return invalid_argument("expects a rank-2 input [batch, features], got " + in.to_string() + "; add a Flatten layer first");
   }
   const int64_t fan_in = in.shape[1], units = layer.units;
+  if (fan_in > kMaxKernelElements / units) {
+    return invalid_argument("a kernel of " + std::to_string(fan_in) + " x " + std::to_string(units) +
+                            " weights is larger than the supported " + std::to_string(kMaxKernelElements) + " elements");
+  }
   InitializerSpec kernel_init = layer.kernel_initializer;
   if (kernel_init.seed == 0) kernel_init.seed = default_seed(index);
   const int kernel = graph.add_value(layer.name + "/kernel", {ir::DType::kFloat32, {fan_in, units}}, ir::Role::kWeight);

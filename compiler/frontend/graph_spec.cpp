@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -9,6 +10,12 @@ namespace ipu::frontend {
 namespace {
 
 using nlohmann::json;
+
+// Bounds that keep every later size computation far from overflow.
+constexpr int64_t kMaxStage = 1023;
+constexpr int64_t kMaxUnits = int64_t{1} << 24;
+constexpr int64_t kMaxSampleElements = int64_t{1} << 28;
+constexpr int kMaxNesting = 64;
 
 const std::set<std::string> kActivations = {"none", "linear", "relu", "sigmoid", "tanh", "softmax"};
 const std::set<std::string> kLayerKeys = {"name", "type", "inputs", "units", "activation", "use_bias",
@@ -32,6 +39,39 @@ class Problems {
   std::string m_path;
   std::vector<std::string> m_lines;
 };
+
+// A short, bounded rendering of a value for messages: never a recursive dump of a hostile tree.
+std::string describe(const json& j) {
+  if (j.is_object()) return "an object";
+  if (j.is_array()) return "an array";
+  std::string text = j.dump();
+  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
+}
+
+// Deepest nesting of arrays and objects, found without recursion (strings are skipped).
+int nesting_depth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+std::optional<int> parse_stage(const json& j) {
+  if (!j.is_number_integer() || j.get<int64_t>() < 0 || j.get<int64_t>() > kMaxStage) return std::nullopt;
+  return static_cast<int>(j.get<int64_t>());
+}
 
 std::string layer_label(const LayerSpec& layer) {
   return "layer '" + layer.name + "'" + (layer.type.empty() ? "" : " (" + layer.type + ")");
@@ -90,14 +130,15 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     problems.add(where, "'inputs' belongs to functional specs; a sequential layer reads the previous one");
   }
   if (layer.type == "Dense") {
-    if (!j.contains("units") || !j["units"].is_number_integer() || j["units"].get<int64_t>() <= 0) {
-      problems.add(where, "'units' must be a positive integer");
+    if (!j.contains("units") || !j["units"].is_number_integer() || j["units"].get<int64_t>() <= 0 ||
+        j["units"].get<int64_t>() > kMaxUnits) {
+      problems.add(where, "'units' must be an integer in [1, " + std::to_string(kMaxUnits) + "]");
     } else {
       layer.units = j["units"].get<int64_t>();
     }
     if (j.contains("activation")) {
       if (!j["activation"].is_string() || !kActivations.count(j["activation"].get<std::string>())) {
-        problems.add(where, "unknown activation " + j["activation"].dump() + " (expected none, relu, sigmoid, tanh or softmax)");
+        problems.add(where, "unknown activation " + describe(j["activation"]) + " (expected none, relu, sigmoid, tanh or softmax)");
       } else {
         layer.activation = j["activation"].get<std::string>();
         if (layer.activation == "linear") layer.activation = "none";
@@ -119,11 +160,8 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     }
   }
   if (j.contains("stage")) {
-    if (!j["stage"].is_number_integer() || j["stage"].get<int64_t>() < 0) {
-      problems.add(where, "'stage' must be a non-negative integer");
-    } else {
-      layer.stage = static_cast<int>(j["stage"].get<int64_t>());
-    }
+    layer.stage = parse_stage(j["stage"]);
+    if (!layer.stage) problems.add(where, "'stage' must be an integer in [0, " + std::to_string(kMaxStage) + "]");
   }
   return layer;
 }
@@ -135,15 +173,18 @@ std::optional<InputSpec> parse_input(const json& j, Problems& problems) {
   }
   InputSpec input;
   input.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "input";
+  int64_t elements = 1;
   for (const auto& d : j["shape"]) {
-    if (!d.is_number_integer() || d.get<int64_t>() <= 0) {
-      problems.add("input '" + input.name + "'", "shape dimensions must be positive integers, got " + j["shape"].dump());
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0 || d.get<int64_t>() > kMaxSampleElements / elements) {
+      problems.add("input '" + input.name + "'", "shape dimensions must be positive integers with at most " +
+                                                     std::to_string(kMaxSampleElements) + " elements per sample");
       return std::nullopt;
     }
+    elements *= d.get<int64_t>();
     input.shape.push_back(d.get<int64_t>());
   }
   if (j.contains("dtype") && j["dtype"] != "float32") {
-    problems.add("input '" + input.name + "'", "dtype " + j["dtype"].dump() + " is not supported (float32 only)");
+    problems.add("input '" + input.name + "'", "dtype " + describe(j["dtype"]) + " is not supported (float32 only)");
   }
   return input;
 }
@@ -155,7 +196,7 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
                        : loss.is_object() && loss.contains("type") && loss["type"].is_string() ? loss["type"].get<std::string>()
                                                                                                    : "";
     if (type != "sparse_categorical_crossentropy") {
-      problems.add("loss", "unsupported loss " + loss.dump() + " (expected sparse_categorical_crossentropy)");
+      problems.add("loss", "unsupported loss " + describe(loss) + " (expected sparse_categorical_crossentropy)");
     }
     if (loss.is_object() && loss.contains("from_logits")) {
       if (!loss["from_logits"].is_boolean()) problems.add("loss", "'from_logits' must be true or false");
@@ -166,8 +207,8 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
   }
   if (j.contains("optimizer")) {
     const json& opt = j["optimizer"];
-    if (!opt.is_object() || opt.value("type", "") != "sgd") {
-      problems.add("optimizer", "unsupported optimizer " + opt.dump() + " (expected {\"type\": \"sgd\", ...})");
+    if (!opt.is_object() || !opt.contains("type") || opt["type"] != "sgd") {
+      problems.add("optimizer", "unsupported optimizer (expected {\"type\": \"sgd\", ...})");
       return;
     }
     if (opt.contains("learning_rate")) {
@@ -253,6 +294,9 @@ void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& pro
 }  // namespace
 
 StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& path) {
+  if (nesting_depth(text) > kMaxNesting) {
+    return invalid_argument(path + ": nested more than " + std::to_string(kMaxNesting) + " levels deep");
+  }
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument(path + ": not valid JSON");
   if (!j.is_object()) return invalid_argument(path + ": the spec must be a JSON object");
@@ -295,10 +339,10 @@ StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& p
                            std::to_string(spec.layers.size()) + " layers");
     } else {
       for (size_t i = 0; i < list.size(); ++i) {
-        if (!list[i].is_number_integer() || list[i].get<int64_t>() < 0) {
-          problems.add("", "'stage_assignment' entry " + std::to_string(i) + " must be a non-negative integer");
-        } else {
-          spec.layers[i].stage = static_cast<int>(list[i].get<int64_t>());
+        spec.layers[i].stage = parse_stage(list[i]);
+        if (!spec.layers[i].stage) {
+          problems.add("", "'stage_assignment' entry " + std::to_string(i) + " must be an integer in [0, " +
+                               std::to_string(kMaxStage) + "]");
         }
       }
     }
@@ -317,8 +361,8 @@ Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages) {
     return problems.status();
   }
   for (size_t i = 0; i < stages.size(); ++i) {
-    if (stages[i] < 0) {
-      problems.add("", "--stage-assignment entry " + std::to_string(i) + " is negative");
+    if (stages[i] < 0 || stages[i] > kMaxStage) {
+      problems.add("", "--stage-assignment entry " + std::to_string(i) + " is outside [0, " + std::to_string(kMaxStage) + "]");
       return problems.status();
     }
     spec.layers[i].stage = stages[i];

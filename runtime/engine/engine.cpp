@@ -2,6 +2,7 @@
 
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -80,6 +81,16 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
                          ": " + status.message());
       }
     }
+  }
+
+  // The device's memory lives in host memory: refuse an executable that cannot fit before
+  // allocating any of it (a hostile file may declare huge tensors).
+  uint64_t total_bytes = 0;
+  for (const format::Tensor& t : executable.tensors()) total_bytes += format::element_count(t) * format::dtype_size(t.dtype());
+  const uint64_t host_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE));
+  if (total_bytes > host_bytes / 2) {
+    return resource_exhausted("the executable's tensors need " + std::to_string(total_bytes) +
+                              " bytes of memory; this machine has " + std::to_string(host_bytes));
   }
 
   auto impl = std::make_unique<Impl>();

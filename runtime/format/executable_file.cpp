@@ -81,12 +81,19 @@ StatusOr<Executable> parse_executable(std::string_view bytes, const std::string&
     return data_loss(origin + ": truncated or padded executable (header says " + std::to_string(compressed_size) +
                      " payload bytes, file has " + std::to_string(bytes.size() - kHeaderSize) + ")");
   }
-  if (payload_size > kMaxPayloadBytes) {
+  if (payload_size == 0 || payload_size > kMaxPayloadBytes) {
     return data_loss(origin + ": implausible payload size " + std::to_string(payload_size));
   }
   auto digest = sha256(bytes.data() + kHeaderSize, compressed_size);
   if (std::memcmp(digest.data(), bytes.data() + HeaderLayout::kChecksumOffset, digest.size()) != 0) {
     return data_loss(origin + ": checksum mismatch (the executable is corrupt)");
+  }
+  // The zstd frame states its own content size: it must agree with the header before anything
+  // is allocated, so a lying header cannot make us reserve gigabytes for a few bytes of input.
+  const unsigned long long frame_size = ZSTD_getFrameContentSize(bytes.data() + kHeaderSize, compressed_size);
+  if (frame_size != payload_size) {
+    return data_loss(origin + ": cannot decompress payload: the header's payload size (" +
+                     std::to_string(payload_size) + ") does not match the zstd frame");
   }
   std::string payload(payload_size, '\0');
   size_t n = ZSTD_decompress(payload.data(), payload.size(), bytes.data() + kHeaderSize, compressed_size);

@@ -1,5 +1,6 @@
 #include "runtime/format/verifier.h"
 
+#include <algorithm>
 #include <set>
 
 namespace ipu::format {
@@ -42,10 +43,12 @@ Status verify_tensor(const Executable& exe, int index, uint64_t total_tiles) {
   uint64_t next = 0;
   for (int i = 0; i < t.mapping_size(); ++i) {
     const Interval& iv = t.mapping(i);
-    if (iv.begin() != next || iv.end() <= iv.begin() || iv.end() > elements || iv.tile() >= total_tiles) {
+    const bool on_its_ipu = iv.tile() / exe.target().tiles_per_ipu() == t.ipu();
+    if (iv.begin() != next || iv.end() <= iv.begin() || iv.end() > elements || iv.tile() >= total_tiles || !on_its_ipu) {
       return data_loss(label + ": mapping interval " + std::to_string(i) + " [" + std::to_string(iv.begin()) + ", " +
                        std::to_string(iv.end()) + ") on tile " + std::to_string(iv.tile()) +
-                       " does not continue a cover of its " + std::to_string(elements) + " elements");
+                       " does not continue a cover of its " + std::to_string(elements) + " elements on IPU " +
+                       std::to_string(t.ipu()));
     }
     next = iv.end();
   }
@@ -98,9 +101,9 @@ Status verify_program(const Executable& exe, const Program& program, int depth, 
       if (stream.direction() != (in ? Stream::HOST_TO_DEVICE : Stream::DEVICE_TO_HOST)) {
         return data_loss(where + ": stream '" + stream.name() + "' used against its direction");
       }
-      uint64_t stream_elements = 1;
-      for (int64_t d : stream.shape()) stream_elements *= static_cast<uint64_t>(d);
-      if (stream.dtype() != tensor.dtype() || stream_elements != element_count(tensor)) {
+      const bool same_shape = std::equal(stream.shape().begin(), stream.shape().end(), tensor.shape().begin(),
+                                         tensor.shape().end());
+      if (stream.dtype() != tensor.dtype() || !same_shape) {
         return data_loss(where + ": stream '" + stream.name() + "' does not match " +
                          tensor_label(exe, st.tensor()));
       }

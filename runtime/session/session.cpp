@@ -67,7 +67,9 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   impl->stream_loss = impl->engine->find_stream("loss");
   impl->stream_correct = impl->engine->find_stream("correct");
   impl->stream_predictions = impl->engine->find_stream("predictions");
-  if (!impl->stream_features) return data_loss("executable has no 'features' stream");
+  if (!impl->stream_features || exe.streams(static_cast<int>(*impl->stream_features)).shape_size() < 1) {
+    return data_loss("executable has no 'features' stream with a batch axis");
+  }
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 

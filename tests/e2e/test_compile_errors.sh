@@ -103,7 +103,7 @@ m["nodes"][2]["filters"] = 3'
     "many.json: layer 'dense1' (Conv2D): unknown layer type" \
     "many.json: layer 'dense2' (Dense): unknown attribute 'filters'" \
     "many.json: layer 'dense3' (Dense): input 'ghost' is not the model input or an earlier layer" \
-    "many.json: layer 'dense4' (Dense): 'units' must be a positive integer" \
+    "many.json: layer 'dense4' (Dense): 'units' must be an integer in [1, 16777216]" \
     "many.json: layer 'dense5' (Dense): unknown activation \"gelu\"" -- \
     "$IPUCC" compile many.json "${SMALL[@]}"
   # One problem per line, each naming the file and the layer.

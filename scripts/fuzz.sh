@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for FUZZ_SECONDS (default 60)
+# from its seed corpus. Exits non-zero if a fuzzer finds a crash, a leak or undefined behaviour;
+# the reproducer is left in the printed directory.
+#   scripts/fuzz.sh [SECONDS]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=${1:-${FUZZ_SECONDS:-60}}
+build=${IPUCC_FUZZ_BUILD_DIR:-$root/build-fuzz}
+
+missing=()
+for p in clang libclang-rt-14-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DIPUCC_FUZZ=ON -DIPUCC_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" --target fuzz_executable fuzz_graph_spec
+
+work=$(mktemp -d)
+status=0
+run() {  # name corpus [extra libFuzzer flags]
+  local name=$1 corpus=$2
+  shift 2
+  mkdir -p "$work/$name"
+  echo "== $name for ${seconds}s"
+  if ! (cd "$work" && "$build/tests/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
+          "$@" "$work/$name" "$corpus" 2>"$work/$name.log"); then
+    tail -40 "$work/$name.log"
+    echo "fuzz: $name failed; reproducer and log in $work" >&2
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$work/$name.log" || true
+  fi
+}
+run fuzz_executable "$root/tests/fuzz/corpus/executable"
+run fuzz_graph_spec "$root/tests/fuzz/corpus/graph_spec" -dict="$root/tests/fuzz/graph_spec.dict"
+[ $status -eq 0 ] && rm -rf "$work"
+exit $status

@@ -1,0 +1,577 @@
+// The JSON graph spec front end (compiler/frontend/graph_spec.{h,cpp}): valid Sequential and
+// Functional specs parse into the expected ModelSpec, every validation error is reported with the
+// file and (where there is one) the layer, several problems are reported together, the pipeline
+// stage rules hold, and build_forward_graph turns a spec into the forward IR graph.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "compiler/frontend/graph_spec.h"
+
+namespace {
+
+using ipu::StatusCode;
+using ipu::frontend::apply_stage_assignment;
+using ipu::frontend::build_forward_graph;
+using ipu::frontend::ModelSpec;
+using ipu::frontend::parse_graph_spec;
+
+const std::string kPath = "specs/model.json";
+
+ipu::StatusOr<ModelSpec> parse(const std::string& text) { return parse_graph_spec(text, kPath); }
+
+ModelSpec parse_ok(const std::string& text) {
+  auto spec = parse(text);
+  INFO(spec.status().message());
+  REQUIRE(spec.ok());
+  return *spec;
+}
+
+std::vector<std::string> lines(const std::string& message) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= message.size()) {
+    size_t end = message.find('\n', start);
+    if (end == std::string::npos) end = message.size();
+    out.push_back(message.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+// The spec is rejected with InvalidArgument; every line of the message starts with the file;
+// each fragment appears on some line.
+std::string expect_problems(const std::string& text, std::initializer_list<std::string> fragments) {
+  auto spec = parse(text);
+  INFO("spec: " << text);
+  REQUIRE_FALSE(spec.ok());
+  const std::string message = spec.status().message();
+  INFO("message: " << message);
+  CHECK(spec.status().code() == StatusCode::kInvalidArgument);
+  for (const std::string& line : lines(message)) CHECK(line.rfind(kPath + ": ", 0) == 0);
+  for (const std::string& fragment : fragments) {
+    CAPTURE(fragment);
+    CHECK(message.find(fragment) != std::string::npos);
+  }
+  return message;
+}
+
+// A sequential spec around `layers` (a JSON array body) with extra top-level members.
+std::string seq(const std::string& layers, const std::string& extra = "") {
+  return R"({"name": "m", "type": "sequential", "input": {"name": "image", "shape": [2, 3]}, "layers": [)" + layers + "]" +
+         (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+// A functional spec around `nodes` with the given outputs and extra members.
+std::string func(const std::string& nodes, const std::string& outputs = R"(["out"])", const std::string& extra = "") {
+  return R"({"name": "f", "type": "functional", "inputs": [{"name": "image", "shape": [2, 3]}], "nodes": [)" + nodes +
+         "], \"outputs\": " + outputs + (extra.empty() ? "" : ", " + extra) + "}";
+}
+
+const std::string kFlatten = R"({"name": "flat", "type": "Flatten"})";
+std::string dense(const std::string& name, int units = 4, const std::string& more = "") {
+  return R"({"name": ")" + name + R"(", "type": "Dense", "units": )" + std::to_string(units) + (more.empty() ? "" : ", " + more) + "}";
+}
+std::string fnode(const std::string& name, const std::string& input, const std::string& more = "") {
+  return R"({"name": ")" + name + R"(", "type": "Dense", "inputs": [")" + input + R"("], "units": 4)" +
+         (more.empty() ? "" : ", " + more) + "}";
+}
+const std::string kFflatten = R"({"name": "flat", "type": "Flatten", "inputs": ["image"]})";
+
+// Runs `body` in a child process and describes how it ended, so that a test of a crash (stack
+// overflow, or an allocation that a sanitizer turns into an abort) fails the test, not the
+// binary. "exit 0" means `body` returned true; an escaping exception is "exit 2".
+std::string run_in_child(const std::function<bool()>& body) {
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // doctest's crash handlers would report from the child too: die plainly instead.
+    for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) signal(sig, SIG_DFL);
+    int code = 2;
+    try {
+      code = body() ? 0 : 1;
+    } catch (...) {
+    }
+    _exit(code);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  return WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status)) : "exit " + std::to_string(WEXITSTATUS(status));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Valid specs
+
+TEST_CASE("graph spec: a sequential spec parses with every attribute") {
+  const ModelSpec spec = parse_ok(R"({
+    "name": "mlp", "type": "sequential",
+    "input": {"name": "image", "shape": [28, 28, 1], "dtype": "float32"},
+    "layers": [
+      {"name": "flatten", "type": "Flatten"},
+      {"name": "d1", "type": "Dense", "units": 16, "activation": "relu"},
+      {"name": "d2", "type": "Dense", "units": 8, "activation": "tanh", "use_bias": false,
+       "kernel_initializer": {"type": "glorot_uniform", "seed": 42}},
+      {"name": "d3", "type": "Dense", "units": 4, "activation": "linear",
+       "kernel_initializer": "zeros", "bias_initializer": {"type": "glorot_uniform", "seed": 3}},
+      {"name": "out", "type": "Dense", "units": 10, "activation": "softmax"}
+    ],
+    "loss": {"type": "sparse_categorical_crossentropy", "from_logits": false},
+    "optimizer": {"type": "sgd", "learning_rate": 0.05, "momentum": 0.9}
+  })");
+  CHECK(spec.path == kPath);
+  CHECK(spec.name == "mlp");
+  CHECK(spec.input.name == "image");
+  CHECK(spec.input.shape == std::vector<int64_t>{28, 28, 1});
+  REQUIRE(spec.layers.size() == 5);
+  CHECK(spec.layers[0].type == "Flatten");
+  CHECK(spec.layers[0].inputs == std::vector<std::string>{"image"});
+  CHECK(spec.layers[1].inputs == std::vector<std::string>{"flatten"});
+  CHECK(spec.layers[4].inputs == std::vector<std::string>{"d3"});
+  CHECK(spec.layers[1].units == 16);
+  CHECK(spec.layers[1].activation == "relu");
+  CHECK(spec.layers[1].use_bias);
+  CHECK(spec.layers[1].kernel_initializer.type == "glorot_uniform");
+  CHECK(spec.layers[1].kernel_initializer.seed == 0);
+  CHECK(spec.layers[1].bias_initializer.type == "zeros");
+  CHECK_FALSE(spec.layers[2].use_bias);
+  CHECK(spec.layers[2].kernel_initializer.seed == 42);
+  CHECK(spec.layers[3].activation == "none");  // "linear" is an alias
+  CHECK(spec.layers[3].kernel_initializer.type == "zeros");
+  CHECK(spec.layers[3].bias_initializer.type == "glorot_uniform");
+  CHECK(spec.layers[3].bias_initializer.seed == 3);
+  CHECK(spec.output == "out");
+  CHECK_FALSE(spec.loss.from_logits);
+  CHECK(spec.optimizer.learning_rate == doctest::Approx(0.05));
+  CHECK(spec.optimizer.momentum == doctest::Approx(0.9));
+  CHECK(spec.num_stages == 1);
+  CHECK(spec.stages == std::vector<int>(5, 0));
+}
+
+TEST_CASE("graph spec: a functional spec parses") {
+  const ModelSpec spec = parse_ok(func(kFflatten + ", " + fnode("h", "flat", R"("activation": "sigmoid")") + ", " +
+                                       fnode("out", "h", R"("activation": "none")")));
+  CHECK(spec.name == "f");
+  CHECK(spec.input.name == "image");
+  REQUIRE(spec.layers.size() == 3);
+  CHECK(spec.layers[0].inputs == std::vector<std::string>{"image"});
+  CHECK(spec.layers[2].inputs == std::vector<std::string>{"h"});
+  CHECK(spec.layers[1].activation == "sigmoid");
+  CHECK(spec.output == "out");
+  // No loss or optimizer: the defaults.
+  CHECK(spec.loss.from_logits);
+  CHECK(spec.optimizer.learning_rate == doctest::Approx(0.01));
+  CHECK(spec.optimizer.momentum == 0.0f);
+  CHECK(spec.stages == std::vector<int>(3, 0));
+}
+
+TEST_CASE("graph spec: defaults for names and a loss given as a string") {
+  const ModelSpec spec = parse_ok(R"({"type": "sequential", "input": {"shape": [4]},
+    "layers": [{"type": "Dense", "units": 2}, {"type": "Dense", "units": 3}],
+    "loss": "sparse_categorical_crossentropy"})");
+  CHECK(spec.name == "model");
+  CHECK(spec.input.name == "input");
+  CHECK(spec.layers[0].name == "layer0");
+  CHECK(spec.layers[1].name == "layer1");
+  CHECK(spec.layers[1].inputs == std::vector<std::string>{"layer0"});
+  CHECK(spec.output == "layer1");
+  CHECK_FALSE(spec.loss.from_logits);  // Keras's default for the string form
+}
+
+TEST_CASE("graph spec: a functional output may be any layer, and layers may branch") {
+  const ModelSpec spec = parse_ok(func(kFflatten + ", " + fnode("a", "flat") + ", " + fnode("b", "flat") + ", " + fnode("out", "a"),
+                                       R"(["b"])"));
+  CHECK(spec.output == "b");
+  CHECK(spec.layers[2].inputs == std::vector<std::string>{"flat"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors that stop parsing at once
+
+TEST_CASE("graph spec: malformed documents") {
+  CHECK(expect_problems("{not json", {"specs/model.json: not valid JSON"}) == kPath + ": not valid JSON");
+  expect_problems("", {"not valid JSON"});
+  expect_problems("[1, 2]", {"specs/model.json: the spec must be a JSON object"});
+  expect_problems("\"sequential\"", {"must be a JSON object"});
+  expect_problems(R"({"layers": []})", {"specs/model.json: 'type' must be \"sequential\" or \"functional\""});
+  expect_problems(R"({"type": "graph", "layers": []})", {"'type' must be"});
+  expect_problems(R"({"type": 3})", {"'type' must be"});
+  expect_problems(R"({"type": "sequential", "input": {"shape": [2]}})", {"specs/model.json: missing 'layers' list"});
+  expect_problems(R"({"type": "sequential", "input": {"shape": [2]}, "layers": {}})", {"missing 'layers' list"});
+  expect_problems(R"({"type": "functional", "inputs": [{"shape": [2]}], "outputs": ["x"]})", {"missing 'nodes' list"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every validation problem, with the file and the layer
+
+TEST_CASE("graph spec: input problems") {
+  expect_problems(R"({"type": "sequential", "layers": [{"type": "Dense", "units": 1}]})", {"specs/model.json: missing 'input'"});
+  expect_problems(R"({"type": "sequential", "input": {"name": "x"}, "layers": [{"type": "Dense", "units": 1}]})",
+                  {"specs/model.json: input: needs a non-empty 'shape'"});
+  expect_problems(R"({"type": "sequential", "input": {"shape": []}, "layers": [{"type": "Dense", "units": 1}]})",
+                  {"input: needs a non-empty 'shape'"});
+  expect_problems(R"({"type": "sequential", "input": [2, 3], "layers": [{"type": "Dense", "units": 1}]})",
+                  {"input: needs a non-empty 'shape'"});
+  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2, 0]}, "layers": [{"type": "Dense", "units": 1}]})",
+                  {"specs/model.json: input 'x': shape dimensions must be positive integers"});
+  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2, -1]}, "layers": [{"type": "Dense", "units": 1}]})",
+                  {"input 'x': shape dimensions must be positive integers"});
+  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2.5]}, "layers": [{"type": "Dense", "units": 1}]})",
+                  {"input 'x': shape dimensions must be positive integers"});
+  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": ["2"]}, "layers": [{"type": "Dense", "units": 1}]})",
+                  {"input 'x': shape dimensions must be positive integers"});
+  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2], "dtype": "int8"}, "layers": [{"type": "Dense", "units": 1}]})",
+                  {"specs/model.json: input 'x': dtype \"int8\" is not supported (float32 only)"});
+  expect_problems(R"({"type": "functional", "nodes": [], "outputs": []})", {"specs/model.json: 'inputs' must list exactly one input"});
+  expect_problems(R"({"type": "functional", "inputs": [{"shape": [1]}, {"shape": [2]}], "nodes": [], "outputs": []})",
+                  {"'inputs' must list exactly one input"});
+  expect_problems(R"({"type": "functional", "inputs": {"shape": [1]}, "nodes": [], "outputs": []})",
+                  {"'inputs' must list exactly one input"});
+}
+
+TEST_CASE("graph spec: layer problems name the file and the layer") {
+  struct Case {
+    std::string layers;
+    std::string message;
+  };
+  const Case cases[] = {
+      {R"(42)", "specs/model.json: layer 0: must be an object"},
+      {R"({"name": "d1"})", "specs/model.json: layer 'd1': missing 'type'"},
+      {R"({"name": "d1", "type": 7})", "layer 'd1': missing 'type'"},
+      {R"({"type": 7})", "layer 'layer0': missing 'type'"},
+      {R"({"name": "c1", "type": "Conv2D"})", "specs/model.json: layer 'c1' (Conv2D): unknown layer type (supported: Dense, Flatten)"},
+      {dense("d1", 4, R"("kernel_size": 3)"), "specs/model.json: layer 'd1' (Dense): unknown attribute 'kernel_size'"},
+      {R"({"name": "d1", "type": "Dense"})", "specs/model.json: layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
+      {dense("d1", 0), "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
+      {dense("d1", -3), "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
+      {R"({"name": "d1", "type": "Dense", "units": 2.5})", "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
+      {R"({"name": "d1", "type": "Dense", "units": "8"})", "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
+      {dense("d1", 4, R"("activation": "gelu")"),
+       "specs/model.json: layer 'd1' (Dense): unknown activation \"gelu\" (expected none, relu, sigmoid, tanh or softmax)"},
+      {dense("d1", 4, R"("activation": 1)"), "layer 'd1' (Dense): unknown activation 1"},
+      {dense("d1", 4, R"("use_bias": "yes")"), "specs/model.json: layer 'd1' (Dense): 'use_bias' must be true or false"},
+      {dense("d1", 4, R"("kernel_initializer": "he_normal")"),
+       "specs/model.json: layer 'd1' (Dense): unknown initializer 'he_normal' (expected glorot_uniform or zeros)"},
+      {dense("d1", 4, R"("bias_initializer": {"type": "ones"})"), "layer 'd1' (Dense): unknown initializer 'ones'"},
+      {dense("d1", 4, R"("kernel_initializer": 5)"),
+       "layer 'd1' (Dense): an initializer is a name or {\"type\": ..., \"seed\": ...}"},
+      {dense("d1", 4, R"("kernel_initializer": {"seed": 1})"), "layer 'd1' (Dense): an initializer is a name or"},
+      {dense("d1", 4, R"("kernel_initializer": {"type": "glorot_uniform", "seed": -1})"),
+       "specs/model.json: layer 'd1' (Dense): initializer 'seed' must be a non-negative integer"},
+      {dense("d1", 4, R"("kernel_initializer": {"type": "glorot_uniform", "seed": 1.5})"),
+       "layer 'd1' (Dense): initializer 'seed' must be a non-negative integer"},
+      {R"({"name": "f", "type": "Flatten", "units": 3})", "specs/model.json: layer 'f' (Flatten): 'units' does not apply to Flatten"},
+      {R"({"name": "f", "type": "Flatten", "activation": "relu"})", "layer 'f' (Flatten): 'activation' does not apply to Flatten"},
+      {R"({"name": "f", "type": "Flatten", "use_bias": true})", "layer 'f' (Flatten): 'use_bias' does not apply to Flatten"},
+      {R"({"name": "f", "type": "Flatten", "kernel_initializer": "zeros"})", "'kernel_initializer' does not apply to Flatten"},
+      {R"({"name": "f", "type": "Flatten", "bias_initializer": "zeros"})", "'bias_initializer' does not apply to Flatten"},
+      {dense("d1", 4, R"("stage": -1)"), "specs/model.json: layer 'd1' (Dense): 'stage' must be an integer in [0, 1023]"},
+      {dense("d1", 4, R"("stage": "0")"), "layer 'd1' (Dense): 'stage' must be an integer in [0, 1023]"},
+      {dense("d1", 4, R"("stage": 0.5)"), "layer 'd1' (Dense): 'stage' must be an integer in [0, 1023]"},
+      {dense("d1", 4, R"("inputs": ["image"])"),
+       "specs/model.json: layer 'd1' (Dense): 'inputs' belongs to functional specs; a sequential layer reads the previous one"},
+      {dense("d1") + ", " + dense("d1"), "specs/model.json: layer 'd1' (Dense): name is used twice"},
+      {dense("image"), "layer 'image' (Dense): name is used twice"},  // clashes with the input
+  };
+  for (const Case& c : cases) expect_problems(seq(c.layers), {c.message});
+}
+
+TEST_CASE("graph spec: functional wiring problems") {
+  expect_problems(func(R"({"name": "out", "type": "Dense", "units": 2})"),
+                  {"specs/model.json: layer 'out' (Dense): 'inputs' must list exactly one input name"});
+  expect_problems(func(R"({"name": "out", "type": "Dense", "units": 2, "inputs": "image"})"),
+                  {"layer 'out' (Dense): 'inputs' must list exactly one input name"});
+  expect_problems(func(R"({"name": "out", "type": "Dense", "units": 2, "inputs": ["image", "image"]})"),
+                  {"layer 'out' (Dense): 'inputs' must list exactly one input name"});
+  expect_problems(func(R"({"name": "out", "type": "Dense", "units": 2, "inputs": [1]})"),
+                  {"layer 'out' (Dense): 'inputs' must list exactly one input name"});
+  expect_problems(func(fnode("out", "ghost")),
+                  {"specs/model.json: layer 'out' (Dense): input 'ghost' is not the model input or an earlier layer"});
+  // Reading a later node (a cycle or a forward reference) is the same error.
+  expect_problems(func(fnode("a", "out") + ", " + fnode("out", "a")), {"layer 'a' (Dense): input 'out' is not the model input or an earlier layer"});
+  expect_problems(func(fnode("out", "out")), {"layer 'out' (Dense): input 'out' is not the model input"});
+  expect_problems(func(fnode("out", "image"), R"("out")"), {"specs/model.json: 'outputs' must list exactly one layer name"});
+  expect_problems(func(fnode("out", "image"), R"(["out", "out"])"), {"'outputs' must list exactly one layer name"});
+  expect_problems(func(fnode("out", "image"), R"([3])"), {"'outputs' must list exactly one layer name"});
+  expect_problems(R"({"type": "functional", "inputs": [{"shape": [2]}], "nodes": [)" + fnode("out", "input") + "]}",
+                  {"'outputs' must list exactly one layer name"});
+  expect_problems(func(fnode("out", "image"), R"(["nope"])"), {"specs/model.json: output 'nope' names no layer"});
+  expect_problems(func(""), {"specs/model.json: the model has no layers"});
+  expect_problems(seq(""), {"specs/model.json: the model has no layers"});
+}
+
+TEST_CASE("graph spec: loss and optimizer problems") {
+  const std::string layers = kFlatten + ", " + dense("out");
+  expect_problems(seq(layers, R"("loss": "mse")"),
+                  {"specs/model.json: loss: unsupported loss \"mse\" (expected sparse_categorical_crossentropy)"});
+  expect_problems(seq(layers, R"("loss": {"type": "categorical_crossentropy"})"), {"loss: unsupported loss"});
+  expect_problems(seq(layers, R"("loss": {"from_logits": true})"), {"loss: unsupported loss"});
+  expect_problems(seq(layers, R"("loss": 3)"), {"loss: unsupported loss 3"});
+  expect_problems(seq(layers, R"("loss": {"type": "sparse_categorical_crossentropy", "from_logits": "yes"})"),
+                  {"specs/model.json: loss: 'from_logits' must be true or false"});
+  expect_problems(seq(layers, R"("optimizer": "sgd")"),
+                  {"specs/model.json: optimizer: unsupported optimizer (expected {\"type\": \"sgd\", ...})"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "adam"})"), {"optimizer: unsupported optimizer"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 0})"),
+                  {"specs/model.json: optimizer: 'learning_rate' must be a positive number"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": -0.1})"), {"'learning_rate' must be a positive number"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": "0.1"})"), {"'learning_rate' must be a positive number"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": 1})"),
+                  {"specs/model.json: optimizer: 'momentum' must be in [0, 1)"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": -0.5})"), {"'momentum' must be in [0, 1)"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": null})"), {"'momentum' must be in [0, 1)"});
+  // Momentum 0 is plain SGD and fine.
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "momentum": 0})")).optimizer.momentum == 0.0f);
+}
+
+TEST_CASE("graph spec: an optimizer whose type is not a string is a problem, not an exception") {
+  const std::string spec = seq(kFlatten + ", " + dense("out"), R"("optimizer": {"type": 1})");
+  ipu::StatusOr<ModelSpec> result = ipu::invalid_argument("not run");
+  CHECK_NOTHROW(result = parse(spec));
+  CHECK_FALSE(result.ok());
+  CHECK(result.status().message().find("optimizer: unsupported optimizer") != std::string::npos);
+}
+
+TEST_CASE("graph spec: deeply nested documents are refused before anything recurses") {
+  // 100000 nested arrays would overflow the stack of any recursive consumer (json::dump in a
+  // message, for one). The parse runs in a child process so that a crash fails only this test.
+  const int depth = 100000;
+  const std::string spec = seq(dense("out"), "\"loss\": " + std::string(depth, '[') + std::string(depth, ']'));
+  CHECK(run_in_child([&] {
+          auto result = parse(spec);
+          return !result.ok() && result.status().message().find("nested more than 64 levels deep") != std::string::npos;
+        }) == "exit 0");
+  // Brackets inside strings do not count.
+  CHECK(parse(seq(kFlatten + ", " + dense("out"), "\"name\": \"" + std::string(100, '[') + "\"")).ok());
+}
+
+TEST_CASE("graph spec: several problems are all reported at once") {
+  const std::string message = expect_problems(
+      seq(R"({"name": "flat", "type": "Flatten", "units": 3}, )" + dense("d1", 0) + ", " +
+              dense("d2", 4, R"("activation": "gelu", "colour": "red")") + ", " + R"({"name": "x", "type": "Pool"})" + ", " +
+              dense("d2"),
+          R"("loss": "mse", "optimizer": {"type": "sgd", "learning_rate": -1, "momentum": 2})"),
+      {"layer 'flat' (Flatten): 'units' does not apply to Flatten", "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]",
+       "layer 'd2' (Dense): unknown attribute 'colour'", "layer 'd2' (Dense): unknown activation \"gelu\"",
+       "layer 'x' (Pool): unknown layer type", "layer 'd2' (Dense): name is used twice", "loss: unsupported loss",
+       "optimizer: 'learning_rate' must be a positive number", "optimizer: 'momentum' must be in [0, 1)"});
+  CHECK(lines(message).size() == 9);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pipeline stages
+
+TEST_CASE("graph spec: per-layer stages") {
+  SUBCASE("valid, contiguous from 0") {
+    const ModelSpec spec = parse_ok(seq(R"({"name": "flat", "type": "Flatten", "stage": 0}, )" + dense("d1", 4, R"("stage": 0)") +
+                                        ", " + dense("d2", 4, R"("stage": 1)") + ", " + dense("d3", 4, R"("stage": 2)")));
+    CHECK(spec.num_stages == 3);
+    CHECK(spec.stages == std::vector<int>{0, 0, 1, 2});
+  }
+  SUBCASE("all or none") {
+    expect_problems(seq(kFlatten + ", " + dense("d1", 4, R"("stage": 0)") + ", " + dense("d2")),
+                    {"specs/model.json: stage annotations must be on every layer or on none (1 of 3 have one)"});
+  }
+  SUBCASE("gaps") {
+    expect_problems(seq(dense("d1", 4, R"("stage": 0)") + ", " + dense("d2", 4, R"("stage": 2)")),
+                    {"specs/model.json: stages must be numbered 0..1 without gaps"});
+    expect_problems(seq(dense("d1", 4, R"("stage": 1)") + ", " + dense("d2", 4, R"("stage": 1)")),
+                    {"stages must be numbered 0..0 without gaps"});
+  }
+  SUBCASE("decreasing across an edge (sequential)") {
+    expect_problems(seq(dense("d1", 4, R"("stage": 0)") + ", " + dense("d2", 4, R"("stage": 1)") + ", " +
+                        dense("d3", 4, R"("stage": 0)")),
+                    {"specs/model.json: layer 'd3' (Dense): stage 0 reads 'd2' from later stage 1"});
+  }
+  SUBCASE("decreasing across an edge (functional), while a parallel branch may stay behind") {
+    // b is on stage 0 and reads the input; c on stage 1 reads a (stage 1); out on stage 0 reads c.
+    expect_problems(func(fnode("a", "image", R"("stage": 1)") + ", " + fnode("b", "image", R"("stage": 0)") + ", " +
+                         fnode("c", "a", R"("stage": 1)") + ", " + fnode("out", "c", R"("stage": 0)")),
+                    {"layer 'out' (Dense): stage 0 reads 'c' from later stage 1"});
+    const ModelSpec ok = parse_ok(func(fnode("a", "image", R"("stage": 1)") + ", " + fnode("b", "image", R"("stage": 0)") + ", " +
+                                       fnode("out", "a", R"("stage": 1)")));
+    CHECK(ok.stages == std::vector<int>{1, 0, 1});
+    CHECK(ok.num_stages == 2);
+  }
+}
+
+TEST_CASE("graph spec: model-level stage_assignment") {
+  const std::string layers = kFlatten + ", " + dense("d1") + ", " + dense("d2");
+  SUBCASE("valid") {
+    const ModelSpec spec = parse_ok(seq(layers, R"("stage_assignment": [0, 1, 1])"));
+    CHECK(spec.num_stages == 2);
+    CHECK(spec.stages == std::vector<int>{0, 1, 1});
+    CHECK(spec.layers[2].stage == 1);
+  }
+  SUBCASE("list length") {
+    expect_problems(seq(layers, R"("stage_assignment": [0, 1])"),
+                    {"specs/model.json: 'stage_assignment' has 2 entries for 3 layers"});
+    expect_problems(seq(layers, R"("stage_assignment": [0, 0, 0, 0])"), {"'stage_assignment' has 4 entries for 3 layers"});
+    expect_problems(seq(layers, R"("stage_assignment": 1)"), {"'stage_assignment' has 0 entries for 3 layers"});
+  }
+  SUBCASE("entries") {
+    expect_problems(seq(layers, R"("stage_assignment": [0, -1, 1])"),
+                    {"specs/model.json: 'stage_assignment' entry 1 must be an integer in [0, 1023]"});
+    expect_problems(seq(layers, R"("stage_assignment": [0, 1, "1"])"), {"'stage_assignment' entry 2 must be an integer in [0, 1023]"});
+    expect_problems(seq(layers, R"("stage_assignment": [0.0, 1, 1])"), {"'stage_assignment' entry 0 must be an integer in [0, 1023]"});
+  }
+  SUBCASE("the same stage rules apply") {
+    expect_problems(seq(layers, R"("stage_assignment": [0, 2, 2])"), {"stages must be numbered 0..1 without gaps"});
+    expect_problems(seq(layers, R"("stage_assignment": [1, 0, 0])"), {"layer 'd1' (Dense): stage 0 reads 'flat' from later stage 1"});
+  }
+  SUBCASE("both per-layer stages and a list") {
+    expect_problems(seq(kFlatten + ", " + dense("d1", 4, R"("stage": 0)") + ", " + dense("d2"), R"("stage_assignment": [0, 0, 1])"),
+                    {"specs/model.json: give either per-layer 'stage' or a model-level 'stage_assignment', not both"});
+  }
+}
+
+TEST_CASE("graph spec: a stage number beyond the supported range is rejected, not truncated") {
+  // 2^32 must not wrap to stage 0; INT_MAX must not overflow the stage count.
+  CHECK_FALSE(parse(seq(dense("d1", 4, R"("stage": 2147483647)"))).ok());
+  auto spec = parse(seq(dense("d1", 4, R"("stage": 4294967296)")));
+  CHECK_FALSE(spec.ok());
+  auto listed = parse(seq(dense("d1") + ", " + dense("d2"), R"("stage_assignment": [4294967296, 4294967296])"));
+  CHECK_FALSE(listed.ok());
+}
+
+TEST_CASE("graph spec: apply_stage_assignment") {
+  ModelSpec spec = parse_ok(seq(kFlatten + ", " + dense("d1") + ", " + dense("d2")));
+  SUBCASE("valid") {
+    REQUIRE(apply_stage_assignment(spec, {0, 0, 1}).ok());
+    CHECK(spec.num_stages == 2);
+    CHECK(spec.stages == std::vector<int>{0, 0, 1});
+    // It replaces an earlier assignment.
+    REQUIRE(apply_stage_assignment(spec, {0, 0, 0}).ok());
+    CHECK(spec.num_stages == 1);
+    CHECK(spec.stages == std::vector<int>{0, 0, 0});
+  }
+  SUBCASE("overrides stages from the spec") {
+    ModelSpec staged = parse_ok(seq(kFlatten + ", " + dense("d1") + ", " + dense("d2"), R"("stage_assignment": [0, 1, 1])"));
+    REQUIRE(apply_stage_assignment(staged, {0, 0, 1}).ok());
+    CHECK(staged.stages == std::vector<int>{0, 0, 1});
+  }
+  SUBCASE("wrong length") {
+    ipu::Status s = apply_stage_assignment(spec, {0, 1});
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message() == kPath + ": --stage-assignment has 2 entries for 3 layers");
+    CHECK(apply_stage_assignment(spec, {}).message().find("has 0 entries for 3 layers") != std::string::npos);
+  }
+  SUBCASE("negative") {
+    ipu::Status s = apply_stage_assignment(spec, {0, -1, 1});
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message() == kPath + ": --stage-assignment entry 1 is outside [0, 1023]");
+  }
+  SUBCASE("gaps") {
+    ipu::Status s = apply_stage_assignment(spec, {0, 2, 2});
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message() == kPath + ": stages must be numbered 0..1 without gaps");
+  }
+  SUBCASE("decreasing") {
+    ipu::Status s = apply_stage_assignment(spec, {0, 1, 0});
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message() == kPath + ": layer 'd2' (Dense): stage 0 reads 'd1' from later stage 1");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// build_forward_graph
+
+TEST_CASE("build_forward_graph: shapes, weights and determinism") {
+  const ModelSpec spec = parse_ok(seq(kFlatten + ", " + dense("d1", 5, R"("activation": "relu")") + ", " +
+                                      dense("d2", 3, R"("use_bias": false, "activation": "softmax")")));
+  auto built = build_forward_graph(spec, 2);
+  INFO(built.status().message());
+  REQUIRE(built.ok());
+  const auto& g = built->graph;
+  CHECK(g.value(built->features).type.shape == std::vector<int64_t>{2, 2, 3});
+  CHECK(g.value(built->scores).type.shape == std::vector<int64_t>{2, 3});
+  bool found_kernel = false, found_bias = false, found_d2_bias = false;
+  for (const auto& v : g.values()) {
+    if (v.name == "d1/kernel") {
+      found_kernel = true;
+      CHECK(v.type.shape == std::vector<int64_t>{6, 5});
+      REQUIRE(v.initial.size() == 30);
+      const double limit = std::sqrt(6.0 / (6 + 5));
+      bool nonzero = false;
+      for (float w : v.initial) {
+        CHECK(std::abs(w) <= limit);
+        nonzero = nonzero || w != 0.0f;
+      }
+      CHECK(nonzero);
+    }
+    if (v.name == "d1/bias") {
+      found_bias = true;
+      CHECK(v.initial == std::vector<float>(5, 0.0f));
+    }
+    if (v.name == "d2/bias") found_d2_bias = true;
+  }
+  CHECK(found_kernel);
+  CHECK(found_bias);
+  CHECK_FALSE(found_d2_bias);
+  // The same spec builds the same weights.
+  auto again = build_forward_graph(spec, 2);
+  REQUIRE(again.ok());
+  REQUIRE(again->graph.values().size() == g.values().size());
+  for (size_t i = 0; i < g.values().size(); ++i) CHECK(again->graph.values()[i].initial == g.values()[i].initial);
+}
+
+TEST_CASE("build_forward_graph: staged layers carry their stage") {
+  const ModelSpec spec = parse_ok(seq(kFlatten + ", " + dense("d1") + ", " + dense("d2"), R"("stage_assignment": [0, 0, 1])"));
+  auto built = build_forward_graph(spec, 4);
+  REQUIRE(built.ok());
+  for (const auto& op : built->graph.ops()) {
+    CAPTURE(op.name);
+    CHECK(op.stage == (op.name.rfind("d2/", 0) == 0 ? 1 : 0));
+  }
+}
+
+TEST_CASE("build_forward_graph: a Dense on a rank-3 input names the file and layer") {
+  const ModelSpec spec = parse_ok(seq(dense("d1") + ", " + dense("d2")));
+  auto built = build_forward_graph(spec, 2);
+  REQUIRE_FALSE(built.ok());
+  CHECK(built.status().code() == StatusCode::kInvalidArgument);
+  const std::string message = built.status().message();
+  CHECK(message.find("specs/model.json: layer 'd1' (Dense): expects a rank-2 input [batch, features], got f32[2,2,3]") !=
+        std::string::npos);
+  // d2 depends on d1 and is not reported again.
+  CHECK(lines(message).size() == 1);
+
+  // In a functional graph, independent branches each report their own problem.
+  const ModelSpec branches = parse_ok(func(fnode("a", "image") + ", " + fnode("out", "image")));
+  auto both = build_forward_graph(branches, 2);
+  REQUIRE_FALSE(both.ok());
+  CHECK(lines(both.status().message()).size() == 2);
+  CHECK(both.status().message().find("layer 'a' (Dense)") != std::string::npos);
+  CHECK(both.status().message().find("layer 'out' (Dense)") != std::string::npos);
+}
+
+TEST_CASE("graph spec: sizes are bounded before anything is allocated") {
+  // 2^40 units would make the initializer allocate terabytes.
+  auto units = parse(R"({"type": "sequential", "input": {"shape": [2]},
+    "layers": [{"name": "huge", "type": "Dense", "units": 1099511627776}]})");
+  REQUIRE_FALSE(units.ok());
+  CHECK(units.status().message().find("layer 'huge' (Dense): 'units' must be an integer in [1, 16777216]") !=
+        std::string::npos);
+  // [2^32, 2^32] would overflow int64 element counts.
+  auto input = parse(R"({"type": "sequential", "input": {"shape": [4294967296, 4294967296]},
+    "layers": [{"name": "flat", "type": "Flatten"}, {"name": "d", "type": "Dense", "units": 3}]})");
+  REQUIRE_FALSE(input.ok());
+  CHECK(input.status().message().find("elements per sample") != std::string::npos);
+}
+
+TEST_CASE("build_forward_graph: a kernel too large to initialise is an error naming the layer") {
+  const ModelSpec spec = parse_ok(R"({"type": "sequential", "input": {"shape": [1048576]},
+    "layers": [{"name": "wide", "type": "Dense", "units": 1024}]})");
+  ipu::StatusOr<ipu::frontend::ForwardGraph> built = ipu::invalid_argument("not run");
+  CHECK_NOTHROW(built = build_forward_graph(spec, 2));
+  REQUIRE_FALSE(built.ok());
+  CHECK(built.status().message().find("layer 'wide' (Dense): a kernel of 1048576 x 1024 weights") != std::string::npos);
+}
+
+}  // namespace

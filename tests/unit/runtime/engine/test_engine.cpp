@@ -1,0 +1,528 @@
+// The program interpreter (runtime/engine): order of steps, Repeat, host stream callbacks,
+// Copy, error propagation, and bitwise-identical results for any thread count. Executables are
+// built by hand (runtime tests do not link the compiler).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/engine/engine.h"
+#include "runtime/format/codelet.h"
+
+namespace {
+
+using ipu::Status;
+using ipu::StatusCode;
+using ipu::engine::Engine;
+using ipu::engine::EngineOptions;
+using ipu::engine::HostStreams;
+using ipu::format::Executable;
+using ipu::format::Program;
+using ipu::format::Stream;
+namespace fmt = ipu::format;
+
+constexpr uint32_t id(fmt::Codelet c) { return static_cast<uint32_t>(c); }
+
+class Builder {
+ public:
+  explicit Builder(uint32_t tiles = 4) {
+    auto* t = m_exe.mutable_target();
+    t->set_arch("custom");
+    t->set_num_ipus(1);
+    t->set_tiles_per_ipu(tiles);
+    t->set_bytes_per_tile(1 << 20);
+    t->set_worker_threads_per_tile(6);
+    t->set_clock_hz(1.33e9);
+    m_exe.set_format_version(1);
+    m_exe.set_batch_size(2);
+    m_exe.set_steps_per_execution(1);
+  }
+
+  uint32_t tensor(const std::string& name, fmt::DType dtype, std::vector<int64_t> shape, const std::vector<float>& init = {}) {
+    auto* t = m_exe.add_tensors();
+    t->set_name(name);
+    t->set_dtype(dtype);
+    uint64_t n = 1;
+    for (int64_t d : shape) {
+      t->add_shape(d);
+      n *= static_cast<uint64_t>(d);
+    }
+    // Spread over the tiles in equal parts.
+    const uint64_t tiles = std::min<uint64_t>(m_exe.target().tiles_per_ipu(), n);
+    for (uint64_t i = 0; i < tiles; ++i) {
+      auto* iv = t->add_mapping();
+      iv->set_tile(static_cast<uint32_t>(i));
+      iv->set_begin(n * i / tiles);
+      iv->set_end(n * (i + 1) / tiles);
+    }
+    if (!init.empty()) t->set_initial_value(init.data(), init.size() * sizeof(float));
+    return static_cast<uint32_t>(m_exe.tensors_size() - 1);
+  }
+
+  uint32_t stream(const std::string& name, Stream::Direction direction, uint32_t like) {
+    auto* s = m_exe.add_streams();
+    s->set_name(name);
+    s->set_direction(direction);
+    s->set_dtype(m_exe.tensors(static_cast<int>(like)).dtype());
+    *s->mutable_shape() = m_exe.tensors(static_cast<int>(like)).shape();
+    return static_cast<uint32_t>(m_exe.streams_size() - 1);
+  }
+
+  uint32_t compute_set(const std::string& name) {
+    m_exe.add_compute_sets()->set_name(name);
+    return static_cast<uint32_t>(m_exe.compute_sets_size() - 1);
+  }
+
+  void vertex(uint32_t cs, fmt::Codelet codelet, std::initializer_list<uint32_t> operands, std::initializer_list<int64_t> params,
+              std::initializer_list<float> fparams = {}, uint64_t cycles = 100, uint32_t tile = 0) {
+    auto* v = m_exe.mutable_compute_sets(static_cast<int>(cs))->add_vertices();
+    v->set_codelet(id(codelet));
+    v->set_tile(tile % m_exe.target().tiles_per_ipu());
+    for (uint32_t o : operands) v->add_operands(o);
+    for (int64_t p : params) v->add_params(p);
+    for (float f : fparams) v->add_fparams(f);
+    v->set_cycles(cycles);
+  }
+
+  fmt::Sequence* program(const std::string& name) {
+    auto* p = m_exe.add_programs();
+    p->set_name(name);
+    return p->mutable_program()->mutable_sequence();
+  }
+
+  Executable& exe() { return m_exe; }
+
+ private:
+  Executable m_exe;
+};
+
+void stream_in(fmt::Sequence* seq, uint32_t stream, uint32_t tensor) {
+  auto* st = seq->add_steps()->mutable_stream_in();
+  st->set_stream(stream);
+  st->set_tensor(tensor);
+}
+void stream_out(fmt::Sequence* seq, uint32_t stream, uint32_t tensor) {
+  auto* st = seq->add_steps()->mutable_stream_out();
+  st->set_stream(stream);
+  st->set_tensor(tensor);
+}
+void execute(fmt::Sequence* seq, uint32_t cs) { seq->add_steps()->set_execute(cs); }
+void copy(fmt::Sequence* seq, uint32_t source, uint32_t destination) {
+  auto* c = seq->add_steps()->mutable_copy();
+  c->set_source(source);
+  c->set_destination(destination);
+}
+fmt::Sequence* repeat(fmt::Sequence* seq, uint64_t count) {
+  auto* r = seq->add_steps()->mutable_repeat();
+  r->set_count(count);
+  return r->mutable_body()->mutable_sequence();
+}
+
+std::unique_ptr<Engine> load(const Executable& exe, EngineOptions options = {}) {
+  auto engine = Engine::create(exe, options);
+  INFO(engine.status().message());
+  REQUIRE(engine.ok());
+  return std::move(*engine);
+}
+
+std::vector<float> floats(std::span<const std::byte> bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+// Records every callback: which stream, how many bytes, and what was pushed.
+struct Recorder {
+  struct Event {
+    bool pull;
+    uint32_t stream;
+    size_t bytes;
+    std::vector<float> data;  // pushed values, or the values supplied to a pull
+  };
+  std::vector<Event> events;
+  // Values handed out by pulls: the n-th pull of any stream fills with `next_pull(n)`.
+  std::function<std::vector<float>(size_t n, size_t count)> next_pull = [](size_t n, size_t count) {
+    std::vector<float> v(count);
+    for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(n * 10 + i) - 3.5f;
+    return v;
+  };
+  size_t pulls = 0;
+
+  HostStreams streams() {
+    HostStreams s;
+    s.pull = [this](uint32_t stream, std::span<std::byte> dst) -> Status {
+      std::vector<float> v = next_pull(pulls++, dst.size() / sizeof(float));
+      std::memcpy(dst.data(), v.data(), dst.size());
+      events.push_back({true, stream, dst.size(), v});
+      return Status();
+    };
+    s.push = [this](uint32_t stream, std::span<const std::byte> src) -> Status {
+      events.push_back({false, stream, src.size(), floats(src)});
+      return Status();
+    };
+    return s;
+  }
+};
+
+std::vector<float> relu(std::vector<float> v) {
+  for (float& x : v) x = x > 0 ? x : 0;
+  return v;
+}
+
+// x f32[2,4] --relu--> y; z accumulates y (SgdMomentum with lr -1: z -= -1 * y).
+struct Tiny {
+  Builder b;
+  uint32_t x, y, z, in, out_y, out_z, relu_cs, acc_cs;
+  Tiny() {
+    x = b.tensor("x", fmt::FLOAT32, {2, 4});
+    y = b.tensor("y", fmt::FLOAT32, {2, 4});
+    z = b.tensor("z", fmt::FLOAT32, {2, 4});
+    in = b.stream("features", Stream::HOST_TO_DEVICE, x);
+    out_y = b.stream("y", Stream::DEVICE_TO_HOST, y);
+    out_z = b.stream("z", Stream::DEVICE_TO_HOST, z);
+    relu_cs = b.compute_set("relu");
+    b.vertex(relu_cs, fmt::Codelet::kActivation, {x, y}, {0, 0, 5});
+    b.vertex(relu_cs, fmt::Codelet::kActivation, {x, y}, {0, 5, 8}, {}, 100, 1);
+    acc_cs = b.compute_set("accumulate");
+    b.vertex(acc_cs, fmt::Codelet::kSgdMomentum, {z, y}, {0, 8}, {-1.0f, 0.0f});
+  }
+};
+
+TEST_CASE("engine: lookups and initial values") {
+  Builder b;
+  const std::vector<float> init = {1, 2, 3, 4, 5, 6};
+  const uint32_t w = b.tensor("w", fmt::FLOAT32, {2, 3}, init);
+  const uint32_t zero = b.tensor("zero", fmt::FLOAT32, {5});
+  b.stream("weights", Stream::DEVICE_TO_HOST, w);
+  b.program("first");
+  b.program("second");
+  auto engine = load(b.exe());
+  CHECK(engine->find_tensor("w") == w);
+  CHECK(engine->find_tensor("zero") == zero);
+  CHECK_FALSE(engine->find_tensor("nope").has_value());
+  CHECK(engine->find_program("second") == 1u);
+  CHECK_FALSE(engine->find_program("third").has_value());
+  CHECK(engine->find_stream("weights") == 0u);
+  CHECK_FALSE(engine->find_stream("features").has_value());
+  CHECK(floats(engine->tensor_bytes(w)) == init);
+  CHECK(floats(engine->tensor_bytes(zero)) == std::vector<float>(5, 0.0f));
+  CHECK(engine->executable().tensors_size() == 2);
+  HostStreams none;
+  CHECK(engine->run(2, none).code() == StatusCode::kInvalidArgument);
+  CHECK(engine->run(0, none).ok());  // an empty sequence
+}
+
+TEST_CASE("engine: an executable larger than host memory is refused before allocating") {
+  // Four tensors of 2^32 floats (64 GiB): each passes the verifier's per-tensor bound.
+  Builder b;
+  for (int i = 0; i < 4; ++i) b.tensor("huge" + std::to_string(i), fmt::FLOAT32, {65536, 65536});
+  auto engine = Engine::create(b.exe(), EngineOptions{});
+  REQUIRE_FALSE(engine.ok());
+  CHECK(engine.status().code() == StatusCode::kResourceExhausted);
+  CHECK(engine.status().message().find("bytes of memory; this machine has") != std::string::npos);
+}
+
+TEST_CASE("engine: steps run in program order") {
+  Tiny t;
+  auto* seq = t.b.program("ordered");
+  stream_in(seq, t.in, t.x);
+  execute(seq, t.relu_cs);
+  stream_out(seq, t.out_y, t.y);
+  stream_in(seq, t.in, t.x);
+  stream_out(seq, t.out_y, t.y);  // y not recomputed yet: still relu of the first input
+  execute(seq, t.relu_cs);
+  stream_out(seq, t.out_y, t.y);
+  auto engine = load(t.b.exe());
+  Recorder rec;
+  HostStreams streams = rec.streams();
+  REQUIRE(engine->run(*engine->find_program("ordered"), streams).ok());
+  REQUIRE(rec.events.size() == 5);
+  const bool kinds[] = {true, false, true, false, false};
+  for (size_t i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(rec.events[i].pull == kinds[i]);
+    CHECK(rec.events[i].stream == (kinds[i] ? t.in : t.out_y));
+    CHECK(rec.events[i].bytes == 8 * sizeof(float));
+  }
+  CHECK(rec.events[1].data == relu(rec.events[0].data));
+  CHECK(rec.events[3].data == relu(rec.events[0].data));
+  CHECK(rec.events[4].data == relu(rec.events[2].data));
+  CHECK(rec.events[0].data != rec.events[2].data);
+}
+
+TEST_CASE("engine: Repeat runs its body count times") {
+  for (uint64_t count : {0u, 1u, 5u}) {
+    CAPTURE(count);
+    Tiny t;
+    auto* seq = t.b.program("accumulate");
+    auto* body = repeat(seq, count);
+    stream_in(body, t.in, t.x);
+    execute(body, t.relu_cs);
+    execute(body, t.acc_cs);
+    stream_out(body, t.out_y, t.y);
+    stream_out(seq, t.out_z, t.z);
+    auto engine = load(t.b.exe());
+    Recorder rec;
+    HostStreams streams = rec.streams();
+    REQUIRE(engine->run(0, streams).ok());
+    REQUIRE(rec.events.size() == 2 * count + 1);
+    std::vector<float> sum(8, 0.0f);
+    for (uint64_t i = 0; i < count; ++i) {
+      CHECK(rec.events[2 * i].pull);
+      CHECK(rec.events[2 * i].stream == t.in);
+      CHECK_FALSE(rec.events[2 * i + 1].pull);
+      CHECK(rec.events[2 * i + 1].stream == t.out_y);
+      const auto r = relu(rec.events[2 * i].data);
+      CHECK(rec.events[2 * i + 1].data == r);
+      for (size_t k = 0; k < 8; ++k) sum[k] += r[k];
+    }
+    CHECK(rec.events.back().stream == t.out_z);
+    CHECK(rec.events.back().data == sum);
+    // State persists across runs: a second run accumulates on top.
+    REQUIRE(engine->run(0, streams).ok());
+    CHECK(rec.events.size() == 4 * count + 2);
+  }
+}
+
+TEST_CASE("engine: nested repeats multiply") {
+  Tiny t;
+  auto* seq = t.b.program("nested");
+  auto* inner = repeat(repeat(seq, 3), 4);
+  stream_out(inner, t.out_y, t.y);
+  auto engine = load(t.b.exe());
+  Recorder rec;
+  HostStreams streams = rec.streams();
+  REQUIRE(engine->run(0, streams).ok());
+  CHECK(rec.events.size() == 12);
+}
+
+TEST_CASE("engine: stream callbacks receive the right stream indices and sizes") {
+  Builder b;
+  const uint32_t big = b.tensor("big", fmt::FLOAT32, {3, 5, 2});
+  const uint32_t labels = b.tensor("labels", fmt::INT32, {7});
+  const uint32_t scalar = b.tensor("scalar", fmt::FLOAT32, {});
+  const uint32_t s_labels = b.stream("labels", Stream::HOST_TO_DEVICE, labels);
+  const uint32_t s_big_in = b.stream("big_in", Stream::HOST_TO_DEVICE, big);
+  const uint32_t s_scalar = b.stream("scalar", Stream::DEVICE_TO_HOST, scalar);
+  const uint32_t s_big_out = b.stream("big_out", Stream::DEVICE_TO_HOST, big);
+  auto* seq = b.program("io");
+  stream_in(seq, s_big_in, big);
+  stream_in(seq, s_labels, labels);
+  stream_out(seq, s_scalar, scalar);
+  stream_out(seq, s_big_out, big);
+  auto engine = load(b.exe());
+
+  std::vector<std::pair<uint32_t, size_t>> calls;
+  std::vector<std::byte> big_payload(30 * sizeof(float));
+  for (size_t i = 0; i < big_payload.size(); ++i) big_payload[i] = static_cast<std::byte>(i * 3 + 1);
+  std::vector<std::byte> pushed;
+  HostStreams streams;
+  streams.pull = [&](uint32_t stream, std::span<std::byte> dst) -> Status {
+    calls.emplace_back(stream, dst.size());
+    if (stream == s_big_in) std::memcpy(dst.data(), big_payload.data(), std::min(dst.size(), big_payload.size()));
+    return Status();
+  };
+  streams.push = [&](uint32_t stream, std::span<const std::byte> src) -> Status {
+    calls.emplace_back(stream, src.size());
+    if (stream == s_big_out) pushed.assign(src.begin(), src.end());
+    return Status();
+  };
+  REQUIRE(engine->run(0, streams).ok());
+  const std::vector<std::pair<uint32_t, size_t>> want = {
+      {s_big_in, 30 * 4}, {s_labels, 7 * 4}, {s_scalar, 4}, {s_big_out, 30 * 4}};
+  CHECK(calls == want);
+  CHECK(pushed == big_payload);
+}
+
+TEST_CASE("engine: a stream-out without a push callback is skipped; a stream-in without pull fails") {
+  Tiny t;
+  auto* out_only = t.b.program("out_only");
+  stream_out(out_only, t.out_y, t.y);
+  auto* in = t.b.program("in");
+  stream_in(in, t.in, t.x);
+  auto engine = load(t.b.exe());
+  HostStreams none;
+  CHECK(engine->run(0, none).ok());
+  Status s = engine->run(1, none);
+  CHECK(s.code() == StatusCode::kFailedPrecondition);
+  CHECK(s.message().find("stream 0") != std::string::npos);
+}
+
+TEST_CASE("engine: Copy moves whole tensors, including across shapes of equal size") {
+  Builder b;
+  const std::vector<float> init = {1, -2, 3, -4, 5, -6};
+  const uint32_t src = b.tensor("src", fmt::FLOAT32, {2, 3}, init);
+  const uint32_t dst = b.tensor("dst", fmt::FLOAT32, {2, 3});
+  const uint32_t flat = b.tensor("flat", fmt::FLOAT32, {6}, std::vector<float>(6, 9.0f));
+  const uint32_t out = b.stream("out", Stream::DEVICE_TO_HOST, dst);
+  auto* seq = b.program("copy");
+  stream_out(seq, out, dst);
+  copy(seq, src, dst);
+  stream_out(seq, out, dst);
+  copy(seq, flat, src);
+  copy(seq, src, flat);  // flat keeps 9s: src was overwritten with them first
+  auto engine = load(b.exe());
+  Recorder rec;
+  HostStreams streams = rec.streams();
+  REQUIRE(engine->run(0, streams).ok());
+  REQUIRE(rec.events.size() == 2);
+  CHECK(rec.events[0].data == std::vector<float>(6, 0.0f));
+  CHECK(rec.events[1].data == init);
+  CHECK(floats(engine->tensor_bytes(src)) == std::vector<float>(6, 9.0f));
+  CHECK(floats(engine->tensor_bytes(flat)) == std::vector<float>(6, 9.0f));
+  CHECK(floats(engine->tensor_bytes(dst)) == init);
+}
+
+TEST_CASE("engine: an error from a pull callback propagates and stops the program") {
+  Tiny t;
+  auto* seq = t.b.program("train");
+  auto* body = repeat(seq, 10);
+  stream_in(body, t.in, t.x);
+  execute(body, t.relu_cs);
+  stream_out(body, t.out_y, t.y);
+  stream_out(seq, t.out_z, t.z);
+  auto engine = load(t.b.exe());
+
+  int pulls = 0, pushes = 0;
+  HostStreams streams;
+  streams.pull = [&](uint32_t, std::span<std::byte> dst) -> Status {
+    if (++pulls == 3) return ipu::io_error("features.npy: read failed");
+    std::vector<float> ones(dst.size() / sizeof(float), 1.0f);
+    std::memcpy(dst.data(), ones.data(), dst.size());
+    return Status();
+  };
+  streams.push = [&](uint32_t, std::span<const std::byte>) -> Status {
+    ++pushes;
+    return Status();
+  };
+  Status s = engine->run(0, streams);
+  CHECK(s.code() == StatusCode::kIoError);
+  CHECK(s.message() == "features.npy: read failed");
+  CHECK(pulls == 3);
+  CHECK(pushes == 2);  // the failing iteration pushes nothing, and the final stream-out never runs
+
+  SUBCASE("so does an error from a push callback") {
+    pulls = pushes = 0;
+    streams.pull = [&](uint32_t, std::span<std::byte>) -> Status {
+      ++pulls;
+      return Status();
+    };
+    streams.push = [&](uint32_t, std::span<const std::byte>) -> Status {
+      return ++pushes == 2 ? ipu::resource_exhausted("host buffer full") : Status();
+    };
+    Status p = engine->run(0, streams);
+    CHECK(p.code() == StatusCode::kResourceExhausted);
+    CHECK(p.message() == "host buffer full");
+    CHECK(pulls == 2);
+    CHECK(pushes == 2);
+  }
+}
+
+// A workload big enough to run in parallel: a 64x48 by 48x40 matmul in 40 blocks, a softmax of
+// its rows in 64 vertices and a tanh in 80, each compute set well above the engine's
+// parallelism threshold.
+Executable parallel_workload() {
+  Builder b(16);
+  const int64_t M = 64, K = 48, N = 40;
+  std::vector<float> a(M * K), w(K * N);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11f * static_cast<float>(i)) * 0.3f;
+  const uint32_t ta = b.tensor("a", fmt::FLOAT32, {M, K}, a);
+  const uint32_t tw = b.tensor("w", fmt::FLOAT32, {K, N}, w);
+  const uint32_t tc = b.tensor("c", fmt::FLOAT32, {M, N});
+  const uint32_t ts = b.tensor("s", fmt::FLOAT32, {M, N});
+  const uint32_t tt = b.tensor("t", fmt::FLOAT32, {M, N});
+  const uint32_t out = b.stream("out", Stream::DEVICE_TO_HOST, ts);
+  const uint32_t in = b.stream("in", Stream::HOST_TO_DEVICE, ta);
+  const uint32_t mm = b.compute_set("matmul");
+  uint32_t tile = 0;
+  for (int64_t r = 0; r < M; r += 8) {
+    for (int64_t c = 0; c < N; c += 8) {
+      b.vertex(mm, fmt::Codelet::kMatMul, {ta, tw, tc}, {M, N, K, 0, 0, r, r + 8, c, c + 8, 0}, {}, 3000, tile++);
+    }
+  }
+  const uint32_t sm = b.compute_set("softmax");
+  for (int64_t r = 0; r < M; ++r) b.vertex(sm, fmt::Codelet::kSoftmax, {tc, ts}, {M, N, r, r + 1}, {}, 1000, tile++);
+  const uint32_t th = b.compute_set("tanh");
+  for (int64_t i = 0; i < 80; ++i) {
+    b.vertex(th, fmt::Codelet::kActivation, {tc, tt}, {2, i * 32, (i + 1) * 32}, {}, 500, tile++);
+  }
+  auto* seq = b.program("run");
+  auto* body = repeat(seq, 3);
+  execute(body, mm);
+  execute(body, sm);
+  execute(body, th);
+  stream_out(body, out, ts);
+  stream_in(body, in, ta);  // the next iteration multiplies a perturbed input
+  return b.exe();
+}
+
+std::vector<std::vector<float>> run_workload(int threads) {
+  auto engine = load(parallel_workload(), EngineOptions{threads});
+  std::vector<std::vector<float>> outputs;
+  HostStreams streams;
+  int step = 0;
+  streams.pull = [&](uint32_t, std::span<std::byte> dst) -> Status {
+    std::vector<float> v(dst.size() / sizeof(float));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.01f * static_cast<float>(i) + static_cast<float>(step));
+    ++step;
+    std::memcpy(dst.data(), v.data(), dst.size());
+    return Status();
+  };
+  streams.push = [&](uint32_t, std::span<const std::byte> src) -> Status {
+    outputs.push_back(floats(src));
+    return Status();
+  };
+  REQUIRE(engine->run(0, streams).ok());
+  outputs.push_back(floats(engine->tensor_bytes(*engine->find_tensor("c"))));
+  outputs.push_back(floats(engine->tensor_bytes(*engine->find_tensor("t"))));
+  return outputs;
+}
+
+bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) return false;
+  }
+  return true;
+}
+
+TEST_CASE("engine: results are bitwise identical with 1 and 2 threads") {
+  const auto one = run_workload(1);
+  REQUIRE(one.size() == 5);
+  // Sanity: the softmax rows sum to one and the matmul is right at one spot.
+  for (size_t r = 0; r < 64; ++r) {
+    double sum = 0;
+    for (size_t c = 0; c < 40; ++c) sum += one[0][r * 40 + c];
+    CHECK(std::abs(sum - 1.0) < 1e-4);
+  }
+  {
+    // The first iteration's softmax of row 0, against a double-precision reference of a . w.
+    const Executable exe = parallel_workload();
+    const std::string& abytes = exe.tensors(0).initial_value();
+    const std::string& wbytes = exe.tensors(1).initial_value();
+    std::vector<float> a(abytes.size() / 4), w(wbytes.size() / 4);
+    std::memcpy(a.data(), abytes.data(), abytes.size());
+    std::memcpy(w.data(), wbytes.data(), wbytes.size());
+    std::vector<double> row(40);
+    double max = -1e300, sum = 0;
+    for (size_t c = 0; c < 40; ++c) {
+      for (size_t k = 0; k < 48; ++k) row[c] += static_cast<double>(a[k]) * w[k * 40 + c];
+      max = std::max(max, row[c]);
+    }
+    for (double v : row) sum += std::exp(v - max);
+    for (size_t c = 0; c < 40; ++c) CHECK(std::abs(one[0][c] - std::exp(row[c] - max) / sum) < 1e-5);
+    CHECK(one[3].size() == 64 * 40);
+  }
+  for (int threads : {2, 0}) {
+    CAPTURE(threads);
+    for (int attempt = 0; attempt < 3; ++attempt) CHECK(bitwise_equal(run_workload(threads), one));
+  }
+}
+
+}  // namespace
