@@ -11,6 +11,8 @@
 
 #include "runtime/data/idx.h"
 
+#include "tests/unit/test_temp_dir.h"
+
 namespace {
 
 using ipu::StatusCode;
@@ -18,25 +20,7 @@ using ipu::data::Dataset;
 using ipu::data::load_mnist_idx;
 using ipu::data::read_idx_ubyte;
 
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ipu_idx_test_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(m_path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string path() const { return m_path; }
-  std::string file(const std::string& name) const { return m_path + "/" + name; }
-
-private:
-  std::string m_path;
-};
+using ipu::testing::TempDir;
 
 void put_be32(std::string& out, uint32_t v) {
   out += static_cast<char>(v >> 24);

@@ -12,6 +12,8 @@
 
 #include "runtime/data/npy.h"
 
+#include "tests/unit/test_temp_dir.h"
+
 namespace {
 
 using ipu::StatusCode;
@@ -22,24 +24,7 @@ using ipu::data::parse_npy;
 using ipu::data::read_npy;
 using ipu::data::write_npy;
 
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ipu_npy_test_XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    m_path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(m_path, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return m_path + "/" + name; }
-
-private:
-  std::string m_path;
-};
+using ipu::testing::TempDir;
 
 void write_plain(const std::string& path, const std::string& content) {
   std::ofstream f(path, std::ios::binary);
