@@ -30,6 +30,9 @@ struct CompileFlags {
   uint64_t bytes_per_tile = 0;
   uint32_t batch_size = 32;
   uint32_t steps_per_execution = 1;
+  uint32_t gradient_accumulation = 1;
+  uint32_t replicas = 1;
+  uint32_t num_ipus = 16;
   std::string mode = "train";
   float learning_rate = 0;
   float momentum = -1;
@@ -61,6 +64,9 @@ compiler::CompileOptions to_options(const CompileFlags& f) {
   if (f.bytes_per_tile) o.bytes_per_tile = f.bytes_per_tile;
   o.batch_size = f.batch_size;
   o.steps_per_execution = f.steps_per_execution;
+  o.gradient_accumulation = f.gradient_accumulation;
+  o.replicas = f.replicas;
+  o.num_ipus = f.num_ipus;
   o.mode = f.mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
   if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
   if (f.momentum >= 0) o.momentum = f.momentum;
@@ -231,8 +237,16 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("--bytes-per-tile", flags->bytes_per_tile, "Override the memory per tile")
       ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32));
   cmd->add_option("--batch-size", flags->batch_size, "Micro-batch size")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--steps-per-execution", flags->steps_per_execution, "Steps per on-device loop")
+  cmd->add_option("--steps-per-execution", flags->steps_per_execution,
+                  "Micro-batch steps per on-device loop (a multiple of --gradient-accumulation)")
       ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--gradient-accumulation", flags->gradient_accumulation,
+                  "Micro-batches whose gradients are averaged into one weight update")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--replicas", flags->replicas, "Data-parallel replicas (mean all-reduce of gradients)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--num-ipus", flags->num_ipus, "IPUs of the target machine (default 16, an IPU-POD16)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--mode", flags->mode, "train or infer")->check(CLI::IsMember({"train", "infer"}));
   cmd->add_option("--learning-rate", flags->learning_rate, "SGD learning rate (overrides the spec)")
       ->check(CLI::PositiveNumber);

@@ -28,6 +28,17 @@ Status validate_options(const CompileOptions& o) {
   if (o.steps_per_execution == 0 || o.steps_per_execution > (1u << 24)) {
     return invalid_argument("--steps-per-execution must be in [1, 16777216]");
   }
+  if (o.gradient_accumulation == 0 || o.replicas == 0) {
+    return invalid_argument("--gradient-accumulation and --replicas must be at least 1");
+  }
+  if (o.steps_per_execution % o.gradient_accumulation != 0) {
+    return invalid_argument("--steps-per-execution " + std::to_string(o.steps_per_execution) +
+                            " is not a multiple of --gradient-accumulation " + std::to_string(o.gradient_accumulation) +
+                            ": an execution must end on a weight update");
+  }
+  if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
+    return invalid_argument("--gradient-accumulation applies to training only (--mode infer)");
+  }
   if (o.learning_rate && !(*o.learning_rate > 0)) return invalid_argument("--learning-rate must be positive");
   if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return invalid_argument("--momentum must be in [0, 1)");
   return Status();
@@ -42,6 +53,9 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOp
       {"bytes_per_tile", o.bytes_per_tile ? std::to_string(*o.bytes_per_tile) : "preset"},
       {"batch_size", std::to_string(o.batch_size)},
       {"steps_per_execution", std::to_string(o.steps_per_execution)},
+      {"gradient_accumulation", std::to_string(o.gradient_accumulation)},
+      {"replicas", std::to_string(o.replicas)},
+      {"num_ipus", std::to_string(o.num_ipus)},
       {"mode", o.mode == Mode::kTrain ? "train" : "infer"},
       {"learning_rate", o.learning_rate ? float_key(*o.learning_rate) : "spec"},
       {"momentum", o.momentum ? float_key(*o.momentum) : "spec"},
@@ -55,7 +69,8 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOp
 StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options) {
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
-  IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile, std::nullopt));
+  IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile));
+  if (options.num_ipus == 0 || options.num_ipus > 1024) return invalid_argument("--num-ipus must be in [1, 1024]");
 
   CompileResult result;
   auto start = std::chrono::steady_clock::now();
@@ -67,17 +82,28 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   result.timings.frontend_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
-  lowering::GraphInterface io{forward.features, forward.scores, std::nullopt};
+  // Until stages get IPUs of their own, a replica uses one IPU.
+  const uint32_t ipus_needed = options.replicas;
+  if (ipus_needed > options.num_ipus) {
+    return invalid_argument(options.model_path + ": " + std::to_string(options.replicas) + " replica(s) need " +
+                            std::to_string(ipus_needed) + " IPUs, the target has " + std::to_string(options.num_ipus) +
+                            " (--num-ipus)");
+  }
+  target.num_ipus = ipus_needed / options.replicas;  // the lowering plans one replica
+  lowering::GraphInterface io{forward.features, forward.scores, std::nullopt, {}};
   if (options.mode == Mode::kTrain) {
     IPU_ASSIGN_OR_RETURN(passes::LossValues loss, passes::add_loss(forward.graph, forward.scores, spec.loss));
-    IPU_RETURN_IF_ERROR(passes::add_gradients_and_updates(forward.graph, loss.loss, spec.optimizer));
+    IPU_ASSIGN_OR_RETURN(io.accumulators,
+                         passes::add_gradients_and_updates(forward.graph, loss.loss, spec.optimizer,
+                                                           {options.gradient_accumulation, options.replicas}));
     io.loss = loss;
   }
   result.timings.passes_seconds = seconds_since(start);
   result.ir_text = forward.graph.to_string();
 
   start = std::chrono::steady_clock::now();
-  lowering::LoweringOptions lowering_options{options.batch_size, options.steps_per_execution};
+  lowering::LoweringOptions lowering_options{options.batch_size, options.steps_per_execution,
+                                             options.gradient_accumulation, options.replicas};
   auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options);
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
   result.timings.lowering_seconds = seconds_since(start);
@@ -92,8 +118,8 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);
   format::PipelineInfo* pipeline = exe.mutable_pipeline();
   pipeline->set_num_stages(static_cast<uint32_t>(spec.num_stages));
-  pipeline->set_gradient_accumulation(1);
-  pipeline->set_replicas(1);
+  pipeline->set_gradient_accumulation(options.gradient_accumulation);
+  pipeline->set_replicas(options.replicas);
   return result;
 }
 

@@ -20,7 +20,10 @@ struct CompileOptions {
   std::optional<uint32_t> tiles_per_ipu;
   std::optional<uint64_t> bytes_per_tile;
   uint32_t batch_size = 32;
-  uint32_t steps_per_execution = 1;
+  uint32_t steps_per_execution = 1;  // micro-batch steps per execution
+  uint32_t gradient_accumulation = 1;  // micro-batches per weight update
+  uint32_t replicas = 1;
+  uint32_t num_ipus = 16;  // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
   std::optional<float> learning_rate;  // overrides the spec's optimizer
   std::optional<float> momentum;

@@ -20,7 +20,7 @@ enum class OpKind {
 };
 const char* op_kind_name(OpKind kind);
 
-enum class Role { kInput, kLabel, kWeight, kOptimizerState, kActivation, kGradient, kLoss, kMetric };
+enum class Role { kInput, kLabel, kWeight, kOptimizerState, kActivation, kGradient, kLoss, kMetric, kAccumulator };
 
 // Which part of a step an op belongs to: predict runs kForward, evaluate adds kLoss, train runs
 // all four.
@@ -51,6 +51,8 @@ struct OpAttrs {
   int activation = 0;          // format::ActivationKind for ActivationGrad
   float learning_rate = 0.0f;
   float momentum = 0.0f;
+  float gradient_scale = 1.0f;  // SgdUpdate: the gradient is multiplied by this first
+  bool clear_gradient = false;  // SgdUpdate: the gradient is an accumulator, zeroed after use
   std::vector<int64_t> shape;  // Reshape target
 };
 

@@ -63,5 +63,6 @@ const OpDef& sparse_cross_entropy_grad_op();
 const OpDef& count_correct_op();
 const OpDef& column_sum_op();
 const OpDef& sgd_update_op();
+const OpDef& accumulate_grad_op();
 
 }  // namespace ipu::ir

@@ -18,6 +18,7 @@ format::TensorRole to_format(ir::Role role) {
     case ir::Role::kGradient: return format::GRADIENT;
     case ir::Role::kLoss: return format::LOSS;
     case ir::Role::kMetric: return format::METRIC;
+    case ir::Role::kAccumulator: return format::ACCUMULATOR;
   }
   return format::ROLE_UNSPECIFIED;
 }

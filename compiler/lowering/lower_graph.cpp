@@ -49,7 +49,8 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
 
 class ProgramBuilder {
  public:
-  explicit ProgramBuilder(format::Executable& exe) : m_exe(exe) {}
+  ProgramBuilder(format::Executable& exe, const target::TargetSpec& target, uint32_t replicas)
+      : m_exe(exe), m_target(target), m_replicas(replicas) {}
 
   uint32_t stream(const std::string& name, format::Stream::Direction direction, const format::Tensor& like) {
     format::Stream* s = m_exe.add_streams();
@@ -74,37 +75,68 @@ class ProgramBuilder {
     for (uint32_t cs : sets) seq.add_steps()->set_execute(cs);
   }
 
-  // Adds a program; a step program is wrapped in Repeat(steps_per_execution) and its cycles are
-  // estimated from its compute sets and host transfers.
-  void add(const std::string& name, format::Sequence body, uint64_t repeat, const target::TargetSpec& target) {
+  static format::Program repeat(uint64_t count, format::Sequence body) {
+    format::Program p;
+    p.mutable_repeat()->set_count(count);
+    *p.mutable_repeat()->mutable_body()->mutable_sequence() = std::move(body);
+    return p;
+  }
+  static format::Program sequence(format::Sequence body) {
+    format::Program p;
+    *p.mutable_sequence() = std::move(body);
+    return p;
+  }
+
+  // Adds a program whose estimated cycles, divided by `steps` (the micro-batch steps it runs),
+  // give its cycles per step.
+  void add(const std::string& name, format::Program program, uint64_t steps) {
     format::NamedProgram* p = m_exe.add_programs();
     p->set_name(name);
-    p->set_cycles_per_step(estimate_cycles(body, target));
-    if (repeat > 0) {
-      format::Repeat* r = p->mutable_program()->mutable_repeat();
-      r->set_count(repeat);
-      *r->mutable_body()->mutable_sequence() = std::move(body);
-    } else {
-      *p->mutable_program()->mutable_sequence() = std::move(body);
-    }
+    p->set_cycles_per_step(static_cast<uint64_t>(estimate_cycles(program) / static_cast<double>(steps)));
+    *p->mutable_program() = std::move(program);
   }
 
  private:
-  uint64_t estimate_cycles(const format::Sequence& body, const target::TargetSpec& target) const {
-    double cycles = 0;
-    for (const format::Program& step : body.steps()) {
-      if (step.has_execute()) cycles += static_cast<double>(m_exe.compute_sets(static_cast<int>(step.execute())).cycles());
-      const format::StreamTransfer* st = step.has_stream_in() ? &step.stream_in() : step.has_stream_out() ? &step.stream_out() : nullptr;
-      if (st != nullptr) {
-        const format::Tensor& t = m_exe.tensors(static_cast<int>(st->tensor()));
-        cycles += static_cast<double>(format::element_count(t) * format::dtype_size(t.dtype())) /
-                  target.cycles.host_bytes_per_cycle;
-      }
+  double transfer_cycles(const format::StreamTransfer& st) const {
+    const format::Tensor& t = m_exe.tensors(static_cast<int>(st.tensor()));
+    return static_cast<double>(format::element_count(t) * format::dtype_size(t.dtype())) /
+           m_target.cycles.host_bytes_per_cycle;
+  }
+
+  // A ring all-reduce moves 2(R−1)/R of each tensor over the IPU links.
+  double all_reduce_cycles(const format::AllReduce& all_reduce) const {
+    if (m_replicas <= 1) return 0;
+    double bytes = 0;
+    for (uint32_t t : all_reduce.tensors()) {
+      bytes += static_cast<double>(format::element_count(m_exe.tensors(static_cast<int>(t))) * sizeof(float));
     }
-    return static_cast<uint64_t>(cycles);
+    const double r = m_replicas;
+    return m_target.cycles.sync_cycles + bytes * 2.0 * (r - 1.0) / r / m_target.cycles.ipu_link_bytes_per_cycle;
+  }
+
+  double estimate_cycles(const format::Program& program) const {
+    switch (program.kind_case()) {
+      case format::Program::kSequence: {
+        double cycles = 0;
+        for (const auto& step : program.sequence().steps()) cycles += estimate_cycles(step);
+        return cycles;
+      }
+      case format::Program::kExecute:
+        return static_cast<double>(m_exe.compute_sets(static_cast<int>(program.execute())).cycles());
+      case format::Program::kRepeat:
+        return static_cast<double>(program.repeat().count()) * estimate_cycles(program.repeat().body());
+      case format::Program::kStreamIn: return transfer_cycles(program.stream_in());
+      case format::Program::kStreamOut: return transfer_cycles(program.stream_out());
+      case format::Program::kAllReduce: return all_reduce_cycles(program.all_reduce());
+      case format::Program::kCopy:
+      case format::Program::KIND_NOT_SET: return 0;
+    }
+    return 0;
   }
 
   format::Executable& m_exe;
+  const target::TargetSpec& m_target;
+  uint32_t m_replicas;
 };
 
 }  // namespace
@@ -114,6 +146,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   LoweringResult result;
   format::Executable& exe = result.executable;
   *exe.mutable_target() = target.to_format();
+  exe.mutable_target()->set_num_ipus(target.num_ipus * options.replicas);
   exe.set_batch_size(options.batch_size);
   exe.set_steps_per_execution(options.steps_per_execution);
 
@@ -137,7 +170,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     if (exe.tensors(static_cast<int>(t)).mapping_size() == 0) ctx.map_linearly(v.id);
   }
 
-  ProgramBuilder programs(exe);
+  ProgramBuilder programs(exe, target, options.replicas);
   const uint32_t features = ctx.tensor(io.features), scores = ctx.tensor(io.scores);
   const uint32_t features_stream = programs.stream("features", format::Stream::HOST_TO_DEVICE, exe.tensors(static_cast<int>(features)));
 
@@ -150,7 +183,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     ProgramBuilder::stream_in(to_device, programs.stream("to_device:" + v.name, format::Stream::HOST_TO_DEVICE, tensor), t);
     ProgramBuilder::stream_out(to_host, programs.stream("to_host:" + v.name, format::Stream::DEVICE_TO_HOST, tensor), t);
   }
-  programs.add("weights_from_host", std::move(to_device), 0, target);
+  programs.add("weights_from_host", ProgramBuilder::sequence(std::move(to_device)), 1);
 
   std::vector<uint32_t> order = forward;
   if (train) {
@@ -159,19 +192,30 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     const uint32_t labels_stream = programs.stream("labels", format::Stream::HOST_TO_DEVICE, exe.tensors(static_cast<int>(labels)));
     const uint32_t loss_stream = programs.stream("loss", format::Stream::DEVICE_TO_HOST, exe.tensors(static_cast<int>(loss_t)));
     const uint32_t correct_stream = programs.stream("correct", format::Stream::DEVICE_TO_HOST, exe.tensors(static_cast<int>(correct)));
+    const uint64_t S = options.steps_per_execution, K = options.micro_batches;
     for (bool training_step : {true, false}) {
       format::Sequence step;
       ProgramBuilder::stream_in(step, features_stream, features);
       ProgramBuilder::stream_in(step, labels_stream, labels);
       ProgramBuilder::execute(step, forward);
       ProgramBuilder::execute(step, loss);
-      if (training_step) {
-        ProgramBuilder::execute(step, backward);
-        ProgramBuilder::execute(step, update);
-      }
+      if (training_step) ProgramBuilder::execute(step, backward);
+      if (training_step && io.accumulators.empty()) ProgramBuilder::execute(step, update);
       ProgramBuilder::stream_out(step, loss_stream, loss_t);
       ProgramBuilder::stream_out(step, correct_stream, correct);
-      programs.add(training_step ? "train" : "evaluate", std::move(step), options.steps_per_execution, target);
+      if (!training_step || io.accumulators.empty()) {
+        programs.add(training_step ? "train" : "evaluate", ProgramBuilder::repeat(S, std::move(step)), S);
+        continue;
+      }
+      // K micro-batches accumulate gradients; replicas average them; then one update.
+      format::Sequence update_step;
+      *update_step.add_steps() = ProgramBuilder::repeat(K, std::move(step));
+      if (options.replicas > 1) {
+        format::AllReduce* all_reduce = update_step.add_steps()->mutable_all_reduce();
+        for (int acc : io.accumulators) all_reduce->add_tensors(ctx.tensor(acc));
+      }
+      ProgramBuilder::execute(update_step, update);
+      programs.add("train", ProgramBuilder::repeat(S / K, std::move(update_step)), S);
     }
     order.insert(order.end(), loss.begin(), loss.end());
     order.insert(order.end(), backward.begin(), backward.end());
@@ -182,9 +226,9 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     ProgramBuilder::stream_in(step, features_stream, features);
     ProgramBuilder::execute(step, forward);
     ProgramBuilder::stream_out(step, programs.stream("predictions", format::Stream::DEVICE_TO_HOST, exe.tensors(static_cast<int>(scores))), scores);
-    programs.add("predict", std::move(step), options.steps_per_execution, target);
+    programs.add("predict", ProgramBuilder::repeat(options.steps_per_execution, std::move(step)), options.steps_per_execution);
   }
-  programs.add("weights_to_host", std::move(to_host), 0, target);
+  programs.add("weights_to_host", ProgramBuilder::sequence(std::move(to_host)), 1);
 
   result.memory = passes::plan_memory(exe, order, ctx.records(), target);
   if (!result.memory.overflowing.empty()) {

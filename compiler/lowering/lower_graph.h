@@ -17,11 +17,14 @@ struct GraphInterface {
   int features = -1;                   // input value fed by the "features" infeed
   int scores = -1;                     // model output, streamed out by predict
   std::optional<passes::LossValues> loss;  // present when the graph trains
+  std::vector<int> accumulators;           // gradient accumulators, all-reduced across replicas
 };
 
 struct LoweringOptions {
   uint32_t batch_size = 1;
-  uint32_t steps_per_execution = 1;
+  uint32_t steps_per_execution = 1;  // micro-batch steps per execution, a multiple of micro_batches
+  uint32_t micro_batches = 1;        // gradient accumulation steps per weight update
+  uint32_t replicas = 1;
 };
 
 struct LoweringResult {

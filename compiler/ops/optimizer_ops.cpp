@@ -1,4 +1,5 @@
-// ColumnSum (bias gradients) and SgdUpdate (Keras SGD with momentum, in place).
+// ColumnSum (bias gradients), AccumulateGrad (gradient accumulation) and SgdUpdate (Keras SGD
+// with momentum, in place).
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
 
@@ -51,8 +52,8 @@ Status lower_sgd_update(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kSgdMomentum;
     v.operands = operands;
-    v.params = {begin, end};
-    v.fparams = {op.attrs.learning_rate, op.attrs.momentum};
+    v.params = {begin, end, op.attrs.clear_gradient ? 1 : 0};
+    v.fparams = {op.attrs.learning_rate, op.attrs.momentum, op.attrs.gradient_scale};
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     for (uint32_t t : v.operands) v.reads.push_back(lowering::flat_region(t, begin, end));
     ctx.emit(tile, std::move(v));
@@ -60,7 +61,36 @@ Status lower_sgd_update(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
+// Inputs: accumulator, gradient. Adds the gradient into the accumulator in place; no outputs.
+Status infer_accumulate_grad(const Graph& g, const Op& op, std::vector<TensorType>&) {
+  if (g.value(op.inputs[0]).type.shape != g.value(op.inputs[1]).type.shape) {
+    return invalid_argument("accumulator and gradient shapes differ");
+  }
+  return Status();
+}
+
+Status lower_accumulate_grad(LowerContext& ctx, const Op& op) {
+  const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
+  const uint32_t acc = ctx.tensor(op.inputs[0]), grad = ctx.tensor(op.inputs[1]);
+  const double per_element = 1.0 / ctx.target().cycles.vector_flops_per_cycle;
+  lowering::lower_split(ctx, n, per_element, 8.0, [&](uint32_t tile, int64_t begin, int64_t end) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kAccumulate;
+    v.operands = {acc, grad};
+    v.params = {begin, end};
+    v.compute_cycles = per_element * static_cast<double>(end - begin);
+    v.reads = {lowering::flat_region(acc, begin, end), lowering::flat_region(grad, begin, end)};
+    ctx.emit(tile, std::move(v));
+  });
+  return Status();
+}
+
 }  // namespace
+
+const OpDef& accumulate_grad_op() {
+  static const OpDef def{OpKind::kAccumulateGrad, 2, infer_accumulate_grad, nullptr, lower_accumulate_grad};
+  return def;
+}
 
 const OpDef& column_sum_op() {
   static const OpDef def{OpKind::kColumnSum, 1, infer_column_sum, nullptr, lower_column_sum};

@@ -26,7 +26,8 @@ StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& co
   return out;
 }
 
-Status add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConfig& config) {
+StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConfig& config,
+                                                     const AccumulationConfig& accumulation) {
   // A value needs a gradient when it depends on a weight; data inputs and labels do not.
   std::vector<bool> needs(graph.values().size(), false);
   for (int w : graph.values_with_role(ir::Role::kWeight)) needs[static_cast<size_t>(w)] = true;
@@ -48,10 +49,27 @@ Status add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConf
     IPU_RETURN_IF_ERROR(def.gradient(context, op));
   }
 
+  std::vector<int> accumulators;
   for (int w : graph.values_with_role(ir::Role::kWeight)) {
-    const int gradient = context.gradient_of(w);
+    int gradient = context.gradient_of(w);
     if (gradient < 0) continue;  // a weight the loss does not depend on stays as it is
     const ir::Value weight = graph.value(w);
+    ir::OpAttrs attrs;
+    attrs.learning_rate = config.learning_rate;
+    attrs.momentum = config.momentum;
+    if (accumulation.enabled()) {
+      const int acc = graph.add_value(weight.name + "/accumulator", weight.type, ir::Role::kAccumulator);
+      graph.value(acc).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
+      graph.value(acc).stage = weight.stage;
+      IPU_RETURN_IF_ERROR(graph.add_op(ir::OpKind::kAccumulateGrad, weight.name + "/accumulate", {acc, gradient}, {},
+                                       ir::Phase::kBackward, weight.stage)
+                              .status());
+      accumulators.push_back(acc);
+      gradient = acc;
+      // Replicas average their accumulators before the update; the update averages the micro-batches.
+      attrs.gradient_scale = 1.0f / static_cast<float>(accumulation.micro_batches);
+      attrs.clear_gradient = true;
+    }
     std::vector<int> inputs = {w, gradient};
     if (config.momentum != 0.0f) {
       int velocity = graph.add_value(weight.name + "/momentum", weight.type, ir::Role::kOptimizerState);
@@ -59,14 +77,11 @@ Status add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConf
       graph.value(velocity).stage = weight.stage;
       inputs.push_back(velocity);
     }
-    ir::OpAttrs attrs;
-    attrs.learning_rate = config.learning_rate;
-    attrs.momentum = config.momentum;
     IPU_RETURN_IF_ERROR(
         graph.add_op(ir::OpKind::kSgdUpdate, weight.name + "/update", inputs, attrs, ir::Phase::kUpdate, weight.stage)
             .status());
   }
-  return Status();
+  return accumulators;
 }
 
 }  // namespace ipu::passes

@@ -24,8 +24,19 @@ struct LossValues {
 // Adds the labels input, SparseCrossEntropy on `scores` ([batch, classes]) and CountCorrect.
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config);
 
+struct AccumulationConfig {
+  uint32_t micro_batches = 1;  // gradient accumulation steps per weight update
+  uint32_t replicas = 1;
+  // Gradients go through accumulators (summed over micro-batches, all-reduced over replicas)
+  // whenever an update sees more than one micro-batch's gradient.
+  bool enabled() const { return micro_batches > 1 || replicas > 1; }
+};
+
 // Differentiates `loss` with respect to every weight and appends one SGD update per weight
-// (with a velocity state per weight when momentum is non-zero).
-Status add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConfig& config);
+// (with a velocity state per weight when momentum is non-zero). With accumulation, each
+// gradient is added into an accumulator in the backward phase, and the update applies the mean
+// over the micro-batches and clears it. Returns the accumulators (empty without accumulation).
+StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConfig& config,
+                                                     const AccumulationConfig& accumulation);
 
 }  // namespace ipu::passes

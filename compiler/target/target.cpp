@@ -35,8 +35,7 @@ StatusOr<TargetSpec> target_preset(const std::string& arch) {
   return invalid_argument("unknown --arch '" + arch + "' (expected mk2 or mk1)");
 }
 
-Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu, std::optional<uint64_t> bytes_per_tile,
-                       std::optional<uint32_t> num_ipus) {
+Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu, std::optional<uint64_t> bytes_per_tile) {
   if (tiles_per_ipu) {
     if (*tiles_per_ipu == 0 || *tiles_per_ipu > 65536) return invalid_argument("--tiles-per-ipu must be in [1, 65536]");
     target.tiles_per_ipu = *tiles_per_ipu;
@@ -44,10 +43,6 @@ Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu
   if (bytes_per_tile) {
     if (*bytes_per_tile < 1024) return invalid_argument("--bytes-per-tile must be at least 1024");
     target.bytes_per_tile = *bytes_per_tile;
-  }
-  if (num_ipus) {
-    if (*num_ipus == 0 || *num_ipus > 1024) return invalid_argument("--num-ipus must be in [1, 1024]");
-    target.num_ipus = *num_ipus;
   }
   return Status();
 }

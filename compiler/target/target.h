@@ -23,6 +23,7 @@ struct CycleModel {
   double exchange_bytes_per_cycle = 8;   // per tile, received over the exchange
   double sync_cycles = 150;              // one BSP sync across the IPU
   double host_bytes_per_cycle = 12;      // host link bandwidth in bytes per IPU cycle
+  double ipu_link_bytes_per_cycle = 48;  // IPU-Link: 64 GB/s between IPUs at 1.33 GHz
   uint64_t vertex_state_bytes = 32;      // tile memory per vertex descriptor
   uint64_t codelet_code_bytes = 1024;    // tile memory per distinct codelet used on a tile
 };
@@ -45,7 +46,6 @@ StatusOr<TargetSpec> target_preset(const std::string& arch);
 
 // Applies explicit overrides (for small test targets); validates ranges. The arch keeps the
 // preset's name: its cycle parameters still apply.
-Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu, std::optional<uint64_t> bytes_per_tile,
-                       std::optional<uint32_t> num_ipus);
+Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu, std::optional<uint64_t> bytes_per_tile);
 
 }  // namespace ipu::target

@@ -58,13 +58,18 @@ void coalesce(PreparedComputeSet& cs, uint64_t task_cycles) {
 
 struct Engine::Impl {
   format::Executable executable;
-  std::vector<Buffer> buffers;
-  std::vector<size_t> sizes;
+  uint32_t replicas = 1;
+  std::vector<Buffer> buffers;  // [replica * tensors + tensor]
+  std::vector<size_t> sizes;    // per tensor
   std::vector<PreparedComputeSet> compute_sets;
   tbb::task_arena arena;
 
   Status run_program(const format::Program& program, HostStreams& streams);
   void run_compute_set(const PreparedComputeSet& cs);
+  void all_reduce_mean(uint32_t tensor);
+  std::byte* buffer(uint32_t tensor, uint32_t replica) {
+    return buffers[replica * sizes.size() + tensor].get();
+  }
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -85,8 +90,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
 
   // The device's memory lives in host memory: refuse an executable that cannot fit before
   // allocating any of it (a hostile file may declare huge tensors).
+  const uint32_t replicas = format::replica_count(executable);
   uint64_t total_bytes = 0;
   for (const format::Tensor& t : executable.tensors()) total_bytes += format::element_count(t) * format::dtype_size(t.dtype());
+  total_bytes *= replicas;
   const uint64_t host_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE));
   if (total_bytes > host_bytes / 2) {
     return resource_exhausted("the executable's tensors need " + std::to_string(total_bytes) +
@@ -95,42 +102,53 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
 
   auto impl = std::make_unique<Impl>();
   impl->executable = std::move(executable);
+  impl->replicas = replicas;
   const format::Executable& exe = impl->executable;
   if (options.threads > 0) impl->arena.initialize(options.threads);
 
-  for (const format::Tensor& t : exe.tensors()) {
-    size_t bytes = format::element_count(t) * format::dtype_size(t.dtype());
-    size_t rounded = (bytes + 63) / 64 * 64;
-    Buffer buffer(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
-    if (!buffer) return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for tensor '" + t.name() + "'");
-    if (t.initial_value().empty()) {
-      std::memset(buffer.get(), 0, rounded);
-    } else {
-      std::memcpy(buffer.get(), t.initial_value().data(), bytes);
+  for (const format::Tensor& t : exe.tensors()) impl->sizes.push_back(format::element_count(t) * format::dtype_size(t.dtype()));
+  for (uint32_t r = 0; r < replicas; ++r) {
+    for (int i = 0; i < exe.tensors_size(); ++i) {
+      const format::Tensor& t = exe.tensors(i);
+      const size_t bytes = impl->sizes[static_cast<size_t>(i)];
+      const size_t rounded = (bytes + 63) / 64 * 64;
+      Buffer buffer(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
+      if (!buffer) return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for tensor '" + t.name() + "'");
+      if (t.initial_value().empty()) {
+        std::memset(buffer.get(), 0, rounded);
+      } else {
+        std::memcpy(buffer.get(), t.initial_value().data(), bytes);
+      }
+      impl->buffers.push_back(std::move(buffer));
     }
-    impl->buffers.push_back(std::move(buffer));
-    impl->sizes.push_back(bytes);
   }
 
+  // Every replica runs the same plan on its own buffers; one compute set's host tasks are those
+  // of all replicas, so replicas run concurrently.
   for (const format::ComputeSet& cs : exe.compute_sets()) {
-    PreparedComputeSet prepared;
+    PreparedComputeSet all;
     uint64_t cycles = 0;
-    for (const format::Vertex& v : cs.vertices()) {
-      kernels::PreparedVertex pv;
-      pv.num_operands = static_cast<uint32_t>(v.operands_size());
-      for (int i = 0; i < v.operands_size(); ++i) pv.operands[static_cast<size_t>(i)] = impl->buffers[v.operands(i)].get();
-      pv.num_params = static_cast<uint32_t>(v.params_size());
-      std::copy(v.params().begin(), v.params().end(), pv.params.begin());
-      std::copy(v.fparams().begin(), v.fparams().end(), pv.fparams.begin());
-      pv.codelet = v.codelet();
-      pv.cycles = v.cycles();
-      prepared.vertices.push_back(pv);
-      prepared.kernels.push_back(kernels::find_kernel(v.codelet())->run);
-      cycles += v.cycles();
+    for (const format::Vertex& v : cs.vertices()) cycles += v.cycles();
+    for (uint32_t r = 0; r < replicas; ++r) {
+      PreparedComputeSet prepared;
+      for (const format::Vertex& v : cs.vertices()) {
+        kernels::PreparedVertex pv;
+        pv.num_operands = static_cast<uint32_t>(v.operands_size());
+        for (int i = 0; i < v.operands_size(); ++i) pv.operands[static_cast<size_t>(i)] = impl->buffer(v.operands(i), r);
+        pv.num_params = static_cast<uint32_t>(v.params_size());
+        std::copy(v.params().begin(), v.params().end(), pv.params.begin());
+        std::copy(v.fparams().begin(), v.fparams().end(), pv.fparams.begin());
+        pv.codelet = v.codelet();
+        pv.cycles = v.cycles();
+        prepared.vertices.push_back(pv);
+        prepared.kernels.push_back(kernels::find_kernel(v.codelet())->run);
+      }
+      coalesce(prepared, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet));
+      all.vertices.insert(all.vertices.end(), prepared.vertices.begin(), prepared.vertices.end());
+      all.kernels.insert(all.kernels.end(), prepared.kernels.begin(), prepared.kernels.end());
     }
-    coalesce(prepared, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet));
-    prepared.parallel = prepared.vertices.size() > 1 && cycles >= kParallelCycleThreshold;
-    impl->compute_sets.push_back(std::move(prepared));
+    all.parallel = all.vertices.size() > 1 && cycles * replicas >= kParallelCycleThreshold;
+    impl->compute_sets.push_back(std::move(all));
   }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
@@ -158,8 +176,11 @@ std::optional<uint32_t> Engine::find_tensor(const std::string& name) const {
   return std::nullopt;
 }
 
-std::span<std::byte> Engine::tensor_bytes(uint32_t tensor) {
-  return {m_impl->buffers.at(tensor).get(), m_impl->sizes.at(tensor)};
+uint32_t Engine::replicas() const { return m_impl->replicas; }
+
+std::span<std::byte> Engine::tensor_bytes(uint32_t tensor, uint32_t replica) {
+  if (tensor >= m_impl->sizes.size() || replica >= m_impl->replicas) return {};
+  return {m_impl->buffer(tensor, replica), m_impl->sizes[tensor]};
 }
 
 Status Engine::run(uint32_t program, HostStreams& streams) {
@@ -181,6 +202,20 @@ void Engine::Impl::run_compute_set(const PreparedComputeSet& cs) {
   });
 }
 
+// Sums in replica order, so the result is the same on every run and every thread count.
+void Engine::Impl::all_reduce_mean(uint32_t tensor) {
+  if (replicas == 1) return;
+  const size_t n = sizes[tensor] / sizeof(float);
+  float* first = reinterpret_cast<float*>(buffer(tensor, 0));
+  for (uint32_t r = 1; r < replicas; ++r) {
+    const float* other = reinterpret_cast<const float*>(buffer(tensor, r));
+    for (size_t i = 0; i < n; ++i) first[i] += other[i];
+  }
+  const float scale = 1.0f / static_cast<float>(replicas);
+  for (size_t i = 0; i < n; ++i) first[i] *= scale;
+  for (uint32_t r = 1; r < replicas; ++r) std::memcpy(buffer(tensor, r), first, sizes[tensor]);
+}
+
 Status Engine::Impl::run_program(const format::Program& program, HostStreams& streams) {
   switch (program.kind_case()) {
     case format::Program::kSequence:
@@ -190,8 +225,10 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
       run_compute_set(compute_sets[program.execute()]);
       return Status();
     case format::Program::kCopy:
-      std::memcpy(buffers[program.copy().destination()].get(), buffers[program.copy().source()].get(),
-                  sizes[program.copy().source()]);
+      for (uint32_t r = 0; r < replicas; ++r) {
+        std::memcpy(buffer(program.copy().destination(), r), buffer(program.copy().source(), r),
+                    sizes[program.copy().source()]);
+      }
       return Status();
     case format::Program::kRepeat:
       for (uint64_t i = 0; i < program.repeat().count(); ++i) IPU_RETURN_IF_ERROR(run_program(program.repeat().body(), streams));
@@ -199,13 +236,22 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
     case format::Program::kStreamIn: {
       const auto& st = program.stream_in();
       if (!streams.pull) return failed_precondition("program reads stream " + std::to_string(st.stream()) + " but no host feeds it");
-      return streams.pull(st.stream(), {buffers[st.tensor()].get(), sizes[st.tensor()]});
+      for (uint32_t r = 0; r < replicas; ++r) {
+        IPU_RETURN_IF_ERROR(streams.pull(st.stream(), r, {buffer(st.tensor(), r), sizes[st.tensor()]}));
+      }
+      return Status();
     }
     case format::Program::kStreamOut: {
       const auto& st = program.stream_out();
       if (!streams.push) return Status();
-      return streams.push(st.stream(), {buffers[st.tensor()].get(), sizes[st.tensor()]});
+      for (uint32_t r = 0; r < replicas; ++r) {
+        IPU_RETURN_IF_ERROR(streams.push(st.stream(), r, {buffer(st.tensor(), r), sizes[st.tensor()]}));
+      }
+      return Status();
     }
+    case format::Program::kAllReduce:
+      for (uint32_t tensor : program.all_reduce().tensors()) all_reduce_mean(tensor);
+      return Status();
     case format::Program::KIND_NOT_SET:
       break;
   }

@@ -21,16 +21,17 @@ struct EngineOptions {
 };
 
 // Host side of the streams. `pull` fills `destination` for a host-to-device stream; `push`
-// receives one transfer of a device-to-host stream. Both run on the engine's calling thread.
+// receives one transfer of a device-to-host stream. Both run on the engine's calling thread;
+// a transfer node calls them once per replica, replica 0 first.
 struct HostStreams {
-  std::function<Status(uint32_t stream, std::span<std::byte> destination)> pull;
-  std::function<Status(uint32_t stream, std::span<const std::byte> source)> push;
+  std::function<Status(uint32_t stream, uint32_t replica, std::span<std::byte> destination)> pull;
+  std::function<Status(uint32_t stream, uint32_t replica, std::span<const std::byte> source)> push;
 };
 
 class Engine {
  public:
-  // Verifies the executable (structure and every vertex) and allocates device memory,
-  // initialised from the tensors' initial values.
+  // Verifies the executable (structure and every vertex) and allocates device memory for every
+  // replica, initialised from the tensors' initial values.
   static StatusOr<std::unique_ptr<Engine>> create(format::Executable executable, const EngineOptions& options);
   ~Engine();
 
@@ -41,7 +42,8 @@ class Engine {
 
   Status run(uint32_t program, HostStreams& streams);
 
-  std::span<std::byte> tensor_bytes(uint32_t tensor);
+  uint32_t replicas() const;
+  std::span<std::byte> tensor_bytes(uint32_t tensor, uint32_t replica = 0);
 
  private:
   struct Impl;

@@ -37,8 +37,10 @@ Status verify_tensor(const Executable& exe, int index, uint64_t total_tiles) {
   const std::string label = tensor_label(exe, static_cast<uint64_t>(index));
   if (dtype_size(t.dtype()) == 0) return data_loss(label + ": unknown dtype " + std::to_string(t.dtype()));
   IPU_RETURN_IF_ERROR(check_shape(t.shape(), label));
-  if (t.ipu() >= exe.target().num_ipus()) return data_loss(label + ": on IPU " + std::to_string(t.ipu()) + " of " +
-                                                             std::to_string(exe.target().num_ipus()));
+  const uint32_t ipus = ipus_per_replica(exe);
+  if (t.ipu() >= ipus) {
+    return data_loss(label + ": on IPU " + std::to_string(t.ipu()) + " of the replica's " + std::to_string(ipus));
+  }
   const uint64_t elements = element_count(t);
   uint64_t next = 0;
   for (int i = 0; i < t.mapping_size(); ++i) {
@@ -109,6 +111,13 @@ Status verify_program(const Executable& exe, const Program& program, int depth, 
       }
       return Status();
     }
+    case Program::kAllReduce:
+      for (uint32_t index : program.all_reduce().tensors()) {
+        if (!tensor_ok(index) || exe.tensors(static_cast<int>(index)).dtype() != FLOAT32) {
+          return data_loss(where + ": all-reduce of a missing or non-float tensor");
+        }
+      }
+      return Status();
     case Program::KIND_NOT_SET:
       return data_loss(where + ": empty program node");
   }
@@ -116,6 +125,10 @@ Status verify_program(const Executable& exe, const Program& program, int depth, 
 }
 
 }  // namespace
+
+uint32_t replica_count(const Executable& exe) { return std::max<uint32_t>(1, exe.pipeline().replicas()); }
+
+uint32_t ipus_per_replica(const Executable& exe) { return exe.target().num_ipus() / replica_count(exe); }
 
 uint64_t dtype_size(DType dtype) {
   switch (dtype) {
@@ -137,7 +150,17 @@ Status verify_executable(const Executable& exe) {
   IPU_RETURN_IF_ERROR(verify_target(exe.target()));
   if (exe.batch_size() == 0) return data_loss("batch_size is zero");
   if (exe.steps_per_execution() == 0) return data_loss("steps_per_execution is zero");
-  const uint64_t total_tiles = uint64_t{exe.target().num_ipus()} * exe.target().tiles_per_ipu();
+  const uint32_t replicas = replica_count(exe);
+  if (replicas > kMaxReplicas || exe.target().num_ipus() % replicas != 0) {
+    return data_loss("invalid replica count " + std::to_string(replicas) + " for " +
+                     std::to_string(exe.target().num_ipus()) + " IPUs");
+  }
+  const uint32_t accumulation = std::max<uint32_t>(1, exe.pipeline().gradient_accumulation());
+  if (exe.steps_per_execution() % accumulation != 0) {
+    return data_loss("gradient accumulation " + std::to_string(accumulation) + " does not divide steps_per_execution " +
+                     std::to_string(exe.steps_per_execution()));
+  }
+  const uint64_t total_tiles = uint64_t{ipus_per_replica(exe)} * exe.target().tiles_per_ipu();
   for (int i = 0; i < exe.tensors_size(); ++i) IPU_RETURN_IF_ERROR(verify_tensor(exe, i, total_tiles));
   for (int i = 0; i < exe.streams_size(); ++i) {
     const Stream& s = exe.streams(i);

@@ -10,9 +10,14 @@ namespace ipu::format {
 
 inline constexpr int kMaxProgramDepth = 64;
 inline constexpr uint64_t kMaxTensorElements = uint64_t{1} << 32;
+inline constexpr uint32_t kMaxReplicas = 64;
 
 uint64_t element_count(const Tensor& tensor);
 uint64_t dtype_size(DType dtype);  // 0 for an unknown dtype
+// Replicas the executable runs as (an unset field means 1).
+uint32_t replica_count(const Executable& executable);
+// IPUs one replica uses: tensors, vertices and tiles of the executable live on these.
+uint32_t ipus_per_replica(const Executable& executable);
 
 // Returns DataLoss naming the first offending object ("tensor 12 'fc1/kernel': mapping interval
 // 3 ends at 1000 past the tensor's 800 elements").

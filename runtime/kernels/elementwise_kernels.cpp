@@ -1,4 +1,5 @@
 // Elementwise codelets: each vertex owns a contiguous range of its output.
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/kernels/validate_util.h"
@@ -89,23 +90,25 @@ Status validate_activation_grad(const format::Vertex& v, const std::vector<Opera
   return expect_range(v.params(1), v.params(2), static_cast<int64_t>(ops[0].elements), "element");
 }
 
-// SgdMomentum, Keras form: V = momentum·V − lr·G; W += V. Without momentum: W −= lr·G.
+// SgdMomentum, Keras form on the gradient g = gradient_scale·G: V = momentum·V − lr·g; W += V.
+// Without momentum: W −= lr·g. With clear_gradient, G (an accumulator) is zeroed after use.
 //   operands: W, G[, V]
-//   params:   begin, end;  fparams: learning_rate, momentum
+//   params:   begin, end, clear_gradient;  fparams: learning_rate, momentum, gradient_scale
 void run_sgd_momentum(const PreparedVertex& v) {
   float* w = v.f32(0);
-  const float* g = v.f32(1);
-  const float lr = v.fparams[0], momentum = v.fparams[1];
+  float* g = v.f32(1);
+  const float lr = v.fparams[0], momentum = v.fparams[1], scale = v.fparams[2];
   const int64_t begin = v.params[0], end = v.params[1];
   if (v.num_operands == 2) {
-    for (int64_t i = begin; i < end; ++i) w[i] -= lr * g[i];
-    return;
+    for (int64_t i = begin; i < end; ++i) w[i] -= lr * (scale * g[i]);
+  } else {
+    float* velocity = v.f32(2);
+    for (int64_t i = begin; i < end; ++i) {
+      velocity[i] = momentum * velocity[i] - lr * (scale * g[i]);
+      w[i] += velocity[i];
+    }
   }
-  float* velocity = v.f32(2);
-  for (int64_t i = begin; i < end; ++i) {
-    velocity[i] = momentum * velocity[i] - lr * g[i];
-    w[i] += velocity[i];
-  }
+  if (v.params[2] != 0) std::fill(g + begin, g + end, 0.0f);
 }
 
 Status validate_sgd_momentum(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -115,8 +118,28 @@ Status validate_sgd_momentum(const format::Vertex& v, const std::vector<OperandI
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
     if (ops[2].elements != ops[0].elements) return invalid_argument("velocity size differs from the weight");
   }
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 2, 2));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 3, 3));
   if (ops[0].elements != ops[1].elements) return invalid_argument("gradient size differs from the weight");
+  if (v.operands(1) == v.operands(0) || (ops.size() == 3 && (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)))) {
+    return invalid_argument("weight, gradient and velocity must be distinct tensors");
+  }
+  return expect_range(v.params(0), v.params(1), static_cast<int64_t>(ops[0].elements), "element");
+}
+
+// Accumulate: A[i] += G[i] for i in [begin, end) (gradient accumulation over micro-batches).
+//   operands: A, G (same size, distinct);  params: begin, end
+void run_accumulate(const PreparedVertex& v) {
+  float* a = v.f32(0);
+  const float* g = v.f32(1);
+  for (int64_t i = v.params[0]; i < v.params[1]; ++i) a[i] += g[i];
+}
+
+Status validate_accumulate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 2, 0));
+  if (ops[0].elements != ops[1].elements || v.operands(0) == v.operands(1)) {
+    return invalid_argument("accumulator and gradient must be distinct tensors of one size");
+  }
   return expect_range(v.params(0), v.params(1), static_cast<int64_t>(ops[0].elements), "element");
 }
 
@@ -132,6 +155,10 @@ const KernelDef& activation_kernel() {
 }
 const KernelDef& activation_grad_kernel() {
   static const KernelDef def{Codelet::kActivationGrad, run_activation_grad, validate_activation_grad, {1, 2}};
+  return def;
+}
+const KernelDef& accumulate_kernel() {
+  static const KernelDef def{Codelet::kAccumulate, run_accumulate, validate_accumulate, {0, 1}};
   return def;
 }
 const KernelDef& sgd_momentum_kernel() {

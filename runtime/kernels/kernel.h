@@ -86,5 +86,6 @@ const KernelDef& sparse_cross_entropy_grad_kernel();
 const KernelDef& count_correct_kernel();
 const KernelDef& column_sum_kernel();
 const KernelDef& sgd_momentum_kernel();
+const KernelDef& accumulate_kernel();
 
 }  // namespace ipu::kernels

@@ -11,7 +11,7 @@ const KernelDef* find_kernel(uint32_t codelet_id) {
     for (const KernelDef* def :
          {&matmul_kernel(), &bias_add_kernel(), &activation_kernel(), &activation_grad_kernel(), &softmax_kernel(),
           &softmax_grad_kernel(), &sparse_cross_entropy_kernel(), &sparse_cross_entropy_grad_kernel(),
-          &count_correct_kernel(), &column_sum_kernel(), &sgd_momentum_kernel()}) {
+          &count_correct_kernel(), &column_sum_kernel(), &sgd_momentum_kernel(), &accumulate_kernel()}) {
       t[static_cast<uint32_t>(def->codelet)] = def;
     }
     return t;

@@ -24,7 +24,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 // What the outfeed returned during one execution.
 struct Outfeed {
-  std::vector<float> losses;
+  std::vector<float> losses;  // one per step: the mean over the replicas
+  double pending_loss = 0;
   double correct = 0;
   std::vector<float> predictions;
 };
@@ -36,7 +37,8 @@ struct Session::Impl {
   // Host copies of weights and optimizer state, by tensor index: the source of
   // weights_from_host and the destination of weights_to_host.
   std::map<uint32_t, std::vector<std::byte>> host_state;
-  int64_t batch = 0;
+  uint32_t replicas = 1;
+  int64_t batch = 0;  // samples per step: the micro-batch of every replica
   int64_t steps_per_execution = 1;
 
   std::optional<uint32_t> stream_features, stream_labels, stream_loss, stream_correct, stream_predictions;
@@ -54,7 +56,8 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   auto impl = std::make_unique<Impl>();
   IPU_ASSIGN_OR_RETURN(impl->engine, engine::Engine::create(std::move(executable), options));
   const format::Executable& exe = impl->engine->executable();
-  impl->batch = exe.batch_size();
+  impl->replicas = impl->engine->replicas();
+  impl->batch = int64_t{exe.batch_size()} * impl->replicas;
   impl->steps_per_execution = exe.steps_per_execution();
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const format::Tensor& t = exe.tensors(i);
@@ -119,7 +122,7 @@ Status Session::Impl::sync_weights(const char* name) {
     const std::string& s = exe.streams(static_cast<int>(stream)).name();
     return engine->find_tensor(s.substr(s.find(':') + 1));
   };
-  streams.pull = [&](uint32_t stream, std::span<std::byte> destination) -> Status {
+  streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
     auto t = tensor_of(stream);
     if (!t || !host_state.count(*t) || host_state[*t].size() != destination.size()) {
       return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() + "' names no weight");
@@ -127,7 +130,9 @@ Status Session::Impl::sync_weights(const char* name) {
     std::memcpy(destination.data(), host_state[*t].data(), destination.size());
     return Status();
   };
-  streams.push = [&](uint32_t stream, std::span<const std::byte> source) -> Status {
+  // Replicas hold identical weights after every all-reduced update: replica 0 speaks for all.
+  streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
+    if (replica != 0) return Status();
     auto t = tensor_of(stream);
     if (!t || !host_state.count(*t) || host_state[*t].size() != source.size()) {
       return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() + "' names no weight");
@@ -141,7 +146,8 @@ Status Session::Impl::sync_weights(const char* name) {
 Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, Outfeed& out) {
   size_t features_step = 0, labels_step = 0;
   engine::HostStreams streams;
-  streams.pull = [&](uint32_t stream, std::span<std::byte> destination) -> Status {
+  // Transfers come step by step, replica-major within a step: the feed's layout.
+  streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
     if (stream == *stream_features) {
       std::memcpy(destination.data(), feed.features.data() + features_step * destination.size() / sizeof(float),
                   destination.size());
@@ -156,10 +162,12 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
     }
     return failed_precondition("the host feeds no stream " + std::to_string(stream));
   };
-  streams.push = [&](uint32_t stream, std::span<const std::byte> source) -> Status {
+  streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
     const float* values = reinterpret_cast<const float*>(source.data());
     if (stream_loss && stream == *stream_loss) {
-      out.losses.push_back(values[0]);
+      if (replica == 0) out.pending_loss = 0;
+      out.pending_loss += values[0];
+      if (replica + 1 == replicas) out.losses.push_back(static_cast<float>(out.pending_loss / replicas));
     } else if (stream_correct && stream == *stream_correct) {
       out.correct += values[0];
     } else if (stream_predictions && stream == *stream_predictions) {

@@ -31,13 +31,13 @@ inline StepOutputs run_step(engine::Engine& engine, const std::string& program, 
   StepOutputs out;
   const auto& exe = engine.executable();
   engine::HostStreams streams;
-  streams.pull = [&](uint32_t stream, std::span<std::byte> dst) -> Status {
+  streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> dst) -> Status {
     const std::string& name = exe.streams(static_cast<int>(stream)).name();
     const void* src = name == "features" ? static_cast<const void*>(features.data()) : labels.data();
     std::memcpy(dst.data(), src, dst.size());
     return Status();
   };
-  streams.push = [&](uint32_t stream, std::span<const std::byte> src) -> Status {
+  streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> src) -> Status {
     const std::string& name = exe.streams(static_cast<int>(stream)).name();
     std::vector<float>& dst = name == "loss" ? out.loss : name == "correct" ? out.correct : out.predictions;
     const float* f = reinterpret_cast<const float*>(src.data());

@@ -155,13 +155,13 @@ struct Recorder {
 
   HostStreams streams() {
     HostStreams s;
-    s.pull = [this](uint32_t stream, std::span<std::byte> dst) -> Status {
+    s.pull = [this](uint32_t stream, uint32_t, std::span<std::byte> dst) -> Status {
       std::vector<float> v = next_pull(pulls++, dst.size() / sizeof(float));
       std::memcpy(dst.data(), v.data(), dst.size());
       events.push_back({true, stream, dst.size(), v});
       return Status();
     };
-    s.push = [this](uint32_t stream, std::span<const std::byte> src) -> Status {
+    s.push = [this](uint32_t stream, uint32_t, std::span<const std::byte> src) -> Status {
       events.push_back({false, stream, src.size(), floats(src)});
       return Status();
     };
@@ -174,7 +174,7 @@ std::vector<float> relu(std::vector<float> v) {
   return v;
 }
 
-// x f32[2,4] --relu--> y; z accumulates y (SgdMomentum with lr -1: z -= -1 * y).
+// x f32[2,4] --relu--> y; z accumulates y.
 struct Tiny {
   Builder b;
   uint32_t x, y, z, in, out_y, out_z, relu_cs, acc_cs;
@@ -189,7 +189,7 @@ struct Tiny {
     b.vertex(relu_cs, fmt::Codelet::kActivation, {x, y}, {0, 0, 5});
     b.vertex(relu_cs, fmt::Codelet::kActivation, {x, y}, {0, 5, 8}, {}, 100, 1);
     acc_cs = b.compute_set("accumulate");
-    b.vertex(acc_cs, fmt::Codelet::kSgdMomentum, {z, y}, {0, 8}, {-1.0f, 0.0f});
+    b.vertex(acc_cs, fmt::Codelet::kAccumulate, {z, y}, {0, 8}, {});
   }
 };
 
@@ -322,12 +322,12 @@ TEST_CASE("engine: stream callbacks receive the right stream indices and sizes")
   for (size_t i = 0; i < big_payload.size(); ++i) big_payload[i] = static_cast<std::byte>(i * 3 + 1);
   std::vector<std::byte> pushed;
   HostStreams streams;
-  streams.pull = [&](uint32_t stream, std::span<std::byte> dst) -> Status {
+  streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> dst) -> Status {
     calls.emplace_back(stream, dst.size());
     if (stream == s_big_in) std::memcpy(dst.data(), big_payload.data(), std::min(dst.size(), big_payload.size()));
     return Status();
   };
-  streams.push = [&](uint32_t stream, std::span<const std::byte> src) -> Status {
+  streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> src) -> Status {
     calls.emplace_back(stream, src.size());
     if (stream == s_big_out) pushed.assign(src.begin(), src.end());
     return Status();
@@ -390,13 +390,13 @@ TEST_CASE("engine: an error from a pull callback propagates and stops the progra
 
   int pulls = 0, pushes = 0;
   HostStreams streams;
-  streams.pull = [&](uint32_t, std::span<std::byte> dst) -> Status {
+  streams.pull = [&](uint32_t, uint32_t, std::span<std::byte> dst) -> Status {
     if (++pulls == 3) return ipu::io_error("features.npy: read failed");
     std::vector<float> ones(dst.size() / sizeof(float), 1.0f);
     std::memcpy(dst.data(), ones.data(), dst.size());
     return Status();
   };
-  streams.push = [&](uint32_t, std::span<const std::byte>) -> Status {
+  streams.push = [&](uint32_t, uint32_t, std::span<const std::byte>) -> Status {
     ++pushes;
     return Status();
   };
@@ -408,11 +408,11 @@ TEST_CASE("engine: an error from a pull callback propagates and stops the progra
 
   SUBCASE("so does an error from a push callback") {
     pulls = pushes = 0;
-    streams.pull = [&](uint32_t, std::span<std::byte>) -> Status {
+    streams.pull = [&](uint32_t, uint32_t, std::span<std::byte>) -> Status {
       ++pulls;
       return Status();
     };
-    streams.push = [&](uint32_t, std::span<const std::byte>) -> Status {
+    streams.push = [&](uint32_t, uint32_t, std::span<const std::byte>) -> Status {
       return ++pushes == 2 ? ipu::resource_exhausted("host buffer full") : Status();
     };
     Status p = engine->run(0, streams);
@@ -467,14 +467,14 @@ std::vector<std::vector<float>> run_workload(int threads) {
   std::vector<std::vector<float>> outputs;
   HostStreams streams;
   int step = 0;
-  streams.pull = [&](uint32_t, std::span<std::byte> dst) -> Status {
+  streams.pull = [&](uint32_t, uint32_t, std::span<std::byte> dst) -> Status {
     std::vector<float> v(dst.size() / sizeof(float));
     for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.01f * static_cast<float>(i) + static_cast<float>(step));
     ++step;
     std::memcpy(dst.data(), v.data(), dst.size());
     return Status();
   };
-  streams.push = [&](uint32_t, std::span<const std::byte> src) -> Status {
+  streams.push = [&](uint32_t, uint32_t, std::span<const std::byte> src) -> Status {
     outputs.push_back(floats(src));
     return Status();
   };

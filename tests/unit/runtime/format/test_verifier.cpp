@@ -195,7 +195,7 @@ TEST_CASE("verifier: tensor dtype, shape and IPU") {
         for (int i = 0; i < 4; ++i) t->add_shape(int64_t{1} << 20);  // would wrap a uint64 product
       },
       "too many elements");
-  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_ipu(1); }, "tensor 1 'y': on IPU 1 of 1");
+  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_ipu(1); }, "tensor 1 'y': on IPU 1 of the replica's 1");
 }
 
 TEST_CASE("verifier: tensor mappings must cover the tensor exactly, in order") {
@@ -421,7 +421,7 @@ void expect_vertex_accepted(const std::function<void(Executable&)>& mutate) {
 }
 
 TEST_CASE("engine load: unknown codelets") {
-  for (uint32_t id : {0u, 12u, 63u, 64u, 1000u, 0xffffffffu}) {
+  for (uint32_t id : {0u, 13u, 63u, 64u, 1000u, 0xffffffffu}) {
     CAPTURE(id);
     expect_vertex_rejected([id](Executable& e) { the_vertex(e)->set_codelet(id); }, "unknown codelet id " + std::to_string(id));
   }
@@ -547,16 +547,16 @@ TEST_CASE("engine load: losses and optimizers") {
       },
       "labels has 2 elements, parameters say 1");
   // SgdMomentum: W, G[, V] of equal size.
-  expect_vertex_accepted([](Executable& e) { replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8}, {0.1f, 0.0f}); });
-  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8}, {0.1f}); },
-                         "expects 2 integer and 2 float parameters");
+  expect_vertex_accepted([](Executable& e) { replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8, 0}, {0.1f, 0.0f, 1.0f}); });
+  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8, 0}, {0.1f}); },
+                         "expects 3 integer and 3 float parameters");
   expect_vertex_rejected(
       [](Executable& e) {
         add_tensor(e, "v", fmt::FLOAT32, {4});
-        replace_vertex(e, kSgdMomentum, {0, 1, 2}, {0, 8}, {0.1f, 0.9f});
+        replace_vertex(e, kSgdMomentum, {0, 1, 2}, {0, 8, 0}, {0.1f, 0.9f, 1.0f});
       },
       "velocity size differs from the weight");
-  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSgdMomentum, {0}, {0, 8}, {0.1f, 0.9f}); },
+  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSgdMomentum, {0}, {0, 8, 0}, {0.1f, 0.9f, 1.0f}); },
                          "expects 3 operands, got 1");
 }
 

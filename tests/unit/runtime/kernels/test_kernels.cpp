@@ -246,7 +246,7 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
   const float lr = 0.05f, momentum = 0.9f;
   SUBCASE("plain SGD: W -= lr * G on its range only") {
     std::vector<float> w = w0;
-    run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data())}, {2, 9}, {lr, momentum}));
+    run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data())}, {2, 9, 0}, {lr, momentum, 1.0f}));
     for (size_t i = 0; i < n; ++i) {
       if (i >= 2 && i < 9) {
         CHECK(close(w[i], static_cast<double>(w0[i]) - static_cast<double>(lr) * g[i]));
@@ -259,8 +259,8 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
     std::vector<float> w = w0, v = v0;
     std::vector<double> want_w(w0.begin(), w0.end()), want_v(v0.begin(), v0.end());
     for (int step = 0; step < 2; ++step) {
-      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {0, 6}, {lr, momentum}));
-      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {6, 12}, {lr, momentum}));
+      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {0, 6, 0}, {lr, momentum, 1.0f}));
+      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {6, 12, 0}, {lr, momentum, 1.0f}));
       for (size_t i = 0; i < n; ++i) {
         want_v[i] = static_cast<double>(momentum) * want_v[i] - static_cast<double>(lr) * g[i];
         want_w[i] += want_v[i];
@@ -268,6 +268,25 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
     }
     check_close(v, want_v);
     check_close(w, want_w);
+  }
+  SUBCASE("from an accumulator: the gradient is scaled, then cleared on the vertex's range") {
+    std::vector<float> w = w0, acc = g;
+    run(vertex(Codelet::kSgdMomentum, {w.data(), acc.data()}, {3, 7, 1}, {lr, 0.0f, 0.25f}));
+    for (size_t i = 0; i < n; ++i) {
+      const bool in_range = i >= 3 && i < 7;
+      CHECK(close(w[i], in_range ? static_cast<double>(w0[i]) - static_cast<double>(lr) * 0.25 * g[i] : w0[i]));
+      CHECK(acc[i] == (in_range ? 0.0f : g[i]));
+    }
+  }
+}
+
+TEST_CASE("kernels: Accumulate adds a gradient into its accumulator on its range") {
+  const size_t n = 10;
+  const auto a0 = values(n, 20), g = values(n, 21);
+  std::vector<float> a = a0;
+  run(vertex(Codelet::kAccumulate, {a.data(), const_cast<float*>(g.data())}, {1, 8}, {}));
+  for (size_t i = 0; i < n; ++i) {
+    CHECK(close(a[i], i >= 1 && i < 8 ? static_cast<double>(a0[i]) + g[i] : a0[i]));
   }
 }
 
@@ -465,7 +484,7 @@ TEST_CASE("kernels: ColumnSum over a column range") {
 }
 
 TEST_CASE("kernels: the registry knows every codelet and nothing else") {
-  for (uint32_t id = 1; id <= 11; ++id) {
+  for (uint32_t id = 1; id <= 12; ++id) {
     CAPTURE(id);
     const KernelDef* def = find_kernel(id);
     REQUIRE(def != nullptr);
@@ -473,7 +492,7 @@ TEST_CASE("kernels: the registry knows every codelet and nothing else") {
     CHECK(static_cast<bool>(def->run));
     CHECK(static_cast<bool>(def->validate));
   }
-  for (uint32_t id : {0u, 12u, 63u, 64u, 65u, 0xffffffffu}) CHECK(find_kernel(id) == nullptr);
+  for (uint32_t id : {0u, 13u, 63u, 64u, 65u, 0xffffffffu}) CHECK(find_kernel(id) == nullptr);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -527,16 +546,16 @@ TEST_CASE("try_merge: adjacent ranges merge; gaps, reversed order and other diff
   }
   SUBCASE("different float parameters") {
     const auto& sgd = kernel(Codelet::kSgdMomentum);
-    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {0, 4}, {0.1f, 0.9f});
-    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8}, {0.2f, 0.9f})));
-    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8}, {0.1f, 0.8f})));
-    CHECK(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8}, {0.1f, 0.9f})));
+    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {0, 4, 0}, {0.1f, 0.9f, 1.0f});
+    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.2f, 0.9f, 1.0f})));
+    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.1f, 0.8f, 1.0f})));
+    CHECK(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.1f, 0.9f, 1.0f})));
   }
   SUBCASE("with and without velocity") {
     const auto& sgd = kernel(Codelet::kSgdMomentum);
     std::vector<float> v(16);
-    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {0, 4}, {0.1f, 0.9f});
-    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data(), v.data()}, {4, 8}, {0.1f, 0.9f})));
+    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {0, 4, 0}, {0.1f, 0.9f, 1.0f});
+    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data(), v.data()}, {4, 8, 0}, {0.1f, 0.9f, 1.0f})));
   }
   SUBCASE("kernels without a work range never merge") {
     int32_t labels[2] = {0, 1};
@@ -666,10 +685,10 @@ TEST_CASE("try_merge: a merged vertex computes exactly what the two did") {
     }
     check_merge_equivalent(vertex(Codelet::kColumnSum, {x.data(), col.data()}, {M, C, 0, 2}),
                            vertex(Codelet::kColumnSum, {x.data(), col.data()}, {M, C, 2, 6}), reset, all);
-    check_merge_equivalent(vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {0, 5}, {0.1f, 0.0f}),
-                           vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {5, 20}, {0.1f, 0.0f}), reset, all);
-    check_merge_equivalent(vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {2, 5}, {0.1f, 0.9f}),
-                           vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {5, 24}, {0.1f, 0.9f}), reset, all);
+    check_merge_equivalent(vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {0, 5, 0}, {0.1f, 0.0f, 1.0f}),
+                           vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {5, 20, 0}, {0.1f, 0.0f, 1.0f}), reset, all);
+    check_merge_equivalent(vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {2, 5, 0}, {0.1f, 0.9f, 1.0f}),
+                           vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {5, 24, 0}, {0.1f, 0.9f, 1.0f}), reset, all);
   }
 }
 

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Layout equivalences (fp32, max relative error <= 1e-6 on every weight after 8 updates):
+#   gradient accumulation K micro-batches of B  == one batch of K·B
+#   R replicas at micro-batch B                  == one replica at R·B (mean loss)
+#   any steps_per_execution                      == any other (bitwise)
+# plus the validation errors of the layout options. The tutorial MLP (softmax output, SGD with
+# momentum 0.9) trains from identical initial weights on synthetic data in order.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MODEL=$MODELS/mlp_sequential.json
+COMPARE=$SRC/scripts/reference/compare_to_reference.py
+SMALL=(--tiles-per-ipu 64)
+DATA=synthetic:1024
+UPDATES=8
+
+# train NAME STEPS_PER_EPOCH COMPILE_FLAGS...: compiles NAME.ipuexe and trains one epoch of
+# STEPS_PER_EPOCH micro-batch steps into NAME/ (weights) and NAME.steps.json (step losses).
+train() {
+  local name=$1 steps=$2
+  shift 2
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o "$name.ipuexe" "$@"
+  expect_exit 0 "$IPURUN" train "$name.ipuexe" --data "$DATA" --steps-per-epoch "$steps" --progress none \
+    --save-weights "$name" --step-log "$name.steps.json"
+}
+
+# same_weights A B TOL: every weight and momentum tensor of B within TOL of A's.
+same_weights() {
+  expect_exit 0 "$PYTHON" "$COMPARE" --reference "$1" --checkpoint "$2" --weight-tol "$3"
+}
+
+test_gradient_accumulation_equals_the_large_batch() {
+  train big $UPDATES --batch-size 32 --steps-per-execution 4
+  train accumulated $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 16
+  same_weights big accumulated 1e-6
+  # Four micro-batch losses per update; their mean is the large batch's loss.
+  expect_json accumulated.steps.json "len(d['losses']) == $((UPDATES * 4))"
+  expect_exit 0 "$PYTHON" -c "
+import json
+big = json.load(open('big.steps.json'))['losses']
+acc = json.load(open('accumulated.steps.json'))['losses']
+for u in range(len(big)):
+    mean = sum(acc[4 * u:4 * u + 4]) / 4
+    assert abs(mean - big[u]) <= 1e-6 * abs(big[u]), (u, mean, big[u])"
+}
+
+test_replicas_equal_the_large_batch() {
+  train big $UPDATES --batch-size 32 --steps-per-execution 4
+  train replicated $UPDATES --batch-size 16 --replicas 2 --steps-per-execution 4
+  same_weights big replicated 1e-6
+  expect_exit 0 "$PYTHON" "$COMPARE" --reference big --checkpoint replicated --step-log replicated.steps.json \
+    --reference-step-log big.steps.json --weight-tol 1e-6 --loss-tol 1e-6
+}
+
+test_replicas_with_accumulation_equal_the_large_batch() {
+  train big $UPDATES --batch-size 32 --steps-per-execution 4
+  train both $((UPDATES * 2)) --batch-size 8 --replicas 2 --gradient-accumulation 2 --steps-per-execution 4
+  same_weights big both 1e-6
+}
+
+test_steps_per_execution_changes_nothing() {
+  train one $UPDATES --batch-size 32 --steps-per-execution 1
+  train eight $UPDATES --batch-size 32 --steps-per-execution 8
+  same_weights one eight 0
+  expect_eq "$(json_get one.steps.json 'd["losses"]')" "$(json_get eight.steps.json 'd["losses"]')" "step losses"
+}
+
+test_layout_flags_are_recorded() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --batch-size 8 --replicas 2 --gradient-accumulation 4 \
+    --steps-per-execution 8 --json
+  expect_json "$STDOUT" 'd["pipeline"] == {"stages": 1, "gradient_accumulation": 4, "replicas": 2}'
+  expect_json "$STDOUT" 'd["target"]["num_ipus"] == 2'
+}
+
+test_layout_errors() {
+  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --gradient-accumulation 4 --steps-per-execution 6
+  expect_stderr_contains "--steps-per-execution 6 is not a multiple of --gradient-accumulation 4"
+  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --replicas 8 --num-ipus 4
+  expect_stderr_contains "8 replica(s) need 8 IPUs, the target has 4 (--num-ipus)"
+  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --mode infer --gradient-accumulation 2 --steps-per-execution 2
+  expect_stderr_contains "--gradient-accumulation applies to training only"
+  expect_exit 2 "$IPUCC" compile "$MODEL" --replicas 0
+  expect_stderr_starts_with "ipucc: error:"
+}
+
+test_replicated_predict_keeps_sample_order() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --batch-size 8 --mode infer --no-cache -o one.ipuexe
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --batch-size 4 --replicas 2 --mode infer --no-cache -o two.ipuexe
+  expect_exit 0 "$IPURUN" predict one.ipuexe --data synthetic:37 --output one.npy
+  expect_exit 0 "$IPURUN" predict two.ipuexe --data synthetic:37 --output two.npy
+  # Same shape, same rows in the same order (different blockings round differently).
+  expect_exit 0 "$PYTHON" -c "
+import struct, sys
+from array import array
+def load(path):
+    raw = open(path, 'rb').read()
+    n = struct.unpack('<H', raw[8:10])[0]
+    values = array('f'); values.frombytes(raw[10 + n:])
+    return raw[10:10 + n], values
+(h1, a), (h2, b) = load('one.npy'), load('two.npy')
+assert h1 == h2, (h1, h2)
+assert len(a) == 37 * 10
+assert max(abs(x - y) for x, y in zip(a, b)) <= 1e-6, 'predictions differ'"
+}
+
+run_tests "$@"
