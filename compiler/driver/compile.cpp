@@ -5,6 +5,7 @@
 
 #include "compiler/frontend/graph_spec.h"
 #include "compiler/lowering/lower_graph.h"
+#include "compiler/passes/pipeline_schedule.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
 #include "runtime/format/executable_file.h"
@@ -63,6 +64,7 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOp
   std::string stages;
   for (int s : o.stage_assignment) stages += (stages.empty() ? "" : ",") + std::to_string(s);
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
+  out.emplace_back("schedule", o.schedule);
   return out;
 }
 
@@ -82,20 +84,28 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   result.timings.frontend_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
-  // Until stages get IPUs of their own, a replica uses one IPU.
-  const uint32_t ipus_needed = options.replicas;
+  // Stage s runs on IPU s of its replica; replicas take disjoint IPUs.
+  const uint32_t stages = static_cast<uint32_t>(spec.num_stages);
+  const uint32_t ipus_needed = stages * options.replicas;
   if (ipus_needed > options.num_ipus) {
-    return invalid_argument(options.model_path + ": " + std::to_string(options.replicas) + " replica(s) need " +
-                            std::to_string(ipus_needed) + " IPUs, the target has " + std::to_string(options.num_ipus) +
-                            " (--num-ipus)");
+    return invalid_argument(options.model_path + ": " + std::to_string(stages) + " stage(s) x " +
+                            std::to_string(options.replicas) + " replica(s) need " + std::to_string(ipus_needed) +
+                            " IPUs, the target has " + std::to_string(options.num_ipus) + " (--num-ipus)");
   }
-  target.num_ipus = ipus_needed / options.replicas;  // the lowering plans one replica
+  IPU_ASSIGN_OR_RETURN(passes::Schedule schedule, passes::parse_schedule(options.schedule));
+  if (stages > 1 && schedule != passes::Schedule::kSequential && options.mode == Mode::kTrain &&
+      options.gradient_accumulation < stages) {
+    return invalid_argument(options.model_path + ": the " + options.schedule + " schedule needs --gradient-accumulation >= " +
+                            std::to_string(stages) + " (the number of stages) to fill the pipeline, got " +
+                            std::to_string(options.gradient_accumulation));
+  }
+  target.num_ipus = stages;  // the lowering plans one replica
   lowering::GraphInterface io{forward.features, forward.scores, std::nullopt, {}};
   if (options.mode == Mode::kTrain) {
     IPU_ASSIGN_OR_RETURN(passes::LossValues loss, passes::add_loss(forward.graph, forward.scores, spec.loss));
     IPU_ASSIGN_OR_RETURN(io.accumulators,
                          passes::add_gradients_and_updates(forward.graph, loss.loss, spec.optimizer,
-                                                           {options.gradient_accumulation, options.replicas}));
+                                                           {options.gradient_accumulation, options.replicas, stages}));
     io.loss = loss;
   }
   result.timings.passes_seconds = seconds_since(start);
@@ -103,13 +113,15 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
 
   start = std::chrono::steady_clock::now();
   lowering::LoweringOptions lowering_options{options.batch_size, options.steps_per_execution,
-                                             options.gradient_accumulation, options.replicas};
+                                             options.gradient_accumulation, options.replicas, stages, schedule};
   auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options);
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
   result.timings.lowering_seconds = seconds_since(start);
 
   result.executable = std::move(lowered->executable);
   result.memory = std::move(lowered->memory);
+  result.pipeline = std::move(lowered->pipeline);
+  result.pipeline.schedule = options.schedule;
   format::Executable& exe = result.executable;
   exe.set_format_version(format::kFormatVersion);
   exe.set_model_name(spec.name);
@@ -120,6 +132,8 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   pipeline->set_num_stages(static_cast<uint32_t>(spec.num_stages));
   pipeline->set_gradient_accumulation(options.gradient_accumulation);
   pipeline->set_replicas(options.replicas);
+  pipeline->set_schedule(options.schedule);
+  for (uint32_t s = 0; s < stages; ++s) pipeline->add_stage_ipu(s);
   return result;
 }
 

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/lowering/pipeline_program.h"
 #include "compiler/passes/memory_plan.h"
 #include "runtime/format/executable.pb.h"
 
@@ -28,6 +29,7 @@ struct CompileOptions {
   std::optional<float> learning_rate;  // overrides the spec's optimizer
   std::optional<float> momentum;
   std::vector<int> stage_assignment;   // overrides the spec's stages when non-empty
+  std::string schedule = "grouped";    // pipeline schedule: grouped, interleaved, sequential
 };
 
 // Every option that changes the compiled program, as (name, canonical value) pairs, for the
@@ -43,6 +45,7 @@ struct CompileTimings {
 struct CompileResult {
   format::Executable executable;
   passes::MemoryPlan memory;
+  lowering::PipelineReport pipeline;
   CompileTimings timings;
   std::string ir_text;  // the IR after the training passes, for --dump-ir
 };

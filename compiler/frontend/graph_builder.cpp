@@ -3,6 +3,7 @@
 
 #include "compiler/frontend/graph_spec.h"
 #include "compiler/frontend/initializers.h"
+#include "compiler/passes/stage_split.h"
 
 namespace ipu::frontend {
 namespace {
@@ -69,13 +70,15 @@ StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_
   result.features = graph.add_value(spec.input.name, {ir::DType::kFloat32, shape}, ir::Role::kInput);
 
   std::map<std::string, int> output_of = {{spec.input.name, result.features}};
+  passes::StageCopies stage_copies;
   std::string problems;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& layer = spec.layers[i];
-    auto input = output_of.find(layer.inputs.at(0));
-    if (input == output_of.end()) continue;  // its producer failed and was reported
-    StatusOr<int> out = layer.type == "Dense" ? add_dense(graph, layer, i, input->second, spec.stages[i])
-                                              : add_flatten(graph, layer, input->second, spec.stages[i]);
+    auto found = output_of.find(layer.inputs.at(0));
+    if (found == output_of.end()) continue;  // its producer failed and was reported
+    IPU_ASSIGN_OR_RETURN(int input, stage_copies.value_on_stage(graph, found->second, spec.stages[i]));
+    StatusOr<int> out = layer.type == "Dense" ? add_dense(graph, layer, i, input, spec.stages[i])
+                                              : add_flatten(graph, layer, input, spec.stages[i]);
     if (!out.ok()) {
       problems += (problems.empty() ? "" : "\n") + spec.path + ": layer '" + layer.name + "' (" + layer.type +
                   "): " + out.status().message();

@@ -16,7 +16,7 @@ const OpDef& op_def(OpKind kind) {
     for (const OpDef* def : {&matmul_op(), &bias_add_op(), &relu_op(), &sigmoid_op(), &tanh_op(), &softmax_op(),
                              &activation_grad_op(), &softmax_grad_op(), &reshape_op(), &sparse_cross_entropy_op(),
                              &sparse_cross_entropy_grad_op(), &count_correct_op(), &column_sum_op(),
-                             &sgd_update_op(), &accumulate_grad_op()}) {
+                             &sgd_update_op(), &accumulate_grad_op(), &stage_copy_op()}) {
       t[static_cast<size_t>(def->kind)] = def;
     }
     for (const OpDef* def : t) {

@@ -64,5 +64,6 @@ const OpDef& count_correct_op();
 const OpDef& column_sum_op();
 const OpDef& sgd_update_op();
 const OpDef& accumulate_grad_op();
+const OpDef& stage_copy_op();
 
 }  // namespace ipu::ir

@@ -62,8 +62,7 @@ uint32_t LowerContext::tensor(int value) {
   t->set_dtype(to_format(v.type.dtype));
   for (int64_t d : v.type.shape) t->add_shape(d);
   t->set_role(to_format(v.role));
-  // Stages are validated and recorded, but until pipelining lands every stage runs on IPU 0.
-  t->set_ipu(0);
+  t->set_ipu(static_cast<uint32_t>(v.stage));  // stage s runs on IPU s of its replica
   if (!v.initial.empty()) t->set_initial_value(v.initial.data(), v.initial.size() * sizeof(float));
   slot = m_exe.tensors_size() - 1;
   return static_cast<uint32_t>(slot);
@@ -77,11 +76,13 @@ void LowerContext::set_mapping(uint32_t tensor_index, std::vector<format::Interv
   for (auto& iv : normalise(std::move(intervals))) *t->add_mapping() = iv;
 }
 
-void LowerContext::map_linearly(int value) {
-  uint32_t index = tensor(value);
+void LowerContext::map_linearly(int value) { map_tensor_linearly(tensor(value)); }
+
+void LowerContext::map_tensor_linearly(uint32_t index) {
   const format::Tensor& t = m_exe.tensors(static_cast<int>(index));
   if (t.mapping_size() > 0) return;
-  const int64_t elements = m_graph.value(value).type.elements();
+  int64_t elements = 1;
+  for (int64_t d : t.shape()) elements *= d;
   const uint32_t tiles = m_target.tiles_per_ipu;
   // At least 64 elements per tile: finer slices cost more in descriptors than they save.
   const int64_t chunk = std::max<int64_t>(64, ceil_div(elements, tiles));
@@ -93,6 +94,19 @@ void LowerContext::map_linearly(int value) {
     m_linear_cursor = (m_linear_cursor + 1) % tiles;
   }
   set_mapping(index, std::move(intervals));
+}
+
+uint32_t LowerContext::add_buffer(const std::string& name, uint32_t like, format::TensorRole role) {
+  format::Tensor* t = m_exe.add_tensors();
+  const format::Tensor& source = m_exe.tensors(static_cast<int>(like));
+  t->set_name(name);
+  t->set_dtype(source.dtype());
+  *t->mutable_shape() = source.shape();
+  t->set_role(role);
+  t->set_ipu(source.ipu());
+  const uint32_t index = static_cast<uint32_t>(m_exe.tensors_size() - 1);
+  map_tensor_linearly(index);
+  return index;
 }
 
 void LowerContext::begin_compute_set(std::string name, int ipu) {
@@ -156,6 +170,12 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) {
                                  static_cast<uint64_t>(r * w.row_stride + w.col_end)));
     }
   }
+}
+
+void LowerContext::record_stage_copy(const ir::Op& op) {
+  const int source = op.inputs[0], destination = op.outputs[0];
+  m_stage_copies.push_back({tensor(source), tensor(destination), m_graph.value(source).stage,
+                            m_graph.value(destination).stage, op.phase});
 }
 
 std::optional<uint32_t> LowerContext::end_compute_set() {

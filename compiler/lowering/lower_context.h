@@ -41,6 +41,15 @@ struct VertexSpec {
   std::vector<Region> writes;
 };
 
+// A StageCopy: `source` (on IPU source_stage) travels to `destination` (on destination_stage).
+struct StageCopy {
+  uint32_t source = 0;
+  uint32_t destination = 0;
+  int source_stage = 0;
+  int destination_stage = 0;
+  ir::Phase phase = ir::Phase::kForward;
+};
+
 // What the memory plan needs to know of one compute set.
 struct ComputeSetRecord {
   std::map<uint32_t, uint64_t> received_bytes;  // tile -> bytes arriving over the exchange
@@ -56,6 +65,10 @@ class LowerContext {
 
   // The executable tensor of an IR value, created on first use.
   uint32_t tensor(int value);
+  // A new tensor shaped like `like` on the same IPU, spread over its tiles: stash slots and
+  // receive buffers of the pipeline.
+  uint32_t add_buffer(const std::string& name, uint32_t like, format::TensorRole role);
+  const format::Executable& executable() const { return m_exe; }
   // Makes `value` share the tensor of `source` (a reshape moves no data).
   void alias(int value, int source);
   // Spreads the tensor of `value` linearly over the tiles of its IPU (for tensors that no
@@ -72,11 +85,15 @@ class LowerContext {
   std::vector<uint32_t> take_tiles(int64_t count);
   void emit(uint32_t tile, VertexSpec vertex);
 
+  void record_stage_copy(const ir::Op& op);
+  const std::vector<StageCopy>& stage_copies() const { return m_stage_copies; }
+
   const std::vector<ComputeSetRecord>& records() const { return m_records; }
 
  private:
   uint64_t bytes_off_tile(const Region& region, uint32_t tile) const;
   void set_mapping(uint32_t tensor, std::vector<format::Interval> intervals);
+  void map_tensor_linearly(uint32_t tensor);
 
   const ir::Graph& m_graph;
   const target::TargetSpec& m_target;
@@ -92,6 +109,7 @@ class LowerContext {
   std::map<uint32_t, std::vector<format::Interval>> m_pending_writes;
   ComputeSetRecord m_record;
   std::vector<ComputeSetRecord> m_records;
+  std::vector<StageCopy> m_stage_copies;
 };
 
 int64_t ceil_div(int64_t a, int64_t b);

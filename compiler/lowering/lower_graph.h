@@ -6,6 +6,8 @@
 #include <optional>
 
 #include "compiler/ir/graph.h"
+#include "compiler/lowering/pipeline_program.h"
+#include "compiler/passes/pipeline_schedule.h"
 #include "compiler/passes/memory_plan.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
@@ -25,11 +27,14 @@ struct LoweringOptions {
   uint32_t steps_per_execution = 1;  // micro-batch steps per execution, a multiple of micro_batches
   uint32_t micro_batches = 1;        // gradient accumulation steps per weight update
   uint32_t replicas = 1;
+  uint32_t stages = 1;               // pipeline stages; stage s runs on IPU s of its replica
+  passes::Schedule schedule = passes::Schedule::kGrouped;
 };
 
 struct LoweringResult {
   format::Executable executable;
   passes::MemoryPlan memory;
+  PipelineReport pipeline;  // one weight update of train (or a predict step), per stage
 };
 
 // Fills everything but the manifest and model metadata. Returns ResourceExhausted with a per-tile

@@ -27,9 +27,11 @@ StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& co
 struct AccumulationConfig {
   uint32_t micro_batches = 1;  // gradient accumulation steps per weight update
   uint32_t replicas = 1;
+  uint32_t stages = 1;
   // Gradients go through accumulators (summed over micro-batches, all-reduced over replicas)
-  // whenever an update sees more than one micro-batch's gradient.
-  bool enabled() const { return micro_batches > 1 || replicas > 1; }
+  // whenever an update sees more than one micro-batch's gradient, and in pipelines, where the
+  // update waits for the last stage's drain.
+  bool enabled() const { return micro_batches > 1 || replicas > 1 || stages > 1; }
 };
 
 // Differentiates `loss` with respect to every weight and appends one SGD update per weight

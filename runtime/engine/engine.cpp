@@ -252,6 +252,18 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
     case format::Program::kAllReduce:
       for (uint32_t tensor : program.all_reduce().tensors()) all_reduce_mean(tensor);
       return Status();
+    case format::Program::kParallel: {
+      // Branches touch disjoint tensors and never call the host (verified), so they may run at once.
+      const auto& branches = program.parallel().branches();
+      std::vector<Status> results(static_cast<size_t>(branches.size()));
+      arena.execute([&] {
+        tbb::parallel_for(0, branches.size(), [&](int i) {
+          results[static_cast<size_t>(i)] = run_program(branches[i], streams);
+        });
+      });
+      for (const Status& result : results) IPU_RETURN_IF_ERROR(result);
+      return Status();
+    }
     case format::Program::KIND_NOT_SET:
       break;
   }

@@ -63,6 +63,37 @@ Status verify_tensor(const Executable& exe, int index, uint64_t total_tiles) {
   return Status();
 }
 
+// Tensors a parallel branch may touch; host transfers and all-reduces are not allowed there.
+Status collect_parallel_tensors(const Executable& exe, const Program& program, int depth, const std::string& where,
+                                std::set<uint32_t>& touched) {
+  if (depth > kMaxProgramDepth) return data_loss(where + ": programs nested too deeply");
+  switch (program.kind_case()) {
+    case Program::kSequence:
+      for (const Program& step : program.sequence().steps()) {
+        IPU_RETURN_IF_ERROR(collect_parallel_tensors(exe, step, depth + 1, where, touched));
+      }
+      return Status();
+    case Program::kRepeat:
+      return collect_parallel_tensors(exe, program.repeat().body(), depth + 1, where, touched);
+    case Program::kParallel:
+      for (const Program& branch : program.parallel().branches()) {
+        IPU_RETURN_IF_ERROR(collect_parallel_tensors(exe, branch, depth + 1, where, touched));
+      }
+      return Status();
+    case Program::kExecute:
+      for (const Vertex& v : exe.compute_sets(static_cast<int>(program.execute())).vertices()) {
+        touched.insert(v.operands().begin(), v.operands().end());
+      }
+      return Status();
+    case Program::kCopy:
+      touched.insert(program.copy().source());
+      touched.insert(program.copy().destination());
+      return Status();
+    default:
+      return data_loss(where + ": a parallel branch may only execute compute sets and copy tensors");
+  }
+}
+
 Status verify_program(const Executable& exe, const Program& program, int depth, const std::string& where) {
   if (depth > kMaxProgramDepth) return data_loss(where + ": programs nested deeper than " + std::to_string(kMaxProgramDepth));
   const auto tensor_ok = [&](uint32_t index) { return index < static_cast<uint32_t>(exe.tensors_size()); };
@@ -108,6 +139,20 @@ Status verify_program(const Executable& exe, const Program& program, int depth, 
       if (stream.dtype() != tensor.dtype() || !same_shape) {
         return data_loss(where + ": stream '" + stream.name() + "' does not match " +
                          tensor_label(exe, st.tensor()));
+      }
+      return Status();
+    }
+    case Program::kParallel: {
+      std::set<uint32_t> claimed;
+      for (const Program& branch : program.parallel().branches()) {
+        std::set<uint32_t> touched;
+        IPU_RETURN_IF_ERROR(verify_program(exe, branch, depth + 1, where));
+        IPU_RETURN_IF_ERROR(collect_parallel_tensors(exe, branch, depth + 1, where, touched));
+        for (uint32_t t : touched) {
+          if (!claimed.insert(t).second) {
+            return data_loss(where + ": parallel branches share " + tensor_label(exe, t));
+          }
+        }
       }
       return Status();
     }

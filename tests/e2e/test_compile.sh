@@ -36,19 +36,21 @@ test_every_unstaged_model_compiles() {
   ((count >= 2)) || fail "expected at least 2 unstaged models in $MODELS, found $count"
 }
 
-# Stages are parsed, validated and recorded; until pipelining lands they all run on IPU 0.
+# Stage s runs on IPU s; a pipeline needs at least as many micro-batches as stages to fill.
 test_staged_models_compile() {
   local model
   for model in "$MODELS"/*staged*.json; do
-    expect_exit 0 "$IPUCC" compile "$model" "${SMALL[@]}" --json -o staged.ipuexe
-    expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2 and d["target"]["num_ipus"] == 1' "$model: two stages recorded"
+    expect_exit 0 "$IPUCC" compile "$model" "${SMALL[@]}" --gradient-accumulation 2 --steps-per-execution 2 --json \
+      -o staged.ipuexe
+    expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2 and d["target"]["num_ipus"] == 2' "$model: two stages, two IPUs"
     expect_exit 0 "$IPURUN" train staged.ipuexe --data synthetic:2048 --steps-per-epoch 8 --progress none
   done
 }
 
 test_stage_assignment_flag_compiles() {
-  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-assignment 0,0,1,1,1,1 --json
-  expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2'
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-assignment 0,0,1,1,1,1 --gradient-accumulation 2 \
+    --steps-per-execution 2 --json
+  expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2 and d["target"]["num_ipus"] == 2'
 }
 
 test_single_stage_assignment_compiles() {

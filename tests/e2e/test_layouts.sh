@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Layout equivalences (fp32, max relative error <= 1e-6 on every weight after 8 updates):
+#   every schedule x 2 and 4 stages              == the unpipelined model with the same K
 #   gradient accumulation K micro-batches of B  == one batch of K·B
 #   R replicas at micro-batch B                  == one replica at R·B (mean loss)
 #   any steps_per_execution                      == any other (bitwise)
@@ -62,6 +63,40 @@ test_steps_per_execution_changes_nothing() {
   train eight $UPDATES --batch-size 32 --steps-per-execution 8
   same_weights one eight 0
   expect_eq "$(json_get one.steps.json 'd["losses"]')" "$(json_get eight.steps.json 'd["losses"]')" "step losses"
+}
+
+test_every_schedule_and_stage_count_equals_the_unpipelined_model() {
+  train flat $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 8
+  local schedule assignment
+  for schedule in grouped interleaved sequential; do
+    for assignment in 0,0,1,1,1,1 0,0,1,2,3,3; do
+      train "$schedule-${assignment//,/}" $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 \
+        --steps-per-execution 8 --stage-assignment "$assignment" --schedule "$schedule"
+      same_weights flat "$schedule-${assignment//,/}" 1e-6
+      expect_exit 0 "$PYTHON" "$COMPARE" --reference flat --checkpoint "$schedule-${assignment//,/}" \
+        --step-log "$schedule-${assignment//,/}.steps.json" --reference-step-log flat.steps.json --loss-tol 1e-6
+    done
+  done
+}
+
+test_pipelined_replicas_equal_the_large_batch() {
+  train big $UPDATES --batch-size 32 --steps-per-execution 4
+  train piped $((UPDATES * 2)) --batch-size 8 --replicas 2 --gradient-accumulation 2 --steps-per-execution 4 \
+    --stage-assignment 0,0,0,1,1,1
+  same_weights big piped 1e-6
+}
+
+test_pipeline_layout_errors() {
+  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,1,2,3,3 --gradient-accumulation 2 \
+    --steps-per-execution 2
+  expect_stderr_contains "the grouped schedule needs --gradient-accumulation >= 4 (the number of stages)"
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,1,2,3,3 --schedule sequential
+  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,1,1,1,1 --gradient-accumulation 2 \
+    --steps-per-execution 2 --replicas 4 --num-ipus 4
+  expect_stderr_contains "2 stage(s) x 4 replica(s) need 8 IPUs, the target has 4 (--num-ipus)"
+  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,2,2,2,2
+  expect_stderr_contains "stages must be numbered 0..1 without gaps"
+  expect_exit 2 "$IPUCC" compile "$MODEL" --schedule fastest
 }
 
 test_layout_flags_are_recorded() {

@@ -525,10 +525,20 @@ TEST_CASE("build_forward_graph: staged layers carry their stage") {
   const ModelSpec spec = parse_ok(seq(kFlatten + ", " + dense("d1") + ", " + dense("d2"), R"("stage_assignment": [0, 0, 1])"));
   auto built = build_forward_graph(spec, 4);
   REQUIRE(built.ok());
+  int copies = 0;
   for (const auto& op : built->graph.ops()) {
     CAPTURE(op.name);
+    if (op.kind == ipu::ir::OpKind::kStageCopy) {
+      // d1's output travels to stage 1, where d2 reads it.
+      ++copies;
+      CHECK(op.stage == 1);
+      CHECK(built->graph.value(op.inputs[0]).stage == 0);
+      continue;
+    }
     CHECK(op.stage == (op.name.rfind("d2/", 0) == 0 ? 1 : 0));
+    for (int input : op.inputs) CHECK(built->graph.value(input).stage == op.stage);
   }
+  CHECK(copies == 1);
 }
 
 TEST_CASE("build_forward_graph: a Dense on a rank-3 input names the file and layer") {

@@ -1,0 +1,172 @@
+#include "compiler/lowering/pipeline_program.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "runtime/format/verifier.h"
+
+namespace ipu::lowering {
+namespace {
+
+std::set<uint32_t> touched_by(const format::Executable& exe, const std::vector<uint32_t>& sets) {
+  std::set<uint32_t> tensors;
+  for (uint32_t cs : sets) {
+    for (const auto& v : exe.compute_sets(static_cast<int>(cs)).vertices()) tensors.insert(v.operands().begin(), v.operands().end());
+  }
+  return tensors;
+}
+
+bool per_micro_batch(format::TensorRole role) {
+  return role == format::INPUT || role == format::LABEL || role == format::ACTIVATION;
+}
+
+std::vector<uint32_t> concat(std::vector<uint32_t> a, const std::vector<uint32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Per-micro-batch copies of one tensor: slot m % depth holds micro-batch m.
+struct Slots {
+  uint32_t working = 0;
+  std::vector<uint32_t> buffers;
+  uint32_t at(int micro_batch) const { return buffers[static_cast<size_t>(micro_batch) % buffers.size()]; }
+};
+
+struct Boundary {
+  StageCopy copy;
+  Slots receive;  // on the destination stage
+};
+
+}  // namespace
+
+format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
+                                        const std::vector<StageComputeSets>& stages, const StepStreams& io,
+                                        const passes::PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
+                                        uint32_t replicas, PipelineReport& report) {
+  const format::Executable& exe = ctx.executable();
+  const int S = static_cast<int>(stages.size());
+  report.plan = plan;
+  report.stash_bytes.assign(static_cast<size_t>(S), 0);
+  auto bytes = [&](uint32_t t) {
+    return format::element_count(exe.tensors(static_cast<int>(t))) * format::dtype_size(exe.tensors(static_cast<int>(t)).dtype());
+  };
+
+  // A stage's forward work includes the loss on the last stage.
+  std::vector<std::vector<uint32_t>> forward(static_cast<size_t>(S));
+  for (int s = 0; s < S; ++s) forward[static_cast<size_t>(s)] = concat(stages[s].forward, stages[s].loss);
+
+  // What each stage's backward pass reads of its forward pass is stashed per micro-batch.
+  std::vector<std::vector<Slots>> stash(static_cast<size_t>(S));
+  for (int s = 0; s < S; ++s) {
+    const std::set<uint32_t> in_forward = touched_by(exe, forward[static_cast<size_t>(s)]);
+    const std::set<uint32_t> in_backward = touched_by(exe, stages[s].backward);
+    for (uint32_t t : in_forward) {
+      if (!in_backward.count(t) || !per_micro_batch(exe.tensors(static_cast<int>(t)).role())) continue;
+      Slots slots{t, {}};
+      for (int j = 0; j < plan.stash_depth[static_cast<size_t>(s)]; ++j) {
+        slots.buffers.push_back(ctx.add_buffer(exe.tensors(static_cast<int>(t)).name() + "/stash" + std::to_string(j), t,
+                                               format::STASH));
+        report.stash_bytes[static_cast<size_t>(s)] += bytes(t);
+      }
+      stash[static_cast<size_t>(s)].push_back(std::move(slots));
+    }
+  }
+
+  // Activations cross forward boundaries, gradients backward ones, through receive buffers.
+  std::vector<Boundary> boundaries;
+  for (const StageCopy& c : ctx.stage_copies()) {
+    const bool forward_copy = c.phase == ir::Phase::kForward;
+    const int boundary = std::min(c.source_stage, c.destination_stage);
+    const int depth = forward_copy ? plan.forward_depth[static_cast<size_t>(boundary)]
+                                   : plan.backward_depth[static_cast<size_t>(boundary)];
+    Boundary b{c, {c.destination, {}}};
+    for (int j = 0; j < depth; ++j) {
+      b.receive.buffers.push_back(ctx.add_buffer(exe.tensors(static_cast<int>(c.destination)).name() + "/receive" +
+                                                     std::to_string(j), c.destination, format::STASH));
+      report.stash_bytes[static_cast<size_t>(c.destination_stage)] += bytes(c.destination);
+    }
+    boundaries.push_back(std::move(b));
+  }
+  auto boundaries_into = [&](int stage, bool forward_pass) {
+    std::vector<const Boundary*> out;
+    for (const Boundary& b : boundaries) {
+      if (b.copy.destination_stage == stage && (b.copy.phase == ir::Phase::kForward) == forward_pass) out.push_back(&b);
+    }
+    return out;
+  };
+  auto boundaries_from = [&](int stage, bool forward_pass) {
+    std::vector<const Boundary*> out;
+    for (const Boundary& b : boundaries) {
+      if (b.copy.source_stage == stage && (b.copy.phase == ir::Phase::kForward) == forward_pass) out.push_back(&b);
+    }
+    return out;
+  };
+
+  format::Sequence update;
+  report.busy_cycles.assign(static_cast<size_t>(S), 0);
+  for (const auto& slot : plan.slots) {
+    format::Sequence before, after;
+    format::Parallel parallel;
+    std::vector<double> work_cycles;
+    for (const passes::PipelineWork& w : slot) {
+      const auto s = static_cast<size_t>(w.stage);
+      const std::vector<uint32_t>& sets = w.forward ? forward[s] : stages[s].backward;
+      if (w.forward) {
+        if (w.stage == 0) ProgramBuilder::stream_in(before, io.features_stream, io.features);
+        if (w.stage == S - 1) ProgramBuilder::stream_in(before, io.labels_stream, io.labels);
+        for (const Boundary* b : boundaries_into(w.stage, true)) ProgramBuilder::copy(before, b->receive.at(w.micro_batch), b->receive.working);
+        for (const Slots& st : stash[s]) ProgramBuilder::copy(after, st.working, st.at(w.micro_batch));
+        for (const Boundary* b : boundaries_from(w.stage, true)) ProgramBuilder::copy(after, b->copy.source, b->receive.at(w.micro_batch));
+        if (w.stage == S - 1) {
+          ProgramBuilder::stream_out(after, io.loss_stream, io.loss);
+          ProgramBuilder::stream_out(after, io.correct_stream, io.correct);
+        }
+      } else {
+        for (const Slots& st : stash[s]) ProgramBuilder::copy(before, st.at(w.micro_batch), st.working);
+        for (const Boundary* b : boundaries_into(w.stage, false)) ProgramBuilder::copy(before, b->receive.at(w.micro_batch), b->receive.working);
+        for (const Boundary* b : boundaries_from(w.stage, false)) ProgramBuilder::copy(after, b->copy.source, b->receive.at(w.micro_batch));
+      }
+      format::Sequence branch;
+      ProgramBuilder::execute(branch, sets);
+      *parallel.add_branches()->mutable_sequence() = std::move(branch);
+      const double cycles = programs.estimate_cycles(sets);
+      work_cycles.push_back(cycles);
+      report.busy_cycles[s] += cycles;
+    }
+    const double slowest = work_cycles.empty() ? 0 : *std::max_element(work_cycles.begin(), work_cycles.end());
+    const double slot_cycles = slowest + programs.estimate_cycles(ProgramBuilder::sequence(before)) +
+                               programs.estimate_cycles(ProgramBuilder::sequence(after));
+    for (auto& step : *before.mutable_steps()) *update.add_steps() = std::move(step);
+    if (parallel.branches_size() == 1) {
+      *update.add_steps() = parallel.branches(0);
+    } else if (parallel.branches_size() > 1) {
+      *update.add_steps()->mutable_parallel() = std::move(parallel);
+    }
+    for (auto& step : *after.mutable_steps()) *update.add_steps() = std::move(step);
+    report.slot_cycles.push_back(slot_cycles);
+    report.work_cycles.push_back(std::move(work_cycles));
+  }
+
+  format::Sequence finish;
+  if (replicas > 1) {
+    format::AllReduce* all_reduce = finish.add_steps()->mutable_all_reduce();
+    for (uint32_t acc : accumulators) all_reduce->add_tensors(acc);
+  }
+  format::Parallel updates;
+  for (const StageComputeSets& stage : stages) {
+    if (stage.update.empty()) continue;
+    format::Sequence branch;
+    ProgramBuilder::execute(branch, stage.update);
+    *updates.add_branches()->mutable_sequence() = std::move(branch);
+  }
+  *finish.add_steps()->mutable_parallel() = std::move(updates);
+  report.update_cycles = programs.estimate_cycles(ProgramBuilder::sequence(finish));
+  for (auto& step : *finish.mutable_steps()) *update.add_steps() = std::move(step);
+
+  report.cycles_per_update = report.update_cycles;
+  for (double c : report.slot_cycles) report.cycles_per_update += c;
+  return update;
+}
+
+}  // namespace ipu::lowering

@@ -1,0 +1,117 @@
+#include "compiler/lowering/program_builder.h"
+
+#include <algorithm>
+
+#include "runtime/format/verifier.h"
+
+namespace ipu::lowering {
+
+uint32_t ProgramBuilder::stream(const std::string& name, format::Stream::Direction direction, uint32_t like_tensor) {
+  const format::Tensor& like = m_exe.tensors(static_cast<int>(like_tensor));
+  format::Stream* s = m_exe.add_streams();
+  s->set_name(name);
+  s->set_direction(direction);
+  s->set_dtype(like.dtype());
+  *s->mutable_shape() = like.shape();
+  return static_cast<uint32_t>(m_exe.streams_size() - 1);
+}
+
+void ProgramBuilder::stream_in(format::Sequence& seq, uint32_t stream, uint32_t tensor) {
+  auto* st = seq.add_steps()->mutable_stream_in();
+  st->set_stream(stream);
+  st->set_tensor(tensor);
+}
+
+void ProgramBuilder::stream_out(format::Sequence& seq, uint32_t stream, uint32_t tensor) {
+  auto* st = seq.add_steps()->mutable_stream_out();
+  st->set_stream(stream);
+  st->set_tensor(tensor);
+}
+
+void ProgramBuilder::execute(format::Sequence& seq, const std::vector<uint32_t>& sets) {
+  for (uint32_t cs : sets) seq.add_steps()->set_execute(cs);
+}
+
+void ProgramBuilder::copy(format::Sequence& seq, uint32_t source, uint32_t destination) {
+  auto* c = seq.add_steps()->mutable_copy();
+  c->set_source(source);
+  c->set_destination(destination);
+}
+
+format::Program ProgramBuilder::repeat(uint64_t count, format::Sequence body) {
+  format::Program p;
+  p.mutable_repeat()->set_count(count);
+  *p.mutable_repeat()->mutable_body()->mutable_sequence() = std::move(body);
+  return p;
+}
+
+format::Program ProgramBuilder::sequence(format::Sequence body) {
+  format::Program p;
+  *p.mutable_sequence() = std::move(body);
+  return p;
+}
+
+void ProgramBuilder::add(const std::string& name, format::Program program, uint64_t steps) {
+  format::NamedProgram* p = m_exe.add_programs();
+  p->set_name(name);
+  p->set_cycles_per_step(static_cast<uint64_t>(estimate_cycles(program) / static_cast<double>(steps)));
+  *p->mutable_program() = std::move(program);
+}
+
+double ProgramBuilder::bytes_of(uint32_t tensor) const {
+  const format::Tensor& t = m_exe.tensors(static_cast<int>(tensor));
+  return static_cast<double>(format::element_count(t) * format::dtype_size(t.dtype()));
+}
+
+// Between IPUs a copy crosses the IPU links; within one it is spread over the IPU's tiles.
+double ProgramBuilder::copy_cycles(const format::Copy& copy) const {
+  const bool between_ipus = m_exe.tensors(static_cast<int>(copy.source())).ipu() !=
+                            m_exe.tensors(static_cast<int>(copy.destination())).ipu();
+  const double bandwidth = between_ipus ? m_target.cycles.ipu_link_bytes_per_cycle
+                                        : m_target.cycles.exchange_bytes_per_cycle * m_target.tiles_per_ipu;
+  return bytes_of(copy.source()) / bandwidth;
+}
+
+// A ring all-reduce moves 2(R−1)/R of each tensor over the IPU links.
+double ProgramBuilder::all_reduce_cycles(const format::AllReduce& all_reduce) const {
+  if (m_replicas <= 1) return 0;
+  double bytes = 0;
+  for (uint32_t t : all_reduce.tensors()) bytes += bytes_of(t);
+  const double r = m_replicas;
+  return m_target.cycles.sync_cycles + bytes * 2.0 * (r - 1.0) / r / m_target.cycles.ipu_link_bytes_per_cycle;
+}
+
+double ProgramBuilder::estimate_cycles(const std::vector<uint32_t>& compute_sets) const {
+  double cycles = 0;
+  for (uint32_t cs : compute_sets) cycles += static_cast<double>(m_exe.compute_sets(static_cast<int>(cs)).cycles());
+  return cycles;
+}
+
+double ProgramBuilder::estimate_cycles(const format::Program& program) const {
+  switch (program.kind_case()) {
+    case format::Program::kSequence: {
+      double cycles = 0;
+      for (const auto& step : program.sequence().steps()) cycles += estimate_cycles(step);
+      return cycles;
+    }
+    case format::Program::kParallel: {
+      double slowest = 0;
+      for (const auto& branch : program.parallel().branches()) slowest = std::max(slowest, estimate_cycles(branch));
+      return slowest;
+    }
+    case format::Program::kExecute:
+      return static_cast<double>(m_exe.compute_sets(static_cast<int>(program.execute())).cycles());
+    case format::Program::kRepeat:
+      return static_cast<double>(program.repeat().count()) * estimate_cycles(program.repeat().body());
+    case format::Program::kStreamIn:
+      return bytes_of(program.stream_in().tensor()) / m_target.cycles.host_bytes_per_cycle;
+    case format::Program::kStreamOut:
+      return bytes_of(program.stream_out().tensor()) / m_target.cycles.host_bytes_per_cycle;
+    case format::Program::kAllReduce: return all_reduce_cycles(program.all_reduce());
+    case format::Program::kCopy: return copy_cycles(program.copy());
+    case format::Program::KIND_NOT_SET: return 0;
+  }
+  return 0;
+}
+
+}  // namespace ipu::lowering
