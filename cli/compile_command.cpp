@@ -12,6 +12,7 @@
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/schedule_report.h"
 #include "compiler/driver/compile.h"
 #include "runtime/base/file_io.h"
 #include "runtime/base/sha256.h"
@@ -44,6 +45,7 @@ struct CompileFlags {
   bool force = false;
   bool no_cache = false;
   bool dump_ir = false;
+  std::string report;
   bool dump_plan = false;
 };
 
@@ -181,6 +183,11 @@ int run_compile(const CompileFlags& flags) {
     Status written = write_file_atomic(flags.output, bytes);
     if (!written.ok()) return fail(kTool, written, kExitIoError);
   }
+  if (!flags.report.empty()) {
+    const bool html = flags.report.size() >= 5 && flags.report.compare(flags.report.size() - 5, 5, ".html") == 0;
+    Status written = write_file_atomic(flags.report, html ? schedule_html(executable) : schedule_svg(executable));
+    if (!written.ok()) return fail(kTool, written, kExitIoError);
+  }
 
   const double total = seconds_since(start);
   if (flags.dump_plan) print_plan(executable);
@@ -205,9 +212,7 @@ int run_compile(const CompileFlags& flags) {
     out["batch_size"] = executable.batch_size();
     out["steps_per_execution"] = executable.steps_per_execution();
     out["estimates"] = estimates_json(executable);
-    out["pipeline"] = {{"stages", executable.pipeline().num_stages()},
-                       {"gradient_accumulation", executable.pipeline().gradient_accumulation()},
-                       {"replicas", executable.pipeline().replicas()}};
+    out["pipeline"] = schedule_json(executable);
     std::printf("%s\n", out.dump(2).c_str());
     return kExitOk;
   }
@@ -223,6 +228,11 @@ int run_compile(const CompileFlags& flags) {
                 1e6 * static_cast<double>(cycles.get<uint64_t>()) / executable.target().clock_hz(),
                 executable.target().clock_hz() / 1e9);
   }
+  const auto pipeline = schedule_json(executable);
+  std::printf("  %s schedule, %u stage(s) x %u replica(s), %u micro-batches per update: bubble %.1f%%\n",
+              executable.pipeline().schedule().c_str(), executable.pipeline().num_stages(),
+              executable.pipeline().replicas(), executable.pipeline().gradient_accumulation(),
+              100.0 * pipeline["bubble_fraction"].get<double>());
   if (!entry.empty()) std::printf("  entry %s\n", entry.c_str());
   if (!flags.output.empty()) std::printf("  wrote %s\n", flags.output.c_str());
   return kExitOk;
@@ -262,6 +272,7 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("-o,--output", flags->output, "Also write the executable to this file");
   cmd->add_flag("--json", flags->json, "Print one JSON object (docs/json.md)");
   cmd->add_flag("--force", flags->force, "Compile even when the cache has the executable");
+  cmd->add_option("--report", flags->report, "Draw the compiled schedule into FILE.svg or FILE.html");
   cmd->add_flag("--dump-ir", flags->dump_ir, "Print the IR after the training passes (compiles even on a hit)");
   cmd->add_flag("--dump-plan", flags->dump_plan, "Print the compute sets: vertices, tiles, cycles, exchange");
   return [flags, cmd]() { return cmd->parsed() ? run_compile(*flags) : -1; };

@@ -120,8 +120,6 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
 
   result.executable = std::move(lowered->executable);
   result.memory = std::move(lowered->memory);
-  result.pipeline = std::move(lowered->pipeline);
-  result.pipeline.schedule = options.schedule;
   format::Executable& exe = result.executable;
   exe.set_format_version(format::kFormatVersion);
   exe.set_model_name(spec.name);

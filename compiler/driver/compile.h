@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "compiler/lowering/pipeline_program.h"
 #include "compiler/passes/memory_plan.h"
 #include "runtime/format/executable.pb.h"
 
@@ -45,7 +44,6 @@ struct CompileTimings {
 struct CompileResult {
   format::Executable executable;
   passes::MemoryPlan memory;
-  lowering::PipelineReport pipeline;
   CompileTimings timings;
   std::string ir_text;  // the IR after the training passes, for --dump-ir
 };

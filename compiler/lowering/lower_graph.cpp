@@ -48,6 +48,40 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
   return sets;
 }
 
+// One stage without pipelining: K micro-batches, each a forward then a backward pass.
+void estimate_single_stage(const ProgramBuilder& programs, const StageComputeSets& stage, int micro_batches,
+                           format::ScheduleEstimate& estimate) {
+  const double forward = programs.estimate_cycles(stage.forward) + programs.estimate_cycles(stage.loss);
+  const double backward = programs.estimate_cycles(stage.backward);
+  for (int m = 0; m < micro_batches; ++m) {
+    for (bool is_forward : {true, false}) {
+      format::ScheduleSlot* slot = estimate.add_slots();
+      format::SlotWork* work = slot->add_work();
+      work->set_forward(is_forward);
+      work->set_micro_batch(static_cast<uint32_t>(m));
+      work->set_cycles(is_forward ? forward : backward);
+      slot->set_cycles(work->cycles());
+    }
+  }
+  estimate.add_busy_cycles(micro_batches * (forward + backward));
+  estimate.add_stash_bytes(0);
+}
+
+// Inference: one micro-batch flows through the stages in turn.
+void estimate_inference(const ProgramBuilder& programs, const std::vector<StageComputeSets>& stages,
+                        format::ScheduleEstimate& estimate) {
+  for (size_t s = 0; s < stages.size(); ++s) {
+    format::ScheduleSlot* slot = estimate.add_slots();
+    format::SlotWork* work = slot->add_work();
+    work->set_stage(static_cast<uint32_t>(s));
+    work->set_forward(true);
+    work->set_cycles(programs.estimate_cycles(stages[s].forward));
+    slot->set_cycles(work->cycles());
+    estimate.add_busy_cycles(work->cycles());
+    estimate.add_stash_bytes(0);
+  }
+}
+
 // Compute sets in the order the train program first runs them, for the memory plan's liveness.
 std::vector<uint32_t> concat_phases(const std::vector<StageComputeSets>& stages) {
   std::vector<uint32_t> order;
@@ -154,19 +188,27 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     if (S > 1) {
       const passes::PipelinePlan plan = passes::plan_pipeline(S, static_cast<int>(K), options.schedule);
       format::Sequence one_update = build_pipelined_update(ctx, programs, stages, streams, plan, accumulators,
-                                                           options.replicas, result.pipeline);
+                                                           options.replicas, *exe.mutable_estimates()->mutable_schedule());
       programs.add("train", ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
     } else if (accumulators.empty()) {
+      format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
+      estimate_single_stage(programs, stages[0], 1, estimate);
+      estimate.set_update_cycles(programs.estimate_cycles(update));
       programs.add("train", ProgramBuilder::repeat(steps, step_with(true)), steps);
     } else {
       // K micro-batches accumulate gradients; replicas average them; then one update.
-      format::Sequence one_update;
-      *one_update.add_steps() = ProgramBuilder::repeat(K, step_with(true));
+      format::Sequence finish;
       if (options.replicas > 1) {
-        format::AllReduce* all_reduce = one_update.add_steps()->mutable_all_reduce();
+        format::AllReduce* all_reduce = finish.add_steps()->mutable_all_reduce();
         for (uint32_t acc : accumulators) all_reduce->add_tensors(acc);
       }
-      ProgramBuilder::execute(one_update, update);
+      ProgramBuilder::execute(finish, update);
+      format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
+      estimate_single_stage(programs, stages[0], static_cast<int>(K), estimate);
+      estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));
+      format::Sequence one_update;
+      *one_update.add_steps() = ProgramBuilder::repeat(K, step_with(true));
+      for (auto& step : *finish.mutable_steps()) *one_update.add_steps() = std::move(step);
       programs.add("train", ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
     }
     programs.add("evaluate", ProgramBuilder::repeat(steps, step_with(false)), steps);
@@ -175,6 +217,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     format::Sequence step;
     ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
     forward_pass(step, false);
+    if (!train) estimate_inference(programs, stages, *exe.mutable_estimates()->mutable_schedule());
     ProgramBuilder::stream_out(step, programs.stream("predictions", format::Stream::DEVICE_TO_HOST, scores), scores);
     programs.add("predict", ProgramBuilder::repeat(steps, std::move(step)), steps);
   }
@@ -186,6 +229,11 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     return resource_exhausted(passes::describe_overflow(result.memory, target, 3));
   }
   format::Estimates* e = exe.mutable_estimates();
+  for (uint32_t ipu = 0; ipu < target.num_ipus; ++ipu) {
+    uint64_t bytes = 0;
+    for (uint32_t t = 0; t < target.tiles_per_ipu; ++t) bytes += result.memory.peak_per_tile[ipu * target.tiles_per_ipu + t];
+    e->mutable_schedule()->add_peak_bytes(bytes);
+  }
   e->set_peak_tile_bytes(result.memory.fullest.peak_bytes);
   e->set_fullest_tile(result.memory.fullest.tile);
   e->set_total_bytes(result.memory.total_bytes);

@@ -34,7 +34,6 @@ struct LoweringOptions {
 struct LoweringResult {
   format::Executable executable;
   passes::MemoryPlan memory;
-  PipelineReport pipeline;  // one weight update of train (or a predict step), per stage
 };
 
 // Fills everything but the manifest and model metadata. Returns ResourceExhausted with a per-tile

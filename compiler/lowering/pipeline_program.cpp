@@ -43,11 +43,10 @@ struct Boundary {
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const passes::PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
-                                        uint32_t replicas, PipelineReport& report) {
+                                        uint32_t replicas, format::ScheduleEstimate& estimate) {
   const format::Executable& exe = ctx.executable();
   const int S = static_cast<int>(stages.size());
-  report.plan = plan;
-  report.stash_bytes.assign(static_cast<size_t>(S), 0);
+  std::vector<uint64_t> stash_bytes(static_cast<size_t>(S), 0);
   auto bytes = [&](uint32_t t) {
     return format::element_count(exe.tensors(static_cast<int>(t))) * format::dtype_size(exe.tensors(static_cast<int>(t)).dtype());
   };
@@ -67,7 +66,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
       for (int j = 0; j < plan.stash_depth[static_cast<size_t>(s)]; ++j) {
         slots.buffers.push_back(ctx.add_buffer(exe.tensors(static_cast<int>(t)).name() + "/stash" + std::to_string(j), t,
                                                format::STASH));
-        report.stash_bytes[static_cast<size_t>(s)] += bytes(t);
+        stash_bytes[static_cast<size_t>(s)] += bytes(t);
       }
       stash[static_cast<size_t>(s)].push_back(std::move(slots));
     }
@@ -84,7 +83,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     for (int j = 0; j < depth; ++j) {
       b.receive.buffers.push_back(ctx.add_buffer(exe.tensors(static_cast<int>(c.destination)).name() + "/receive" +
                                                      std::to_string(j), c.destination, format::STASH));
-      report.stash_bytes[static_cast<size_t>(c.destination_stage)] += bytes(c.destination);
+      stash_bytes[static_cast<size_t>(c.destination_stage)] += bytes(c.destination);
     }
     boundaries.push_back(std::move(b));
   }
@@ -104,11 +103,12 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   };
 
   format::Sequence update;
-  report.busy_cycles.assign(static_cast<size_t>(S), 0);
+  std::vector<double> busy(static_cast<size_t>(S), 0);
   for (const auto& slot : plan.slots) {
     format::Sequence before, after;
     format::Parallel parallel;
-    std::vector<double> work_cycles;
+    format::ScheduleSlot* estimated = estimate.add_slots();
+    double slowest = 0;
     for (const passes::PipelineWork& w : slot) {
       const auto s = static_cast<size_t>(w.stage);
       const std::vector<uint32_t>& sets = w.forward ? forward[s] : stages[s].backward;
@@ -131,12 +131,16 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
       ProgramBuilder::execute(branch, sets);
       *parallel.add_branches()->mutable_sequence() = std::move(branch);
       const double cycles = programs.estimate_cycles(sets);
-      work_cycles.push_back(cycles);
-      report.busy_cycles[s] += cycles;
+      format::SlotWork* work = estimated->add_work();
+      work->set_stage(static_cast<uint32_t>(w.stage));
+      work->set_forward(w.forward);
+      work->set_micro_batch(static_cast<uint32_t>(w.micro_batch));
+      work->set_cycles(cycles);
+      busy[s] += cycles;
+      slowest = std::max(slowest, cycles);
     }
-    const double slowest = work_cycles.empty() ? 0 : *std::max_element(work_cycles.begin(), work_cycles.end());
-    const double slot_cycles = slowest + programs.estimate_cycles(ProgramBuilder::sequence(before)) +
-                               programs.estimate_cycles(ProgramBuilder::sequence(after));
+    estimated->set_cycles(slowest + programs.estimate_cycles(ProgramBuilder::sequence(before)) +
+                          programs.estimate_cycles(ProgramBuilder::sequence(after)));
     for (auto& step : *before.mutable_steps()) *update.add_steps() = std::move(step);
     if (parallel.branches_size() == 1) {
       *update.add_steps() = parallel.branches(0);
@@ -144,8 +148,6 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
       *update.add_steps()->mutable_parallel() = std::move(parallel);
     }
     for (auto& step : *after.mutable_steps()) *update.add_steps() = std::move(step);
-    report.slot_cycles.push_back(slot_cycles);
-    report.work_cycles.push_back(std::move(work_cycles));
   }
 
   format::Sequence finish;
@@ -161,11 +163,10 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     *updates.add_branches()->mutable_sequence() = std::move(branch);
   }
   *finish.add_steps()->mutable_parallel() = std::move(updates);
-  report.update_cycles = programs.estimate_cycles(ProgramBuilder::sequence(finish));
+  estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));
+  for (double b : busy) estimate.add_busy_cycles(b);
+  for (uint64_t b : stash_bytes) estimate.add_stash_bytes(b);
   for (auto& step : *finish.mutable_steps()) *update.add_steps() = std::move(step);
-
-  report.cycles_per_update = report.update_cycles;
-  for (double c : report.slot_cycles) report.cycles_per_update += c;
   return update;
 }
 

@@ -26,21 +26,11 @@ struct StepStreams {
   uint32_t correct_stream = 0, correct = 0;
 };
 
-// What the schedule costs, per weight update, for reports.
-struct PipelineReport {
-  std::string schedule;
-  passes::PipelinePlan plan;
-  std::vector<double> slot_cycles;                // duration of each slot
-  std::vector<std::vector<double>> work_cycles;   // [slot][work item]
-  std::vector<double> busy_cycles;                // per stage (IPU)
-  double update_cycles = 0;                       // all-reduce and weight update after the slots
-  double cycles_per_update = 0;
-  std::vector<uint64_t> stash_bytes;              // per stage: stash slots and receive buffers
-};
-
+// Fills `estimate` (slots with the cycles of each pass, busy cycles per stage, stash bytes per
+// stage, update cycles) as it builds the program.
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const passes::PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
-                                        uint32_t replicas, PipelineReport& report);
+                                        uint32_t replicas, format::ScheduleEstimate& estimate);
 
 }  // namespace ipu::lowering

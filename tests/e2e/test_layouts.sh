@@ -99,10 +99,49 @@ test_pipeline_layout_errors() {
   expect_exit 2 "$IPUCC" compile "$MODEL" --schedule fastest
 }
 
+# What the seeds say, in the compiler's estimates: grouped is faster than interleaved,
+# interleaved stashes less than grouped, sequential is slowest, and a larger K shrinks the bubble.
+test_cycle_model_orders_the_schedules() {
+  local schedule k
+  for schedule in grouped interleaved sequential; do
+    for k in 4 16; do
+      expect_exit 0 "$IPUCC" compile "$MODELS/mlp_sequential_staged.json" --gradient-accumulation $k \
+        --steps-per-execution $k --schedule $schedule --no-cache --json
+      cp "$STDOUT" "$schedule-$k.json"
+    done
+  done
+  expect_exit 0 "$PYTHON" -c "
+import json
+p = {(s, k): json.load(open(f'{s}-{k}.json'))['pipeline'] for s in ('grouped', 'interleaved', 'sequential') for k in (4, 16)}
+for k in (4, 16):
+    g, i, q = p['grouped', k], p['interleaved', k], p['sequential', k]
+    assert g['cycles_per_step'] < i['cycles_per_step'] < q['cycles_per_step'], (k, g['cycles_per_step'], i['cycles_per_step'], q['cycles_per_step'])
+    assert sum(x['stash_bytes'] for x in i['ipus']) < sum(x['stash_bytes'] for x in g['ipus'])
+    assert len(g['ipus']) == 2 and all(x['busy_cycles'] > 0 and x['idle_cycles'] >= 0 for x in g['ipus'])
+for s in ('grouped', 'interleaved'):
+    assert p[s, 16]['bubble_fraction'] < p[s, 4]['bubble_fraction'], s"
+}
+
+test_schedule_report_draws_every_pass() {
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_sequential_staged.json" --gradient-accumulation 4 --steps-per-execution 4 \
+    --no-cache --report schedule.svg
+  expect_exit 0 "$PYTHON" -c "
+import xml.etree.ElementTree as ET
+root = ET.parse('schedule.svg').getroot()
+titles = [t.text for t in root.iter('{http://www.w3.org/2000/svg}title')]
+for stage_pass in ('F', 'B'):
+    for m in range(4):
+        assert sum(t.startswith(f'{stage_pass}{m}:') for t in titles) == 2, (stage_pass, m)   # one per IPU
+assert any(t.startswith('update') for t in titles)"
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_sequential_staged.json" --gradient-accumulation 4 --steps-per-execution 4 \
+    --no-cache --report schedule.html
+  expect_exit 0 grep -q "<svg" schedule.html
+}
+
 test_layout_flags_are_recorded() {
   expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --batch-size 8 --replicas 2 --gradient-accumulation 4 \
     --steps-per-execution 8 --json
-  expect_json "$STDOUT" 'd["pipeline"] == {"stages": 1, "gradient_accumulation": 4, "replicas": 2}'
+  expect_json "$STDOUT" 'd["pipeline"]["stages"] == 1 and d["pipeline"]["gradient_accumulation"] == 4 and d["pipeline"]["replicas"] == 2'
   expect_json "$STDOUT" 'd["target"]["num_ipus"] == 2'
 }
 
