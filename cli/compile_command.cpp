@@ -35,6 +35,7 @@ struct CompileFlags {
   uint32_t replicas = 1;
   uint32_t num_ipus = 16;
   std::string schedule = "grouped";
+  bool recompute = false;
   std::string mode = "train";
   float learning_rate = 0;
   float momentum = -1;
@@ -71,6 +72,7 @@ compiler::CompileOptions to_options(const CompileFlags& f) {
   o.replicas = f.replicas;
   o.num_ipus = f.num_ipus;
   o.schedule = f.schedule;
+  o.recompute = f.recompute;
   o.mode = f.mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
   if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
   if (f.momentum >= 0) o.momentum = f.momentum;
@@ -261,6 +263,8 @@ std::function<int()> add_compile_command(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--schedule", flags->schedule, "Pipeline schedule: grouped, interleaved or sequential")
       ->check(CLI::IsMember({"grouped", "interleaved", "sequential"}));
+  cmd->add_flag("--recompute", flags->recompute,
+                "Pipelines: recompute activations for the backward pass instead of stashing them");
   cmd->add_option("--mode", flags->mode, "train or infer")->check(CLI::IsMember({"train", "infer"}));
   cmd->add_option("--learning-rate", flags->learning_rate, "SGD learning rate (overrides the spec)")
       ->check(CLI::PositiveNumber);

@@ -65,6 +65,7 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOp
   for (int s : o.stage_assignment) stages += (stages.empty() ? "" : ",") + std::to_string(s);
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
   out.emplace_back("schedule", o.schedule);
+  out.emplace_back("recompute", o.recompute ? "1" : "0");
   return out;
 }
 
@@ -113,7 +114,8 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
 
   start = std::chrono::steady_clock::now();
   lowering::LoweringOptions lowering_options{options.batch_size, options.steps_per_execution,
-                                             options.gradient_accumulation, options.replicas, stages, schedule};
+                                             options.gradient_accumulation, options.replicas, stages, schedule,
+                                             options.recompute};
   auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options);
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
   result.timings.lowering_seconds = seconds_since(start);

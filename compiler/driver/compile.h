@@ -29,6 +29,7 @@ struct CompileOptions {
   std::optional<float> momentum;
   std::vector<int> stage_assignment;   // overrides the spec's stages when non-empty
   std::string schedule = "grouped";    // pipeline schedule: grouped, interleaved, sequential
+  bool recompute = false;              // pipelines: recompute activations instead of stashing them
 };
 
 // Every option that changes the compiled program, as (name, canonical value) pairs, for the

@@ -188,7 +188,8 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     if (S > 1) {
       const passes::PipelinePlan plan = passes::plan_pipeline(S, static_cast<int>(K), options.schedule);
       format::Sequence one_update = build_pipelined_update(ctx, programs, stages, streams, plan, accumulators,
-                                                           options.replicas, *exe.mutable_estimates()->mutable_schedule());
+                                                           options.replicas, options.recompute,
+                                                           *exe.mutable_estimates()->mutable_schedule());
       programs.add("train", ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
     } else if (accumulators.empty()) {
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();

@@ -29,6 +29,7 @@ struct LoweringOptions {
   uint32_t replicas = 1;
   uint32_t stages = 1;               // pipeline stages; stage s runs on IPU s of its replica
   passes::Schedule schedule = passes::Schedule::kGrouped;
+  bool recompute = false;            // recompute activations for the backward pass instead of stashing
 };
 
 struct LoweringResult {

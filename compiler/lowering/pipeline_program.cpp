@@ -43,7 +43,7 @@ struct Boundary {
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const passes::PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
-                                        uint32_t replicas, format::ScheduleEstimate& estimate) {
+                                        uint32_t replicas, bool recompute, format::ScheduleEstimate& estimate) {
   const format::Executable& exe = ctx.executable();
   const int S = static_cast<int>(stages.size());
   std::vector<uint64_t> stash_bytes(static_cast<size_t>(S), 0);
@@ -55,13 +55,20 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   std::vector<std::vector<uint32_t>> forward(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) forward[static_cast<size_t>(s)] = concat(stages[s].forward, stages[s].loss);
 
-  // What each stage's backward pass reads of its forward pass is stashed per micro-batch.
+  // The stage's inputs: what arrives from the host or the previous stage rather than being computed.
+  std::set<uint32_t> arriving = {io.features, io.labels};
+  for (const StageCopy& c : ctx.stage_copies()) arriving.insert(c.destination);
+
+  // What each stage's backward pass reads of its forward pass is stashed per micro-batch (with
+  // recompute: only the inputs the forward pass is re-run from).
   std::vector<std::vector<Slots>> stash(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) {
     const std::set<uint32_t> in_forward = touched_by(exe, forward[static_cast<size_t>(s)]);
-    const std::set<uint32_t> in_backward = touched_by(exe, stages[s].backward);
+    const std::set<uint32_t> in_backward =
+        recompute ? in_forward : touched_by(exe, stages[s].backward);
     for (uint32_t t : in_forward) {
       if (!in_backward.count(t) || !per_micro_batch(exe.tensors(static_cast<int>(t)).role())) continue;
+      if (recompute && !arriving.count(t)) continue;
       Slots slots{t, {}};
       for (int j = 0; j < plan.stash_depth[static_cast<size_t>(s)]; ++j) {
         slots.buffers.push_back(ctx.add_buffer(exe.tensors(static_cast<int>(t)).name() + "/stash" + std::to_string(j), t,
@@ -111,7 +118,8 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     double slowest = 0;
     for (const passes::PipelineWork& w : slot) {
       const auto s = static_cast<size_t>(w.stage);
-      const std::vector<uint32_t>& sets = w.forward ? forward[s] : stages[s].backward;
+      const std::vector<uint32_t> sets =
+          w.forward ? forward[s] : recompute ? concat(forward[s], stages[s].backward) : stages[s].backward;
       if (w.forward) {
         if (w.stage == 0) ProgramBuilder::stream_in(before, io.features_stream, io.features);
         if (w.stage == S - 1) ProgramBuilder::stream_in(before, io.labels_stream, io.labels);

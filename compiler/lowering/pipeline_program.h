@@ -28,9 +28,12 @@ struct StepStreams {
 
 // Fills `estimate` (slots with the cycles of each pass, busy cycles per stage, stash bytes per
 // stage, update cycles) as it builds the program.
+// With `recompute`, a stage stashes only its inputs (infeeds and values received from the
+// previous stage) and runs its forward pass again before each backward pass: less memory for
+// more cycles, the same numbers.
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const passes::PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
-                                        uint32_t replicas, format::ScheduleEstimate& estimate);
+                                        uint32_t replicas, bool recompute, format::ScheduleEstimate& estimate);
 
 }  // namespace ipu::lowering

@@ -79,6 +79,24 @@ test_every_schedule_and_stage_count_equals_the_unpipelined_model() {
   done
 }
 
+test_recompute_gives_the_same_weights_with_less_stash() {
+  train flat $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 8
+  train recomputed $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 8 \
+    --stage-assignment 0,0,1,2,3,3 --recompute
+  same_weights flat recomputed 1e-6
+  local variant
+  for variant in stash recompute; do
+    expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --batch-size 8 --gradient-accumulation 4 --steps-per-execution 8 \
+      --stage-assignment 0,0,1,2,3,3 --no-cache --json $([ $variant = recompute ] && echo --recompute)
+    cp "$STDOUT" "$variant.json"
+  done
+  expect_exit 0 "$PYTHON" -c "
+import json
+s, r = (json.load(open(f'{v}.json'))['pipeline'] for v in ('stash', 'recompute'))
+assert sum(i['stash_bytes'] for i in r['ipus']) < sum(i['stash_bytes'] for i in s['ipus'])
+assert r['cycles_per_step'] > s['cycles_per_step']"
+}
+
 test_pipelined_replicas_equal_the_large_batch() {
   train big $UPDATES --batch-size 32 --steps-per-execution 4
   train piped $((UPDATES * 2)) --batch-size 8 --replicas 2 --gradient-accumulation 2 --steps-per-execution 4 \
