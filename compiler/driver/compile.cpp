@@ -132,7 +132,7 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   pipeline->set_num_stages(static_cast<uint32_t>(spec.num_stages));
   pipeline->set_gradient_accumulation(options.gradient_accumulation);
   pipeline->set_replicas(options.replicas);
-  pipeline->set_schedule(options.schedule);
+  pipeline->set_schedule(stages > 1 ? options.schedule : "none");
   for (uint32_t s = 0; s < stages; ++s) pipeline->add_stage_ipu(s);
   return result;
 }
