@@ -526,3 +526,87 @@ TEST_CASE("engine: results are bitwise identical with 1 and 2 threads") {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("engine: replicas pull their own data and an all-reduce leaves every replica with the mean") {
+  Tiny t;
+  t.b.exe().mutable_target()->set_num_ipus(2);
+  t.b.exe().mutable_pipeline()->set_replicas(2);
+  auto* main = t.b.program("main");
+  stream_in(main, t.in, t.x);
+  execute(main, t.relu_cs);
+  main->add_steps()->mutable_all_reduce()->add_tensors(t.y);
+  stream_out(main, t.out_y, t.y);
+  auto engine = load(t.b.exe());
+  REQUIRE(engine->replicas() == 2);
+
+  std::vector<std::vector<float>> pulled(2), pushed(2);
+  HostStreams streams;
+  streams.pull = [&](uint32_t, uint32_t replica, std::span<std::byte> dst) -> Status {
+    std::vector<float> v(dst.size() / sizeof(float));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(replica * 8 + i) - 6.0f;
+    pulled[replica] = v;
+    std::memcpy(dst.data(), v.data(), dst.size());
+    return Status();
+  };
+  streams.push = [&](uint32_t, uint32_t replica, std::span<const std::byte> src) -> Status {
+    pushed[replica] = floats(src);
+    return Status();
+  };
+  REQUIRE(engine->run(*engine->find_program("main"), streams).ok());
+  const std::vector<float> a = relu(pulled[0]), b = relu(pulled[1]);
+  for (uint32_t r = 0; r < 2; ++r) {
+    REQUIRE(pushed[r].size() == 8);
+    for (size_t i = 0; i < 8; ++i) CHECK(pushed[r][i] == (a[i] + b[i]) * 0.5f);
+  }
+}
+
+TEST_CASE("engine: parallel branches run on their own tensors") {
+  Builder b;
+  const uint32_t x1 = b.tensor("x1", fmt::FLOAT32, {8}, {-1, 2, -3, 4, -5, 6, -7, 8});
+  const uint32_t y1 = b.tensor("y1", fmt::FLOAT32, {8});
+  const uint32_t x2 = b.tensor("x2", fmt::FLOAT32, {8}, {1, -2, 3, -4, 5, -6, 7, -8});
+  const uint32_t y2 = b.tensor("y2", fmt::FLOAT32, {8});
+  const uint32_t cs1 = b.compute_set("stage0"), cs2 = b.compute_set("stage1");
+  b.vertex(cs1, fmt::Codelet::kActivation, {x1, y1}, {0, 0, 8});
+  b.vertex(cs2, fmt::Codelet::kActivation, {x2, y2}, {0, 0, 8});
+  auto* main = b.program("main");
+  auto* parallel = main->add_steps()->mutable_parallel();
+  parallel->add_branches()->set_execute(cs1);
+  parallel->add_branches()->set_execute(cs2);
+  auto engine = load(b.exe());
+  HostStreams none;
+  REQUIRE(engine->run(*engine->find_program("main"), none).ok());
+  CHECK(floats(engine->tensor_bytes(y1)) == std::vector<float>{0, 2, 0, 4, 0, 6, 0, 8});
+  CHECK(floats(engine->tensor_bytes(y2)) == std::vector<float>{1, 0, 3, 0, 5, 0, 7, 0});
+
+  SUBCASE("branches that share a tensor are refused") {
+    Executable bad = b.exe();
+    auto* branch = bad.mutable_programs(0)->mutable_program()->mutable_sequence()->mutable_steps(0)->mutable_parallel();
+    auto* c = branch->add_branches()->mutable_copy();
+    c->set_source(x1);
+    c->set_destination(x2);
+    auto refused = Engine::create(bad, {});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().message().find("parallel branches share") != std::string::npos);
+  }
+  SUBCASE("a host transfer inside a branch is refused") {
+    Executable bad = b.exe();
+    const uint32_t in = static_cast<uint32_t>(bad.streams_size());
+    auto* s = bad.add_streams();
+    s->set_name("features");
+    s->set_direction(Stream::HOST_TO_DEVICE);
+    s->set_dtype(fmt::FLOAT32);
+    s->add_shape(8);
+    auto* branch = bad.mutable_programs(0)->mutable_program()->mutable_sequence()->mutable_steps(0)->mutable_parallel();
+    auto* st = branch->mutable_branches(0)->mutable_stream_in();
+    st->set_stream(in);
+    st->set_tensor(x1);
+    auto refused = Engine::create(bad, {});
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().message().find("may only execute compute sets and copy tensors") != std::string::npos);
+  }
+}
+
+}  // namespace
