@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "cache/cache_stats.h"
 #include "runtime/base/file_io.h"
 #include "runtime/base/sha256.h"
 
@@ -42,6 +43,22 @@ Status make_directories(const std::string& path) {
 // Removal is best effort: it runs on a path that is already failing.
 void remove_quietly(const std::string& path) {
   ::unlink(path.c_str());
+}
+
+int64_t mtime_ns(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+StatusOr<uint64_t> parse_size_file(const std::string& text) {
+  uint64_t value = 0;
+  size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    uint64_t digit = static_cast<uint64_t>(text[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10) return data_loss("size too large");
+    value = value * 10 + digit;
+  }
+  if (i == 0 || (i < text.size() && text.substr(i) != "\n")) return data_loss("malformed size file");
+  return value;
 }
 
 bool file_exists(const std::string& path) {
@@ -136,6 +153,7 @@ Status LocalStore::put(const Manifest& manifest, std::string_view executable_byt
   const std::string exe_path = entry_path(key);
   const std::string stored_path = manifest_path(key);
   IPU_RETURN_IF_ERROR(make_directories(shard_dir(key)));
+  const uint64_t old_bytes = entry_bytes(key);
 
   // Both files are replaced atomically, so a reader sees whole files only; an entry being
   // rewritten holds an executable built from the same inputs (the key covers them all), so an
@@ -148,10 +166,197 @@ Status LocalStore::put(const Manifest& manifest, std::string_view executable_byt
     remove_quietly(exe_path);
     return status;
   }
-  return Status();
+  // The running size is bookkeeping: the entry is committed even if it cannot be updated (the
+  // next total_bytes() or eviction rescans a missing or damaged size file).
+  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  if (!lock.ok()) return lock.status();
+  return adjust_size_locked(static_cast<int64_t>(entry_bytes(key)) - static_cast<int64_t>(old_bytes));
 }
 
-StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix) {
+uint64_t LocalStore::entry_bytes(const std::string& key) const {
+  uint64_t total = 0;
+  struct stat st {};
+  if (::stat(entry_path(key).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  if (::stat(manifest_path(key).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  return total;
+}
+
+Status LocalStore::adjust_size_locked(int64_t delta) {
+  StatusOr<std::string> text = read_file(size_path());
+  StatusOr<uint64_t> current = text.ok() ? parse_size_file(*text) : StatusOr<uint64_t>(text.status());
+  uint64_t total = 0;
+  if (current.ok()) {
+    int64_t next = static_cast<int64_t>(*current) + delta;
+    total = next < 0 ? 0 : static_cast<uint64_t>(next);
+  } else {
+    // No (usable) running total: the scan already includes this change.
+    StatusOr<std::vector<EntryInfo>> entries = list();
+    if (!entries.ok()) return entries.status();
+    for (const EntryInfo& e : *entries) total += e.bytes;
+  }
+  return write_file_atomic(size_path(), std::to_string(total) + "\n");
+}
+
+StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
+  std::vector<EntryInfo> out;
+  const std::string root = m_dir + "/entries";
+  std::error_code ec;
+  fs::directory_iterator shards(root, ec);
+  if (ec) {
+    if (ec.value() == ENOENT) return out;
+    return errno_status(root, "cannot list cache entries", ec.value());
+  }
+  for (; shards != fs::directory_iterator(); shards.increment(ec)) {
+    if (ec) return errno_status(root, "cannot list cache entries", ec.value());
+    std::error_code ec2;
+    if (!shards->is_directory(ec2)) continue;
+    const std::string shard = shards->path().string();
+    fs::directory_iterator it(shard, ec2);
+    for (; !ec2 && it != fs::directory_iterator(); it.increment(ec2)) {
+      std::string name = it->path().filename().string();
+      if (name.size() <= kManifestSuffix.size() || !name.ends_with(kManifestSuffix)) continue;
+      std::string key = name.substr(0, name.size() - kManifestSuffix.size());
+      if (!is_valid_key(key)) continue;
+      EntryInfo info;
+      info.key = key;
+      struct stat st {};
+      if (::stat(manifest_path(key).c_str(), &st) != 0) continue;  // removed meanwhile
+      info.bytes = static_cast<uint64_t>(st.st_size);
+      info.last_use_ns = mtime_ns(st);
+      if (::stat(entry_path(key).c_str(), &st) == 0) {
+        info.executable_present = true;
+        info.bytes += static_cast<uint64_t>(st.st_size);
+        info.last_use_ns = mtime_ns(st);
+      }
+      StatusOr<std::string> text = read_file(manifest_path(key));
+      if (text.ok()) {
+        StatusOr<Manifest> parsed = Manifest::parse(*text);
+        if (parsed.ok()) {
+          info.manifest_ok = sha256_hex(*text) == key;
+          info.manifest = parsed->entries();
+          for (const auto& [field, value] : info.manifest) {
+            if (field == "model_sha256") info.model_sha256 = value;
+            if (field.starts_with("option.")) info.options[field.substr(7)] = value;
+          }
+        }
+      }
+      out.push_back(std::move(info));
+    }
+    if (ec2 && ec2.value() != ENOENT) return errno_status(shard, "cannot list cache entries", ec2.value());
+  }
+  std::sort(out.begin(), out.end(), [](const EntryInfo& a, const EntryInfo& b) { return a.key < b.key; });
+  return out;
+}
+
+Status LocalStore::remove_locked(const std::string& key) {
+  if (!is_valid_key(key)) return invalid_argument(key + ": not a cache key");
+  const uint64_t bytes = entry_bytes(key);
+  bool found = false;
+  for (const std::string& path : {manifest_path(key), entry_path(key)}) {
+    if (::unlink(path.c_str()) == 0) {
+      found = true;
+    } else if (errno != ENOENT) {
+      return errno_status(path, "cannot remove cache entry", errno);
+    }
+  }
+  if (!found) return not_found(key + ": no cache entry with this key");
+  return adjust_size_locked(-static_cast<int64_t>(bytes));
+}
+
+Status LocalStore::remove(const std::string& key) {
+  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  if (!lock.ok()) return lock.status();
+  return remove_locked(key);
+}
+
+Status LocalStore::quarantine(const std::string& key) {
+  if (!is_valid_key(key)) return invalid_argument(key + ": not a cache key");
+  IPU_RETURN_IF_ERROR(make_directories(corrupt_dir()));
+  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  if (!lock.ok()) return lock.status();
+  const uint64_t bytes = entry_bytes(key);
+  bool found = false;
+  // The manifest (the commit marker) goes first, so the entry stops being a hit at once.
+  for (const auto& [from, suffix] : {std::pair{manifest_path(key), kManifestSuffix},
+                                     std::pair{entry_path(key), kExecutableSuffix}}) {
+    const std::string to = corrupt_dir() + "/" + key + std::string(suffix);
+    if (::rename(from.c_str(), to.c_str()) == 0) {
+      found = true;
+    } else if (errno != ENOENT) {
+      return errno_status(from, "cannot move cache entry to " + corrupt_dir(), errno);
+    }
+  }
+  if (!found) return not_found(key + ": no cache entry with this key");
+  return adjust_size_locked(-static_cast<int64_t>(bytes));
+}
+
+StatusOr<uint64_t> LocalStore::total_bytes() {
+  StatusOr<std::string> text = read_file(size_path());
+  if (text.ok()) {
+    StatusOr<uint64_t> value = parse_size_file(*text);
+    if (value.ok()) return value;
+  }
+  return rescan_total_bytes();
+}
+
+StatusOr<uint64_t> LocalStore::rescan_total_bytes() {
+  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  if (!lock.ok()) return lock.status();
+  StatusOr<std::vector<EntryInfo>> entries = list();
+  if (!entries.ok()) return entries.status();
+  uint64_t total = 0;
+  for (const EntryInfo& e : *entries) total += e.bytes;
+  IPU_RETURN_IF_ERROR(write_file_atomic(size_path(), std::to_string(total) + "\n"));
+  return total;
+}
+
+StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
+  std::vector<std::string> evicted;
+  StatusOr<uint64_t> running = total_bytes();
+  if (running.ok() && *running <= max_bytes) return evicted;  // the common case: no scan
+  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  if (!lock.ok()) return lock.status();
+  StatusOr<std::vector<EntryInfo>> entries = list();
+  if (!entries.ok()) return entries.status();
+  uint64_t total = 0;
+  for (const EntryInfo& e : *entries) total += e.bytes;
+  std::sort(entries->begin(), entries->end(), [](const EntryInfo& a, const EntryInfo& b) {
+    return a.last_use_ns != b.last_use_ns ? a.last_use_ns < b.last_use_ns : a.key < b.key;
+  });
+  for (const EntryInfo& e : *entries) {
+    if (total <= max_bytes) break;
+    for (const std::string& path : {manifest_path(e.key), entry_path(e.key)}) {
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        Status failed = errno_status(path, "cannot remove cache entry", errno);
+        (void)write_file_atomic(size_path(), std::to_string(total) + "\n");
+        return failed;
+      }
+    }
+    total -= e.bytes;
+    evicted.push_back(e.key);
+  }
+  IPU_RETURN_IF_ERROR(write_file_atomic(size_path(), std::to_string(total) + "\n"));
+  return evicted;
+}
+
+StatusOr<std::vector<std::string>> LocalStore::evict_older_than(int64_t cutoff_ns) {
+  std::vector<std::string> evicted;
+  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  if (!lock.ok()) return lock.status();
+  StatusOr<std::vector<EntryInfo>> entries = list();
+  if (!entries.ok()) return entries.status();
+  std::sort(entries->begin(), entries->end(), [](const EntryInfo& a, const EntryInfo& b) {
+    return a.last_use_ns != b.last_use_ns ? a.last_use_ns < b.last_use_ns : a.key < b.key;
+  });
+  for (const EntryInfo& e : *entries) {
+    if (e.last_use_ns >= cutoff_ns) break;
+    IPU_RETURN_IF_ERROR(remove_locked(e.key));
+    evicted.push_back(e.key);
+  }
+  return evicted;
+}
+
+StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix, bool touch_entry) {
   if (key_or_prefix.size() < kMinPrefixLength || !is_hex_prefix(key_or_prefix)) {
     return invalid_argument(key_or_prefix + ": not a cache key or key prefix (expected " +
                             std::to_string(kMinPrefixLength) + " to 64 lowercase hex characters)");
@@ -210,7 +415,7 @@ StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix)
   result.hit = true;
   result.executable_bytes = std::move(bytes).value();
   result.manifest_text = std::move(text).value();
-  touch(result.path, result.warnings);
+  if (touch_entry) touch(result.path, result.warnings);
   return result;
 }
 

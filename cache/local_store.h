@@ -3,10 +3,15 @@
 // Layout under the store directory:
 //   entries/<key[0:2]>/<key>.ipuexe    the executable bytes
 //   entries/<key[0:2]>/<key>.manifest  the canonical manifest text, whose SHA-256 is <key>
+//   corrupt/<key>.ipuexe, corrupt/<key>.manifest   quarantined entries (never returned)
+//   size                               running total of the entries' bytes (see total_bytes)
+//   stats.json, stats.lock             counters and their lock (cache/cache_stats.h)
 // The manifest is the commit marker: it is written last, and an executable without a matching
 // manifest is never returned.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,6 +29,18 @@ struct LookupResult {
   std::string executable_bytes; // empty unless hit
   std::string manifest_text;    // the stored canonical manifest; empty unless hit
   std::vector<std::string> warnings;
+};
+
+// One committed entry, as list() sees it.
+struct EntryInfo {
+  std::string key;
+  uint64_t bytes = 0;           // executable + manifest
+  int64_t last_use_ns = 0;      // mtime of the .ipuexe (of the manifest if the executable is missing)
+  bool manifest_ok = false;     // the manifest parses and hashes to the key
+  bool executable_present = false;
+  std::string model_sha256;     // from the manifest, "" if absent
+  std::map<std::string, std::string> options;  // the manifest's option.* values, prefix removed
+  std::map<std::string, std::string> manifest; // every manifest entry (empty if malformed)
 };
 
 class LocalStore {
@@ -52,12 +69,43 @@ public:
   // Loads an entry by full key or by a unique prefix of at least 8 lowercase hex characters.
   // Invalid text or an ambiguous prefix is InvalidArgument, no entry is NotFound, an entry whose
   // manifest does not hash to its key or whose executable is missing is DataLoss.
-  StatusOr<LookupResult> load_by_key(const std::string& key_or_prefix);
+  // `touch` marks the entry as used (for LRU eviction); inspection commands pass false.
+  StatusOr<LookupResult> load_by_key(const std::string& key_or_prefix, bool touch_entry = true);
+
+  // Every committed entry (one with a manifest), sorted by key.
+  StatusOr<std::vector<EntryInfo>> list() const;
+
+  // Deletes the entry's files. NotFound if neither exists.
+  Status remove(const std::string& key);
+
+  // Moves the entry's files into <dir>/corrupt/ so they are never returned again but can be
+  // inspected. For callers that found the entry's bytes damaged (the executable format is
+  // checked outside this library). NotFound if neither file exists.
+  Status quarantine(const std::string& key);
+  std::string corrupt_dir() const { return m_dir + "/corrupt"; }
+
+  // The running total kept in <dir>/size (recomputed by a scan if the file is missing or bad).
+  StatusOr<uint64_t> total_bytes();
+  // The total by scanning every entry; also rewrites <dir>/size to match.
+  StatusOr<uint64_t> rescan_total_bytes();
+
+  // If the running total exceeds `max_bytes`, scans the entries and removes the least recently
+  // used ones (oldest .ipuexe mtime first, ties by key) until the total is <= max_bytes. Returns
+  // the evicted keys in eviction order. Holds the stats lock throughout.
+  StatusOr<std::vector<std::string>> evict_to(uint64_t max_bytes);
+
+  // Removes entries whose last use is older than `cutoff_ns` (nanoseconds since the epoch).
+  StatusOr<std::vector<std::string>> evict_older_than(int64_t cutoff_ns);
 
 private:
   explicit LocalStore(std::string dir) : m_dir(std::move(dir)) {}
 
   std::string shard_dir(const std::string& key) const;
+  std::string size_path() const { return m_dir + "/size"; }
+  uint64_t entry_bytes(const std::string& key) const;
+  // Adds `delta` to <dir>/size; the caller holds the stats lock.
+  Status adjust_size_locked(int64_t delta);
+  Status remove_locked(const std::string& key);
 
   std::string m_dir;
 };

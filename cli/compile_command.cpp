@@ -3,12 +3,15 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "cache/cache_dir.h"
+#include "cache/cache_stats.h"
 #include "cache/local_store.h"
 #include "cache/manifest.h"
 #include "cli/build_identity.h"
+#include "cli/cache_command.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
@@ -45,6 +48,7 @@ struct CompileFlags {
   bool json = false;
   bool force = false;
   bool no_cache = false;
+  std::string cache_max_size;
   bool dump_ir = false;
   std::string report;
   bool dump_plan = false;
@@ -126,6 +130,13 @@ int run_compile(const CompileFlags& flags) {
   const compiler::CompileOptions options = to_options(flags);
   const cache::Manifest manifest = make_manifest(options, *model_text);
   const std::string key = manifest.key();
+  const std::string max_size_text = flags.cache_max_size.empty() ? default_cache_max_size() : flags.cache_max_size;
+  const std::optional<uint64_t> max_size = parse_size(max_size_text);
+  if (!max_size && !flags.no_cache) {
+    print_error(kTool, std::string(flags.cache_max_size.empty() ? "$IPUCC_CACHE_MAX_SIZE" : "--cache-max-size") +
+                           ": invalid size '" + max_size_text + "' (expected bytes or e.g. 1024K, 500M, 2G)");
+    return kExitUsage;
+  }
 
   // The cache is an accelerator: if it cannot be opened, compile anyway and say so once.
   std::unique_ptr<cache::LocalStore> store;
@@ -142,7 +153,13 @@ int run_compile(const CompileFlags& flags) {
   std::string bytes;
   format::Executable executable;
   compiler::CompileTimings timings;
+  // Statistics are bookkeeping: failing to update them warns, never fails the compile.
+  auto count = [&](const cache::CacheStats& delta) {
+    Status s = cache::add_stats(store->dir(), delta);
+    if (!s.ok()) print_warning(kTool, s.message() + "; cache statistics not updated");
+  };
   if (store && !flags.force && !flags.dump_ir) {
+    cache::CacheStats delta;
     auto found = store->lookup(manifest);
     if (found.ok()) {
       for (const auto& w : found->warnings) print_warning(kTool, w);
@@ -153,12 +170,26 @@ int run_compile(const CompileFlags& flags) {
           bytes = std::move(found->executable_bytes);
           executable = std::move(*parsed);
         } else {
-          print_warning(kTool, parsed.status().message() + "; recompiling");
+          // A damaged entry must never run: move it aside for inspection and compile again.
+          Status moved = store->quarantine(key);
+          if (moved.ok()) {
+            delta.corrupt_found = 1;
+            print_warning(kTool, parsed.status().message() + "; moved to " + store->corrupt_dir() + "; recompiling");
+          } else {
+            print_warning(kTool, parsed.status().message() + "; recompiling (" + moved.message() + ")");
+          }
         }
       }
     } else {
       print_warning(kTool, found.status().message());
     }
+    if (outcome == "hit") {
+      delta.hits = 1;
+      delta.compiles_avoided = 1;
+    } else {
+      delta.misses = 1;
+    }
+    count(delta);
   } else if (flags.force) {
     outcome = "forced";
   }
@@ -179,6 +210,14 @@ int run_compile(const CompileFlags& flags) {
     if (store) {
       Status put = store->put(manifest, bytes);
       if (!put.ok()) print_warning(kTool, put.message() + "; the executable was not cached");
+      auto evicted = store->evict_to(*max_size);
+      if (!evicted.ok()) {
+        print_warning(kTool, evicted.status().message() + "; cache size limit not enforced");
+      } else if (!evicted->empty()) {
+        cache::CacheStats delta;
+        delta.evictions = evicted->size();
+        count(delta);
+      }
     }
   }
   if (!flags.output.empty()) {
@@ -273,6 +312,9 @@ std::function<int()> add_compile_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_option("--cache-dir", flags->cache_dir, "Executable cache (default $IPUCC_CACHE_DIR, $XDG_CACHE_HOME/ipucc, ~/.cache/ipucc)");
   cmd->add_flag("--no-cache", flags->no_cache, "Neither read nor write the cache");
+  cmd->add_option("--cache-max-size", flags->cache_max_size,
+                  "Evict least recently used cache entries above this size, e.g. 500M, 2G "
+                  "(default $IPUCC_CACHE_MAX_SIZE, else 5G)");
   cmd->add_option("-o,--output", flags->output, "Also write the executable to this file");
   cmd->add_flag("--json", flags->json, "Print one JSON object (docs/json.md)");
   cmd->add_flag("--force", flags->force, "Compile even when the cache has the executable");

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/build_identity.h"
+#include "cli/cache_command.h"
 #include "cli/compile_command.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
@@ -11,10 +12,12 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", ipu::cli::version_string());
   app.require_subcommand(1);
   auto compile = ipu::cli::add_compile_command(app);
+  auto cache = ipu::cli::add_cache_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return ipu::cli::fail_usage("ipucc", app, e);
   }
-  return compile();
+  int rc = compile();
+  return rc >= 0 ? rc : cache();
 }

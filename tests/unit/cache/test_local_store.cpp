@@ -396,3 +396,176 @@ TEST_CASE("local store in a read-only directory") {
     CHECK_FALSE(result->hit);
   }
 }
+
+namespace {
+
+void set_mtime(const std::string& path, time_t seconds) {
+  struct timespec times[2] = {{seconds, 0}, {seconds, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), times, 0) == 0);
+}
+
+uint64_t size_file(const std::string& dir) {
+  auto text = ipu::read_file(dir + "/size");
+  REQUIRE(text.ok());
+  return std::stoull(*text);
+}
+
+uint64_t disk_bytes(const LocalStore& store, const std::string& key) {
+  return fs::file_size(store.entry_path(key)) + fs::file_size(store.manifest_path(key));
+}
+
+} // namespace
+
+TEST_CASE("local store list reports entries with manifest fields") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  auto empty = store.list();
+  REQUIRE(empty.ok());
+  CHECK(empty->empty());
+
+  Manifest m = sample_manifest();
+  m.set("model_sha256", "abcdef");
+  m.set("option.batch_size", "16");
+  REQUIRE(store.put(m, kBytes).ok());
+  REQUIRE(store.put(sample_manifest("two"), "xx").ok());
+  set_mtime(store.entry_path(m.key()), 5000);
+
+  auto entries = store.list();
+  REQUIRE(entries.ok());
+  REQUIRE(entries->size() == 2);
+  CHECK((*entries)[0].key < (*entries)[1].key);
+  const auto& e = (*entries)[0].key == m.key() ? (*entries)[0] : (*entries)[1];
+  CHECK(e.bytes == kBytes.size() + m.canonical_text().size());
+  CHECK(e.last_use_ns == 5000LL * 1000000000);
+  CHECK(e.manifest_ok);
+  CHECK(e.executable_present);
+  CHECK(e.model_sha256 == "abcdef");
+  CHECK(e.options.at("batch_size") == "16");
+  CHECK(e.manifest.at("model") == "abc");
+}
+
+TEST_CASE("local store size file follows put, remove and quarantine") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest a = sample_manifest("a");
+  Manifest b = sample_manifest("b");
+  REQUIRE(store.put(a, kBytes).ok());
+  CHECK(size_file(tmp.path()) == disk_bytes(store, a.key()));
+  REQUIRE(store.put(b, "bbbb").ok());
+  const uint64_t both = disk_bytes(store, a.key()) + disk_bytes(store, b.key());
+  CHECK(size_file(tmp.path()) == both);
+  auto total = store.total_bytes();
+  REQUIRE(total.ok());
+  CHECK(*total == both);
+
+  // Rewriting an entry replaces its bytes in the total instead of adding them again.
+  REQUIRE(store.put(b, "bbbbbbbb").ok());
+  const uint64_t rewritten = disk_bytes(store, a.key()) + disk_bytes(store, b.key());
+  CHECK(size_file(tmp.path()) == rewritten);
+
+  const uint64_t b_bytes = disk_bytes(store, b.key());
+  REQUIRE(store.remove(b.key()).ok());
+  CHECK_FALSE(exists(store.entry_path(b.key())));
+  CHECK_FALSE(exists(store.manifest_path(b.key())));
+  CHECK(size_file(tmp.path()) == rewritten - b_bytes);
+  CHECK(store.remove(b.key()).code() == StatusCode::kNotFound);
+  CHECK(store.remove("../x").code() == StatusCode::kInvalidArgument);
+
+  REQUIRE(store.quarantine(a.key()).ok());
+  CHECK(size_file(tmp.path()) == 0);
+  CHECK_FALSE(exists(store.entry_path(a.key())));
+  CHECK(exists(tmp.path() + "/corrupt/" + a.key() + ".ipuexe"));
+  CHECK(exists(tmp.path() + "/corrupt/" + a.key() + ".manifest"));
+  auto after = store.lookup(a);
+  REQUIRE(after.ok());
+  CHECK_FALSE(after->hit);
+  CHECK(store.quarantine(a.key()).code() == StatusCode::kNotFound);
+  auto listed = store.list();
+  REQUIRE(listed.ok());
+  CHECK(listed->empty());
+}
+
+TEST_CASE("local store total is rescanned when the size file is missing or damaged") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest a = sample_manifest("a");
+  REQUIRE(store.put(a, kBytes).ok());
+  const uint64_t bytes = disk_bytes(store, a.key());
+  SUBCASE("missing") { REQUIRE(::unlink((tmp.path() + "/size").c_str()) == 0); }
+  SUBCASE("damaged") { REQUIRE(ipu::write_file_atomic(tmp.path() + "/size", "nonsense").ok()); }
+  auto total = store.total_bytes();
+  REQUIRE(total.ok());
+  CHECK(*total == bytes);
+  CHECK(size_file(tmp.path()) == bytes);
+}
+
+TEST_CASE("local store evict_to removes least recently used entries first") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest oldest = sample_manifest("oldest");
+  Manifest middle = sample_manifest("middle");
+  Manifest newest = sample_manifest("newest");
+  const std::string payload(1000, 'x');
+  for (const Manifest* m : {&newest, &oldest, &middle}) REQUIRE(store.put(*m, payload).ok());
+  set_mtime(store.entry_path(oldest.key()), 1000);
+  set_mtime(store.entry_path(middle.key()), 2000);
+  set_mtime(store.entry_path(newest.key()), 3000);
+  const uint64_t one = disk_bytes(store, oldest.key());
+  const uint64_t all = one + disk_bytes(store, middle.key()) + disk_bytes(store, newest.key());
+  CHECK(size_file(tmp.path()) == all);
+
+  auto none = store.evict_to(all);
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+
+  auto first = store.evict_to(all - 1);
+  REQUIRE(first.ok());
+  REQUIRE(first->size() == 1);
+  CHECK((*first)[0] == oldest.key());
+  CHECK_FALSE(exists(store.entry_path(oldest.key())));
+  CHECK(size_file(tmp.path()) == all - one);
+
+  // A hit makes an entry recent again: middle is now the newest.
+  auto hit = store.lookup(middle);
+  REQUIRE(hit.ok());
+  REQUIRE(hit->hit);
+  auto second = store.evict_to(disk_bytes(store, middle.key()));
+  REQUIRE(second.ok());
+  REQUIRE(second->size() == 1);
+  CHECK((*second)[0] == newest.key());
+  CHECK(exists(store.entry_path(middle.key())));
+  CHECK(size_file(tmp.path()) == disk_bytes(store, middle.key()));
+
+  auto rest = store.evict_to(0);
+  REQUIRE(rest.ok());
+  CHECK(rest->size() == 1);
+  CHECK(size_file(tmp.path()) == 0);
+}
+
+TEST_CASE("local store evict_older_than removes entries by last use") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest old_one = sample_manifest("old");
+  Manifest fresh = sample_manifest("fresh");
+  REQUIRE(store.put(old_one, kBytes).ok());
+  REQUIRE(store.put(fresh, kBytes).ok());
+  set_mtime(store.entry_path(old_one.key()), 1000);
+  auto evicted = store.evict_older_than(2000LL * 1000000000);
+  REQUIRE(evicted.ok());
+  REQUIRE(evicted->size() == 1);
+  CHECK((*evicted)[0] == old_one.key());
+  CHECK(exists(store.entry_path(fresh.key())));
+  CHECK(size_file(tmp.path()) == disk_bytes(store, fresh.key()));
+}
+
+TEST_CASE("local store load_by_key can leave the mtime alone") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+  REQUIRE(store.put(m, kBytes).ok());
+  set_mtime(store.entry_path(m.key()), 1000);
+  REQUIRE(store.load_by_key(m.key(), /*touch_entry=*/false).ok());
+  struct stat st {};
+  REQUIRE(::stat(store.entry_path(m.key()).c_str(), &st) == 0);
+  CHECK(st.st_mtime == 1000);
+}

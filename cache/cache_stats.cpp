@@ -1,0 +1,93 @@
+#include "cache/cache_stats.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "runtime/base/file_io.h"
+
+namespace ipu::cache {
+namespace {
+
+struct Field {
+  const char* name;
+  uint64_t CacheStats::*member;
+};
+
+constexpr Field kFields[] = {
+    {"hits", &CacheStats::hits},
+    {"misses", &CacheStats::misses},
+    {"compiles_avoided", &CacheStats::compiles_avoided},
+    {"corrupt_found", &CacheStats::corrupt_found},
+    {"evictions", &CacheStats::evictions},
+};
+
+} // namespace
+
+StatusOr<StatsLock> StatsLock::acquire(const std::string& dir) {
+  const std::string path = dir + "/stats.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error(path + ": cannot open lock file: " + std::strerror(errno));
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    int err = errno;
+    ::close(fd);
+    return io_error(path + ": cannot lock: " + std::strerror(err));
+  }
+  return StatsLock(fd);
+}
+
+StatsLock::~StatsLock() {
+  if (m_fd >= 0) ::close(m_fd);  // closing releases the flock
+}
+
+std::string stats_json_text(const CacheStats& stats) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const Field& f : kFields) j[f.name] = stats.*f.member;
+  return j.dump(2) + "\n";
+}
+
+// A JSON object of non-negative integer counters; unknown fields are ignored, missing ones zero.
+StatusOr<CacheStats> parse_stats_json(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return data_loss("malformed stats: not a JSON object");
+  CacheStats stats;
+  for (const Field& f : kFields) {
+    if (!j.contains(f.name)) continue;
+    if (!j[f.name].is_number_unsigned()) return data_loss(std::string("malformed stats: expected a count for ") + f.name);
+    stats.*f.member = j[f.name].get<uint64_t>();
+  }
+  return stats;
+}
+
+StatusOr<CacheStats> read_stats(const std::string& dir) {
+  const std::string path = dir + "/stats.json";
+  StatusOr<std::string> text = read_file(path);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return CacheStats();
+    return text.status();
+  }
+  StatusOr<CacheStats> parsed = parse_stats_json(*text);
+  if (!parsed.ok()) return data_loss(path + ": " + parsed.status().message());
+  return parsed;
+}
+
+Status add_stats(const std::string& dir, const CacheStats& delta) {
+  StatusOr<StatsLock> lock = StatsLock::acquire(dir);
+  if (!lock.ok()) return lock.status();
+  StatusOr<CacheStats> current = read_stats(dir);
+  // A damaged stats file is replaced rather than blocking every later update.
+  CacheStats stats = current.ok() ? *current : CacheStats();
+  for (const Field& f : kFields) stats.*f.member += delta.*f.member;
+  Status written = write_file_atomic(dir + "/stats.json", stats_json_text(stats));
+  if (!written.ok()) return written;
+  if (!current.ok()) return Status(current.status().code(), current.status().message() + " (counters reset)");
+  return Status();
+}
+
+} // namespace ipu::cache

@@ -1,0 +1,46 @@
+// Persistent cache counters in <dir>/stats.json, and the lock that serialises every
+// read-modify-write of the cache's bookkeeping files (stats.json and size).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/base/status.h"
+
+namespace ipu::cache {
+
+struct CacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t compiles_avoided = 0;  // = hits: compiles a hit made unnecessary
+  uint64_t corrupt_found = 0;     // entries quarantined into <dir>/corrupt
+  uint64_t evictions = 0;         // entries removed by the size limit or `ipucc cache gc/evict`
+};
+
+// An exclusive flock on <dir>/stats.lock, released when destroyed. Not reentrant.
+class StatsLock {
+public:
+  static StatusOr<StatsLock> acquire(const std::string& dir);
+  StatsLock(StatsLock&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
+  StatsLock& operator=(StatsLock&&) = delete;
+  StatsLock(const StatsLock&) = delete;
+  ~StatsLock();
+
+private:
+  explicit StatsLock(int fd) : m_fd(fd) {}
+  int m_fd = -1;
+};
+
+// The counters of the cache at `dir`: all zero if stats.json does not exist yet. Unknown fields
+// are ignored, missing ones are zero; text that is not a JSON object of counters is DataLoss.
+StatusOr<CacheStats> read_stats(const std::string& dir);
+
+// Adds `delta` to the stored counters under the stats lock (read, add, write_file_atomic). A
+// failure must never fail a compile: callers warn and go on.
+Status add_stats(const std::string& dir, const CacheStats& delta);
+
+// The stats.json text of `stats` (exposed for tests).
+std::string stats_json_text(const CacheStats& stats);
+StatusOr<CacheStats> parse_stats_json(const std::string& text);
+
+} // namespace ipu::cache

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# ipucc cache: stats, list, show, verify, gc, evict, clear; corrupt entries found by compile are
+# quarantined and recompiled; --cache-max-size keeps the cache under a limit (docs/cache.md).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MLP=$MODELS/mlp_sequential.json
+SMALL=(--tiles-per-ipu 64)
+
+# Compiles MLP with extra flags; prints the entry path.
+compile_entry() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" "$@" --json
+  json_get "$STDOUT" 'd["entry"]'
+}
+
+test_stats_count_miss_then_hit() {
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["hits"] == 0 and d["misses"] == 0 and d["entries"] == 0 and d["bytes"] == 0'
+  compile_entry > /dev/null
+  compile_entry > /dev/null
+  expect_json "$STDOUT" 'd["cache"] == "hit"'
+  expect_exit 0 "$IPUCC" cache stats --json
+  local out=$STDOUT
+  expect_json "$out" 'd["schema_version"] == 1 and d["tool"] == "ipucc" and d["command"] == "cache stats"'
+  expect_json "$out" 'd["hits"] == 1 and d["misses"] == 1 and d["compiles_avoided"] == 1'
+  expect_json "$out" 'd["corrupt_found"] == 0 and d["evictions"] == 0 and d["entries"] == 1'
+  expect_json "$out" 'd["dir"] == __import__("os").environ["IPUCC_CACHE_DIR"]'
+  expect_json "$out" 'd["limit_bytes"] == 5 * 2**30' "default limit 5G"
+  local entry
+  entry=$("$IPUCC" cache list --json | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["entries"][0]["path"])')
+  expect_json "$out" "d[\"bytes\"] == $(stat -c %s "$entry") + $(stat -c %s "${entry%.ipuexe}.manifest")" "bytes = exe + manifest"
+  IPUCC_CACHE_MAX_SIZE=3M expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["limit_bytes"] == 3 * 2**20'
+  expect_exit 0 "$IPUCC" cache stats
+  expect_stdout_contains "compiles avoided  1"
+}
+
+test_list_and_show() {
+  local key
+  compile_entry --batch-size 16 > /dev/null
+  key=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" cache list --json
+  expect_json "$STDOUT" 'd["command"] == "cache list" and len(d["entries"]) == 1'
+  expect_json "$STDOUT" "d['entries'][0]['key'] == '$key'"
+  expect_json "$STDOUT" 'd["entries"][0]["options"]["batch_size"] == "16" and len(d["entries"][0]["model_sha256"]) == 64'
+  expect_json "$STDOUT" 'd["entries"][0]["bytes"] > 0 and d["entries"][0]["path"].endswith(d["entries"][0]["key"] + ".ipuexe")'
+  expect_json "$STDOUT" 'd["entries"][0]["last_use"].endswith("Z")'
+  expect_exit 0 "$IPUCC" cache list
+  expect_stdout_contains "${key:0:16}"
+  expect_stdout_contains "batch=16 mode=train arch=mk2"
+  expect_exit 0 "$IPUCC" cache show "${key:0:8}"
+  expect_stdout_contains "$key"
+  expect_stdout_contains "option.batch_size = 16"
+  expect_stdout_contains "model mlp_sequential, mode train"
+  expect_exit 0 "$IPUCC" cache show "${key:0:10}" --json
+  expect_json "$STDOUT" "d['key'] == '$key' and d['manifest']['option.batch_size'] == '16'"
+  expect_json "$STDOUT" 'd["executable"]["batch_size"] == 16 and d["executable"]["model_name"] == "mlp_sequential"'
+  expect_exit 2 "$IPUCC" cache show abc
+  expect_stderr_starts_with "ipucc: error:"
+  expect_exit 6 "$IPUCC" cache show 00000000
+}
+
+test_corrupt_entry_is_quarantined_and_recompiled() {
+  local entry key
+  entry=$(compile_entry)
+  key=$(json_get "$STDOUT" 'd["key"]')
+  e2e_data flip "$entry" 1000
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"' "a corrupt entry is recompiled"
+  expect_stderr_contains "ipucc: warning: $entry:"
+  expect_stderr_contains "moved to $IPUCC_CACHE_DIR/corrupt; recompiling"
+  [[ $(grep -c "warning" "$STDERR") == 1 ]] || fail "expected exactly one warning: $(cat "$STDERR")"
+  expect_file "$IPUCC_CACHE_DIR/corrupt/$key.ipuexe"
+  expect_file "$IPUCC_CACHE_DIR/corrupt/$key.manifest"
+  expect_file "$entry"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "the recompiled entry is good"
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["corrupt_found"] == 1 and d["misses"] == 2 and d["hits"] == 1 and d["entries"] == 1'
+
+  expect_exit 0 "$IPUCC" cache verify
+  expect_stdout_contains "1 ok, 0 corrupt"
+  e2e_data flip "$entry" -5
+  expect_exit 6 "$IPUCC" cache verify
+  expect_stdout_contains "0 ok, 1 corrupt"
+  expect_no_file "$entry"
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["corrupt_found"] == 2 and d["entries"] == 0 and d["bytes"] == 0'
+  expect_exit 0 "$IPUCC" cache verify --json
+  expect_json "$STDOUT" 'd["command"] == "cache verify" and d["ok"] == 0 and d["corrupt"] == 0'
+}
+
+# Three entries last used 3, 2 and 1 days ago (their .ipuexe mtimes).
+make_three_aged() {
+  A=$(compile_entry --batch-size 8)
+  B=$(compile_entry --batch-size 16)
+  C=$(compile_entry --batch-size 24)
+  touch -d '3 days ago' "$A"
+  touch -d '2 days ago' "$B"
+  touch -d '1 day ago' "$C"
+}
+
+test_gc_evicts_least_recently_used_first() {
+  make_three_aged
+  local total
+  expect_exit 0 "$IPUCC" cache stats --json
+  total=$(json_get "$STDOUT" 'd["bytes"]')
+  expect_exit 0 "$IPUCC" cache gc --max-size "$((total - 1))" --json
+  expect_json "$STDOUT" 'd["command"] == "cache gc" and len(d["removed"]) == 1'
+  expect_no_file "$A"
+  expect_file "$B"
+  expect_file "$C"
+  expect_exit 0 "$IPUCC" cache gc --max-size 1K
+  expect_stdout_contains "removed 2 entries"
+  expect_no_file "$B"
+  expect_no_file "$C"
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["evictions"] == 3 and d["entries"] == 0 and d["bytes"] == 0'
+  expect_eq "$(cat "$IPUCC_CACHE_DIR/size")" "0" "size file"
+}
+
+test_evict_older_than() {
+  make_three_aged
+  expect_exit 0 "$IPUCC" cache evict --older-than 36h
+  expect_stdout_contains "removed 2 entries"
+  expect_no_file "$A"
+  expect_no_file "$B"
+  expect_file "$C"
+  expect_exit 0 "$IPUCC" cache evict --older-than 30d --json
+  expect_json "$STDOUT" 'd["command"] == "cache evict" and d["removed"] == []'
+  expect_file "$C"
+}
+
+test_clear_keeps_stats() {
+  make_three_aged
+  expect_exit 0 "$IPUCC" cache clear
+  expect_stdout_contains "removed 3 entries"
+  expect_no_file "$C"
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["entries"] == 0 and d["bytes"] == 0 and d["misses"] == 3'
+  expect_exit 0 "$IPUCC" cache list --json
+  expect_json "$STDOUT" 'd["entries"] == []'
+}
+
+test_bad_size_and_age_are_usage_errors() {
+  local bad
+  for bad in 12X -5 "" 5GG 1.5G; do
+    expect_exit 2 "$IPUCC" cache gc --max-size "$bad"
+    expect_stderr_starts_with "ipucc: error:"
+  done
+  for bad in 30 3y d -1d; do
+    expect_exit 2 "$IPUCC" cache evict --older-than "$bad"
+    expect_stderr_starts_with "ipucc: error:"
+  done
+  expect_exit 2 "$IPUCC" compile "$MLP" "${SMALL[@]}" --cache-max-size lots
+  expect_stderr_starts_with "ipucc: error: --cache-max-size"
+  IPUCC_CACHE_MAX_SIZE=lots expect_exit 2 "$IPUCC" compile "$MLP" "${SMALL[@]}"
+  expect_stderr_contains "IPUCC_CACHE_MAX_SIZE"
+  expect_exit 2 "$IPUCC" cache
+  expect_exit 2 "$IPUCC" cache frobnicate
+}
+
+test_compile_cache_max_size_keeps_newest() {
+  local a b bytes
+  a=$(compile_entry --batch-size 8)
+  touch -d '1 hour ago' "$a"
+  bytes=$(($(stat -c %s "$a") + $(stat -c %s "${a%.ipuexe}.manifest")))
+  # Room for one entry and a half: storing the second evicts the first.
+  b=$(compile_entry --batch-size 16 --cache-max-size "$((bytes * 3 / 2))")
+  expect_no_file "$a"
+  expect_file "$b"
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["evictions"] == 1 and d["entries"] == 1'
+  # The same limit from the environment.
+  touch -d '1 hour ago' "$b"
+  IPUCC_CACHE_MAX_SIZE=$((bytes * 3 / 2)) expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 24
+  expect_no_file "$b"
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["evictions"] == 2 and d["entries"] == 1'
+}
+
+run_tests "$@"
