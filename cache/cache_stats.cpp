@@ -1,12 +1,6 @@
 #include "cache/cache_stats.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
-#include <cerrno>
-#include <cstring>
 #include <utility>
 
 #include "runtime/base/file_io.h"
@@ -29,22 +23,7 @@ constexpr Field kFields[] = {
 
 } // namespace
 
-StatusOr<StatsLock> StatsLock::acquire(const std::string& dir) {
-  const std::string path = dir + "/stats.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error(path + ": cannot open lock file: " + std::strerror(errno));
-  while (::flock(fd, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    int err = errno;
-    ::close(fd);
-    return io_error(path + ": cannot lock: " + std::strerror(err));
-  }
-  return StatsLock(fd);
-}
-
-StatsLock::~StatsLock() {
-  if (m_fd >= 0) ::close(m_fd);  // closing releases the flock
-}
+StatusOr<FileLock> lock_stats(const std::string& dir) { return FileLock::acquire(dir + "/stats.lock"); }
 
 std::string stats_json_text(const CacheStats& stats) {
   nlohmann::json j = nlohmann::json::object();
@@ -78,7 +57,7 @@ StatusOr<CacheStats> read_stats(const std::string& dir) {
 }
 
 Status add_stats(const std::string& dir, const CacheStats& delta) {
-  StatusOr<StatsLock> lock = StatsLock::acquire(dir);
+  StatusOr<FileLock> lock = lock_stats(dir);
   if (!lock.ok()) return lock.status();
   StatusOr<CacheStats> current = read_stats(dir);
   // A damaged stats file is replaced rather than blocking every later update.

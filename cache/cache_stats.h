@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cache/file_lock.h"
 #include "runtime/base/status.h"
 
 namespace ipu::cache {
@@ -17,19 +18,9 @@ struct CacheStats {
   uint64_t evictions = 0;         // entries removed by the size limit or `ipucc cache gc/evict`
 };
 
-// An exclusive flock on <dir>/stats.lock, released when destroyed. Not reentrant.
-class StatsLock {
-public:
-  static StatusOr<StatsLock> acquire(const std::string& dir);
-  StatsLock(StatsLock&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
-  StatsLock& operator=(StatsLock&&) = delete;
-  StatsLock(const StatsLock&) = delete;
-  ~StatsLock();
-
-private:
-  explicit StatsLock(int fd) : m_fd(fd) {}
-  int m_fd = -1;
-};
+// The lock that serialises every read-modify-write of the bookkeeping files (stats.json, size):
+// an exclusive flock on <dir>/stats.lock. Not reentrant.
+StatusOr<FileLock> lock_stats(const std::string& dir);
 
 // The counters of the cache at `dir`: all zero if stats.json does not exist yet. Unknown fields
 // are ignored, missing ones are zero; text that is not a JSON object of counters is DataLoss.

@@ -168,7 +168,7 @@ Status LocalStore::put(const Manifest& manifest, std::string_view executable_byt
   }
   // The running size is bookkeeping: the entry is committed even if it cannot be updated (the
   // next total_bytes() or eviction rescans a missing or damaged size file).
-  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_dir);
   if (!lock.ok()) return lock.status();
   return adjust_size_locked(static_cast<int64_t>(entry_bytes(key)) - static_cast<int64_t>(old_bytes));
 }
@@ -264,15 +264,21 @@ Status LocalStore::remove_locked(const std::string& key) {
 }
 
 Status LocalStore::remove(const std::string& key) {
-  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_dir);
   if (!lock.ok()) return lock.status();
   return remove_locked(key);
+}
+
+StatusOr<FileLock> LocalStore::lock_key(const std::string& key) {
+  if (!is_valid_key(key)) return invalid_argument(key + ": not a cache key");
+  IPU_RETURN_IF_ERROR(make_directories(m_dir + "/locks"));
+  return FileLock::acquire(m_dir + "/locks/" + key + ".lock");
 }
 
 Status LocalStore::quarantine(const std::string& key) {
   if (!is_valid_key(key)) return invalid_argument(key + ": not a cache key");
   IPU_RETURN_IF_ERROR(make_directories(corrupt_dir()));
-  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_dir);
   if (!lock.ok()) return lock.status();
   const uint64_t bytes = entry_bytes(key);
   bool found = false;
@@ -300,7 +306,7 @@ StatusOr<uint64_t> LocalStore::total_bytes() {
 }
 
 StatusOr<uint64_t> LocalStore::rescan_total_bytes() {
-  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_dir);
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
   if (!entries.ok()) return entries.status();
@@ -314,7 +320,7 @@ StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
   std::vector<std::string> evicted;
   StatusOr<uint64_t> running = total_bytes();
   if (running.ok() && *running <= max_bytes) return evicted;  // the common case: no scan
-  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_dir);
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
   if (!entries.ok()) return entries.status();
@@ -341,7 +347,7 @@ StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
 
 StatusOr<std::vector<std::string>> LocalStore::evict_older_than(int64_t cutoff_ns) {
   std::vector<std::string> evicted;
-  StatusOr<StatsLock> lock = StatsLock::acquire(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_dir);
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
   if (!entries.ok()) return entries.status();

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache/file_lock.h"
 #include "cache/manifest.h"
 #include "runtime/base/status.h"
 
@@ -82,6 +83,10 @@ public:
   // inspected. For callers that found the entry's bytes damaged (the executable format is
   // checked outside this library). NotFound if neither file exists.
   Status quarantine(const std::string& key);
+
+  // Serialises compiles of one key across processes (<dir>/locks/<key>.lock): the first to
+  // miss compiles while the others wait, then find its entry. A killed holder releases it.
+  StatusOr<FileLock> lock_key(const std::string& key);
   std::string corrupt_dir() const { return m_dir + "/corrupt"; }
 
   // The running total kept in <dir>/size (recomputed by a scan if the file is missing or bad).

@@ -8,6 +8,7 @@
 
 #include "cache/cache_dir.h"
 #include "cache/cache_stats.h"
+#include "cache/file_lock.h"
 #include "cache/local_store.h"
 #include "cache/manifest.h"
 #include "cli/build_identity.h"
@@ -158,32 +159,47 @@ int run_compile(const CompileFlags& flags) {
     Status s = cache::add_stats(store->dir(), delta);
     if (!s.ok()) print_warning(kTool, s.message() + "; cache statistics not updated");
   };
+  // Held from a miss until the entry is stored, so concurrent compiles of one key compile once.
+  std::optional<cache::FileLock> key_lock;
   if (store && !flags.force && !flags.dump_ir) {
     cache::CacheStats delta;
-    auto found = store->lookup(manifest);
-    if (found.ok()) {
-      for (const auto& w : found->warnings) print_warning(kTool, w);
-      if (found->hit) {
-        auto parsed = format::parse_executable(found->executable_bytes, found->path);
-        if (parsed.ok()) {
-          outcome = "hit";
-          bytes = std::move(found->executable_bytes);
-          executable = std::move(*parsed);
-        } else {
-          // A damaged entry must never run: move it aside for inspection and compile again.
-          Status moved = store->quarantine(key);
-          if (moved.ok()) {
-            delta.corrupt_found = 1;
-            print_warning(kTool, parsed.status().message() + "; moved to " + store->corrupt_dir() + "; recompiling");
-          } else {
-            print_warning(kTool, parsed.status().message() + "; recompiling (" + moved.message() + ")");
-          }
-        }
+    // Loads the entry if the cache has a sound one; a damaged entry never runs: it is moved
+    // aside for inspection and the model compiled again.
+    auto try_hit = [&]() {
+      auto found = store->lookup(manifest);
+      if (!found.ok()) {
+        print_warning(kTool, found.status().message());
+        return false;
       }
-    } else {
-      print_warning(kTool, found.status().message());
+      for (const auto& w : found->warnings) print_warning(kTool, w);
+      if (!found->hit) return false;
+      auto parsed = format::parse_executable(found->executable_bytes, found->path);
+      if (parsed.ok()) {
+        bytes = std::move(found->executable_bytes);
+        executable = std::move(*parsed);
+        return true;
+      }
+      Status moved = store->quarantine(key);
+      if (moved.ok()) {
+        delta.corrupt_found += 1;
+        print_warning(kTool, parsed.status().message() + "; moved to " + store->corrupt_dir() + "; recompiling");
+      } else {
+        print_warning(kTool, parsed.status().message() + "; recompiling (" + moved.message() + ")");
+      }
+      return false;
+    };
+    bool hit = try_hit();
+    if (!hit) {
+      auto locked = store->lock_key(key);
+      if (locked.ok()) {
+        key_lock.emplace(std::move(*locked));
+        hit = try_hit();  // another process may have compiled it while we waited
+      } else {
+        print_warning(kTool, locked.status().message() + "; compiling without waiting for other compiles");
+      }
     }
-    if (outcome == "hit") {
+    if (hit) {
+      outcome = "hit";
       delta.hits = 1;
       delta.compiles_avoided = 1;
     } else {
