@@ -49,6 +49,16 @@ int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+uint64_t sum_bytes(const std::vector<EntryInfo>& entries) {
+  uint64_t total = 0;
+  for (const EntryInfo& e : entries) total += e.bytes;
+  return total;
+}
+
+Status write_size_file(const std::string& path, uint64_t total) {
+  return write_file_atomic(path, std::to_string(total) + "\n");
+}
+
 StatusOr<uint64_t> parse_size_file(const std::string& text) {
   uint64_t value = 0;
   size_t i = 0;
@@ -192,9 +202,9 @@ Status LocalStore::adjust_size_locked(int64_t delta) {
     // No (usable) running total: the scan already includes this change.
     StatusOr<std::vector<EntryInfo>> entries = list();
     if (!entries.ok()) return entries.status();
-    for (const EntryInfo& e : *entries) total += e.bytes;
+    total = sum_bytes(*entries);
   }
-  return write_file_atomic(size_path(), std::to_string(total) + "\n");
+  return write_size_file(size_path(), total);
 }
 
 StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
@@ -310,9 +320,8 @@ StatusOr<uint64_t> LocalStore::rescan_total_bytes() {
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
   if (!entries.ok()) return entries.status();
-  uint64_t total = 0;
-  for (const EntryInfo& e : *entries) total += e.bytes;
-  IPU_RETURN_IF_ERROR(write_file_atomic(size_path(), std::to_string(total) + "\n"));
+  const uint64_t total = sum_bytes(*entries);
+  IPU_RETURN_IF_ERROR(write_size_file(size_path(), total));
   return total;
 }
 
@@ -324,8 +333,7 @@ StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
   if (!entries.ok()) return entries.status();
-  uint64_t total = 0;
-  for (const EntryInfo& e : *entries) total += e.bytes;
+  uint64_t total = sum_bytes(*entries);
   std::sort(entries->begin(), entries->end(), [](const EntryInfo& a, const EntryInfo& b) {
     return a.last_use_ns != b.last_use_ns ? a.last_use_ns < b.last_use_ns : a.key < b.key;
   });
@@ -334,14 +342,14 @@ StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
     for (const std::string& path : {manifest_path(e.key), entry_path(e.key)}) {
       if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
         Status failed = errno_status(path, "cannot remove cache entry", errno);
-        (void)write_file_atomic(size_path(), std::to_string(total) + "\n");
+        (void)write_size_file(size_path(), total);  // keep the running total true to what was removed
         return failed;
       }
     }
     total -= e.bytes;
     evicted.push_back(e.key);
   }
-  IPU_RETURN_IF_ERROR(write_file_atomic(size_path(), std::to_string(total) + "\n"));
+  IPU_RETURN_IF_ERROR(write_size_file(size_path(), total));
   return evicted;
 }
 

@@ -26,6 +26,9 @@
 #   expect_stderr_contains TEXT
 #   expect_stderr_not_contains TEXT
 #   expect_stderr_starts_with TEXT   the first line of stderr begins with TEXT
+#   expect_error CODE TEXT... -- CMD...
+#                                    CMD exits with CODE, stderr starts with "<tool>: error:",
+#                                    and contains every TEXT
 #   expect_file PATH / expect_no_file PATH
 #   expect_eq A B [WHAT] / expect_ne A B [WHAT]
 #   expect_json FILE PYEXPR [WHAT]   PYEXPR (Python, the document is `d`) must be true, e.g.
@@ -95,6 +98,20 @@ expect_stderr_starts_with() {
   local first
   first=$(head -n 1 "$STDERR")
   [[ $first == "$1"* ]] || fail "stderr does not start with '$1'"
+}
+
+# expect_error CODE TEXT... -- CMD...: CMD exits with CODE, stderr starts with "<tool>: error:"
+# (the tool is CMD's basename), and every TEXT is in stderr.
+expect_error() {
+  local code=$1
+  shift
+  local -a texts=()
+  while [[ $1 != -- ]]; do texts+=("$1"); shift; done
+  shift
+  expect_exit "$code" "$@"
+  expect_stderr_starts_with "$(basename "$1"): error:"
+  local t
+  for t in "${texts[@]}"; do expect_stderr_contains "$t"; done
 }
 expect_file() { [[ -f $1 ]] || fail "no file $1"; }
 expect_no_file() { [[ ! -e $1 ]] || fail "$1 exists"; }

@@ -16,17 +16,9 @@ exec(sys.argv[3])
 json.dump(m, open(sys.argv[2], "w"), indent=1)' "$1" "$2" "$3" || fail "edit_model $3"
 }
 
-# An error: the exit code, "ipucc: error:" first, and the given texts in stderr.
-expect_error() {
-  local code=$1
-  shift
-  local -a texts=()
-  while [[ $1 != -- ]]; do texts+=("$1"); shift; done
-  shift
-  expect_exit "$code" "$@"
-  expect_stderr_starts_with "ipucc: error:"
-  local t
-  for t in "${texts[@]}"; do expect_stderr_contains "$t"; done
+# An error (lib.sh's expect_error) that also leaves stdout empty.
+expect_compile_error() {
+  expect_error "$@"
   [[ ! -s $STDOUT ]] || fail "stdout should be empty on an error"
 }
 
@@ -35,59 +27,59 @@ expect_no_cache_entries() {
 }
 
 test_missing_model_file() {
-  expect_error 6 "nope.json" "No such file" -- "$IPUCC" compile nope.json
-  expect_error 6 "dir/nope.json" -- "$IPUCC" compile dir/nope.json --json
+  expect_compile_error 6 "nope.json" "No such file" -- "$IPUCC" compile nope.json
+  expect_compile_error 6 "dir/nope.json" -- "$IPUCC" compile dir/nope.json --json
 }
 
 test_invalid_json() {
   printf '{"type": "sequential", "layers": [' > truncated.json
-  expect_error 3 "truncated.json: not valid JSON" -- "$IPUCC" compile truncated.json
+  expect_compile_error 3 "truncated.json: not valid JSON" -- "$IPUCC" compile truncated.json
   : > empty.json
-  expect_error 3 "empty.json: not valid JSON" -- "$IPUCC" compile empty.json
+  expect_compile_error 3 "empty.json: not valid JSON" -- "$IPUCC" compile empty.json
   echo '[1, 2]' > array.json
-  expect_error 3 "array.json: the spec must be a JSON object" -- "$IPUCC" compile array.json
+  expect_compile_error 3 "array.json: the spec must be a JSON object" -- "$IPUCC" compile array.json
   echo '{"type": "recurrent"}' > form.json
-  expect_error 3 "form.json: 'type' must be" -- "$IPUCC" compile form.json
+  expect_compile_error 3 "form.json: 'type' must be" -- "$IPUCC" compile form.json
   expect_no_cache_entries
 }
 
 test_unknown_layer_type() {
   edit_model "$FUNC" conv.json 'm["nodes"][1]["type"] = "Conv2D"'
-  expect_error 3 "conv.json: layer 'dense1' (Conv2D): unknown layer type" -- "$IPUCC" compile conv.json "${SMALL[@]}"
+  expect_compile_error 3 "conv.json: layer 'dense1' (Conv2D): unknown layer type" -- "$IPUCC" compile conv.json "${SMALL[@]}"
   edit_model "$SEQ" conv_seq.json 'm["layers"][2]["type"] = "LSTM"'
-  expect_error 3 "conv_seq.json: layer 'dense2' (LSTM): unknown layer type (supported: Dense, Flatten)" -- \
+  expect_compile_error 3 "conv_seq.json: layer 'dense2' (LSTM): unknown layer type (supported: Dense, Flatten)" -- \
     "$IPUCC" compile conv_seq.json "${SMALL[@]}"
 }
 
 test_dangling_input() {
   edit_model "$FUNC" dangling.json 'm["nodes"][2]["inputs"] = ["ghost"]'
-  expect_error 3 "dangling.json: layer 'dense2' (Dense): input 'ghost' is not the model input or an earlier layer" -- \
+  expect_compile_error 3 "dangling.json: layer 'dense2' (Dense): input 'ghost' is not the model input or an earlier layer" -- \
     "$IPUCC" compile dangling.json "${SMALL[@]}"
   # A forward reference is dangling too: inputs must come from earlier nodes.
   edit_model "$FUNC" forward.json 'm["nodes"][2]["inputs"] = ["dense4"]'
-  expect_error 3 "forward.json: layer 'dense2' (Dense): input 'dense4'" -- "$IPUCC" compile forward.json "${SMALL[@]}"
+  expect_compile_error 3 "forward.json: layer 'dense2' (Dense): input 'dense4'" -- "$IPUCC" compile forward.json "${SMALL[@]}"
   edit_model "$FUNC" output.json 'm["outputs"] = ["nowhere"]'
-  expect_error 3 "output.json: output 'nowhere' names no layer" -- "$IPUCC" compile output.json "${SMALL[@]}"
+  expect_compile_error 3 "output.json: output 'nowhere' names no layer" -- "$IPUCC" compile output.json "${SMALL[@]}"
 }
 
 test_bad_stage_list_length() {
   edit_model "$MODELS/mlp_sequential_staged.json" stages.json 'm["stage_assignment"] = [0, 1]'
-  expect_error 3 "stages.json: 'stage_assignment' has 2 entries for 6 layers" -- "$IPUCC" compile stages.json "${SMALL[@]}"
-  expect_error 3 "mlp_sequential.json: --stage-assignment has 3 entries for 6 layers" -- \
+  expect_compile_error 3 "stages.json: 'stage_assignment' has 2 entries for 6 layers" -- "$IPUCC" compile stages.json "${SMALL[@]}"
+  expect_compile_error 3 "mlp_sequential.json: --stage-assignment has 3 entries for 6 layers" -- \
     "$IPUCC" compile "$SEQ" "${SMALL[@]}" --stage-assignment 0,0,1
   edit_model "$FUNC" partial.json 'm["nodes"][0]["stage"] = 0'
-  expect_error 3 "partial.json: stage annotations must be on every layer or on none (1 of 6 have one)" -- \
+  expect_compile_error 3 "partial.json: stage annotations must be on every layer or on none (1 of 6 have one)" -- \
     "$IPUCC" compile partial.json "${SMALL[@]}"
   edit_model "$MODELS/mlp_sequential_staged.json" gap.json 'm["stage_assignment"] = [0, 0, 2, 2, 2, 2]'
-  expect_error 3 "gap.json: stages must be numbered 0..1 without gaps" -- "$IPUCC" compile gap.json "${SMALL[@]}"
+  expect_compile_error 3 "gap.json: stages must be numbered 0..1 without gaps" -- "$IPUCC" compile gap.json "${SMALL[@]}"
   edit_model "$MODELS/mlp_functional_staged.json" backwards.json 'm["nodes"][5]["stage"] = 0; m["nodes"][4]["stage"] = 1'
-  expect_error 3 "backwards.json: layer 'dense5' (Dense): stage 0 reads 'dense4' from later stage 1" -- \
+  expect_compile_error 3 "backwards.json: layer 'dense5' (Dense): stage 0 reads 'dense4' from later stage 1" -- \
     "$IPUCC" compile backwards.json "${SMALL[@]}"
 }
 
 test_dense_on_rank4_input_without_flatten() {
   edit_model "$SEQ" noflatten.json 'del m["layers"][0]'
-  expect_error 3 "noflatten.json: layer 'dense1' (Dense): expects a rank-2 input" "f32[32,28,28,1]" "add a Flatten layer first" -- \
+  expect_compile_error 3 "noflatten.json: layer 'dense1' (Dense): expects a rank-2 input" "f32[32,28,28,1]" "add a Flatten layer first" -- \
     "$IPUCC" compile noflatten.json "${SMALL[@]}"
   expect_no_cache_entries
 }
@@ -99,7 +91,7 @@ m["nodes"][3]["inputs"] = ["ghost"]
 m["nodes"][4]["units"] = -1
 m["nodes"][5]["activation"] = "gelu"
 m["nodes"][2]["filters"] = 3'
-  expect_error 3 \
+  expect_compile_error 3 \
     "many.json: layer 'dense1' (Conv2D): unknown layer type" \
     "many.json: layer 'dense2' (Dense): unknown attribute 'filters'" \
     "many.json: layer 'dense3' (Dense): input 'ghost' is not the model input or an earlier layer" \
@@ -119,17 +111,17 @@ EOF
 
 test_other_spec_problems() {
   edit_model "$SEQ" dup.json 'm["layers"][2]["name"] = "dense1"'
-  expect_error 3 "dup.json: layer 'dense1' (Dense): name is used twice" -- "$IPUCC" compile dup.json "${SMALL[@]}"
+  expect_compile_error 3 "dup.json: layer 'dense1' (Dense): name is used twice" -- "$IPUCC" compile dup.json "${SMALL[@]}"
   edit_model "$SEQ" loss.json 'm["loss"] = "mse"'
-  expect_error 3 "loss.json: loss: unsupported loss" -- "$IPUCC" compile loss.json "${SMALL[@]}"
+  expect_compile_error 3 "loss.json: loss: unsupported loss" -- "$IPUCC" compile loss.json "${SMALL[@]}"
   edit_model "$SEQ" opt.json 'm["optimizer"] = {"type": "adam"}'
-  expect_error 3 "opt.json: optimizer: unsupported optimizer" -- "$IPUCC" compile opt.json "${SMALL[@]}"
+  expect_compile_error 3 "opt.json: optimizer: unsupported optimizer" -- "$IPUCC" compile opt.json "${SMALL[@]}"
   edit_model "$SEQ" shape.json 'm["input"]["shape"] = [28, 0, 1]'
-  expect_error 3 "shape.json: input 'image': shape dimensions must be positive integers" -- "$IPUCC" compile shape.json "${SMALL[@]}"
+  expect_compile_error 3 "shape.json: input 'image': shape dimensions must be positive integers" -- "$IPUCC" compile shape.json "${SMALL[@]}"
   edit_model "$SEQ" nolayers.json 'm["layers"] = []'
-  expect_error 3 "nolayers.json: the model has no layers" -- "$IPUCC" compile nolayers.json "${SMALL[@]}"
+  expect_compile_error 3 "nolayers.json: the model has no layers" -- "$IPUCC" compile nolayers.json "${SMALL[@]}"
   edit_model "$SEQ" flatten_units.json 'm["layers"][0]["units"] = 4'
-  expect_error 3 "flatten_units.json: layer 'flatten' (Flatten): 'units' does not apply to Flatten" -- \
+  expect_compile_error 3 "flatten_units.json: layer 'flatten' (Flatten): 'units' does not apply to Flatten" -- \
     "$IPUCC" compile flatten_units.json "${SMALL[@]}"
 }
 
@@ -169,7 +161,7 @@ test_usage_errors_use_the_error_prefix() {
 }
 
 test_model_does_not_fit() {
-  expect_error 5 "mlp_sequential.json" "tile(s) out of memory" "tile 0 needs" "bytes of 4,096" "largest tensors there:" "dense1/kernel" -- \
+  expect_compile_error 5 "mlp_sequential.json" "tile(s) out of memory" "tile 0 needs" "bytes of 4,096" "largest tensors there:" "dense1/kernel" -- \
     "$IPUCC" compile "$SEQ" --tiles-per-ipu 2 --bytes-per-tile 4096 -o never.ipuexe
   expect_no_file never.ipuexe
   expect_no_cache_entries
@@ -187,13 +179,13 @@ for l in lines:
 assert needs == sorted(needs, reverse=True), needs
 assert all(n > 4096 for n in needs)
 EOF
-  expect_error 5 "out of memory" -- "$IPUCC" compile "$FUNC" --tiles-per-ipu 2 --bytes-per-tile 4096 --mode infer --json
+  expect_compile_error 5 "out of memory" -- "$IPUCC" compile "$FUNC" --tiles-per-ipu 2 --bytes-per-tile 4096 --mode infer --json
 }
 
 test_unwritable_output() {
-  expect_error 6 "missing/dir/out.ipuexe" -- "$IPUCC" compile "$SEQ" "${SMALL[@]}" -o missing/dir/out.ipuexe
+  expect_compile_error 6 "missing/dir/out.ipuexe" -- "$IPUCC" compile "$SEQ" "${SMALL[@]}" -o missing/dir/out.ipuexe
   mkdir adir
-  expect_error 6 "adir" -- "$IPUCC" compile "$SEQ" "${SMALL[@]}" -o adir
+  expect_compile_error 6 "adir" -- "$IPUCC" compile "$SEQ" "${SMALL[@]}" -o adir
   [[ -d adir ]] || fail "-o onto a directory removed it"
 }
 

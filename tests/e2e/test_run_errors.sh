@@ -14,19 +14,6 @@ compile_to() {
   expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" "$@" -o "$out"
 }
 
-# expect_error CODE TEXT... -- CMD...: the exit code, "ipurun: error:" first, every TEXT in stderr.
-expect_error() {
-  local code=$1
-  shift
-  local -a texts=()
-  while [[ $1 != -- ]]; do texts+=("$1"); shift; done
-  shift
-  expect_exit "$code" "$@"
-  expect_stderr_starts_with "ipurun: error:"
-  local t
-  for t in "${texts[@]}"; do expect_stderr_contains "$t"; done
-}
-
 test_missing_executable() {
   expect_error 6 "nope.ipuexe" "No such file" -- "$IPURUN" train nope.ipuexe "${QUIET[@]}"
   expect_error 6 "sub/nope.ipuexe" -- "$IPURUN" predict sub/nope.ipuexe
