@@ -122,10 +122,8 @@ StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
   if (!stored.ok()) {
     if (stored.status().code() != StatusCode::kNotFound) {
       result.warnings.push_back(stored.status().message() + " (treated as a cache miss)");
-    } else if (file_exists(result.path)) {
-      // A put that crashed before its commit marker, or a manifest removed by hand.
-      result.warnings.push_back(stored_path + ": manifest missing for cached executable of key " +
-                                result.key + " (treated as a cache miss)");
+    } else {
+      result.uncommitted_executable = file_exists(result.path);
     }
     return result;
   }

@@ -29,6 +29,9 @@ struct LookupResult {
   std::string path;             // the .ipuexe path of the entry (set on a miss too)
   std::string executable_bytes; // empty unless hit
   std::string manifest_text;    // the stored canonical manifest; empty unless hit
+  // The executable exists without its manifest: a put in progress in another process, or one
+  // that died before committing. Only the holder of the key's lock can tell which.
+  bool uncommitted_executable = false;
   std::vector<std::string> warnings;
 };
 

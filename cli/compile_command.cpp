@@ -165,13 +165,19 @@ int run_compile(const CompileFlags& flags) {
     cache::CacheStats delta;
     // Loads the entry if the cache has a sound one; a damaged entry never runs: it is moved
     // aside for inspection and the model compiled again.
-    auto try_hit = [&]() {
+    // `holding_lock`: no other compile of this key is between writing its executable and its
+    // manifest, so an executable without a manifest is a dead put worth reporting.
+    auto try_hit = [&](bool holding_lock) {
       auto found = store->lookup(manifest);
       if (!found.ok()) {
         print_warning(kTool, found.status().message());
         return false;
       }
       for (const auto& w : found->warnings) print_warning(kTool, w);
+      if (found->uncommitted_executable && holding_lock) {
+        print_warning(kTool, found->path + ": executable without its manifest (a compile that died before "
+                                           "committing); treated as a cache miss");
+      }
       if (!found->hit) return false;
       auto parsed = format::parse_executable(found->executable_bytes, found->path);
       if (parsed.ok()) {
@@ -188,12 +194,12 @@ int run_compile(const CompileFlags& flags) {
       }
       return false;
     };
-    bool hit = try_hit();
+    bool hit = try_hit(false);
     if (!hit) {
       auto locked = store->lock_key(key);
       if (locked.ok()) {
         key_lock.emplace(std::move(*locked));
-        hit = try_hit();  // another process may have compiled it while we waited
+        hit = try_hit(true);  // another process may have compiled it while we waited
       } else {
         print_warning(kTool, locked.status().message() + "; compiling without waiting for other compiles");
       }

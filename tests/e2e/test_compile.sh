@@ -306,7 +306,7 @@ test_edited_manifest_is_a_miss() {
   # An executable without its manifest (a put that died before committing) is a miss too.
   rm "$manifest"
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
-  expect_stderr_contains "manifest missing"
+  expect_stderr_contains "executable without its manifest"
   expect_json "$STDOUT" 'd["cache"] == "miss"'
 }
 

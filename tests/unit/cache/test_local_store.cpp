@@ -224,8 +224,10 @@ TEST_CASE("local store executable without manifest is a miss") {
   REQUIRE(result.ok());
   CHECK_FALSE(result->hit);
   CHECK(result->executable_bytes.empty());
-  REQUIRE(result->warnings.size() == 1);
-  CHECK(contains(result->warnings[0], m.key()));
+  // Another process may be between its two writes, so the store reports it and the caller,
+  // which knows whether it holds the key's lock, decides whether to warn.
+  CHECK(result->uncommitted_executable);
+  CHECK(result->warnings.empty());
 
   auto by_key = store.load_by_key(m.key());
   REQUIRE_FALSE(by_key.ok());
