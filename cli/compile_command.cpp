@@ -41,6 +41,8 @@ struct CompileFlags {
   std::string schedule = "grouped";
   bool recompute = false;
   std::string mode = "train";
+  std::string loss;
+  std::string optimizer;
   float learning_rate = 0;
   float momentum = -1;
   std::vector<int> stage_assignment;
@@ -79,6 +81,8 @@ compiler::CompileOptions to_options(const CompileFlags& f) {
   o.schedule = f.schedule;
   o.recompute = f.recompute;
   o.mode = f.mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
+  if (!f.loss.empty()) o.loss = f.loss;
+  if (!f.optimizer.empty()) o.optimizer = f.optimizer;
   if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
   if (f.momentum >= 0) o.momentum = f.momentum;
   o.stage_assignment = f.stage_assignment;
@@ -305,8 +309,8 @@ int run_compile(const CompileFlags& flags) {
 
 std::function<int()> add_compile_command(CLI::App& app) {
   auto flags = std::make_shared<CompileFlags>();
-  CLI::App* cmd = app.add_subcommand("compile", "Compile a model (JSON graph spec) into an executable");
-  cmd->add_option("model", flags->model, "Model file (.json graph spec)")->required();
+  CLI::App* cmd = app.add_subcommand("compile", "Compile a model (.onnx or JSON graph spec) into an executable");
+  cmd->add_option("model", flags->model, "Model file: .onnx, or a .json graph spec")->required();
   cmd->add_option("--arch", flags->arch, "Target IPU: mk2 (GC200) or mk1 (GC2)")->check(CLI::IsMember({"mk2", "mk1"}));
   cmd->add_option("--tiles-per-ipu", flags->tiles_per_ipu, "Override the tiles per IPU")->check(CLI::Range(1, 65536));
   cmd->add_option("--bytes-per-tile", flags->bytes_per_tile, "Override the memory per tile")
@@ -327,6 +331,9 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_flag("--recompute", flags->recompute,
                 "Pipelines: recompute activations for the backward pass instead of stashing them");
   cmd->add_option("--mode", flags->mode, "train or infer")->check(CLI::IsMember({"train", "infer"}));
+  cmd->add_option("--loss", flags->loss, "Loss to train with (required for ONNX models; overrides a spec's)")
+      ->check(CLI::IsMember({"sparse_categorical_crossentropy"}));
+  cmd->add_option("--optimizer", flags->optimizer, "Optimizer (ONNX models: default sgd)")->check(CLI::IsMember({"sgd"}));
   cmd->add_option("--learning-rate", flags->learning_rate, "SGD learning rate (overrides the spec)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--momentum", flags->momentum, "SGD momentum (overrides the spec)")->check(CLI::Range(0.0, 0.999999));

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/build_identity.h"
 #include "cli/diagnostics.h"
@@ -9,6 +10,7 @@
 #include "cli/json_output.h"
 #include "cli/progress_bar.h"
 #include "cli/resolve_executable.h"
+#include "cli/run_io.h"
 #include "runtime/base/file_io.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/npy.h"
@@ -36,7 +38,9 @@ struct RunFlags {
   std::string save_weights;
   std::string step_log;
   // predict
+  std::string input;
   std::string output;
+  std::string output_dir;
 };
 
 ProgressStyle progress_style(const RunFlags& f) {
@@ -69,7 +73,7 @@ int load(const RunFlags& f, Loaded& out) {
     Status loaded = out.session->load_weights(f.weights);
     if (!loaded.ok()) return fail(kTool, loaded, input_exit_code(loaded));
   }
-  auto data = data::open_dataset(f.data);
+  auto data = f.input.empty() ? data::open_dataset(f.data) : read_input(f.input, out.session->executable().input_name());
   if (!data.ok()) return fail(kTool, data.status(), input_exit_code(data.status()));
   out.data = std::move(*data);
   return kExitOk;
@@ -168,8 +172,15 @@ int run_predict(const RunFlags& f) {
   if (int code = load(f, loaded)) return code;
   auto result = loaded.session->predict(loaded.data);
   if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
-  if (!f.output.empty()) {
-    Status written = data::write_npy(f.output, data::make_npy_f32(result->shape, result->values.data()));
+  const std::string& output_name = loaded.session->executable().output_name();
+  const std::string output = f.output_dir.empty() ? f.output : output_dir_path(f.output_dir, output_name);
+  if (!f.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(f.output_dir, ec);
+    if (ec) return fail(kTool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
+  }
+  if (!output.empty()) {
+    Status written = write_output(output, data::make_npy_f32(result->shape, result->values.data()), output_name);
     if (!written.ok()) return fail(kTool, written, kExitIoError);
   }
   if (f.json) {
@@ -178,13 +189,13 @@ int run_predict(const RunFlags& f) {
     out["data"] = loaded.data.source;
     out["samples"] = result->samples;
     out["shape"] = result->shape;
-    out["output"] = f.output.empty() ? nlohmann::json() : nlohmann::json(f.output);
+    out["output"] = output.empty() ? nlohmann::json() : nlohmann::json(output);
     out["seconds"] = result->seconds;
     out["samples_per_second"] = static_cast<double>(result->samples) / result->seconds;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("predicted %lld samples%s%s\n", static_cast<long long>(result->samples),
-                f.output.empty() ? "" : " into ", f.output.c_str());
+                output.empty() ? "" : " into ", output.c_str());
   }
   return kExitOk;
 }
@@ -226,7 +237,13 @@ int main(int argc, char** argv) {
 
   CLI::App* predict = app.add_subcommand("predict", "Predict (Keras predict)");
   add_common(predict, flags);
-  predict->add_option("--output", flags.output, "Write the predictions as .npy");
+  auto* input = predict->add_option("--input", flags.input,
+                                    "Predict on [NAME=]FILE (.npy, or an ONNX TensorProto .pb) instead of --data");
+  auto* data_option = predict->get_option("--data");
+  input->excludes(data_option);
+  auto* output = predict->add_option("--output", flags.output, "Write the predictions to FILE (.npy, or .pb)");
+  predict->add_option("--output-dir", flags.output_dir, "Write the predictions to DIR/<output name>.npy")
+      ->excludes(output);
 
   try {
     app.parse(argc, argv);

@@ -12,7 +12,7 @@ build=${IPUCC_FUZZ_BUILD_DIR:-$root/build-fuzz}
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DIPUCC_FUZZ=ON -DIPUCC_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target fuzz_executable fuzz_graph_spec
+cmake --build "$build" --target fuzz_executable fuzz_graph_spec fuzz_onnx_import
 
 work=$(mktemp -d)
 status=0
@@ -32,5 +32,6 @@ run() {  # name corpus [extra libFuzzer flags]
 }
 run fuzz_executable "$root/tests/fuzz/corpus/executable"
 run fuzz_graph_spec "$root/tests/fuzz/corpus/graph_spec" -dict="$root/tests/fuzz/graph_spec.dict"
+run fuzz_onnx_import "$root/tests/fuzz/corpus/onnx"
 [ $status -eq 0 ] && rm -rf "$work"
 exit $status

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "compiler/frontend/graph_spec.h"
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/lowering/lower_graph.h"
 #include "compiler/passes/pipeline_schedule.h"
 #include "compiler/passes/training.h"
@@ -40,9 +41,44 @@ Status validate_options(const CompileOptions& o) {
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return invalid_argument("--gradient-accumulation applies to training only (--mode infer)");
   }
+  if (o.loss && *o.loss != "sparse_categorical_crossentropy") {
+    return invalid_argument("--loss must be sparse_categorical_crossentropy, got '" + *o.loss + "'");
+  }
+  if (o.optimizer && *o.optimizer != "sgd") return invalid_argument("--optimizer must be sgd, got '" + *o.optimizer + "'");
   if (o.learning_rate && !(*o.learning_rate > 0)) return invalid_argument("--learning-rate must be positive");
   if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return invalid_argument("--momentum must be in [0, 1)");
   return Status();
+}
+
+// A frontend's forward graph with the training configuration that goes with it.
+struct Model {
+  frontend::ForwardGraph forward;
+  passes::LossConfig loss;
+  passes::OptimizerConfig optimizer;
+};
+
+StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& options) {
+  Model model;
+  if (frontend::looks_like_onnx(model_text, options.model_path)) {
+    // An ONNX model carries no loss or optimizer: the options give them.
+    if (options.mode == Mode::kTrain && !options.loss) {
+      return invalid_argument(options.model_path + ": an ONNX model has no loss; give --loss "
+                              "sparse_categorical_crossentropy to train it, or --mode infer");
+    }
+    frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain};
+    IPU_ASSIGN_OR_RETURN(model.forward, frontend::import_onnx(model_text, options.model_path, import));
+    model.loss.from_logits = true;
+    model.optimizer.momentum = 0.0f;
+  } else {
+    IPU_ASSIGN_OR_RETURN(frontend::ModelSpec spec, frontend::parse_graph_spec(model_text, options.model_path));
+    if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(frontend::apply_stage_assignment(spec, options.stage_assignment));
+    IPU_ASSIGN_OR_RETURN(model.forward, frontend::build_forward_graph(spec, options.batch_size));
+    model.loss = spec.loss;
+    model.optimizer = spec.optimizer;
+  }
+  if (options.learning_rate) model.optimizer.learning_rate = *options.learning_rate;
+  if (options.momentum) model.optimizer.momentum = *options.momentum;
+  return model;
 }
 
 }  // namespace
@@ -58,6 +94,8 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOp
       {"replicas", std::to_string(o.replicas)},
       {"num_ipus", std::to_string(o.num_ipus)},
       {"mode", o.mode == Mode::kTrain ? "train" : "infer"},
+      {"loss", o.loss.value_or("spec")},
+      {"optimizer", o.optimizer.value_or("spec")},
       {"learning_rate", o.learning_rate ? float_key(*o.learning_rate) : "spec"},
       {"momentum", o.momentum ? float_key(*o.momentum) : "spec"},
   };
@@ -77,16 +115,13 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
 
   CompileResult result;
   auto start = std::chrono::steady_clock::now();
-  IPU_ASSIGN_OR_RETURN(frontend::ModelSpec spec, frontend::parse_graph_spec(model_text, options.model_path));
-  if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(frontend::apply_stage_assignment(spec, options.stage_assignment));
-  if (options.learning_rate) spec.optimizer.learning_rate = *options.learning_rate;
-  if (options.momentum) spec.optimizer.momentum = *options.momentum;
-  IPU_ASSIGN_OR_RETURN(frontend::ForwardGraph forward, frontend::build_forward_graph(spec, options.batch_size));
+  IPU_ASSIGN_OR_RETURN(Model model, load_model(model_text, options));
+  frontend::ForwardGraph& forward = model.forward;
   result.timings.frontend_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
   // Stage s runs on IPU s of its replica; replicas take disjoint IPUs.
-  const uint32_t stages = static_cast<uint32_t>(spec.num_stages);
+  const uint32_t stages = static_cast<uint32_t>(forward.num_stages);
   const uint32_t ipus_needed = stages * options.replicas;
   if (ipus_needed > options.num_ipus) {
     return invalid_argument(options.model_path + ": " + std::to_string(stages) + " stage(s) x " +
@@ -103,9 +138,9 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   target.num_ipus = stages;  // the lowering plans one replica
   lowering::GraphInterface io{forward.features, forward.scores, std::nullopt, {}};
   if (options.mode == Mode::kTrain) {
-    IPU_ASSIGN_OR_RETURN(passes::LossValues loss, passes::add_loss(forward.graph, forward.scores, spec.loss));
+    IPU_ASSIGN_OR_RETURN(passes::LossValues loss, passes::add_loss(forward.graph, forward.scores, model.loss));
     IPU_ASSIGN_OR_RETURN(io.accumulators,
-                         passes::add_gradients_and_updates(forward.graph, loss.loss, spec.optimizer,
+                         passes::add_gradients_and_updates(forward.graph, loss.loss, model.optimizer,
                                                            {options.gradient_accumulation, options.replicas, stages}));
     io.loss = loss;
   }
@@ -124,12 +159,14 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   result.memory = std::move(lowered->memory);
   format::Executable& exe = result.executable;
   exe.set_format_version(format::kFormatVersion);
-  exe.set_model_name(spec.name);
+  exe.set_model_name(forward.name);
+  exe.set_input_name(forward.input_name);
+  exe.set_output_name(forward.output_name);
   exe.set_mode(options.mode == Mode::kTrain ? "train" : "infer");
   const auto& scores_shape = forward.graph.value(forward.scores).type.shape;
   exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);
   format::PipelineInfo* pipeline = exe.mutable_pipeline();
-  pipeline->set_num_stages(static_cast<uint32_t>(spec.num_stages));
+  pipeline->set_num_stages(stages);
   pipeline->set_gradient_accumulation(options.gradient_accumulation);
   pipeline->set_replicas(options.replicas);
   pipeline->set_schedule(stages > 1 ? options.schedule : "none");

@@ -15,7 +15,7 @@ namespace ipu::compiler {
 enum class Mode { kTrain, kInfer };
 
 struct CompileOptions {
-  std::string model_path;  // for messages and the executable's model name
+  std::string model_path;  // for messages and the executable's model name; ".onnx" selects ONNX
   std::string arch = "mk2";
   std::optional<uint32_t> tiles_per_ipu;
   std::optional<uint64_t> bytes_per_tile;
@@ -25,6 +25,8 @@ struct CompileOptions {
   uint32_t replicas = 1;
   uint32_t num_ipus = 16;  // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
+  std::optional<std::string> loss;       // overrides the spec's loss; required to train ONNX models
+  std::optional<std::string> optimizer;  // "sgd"; ONNX models train with SGD when not given
   std::optional<float> learning_rate;  // overrides the spec's optimizer
   std::optional<float> momentum;
   std::vector<int> stage_assignment;   // overrides the spec's stages when non-empty

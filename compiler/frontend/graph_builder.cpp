@@ -88,6 +88,10 @@ StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_
   }
   if (!problems.empty()) return invalid_argument(problems);
   result.scores = output_of.at(spec.output);
+  result.num_stages = spec.num_stages;
+  result.name = spec.name;
+  result.input_name = spec.input.name;
+  result.output_name = spec.output;
   return result;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/frontend/forward_graph.h"
 #include "compiler/ir/graph.h"
 #include "compiler/passes/training.h"
 #include "runtime/base/status.h"
@@ -53,12 +54,6 @@ StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& p
 
 // Applies a stage assignment given on the command line, with the same checks as the spec's.
 Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages);
-
-struct ForwardGraph {
-  ir::Graph graph;
-  int features = -1;
-  int scores = -1;
-};
 
 // Builds the forward IR graph for micro-batch `batch_size`, with deterministic initial weights.
 StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_size);

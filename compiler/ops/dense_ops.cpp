@@ -35,24 +35,31 @@ Status infer_matmul(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   return Status();
 }
 
-// C = A·B: dA = dC·Bᵀ, dB = Aᵀ·dC (forward matmuls are never transposed).
+// C = op(A)·op(B). With op(A) = A: dA = dC·op(B)ᵀ; with op(A) = Aᵀ: dA = op(B)·dCᵀ. With op(B) = B:
+// dB = op(A)ᵀ·dC; with op(B) = Bᵀ: dB = dCᵀ·op(A). Each is one MatMul with transpose flags, so
+// no transposed copy of a weight is ever made (ONNX Gemm keeps its weights as [out, in]).
 Status grad_matmul(GradContext& ctx, const Op& op) {
   Graph& g = ctx.graph();
   const int dc = ctx.gradient_of(op.outputs[0]);
   if (dc < 0) return Status();
-  if (op.attrs.trans_a || op.attrs.trans_b) return internal_error("gradient of a transposed MatMul");
   const int a = op.inputs[0], b = op.inputs[1];
-  if (ctx.needs_gradient(a)) {
+  const bool ta = op.attrs.trans_a, tb = op.attrs.trans_b;
+  auto add_matmul = [&](int lhs, bool trans_lhs, int rhs, bool trans_rhs, const char* suffix) -> StatusOr<int> {
     OpAttrs attrs;
-    attrs.trans_b = true;
-    IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kMatMul, op.name + "/grad_input", {dc, b}, attrs, Phase::kBackward, op.stage));
-    IPU_RETURN_IF_ERROR(ctx.add_gradient(a, g.op(id).outputs[0]));
+    attrs.trans_a = trans_lhs;
+    attrs.trans_b = trans_rhs;
+    IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kMatMul, op.name + suffix, {lhs, rhs}, attrs, Phase::kBackward, op.stage));
+    return g.op(id).outputs[0];
+  };
+  if (ctx.needs_gradient(a)) {
+    // !ta: dA = dC·op(B)ᵀ = dC·Bᵀ (tb=0) or dC·B (tb=1); ta: dA = op(B)·dCᵀ = B·dCᵀ or Bᵀ·dCᵀ.
+    IPU_ASSIGN_OR_RETURN(int da, ta ? add_matmul(b, tb, dc, true, "/grad_input") : add_matmul(dc, false, b, !tb, "/grad_input"));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(a, da));
   }
   if (ctx.needs_gradient(b)) {
-    OpAttrs attrs;
-    attrs.trans_a = true;
-    IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kMatMul, op.name + "/grad_kernel", {a, dc}, attrs, Phase::kBackward, op.stage));
-    IPU_RETURN_IF_ERROR(ctx.add_gradient(b, g.op(id).outputs[0]));
+    // !tb: dB = op(A)ᵀ·dC = Aᵀ·dC (ta=0) or A·dC; tb: dB = dCᵀ·op(A) = dCᵀ·A or dCᵀ·Aᵀ.
+    IPU_ASSIGN_OR_RETURN(int db, tb ? add_matmul(dc, true, a, ta, "/grad_kernel") : add_matmul(a, !ta, dc, false, "/grad_kernel"));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(b, db));
   }
   return Status();
 }

@@ -382,19 +382,16 @@ NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data) {
   return array;
 }
 
-StatusOr<Dataset> load_npy_dataset(const std::string& features_path, const std::string& labels_path) {
-  IPU_ASSIGN_OR_RETURN(NpyArray features, read_npy(features_path));
+StatusOr<Dataset> dataset_from_array(const NpyArray& features, const std::string& name) {
   if (features.shape.empty()) {
-    return invalid_argument(features_path +
-                            ": features must have a leading sample dimension, got a 0-d array");
+    return invalid_argument(name + ": features must have a leading sample dimension, got a 0-d array");
   }
   const auto num_samples = static_cast<size_t>(features.shape[0]);
   if (num_samples == 0)
-    return invalid_argument(features_path + ": contains no samples (shape " + shape_string(features.shape) +
-                            ")");
+    return invalid_argument(name + ": contains no samples (shape " + shape_string(features.shape) + ")");
 
   Dataset ds;
-  ds.source = "npy:" + features_path + (labels_path.empty() ? "" : "," + labels_path);
+  ds.source = name;
   ds.sample_shape.assign(features.shape.begin() + 1, features.shape.end());
   if (ds.sample_shape.empty()) ds.sample_shape = {1};
   ds.num_samples = num_samples;
@@ -420,13 +417,24 @@ StatusOr<Dataset> load_npy_dataset(const std::string& features_path, const std::
   if (dt[0] == 'f') {
     for (size_t i = 0; i < count; ++i) {
       if (!std::isfinite(ds.features[i])) {
-        return invalid_argument(features_path + ": element " + std::to_string(i) + " is not finite" +
+        return invalid_argument(name + ": element " + std::to_string(i) + " is not finite" +
                                 (dt == "f8" ? " in float32" : ""));
       }
     }
   }
-  // The features buffer is no longer needed; release it before reading the labels.
-  features = NpyArray();
+  return ds;
+}
+
+StatusOr<Dataset> load_npy_dataset(const std::string& features_path, const std::string& labels_path) {
+  // The raw features are released (end of the lambda) before the labels are read.
+  StatusOr<Dataset> loaded = [&]() -> StatusOr<Dataset> {
+    IPU_ASSIGN_OR_RETURN(NpyArray features, read_npy(features_path));
+    return dataset_from_array(features, features_path);
+  }();
+  if (!loaded.ok()) return loaded.status();
+  Dataset ds = std::move(*loaded);
+  ds.source = "npy:" + features_path + (labels_path.empty() ? "" : "," + labels_path);
+  const size_t num_samples = ds.num_samples;
 
   if (labels_path.empty()) return ds;
 

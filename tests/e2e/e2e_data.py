@@ -14,6 +14,8 @@
         (.gz with --gzip): N images of 28x28 deterministic pixels, labels i % 10.
     e2e_data.py flip PATH OFFSET        XOR the byte at OFFSET with 0xff (negative: from the end)
     e2e_data.py poke PATH OFFSET HEX    overwrite bytes at OFFSET with the given hex string
+    e2e_data.py compare GOT.npy WANT.npy
+        Prints {"shape_equal", "max_abs", "max_rel"}: max_rel is max |got - want| / max(|want|, 1e-6).
     e2e_data.py xent PRED.npy LABELS.npy
         Prints {"loss", "accuracy"}: mean cross-entropy of predicted probabilities vs labels.
 """
@@ -138,6 +140,14 @@ def cmd_xent(a):
     print(json.dumps({"loss": loss, "accuracy": correct / n}))
 
 
+def cmd_compare(a):
+    got, want = read_npy(a.got), read_npy(a.want)
+    pairs = list(zip(got["values"], want["values"]))
+    print(json.dumps({"shape_equal": got["shape"] == want["shape"],
+                      "max_abs": max(abs(g - w) for g, w in pairs),
+                      "max_rel": max(abs(g - w) / max(abs(w), 1e-6) for g, w in pairs)}))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -169,6 +179,10 @@ def main():
     p.add_argument("offset", type=int)
     p.add_argument("hex")
     p.set_defaults(func=cmd_poke)
+    p = sub.add_parser("compare")
+    p.add_argument("got")
+    p.add_argument("want")
+    p.set_defaults(func=cmd_compare)
     p = sub.add_parser("xent")
     p.add_argument("pred")
     p.add_argument("labels")

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tests/unit/compiler/onnx_builder.h"
 #include "tests/unit/compiler/test_support.h"
 
 namespace ipu::testing {
@@ -20,15 +21,15 @@ std::string mlp_spec(const std::string& hidden_activation, const std::string& ou
     "optimizer": {"type": "sgd", "learning_rate": 1.0, "momentum": 0.0}})";
 }
 
-void check_gradients(const std::string& spec) {
-  const uint32_t batch = 3;
-  auto options = small_target_options(batch);
-  auto engine = compile_and_load(spec, options);
+// `model` has 6 input features per sample and 4 classes; `weights` names every trainable tensor.
+void check_gradients(const std::string& model, const compiler::CompileOptions& options,
+                     const std::vector<std::string>& weights) {
+  const uint32_t batch = options.batch_size;
+  auto engine = compile_and_load(model, options);
   std::vector<float> features(batch * 6);
   for (size_t i = 0; i < features.size(); ++i) features[i] = std::sin(0.7f * static_cast<float>(i) + 0.3f);
   const std::vector<int32_t> labels = {1, 3, 0};
 
-  const std::vector<std::string> weights = {"hidden/kernel", "hidden/bias", "out/kernel", "out/bias"};
   // Finite differences first, in double around the float weights.
   std::vector<std::vector<double>> numeric;
   for (const auto& name : weights) {
@@ -62,10 +63,61 @@ void check_gradients(const std::string& spec) {
   }
 }
 
+void check_spec_gradients(const std::string& spec) {
+  check_gradients(spec, small_target_options(3), {"hidden/kernel", "hidden/bias", "out/kernel", "out/bias"});
+}
+
 TEST_CASE("gradients of Dense + activations match finite differences") {
-  SUBCASE("relu hidden, logits") { check_gradients(mlp_spec("relu", "none", true)); }
-  SUBCASE("sigmoid hidden, logits") { check_gradients(mlp_spec("sigmoid", "none", true)); }
-  SUBCASE("tanh hidden, softmax + probabilities") { check_gradients(mlp_spec("tanh", "softmax", false)); }
+  SUBCASE("relu hidden, logits") { check_spec_gradients(mlp_spec("relu", "none", true)); }
+  SUBCASE("sigmoid hidden, logits") { check_spec_gradients(mlp_spec("sigmoid", "none", true)); }
+  SUBCASE("tanh hidden, softmax + probabilities") { check_spec_gradients(mlp_spec("tanh", "softmax", false)); }
+}
+
+// ONNX Gemm keeps weights in either layout; every transpose combination has its own gradient
+// form (compiler/ops/dense_ops.cpp). x [N,6] · W1 (+ b1) → tanh → · W2 (+ b2) → logits [N,4].
+std::string gemm_model(bool trans_b1, bool trans_b2) {
+  OnnxBuilder b;
+  b.input("x", {6}).output("logits");
+  b.floats("w1", trans_b1 ? std::vector<int64_t>{5, 6} : std::vector<int64_t>{6, 5}, wave(30, 0.6f, 0.1f));
+  b.floats("b1", {5}, wave(5, 0.3f, 0.7f));
+  b.floats("w2", trans_b2 ? std::vector<int64_t>{4, 5} : std::vector<int64_t>{5, 4}, wave(20, 0.6f, 0.4f));
+  b.floats("b2", {1, 4}, wave(4, 0.3f, 0.2f));
+  OnnxBuilder::int_attr(b.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h"}), "transB", trans_b1);
+  b.node("Tanh", "act", {"h"}, {"a"});
+  OnnxBuilder::int_attr(b.node("Gemm", "fc2", {"a", "w2", "b2"}, {"logits"}), "transB", trans_b2);
+  return b.bytes();
+}
+
+// The same network computed column-wise: hᵀ = Gemm(W1, x, transA, transB) is [5,N], then
+// logits = Gemm(aᵀ, W2, transA) + b2, so transA meets both a weight and an activation.
+std::string gemm_trans_a_model() {
+  OnnxBuilder b;
+  b.input("x", {6}).output("logits");
+  b.floats("w1", {6, 5}, wave(30, 0.6f, 0.1f));
+  b.floats("w2", {5, 4}, wave(20, 0.6f, 0.4f));
+  b.floats("b2", {4}, wave(4, 0.3f, 0.2f));
+  auto& fc1 = b.node("Gemm", "fc1", {"w1", "x"}, {"h_t"});
+  OnnxBuilder::int_attr(fc1, "transA", 1);
+  OnnxBuilder::int_attr(fc1, "transB", 1);
+  b.node("Tanh", "act", {"h_t"}, {"a_t"});
+  OnnxBuilder::int_attr(b.node("Gemm", "fc2", {"a_t", "w2", "b2"}, {"logits"}), "transA", 1);
+  return b.bytes();
+}
+
+compiler::CompileOptions onnx_training_options() {
+  auto options = small_target_options(3);
+  options.model_path = "test.onnx";
+  options.loss = "sparse_categorical_crossentropy";
+  options.learning_rate = 1.0f;
+  return options;
+}
+
+TEST_CASE("gradients of ONNX Gemm in every transpose form match finite differences") {
+  const auto options = onnx_training_options();
+  SUBCASE("plain") { check_gradients(gemm_model(false, false), options, {"w1", "b1", "w2", "b2"}); }
+  SUBCASE("transB") { check_gradients(gemm_model(true, true), options, {"w1", "b1", "w2", "b2"}); }
+  SUBCASE("mixed") { check_gradients(gemm_model(true, false), options, {"w1", "b1", "w2", "b2"}); }
+  SUBCASE("transA") { check_gradients(gemm_trans_a_model(), options, {"w1", "w2", "b2"}); }
 }
 
 }  // namespace

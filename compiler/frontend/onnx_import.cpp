@@ -1,0 +1,310 @@
+#include "compiler/frontend/onnx_import.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+
+#include <limits>
+#include <map>
+#include <set>
+
+#include "compiler/frontend/onnx_ops.h"
+#include "runtime/data/tensor_proto.h"
+
+namespace ipu::frontend {
+namespace {
+
+constexpr int kMaxStage = 1023;
+// Largest input of one micro-batch: 2^30 float32 values (4 GiB), so element counts never overflow.
+constexpr int64_t kMaxInputElements = int64_t{1} << 30;
+constexpr std::string_view kStageAttribute = "__pipeline_stage";
+constexpr std::string_view kIpuAttribute = "__ipu_number";
+
+// Problems of one import, reported together. Unsupported ones make the whole result
+// Unsupported (exit 4); otherwise InvalidArgument (exit 3).
+class Problems {
+ public:
+  explicit Problems(std::string path) : m_path(std::move(path)) {}
+  void add(const std::string& where, const Status& status) {
+    (status.code() == StatusCode::kUnsupported ? m_unsupported : m_invalid) = true;
+    m_lines.push_back(m_path + ": " + (where.empty() ? "" : where + ": ") + status.message());
+  }
+  bool empty() const { return m_lines.empty(); }
+  Status status() const {
+    std::string message;
+    for (const auto& line : m_lines) message += (message.empty() ? "" : "\n") + line;
+    return m_unsupported ? unsupported(message) : invalid_argument(message);
+  }
+
+ private:
+  std::string m_path;
+  std::vector<std::string> m_lines;
+  bool m_unsupported = false;
+  bool m_invalid = false;
+};
+
+std::string node_label(const onnx::NodeProto& node, int index) {
+  const std::string name = node.name().empty() ? "#" + std::to_string(index) : "'" + node.name() + "'";
+  return "node " + name + " (" + node.op_type() + ")";
+}
+
+int ai_onnx_opset(const onnx::ModelProto& model) {
+  for (const auto& op_set : model.opset_import()) {
+    if (op_set.domain().empty() || op_set.domain() == "ai.onnx") return static_cast<int>(op_set.version());
+  }
+  return -1;
+}
+
+std::string versions_text(const std::vector<int>& versions) {
+  std::string out;
+  for (int v : versions) out += (out.empty() ? "" : ", ") + std::to_string(v);
+  return out;
+}
+
+// The schema version of `op_type` in effect at `opset`, or an error.
+StatusOr<int> schema_version(const std::string& op_type, int opset, const OnnxOpDef& def) {
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op_type, opset, "");
+  if (!schema) return invalid_argument("op " + op_type + " does not exist in opset " + std::to_string(opset));
+  const int version = schema->since_version();
+  if (std::find(def.versions.begin(), def.versions.end(), version) == def.versions.end()) {
+    return unsupported("version " + std::to_string(version) + " of " + op_type + " (opset " + std::to_string(opset) +
+                       ") is not supported; supported versions: " + versions_text(def.versions));
+  }
+  return version;
+}
+
+Status check_attributes(const onnx::NodeProto& node, const OnnxOpDef& def) {
+  std::string unknown;
+  for (const auto& a : node.attribute()) {
+    if (a.name().rfind("__", 0) == 0) continue;  // framework annotations such as PopART's
+    if (std::find(def.attributes.begin(), def.attributes.end(), a.name()) == def.attributes.end()) {
+      unknown += (unknown.empty() ? "'" : ", '") + a.name() + "'";
+    }
+  }
+  if (!unknown.empty()) return unsupported("attribute " + unknown + " not supported");
+  return Status();
+}
+
+// Stages from PopART's attributes or the override, checked with PopART's rules: on every node or
+// none, non-negative, each stage on one IPU; plus ipucc's placement (stage s on IPU s of its
+// replica) and numbering without gaps. Data flow from a later stage is checked as nodes import.
+std::vector<int> node_stages(const onnx::GraphProto& graph, const OnnxImportOptions& options, Problems& problems,
+                             int& num_stages) {
+  const int n = graph.node_size();
+  std::vector<int> stages(static_cast<size_t>(n), 0);
+  num_stages = 1;
+  if (!options.stage_assignment.empty()) {
+    if (static_cast<int>(options.stage_assignment.size()) != n) {
+      problems.add("", invalid_argument("--stage-assignment has " + std::to_string(options.stage_assignment.size()) +
+                                        " entries for " + std::to_string(n) + " nodes"));
+      return stages;
+    }
+    stages = options.stage_assignment;
+  } else {
+    int annotated = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto& node = graph.node(i);
+      std::optional<int64_t> stage, ipu;
+      for (const auto& a : node.attribute()) {
+        if (a.name() == kStageAttribute) stage = a.type() == onnx::AttributeProto::INT ? a.i() : -1;
+        if (a.name() == kIpuAttribute) ipu = a.type() == onnx::AttributeProto::INT ? a.i() : -1;
+      }
+      if (!stage && ipu) stage = ipu;  // virtual-graph only (no pipeline attribute): stage = IPU
+      if (!stage) continue;
+      ++annotated;
+      if (*stage < 0 || *stage > kMaxStage) {
+        problems.add(node_label(node, i), invalid_argument(std::string(kStageAttribute) + " must be an integer in [0, " +
+                                                           std::to_string(kMaxStage) + "]"));
+        continue;
+      }
+      if (ipu && *ipu != *stage) {
+        problems.add(node_label(node, i),
+                     unsupported("stage " + std::to_string(*stage) + " on IPU " + std::to_string(*ipu) +
+                                 ": ipucc runs stage s on IPU s of its replica, so " + std::string(kIpuAttribute) +
+                                 " must equal " + std::string(kStageAttribute)));
+      }
+      stages[static_cast<size_t>(i)] = static_cast<int>(*stage);
+    }
+    if (annotated != 0 && annotated != n) {
+      problems.add("", invalid_argument("pipeline stage annotations must be on every node or on none (" +
+                                        std::to_string(annotated) + " of " + std::to_string(n) + " nodes have one)"));
+    }
+  }
+  std::set<int> used(stages.begin(), stages.end());
+  for (int s : used) {
+    if (s < 0 || s > kMaxStage) {
+      problems.add("", invalid_argument("stage " + std::to_string(s) + " is outside [0, " + std::to_string(kMaxStage) + "]"));
+      return stages;
+    }
+  }
+  if (!used.empty() && *used.rbegin() != static_cast<int>(used.size()) - 1) {
+    problems.add("", invalid_argument("stages must be numbered 0.." + std::to_string(used.size() - 1) + " without gaps"));
+  }
+  num_stages = std::max<int>(1, static_cast<int>(used.size()));
+  return stages;
+}
+
+// The one graph input that is not an initializer, bound to the micro-batch size.
+StatusOr<int> add_graph_input(ir::Graph& graph, const onnx::GraphProto& g, const std::set<std::string>& initializers,
+                              int64_t batch_size) {
+  std::vector<const onnx::ValueInfoProto*> inputs;
+  for (const auto& in : g.input()) {
+    if (!initializers.count(in.name())) inputs.push_back(&in);
+  }
+  if (inputs.size() != 1) {
+    std::string names;
+    for (const auto* in : inputs) names += (names.empty() ? "" : ", ") + in->name();
+    return unsupported("the graph has " + std::to_string(inputs.size()) + " inputs" +
+                       (names.empty() ? std::string() : " (" + names + ")") + "; ipucc imports models with one input");
+  }
+  const onnx::ValueInfoProto& in = *inputs[0];
+  const std::string where = "input '" + in.name() + "'";
+  if (!in.type().has_tensor_type()) return unsupported(where + " is not a tensor");
+  const auto& tensor = in.type().tensor_type();
+  if (tensor.elem_type() != onnx::TensorProto::FLOAT) {
+    return unsupported(where + " has element type " + onnx::TensorProto::DataType_Name(tensor.elem_type()) +
+                       "; inputs must be FLOAT");
+  }
+  if (!tensor.has_shape() || tensor.shape().dim_size() == 0) return unsupported(where + " has no static shape");
+  std::vector<int64_t> shape;
+  for (int axis = 0; axis < tensor.shape().dim_size(); ++axis) {
+    const auto& dim = tensor.shape().dim(axis);
+    const bool fixed = dim.has_dim_value() && dim.dim_value() > 0;
+    if (axis == 0) {
+      if (fixed && dim.dim_value() != batch_size) {
+        return invalid_argument(where + " has a fixed batch dimension of " + std::to_string(dim.dim_value()) +
+                                "; compile with --batch-size " + std::to_string(dim.dim_value()));
+      }
+      shape.push_back(batch_size);
+      continue;
+    }
+    if (!fixed) {
+      return unsupported(where + " has a dynamic dimension" +
+                         (dim.has_dim_param() ? " '" + dim.dim_param() + "'" : std::string()) + " at axis " +
+                         std::to_string(axis) + "; only the batch axis may be dynamic");
+    }
+    shape.push_back(dim.dim_value());
+  }
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d > kMaxInputElements / elements) {
+      return invalid_argument(where + " holds more than " + std::to_string(kMaxInputElements) + " values per micro-batch");
+    }
+    elements *= d;
+  }
+  return graph.add_value(in.name(), {ir::DType::kFloat32, shape}, ir::Role::kInput);
+}
+
+// Imports one node. A node whose input failed to import earlier is skipped silently (OK): its
+// producer's problem was reported.
+Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stage, int opset,
+                   const std::set<std::string>& initializer_names, const std::map<std::string, int>& stage_of_output) {
+  if (!node.domain().empty() && node.domain() != "ai.onnx") {
+    return unsupported("domain '" + node.domain() + "' is not supported");
+  }
+  const OnnxOpDef* def = find_onnx_op(node.op_type());
+  if (!def) return unsupported("op " + node.op_type() + " is not supported");
+  IPU_ASSIGN_OR_RETURN(int version, schema_version(node.op_type(), opset, *def));
+  IPU_RETURN_IF_ERROR(check_attributes(node, *def));
+  // Every input must exist and come from this stage or an earlier one.
+  bool inputs_ready = true;
+  for (const std::string& name : node.input()) {
+    if (name.empty()) continue;
+    auto from = stage_of_output.find(name);
+    if (from != stage_of_output.end() && from->second > stage) {
+      return invalid_argument("stage " + std::to_string(stage) + " reads '" + name + "' from later stage " +
+                              std::to_string(from->second));
+    }
+    if (ctx.is_known(name)) continue;
+    if (from == stage_of_output.end() && !initializer_names.count(name)) {
+      return invalid_argument("input '" + name + "' is not a graph input, an initializer or the output of an earlier node");
+    }
+    inputs_ready = false;
+  }
+  if (!inputs_ready) return Status();
+  ctx.begin_node(node, stage, version);
+  return def->convert(ctx);
+}
+
+}  // namespace
+
+bool looks_like_onnx(std::string_view bytes, const std::string& path) {
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0) return false;
+  for (char c : bytes) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+    return c != '{';
+  }
+  return false;
+}
+
+StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return invalid_argument(path + ": larger than the 2 GiB protobuf limit");
+  }
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return invalid_argument(path + ": not an ONNX model (the ModelProto does not parse)");
+  }
+  if (!model.has_graph()) return invalid_argument(path + ": the ONNX model has no graph");
+  const int opset = ai_onnx_opset(model);
+  if (opset < 1) return invalid_argument(path + ": the model imports no ai.onnx opset");
+  const onnx::GraphProto& g = model.graph();
+
+  ForwardGraph result;
+  result.name = g.name().empty() ? path : g.name();
+  OnnxImportContext ctx(result.graph, options.training);
+  Problems problems(path);
+
+  std::set<std::string> initializer_names;
+  for (const auto& init : g.initializer()) {
+    initializer_names.insert(init.name());
+    StatusOr<data::NpyArray> array = data::decode_tensor_proto(init, "initializer '" + init.name() + "'");
+    if (!array.ok()) {
+      problems.add("", array.status());
+    } else if (array->dtype == "f4") {
+      ctx.add_initializer(init.name(), std::move(*array));
+    } else if (array->dtype[0] == 'i' || array->dtype[0] == 'u' || array->dtype == "b1") {
+      ctx.add_constant(init.name(), std::move(*array));
+    } else {
+      problems.add("", unsupported("initializer '" + init.name() + "' has dtype '" + array->dtype +
+                                   "'; weights must be FLOAT"));
+    }
+  }
+  for (const auto& sparse : g.sparse_initializer()) {
+    problems.add("", unsupported("sparse initializer '" + sparse.values().name() + "' is not supported"));
+  }
+
+  StatusOr<int> input = add_graph_input(result.graph, g, initializer_names, options.batch_size);
+  if (!input.ok()) return Status(input.status().code(), path + ": " + input.status().message());
+  result.features = *input;
+  result.input_name = result.graph.value(*input).name;
+  ctx.bind(result.graph.value(*input).name, *input);
+
+  const std::vector<int> stages = node_stages(g, options, problems, result.num_stages);
+  std::map<std::string, int> stage_of_output;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    const int stage = stages[static_cast<size_t>(i)];
+    Status status = import_node(ctx, node, stage, opset, initializer_names, stage_of_output);
+    if (!status.ok()) problems.add(node_label(node, i), status);
+    // Registered even when the node failed, so its consumers are skipped rather than reported.
+    for (const std::string& name : node.output()) stage_of_output[name] = stage;
+  }
+
+  if (g.output_size() != 1) {
+    problems.add("", unsupported("the graph has " + std::to_string(g.output_size()) +
+                                 " outputs; ipucc imports models with one output"));
+  } else if (problems.empty()) {
+    std::optional<int> output = ctx.value_of(g.output(0).name());
+    if (!output) {
+      problems.add("", unsupported("output '" + g.output(0).name() + "' is not computed on the device (a constant or an input)"));
+    } else {
+      result.scores = *output;
+      result.output_name = g.output(0).name();
+    }
+  }
+  if (!problems.empty()) return problems.status();
+  return result;
+}
+
+}  // namespace ipu::frontend

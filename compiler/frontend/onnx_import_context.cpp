@@ -1,0 +1,142 @@
+// OnnxImportContext: the name tables of one ONNX import and the helpers converters use.
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+
+#include "compiler/frontend/onnx_ops.h"
+
+namespace ipu::frontend {
+namespace {
+
+const std::string kNoName;
+
+// Reads element `i` of an integer array as int64.
+int64_t int_element(const data::NpyArray& a, size_t i) {
+  auto read = [&](auto zero) {
+    decltype(zero) v;
+    std::memcpy(&v, a.data.data() + i * sizeof v, sizeof v);
+    return static_cast<int64_t>(v);
+  };
+  if (a.dtype == "i8") return read(int64_t{});
+  if (a.dtype == "i4") return read(int32_t{});
+  if (a.dtype == "i2") return read(int16_t{});
+  if (a.dtype == "i1") return read(int8_t{});
+  if (a.dtype == "u1" || a.dtype == "b1") return read(uint8_t{});
+  if (a.dtype == "u2") return read(uint16_t{});
+  return read(uint32_t{});
+}
+
+}  // namespace
+
+void OnnxImportContext::begin_node(const onnx::NodeProto& node, int stage, int version) {
+  m_node = &node;
+  m_stage = stage;
+  m_version = version;
+}
+
+int OnnxImportContext::num_inputs() const {
+  int n = m_node->input_size();
+  while (n > 0 && m_node->input(n - 1).empty()) --n;
+  return n;
+}
+
+bool OnnxImportContext::has_input(int index) const {
+  return index < m_node->input_size() && !m_node->input(index).empty();
+}
+
+const std::string& OnnxImportContext::input_name(int index) const {
+  return index < m_node->input_size() ? m_node->input(index) : kNoName;
+}
+
+StatusOr<int> OnnxImportContext::input(int index) {
+  const std::string& name = input_name(index);
+  if (name.empty()) return invalid_argument("input " + std::to_string(index) + " is missing");
+  if (auto found = m_values.find(name); found != m_values.end()) {
+    return m_stage_copies.value_on_stage(m_graph, found->second, m_stage);
+  }
+  if (auto init = m_initializers.find(name); init != m_initializers.end()) {
+    // A float initializer becomes a weight of the stage that first reads it.
+    const data::NpyArray& array = init->second;
+    const int weight = m_graph.add_value(name, {ir::DType::kFloat32, array.shape}, ir::Role::kWeight);
+    ir::Value& value = m_graph.value(weight);
+    value.initial.resize(array.element_count());
+    std::memcpy(value.initial.data(), array.data.data(), array.data.size());
+    value.stage = m_stage;
+    m_initializers.erase(init);
+    m_values[name] = weight;
+    return weight;
+  }
+  if (m_constants.count(name)) {
+    return unsupported("input '" + name + "' is a compile-time constant; constants as tensor operands are not supported");
+  }
+  return invalid_argument("input '" + name + "' is not a graph input, an initializer or the output of an earlier node");
+}
+
+const data::NpyArray* OnnxImportContext::constant_input(int index) const {
+  auto found = m_constants.find(input_name(index));
+  return found == m_constants.end() ? nullptr : &found->second;
+}
+
+StatusOr<std::vector<int64_t>> OnnxImportContext::int_constant_input(int index) const {
+  const data::NpyArray* array = constant_input(index);
+  const std::string& name = input_name(index);
+  if (!array) {
+    return unsupported("input '" + name + "' must be a constant known at compile time (an initializer or a Constant)");
+  }
+  if (array->dtype.empty() || (array->dtype[0] != 'i' && array->dtype[0] != 'u')) {
+    return invalid_argument("input '" + name + "' must hold integers, it holds dtype '" + array->dtype + "'");
+  }
+  std::vector<int64_t> out(array->element_count());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = int_element(*array, i);
+  return out;
+}
+
+void OnnxImportContext::set_output(int index, int value) {
+  if (index < m_node->output_size() && !m_node->output(index).empty()) m_values[m_node->output(index)] = value;
+}
+
+void OnnxImportContext::set_constant_output(int index, data::NpyArray value) {
+  if (index < m_node->output_size() && !m_node->output(index).empty()) m_constants[m_node->output(index)] = std::move(value);
+}
+
+StatusOr<int> OnnxImportContext::add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs,
+                                        const std::string& suffix) {
+  const std::string name = (m_node->name().empty() ? m_node->op_type() : m_node->name()) + suffix;
+  IPU_ASSIGN_OR_RETURN(int op, m_graph.add_op(kind, name, std::move(inputs), std::move(attrs), ir::Phase::kForward, m_stage));
+  return m_graph.op(op).outputs[0];
+}
+
+const onnx::AttributeProto* OnnxImportContext::attribute(std::string_view name) const {
+  for (const auto& a : m_node->attribute()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+int64_t OnnxImportContext::int_attr(std::string_view name, int64_t fallback) const {
+  const auto* a = attribute(name);
+  return a && a->type() == onnx::AttributeProto::INT ? a->i() : fallback;
+}
+
+float OnnxImportContext::float_attr(std::string_view name, float fallback) const {
+  const auto* a = attribute(name);
+  return a && a->type() == onnx::AttributeProto::FLOAT ? a->f() : fallback;
+}
+
+std::vector<int64_t> OnnxImportContext::ints_attr(std::string_view name) const {
+  const auto* a = attribute(name);
+  if (!a || a->type() != onnx::AttributeProto::INTS) return {};
+  return {a->ints().begin(), a->ints().end()};
+}
+
+std::optional<int> OnnxImportContext::value_of(const std::string& name) const {
+  auto found = m_values.find(name);
+  if (found == m_values.end()) return std::nullopt;
+  return found->second;
+}
+
+bool OnnxImportContext::is_known(const std::string& name) const {
+  return m_values.count(name) || m_initializers.count(name) || m_constants.count(name);
+}
+
+}  // namespace ipu::frontend

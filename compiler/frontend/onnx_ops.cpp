@@ -1,0 +1,246 @@
+// ONNX op converters: each maps one node onto IR ops of compiler/ir/ops.def. An attribute value
+// or operand form a converter does not implement is reported as Unsupported, never approximated.
+#include "compiler/frontend/onnx_ops.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+
+#include "runtime/data/tensor_proto.h"
+
+namespace ipu::frontend {
+namespace {
+
+using ir::OpKind;
+
+const std::vector<int64_t>& shape_of(OnnxImportContext& ctx, int value) { return ctx.graph().value(value).type.shape; }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+StatusOr<int> reshape(OnnxImportContext& ctx, int value, std::vector<int64_t> shape, const std::string& suffix = "") {
+  if (shape_of(ctx, value) == shape) return value;
+  ir::OpAttrs attrs;
+  attrs.shape = std::move(shape);
+  return ctx.add_op(OpKind::kReshape, {value}, attrs, suffix);
+}
+
+Status unary(OnnxImportContext& ctx, OpKind kind) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x}));
+  ctx.set_output(0, y);
+  return Status();
+}
+
+Status convert_relu(OnnxImportContext& ctx) { return unary(ctx, OpKind::kRelu); }
+Status convert_sigmoid(OnnxImportContext& ctx) { return unary(ctx, OpKind::kSigmoid); }
+Status convert_tanh(OnnxImportContext& ctx) { return unary(ctx, OpKind::kTanh); }
+
+Status convert_identity(OnnxImportContext& ctx) {
+  if (const data::NpyArray* constant = ctx.constant_input(0)) {
+    ctx.set_constant_output(0, *constant);
+    return Status();
+  }
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  ctx.set_output(0, x);
+  return Status();
+}
+
+// Inference semantics only: the identity, which is what ONNX defines when training_mode is off.
+Status convert_dropout(OnnxImportContext& ctx) {
+  if (ctx.training()) return unsupported("Dropout is implemented for inference only (compile with --mode infer)");
+  if (ctx.node().output_size() > 1 && !ctx.node().output(1).empty()) {
+    return unsupported("the mask output of Dropout is not supported");
+  }
+  if (ctx.has_input(2)) {
+    const data::NpyArray* mode = ctx.constant_input(2);
+    if (!mode || mode->element_count() != 1 || mode->data[0] != 0) {
+      return unsupported("Dropout with training_mode other than a constant false is not supported");
+    }
+  }
+  return convert_identity(ctx);
+}
+
+// [d0..dn) → [prod(d0..d_axis), prod(d_axis..dn)].
+Status convert_flatten(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const auto& shape = shape_of(ctx, x);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t axis = ctx.int_attr("axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank) {
+    return invalid_argument("axis " + std::to_string(ctx.int_attr("axis", 1)) + " is outside the rank " +
+                            std::to_string(rank) + " of the input");
+  }
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= shape[static_cast<size_t>(i)];
+  IPU_ASSIGN_OR_RETURN(int y, reshape(ctx, x, {outer, inner}));
+  ctx.set_output(0, y);
+  return Status();
+}
+
+// Reshape with a constant target shape: 0 copies the input's dimension (unless allowzero), one
+// -1 is inferred.
+Status convert_reshape(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> target, ctx.int_constant_input(1));
+  const auto& in = shape_of(ctx, x);
+  const bool allow_zero = ctx.int_attr("allowzero", 0) != 0;
+  const int64_t elements = ctx.graph().value(x).type.elements();
+  int64_t known = 1;
+  int inferred = -1;
+  for (size_t i = 0; i < target.size(); ++i) {
+    if (target[i] == 0 && !allow_zero) {
+      if (i >= in.size()) return invalid_argument("shape entry " + std::to_string(i) + " is 0 beyond the input's rank");
+      target[i] = in[i];
+    }
+    if (target[i] == -1) {
+      if (inferred >= 0) return invalid_argument("shape " + shape_text(target) + " has more than one -1");
+      inferred = static_cast<int>(i);
+    } else if (target[i] < 0) {
+      return invalid_argument("shape entry " + std::to_string(target[i]) + " is negative");
+    } else if (target[i] > elements || (known *= target[i]) > elements) {
+      // Bounded by the input's size on the way, so the product cannot overflow.
+      return invalid_argument("cannot reshape " + shape_text(in) + " (" + std::to_string(elements) + " elements) to " +
+                              shape_text(target));
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || elements % known != 0) {
+      return invalid_argument("cannot reshape " + shape_text(in) + " to " + shape_text(target));
+    }
+    target[static_cast<size_t>(inferred)] = elements / known;
+  } else if (known != elements) {
+    return invalid_argument("cannot reshape " + shape_text(in) + " (" + std::to_string(elements) + " elements) to " +
+                            shape_text(target));
+  }
+  IPU_ASSIGN_OR_RETURN(int y, reshape(ctx, x, target));
+  ctx.set_output(0, y);
+  return Status();
+}
+
+// y = bias_add(x, b) for b of shape [N] or [1, N] against x of shape [M, N].
+StatusOr<int> add_bias(OnnxImportContext& ctx, int x, int b) {
+  const auto& xs = shape_of(ctx, x);
+  const auto& bs = shape_of(ctx, b);
+  const int64_t n = xs.empty() ? -1 : xs.back();
+  const bool row = (bs.size() == 1 && bs[0] == n) || (bs.size() == 2 && bs[0] == 1 && bs[1] == n);
+  if (xs.size() != 2 || !row) {
+    return unsupported("adding " + shape_text(bs) + " to " + shape_text(xs) +
+                       ": only a bias of shape [N] or [1,N] added to [M,N] is supported");
+  }
+  IPU_ASSIGN_OR_RETURN(int bias, reshape(ctx, b, {n}, "/bias_shape"));
+  return ctx.add_op(OpKind::kBiasAdd, {x, bias}, {}, "/bias_add");
+}
+
+// Y = alpha·op(A)·op(B) + beta·C, for alpha = beta = 1 and a bias C.
+Status convert_gemm(OnnxImportContext& ctx) {
+  if (ctx.float_attr("alpha", 1.0f) != 1.0f) return unsupported("alpha other than 1 is not supported");
+  if (ctx.has_input(2) && ctx.float_attr("beta", 1.0f) != 1.0f) return unsupported("beta other than 1 is not supported");
+  IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
+  ir::OpAttrs attrs;
+  attrs.trans_a = ctx.int_attr("transA", 0) != 0;
+  attrs.trans_b = ctx.int_attr("transB", 0) != 0;
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kMatMul, {a, b}, attrs, "/matmul"));
+  if (ctx.has_input(2)) {
+    IPU_ASSIGN_OR_RETURN(int c, ctx.input(2));
+    IPU_ASSIGN_OR_RETURN(y, add_bias(ctx, y, c));
+  }
+  ctx.set_output(0, y);
+  return Status();
+}
+
+Status convert_matmul(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
+  if (shape_of(ctx, a).size() != 2 || shape_of(ctx, b).size() != 2) {
+    return unsupported("MatMul of " + shape_text(shape_of(ctx, a)) + " and " + shape_text(shape_of(ctx, b)) +
+                       ": only rank-2 operands are supported");
+  }
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kMatMul, {a, b}));
+  ctx.set_output(0, y);
+  return Status();
+}
+
+// Add of a bias row to a matrix (what exporters write for a Linear layer without Gemm).
+Status convert_add(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
+  if (shape_of(ctx, a).size() < shape_of(ctx, b).size()) std::swap(a, b);
+  IPU_ASSIGN_OR_RETURN(int y, add_bias(ctx, a, b));
+  ctx.set_output(0, y);
+  return Status();
+}
+
+// Softmax over the last axis of a rank-2 input (opsets before 13 coerce to 2-D at `axis`, which
+// for a rank-2 input with axis 1 is the same).
+Status convert_softmax(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const int64_t rank = static_cast<int64_t>(shape_of(ctx, x).size());
+  int64_t axis = ctx.int_attr("axis", ctx.version() >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  if (rank != 2 || axis != 1) {
+    return unsupported("Softmax over axis " + std::to_string(ctx.int_attr("axis", ctx.version() >= 13 ? -1 : 1)) +
+                       " of " + shape_text(shape_of(ctx, x)) + ": only the last axis of a rank-2 input is supported");
+  }
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kSoftmax, {x}));
+  ctx.set_output(0, y);
+  return Status();
+}
+
+Status convert_constant(OnnxImportContext& ctx) {
+  const onnx::AttributeProto* a = nullptr;
+  for (std::string_view name : {"value", "value_float", "value_floats", "value_int", "value_ints"}) {
+    if ((a = ctx.attribute(name))) break;
+  }
+  if (!a) return unsupported("Constant without a value, value_float(s) or value_int(s) attribute is not supported");
+  data::NpyArray array;
+  if (a->name() == "value") {
+    IPU_ASSIGN_OR_RETURN(array, data::decode_tensor_proto(a->t(), "attribute 'value'"));
+  } else if (a->name() == "value_float" || a->name() == "value_floats") {
+    std::vector<float> values = a->name() == "value_float" ? std::vector<float>{a->f()}
+                                                           : std::vector<float>(a->floats().begin(), a->floats().end());
+    array = data::make_npy_f32(a->name() == "value_float" ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())},
+                               values.data());
+  } else {
+    std::vector<int64_t> values = a->name() == "value_int" ? std::vector<int64_t>{a->i()}
+                                                           : std::vector<int64_t>(a->ints().begin(), a->ints().end());
+    array.dtype = "i8";
+    if (a->name() == "value_ints") array.shape = {static_cast<int64_t>(values.size())};
+    array.data.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t));
+  }
+  ctx.set_constant_output(0, std::move(array));
+  return Status();
+}
+
+}  // namespace
+
+const std::vector<OnnxOpDef>& onnx_ops() {
+  static const std::vector<OnnxOpDef> ops = {
+      {"Add", {7, 13, 14}, {}, convert_add},
+      {"Constant", {9, 11, 12, 13}, {"value", "value_float", "value_floats", "value_int", "value_ints"}, convert_constant},
+      {"Dropout", {7, 10, 12, 13}, {"ratio", "seed"}, convert_dropout},
+      {"Flatten", {9, 11, 13}, {"axis"}, convert_flatten},
+      {"Gemm", {7, 9, 11, 13}, {"alpha", "beta", "transA", "transB"}, convert_gemm},
+      {"Identity", {1, 13, 14, 16}, {}, convert_identity},
+      {"MatMul", {9, 13}, {}, convert_matmul},
+      {"Relu", {6, 13, 14}, {}, convert_relu},
+      {"Reshape", {5, 13, 14}, {"allowzero"}, convert_reshape},
+      {"Sigmoid", {6, 13}, {}, convert_sigmoid},
+      {"Softmax", {1, 11, 13}, {"axis"}, convert_softmax},
+      {"Tanh", {6, 13}, {}, convert_tanh},
+  };
+  return ops;
+}
+
+const OnnxOpDef* find_onnx_op(std::string_view op_type) {
+  const auto& ops = onnx_ops();
+  auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOpDef& d) { return d.op_type == op_type; });
+  return it == ops.end() ? nullptr : &*it;
+}
+
+}  // namespace ipu::frontend

@@ -1,0 +1,95 @@
+// The explicit registry of ONNX ops the importer understands: per op type, the schema versions
+// (ONNX `since_version`s) whose semantics are implemented, the attributes read, and a converter
+// that adds IR ops for one node. docs/onnx.md lists them; adding an op: docs/adding_an_op.md.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/passes/stage_split.h"
+#include "runtime/base/status.h"
+#include "runtime/data/npy.h"
+
+namespace onnx {
+class NodeProto;
+class AttributeProto;
+}  // namespace onnx
+
+namespace ipu::frontend {
+
+// What a converter sees of the import in progress.
+class OnnxImportContext {
+ public:
+  OnnxImportContext(ir::Graph& graph, bool training) : m_graph(graph), m_training(training) {}
+
+  ir::Graph& graph() { return m_graph; }
+  bool training() const { return m_training; }
+
+  // Set by the importer before each node.
+  void begin_node(const onnx::NodeProto& node, int stage, int version);
+  const onnx::NodeProto& node() const { return *m_node; }
+  int stage() const { return m_stage; }
+  int version() const { return m_version; }  // the op schema's since_version
+
+  // Number of inputs given (trailing empty names do not count).
+  int num_inputs() const;
+  bool has_input(int index) const;
+  // The IR value of input `index` on this node's stage. Float initializers become weights on
+  // first use; integer constants are compile-time only and have no IR value.
+  StatusOr<int> input(int index);
+  // Input `index` if it is a compile-time constant (initializer or Constant output), else null.
+  const data::NpyArray* constant_input(int index) const;
+  // The same constant as int64 values (from any integer dtype), or an error naming the input.
+  StatusOr<std::vector<int64_t>> int_constant_input(int index) const;
+
+  // Binds output `index` of the node to an IR value / to a compile-time constant.
+  void set_output(int index, int value);
+  void set_constant_output(int index, data::NpyArray value);
+  // Adds an IR op on this node's stage, named after the node (plus `suffix`).
+  StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {}, const std::string& suffix = "");
+
+  // Attributes, with ONNX defaults.
+  const onnx::AttributeProto* attribute(std::string_view name) const;
+  int64_t int_attr(std::string_view name, int64_t fallback) const;
+  float float_attr(std::string_view name, float fallback) const;
+  std::vector<int64_t> ints_attr(std::string_view name) const;
+
+  // Import-wide tables.
+  void add_initializer(const std::string& name, data::NpyArray value) { m_initializers[name] = std::move(value); }
+  void add_constant(const std::string& name, data::NpyArray value) { m_constants[name] = std::move(value); }
+  void bind(const std::string& name, int value) { m_values[name] = value; }
+  std::optional<int> value_of(const std::string& name) const;
+  bool is_known(const std::string& name) const;
+
+ private:
+  const std::string& input_name(int index) const;
+
+  ir::Graph& m_graph;
+  bool m_training;
+  const onnx::NodeProto* m_node = nullptr;
+  int m_stage = 0;
+  int m_version = 0;
+  std::map<std::string, int> m_values;                 // ONNX name → IR value
+  std::map<std::string, data::NpyArray> m_initializers;  // float initializers not yet used
+  std::map<std::string, data::NpyArray> m_constants;     // compile-time constants
+  passes::StageCopies m_stage_copies;
+};
+
+using OnnxConvertFn = Status (*)(OnnxImportContext& context);
+
+struct OnnxOpDef {
+  std::string_view op_type;
+  std::vector<int> versions;               // since_versions implemented, ascending
+  std::vector<std::string_view> attributes;  // every attribute the converter reads
+  OnnxConvertFn convert;
+};
+
+// The entry for `op_type`, or null.
+const OnnxOpDef* find_onnx_op(std::string_view op_type);
+const std::vector<OnnxOpDef>& onnx_ops();
+
+}  // namespace ipu::frontend

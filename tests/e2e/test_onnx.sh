@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# ONNX models: the shared reference models compile and predict their reference outputs, the
+# tutorial MLP trains with PyTorch's losses, user data goes in and out as .npy / .pb, and
+# unsupported or malformed models fail with every offending node named.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SHARED=${IPUCC_SHARED_DIR:-$SRC/../shared}
+PEER_MODELS=$SHARED/peers/models
+FIXTURE=$SRC/tests/data/torch_reference/mlp_onnx_sgd_b32.json
+
+need_peer_models() {
+  [[ -f $PEER_MODELS/mlp.onnx ]] || skip "no shared peer models at $PEER_MODELS (set IPUCC_SHARED_DIR)"
+}
+
+# compile NAME BATCH: an inference executable of a peer model; predict its reference input.
+predict_reference() {
+  local name=$1 batch=$2
+  expect_exit 0 "$IPUCC" compile "$PEER_MODELS/$name.onnx" --mode infer --batch-size "$batch" -o "$name.ipuexe" --json
+  expect_exit 0 "$IPURUN" predict "$name.ipuexe" --input "$PEER_MODELS/$name.input.npy" --output "$name.out.npy"
+  expect_exit 0 "$PYTHON" "$E2E_DATA" compare "$name.out.npy" "$PEER_MODELS/$name.output.npy"
+  expect_json "$STDOUT" 'd["shape_equal"] and d["max_rel"] <= 1e-5' "$name reference output"
+}
+
+test_mlp_matches_reference_output() {
+  need_peer_models
+  predict_reference mlp 4
+}
+
+test_pipelined_mlp_reads_popart_stages_and_matches() {
+  need_peer_models
+  predict_reference mlp_pipelined 4
+  expect_exit 0 "$IPUCC" compile "$PEER_MODELS/mlp_pipelined.onnx" --mode infer --batch-size 4 --json
+  expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2 and d["target"]["num_ipus"] == 2'
+}
+
+test_input_names_and_formats() {
+  need_peer_models
+  expect_exit 0 "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --mode infer --batch-size 4 -o mlp.ipuexe
+  # NAME=FILE must name the model's input.
+  expect_error 3 "the executable's input is named 'input', not 'pixels'" -- \
+    "$IPURUN" predict mlp.ipuexe --input "pixels=$PEER_MODELS/mlp.input.npy"
+  # --output-dir names the file after the model's output; .pb writes an ONNX TensorProto that
+  # reads back as input of the same shape.
+  expect_exit 0 "$IPURUN" predict mlp.ipuexe --input "input=$PEER_MODELS/mlp.input.npy" --output-dir out
+  expect_file out/logits.npy
+  expect_exit 0 "$IPURUN" predict mlp.ipuexe --input "$PEER_MODELS/mlp.input.npy" --output logits.pb
+  expect_file logits.pb
+  expect_error 3 "samples have shape [10]" -- "$IPURUN" predict mlp.ipuexe --input logits.pb
+  expect_exit 2 "$IPURUN" predict mlp.ipuexe --input "$PEER_MODELS/mlp.input.npy" --data synthetic
+}
+
+# The loss of every step against PyTorch float64 (fp32 torch itself drifts 1.6e-4 from it by step
+# 200 on this machine; ipurun stays within 1.4e-6), then the first epoch's mean.
+test_mlp_trains_like_pytorch() {
+  need_peer_models
+  expect_exit 0 "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --mode train --loss sparse_categorical_crossentropy \
+    --optimizer sgd --learning-rate 0.01 --momentum 0.9 --batch-size 32 -o train.ipuexe
+  expect_exit 0 "$IPURUN" train train.ipuexe --data synthetic --step-log steps.json --progress none --json
+  "$PYTHON" - steps.json "$FIXTURE" "$STDOUT" <<'PYEOF' || fail "losses differ from PyTorch's"
+import json, sys
+ours = json.load(open(sys.argv[1]))["losses"]
+ref = json.load(open(sys.argv[2]))
+run = json.load(open(sys.argv[3]))
+assert len(ours) == ref["steps"], (len(ours), ref["steps"])
+worst = max(range(200), key=lambda i: abs(ours[i] - ref["losses_fp64"][i]) / ref["losses_fp64"][i])
+rel = abs(ours[worst] - ref["losses_fp64"][worst]) / ref["losses_fp64"][worst]
+print("worst step %d: %.9f vs %.9f (rel %.2e)" % (worst, ours[worst], ref["losses_fp64"][worst], rel))
+assert rel <= 1e-4, rel
+mean = sum(ours) / len(ours)
+assert abs(run["final"]["loss"] - mean) <= 1e-9 * mean
+for reference in (ref["epoch_mean_fp64"], 2.27176):
+    assert abs(mean - reference) <= 1e-3 * reference, (mean, reference)
+PYEOF
+}
+
+test_training_an_onnx_model_needs_a_loss() {
+  need_peer_models
+  expect_error 3 "mlp.onnx: an ONNX model has no loss; give --loss sparse_categorical_crossentropy" -- \
+    "$IPUCC" compile "$PEER_MODELS/mlp.onnx"
+  expect_exit 2 "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --loss mse
+}
+
+test_unsupported_nodes_are_all_listed() {
+  need_peer_models
+  expect_error 4 "cnn.onnx: node '/conv1/Conv' (Conv): op Conv is not supported" \
+    "node '/pool_1/MaxPool' (MaxPool): op MaxPool is not supported" -- \
+    "$IPUCC" compile "$PEER_MODELS/cnn.onnx" --mode infer --batch-size 4
+  # Consumers of an unsupported node are not reported again.
+  expect_stderr_not_contains "'/relu/Relu'"
+  expect_no_file "$IPUCC_CACHE_DIR/entries"/*/*.ipuexe
+}
+
+test_malformed_onnx_is_invalid_input() {
+  printf 'not a protobuf \xff\xff' > broken.onnx
+  expect_error 3 "broken.onnx: not an ONNX model" -- "$IPUCC" compile broken.onnx --mode infer
+  : > empty.onnx
+  expect_error 3 "empty.onnx: the ONNX model has no graph" -- "$IPUCC" compile empty.onnx --mode infer
+}
+
+run_tests "$@"

@@ -1,0 +1,202 @@
+// The ONNX front end (compiler/frontend/onnx_import.cpp, onnx_ops.cpp): models import into the
+// forward IR graph, a dynamic batch is bound, PopART stage attributes are read and checked, and
+// every unsupported or malformed node is reported at once, naming the file and the node.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "compiler/frontend/onnx_import.h"
+#include "compiler/frontend/onnx_ops.h"
+#include "tests/unit/compiler/onnx_builder.h"
+
+namespace ipu::testing {
+namespace {
+
+using frontend::import_onnx;
+using frontend::OnnxImportOptions;
+
+const std::string kPath = "models/net.onnx";
+
+StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2, std::vector<int> stages = {}) {
+  return import_onnx(b.bytes(), kPath, OnnxImportOptions{batch, std::move(stages), false});
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// x [N,2,3] → Flatten → Gemm(transB) with W [4,6], b [4] → Relu → y [N,4].
+OnnxBuilder small_mlp() {
+  OnnxBuilder b;
+  b.input("x", {2, 3}).output("y");
+  b.floats("W", {4, 6}, wave(24, 0.5f, 0.0f)).floats("b", {4}, wave(4, 0.1f, 1.0f));
+  b.node("Flatten", "flat", {"x"}, {"f"});
+  OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "W", "b"}, {"g"}), "transB", 1);
+  b.node("Relu", "act", {"g"}, {"y"});
+  return b;
+}
+
+TEST_CASE("an ONNX MLP imports with its initializers as weights and the batch bound") {
+  auto imported = import(small_mlp(), 5);
+  INFO(imported.status().message());
+  REQUIRE(imported.ok());
+  const ir::Graph& g = imported->graph;
+  CHECK(g.value(imported->features).type.shape == std::vector<int64_t>{5, 2, 3});
+  CHECK(g.value(imported->scores).type.shape == std::vector<int64_t>{5, 4});
+  const auto weights = g.values_with_role(ir::Role::kWeight);
+  REQUIRE(weights.size() == 2);
+  CHECK(g.value(weights[0]).name == "W");
+  CHECK(g.value(weights[0]).type.shape == std::vector<int64_t>{4, 6});
+  CHECK(g.value(weights[0]).initial == wave(24, 0.5f, 0.0f));
+  CHECK(imported->num_stages == 1);
+  CHECK(imported->name == "test_graph");
+}
+
+TEST_CASE("every unsupported node is listed at once and its consumers are not") {
+  OnnxBuilder b;
+  b.input("x", {4}).output("y");
+  b.node("Cosh", "c1", {"x"}, {"a"});
+  b.node("Relu", "r", {"a"}, {"b"});
+  OnnxBuilder::int_attr(b.node("Flatten", "f", {"b"}, {"c"}), "axis", 1);
+  auto& gemm = b.node("Gemm", "g", {"x", "x"}, {"y"});
+  OnnxBuilder::float_attr(gemm, "alpha", 2.0f);
+  OnnxBuilder::int_attr(gemm, "broadcast", 1);
+  auto imported = import(b);
+  REQUIRE_FALSE(imported.ok());
+  CHECK(imported.status().code() == StatusCode::kUnsupported);
+  const std::string m = imported.status().message();
+  CHECK(contains(m, kPath + ": node 'c1' (Cosh): op Cosh is not supported"));
+  CHECK(contains(m, "node 'g' (Gemm): attribute 'broadcast' not supported"));
+  CHECK_FALSE(contains(m, "'r'"));
+  CHECK_FALSE(contains(m, "'f'"));
+}
+
+TEST_CASE("an op version outside the implemented ones is unsupported, naming the versions") {
+  OnnxBuilder b(6);  // Gemm-6 had a 'broadcast' attribute and different C rules
+  b.input("x", {3}).output("y").floats("W", {3, 2}, wave(6, 1.0f, 0.0f));
+  b.node("Gemm", "g", {"x", "W"}, {"y"});
+  auto imported = import(b);
+  REQUIRE_FALSE(imported.ok());
+  CHECK(imported.status().code() == StatusCode::kUnsupported);
+  CHECK(contains(imported.status().message(), "version 6 of Gemm (opset 6) is not supported; supported versions: 7, 9, 11, 13"));
+}
+
+TEST_CASE("malformed models are invalid input naming the file") {
+  SUBCASE("not a protobuf") {
+    auto imported = import_onnx("\xff\xff\xff garbage", kPath, {});
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+    CHECK(contains(imported.status().message(), kPath + ": not an ONNX model"));
+  }
+  SUBCASE("dangling input") {
+    OnnxBuilder b;
+    b.input("x", {3}).output("y");
+    b.node("Relu", "r", {"nowhere"}, {"y"});
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "node 'r' (Relu): input 'nowhere' is not a graph input"));
+  }
+  SUBCASE("fixed batch that differs from --batch-size") {
+    OnnxBuilder b;
+    b.input("x", {3}, 4).output("y");
+    b.node("Relu", "r", {"x"}, {"y"});
+    auto imported = import(b, 2);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "fixed batch dimension of 4; compile with --batch-size 4"));
+    CHECK(import(b, 4).ok());
+  }
+  SUBCASE("an initializer whose data does not match its dims") {
+    OnnxBuilder b;
+    b.input("x", {3}).output("y").floats("W", {3, 2}, {1, 2, 3});
+    b.node("MatMul", "m", {"x", "W"}, {"y"});
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+    CHECK(contains(imported.status().message(), "initializer 'W': holds 3 values, its dims need 6"));
+  }
+}
+
+TEST_CASE("Reshape takes a constant shape with 0 and -1 and rejects a mismatch") {
+  OnnxBuilder b;
+  b.input("x", {2, 3}).output("y").ints("shape", {0, -1});
+  b.node("Reshape", "r", {"x", "shape"}, {"y"});
+  auto imported = import(b, 7);
+  REQUIRE(imported.ok());
+  CHECK(imported->graph.value(imported->scores).type.shape == std::vector<int64_t>{7, 6});
+
+  OnnxBuilder bad;
+  bad.input("x", {2, 3}).output("y").ints("shape", {5, 5});
+  bad.node("Reshape", "r", {"x", "shape"}, {"y"});
+  auto failed = import(bad, 7);
+  REQUIRE_FALSE(failed.ok());
+  CHECK(contains(failed.status().message(), "node 'r' (Reshape): cannot reshape [7,2,3] (42 elements) to [5,5]"));
+}
+
+// PopART's attributes on the small MLP's three nodes.
+OnnxBuilder staged_mlp(const std::vector<std::pair<int, int>>& stage_ipu) {
+  OnnxBuilder b = small_mlp();
+  auto& graph = *b.model().mutable_graph();
+  for (int i = 0; i < graph.node_size() && i < static_cast<int>(stage_ipu.size()); ++i) {
+    if (stage_ipu[i].first >= 0) OnnxBuilder::int_attr(*graph.mutable_node(i), "__pipeline_stage", stage_ipu[i].first);
+    if (stage_ipu[i].second >= 0) OnnxBuilder::int_attr(*graph.mutable_node(i), "__ipu_number", stage_ipu[i].second);
+  }
+  return b;
+}
+
+TEST_CASE("pipeline stages come from __pipeline_stage / __ipu_number with PopART's rules") {
+  SUBCASE("valid: two stages, copies inserted between them") {
+    auto imported = import(staged_mlp({{0, 0}, {0, 0}, {1, 1}}));
+    REQUIRE(imported.ok());
+    CHECK(imported->num_stages == 2);
+    CHECK(contains(imported->graph.to_string(), "StageCopy"));
+  }
+  SUBCASE("on some nodes only") {
+    auto imported = import(staged_mlp({{0, 0}, {1, 1}}));
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "on every node or on none (2 of 3 nodes have one)"));
+  }
+  SUBCASE("a stage on another IPU number") {
+    auto imported = import(staged_mlp({{0, 0}, {1, 0}, {1, 0}}));
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "node 'fc' (Gemm): stage 1 on IPU 0"));
+  }
+  SUBCASE("reading from a later stage") {
+    auto imported = import(staged_mlp({{1, 1}, {0, 0}, {1, 1}}));
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "node 'fc' (Gemm): stage 0 reads 'f' from later stage 1"));
+  }
+  SUBCASE("gaps in the numbering") {
+    auto imported = import(staged_mlp({{0, 0}, {2, 2}, {2, 2}}));
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "stages must be numbered 0..1 without gaps"));
+  }
+  SUBCASE("--stage-assignment overrides the attributes") {
+    auto imported = import(staged_mlp({{0, 0}, {0, 0}, {0, 0}}), 2, {0, 1, 1});
+    REQUIRE(imported.ok());
+    CHECK(imported->num_stages == 2);
+    auto wrong_length = import(small_mlp(), 2, {0, 1});
+    REQUIRE_FALSE(wrong_length.ok());
+    CHECK(contains(wrong_length.status().message(), "--stage-assignment has 2 entries for 3 nodes"));
+  }
+}
+
+TEST_CASE("Dropout is the identity for inference and refused for training") {
+  OnnxBuilder b;
+  b.input("x", {3}).output("y");
+  b.node("Dropout", "d", {"x"}, {"y"});
+  auto inference = import(b);
+  REQUIRE(inference.ok());
+  CHECK(inference->scores == inference->features);
+  auto training = import_onnx(b.bytes(), kPath, OnnxImportOptions{2, {}, true});
+  REQUIRE_FALSE(training.ok());
+  CHECK(training.status().code() == StatusCode::kUnsupported);
+  CHECK(contains(training.status().message(), "node 'd' (Dropout): Dropout is implemented for inference only"));
+}
+
+TEST_CASE("looks_like_onnx goes by the extension, then by the content") {
+  CHECK(frontend::looks_like_onnx("{", "m.onnx"));
+  CHECK_FALSE(frontend::looks_like_onnx("\x08\x07", "m.json"));
+  CHECK_FALSE(frontend::looks_like_onnx("  {\"layers\": []}", "model"));
+  CHECK(frontend::looks_like_onnx("\x08\x07", "model"));
+}
+
+}  // namespace
+}  // namespace ipu::testing
