@@ -38,7 +38,7 @@ struct RunFlags {
   std::string save_weights;
   std::string step_log;
   // predict
-  std::string input;
+  std::vector<std::string> inputs;
   std::string output;
   std::string output_dir;
 };
@@ -73,7 +73,8 @@ int load(const RunFlags& f, Loaded& out) {
     Status loaded = out.session->load_weights(f.weights);
     if (!loaded.ok()) return fail(kTool, loaded, input_exit_code(loaded));
   }
-  auto data = f.input.empty() ? data::open_dataset(f.data) : read_input(f.input, out.session->executable().input_name());
+  if (!f.inputs.empty()) return kExitOk;  // predict reads them itself (run_predict_inputs)
+  auto data = data::open_dataset(f.data);
   if (!data.ok()) return fail(kTool, data.status(), input_exit_code(data.status()));
   out.data = std::move(*data);
   return kExitOk;
@@ -167,18 +168,67 @@ int run_evaluate(const RunFlags& f) {
   return kExitOk;
 }
 
+// Creates --output-dir if needed.
+int make_output_dir(const RunFlags& f) {
+  if (f.output_dir.empty()) return kExitOk;
+  std::error_code ec;
+  std::filesystem::create_directories(f.output_dir, ec);
+  if (ec) return fail(kTool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
+  return kExitOk;
+}
+
+// predict --input: every model input from a file, every output to --output or --output-dir.
+int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
+  const format::Executable& exe = loaded.session->executable();
+  if (!f.output.empty() && exe.outputs_size() != 1) {
+    return fail(kTool, invalid_argument("--output takes one array, the model has " + std::to_string(exe.outputs_size()) +
+                                        " outputs; use --output-dir"), kExitUsage);
+  }
+  auto inputs = read_inputs(f.inputs, exe);
+  if (!inputs.ok()) return fail(kTool, inputs.status(), input_exit_code(inputs.status()));
+  auto result = loaded.session->infer(*inputs);
+  if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin), input_exit_code(result.status()));
+  if (int code = make_output_dir(f)) return code;
+  nlohmann::json outputs = nlohmann::json::array();
+  for (int j = 0; j < exe.outputs_size(); ++j) {
+    const std::string& name = exe.outputs(j).name();
+    const data::NpyArray& array = result->outputs[static_cast<size_t>(j)];
+    const std::string path = !f.output_dir.empty() ? output_dir_path(f.output_dir, name) : f.output;
+    if (!path.empty()) {
+      Status written = write_output(path, array, name);
+      if (!written.ok()) return fail(kTool, written, kExitIoError);
+    }
+    outputs.push_back({{"name", name}, {"dtype", array.dtype}, {"shape", array.shape},
+                       {"file", path.empty() ? nlohmann::json() : nlohmann::json(path)}});
+  }
+  if (f.json) {
+    nlohmann::json out = json_document(kTool, "predict");
+    out["executable"] = loaded.origin;
+    out["inputs"] = f.inputs;
+    out["samples"] = result->samples;
+    out["outputs"] = outputs;
+    out["seconds"] = result->seconds;
+    out["samples_per_second"] = static_cast<double>(result->samples) / result->seconds;
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    for (const auto& o : outputs) {
+      std::printf("%s: shape %s%s%s\n", o["name"].get<std::string>().c_str(), o["shape"].dump().c_str(),
+                  o["file"].is_null() ? "" : " -> ", o["file"].is_null() ? "" : o["file"].get<std::string>().c_str());
+    }
+  }
+  return kExitOk;
+}
+
 int run_predict(const RunFlags& f) {
   Loaded loaded;
   if (int code = load(f, loaded)) return code;
+  if (!f.inputs.empty()) return run_predict_inputs(f, loaded);
   auto result = loaded.session->predict(loaded.data);
   if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
-  const std::string& output_name = loaded.session->executable().output_name();
+  const format::Executable& exe = loaded.session->executable();
+  const std::string output_name = exe.outputs_size() > 0 ? exe.outputs(0).name() : "predictions";
   const std::string output = f.output_dir.empty() ? f.output : output_dir_path(f.output_dir, output_name);
-  if (!f.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(f.output_dir, ec);
-    if (ec) return fail(kTool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
-  }
+  if (int code = make_output_dir(f)) return code;
   if (!output.empty()) {
     Status written = write_output(output, data::make_npy_f32(result->shape, result->values.data()), output_name);
     if (!written.ok()) return fail(kTool, written, kExitIoError);
@@ -237,8 +287,9 @@ int main(int argc, char** argv) {
 
   CLI::App* predict = app.add_subcommand("predict", "Predict (Keras predict)");
   add_common(predict, flags);
-  auto* input = predict->add_option("--input", flags.input,
-                                    "Predict on [NAME=]FILE (.npy, or an ONNX TensorProto .pb) instead of --data");
+  auto* input = predict->add_option("--input", flags.inputs,
+                                    "A model input as [NAME=]FILE (.npy, or an ONNX TensorProto .pb); repeat for each "
+                                    "input (bare files fill the inputs in order); replaces --data");
   auto* data_option = predict->get_option("--data");
   input->excludes(data_option);
   auto* output = predict->add_option("--output", flags.output, "Write the predictions to FILE (.npy, or .pb)");

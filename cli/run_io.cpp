@@ -1,5 +1,8 @@
 #include "cli/run_io.h"
 
+#include <map>
+#include <optional>
+
 #include "runtime/base/file_io.h"
 #include "runtime/data/tensor_proto.h"
 
@@ -10,23 +13,52 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+StatusOr<data::NpyArray> read_array(const std::string& path) {
+  return has_suffix(path, ".pb") ? data::read_tensor_proto_file(path) : data::read_npy(path);
+}
+
+std::string input_names(const format::Executable& exe) {
+  std::string names;
+  for (const auto& io : exe.inputs()) names += (names.empty() ? "'" : ", '") + io.name() + "'";
+  return names;
+}
+
 }  // namespace
 
-StatusOr<data::Dataset> read_input(const std::string& spec, const std::string& input_name) {
-  std::string path = spec;
-  // NAME=FILE, unless the '=' belongs to a path (a name never holds '/').
-  const size_t eq = spec.find('=');
-  if (eq != std::string::npos && spec.find('/') > eq) {
-    const std::string name = spec.substr(0, eq);
-    path = spec.substr(eq + 1);
-    if (name != input_name) {
-      return invalid_argument("--input " + spec + ": the executable's input is named '" + input_name + "', not '" +
-                              name + "'");
+StatusOr<std::vector<data::NpyArray>> read_inputs(const std::vector<std::string>& specs, const format::Executable& exe) {
+  const size_t n = static_cast<size_t>(exe.inputs_size());
+  std::vector<std::optional<std::string>> path_of(n);
+  std::vector<std::string> positional;
+  for (const std::string& spec : specs) {
+    // NAME=FILE, unless the '=' belongs to a path (a name never holds '/').
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || spec.find('/') < eq) {
+      positional.push_back(spec);
+      continue;
     }
+    const std::string name = spec.substr(0, eq);
+    size_t index = 0;
+    while (index < n && exe.inputs(static_cast<int>(index)).name() != name) ++index;
+    if (index == n) {
+      return invalid_argument("--input " + spec + ": the model has no input '" + name + "' (its inputs: " +
+                              input_names(exe) + ")");
+    }
+    if (path_of[index]) return invalid_argument("--input " + spec + ": input '" + name + "' is given twice");
+    path_of[index] = spec.substr(eq + 1);
   }
-  IPU_ASSIGN_OR_RETURN(data::NpyArray array,
-                       has_suffix(path, ".pb") ? data::read_tensor_proto_file(path) : data::read_npy(path));
-  return data::dataset_from_array(array, path);
+  size_t next = 0;
+  for (const std::string& path : positional) {
+    while (next < n && path_of[next]) ++next;
+    if (next == n) return invalid_argument("--input " + path + ": more inputs given than the model has (" + input_names(exe) + ")");
+    path_of[next++] = path;
+  }
+  std::vector<data::NpyArray> arrays;
+  for (size_t i = 0; i < n; ++i) {
+    if (!path_of[i]) return invalid_argument("no --input for the model's input '" + exe.inputs(static_cast<int>(i)).name() + "'");
+    IPU_ASSIGN_OR_RETURN(data::NpyArray array, read_array(*path_of[i]));
+    arrays.push_back(std::move(array));
+  }
+  return arrays;
 }
 
 Status write_output(const std::string& path, const data::NpyArray& array, const std::string& name) {

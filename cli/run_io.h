@@ -3,16 +3,18 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/base/status.h"
-#include "runtime/data/dataset.h"
 #include "runtime/data/npy.h"
+#include "runtime/format/executable.pb.h"
 
 namespace ipu::cli {
 
-// Reads the samples of `--input [NAME=]FILE`. A NAME must be the executable's input name
-// (`input_name`; InvalidArgument naming both otherwise).
-StatusOr<data::Dataset> read_input(const std::string& spec, const std::string& input_name);
+// Reads one array per model input (format::ModelIo, in the executable's order) from `--input`
+// values: NAME=FILE binds by name, a bare FILE takes the next input not named elsewhere. Every
+// input must be given exactly once.
+StatusOr<std::vector<data::NpyArray>> read_inputs(const std::vector<std::string>& specs, const format::Executable& exe);
 
 // Writes `array` as .pb (TensorProto named `name`) if `path` ends in .pb, else as .npy; atomic.
 Status write_output(const std::string& path, const data::NpyArray& array, const std::string& name);

@@ -136,9 +136,16 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
                             std::to_string(options.gradient_accumulation));
   }
   target.num_ipus = stages;  // the lowering plans one replica
-  lowering::GraphInterface io{forward.features, forward.scores, std::nullopt, {}};
+  lowering::GraphInterface io;
+  for (const auto& in : forward.inputs) io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
+  for (const auto& out : forward.outputs) io.outputs.push_back({out.value, out.name, out.dtype, out.batched});
+  if (options.mode == Mode::kTrain && (io.inputs.size() != 1 || io.outputs.size() != 1 || !forward.inputs[0].batched)) {
+    return unsupported(options.model_path + ": training needs a model with one batched input and one output; this one has " +
+                       std::to_string(io.inputs.size()) + " input(s) and " + std::to_string(io.outputs.size()) +
+                       " output(s) (--mode infer runs it)");
+  }
   if (options.mode == Mode::kTrain) {
-    IPU_ASSIGN_OR_RETURN(passes::LossValues loss, passes::add_loss(forward.graph, forward.scores, model.loss));
+    IPU_ASSIGN_OR_RETURN(passes::LossValues loss, passes::add_loss(forward.graph, forward.scores(), model.loss));
     IPU_ASSIGN_OR_RETURN(io.accumulators,
                          passes::add_gradients_and_updates(forward.graph, loss.loss, model.optimizer,
                                                            {options.gradient_accumulation, options.replicas, stages}));
@@ -160,10 +167,8 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   format::Executable& exe = result.executable;
   exe.set_format_version(format::kFormatVersion);
   exe.set_model_name(forward.name);
-  exe.set_input_name(forward.input_name);
-  exe.set_output_name(forward.output_name);
   exe.set_mode(options.mode == Mode::kTrain ? "train" : "infer");
-  const auto& scores_shape = forward.graph.value(forward.scores).type.shape;
+  const auto& scores_shape = forward.graph.value(forward.scores()).type.shape;
   exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);
   format::PipelineInfo* pipeline = exe.mutable_pipeline();
   pipeline->set_num_stages(stages);

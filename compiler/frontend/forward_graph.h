@@ -2,19 +2,29 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "compiler/ir/graph.h"
 
 namespace ipu::frontend {
 
+// A model input or output: its IR value and what the user sees (format::ModelIo).
+struct ModelIo {
+  int value = -1;
+  std::string name;
+  std::string dtype = "f4";  // the host dtype (npy code); every device value is float32
+  bool batched = true;       // axis 0 is the micro-batch
+};
+
 struct ForwardGraph {
   ir::Graph graph;
-  int features = -1;  // the model's input, fed by the "features" infeed
-  int scores = -1;    // the model's output
+  std::vector<ModelIo> inputs;   // in the model's order; training feeds inputs[0]
+  std::vector<ModelIo> outputs;  // in the model's order; the loss reads outputs[0]
   int num_stages = 1;
-  std::string name;   // the model's name, recorded in the executable
-  std::string input_name;   // the model's names of its input and output
-  std::string output_name;
+  std::string name;  // the model's name, recorded in the executable
+
+  int features() const { return inputs.at(0).value; }
+  int scores() const { return outputs.at(0).value; }
 };
 
 }  // namespace ipu::frontend

@@ -67,9 +67,10 @@ StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_
   ir::Graph& graph = result.graph;
   std::vector<int64_t> shape = {batch_size};
   shape.insert(shape.end(), spec.input.shape.begin(), spec.input.shape.end());
-  result.features = graph.add_value(spec.input.name, {ir::DType::kFloat32, shape}, ir::Role::kInput);
+  const int features = graph.add_value(spec.input.name, {ir::DType::kFloat32, shape}, ir::Role::kInput);
+  result.inputs.push_back({features, spec.input.name});
 
-  std::map<std::string, int> output_of = {{spec.input.name, result.features}};
+  std::map<std::string, int> output_of = {{spec.input.name, features}};
   passes::StageCopies stage_copies;
   std::string problems;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
@@ -87,11 +88,9 @@ StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_
     output_of[layer.name] = *out;
   }
   if (!problems.empty()) return invalid_argument(problems);
-  result.scores = output_of.at(spec.output);
+  result.outputs.push_back({output_of.at(spec.output), spec.output});
   result.num_stages = spec.num_stages;
   result.name = spec.name;
-  result.input_name = spec.input.name;
-  result.output_name = spec.output;
   return result;
 }
 

@@ -143,55 +143,67 @@ std::vector<int> node_stages(const onnx::GraphProto& graph, const OnnxImportOpti
   return stages;
 }
 
-// The one graph input that is not an initializer, bound to the micro-batch size.
-StatusOr<int> add_graph_input(ir::Graph& graph, const onnx::GraphProto& g, const std::set<std::string>& initializers,
-                              int64_t batch_size) {
-  std::vector<const onnx::ValueInfoProto*> inputs;
-  for (const auto& in : g.input()) {
-    if (!initializers.count(in.name())) inputs.push_back(&in);
+// The host dtype (npy code) of an ONNX element type that inputs and outputs may have, or "".
+std::string host_dtype(int elem_type) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT: return "f4";
+    case onnx::TensorProto::INT64: return "i8";
+    case onnx::TensorProto::INT32: return "i4";
+    case onnx::TensorProto::BOOL: return "b1";
+    default: return "";
   }
-  if (inputs.size() != 1) {
-    std::string names;
-    for (const auto* in : inputs) names += (names.empty() ? "" : ", ") + in->name();
-    return unsupported("the graph has " + std::to_string(inputs.size()) + " inputs" +
-                       (names.empty() ? std::string() : " (" + names + ")") + "; ipucc imports models with one input");
-  }
-  const onnx::ValueInfoProto& in = *inputs[0];
+}
+
+// A graph input that is not an initializer. A dynamic first axis (a dim_param or no value) is the
+// micro-batch, bound to `batch_size`; an input whose dims are all fixed is fed whole every step.
+StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& in, int64_t batch_size) {
   const std::string where = "input '" + in.name() + "'";
   if (!in.type().has_tensor_type()) return unsupported(where + " is not a tensor");
   const auto& tensor = in.type().tensor_type();
-  if (tensor.elem_type() != onnx::TensorProto::FLOAT) {
+  ModelIo io;
+  io.name = in.name();
+  io.dtype = host_dtype(tensor.elem_type());
+  if (io.dtype.empty()) {
     return unsupported(where + " has element type " + onnx::TensorProto::DataType_Name(tensor.elem_type()) +
-                       "; inputs must be FLOAT");
+                       "; inputs may be FLOAT, INT64, INT32 or BOOL");
   }
-  if (!tensor.has_shape() || tensor.shape().dim_size() == 0) return unsupported(where + " has no static shape");
+  if (!tensor.has_shape()) return unsupported(where + " has no static shape");
   std::vector<int64_t> shape;
+  io.batched = false;
   for (int axis = 0; axis < tensor.shape().dim_size(); ++axis) {
     const auto& dim = tensor.shape().dim(axis);
-    const bool fixed = dim.has_dim_value() && dim.dim_value() > 0;
-    if (axis == 0) {
-      if (fixed && dim.dim_value() != batch_size) {
-        return invalid_argument(where + " has a fixed batch dimension of " + std::to_string(dim.dim_value()) +
-                                "; compile with --batch-size " + std::to_string(dim.dim_value()));
-      }
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      shape.push_back(dim.dim_value());
+    } else if (axis == 0) {
+      io.batched = true;
       shape.push_back(batch_size);
-      continue;
-    }
-    if (!fixed) {
+    } else {
       return unsupported(where + " has a dynamic dimension" +
                          (dim.has_dim_param() ? " '" + dim.dim_param() + "'" : std::string()) + " at axis " +
                          std::to_string(axis) + "; only the batch axis may be dynamic");
     }
-    shape.push_back(dim.dim_value());
   }
   int64_t elements = 1;
   for (int64_t d : shape) {
-    if (d > kMaxInputElements / elements) {
-      return invalid_argument(where + " holds more than " + std::to_string(kMaxInputElements) + " values per micro-batch");
+    if (d > 0 && elements > kMaxInputElements / d) {
+      return invalid_argument(where + " holds more than " + std::to_string(kMaxInputElements) + " values per step");
     }
     elements *= d;
   }
-  return graph.add_value(in.name(), {ir::DType::kFloat32, shape}, ir::Role::kInput);
+  io.value = graph.add_value(in.name(), {ir::DType::kFloat32, shape}, ir::Role::kInput);
+  return io;
+}
+
+// Whether a graph output is split over steps like the batched inputs: by its declared first
+// dimension if it has one, else by its shape.
+bool output_is_batched(const onnx::ValueInfoProto& out, const std::vector<int64_t>& shape, bool any_batched,
+                       int64_t batch_size) {
+  if (!any_batched || shape.empty() || shape[0] != batch_size) return false;
+  const auto& type = out.type();
+  if (type.has_tensor_type() && type.tensor_type().has_shape() && type.tensor_type().shape().dim_size() > 0) {
+    return !type.tensor_type().shape().dim(0).has_dim_value();
+  }
+  return true;
 }
 
 // Imports one node. A node whose input failed to import earlier is skipped silently (OK): its
@@ -274,11 +286,17 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     problems.add("", unsupported("sparse initializer '" + sparse.values().name() + "' is not supported"));
   }
 
-  StatusOr<int> input = add_graph_input(result.graph, g, initializer_names, options.batch_size);
-  if (!input.ok()) return Status(input.status().code(), path + ": " + input.status().message());
-  result.features = *input;
-  result.input_name = result.graph.value(*input).name;
-  ctx.bind(result.graph.value(*input).name, *input);
+  for (const auto& in : g.input()) {
+    if (initializer_names.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
+    StatusOr<ModelIo> io = add_graph_input(result.graph, in, options.batch_size);
+    if (!io.ok()) {
+      problems.add("", io.status());
+      continue;
+    }
+    ctx.bind(io->name, io->value);
+    result.inputs.push_back(std::move(*io));
+  }
+  if (result.inputs.empty() && problems.empty()) problems.add("", unsupported("the graph has no inputs"));
 
   const std::vector<int> stages = node_stages(g, options, problems, result.num_stages);
   std::map<std::string, int> stage_of_output;
@@ -291,17 +309,28 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     for (const std::string& name : node.output()) stage_of_output[name] = stage;
   }
 
-  if (g.output_size() != 1) {
-    problems.add("", unsupported("the graph has " + std::to_string(g.output_size()) +
-                                 " outputs; ipucc imports models with one output"));
-  } else if (problems.empty()) {
-    std::optional<int> output = ctx.value_of(g.output(0).name());
-    if (!output) {
-      problems.add("", unsupported("output '" + g.output(0).name() + "' is not computed on the device (a constant or an input)"));
-    } else {
-      result.scores = *output;
-      result.output_name = g.output(0).name();
+  if (g.output_size() == 0) problems.add("", invalid_argument("the graph has no outputs"));
+  bool any_batched = false;
+  for (const auto& in : result.inputs) any_batched = any_batched || in.batched;
+  for (const auto& out : g.output()) {
+    if (!problems.empty()) break;
+    StatusOr<int> value = ctx.output_value(out.name());
+    if (!value.ok()) {
+      problems.add("output '" + out.name() + "'", value.status());
+      continue;
     }
+    ModelIo io;
+    io.value = *value;
+    io.name = out.name();
+    const int declared = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+    io.dtype = declared ? host_dtype(declared) : ctx.host_dtype_of(out.name());
+    if (io.dtype.empty()) {
+      problems.add("output '" + out.name() + "'",
+                   unsupported("element type " + onnx::TensorProto::DataType_Name(declared) + " is not supported"));
+      continue;
+    }
+    io.batched = output_is_batched(out, result.graph.value(*value).type.shape, any_batched, options.batch_size);
+    result.outputs.push_back(std::move(io));
   }
   if (!problems.empty()) return problems.status();
   return result;

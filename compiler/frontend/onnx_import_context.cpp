@@ -48,28 +48,42 @@ const std::string& OnnxImportContext::input_name(int index) const {
   return index < m_node->input_size() ? m_node->input(index) : kNoName;
 }
 
+StatusOr<int> OnnxImportContext::materialize(const std::string& name, int stage) {
+  if (auto found = m_values.find(name); found != m_values.end()) return found->second;
+  auto make = [&](const data::NpyArray& array, ir::Role role) -> StatusOr<int> {
+    IPU_ASSIGN_OR_RETURN(std::vector<float> values, data::to_floats(array, "'" + name + "'"));
+    const int id = m_graph.add_value(name, {ir::DType::kFloat32, array.shape}, role);
+    m_graph.value(id).initial = std::move(values);
+    m_graph.value(id).stage = stage;
+    m_values[name] = id;
+    return id;
+  };
+  // A float initializer becomes a weight of the stage that first reads it.
+  if (auto init = m_initializers.find(name); init != m_initializers.end()) {
+    IPU_ASSIGN_OR_RETURN(int weight, make(init->second, ir::Role::kWeight));
+    m_initializers.erase(init);
+    return weight;
+  }
+  if (auto constant = m_constants.find(name); constant != m_constants.end()) return make(constant->second, ir::Role::kConstant);
+  return invalid_argument("'" + name + "' is not a graph input, an initializer or the output of an earlier node");
+}
+
 StatusOr<int> OnnxImportContext::input(int index) {
   const std::string& name = input_name(index);
   if (name.empty()) return invalid_argument("input " + std::to_string(index) + " is missing");
-  if (auto found = m_values.find(name); found != m_values.end()) {
-    return m_stage_copies.value_on_stage(m_graph, found->second, m_stage);
-  }
-  if (auto init = m_initializers.find(name); init != m_initializers.end()) {
-    // A float initializer becomes a weight of the stage that first reads it.
-    const data::NpyArray& array = init->second;
-    const int weight = m_graph.add_value(name, {ir::DType::kFloat32, array.shape}, ir::Role::kWeight);
-    ir::Value& value = m_graph.value(weight);
-    value.initial.resize(array.element_count());
-    std::memcpy(value.initial.data(), array.data.data(), array.data.size());
-    value.stage = m_stage;
-    m_initializers.erase(init);
-    m_values[name] = weight;
-    return weight;
-  }
-  if (m_constants.count(name)) {
-    return unsupported("input '" + name + "' is a compile-time constant; constants as tensor operands are not supported");
-  }
-  return invalid_argument("input '" + name + "' is not a graph input, an initializer or the output of an earlier node");
+  IPU_ASSIGN_OR_RETURN(int value, materialize(name, m_stage));
+  return m_stage_copies.value_on_stage(m_graph, value, m_stage);
+}
+
+StatusOr<int> OnnxImportContext::output_value(const std::string& name) {
+  if (auto found = m_values.find(name); found != m_values.end()) return found->second;
+  if (!m_constants.count(name)) return invalid_argument("is not computed by any node");
+  return materialize(name, 0);
+}
+
+std::string OnnxImportContext::host_dtype_of(const std::string& name) const {
+  auto constant = m_constants.find(name);
+  return constant == m_constants.end() ? "f4" : constant->second.dtype;
 }
 
 const data::NpyArray* OnnxImportContext::constant_input(int index) const {

@@ -39,7 +39,7 @@ class OnnxImportContext {
   int num_inputs() const;
   bool has_input(int index) const;
   // The IR value of input `index` on this node's stage. Float initializers become weights on
-  // first use; integer constants are compile-time only and have no IR value.
+  // first use; constants (Constant outputs, integer initializers) become constant tensors.
   StatusOr<int> input(int index);
   // Input `index` if it is a compile-time constant (initializer or Constant output), else null.
   const data::NpyArray* constant_input(int index) const;
@@ -64,9 +64,15 @@ class OnnxImportContext {
   void bind(const std::string& name, int value) { m_values[name] = value; }
   std::optional<int> value_of(const std::string& name) const;
   bool is_known(const std::string& name) const;
+  // The IR value of a graph output (a constant one gets a constant tensor).
+  StatusOr<int> output_value(const std::string& name);
+  // The host dtype of a named value: that of its constant, else "f4".
+  std::string host_dtype_of(const std::string& name) const;
 
  private:
   const std::string& input_name(int index) const;
+  // The IR value of `name`, making a weight or constant tensor of it on first use (on `stage`).
+  StatusOr<int> materialize(const std::string& name, int stage);
 
   ir::Graph& m_graph;
   bool m_training;

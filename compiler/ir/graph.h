@@ -20,7 +20,7 @@ enum class OpKind {
 };
 const char* op_kind_name(OpKind kind);
 
-enum class Role { kInput, kLabel, kWeight, kOptimizerState, kActivation, kGradient, kLoss, kMetric, kAccumulator };
+enum class Role { kInput, kLabel, kWeight, kOptimizerState, kActivation, kGradient, kLoss, kMetric, kAccumulator, kConstant };
 
 // Which part of a step an op belongs to: predict runs kForward, evaluate adds kLoss, train runs
 // all four.
@@ -39,7 +39,7 @@ struct Value {
   TensorType type;
   Role role = Role::kActivation;
   int producer = -1;            // op id, -1 for graph inputs, weights and state
-  std::vector<float> initial;   // weights and optimizer state
+  std::vector<float> initial;   // weights, optimizer state and constants
   int stage = 0;
 };
 

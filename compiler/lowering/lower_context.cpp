@@ -19,6 +19,7 @@ format::TensorRole to_format(ir::Role role) {
     case ir::Role::kLoss: return format::LOSS;
     case ir::Role::kMetric: return format::METRIC;
     case ir::Role::kAccumulator: return format::ACCUMULATOR;
+    case ir::Role::kConstant: return format::CONSTANT;
   }
   return format::ROLE_UNSPECIFIED;
 }

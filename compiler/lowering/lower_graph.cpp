@@ -138,9 +138,27 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
 
   ProgramBuilder programs(exe, target, options.replicas);
   StepStreams streams;
-  streams.features = ctx.tensor(io.features);
+  streams.features = ctx.tensor(io.inputs.at(0).value);
   streams.features_stream = programs.stream("features", format::Stream::HOST_TO_DEVICE, streams.features);
-  const uint32_t scores = ctx.tensor(io.scores);
+  // Every further input and output has its own stream; predict moves them all.
+  auto bind = [&](const IoBinding& b, size_t i, bool input) {
+    const uint32_t tensor = ctx.tensor(b.value);
+    const std::string base = input ? "features" : "predictions";
+    const uint32_t stream = input && i == 0 ? streams.features_stream
+                                            : programs.stream(i == 0 ? base : base + ":" + std::to_string(i),
+                                                              input ? format::Stream::HOST_TO_DEVICE : format::Stream::DEVICE_TO_HOST,
+                                                              tensor);
+    format::ModelIo* m = input ? exe.add_inputs() : exe.add_outputs();
+    m->set_name(b.name);
+    m->set_dtype(b.dtype);
+    for (int64_t d : graph.value(b.value).type.shape) m->add_shape(d);
+    m->set_batched(b.batched);
+    m->set_stream(stream);
+    return std::pair{stream, tensor};
+  };
+  std::vector<std::pair<uint32_t, uint32_t>> input_streams, output_streams;  // (stream, tensor)
+  for (size_t i = 0; i < io.inputs.size(); ++i) input_streams.push_back(bind(io.inputs[i], i, true));
+  for (size_t i = 0; i < io.outputs.size(); ++i) output_streams.push_back(bind(io.outputs[i], i, false));
 
   // Weights and optimizer state travel between host and device by name.
   format::Sequence to_device, to_host;
@@ -216,10 +234,10 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   }
   {
     format::Sequence step;
-    ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
+    for (const auto& [stream, tensor] : input_streams) ProgramBuilder::stream_in(step, stream, tensor);
     forward_pass(step, false);
     if (!train) estimate_inference(programs, stages, *exe.mutable_estimates()->mutable_schedule());
-    ProgramBuilder::stream_out(step, programs.stream("predictions", format::Stream::DEVICE_TO_HOST, scores), scores);
+    for (const auto& [stream, tensor] : output_streams) ProgramBuilder::stream_out(step, stream, tensor);
     programs.add("predict", ProgramBuilder::repeat(steps, std::move(step)), steps);
   }
   programs.add("weights_to_host", ProgramBuilder::sequence(std::move(to_host)), 1);

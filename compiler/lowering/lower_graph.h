@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "compiler/ir/graph.h"
 #include "compiler/lowering/pipeline_program.h"
@@ -15,9 +17,17 @@
 
 namespace ipu::lowering {
 
+// A model input or output and how the user sees it (recorded as format::ModelIo).
+struct IoBinding {
+  int value = -1;
+  std::string name;
+  std::string dtype = "f4";
+  bool batched = true;
+};
+
 struct GraphInterface {
-  int features = -1;                   // input value fed by the "features" infeed
-  int scores = -1;                     // model output, streamed out by predict
+  std::vector<IoBinding> inputs;   // inputs[0] is fed by the "features" infeed (and trains)
+  std::vector<IoBinding> outputs;  // outputs[0] is streamed out as "predictions" (and trained)
   std::optional<passes::LossValues> loss;  // present when the graph trains
   std::vector<int> accumulators;           // gradient accumulators, all-reduced across replicas
 };

@@ -382,6 +382,31 @@ NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data) {
   return array;
 }
 
+StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string& name) {
+  const size_t count = array.element_count();
+  std::vector<float> out(count);
+  const std::string& dt = array.dtype;
+  if (dt == "f4") {
+    std::memcpy(out.data(), array.data.data(), count * sizeof(float));
+  } else if (dt == "f8") {
+    for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(load<double>(array.data, i));
+  } else if (dt == "f2") {
+    for (size_t i = 0; i < count; ++i) out[i] = half_to_float(load<uint16_t>(array.data, i));
+  } else if (dt == "b1") {
+    for (size_t i = 0; i < count; ++i) out[i] = array.data[i] != 0 ? 1.0f : 0.0f;
+  } else {
+    for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(integer_at(array, i));
+  }
+  if (dt[0] == 'f') {
+    for (size_t i = 0; i < count; ++i) {
+      if (!std::isfinite(out[i])) {
+        return invalid_argument(name + ": element " + std::to_string(i) + " is not finite" + (dt == "f8" ? " in float32" : ""));
+      }
+    }
+  }
+  return out;
+}
+
 StatusOr<Dataset> dataset_from_array(const NpyArray& features, const std::string& name) {
   if (features.shape.empty()) {
     return invalid_argument(name + ": features must have a leading sample dimension, got a 0-d array");
@@ -396,32 +421,7 @@ StatusOr<Dataset> dataset_from_array(const NpyArray& features, const std::string
   if (ds.sample_shape.empty()) ds.sample_shape = {1};
   ds.num_samples = num_samples;
 
-  const size_t count = features.element_count();
-  ds.features.resize(count);
-  const std::string& dt = features.dtype;
-  if (dt == "f4") {
-    std::memcpy(ds.features.data(), features.data.data(), count * sizeof(float));
-  } else if (dt == "f8") {
-    for (size_t i = 0; i < count; ++i)
-      ds.features[i] = static_cast<float>(load<double>(features.data, i));
-  } else if (dt == "f2") {
-    for (size_t i = 0; i < count; ++i)
-      ds.features[i] = half_to_float(load<uint16_t>(features.data, i));
-  } else if (dt == "b1") {
-    for (size_t i = 0; i < count; ++i)
-      ds.features[i] = features.data[i] != 0 ? 1.0f : 0.0f;
-  } else {
-    for (size_t i = 0; i < count; ++i)
-      ds.features[i] = static_cast<float>(integer_at(features, i));
-  }
-  if (dt[0] == 'f') {
-    for (size_t i = 0; i < count; ++i) {
-      if (!std::isfinite(ds.features[i])) {
-        return invalid_argument(name + ": element " + std::to_string(i) + " is not finite" +
-                                (dt == "f8" ? " in float32" : ""));
-      }
-    }
-  }
+  IPU_ASSIGN_OR_RETURN(ds.features, to_floats(features, name));
   return ds;
 }
 

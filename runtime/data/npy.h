@@ -48,6 +48,10 @@ NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data);
 // 1 + the largest label.
 StatusOr<Dataset> load_npy_dataset(const std::string& features_path, const std::string& labels_path);
 
+// The values of any npy dtype as float32 (integers and bools as is, no scaling). Floats must be
+// finite; `name` names the array in messages.
+StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string& name);
+
 // A data set without labels from an in-memory features array [N, ...], converted as above;
 // `name` is its source and names it in messages.
 StatusOr<Dataset> dataset_from_array(const NpyArray& features, const std::string& name);

@@ -11,6 +11,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/data/dataset.h"
+#include "runtime/data/npy.h"
 #include "runtime/engine/engine.h"
 #include "runtime/format/executable.pb.h"
 
@@ -47,6 +48,13 @@ struct PredictResult {
   double seconds = 0;
 };
 
+// The model outputs of `Session::infer`, in the executable's output order, in their host dtypes.
+struct InferResult {
+  std::vector<data::NpyArray> outputs;
+  int64_t samples = 0;  // batched samples run (1 for a model without batched inputs)
+  double seconds = 0;
+};
+
 // Reported after every execution, so a caller can draw a progress bar.
 struct Progress {
   int epoch = 0;
@@ -78,6 +86,11 @@ class Session {
                                          StepLog* step_log);
   StatusOr<EvaluateResult> evaluate(const data::Dataset& data, const ProgressFn& progress);
   StatusOr<PredictResult> predict(const data::Dataset& data);
+  // Runs the predict program on every model input (format::ModelIo), given in the executable's
+  // input order in any numeric dtype. Batched inputs hold the same number of samples N, split
+  // over steps (the last padded); static inputs have exactly their declared shape and are fed
+  // every step. Batched outputs have N rows; static ones come from the first step.
+  StatusOr<InferResult> infer(const std::vector<data::NpyArray>& inputs);
 
   // Checkpoints: a directory with one .npy per weight and optimizer state tensor plus
   // index.json. Loading checks every name, dtype and shape against the executable.

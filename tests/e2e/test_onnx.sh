@@ -37,7 +37,7 @@ test_input_names_and_formats() {
   need_peer_models
   expect_exit 0 "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --mode infer --batch-size 4 -o mlp.ipuexe
   # NAME=FILE must name the model's input.
-  expect_error 3 "the executable's input is named 'input', not 'pixels'" -- \
+  expect_error 3 "the model has no input 'pixels' (its inputs: 'input')" -- \
     "$IPURUN" predict mlp.ipuexe --input "pixels=$PEER_MODELS/mlp.input.npy"
   # --output-dir names the file after the model's output; .pb writes an ONNX TensorProto that
   # reads back as input of the same shape.
@@ -45,7 +45,9 @@ test_input_names_and_formats() {
   expect_file out/logits.npy
   expect_exit 0 "$IPURUN" predict mlp.ipuexe --input "$PEER_MODELS/mlp.input.npy" --output logits.pb
   expect_file logits.pb
-  expect_error 3 "samples have shape [10]" -- "$IPURUN" predict mlp.ipuexe --input logits.pb
+  expect_error 3 "input 'input' has shape [4,10], the model expects [N,28,28,1]" -- \
+    "$IPURUN" predict mlp.ipuexe --input logits.pb
+  expect_error 3 "more inputs given than the model has" -- "$IPURUN" predict mlp.ipuexe --input logits.pb --input logits.pb
   expect_exit 2 "$IPURUN" predict mlp.ipuexe --input "$PEER_MODELS/mlp.input.npy" --data synthetic
 }
 

@@ -489,8 +489,8 @@ TEST_CASE("build_forward_graph: shapes, weights and determinism") {
   INFO(built.status().message());
   REQUIRE(built.ok());
   const auto& g = built->graph;
-  CHECK(g.value(built->features).type.shape == std::vector<int64_t>{2, 2, 3});
-  CHECK(g.value(built->scores).type.shape == std::vector<int64_t>{2, 3});
+  CHECK(g.value(built->features()).type.shape == std::vector<int64_t>{2, 2, 3});
+  CHECK(g.value(built->scores()).type.shape == std::vector<int64_t>{2, 3});
   bool found_kernel = false, found_bias = false, found_d2_bias = false;
   for (const auto& v : g.values()) {
     if (v.name == "d1/kernel") {

@@ -39,8 +39,8 @@ TEST_CASE("an ONNX MLP imports with its initializers as weights and the batch bo
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   const ir::Graph& g = imported->graph;
-  CHECK(g.value(imported->features).type.shape == std::vector<int64_t>{5, 2, 3});
-  CHECK(g.value(imported->scores).type.shape == std::vector<int64_t>{5, 4});
+  CHECK(g.value(imported->features()).type.shape == std::vector<int64_t>{5, 2, 3});
+  CHECK(g.value(imported->scores()).type.shape == std::vector<int64_t>{5, 4});
   const auto weights = g.values_with_role(ir::Role::kWeight);
   REQUIRE(weights.size() == 2);
   CHECK(g.value(weights[0]).name == "W");
@@ -94,15 +94,6 @@ TEST_CASE("malformed models are invalid input naming the file") {
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "node 'r' (Relu): input 'nowhere' is not a graph input"));
   }
-  SUBCASE("fixed batch that differs from --batch-size") {
-    OnnxBuilder b;
-    b.input("x", {3}, 4).output("y");
-    b.node("Relu", "r", {"x"}, {"y"});
-    auto imported = import(b, 2);
-    REQUIRE_FALSE(imported.ok());
-    CHECK(contains(imported.status().message(), "fixed batch dimension of 4; compile with --batch-size 4"));
-    CHECK(import(b, 4).ok());
-  }
   SUBCASE("an initializer whose data does not match its dims") {
     OnnxBuilder b;
     b.input("x", {3}).output("y").floats("W", {3, 2}, {1, 2, 3});
@@ -114,13 +105,33 @@ TEST_CASE("malformed models are invalid input naming the file") {
   }
 }
 
+TEST_CASE("inputs with fixed dims are static, a dynamic first axis is the batch") {
+  OnnxBuilder b;
+  b.input("x", {3}, 4).input("bias", {3}).output("y").output("z");
+  b.node("Relu", "static", {"x"}, {"y"});
+  b.node("Relu", "batched", {"bias"}, {"z"});
+  auto imported = import(b, 2);
+  INFO(imported.status().message());
+  REQUIRE(imported.ok());
+  REQUIRE(imported->inputs.size() == 2);
+  CHECK_FALSE(imported->inputs[0].batched);
+  CHECK(imported->graph.value(imported->inputs[0].value).type.shape == std::vector<int64_t>{4, 3});
+  CHECK(imported->inputs[1].batched);
+  CHECK(imported->graph.value(imported->inputs[1].value).type.shape == std::vector<int64_t>{2, 3});
+  REQUIRE(imported->outputs.size() == 2);
+  CHECK(imported->outputs[0].name == "y");
+  CHECK(imported->outputs[1].name == "z");
+  CHECK_FALSE(imported->outputs[0].batched);
+  CHECK(imported->outputs[1].batched);
+}
+
 TEST_CASE("Reshape takes a constant shape with 0 and -1 and rejects a mismatch") {
   OnnxBuilder b;
   b.input("x", {2, 3}).output("y").ints("shape", {0, -1});
   b.node("Reshape", "r", {"x", "shape"}, {"y"});
   auto imported = import(b, 7);
   REQUIRE(imported.ok());
-  CHECK(imported->graph.value(imported->scores).type.shape == std::vector<int64_t>{7, 6});
+  CHECK(imported->graph.value(imported->scores()).type.shape == std::vector<int64_t>{7, 6});
 
   OnnxBuilder bad;
   bad.input("x", {2, 3}).output("y").ints("shape", {5, 5});
@@ -184,7 +195,7 @@ TEST_CASE("Dropout is the identity for inference and refused for training") {
   b.node("Dropout", "d", {"x"}, {"y"});
   auto inference = import(b);
   REQUIRE(inference.ok());
-  CHECK(inference->scores == inference->features);
+  CHECK(inference->scores() == inference->features());
   auto training = import_onnx(b.bytes(), kPath, OnnxImportOptions{2, {}, true});
   REQUIRE_FALSE(training.ok());
   CHECK(training.status().code() == StatusCode::kUnsupported);

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs ONNX's backend node tests (../shared/conformance/onnx-node-tests, or $IPUCC_CONFORMANCE_DIR)
+# through `ipucc compile --mode infer` and `ipurun predict --input ... --output-dir`, and compares
+# every output with ONNX's default tolerances (rtol 1e-3, atol 1e-7) using compare_tensors.
+# Prints one line per test (pass / fail with the max error / unsupported with the reason) and a
+# summary `N passed, N failed, N unsupported`. Exit 1 if any test fails, crashes or times out.
+#
+#   bash scripts/conformance.sh [NAME_REGEX]        # after scripts/build.sh
+# Environment: IPUCC, IPURUN, COMPARE_TENSORS (default build/...), CONFORMANCE_JOBS (default nproc),
+# CONFORMANCE_TIMEOUT seconds per command (default 60).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${IPUCC_BUILD_DIR:-$root/build}
+export IPUCC=${IPUCC:-$build/cli/ipucc}
+export IPURUN=${IPURUN:-$build/cli/ipurun}
+export COMPARE_TENSORS=${COMPARE_TENSORS:-$build/tests/tools/compare_tensors}
+export CONFORMANCE_TIMEOUT=${CONFORMANCE_TIMEOUT:-60}
+tests_dir=${IPUCC_CONFORMANCE_DIR:-$root/../shared/conformance/onnx-node-tests}
+filter=${1:-.}
+for tool in "$IPUCC" "$IPURUN" "$COMPARE_TENSORS"; do
+  [[ -x $tool ]] || { echo "conformance: $tool is not built (run scripts/build.sh)" >&2; exit 2; }
+done
+[[ -d $tests_dir ]] || { echo "conformance: no tests at $tests_dir (set IPUCC_CONFORMANCE_DIR)" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ipucc-conformance.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# One test: prints "pass NAME", "fail NAME: why" or "unsupported NAME: why".
+run_one() {
+  local dir=$1 name
+  name=$(basename "$dir")
+  local w=$WORK/$name rc=0
+  mkdir -p "$w"
+  timeout "$CONFORMANCE_TIMEOUT" "$IPUCC" compile "$dir/model.onnx" --mode infer --no-cache -o "$w/exe" \
+    > "$w/compile.out" 2> "$w/compile.err" || rc=$?
+  if ((rc == 4)); then
+    echo "unsupported $name: $(sed -n '1s/^ipucc: error: //p' "$w/compile.err" | sed "s|$dir/||g")"
+    return
+  elif ((rc != 0)); then
+    echo "fail $name: ipucc exit $rc: $(head -c 300 "$w/compile.err" | tr '\n' ' ' | sed "s|$dir/||g")"
+    return
+  fi
+  local data=$dir/test_data_set_0 inputs=() i=0
+  while [[ -f $data/input_$i.pb ]]; do inputs+=(--input "$data/input_$i.pb"); i=$((i + 1)); done
+  rc=0
+  timeout "$CONFORMANCE_TIMEOUT" "$IPURUN" predict "$w/exe" "${inputs[@]}" --output-dir "$w/out" --json \
+    > "$w/run.json" 2> "$w/run.err" || rc=$?
+  if ((rc != 0)); then
+    echo "fail $name: ipurun exit $rc: $(head -c 300 "$w/run.err" | tr '\n' ' ')"
+    return
+  fi
+  # Outputs in model order are output_0.pb, output_1.pb, ...; ipurun names its files after them.
+  local files
+  mapfile -t files < <(python3 -c 'import json,sys; print("\n".join(o["file"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$w/run.json")
+  for ((i = 0; i < ${#files[@]}; i++)); do
+    local result
+    if ! result=$("$COMPARE_TENSORS" "${files[$i]}" "$data/output_$i.pb"); then
+      echo "fail $name: output $i: $result"
+      return
+    fi
+  done
+  echo "pass $name"
+}
+export -f run_one
+export WORK=$work
+
+find "$tests_dir" -mindepth 1 -maxdepth 1 -type d | sort | grep -E "/[^/]*($filter)[^/]*$" |
+  xargs -P "${CONFORMANCE_JOBS:-$(nproc)}" -I{} bash -c 'run_one "$1"' _ {} | sort -k2 > "$work/results"
+cat "$work/results"
+passed=$(grep -c '^pass ' "$work/results" || true)
+failed=$(grep -c '^fail ' "$work/results" || true)
+unsupported=$(grep -c '^unsupported ' "$work/results" || true)
+echo "$passed passed, $failed failed, $unsupported unsupported"
+((failed == 0))

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# scripts/conformance.sh over ONNX's node tests: no test fails, crashes or times out (unsupported
+# ones say why), and the tests of the ops ipucc implements pass.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+CONFORMANCE=${IPUCC_CONFORMANCE_DIR:-$SRC/../shared/conformance/onnx-node-tests}
+
+test_every_node_test_passes_or_is_unsupported() {
+  [[ -d $CONFORMANCE ]] || skip "no ONNX node tests at $CONFORMANCE (set IPUCC_CONFORMANCE_DIR)"
+  expect_exit 0 env IPUCC_CONFORMANCE_DIR="$CONFORMANCE" bash "$SRC/scripts/conformance.sh"
+  expect_stdout_contains " failed, "
+  grep -q '^0 passed' "$STDOUT" && fail "nothing passed"
+  # A floor per op family, so a regression that turns passes into "unsupported" is caught.
+  local t
+  for t in test_relu test_gemm_transposeA test_gemm_default_vector_bias test_matmul_2d test_flatten_negative_axis2 \
+           test_softmax_large_number test_dropout_default test_identity; do
+    grep -qx "pass $t" "$STDOUT" || fail "$t does not pass: $(grep " $t[: ]" "$STDOUT")"
+  done
+  # Unsupported lines carry a reason.
+  ! grep -E '^unsupported [^:]+$' "$STDOUT" || fail "an unsupported test without a reason"
+}
+
+run_tests "$@"

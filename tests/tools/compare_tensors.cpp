@@ -1,0 +1,102 @@
+// compare_tensors GOT WANT [--rtol R] [--atol A]: compares two arrays (.npy or ONNX TensorProto
+// .pb) the way ONNX's backend tests do (numpy.testing.assert_allclose: |got - want| <= atol +
+// rtol * |want| for every element, NaN matching NaN). Prints one JSON object {ok, reason,
+// max_abs, max_rel, elements} and exits 0 if the arrays match, 1 if not, 2 on bad usage or files.
+// Used by scripts/conformance.sh.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/data/npy.h"
+#include "runtime/data/tensor_proto.h"
+
+namespace {
+
+ipu::StatusOr<ipu::data::NpyArray> read_array(const std::string& path) {
+  const bool pb = path.size() >= 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
+  return pb ? ipu::data::read_tensor_proto_file(path) : ipu::data::read_npy(path);
+}
+
+// Element values as doubles; NaN and infinities kept (to_floats rejects them for inputs).
+std::vector<double> values_of(const ipu::data::NpyArray& a) {
+  std::vector<double> out(a.element_count());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const char* p = a.data.data() + i * ipu::data::npy_itemsize(a.dtype);
+    auto load = [&](auto zero) {
+      decltype(zero) v;
+      std::memcpy(&v, p, sizeof v);
+      return static_cast<double>(v);
+    };
+    if (a.dtype == "f4") out[i] = load(float{});
+    else if (a.dtype == "f8") out[i] = load(double{});
+    else if (a.dtype == "i8") out[i] = load(int64_t{});
+    else if (a.dtype == "i4") out[i] = load(int32_t{});
+    else if (a.dtype == "i2") out[i] = load(int16_t{});
+    else if (a.dtype == "i1") out[i] = load(int8_t{});
+    else if (a.dtype == "u8") out[i] = load(uint64_t{});
+    else if (a.dtype == "u4") out[i] = load(uint32_t{});
+    else if (a.dtype == "u2" || a.dtype == "f2") out[i] = a.dtype == "u2" ? load(uint16_t{}) : NAN;
+    else out[i] = load(uint8_t{});  // u1, b1
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 && argc != 5 && argc != 7) {
+    std::fprintf(stderr, "usage: compare_tensors GOT WANT [--rtol R] [--atol A]\n");
+    return 2;
+  }
+  double rtol = 1e-3, atol = 1e-7;
+  for (int i = 3; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--rtol") rtol = std::atof(argv[i + 1]);
+    else if (flag == "--atol") atol = std::atof(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "compare_tensors: unknown flag %s\n", argv[i]);
+      return 2;
+    }
+  }
+  auto got = read_array(argv[1]);
+  auto want = read_array(argv[2]);
+  for (const auto* a : {&got, &want}) {
+    if (!a->ok()) {
+      std::fprintf(stderr, "compare_tensors: %s\n", a->status().message().c_str());
+      return 2;
+    }
+  }
+  nlohmann::json out = {{"ok", false}, {"reason", ""}, {"max_abs", 0.0}, {"max_rel", 0.0}, {"elements", want->element_count()}};
+  const bool f16 = got->dtype == "f2" || want->dtype == "f2";
+  if (got->shape != want->shape) {
+    out["reason"] = "shape " + nlohmann::json(got->shape).dump() + " != " + nlohmann::json(want->shape).dump();
+  } else if (f16) {
+    out["reason"] = "float16 is not compared";
+  } else {
+    const std::vector<double> g = values_of(*got), w = values_of(*want);
+    bool ok = true;
+    double max_abs = 0, max_rel = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (std::isnan(g[i]) && std::isnan(w[i])) continue;
+      if (std::isinf(w[i]) && g[i] == w[i]) continue;
+      const double err = std::abs(g[i] - w[i]);
+      if (!(err <= atol + rtol * std::abs(w[i]))) ok = false;
+      if (!std::isnan(err)) {
+        max_abs = std::max(max_abs, err);
+        max_rel = std::max(max_rel, err / std::max(std::abs(w[i]), 1e-30));
+      } else {
+        max_abs = INFINITY;
+      }
+    }
+    out["ok"] = ok;
+    out["max_abs"] = max_abs;
+    out["max_rel"] = max_rel;
+    if (!ok) out["reason"] = "values differ";
+  }
+  std::printf("%s\n", out.dump().c_str());
+  return out["ok"].get<bool>() ? 0 : 1;
+}
