@@ -120,6 +120,19 @@ StatusOr<int> OnnxImportContext::add_op(ir::OpKind kind, std::vector<int> inputs
   return m_graph.op(op).outputs[0];
 }
 
+StatusOr<int> OnnxImportContext::reshape(int value, std::vector<int64_t> shape, const std::string& suffix) {
+  if (this->shape(value) == shape) return value;
+  ir::OpAttrs attrs;
+  attrs.shape = std::move(shape);
+  return add_op(ir::OpKind::kReshape, {value}, attrs, suffix);
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
 const onnx::AttributeProto* OnnxImportContext::attribute(std::string_view name) const {
   for (const auto& a : m_node->attribute()) {
     if (a.name() == name) return &a;

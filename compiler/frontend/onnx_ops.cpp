@@ -13,21 +13,6 @@ namespace {
 
 using ir::OpKind;
 
-const std::vector<int64_t>& shape_of(OnnxImportContext& ctx, int value) { return ctx.graph().value(value).type.shape; }
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
-  return out + "]";
-}
-
-StatusOr<int> reshape(OnnxImportContext& ctx, int value, std::vector<int64_t> shape, const std::string& suffix = "") {
-  if (shape_of(ctx, value) == shape) return value;
-  ir::OpAttrs attrs;
-  attrs.shape = std::move(shape);
-  return ctx.add_op(OpKind::kReshape, {value}, attrs, suffix);
-}
-
 Status unary(OnnxImportContext& ctx, OpKind kind) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x}));
@@ -67,7 +52,7 @@ Status convert_dropout(OnnxImportContext& ctx) {
 // [d0..dn) → [prod(d0..d_axis), prod(d_axis..dn)].
 Status convert_flatten(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
-  const auto& shape = shape_of(ctx, x);
+  const auto& shape = ctx.shape(x);
   const int64_t rank = static_cast<int64_t>(shape.size());
   int64_t axis = ctx.int_attr("axis", 1);
   if (axis < 0) axis += rank;
@@ -77,7 +62,7 @@ Status convert_flatten(OnnxImportContext& ctx) {
   }
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= shape[static_cast<size_t>(i)];
-  IPU_ASSIGN_OR_RETURN(int y, reshape(ctx, x, {outer, inner}));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, {outer, inner}));
   ctx.set_output(0, y);
   return Status();
 }
@@ -87,7 +72,7 @@ Status convert_flatten(OnnxImportContext& ctx) {
 Status convert_reshape(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> target, ctx.int_constant_input(1));
-  const auto& in = shape_of(ctx, x);
+  const auto& in = ctx.shape(x);
   const bool allow_zero = ctx.int_attr("allowzero", 0) != 0;
   const int64_t elements = ctx.graph().value(x).type.elements();
   int64_t known = 1;
@@ -117,22 +102,22 @@ Status convert_reshape(OnnxImportContext& ctx) {
     return invalid_argument("cannot reshape " + shape_text(in) + " (" + std::to_string(elements) + " elements) to " +
                             shape_text(target));
   }
-  IPU_ASSIGN_OR_RETURN(int y, reshape(ctx, x, target));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, target));
   ctx.set_output(0, y);
   return Status();
 }
 
 // y = bias_add(x, b) for b of shape [N] or [1, N] against x of shape [M, N].
 StatusOr<int> add_bias(OnnxImportContext& ctx, int x, int b) {
-  const auto& xs = shape_of(ctx, x);
-  const auto& bs = shape_of(ctx, b);
+  const auto& xs = ctx.shape(x);
+  const auto& bs = ctx.shape(b);
   const int64_t n = xs.empty() ? -1 : xs.back();
   const bool row = (bs.size() == 1 && bs[0] == n) || (bs.size() == 2 && bs[0] == 1 && bs[1] == n);
   if (xs.size() != 2 || !row) {
     return unsupported("adding " + shape_text(bs) + " to " + shape_text(xs) +
                        ": only a bias of shape [N] or [1,N] added to [M,N] is supported");
   }
-  IPU_ASSIGN_OR_RETURN(int bias, reshape(ctx, b, {n}, "/bias_shape"));
+  IPU_ASSIGN_OR_RETURN(int bias, ctx.reshape(b, {n}, "/bias_shape"));
   return ctx.add_op(OpKind::kBiasAdd, {x, bias}, {}, "/bias_add");
 }
 
@@ -157,8 +142,8 @@ Status convert_gemm(OnnxImportContext& ctx) {
 Status convert_matmul(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
-  if (shape_of(ctx, a).size() != 2 || shape_of(ctx, b).size() != 2) {
-    return unsupported("MatMul of " + shape_text(shape_of(ctx, a)) + " and " + shape_text(shape_of(ctx, b)) +
+  if (ctx.shape(a).size() != 2 || ctx.shape(b).size() != 2) {
+    return unsupported("MatMul of " + shape_text(ctx.shape(a)) + " and " + shape_text(ctx.shape(b)) +
                        ": only rank-2 operands are supported");
   }
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kMatMul, {a, b}));
@@ -170,7 +155,7 @@ Status convert_matmul(OnnxImportContext& ctx) {
 Status convert_add(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
-  if (shape_of(ctx, a).size() < shape_of(ctx, b).size()) std::swap(a, b);
+  if (ctx.shape(a).size() < ctx.shape(b).size()) std::swap(a, b);
   IPU_ASSIGN_OR_RETURN(int y, add_bias(ctx, a, b));
   ctx.set_output(0, y);
   return Status();
@@ -180,12 +165,12 @@ Status convert_add(OnnxImportContext& ctx) {
 // for a rank-2 input with axis 1 is the same).
 Status convert_softmax(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
-  const int64_t rank = static_cast<int64_t>(shape_of(ctx, x).size());
+  const int64_t rank = static_cast<int64_t>(ctx.shape(x).size());
   int64_t axis = ctx.int_attr("axis", ctx.version() >= 13 ? -1 : 1);
   if (axis < 0) axis += rank;
   if (rank != 2 || axis != 1) {
     return unsupported("Softmax over axis " + std::to_string(ctx.int_attr("axis", ctx.version() >= 13 ? -1 : 1)) +
-                       " of " + shape_text(shape_of(ctx, x)) + ": only the last axis of a rank-2 input is supported");
+                       " of " + shape_text(ctx.shape(x)) + ": only the last axis of a rank-2 input is supported");
   }
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kSoftmax, {x}));
   ctx.set_output(0, y);
@@ -219,8 +204,8 @@ Status convert_constant(OnnxImportContext& ctx) {
 
 }  // namespace
 
-const std::vector<OnnxOpDef>& onnx_ops() {
-  static const std::vector<OnnxOpDef> ops = {
+std::vector<OnnxOpDef> core_onnx_ops() {
+  return {
       {"Add", {7, 13, 14}, {}, convert_add},
       {"Constant", {9, 11, 12, 13}, {"value", "value_float", "value_floats", "value_int", "value_ints"}, convert_constant},
       {"Dropout", {7, 10, 12, 13}, {"ratio", "seed"}, convert_dropout},
@@ -234,6 +219,17 @@ const std::vector<OnnxOpDef>& onnx_ops() {
       {"Softmax", {1, 11, 13}, {"axis"}, convert_softmax},
       {"Tanh", {6, 13}, {}, convert_tanh},
   };
+}
+
+const std::vector<OnnxOpDef>& onnx_ops() {
+  static const std::vector<OnnxOpDef> ops = [] {
+    std::vector<OnnxOpDef> all;
+    for (auto family : {core_onnx_ops}) {
+      std::vector<OnnxOpDef> defs = family();
+      all.insert(all.end(), defs.begin(), defs.end());
+    }
+    return all;
+  }();
   return ops;
 }
 

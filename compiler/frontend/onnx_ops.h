@@ -51,6 +51,9 @@ class OnnxImportContext {
   void set_constant_output(int index, data::NpyArray value);
   // Adds an IR op on this node's stage, named after the node (plus `suffix`).
   StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {}, const std::string& suffix = "");
+  // `value` reshaped (a Reshape op unless the shape is already `shape`).
+  StatusOr<int> reshape(int value, std::vector<int64_t> shape, const std::string& suffix = "");
+  const std::vector<int64_t>& shape(int value) const { return m_graph.value(value).type.shape; }
 
   // Attributes, with ONNX defaults.
   const onnx::AttributeProto* attribute(std::string_view name) const;
@@ -87,6 +90,9 @@ class OnnxImportContext {
 
 using OnnxConvertFn = Status (*)(OnnxImportContext& context);
 
+// "[2,3]", for messages.
+std::string shape_text(const std::vector<int64_t>& shape);
+
 struct OnnxOpDef {
   std::string_view op_type;
   std::vector<int> versions;               // since_versions implemented, ascending
@@ -96,6 +102,9 @@ struct OnnxOpDef {
 
 // The entry for `op_type`, or null.
 const OnnxOpDef* find_onnx_op(std::string_view op_type);
+// Every entry: the families below, each defined in its own onnx_ops_*.cpp file (core: in
+// onnx_ops.cpp).
 const std::vector<OnnxOpDef>& onnx_ops();
+std::vector<OnnxOpDef> core_onnx_ops();
 
 }  // namespace ipu::frontend

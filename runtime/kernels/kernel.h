@@ -17,9 +17,9 @@ using format::ActivationKind;
 using format::Codelet;
 using format::kActivationKindCount;
 
-inline constexpr size_t kMaxOperands = 4;
-inline constexpr size_t kMaxParams = 12;
-inline constexpr size_t kMaxFloatParams = 4;
+inline constexpr size_t kMaxOperands = 6;
+inline constexpr size_t kMaxParams = 48;
+inline constexpr size_t kMaxFloatParams = 8;
 
 // A vertex resolved against the device's tensor storage, ready to run. Parameters are held by
 // value so the engine can coalesce adjacent vertices into one host task (see try_merge).

@@ -7,7 +7,7 @@ namespace ipu::kernels {
 const KernelDef* find_kernel(uint32_t codelet_id) {
   // One entry per codelet, indexed by id; filled once.
   static const auto table = [] {
-    std::array<const KernelDef*, 64> t{};
+    std::array<const KernelDef*, 128> t{};
     for (const KernelDef* def :
          {&matmul_kernel(), &bias_add_kernel(), &activation_kernel(), &activation_grad_kernel(), &softmax_kernel(),
           &softmax_grad_kernel(), &sparse_cross_entropy_kernel(), &sparse_cross_entropy_grad_kernel(),
