@@ -10,6 +10,7 @@
 #include "runtime/engine/engine.h"
 #include "runtime/format/codelet.h"
 #include "runtime/format/verifier.h"
+#include "runtime/kernels/kernel.h"
 
 namespace {
 
@@ -448,17 +449,17 @@ TEST_CASE("engine load: operand and parameter counts") {
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->clear_params(); }, "got 0 and 0");
   expect_vertex_rejected(
       [](Executable& e) {
-        for (int i = 0; i < 3; ++i) the_vertex(e)->add_operands(0);
+        for (size_t i = 0; i <= ipu::kernels::kMaxOperands; ++i) the_vertex(e)->add_operands(0);
       },
       "too many operands or parameters");
   expect_vertex_rejected(
       [](Executable& e) {
-        for (int i = 0; i < 10; ++i) the_vertex(e)->add_params(0);
+        for (size_t i = 0; i <= ipu::kernels::kMaxParams; ++i) the_vertex(e)->add_params(0);
       },
       "too many operands or parameters");
   expect_vertex_rejected(
       [](Executable& e) {
-        for (int i = 0; i < 5; ++i) the_vertex(e)->add_fparams(0);
+        for (size_t i = 0; i <= ipu::kernels::kMaxFloatParams; ++i) the_vertex(e)->add_fparams(0);
       },
       "too many operands or parameters");
 }
