@@ -10,6 +10,7 @@
 #include "cli/json_output.h"
 #include "cli/progress_bar.h"
 #include "cli/resolve_executable.h"
+#include "cli/onnx_export.h"
 #include "cli/run_io.h"
 #include "runtime/base/file_io.h"
 #include "runtime/data/dataset.h"
@@ -36,6 +37,7 @@ struct RunFlags {
   uint64_t seed = 0;
   std::string history;
   std::string save_weights;
+  std::string export_onnx;
   std::string step_log;
   // predict
   std::vector<std::string> inputs;
@@ -108,6 +110,16 @@ int run_train(const RunFlags& f) {
   if (!f.save_weights.empty()) {
     Status saved = loaded.session->save_weights(f.save_weights);
     if (!saved.ok()) return fail(kTool, saved, kExitIoError);
+  }
+  if (!f.export_onnx.empty()) {
+    Status exported = export_onnx(loaded.session->executable(), loaded.session->named_weights(), f.export_onnx);
+    if (!exported.ok()) {
+      // Asking a JSON-spec executable for ONNX is a usage error; a damaged stored model is a bad executable.
+      const int code = exported.code() == StatusCode::kIoError              ? kExitIoError
+                       : exported.code() == StatusCode::kFailedPrecondition ? kExitUsage
+                                                                             : kExitBadExecutable;
+      return fail(kTool, exported, code);
+    }
   }
   nlohmann::json epochs = nlohmann::json::array();
   for (const auto& r : *results) epochs.push_back(epoch_json(r));
@@ -281,6 +293,8 @@ int main(int argc, char** argv) {
   train->add_option("--history", flags.history, "Write per-epoch loss and accuracy as JSON");
   train->add_option("--step-log", flags.step_log, "Write every step's loss as JSON");
   train->add_option("--save-weights", flags.save_weights, "Write the trained weights to this checkpoint directory");
+  train->add_option("--export-onnx", flags.export_onnx,
+                    "Write the ONNX model the executable was compiled from, with the trained weights");
 
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate loss and accuracy (Keras evaluate)");
   add_common(evaluate, flags);

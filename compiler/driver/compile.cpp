@@ -167,6 +167,7 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   format::Executable& exe = result.executable;
   exe.set_format_version(format::kFormatVersion);
   exe.set_model_name(forward.name);
+  exe.set_source_onnx(forward.source_onnx);
   exe.set_mode(options.mode == Mode::kTrain ? "train" : "infer");
   const auto& scores_shape = forward.graph.value(forward.scores()).type.shape;
   exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);

@@ -22,6 +22,7 @@ struct ForwardGraph {
   std::vector<ModelIo> outputs;  // in the model's order; the loss reads outputs[0]
   int num_stages = 1;
   std::string name;  // the model's name, recorded in the executable
+  std::string source_onnx;  // ONNX models: the ModelProto without its weights' data
 
   int features() const { return inputs.at(0).value; }
   int scores() const { return outputs.at(0).value; }

@@ -333,6 +333,14 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     result.outputs.push_back(std::move(io));
   }
   if (!problems.empty()) return problems.status();
+  // Keep the model without the weights' data (the executable holds those) for --export-onnx.
+  for (auto& init : *model.mutable_graph()->mutable_initializer()) {
+    if (ctx.is_weight(init.name())) {
+      init.clear_raw_data();
+      init.clear_float_data();
+    }
+  }
+  result.source_onnx = model.SerializeAsString();
   return result;
 }
 

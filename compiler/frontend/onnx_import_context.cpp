@@ -162,6 +162,11 @@ std::optional<int> OnnxImportContext::value_of(const std::string& name) const {
   return found->second;
 }
 
+bool OnnxImportContext::is_weight(const std::string& name) const {
+  auto found = m_values.find(name);
+  return found != m_values.end() && m_graph.value(found->second).role == ir::Role::kWeight;
+}
+
 bool OnnxImportContext::is_known(const std::string& name) const {
   return m_values.count(name) || m_initializers.count(name) || m_constants.count(name);
 }

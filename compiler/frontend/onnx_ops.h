@@ -67,6 +67,8 @@ class OnnxImportContext {
   void bind(const std::string& name, int value) { m_values[name] = value; }
   std::optional<int> value_of(const std::string& name) const;
   bool is_known(const std::string& name) const;
+  // True if the initializer `name` became a weight.
+  bool is_weight(const std::string& name) const;
   // The IR value of a graph output (a constant one gets a constant tensor).
   StatusOr<int> output_value(const std::string& name);
   // The host dtype of a named value: that of its constant, else "f4".

@@ -436,7 +436,9 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   return r;
 }
 
-Status Session::save_weights(const std::string& dir) const {
+Status Session::save_weights(const std::string& dir) const { return write_checkpoint(dir, named_weights()); }
+
+std::map<std::string, NamedTensor> Session::named_weights() const {
   const format::Executable& exe = m_impl->engine->executable();
   std::map<std::string, NamedTensor> tensors;
   for (const auto& [index, bytes] : m_impl->host_state) {
@@ -447,7 +449,7 @@ Status Session::save_weights(const std::string& dir) const {
     std::memcpy(named.values.data(), bytes.data(), bytes.size());
     tensors[t.name()] = std::move(named);
   }
-  return write_checkpoint(dir, tensors);
+  return tensors;
 }
 
 Status Session::load_weights(const std::string& dir) {

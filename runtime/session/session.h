@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "runtime/data/npy.h"
 #include "runtime/engine/engine.h"
 #include "runtime/format/executable.pb.h"
+#include "runtime/session/checkpoint.h"
 
 namespace ipu::session {
 
@@ -95,6 +97,8 @@ class Session {
   // Checkpoints: a directory with one .npy per weight and optimizer state tensor plus
   // index.json. Loading checks every name, dtype and shape against the executable.
   Status save_weights(const std::string& dir) const;
+  // The host copy of every weight and optimizer state tensor, by tensor name.
+  std::map<std::string, NamedTensor> named_weights() const;
   Status load_weights(const std::string& dir);
 
  private:
