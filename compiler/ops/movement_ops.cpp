@@ -72,9 +72,36 @@ std::optional<std::vector<int64_t>> permutation_of(const Op& op, const std::vect
   return perm;
 }
 
+// The inverse of a slice with steps ±1 (Slice, Split): output axis k reads input axis k from
+// start_k forwards or backwards, so dX is dY put back at the slice's place and 0 elsewhere: a
+// StridedCopy of dY with a box. The starts come from the offset, which a slice keeps inside the
+// input, so its mixed-radix digits are unique.
+std::optional<OpAttrs> slice_inverse(const Op& op, const std::vector<int64_t>& in) {
+  if (!op.attrs.lower.empty() || op.attrs.shape.size() != in.size() || op.attrs.offset < 0) return std::nullopt;
+  const std::vector<int64_t> in_strides = row_major_strides(in);
+  const std::vector<int64_t> out_strides = row_major_strides(op.attrs.shape);
+  OpAttrs back;
+  back.shape = in;
+  int64_t rest = op.attrs.offset;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t start = rest / in_strides[k], n = op.attrs.shape[k];
+    rest %= in_strides[k];
+    int64_t sign = 0;
+    if (op.attrs.strides[k] == in_strides[k] || n == 1) sign = 1;
+    if (op.attrs.strides[k] == -in_strides[k] && n > 1) sign = -1;
+    if (sign == 0 || start >= in[k]) return std::nullopt;
+    // Input index i holds output index sign·(i − start).
+    back.strides.push_back(sign * out_strides[k]);
+    back.offset -= sign * start * out_strides[k];
+    back.lower.push_back(sign > 0 ? start : start - n + 1);
+    back.upper.push_back(sign > 0 ? start + n : start + 1);
+  }
+  return back;
+}
+
 // Gradients of the invertible forms: a permutation (Transpose) copies back; a broadcast
-// (Expand) sums over the broadcast axes. Other views (slices, pads, tiles) need a scatter-add,
-// which is not implemented.
+// (Expand) sums over the broadcast axes; a slice with steps ±1 pads back with zeros. Other
+// views (steps beyond 1, pads, tiles) need a scatter-add, which is not implemented.
 Status grad_strided_copy(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
@@ -94,7 +121,11 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
     IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, back, "/grad"));
     return ctx.add_gradient(x, dx);
   }
-  return unsupported("the gradient of a slice, pad or tile is not implemented");
+  if (auto back = slice_inverse(op, in)) {
+    IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, *back, "/grad"));
+    return ctx.add_gradient(x, dx);
+  }
+  return unsupported("the gradient of a strided slice, pad or tile is not implemented");
 }
 
 Status lower_strided_copy(LowerContext& ctx, const Op& op) {

@@ -189,6 +189,24 @@ TEST_CASE("gradients through LayerNormalization, attention, Concat and reduction
   check_gradients(attention_model(), onnx_training_options(), {"scale", "bias", "wq", "wo"});
 }
 
+TEST_CASE("gradients of Slice (forwards and backwards) and Split match finite differences") {
+  // h = Slice(x·w, 1:5) ++ Slice(x·w, ::-1)[1:] (reversed), and Split halves scaled apart.
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("w", {6}, wave(6, 0.8f, 0.5f));
+  b.floats("wo", {15, 4}, wave(60, 0.6f, 0.1f));
+  b.ints("starts", {1}).ints("ends", {5}).ints("rstarts", {4}).ints("rends", {-100}).ints("axes", {1});
+  b.ints("rsteps", {-1}).ints("halves", {3, 3});
+  b.node("Mul", "xw", {"x", "w"}, {"xw"});
+  b.node("Slice", "mid", {"xw", "starts", "ends", "axes"}, {"mid"});
+  b.node("Slice", "rev", {"xw", "rstarts", "rends", "axes", "rsteps"}, {"rev"});
+  OnnxBuilder::int_attr(b.node("Split", "split", {"xw", "halves"}, {"lo", "hi"}), "axis", 1);
+  b.node("Sigmoid", "squash", {"hi"}, {"hs"});
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"mid", "rev", "lo", "hs"}, {"h"}), "axis", 1);
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
+}
+
 TEST_CASE("a value read by several ops gets the sum of their gradients") {
   // y = x·w + x·w·w: dy/dw sums two paths through the shared w (and the shared product).
   OnnxBuilder b(13);
