@@ -257,6 +257,8 @@ Status validate_block_copy(const format::Vertex& v, const std::vector<OperandInf
   IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(2)}, ops[1].elements, "Y"));
+  // y_col is bounded before the sum so that a hostile value cannot overflow it.
+  IPU_RETURN_IF_ERROR(expect_range(v.params(3), v.params(3), v.params(2), "column"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(3), v.params(3) + v.params(1), v.params(2), "column"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(4), v.params(5), v.params(0), "row"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");

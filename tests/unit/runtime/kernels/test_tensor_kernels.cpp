@@ -205,6 +205,7 @@ TEST_CASE("tensor kernels: BlockCopy places a Concat input into its columns") {
   kernel(Codelet::kBlockCopy).run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 2}));
   CHECK(y == std::vector<float>{0, 1, 2, 0, 3, 4});
   CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, 2, 0, 2}).ok());
+  CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, INT64_MAX, 0, 2}).ok());
 }
 
 TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over strided axes") {
