@@ -60,11 +60,63 @@ std::string versions_text(const std::vector<int>& versions) {
   return out;
 }
 
+// Schema versions released after the ONNX this build's libonnx implements (1.12: opset 17), for
+// the ops of the converter table. Without them a model of a newer opset would be read with the
+// newest schema libonnx knows, whose semantics may differ (ReduceMean-18 takes its axes as an
+// input, Split-18 has num_outputs). Versions that only add element types are listed too.
+const std::map<std::string_view, std::vector<int>>& later_versions() {
+  static const std::map<std::string_view, std::vector<int>> table = {
+      {"AveragePool", {19, 22}},
+      {"Cast", {19, 21, 23, 24, 25}},
+      {"Constant", {19, 21, 23, 24, 25}},
+      {"ConstantOfShape", {20, 21, 23, 24, 25}},
+      {"Conv", {22}},
+      {"Dropout", {22}},
+      {"Elu", {22}},
+      {"Equal", {19}},
+      {"Flatten", {21, 23, 24, 25}},
+      {"Gelu", {20}},
+      {"GlobalAveragePool", {22}},
+      {"HardSigmoid", {22}},
+      {"Identity", {19, 21, 23, 24, 25}},
+      {"MaxPool", {22}},
+      {"NegativeLogLikelihoodLoss", {22}},
+      {"Pad", {18, 19, 21, 23, 24, 25}},
+      {"ReduceMax", {18, 20}},
+      {"ReduceMean", {18}},
+      {"ReduceMin", {18, 20}},
+      {"ReduceProd", {18}},
+      {"Reshape", {19, 21, 23, 24, 25}},
+      {"Selu", {22}},
+      {"Shape", {19, 21, 23, 24, 25}},
+      {"Size", {19, 21, 23, 24, 25}},
+      {"Softplus", {22}},
+      {"Split", {18}},
+      {"Squeeze", {21, 23, 24, 25}},
+      {"Transpose", {21, 23, 24, 25}},
+      {"Unsqueeze", {21, 23, 24, 25}},
+  };
+  return table;
+}
+
+// The highest ai.onnx opset libonnx has schemas for.
+int newest_known_opset() {
+  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
+}
+
 // The schema version of `op_type` in effect at `opset`, or an error.
 StatusOr<int> schema_version(const std::string& op_type, int opset, const OnnxOpDef& def) {
   const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op_type, opset, "");
-  if (!schema) return invalid_argument("op " + op_type + " does not exist in opset " + std::to_string(opset));
-  const int version = schema->since_version();
+  int version = schema ? schema->since_version() : -1;
+  if (opset > newest_known_opset()) {
+    auto later = later_versions().find(op_type);
+    if (later != later_versions().end()) {
+      for (int v : later->second) {
+        if (v <= opset) version = std::max(version, v);
+      }
+    }
+  }
+  if (version < 0) return invalid_argument("op " + op_type + " does not exist in opset " + std::to_string(opset));
   if (std::find(def.versions.begin(), def.versions.end(), version) == def.versions.end()) {
     return unsupported("version " + std::to_string(version) + " of " + op_type + " (opset " + std::to_string(opset) +
                        ") is not supported; supported versions: " + versions_text(def.versions));
@@ -293,7 +345,7 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
       problems.add("", io.status());
       continue;
     }
-    ctx.bind(io->name, io->value);
+    ctx.bind(io->name, io->value, io->dtype);
     result.inputs.push_back(std::move(*io));
   }
   if (result.inputs.empty() && problems.empty()) problems.add("", unsupported("the graph has no inputs"));

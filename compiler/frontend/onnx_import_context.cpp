@@ -82,9 +82,12 @@ StatusOr<int> OnnxImportContext::output_value(const std::string& name) {
 }
 
 std::string OnnxImportContext::host_dtype_of(const std::string& name) const {
-  auto constant = m_constants.find(name);
-  return constant == m_constants.end() ? "f4" : constant->second.dtype;
+  if (auto constant = m_constants.find(name); constant != m_constants.end()) return constant->second.dtype;
+  auto recorded = m_dtypes.find(name);
+  return recorded == m_dtypes.end() ? "f4" : recorded->second;
 }
+
+std::string OnnxImportContext::input_dtype(int index) const { return host_dtype_of(input_name(index)); }
 
 const data::NpyArray* OnnxImportContext::constant_input(int index) const {
   auto found = m_constants.find(input_name(index));
@@ -105,8 +108,11 @@ StatusOr<std::vector<int64_t>> OnnxImportContext::int_constant_input(int index) 
   return out;
 }
 
-void OnnxImportContext::set_output(int index, int value) {
-  if (index < m_node->output_size() && !m_node->output(index).empty()) m_values[m_node->output(index)] = value;
+void OnnxImportContext::set_output(int index, int value, const std::string& dtype) {
+  if (index < m_node->output_size() && !m_node->output(index).empty()) {
+    m_values[m_node->output(index)] = value;
+    m_dtypes[m_node->output(index)] = dtype;
+  }
 }
 
 void OnnxImportContext::set_constant_output(int index, data::NpyArray value) {

@@ -46,8 +46,13 @@ class OnnxImportContext {
   // The same constant as int64 values (from any integer dtype), or an error naming the input.
   StatusOr<std::vector<int64_t>> int_constant_input(int index) const;
 
-  // Binds output `index` of the node to an IR value / to a compile-time constant.
-  void set_output(int index, int value);
+  // The host dtype ("f4", "i8", "i4", "b1", ...) of input `index`: declared for graph inputs,
+  // that of the array for constants, recorded by the producing converter otherwise.
+  std::string input_dtype(int index) const;
+
+  // Binds output `index` of the node to an IR value (holding values of host dtype `dtype`) / to
+  // a compile-time constant.
+  void set_output(int index, int value, const std::string& dtype = "f4");
   void set_constant_output(int index, data::NpyArray value);
   // Adds an IR op on this node's stage, named after the node (plus `suffix`).
   StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {}, const std::string& suffix = "");
@@ -64,7 +69,10 @@ class OnnxImportContext {
   // Import-wide tables.
   void add_initializer(const std::string& name, data::NpyArray value) { m_initializers[name] = std::move(value); }
   void add_constant(const std::string& name, data::NpyArray value) { m_constants[name] = std::move(value); }
-  void bind(const std::string& name, int value) { m_values[name] = value; }
+  void bind(const std::string& name, int value, const std::string& dtype) {
+    m_values[name] = value;
+    m_dtypes[name] = dtype;
+  }
   std::optional<int> value_of(const std::string& name) const;
   bool is_known(const std::string& name) const;
   // True if the initializer `name` became a weight.
@@ -87,6 +95,7 @@ class OnnxImportContext {
   std::map<std::string, int> m_values;                 // ONNX name → IR value
   std::map<std::string, data::NpyArray> m_initializers;  // float initializers not yet used
   std::map<std::string, data::NpyArray> m_constants;     // compile-time constants
+  std::map<std::string, std::string> m_dtypes;           // host dtype of each value (default "f4")
   passes::StageCopies m_stage_copies;
 };
 
@@ -108,5 +117,11 @@ const OnnxOpDef* find_onnx_op(std::string_view op_type);
 // onnx_ops.cpp).
 const std::vector<OnnxOpDef>& onnx_ops();
 std::vector<OnnxOpDef> core_onnx_ops();
+// Generic tensor ops: elementwise and broadcasting (onnx_ops_elementwise.cpp), data movement and
+// shapes (onnx_ops_shape.cpp), reductions, softmax, normalization and matrix products
+// (onnx_ops_reduce.cpp).
+std::vector<OnnxOpDef> elementwise_onnx_ops();
+std::vector<OnnxOpDef> shape_onnx_ops();
+std::vector<OnnxOpDef> reduce_onnx_ops();
 
 }  // namespace ipu::frontend

@@ -53,7 +53,17 @@ struct OpAttrs {
   float momentum = 0.0f;
   float gradient_scale = 1.0f;  // SgdUpdate: the gradient is multiplied by this first
   bool clear_gradient = false;  // SgdUpdate: the gradient is an accumulator, zeroed after use
-  std::vector<int64_t> shape;  // Reshape target
+  std::vector<int64_t> shape;  // Reshape target; StridedCopy output shape
+  // Generic tensor ops (compiler/ops/{elementwise,movement,reduce}_ops.cpp).
+  int64_t kind = 0;            // format::UnaryKind / BinaryKind / ReduceKind / SoftmaxKind
+  float alpha = 0.0f;          // Unary parameters; StridedCopy fill value
+  float beta = 0.0f;
+  int64_t axis = 0;            // Concat, Gather
+  int64_t offset = 0;          // StridedCopy: input element of output index 0
+  std::vector<int64_t> axes;   // Reduce: reduced axes, ascending
+  bool keep_dims = false;      // Reduce
+  std::vector<int64_t> strides;  // StridedCopy: input stride per output axis
+  std::vector<int64_t> lower, upper;  // StridedCopy: the box of output indices read (else fill)
 };
 
 struct Op {

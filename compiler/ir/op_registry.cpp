@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdlib>
 
+#include "runtime/format/tensor_kinds.h"
+
 namespace ipu::ir {
 
 const OpDef& op_def(OpKind kind) {
@@ -16,7 +18,10 @@ const OpDef& op_def(OpKind kind) {
     for (const OpDef* def : {&matmul_op(), &bias_add_op(), &relu_op(), &sigmoid_op(), &tanh_op(), &softmax_op(),
                              &activation_grad_op(), &softmax_grad_op(), &reshape_op(), &sparse_cross_entropy_op(),
                              &sparse_cross_entropy_grad_op(), &count_correct_op(), &column_sum_op(),
-                             &sgd_update_op(), &accumulate_grad_op(), &stage_copy_op()}) {
+                             &sgd_update_op(), &accumulate_grad_op(), &stage_copy_op(),
+                             // Generic tensor ops.
+                             &unary_op(), &binary_op(), &where_op(), &strided_copy_op(), &concat_op(),
+                             &gather_op(), &reduce_op(), &axis_softmax_op(), &batch_matmul_op()}) {
       t[static_cast<size_t>(def->kind)] = def;
     }
     for (const OpDef* def : t) {
@@ -37,10 +42,24 @@ bool GradContext::needs_gradient(int value) const {
 
 Status GradContext::add_gradient(int value, int gradient) {
   if (static_cast<size_t>(value) >= m_gradients.size()) m_gradients.resize(static_cast<size_t>(value) + 1, -1);
-  if (m_gradients[static_cast<size_t>(value)] != -1) {
-    return unsupported("value '" + m_graph.value(value).name + "' is used by several layers; training such graphs is not supported yet");
+  int& slot = m_gradients[static_cast<size_t>(value)];
+  if (slot == -1) {
+    slot = gradient;
+    return Status();
   }
-  m_gradients[static_cast<size_t>(value)] = gradient;
+  // A value read by several ops (fan-out): its gradient is the sum of the contributions. Every
+  // consumer's rule runs before the producer's (ops are visited newest first), so the sum is
+  // complete when the producer reads it.
+  if (m_graph.value(slot).type.shape != m_graph.value(gradient).type.shape) {
+    return invalid_argument("gradients of '" + m_graph.value(value).name + "' have different shapes " +
+                            m_graph.value(slot).type.to_string() + " and " + m_graph.value(gradient).type.to_string());
+  }
+  const int producer = m_graph.value(gradient).producer;
+  OpAttrs add;
+  add.kind = static_cast<int64_t>(format::BinaryKind::kAdd);
+  IPU_ASSIGN_OR_RETURN(int id, m_graph.add_op(OpKind::kBinary, m_graph.value(value).name + "/grad_sum", {slot, gradient},
+                                              add, Phase::kBackward, producer >= 0 ? m_graph.op(producer).stage : 0));
+  slot = m_graph.op(id).outputs[0];
   return Status();
 }
 

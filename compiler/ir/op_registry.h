@@ -22,8 +22,8 @@ class GradContext {
   // True if some weight's gradient flows through `value` (graph inputs need none).
   bool needs_gradient(int value) const;
   void set_needs_gradient(std::vector<bool> needs) { m_needs = std::move(needs); }
-  // Records `gradient` as d loss / d `value`. A second contribution is unsupported for now
-  // (no op of the JSON spec fans out yet).
+  // Records `gradient` as d loss / d `value`; a further contribution (the value fans out to
+  // several ops) is added to it by a Binary Add op.
   Status add_gradient(int value, int gradient);
 
  private:
@@ -65,5 +65,15 @@ const OpDef& column_sum_op();
 const OpDef& sgd_update_op();
 const OpDef& accumulate_grad_op();
 const OpDef& stage_copy_op();
+// Generic tensor ops (elementwise_ops.cpp, movement_ops.cpp, reduce_ops.cpp).
+const OpDef& unary_op();
+const OpDef& binary_op();
+const OpDef& where_op();
+const OpDef& strided_copy_op();
+const OpDef& concat_op();
+const OpDef& gather_op();
+const OpDef& reduce_op();
+const OpDef& axis_softmax_op();
+const OpDef& batch_matmul_op();
 
 }  // namespace ipu::ir

@@ -87,5 +87,15 @@ const KernelDef& count_correct_kernel();
 const KernelDef& column_sum_kernel();
 const KernelDef& sgd_momentum_kernel();
 const KernelDef& accumulate_kernel();
+// Generic tensor codelets (broadcast_kernels.cpp, reduce_kernels.cpp).
+const KernelDef& unary_kernel();
+const KernelDef& binary_kernel();
+const KernelDef& where_kernel();
+const KernelDef& strided_copy_kernel();
+const KernelDef& block_copy_kernel();
+const KernelDef& reduce_kernel();
+const KernelDef& axis_softmax_kernel();
+const KernelDef& batch_matmul_kernel();
+const KernelDef& gather_kernel();
 
 }  // namespace ipu::kernels

@@ -11,7 +11,10 @@ const KernelDef* find_kernel(uint32_t codelet_id) {
     for (const KernelDef* def :
          {&matmul_kernel(), &bias_add_kernel(), &activation_kernel(), &activation_grad_kernel(), &softmax_kernel(),
           &softmax_grad_kernel(), &sparse_cross_entropy_kernel(), &sparse_cross_entropy_grad_kernel(),
-          &count_correct_kernel(), &column_sum_kernel(), &sgd_momentum_kernel(), &accumulate_kernel()}) {
+          &count_correct_kernel(), &column_sum_kernel(), &sgd_momentum_kernel(), &accumulate_kernel(),
+          // Generic tensor codelets.
+          &unary_kernel(), &binary_kernel(), &where_kernel(), &strided_copy_kernel(), &block_copy_kernel(),
+          &reduce_kernel(), &axis_softmax_kernel(), &batch_matmul_kernel(), &gather_kernel()}) {
       t[static_cast<uint32_t>(def->codelet)] = def;
     }
     return t;

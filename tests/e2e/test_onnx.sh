@@ -27,6 +27,19 @@ test_mlp_matches_reference_output() {
   predict_reference mlp 4
 }
 
+# A transformer block (LayerNorm, attention with batched MatMuls, Softmax over the last of four
+# axes, exact GELU) exported by PyTorch at opset 14. Its reference comes from PyTorch's fused
+# float32 kernels (LayerNorm, GELU, softmax), so results agree to rounding: the largest error is
+# 6e-7 on outputs up to 4 (about 1 ulp at 1), which is a relative 1.2e-3 on the few outputs below
+# 1e-4 that are sums cancelling to near zero.
+test_transformer_matches_reference_output() {
+  need_peer_models
+  expect_exit 0 "$IPUCC" compile "$PEER_MODELS/transformer.onnx" --mode infer --batch-size 2 -o transformer.ipuexe
+  expect_exit 0 "$IPURUN" predict transformer.ipuexe --input "$PEER_MODELS/transformer.input.npy" --output out.npy
+  expect_exit 0 "$PYTHON" "$E2E_DATA" compare out.npy "$PEER_MODELS/transformer.output.npy"
+  expect_json "$STDOUT" 'd["shape_equal"] and d["max_abs"] <= 1e-6' "transformer reference output"
+}
+
 test_pipelined_mlp_reads_popart_stages_and_matches() {
   need_peer_models
   predict_reference mlp_pipelined 4

@@ -81,6 +81,20 @@ class OnnxBuilder {
     a->set_f(value);
   }
 
+  static void ints_attr(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a->add_ints(v);
+  }
+
+  static void string_attr(onnx::NodeProto& node, const std::string& name, const std::string& value) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(value);
+  }
+
   onnx::ModelProto& model() { return m_model; }
   std::string bytes() const { return m_model.SerializeAsString(); }
 

@@ -120,5 +120,105 @@ TEST_CASE("gradients of ONNX Gemm in every transpose form match finite differenc
   SUBCASE("transA") { check_gradients(gemm_trans_a_model(), options, {"w1", "w2", "b2"}); }
 }
 
+// Broadcasting binary ops, unary math and Where between weights of different shapes: each
+// weight's gradient is summed over the axes it was broadcast along.
+std::string broadcast_model() {
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("w1", {6}, wave(6, 0.8f, 0.1f));
+  b.floats("w2", {1, 6}, wave(6, 0.5f, 0.7f));
+  b.floats("w3", {6}, wave(6, 0.5f, 1.1f));
+  // Far from the other operand of Max, so finite differences never cross the kink.
+  b.floats("w4", {6}, {-5, 5, -5, 5, -5, 5});
+  b.floats("w5", {1}, {0.4f});
+  b.floats("w6", {6}, wave(6, 0.5f, 0.9f));
+  b.floats("w7", {6, 4}, wave(24, 0.6f, 0.3f));
+  b.floats("zero", {}, {0.0f});
+  b.node("Mul", "mul", {"x", "w1"}, {"a"});
+  b.node("Sub", "sub", {"a", "w2"}, {"b"});
+  b.node("Exp", "exp", {"w3"}, {"d"});
+  b.node("Div", "div", {"b", "d"}, {"c"});
+  b.node("Max", "max", {"c", "w4"}, {"e"});
+  b.node("Greater", "positive", {"x", "zero"}, {"mask"});
+  b.node("Sqrt", "sqrt", {"d"}, {"root"});
+  b.node("Where", "where", {"mask", "e", "root"}, {"f"});
+  b.node("Erf", "erf", {"f"}, {"g"});
+  b.node("Sigmoid", "sig", {"g"}, {"s"});
+  b.node("Pow", "pow", {"s", "w6"}, {"p"});
+  b.node("Mul", "scale", {"p", "w5"}, {"q"});
+  b.node("MatMul", "out", {"q", "w7"}, {"logits"});
+  return b.bytes();
+}
+
+// A transformer-like block: LayerNormalization (its output read by four ops), attention with
+// batched MatMuls of two activations, a softmax over the last of three axes, a residual, Concat,
+// ReduceMean and ReduceSum, LogSoftmax and Transpose.
+std::string attention_model() {
+  OnnxBuilder b(17);
+  b.input("x", {6}).output("logits");
+  b.ints("shape", {-1, 2, 3});
+  b.ints("axis1", {1});
+  b.floats("scale", {3}, wave(3, 0.5f, 0.2f));
+  b.floats("bias", {3}, wave(3, 0.3f, 0.6f));
+  b.floats("wq", {3, 3}, wave(9, 0.7f, 0.4f));
+  b.floats("wo", {6, 4}, wave(24, 0.6f, 0.8f));
+  b.node("Reshape", "view", {"x", "shape"}, {"r"});
+  b.node("LayerNormalization", "ln", {"r", "scale", "bias"}, {"n"});
+  b.node("MatMul", "q", {"n", "wq"}, {"q"});
+  OnnxBuilder::ints_attr(b.node("Transpose", "kt", {"n"}, {"kt"}), "perm", {0, 2, 1});
+  b.node("MatMul", "scores", {"q", "kt"}, {"scores"});
+  b.node("Softmax", "attend", {"scores"}, {"weights"});
+  b.node("MatMul", "mix", {"weights", "n"}, {"mixed"});
+  b.node("Add", "residual", {"mixed", "r"}, {"res"});
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"res", "n"}, {"cat"}), "axis", 2);
+  auto& mean = b.node("ReduceMean", "mean", {"cat"}, {"m"});
+  OnnxBuilder::ints_attr(mean, "axes", {1});
+  OnnxBuilder::int_attr(mean, "keepdims", 0);
+  OnnxBuilder::int_attr(b.node("ReduceSum", "sum", {"cat", "axis1"}, {"s"}), "keepdims", 0);
+  b.node("LogSoftmax", "logp", {"s"}, {"ls"});
+  b.node("Add", "combine", {"m", "ls"}, {"h"});
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  return b.bytes();
+}
+
+TEST_CASE("gradients of broadcasting elementwise ops match finite differences") {
+  check_gradients(broadcast_model(), onnx_training_options(), {"w1", "w2", "w3", "w4", "w5", "w6", "w7"});
+}
+
+TEST_CASE("gradients through LayerNormalization, attention, Concat and reductions match finite differences") {
+  check_gradients(attention_model(), onnx_training_options(), {"scale", "bias", "wq", "wo"});
+}
+
+TEST_CASE("gradients of Slice (forwards and backwards) and Split match finite differences") {
+  // h = Slice(x·w, 1:5) ++ Slice(x·w, ::-1)[1:] (reversed), and Split halves scaled apart.
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("w", {6}, wave(6, 0.8f, 0.5f));
+  b.floats("wo", {15, 4}, wave(60, 0.6f, 0.1f));
+  b.ints("starts", {1}).ints("ends", {5}).ints("rstarts", {4}).ints("rends", {-100}).ints("axes", {1});
+  b.ints("rsteps", {-1}).ints("halves", {3, 3});
+  b.node("Mul", "xw", {"x", "w"}, {"xw"});
+  b.node("Slice", "mid", {"xw", "starts", "ends", "axes"}, {"mid"});
+  b.node("Slice", "rev", {"xw", "rstarts", "rends", "axes", "rsteps"}, {"rev"});
+  OnnxBuilder::int_attr(b.node("Split", "split", {"xw", "halves"}, {"lo", "hi"}), "axis", 1);
+  b.node("Sigmoid", "squash", {"hi"}, {"hs"});
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"mid", "rev", "lo", "hs"}, {"h"}), "axis", 1);
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
+}
+
+TEST_CASE("a value read by several ops gets the sum of their gradients") {
+  // y = x·w + x·w·w: dy/dw sums two paths through the shared w (and the shared product).
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("w", {6}, wave(6, 0.8f, 0.5f));
+  b.floats("wo", {6, 4}, wave(24, 0.6f, 0.1f));
+  b.node("Mul", "xw", {"x", "w"}, {"xw"});
+  b.node("Mul", "xww", {"xw", "w"}, {"xww"});
+  b.node("Add", "sum", {"xw", "xww"}, {"h"});
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
+}
+
 }  // namespace
 }  // namespace ipu::testing

@@ -1,0 +1,300 @@
+// ONNX elementwise converters: unary math onto the Unary op (a kind and two float parameters),
+// numpy-broadcasting binary ops (and the variadic Sum, Mean, Max, Min as chains of them), Where,
+// Clip and Cast. Integer and bool tensors are exact floats on the device; an op whose integer
+// semantics would differ from float arithmetic (integer Div) is reported as unsupported.
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "compiler/frontend/onnx_tensor_helpers.h"
+
+namespace ipu::frontend {
+
+using format::BinaryKind;
+using format::UnaryKind;
+
+StatusOr<int64_t> normalize_axis(int64_t axis, int64_t rank, const std::string& what) {
+  if (axis < -rank || axis >= rank) {
+    return invalid_argument(what + " " + std::to_string(axis) + " is outside the rank " + std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+bool is_integer_dtype(const std::string& dtype) { return dtype != "f4"; }
+
+int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end && i < dims.size(); ++i) p *= dims[i];
+  return p;
+}
+
+StatusOr<int> add_unary(OnnxImportContext& ctx, int x, UnaryKind kind, float alpha, float beta,
+                        const std::string& suffix) {
+  ir::OpAttrs attrs;
+  attrs.kind = static_cast<int64_t>(kind);
+  attrs.alpha = alpha;
+  attrs.beta = beta;
+  return ctx.add_op(ir::OpKind::kUnary, {x}, attrs, suffix);
+}
+
+StatusOr<int> add_binary(OnnxImportContext& ctx, int a, int b, BinaryKind kind, const std::string& suffix) {
+  ir::OpAttrs attrs;
+  attrs.kind = static_cast<int64_t>(kind);
+  return ctx.add_op(ir::OpKind::kBinary, {a, b}, attrs, suffix);
+}
+
+StatusOr<int> add_strided_copy(OnnxImportContext& ctx, int x, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                               int64_t offset, const std::string& suffix) {
+  ir::OpAttrs attrs;
+  attrs.shape = std::move(shape);
+  attrs.strides = std::move(strides);
+  attrs.offset = offset;
+  return ctx.add_op(ir::OpKind::kStridedCopy, {x}, attrs, suffix);
+}
+
+Status check_not_empty(const std::vector<int64_t>& shape, const std::string& what) {
+  for (int64_t d : shape) {
+    if (d <= 0) return unsupported(what + " " + shape_text(shape) + " is empty; empty tensors are not supported");
+  }
+  return Status();
+}
+
+data::NpyArray make_i64_array(const std::vector<int64_t>& values, std::vector<int64_t> shape) {
+  data::NpyArray array;
+  array.dtype = "i8";
+  array.shape = std::move(shape);
+  array.data.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t));
+  return array;
+}
+
+namespace {
+
+// Unary math on float tensors (the kinds whose integer use ONNX does not define, or where
+// float arithmetic would differ, refuse integer inputs).
+template <UnaryKind K>
+Status convert_unary(OnnxImportContext& ctx) {
+  const std::string dtype = ctx.input_dtype(0);
+  const bool exact_on_integers = K == UnaryKind::kAbs || K == UnaryKind::kNeg || K == UnaryKind::kSign ||
+                                 K == UnaryKind::kNot;
+  if (is_integer_dtype(dtype) && !exact_on_integers) {
+    return unsupported(ctx.node().op_type() + " of dtype '" + dtype + "' is not supported (float32 only)");
+  }
+  float alpha = 0, beta = 0;
+  switch (K) {
+    case UnaryKind::kElu: alpha = ctx.float_attr("alpha", 1.0f); break;
+    case UnaryKind::kSelu:
+      alpha = ctx.float_attr("alpha", 1.67326319217681884765625f);
+      beta = ctx.float_attr("gamma", 1.05070102214813232421875f);
+      break;
+    case UnaryKind::kLeakyRelu: alpha = ctx.float_attr("alpha", 0.01f); break;
+    case UnaryKind::kHardSigmoid:
+      alpha = ctx.float_attr("alpha", 0.2f);
+      beta = ctx.float_attr("beta", 0.5f);
+      break;
+    default: break;
+  }
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int y, add_unary(ctx, x, K, alpha, beta));
+  ctx.set_output(0, y, dtype);
+  return Status();
+}
+
+Status convert_gelu(OnnxImportContext& ctx) {
+  std::string approximate = "none";
+  if (const onnx::AttributeProto* a = ctx.attribute("approximate")) approximate = a->s();
+  if (approximate != "none" && approximate != "tanh") {
+    return invalid_argument("approximate must be 'none' or 'tanh', got '" + approximate + "'");
+  }
+  if (is_integer_dtype(ctx.input_dtype(0))) return unsupported("Gelu of dtype '" + ctx.input_dtype(0) + "'");
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int y, add_unary(ctx, x, approximate == "tanh" ? UnaryKind::kGeluTanh : UnaryKind::kGelu));
+  ctx.set_output(0, y);
+  return Status();
+}
+
+// Float inputs, or integer ones where the float result is the exact integer result.
+template <BinaryKind K>
+Status convert_binary(OnnxImportContext& ctx) {
+  const std::string dtype = ctx.input_dtype(0);
+  if (K == BinaryKind::kDiv && is_integer_dtype(dtype)) {
+    return unsupported("Div of dtype '" + dtype + "' (integer division) is not supported");
+  }
+  IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
+  IPU_ASSIGN_OR_RETURN(int y, add_binary(ctx, a, b, K));
+  std::string out = dtype;
+  if (K >= BinaryKind::kEqual) out = "b1";
+  if (K == BinaryKind::kPow && is_integer_dtype(dtype)) {
+    // An integer base keeps its type; pow of small exact integers is exact, and a fractional
+    // result is truncated as integer arithmetic would.
+    IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, y, UnaryKind::kTrunc, 0, 0, "/trunc"));
+  }
+  ctx.set_output(0, y, out);
+  return Status();
+}
+
+// Add; a bias row [N] or [1,N] added to [M,N] (what exporters write for a Linear layer) stays
+// the BiasAdd of the Dense layer, whose gradient is a column sum.
+Status convert_add(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
+  int x = a, bias = b;
+  if (ctx.shape(x).size() < ctx.shape(bias).size()) std::swap(x, bias);
+  const auto& xs = ctx.shape(x);
+  const auto& bs = ctx.shape(bias);
+  const bool row = xs.size() == 2 && ((bs.size() == 1 && bs[0] == xs[1]) || (bs.size() == 2 && bs[0] == 1 && bs[1] == xs[1]));
+  int y = -1;
+  if (row && !is_integer_dtype(ctx.input_dtype(0))) {
+    IPU_ASSIGN_OR_RETURN(int flat, ctx.reshape(bias, {xs[1]}, "/bias_shape"));
+    IPU_ASSIGN_OR_RETURN(y, ctx.add_op(ir::OpKind::kBiasAdd, {x, flat}, {}, "/bias_add"));
+  } else {
+    IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, a, b, BinaryKind::kAdd));
+  }
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+// Max, Min, Sum (and Mean, scaled) of any number of broadcast inputs, folded left to right.
+template <BinaryKind K, bool kMean = false>
+Status convert_variadic(OnnxImportContext& ctx) {
+  const std::string dtype = ctx.input_dtype(0);
+  if (kMean && is_integer_dtype(dtype)) return unsupported("Mean of dtype '" + dtype + "' is not supported");
+  const int n = ctx.num_inputs();
+  if (n < 1) return invalid_argument("needs at least one input");
+  IPU_ASSIGN_OR_RETURN(int y, ctx.input(0));
+  for (int i = 1; i < n; ++i) {
+    IPU_ASSIGN_OR_RETURN(int x, ctx.input(i));
+    IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, y, x, K, "/" + std::to_string(i)));
+  }
+  if (kMean && n > 1) {
+    IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, y, UnaryKind::kAffine, 1.0f / static_cast<float>(n), 0, "/mean"));
+  }
+  ctx.set_output(0, y, dtype);
+  return Status();
+}
+
+Status convert_where(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int c, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int a, ctx.input(1));
+  IPU_ASSIGN_OR_RETURN(int b, ctx.input(2));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(ir::OpKind::kWhere, {c, a, b}));
+  ctx.set_output(0, y, ctx.input_dtype(1));
+  return Status();
+}
+
+// A scalar bound of Clip given as input `index`, if constant.
+StatusOr<std::optional<float>> constant_bound(OnnxImportContext& ctx, int index) {
+  if (!ctx.has_input(index)) return std::optional<float>(index == 1 ? -std::numeric_limits<float>::infinity()
+                                                                    : std::numeric_limits<float>::infinity());
+  const data::NpyArray* c = ctx.constant_input(index);
+  if (!c) return std::optional<float>();
+  IPU_ASSIGN_OR_RETURN(std::vector<float> v, data::to_floats(*c, "input " + std::to_string(index)));
+  if (v.size() != 1) return invalid_argument("the bounds of Clip must be scalars");
+  return std::optional<float>(v[0]);
+}
+
+// Clip: attributes min/max (version 6) or optional scalar inputs (11+); a bound computed at run
+// time becomes a broadcast Max/Min.
+Status convert_clip(OnnxImportContext& ctx) {
+  const std::string dtype = ctx.input_dtype(0);
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  int y = -1;
+  if (ctx.version() < 11) {
+    IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, x, UnaryKind::kClip, ctx.float_attr("min", -3.402823e+38f),
+                                      ctx.float_attr("max", 3.402823e+38f)));
+  } else {
+    IPU_ASSIGN_OR_RETURN(std::optional<float> lo, constant_bound(ctx, 1));
+    IPU_ASSIGN_OR_RETURN(std::optional<float> hi, constant_bound(ctx, 2));
+    if (lo && hi) {
+      IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, x, UnaryKind::kClip, *lo, *hi));
+    } else {
+      y = x;
+      for (int i : {1, 2}) {
+        if (!ctx.has_input(i)) continue;
+        IPU_ASSIGN_OR_RETURN(int bound, ctx.input(i));
+        IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, y, bound, i == 1 ? BinaryKind::kMax : BinaryKind::kMin,
+                                           i == 1 ? "/min" : "/max"));
+      }
+    }
+  }
+  ctx.set_output(0, y, dtype);
+  return Status();
+}
+
+// Cast between FLOAT, INT32, INT64 and BOOL: to an integer truncates toward zero, to BOOL tests
+// != 0, the rest keep the value.
+Status convert_cast(OnnxImportContext& ctx) {
+  const int64_t to = ctx.int_attr("to", 0);
+  std::string out;
+  switch (to) {
+    case onnx::TensorProto::FLOAT: out = "f4"; break;
+    case onnx::TensorProto::INT32: out = "i4"; break;
+    case onnx::TensorProto::INT64: out = "i8"; break;
+    case onnx::TensorProto::BOOL: out = "b1"; break;
+    default: {
+      // Types newer than libonnx's enum have no name here.
+      std::string name = onnx::TensorProto::DataType_Name(static_cast<int>(to));
+      if (name.empty()) name = "element type " + std::to_string(to);
+      return unsupported("Cast to " + name + " is not supported (FLOAT, INT32, INT64 and BOOL are)");
+    }
+  }
+  const std::string in = ctx.input_dtype(0);
+  if (in != "f4" && in != "i4" && in != "i8" && in != "b1") return unsupported("Cast from dtype '" + in + "'");
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  int y = x;
+  if (out == "b1" && in != "b1") {
+    IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, x, UnaryKind::kNonZero));
+  } else if (out != "f4" && in == "f4") {
+    IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, x, UnaryKind::kTrunc));
+  }
+  ctx.set_output(0, y, out);
+  return Status();
+}
+
+}  // namespace
+
+std::vector<OnnxOpDef> elementwise_onnx_ops() {
+  return {
+      {"Abs", {6, 13}, {}, convert_unary<UnaryKind::kAbs>},
+      {"Add", {7, 13, 14}, {}, convert_add},
+      {"And", {7}, {}, convert_binary<BinaryKind::kAnd>},
+      {"Cast", {6, 9, 13, 19, 21, 23, 24, 25}, {"to", "saturate"}, convert_cast},
+      {"Ceil", {6, 13}, {}, convert_unary<UnaryKind::kCeil>},
+      {"Clip", {6, 11, 12, 13}, {"min", "max"}, convert_clip},
+      {"Div", {7, 13, 14}, {}, convert_binary<BinaryKind::kDiv>},
+      {"Elu", {6, 22}, {"alpha"}, convert_unary<UnaryKind::kElu>},
+      {"Equal", {7, 11, 13, 19}, {}, convert_binary<BinaryKind::kEqual>},
+      {"Erf", {9, 13}, {}, convert_unary<UnaryKind::kErf>},
+      {"Exp", {6, 13}, {}, convert_unary<UnaryKind::kExp>},
+      {"Floor", {6, 13}, {}, convert_unary<UnaryKind::kFloor>},
+      {"Gelu", {20}, {"approximate"}, convert_gelu},
+      {"Greater", {7, 9, 13}, {}, convert_binary<BinaryKind::kGreater>},
+      {"GreaterOrEqual", {12, 16}, {}, convert_binary<BinaryKind::kGreaterOrEqual>},
+      {"HardSigmoid", {6, 22}, {"alpha", "beta"}, convert_unary<UnaryKind::kHardSigmoid>},
+      {"LeakyRelu", {6, 16}, {"alpha"}, convert_unary<UnaryKind::kLeakyRelu>},
+      {"Less", {7, 9, 13}, {}, convert_binary<BinaryKind::kLess>},
+      {"LessOrEqual", {12, 16}, {}, convert_binary<BinaryKind::kLessOrEqual>},
+      {"Log", {6, 13}, {}, convert_unary<UnaryKind::kLog>},
+      {"Max", {8, 12, 13}, {}, convert_variadic<BinaryKind::kMax>},
+      {"Mean", {8, 13}, {}, convert_variadic<BinaryKind::kAdd, true>},
+      {"Min", {8, 12, 13}, {}, convert_variadic<BinaryKind::kMin>},
+      {"Mul", {7, 13, 14}, {}, convert_binary<BinaryKind::kMul>},
+      {"Neg", {6, 13}, {}, convert_unary<UnaryKind::kNeg>},
+      {"Not", {1}, {}, convert_unary<UnaryKind::kNot>},
+      {"Or", {7}, {}, convert_binary<BinaryKind::kOr>},
+      {"Pow", {7, 12, 13, 15}, {}, convert_binary<BinaryKind::kPow>},
+      {"Reciprocal", {6, 13}, {}, convert_unary<UnaryKind::kReciprocal>},
+      {"Selu", {6, 22}, {"alpha", "gamma"}, convert_unary<UnaryKind::kSelu>},
+      {"Sign", {9, 13}, {}, convert_unary<UnaryKind::kSign>},
+      {"Softplus", {1, 22}, {}, convert_unary<UnaryKind::kSoftplus>},
+      {"Sqrt", {6, 13}, {}, convert_unary<UnaryKind::kSqrt>},
+      {"Sub", {7, 13, 14}, {}, convert_binary<BinaryKind::kSub>},
+      {"Sum", {8, 13}, {}, convert_variadic<BinaryKind::kAdd>},
+      {"Where", {9, 16}, {}, convert_where},
+      {"Xor", {7}, {}, convert_binary<BinaryKind::kXor>},
+  };
+}
+
+}  // namespace ipu::frontend

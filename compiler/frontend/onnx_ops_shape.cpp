@@ -1,0 +1,443 @@
+// ONNX data movement and shape converters. Every affine view of a tensor (Transpose, Slice,
+// Expand, Tile, Split, constant Pad) is one StridedCopy; Concat and Gather have their own ops;
+// Squeeze and Unsqueeze are reshapes; Shape, Size, ConstantOfShape and Range are folded at
+// compile time (shapes are static here) into constants.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compiler/frontend/onnx_tensor_helpers.h"
+#include "compiler/ops/tensor_util.h"
+#include "runtime/data/tensor_proto.h"
+
+namespace ipu::frontend {
+namespace {
+
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = stride;
+    stride *= shape[i];
+  }
+  return s;
+}
+
+Status convert_transpose(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const std::vector<int64_t> in = ctx.shape(x);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> perm = ctx.ints_attr("perm");
+  if (!ctx.attribute("perm")) {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  std::vector<bool> seen(in.size(), false);
+  if (static_cast<int64_t>(perm.size()) != rank) return invalid_argument("perm " + shape_text(perm) + " does not match the rank");
+  for (int64_t& p : perm) {
+    IPU_ASSIGN_OR_RETURN(p, normalize_axis(p, rank, "perm entry"));
+    if (seen[static_cast<size_t>(p)]) return invalid_argument("perm " + shape_text(ctx.ints_attr("perm")) + " repeats an axis");
+    seen[static_cast<size_t>(p)] = true;
+  }
+  IPU_RETURN_IF_ERROR(check_not_empty(in, "input"));
+  const std::vector<int64_t> s = strides_of(in);
+  std::vector<int64_t> shape, strides;
+  for (int64_t p : perm) {
+    shape.push_back(in[static_cast<size_t>(p)]);
+    strides.push_back(s[static_cast<size_t>(p)]);
+  }
+  IPU_ASSIGN_OR_RETURN(int y, add_strided_copy(ctx, x, shape, strides, 0));
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+// Slice: starts, ends, axes, steps as attributes (version 1) or constant inputs (10+), clamped as
+// ONNX specifies; negative steps walk backwards.
+Status convert_slice(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const std::vector<int64_t> in = ctx.shape(x);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.version() < 10) {
+    starts = ctx.ints_attr("starts");
+    ends = ctx.ints_attr("ends");
+    axes = ctx.ints_attr("axes");
+  } else {
+    IPU_ASSIGN_OR_RETURN(starts, ctx.int_constant_input(1));
+    IPU_ASSIGN_OR_RETURN(ends, ctx.int_constant_input(2));
+    if (ctx.has_input(3)) {
+      IPU_ASSIGN_OR_RETURN(axes, ctx.int_constant_input(3));
+    }
+    if (ctx.has_input(4)) {
+      IPU_ASSIGN_OR_RETURN(steps, ctx.int_constant_input(4));
+    }
+  }
+  if (axes.empty()) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    return invalid_argument("starts, ends, axes and steps differ in length");
+  }
+  std::vector<int64_t> shape = in, strides = strides_of(in);
+  int64_t offset = 0;
+  std::vector<bool> seen(in.size(), false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axes[i], rank, "axis"));
+    if (seen[static_cast<size_t>(axis)]) return invalid_argument("axis " + std::to_string(axis) + " is sliced twice");
+    seen[static_cast<size_t>(axis)] = true;
+    const int64_t d = in[static_cast<size_t>(axis)], step = steps[i];
+    if (step == 0) return invalid_argument("step 0");
+    int64_t start = starts[i], end = ends[i];
+    if (start < 0) start = start < -d ? 0 : start + d;
+    if (end < 0) end = end < -d ? -1 : end + d;
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, d);
+      end = std::clamp<int64_t>(end, 0, d);
+    } else {
+      start = std::clamp<int64_t>(start, 0, d - 1);
+      end = std::clamp<int64_t>(end, -1, d - 1);
+    }
+    const int64_t count = step > 0 ? (end - start + step - 1) / step : (start - end + (-step) - 1) / (-step);
+    shape[static_cast<size_t>(axis)] = std::max<int64_t>(count, 0);
+    offset += start * strides[static_cast<size_t>(axis)];
+    strides[static_cast<size_t>(axis)] *= step;
+  }
+  IPU_RETURN_IF_ERROR(check_not_empty(shape, "the slice"));
+  IPU_ASSIGN_OR_RETURN(int y, add_strided_copy(ctx, x, shape, strides, offset));
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+// Expand: numpy broadcast of the input against a constant shape (either may have the larger
+// dimension).
+Status convert_expand(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> target, ctx.int_constant_input(1));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ir::broadcast_shapes(ctx.shape(x), target));
+  IPU_RETURN_IF_ERROR(check_not_empty(shape, "the output"));
+  int y = x;
+  if (shape != ctx.shape(x)) {
+    IPU_ASSIGN_OR_RETURN(y, add_strided_copy(ctx, x, shape, ir::broadcast_strides(ctx.shape(x), shape), 0));
+  }
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+// Tile: each repeated axis k becomes two axes [repeats_k (stride 0), d_k], then a reshape.
+Status convert_tile(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, ctx.int_constant_input(1));
+  const std::vector<int64_t> in = ctx.shape(x);
+  if (repeats.size() != in.size()) return invalid_argument("repeats " + shape_text(repeats) + " do not match the rank");
+  const std::vector<int64_t> s = strides_of(in);
+  std::vector<int64_t> shape, strides, out;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (repeats[k] < 0) return invalid_argument("negative repeat");
+    if (repeats[k] != 1) {
+      shape.push_back(repeats[k]);
+      strides.push_back(0);
+    }
+    shape.push_back(in[k]);
+    strides.push_back(s[k]);
+    out.push_back(in[k] * repeats[k]);
+  }
+  IPU_RETURN_IF_ERROR(check_not_empty(out, "the output"));
+  if (static_cast<int64_t>(shape.size()) > format::kMaxTensorRank) {
+    return unsupported("Tile repeating " + std::to_string(shape.size() - in.size()) + " axes of a rank-" +
+                       std::to_string(in.size()) + " input exceeds the supported rank");
+  }
+  IPU_ASSIGN_OR_RETURN(int tiled, add_strided_copy(ctx, x, shape, strides, 0));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(tiled, out, "/reshape"));
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+Status convert_concat(OnnxImportContext& ctx) {
+  const int n = ctx.num_inputs();
+  if (n < 1) return invalid_argument("needs at least one input");
+  std::vector<int> inputs;
+  int64_t axis = 0;
+  for (int i = 0; i < n; ++i) {
+    IPU_ASSIGN_OR_RETURN(int x, ctx.input(i));
+    if (i == 0) {
+      IPU_ASSIGN_OR_RETURN(axis, normalize_axis(ctx.int_attr("axis", 0), static_cast<int64_t>(ctx.shape(x).size()), "axis"));
+    }
+    if (ctx.graph().value(x).type.elements() > 0) inputs.push_back(x);
+  }
+  if (inputs.empty()) return unsupported("Concat of empty tensors only");
+  int y = inputs[0];
+  if (inputs.size() > 1) {
+    ir::OpAttrs attrs;
+    attrs.axis = axis;
+    IPU_ASSIGN_OR_RETURN(y, ctx.add_op(ir::OpKind::kConcat, inputs, attrs));
+  }
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+// Split into the outputs along `axis`: sizes from the `split` attribute (2, 11) or input (13+),
+// else equal parts (18: `num_outputs`, the last part smaller).
+Status convert_split(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const std::vector<int64_t> in = ctx.shape(x);
+  IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.int_attr("axis", 0), static_cast<int64_t>(in.size()), "axis"));
+  const int64_t d = in[static_cast<size_t>(axis)];
+  const int outputs = ctx.node().output_size();
+  std::vector<int64_t> sizes;
+  if (ctx.version() < 13) {
+    sizes = ctx.ints_attr("split");
+  } else if (ctx.has_input(1)) {
+    IPU_ASSIGN_OR_RETURN(sizes, ctx.int_constant_input(1));
+  }
+  if (sizes.empty()) {
+    if (ctx.version() >= 18) {
+      const int64_t parts = ctx.int_attr("num_outputs", 0);
+      if (parts != outputs) return invalid_argument("num_outputs differs from the number of outputs");
+      const int64_t chunk = (d + parts - 1) / parts;
+      for (int64_t p = 0; p < parts; ++p) sizes.push_back(std::max<int64_t>(0, std::min(chunk, d - p * chunk)));
+    } else {
+      if (d % outputs != 0) return invalid_argument("axis of size " + std::to_string(d) + " does not split evenly");
+      sizes.assign(static_cast<size_t>(outputs), d / outputs);
+    }
+  }
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  if (static_cast<int>(sizes.size()) != outputs || total != d) {
+    return invalid_argument("split " + shape_text(sizes) + " does not cover axis " + std::to_string(axis) + " of " +
+                            shape_text(in) + " in " + std::to_string(outputs) + " outputs");
+  }
+  const std::vector<int64_t> strides = strides_of(in);
+  int64_t start = 0;
+  for (int i = 0; i < outputs; ++i) {
+    std::vector<int64_t> shape = in;
+    shape[static_cast<size_t>(axis)] = sizes[static_cast<size_t>(i)];
+    IPU_RETURN_IF_ERROR(check_not_empty(shape, "output " + std::to_string(i)));
+    IPU_ASSIGN_OR_RETURN(int y, add_strided_copy(ctx, x, shape, strides, start * strides[static_cast<size_t>(axis)],
+                                                 "/" + std::to_string(i)));
+    ctx.set_output(i, y, ctx.input_dtype(0));
+    start += sizes[static_cast<size_t>(i)];
+  }
+  return Status();
+}
+
+// Pad in constant mode: a StridedCopy reading the input inside the box and the value outside.
+// Negative pads crop. Reflect, edge and wrap are not affine views and are unsupported.
+Status convert_pad(OnnxImportContext& ctx) {
+  std::string mode = "constant";
+  if (const onnx::AttributeProto* a = ctx.attribute("mode")) mode = a->s();
+  if (mode != "constant") return unsupported("Pad mode '" + mode + "' is not supported (only 'constant')");
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const std::vector<int64_t> in = ctx.shape(x);
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> pads, axes;
+  float value = 0.0f;
+  if (ctx.version() < 11) {
+    pads = ctx.ints_attr("pads");
+    value = ctx.float_attr("value", 0.0f);
+  } else {
+    IPU_ASSIGN_OR_RETURN(pads, ctx.int_constant_input(1));
+    if (ctx.has_input(2)) {
+      const data::NpyArray* c = ctx.constant_input(2);
+      if (!c) return unsupported("constant_value must be a constant known at compile time");
+      IPU_ASSIGN_OR_RETURN(std::vector<float> v, data::to_floats(*c, "constant_value"));
+      if (v.size() != 1) return invalid_argument("constant_value must be a scalar");
+      value = v[0];
+    }
+    if (ctx.has_input(3)) {
+      IPU_ASSIGN_OR_RETURN(axes, ctx.int_constant_input(3));
+    }
+  }
+  if (axes.empty()) {
+    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+  }
+  if (pads.size() != 2 * axes.size()) return invalid_argument("pads " + shape_text(pads) + " do not match the axes");
+  std::vector<int64_t> before(in.size(), 0), after(in.size(), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axes[i], rank, "axis"));
+    before[static_cast<size_t>(axis)] = pads[i];
+    after[static_cast<size_t>(axis)] = pads[i + axes.size()];
+  }
+  const std::vector<int64_t> s = strides_of(in);
+  ir::OpAttrs attrs;
+  attrs.strides = s;
+  attrs.alpha = value;
+  for (size_t k = 0; k < in.size(); ++k) {
+    attrs.shape.push_back(in[k] + before[k] + after[k]);
+    attrs.offset -= before[k] * s[k];
+    attrs.lower.push_back(before[k]);
+    attrs.upper.push_back(before[k] + in[k]);
+  }
+  IPU_RETURN_IF_ERROR(check_not_empty(attrs.shape, "the output"));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(ir::OpKind::kStridedCopy, {x}, attrs));
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+// Axes from the attribute (before version 13) or the optional constant input 1.
+StatusOr<std::vector<int64_t>> axes_of(OnnxImportContext& ctx) {
+  if (ctx.version() < 13) return ctx.ints_attr("axes");
+  if (!ctx.has_input(1)) return std::vector<int64_t>{};
+  return ctx.int_constant_input(1);
+}
+
+Status convert_squeeze(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> axes, axes_of(ctx));
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const std::vector<int64_t> in = ctx.shape(x);
+  std::vector<bool> drop(in.size(), false);
+  for (int64_t a : axes) {
+    IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a, static_cast<int64_t>(in.size()), "axis"));
+    if (in[static_cast<size_t>(axis)] != 1) return invalid_argument("axis " + std::to_string(a) + " of " + shape_text(in) + " is not 1");
+    drop[static_cast<size_t>(axis)] = true;
+  }
+  std::vector<int64_t> shape;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (!(axes.empty() ? in[k] == 1 : drop[k])) shape.push_back(in[k]);
+  }
+  IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, shape));
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+Status convert_unsqueeze(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> axes, axes_of(ctx));
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const std::vector<int64_t> in = ctx.shape(x);
+  const int64_t rank = static_cast<int64_t>(in.size() + axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a, rank, "axis"));
+    if (inserted[static_cast<size_t>(axis)]) return invalid_argument("axis " + std::to_string(a) + " is repeated");
+    inserted[static_cast<size_t>(axis)] = true;
+  }
+  std::vector<int64_t> shape;
+  size_t next = 0;
+  for (int64_t k = 0; k < rank; ++k) shape.push_back(inserted[static_cast<size_t>(k)] ? 1 : in[next++]);
+  IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, shape));
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+Status convert_gather(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int data, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int indices, ctx.input(1));
+  const int64_t rank = static_cast<int64_t>(ctx.shape(data).size());
+  IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.int_attr("axis", 0), rank, "axis"));
+  IPU_RETURN_IF_ERROR(check_not_empty(ctx.shape(data), "data"));
+  IPU_RETURN_IF_ERROR(check_not_empty(ctx.shape(indices), "indices"));
+  ir::OpAttrs attrs;
+  attrs.axis = axis;
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(ir::OpKind::kGather, {data, indices}, attrs));
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
+// The static shape of input 0: that of its constant, else of its IR value.
+StatusOr<std::vector<int64_t>> static_shape(OnnxImportContext& ctx) {
+  if (const data::NpyArray* c = ctx.constant_input(0)) return c->shape;
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  return ctx.shape(x);
+}
+
+// Shape: the dims [start, end) (version 15 attributes, clamped) as an int64 constant.
+Status convert_shape(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, static_shape(ctx));
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t start = ctx.int_attr("start", 0), end = ctx.int_attr("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  std::vector<int64_t> dims(shape.begin() + start, shape.begin() + std::max(start, end));
+  IPU_RETURN_IF_ERROR(check_not_empty({static_cast<int64_t>(dims.size())}, "the shape slice"));
+  ctx.set_constant_output(0, make_i64_array(dims, {static_cast<int64_t>(dims.size())}));
+  return Status();
+}
+
+Status convert_size(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, static_shape(ctx));
+  ctx.set_constant_output(0, make_i64_array({product(shape, 0, shape.size())}, {}));
+  return Status();
+}
+
+// ConstantOfShape: the `value` tensor (one element; default float 0) repeated over a constant
+// shape.
+Status convert_constant_of_shape(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.int_constant_input(0));
+  IPU_RETURN_IF_ERROR(check_not_empty(shape, "the shape"));
+  data::NpyArray value;
+  if (const onnx::AttributeProto* a = ctx.attribute("value")) {
+    IPU_ASSIGN_OR_RETURN(value, data::decode_tensor_proto(a->t(), "attribute 'value'"));
+  } else {
+    const float zero = 0.0f;
+    value = data::make_npy_f32({1}, &zero);
+  }
+  if (value.element_count() != 1) return invalid_argument("value must hold one element");
+  if (value.dtype != "f4" && !is_integer_dtype(value.dtype)) return unsupported("value of dtype '" + value.dtype + "'");
+  const int64_t n = product(shape, 0, shape.size());
+  if (n > (int64_t{1} << 28)) return unsupported("a constant of " + std::to_string(n) + " elements is too large");
+  data::NpyArray out;
+  out.dtype = value.dtype;
+  out.shape = shape;
+  out.data.reserve(static_cast<size_t>(n) * value.data.size());
+  for (int64_t i = 0; i < n; ++i) out.data += value.data;
+  ctx.set_constant_output(0, std::move(out));
+  return Status();
+}
+
+// Range with constant start, limit and delta (its length is its output's shape).
+Status convert_range(OnnxImportContext& ctx) {
+  const data::NpyArray* arrays[3];
+  for (int i = 0; i < 3; ++i) {
+    arrays[i] = ctx.constant_input(i);
+    if (!arrays[i]) return unsupported("Range needs constant inputs: its output shape depends on their values");
+  }
+  double v[3];
+  for (int i = 0; i < 3; ++i) {
+    IPU_ASSIGN_OR_RETURN(std::vector<float> f, data::to_floats(*arrays[i], "input " + std::to_string(i)));
+    if (f.size() != 1) return invalid_argument("inputs must be scalars");
+    v[i] = f[0];
+  }
+  if (v[2] == 0) return invalid_argument("delta is 0");
+  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])));
+  IPU_RETURN_IF_ERROR(check_not_empty({n}, "the range"));
+  if (n > (int64_t{1} << 24)) return unsupported("a range of " + std::to_string(n) + " elements is too large");
+  const std::string dtype = arrays[0]->dtype;
+  if (dtype == "f4") {
+    std::vector<float> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<float>(v[0] + static_cast<double>(i) * v[2]);
+    ctx.set_constant_output(0, data::make_npy_f32({n}, out.data()));
+  } else if (dtype == "i8") {
+    std::vector<int64_t> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<int64_t>(v[0]) + i * static_cast<int64_t>(v[2]);
+    ctx.set_constant_output(0, make_i64_array(out, {n}));
+  } else {
+    return unsupported("Range of dtype '" + dtype + "' (FLOAT and INT64 are supported)");
+  }
+  return Status();
+}
+
+}  // namespace
+
+std::vector<OnnxOpDef> shape_onnx_ops() {
+  return {
+      {"Concat", {4, 11, 13}, {"axis"}, convert_concat},
+      {"ConstantOfShape", {9, 20, 21, 23, 24, 25}, {"value"}, convert_constant_of_shape},
+      {"Expand", {8, 13}, {}, convert_expand},
+      {"Gather", {1, 11, 13}, {"axis"}, convert_gather},
+      {"Pad", {2, 11, 13, 18, 19, 21, 23, 24, 25}, {"mode", "pads", "value"}, convert_pad},
+      {"Range", {11}, {}, convert_range},
+      {"Shape", {1, 13, 15, 19, 21, 23, 24, 25}, {"start", "end"}, convert_shape},
+      {"Size", {1, 13, 19, 21, 23, 24, 25}, {}, convert_size},
+      {"Slice", {1, 10, 11, 13}, {"starts", "ends", "axes"}, convert_slice},
+      {"Split", {2, 11, 13, 18}, {"axis", "split", "num_outputs"}, convert_split},
+      {"Squeeze", {1, 11, 13, 21, 23, 24, 25}, {"axes"}, convert_squeeze},
+      {"Tile", {6, 13}, {}, convert_tile},
+      {"Transpose", {1, 13, 21, 23, 24, 25}, {"perm"}, convert_transpose},
+      {"Unsqueeze", {1, 11, 13, 21, 23, 24, 25}, {"axes"}, convert_unsqueeze},
+  };
+}
+
+}  // namespace ipu::frontend

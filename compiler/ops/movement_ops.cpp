@@ -1,0 +1,269 @@
+// Data movement: StridedCopy (Transpose, Slice, Expand, Tile, Pad, Split: any affine view of the
+// input, with a fill value outside a box), Concat and Gather.
+#include <algorithm>
+#include <optional>
+
+#include "compiler/ops/tensor_util.h"
+
+namespace ipu::ir {
+namespace {
+
+using lowering::LowerContext;
+
+// The output's dims, strides, lo and hi as the codelet takes them (a scalar is [1]).
+struct CopyView {
+  std::vector<int64_t> dims, strides, lo, hi;
+};
+
+CopyView copy_view(const Op& op) {
+  CopyView v{op.attrs.shape, op.attrs.strides, op.attrs.lower, op.attrs.upper};
+  if (v.dims.empty()) v = {{1}, {0}, {}, {}};
+  if (v.lo.empty()) v.lo.assign(v.dims.size(), 0);
+  if (v.hi.empty()) v.hi = v.dims;
+  return v;
+}
+
+// out[idx] = in[offset + Σ idx_k·strides_k] inside the box [lower, upper), else alpha.
+Status infer_strided_copy(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  const size_t rank = op.attrs.shape.size();
+  if (op.attrs.strides.size() != rank || (!op.attrs.lower.empty() && op.attrs.lower.size() != rank) ||
+      op.attrs.upper.size() != op.attrs.lower.size()) {
+    return invalid_argument("strides and box do not match the output rank");
+  }
+  TensorType y{DType::kFloat32, op.attrs.shape};
+  IPU_RETURN_IF_ERROR(check_rank(y));
+  const CopyView v = copy_view(op);
+  int64_t min = op.attrs.offset, max = op.attrs.offset;
+  for (size_t k = 0; k < v.dims.size(); ++k) {
+    if (v.dims[k] <= 0) return unsupported("empty output " + y.to_string());
+    const int64_t first = std::max<int64_t>(v.lo[k], 0), last = std::min(v.hi[k], v.dims[k]) - 1;
+    if (first > last) {
+      min = max = 0;
+      break;
+    }
+    min += std::min(first * v.strides[k], last * v.strides[k]);
+    max += std::max(first * v.strides[k], last * v.strides[k]);
+  }
+  if (min < 0 || max >= x.elements()) {
+    return invalid_argument("the copy reads outside its input " + x.to_string());
+  }
+  out.push_back(y);
+  return Status();
+}
+
+// The inverse of a copy that permutes the input's axes (Transpose): output axis k reads input
+// axis perm[k] with the input's own stride.
+std::optional<std::vector<int64_t>> permutation_of(const Op& op, const std::vector<int64_t>& in) {
+  if (op.attrs.offset != 0 || !op.attrs.lower.empty() || op.attrs.shape.size() != in.size()) return std::nullopt;
+  const std::vector<int64_t> own = row_major_strides(in);
+  std::vector<int64_t> perm(in.size(), -1);
+  std::vector<bool> used(in.size(), false);
+  for (size_t k = 0; k < in.size(); ++k) {
+    for (size_t j = 0; j < in.size(); ++j) {
+      if (!used[j] && in[j] == op.attrs.shape[k] && (own[j] == op.attrs.strides[k] || in[j] == 1)) {
+        perm[k] = static_cast<int64_t>(j);
+        used[j] = true;
+        break;
+      }
+    }
+    if (perm[k] < 0) return std::nullopt;
+  }
+  return perm;
+}
+
+// The inverse of a slice with steps ±1 (Slice, Split): output axis k reads input axis k from
+// start_k forwards or backwards, so dX is dY put back at the slice's place and 0 elsewhere: a
+// StridedCopy of dY with a box. The starts come from the offset, which a slice keeps inside the
+// input, so its mixed-radix digits are unique.
+std::optional<OpAttrs> slice_inverse(const Op& op, const std::vector<int64_t>& in) {
+  if (!op.attrs.lower.empty() || op.attrs.shape.size() != in.size() || op.attrs.offset < 0) return std::nullopt;
+  const std::vector<int64_t> in_strides = row_major_strides(in);
+  const std::vector<int64_t> out_strides = row_major_strides(op.attrs.shape);
+  OpAttrs back;
+  back.shape = in;
+  int64_t rest = op.attrs.offset;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const int64_t start = rest / in_strides[k], n = op.attrs.shape[k];
+    rest %= in_strides[k];
+    int64_t sign = 0;
+    if (op.attrs.strides[k] == in_strides[k] || n == 1) sign = 1;
+    if (op.attrs.strides[k] == -in_strides[k] && n > 1) sign = -1;
+    if (sign == 0 || start >= in[k]) return std::nullopt;
+    // Input index i holds output index sign·(i − start).
+    back.strides.push_back(sign * out_strides[k]);
+    back.offset -= sign * start * out_strides[k];
+    back.lower.push_back(sign > 0 ? start : start - n + 1);
+    back.upper.push_back(sign > 0 ? start + n : start + 1);
+  }
+  return back;
+}
+
+// Gradients of the invertible forms: a permutation (Transpose) copies back; a broadcast
+// (Expand) sums over the broadcast axes; a slice with steps ±1 pads back with zeros. Other
+// views (steps beyond 1, pads, tiles) need a scatter-add, which is not implemented.
+Status grad_strided_copy(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  const int x = op.inputs[0];
+  if (dy < 0 || !ctx.needs_gradient(x)) return Status();
+  const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
+  if (op.attrs.offset == 0 && op.attrs.lower.empty() && op.attrs.shape.size() >= in.size() &&
+      op.attrs.strides == broadcast_strides(in, op.attrs.shape)) {
+    IPU_ASSIGN_OR_RETURN(int dx, unbroadcast(ctx, op, dy, in, "/grad"));
+    return ctx.add_gradient(x, dx);
+  }
+  if (auto perm = permutation_of(op, in)) {
+    const std::vector<int64_t> dy_strides = row_major_strides(op.attrs.shape);
+    OpAttrs back;
+    back.shape = in;
+    back.strides.assign(in.size(), 0);
+    for (size_t k = 0; k < perm->size(); ++k) back.strides[static_cast<size_t>((*perm)[k])] = dy_strides[k];
+    IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, back, "/grad"));
+    return ctx.add_gradient(x, dx);
+  }
+  if (auto back = slice_inverse(op, in)) {
+    IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, *back, "/grad"));
+    return ctx.add_gradient(x, dx);
+  }
+  return unsupported("the gradient of a strided slice, pad or tile is not implemented");
+}
+
+Status lower_strided_copy(LowerContext& ctx, const Op& op) {
+  const CopyView v = copy_view(op);
+  std::vector<int64_t> tail = v.dims;
+  for (const auto* list : {&v.strides, &v.lo, &v.hi}) tail.insert(tail.end(), list->begin(), list->end());
+  lower_output_range(ctx, op, format::Codelet::kStridedCopy, 1.0, {op.attrs.alpha}, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> p{static_cast<int64_t>(v.dims.size()), op.attrs.offset, begin, end};
+    p.insert(p.end(), tail.begin(), tail.end());
+    return p;
+  });
+  return Status();
+}
+
+// Concat along attrs.axis (already non-negative).
+Status infer_concat(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  if (op.inputs.empty()) return invalid_argument("needs at least one input");
+  std::vector<int64_t> shape = g.value(op.inputs[0]).type.shape;
+  const int64_t axis = op.attrs.axis;
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) return invalid_argument("axis out of range");
+  for (size_t i = 1; i < op.inputs.size(); ++i) {
+    const std::vector<int64_t>& s = g.value(op.inputs[i]).type.shape;
+    bool match = s.size() == shape.size();
+    for (size_t k = 0; match && k < s.size(); ++k) match = static_cast<int64_t>(k) == axis || s[k] == shape[k];
+    if (!match) {
+      return invalid_argument("cannot concatenate " + g.value(op.inputs[i]).type.to_string() + " with " +
+                              g.value(op.inputs[0]).type.to_string() + " along axis " + std::to_string(axis));
+    }
+    shape[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
+  }
+  out.push_back({DType::kFloat32, shape});
+  return Status();
+}
+
+// Each input's gradient is its slice of dY.
+Status grad_concat(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  if (dy < 0) return Status();
+  const std::vector<int64_t> out = ctx.graph().value(op.outputs[0]).type.shape;
+  const std::vector<int64_t> strides = row_major_strides(out);
+  int64_t start = 0;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    const int x = op.inputs[i];
+    const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
+    if (ctx.needs_gradient(x)) {
+      OpAttrs slice;
+      slice.shape = in;
+      slice.strides = strides;
+      slice.offset = start * strides[static_cast<size_t>(op.attrs.axis)];
+      IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, slice, "/grad_" + std::to_string(i)));
+      IPU_RETURN_IF_ERROR(ctx.add_gradient(x, dx));
+    }
+    start += in[static_cast<size_t>(op.attrs.axis)];
+  }
+  return Status();
+}
+
+Status lower_concat(LowerContext& ctx, const Op& op) {
+  const Graph& g = ctx.graph();
+  const std::vector<int64_t>& out = g.value(op.outputs[0]).type.shape;
+  const size_t axis = static_cast<size_t>(op.attrs.axis);
+  int64_t rows = 1, inner = 1;
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (k < axis) rows *= out[k];
+    if (k > axis) inner *= out[k];
+  }
+  const int64_t y_row = out[axis] * inner;
+  const uint32_t y = ctx.tensor(op.outputs[0]);
+  int64_t col = 0;
+  for (int in : op.inputs) {
+    const uint32_t x = ctx.tensor(in);
+    const int64_t x_row = g.value(in).type.shape[axis] * inner;
+    if (x_row == 0) continue;  // an empty input contributes nothing
+    const double per_row = static_cast<double>(x_row) / ctx.target().cycles.vector_flops_per_cycle;
+    lowering::lower_split(ctx, rows, per_row, 4.0 * static_cast<double>(x_row), [&](uint32_t tile, int64_t rb, int64_t re) {
+      lowering::VertexSpec v;
+      v.codelet = format::Codelet::kBlockCopy;
+      v.operands = {x, y};
+      v.params = {rows, x_row, y_row, col, rb, re};
+      v.compute_cycles = per_row * static_cast<double>(re - rb);
+      v.reads = {lowering::flat_region(x, rb * x_row, re * x_row)};
+      v.writes = {lowering::block_region(y, rb, re, col, col + x_row, y_row)};
+      ctx.emit(tile, std::move(v));
+    });
+    col += x_row;
+  }
+  return Status();
+}
+
+// Gather(data, indices) along attrs.axis: data[:axis] + indices.shape + data[axis+1:].
+Status infer_gather(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const std::vector<int64_t>& data = g.value(op.inputs[0]).type.shape;
+  const std::vector<int64_t>& indices = g.value(op.inputs[1]).type.shape;
+  const int64_t axis = op.attrs.axis;
+  if (axis < 0 || axis >= static_cast<int64_t>(data.size())) return invalid_argument("axis out of range");
+  std::vector<int64_t> shape(data.begin(), data.begin() + axis);
+  shape.insert(shape.end(), indices.begin(), indices.end());
+  shape.insert(shape.end(), data.begin() + axis + 1, data.end());
+  TensorType y{DType::kFloat32, shape};
+  IPU_RETURN_IF_ERROR(check_rank(y));
+  out.push_back(y);
+  return Status();
+}
+
+Status grad_gather(GradContext& ctx, const Op& op) {
+  if (ctx.gradient_of(op.outputs[0]) < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
+  return unsupported("the gradient of Gather (a scatter-add) is not implemented");
+}
+
+Status lower_gather(LowerContext& ctx, const Op& op) {
+  const Graph& g = ctx.graph();
+  const std::vector<int64_t>& data = g.value(op.inputs[0]).type.shape;
+  const size_t axis = static_cast<size_t>(op.attrs.axis);
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < data.size(); ++k) {
+    if (k < axis) outer *= data[k];
+    if (k > axis) inner *= data[k];
+  }
+  const int64_t count = g.value(op.inputs[1]).type.elements();
+  lower_output_range(ctx, op, format::Codelet::kGather, 2.0, {}, [&](int64_t begin, int64_t end) {
+    return std::vector<int64_t>{outer, data[axis], inner, count, begin, end};
+  });
+  return Status();
+}
+
+}  // namespace
+
+const OpDef& strided_copy_op() {
+  static const OpDef def{OpKind::kStridedCopy, 1, infer_strided_copy, grad_strided_copy, lower_strided_copy};
+  return def;
+}
+const OpDef& concat_op() {
+  static const OpDef def{OpKind::kConcat, kVariadic, infer_concat, grad_concat, lower_concat};
+  return def;
+}
+const OpDef& gather_op() {
+  static const OpDef def{OpKind::kGather, 2, infer_gather, grad_gather, lower_gather};
+  return def;
+}
+
+}  // namespace ipu::ir

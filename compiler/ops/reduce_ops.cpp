@@ -1,0 +1,258 @@
+// Ops that combine elements along axes: Reduce (sum, mean, max, min, prod, arg max/min),
+// AxisSoftmax over the middle axis of [outer, n, inner], and BatchMatMul with numpy-broadcast
+// batch axes.
+#include <algorithm>
+
+#include "compiler/ops/tensor_util.h"
+
+namespace ipu::ir {
+namespace {
+
+using format::BinaryKind;
+using format::ReduceKind;
+using format::UnaryKind;
+using lowering::LowerContext;
+
+std::vector<int64_t> reduced_shape(const std::vector<int64_t>& in, const std::vector<int64_t>& axes, bool keep) {
+  std::vector<int64_t> out;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(k)) != axes.end();
+    if (!reduced) out.push_back(in[k]);
+    else if (keep) out.push_back(1);
+  }
+  return out;
+}
+
+Status infer_reduce(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  IPU_RETURN_IF_ERROR(check_rank(x));
+  const auto& axes = op.attrs.axes;
+  if (op.attrs.kind < 0 || op.attrs.kind >= format::kReduceKindCount) return invalid_argument("unknown reduce kind");
+  if (axes.empty()) return invalid_argument("reduces no axis");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(x.shape.size()) || (i > 0 && axes[i] <= axes[i - 1])) {
+      return invalid_argument("reduced axes must be ascending axes of " + x.to_string());
+    }
+    if (x.shape[static_cast<size_t>(axes[i])] == 0) return unsupported("reducing an empty axis of " + x.to_string());
+  }
+  if (op.attrs.kind >= static_cast<int64_t>(ReduceKind::kArgMax) && axes.size() != 1) {
+    return invalid_argument("an arg reduction takes one axis");
+  }
+  out.push_back({DType::kFloat32, reduced_shape(x.shape, axes, op.attrs.keep_dims)});
+  return Status();
+}
+
+// Sum: dX = dY broadcast over the reduced axes; Mean: the same divided by the count.
+Status grad_reduce(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  const int x = op.inputs[0];
+  if (dy < 0 || !ctx.needs_gradient(x)) return Status();
+  const auto kind = static_cast<ReduceKind>(op.attrs.kind);
+  if (kind != ReduceKind::kSum && kind != ReduceKind::kMean) {
+    return unsupported("the gradient of a max, min, prod or arg reduction is not implemented");
+  }
+  const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
+  OpAttrs kept;
+  kept.shape = reduced_shape(in, op.attrs.axes, true);
+  int g = dy;
+  if (ctx.graph().value(dy).type.shape != kept.shape) {
+    IPU_ASSIGN_OR_RETURN(g, grad_op(ctx, op, OpKind::kReshape, {dy}, kept, "/grad_keepdims"));
+  }
+  IPU_ASSIGN_OR_RETURN(int dx, broadcast_to(ctx, op, g, in, "/grad"));
+  if (kind == ReduceKind::kMean) {
+    int64_t count = 1;
+    for (int64_t a : op.attrs.axes) count *= in[static_cast<size_t>(a)];
+    IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, dx, 1.0f / static_cast<float>(count), 0, "/grad_mean"));
+  }
+  return ctx.add_gradient(x, dx);
+}
+
+Status lower_reduce(LowerContext& ctx, const Op& op) {
+  const std::vector<int64_t>& in = ctx.graph().value(op.inputs[0]).type.shape;
+  const std::vector<int64_t> strides = row_major_strides(in);
+  std::vector<int64_t> out_dims, out_strides, red_dims, red_strides;
+  int64_t count = 1;
+  for (size_t k = 0; k < in.size(); ++k) {
+    const bool reduced = std::find(op.attrs.axes.begin(), op.attrs.axes.end(), static_cast<int64_t>(k)) != op.attrs.axes.end();
+    (reduced ? red_dims : out_dims).push_back(in[k]);
+    (reduced ? red_strides : out_strides).push_back(strides[k]);
+    if (reduced) count *= in[k];
+  }
+  if (out_dims.empty()) out_dims = {1}, out_strides = {0};
+  std::vector<int64_t> tail = out_dims;
+  for (const auto* list : {&out_strides, &red_dims, &red_strides}) tail.insert(tail.end(), list->begin(), list->end());
+  const double per = static_cast<double>(count) / ctx.target().cycles.vector_flops_per_cycle;
+  lower_output_range(ctx, op, format::Codelet::kReduce, per, {}, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> p{op.attrs.kind, static_cast<int64_t>(out_dims.size()), static_cast<int64_t>(red_dims.size()),
+                           begin, end};
+    p.insert(p.end(), tail.begin(), tail.end());
+    return p;
+  });
+  return Status();
+}
+
+// AxisSoftmax: softmax or log-softmax of a [outer, n, inner] input along axis 1 (the ONNX
+// converter reshapes any input and axis semantics into this form).
+Status infer_axis_softmax(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  if (x.shape.size() != 3) return invalid_argument("expects [outer, n, inner], got " + x.to_string());
+  if (op.attrs.kind < 0 || op.attrs.kind >= format::kSoftmaxKindCount) return invalid_argument("unknown softmax kind");
+  out.push_back(x);
+  return Status();
+}
+
+// Softmax: dX = Y ⊙ (dY − Σ dY⊙Y); log-softmax: dX = dY − e^Y ⊙ Σ dY (sums along axis 1).
+Status grad_axis_softmax(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  const int x = op.inputs[0], y = op.outputs[0];
+  if (dy < 0 || !ctx.needs_gradient(x)) return Status();
+  OpAttrs sum;
+  sum.kind = static_cast<int64_t>(ReduceKind::kSum);
+  sum.axes = {1};
+  sum.keep_dims = true;
+  int dx = -1;
+  if (op.attrs.kind == static_cast<int64_t>(format::SoftmaxKind::kSoftmax)) {
+    IPU_ASSIGN_OR_RETURN(int prod, grad_binary(ctx, op, BinaryKind::kMul, dy, y, "/grad_prod"));
+    IPU_ASSIGN_OR_RETURN(int dot, grad_op(ctx, op, OpKind::kReduce, {prod}, sum, "/grad_dot"));
+    IPU_ASSIGN_OR_RETURN(int diff, grad_binary(ctx, op, BinaryKind::kSub, dy, dot, "/grad_diff"));
+    IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kMul, y, diff, "/grad"));
+  } else {
+    IPU_ASSIGN_OR_RETURN(int total, grad_op(ctx, op, OpKind::kReduce, {dy}, sum, "/grad_sum"));
+    IPU_ASSIGN_OR_RETURN(int p, grad_unary(ctx, op, UnaryKind::kExp, y, 0, 0, "/grad_exp"));
+    IPU_ASSIGN_OR_RETURN(int scaled, grad_binary(ctx, op, BinaryKind::kMul, p, total, "/grad_scaled"));
+    IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kSub, dy, scaled, "/grad"));
+  }
+  return ctx.add_gradient(x, dx);
+}
+
+Status lower_axis_softmax(LowerContext& ctx, const Op& op) {
+  const std::vector<int64_t>& s = ctx.graph().value(op.inputs[0]).type.shape;
+  const int64_t outer = s[0], n = s[1], inner = s[2];
+  const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
+  const double per_line = static_cast<double>(n) * (ctx.target().cycles.transcendental_cycles + 3);
+  // Lines are split by whole outer rows so that each vertex's elements are contiguous.
+  lowering::lower_split(ctx, outer, per_line * static_cast<double>(inner), 4.0 * static_cast<double>(n * inner),
+                        [&](uint32_t tile, int64_t rb, int64_t re) {
+                          lowering::VertexSpec v;
+                          v.codelet = format::Codelet::kAxisSoftmax;
+                          v.operands = {x, y};
+                          v.params = {op.attrs.kind, outer, n, inner, rb * inner, re * inner};
+                          v.compute_cycles = per_line * static_cast<double>((re - rb) * inner);
+                          v.reads = {lowering::flat_region(x, rb * n * inner, re * n * inner)};
+                          v.writes = {lowering::flat_region(y, rb * n * inner, re * n * inner)};
+                          ctx.emit(tile, std::move(v));
+                        });
+  return Status();
+}
+
+// BatchMatMul: A [..., M, K] · B [..., K, N] with broadcast batch axes.
+struct BatchDims {
+  int64_t M, N, K;
+  std::vector<int64_t> a_batch, b_batch;
+};
+
+BatchDims batch_dims(const Graph& g, const Op& op) {
+  const auto& a = g.value(op.inputs[0]).type.shape;
+  const auto& b = g.value(op.inputs[1]).type.shape;
+  return {a[a.size() - 2], b[b.size() - 1], a[a.size() - 1], {a.begin(), a.end() - 2}, {b.begin(), b.end() - 2}};
+}
+
+Status infer_batch_matmul(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& a = g.value(op.inputs[0]).type;
+  const TensorType& b = g.value(op.inputs[1]).type;
+  if (a.shape.size() < 2 || b.shape.size() < 2) {
+    return invalid_argument("expects operands of rank 2 or more, got " + a.to_string() + " and " + b.to_string());
+  }
+  const BatchDims d = batch_dims(g, op);
+  if (b.shape[b.shape.size() - 2] != d.K) {
+    return invalid_argument("inner dimensions differ: " + a.to_string() + " · " + b.to_string());
+  }
+  if (d.M == 0 || d.N == 0 || d.K == 0) return unsupported("empty matrices " + a.to_string() + " · " + b.to_string());
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, broadcast_shapes(d.a_batch, d.b_batch));
+  shape.push_back(d.M);
+  shape.push_back(d.N);
+  TensorType y{DType::kFloat32, shape};
+  IPU_RETURN_IF_ERROR(check_rank(y));
+  out.push_back(y);
+  return Status();
+}
+
+// `value` [..., R, C] with its last two axes swapped.
+StatusOr<int> transpose_last(GradContext& ctx, const Op& op, int value, const std::string& suffix) {
+  const std::vector<int64_t> in = ctx.graph().value(value).type.shape;
+  OpAttrs t;
+  t.shape = in;
+  t.strides = row_major_strides(in);
+  const size_t r = in.size();
+  std::swap(t.shape[r - 1], t.shape[r - 2]);
+  std::swap(t.strides[r - 1], t.strides[r - 2]);
+  return grad_op(ctx, op, OpKind::kStridedCopy, {value}, t, suffix);
+}
+
+// dA = dC · Bᵀ, dB = Aᵀ · dC, each summed over the batch axes its operand was broadcast along.
+Status grad_batch_matmul(GradContext& ctx, const Op& op) {
+  const int dc = ctx.gradient_of(op.outputs[0]);
+  if (dc < 0) return Status();
+  const int a = op.inputs[0], b = op.inputs[1];
+  if (ctx.needs_gradient(a)) {
+    IPU_ASSIGN_OR_RETURN(int bt, transpose_last(ctx, op, b, "/grad_a_bt"));
+    IPU_ASSIGN_OR_RETURN(int full, grad_op(ctx, op, OpKind::kBatchMatMul, {dc, bt}, {}, "/grad_a"));
+    IPU_ASSIGN_OR_RETURN(int da, unbroadcast(ctx, op, full, ctx.graph().value(a).type.shape, "/grad_a_reduce"));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(a, da));
+  }
+  if (ctx.needs_gradient(b)) {
+    IPU_ASSIGN_OR_RETURN(int at, transpose_last(ctx, op, a, "/grad_b_at"));
+    IPU_ASSIGN_OR_RETURN(int full, grad_op(ctx, op, OpKind::kBatchMatMul, {at, dc}, {}, "/grad_b"));
+    IPU_ASSIGN_OR_RETURN(int db, unbroadcast(ctx, op, full, ctx.graph().value(b).type.shape, "/grad_b_reduce"));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(b, db));
+  }
+  return Status();
+}
+
+Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
+  const Graph& g = ctx.graph();
+  const BatchDims d = batch_dims(g, op);
+  const std::vector<int64_t>& out = g.value(op.outputs[0]).type.shape;
+  std::vector<int64_t> batch(out.begin(), out.end() - 2);
+  if (batch.empty()) batch = {1};
+  std::vector<int64_t> sa = broadcast_strides(d.a_batch, batch), sb = broadcast_strides(d.b_batch, batch);
+  for (int64_t& s : sa) s *= d.M * d.K;
+  for (int64_t& s : sb) s *= d.K * d.N;
+  int64_t batches = 1;
+  for (int64_t n : batch) batches *= n;
+  const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
+  const int64_t a_n = g.value(op.inputs[0]).type.elements(), b_n = g.value(op.inputs[1]).type.elements();
+  const double per_batch = static_cast<double>(d.M * d.N * d.K) / ctx.target().cycles.macs_per_cycle;
+  lowering::lower_split(ctx, batches, per_batch, 4.0 * static_cast<double>(d.M * d.K + d.K * d.N),
+                        [&](uint32_t tile, int64_t begin, int64_t end) {
+                          lowering::VertexSpec v;
+                          v.codelet = format::Codelet::kBatchMatMul;
+                          v.operands = {a, b, c};
+                          v.params = {d.M, d.N, d.K, static_cast<int64_t>(batch.size()), begin, end};
+                          v.params.insert(v.params.end(), batch.begin(), batch.end());
+                          v.params.insert(v.params.end(), sa.begin(), sa.end());
+                          v.params.insert(v.params.end(), sb.begin(), sb.end());
+                          v.compute_cycles = per_batch * static_cast<double>(end - begin);
+                          v.reads = {lowering::flat_region(a, 0, a_n), lowering::flat_region(b, 0, b_n)};
+                          v.writes = {lowering::flat_region(c, begin * d.M * d.N, end * d.M * d.N)};
+                          ctx.emit(tile, std::move(v));
+                        });
+  return Status();
+}
+
+}  // namespace
+
+const OpDef& reduce_op() {
+  static const OpDef def{OpKind::kReduce, 1, infer_reduce, grad_reduce, lower_reduce};
+  return def;
+}
+const OpDef& axis_softmax_op() {
+  static const OpDef def{OpKind::kAxisSoftmax, 1, infer_axis_softmax, grad_axis_softmax, lower_axis_softmax};
+  return def;
+}
+const OpDef& batch_matmul_op() {
+  static const OpDef def{OpKind::kBatchMatMul, 2, infer_batch_matmul, grad_batch_matmul, lower_batch_matmul};
+  return def;
+}
+
+}  // namespace ipu::ir

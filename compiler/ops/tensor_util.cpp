@@ -1,0 +1,104 @@
+#include "compiler/ops/tensor_util.h"
+
+#include <algorithm>
+
+namespace ipu::ir {
+
+namespace {
+std::string text(const std::vector<int64_t>& shape) { return TensorType{DType::kFloat32, shape}.to_string(); }
+}  // namespace
+
+StatusOr<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      return invalid_argument("shapes " + text(a) + " and " + text(b) + " do not broadcast");
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  const std::vector<int64_t> own = row_major_strides(in);
+  std::vector<int64_t> strides(out.size(), 0);
+  const size_t lead = out.size() - in.size();
+  for (size_t i = 0; i < in.size(); ++i) strides[lead + i] = in[i] == out[lead + i] && in[i] != 1 ? own[i] : 0;
+  return strides;
+}
+
+Status check_rank(const TensorType& type) {
+  if (static_cast<int64_t>(type.shape.size()) > format::kMaxTensorRank) {
+    return unsupported("rank " + std::to_string(type.shape.size()) + " of " + type.to_string() +
+                       " exceeds the supported rank " + std::to_string(format::kMaxTensorRank));
+  }
+  return Status();
+}
+
+StatusOr<int> grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs, OpAttrs attrs,
+                      const std::string& suffix) {
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(kind, op.name + suffix, std::move(inputs), std::move(attrs),
+                                                  Phase::kBackward, op.stage));
+  return ctx.graph().op(id).outputs[0];
+}
+
+StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind, int x, float alpha, float beta,
+                         const std::string& suffix) {
+  OpAttrs attrs;
+  attrs.kind = static_cast<int64_t>(kind);
+  attrs.alpha = alpha;
+  attrs.beta = beta;
+  return grad_op(ctx, op, OpKind::kUnary, {x}, attrs, suffix);
+}
+
+StatusOr<int> grad_binary(GradContext& ctx, const Op& op, format::BinaryKind kind, int a, int b,
+                          const std::string& suffix) {
+  OpAttrs attrs;
+  attrs.kind = static_cast<int64_t>(kind);
+  return grad_op(ctx, op, OpKind::kBinary, {a, b}, attrs, suffix);
+}
+
+StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, const std::vector<int64_t>& shape,
+                          const std::string& suffix) {
+  const std::vector<int64_t> full = ctx.graph().value(gradient).type.shape;
+  if (full == shape) return gradient;
+  OpAttrs sum;
+  sum.kind = static_cast<int64_t>(format::ReduceKind::kSum);
+  const size_t lead = full.size() - shape.size();
+  for (size_t i = 0; i < full.size(); ++i) {
+    if (i < lead || (shape[i - lead] == 1 && full[i] != 1)) sum.axes.push_back(static_cast<int64_t>(i));
+  }
+  int value = gradient;
+  if (!sum.axes.empty()) {
+    IPU_ASSIGN_OR_RETURN(value, grad_op(ctx, op, OpKind::kReduce, {gradient}, sum, suffix + "/sum"));
+  }
+  OpAttrs reshape;
+  reshape.shape = shape;
+  if (ctx.graph().value(value).type.shape == shape) return value;
+  return grad_op(ctx, op, OpKind::kReshape, {value}, reshape, suffix + "/reshape");
+}
+
+StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std::vector<int64_t>& shape,
+                           const std::string& suffix) {
+  const std::vector<int64_t>& in = ctx.graph().value(value).type.shape;
+  if (in == shape) return value;
+  OpAttrs copy;
+  copy.shape = shape;
+  copy.strides = broadcast_strides(in, shape);
+  return grad_op(ctx, op, OpKind::kStridedCopy, {value}, copy, suffix);
+}
+
+}  // namespace ipu::ir

@@ -1,0 +1,85 @@
+// The `kind` parameters of the generic tensor codelets (ids 20-28: Unary, Binary, Reduce,
+// AxisSoftmax): part of the executable format, written by the compiler, run by
+// runtime/kernels/{broadcast,reduce}_kernels.cpp. Append only; never renumber.
+#pragma once
+
+#include <cstdint>
+
+namespace ipu::format {
+
+// Unary: y = f(x; alpha, beta).
+enum class UnaryKind : int64_t {
+  kIdentity = 0,
+  kAbs = 1,
+  kNeg = 2,
+  kExp = 3,
+  kLog = 4,
+  kSqrt = 5,
+  kReciprocal = 6,
+  kCeil = 7,
+  kFloor = 8,
+  kSign = 9,
+  kErf = 10,
+  kGelu = 11,          // x·Φ(x)
+  kGeluTanh = 12,      // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+  kSoftplus = 13,      // log(1 + eˣ)
+  kElu = 14,           // alpha
+  kSelu = 15,          // alpha, beta = gamma
+  kLeakyRelu = 16,     // alpha
+  kHardSigmoid = 17,   // max(0, min(1, alpha·x + beta))
+  kClip = 18,          // min(max(x, alpha), beta)
+  kNot = 19,           // x == 0 ? 1 : 0
+  kTrunc = 20,         // toward zero (float → integer casts)
+  kNonZero = 21,       // x != 0 ? 1 : 0 (casts to bool)
+  kAffine = 22,        // alpha·x + beta
+  kRelu = 23,
+  kSigmoid = 24,
+  kTanh = 25,
+  kPowScalar = 26,     // x^alpha
+  kSquare = 27,
+};
+inline constexpr int64_t kUnaryKindCount = 28;
+
+// Binary: y = a ∘ b, broadcast. Comparisons and logic give 0/1.
+enum class BinaryKind : int64_t {
+  kAdd = 0,
+  kSub = 1,
+  kMul = 2,
+  kDiv = 3,
+  kPow = 4,
+  kMax = 5,
+  kMin = 6,
+  kEqual = 7,
+  kLess = 8,
+  kGreater = 9,
+  kLessOrEqual = 10,
+  kGreaterOrEqual = 11,
+  kAnd = 12,
+  kOr = 13,
+  kXor = 14,
+};
+inline constexpr int64_t kBinaryKindCount = 15;
+
+// Reduce over some axes. The arg kinds give the index (as a float) of the first (or last)
+// extreme along a single reduced axis.
+enum class ReduceKind : int64_t {
+  kSum = 0,
+  kMean = 1,
+  kMax = 2,
+  kMin = 3,
+  kProd = 4,
+  kArgMax = 5,
+  kArgMin = 6,
+  kArgMaxLast = 7,
+  kArgMinLast = 8,
+};
+inline constexpr int64_t kReduceKindCount = 9;
+
+// AxisSoftmax.
+enum class SoftmaxKind : int64_t { kSoftmax = 0, kLogSoftmax = 1 };
+inline constexpr int64_t kSoftmaxKindCount = 2;
+
+// Ranks the strided codelets accept.
+inline constexpr int64_t kMaxTensorRank = 8;
+
+}  // namespace ipu::format

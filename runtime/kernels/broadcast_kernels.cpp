@@ -1,0 +1,291 @@
+// Generic elementwise codelets with numpy broadcasting and strided data movement: Unary,
+// Binary, Where, StridedCopy, BlockCopy. Each vertex owns a contiguous range of its output.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "runtime/kernels/strided.h"
+#include "runtime/kernels/validate_util.h"
+
+namespace ipu::kernels {
+namespace {
+
+using format::BinaryKind;
+using format::FLOAT32;
+using format::UnaryKind;
+
+float sign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
+
+template <typename F>
+void map(const float* x, float* y, int64_t begin, int64_t end, F f) {
+  for (int64_t i = begin; i < end; ++i) y[i] = f(x[i]);
+}
+
+// Unary: Y[i] = f(X[i]; alpha, beta) for i in [begin, end).
+//   operands: X, Y (same size; Y may be X);  params: kind (UnaryKind), begin, end;
+//   fparams: alpha, beta
+void run_unary(const PreparedVertex& v) {
+  const float* x = v.f32(0);
+  float* y = v.f32(1);
+  const int64_t b = v.params[1], e = v.params[2];
+  const float alpha = v.fparams[0], beta = v.fparams[1];
+  switch (static_cast<UnaryKind>(v.params[0])) {
+    case UnaryKind::kIdentity: map(x, y, b, e, [](float t) { return t; }); break;
+    case UnaryKind::kAbs: map(x, y, b, e, [](float t) { return std::fabs(t); }); break;
+    case UnaryKind::kNeg: map(x, y, b, e, [](float t) { return -t; }); break;
+    case UnaryKind::kExp: map(x, y, b, e, [](float t) { return std::exp(t); }); break;
+    case UnaryKind::kLog: map(x, y, b, e, [](float t) { return std::log(t); }); break;
+    case UnaryKind::kSqrt: map(x, y, b, e, [](float t) { return std::sqrt(t); }); break;
+    case UnaryKind::kReciprocal: map(x, y, b, e, [](float t) { return 1.0f / t; }); break;
+    case UnaryKind::kCeil: map(x, y, b, e, [](float t) { return std::ceil(t); }); break;
+    case UnaryKind::kFloor: map(x, y, b, e, [](float t) { return std::floor(t); }); break;
+    case UnaryKind::kSign: map(x, y, b, e, sign); break;
+    case UnaryKind::kErf: map(x, y, b, e, [](float t) { return std::erf(t); }); break;
+    case UnaryKind::kGelu:
+      map(x, y, b, e, [](float t) {
+        return static_cast<float>(0.5 * t * (1.0 + std::erf(static_cast<double>(t) / std::sqrt(2.0))));
+      });
+      break;
+    case UnaryKind::kGeluTanh:
+      map(x, y, b, e, [](float t) {
+        const double d = t;
+        return static_cast<float>(0.5 * d * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (d + 0.044715 * d * d * d))));
+      });
+      break;
+    case UnaryKind::kSoftplus:
+      // log(1 + eˣ) = max(x, 0) + log1p(e^-|x|): no overflow for large x.
+      map(x, y, b, e, [](float t) { return std::max(t, 0.0f) + std::log1p(std::exp(-std::fabs(t))); });
+      break;
+    case UnaryKind::kElu: map(x, y, b, e, [&](float t) { return t > 0.0f ? t : alpha * std::expm1(t); }); break;
+    case UnaryKind::kSelu:
+      map(x, y, b, e, [&](float t) { return beta * (t > 0.0f ? t : alpha * std::expm1(t)); });
+      break;
+    case UnaryKind::kLeakyRelu: map(x, y, b, e, [&](float t) { return t >= 0.0f ? t : alpha * t; }); break;
+    case UnaryKind::kHardSigmoid:
+      map(x, y, b, e, [&](float t) { return std::max(0.0f, std::min(1.0f, alpha * t + beta)); });
+      break;
+    case UnaryKind::kClip: map(x, y, b, e, [&](float t) { return std::min(std::max(t, alpha), beta); }); break;
+    case UnaryKind::kNot: map(x, y, b, e, [](float t) { return t == 0.0f ? 1.0f : 0.0f; }); break;
+    case UnaryKind::kTrunc: map(x, y, b, e, [](float t) { return std::trunc(t); }); break;
+    case UnaryKind::kNonZero: map(x, y, b, e, [](float t) { return t != 0.0f ? 1.0f : 0.0f; }); break;
+    case UnaryKind::kAffine: map(x, y, b, e, [&](float t) { return alpha * t + beta; }); break;
+    case UnaryKind::kRelu: map(x, y, b, e, [](float t) { return t > 0.0f ? t : 0.0f; }); break;
+    case UnaryKind::kSigmoid: map(x, y, b, e, [](float t) { return 1.0f / (1.0f + std::exp(-t)); }); break;
+    case UnaryKind::kTanh: map(x, y, b, e, [](float t) { return std::tanh(t); }); break;
+    case UnaryKind::kPowScalar: map(x, y, b, e, [&](float t) { return std::pow(t, alpha); }); break;
+    case UnaryKind::kSquare: map(x, y, b, e, [](float t) { return t * t; }); break;
+  }
+}
+
+Status validate_unary(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 3, 2));
+  if (v.params(0) < 0 || v.params(0) >= format::kUnaryKindCount) return invalid_argument("unknown unary kind");
+  if (ops[0].elements != ops[1].elements) return invalid_argument("input and output sizes differ");
+  return expect_range(v.params(1), v.params(2), static_cast<int64_t>(ops[0].elements), "element");
+}
+
+float binary(BinaryKind kind, float a, float b) {
+  switch (kind) {
+    case BinaryKind::kAdd: return a + b;
+    case BinaryKind::kSub: return a - b;
+    case BinaryKind::kMul: return a * b;
+    case BinaryKind::kDiv: return a / b;
+    case BinaryKind::kPow: return std::pow(a, b);
+    case BinaryKind::kMax: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+    case BinaryKind::kMin: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    case BinaryKind::kEqual: return a == b ? 1.0f : 0.0f;
+    case BinaryKind::kLess: return a < b ? 1.0f : 0.0f;
+    case BinaryKind::kGreater: return a > b ? 1.0f : 0.0f;
+    case BinaryKind::kLessOrEqual: return a <= b ? 1.0f : 0.0f;
+    case BinaryKind::kGreaterOrEqual: return a >= b ? 1.0f : 0.0f;
+    case BinaryKind::kAnd: return (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f;
+    case BinaryKind::kOr: return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
+    case BinaryKind::kXor: return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
+  }
+  return NAN;
+}
+
+// Binary: Y[i] = A[Σ idx_k·sa_k] ∘ B[Σ idx_k·sb_k] for output elements i in [begin, end) of the
+// row-major shape dims (idx = the multi-index of i; a stride of 0 broadcasts).
+//   operands: A, B, Y
+//   params:   kind (BinaryKind), rank, begin, end, dims[rank], sa[rank], sb[rank]
+template <BinaryKind K>
+void binary_loop(const PreparedVertex& v) {
+  const int64_t rank = v.params[1];
+  const int64_t* dims = &v.params[4];
+  const float* a = v.f32(0);
+  const float* b = v.f32(1);
+  float* y = v.f32(2);
+  for_each_strided<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[2], v.params[3],
+                      [&](int64_t i, const std::array<int64_t, 2>& o) { y[i] = binary(K, a[o[0]], b[o[1]]); });
+}
+
+void run_binary(const PreparedVertex& v) {
+  switch (static_cast<BinaryKind>(v.params[0])) {
+    case BinaryKind::kAdd: return binary_loop<BinaryKind::kAdd>(v);
+    case BinaryKind::kSub: return binary_loop<BinaryKind::kSub>(v);
+    case BinaryKind::kMul: return binary_loop<BinaryKind::kMul>(v);
+    case BinaryKind::kDiv: return binary_loop<BinaryKind::kDiv>(v);
+    case BinaryKind::kPow: return binary_loop<BinaryKind::kPow>(v);
+    case BinaryKind::kMax: return binary_loop<BinaryKind::kMax>(v);
+    case BinaryKind::kMin: return binary_loop<BinaryKind::kMin>(v);
+    case BinaryKind::kEqual: return binary_loop<BinaryKind::kEqual>(v);
+    case BinaryKind::kLess: return binary_loop<BinaryKind::kLess>(v);
+    case BinaryKind::kGreater: return binary_loop<BinaryKind::kGreater>(v);
+    case BinaryKind::kLessOrEqual: return binary_loop<BinaryKind::kLessOrEqual>(v);
+    case BinaryKind::kGreaterOrEqual: return binary_loop<BinaryKind::kGreaterOrEqual>(v);
+    case BinaryKind::kAnd: return binary_loop<BinaryKind::kAnd>(v);
+    case BinaryKind::kOr: return binary_loop<BinaryKind::kOr>(v);
+    case BinaryKind::kXor: return binary_loop<BinaryKind::kXor>(v);
+  }
+}
+
+// The shared part of Binary and Where: `lead` params, then rank, begin, end, dims, then one
+// stride list per input operand; the last operand is the output.
+Status validate_broadcast(const format::Vertex& v, const std::vector<OperandInfo>& ops, int lead, int inputs) {
+  const int64_t rank = v.params_size() > lead ? v.params(lead) : 0;
+  if (rank < 1 || rank > format::kMaxTensorRank) return invalid_argument("rank must be in [1, 8]");
+  IPU_RETURN_IF_ERROR(expect_param_count(v, static_cast<int>(lead + 3 + rank * (inputs + 1)), 0));
+  const int64_t* dims = v.params().data() + lead + 3;
+  IPU_RETURN_IF_ERROR(check_dims(rank, dims, ops.back().elements, "output"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(lead + 1), v.params(lead + 2), static_cast<int64_t>(ops.back().elements),
+                                   "element"));
+  for (int o = 0; o < inputs; ++o) {
+    IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank * (o + 1), 0, ops[static_cast<size_t>(o)].elements,
+                                      "input"));
+    if (v.operands(o) == v.operands(inputs)) return invalid_argument("output aliases an input");
+  }
+  return Status();
+}
+
+Status validate_binary(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  if (v.params_size() < 1 || v.params(0) < 0 || v.params(0) >= format::kBinaryKindCount) {
+    return invalid_argument("unknown binary kind");
+  }
+  return validate_broadcast(v, ops, 1, 2);
+}
+
+// Where: Y[i] = C[..] != 0 ? A[..] : B[..], broadcast like Binary.
+//   operands: C, A, B, Y;  params: rank, begin, end, dims[rank], sc[rank], sa[rank], sb[rank]
+void run_where(const PreparedVertex& v) {
+  const int64_t rank = v.params[0];
+  const int64_t* dims = &v.params[3];
+  const float* c = v.f32(0);
+  const float* a = v.f32(1);
+  const float* b = v.f32(2);
+  float* y = v.f32(3);
+  for_each_strided<3>(rank, dims, {dims + rank, dims + 2 * rank, dims + 3 * rank}, {0, 0, 0}, v.params[1],
+                      v.params[2], [&](int64_t i, const std::array<int64_t, 3>& o) {
+                        y[i] = c[o[0]] != 0.0f ? a[o[1]] : b[o[2]];
+                      });
+}
+
+Status validate_where(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
+  return validate_broadcast(v, ops, 0, 3);
+}
+
+// StridedCopy: Y[i] = X[offset + Σ idx_k·stride_k] if lo_k <= idx_k < hi_k for every k, else
+// fill, for i in [begin, end) of the row-major shape dims. Strides may be 0 (Expand) or
+// negative (reversed slices); the box [lo, hi) leaves a padding border (Pad).
+//   operands: X, Y;  params: rank, offset, begin, end, dims[rank], stride[rank], lo[rank], hi[rank]
+//   fparams: fill
+void run_strided_copy(const PreparedVertex& v) {
+  const int64_t rank = v.params[0];
+  const int64_t* dims = &v.params[4];
+  const int64_t* lo = dims + 2 * rank;
+  const int64_t* hi = dims + 3 * rank;
+  const float* x = v.f32(0);
+  float* y = v.f32(1);
+  const float fill = v.fparams[0];
+  // Walks the output's own multi-index alongside the input offset to test the box.
+  std::array<int64_t, format::kMaxTensorRank> out_strides{};
+  int64_t s = 1;
+  for (int64_t k = rank - 1; k >= 0; --k) {
+    out_strides[static_cast<size_t>(k)] = s;
+    s *= dims[k];
+  }
+  bool padded = false;
+  for (int64_t k = 0; k < rank; ++k) padded = padded || lo[k] > 0 || hi[k] < dims[k];
+  if (!padded) {
+    for_each_strided<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],
+                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
+    return;
+  }
+  for_each_strided<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],
+                      [&](int64_t i, const std::array<int64_t, 1>& o) {
+                        int64_t rest = i;
+                        bool inside = true;
+                        for (int64_t k = 0; k < rank && inside; ++k) {
+                          const int64_t idx = rest / out_strides[static_cast<size_t>(k)];
+                          rest -= idx * out_strides[static_cast<size_t>(k)];
+                          inside = idx >= lo[k] && idx < hi[k];
+                        }
+                        y[i] = inside ? x[o[0]] : fill;
+                      });
+}
+
+Status validate_strided_copy(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  const int64_t rank = v.params_size() > 0 ? v.params(0) : 0;
+  if (rank < 1 || rank > format::kMaxTensorRank) return invalid_argument("rank must be in [1, 8]");
+  IPU_RETURN_IF_ERROR(expect_param_count(v, static_cast<int>(4 + 4 * rank), 1));
+  const int64_t* dims = v.params().data() + 4;
+  IPU_RETURN_IF_ERROR(check_dims(rank, dims, ops[1].elements, "output"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(2), v.params(3), static_cast<int64_t>(ops[1].elements), "element"));
+  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank, v.params(1), ops[0].elements, "input", dims + 2 * rank,
+                                    dims + 3 * rank));
+  if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
+  return Status();
+}
+
+// BlockCopy: Y[r·y_row + y_col + c] = X[r·x_row + c] for c < x_row and rows [row_begin,
+// row_end): one input of a Concat placed into its columns of the output.
+//   operands: X [rows, x_row], Y [rows, y_row]
+//   params:   rows, x_row, y_row, y_col, row_begin, row_end
+void run_block_copy(const PreparedVertex& v) {
+  const int64_t x_row = v.params[1], y_row = v.params[2], y_col = v.params[3];
+  const float* x = v.f32(0);
+  float* y = v.f32(1);
+  for (int64_t r = v.params[4]; r < v.params[5]; ++r) std::copy_n(x + r * x_row, x_row, y + r * y_row + y_col);
+}
+
+Status validate_block_copy(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(2)}, ops[1].elements, "Y"));
+  // y_col is bounded before the sum so that a hostile value cannot overflow it.
+  IPU_RETURN_IF_ERROR(expect_range(v.params(3), v.params(3), v.params(2), "column"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(3), v.params(3) + v.params(1), v.params(2), "column"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(4), v.params(5), v.params(0), "row"));
+  if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
+  return Status();
+}
+
+}  // namespace
+
+const KernelDef& unary_kernel() {
+  static const KernelDef def{Codelet::kUnary, run_unary, validate_unary, {1, 2}};
+  return def;
+}
+const KernelDef& binary_kernel() {
+  static const KernelDef def{Codelet::kBinary, run_binary, validate_binary, {2, 3}};
+  return def;
+}
+const KernelDef& where_kernel() {
+  static const KernelDef def{Codelet::kWhere, run_where, validate_where, {1, 2}};
+  return def;
+}
+const KernelDef& strided_copy_kernel() {
+  static const KernelDef def{Codelet::kStridedCopy, run_strided_copy, validate_strided_copy, {2, 3}};
+  return def;
+}
+const KernelDef& block_copy_kernel() {
+  static const KernelDef def{Codelet::kBlockCopy, run_block_copy, validate_block_copy, {4, 5}};
+  return def;
+}
+
+}  // namespace ipu::kernels

@@ -1,0 +1,238 @@
+// Generic codelets that combine elements along axes: Reduce (sum, mean, max, min, prod, arg
+// max/min), AxisSoftmax, BatchMatMul (numpy-broadcast batches), Gather.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/kernels/strided.h"
+#include "runtime/kernels/validate_util.h"
+
+namespace ipu::kernels {
+namespace {
+
+using format::FLOAT32;
+using format::ReduceKind;
+
+// Reduce: Y[i] = reduce over the box red_dims of X[Σ o_k·os_k + Σ r_k·rs_k], for output
+// elements i in [begin, end) of out_dims (o = the multi-index of i).
+//   operands: X, Y
+//   params:   kind (ReduceKind), out_rank, red_rank, begin, end, out_dims[out_rank],
+//             out_strides[out_rank], red_dims[red_rank], red_strides[red_rank]
+void run_reduce(const PreparedVertex& v) {
+  const auto kind = static_cast<ReduceKind>(v.params[0]);
+  const int64_t out_rank = v.params[1], red_rank = v.params[2];
+  const int64_t* out_dims = &v.params[5];
+  const int64_t* out_strides = out_dims + out_rank;
+  const int64_t* red_dims = out_strides + out_rank;
+  const int64_t* red_strides = red_dims + red_rank;
+  int64_t count = 1;
+  for (int64_t k = 0; k < red_rank; ++k) count *= red_dims[k];
+  const float* x = v.f32(0);
+  float* y = v.f32(1);
+  for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[3], v.params[4],
+                      [&](int64_t i, const std::array<int64_t, 1>& base) {
+    double acc = kind == ReduceKind::kProd ? 1.0 : 0.0;
+    float best = 0.0f;
+    int64_t best_at = -1;
+    for_each_strided<1>(red_rank, red_dims, {red_strides}, base, 0, count,
+                        [&](int64_t j, const std::array<int64_t, 1>& o) {
+      const float t = x[o[0]];
+      switch (kind) {
+        case ReduceKind::kSum:
+        case ReduceKind::kMean: acc += t; break;
+        case ReduceKind::kProd: acc *= t; break;
+        case ReduceKind::kMax:
+        case ReduceKind::kArgMax:
+          if (best_at < 0 || t > best || std::isnan(t)) best = t, best_at = j;
+          break;
+        case ReduceKind::kMin:
+        case ReduceKind::kArgMin:
+          if (best_at < 0 || t < best || std::isnan(t)) best = t, best_at = j;
+          break;
+        case ReduceKind::kArgMaxLast:
+          if (best_at < 0 || t >= best) best = t, best_at = j;
+          break;
+        case ReduceKind::kArgMinLast:
+          if (best_at < 0 || t <= best) best = t, best_at = j;
+          break;
+      }
+    });
+    switch (kind) {
+      case ReduceKind::kSum:
+      case ReduceKind::kProd: y[i] = static_cast<float>(acc); break;
+      case ReduceKind::kMean: y[i] = static_cast<float>(acc / static_cast<double>(count)); break;
+      case ReduceKind::kMax:
+      case ReduceKind::kMin: y[i] = best; break;
+      default: y[i] = static_cast<float>(best_at); break;
+    }
+  });
+}
+
+Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  if (v.params_size() < 5) return invalid_argument("expects at least 5 parameters");
+  const int64_t kind = v.params(0), out_rank = v.params(1), red_rank = v.params(2);
+  if (kind < 0 || kind >= format::kReduceKindCount) return invalid_argument("unknown reduce kind");
+  if (out_rank < 1 || out_rank > format::kMaxTensorRank || red_rank < 1 || red_rank > format::kMaxTensorRank) {
+    return invalid_argument("ranks must be in [1, 8]");
+  }
+  if (kind >= static_cast<int64_t>(ReduceKind::kArgMax) && red_rank != 1) {
+    return invalid_argument("arg reductions take one axis");
+  }
+  IPU_RETURN_IF_ERROR(expect_param_count(v, static_cast<int>(5 + 2 * (out_rank + red_rank)), 0));
+  const int64_t* p = v.params().data() + 5;
+  IPU_RETURN_IF_ERROR(check_dims(out_rank, p, ops[1].elements, "output"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(3), v.params(4), static_cast<int64_t>(ops[1].elements), "element"));
+  // The combined box (output axes, then reduced axes) must stay inside X.
+  std::array<int64_t, 2 * format::kMaxTensorRank> dims{}, strides{};
+  uint64_t red_count = 1;
+  for (int64_t k = 0; k < out_rank; ++k) {
+    dims[static_cast<size_t>(k)] = p[k];
+    strides[static_cast<size_t>(k)] = p[out_rank + k];
+  }
+  for (int64_t k = 0; k < red_rank; ++k) {
+    const int64_t d = p[2 * out_rank + k];
+    if (d <= 0 || red_count > (uint64_t{1} << 40) / static_cast<uint64_t>(d)) {
+      return invalid_argument("reduced dimension " + std::to_string(d) + " is invalid");
+    }
+    red_count *= static_cast<uint64_t>(d);
+    dims[static_cast<size_t>(out_rank + k)] = d;
+    strides[static_cast<size_t>(out_rank + k)] = p[2 * out_rank + red_rank + k];
+  }
+  IPU_RETURN_IF_ERROR(check_strides(out_rank + red_rank, dims.data(), strides.data(), 0, ops[0].elements, "input"));
+  if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
+  return Status();
+}
+
+// AxisSoftmax: softmax (or log-softmax) of X viewed as [outer, axis, inner] along the middle
+// axis, for lines [begin, end) of the outer·inner lines.
+//   operands: X, Y (same size);  params: kind (SoftmaxKind), outer, axis, inner, begin, end
+void run_axis_softmax(const PreparedVertex& v) {
+  const bool log = v.params[0] == static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax);
+  const int64_t n = v.params[2], inner = v.params[3];
+  const float* x = v.f32(0);
+  float* y = v.f32(1);
+  for (int64_t line = v.params[4]; line < v.params[5]; ++line) {
+    const int64_t base = (line / inner) * n * inner + line % inner;
+    float max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) max = std::max(max, x[base + j * inner]);
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(x[base + j * inner] - max));
+    const float lse = max + static_cast<float>(std::log(sum));
+    for (int64_t j = 0; j < n; ++j) {
+      const float t = x[base + j * inner] - lse;
+      y[base + j * inner] = log ? t : std::exp(t);
+    }
+  }
+}
+
+Status validate_axis_softmax(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
+  if (v.params(0) < 0 || v.params(0) >= format::kSoftmaxKindCount) return invalid_argument("unknown softmax kind");
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(1), v.params(2), v.params(3)}, ops[0].elements, "X"));
+  if (ops[1].elements != ops[0].elements) return invalid_argument("output size differs from the input");
+  return expect_range(v.params(4), v.params(5), v.params(1) * v.params(3), "line");
+}
+
+// BatchMatMul: C[b] = A[Σ idx_k·sa_k] · B[Σ idx_k·sb_k] for batches b in [begin, end) of the
+// row-major batch shape dims (idx = the multi-index of b; strides count elements, 0
+// broadcasts). Each matrix is row-major: A [M,K], B [K,N], C [M,N].
+//   operands: A, B, C
+//   params:   M, N, K, batch_rank, begin, end, dims[batch_rank], sa[batch_rank], sb[batch_rank]
+void run_batch_matmul(const PreparedVertex& v) {
+  const int64_t M = v.params[0], N = v.params[1], K = v.params[2], rank = v.params[3];
+  const int64_t* dims = &v.params[6];
+  const float* a = v.f32(0);
+  const float* b = v.f32(1);
+  float* c = v.f32(2);
+  for_each_strided<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[4], v.params[5],
+                      [&](int64_t batch, const std::array<int64_t, 2>& o) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
+                static_cast<int>(K), 1.0f, a + o[0], static_cast<int>(K), b + o[1], static_cast<int>(N), 0.0f,
+                c + batch * M * N, static_cast<int>(N));
+  });
+}
+
+Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  const int64_t rank = v.params_size() > 3 ? v.params(3) : 0;
+  if (rank < 1 || rank > format::kMaxTensorRank) return invalid_argument("batch rank must be in [1, 8]");
+  IPU_RETURN_IF_ERROR(expect_param_count(v, static_cast<int>(6 + 3 * rank), 0));
+  const int64_t M = v.params(0), N = v.params(1), K = v.params(2);
+  for (int64_t d : {M, N, K}) {
+    if (d <= 0 || d > INT32_MAX) return invalid_argument("matrix dimension " + std::to_string(d) + " is invalid");
+  }
+  const int64_t* dims = v.params().data() + 6;
+  int64_t batches = 1;
+  for (int64_t k = 0; k < rank; ++k) {
+    if (dims[k] <= 0 || batches > (int64_t{1} << 40) / dims[k]) return invalid_argument("invalid batch dimension");
+    batches *= dims[k];
+  }
+  if (M > (int64_t{1} << 40) / N || batches > (int64_t{1} << 40) / (M * N)) return invalid_argument("too large");
+  if (ops[2].elements != static_cast<uint64_t>(batches * M * N)) return invalid_argument("C size does not match");
+  if (ops[0].elements < static_cast<uint64_t>(M) * static_cast<uint64_t>(K) ||
+      ops[1].elements < static_cast<uint64_t>(K) * static_cast<uint64_t>(N)) {
+    return invalid_argument("A or B is smaller than one matrix");
+  }
+  // The last matrix starting at the largest offset must end inside its operand.
+  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank, 0, ops[0].elements - static_cast<uint64_t>(M * K) + 1, "A"));
+  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + 2 * rank, 0, ops[1].elements - static_cast<uint64_t>(K * N) + 1, "B"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(4), v.params(5), batches, "batch"));
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  return Status();
+}
+
+// Gather: Y[o, j, i] = X[o, idx_j, i] with X viewed as [outer, axis, inner], idx_j = indices[j]
+// (a float holding an integer; negative counts from the end), for output elements [begin, end).
+// An index out of range gives NaN, never an out-of-bounds read.
+//   operands: X, indices, Y;  params: outer, axis, inner, count, begin, end
+void run_gather(const PreparedVertex& v) {
+  const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
+  const float* x = v.f32(0);
+  const float* indices = v.f32(1);
+  float* y = v.f32(2);
+  for (int64_t i = v.params[4]; i < v.params[5]; ++i) {
+    const int64_t in = i % inner, j = (i / inner) % count, o = i / (inner * count);
+    const float f = indices[j];
+    int64_t index = (f >= -static_cast<float>(n) && f < static_cast<float>(n)) ? static_cast<int64_t>(f) : -n - 1;
+    if (index < 0) index += n;
+    y[i] = (index >= 0 && index < n) ? x[(o * n + index) * inner + in] : NAN;
+  }
+}
+
+Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(3)}, ops[1].elements, "indices"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(3), v.params(2)}, ops[2].elements, "Y"));
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  return expect_range(v.params(4), v.params(5), static_cast<int64_t>(ops[2].elements), "element");
+}
+
+}  // namespace
+
+const KernelDef& reduce_kernel() {
+  static const KernelDef def{Codelet::kReduce, run_reduce, validate_reduce, {3, 4}};
+  return def;
+}
+const KernelDef& axis_softmax_kernel() {
+  static const KernelDef def{Codelet::kAxisSoftmax, run_axis_softmax, validate_axis_softmax, {4, 5}};
+  return def;
+}
+const KernelDef& batch_matmul_kernel() {
+  static const KernelDef def = [] {
+    openblas_set_num_threads(1);  // TBB owns the threads (see matmul_kernel.cpp)
+    return KernelDef{Codelet::kBatchMatMul, run_batch_matmul, validate_batch_matmul, {4, 5}};
+  }();
+  return def;
+}
+const KernelDef& gather_kernel() {
+  static const KernelDef def{Codelet::kGather, run_gather, validate_gather, {4, 5}};
+  return def;
+}
+
+}  // namespace ipu::kernels

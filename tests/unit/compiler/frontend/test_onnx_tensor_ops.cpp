@@ -1,0 +1,149 @@
+// The generic tensor converters (onnx_ops_elementwise.cpp, onnx_ops_shape.cpp,
+// onnx_ops_reduce.cpp): output shapes, the IR ops chosen, version-dependent semantics, dtypes,
+// compile-time folding and precise unsupported reasons.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "compiler/frontend/onnx_import.h"
+#include "runtime/format/tensor_kinds.h"
+#include "tests/unit/compiler/onnx_builder.h"
+
+namespace ipu::testing {
+namespace {
+
+using frontend::import_onnx;
+using frontend::OnnxImportOptions;
+
+StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2) {
+  return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{batch, {}, false});
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The shape of the model's first output.
+std::vector<int64_t> output_shape(const frontend::ForwardGraph& g) { return g.graph.value(g.scores()).type.shape; }
+
+// The kind of the op producing the model's first output.
+ir::OpKind output_op(const frontend::ForwardGraph& g) {
+  return g.graph.op(g.graph.value(g.scores()).producer).kind;
+}
+
+TEST_CASE("binary ops broadcast numpy-style and comparisons report a bool output") {
+  OnnxBuilder b;
+  b.input("x", {3, 1}).output("y");
+  b.floats("w", {4}, wave(4, 1, 0));
+  b.node("Less", "less", {"x", "w"}, {"y"});
+  b.model().mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::BOOL);
+  auto imported = import(b);
+  INFO(imported.status().message());
+  REQUIRE(imported.ok());
+  CHECK(output_shape(*imported) == std::vector<int64_t>{2, 3, 4});
+  CHECK(output_op(*imported) == ir::OpKind::kBinary);
+  CHECK(imported->outputs[0].dtype == "b1");
+}
+
+TEST_CASE("a bias row keeps BiasAdd; other Adds broadcast") {
+  OnnxBuilder b;
+  b.input("x", {4}).output("y").output("z");
+  b.floats("bias", {4}, wave(4, 1, 0));
+  b.floats("col", {2, 1}, wave(2, 1, 0));
+  b.node("Add", "bias_add", {"bias", "x"}, {"y"});
+  b.node("Add", "col_add", {"x", "col"}, {"z"});
+  auto imported = import(b);
+  REQUIRE(imported.ok());
+  CHECK(output_op(*imported) == ir::OpKind::kBiasAdd);
+  CHECK(imported->graph.op(imported->graph.value(imported->outputs[1].value).producer).kind == ir::OpKind::kBinary);
+}
+
+TEST_CASE("Softmax coerces to 2-D before version 13 and takes one axis from 13") {
+  for (int opset : {11, 13}) {
+    CAPTURE(opset);
+    OnnxBuilder b(opset);
+    b.input("x", {3, 4}).output("y");
+    OnnxBuilder::int_attr(b.node("Softmax", "sm", {"x"}, {"y"}), "axis", 1);
+    auto imported = import(b);
+    REQUIRE(imported.ok());
+    // The AxisSoftmax sees [outer, n, inner]: [2, 12, 1] coerced, [2, 3, 4] for one axis.
+    const ir::Graph& g = imported->graph;
+    const ir::Op* softmax = nullptr;
+    for (const ir::Op& op : g.ops()) {
+      if (op.kind == ir::OpKind::kAxisSoftmax) softmax = &op;
+    }
+    REQUIRE(softmax != nullptr);
+    CHECK(g.value(softmax->inputs[0]).type.shape ==
+          (opset == 11 ? std::vector<int64_t>{2, 12, 1} : std::vector<int64_t>{2, 3, 4}));
+    CHECK(output_shape(*imported) == std::vector<int64_t>{2, 3, 4});
+  }
+}
+
+TEST_CASE("MatMul broadcasts batch axes and follows numpy for rank-1 operands") {
+  OnnxBuilder b;
+  b.input("x", {1, 3, 4}).output("y").output("v");
+  b.floats("w", {5, 4, 2}, wave(40, 1, 0));
+  b.floats("u", {4}, wave(4, 1, 0));
+  b.node("MatMul", "mm", {"x", "w"}, {"y"});
+  b.node("MatMul", "mv", {"x", "u"}, {"v"});
+  auto imported = import(b);
+  INFO(imported.status().message());
+  REQUIRE(imported.ok());
+  CHECK(output_shape(*imported) == std::vector<int64_t>{2, 5, 3, 2});
+  CHECK(imported->graph.value(imported->outputs[1].value).type.shape == std::vector<int64_t>{2, 1, 3});
+}
+
+TEST_CASE("Transpose, Slice with negative steps, Split and Unsqueeze give ONNX's shapes") {
+  OnnxBuilder b;
+  b.input("x", {3, 4}).output("t").output("s").output("p0").output("p1").output("u");
+  b.ints("starts", {-1, 3}).ints("ends", {-100, 0}).ints("axes", {1, 2}).ints("steps", {-2, -1});
+  b.ints("split", {1, 3}).ints("where", {0, 3});
+  OnnxBuilder::ints_attr(b.node("Transpose", "tr", {"x"}, {"t"}), "perm", {2, 0, 1});
+  b.node("Slice", "sl", {"x", "starts", "ends", "axes", "steps"}, {"s"});
+  OnnxBuilder::int_attr(b.node("Split", "sp", {"x", "split"}, {"p0", "p1"}), "axis", -1);
+  b.node("Unsqueeze", "un", {"x", "where"}, {"u"});
+  auto imported = import(b);
+  INFO(imported.status().message());
+  REQUIRE(imported.ok());
+  auto shape = [&](int i) { return imported->graph.value(imported->outputs[static_cast<size_t>(i)].value).type.shape; };
+  CHECK(shape(0) == std::vector<int64_t>{4, 2, 3});
+  CHECK(shape(1) == std::vector<int64_t>{2, 2, 3});
+  CHECK(shape(2) == std::vector<int64_t>{2, 3, 1});
+  CHECK(shape(3) == std::vector<int64_t>{2, 3, 3});
+  CHECK(shape(4) == std::vector<int64_t>{1, 2, 3, 1, 4});
+}
+
+TEST_CASE("Shape and Size fold to constants; Cast records the output dtype") {
+  OnnxBuilder b;
+  b.input("x", {3}).output("s").output("c");
+  b.node("Shape", "shape", {"x"}, {"s"});
+  OnnxBuilder::int_attr(b.node("Cast", "cast", {"x"}, {"c"}), "to", onnx::TensorProto::INT64);
+  for (int i = 0; i < 2; ++i) b.model().mutable_graph()->mutable_output(i)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  auto imported = import(b);
+  INFO(imported.status().message());
+  REQUIRE(imported.ok());
+  const ir::Value& s = imported->graph.value(imported->outputs[0].value);
+  CHECK(s.role == ir::Role::kConstant);
+  CHECK(s.initial == std::vector<float>{2, 3});
+  const ir::Op& cast = imported->graph.op(imported->graph.value(imported->outputs[1].value).producer);
+  CHECK(cast.attrs.kind == static_cast<int64_t>(format::UnaryKind::kTrunc));
+}
+
+TEST_CASE("forms whose semantics are not implemented are unsupported with the reason") {
+  OnnxBuilder b;
+  b.input("x", {3}).output("a").output("p").output("c");
+  b.ints("pads", {0, 1, 0, 1});
+  b.node("Div", "idiv", {"x", "x"}, {"a"});
+  OnnxBuilder::string_attr(b.node("Pad", "pad", {"x", "pads"}, {"p"}), "mode", "reflect");
+  OnnxBuilder::int_attr(b.node("Cast", "cast", {"x"}, {"c"}), "to", onnx::TensorProto::DOUBLE);
+  b.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  auto imported = import(b);
+  REQUIRE_FALSE(imported.ok());
+  CHECK(imported.status().code() == StatusCode::kUnsupported);
+  const std::string m = imported.status().message();
+  CHECK(contains(m, "node 'idiv' (Div): Div of dtype 'i8' (integer division) is not supported"));
+  CHECK(contains(m, "node 'pad' (Pad): Pad mode 'reflect' is not supported (only 'constant')"));
+  CHECK(contains(m, "node 'cast' (Cast): Cast to DOUBLE is not supported"));
+}
+
+}  // namespace
+}  // namespace ipu::testing

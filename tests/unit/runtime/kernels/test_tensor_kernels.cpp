@@ -1,0 +1,303 @@
+// The generic tensor codelets (ids 20-28) against plain reference loops, and their validators
+// against parameters that would read or write out of range.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "runtime/format/tensor_kinds.h"
+#include "runtime/kernels/kernel.h"
+
+namespace {
+
+using ipu::format::BinaryKind;
+using ipu::format::Codelet;
+using ipu::format::ReduceKind;
+using ipu::format::UnaryKind;
+using ipu::kernels::find_kernel;
+using ipu::kernels::KernelDef;
+using ipu::kernels::OperandInfo;
+using ipu::kernels::PreparedVertex;
+
+const KernelDef& kernel(Codelet c) {
+  const KernelDef* def = find_kernel(static_cast<uint32_t>(c));
+  REQUIRE(def != nullptr);
+  return *def;
+}
+
+PreparedVertex vertex(Codelet c, std::vector<float*> operands, std::vector<int64_t> params,
+                      std::vector<float> fparams = {}) {
+  PreparedVertex v;
+  v.codelet = static_cast<uint32_t>(c);
+  for (float* o : operands) v.operands[v.num_operands++] = o;
+  for (int64_t p : params) v.params[v.num_params++] = p;
+  for (size_t i = 0; i < fparams.size(); ++i) v.fparams[i] = fparams[i];
+  return v;
+}
+
+// Validates a vertex with float operands of the given sizes.
+ipu::Status validate(Codelet c, std::vector<uint64_t> sizes, std::vector<int64_t> params,
+                     std::vector<float> fparams = {}) {
+  ipu::format::Vertex v;
+  v.set_codelet(static_cast<uint32_t>(c));
+  std::vector<OperandInfo> ops;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    v.add_operands(static_cast<uint32_t>(i));
+    ops.push_back({ipu::format::FLOAT32, sizes[i]});
+  }
+  for (int64_t p : params) v.add_params(p);
+  for (float f : fparams) v.add_fparams(f);
+  return kernel(c).validate(v, ops);
+}
+
+std::vector<float> values(size_t n, uint32_t seed) {
+  std::vector<float> out(n);
+  uint32_t state = seed * 2654435761u + 12345u;
+  for (float& x : out) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
+  }
+  return out;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-5) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    if (std::isnan(want[i])) {
+      CHECK(std::isnan(got[i]));
+    } else {
+      CHECK(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i])));
+    }
+  }
+}
+
+TEST_CASE("tensor kernels: every generic codelet is registered") {
+  for (uint32_t id = 20; id <= 28; ++id) {
+    CAPTURE(id);
+    REQUIRE(find_kernel(id) != nullptr);
+    CHECK(static_cast<uint32_t>(find_kernel(id)->codelet) == id);
+  }
+}
+
+TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
+  const auto x = values(40, 1);
+  struct Case {
+    UnaryKind kind;
+    float alpha, beta;
+    double (*f)(double, double, double);
+  };
+  const Case cases[] = {
+      {UnaryKind::kAbs, 0, 0, [](double t, double, double) { return std::fabs(t); }},
+      {UnaryKind::kNeg, 0, 0, [](double t, double, double) { return -t; }},
+      {UnaryKind::kExp, 0, 0, [](double t, double, double) { return std::exp(t); }},
+      {UnaryKind::kSqrt, 0, 0, [](double t, double, double) { return t < 0 ? NAN : std::sqrt(t); }},
+      {UnaryKind::kErf, 0, 0, [](double t, double, double) { return std::erf(t); }},
+      {UnaryKind::kGelu, 0, 0, [](double t, double, double) { return 0.5 * t * (1 + std::erf(t / std::sqrt(2.0))); }},
+      {UnaryKind::kSoftplus, 0, 0, [](double t, double, double) { return std::log(1 + std::exp(t)); }},
+      {UnaryKind::kElu, 0.7f, 0, [](double t, double a, double) { return t > 0 ? t : a * (std::exp(t) - 1); }},
+      {UnaryKind::kSelu, 1.5f, 1.1f, [](double t, double a, double g) { return g * (t > 0 ? t : a * (std::exp(t) - 1)); }},
+      {UnaryKind::kLeakyRelu, 0.1f, 0, [](double t, double a, double) { return t >= 0 ? t : a * t; }},
+      {UnaryKind::kHardSigmoid, 0.2f, 0.5f, [](double t, double a, double b) { return std::clamp(a * t + b, 0.0, 1.0); }},
+      {UnaryKind::kClip, -0.5f, 1.0f, [](double t, double a, double b) { return std::min(std::max(t, a), b); }},
+      {UnaryKind::kTrunc, 0, 0, [](double t, double, double) { return std::trunc(t); }},
+      {UnaryKind::kAffine, 3, -1, [](double t, double a, double b) { return a * t + b; }},
+      {UnaryKind::kSign, 0, 0, [](double t, double, double) { return t > 0 ? 1.0 : (t < 0 ? -1.0 : 0.0); }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(static_cast<int>(c.kind));
+    std::vector<float> y(x.size(), -99.0f);
+    auto in = x;
+    for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 17}, {17, 40}}) {
+      kernel(Codelet::kUnary).run(vertex(Codelet::kUnary, {in.data(), y.data()}, {static_cast<int64_t>(c.kind), b, e},
+                                         {c.alpha, c.beta}));
+    }
+    std::vector<double> want;
+    for (float t : x) want.push_back(c.f(t, c.alpha, c.beta));
+    check_close(y, want, 2e-6);
+    CHECK(validate(Codelet::kUnary, {40, 40}, {static_cast<int64_t>(c.kind), 0, 40}, {c.alpha, c.beta}).ok());
+  }
+  CHECK(!validate(Codelet::kUnary, {40, 40}, {0, 0, 41}, {0, 0}).ok());
+  CHECK(!validate(Codelet::kUnary, {40, 40}, {ipu::format::kUnaryKindCount, 0, 4}, {0, 0}).ok());
+  CHECK(!validate(Codelet::kUnary, {40, 39}, {0, 0, 4}, {0, 0}).ok());
+}
+
+TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") {
+  auto a = values(8, 2), b = values(3, 3);
+  const std::vector<int64_t> dims{2, 3, 4}, sa{4, 0, 1}, sb{0, 1, 0};
+  for (BinaryKind kind : {BinaryKind::kAdd, BinaryKind::kSub, BinaryKind::kDiv, BinaryKind::kMax, BinaryKind::kLess}) {
+    CAPTURE(static_cast<int>(kind));
+    std::vector<float> y(24, -99.0f);
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 5}, {5, 24}}) {
+      std::vector<int64_t> p{static_cast<int64_t>(kind), 3, begin, end};
+      for (const auto* l : {&dims, &sa, &sb}) p.insert(p.end(), l->begin(), l->end());
+      kernel(Codelet::kBinary).run(vertex(Codelet::kBinary, {a.data(), b.data(), y.data()}, p));
+    }
+    std::vector<double> want;
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        for (int k = 0; k < 4; ++k) {
+          const double x = a[static_cast<size_t>(i * 4 + k)], z = b[static_cast<size_t>(j)];
+          switch (kind) {
+            case BinaryKind::kAdd: want.push_back(x + z); break;
+            case BinaryKind::kSub: want.push_back(x - z); break;
+            case BinaryKind::kDiv: want.push_back(x / z); break;
+            case BinaryKind::kMax: want.push_back(std::max(x, z)); break;
+            default: want.push_back(static_cast<float>(x) < static_cast<float>(z) ? 1 : 0); break;
+          }
+        }
+      }
+    }
+    check_close(y, want);
+  }
+  std::vector<int64_t> ok{0, 3, 0, 24, 2, 3, 4, 4, 0, 1, 0, 1, 0};
+  CHECK(validate(Codelet::kBinary, {8, 3, 24}, ok).ok());
+  auto bad = ok;
+  bad[8] = 5;  // A's stride 5 on axis 1 reaches element 4 + 2·5 + 3 = 17 of 8
+  CHECK(!validate(Codelet::kBinary, {8, 3, 24}, bad).ok());
+  bad = ok;
+  bad[11] = 2;  // B's stride 2 on an axis of 3 reads element 4 of 3
+  CHECK(!validate(Codelet::kBinary, {8, 3, 24}, bad).ok());
+  bad = ok;
+  bad[1] = 9;  // rank beyond the limit
+  CHECK(!validate(Codelet::kBinary, {8, 3, 24}, bad).ok());
+  bad = ok;
+  bad[3] = 25;
+  CHECK(!validate(Codelet::kBinary, {8, 3, 24}, bad).ok());
+}
+
+TEST_CASE("tensor kernels: Where selects per broadcast element") {
+  std::vector<float> c{1, 0, 1}, a{10, 20, 30, 40, 50, 60}, b{-1};
+  std::vector<float> y(6);
+  kernel(Codelet::kWhere).run(vertex(Codelet::kWhere, {c.data(), a.data(), b.data(), y.data()},
+                                     {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 0}));
+  CHECK(y == std::vector<float>{10, -1, 30, 40, -1, 60});
+  CHECK(validate(Codelet::kWhere, {3, 6, 1, 6}, {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 0}).ok());
+  CHECK(!validate(Codelet::kWhere, {3, 6, 1, 6}, {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 1}).ok());
+}
+
+TEST_CASE("tensor kernels: StridedCopy transposes, reverses and pads") {
+  auto x = values(6, 4);  // [2,3]
+  std::vector<float> t(6);
+  kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {x.data(), t.data()},
+                                           {2, 0, 0, 6, 3, 2, 1, 3, 0, 0, 3, 2}, {0}));
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) CHECK(t[static_cast<size_t>(i * 2 + j)] == x[static_cast<size_t>(j * 3 + i)]);
+  }
+  // Row 1 reversed: offset 5, stride -1.
+  std::vector<float> r(3);
+  kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {x.data(), r.data()}, {1, 5, 0, 3, 3, -1, 0, 3}, {0}));
+  CHECK(r == std::vector<float>{x[5], x[4], x[3]});
+  // Pad [2,3] by one on each side of axis 1 with 7: output [2,5], box [1,4).
+  std::vector<float> p(10);
+  const std::vector<int64_t> pad{2, -1, 0, 10, 2, 5, 3, 1, 0, 1, 2, 4};
+  kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {x.data(), p.data()}, pad, {7}));
+  CHECK(p == std::vector<float>{7, x[0], x[1], x[2], 7, 7, x[3], x[4], x[5], 7});
+  CHECK(validate(Codelet::kStridedCopy, {6, 10}, pad, {7}).ok());
+  auto bad = pad;
+  bad[11] = 5;  // the box reaches the padding column, which would read x[-1 + 4·1 + 3] = x[6]
+  CHECK(!validate(Codelet::kStridedCopy, {6, 10}, bad, {7}).ok());
+  CHECK(!validate(Codelet::kStridedCopy, {6, 3}, {1, 5, 0, 3, 3, 1, 0, 3}, {0}).ok());
+}
+
+TEST_CASE("tensor kernels: BlockCopy places a Concat input into its columns") {
+  std::vector<float> x{1, 2, 3, 4}, y(6, 0);
+  kernel(Codelet::kBlockCopy).run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 2}));
+  CHECK(y == std::vector<float>{0, 1, 2, 0, 3, 4});
+  CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, 2, 0, 2}).ok());
+  CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, INT64_MAX, 0, 2}).ok());
+}
+
+TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over strided axes") {
+  auto x = values(24, 5);  // [2,3,4]
+  // Reduce axes 0 and 2: output [3] with stride 4; reduced dims [2,4] strides [12,1].
+  std::vector<float> y(3);
+  for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMean, ReduceKind::kMax, ReduceKind::kMin}) {
+    kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {x.data(), y.data()},
+                                        {static_cast<int64_t>(kind), 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}));
+    std::vector<double> want;
+    for (int j = 0; j < 3; ++j) {
+      double sum = 0, mx = -1e9, mn = 1e9;
+      for (int i = 0; i < 2; ++i) {
+        for (int k = 0; k < 4; ++k) {
+          const double t = x[static_cast<size_t>(i * 12 + j * 4 + k)];
+          sum += t;
+          mx = std::max(mx, t);
+          mn = std::min(mn, t);
+        }
+      }
+      want.push_back(kind == ReduceKind::kSum ? sum : kind == ReduceKind::kMean ? sum / 8 : kind == ReduceKind::kMax ? mx : mn);
+    }
+    check_close(y, want);
+  }
+  std::vector<float> ties{1, 3, 3, 0}, idx(1);
+  kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
+                                      {static_cast<int64_t>(ReduceKind::kArgMax), 1, 1, 0, 1, 1, 0, 4, 1}));
+  CHECK(idx[0] == 1);
+  kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
+                                      {static_cast<int64_t>(ReduceKind::kArgMaxLast), 1, 1, 0, 1, 1, 0, 4, 1}));
+  CHECK(idx[0] == 2);
+  CHECK(validate(Codelet::kReduce, {24, 3}, {0, 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}).ok());
+  CHECK(!validate(Codelet::kReduce, {24, 3}, {0, 1, 2, 0, 3, 3, 4, 2, 4, 13, 1}).ok());
+  CHECK(!validate(Codelet::kReduce, {24, 3}, {5, 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}).ok());
+}
+
+TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
+  auto x = values(24, 6);  // [2,3,4] over axis 1
+  std::vector<float> y(24), l(24);
+  kernel(Codelet::kAxisSoftmax).run(vertex(Codelet::kAxisSoftmax, {x.data(), y.data()}, {0, 2, 3, 4, 0, 8}));
+  kernel(Codelet::kAxisSoftmax).run(vertex(Codelet::kAxisSoftmax, {x.data(), l.data()}, {1, 2, 3, 4, 0, 8}));
+  std::vector<double> want(24), want_log(24);
+  for (int o = 0; o < 2; ++o) {
+    for (int i = 0; i < 4; ++i) {
+      double sum = 0;
+      for (int j = 0; j < 3; ++j) sum += std::exp(x[static_cast<size_t>(o * 12 + j * 4 + i)]);
+      for (int j = 0; j < 3; ++j) {
+        const size_t at = static_cast<size_t>(o * 12 + j * 4 + i);
+        want[at] = std::exp(x[at]) / sum;
+        want_log[at] = x[at] - std::log(sum);
+      }
+    }
+  }
+  check_close(y, want);
+  check_close(l, want_log);
+  CHECK(!validate(Codelet::kAxisSoftmax, {24, 24}, {0, 2, 3, 4, 0, 9}).ok());
+}
+
+TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,1] of B") {
+  const int64_t M = 2, N = 3, K = 4;
+  auto a = values(2 * M * K, 7), b = values(3 * K * N, 8);
+  std::vector<float> c(6 * M * N);
+  const std::vector<int64_t> p{M, N, K, 2, 0, 6, 3, 2, 0, M * K, K * N, 0};
+  kernel(Codelet::kBatchMatMul).run(vertex(Codelet::kBatchMatMul, {a.data(), b.data(), c.data()}, p));
+  std::vector<double> want;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      for (int r = 0; r < M; ++r) {
+        for (int s = 0; s < N; ++s) {
+          double sum = 0;
+          for (int k = 0; k < K; ++k) sum += a[static_cast<size_t>(j * M * K + r * K + k)] * b[static_cast<size_t>(i * K * N + k * N + s)];
+          want.push_back(sum);
+        }
+      }
+    }
+  }
+  check_close(c, want);
+  CHECK(validate(Codelet::kBatchMatMul, {16, 36, 36}, p).ok());
+  auto bad = p;
+  bad[10] = K * N + 1;  // the last B matrix would end past B
+  CHECK(!validate(Codelet::kBatchMatMul, {16, 36, 36}, bad).ok());
+}
+
+TEST_CASE("tensor kernels: Gather with negative and out-of-range indices") {
+  std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 0, 7}, y(6);  // [2,3] along axis 1
+  kernel(Codelet::kGather).run(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6}));
+  CHECK(y[0] == 2);
+  CHECK(y[1] == 0);
+  CHECK(std::isnan(y[2]));
+  CHECK(y[3] == 5);
+  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 7}).ok());
+  CHECK(validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6}).ok());
+}
+
+}  // namespace
