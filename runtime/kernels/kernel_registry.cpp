@@ -11,7 +11,12 @@ const KernelDef* find_kernel(uint32_t codelet_id) {
     for (const KernelDef* def :
          {&matmul_kernel(), &bias_add_kernel(), &activation_kernel(), &activation_grad_kernel(), &softmax_kernel(),
           &softmax_grad_kernel(), &sparse_cross_entropy_kernel(), &sparse_cross_entropy_grad_kernel(),
-          &count_correct_kernel(), &column_sum_kernel(), &sgd_momentum_kernel(), &accumulate_kernel()}) {
+          &count_correct_kernel(), &column_sum_kernel(), &sgd_momentum_kernel(), &accumulate_kernel(),
+          // Convolution, pooling and normalization.
+          &conv_kernel(), &conv_grad_input_kernel(), &conv_grad_weight_kernel(), &channel_sum_kernel(),
+          &channel_affine_kernel(), &max_pool_kernel(), &max_pool_grad_kernel(), &average_pool_kernel(),
+          &average_pool_grad_kernel(), &batch_norm_kernel(), &batch_norm_grad_input_kernel(),
+          &batch_norm_grad_scale_kernel(), &channels_layout_kernel()}) {
       t[static_cast<uint32_t>(def->codelet)] = def;
     }
     return t;
