@@ -16,7 +16,12 @@ const OpDef& op_def(OpKind kind) {
     for (const OpDef* def : {&matmul_op(), &bias_add_op(), &relu_op(), &sigmoid_op(), &tanh_op(), &softmax_op(),
                              &activation_grad_op(), &softmax_grad_op(), &reshape_op(), &sparse_cross_entropy_op(),
                              &sparse_cross_entropy_grad_op(), &count_correct_op(), &column_sum_op(),
-                             &sgd_update_op(), &accumulate_grad_op(), &stage_copy_op()}) {
+                             &sgd_update_op(), &accumulate_grad_op(), &stage_copy_op(),
+                             // Convolution, pooling and normalization.
+                             &conv_op(), &conv_grad_input_op(), &conv_grad_weight_op(), &channel_sum_op(),
+                             &channel_affine_op(), &max_pool_op(), &max_pool_grad_op(), &average_pool_op(),
+                             &average_pool_grad_op(), &batch_norm_op(), &batch_norm_grad_input_op(),
+                             &batch_norm_grad_scale_op(), &to_channels_last_op(), &to_channels_first_op()}) {
       t[static_cast<size_t>(def->kind)] = def;
     }
     for (const OpDef* def : t) {

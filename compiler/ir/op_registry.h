@@ -65,5 +65,20 @@ const OpDef& column_sum_op();
 const OpDef& sgd_update_op();
 const OpDef& accumulate_grad_op();
 const OpDef& stage_copy_op();
+// Convolution, pooling and normalization.
+const OpDef& conv_op();
+const OpDef& conv_grad_input_op();
+const OpDef& conv_grad_weight_op();
+const OpDef& channel_sum_op();
+const OpDef& channel_affine_op();
+const OpDef& max_pool_op();
+const OpDef& max_pool_grad_op();
+const OpDef& average_pool_op();
+const OpDef& average_pool_grad_op();
+const OpDef& batch_norm_op();
+const OpDef& batch_norm_grad_input_op();
+const OpDef& batch_norm_grad_scale_op();
+const OpDef& to_channels_last_op();
+const OpDef& to_channels_first_op();
 
 }  // namespace ipu::ir
