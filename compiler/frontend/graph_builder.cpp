@@ -186,16 +186,19 @@ StatusOr<int> add_batch_norm(ir::Graph& graph, const LayerSpec& layer, int x, in
 StatusOr<int> add_reshape(ir::Graph& graph, const LayerSpec& layer, int x, int stage) {
   const ir::TensorType& in = graph.value(x).type;
   const int64_t per_sample = in.elements() / in.shape[0];
+  const Status mismatch = invalid_argument("cannot reshape " + in.to_string() + " to a target_shape of " +
+                                           std::to_string(per_sample) + " elements per sample");
+  // Bounded by the sample's size on the way, so the product cannot overflow.
   int64_t known = 1;
-  for (int64_t d : layer.target_shape) known *= d == -1 ? 1 : d;
+  for (int64_t d : layer.target_shape) {
+    if (d != -1 && (d > per_sample || (known *= d) > per_sample)) return mismatch;
+  }
+  if (per_sample % known != 0) return mismatch;
   std::vector<int64_t> shape = {in.shape[0]};
-  for (int64_t d : layer.target_shape) shape.push_back(d == -1 && known > 0 ? per_sample / known : d);
+  for (int64_t d : layer.target_shape) shape.push_back(d == -1 ? per_sample / known : d);
   ir::OpAttrs attrs;
   attrs.shape = shape;
-  if (known <= 0 || per_sample % known != 0 || ir::TensorType{in.dtype, shape}.elements() != in.elements()) {
-    return invalid_argument("cannot reshape " + in.to_string() + " to target_shape of " + std::to_string(per_sample) +
-                            " elements per sample");
-  }
+  if (ir::TensorType{in.dtype, shape}.elements() != in.elements()) return mismatch;
   IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kReshape, layer.name, {x}, attrs, ir::Phase::kForward, stage));
   return graph.op(op).outputs[0];
 }

@@ -84,7 +84,9 @@ StatusOr<ConvShape> validate_conv_shape(const format::Vertex& v, uint64_t x_elem
                                         uint64_t y_elements) {
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   const int64_t M = v.params(kM), G = v.params(kGroups);
-  if (M <= 0 || G <= 0 || w.C % G != 0 || M % G != 0) {
+  // Bounded like the window's dimensions, so every SGEMM dimension fits BLAS's int.
+  if (M <= 0 || M > (int64_t{1} << 24)) return invalid_argument("output channels " + std::to_string(M) + " outside [1, 2^24]");
+  if (G <= 0 || w.C % G != 0 || M % G != 0) {
     return invalid_argument("channels " + std::to_string(w.C) + " and " + std::to_string(M) +
                             " are not both divisible by " + std::to_string(G) + " groups");
   }

@@ -690,6 +690,12 @@ TEST_CASE("build_forward_graph: a Keras CNN converts layouts only at its ends") 
         std::string::npos);
   const ModelSpec flat = parse_ok(image_seq(R"({"name": "f", "type": "Flatten"},
       {"name": "c", "type": "Conv2D", "filters": 3, "kernel_size": 3})"));
+  // A target_shape whose product would overflow is a mismatch, not undefined behaviour.
+  const ModelSpec huge = parse_ok(image_seq(R"({"name": "r", "type": "Reshape", "target_shape": [268435456, 268435456, 268435456]})"));
+  auto reshaped = build_forward_graph(huge, 2);
+  REQUIRE_FALSE(reshaped.ok());
+  CHECK(reshaped.status().message().find("layer 'r' (Reshape): cannot reshape f32[2,6,6,2] to a target_shape of 72 elements") !=
+        std::string::npos);
   auto bad = build_forward_graph(flat, 2);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("specs/model.json: layer 'c' (Conv2D): expects a rank-4 input [batch, height, width, "
