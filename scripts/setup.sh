@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of ipucc from Debian's archive. Idempotent.
+# Installs every build and test dependency of ipucc from Debian's archive (python3-onnx: e2e tests
+# write small ONNX models). Idempotent.
 set -euo pipefail
 "$(dirname "$0")/apt-install.sh" \
   cmake ninja-build g++ pkg-config \
@@ -13,4 +14,5 @@ set -euo pipefail
   nlohmann-json3-dev \
   doctest-dev \
   libopenblas-pthread-dev \
-  python3
+  python3 \
+  python3-onnx

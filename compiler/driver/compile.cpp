@@ -72,7 +72,7 @@ StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& 
   } else {
     IPU_ASSIGN_OR_RETURN(frontend::ModelSpec spec, frontend::parse_graph_spec(model_text, options.model_path));
     if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(frontend::apply_stage_assignment(spec, options.stage_assignment));
-    IPU_ASSIGN_OR_RETURN(model.forward, frontend::build_forward_graph(spec, options.batch_size));
+    IPU_ASSIGN_OR_RETURN(model.forward, frontend::build_forward_graph(spec, options.batch_size, options.mode == Mode::kTrain));
     model.loss = spec.loss;
     model.optimizer = spec.optimizer;
   }

@@ -18,8 +18,47 @@ constexpr int64_t kMaxSampleElements = int64_t{1} << 28;
 constexpr int kMaxNesting = 64;
 
 const std::set<std::string> kActivations = {"none", "linear", "relu", "sigmoid", "tanh", "softmax"};
-const std::set<std::string> kLayerKeys = {"name", "type", "inputs", "units", "activation", "use_bias",
-                                          "kernel_initializer", "bias_initializer", "stage"};
+constexpr int64_t kMaxWindow = int64_t{1} << 16;
+constexpr int64_t kMaxFilters = int64_t{1} << 16;
+
+const std::set<std::string> kCommonKeys = {"name", "type", "inputs", "stage"};
+// The attributes of each layer type besides the common ones.
+const std::map<std::string, std::set<std::string>> kLayerTypes = {
+    {"Dense", {"units", "activation", "use_bias", "kernel_initializer", "bias_initializer"}},
+    {"Flatten", {}},
+    {"Conv2D", {"filters", "kernel_size", "strides", "padding", "activation", "use_bias", "kernel_initializer",
+                "bias_initializer"}},
+    {"MaxPool2D", {"pool_size", "strides", "padding"}},
+    {"MaxPooling2D", {"pool_size", "strides", "padding"}},
+    {"AveragePooling2D", {"pool_size", "strides", "padding"}},
+    {"Dropout", {"rate"}},
+    {"BatchNormalization", {"epsilon"}},
+    {"Reshape", {"target_shape"}},
+};
+
+std::string supported_types() {
+  std::string out;
+  for (const auto& entry : kLayerTypes) out += (out.empty() ? "" : ", ") + entry.first;
+  return out;
+}
+
+bool known_key(const std::string& key) {
+  if (kCommonKeys.count(key)) return true;
+  for (const auto& entry : kLayerTypes) {
+    if (entry.second.count(key)) return true;
+  }
+  return false;
+}
+
+// An integer or a list of two, each in [1, limit] (Keras's int-or-tuple arguments).
+std::optional<std::array<int64_t, 2>> parse_pair(const json& j, int64_t limit) {
+  auto ok = [&](const json& v) { return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= limit; };
+  if (ok(j)) return std::array<int64_t, 2>{j.get<int64_t>(), j.get<int64_t>()};
+  if (j.is_array() && j.size() == 2 && ok(j[0]) && ok(j[1])) {
+    return std::array<int64_t, 2>{j[0].get<int64_t>(), j[1].get<int64_t>()};
+  }
+  return std::nullopt;
+}
 
 // Collects every problem of a spec so the user sees them all at once.
 class Problems {
@@ -114,11 +153,16 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
   }
   layer.type = j["type"].get<std::string>();
   const std::string where = layer_label(layer);
-  for (const auto& [key, value] : j.items()) {
-    if (!kLayerKeys.count(key)) problems.add(where, "unknown attribute '" + key + "'");
+  auto type = kLayerTypes.find(layer.type);
+  if (type == kLayerTypes.end()) {
+    problems.add(where, "unknown layer type (supported: " + supported_types() + ")");
   }
-  if (layer.type != "Dense" && layer.type != "Flatten") {
-    problems.add(where, "unknown layer type (supported: Dense, Flatten)");
+  for (const auto& [key, value] : j.items()) {
+    if (!known_key(key)) {
+      problems.add(where, "unknown attribute '" + key + "'");
+    } else if (type != kLayerTypes.end() && !kCommonKeys.count(key) && !type->second.count(key)) {
+      problems.add(where, "'" + key + "' does not apply to " + layer.type);
+    }
   }
   if (functional) {
     if (!j.contains("inputs") || !j["inputs"].is_array() || j["inputs"].size() != 1 || !j["inputs"][0].is_string()) {
@@ -136,6 +180,71 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     } else {
       layer.units = j["units"].get<int64_t>();
     }
+  }
+  if (layer.type == "Conv2D") {
+    if (!j.contains("filters") || !j["filters"].is_number_integer() || j["filters"].get<int64_t>() <= 0 ||
+        j["filters"].get<int64_t>() > kMaxFilters) {
+      problems.add(where, "'filters' must be an integer in [1, " + std::to_string(kMaxFilters) + "]");
+    } else {
+      layer.filters = j["filters"].get<int64_t>();
+    }
+    auto kernel = j.contains("kernel_size") ? parse_pair(j["kernel_size"], kMaxWindow) : std::nullopt;
+    if (!kernel) {
+      problems.add(where, "'kernel_size' must be an integer or two integers in [1, " + std::to_string(kMaxWindow) + "]");
+    } else {
+      layer.kernel_size = *kernel;
+    }
+  }
+  if (j.contains("pool_size") && type != kLayerTypes.end() && type->second.count("pool_size")) {
+    if (auto pool = parse_pair(j["pool_size"], kMaxWindow)) {
+      layer.pool_size = *pool;
+    } else {
+      problems.add(where, "'pool_size' must be an integer or two integers in [1, " + std::to_string(kMaxWindow) + "]");
+    }
+  }
+  if (j.contains("strides") && type != kLayerTypes.end() && type->second.count("strides")) {
+    layer.strides = parse_pair(j["strides"], kMaxWindow);
+    if (!layer.strides) {
+      problems.add(where, "'strides' must be an integer or two integers in [1, " + std::to_string(kMaxWindow) + "]");
+    }
+  }
+  if (j.contains("padding") && type != kLayerTypes.end() && type->second.count("padding")) {
+    if (j["padding"] != "valid" && j["padding"] != "same") {
+      problems.add(where, "'padding' must be \"valid\" or \"same\", got " + describe(j["padding"]));
+    } else {
+      layer.padding = j["padding"].get<std::string>();
+    }
+  }
+  if (layer.type == "Dropout") {
+    if (!j.contains("rate") || !j["rate"].is_number() || j["rate"].get<double>() < 0 || j["rate"].get<double>() >= 1) {
+      problems.add(where, "'rate' must be a number in [0, 1)");
+    } else {
+      layer.rate = j["rate"].get<double>();
+    }
+  }
+  if (layer.type == "BatchNormalization" && j.contains("epsilon")) {
+    if (!j["epsilon"].is_number() || j["epsilon"].get<double>() <= 0 || j["epsilon"].get<double>() > 1) {
+      problems.add(where, "'epsilon' must be a number in (0, 1]");
+    } else {
+      layer.epsilon = j["epsilon"].get<double>();
+    }
+  }
+  if (layer.type == "Reshape") {
+    const json* target = j.contains("target_shape") ? &j["target_shape"] : nullptr;
+    bool ok = target && target->is_array() && !target->empty();
+    int inferred = 0;
+    for (size_t i = 0; ok && i < target->size(); ++i) {
+      const json& d = (*target)[i];
+      ok = d.is_number_integer() && (d.get<int64_t>() == -1 || (d.get<int64_t>() >= 1 && d.get<int64_t>() <= kMaxSampleElements));
+      if (ok && d.get<int64_t>() == -1) ok = ++inferred == 1;
+      if (ok) layer.target_shape.push_back(d.get<int64_t>());
+    }
+    if (!ok) {
+      problems.add(where, "'target_shape' must list positive integers per sample (one may be -1)");
+      layer.target_shape.clear();
+    }
+  }
+  if (layer.type == "Dense" || layer.type == "Conv2D") {
     if (j.contains("activation")) {
       if (!j["activation"].is_string() || !kActivations.count(j["activation"].get<std::string>())) {
         problems.add(where, "unknown activation " + describe(j["activation"]) + " (expected none, relu, sigmoid, tanh or softmax)");
@@ -153,10 +262,6 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     }
     if (j.contains("bias_initializer")) {
       if (auto init = parse_initializer(j["bias_initializer"], problems, where)) layer.bias_initializer = *init;
-    }
-  } else if (layer.type == "Flatten") {
-    for (const char* key : {"units", "activation", "use_bias", "kernel_initializer", "bias_initializer"}) {
-      if (j.contains(key)) problems.add(where, std::string("'") + key + "' does not apply to Flatten");
     }
   }
   if (j.contains("stage")) {

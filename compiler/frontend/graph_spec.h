@@ -2,6 +2,7 @@
 // Functional form, parsed and validated into a ModelSpec, then built into an IR graph.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +22,7 @@ struct InitializerSpec {
 
 struct LayerSpec {
   std::string name;
-  std::string type;  // "Flatten" or "Dense"
+  std::string type;  // Dense, Flatten, Conv2D, MaxPooling2D, AveragePooling2D, Dropout, BatchNormalization, Reshape
   std::vector<std::string> inputs;
   int64_t units = 0;
   std::string activation = "none";  // none, relu, sigmoid, tanh, softmax
@@ -29,6 +30,15 @@ struct LayerSpec {
   InitializerSpec kernel_initializer{"glorot_uniform", 0};
   InitializerSpec bias_initializer;
   std::optional<int> stage;
+  // Conv2D and pooling (height, width).
+  int64_t filters = 0;
+  std::array<int64_t, 2> kernel_size{0, 0};
+  std::array<int64_t, 2> pool_size{2, 2};
+  std::optional<std::array<int64_t, 2>> strides;  // default: 1 (Conv2D), pool_size (pooling)
+  std::string padding = "valid";                   // valid or same
+  double rate = 0.0;                               // Dropout
+  double epsilon = 1e-3;                           // BatchNormalization
+  std::vector<int64_t> target_shape;               // Reshape, per sample; one entry may be -1
 };
 
 struct InputSpec {
@@ -56,6 +66,7 @@ StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& p
 Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages);
 
 // Builds the forward IR graph for micro-batch `batch_size`, with deterministic initial weights.
-StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_size);
+// `training` refuses layers that only have inference semantics here (Dropout).
+StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_size, bool training = false);
 
 }  // namespace ipu::frontend

@@ -94,6 +94,11 @@ const data::NpyArray* OnnxImportContext::constant_input(int index) const {
   return found == m_constants.end() ? nullptr : &found->second;
 }
 
+const data::NpyArray* OnnxImportContext::float_initializer_input(int index) const {
+  auto found = m_initializers.find(input_name(index));
+  return found == m_initializers.end() ? nullptr : &found->second;
+}
+
 StatusOr<std::vector<int64_t>> OnnxImportContext::int_constant_input(int index) const {
   const data::NpyArray* array = constant_input(index);
   const std::string& name = input_name(index);

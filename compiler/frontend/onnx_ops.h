@@ -43,6 +43,9 @@ class OnnxImportContext {
   StatusOr<int> input(int index);
   // Input `index` if it is a compile-time constant (initializer or Constant output), else null.
   const data::NpyArray* constant_input(int index) const;
+  // Input `index` if it is a float initializer not yet made a weight by another node, else null
+  // (for values folded at compile time).
+  const data::NpyArray* float_initializer_input(int index) const;
   // The same constant as int64 values (from any integer dtype), or an error naming the input.
   StatusOr<std::vector<int64_t>> int_constant_input(int index) const;
 
@@ -123,5 +126,6 @@ std::vector<OnnxOpDef> core_onnx_ops();
 std::vector<OnnxOpDef> elementwise_onnx_ops();
 std::vector<OnnxOpDef> shape_onnx_ops();
 std::vector<OnnxOpDef> reduce_onnx_ops();
+std::vector<OnnxOpDef> conv_onnx_ops();
 
 }  // namespace ipu::frontend

@@ -3,6 +3,7 @@
 // the phase it belongs to so that programs can be cut from it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,6 +44,18 @@ struct Value {
   int stage = 0;
 };
 
+// The window of a convolution or pooling op over the two spatial axes of an NCHW value (1-D
+// models use H = 1). Pads are top, left, bottom, right.
+struct WindowAttrs {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> dilations{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};
+  int64_t group = 1;               // Conv: channel groups
+  bool ceil_mode = false;          // pooling: output size rounds up
+  bool count_include_pad = false;  // AveragePool: padded positions count in the divisor
+};
+
 // Attributes of all op kinds; each op reads only the fields its registry entry documents.
 struct OpAttrs {
   bool trans_a = false;
@@ -53,7 +66,7 @@ struct OpAttrs {
   float momentum = 0.0f;
   float gradient_scale = 1.0f;  // SgdUpdate: the gradient is multiplied by this first
   bool clear_gradient = false;  // SgdUpdate: the gradient is an accumulator, zeroed after use
-  std::vector<int64_t> shape;  // Reshape target; StridedCopy output shape
+  std::vector<int64_t> shape;  // Reshape target; StridedCopy output shape; Conv and pooling gradients: their output shape
   // Generic tensor ops (compiler/ops/{elementwise,movement,reduce}_ops.cpp).
   int64_t kind = 0;            // format::UnaryKind / BinaryKind / ReduceKind / SoftmaxKind
   float alpha = 0.0f;          // Unary parameters; StridedCopy fill value
@@ -64,6 +77,8 @@ struct OpAttrs {
   bool keep_dims = false;      // Reduce
   std::vector<int64_t> strides;  // StridedCopy: input stride per output axis
   std::vector<int64_t> lower, upper;  // StridedCopy: the box of output indices read (else fill)
+  WindowAttrs window;          // Conv, pooling and their gradients
+  float epsilon = 0.0f;        // BatchNorm and its gradients
 };
 
 struct Op {

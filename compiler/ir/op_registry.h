@@ -75,5 +75,20 @@ const OpDef& gather_op();
 const OpDef& reduce_op();
 const OpDef& axis_softmax_op();
 const OpDef& batch_matmul_op();
+// Convolution, pooling and normalization.
+const OpDef& conv_op();
+const OpDef& conv_grad_input_op();
+const OpDef& conv_grad_weight_op();
+const OpDef& channel_sum_op();
+const OpDef& channel_affine_op();
+const OpDef& max_pool_op();
+const OpDef& max_pool_grad_op();
+const OpDef& average_pool_op();
+const OpDef& average_pool_grad_op();
+const OpDef& batch_norm_op();
+const OpDef& batch_norm_grad_input_op();
+const OpDef& batch_norm_grad_scale_op();
+const OpDef& to_channels_last_op();
+const OpDef& to_channels_first_op();
 
 }  // namespace ipu::ir

@@ -97,5 +97,19 @@ const KernelDef& reduce_kernel();
 const KernelDef& axis_softmax_kernel();
 const KernelDef& batch_matmul_kernel();
 const KernelDef& gather_kernel();
+// Convolution, pooling and normalization.
+const KernelDef& conv_kernel();
+const KernelDef& conv_grad_input_kernel();
+const KernelDef& conv_grad_weight_kernel();
+const KernelDef& channel_sum_kernel();
+const KernelDef& channel_affine_kernel();
+const KernelDef& max_pool_kernel();
+const KernelDef& max_pool_grad_kernel();
+const KernelDef& average_pool_kernel();
+const KernelDef& average_pool_grad_kernel();
+const KernelDef& batch_norm_kernel();
+const KernelDef& batch_norm_grad_input_kernel();
+const KernelDef& batch_norm_grad_scale_kernel();
+const KernelDef& channels_layout_kernel();
 
 }  // namespace ipu::kernels

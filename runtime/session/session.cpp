@@ -34,6 +34,25 @@ struct Outfeed {
 
 }  // namespace
 
+bool sample_shape_fits(const std::vector<int64_t>& got, const std::vector<int64_t>& expected) {
+  if (got == expected) return true;
+  uint64_t expected_size = 1, got_size = 1;
+  for (int64_t d : expected) expected_size *= static_cast<uint64_t>(d);
+  for (int64_t d : got) got_size *= static_cast<uint64_t>(d);
+  if (got_size != expected_size) return false;
+  // A flat sample is accepted either way round (Flatten is the usual first layer), and so is one
+  // that differs only in size-1 axes (HWC data with one channel feeding a CHW model).
+  if (expected.size() == 1 || got.size() == 1) return true;
+  auto squeezed = [](const std::vector<int64_t>& shape) {
+    std::vector<int64_t> out;
+    for (int64_t d : shape) {
+      if (d != 1) out.push_back(d);
+    }
+    return out;
+  };
+  return squeezed(got) == squeezed(expected);
+}
+
 struct Session::Impl {
   std::unique_ptr<engine::Engine> engine;
   // Host copies of weights and optimizer state, by tensor index: the source of
@@ -94,13 +113,7 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
     return invalid_argument(data.source + ": a data set feeds models with one batched input; give this one's inputs with --input");
   }
   std::vector<int64_t> expected(features.shape().begin() + 1, features.shape().end());
-  uint64_t expected_size = 1, got_size = 1;
-  for (int64_t d : expected) expected_size *= static_cast<uint64_t>(d);
-  for (int64_t d : data.sample_shape) got_size *= static_cast<uint64_t>(d);
-  // A flat sample of the same size is accepted either way round: the bytes are the same and
-  // Flatten is the usual first layer.
-  const bool flat = expected.size() == 1 || data.sample_shape.size() == 1;
-  if (data.sample_shape != expected && !(flat && got_size == expected_size)) {
+  if (!sample_shape_fits(data.sample_shape, expected)) {
     return invalid_argument(data.source + ": samples have shape " + shape_text(data.sample_shape) +
                             ", the executable expects " + shape_text(expected));
   }

@@ -19,6 +19,11 @@
 
 namespace ipu::session {
 
+// Whether samples of shape `got` can feed an input of per-sample shape `expected`: the same
+// shape, the same size when either is flat, or the same shape once size-1 axes are dropped
+// ([28,28,1] feeds [1,28,28]): in all three the bytes are laid out identically.
+bool sample_shape_fits(const std::vector<int64_t>& got, const std::vector<int64_t>& expected);
+
 struct FitOptions {
   int epochs = 1;
   std::optional<int64_t> steps_per_epoch;  // default: whole batches of the data set

@@ -15,7 +15,9 @@
     e2e_data.py flip PATH OFFSET        XOR the byte at OFFSET with 0xff (negative: from the end)
     e2e_data.py poke PATH OFFSET HEX    overwrite bytes at OFFSET with the given hex string
     e2e_data.py compare GOT.npy WANT.npy
-        Prints {"shape_equal", "max_abs", "max_rel"}: max_rel is max |got - want| / max(|want|, 1e-6).
+        Prints {"shape_equal", "max_abs", "max_rel", "rel_to_max"}: max_rel is the largest
+        |got - want| / max(|want|, 1e-6), rel_to_max is max |got - want| / max |want| (the
+        relative error of the reference checks: elementwise ratios blow up on outputs near zero).
     e2e_data.py xent PRED.npy LABELS.npy
         Prints {"loss", "accuracy"}: mean cross-entropy of predicted probabilities vs labels.
 """
@@ -145,7 +147,8 @@ def cmd_compare(a):
     pairs = list(zip(got["values"], want["values"]))
     print(json.dumps({"shape_equal": got["shape"] == want["shape"],
                       "max_abs": max(abs(g - w) for g, w in pairs),
-                      "max_rel": max(abs(g - w) / max(abs(w), 1e-6) for g, w in pairs)}))
+                      "max_rel": max(abs(g - w) / max(abs(w), 1e-6) for g, w in pairs),
+                      "rel_to_max": max(abs(g - w) for g, w in pairs) / max(max(abs(w) for _, w in pairs), 1e-30)}))
 
 
 def main():

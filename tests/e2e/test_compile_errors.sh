@@ -44,10 +44,10 @@ test_invalid_json() {
 }
 
 test_unknown_layer_type() {
-  edit_model "$FUNC" conv.json 'm["nodes"][1]["type"] = "Conv2D"'
-  expect_compile_error 3 "conv.json: layer 'dense1' (Conv2D): unknown layer type" -- "$IPUCC" compile conv.json "${SMALL[@]}"
+  edit_model "$FUNC" conv.json 'm["nodes"][1]["type"] = "Conv3D"'
+  expect_compile_error 3 "conv.json: layer 'dense1' (Conv3D): unknown layer type" -- "$IPUCC" compile conv.json "${SMALL[@]}"
   edit_model "$SEQ" conv_seq.json 'm["layers"][2]["type"] = "LSTM"'
-  expect_compile_error 3 "conv_seq.json: layer 'dense2' (LSTM): unknown layer type (supported: Dense, Flatten)" -- \
+  expect_compile_error 3 "conv_seq.json: layer 'dense2' (LSTM): unknown layer type (supported: AveragePooling2D, BatchNormalization, Conv2D, Dense, Dropout, Flatten, MaxPool2D, MaxPooling2D, Reshape)" -- \
     "$IPUCC" compile conv_seq.json "${SMALL[@]}"
 }
 
@@ -86,14 +86,14 @@ test_dense_on_rank4_input_without_flatten() {
 
 test_several_problems_all_listed() {
   edit_model "$FUNC" many.json '
-m["nodes"][1]["type"] = "Conv2D"
+m["nodes"][1]["type"] = "Conv3D"
 m["nodes"][3]["inputs"] = ["ghost"]
 m["nodes"][4]["units"] = -1
 m["nodes"][5]["activation"] = "gelu"
-m["nodes"][2]["filters"] = 3'
+m["nodes"][2]["filter"] = 3'
   expect_compile_error 3 \
-    "many.json: layer 'dense1' (Conv2D): unknown layer type" \
-    "many.json: layer 'dense2' (Dense): unknown attribute 'filters'" \
+    "many.json: layer 'dense1' (Conv3D): unknown layer type" \
+    "many.json: layer 'dense2' (Dense): unknown attribute 'filter'" \
     "many.json: layer 'dense3' (Dense): input 'ghost' is not the model input or an earlier layer" \
     "many.json: layer 'dense4' (Dense): 'units' must be an integer in [1, 16777216]" \
     "many.json: layer 'dense5' (Dense): unknown activation \"gelu\"" -- \

@@ -21,12 +21,13 @@ std::string mlp_spec(const std::string& hidden_activation, const std::string& ou
     "optimizer": {"type": "sgd", "learning_rate": 1.0, "momentum": 0.0}})";
 }
 
-// `model` has 6 input features per sample and 4 classes; `weights` names every trainable tensor.
+// `model` has `features_per_sample` input features per sample (6 unless given) and 4 classes;
+// `weights` names every trainable tensor.
 void check_gradients(const std::string& model, const compiler::CompileOptions& options,
-                     const std::vector<std::string>& weights) {
+                     const std::vector<std::string>& weights, size_t features_per_sample = 6) {
   const uint32_t batch = options.batch_size;
   auto engine = compile_and_load(model, options);
-  std::vector<float> features(batch * 6);
+  std::vector<float> features(batch * features_per_sample);
   for (size_t i = 0; i < features.size(); ++i) features[i] = std::sin(0.7f * static_cast<float>(i) + 0.3f);
   const std::vector<int32_t> labels = {1, 3, 0};
 
@@ -218,6 +219,132 @@ TEST_CASE("a value read by several ops gets the sum of their gradients") {
   b.node("Add", "sum", {"xw", "xww"}, {"h"});
   b.node("MatMul", "out", {"h", "wo"}, {"logits"});
   check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
+}
+
+// A convolution stack over x [N, 2, 5, 5] (50 features per sample): Conv (3x3, pads 1, bias) →
+// Tanh → `middle` → Flatten → Gemm → logits [N, 4]. Every weight's gradient passes through the
+// first Conv's input-independent rules, and w1 and b1's also through `middle`, so each middle
+// op's gradient with respect to its input is checked.
+enum class Middle { kConvGroups, kMaxPool, kAveragePool, kGlobalAveragePool, kDepthwiseStrided };
+
+std::string conv_model(Middle middle) {
+  OnnxBuilder b;
+  b.input("x", {2, 5, 5}).output("logits");
+  b.floats("w1", {4, 2, 3, 3}, wave(72, 0.4f, 0.1f));
+  b.floats("b1", {4}, wave(4, 0.3f, 0.5f));
+  auto& conv1 = b.node("Conv", "conv1", {"x", "w1", "b1"}, {"c1"});
+  auto ints = [](onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
+    auto* a = node.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a->add_ints(v);
+  };
+  ints(conv1, "pads", {1, 1, 1, 1});
+  b.node("Tanh", "act1", {"c1"}, {"a1"});
+  int64_t flat = 0;
+  switch (middle) {
+    case Middle::kConvGroups: {  // grouped, strided, dilated, asymmetric pads: [N,4,5,5] → [N,2,2,3]
+      b.floats("w2", {2, 2, 2, 2}, wave(16, 0.5f, 0.3f));
+      b.floats("b2", {2}, wave(2, 0.3f, 0.9f));
+      auto& conv2 = b.node("Conv", "conv2", {"a1", "w2", "b2"}, {"m"});
+      OnnxBuilder::int_attr(conv2, "group", 2);
+      ints(conv2, "strides", {2, 2});
+      ints(conv2, "dilations", {2, 1});
+      ints(conv2, "pads", {0, 1, 1, 0});
+      flat = 2 * 2 * 3;
+      break;
+    }
+    case Middle::kDepthwiseStrided: {  // depthwise, no bias, SAME_UPPER: [N,4,5,5] → [N,4,3,3]
+      b.floats("w2", {4, 1, 2, 2}, wave(16, 0.5f, 0.3f));
+      auto& conv2 = b.node("Conv", "conv2", {"a1", "w2"}, {"m"});
+      OnnxBuilder::int_attr(conv2, "group", 4);
+      ints(conv2, "strides", {2, 2});
+      auto* pad = conv2.add_attribute();
+      pad->set_name("auto_pad");
+      pad->set_type(onnx::AttributeProto::STRING);
+      pad->set_s("SAME_UPPER");
+      flat = 4 * 3 * 3;
+      break;
+    }
+    case Middle::kMaxPool: {  // [N,4,5,5] → [N,4,3,3] with ceil_mode
+      auto& pool = b.node("MaxPool", "pool", {"a1"}, {"m"});
+      ints(pool, "kernel_shape", {2, 2});
+      ints(pool, "strides", {2, 2});
+      OnnxBuilder::int_attr(pool, "ceil_mode", 1);
+      flat = 4 * 3 * 3;
+      break;
+    }
+    case Middle::kAveragePool: {  // [N,4,5,5] → [N,4,3,3], padded windows counted
+      auto& pool = b.node("AveragePool", "pool", {"a1"}, {"m"});
+      ints(pool, "kernel_shape", {3, 3});
+      ints(pool, "strides", {2, 2});
+      ints(pool, "pads", {1, 1, 1, 1});
+      OnnxBuilder::int_attr(pool, "count_include_pad", 1);
+      flat = 4 * 3 * 3;
+      break;
+    }
+    case Middle::kGlobalAveragePool:  // [N,4,5,5] → [N,4,1,1]
+      b.node("GlobalAveragePool", "pool", {"a1"}, {"m"});
+      flat = 4;
+      break;
+  }
+  b.node("Flatten", "flatten", {"m"}, {"f"});
+  b.floats("w3", {4, flat}, wave(static_cast<size_t>(4 * flat), 0.5f, 0.2f));
+  b.floats("b3", {4}, wave(4, 0.3f, 0.4f));
+  OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
+  return b.bytes();
+}
+
+TEST_CASE("gradients of Conv and pooling match finite differences") {
+  const auto options = onnx_training_options();
+  const std::vector<std::string> base = {"w1", "b1", "w3", "b3"};
+  SUBCASE("grouped strided dilated Conv") {
+    check_gradients(conv_model(Middle::kConvGroups), options, {"w1", "b1", "w2", "b2", "w3", "b3"}, 50);
+  }
+  SUBCASE("depthwise Conv without bias, SAME_UPPER") {
+    check_gradients(conv_model(Middle::kDepthwiseStrided), options, {"w1", "b1", "w2", "w3", "b3"}, 50);
+  }
+  SUBCASE("MaxPool with ceil_mode") { check_gradients(conv_model(Middle::kMaxPool), options, base, 50); }
+  SUBCASE("AveragePool with count_include_pad") { check_gradients(conv_model(Middle::kAveragePool), options, base, 50); }
+  SUBCASE("GlobalAveragePool") { check_gradients(conv_model(Middle::kGlobalAveragePool), options, base, 50); }
+}
+
+// Keras layers of the JSON spec: channels-last input [N, 3, 3, 2] → Conv2D (same, tanh) →
+// BatchNormalization (gamma, beta trained) → AveragePooling2D (same) → Flatten → Dense, so the
+// layout changes at both ends are differentiated too.
+TEST_CASE("gradients of Conv2D, BatchNormalization and pooling spec layers match finite differences") {
+  const std::string spec = R"({"type": "sequential", "input": {"shape": [3, 3, 2]},
+    "layers": [{"name": "conv", "type": "Conv2D", "filters": 3, "kernel_size": 2, "padding": "same", "activation": "tanh",
+                "bias_initializer": {"type": "glorot_uniform", "seed": 3}},
+               {"name": "norm", "type": "BatchNormalization", "epsilon": 0.5},
+               {"name": "pool", "type": "AveragePooling2D", "pool_size": 2, "padding": "same"},
+               {"name": "flatten", "type": "Flatten"},
+               {"name": "out", "type": "Dense", "units": 4, "bias_initializer": {"type": "glorot_uniform", "seed": 4}}],
+    "loss": {"type": "sparse_categorical_crossentropy", "from_logits": true},
+    "optimizer": {"type": "sgd", "learning_rate": 1.0, "momentum": 0.0}})";
+  check_gradients(spec, small_target_options(3), {"conv/kernel", "conv/bias", "norm/gamma", "norm/beta", "out/kernel", "out/bias"},
+                  18);
+}
+
+// A 1-D convolution: x [N, 2, 6] → Conv (kernel 3, stride 2, pads 1) → Tanh → Flatten → Gemm.
+TEST_CASE("gradients of a 1-D Conv match finite differences") {
+  OnnxBuilder b;
+  b.input("x", {2, 6}).output("logits");
+  b.floats("w1", {3, 2, 3}, wave(18, 0.5f, 0.1f));
+  b.floats("b1", {3}, wave(3, 0.3f, 0.5f));
+  auto& conv = b.node("Conv", "conv1", {"x", "w1", "b1"}, {"c1"});
+  for (auto [name, values] : {std::pair<const char*, std::vector<int64_t>>{"strides", {2}}, {"pads", {1, 1}}}) {
+    auto* a = conv.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t v : values) a->add_ints(v);
+  }
+  b.node("Tanh", "act1", {"c1"}, {"a1"});
+  b.node("Flatten", "flatten", {"a1"}, {"f"});
+  b.floats("w3", {4, 9}, wave(36, 0.5f, 0.2f));
+  b.floats("b3", {4}, wave(4, 0.3f, 0.4f));
+  OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
+  check_gradients(b.bytes(), onnx_training_options(), {"w1", "b1", "w3", "b3"}, 12);
 }
 
 }  // namespace

@@ -245,8 +245,11 @@ TEST_CASE("graph spec: layer problems name the file and the layer") {
       {R"({"name": "d1"})", "specs/model.json: layer 'd1': missing 'type'"},
       {R"({"name": "d1", "type": 7})", "layer 'd1': missing 'type'"},
       {R"({"type": 7})", "layer 'layer0': missing 'type'"},
-      {R"({"name": "c1", "type": "Conv2D"})", "specs/model.json: layer 'c1' (Conv2D): unknown layer type (supported: Dense, Flatten)"},
-      {dense("d1", 4, R"("kernel_size": 3)"), "specs/model.json: layer 'd1' (Dense): unknown attribute 'kernel_size'"},
+      {R"({"name": "c1", "type": "LSTM"})",
+       "specs/model.json: layer 'c1' (LSTM): unknown layer type (supported: AveragePooling2D, BatchNormalization, Conv2D, "
+       "Dense, Dropout, Flatten, MaxPool2D, MaxPooling2D, Reshape)"},
+      {dense("d1", 4, R"("kernel_sizes": 3)"), "specs/model.json: layer 'd1' (Dense): unknown attribute 'kernel_sizes'"},
+      {dense("d1", 4, R"("kernel_size": 3)"), "specs/model.json: layer 'd1' (Dense): 'kernel_size' does not apply to Dense"},
       {R"({"name": "d1", "type": "Dense"})", "specs/model.json: layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
       {dense("d1", 0), "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
       {dense("d1", -3), "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
@@ -582,6 +585,121 @@ TEST_CASE("build_forward_graph: a kernel too large to initialise is an error nam
   CHECK_NOTHROW(built = build_forward_graph(spec, 2));
   REQUIRE_FALSE(built.ok());
   CHECK(built.status().message().find("layer 'wide' (Dense): a kernel of 1048576 x 1024 weights") != std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolution layers
+
+std::string image_seq(const std::string& layers) {
+  return R"({"name": "m", "type": "sequential", "input": {"name": "image", "shape": [6, 6, 2]}, "layers": [)" + layers + "]}";
+}
+
+TEST_CASE("graph spec: convolution, pooling, normalization, dropout and reshape layers parse") {
+  const ModelSpec spec = parse_ok(image_seq(
+      R"({"name": "c", "type": "Conv2D", "filters": 3, "kernel_size": [3, 2], "strides": 2, "padding": "same",
+          "activation": "relu", "use_bias": false, "kernel_initializer": {"type": "glorot_uniform", "seed": 5}},
+         {"name": "p", "type": "MaxPool2D", "pool_size": [2, 1]},
+         {"name": "a", "type": "AveragePooling2D", "strides": 1, "padding": "valid"},
+         {"name": "b", "type": "BatchNormalization", "epsilon": 0.01},
+         {"name": "d", "type": "Dropout", "rate": 0.5},
+         {"name": "r", "type": "Reshape", "target_shape": [-1, 3]})"));
+  REQUIRE(spec.layers.size() == 6);
+  const auto& c = spec.layers[0];
+  CHECK(c.filters == 3);
+  CHECK(c.kernel_size == std::array<int64_t, 2>{3, 2});
+  CHECK(c.strides == std::array<int64_t, 2>{2, 2});
+  CHECK(c.padding == "same");
+  CHECK(c.activation == "relu");
+  CHECK_FALSE(c.use_bias);
+  CHECK(c.kernel_initializer.seed == 5);
+  CHECK(spec.layers[1].pool_size == std::array<int64_t, 2>{2, 1});
+  CHECK_FALSE(spec.layers[1].strides.has_value());
+  CHECK(spec.layers[2].pool_size == std::array<int64_t, 2>{2, 2});
+  CHECK(spec.layers[3].epsilon == doctest::Approx(0.01));
+  CHECK(spec.layers[4].rate == doctest::Approx(0.5));
+  CHECK(spec.layers[5].target_shape == std::vector<int64_t>{-1, 3});
+}
+
+TEST_CASE("graph spec: convolution layer problems name the file and the layer") {
+  const std::pair<std::string, std::string> cases[] = {
+      {R"({"name": "c", "type": "Conv2D", "kernel_size": 3})",
+       "specs/model.json: layer 'c' (Conv2D): 'filters' must be an integer in [1, 65536]"},
+      {R"({"name": "c", "type": "Conv2D", "filters": 4})",
+       "specs/model.json: layer 'c' (Conv2D): 'kernel_size' must be an integer or two integers in [1, 65536]"},
+      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": [3, 0]})", "layer 'c' (Conv2D): 'kernel_size' must be"},
+      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": [3, 3, 3]})", "layer 'c' (Conv2D): 'kernel_size' must be"},
+      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": 3, "padding": "causal"})",
+       "specs/model.json: layer 'c' (Conv2D): 'padding' must be \"valid\" or \"same\", got \"causal\""},
+      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": 3, "strides": -1})",
+       "layer 'c' (Conv2D): 'strides' must be an integer or two integers"},
+      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": 3, "activation": "gelu"})",
+       "layer 'c' (Conv2D): unknown activation \"gelu\""},
+      {R"({"name": "p", "type": "MaxPooling2D", "pool_size": "2"})",
+       "specs/model.json: layer 'p' (MaxPooling2D): 'pool_size' must be an integer or two integers in [1, 65536]"},
+      {R"({"name": "p", "type": "MaxPooling2D", "filters": 2})",
+       "specs/model.json: layer 'p' (MaxPooling2D): 'filters' does not apply to MaxPooling2D"},
+      {R"({"name": "d", "type": "Dropout"})", "specs/model.json: layer 'd' (Dropout): 'rate' must be a number in [0, 1)"},
+      {R"({"name": "d", "type": "Dropout", "rate": 1})", "layer 'd' (Dropout): 'rate' must be a number in [0, 1)"},
+      {R"({"name": "b", "type": "BatchNormalization", "epsilon": 0})",
+       "specs/model.json: layer 'b' (BatchNormalization): 'epsilon' must be a number in (0, 1]"},
+      {R"({"name": "b", "type": "BatchNormalization", "momentum": 0.9})",
+       "layer 'b' (BatchNormalization): unknown attribute 'momentum'"},
+      {R"({"name": "r", "type": "Reshape", "target_shape": [-1, -1]})",
+       "specs/model.json: layer 'r' (Reshape): 'target_shape' must list positive integers per sample (one may be -1)"},
+      {R"({"name": "r", "type": "Reshape"})", "layer 'r' (Reshape): 'target_shape' must list positive integers"},
+  };
+  for (const auto& [layers, message] : cases) expect_problems(image_seq(layers), {message});
+}
+
+TEST_CASE("build_forward_graph: a Keras CNN converts layouts only at its ends") {
+  const ModelSpec spec = parse_ok(image_seq(
+      R"({"name": "c", "type": "Conv2D", "filters": 3, "kernel_size": 3, "padding": "same", "activation": "relu"},
+         {"name": "b", "type": "BatchNormalization"},
+         {"name": "p", "type": "MaxPooling2D"},
+         {"name": "d", "type": "Dropout", "rate": 0.5},
+         {"name": "f", "type": "Flatten"},
+         {"name": "out", "type": "Dense", "units": 4})"));
+  auto built = build_forward_graph(spec, 2);
+  INFO(built.status().message());
+  REQUIRE(built.ok());
+  const auto& g = built->graph;
+  CHECK(g.value(built->scores()).type.shape == std::vector<int64_t>{2, 4});
+  int to_first = 0, to_last = 0;
+  for (const auto& op : g.ops()) {
+    to_first += op.kind == ipu::ir::OpKind::kToChannelsFirst;
+    to_last += op.kind == ipu::ir::OpKind::kToChannelsLast;
+    if (op.kind == ipu::ir::OpKind::kConv) {
+      CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 3, 6, 6});
+      CHECK(op.attrs.window.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+    }
+    if (op.kind == ipu::ir::OpKind::kMaxPool) CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 3, 3, 3});
+  }
+  // Into NCHW before the Conv2D, back to NHWC before the Flatten: Keras's flattening order.
+  CHECK(to_first == 1);
+  CHECK(to_last == 1);
+  for (const auto& v : g.values()) {
+    if (v.name == "c/kernel") CHECK(v.type.shape == std::vector<int64_t>{3, 2, 3, 3});
+    if (v.name == "b/gamma") CHECK(v.initial == std::vector<float>(3, 1.0f));
+    if (v.name == "b/moving_variance") CHECK(v.role == ipu::ir::Role::kConstant);
+  }
+
+  // Dropout is refused when training; a Conv2D on a flat input names the layer.
+  auto training = build_forward_graph(spec, 2, /*training=*/true);
+  REQUIRE_FALSE(training.ok());
+  CHECK(training.status().message().find("specs/model.json: layer 'd' (Dropout): Dropout is applied at inference only") !=
+        std::string::npos);
+  const ModelSpec flat = parse_ok(image_seq(R"({"name": "f", "type": "Flatten"},
+      {"name": "c", "type": "Conv2D", "filters": 3, "kernel_size": 3})"));
+  // A target_shape whose product would overflow is a mismatch, not undefined behaviour.
+  const ModelSpec huge = parse_ok(image_seq(R"({"name": "r", "type": "Reshape", "target_shape": [268435456, 268435456, 268435456]})"));
+  auto reshaped = build_forward_graph(huge, 2);
+  REQUIRE_FALSE(reshaped.ok());
+  CHECK(reshaped.status().message().find("layer 'r' (Reshape): cannot reshape f32[2,6,6,2] to a target_shape of 72 elements") !=
+        std::string::npos);
+  auto bad = build_forward_graph(flat, 2);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("specs/model.json: layer 'c' (Conv2D): expects a rank-4 input [batch, height, width, "
+                                    "channels], got f32[2,72]") != std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,257 @@
+// ONNX converters of the convolution family: Conv, MaxPool, AveragePool, GlobalAveragePool,
+// GlobalMaxPool and inference BatchNormalization. 1-D ops ([N, C, L]) run as 2-D ones over
+// [N, C, 1, L]; 3-D ones are unsupported.
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/frontend/onnx_ops.h"
+
+namespace ipu::frontend {
+namespace {
+
+using ir::OpKind;
+using ir::WindowAttrs;
+
+std::string ints_text(const std::vector<int64_t>& values) { return shape_text(values); }
+
+// The spatial rank of an NCHW / NCL input: 1 or 2, else Unsupported.
+StatusOr<size_t> spatial_rank(OnnxImportContext& ctx, int x) {
+  const size_t rank = ctx.shape(x).size();
+  if (rank != 3 && rank != 4) {
+    return unsupported(ctx.node().op_type() + " of a rank-" + std::to_string(rank) + " input " + shape_text(ctx.shape(x)) +
+                       ": only 1-D [N,C,L] and 2-D [N,C,H,W] inputs are supported");
+  }
+  return rank - 2;
+}
+
+// `x` as [N, C, 1, L] if it is [N, C, L].
+StatusOr<int> as_2d(OnnxImportContext& ctx, int x, const std::string& suffix) {
+  const auto& s = ctx.shape(x);
+  if (s.size() == 4) return x;
+  return ctx.reshape(x, {s[0], s[1], 1, s[2]}, suffix);
+}
+
+// An ints attribute of `count` entries (or `fallback` if absent), each checked by `ok`.
+StatusOr<std::vector<int64_t>> ints_of_length(OnnxImportContext& ctx, std::string_view name, size_t count,
+                                              int64_t fallback, bool positive) {
+  if (!ctx.attribute(name)) return std::vector<int64_t>(count, fallback);
+  std::vector<int64_t> values = ctx.ints_attr(name);
+  if (values.size() != count) {
+    return invalid_argument("'" + std::string(name) + "' " + ints_text(values) + " needs " + std::to_string(count) +
+                            " entries for " + std::to_string(count / (name == "pads" ? 2 : 1)) + " spatial axes");
+  }
+  for (int64_t v : values) {
+    if (positive ? v <= 0 : v < 0) {
+      return invalid_argument("'" + std::string(name) + "' " + ints_text(values) + " must be " +
+                              (positive ? "positive" : "non-negative"));
+    }
+  }
+  return values;
+}
+
+// The window of a Conv or pooling node over input `x` ([N, C, L] or [N, C, H, W]) with kernel
+// `kernel` (one entry per spatial axis): strides, dilations, pads or auto_pad, as 2-D attributes.
+StatusOr<WindowAttrs> read_window(OnnxImportContext& ctx, int x, const std::vector<int64_t>& kernel, bool dilations) {
+  const size_t r = kernel.size();
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ints_of_length(ctx, "strides", r, 1, true));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> dilation, dilations ? ints_of_length(ctx, "dilations", r, 1, true)
+                                                               : StatusOr<std::vector<int64_t>>(std::vector<int64_t>(r, 1)));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ints_of_length(ctx, "pads", 2 * r, 0, false));
+  const onnx::AttributeProto* auto_pad = ctx.attribute("auto_pad");
+  const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
+  if (mode != "NOTSET") {
+    if (ctx.attribute("pads")) return invalid_argument("'pads' and auto_pad " + mode + " are exclusive");
+    if (mode != "VALID" && mode != "SAME_UPPER" && mode != "SAME_LOWER") {
+      return invalid_argument("unknown auto_pad '" + mode + "'");
+    }
+    const auto& shape = ctx.shape(x);
+    for (size_t i = 0; i < r; ++i) {
+      if (mode == "VALID") {
+        pads[i] = pads[i + r] = 0;
+        continue;
+      }
+      // SAME: ceil(in / stride) outputs; the padding they need, the odd one at the end (UPPER)
+      // or the beginning (LOWER).
+      const int64_t in = shape[2 + i], out = (in + strides[i] - 1) / strides[i];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
+      pads[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + r] = total - pads[i];
+    }
+  }
+  WindowAttrs w;
+  const size_t first = 2 - r;  // 1-D windows run along W with H = 1
+  for (size_t i = 0; i < r; ++i) {
+    w.kernel[first + i] = kernel[i];
+    w.strides[first + i] = strides[i];
+    w.dilations[first + i] = dilation[i];
+    w.pads[first + i] = pads[i];
+    w.pads[2 + first + i] = pads[i + r];
+  }
+  return w;
+}
+
+// Y [N, C, ...] back to the rank of the node's input.
+Status set_output_like_input(OnnxImportContext& ctx, int y, size_t rank) {
+  if (rank == 1) {
+    const auto& s = ctx.shape(y);
+    IPU_ASSIGN_OR_RETURN(y, ctx.reshape(y, {s[0], s[1], s[3]}, "/output_shape"));
+  }
+  ctx.set_output(0, y);
+  return Status();
+}
+
+// Conv: NCHW / NCL, with group (depthwise included), an optional bias, any pads, strides and
+// dilations.
+Status convert_conv(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int w, ctx.input(1));
+  IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
+  const auto& ws = ctx.shape(w);
+  if (ws.size() != r + 2) {
+    return invalid_argument("kernel " + shape_text(ws) + " does not match the input " + shape_text(ctx.shape(x)));
+  }
+  std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  if (ctx.attribute("kernel_shape") && ctx.ints_attr("kernel_shape") != kernel) {
+    return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) + " differs from the kernel " +
+                            shape_text(ws));
+  }
+  IPU_ASSIGN_OR_RETURN(WindowAttrs window, read_window(ctx, x, kernel, true));
+  window.group = ctx.int_attr("group", 1);
+  ir::OpAttrs attrs;
+  attrs.window = window;
+  IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
+  IPU_ASSIGN_OR_RETURN(int w2, as_2d(ctx, w, "/kernel_2d"));
+  std::vector<int> inputs = {x2, w2};
+  if (ctx.has_input(2)) {
+    IPU_ASSIGN_OR_RETURN(int b, ctx.input(2));
+    inputs.push_back(b);
+  }
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kConv, inputs, attrs));
+  return set_output_like_input(ctx, y, r);
+}
+
+Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
+  const std::vector<int64_t> kernel = ctx.ints_attr("kernel_shape");
+  if (kernel.size() != r) {
+    return invalid_argument("'kernel_shape' " + ints_text(kernel) + " needs " + std::to_string(r) + " entries for input " +
+                            shape_text(ctx.shape(x)));
+  }
+  for (int64_t k : kernel) {
+    if (k <= 0) return invalid_argument("'kernel_shape' " + ints_text(kernel) + " must be positive");
+  }
+  IPU_ASSIGN_OR_RETURN(WindowAttrs window, read_window(ctx, x, kernel, kind == OpKind::kMaxPool));
+  window.ceil_mode = ctx.int_attr("ceil_mode", 0) != 0;
+  window.count_include_pad = ctx.int_attr("count_include_pad", 0) != 0;
+  ir::OpAttrs attrs;
+  attrs.window = window;
+  IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, attrs));
+  return set_output_like_input(ctx, y, r);
+}
+
+Status convert_max_pool(OnnxImportContext& ctx) {
+  if (ctx.node().output_size() > 1 && !ctx.node().output(1).empty()) {
+    return unsupported("the Indices output of MaxPool is not supported");
+  }
+  if (ctx.int_attr("storage_order", 0) != 0) return unsupported("MaxPool with storage_order 1 is not supported");
+  return convert_pool(ctx, OpKind::kMaxPool);
+}
+
+Status convert_average_pool(OnnxImportContext& ctx) { return convert_pool(ctx, OpKind::kAveragePool); }
+
+// Global pooling: one window over the whole plane, output [N, C, 1, 1] (or [N, C, 1]).
+Status convert_global_pool(OnnxImportContext& ctx, OpKind kind) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
+  IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
+  ir::OpAttrs attrs;
+  attrs.window.kernel = {ctx.shape(x2)[2], ctx.shape(x2)[3]};
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, attrs));
+  return set_output_like_input(ctx, y, r);
+}
+
+Status convert_global_average_pool(OnnxImportContext& ctx) { return convert_global_pool(ctx, OpKind::kAveragePool); }
+Status convert_global_max_pool(OnnxImportContext& ctx) { return convert_global_pool(ctx, OpKind::kMaxPool); }
+
+// Inference BatchNormalization, Y = (X − mean) / sqrt(var + epsilon) · scale + B per channel.
+// With scale, B, mean and var all initializers it is folded at compile time (in double) into
+// Y = X · s + t; otherwise the BatchNorm op reads them at run time.
+Status convert_batch_norm(OnnxImportContext& ctx) {
+  if (ctx.int_attr("training_mode", 0) != 0) return unsupported("BatchNormalization with training_mode 1 is not supported");
+  for (int i = 1; i < ctx.node().output_size(); ++i) {
+    if (!ctx.node().output(i).empty()) return unsupported("the running mean and variance outputs of BatchNormalization are not supported");
+  }
+  if (ctx.training()) {
+    return unsupported("BatchNormalization is implemented for inference only (compile with --mode infer)");
+  }
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const auto& xs = ctx.shape(x);
+  if (xs.size() < 2) return invalid_argument("input " + shape_text(xs) + " has no channel axis");
+  const int64_t channels = xs[1];
+  const float epsilon = ctx.float_attr("epsilon", 1e-5f);
+  const char* names[] = {"scale", "B", "mean", "var"};
+  bool foldable = true;
+  for (int i = 1; i <= 4; ++i) foldable = foldable && ctx.float_initializer_input(i) != nullptr;
+  if (!foldable) {
+    std::vector<int> inputs = {x};
+    for (int i = 1; i <= 4; ++i) {
+      IPU_ASSIGN_OR_RETURN(int value, ctx.input(i));
+      inputs.push_back(value);
+    }
+    ir::OpAttrs attrs;
+    attrs.epsilon = epsilon;
+    IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kBatchNorm, inputs, attrs));
+    ctx.set_output(0, y);
+    return Status();
+  }
+  std::vector<std::vector<float>> params;
+  for (int i = 1; i <= 4; ++i) {
+    const data::NpyArray& array = *ctx.float_initializer_input(i);
+    if (array.shape != std::vector<int64_t>{channels}) {
+      return invalid_argument(std::string(names[i - 1]) + " " + shape_text(array.shape) + " does not match " +
+                              std::to_string(channels) + " channels");
+    }
+    IPU_ASSIGN_OR_RETURN(std::vector<float> values, data::to_floats(array, names[i - 1]));
+    params.push_back(std::move(values));
+  }
+  std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
+  for (size_t c = 0; c < scale.size(); ++c) {
+    const double s = params[0][c] / std::sqrt(static_cast<double>(params[3][c]) + static_cast<double>(epsilon));
+    scale[c] = static_cast<float>(s);
+    shift[c] = static_cast<float>(params[1][c] - params[2][c] * s);
+  }
+  const std::string base = ctx.node().name().empty() ? "BatchNormalization" : ctx.node().name();
+  auto constant = [&](const std::string& suffix, std::vector<float> values) {
+    const int id = ctx.graph().add_value(base + suffix, {ir::DType::kFloat32, {channels}}, ir::Role::kConstant);
+    ctx.graph().value(id).initial = std::move(values);
+    ctx.graph().value(id).stage = ctx.stage();
+    return id;
+  };
+  const int s = constant("/folded_scale", std::move(scale)), t = constant("/folded_shift", std::move(shift));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kChannelAffine, {x, s, t}));
+  ctx.set_output(0, y);
+  return Status();
+}
+
+}  // namespace
+
+std::vector<OnnxOpDef> conv_onnx_ops() {
+  return {
+      {"AveragePool", {1, 7, 10, 11}, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
+       convert_average_pool},
+      // momentum only updates the running statistics in training mode, which is refused.
+      {"BatchNormalization", {9, 14, 15}, {"epsilon", "momentum", "training_mode"}, convert_batch_norm},
+      {"Conv", {1, 11, 22}, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, convert_conv},
+      {"GlobalAveragePool", {1, 22}, {}, convert_global_average_pool},
+      {"GlobalMaxPool", {1}, {}, convert_global_max_pool},
+      {"MaxPool", {1, 8, 10, 11, 12, 22},
+       {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"},
+       convert_max_pool},
+  };
+}
+
+}  // namespace ipu::frontend

@@ -1,0 +1,349 @@
+// Conv and its gradients, and the per-channel ops around it: ChannelSum (bias gradients) and
+// ChannelAffine (an inference BatchNormalization folded to a scale and shift).
+#include <cmath>
+#include <limits>
+
+#include "compiler/ir/op_registry.h"
+#include "compiler/lowering/lower_context.h"
+#include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/window_geometry.h"
+
+namespace ipu::ir {
+namespace {
+
+using lowering::LowerContext;
+
+// Conv: Y [N, M, OH, OW] = X [N, C, H, W] ⊛ W [M, C/group, KH, KW] (+ B [M]).
+Status infer_conv(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  if (op.inputs.size() != 2 && op.inputs.size() != 3) return invalid_argument("expects X, W and an optional bias");
+  const TensorType& x = g.value(op.inputs[0]).type;
+  const TensorType& w = g.value(op.inputs[1]).type;
+  const WindowAttrs& win = op.attrs.window;
+  if (x.shape.size() != 4 || w.shape.size() != 4) {
+    return invalid_argument("expects an NCHW input and an [M, C/group, KH, KW] kernel, got " + x.to_string() + " and " +
+                            w.to_string());
+  }
+  const int64_t group = win.group;
+  if (group <= 0 || x.shape[1] % group != 0 || w.shape[0] % group != 0 || w.shape[1] * group != x.shape[1]) {
+    return invalid_argument("kernel " + w.to_string() + " with group " + std::to_string(group) + " does not match input " +
+                            x.to_string());
+  }
+  if (w.shape[2] != win.kernel[0] || w.shape[3] != win.kernel[1]) {
+    return invalid_argument("kernel_shape differs from the kernel " + w.to_string());
+  }
+  if (op.inputs.size() == 3) {
+    const TensorType& b = g.value(op.inputs[2]).type;
+    if (b.shape != std::vector<int64_t>{w.shape[0]}) {
+      return invalid_argument("bias " + b.to_string() + " does not match " + std::to_string(w.shape[0]) + " output channels");
+    }
+  }
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, window_output_shape(x, win, w.shape[0]));
+  out.push_back({DType::kFloat32, shape});
+  return Status();
+}
+
+StatusOr<int> add_grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs,
+                          const std::vector<int64_t>& shape, const char* suffix) {
+  OpAttrs attrs;
+  attrs.window = op.attrs.window;
+  attrs.shape = shape;
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(kind, op.name + suffix, std::move(inputs), attrs, Phase::kBackward, op.stage));
+  return ctx.graph().op(id).outputs[0];
+}
+
+// dX = the transposed convolution of dY with W; dW = dY correlated with X; dB = dY summed over
+// samples and positions.
+Status grad_conv(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  if (dy < 0) return Status();
+  const Graph& g = ctx.graph();
+  const int x = op.inputs[0], w = op.inputs[1];
+  if (ctx.needs_gradient(x)) {
+    IPU_ASSIGN_OR_RETURN(int dx, add_grad_op(ctx, op, OpKind::kConvGradInput, {dy, w}, g.value(x).type.shape, "/grad_input"));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(x, dx));
+  }
+  if (ctx.needs_gradient(w)) {
+    IPU_ASSIGN_OR_RETURN(int dw, add_grad_op(ctx, op, OpKind::kConvGradWeight, {x, dy}, g.value(w).type.shape, "/grad_kernel"));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(w, dw));
+  }
+  if (op.inputs.size() == 3 && ctx.needs_gradient(op.inputs[2])) {
+    IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kChannelSum, op.name + "/grad_bias", {dy}, {},
+                                                    Phase::kBackward, op.stage));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(op.inputs[2], ctx.graph().op(id).outputs[0]));
+  }
+  return Status();
+}
+
+// ConvGradInput(dY, W) → dX of attrs.shape; ConvGradWeight(X, dY) → dW of attrs.shape. Both check
+// that a forward Conv with these shapes gives dY's shape.
+Status infer_conv_grad_input(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType x{DType::kFloat32, op.attrs.shape};
+  const TensorType& w = g.value(op.inputs[1]).type;
+  if (x.shape.size() != 4 || w.shape.size() != 4) return invalid_argument("expects NCHW shapes");
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, op.attrs.window, w.shape[0]));
+  if (y != g.value(op.inputs[0]).type.shape) return invalid_argument("dY does not match the convolution's output");
+  out.push_back(x);
+  return Status();
+}
+
+Status infer_conv_grad_weight(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  const TensorType w{DType::kFloat32, op.attrs.shape};
+  if (x.shape.size() != 4 || w.shape.size() != 4) return invalid_argument("expects NCHW shapes");
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, op.attrs.window, w.shape[0]));
+  if (y != g.value(op.inputs[1]).type.shape) return invalid_argument("dY does not match the convolution's output");
+  out.push_back(w);
+  return Status();
+}
+
+struct ConvDims {
+  std::vector<int64_t> x, w, y;
+  int64_t K;  // rows of the column matrix: C/group · KH · KW
+  int64_t plane() const { return y[2] * y[3]; }
+  int64_t sample() const { return x[1] * x[2] * x[3]; }
+};
+
+ConvDims conv_dims(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y) {
+  return {x, w, y, w[1] * w[2] * w[3]};
+}
+
+std::vector<int64_t> conv_params(const ConvDims& d, const WindowAttrs& win, std::initializer_list<int64_t> extra) {
+  std::vector<int64_t> p = window_params(d.x, d.y, win);
+  p.push_back(d.w[0]);
+  p.push_back(win.group);
+  p.insert(p.end(), extra);
+  return p;
+}
+
+passes::Split even_split(int64_t items, int64_t parts) {
+  const int64_t chunk = lowering::ceil_div(items, parts);
+  return {lowering::ceil_div(items, chunk), chunk};
+}
+
+// What one vertex of a grid split costs: multiply-accumulates, bytes received, bytes held.
+struct GridCost {
+  double macs, in_bytes, bytes;
+};
+
+// Splits `rows` × `cols` units of work into a grid: the one with the lowest estimate (overhead,
+// MACs, bytes received, a charge per vertex) whose working set fits half a tile; the smallest
+// working set if none does. `cost(r, c)` describes a vertex of r rows and c columns.
+template <typename Cost>
+std::pair<passes::Split, passes::Split> plan_grid(int64_t rows, int64_t cols, const target::TargetSpec& t, Cost&& cost) {
+  const auto& m = t.cycles;
+  auto counts = [](int64_t items) {
+    std::vector<int64_t> out;
+    for (int64_t p = 1; p < items; p *= 2) out.push_back(p);
+    out.push_back(items);
+    return out;
+  };
+  std::pair<passes::Split, passes::Split> best{even_split(rows, 1), even_split(cols, 1)}, smallest = best;
+  double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
+  for (int64_t pr : counts(rows)) {
+    for (int64_t pc : counts(cols)) {
+      const passes::Split r = even_split(rows, pr), c = even_split(cols, pc);
+      if (r.parts * c.parts > static_cast<int64_t>(t.tiles_per_ipu)) continue;
+      const GridCost g = cost(static_cast<double>(r.chunk), static_cast<double>(c.chunk));
+      const double cycles = m.vertex_overhead_cycles + g.macs / m.macs_per_cycle + g.in_bytes / m.exchange_bytes_per_cycle +
+                            m.vertex_spread_cycles * static_cast<double>(r.parts * c.parts);
+      if (g.bytes <= 0.5 * static_cast<double>(t.bytes_per_tile) && cycles < best_cost * 0.999) {
+        best = {r, c};
+        best_cost = cycles;
+      }
+      if (g.bytes < smallest_bytes) {
+        smallest = {r, c};
+        smallest_bytes = g.bytes;
+      }
+    }
+  }
+  return std::isinf(best_cost) ? smallest : best;
+}
+
+Status lower_conv(LowerContext& ctx, const Op& op) {
+  const Graph& g = ctx.graph();
+  const ConvDims d = conv_dims(g.value(op.inputs[0]).type.shape, g.value(op.inputs[1]).type.shape,
+                               g.value(op.outputs[0]).type.shape);
+  const uint32_t x = ctx.tensor(op.inputs[0]), w = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
+  const bool has_bias = op.inputs.size() == 3;
+  const uint32_t b = has_bias ? ctx.tensor(op.inputs[2]) : 0;
+  // Samples × output channels: a vertex receives its samples' input and its channels' kernel rows,
+  // and holds them, its output block and its column buffer.
+  const double K = static_cast<double>(d.K), plane_d = static_cast<double>(d.plane());
+  const auto [samples, channels] = plan_grid(d.x[0], d.w[0], ctx.target(), [&](double nb, double mc) {
+    const double in_bytes = 4.0 * (nb * static_cast<double>(d.sample()) + mc * (K + 1));
+    return GridCost{nb * mc * plane_d * K, in_bytes, in_bytes + 4.0 * (nb * mc + K) * plane_d};
+  });
+  std::vector<uint32_t> tiles = ctx.take_tiles(samples.parts * channels.parts);
+  const int64_t N = d.x[0], M = d.w[0], plane = d.plane();
+  size_t next = 0;
+  for (int64_t i = 0; i < samples.parts; ++i) {
+    const int64_t nb = i * samples.chunk, ne = std::min(N, nb + samples.chunk);
+    for (int64_t j = 0; j < channels.parts; ++j) {
+      const int64_t mb = j * channels.chunk, me = std::min(M, mb + channels.chunk);
+      lowering::VertexSpec v;
+      v.codelet = format::Codelet::kConv;
+      v.operands = has_bias ? std::vector<uint32_t>{x, w, b, y} : std::vector<uint32_t>{x, w, y};
+      v.params = conv_params(d, op.attrs.window, {nb, ne, mb, me});
+      v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * plane * d.K) / ctx.target().cycles.macs_per_cycle;
+      v.reads = {lowering::flat_region(x, nb * d.sample(), ne * d.sample()), lowering::flat_region(w, mb * d.K, me * d.K)};
+      if (has_bias) v.reads.push_back(lowering::flat_region(b, mb, me));
+      v.writes = {lowering::block_region(y, nb, ne, mb * plane, me * plane, M * plane)};
+      ctx.emit(tiles[next++], std::move(v));
+    }
+  }
+  return Status();
+}
+
+// One vertex per range of samples: each needs dY of its samples and the whole kernel.
+Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
+  const Graph& g = ctx.graph();
+  const ConvDims d = conv_dims(op.attrs.shape, g.value(op.inputs[1]).type.shape, g.value(op.inputs[0]).type.shape);
+  const uint32_t dy = ctx.tensor(op.inputs[0]), w = ctx.tensor(op.inputs[1]), dx = ctx.tensor(op.outputs[0]);
+  const int64_t M = d.w[0], plane = d.plane();
+  const double per_sample = static_cast<double>(M * d.K * plane) / ctx.target().cycles.macs_per_cycle;
+  const double bytes = 4.0 * static_cast<double>(M * plane + d.sample());
+  lowering::lower_split(ctx, d.x[0], per_sample, bytes, [&](uint32_t tile, int64_t nb, int64_t ne) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kConvGradInput;
+    v.operands = {dy, w, dx};
+    v.params = conv_params(d, op.attrs.window, {nb, ne});
+    v.compute_cycles = per_sample * static_cast<double>(ne - nb);
+    v.reads = {lowering::flat_region(dy, nb * M * plane, ne * M * plane), lowering::flat_region(w, 0, M * d.K)};
+    v.writes = {lowering::flat_region(dx, nb * d.sample(), ne * d.sample())};
+    ctx.emit(tile, std::move(v));
+  });
+  return Status();
+}
+
+// Output channels × input channels (within each group): a vertex receives X of its input channels
+// (every sample) and dY of its output channels, so no tile needs the whole activation.
+Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
+  const Graph& g = ctx.graph();
+  const ConvDims d = conv_dims(g.value(op.inputs[0]).type.shape, op.attrs.shape, g.value(op.inputs[1]).type.shape);
+  const uint32_t x = ctx.tensor(op.inputs[0]), dy = ctx.tensor(op.inputs[1]), dw = ctx.tensor(op.outputs[0]);
+  const int64_t N = d.x[0], C = d.x[1], M = d.w[0], Cg = d.w[1], plane = d.plane(), in_plane = d.x[2] * d.x[3];
+  const int64_t taps = d.w[2] * d.w[3], group = op.attrs.window.group;
+  const double n = static_cast<double>(N), p = static_cast<double>(plane), t = static_cast<double>(taps);
+  const auto [outs, ins] = plan_grid(M, Cg, ctx.target(), [&](double mc, double cc) {
+    // The input channels of every group the output block touches: at most all groups.
+    const double groups = std::min(static_cast<double>(group), mc);
+    const double in_bytes = 4.0 * (n * groups * cc * static_cast<double>(in_plane) + n * mc * p);
+    return GridCost{n * mc * cc * t * p, in_bytes, in_bytes + 4.0 * (mc * cc * t + cc * t * p)};
+  });
+  std::vector<uint32_t> tiles = ctx.take_tiles(outs.parts * ins.parts);
+  size_t next = 0;
+  for (int64_t i = 0; i < outs.parts; ++i) {
+    const int64_t mb = i * outs.chunk, me = std::min(M, mb + outs.chunk);
+    for (int64_t j = 0; j < ins.parts; ++j) {
+      const int64_t cb = j * ins.chunk, ce = std::min(Cg, cb + ins.chunk);
+      lowering::VertexSpec v;
+      v.codelet = format::Codelet::kConvGradWeight;
+      v.operands = {x, dy, dw};
+      v.params = conv_params(d, op.attrs.window, {mb, me, cb, ce});
+      v.compute_cycles = static_cast<double>(N * (me - mb) * (ce - cb) * taps * plane) / ctx.target().cycles.macs_per_cycle;
+      // X of channels [cb, ce) of each group the output channels belong to.
+      const int64_t mg = M / group;
+      for (int64_t gi = mb / mg; gi * mg < me; ++gi) {
+        v.reads.push_back(lowering::block_region(x, 0, N, (gi * Cg + cb) * in_plane, (gi * Cg + ce) * in_plane, C * in_plane));
+      }
+      v.reads.push_back(lowering::block_region(dy, 0, N, mb * plane, me * plane, M * plane));
+      v.writes = {lowering::block_region(dw, mb, me, cb * taps, ce * taps, Cg * taps)};
+      ctx.emit(tiles[next++], std::move(v));
+    }
+  }
+  return Status();
+}
+
+// [N, C, S...] viewed as N × C × S.
+struct ChannelDims {
+  int64_t N, C, S;
+};
+ChannelDims channel_dims(const std::vector<int64_t>& shape) {
+  int64_t s = 1;
+  for (size_t i = 2; i < shape.size(); ++i) s *= shape[i];
+  return {shape[0], shape[1], s};
+}
+
+// ChannelSum: y [C] = X [N, C, ...] summed over every axis but the channel axis.
+Status infer_channel_sum(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  if (x.shape.size() < 2) return invalid_argument("expects [N, C, ...], got " + x.to_string());
+  out.push_back({DType::kFloat32, {x.shape[1]}});
+  return Status();
+}
+
+Status lower_channel_sum(LowerContext& ctx, const Op& op) {
+  const ChannelDims d = channel_dims(ctx.graph().value(op.inputs[0]).type.shape);
+  const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
+  const double per_channel = static_cast<double>(d.N * d.S) / ctx.target().cycles.vector_flops_per_cycle;
+  lowering::lower_split(ctx, d.C, per_channel, 4.0 * static_cast<double>(d.N * d.S), [&](uint32_t tile, int64_t cb, int64_t ce) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kChannelSum;
+    v.operands = {x, y};
+    v.params = {d.N, d.C, d.S, cb, ce};
+    v.compute_cycles = per_channel * static_cast<double>(ce - cb);
+    v.reads = {lowering::block_region(x, 0, d.N, cb * d.S, ce * d.S, d.C * d.S)};
+    v.writes = {lowering::flat_region(y, cb, ce)};
+    ctx.emit(tile, std::move(v));
+  });
+  return Status();
+}
+
+// ChannelAffine: Y = X [N, C, ...] · scale [C] + shift [C] per channel.
+Status infer_channel_affine(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  if (x.shape.size() < 2) return invalid_argument("expects [N, C, ...], got " + x.to_string());
+  for (int i : {1, 2}) {
+    if (g.value(op.inputs[static_cast<size_t>(i)]).type.shape != std::vector<int64_t>{x.shape[1]}) {
+      return invalid_argument("scale and shift must have one value per channel of " + x.to_string());
+    }
+  }
+  out.push_back(x);
+  return Status();
+}
+
+Status lower_channel_affine(LowerContext& ctx, const Op& op) {
+  const ChannelDims d = channel_dims(ctx.graph().value(op.inputs[0]).type.shape);
+  const uint32_t x = ctx.tensor(op.inputs[0]), scale = ctx.tensor(op.inputs[1]), shift = ctx.tensor(op.inputs[2]),
+                 y = ctx.tensor(op.outputs[0]);
+  const double per_element = 2.0 / ctx.target().cycles.vector_flops_per_cycle;
+  lowering::lower_split(ctx, d.N * d.C * d.S, per_element, 4.0, [&](uint32_t tile, int64_t begin, int64_t end) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kChannelAffine;
+    v.operands = {x, scale, shift, y};
+    v.params = {d.N, d.C, d.S, begin, end};
+    v.compute_cycles = per_element * static_cast<double>(end - begin);
+    v.reads = {lowering::flat_region(x, begin, end), lowering::flat_region(scale, 0, d.C),
+               lowering::flat_region(shift, 0, d.C)};
+    v.writes = {lowering::flat_region(y, begin, end)};
+    ctx.emit(tile, std::move(v));
+  });
+  return Status();
+}
+
+}  // namespace
+
+const OpDef& conv_op() {
+  static const OpDef def{OpKind::kConv, kVariadic, infer_conv, grad_conv, lower_conv};
+  return def;
+}
+const OpDef& conv_grad_input_op() {
+  static const OpDef def{OpKind::kConvGradInput, 2, infer_conv_grad_input, nullptr, lower_conv_grad_input};
+  return def;
+}
+const OpDef& conv_grad_weight_op() {
+  static const OpDef def{OpKind::kConvGradWeight, 2, infer_conv_grad_weight, nullptr, lower_conv_grad_weight};
+  return def;
+}
+const OpDef& channel_sum_op() {
+  static const OpDef def{OpKind::kChannelSum, 1, infer_channel_sum, nullptr, lower_channel_sum};
+  return def;
+}
+// Not differentiable: it only carries BatchNormalization folded to constants, which training
+// refuses (compiler/frontend/onnx_ops_conv.cpp).
+const OpDef& channel_affine_op() {
+  static const OpDef def{OpKind::kChannelAffine, 3, infer_channel_affine, nullptr, lower_channel_affine};
+  return def;
+}
+
+}  // namespace ipu::ir

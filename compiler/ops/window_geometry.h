@@ -1,0 +1,48 @@
+// Output sizes and vertex params of windowed ops (Conv, pooling) over NCHW values.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace ipu::ir {
+
+// Output length of one spatial axis, ONNX's rule: floor (or ceil) of (in + pads − extent) /
+// stride, plus one; with ceil_mode a last window starting beyond the input and its leading pad is
+// dropped. InvalidArgument if the dilated kernel is longer than the padded input.
+inline StatusOr<int64_t> window_output_length(int64_t in, int64_t kernel, int64_t stride, int64_t dilation,
+                                              int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
+  if (kernel <= 0 || stride <= 0 || dilation <= 0 || pad_begin < 0 || pad_end < 0) {
+    return invalid_argument("kernel, strides and dilations must be positive and pads non-negative");
+  }
+  const int64_t extent = dilation * (kernel - 1) + 1;
+  const int64_t room = in + pad_begin + pad_end - extent;
+  if (room < 0) {
+    return invalid_argument("a window of extent " + std::to_string(extent) + " does not fit an input of " +
+                            std::to_string(in) + " with pads " + std::to_string(pad_begin) + "+" + std::to_string(pad_end));
+  }
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+// [N, C, OH, OW] of a window over x [N, C, H, W] (C replaced by `channels`).
+inline StatusOr<std::vector<int64_t>> window_output_shape(const TensorType& x, const WindowAttrs& w, int64_t channels) {
+  if (x.shape.size() != 4) return invalid_argument("expects an NCHW input, got " + x.to_string());
+  IPU_ASSIGN_OR_RETURN(int64_t oh, window_output_length(x.shape[2], w.kernel[0], w.strides[0], w.dilations[0], w.pads[0],
+                                                        w.pads[2], w.ceil_mode));
+  IPU_ASSIGN_OR_RETURN(int64_t ow, window_output_length(x.shape[3], w.kernel[1], w.strides[1], w.dilations[1], w.pads[1],
+                                                        w.pads[3], w.ceil_mode));
+  return std::vector<int64_t>{x.shape[0], channels, oh, ow};
+}
+
+// The 16 window params of the codelets (runtime/kernels/window.h): N, C, H, W, OH, OW, KH, KW,
+// strides, pads (top, left, bottom, right), dilations.
+inline std::vector<int64_t> window_params(const std::vector<int64_t>& x, const std::vector<int64_t>& y,
+                                          const WindowAttrs& w) {
+  return {x[0],         x[1],         x[2],      x[3],      y[2],      y[3],         w.kernel[0],  w.kernel[1],
+          w.strides[0], w.strides[1], w.pads[0], w.pads[1], w.pads[2], w.pads[3], w.dilations[0], w.dilations[1]};
+}
+
+}  // namespace ipu::ir

@@ -1,0 +1,313 @@
+// Convolution codelets over NCHW tensors: im2col into a per-thread column buffer, then one
+// OpenBLAS SGEMM per (sample, group). Window params: runtime/kernels/window.h.
+#include <cblas.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "runtime/kernels/window.h"
+
+namespace ipu::kernels {
+namespace {
+
+using format::FLOAT32;
+
+// Params after the window.
+enum ConvParam { kM = kWindowParams, kGroups, kBegin, kEnd, kChannelBegin, kChannelEnd };
+
+// The column matrix of one sample's channels [c0, c0 + channels): row (c, ky, kx), column (oy, ox).
+void im2col(const Window& w, const float* x, int64_t channels, float* col) {
+  const int64_t plane = w.out_plane();
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t ky = 0; ky < w.KH; ++ky) {
+      for (int64_t kx = 0; kx < w.KW; ++kx) {
+        float* row = col + ((c * w.KH + ky) * w.KW + kx) * plane;
+        for (int64_t oy = 0; oy < w.OH; ++oy) {
+          const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
+          float* out = row + oy * w.OW;
+          if (iy < 0 || iy >= w.H) {
+            std::fill(out, out + w.OW, 0.0f);
+            continue;
+          }
+          const float* in = x + (c * w.H + iy) * w.W;
+          for (int64_t ox = 0; ox < w.OW; ++ox) {
+            const int64_t ix = ox * w.SW - w.PL + kx * w.DW;
+            out[ox] = ix >= 0 && ix < w.W ? in[ix] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: adds every column entry back onto the input position it came from.
+void col2im_add(const Window& w, const float* col, int64_t channels, float* x) {
+  const int64_t plane = w.out_plane();
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t ky = 0; ky < w.KH; ++ky) {
+      for (int64_t kx = 0; kx < w.KW; ++kx) {
+        const float* row = col + ((c * w.KH + ky) * w.KW + kx) * plane;
+        for (int64_t oy = 0; oy < w.OH; ++oy) {
+          const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
+          if (iy < 0 || iy >= w.H) continue;
+          float* in = x + (c * w.H + iy) * w.W;
+          for (int64_t ox = 0; ox < w.OW; ++ox) {
+            const int64_t ix = ox * w.SW - w.PL + kx * w.DW;
+            if (ix >= 0 && ix < w.W) in[ix] += row[oy * w.OW + ox];
+          }
+        }
+      }
+    }
+  }
+}
+
+// A column buffer per worker thread, reused across vertices.
+float* column_buffer(size_t elements) {
+  thread_local std::vector<float> buffer;
+  if (buffer.size() < elements) buffer.resize(elements);
+  return buffer.data();
+}
+
+struct ConvShape {
+  Window w;
+  int64_t M, G, Cg, Mg, K;  // K: rows of the column matrix, Cg·KH·KW
+};
+
+ConvShape conv_shape(const PreparedVertex& v) {
+  const Window w = Window::from(v.params);
+  const int64_t M = v.params[kM], G = v.params[kGroups];
+  return {w, M, G, w.C / G, M / G, w.C / G * w.taps()};
+}
+
+// Checks the geometry, the group counts and the operand sizes shared by the three codelets.
+StatusOr<ConvShape> validate_conv_shape(const format::Vertex& v, uint64_t x_elements, uint64_t w_elements,
+                                        uint64_t y_elements) {
+  IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
+  const int64_t M = v.params(kM), G = v.params(kGroups);
+  // Bounded like the window's dimensions, so every SGEMM dimension fits BLAS's int.
+  if (M <= 0 || M > (int64_t{1} << 24)) return invalid_argument("output channels " + std::to_string(M) + " outside [1, 2^24]");
+  if (G <= 0 || w.C % G != 0 || M % G != 0) {
+    return invalid_argument("channels " + std::to_string(w.C) + " and " + std::to_string(M) +
+                            " are not both divisible by " + std::to_string(G) + " groups");
+  }
+  const int64_t K = w.C / G * w.taps();
+  if (K > (int64_t{1} << 28) / w.out_plane()) return invalid_argument("column buffer larger than 2^28 elements");
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, x_elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({M, K}, w_elements, "W"));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, M, w.OH, w.OW}, y_elements, "Y"));
+  return ConvShape{w, M, G, w.C / G, M / G, K};
+}
+
+bool distinct(const format::Vertex& v) {
+  for (int i = 0; i < v.operands_size(); ++i) {
+    for (int j = i + 1; j < v.operands_size(); ++j) {
+      if (v.operands(i) == v.operands(j)) return false;
+    }
+  }
+  return true;
+}
+
+// Conv: Y[n, m] = sum over the group's channels and taps of W[m] · X[n] (+ B[m]) for samples
+// [n_begin, n_end) and output channels [m_begin, m_end).
+//   operands: X [N,C,H,W], W [M,C/G,KH,KW], B [M] (optional), Y [N,M,OH,OW]
+//   params:   window (16), M, G, n_begin, n_end, m_begin, m_end
+void run_conv(const PreparedVertex& v) {
+  const ConvShape s = conv_shape(v);
+  const Window& w = s.w;
+  const bool has_bias = v.num_operands == 4;
+  const float* x = v.f32(0);
+  const float* weights = v.f32(1);
+  float* y = v.f32(has_bias ? 3 : 2);
+  const int64_t plane = w.out_plane(), m_begin = v.params[kChannelBegin], m_end = v.params[kChannelEnd];
+  float* col = column_buffer(static_cast<size_t>(s.K * plane));
+  for (int64_t n = v.params[kBegin]; n < v.params[kEnd]; ++n) {
+    for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
+      const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
+      if (hi <= lo) continue;
+      im2col(w, x + (n * w.C + g * s.Cg) * w.in_plane(), s.Cg, col);
+      float* out = y + (n * s.M + lo) * plane;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(hi - lo), static_cast<int>(plane),
+                  static_cast<int>(s.K), 1.0f, weights + lo * s.K, static_cast<int>(s.K), col, static_cast<int>(plane),
+                  0.0f, out, static_cast<int>(plane));
+      if (has_bias) {
+        for (int64_t m = lo; m < hi; ++m) {
+          float* row = out + (m - lo) * plane;
+          const float b = v.f32(2)[m];
+          for (int64_t i = 0; i < plane; ++i) row[i] += b;
+        }
+      }
+    }
+  }
+}
+
+Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  const bool has_bias = ops.size() == 4;
+  if (has_bias) {
+    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
+  } else {
+    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  }
+  IPU_RETURN_IF_ERROR(expect_param_count(v, kChannelEnd + 1, 0));
+  IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[1].elements, ops.back().elements));
+  if (has_bias) IPU_RETURN_IF_ERROR(expect_elements({s.M}, ops[2].elements, "B"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(kBegin), v.params(kEnd), s.w.N, "sample"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(kChannelBegin), v.params(kChannelEnd), s.M, "channel"));
+  if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
+  return Status();
+}
+
+// ConvGradInput: dX[n] = the adjoint of the convolution applied to dY[n], for samples
+// [n_begin, n_end).
+//   operands: dY [N,M,OH,OW], W [M,C/G,KH,KW], dX [N,C,H,W]
+//   params:   window (16), M, G, n_begin, n_end
+void run_conv_grad_input(const PreparedVertex& v) {
+  const ConvShape s = conv_shape(v);
+  const Window& w = s.w;
+  const float* dy = v.f32(0);
+  const float* weights = v.f32(1);
+  float* dx = v.f32(2);
+  const int64_t plane = w.out_plane();
+  float* col = column_buffer(static_cast<size_t>(s.K * plane));
+  for (int64_t n = v.params[kBegin]; n < v.params[kEnd]; ++n) {
+    float* sample = dx + n * w.C * w.in_plane();
+    std::fill(sample, sample + w.C * w.in_plane(), 0.0f);
+    for (int64_t g = 0; g < s.G; ++g) {
+      // col[K, plane] = W_gᵀ · dY[n, g]
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(s.K), static_cast<int>(plane),
+                  static_cast<int>(s.Mg), 1.0f, weights + g * s.Mg * s.K, static_cast<int>(s.K),
+                  dy + (n * s.M + g * s.Mg) * plane, static_cast<int>(plane), 0.0f, col, static_cast<int>(plane));
+      col2im_add(w, col, s.Cg, sample + g * s.Cg * w.in_plane());
+    }
+  }
+}
+
+Status validate_conv_grad_input(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, kEnd + 1, 0));
+  IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[2].elements, ops[1].elements, ops[0].elements));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(kBegin), v.params(kEnd), s.w.N, "sample"));
+  if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
+  return Status();
+}
+
+// ConvGradWeight: dW[m, c] = sum over samples of dY[n, m] · im2col(X[n, c])ᵀ for output channels
+// [m_begin, m_end) and channels [c_begin, c_end) within each group (so a vertex reads only those
+// channels of X).
+//   operands: X [N,C,H,W], dY [N,M,OH,OW], dW [M,C/G,KH,KW]
+//   params:   window (16), M, G, m_begin, m_end, c_begin, c_end
+void run_conv_grad_weight(const PreparedVertex& v) {
+  const ConvShape s = conv_shape(v);
+  const Window& w = s.w;
+  const float* x = v.f32(0);
+  const float* dy = v.f32(1);
+  float* dw = v.f32(2);
+  const int64_t plane = w.out_plane(), m_begin = v.params[kBegin], m_end = v.params[kEnd];
+  const int64_t c_begin = v.params[kChannelBegin], c_end = v.params[kChannelEnd], taps = w.taps();
+  const int64_t cols = (c_end - c_begin) * taps;
+  if (cols == 0) return;
+  for (int64_t m = m_begin; m < m_end; ++m) std::fill(dw + m * s.K + c_begin * taps, dw + m * s.K + c_end * taps, 0.0f);
+  float* col = column_buffer(static_cast<size_t>(cols * plane));
+  for (int64_t n = 0; n < w.N; ++n) {
+    for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
+      const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
+      if (hi <= lo) continue;
+      im2col(w, x + (n * w.C + g * s.Cg + c_begin) * w.in_plane(), c_end - c_begin, col);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(hi - lo), static_cast<int>(cols),
+                  static_cast<int>(plane), 1.0f, dy + (n * s.M + lo) * plane, static_cast<int>(plane), col,
+                  static_cast<int>(plane), 1.0f, dw + lo * s.K + c_begin * taps, static_cast<int>(s.K));
+    }
+  }
+}
+
+Status validate_conv_grad_weight(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, kChannelEnd + 1, 0));
+  IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[2].elements, ops[1].elements));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(kBegin), v.params(kEnd), s.M, "output channel"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(kChannelBegin), v.params(kChannelEnd), s.Cg, "input channel"));
+  if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
+  return Status();
+}
+
+// ChannelSum: y[c] = sum over n and s of X[n, c, s] for channels [c_begin, c_end) (the gradient
+// of a per-channel bias or shift).
+//   operands: X [N,C,S], y [C]
+//   params:   N, C, S, c_begin, c_end
+void run_channel_sum(const PreparedVertex& v) {
+  const int64_t N = v.params[0], C = v.params[1], S = v.params[2];
+  const float* x = v.f32(0);
+  for (int64_t c = v.params[3]; c < v.params[4]; ++c) {
+    double sum = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const float* row = x + (n * C + c) * S;
+      for (int64_t i = 0; i < S; ++i) sum += row[i];
+    }
+    v.f32(1)[c] = static_cast<float>(sum);
+  }
+}
+
+Status validate_channel_sum(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 5, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[1].elements, "y"));
+  if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
+  return expect_range(v.params(3), v.params(4), v.params(1), "channel");
+}
+
+// ChannelAffine: Y[n, c, s] = X[n, c, s] · scale[c] + shift[c] for flat elements [begin, end)
+// (an inference BatchNormalization folded at compile time).
+//   operands: X [N,C,S], scale [C], shift [C], Y [N,C,S] (Y may be X)
+//   params:   N, C, S, begin, end
+void run_channel_affine(const PreparedVertex& v) {
+  const int64_t C = v.params[1], S = v.params[2];
+  const float* x = v.f32(0);
+  const float* scale = v.f32(1);
+  const float* shift = v.f32(2);
+  float* y = v.f32(3);
+  for (int64_t i = v.params[3]; i < v.params[4]; ++i) {
+    const int64_t c = (i / S) % C;
+    y[i] = x[i] * scale[c] + shift[c];
+  }
+}
+
+Status validate_channel_affine(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 5, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[1].elements, "scale"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[2].elements, "shift"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[3].elements, "Y"));
+  if (v.operands(3) == v.operands(1) || v.operands(3) == v.operands(2)) return invalid_argument("output aliases a parameter");
+  return expect_range(v.params(3), v.params(4), static_cast<int64_t>(ops[0].elements), "element");
+}
+
+}  // namespace
+
+const KernelDef& conv_kernel() {
+  static const KernelDef def = [] {
+    // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
+    openblas_set_num_threads(1);
+    return KernelDef{Codelet::kConv, run_conv, validate_conv, {kBegin, kEnd}, {kChannelBegin, kChannelEnd}};
+  }();
+  return def;
+}
+const KernelDef& conv_grad_input_kernel() {
+  static const KernelDef def{Codelet::kConvGradInput, run_conv_grad_input, validate_conv_grad_input, {kBegin, kEnd}};
+  return def;
+}
+const KernelDef& conv_grad_weight_kernel() {
+  static const KernelDef def{Codelet::kConvGradWeight, run_conv_grad_weight, validate_conv_grad_weight, {kBegin, kEnd},
+                             {kChannelBegin, kChannelEnd}};
+  return def;
+}
+const KernelDef& channel_sum_kernel() {
+  static const KernelDef def{Codelet::kChannelSum, run_channel_sum, validate_channel_sum, {3, 4}};
+  return def;
+}
+const KernelDef& channel_affine_kernel() {
+  static const KernelDef def{Codelet::kChannelAffine, run_channel_affine, validate_channel_affine, {3, 4}};
+  return def;
+}
+
+}  // namespace ipu::kernels

@@ -1,0 +1,207 @@
+// Pooling codelets over NCHW tensors; each vertex owns whole planes (n, c) of its output, so the
+// gradients, which scatter into the input plane, never write another vertex's region.
+// Window params: runtime/kernels/window.h.
+#include <algorithm>
+#include <limits>
+
+#include "runtime/kernels/window.h"
+
+namespace ipu::kernels {
+namespace {
+
+using format::FLOAT32;
+
+// Calls f(input offset within the plane) for every tap of output (oy, ox) inside the input.
+template <typename F>
+void for_each_tap(const Window& w, int64_t oy, int64_t ox, F&& f) {
+  for (int64_t ky = 0; ky < w.KH; ++ky) {
+    const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
+    if (iy < 0 || iy >= w.H) continue;
+    for (int64_t kx = 0; kx < w.KW; ++kx) {
+      const int64_t ix = ox * w.SW - w.PL + kx * w.DW;
+      if (ix >= 0 && ix < w.W) f(iy * w.W + ix);
+    }
+  }
+}
+
+// The plane offset of the first maximal tap of output (oy, ox), or -1 if the window holds no
+// input position.
+int64_t argmax(const Window& w, const float* plane, int64_t oy, int64_t ox) {
+  int64_t best = -1;
+  for_each_tap(w, oy, ox, [&](int64_t i) {
+    if (best < 0 || plane[i] > plane[best]) best = i;
+  });
+  return best;
+}
+
+// The AveragePool divisor of output (oy, ox): the taps inside the input, or with
+// count_include_pad the taps inside the input extended by the pads.
+int64_t divisor(const Window& w, bool count_include_pad, int64_t oy, int64_t ox) {
+  if (!count_include_pad) {
+    int64_t count = 0;
+    for_each_tap(w, oy, ox, [&](int64_t) { ++count; });
+    return count;
+  }
+  int64_t rows = 0, cols = 0;
+  for (int64_t ky = 0; ky < w.KH; ++ky) {
+    const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
+    rows += iy >= -w.PT && iy < w.H + w.PB;
+  }
+  for (int64_t kx = 0; kx < w.KW; ++kx) {
+    const int64_t ix = ox * w.SW - w.PL + kx * w.DW;
+    cols += ix >= -w.PL && ix < w.W + w.PR;
+  }
+  return rows * cols;
+}
+
+// Params after the window.
+enum PoolParam { kPlaneBegin = kWindowParams, kPlaneEnd };
+enum AveragePoolParam { kCountIncludePad = kWindowParams, kAvgPlaneBegin, kAvgPlaneEnd };
+
+Status validate_planes(const format::Vertex& v, const Window& w, int begin_index, int end_index) {
+  return expect_range(v.params(begin_index), v.params(end_index), w.N * w.C, "plane");
+}
+
+// MaxPool: Y[p, oy, ox] = the maximum of the window's taps inside X[p] for planes
+// p = n·C + c in [plane_begin, plane_end); -inf for a window that holds no input position.
+//   operands: X [N,C,H,W], Y [N,C,OH,OW]
+//   params:   window (16), plane_begin, plane_end
+void run_max_pool(const PreparedVertex& v) {
+  const Window w = Window::from(v.params);
+  for (int64_t p = v.params[kPlaneBegin]; p < v.params[kPlaneEnd]; ++p) {
+    const float* x = v.f32(0) + p * w.in_plane();
+    float* y = v.f32(1) + p * w.out_plane();
+    for (int64_t oy = 0; oy < w.OH; ++oy) {
+      for (int64_t ox = 0; ox < w.OW; ++ox) {
+        const int64_t best = argmax(w, x, oy, ox);
+        y[oy * w.OW + ox] = best < 0 ? -std::numeric_limits<float>::infinity() : x[best];
+      }
+    }
+  }
+}
+
+Status validate_max_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, kPlaneEnd + 1, 0));
+  IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "Y"));
+  if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
+  return validate_planes(v, w, kPlaneBegin, kPlaneEnd);
+}
+
+// MaxPoolGrad: dX[p] = dY[p] routed to the first maximal tap of each window (ties go to the
+// first in row-major order, as in MaxPool's forward pass), planes [plane_begin, plane_end).
+//   operands: X [N,C,H,W], dY [N,C,OH,OW], dX [N,C,H,W]
+//   params:   window (16), plane_begin, plane_end
+void run_max_pool_grad(const PreparedVertex& v) {
+  const Window w = Window::from(v.params);
+  for (int64_t p = v.params[kPlaneBegin]; p < v.params[kPlaneEnd]; ++p) {
+    const float* x = v.f32(0) + p * w.in_plane();
+    const float* dy = v.f32(1) + p * w.out_plane();
+    float* dx = v.f32(2) + p * w.in_plane();
+    std::fill(dx, dx + w.in_plane(), 0.0f);
+    for (int64_t oy = 0; oy < w.OH; ++oy) {
+      for (int64_t ox = 0; ox < w.OW; ++ox) {
+        const int64_t best = argmax(w, x, oy, ox);
+        if (best >= 0) dx[best] += dy[oy * w.OW + ox];
+      }
+    }
+  }
+}
+
+Status validate_max_pool_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, kPlaneEnd + 1, 0));
+  IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "dY"));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[2].elements, "dX"));
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  return validate_planes(v, w, kPlaneBegin, kPlaneEnd);
+}
+
+// AveragePool: Y[p, oy, ox] = the sum of the window's taps inside X[p] over the divisor (see
+// divisor()); 0 for a window with none. Planes [plane_begin, plane_end).
+//   operands: X [N,C,H,W], Y [N,C,OH,OW]
+//   params:   window (16), count_include_pad, plane_begin, plane_end
+void run_average_pool(const PreparedVertex& v) {
+  const Window w = Window::from(v.params);
+  const bool include_pad = v.params[kCountIncludePad] != 0;
+  for (int64_t p = v.params[kAvgPlaneBegin]; p < v.params[kAvgPlaneEnd]; ++p) {
+    const float* x = v.f32(0) + p * w.in_plane();
+    float* y = v.f32(1) + p * w.out_plane();
+    for (int64_t oy = 0; oy < w.OH; ++oy) {
+      for (int64_t ox = 0; ox < w.OW; ++ox) {
+        float sum = 0.0f;
+        for_each_tap(w, oy, ox, [&](int64_t i) { sum += x[i]; });
+        const int64_t count = divisor(w, include_pad, oy, ox);
+        y[oy * w.OW + ox] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+      }
+    }
+  }
+}
+
+Status validate_average_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, kAvgPlaneEnd + 1, 0));
+  IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "Y"));
+  if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
+  return validate_planes(v, w, kAvgPlaneBegin, kAvgPlaneEnd);
+}
+
+// AveragePoolGrad: dX[p] = each dY[p, oy, ox] over its divisor, added to every tap of its window
+// inside the input. Planes [plane_begin, plane_end).
+//   operands: dY [N,C,OH,OW], dX [N,C,H,W]
+//   params:   window (16), count_include_pad, plane_begin, plane_end
+void run_average_pool_grad(const PreparedVertex& v) {
+  const Window w = Window::from(v.params);
+  const bool include_pad = v.params[kCountIncludePad] != 0;
+  for (int64_t p = v.params[kAvgPlaneBegin]; p < v.params[kAvgPlaneEnd]; ++p) {
+    const float* dy = v.f32(0) + p * w.out_plane();
+    float* dx = v.f32(1) + p * w.in_plane();
+    std::fill(dx, dx + w.in_plane(), 0.0f);
+    for (int64_t oy = 0; oy < w.OH; ++oy) {
+      for (int64_t ox = 0; ox < w.OW; ++ox) {
+        const int64_t count = divisor(w, include_pad, oy, ox);
+        if (count == 0) continue;
+        const float share = dy[oy * w.OW + ox] / static_cast<float>(count);
+        for_each_tap(w, oy, ox, [&](int64_t i) { dx[i] += share; });
+      }
+    }
+  }
+}
+
+Status validate_average_pool_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, kAvgPlaneEnd + 1, 0));
+  IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[0].elements, "dY"));
+  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[1].elements, "dX"));
+  if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
+  return validate_planes(v, w, kAvgPlaneBegin, kAvgPlaneEnd);
+}
+
+}  // namespace
+
+const KernelDef& max_pool_kernel() {
+  static const KernelDef def{Codelet::kMaxPool, run_max_pool, validate_max_pool, {kPlaneBegin, kPlaneEnd}};
+  return def;
+}
+const KernelDef& max_pool_grad_kernel() {
+  static const KernelDef def{Codelet::kMaxPoolGrad, run_max_pool_grad, validate_max_pool_grad, {kPlaneBegin, kPlaneEnd}};
+  return def;
+}
+const KernelDef& average_pool_kernel() {
+  static const KernelDef def{Codelet::kAveragePool, run_average_pool, validate_average_pool, {kAvgPlaneBegin, kAvgPlaneEnd}};
+  return def;
+}
+const KernelDef& average_pool_grad_kernel() {
+  static const KernelDef def{Codelet::kAveragePoolGrad, run_average_pool_grad, validate_average_pool_grad,
+                             {kAvgPlaneBegin, kAvgPlaneEnd}};
+  return def;
+}
+
+}  // namespace ipu::kernels

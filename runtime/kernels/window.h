@@ -1,0 +1,45 @@
+// The window geometry shared by the convolution and pooling codelets: the first 16 params of
+// each of their vertices, over NCHW tensors (1-D models use H = 1):
+//   N, C, H, W, OH, OW, KH, KW, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
+//   dilation_h, dilation_w
+// Kernels compute every input position from these and skip positions outside [0,H)x[0,W), so a
+// window may hang over any edge; the pads only place the first window (and, for AveragePool with
+// count_include_pad, bound the region that counts).
+#pragma once
+
+#include "runtime/kernels/validate_util.h"
+
+namespace ipu::kernels {
+
+inline constexpr int kWindowParams = 16;
+
+struct Window {
+  int64_t N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW;
+
+  static Window from(const std::array<int64_t, kMaxParams>& p) {
+    return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]};
+  }
+  int64_t in_plane() const { return H * W; }
+  int64_t out_plane() const { return OH * OW; }
+  int64_t taps() const { return KH * KW; }
+};
+
+// Every dimension, stride and dilation positive and every pad non-negative, all small enough that
+// no index computation can overflow, and the column buffer of a convolution bounded.
+inline StatusOr<Window> validate_window(const format::Vertex& v) {
+  if (v.params_size() < kWindowParams) return invalid_argument("too few window parameters");
+  std::array<int64_t, kMaxParams> p{};
+  for (int i = 0; i < kWindowParams; ++i) p[static_cast<size_t>(i)] = v.params(i);
+  const Window w = Window::from(p);
+  constexpr int64_t kMaxExtent = int64_t{1} << 24;
+  for (int64_t d : {w.N, w.C, w.H, w.W, w.OH, w.OW, w.KH, w.KW, w.SH, w.SW, w.DH, w.DW}) {
+    if (d <= 0 || d > kMaxExtent) return invalid_argument("window dimension " + std::to_string(d) + " is outside [1, 2^24]");
+  }
+  for (int64_t pad : {w.PT, w.PL, w.PB, w.PR}) {
+    if (pad < 0 || pad > kMaxExtent) return invalid_argument("pad " + std::to_string(pad) + " is outside [0, 2^24]");
+  }
+  if (w.KH * w.KW > kMaxExtent || w.OH * w.OW > (int64_t{1} << 30)) return invalid_argument("window too large");
+  return w;
+}
+
+}  // namespace ipu::kernels

@@ -1,0 +1,298 @@
+// The convolution, pooling and per-channel kernels against plain double-precision loops, run as
+// several vertices that split the work the way the compiler does; and their load-time validators.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "runtime/kernels/kernel.h"
+
+namespace {
+
+using ipu::format::Codelet;
+using ipu::kernels::find_kernel;
+using ipu::kernels::KernelDef;
+using ipu::kernels::OperandInfo;
+using ipu::kernels::PreparedVertex;
+
+const KernelDef& kernel(Codelet c) {
+  const KernelDef* def = find_kernel(static_cast<uint32_t>(c));
+  REQUIRE(def != nullptr);
+  return *def;
+}
+
+void run(Codelet c, std::vector<float*> operands, const std::vector<int64_t>& params) {
+  PreparedVertex v;
+  v.codelet = static_cast<uint32_t>(c);
+  for (float* o : operands) v.operands[v.num_operands++] = o;
+  for (int64_t p : params) v.params[v.num_params++] = p;
+  kernel(c).run(v);
+}
+
+std::vector<float> values(size_t n, uint32_t seed) {
+  std::vector<float> out(n);
+  uint32_t state = seed * 2654435761u + 12345u;
+  for (float& x : out) {
+    state = state * 1664525u + 1013904223u;
+    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
+  }
+  return out;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    CHECK(std::abs(got[i] - want[i]) <= 1e-4 + 1e-4 * std::abs(want[i]));
+  }
+}
+
+struct Geometry {
+  int64_t N, C, H, W, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW;
+  int64_t OH() const { return (H + PT + PB - DH * (KH - 1) - 1) / SH + 1; }
+  int64_t OW() const { return (W + PL + PR - DW * (KW - 1) - 1) / SW + 1; }
+  std::vector<int64_t> params() const { return {N, C, H, W, OH(), OW(), KH, KW, SH, SW, PT, PL, PB, PR, DH, DW}; }
+  // Input row/column of output (oy, ox) at tap (ky, kx); may lie outside the input.
+  int64_t iy(int64_t oy, int64_t ky) const { return oy * SH - PT + ky * DH; }
+  int64_t ix(int64_t ox, int64_t kx) const { return ox * SW - PL + kx * DW; }
+  bool inside(int64_t y, int64_t x) const { return y >= 0 && y < H && x >= 0 && x < W; }
+};
+
+std::vector<int64_t> with(std::vector<int64_t> p, std::initializer_list<int64_t> extra) {
+  p.insert(p.end(), extra);
+  return p;
+}
+
+const Geometry kGeometries[] = {
+    {2, 4, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // same padding
+    {3, 2, 7, 5, 3, 2, 2, 1, 0, 1, 2, 0, 1, 1},  // strides and asymmetric pads
+    {2, 4, 6, 6, 2, 3, 1, 2, 1, 0, 0, 2, 2, 1},  // dilations
+    {2, 3, 1, 9, 1, 4, 1, 2, 0, 1, 0, 1, 1, 1},  // 1-D as H = 1
+};
+
+TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, with groups and bias") {
+  for (const Geometry& g : kGeometries) {
+    for (int64_t groups : {int64_t{1}, int64_t{2}, g.C}) {
+      if (g.C % groups != 0) continue;
+      const int64_t M = 2 * groups, Cg = g.C / groups, Mg = M / groups, OH = g.OH(), OW = g.OW();
+      CAPTURE(g.H);
+      CAPTURE(groups);
+      auto x = values(static_cast<size_t>(g.N * g.C * g.H * g.W), 1);
+      auto w = values(static_cast<size_t>(M * Cg * g.KH * g.KW), 2);
+      auto b = values(static_cast<size_t>(M), 3);
+      auto dy = values(static_cast<size_t>(g.N * M * OH * OW), 4);
+      auto xi = [&](int64_t n, int64_t c, int64_t y, int64_t xx) { return static_cast<size_t>(((n * g.C + c) * g.H + y) * g.W + xx); };
+      auto wi = [&](int64_t m, int64_t c, int64_t ky, int64_t kx) { return static_cast<size_t>(((m * Cg + c) * g.KH + ky) * g.KW + kx); };
+      auto yi = [&](int64_t n, int64_t m, int64_t oy, int64_t ox) { return static_cast<size_t>(((n * M + m) * OH + oy) * OW + ox); };
+      std::vector<double> y_want(dy.size()), dx_want(x.size()), dw_want(w.size());
+      for (int64_t n = 0; n < g.N; ++n) {
+        for (int64_t m = 0; m < M; ++m) {
+          for (int64_t oy = 0; oy < OH; ++oy) {
+            for (int64_t ox = 0; ox < OW; ++ox) {
+              double sum = b[static_cast<size_t>(m)];
+              for (int64_t c = 0; c < Cg; ++c) {
+                for (int64_t ky = 0; ky < g.KH; ++ky) {
+                  for (int64_t kx = 0; kx < g.KW; ++kx) {
+                    const int64_t iy = g.iy(oy, ky), ix = g.ix(ox, kx);
+                    if (!g.inside(iy, ix)) continue;
+                    const size_t xs = xi(n, m / Mg * Cg + c, iy, ix), ws = wi(m, c, ky, kx);
+                    sum += static_cast<double>(x[xs]) * w[ws];
+                    dx_want[xs] += static_cast<double>(dy[yi(n, m, oy, ox)]) * w[ws];
+                    dw_want[ws] += static_cast<double>(dy[yi(n, m, oy, ox)]) * x[xs];
+                  }
+                }
+              }
+              y_want[yi(n, m, oy, ox)] = sum;
+            }
+          }
+        }
+      }
+      const std::vector<int64_t> p = with(g.params(), {M, groups});
+      std::vector<float> y(dy.size(), -7.0f), dx(x.size(), -7.0f), dw(w.size(), -7.0f);
+      // Samples split in two, output channels split across a group boundary.
+      for (int64_t nb : {int64_t{0}, int64_t{1}}) {
+        const int64_t ne = nb == 0 ? 1 : g.N;
+        run(Codelet::kConv, {x.data(), w.data(), b.data(), y.data()}, with(p, {nb, ne, 0, 1}));
+        run(Codelet::kConv, {x.data(), w.data(), b.data(), y.data()}, with(p, {nb, ne, 1, M}));
+        run(Codelet::kConvGradInput, {dy.data(), w.data(), dx.data()}, with(p, {nb, ne}));
+      }
+      // Output channels split across a group boundary, input channels split within each group.
+      for (auto [cb, ce] : {std::pair<int64_t, int64_t>{0, Cg / 2}, {Cg / 2, Cg}}) {
+        run(Codelet::kConvGradWeight, {x.data(), dy.data(), dw.data()}, with(p, {0, 1, cb, ce}));
+        run(Codelet::kConvGradWeight, {x.data(), dy.data(), dw.data()}, with(p, {1, M, cb, ce}));
+      }
+      check_close(y, y_want);
+      check_close(dx, dx_want);
+      check_close(dw, dw_want);
+      // Without a bias.
+      run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, M}));
+      for (size_t i = 0; i < y.size(); ++i) y_want[i] -= b[i / static_cast<size_t>(OH * OW) % static_cast<size_t>(M)];
+      check_close(y, y_want);
+    }
+  }
+}
+
+TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops") {
+  for (const Geometry& g : kGeometries) {
+    for (bool include_pad : {false, true}) {
+      CAPTURE(g.H);
+      CAPTURE(include_pad);
+      const int64_t OH = g.OH(), OW = g.OW(), planes = g.N * g.C;
+      auto x = values(static_cast<size_t>(planes * g.H * g.W), 5);
+      auto dy = values(static_cast<size_t>(planes * OH * OW), 6);
+      std::vector<double> max_want(dy.size()), avg_want(dy.size()), dmax_want(x.size()), davg_want(x.size());
+      for (int64_t p = 0; p < planes; ++p) {
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            const size_t o = static_cast<size_t>((p * OH + oy) * OW + ox);
+            double best = -std::numeric_limits<double>::infinity(), sum = 0;
+            size_t best_at = 0;
+            int64_t inside = 0, padded = 0;
+            std::vector<size_t> taps;
+            for (int64_t ky = 0; ky < g.KH; ++ky) {
+              for (int64_t kx = 0; kx < g.KW; ++kx) {
+                const int64_t iy = g.iy(oy, ky), ix = g.ix(ox, kx);
+                padded += iy >= -g.PT && iy < g.H + g.PB && ix >= -g.PL && ix < g.W + g.PR;
+                if (!g.inside(iy, ix)) continue;
+                const size_t i = static_cast<size_t>((p * g.H + iy) * g.W + ix);
+                taps.push_back(i);
+                ++inside;
+                sum += x[i];
+                if (x[i] > best) {
+                  best = x[i];
+                  best_at = i;
+                }
+              }
+            }
+            max_want[o] = best;
+            dmax_want[best_at] += dy[o];
+            const int64_t count = include_pad ? padded : inside;
+            avg_want[o] = sum / static_cast<double>(count);
+            for (size_t i : taps) davg_want[i] += dy[o] / static_cast<double>(count);
+          }
+        }
+      }
+      std::vector<float> ymax(dy.size()), yavg(dy.size()), dxmax(x.size(), -7.0f), dxavg(x.size(), -7.0f);
+      for (auto [pb, pe] : {std::pair<int64_t, int64_t>{0, 1}, {1, planes}}) {
+        run(Codelet::kMaxPool, {x.data(), ymax.data()}, with(g.params(), {pb, pe}));
+        run(Codelet::kMaxPoolGrad, {x.data(), dy.data(), dxmax.data()}, with(g.params(), {pb, pe}));
+        run(Codelet::kAveragePool, {x.data(), yavg.data()}, with(g.params(), {include_pad, pb, pe}));
+        run(Codelet::kAveragePoolGrad, {dy.data(), dxavg.data()}, with(g.params(), {include_pad, pb, pe}));
+      }
+      check_close(ymax, max_want);
+      check_close(yavg, avg_want);
+      check_close(dxmax, dmax_want);
+      check_close(dxavg, davg_want);
+    }
+  }
+}
+
+TEST_CASE("kernels: ChannelSum and ChannelAffine") {
+  const int64_t N = 3, C = 4, S = 5;
+  auto x = values(static_cast<size_t>(N * C * S), 7);
+  auto scale = values(static_cast<size_t>(C), 8), shift = values(static_cast<size_t>(C), 9);
+  std::vector<float> sum(C), y(x.size());
+  run(Codelet::kChannelSum, {x.data(), sum.data()}, {N, C, S, 0, 3});
+  run(Codelet::kChannelSum, {x.data(), sum.data()}, {N, C, S, 3, 4});
+  run(Codelet::kChannelAffine, {x.data(), scale.data(), shift.data(), y.data()}, {N, C, S, 0, 17});
+  run(Codelet::kChannelAffine, {x.data(), scale.data(), shift.data(), y.data()}, {N, C, S, 17, N * C * S});
+  std::vector<double> sum_want(C), y_want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i / S % C;
+    sum_want[c] += x[i];
+    y_want[i] = static_cast<double>(x[i]) * scale[c] + shift[c];
+  }
+  check_close(sum, sum_want);
+  check_close(y, y_want);
+}
+
+TEST_CASE("kernels: BatchNorm, its gradients and ChannelsLayout") {
+  const int64_t N = 2, C = 3, S = 4;
+  const float eps = 0.01f;
+  auto x = values(static_cast<size_t>(N * C * S), 10), dy = values(static_cast<size_t>(N * C * S), 11);
+  auto scale = values(C, 12), bias = values(C, 13), mean = values(C, 14), var = values(C, 15);
+  for (float& v : var) v = std::abs(v) + 0.5f;
+  std::vector<float> y(x.size()), dx(x.size()), dscale(C), last(x.size()), first(x.size());
+  auto run_eps = [&](Codelet c, std::vector<float*> ops, std::vector<int64_t> params) {
+    PreparedVertex v;
+    v.codelet = static_cast<uint32_t>(c);
+    for (float* o : ops) v.operands[v.num_operands++] = o;
+    for (int64_t p : params) v.params[v.num_params++] = p;
+    v.fparams[0] = eps;
+    kernel(c).run(v);
+  };
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 5}, {5, N * C * S}}) {
+    run_eps(Codelet::kBatchNorm, {x.data(), scale.data(), bias.data(), mean.data(), var.data(), y.data()}, {N, C, S, b, e});
+    run_eps(Codelet::kBatchNormGradInput, {dy.data(), scale.data(), var.data(), dx.data()}, {N, C, S, b, e});
+    run(Codelet::kChannelsLayout, {x.data(), last.data()}, {N, C, S, b, e, 1});
+  }
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, N * C * S}}) {
+    run(Codelet::kChannelsLayout, {last.data(), first.data()}, {N, C, S, b, e, 0});
+  }
+  run_eps(Codelet::kBatchNormGradScale, {x.data(), dy.data(), mean.data(), var.data(), dscale.data()}, {N, C, S, 0, 1});
+  run_eps(Codelet::kBatchNormGradScale, {x.data(), dy.data(), mean.data(), var.data(), dscale.data()}, {N, C, S, 1, C});
+  std::vector<double> y_want(x.size()), dx_want(x.size()), ds_want(C), last_want(x.size());
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t c = 0; c < C; ++c) {
+      const double inv = 1.0 / std::sqrt(static_cast<double>(var[c]) + eps);
+      for (int64_t s = 0; s < S; ++s) {
+        const size_t i = static_cast<size_t>((n * C + c) * S + s);
+        y_want[i] = (x[i] - mean[c]) * inv * scale[c] + bias[c];
+        dx_want[i] = dy[i] * scale[c] * inv;
+        ds_want[static_cast<size_t>(c)] += dy[i] * (x[i] - mean[c]) * inv;
+        last_want[static_cast<size_t>((n * S + s) * C + c)] = x[i];
+      }
+    }
+  }
+  check_close(y, y_want);
+  check_close(dx, dx_want);
+  check_close(dscale, ds_want);
+  check_close(last, last_want);
+  CHECK(first == x);
+}
+
+ipu::format::Vertex make_vertex(Codelet c, int operands, const std::vector<int64_t>& params) {
+  ipu::format::Vertex v;
+  v.set_codelet(static_cast<uint32_t>(c));
+  for (int i = 0; i < operands; ++i) v.add_operands(static_cast<uint32_t>(i));
+  for (int64_t p : params) v.add_params(p);
+  return v;
+}
+
+TEST_CASE("kernels: the window codelets refuse parameters that would leave their operands") {
+  using ipu::format::FLOAT32;
+  const Geometry g{2, 4, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const auto p = with(g.params(), {8, 2});
+  const uint64_t xs = 2 * 4 * 5 * 6, ws = 8 * 2 * 9, ys = 2 * 8 * 5 * 6;
+  const std::vector<OperandInfo> conv_ops = {{FLOAT32, xs}, {FLOAT32, ws}, {FLOAT32, 8}, {FLOAT32, ys}};
+  auto conv_status = [&](const std::vector<int64_t>& params, const std::vector<OperandInfo>& ops = {}) {
+    const auto& o = ops.empty() ? conv_ops : ops;
+    return kernel(Codelet::kConv).validate(make_vertex(Codelet::kConv, static_cast<int>(o.size()), params), o);
+  };
+  CHECK(conv_status(with(p, {0, 2, 0, 8})).ok());
+  CHECK_FALSE(conv_status(with(p, {0, 3, 0, 8})).ok());   // samples past N
+  CHECK_FALSE(conv_status(with(p, {0, 2, 4, 9})).ok());   // channels past M
+  CHECK_FALSE(conv_status(with(g.params(), {8, 3, 0, 2, 0, 8})).ok());  // 4 channels in 3 groups
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws - 1}, {FLOAT32, 8}, {FLOAT32, ys}}).ok());
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws}, {FLOAT32, 8}, {FLOAT32, ys + 1}}).ok());
+  auto bad = g.params();
+  bad[8] = 0;  // stride 0
+  CHECK_FALSE(conv_status(with(bad, {8, 2, 0, 2, 0, 8})).ok());
+  bad = g.params();
+  bad[10] = -1;  // negative pad
+  CHECK_FALSE(conv_status(with(bad, {8, 2, 0, 2, 0, 8})).ok());
+
+  const std::vector<OperandInfo> pool_ops = {{FLOAT32, xs}, {FLOAT32, 2 * 4 * 5 * 6}};
+  auto pool_status = [&](const std::vector<int64_t>& params) {
+    return kernel(Codelet::kMaxPool).validate(make_vertex(Codelet::kMaxPool, 2, params), pool_ops);
+  };
+  CHECK(pool_status(with(g.params(), {0, 8})).ok());
+  CHECK_FALSE(pool_status(with(g.params(), {0, 9})).ok());
+  CHECK_FALSE(pool_status(with(g.params(), {3, 2})).ok());
+  auto big = g.params();
+  big[4] = 6;  // OH that does not match Y's size
+  CHECK_FALSE(pool_status(with(big, {0, 8})).ok());
+}
+
+}  // namespace
