@@ -9,6 +9,7 @@
 #include "cache/cache_dir.h"
 #include "cache/cache_stats.h"
 #include "cache/local_store.h"
+#include "cli/cache_size.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
@@ -292,30 +293,6 @@ int run_cache(const CacheFlags& f) {
 
 }  // namespace
 
-std::optional<uint64_t> parse_size(const std::string& text) {
-  size_t i = 0;
-  uint64_t value = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    uint64_t digit = static_cast<uint64_t>(text[i] - '0');
-    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
-    value = value * 10 + digit;
-  }
-  if (i == 0) return std::nullopt;
-  std::string unit = text.substr(i);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.size() >= 2 && unit.ends_with("B")) unit.pop_back();          // "MB"
-  if (unit.size() >= 2 && unit.ends_with("I")) unit.pop_back();          // "MiB"
-  int shift = 0;
-  if (unit.empty() || unit == "B") shift = 0;
-  else if (unit == "K") shift = 10;
-  else if (unit == "M") shift = 20;
-  else if (unit == "G") shift = 30;
-  else if (unit == "T") shift = 40;
-  else return std::nullopt;
-  if (shift && value > (UINT64_MAX >> shift)) return std::nullopt;
-  return value << shift;
-}
-
 std::optional<int64_t> parse_age(const std::string& text) {
   size_t i = 0;
   int64_t value = 0;
@@ -332,11 +309,6 @@ std::optional<int64_t> parse_age(const std::string& text) {
     case 'w': return value * 7 * 86400;
     default: return std::nullopt;
   }
-}
-
-std::string default_cache_max_size() {
-  const char* env = std::getenv("IPUCC_CACHE_MAX_SIZE");
-  return env && *env ? env : "5G";
 }
 
 std::function<int()> add_cache_command(CLI::App& app) {

@@ -1,0 +1,198 @@
+#include "cli/cached_compile.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "cache/cache_dir.h"
+#include "cache/cache_stats.h"
+#include "cache/file_lock.h"
+#include "cache/local_store.h"
+#include "cli/compiler_identity.h"
+#include "runtime/base/file_io.h"
+#include "runtime/base/sha256.h"
+#include "runtime/format/executable_file.h"
+
+namespace ipu::cli {
+namespace {
+
+constexpr const char* kKeySchemaVersion = "1";
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The cache side of one compile: lookups that may hit, and the bookkeeping around them.
+class CacheSession {
+ public:
+  CacheSession(cache::LocalStore& store, const cache::Manifest& manifest, const WarningSink& warn)
+      : m_store(store), m_manifest(manifest), m_key(manifest.key()), m_warn(warn) {}
+
+  // Loads the entry if the cache has a sound one; a damaged entry never runs: it is moved
+  // aside for inspection and the model compiled again. Takes the key's lock after a first miss
+  // and looks again, so concurrent compiles of one key compile once; the lock is then held
+  // until this session ends (after the store).
+  bool try_hit(CachedCompile& out) {
+    if (try_hit_once(out, false)) return true;
+    auto locked = m_store.lock_key(m_key);
+    if (!locked.ok()) {
+      m_warn(locked.status().message() + "; compiling without waiting for other compiles");
+      return false;
+    }
+    m_key_lock.emplace(std::move(*locked));
+    return try_hit_once(out, true);  // another process may have compiled it while we waited
+  }
+
+  // Statistics are bookkeeping: failing to update them warns, never fails the compile.
+  void count(const cache::CacheStats& delta) {
+    Status s = cache::add_stats(m_store.dir(), delta);
+    if (!s.ok()) m_warn(s.message() + "; cache statistics not updated");
+  }
+
+  cache::CacheStats& delta() { return m_delta; }
+
+ private:
+  // `holding_lock`: no other compile of this key is between writing its executable and its
+  // manifest, so an executable without a manifest is a dead put worth reporting.
+  bool try_hit_once(CachedCompile& out, bool holding_lock) {
+    auto found = m_store.lookup(m_manifest);
+    if (!found.ok()) {
+      m_warn(found.status().message());
+      return false;
+    }
+    for (const auto& w : found->warnings) m_warn(w);
+    if (found->uncommitted_executable && holding_lock) {
+      m_warn(found->path + ": executable without its manifest (a compile that died before committing); treated as a "
+                           "cache miss");
+    }
+    if (!found->hit) return false;
+    auto parsed = format::parse_executable(found->executable_bytes, found->path);
+    if (parsed.ok()) {
+      out.bytes = std::move(found->executable_bytes);
+      out.executable = std::move(*parsed);
+      return true;
+    }
+    Status moved = m_store.quarantine(m_key);
+    if (moved.ok()) {
+      m_delta.corrupt_found += 1;
+      m_warn(parsed.status().message() + "; moved to " + m_store.corrupt_dir() + "; recompiling");
+    } else {
+      m_warn(parsed.status().message() + "; recompiling (" + moved.message() + ")");
+    }
+    return false;
+  }
+
+  cache::LocalStore& m_store;
+  const cache::Manifest& m_manifest;
+  std::string m_key;
+  const WarningSink& m_warn;
+  cache::CacheStats m_delta;
+  std::optional<cache::FileLock> m_key_lock;
+};
+
+}  // namespace
+
+compiler::CompileOptions to_compile_options(const CompileFlags& f, const std::string& model_path,
+                                            const std::string& default_mode) {
+  compiler::CompileOptions o;
+  o.model_path = model_path;
+  o.arch = f.arch;
+  if (f.tiles_per_ipu) o.tiles_per_ipu = f.tiles_per_ipu;
+  if (f.bytes_per_tile) o.bytes_per_tile = f.bytes_per_tile;
+  o.batch_size = f.batch_size;
+  o.steps_per_execution = f.steps_per_execution;
+  o.gradient_accumulation = f.gradient_accumulation;
+  o.replicas = f.replicas;
+  o.num_ipus = f.num_ipus;
+  o.schedule = f.schedule;
+  o.recompute = f.recompute;
+  const std::string& mode = f.mode.empty() ? default_mode : f.mode;
+  o.mode = mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
+  if (!f.loss.empty()) o.loss = f.loss;
+  if (!f.optimizer.empty()) o.optimizer = f.optimizer;
+  if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
+  if (f.momentum >= 0) o.momentum = f.momentum;
+  o.stage_assignment = f.stage_assignment;
+  return o;
+}
+
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text) {
+  cache::Manifest m;
+  m.set("key_schema", kKeySchemaVersion);
+  m.set("format_version", std::to_string(format::kFormatVersion));
+  m.set("compiler_build", compiler_build_identity());
+  m.set("model_sha256", sha256_hex(model_text));
+  for (auto& [name, value] : compiler::codegen_options(options)) m.set("option." + name, value);
+  return m;
+}
+
+StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& request, const WarningSink& warn) {
+  const auto start = std::chrono::steady_clock::now();
+  IPU_ASSIGN_OR_RETURN(std::string model_text, read_file(request.options.model_path));
+  const cache::Manifest manifest = make_manifest(request.options, model_text);
+  CachedCompile out;
+  out.key = manifest.key();
+  out.outcome = request.force ? "forced" : "miss";
+
+  // The cache is an accelerator: if it cannot be opened, compile anyway and say so once.
+  std::unique_ptr<cache::LocalStore> store;
+  if (request.use_cache) {
+    auto opened = cache::LocalStore::open(request.cache_dir.empty() ? cache::default_cache_dir() : request.cache_dir);
+    if (opened.ok()) {
+      store = std::make_unique<cache::LocalStore>(std::move(*opened));
+      out.entry = store->entry_path(out.key);
+    } else {
+      warn(opened.status().message() + "; compiling without the cache");
+      out.outcome = "disabled";
+    }
+  } else {
+    out.outcome = "disabled";
+  }
+
+  std::optional<CacheSession> session;
+  if (store) session.emplace(*store, manifest, warn);
+  // --force and --dump-ir compile whatever the cache holds and are not counted as lookups.
+  if (session && !request.force && !request.keep_ir) {
+    const bool hit = session->try_hit(out);
+    if (hit) {
+      out.outcome = "hit";
+      session->delta().hits = 1;
+      session->delta().compiles_avoided = 1;
+    } else {
+      session->delta().misses = 1;
+    }
+    session->count(session->delta());
+    if (hit) {
+      out.seconds = seconds_since(start);
+      return out;
+    }
+  }
+
+  IPU_ASSIGN_OR_RETURN(compiler::CompileResult compiled, compiler::compile_model(model_text, request.options));
+  out.executable = std::move(compiled.executable);
+  for (const auto& [name, value] : manifest.entries()) {
+    auto* entry = out.executable.add_manifest();
+    entry->set_name(name);
+    entry->set_value(value);
+  }
+  out.executable.set_compiler_build(compiler_build_identity());
+  out.timings = compiled.timings;
+  if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
+  out.bytes = format::serialize_executable(out.executable);
+  if (store) {
+    Status put = store->put(manifest, out.bytes);
+    if (!put.ok()) warn(put.message() + "; the executable was not cached");
+    auto evicted = store->evict_to(request.max_size);
+    if (!evicted.ok()) {
+      warn(evicted.status().message() + "; cache size limit not enforced");
+    } else if (!evicted->empty()) {
+      cache::CacheStats delta;
+      delta.evictions = evicted->size();
+      session->count(delta);
+    }
+  }
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+}  // namespace ipu::cli
