@@ -58,13 +58,16 @@ std::string option_or(const cache::EntryInfo& e, const char* name) {
   return it == e.options.end() ? "?" : it->second;
 }
 
+nlohmann::json or_null(const std::string& text) { return text.empty() ? nlohmann::json() : nlohmann::json(text); }
+
 nlohmann::json entry_json(const cache::LocalStore& store, const cache::EntryInfo& e) {
   return {{"key", e.key},
           {"path", store.entry_path(e.key)},
           {"bytes", e.bytes},
           {"last_use", iso_time(e.last_use_ns)},
           {"last_use_unix", e.last_use_ns / 1000000000},
-          {"model_sha256", e.model_sha256},
+          {"model_structure_sha256", or_null(e.model_structure_sha256)},
+          {"model_sha256", or_null(e.model_sha256)},
           {"options", e.options}};
 }
 
@@ -182,7 +185,7 @@ int run_cache(const CacheFlags& f) {
     for (const auto& e : *entries) {
       std::string summary = "batch=" + option_or(e, "batch_size") + " mode=" + option_or(e, "mode") +
                             " arch=" + option_or(e, "arch");
-      std::printf("%s  %-12s  %-32s  %10s  %s\n", e.key.substr(0, 16).c_str(), e.model_sha256.substr(0, 12).c_str(),
+      std::printf("%s  %-12s  %-32s  %10s  %s\n", e.key.substr(0, 16).c_str(), (e.model_structure_sha256.empty() ? e.model_sha256 : e.model_structure_sha256).substr(0, 12).c_str(),
                   summary.c_str(), human_bytes(e.bytes).c_str(), iso_time(e.last_use_ns).c_str());
     }
     return kExitOk;

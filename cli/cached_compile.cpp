@@ -9,14 +9,18 @@
 #include "cache/file_lock.h"
 #include "cache/local_store.h"
 #include "cli/compiler_identity.h"
+#include "compiler/frontend/model_fingerprint.h"
 #include "runtime/base/file_io.h"
-#include "runtime/base/sha256.h"
 #include "runtime/format/executable_file.h"
 
 namespace ipu::cli {
 namespace {
 
-constexpr const char* kKeySchemaVersion = "1";
+// 2: the model's structure (model_structure_sha256) instead of its whole file (model_sha256).
+constexpr const char* kKeySchemaVersion = "2";
+// The executable records the digest of the weight values it holds under this name (not part of
+// the cache manifest, so models that differ only in weights share an entry).
+constexpr const char* kWeightsField = "weights_sha256";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -90,6 +94,41 @@ class CacheSession {
   std::optional<cache::FileLock> m_key_lock;
 };
 
+std::string recorded_weights(const format::Executable& exe) {
+  for (const auto& entry : exe.manifest()) {
+    if (entry.name() == kWeightsField) return entry.value();
+  }
+  return "";
+}
+
+void set_recorded_weights(format::Executable& exe, const std::string& digest) {
+  for (auto& entry : *exe.mutable_manifest()) {
+    if (entry.name() == kWeightsField) {
+      entry.set_value(digest);
+      return;
+    }
+  }
+  auto* entry = exe.add_manifest();
+  entry->set_name(kWeightsField);
+  entry->set_value(digest);
+}
+
+// Gives every weight of `exe` the initial value the model holds for it. The structures match
+// (equal keys), so each weight has a value of its size; anything else is reported, never run.
+Status use_model_weights(format::Executable& exe, const std::string& model_text, const std::string& model_path) {
+  IPU_ASSIGN_OR_RETURN(auto weights, frontend::model_weights(model_text, model_path));
+  for (auto& tensor : *exe.mutable_tensors()) {
+    if (tensor.role() != format::WEIGHT || tensor.initial_value().empty()) continue;
+    auto value = weights.find(tensor.name());
+    if (value == weights.end() || value->second.size() != tensor.initial_value().size()) {
+      return data_loss(model_path + ": weight '" + tensor.name() + "' of the cached executable has no value of " +
+                       std::to_string(tensor.initial_value().size()) + " bytes in the model");
+    }
+    tensor.set_initial_value(value->second);
+  }
+  return Status();
+}
+
 }  // namespace
 
 compiler::CompileOptions to_compile_options(const CompileFlags& f, const std::string& model_path,
@@ -116,12 +155,12 @@ compiler::CompileOptions to_compile_options(const CompileFlags& f, const std::st
   return o;
 }
 
-cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text) {
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::ModelFingerprint& model) {
   cache::Manifest m;
   m.set("key_schema", kKeySchemaVersion);
   m.set("format_version", std::to_string(format::kFormatVersion));
   m.set("compiler_build", compiler_build_identity());
-  m.set("model_sha256", sha256_hex(model_text));
+  m.set("model_structure_sha256", model.structure_sha256);
   for (auto& [name, value] : compiler::codegen_options(options)) m.set("option." + name, value);
   return m;
 }
@@ -129,7 +168,8 @@ cache::Manifest make_manifest(const compiler::CompileOptions& options, const std
 StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& request, const WarningSink& warn) {
   const auto start = std::chrono::steady_clock::now();
   IPU_ASSIGN_OR_RETURN(std::string model_text, read_file(request.options.model_path));
-  const cache::Manifest manifest = make_manifest(request.options, model_text);
+  const frontend::ModelFingerprint fingerprint = frontend::fingerprint_model(model_text, request.options.model_path);
+  const cache::Manifest manifest = make_manifest(request.options, fingerprint);
   CachedCompile out;
   out.key = manifest.key();
   out.outcome = request.force ? "forced" : "miss";
@@ -153,7 +193,18 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   if (store) session.emplace(*store, manifest, warn);
   // --force and --dump-ir compile whatever the cache holds and are not counted as lookups.
   if (session && !request.force && !request.keep_ir) {
-    const bool hit = session->try_hit(out);
+    bool hit = session->try_hit(out);
+    if (hit && recorded_weights(out.executable) != fingerprint.weights_sha256) {
+      // The entry was compiled from a model with the same structure and other weight values.
+      Status swapped = use_model_weights(out.executable, model_text, request.options.model_path);
+      if (swapped.ok()) {
+        set_recorded_weights(out.executable, fingerprint.weights_sha256);
+        out.bytes = format::serialize_executable(out.executable);
+      } else {
+        warn(swapped.message() + "; recompiling");
+        hit = false;
+      }
+    }
     if (hit) {
       out.outcome = "hit";
       session->delta().hits = 1;
@@ -175,6 +226,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     entry->set_name(name);
     entry->set_value(value);
   }
+  set_recorded_weights(out.executable, fingerprint.weights_sha256);
   out.executable.set_compiler_build(compiler_build_identity());
   out.timings = compiled.timings;
   if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);

@@ -10,6 +10,7 @@
 #include "cache/manifest.h"
 #include "cli/compile_flags.h"
 #include "compiler/driver/compile.h"
+#include "compiler/frontend/model_fingerprint.h"
 #include "runtime/base/status.h"
 #include "runtime/format/executable.pb.h"
 
@@ -19,8 +20,10 @@ namespace ipu::cli {
 compiler::CompileOptions to_compile_options(const CompileFlags& flags, const std::string& model_path,
                                             const std::string& default_mode);
 
-// Every input that changes the compiled executable (docs/cache.md): its key is the cache key.
-cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text);
+// Every input that changes the compiled program (docs/cache.md): its key is the cache key. The
+// model's weight values are not among them: a hit whose executable holds other values gets the
+// model's (compile_through_cache).
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::ModelFingerprint& model);
 
 struct CachedCompileRequest {
   compiler::CompileOptions options;  // options.model_path names the model file
