@@ -9,7 +9,9 @@
 #include "cache/cache_dir.h"
 #include "cache/cache_stats.h"
 #include "cache/local_store.h"
+#include "cli/cache_explain.h"
 #include "cli/cache_size.h"
+#include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
@@ -28,6 +30,8 @@ struct CacheFlags {
   std::string key;
   std::string max_size;
   std::string older_than;
+  std::string target;    // explain: KEY or MODEL
+  CompileFlags compile;  // explain MODEL
 };
 
 std::string iso_time(int64_t ns) {
@@ -125,6 +129,8 @@ int run_cache(const CacheFlags& f) {
                                std::chrono::system_clock::now().time_since_epoch()).count();
     return report_removed(f, store, store.evict_older_than(now_ns - *age * 1000000000), true);
   }
+
+  if (f.sub == "explain") return run_cache_explain(store, f.target, f.compile, f.json);
 
   auto entries = store.list();
   if (!entries.ok()) return fail(kTool, entries.status(), kExitIoError);
@@ -335,6 +341,10 @@ std::function<int()> add_cache_command(CLI::App& app) {
   auto* evict = common(cmd->add_subcommand("evict", "Remove entries not used for a while"));
   evict->add_option("--older-than", flags->older_than, "Age: e.g. 30d, 12h, 45m, 10s")->required();
   common(cmd->add_subcommand("clear", "Remove every entry (the statistics are kept)"));
+  auto* explain = common(cmd->add_subcommand("explain", "Why a compile would miss: the manifest of KEY or of MODEL and "
+                                                        "options against the nearest stored entry"));
+  explain->add_option("target", flags->target, "Key (or unique prefix), or model (.onnx or .json)")->required();
+  add_compile_flags(explain, flags->compile, "Compile options (when the target is a model)");
   return [flags, cmd]() { return cmd->parsed() ? run_cache(*flags) : -1; };
 }
 

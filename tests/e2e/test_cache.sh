@@ -226,4 +226,35 @@ test_reformatted_spec_shares_an_entry() {
   expect_json "$STDOUT" "d['cache'] == 'hit' and d['key'] == '$key'"
 }
 
+test_explain_names_the_fields_that_differ() {
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["command"] == "cache explain" and d["hit"] is False and d["nearest"] is None'
+  expect_json "$STDOUT" 'd["manifest"]["option.tiles_per_ipu"] == "64"'
+  compile_entry --batch-size 16 > /dev/null
+  local key16
+  key16=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16 --json
+  expect_json "$STDOUT" "d['hit'] is True and d['key'] == '$key16' and d['nearest'] is None"
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16
+  expect_stdout_contains "exact hit"
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --mode infer --json
+  expect_json "$STDOUT" "d['hit'] is False and d['nearest']['key'] == '$key16'"
+  expect_json "$STDOUT" 'd["nearest"]["differences"] == [
+      {"field": "option.batch_size", "stored": "16", "requested": "8"},
+      {"field": "option.mode", "stored": "train", "requested": "infer"}]'
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --mode infer
+  expect_stdout_contains "miss; nearest entry ${key16:0:16} differs in 2 fields"
+  expect_stdout_contains "option.batch_size"
+  # An entry's key: compared with the nearest other entry.
+  compile_entry --batch-size 8 > /dev/null
+  local key8
+  key8=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" cache explain "${key16:0:10}" --json
+  expect_json "$STDOUT" "d['key'] == '$key16' and d['hit'] is False and d['nearest']['key'] == '$key8'"
+  expect_json "$STDOUT" 'd["nearest"]["differences"] == [{"field": "option.batch_size", "stored": "8", "requested": "16"}]'
+  expect_exit 2 "$IPUCC" cache explain zz
+  expect_error 6 "no cache entry" -- "$IPUCC" cache explain 0123456789abcdef
+  expect_error 6 "missing.json" -- "$IPUCC" cache explain missing.json
+}
+
 run_tests "$@"
