@@ -40,7 +40,7 @@ class CacheSession {
     if (try_hit_once(out, false)) return true;
     auto locked = m_store.lock_key(m_key);
     if (!locked.ok()) {
-      m_warn(locked.status().message() + "; compiling without waiting for other compiles");
+      write_failed(locked.status());
       return false;
     }
     m_key_lock.emplace(std::move(*locked));
@@ -49,8 +49,19 @@ class CacheSession {
 
   // Statistics are bookkeeping: failing to update them warns, never fails the compile.
   void count(const cache::CacheStats& delta) {
+    if (!m_writable) return;
     Status s = cache::add_stats(m_store.dir(), delta);
-    if (!s.ok()) m_warn(s.message() + "; cache statistics not updated");
+    if (!s.ok()) write_failed(s);
+  }
+
+  // A cache that cannot be written (read-only, full, someone else's) still serves hits. The
+  // first failed write turns writing off for the rest of the compile with one warning, so the
+  // user hears of it once and no half-done bookkeeping follows.
+  bool writable() const { return m_writable; }
+  void write_failed(const Status& status) {
+    if (!m_writable) return;
+    m_writable = false;
+    m_warn(status.message() + "; the cache cannot be written: nothing is stored or counted");
   }
 
   cache::CacheStats& delta() { return m_delta; }
@@ -92,6 +103,7 @@ class CacheSession {
   const WarningSink& m_warn;
   cache::CacheStats m_delta;
   std::optional<cache::FileLock> m_key_lock;
+  bool m_writable = true;
 };
 
 std::string recorded_weights(const format::Executable& exe) {
@@ -180,7 +192,6 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     auto opened = cache::LocalStore::open(request.cache_dir.empty() ? cache::default_cache_dir() : request.cache_dir);
     if (opened.ok()) {
       store = std::make_unique<cache::LocalStore>(std::move(*opened));
-      out.entry = store->entry_path(out.key);
     } else {
       warn(opened.status().message() + "; compiling without the cache");
       out.outcome = "disabled";
@@ -214,6 +225,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     }
     session->count(session->delta());
     if (hit) {
+      out.entry = store->entry_path(out.key);
       out.seconds = seconds_since(start);
       return out;
     }
@@ -231,12 +243,18 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   out.timings = compiled.timings;
   if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
   out.bytes = format::serialize_executable(out.executable);
-  if (store) {
+  if (session && session->writable()) {
     Status put = store->put(manifest, out.bytes);
-    if (!put.ok()) warn(put.message() + "; the executable was not cached");
+    if (put.ok()) {
+      out.entry = store->entry_path(out.key);
+    } else {
+      session->write_failed(put);
+    }
+  }
+  if (session && session->writable()) {
     auto evicted = store->evict_to(request.max_size);
     if (!evicted.ok()) {
-      warn(evicted.status().message() + "; cache size limit not enforced");
+      session->write_failed(evicted.status());
     } else if (!evicted->empty()) {
       cache::CacheStats delta;
       delta.evictions = evicted->size();

@@ -37,7 +37,7 @@ struct CachedCompileRequest {
 struct CachedCompile {
   std::string key;
   std::string outcome;  // "hit", "miss", "forced", or "disabled" when no cache was used
-  std::string entry;    // the entry's .ipuexe path, "" without a cache
+  std::string entry;    // the entry's .ipuexe path; "" if the executable is not in the cache
   std::string bytes;    // the framed executable
   format::Executable executable;
   compiler::CompileTimings timings;  // zero on a hit
