@@ -161,6 +161,9 @@ int run_cache(const CacheFlags& f) {
       out["compiles_avoided"] = s.compiles_avoided;
       out["corrupt_found"] = s.corrupt_found;
       out["evictions"] = s.evictions;
+      out["remote_hits"] = s.remote_hits;
+      out["remote_misses"] = s.remote_misses;
+      out["remote_errors"] = s.remote_errors;
       out["entries"] = entries->size();
       out["bytes"] = *total;
       out["limit_bytes"] = limit ? nlohmann::json(*limit) : nlohmann::json();
@@ -175,6 +178,9 @@ int run_cache(const CacheFlags& f) {
       std::printf("compiles avoided  %llu\n", static_cast<unsigned long long>(s.compiles_avoided));
       std::printf("corrupt found     %llu\n", static_cast<unsigned long long>(s.corrupt_found));
       std::printf("evictions         %llu\n", static_cast<unsigned long long>(s.evictions));
+      std::printf("remote hits       %llu\n", static_cast<unsigned long long>(s.remote_hits));
+      std::printf("remote misses     %llu\n", static_cast<unsigned long long>(s.remote_misses));
+      std::printf("remote errors     %llu\n", static_cast<unsigned long long>(s.remote_errors));
     }
     return kExitOk;
   }

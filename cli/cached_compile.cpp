@@ -8,6 +8,7 @@
 #include "cache/cache_stats.h"
 #include "cache/file_lock.h"
 #include "cache/local_store.h"
+#include "cache/remote_store.h"
 #include "cli/compiler_identity.h"
 #include "compiler/frontend/model_fingerprint.h"
 #include "runtime/base/file_io.h"
@@ -141,6 +142,76 @@ Status use_model_weights(format::Executable& exe, const std::string& model_text,
   return Status();
 }
 
+// The remote side of one compile: consulted after a local miss, uploaded to after a compile.
+// Nothing it returns is trusted: the manifest must equal the expected one byte for byte and the
+// executable must parse. A failed request warns and turns the remote cache off for the rest of
+// the compile; a rejected entry warns too but is then replaced by the upload of this compile. A
+// 404 is a plain miss. One warning per compile at most.
+class RemoteSession {
+ public:
+  RemoteSession(cache::RemoteStore remote, bool read_only, const WarningSink& warn)
+      : m_remote(std::move(remote)), m_read_only(read_only), m_warn(warn) {}
+
+  // The remote entry of `manifest`, verified, into out.bytes / out.executable.
+  bool try_hit(const cache::Manifest& manifest, CachedCompile& out, cache::CacheStats& delta) {
+    const std::string key = manifest.key();
+    auto fetched = m_remote.fetch(key);
+    if (!fetched.ok()) {
+      if (fetched.status().code() == StatusCode::kNotFound) {
+        delta.remote_misses += 1;
+      } else {
+        failed(fetched.status(), delta);
+      }
+      return false;
+    }
+    const std::string where = m_remote.url() + "/" + key.substr(0, 2) + "/" + key;
+    if (fetched->manifest_text != manifest.canonical_text()) {
+      rejected(where + ".manifest: differs from the expected manifest", delta);
+      return false;
+    }
+    auto parsed = format::parse_executable(fetched->executable_bytes, where + ".ipuexe");
+    if (!parsed.ok()) {
+      rejected(parsed.status().message(), delta);
+      return false;
+    }
+    out.bytes = std::move(fetched->executable_bytes);
+    out.executable = std::move(*parsed);
+    delta.remote_hits += 1;
+    return true;
+  }
+
+  // Uploads a compiled entry unless read-only or the remote cache already failed.
+  void upload(const cache::Manifest& manifest, const std::string& bytes, cache::CacheStats& delta) {
+    if (m_read_only || m_failed) return;
+    Status put = m_remote.put(manifest.key(), manifest.canonical_text(), bytes);
+    if (!put.ok()) failed(put, delta);
+  }
+
+ private:
+  void failed(const Status& status, cache::CacheStats& delta) {
+    delta.remote_errors += 1;
+    m_failed = true;
+    warn_once(status.message() + "; remote cache " + m_remote.url() + " not used for this compile");
+  }
+
+  void rejected(const std::string& why, cache::CacheStats& delta) {
+    delta.remote_errors += 1;
+    warn_once(why + "; remote entry rejected" + (m_read_only ? "" : ", to be replaced after compiling"));
+  }
+
+  void warn_once(const std::string& message) {
+    if (m_warned) return;
+    m_warned = true;
+    m_warn(message);
+  }
+
+  cache::RemoteStore m_remote;
+  bool m_read_only = false;
+  const WarningSink& m_warn;
+  bool m_failed = false;
+  bool m_warned = false;
+};
+
 }  // namespace
 
 compiler::CompileOptions to_compile_options(const CompileFlags& f, const std::string& model_path,
@@ -202,10 +273,25 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
 
   std::optional<CacheSession> session;
   if (store) session.emplace(*store, manifest, warn);
+  // The remote cache backs a usable local one: its entries are always stored locally first.
+  std::optional<RemoteSession> remote;
+  if (session && !request.remote_url.empty()) {
+    auto created = cache::RemoteStore::create(request.remote_url);
+    if (!created.ok()) return created.status();
+    remote.emplace(std::move(*created), request.remote_read_only, warn);
+  }
   // --force and --dump-ir compile whatever the cache holds and are not counted as lookups.
   if (session && !request.force && !request.keep_ir) {
     bool hit = session->try_hit(out);
-    if (hit && recorded_weights(out.executable) != fingerprint.weights_sha256) {
+    bool remote_hit = false;
+    if (!hit && remote) {
+      remote_hit = remote->try_hit(manifest, out, session->delta());
+      if (remote_hit && session->writable()) {
+        Status put = store->put(manifest, out.bytes);
+        if (!put.ok()) session->write_failed(put);
+      }
+    }
+    if ((hit || remote_hit) && recorded_weights(out.executable) != fingerprint.weights_sha256) {
       // The entry was compiled from a model with the same structure and other weight values.
       Status swapped = use_model_weights(out.executable, model_text, request.options.model_path);
       if (swapped.ok()) {
@@ -213,19 +299,19 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
         out.bytes = format::serialize_executable(out.executable);
       } else {
         warn(swapped.message() + "; recompiling");
-        hit = false;
+        hit = remote_hit = false;
       }
     }
-    if (hit) {
-      out.outcome = "hit";
-      session->delta().hits = 1;
+    if (hit || remote_hit) {
+      out.outcome = hit ? "hit" : "remote-hit";
+      session->delta().hits = hit ? 1 : 0;
       session->delta().compiles_avoided = 1;
     } else {
       session->delta().misses = 1;
     }
     session->count(session->delta());
-    if (hit) {
-      out.entry = store->entry_path(out.key);
+    if (hit || remote_hit) {
+      if (session->writable()) out.entry = store->entry_path(out.key);
       out.seconds = seconds_since(start);
       return out;
     }
@@ -250,6 +336,11 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     } else {
       session->write_failed(put);
     }
+  }
+  if (remote) {
+    cache::CacheStats delta;
+    remote->upload(manifest, out.bytes, delta);
+    if (delta.remote_errors) session->count(delta);
   }
   if (session && session->writable()) {
     auto evicted = store->evict_to(request.max_size);

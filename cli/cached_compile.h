@@ -32,11 +32,13 @@ struct CachedCompileRequest {
   bool force = false;                // compile even on a hit (the result is stored)
   bool keep_ir = false;              // compile even on a hit and return the IR text (--dump-ir)
   uint64_t max_size = 0;             // eviction limit after a store
+  std::string remote_url;            // "": no remote cache (docs/cache.md, "Remote cache")
+  bool remote_read_only = false;     // look the remote cache up, never upload
 };
 
 struct CachedCompile {
   std::string key;
-  std::string outcome;  // "hit", "miss", "forced", or "disabled" when no cache was used
+  std::string outcome;  // "hit", "remote-hit", "miss", "forced", or "disabled" when no cache was used
   std::string entry;    // the entry's .ipuexe path; "" if the executable is not in the cache
   std::string bytes;    // the framed executable
   format::Executable executable;

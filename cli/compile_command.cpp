@@ -79,6 +79,13 @@ int run_compile(const CompileCommandFlags& flags) {
       return kExitUsage;
     }
     request.max_size = *max_size;
+    StatusOr<std::string> remote = remote_cache_url(flags.cache);
+    if (!remote.ok()) {
+      print_error(kTool, remote.status().message());
+      return kExitUsage;
+    }
+    request.remote_url = *remote;
+    request.remote_read_only = remote_cache_read_only(flags.cache);
   }
   auto compiled = compile_through_cache(request, [](const std::string& w) { print_warning(kTool, w); });
   if (!compiled.ok()) return fail(kTool, compiled.status());

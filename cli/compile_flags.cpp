@@ -1,5 +1,7 @@
 #include "cli/compile_flags.h"
 
+#include <cstdlib>
+
 #include "cli/cache_size.h"
 
 namespace ipu::cli {
@@ -48,6 +50,24 @@ void add_cache_use_flags(CLI::App* cmd, CacheUseFlags& f) {
   cmd->add_option("--cache-max-size", f.cache_max_size,
                   "Evict least recently used cache entries above this size, e.g. 500M, 2G "
                   "(default $IPUCC_CACHE_MAX_SIZE, else 5G)");
+  cmd->add_option("--remote-cache", f.remote_cache,
+                  "Shared HTTP cache: look executables up at URL/<key[0:2]>/<key>.ipuexe after a local miss, upload "
+                  "after a compile (default $IPUCC_REMOTE_CACHE)");
+  cmd->add_flag("--remote-cache-readonly", f.remote_cache_read_only,
+                "Never upload to the remote cache (also $IPUCC_REMOTE_CACHE_READONLY=1)");
+}
+
+StatusOr<std::string> remote_cache_url(const CacheUseFlags& f) {
+  const char* env = std::getenv("IPUCC_REMOTE_CACHE");
+  const std::string url = !f.remote_cache.empty() ? f.remote_cache : env ? env : "";
+  if (url.empty() || url.starts_with("http://") || url.starts_with("https://")) return url;
+  return invalid_argument(std::string(f.remote_cache.empty() ? "$IPUCC_REMOTE_CACHE" : "--remote-cache") + ": '" + url +
+                          "' is not an http:// or https:// URL");
+}
+
+bool remote_cache_read_only(const CacheUseFlags& f) {
+  const char* env = std::getenv("IPUCC_REMOTE_CACHE_READONLY");
+  return f.remote_cache_read_only || (env && std::string(env) == "1");
 }
 
 StatusOr<uint64_t> cache_max_size(const CacheUseFlags& f) {

@@ -38,6 +38,8 @@ struct CacheUseFlags {
   std::string cache_dir;       // "": cache::default_cache_dir()
   bool no_cache = false;
   std::string cache_max_size;  // "": default_cache_max_size()
+  std::string remote_cache;    // "": $IPUCC_REMOTE_CACHE, else none
+  bool remote_cache_read_only = false;  // also $IPUCC_REMOTE_CACHE_READONLY=1
 };
 
 // Registers the codegen flags on `cmd` under the help group `group`; returns them so a tool can
@@ -45,6 +47,12 @@ struct CacheUseFlags {
 std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& flags, const std::string& group);
 
 void add_cache_use_flags(CLI::App* cmd, CacheUseFlags& flags);
+
+// The remote cache URL (--remote-cache, else $IPUCC_REMOTE_CACHE; "" for none) and whether it
+// is read-only (--remote-cache-readonly or $IPUCC_REMOTE_CACHE_READONLY=1). A URL that is not
+// http(s) is InvalidArgument naming the flag or variable.
+StatusOr<std::string> remote_cache_url(const CacheUseFlags& flags);
+bool remote_cache_read_only(const CacheUseFlags& flags);
 
 // The eviction limit: --cache-max-size, else $IPUCC_CACHE_MAX_SIZE, else 5G. InvalidArgument
 // names the flag or variable and the text.

@@ -88,6 +88,11 @@ int check_usage(const RunFlags& f, uint64_t& max_size) {
     return kExitUsage;
   }
   max_size = *limit;
+  StatusOr<std::string> remote = remote_cache_url(f.cache);
+  if (!remote.ok()) {
+    print_error(kTool, remote.status().message());
+    return kExitUsage;
+  }
   return kExitOk;
 }
 

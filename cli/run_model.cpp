@@ -13,6 +13,10 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
   request.cache_dir = cache.cache_dir;
   request.use_cache = !cache.no_cache;
   request.max_size = max_size;
+  // check_usage in ipurun_main.cpp has rejected a malformed URL.
+  StatusOr<std::string> remote = remote_cache_url(cache);
+  request.remote_url = remote.ok() ? *remote : "";
+  request.remote_read_only = remote_cache_read_only(cache);
   IPU_ASSIGN_OR_RETURN(CachedCompile compiled, compile_through_cache(request, warn));
   ResolvedExecutable resolved;
   resolved.executable = std::move(compiled.executable);

@@ -13,4 +13,5 @@ set -euo pipefail
   nlohmann-json3-dev \
   doctest-dev \
   libopenblas-pthread-dev \
+  libcurl4-openssl-dev nginx-light \
   python3
