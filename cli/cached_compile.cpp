@@ -284,11 +284,16 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   if (session && !request.force && !request.keep_ir) {
     bool hit = session->try_hit(out);
     bool remote_hit = false;
+    bool in_local_cache = hit;
     if (!hit && remote) {
       remote_hit = remote->try_hit(manifest, out, session->delta());
       if (remote_hit && session->writable()) {
         Status put = store->put(manifest, out.bytes);
-        if (!put.ok()) session->write_failed(put);
+        if (put.ok()) {
+          in_local_cache = true;
+        } else {
+          session->write_failed(put);
+        }
       }
     }
     if ((hit || remote_hit) && recorded_weights(out.executable) != fingerprint.weights_sha256) {
@@ -311,7 +316,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     }
     session->count(session->delta());
     if (hit || remote_hit) {
-      if (session->writable()) out.entry = store->entry_path(out.key);
+      if (in_local_cache) out.entry = store->entry_path(out.key);
       out.seconds = seconds_since(start);
       return out;
     }

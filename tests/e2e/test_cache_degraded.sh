@@ -34,7 +34,7 @@ test_read_only_filesystem_serves_hits_and_compiles_misses_uncached() {
   before=$(cache_listing)
   # A hit: served, but not counted.
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
-  expect_json "$STDOUT" "d['cache'] == 'hit' and d['key'] == '$key'"
+  expect_json "$STDOUT" "d['cache'] == 'hit' and d['key'] == '$key' and d['entry'].endswith('$key.ipuexe')"
   expect_one_warning "the cache cannot be written: nothing is stored or counted"
   # A miss: compiled, not stored.
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 8 -o out.ipuexe --json

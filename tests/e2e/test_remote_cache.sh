@@ -66,6 +66,7 @@ test_remote_hit_on_a_fresh_local_cache() {
   # A fresh local cache (another CI machine): found remotely, stored locally, nothing compiled.
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --cache-dir second --remote-cache "$URL" --json
   expect_json "$STDOUT" "d['cache'] == 'remote-hit' and d['key'] == '$key' and d['timings']['lowering_s'] == 0"
+  expect_json "$STDOUT" "d['entry'].endswith('second/entries/${key:0:2}/$key.ipuexe')"
   expect_file "second/entries/${key:0:2}/$key.ipuexe"
   stats_of second
   expect_json "$STDOUT" 'd["remote_hits"] == 1 and d["misses"] == 0 and d["compiles_avoided"] == 1'
