@@ -19,6 +19,9 @@ constexpr Field kFields[] = {
     {"compiles_avoided", &CacheStats::compiles_avoided},
     {"corrupt_found", &CacheStats::corrupt_found},
     {"evictions", &CacheStats::evictions},
+    {"remote_hits", &CacheStats::remote_hits},
+    {"remote_misses", &CacheStats::remote_misses},
+    {"remote_errors", &CacheStats::remote_errors},
 };
 
 } // namespace

@@ -243,6 +243,7 @@ StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
           info.manifest_ok = sha256_hex(*text) == key;
           info.manifest = parsed->entries();
           for (const auto& [field, value] : info.manifest) {
+            if (field == "model_structure_sha256") info.model_structure_sha256 = value;
             if (field == "model_sha256") info.model_sha256 = value;
             if (field.starts_with("option.")) info.options[field.substr(7)] = value;
           }

@@ -9,6 +9,9 @@
 #include "cache/cache_dir.h"
 #include "cache/cache_stats.h"
 #include "cache/local_store.h"
+#include "cli/cache_explain.h"
+#include "cli/cache_size.h"
+#include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
@@ -27,6 +30,8 @@ struct CacheFlags {
   std::string key;
   std::string max_size;
   std::string older_than;
+  std::string target;    // explain: KEY or MODEL
+  CompileFlags compile;  // explain MODEL
 };
 
 std::string iso_time(int64_t ns) {
@@ -57,13 +62,16 @@ std::string option_or(const cache::EntryInfo& e, const char* name) {
   return it == e.options.end() ? "?" : it->second;
 }
 
+nlohmann::json or_null(const std::string& text) { return text.empty() ? nlohmann::json() : nlohmann::json(text); }
+
 nlohmann::json entry_json(const cache::LocalStore& store, const cache::EntryInfo& e) {
   return {{"key", e.key},
           {"path", store.entry_path(e.key)},
           {"bytes", e.bytes},
           {"last_use", iso_time(e.last_use_ns)},
           {"last_use_unix", e.last_use_ns / 1000000000},
-          {"model_sha256", e.model_sha256},
+          {"model_structure_sha256", or_null(e.model_structure_sha256)},
+          {"model_sha256", or_null(e.model_sha256)},
           {"options", e.options}};
 }
 
@@ -122,6 +130,8 @@ int run_cache(const CacheFlags& f) {
     return report_removed(f, store, store.evict_older_than(now_ns - *age * 1000000000), true);
   }
 
+  if (f.sub == "explain") return run_cache_explain(store, f.target, f.compile, f.json);
+
   auto entries = store.list();
   if (!entries.ok()) return fail(kTool, entries.status(), kExitIoError);
 
@@ -151,6 +161,9 @@ int run_cache(const CacheFlags& f) {
       out["compiles_avoided"] = s.compiles_avoided;
       out["corrupt_found"] = s.corrupt_found;
       out["evictions"] = s.evictions;
+      out["remote_hits"] = s.remote_hits;
+      out["remote_misses"] = s.remote_misses;
+      out["remote_errors"] = s.remote_errors;
       out["entries"] = entries->size();
       out["bytes"] = *total;
       out["limit_bytes"] = limit ? nlohmann::json(*limit) : nlohmann::json();
@@ -165,6 +178,9 @@ int run_cache(const CacheFlags& f) {
       std::printf("compiles avoided  %llu\n", static_cast<unsigned long long>(s.compiles_avoided));
       std::printf("corrupt found     %llu\n", static_cast<unsigned long long>(s.corrupt_found));
       std::printf("evictions         %llu\n", static_cast<unsigned long long>(s.evictions));
+      std::printf("remote hits       %llu\n", static_cast<unsigned long long>(s.remote_hits));
+      std::printf("remote misses     %llu\n", static_cast<unsigned long long>(s.remote_misses));
+      std::printf("remote errors     %llu\n", static_cast<unsigned long long>(s.remote_errors));
     }
     return kExitOk;
   }
@@ -181,7 +197,7 @@ int run_cache(const CacheFlags& f) {
     for (const auto& e : *entries) {
       std::string summary = "batch=" + option_or(e, "batch_size") + " mode=" + option_or(e, "mode") +
                             " arch=" + option_or(e, "arch");
-      std::printf("%s  %-12s  %-32s  %10s  %s\n", e.key.substr(0, 16).c_str(), e.model_sha256.substr(0, 12).c_str(),
+      std::printf("%s  %-12s  %-32s  %10s  %s\n", e.key.substr(0, 16).c_str(), (e.model_structure_sha256.empty() ? e.model_sha256 : e.model_structure_sha256).substr(0, 12).c_str(),
                   summary.c_str(), human_bytes(e.bytes).c_str(), iso_time(e.last_use_ns).c_str());
     }
     return kExitOk;
@@ -292,30 +308,6 @@ int run_cache(const CacheFlags& f) {
 
 }  // namespace
 
-std::optional<uint64_t> parse_size(const std::string& text) {
-  size_t i = 0;
-  uint64_t value = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    uint64_t digit = static_cast<uint64_t>(text[i] - '0');
-    if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
-    value = value * 10 + digit;
-  }
-  if (i == 0) return std::nullopt;
-  std::string unit = text.substr(i);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.size() >= 2 && unit.ends_with("B")) unit.pop_back();          // "MB"
-  if (unit.size() >= 2 && unit.ends_with("I")) unit.pop_back();          // "MiB"
-  int shift = 0;
-  if (unit.empty() || unit == "B") shift = 0;
-  else if (unit == "K") shift = 10;
-  else if (unit == "M") shift = 20;
-  else if (unit == "G") shift = 30;
-  else if (unit == "T") shift = 40;
-  else return std::nullopt;
-  if (shift && value > (UINT64_MAX >> shift)) return std::nullopt;
-  return value << shift;
-}
-
 std::optional<int64_t> parse_age(const std::string& text) {
   size_t i = 0;
   int64_t value = 0;
@@ -332,11 +324,6 @@ std::optional<int64_t> parse_age(const std::string& text) {
     case 'w': return value * 7 * 86400;
     default: return std::nullopt;
   }
-}
-
-std::string default_cache_max_size() {
-  const char* env = std::getenv("IPUCC_CACHE_MAX_SIZE");
-  return env && *env ? env : "5G";
 }
 
 std::function<int()> add_cache_command(CLI::App& app) {
@@ -360,6 +347,10 @@ std::function<int()> add_cache_command(CLI::App& app) {
   auto* evict = common(cmd->add_subcommand("evict", "Remove entries not used for a while"));
   evict->add_option("--older-than", flags->older_than, "Age: e.g. 30d, 12h, 45m, 10s")->required();
   common(cmd->add_subcommand("clear", "Remove every entry (the statistics are kept)"));
+  auto* explain = common(cmd->add_subcommand("explain", "Why a compile would miss: the manifest of KEY or of MODEL and "
+                                                        "options against the nearest stored entry"));
+  explain->add_option("target", flags->target, "Key (or unique prefix), or model (.onnx or .json)")->required();
+  add_compile_flags(explain, flags->compile, "Compile options (when the target is a model)");
   return [flags, cmd]() { return cmd->parsed() ? run_cache(*flags) : -1; };
 }
 

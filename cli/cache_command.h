@@ -14,13 +14,7 @@ namespace ipu::cli {
 // `ipucc cache` was not the command given.
 std::function<int()> add_cache_command(CLI::App& app);
 
-// "500M", "2G", "1024K", "1T" (binary units, case-insensitive, optional trailing "B"/"iB") or
-// plain bytes; nullopt if malformed or overflowing.
-std::optional<uint64_t> parse_size(const std::string& text);
 // "30d", "12h", "45m", "10s", "2w" in seconds; nullopt if malformed.
 std::optional<int64_t> parse_age(const std::string& text);
-
-// The size limit used when none is given: $IPUCC_CACHE_MAX_SIZE, else "5G".
-std::string default_cache_max_size();
 
 } // namespace ipu::cli

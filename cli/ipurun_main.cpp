@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/build_identity.h"
+#include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
@@ -12,6 +13,7 @@
 #include "cli/resolve_executable.h"
 #include "cli/onnx_export.h"
 #include "cli/run_io.h"
+#include "cli/run_model.h"
 #include "runtime/base/file_io.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/npy.h"
@@ -25,7 +27,11 @@ constexpr const char* kTool = "ipurun";
 struct RunFlags {
   std::string executable;
   std::string data = "synthetic";
-  std::string cache_dir;
+  CacheUseFlags cache;
+  // Only when `executable` names a model (.onnx or .json).
+  CompileFlags compile;
+  std::vector<const CLI::Option*> compile_options;
+  std::string command;
   int threads = 0;
   bool json = false;
   std::string progress = "auto";
@@ -60,14 +66,65 @@ nlohmann::json epoch_json(const session::EpochResult& r) {
 struct Loaded {
   std::unique_ptr<session::Session> session;
   std::string origin;
+  std::string key;
+  std::string cache;
   data::Dataset data;
 };
 
+// Compile flags only mean something with a model; a bad cache size limit is a usage error
+// before anything runs. Returns the exit code of the problem, else 0 with `max_size` set.
+int check_usage(const RunFlags& f, uint64_t& max_size) {
+  if (!names_a_model(f.executable)) {
+    for (const CLI::Option* option : f.compile_options) {
+      if (option->count() > 0) {
+        print_error(kTool, option->get_name() + " applies only when EXECUTABLE is a model (.onnx or .json)");
+        return kExitUsage;
+      }
+    }
+    return kExitOk;
+  }
+  if (f.cache.no_cache) return kExitOk;
+  StatusOr<uint64_t> limit = cache_max_size(f.cache);
+  if (!limit.ok()) {
+    print_error(kTool, limit.status().message());
+    return kExitUsage;
+  }
+  max_size = *limit;
+  StatusOr<std::string> remote = remote_cache_url(f.cache);
+  if (!remote.ok()) {
+    print_error(kTool, remote.status().message());
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+// The executable of a file, a cache key, or a model (from the cache or compiled into it).
+StatusOr<ResolvedExecutable> resolve(const RunFlags& f, uint64_t max_size) {
+  if (!names_a_model(f.executable)) return resolve_executable(f.executable, f.cache.cache_dir);
+  // Predicting needs no training program; training and evaluating need the train executable.
+  const std::string default_mode = f.command == "predict" ? "infer" : "train";
+  IPU_ASSIGN_OR_RETURN(ResolvedExecutable resolved,
+                       executable_for_model(f.executable, f.compile, f.cache, max_size, default_mode,
+                                            [](const std::string& w) { print_warning(kTool, w); }));
+  // Say which happened, on stderr so --json output stays one document.
+  if (resolved.cache == "hit") {
+    std::fprintf(stderr, "%s: cache hit %s\n", kTool, resolved.key.substr(0, 16).c_str());
+  } else {
+    std::fprintf(stderr, "%s: cache %s %s, compiled in %.2f s\n", kTool, resolved.cache.c_str(),
+                 resolved.key.substr(0, 16).c_str(), resolved.compile_seconds);
+  }
+  return resolved;
+}
+
 // Executable, weights and data: everything a command needs, with exit codes on failure.
 int load(const RunFlags& f, Loaded& out) {
-  auto resolved = resolve_executable(f.executable, f.cache_dir);
+  uint64_t max_size = 0;
+  if (int code = check_usage(f, max_size)) return code;
+  auto resolved = resolve(f, max_size);
   if (!resolved.ok()) return fail(kTool, resolved.status());
   out.origin = resolved->origin;
+  out.key = resolved->key;
+  out.cache = resolved->cache;
   auto session = session::Session::create(std::move(resolved->executable), engine::EngineOptions{f.threads});
   if (!session.ok()) return fail(kTool, session.status().with_context(out.origin));
   out.session = std::move(*session);
@@ -86,6 +143,13 @@ int load(const RunFlags& f, Loaded& out) {
 Status with_origin(const Status& status, const std::string& origin) {
   const bool about_executable = status.code() == StatusCode::kFailedPrecondition || status.code() == StatusCode::kDataLoss;
   return about_executable ? status.with_context(origin) : status;
+}
+
+// Where the executable came from: its cache key (null for a file) and, for a model, whether
+// the cache had it ("hit", "miss", "disabled"; null otherwise).
+void add_cache_fields(nlohmann::json& out, const Loaded& loaded) {
+  out["key"] = loaded.key.empty() ? nlohmann::json() : nlohmann::json(loaded.key);
+  out["cache"] = loaded.cache.empty() ? nlohmann::json() : nlohmann::json(loaded.cache);
 }
 
 int write_json_file(const std::string& path, const nlohmann::json& value) {
@@ -142,6 +206,7 @@ int run_train(const RunFlags& f) {
   if (f.json) {
     nlohmann::json out = json_document(kTool, "train");
     out["executable"] = loaded.origin;
+    add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
     out["batch_size"] = loaded.session->executable().batch_size();
     out["steps_per_execution"] = loaded.session->executable().steps_per_execution();
@@ -166,6 +231,7 @@ int run_evaluate(const RunFlags& f) {
   if (f.json) {
     nlohmann::json out = json_document(kTool, "evaluate");
     out["executable"] = loaded.origin;
+    add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
     out["loss"] = result->loss;
     out["accuracy"] = result->accuracy;
@@ -216,6 +282,7 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   if (f.json) {
     nlohmann::json out = json_document(kTool, "predict");
     out["executable"] = loaded.origin;
+    add_cache_fields(out, loaded);
     out["inputs"] = f.inputs;
     out["samples"] = result->samples;
     out["outputs"] = outputs;
@@ -248,6 +315,7 @@ int run_predict(const RunFlags& f) {
   if (f.json) {
     nlohmann::json out = json_document(kTool, "predict");
     out["executable"] = loaded.origin;
+    add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
     out["samples"] = result->samples;
     out["shape"] = result->shape;
@@ -263,9 +331,15 @@ int run_predict(const RunFlags& f) {
 }
 
 void add_common(CLI::App* cmd, RunFlags& f) {
-  cmd->add_option("executable", f.executable, "Executable file, or cache key (prefix of >= 8 hex digits)")->required();
+  cmd->add_option("executable", f.executable,
+                  "Executable file, cache key (prefix of >= 8 hex digits), or model (.onnx or .json) to look up in "
+                  "the cache and compile on a miss")
+      ->required();
   cmd->add_option("--data", f.data, "synthetic[:N] | mnist:DIR[:test] | npy:FEATURES.npy[,LABELS.npy]");
-  cmd->add_option("--cache-dir", f.cache_dir, "Executable cache directory");
+  add_cache_use_flags(cmd, f.cache);
+  for (const CLI::Option* option : add_compile_flags(cmd, f.compile, "Compile options (when EXECUTABLE is a model)")) {
+    f.compile_options.push_back(option);
+  }
   cmd->add_option("--threads", f.threads, "Bound on TBB worker threads (0 = all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--weights", f.weights, "Start from the weights of this checkpoint directory");
   cmd->add_option("--progress", f.progress, "auto | bar | plain | none")
@@ -315,7 +389,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail_usage(kTool, app, e);
   }
-  if (train->parsed()) return run_train(flags);
-  if (evaluate->parsed()) return run_evaluate(flags);
+  if (train->parsed()) {
+    flags.command = "train";
+    return run_train(flags);
+  }
+  if (evaluate->parsed()) {
+    flags.command = "evaluate";
+    return run_evaluate(flags);
+  }
+  flags.command = "predict";
   return run_predict(flags);
 }

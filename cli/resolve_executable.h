@@ -1,5 +1,5 @@
 // What `ipurun EXECUTABLE` may name: an executable file, or a cache key (or a unique prefix of
-// at least 8 hex digits) in the cache directory.
+// at least 8 hex digits) in the cache directory. A model (cli/run_model.h) is resolved apart.
 #pragma once
 
 #include <string>
@@ -11,9 +11,15 @@ namespace ipu::cli {
 
 struct ResolvedExecutable {
   format::Executable executable;
-  std::string origin;  // the file, or "cache entry <key>"
+  std::string origin;   // the file, "cache entry <key>", or the model file
+  std::string key;      // the cache key, "" for an executable file
+  std::string cache;    // models only: "hit", "miss" or "disabled"; "" otherwise
+  double compile_seconds = 0;  // models only: time spent looking up and compiling
 };
 
 StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const std::string& cache_dir);
+
+// True if `name` is a model to compile rather than an executable: it ends in .onnx or .json.
+bool names_a_model(const std::string& name);
 
 }  // namespace ipu::cli

@@ -14,5 +14,6 @@ set -euo pipefail
   nlohmann-json3-dev \
   doctest-dev \
   libopenblas-pthread-dev \
+  libcurl4-openssl-dev nginx-light \
   python3 \
   python3-onnx

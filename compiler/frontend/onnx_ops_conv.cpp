@@ -143,7 +143,13 @@ Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   for (int64_t k : kernel) {
     if (k <= 0) return invalid_argument("'kernel_shape' " + ints_text(kernel) + " must be positive");
   }
-  IPU_ASSIGN_OR_RETURN(WindowAttrs window, read_window(ctx, x, kernel, kind == OpKind::kMaxPool));
+  // AveragePool gained `dilations` in version 19; the kernels take them for either pool.
+  const bool dilations = kind == OpKind::kMaxPool || ctx.version() >= 19;
+  if (!dilations && ctx.attribute("dilations")) {
+    return invalid_argument("'dilations' is an attribute of AveragePool from version 19, this is version " +
+                            std::to_string(ctx.version()));
+  }
+  IPU_ASSIGN_OR_RETURN(WindowAttrs window, read_window(ctx, x, kernel, dilations));
   window.ceil_mode = ctx.int_attr("ceil_mode", 0) != 0;
   window.count_include_pad = ctx.int_attr("count_include_pad", 0) != 0;
   ir::OpAttrs attrs;
@@ -241,7 +247,8 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
 
 std::vector<OnnxOpDef> conv_onnx_ops() {
   return {
-      {"AveragePool", {1, 7, 10, 11}, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
+      {"AveragePool", {1, 7, 10, 11, 19, 22},
+       {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"},
        convert_average_pool},
       // momentum only updates the running statistics in training mode, which is refused.
       {"BatchNormalization", {9, 14, 15}, {"epsilon", "momentum", "training_mode"}, convert_batch_norm},

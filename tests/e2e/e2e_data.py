@@ -18,6 +18,12 @@
         Prints {"shape_equal", "max_abs", "max_rel", "rel_to_max"}: max_rel is the largest
         |got - want| / max(|want|, 1e-6), rel_to_max is max |got - want| / max |want| (the
         relative error of the reference checks: elementwise ratios blow up on outputs near zero).
+    e2e_data.py gemm-onnx PATH --in K --out N [--seed S]
+        Writes an ONNX model, protobuf encoded by hand: input "input" [batch, K] (batch a
+        dim_param), one Gemm (transB=1) with FLOAT initializers "weight" [N, K] and "bias" [N]
+        (seeded values in [-1, 1)), output "output". Prints {"weight": [...], "bias": [...]}.
+    e2e_data.py gemm-ref INPUT.npy MODEL_JSON OUT.npy
+        Writes the predictions input @ weight^T + bias (MODEL_JSON is what gemm-onnx printed).
     e2e_data.py xent PRED.npy LABELS.npy
         Prints {"loss", "accuracy"}: mean cross-entropy of predicted probabilities vs labels.
 """
@@ -131,6 +137,70 @@ def cmd_poke(a):
         f.write(bytes.fromhex(a.hex))
 
 
+def pb_varint(n):
+    out = b""
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([byte | 0x80])
+        else:
+            return out + bytes([byte])
+
+
+def pb_int(field, n):
+    return pb_varint(field << 3) + pb_varint(n)
+
+
+def pb_bytes(field, data):
+    data = data.encode() if isinstance(data, str) else data
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def onnx_value_info(name, dims):
+    # ValueInfoProto{name, type: TypeProto{tensor_type{elem_type FLOAT, shape{dim...}}}}
+    shape = b"".join(pb_bytes(1, pb_bytes(2, d) if isinstance(d, str) else pb_int(1, d)) for d in dims)
+    return pb_bytes(1, name) + pb_bytes(2, pb_bytes(1, pb_int(1, 1) + pb_bytes(2, shape)))
+
+
+def onnx_float_initializer(name, dims, values):
+    # TensorProto{dims, data_type FLOAT, name, raw_data}
+    return (b"".join(pb_int(1, d) for d in dims) + pb_int(2, 1) + pb_bytes(8, name) +
+            pb_bytes(9, struct.pack("<%df" % len(values), *values)))
+
+
+def cmd_gemm_onnx(a):
+    rng = random.Random(a.seed)
+    weight = [struct.unpack("<f", struct.pack("<f", rng.uniform(-1, 1)))[0] for _ in range(a.out * a.inp)]
+    bias = [struct.unpack("<f", struct.pack("<f", rng.uniform(-1, 1)))[0] for _ in range(a.out)]
+    # NodeProto{input, output, name, op_type, attribute{name "transB", i 1, type INT}}
+    node = (pb_bytes(1, "input") + pb_bytes(1, "weight") + pb_bytes(1, "bias") + pb_bytes(2, "output") +
+            pb_bytes(3, "fc") + pb_bytes(4, "Gemm") + pb_bytes(5, pb_bytes(1, "transB") + pb_int(3, 1) + pb_int(20, 2)))
+    graph = (pb_bytes(1, node) + pb_bytes(2, "gemm") +
+             pb_bytes(5, onnx_float_initializer("weight", [a.out, a.inp], weight)) +
+             pb_bytes(5, onnx_float_initializer("bias", [a.out], bias)) +
+             pb_bytes(11, onnx_value_info("input", ["batch", a.inp])) +
+             pb_bytes(12, onnx_value_info("output", ["batch", a.out])))
+    # ModelProto{ir_version 8, producer_name, graph, opset_import{domain "", version 13}}
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13))
+    with open(a.path, "wb") as f:
+        f.write(model)
+    print(json.dumps({"weight": weight, "bias": bias, "in": a.inp, "out": a.out}))
+
+
+def cmd_gemm_ref(a):
+    x = read_npy(a.input)
+    with open(a.model) as f:
+        m = json.load(f)
+    k, n = m["in"], m["out"]
+    rows = len(x["values"]) // k
+    values = []
+    for r in range(rows):
+        row = x["values"][r * k:(r + 1) * k]
+        values += [sum(row[i] * m["weight"][j * k + i] for i in range(k)) + m["bias"][j] for j in range(n)]
+    write_npy(a.out, "f4", [rows, n], values)
+
+
 def cmd_xent(a):
     pred = read_npy(a.pred)
     labels = read_npy(a.labels)["values"]
@@ -173,6 +243,17 @@ def main():
     p.add_argument("--gzip", action="store_true")
     p.add_argument("--set-label", action="append")
     p.set_defaults(func=cmd_idx)
+    p = sub.add_parser("gemm-onnx")
+    p.add_argument("path")
+    p.add_argument("--in", dest="inp", type=int, required=True)
+    p.add_argument("--out", type=int, required=True)
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_gemm_onnx)
+    p = sub.add_parser("gemm-ref")
+    p.add_argument("input")
+    p.add_argument("model")
+    p.add_argument("out")
+    p.set_defaults(func=cmd_gemm_ref)
     p = sub.add_parser("flip")
     p.add_argument("path")
     p.add_argument("offset", type=int)

@@ -41,7 +41,7 @@ test_list_and_show() {
   expect_exit 0 "$IPUCC" cache list --json
   expect_json "$STDOUT" 'd["command"] == "cache list" and len(d["entries"]) == 1'
   expect_json "$STDOUT" "d['entries'][0]['key'] == '$key'"
-  expect_json "$STDOUT" 'd["entries"][0]["options"]["batch_size"] == "16" and len(d["entries"][0]["model_sha256"]) == 64'
+  expect_json "$STDOUT" 'd["entries"][0]["options"]["batch_size"] == "16" and len(d["entries"][0]["model_structure_sha256"]) == 64'
   expect_json "$STDOUT" 'd["entries"][0]["bytes"] > 0 and d["entries"][0]["path"].endswith(d["entries"][0]["key"] + ".ipuexe")'
   expect_json "$STDOUT" 'd["entries"][0]["last_use"].endswith("Z")'
   expect_exit 0 "$IPUCC" cache list
@@ -176,6 +176,85 @@ test_compile_cache_max_size_keeps_newest() {
   expect_no_file "$b"
   expect_exit 0 "$IPUCC" cache stats --json
   expect_json "$STDOUT" 'd["evictions"] == 2 and d["entries"] == 1'
+}
+
+# Weight values are not part of the key (docs/cache.md): two ONNX models differing only in their
+# initializers' values share one entry, and each run uses its own model's weights.
+test_models_differing_only_in_weights_share_an_entry() {
+  e2e_data gemm-onnx a.onnx --in 6 --out 4 --seed 1 > a.json
+  e2e_data gemm-onnx b.onnx --in 6 --out 4 --seed 2 > b.json
+  expect_ne "$(sha256sum < a.onnx)" "$(sha256sum < b.onnx)" "model files"
+  e2e_data npy x.npy --shape 8,6 --seed 7
+  e2e_data gemm-ref x.npy a.json want_a.npy
+  e2e_data gemm-ref x.npy b.json want_b.npy
+  local run
+  for run in a b a; do
+    expect_exit 0 "$IPURUN" predict $run.onnx --batch-size 8 --tiles-per-ipu 64 --input x.npy --output got_$run.npy --json
+    expect_json "$STDOUT" "d['cache'] == ('miss' if '$run' == 'a' and not __import__('os').path.exists('seen') else 'hit')"
+    touch seen
+    e2e_data compare got_$run.npy want_$run.npy > cmp.json
+    expect_json cmp.json 'd["shape_equal"] and d["max_rel"] < 1e-5' "predictions of $run.onnx vs its own weights"
+  done
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["misses"] == 1 and d["hits"] == 2 and d["entries"] == 1'
+  # ipucc compile -o writes the model's own weights too: a's and b's executables differ, keys do not.
+  expect_exit 0 "$IPUCC" compile a.onnx --mode infer --batch-size 8 --tiles-per-ipu 64 -o a.ipuexe --json
+  local key_a
+  key_a=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" compile b.onnx --mode infer --batch-size 8 --tiles-per-ipu 64 -o b.ipuexe --json
+  expect_json "$STDOUT" "d['cache'] == 'hit' and d['key'] == '$key_a'"
+  expect_ne "$(sha256sum < a.ipuexe)" "$(sha256sum < b.ipuexe)" "executables of a and b"
+  expect_exit 0 "$IPURUN" predict b.ipuexe --input x.npy --output file_b.npy
+  e2e_data compare file_b.npy want_b.npy > cmp.json
+  expect_json cmp.json 'd["max_rel"] < 1e-5' "predictions of b.ipuexe"
+  # A structural change (another output width) is another key.
+  e2e_data gemm-onnx c.onnx --in 6 --out 5 --seed 1 > c.json
+  expect_exit 0 "$IPUCC" compile c.onnx --mode infer --batch-size 8 --tiles-per-ipu 64 --json
+  expect_json "$STDOUT" "d['cache'] == 'miss' and d['key'] != '$key_a'"
+}
+
+# JSON specs are keyed by their parsed content: whitespace and key order do not matter.
+test_reformatted_spec_shares_an_entry() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  local key
+  key=$(json_get "$STDOUT" 'd["key"]')
+  "$PYTHON" -c 'import json,sys; json.dump(json.load(open(sys.argv[1])), open("spaced.json", "w"), indent=7, sort_keys=False)' "$MLP"
+  "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); json.dump(dict(reversed(list(d.items()))), open("reordered.json", "w"))' "$MLP"
+  expect_exit 0 "$IPUCC" compile spaced.json "${SMALL[@]}" --json
+  expect_json "$STDOUT" "d['cache'] == 'hit' and d['key'] == '$key'"
+  expect_exit 0 "$IPUCC" compile reordered.json "${SMALL[@]}" --json
+  expect_json "$STDOUT" "d['cache'] == 'hit' and d['key'] == '$key'"
+}
+
+test_explain_names_the_fields_that_differ() {
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["command"] == "cache explain" and d["hit"] is False and d["nearest"] is None'
+  expect_json "$STDOUT" 'd["manifest"]["option.tiles_per_ipu"] == "64"'
+  compile_entry --batch-size 16 > /dev/null
+  local key16
+  key16=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16 --json
+  expect_json "$STDOUT" "d['hit'] is True and d['key'] == '$key16' and d['nearest'] is None"
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16
+  expect_stdout_contains "exact hit"
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --mode infer --json
+  expect_json "$STDOUT" "d['hit'] is False and d['nearest']['key'] == '$key16'"
+  expect_json "$STDOUT" 'd["nearest"]["differences"] == [
+      {"field": "option.batch_size", "stored": "16", "requested": "8"},
+      {"field": "option.mode", "stored": "train", "requested": "infer"}]'
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --mode infer
+  expect_stdout_contains "miss; nearest entry ${key16:0:16} differs in 2 fields"
+  expect_stdout_contains "option.batch_size"
+  # An entry's key: compared with the nearest other entry.
+  compile_entry --batch-size 8 > /dev/null
+  local key8
+  key8=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" cache explain "${key16:0:10}" --json
+  expect_json "$STDOUT" "d['key'] == '$key16' and d['hit'] is False and d['nearest']['key'] == '$key8'"
+  expect_json "$STDOUT" 'd["nearest"]["differences"] == [{"field": "option.batch_size", "stored": "8", "requested": "16"}]'
+  expect_exit 2 "$IPUCC" cache explain zz
+  expect_error 6 "no cache entry" -- "$IPUCC" cache explain 0123456789abcdef
+  expect_error 6 "missing.json" -- "$IPUCC" cache explain missing.json
 }
 
 run_tests "$@"

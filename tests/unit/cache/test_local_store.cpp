@@ -426,7 +426,7 @@ TEST_CASE("local store list reports entries with manifest fields") {
   CHECK(empty->empty());
 
   Manifest m = sample_manifest();
-  m.set("model_sha256", "abcdef");
+  m.set("model_structure_sha256", "abcdef");
   m.set("option.batch_size", "16");
   REQUIRE(store.put(m, kBytes).ok());
   REQUIRE(store.put(sample_manifest("two"), "xx").ok());
@@ -441,7 +441,8 @@ TEST_CASE("local store list reports entries with manifest fields") {
   CHECK(e.last_use_ns == 5000LL * 1000000000);
   CHECK(e.manifest_ok);
   CHECK(e.executable_present);
-  CHECK(e.model_sha256 == "abcdef");
+  CHECK(e.model_structure_sha256 == "abcdef");
+  CHECK(e.model_sha256.empty());
   CHECK(e.options.at("batch_size") == "16");
   CHECK(e.manifest.at("model") == "abc");
 }

@@ -1,0 +1,364 @@
+#include "cli/cached_compile.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "cache/cache_dir.h"
+#include "cache/cache_stats.h"
+#include "cache/file_lock.h"
+#include "cache/local_store.h"
+#include "cache/remote_store.h"
+#include "cli/compiler_identity.h"
+#include "compiler/frontend/model_fingerprint.h"
+#include "runtime/base/file_io.h"
+#include "runtime/format/executable_file.h"
+
+namespace ipu::cli {
+namespace {
+
+// 2: the model's structure (model_structure_sha256) instead of its whole file (model_sha256).
+constexpr const char* kKeySchemaVersion = "2";
+// The executable records the digest of the weight values it holds under this name (not part of
+// the cache manifest, so models that differ only in weights share an entry).
+constexpr const char* kWeightsField = "weights_sha256";
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The cache side of one compile: lookups that may hit, and the bookkeeping around them.
+class CacheSession {
+ public:
+  CacheSession(cache::LocalStore& store, const cache::Manifest& manifest, const WarningSink& warn)
+      : m_store(store), m_manifest(manifest), m_key(manifest.key()), m_warn(warn) {}
+
+  // Loads the entry if the cache has a sound one; a damaged entry never runs: it is moved
+  // aside for inspection and the model compiled again. Takes the key's lock after a first miss
+  // and looks again, so concurrent compiles of one key compile once; the lock is then held
+  // until this session ends (after the store).
+  bool try_hit(CachedCompile& out) {
+    if (try_hit_once(out, false)) return true;
+    auto locked = m_store.lock_key(m_key);
+    if (!locked.ok()) {
+      write_failed(locked.status());
+      return false;
+    }
+    m_key_lock.emplace(std::move(*locked));
+    return try_hit_once(out, true);  // another process may have compiled it while we waited
+  }
+
+  // Statistics are bookkeeping: failing to update them warns, never fails the compile.
+  void count(const cache::CacheStats& delta) {
+    if (!m_writable) return;
+    Status s = cache::add_stats(m_store.dir(), delta);
+    if (!s.ok()) write_failed(s);
+  }
+
+  // A cache that cannot be written (read-only, full, someone else's) still serves hits. The
+  // first failed write turns writing off for the rest of the compile with one warning, so the
+  // user hears of it once and no half-done bookkeeping follows.
+  bool writable() const { return m_writable; }
+  void write_failed(const Status& status) {
+    if (!m_writable) return;
+    m_writable = false;
+    m_warn(status.message() + "; the cache cannot be written: nothing is stored or counted");
+  }
+
+  cache::CacheStats& delta() { return m_delta; }
+
+ private:
+  // `holding_lock`: no other compile of this key is between writing its executable and its
+  // manifest, so an executable without a manifest is a dead put worth reporting.
+  bool try_hit_once(CachedCompile& out, bool holding_lock) {
+    auto found = m_store.lookup(m_manifest);
+    if (!found.ok()) {
+      m_warn(found.status().message());
+      return false;
+    }
+    for (const auto& w : found->warnings) m_warn(w);
+    if (found->uncommitted_executable && holding_lock) {
+      m_warn(found->path + ": executable without its manifest (a compile that died before committing); treated as a "
+                           "cache miss");
+    }
+    if (!found->hit) return false;
+    auto parsed = format::parse_executable(found->executable_bytes, found->path);
+    if (parsed.ok()) {
+      out.bytes = std::move(found->executable_bytes);
+      out.executable = std::move(*parsed);
+      return true;
+    }
+    Status moved = m_store.quarantine(m_key);
+    if (moved.ok()) {
+      m_delta.corrupt_found += 1;
+      m_warn(parsed.status().message() + "; moved to " + m_store.corrupt_dir() + "; recompiling");
+    } else {
+      m_warn(parsed.status().message() + "; recompiling (" + moved.message() + ")");
+    }
+    return false;
+  }
+
+  cache::LocalStore& m_store;
+  const cache::Manifest& m_manifest;
+  std::string m_key;
+  const WarningSink& m_warn;
+  cache::CacheStats m_delta;
+  std::optional<cache::FileLock> m_key_lock;
+  bool m_writable = true;
+};
+
+std::string recorded_weights(const format::Executable& exe) {
+  for (const auto& entry : exe.manifest()) {
+    if (entry.name() == kWeightsField) return entry.value();
+  }
+  return "";
+}
+
+void set_recorded_weights(format::Executable& exe, const std::string& digest) {
+  for (auto& entry : *exe.mutable_manifest()) {
+    if (entry.name() == kWeightsField) {
+      entry.set_value(digest);
+      return;
+    }
+  }
+  auto* entry = exe.add_manifest();
+  entry->set_name(kWeightsField);
+  entry->set_value(digest);
+}
+
+// Gives every weight of `exe` the initial value the model holds for it. The structures match
+// (equal keys), so each weight has a value of its size; anything else is reported, never run.
+Status use_model_weights(format::Executable& exe, const std::string& model_text, const std::string& model_path) {
+  IPU_ASSIGN_OR_RETURN(auto weights, frontend::model_weights(model_text, model_path));
+  for (auto& tensor : *exe.mutable_tensors()) {
+    if (tensor.role() != format::WEIGHT || tensor.initial_value().empty()) continue;
+    auto value = weights.find(tensor.name());
+    if (value == weights.end() || value->second.size() != tensor.initial_value().size()) {
+      return data_loss(model_path + ": weight '" + tensor.name() + "' of the cached executable has no value of " +
+                       std::to_string(tensor.initial_value().size()) + " bytes in the model");
+    }
+    tensor.set_initial_value(value->second);
+  }
+  return Status();
+}
+
+// The remote side of one compile: consulted after a local miss, uploaded to after a compile.
+// Nothing it returns is trusted: the manifest must equal the expected one byte for byte and the
+// executable must parse. A failed request warns and turns the remote cache off for the rest of
+// the compile; a rejected entry warns too but is then replaced by the upload of this compile. A
+// 404 is a plain miss. One warning per compile at most.
+class RemoteSession {
+ public:
+  RemoteSession(cache::RemoteStore remote, bool read_only, const WarningSink& warn)
+      : m_remote(std::move(remote)), m_read_only(read_only), m_warn(warn) {}
+
+  // The remote entry of `manifest`, verified, into out.bytes / out.executable.
+  bool try_hit(const cache::Manifest& manifest, CachedCompile& out, cache::CacheStats& delta) {
+    const std::string key = manifest.key();
+    auto fetched = m_remote.fetch(key);
+    if (!fetched.ok()) {
+      if (fetched.status().code() == StatusCode::kNotFound) {
+        delta.remote_misses += 1;
+      } else {
+        failed(fetched.status(), delta);
+      }
+      return false;
+    }
+    const std::string where = m_remote.url() + "/" + key.substr(0, 2) + "/" + key;
+    if (fetched->manifest_text != manifest.canonical_text()) {
+      rejected(where + ".manifest: differs from the expected manifest", delta);
+      return false;
+    }
+    auto parsed = format::parse_executable(fetched->executable_bytes, where + ".ipuexe");
+    if (!parsed.ok()) {
+      rejected(parsed.status().message(), delta);
+      return false;
+    }
+    out.bytes = std::move(fetched->executable_bytes);
+    out.executable = std::move(*parsed);
+    delta.remote_hits += 1;
+    return true;
+  }
+
+  // Uploads a compiled entry unless read-only or the remote cache already failed.
+  void upload(const cache::Manifest& manifest, const std::string& bytes, cache::CacheStats& delta) {
+    if (m_read_only || m_failed) return;
+    Status put = m_remote.put(manifest.key(), manifest.canonical_text(), bytes);
+    if (!put.ok()) failed(put, delta);
+  }
+
+ private:
+  void failed(const Status& status, cache::CacheStats& delta) {
+    delta.remote_errors += 1;
+    m_failed = true;
+    warn_once(status.message() + "; remote cache " + m_remote.url() + " not used for this compile");
+  }
+
+  void rejected(const std::string& why, cache::CacheStats& delta) {
+    delta.remote_errors += 1;
+    warn_once(why + "; remote entry rejected" + (m_read_only ? "" : ", to be replaced after compiling"));
+  }
+
+  void warn_once(const std::string& message) {
+    if (m_warned) return;
+    m_warned = true;
+    m_warn(message);
+  }
+
+  cache::RemoteStore m_remote;
+  bool m_read_only = false;
+  const WarningSink& m_warn;
+  bool m_failed = false;
+  bool m_warned = false;
+};
+
+}  // namespace
+
+compiler::CompileOptions to_compile_options(const CompileFlags& f, const std::string& model_path,
+                                            const std::string& default_mode) {
+  compiler::CompileOptions o;
+  o.model_path = model_path;
+  o.arch = f.arch;
+  if (f.tiles_per_ipu) o.tiles_per_ipu = f.tiles_per_ipu;
+  if (f.bytes_per_tile) o.bytes_per_tile = f.bytes_per_tile;
+  o.batch_size = f.batch_size;
+  o.steps_per_execution = f.steps_per_execution;
+  o.gradient_accumulation = f.gradient_accumulation;
+  o.replicas = f.replicas;
+  o.num_ipus = f.num_ipus;
+  o.schedule = f.schedule;
+  o.recompute = f.recompute;
+  const std::string& mode = f.mode.empty() ? default_mode : f.mode;
+  o.mode = mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
+  if (!f.loss.empty()) o.loss = f.loss;
+  if (!f.optimizer.empty()) o.optimizer = f.optimizer;
+  if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
+  if (f.momentum >= 0) o.momentum = f.momentum;
+  o.stage_assignment = f.stage_assignment;
+  return o;
+}
+
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::ModelFingerprint& model) {
+  cache::Manifest m;
+  m.set("key_schema", kKeySchemaVersion);
+  m.set("format_version", std::to_string(format::kFormatVersion));
+  m.set("compiler_build", compiler_build_identity());
+  m.set("model_structure_sha256", model.structure_sha256);
+  for (auto& [name, value] : compiler::codegen_options(options)) m.set("option." + name, value);
+  return m;
+}
+
+StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& request, const WarningSink& warn) {
+  const auto start = std::chrono::steady_clock::now();
+  IPU_ASSIGN_OR_RETURN(std::string model_text, read_file(request.options.model_path));
+  const frontend::ModelFingerprint fingerprint = frontend::fingerprint_model(model_text, request.options.model_path);
+  const cache::Manifest manifest = make_manifest(request.options, fingerprint);
+  CachedCompile out;
+  out.key = manifest.key();
+  out.outcome = request.force ? "forced" : "miss";
+
+  // The cache is an accelerator: if it cannot be opened, compile anyway and say so once.
+  std::unique_ptr<cache::LocalStore> store;
+  if (request.use_cache) {
+    auto opened = cache::LocalStore::open(request.cache_dir.empty() ? cache::default_cache_dir() : request.cache_dir);
+    if (opened.ok()) {
+      store = std::make_unique<cache::LocalStore>(std::move(*opened));
+    } else {
+      warn(opened.status().message() + "; compiling without the cache");
+      out.outcome = "disabled";
+    }
+  } else {
+    out.outcome = "disabled";
+  }
+
+  std::optional<CacheSession> session;
+  if (store) session.emplace(*store, manifest, warn);
+  // The remote cache backs a usable local one: its entries are always stored locally first.
+  std::optional<RemoteSession> remote;
+  if (session && !request.remote_url.empty()) {
+    auto created = cache::RemoteStore::create(request.remote_url);
+    if (!created.ok()) return created.status();
+    remote.emplace(std::move(*created), request.remote_read_only, warn);
+  }
+  // --force and --dump-ir compile whatever the cache holds and are not counted as lookups.
+  if (session && !request.force && !request.keep_ir) {
+    bool hit = session->try_hit(out);
+    bool remote_hit = false;
+    bool in_local_cache = hit;
+    if (!hit && remote) {
+      remote_hit = remote->try_hit(manifest, out, session->delta());
+      if (remote_hit && session->writable()) {
+        Status put = store->put(manifest, out.bytes);
+        if (put.ok()) {
+          in_local_cache = true;
+        } else {
+          session->write_failed(put);
+        }
+      }
+    }
+    if ((hit || remote_hit) && recorded_weights(out.executable) != fingerprint.weights_sha256) {
+      // The entry was compiled from a model with the same structure and other weight values.
+      Status swapped = use_model_weights(out.executable, model_text, request.options.model_path);
+      if (swapped.ok()) {
+        set_recorded_weights(out.executable, fingerprint.weights_sha256);
+        out.bytes = format::serialize_executable(out.executable);
+      } else {
+        warn(swapped.message() + "; recompiling");
+        hit = remote_hit = false;
+      }
+    }
+    if (hit || remote_hit) {
+      out.outcome = hit ? "hit" : "remote-hit";
+      session->delta().hits = hit ? 1 : 0;
+      session->delta().compiles_avoided = 1;
+    } else {
+      session->delta().misses = 1;
+    }
+    session->count(session->delta());
+    if (hit || remote_hit) {
+      if (in_local_cache) out.entry = store->entry_path(out.key);
+      out.seconds = seconds_since(start);
+      return out;
+    }
+  }
+
+  IPU_ASSIGN_OR_RETURN(compiler::CompileResult compiled, compiler::compile_model(model_text, request.options));
+  out.executable = std::move(compiled.executable);
+  for (const auto& [name, value] : manifest.entries()) {
+    auto* entry = out.executable.add_manifest();
+    entry->set_name(name);
+    entry->set_value(value);
+  }
+  set_recorded_weights(out.executable, fingerprint.weights_sha256);
+  out.executable.set_compiler_build(compiler_build_identity());
+  out.timings = compiled.timings;
+  if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
+  out.bytes = format::serialize_executable(out.executable);
+  if (session && session->writable()) {
+    Status put = store->put(manifest, out.bytes);
+    if (put.ok()) {
+      out.entry = store->entry_path(out.key);
+    } else {
+      session->write_failed(put);
+    }
+  }
+  if (remote) {
+    cache::CacheStats delta;
+    remote->upload(manifest, out.bytes, delta);
+    if (delta.remote_errors) session->count(delta);
+  }
+  if (session && session->writable()) {
+    auto evicted = store->evict_to(request.max_size);
+    if (!evicted.ok()) {
+      session->write_failed(evicted.status());
+    } else if (!evicted->empty()) {
+      cache::CacheStats delta;
+      delta.evictions = evicted->size();
+      session->count(delta);
+    }
+  }
+  out.seconds = seconds_since(start);
+  return out;
+}
+
+}  // namespace ipu::cli

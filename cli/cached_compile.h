@@ -1,0 +1,58 @@
+// Compile through the cache: look the executable up, and on a miss take the key's lock, look
+// again, compile, store and enforce the size limit. Shared by `ipucc compile` and `ipurun MODEL`
+// so both use one key, one lock and one set of counters.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "cache/manifest.h"
+#include "cli/compile_flags.h"
+#include "compiler/driver/compile.h"
+#include "compiler/frontend/model_fingerprint.h"
+#include "runtime/base/status.h"
+#include "runtime/format/executable.pb.h"
+
+namespace ipu::cli {
+
+// The compiler options of `flags` for `model_path`; `default_mode` when flags.mode is empty.
+compiler::CompileOptions to_compile_options(const CompileFlags& flags, const std::string& model_path,
+                                            const std::string& default_mode);
+
+// Every input that changes the compiled program (docs/cache.md): its key is the cache key. The
+// model's weight values are not among them: a hit whose executable holds other values gets the
+// model's (compile_through_cache).
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::ModelFingerprint& model);
+
+struct CachedCompileRequest {
+  compiler::CompileOptions options;  // options.model_path names the model file
+  std::string cache_dir;             // "": cache::default_cache_dir()
+  bool use_cache = true;             // false: neither read nor write the cache
+  bool force = false;                // compile even on a hit (the result is stored)
+  bool keep_ir = false;              // compile even on a hit and return the IR text (--dump-ir)
+  uint64_t max_size = 0;             // eviction limit after a store
+  std::string remote_url;            // "": no remote cache (docs/cache.md, "Remote cache")
+  bool remote_read_only = false;     // look the remote cache up, never upload
+};
+
+struct CachedCompile {
+  std::string key;
+  std::string outcome;  // "hit", "remote-hit", "miss", "forced", or "disabled" when no cache was used
+  std::string entry;    // the entry's .ipuexe path; "" if the executable is not in the cache
+  std::string bytes;    // the framed executable
+  format::Executable executable;
+  compiler::CompileTimings timings;  // zero on a hit
+  std::string ir_text;
+  double seconds = 0;   // wall time of the whole call
+};
+
+// Called once per problem that only degrades caching (unusable directory, corrupt entry,
+// failed put): the compile goes on.
+using WarningSink = std::function<void(const std::string&)>;
+
+// Errors are the model file's (NotFound, IoError) or the compiler's; cache trouble never fails
+// a compile, it is reported through `warn`.
+StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& request, const WarningSink& warn);
+
+}  // namespace ipu::cli

@@ -1,0 +1,80 @@
+#include "cli/compile_flags.h"
+
+#include <cstdlib>
+
+#include "cli/cache_size.h"
+
+namespace ipu::cli {
+
+std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f, const std::string& group) {
+  std::vector<const CLI::Option*> added;
+  auto keep = [&](CLI::Option* option) {
+    option->group(group);
+    added.push_back(option);
+  };
+  keep(cmd->add_option("--arch", f.arch, "Target IPU: mk2 (GC200) or mk1 (GC2)")->check(CLI::IsMember({"mk2", "mk1"})));
+  keep(cmd->add_option("--tiles-per-ipu", f.tiles_per_ipu, "Override the tiles per IPU")->check(CLI::Range(1, 65536)));
+  keep(cmd->add_option("--bytes-per-tile", f.bytes_per_tile, "Override the memory per tile")
+           ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32)));
+  keep(cmd->add_option("--batch-size", f.batch_size, "Micro-batch size")->check(CLI::Range(1, 1 << 20)));
+  keep(cmd->add_option("--steps-per-execution", f.steps_per_execution,
+                       "Micro-batch steps per on-device loop (a multiple of --gradient-accumulation)")
+           ->check(CLI::Range(1, 1 << 24)));
+  keep(cmd->add_option("--gradient-accumulation", f.gradient_accumulation,
+                       "Micro-batches whose gradients are averaged into one weight update")
+           ->check(CLI::Range(1, 1 << 16)));
+  keep(cmd->add_option("--replicas", f.replicas, "Data-parallel replicas (mean all-reduce of gradients)")
+           ->check(CLI::Range(1, 64)));
+  keep(cmd->add_option("--num-ipus", f.num_ipus, "IPUs of the target machine (default 16, an IPU-POD16)")
+           ->check(CLI::Range(1, 1024)));
+  keep(cmd->add_option("--schedule", f.schedule, "Pipeline schedule: grouped, interleaved or sequential")
+           ->check(CLI::IsMember({"grouped", "interleaved", "sequential"})));
+  keep(cmd->add_flag("--recompute", f.recompute,
+                     "Pipelines: recompute activations for the backward pass instead of stashing them"));
+  keep(cmd->add_option("--mode", f.mode, "train or infer (default train; ipurun predict: infer)")->check(CLI::IsMember({"train", "infer"})));
+  keep(cmd->add_option("--loss", f.loss, "Loss to train with (required for ONNX models; overrides a spec's)")
+           ->check(CLI::IsMember({"sparse_categorical_crossentropy"})));
+  keep(cmd->add_option("--optimizer", f.optimizer, "Optimizer (ONNX models: default sgd)")->check(CLI::IsMember({"sgd"})));
+  keep(cmd->add_option("--learning-rate", f.learning_rate, "SGD learning rate (overrides the spec)")
+           ->check(CLI::PositiveNumber));
+  keep(cmd->add_option("--momentum", f.momentum, "SGD momentum (overrides the spec)")->check(CLI::Range(0.0, 0.999999)));
+  keep(cmd->add_option("--stage-assignment", f.stage_assignment, "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
+           ->delimiter(','));
+  return added;
+}
+
+void add_cache_use_flags(CLI::App* cmd, CacheUseFlags& f) {
+  cmd->add_option("--cache-dir", f.cache_dir,
+                  "Executable cache (default $IPUCC_CACHE_DIR, $XDG_CACHE_HOME/ipucc, ~/.cache/ipucc)");
+  cmd->add_flag("--no-cache", f.no_cache, "Neither read nor write the cache");
+  cmd->add_option("--cache-max-size", f.cache_max_size,
+                  "Evict least recently used cache entries above this size, e.g. 500M, 2G "
+                  "(default $IPUCC_CACHE_MAX_SIZE, else 5G)");
+  cmd->add_option("--remote-cache", f.remote_cache,
+                  "Shared HTTP cache: look executables up at URL/<key[0:2]>/<key>.ipuexe after a local miss, upload "
+                  "after a compile (default $IPUCC_REMOTE_CACHE)");
+  cmd->add_flag("--remote-cache-readonly", f.remote_cache_read_only,
+                "Never upload to the remote cache (also $IPUCC_REMOTE_CACHE_READONLY=1)");
+}
+
+StatusOr<std::string> remote_cache_url(const CacheUseFlags& f) {
+  const char* env = std::getenv("IPUCC_REMOTE_CACHE");
+  const std::string url = !f.remote_cache.empty() ? f.remote_cache : env ? env : "";
+  if (url.empty() || url.starts_with("http://") || url.starts_with("https://")) return url;
+  return invalid_argument(std::string(f.remote_cache.empty() ? "$IPUCC_REMOTE_CACHE" : "--remote-cache") + ": '" + url +
+                          "' is not an http:// or https:// URL");
+}
+
+bool remote_cache_read_only(const CacheUseFlags& f) {
+  const char* env = std::getenv("IPUCC_REMOTE_CACHE_READONLY");
+  return f.remote_cache_read_only || (env && std::string(env) == "1");
+}
+
+StatusOr<uint64_t> cache_max_size(const CacheUseFlags& f) {
+  const std::string text = f.cache_max_size.empty() ? default_cache_max_size() : f.cache_max_size;
+  if (std::optional<uint64_t> size = parse_size(text)) return *size;
+  return invalid_argument(std::string(f.cache_max_size.empty() ? "$IPUCC_CACHE_MAX_SIZE" : "--cache-max-size") +
+                          ": invalid size '" + text + "' (expected bytes or e.g. 1024K, 500M, 2G)");
+}
+
+}  // namespace ipu::cli
