@@ -216,7 +216,7 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
   io.name = in.name();
   io.dtype = host_dtype(tensor.elem_type());
   if (io.dtype.empty()) {
-    return unsupported(where + " has element type " + onnx::TensorProto::DataType_Name(tensor.elem_type()) +
+    return unsupported(where + " has element type " + element_type_name(tensor.elem_type()) +
                        "; inputs may be FLOAT, INT64, INT32 or BOOL");
   }
   if (!tensor.has_shape()) return unsupported(where + " has no static shape");
@@ -378,7 +378,7 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     io.dtype = declared ? host_dtype(declared) : ctx.host_dtype_of(out.name());
     if (io.dtype.empty()) {
       problems.add("output '" + out.name() + "'",
-                   unsupported("element type " + onnx::TensorProto::DataType_Name(declared) + " is not supported"));
+                   unsupported("element type " + element_type_name(declared) + " is not supported"));
       continue;
     }
     io.batched = output_is_batched(out, result.graph.value(*value).type.shape, any_batched, options.batch_size);

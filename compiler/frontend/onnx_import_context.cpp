@@ -138,6 +138,11 @@ StatusOr<int> OnnxImportContext::reshape(int value, std::vector<int64_t> shape, 
   return add_op(ir::OpKind::kReshape, {value}, attrs, suffix);
 }
 
+std::string element_type_name(int elem_type) {
+  std::string name = onnx::TensorProto::DataType_Name(elem_type);
+  return name.empty() ? std::to_string(elem_type) : name;
+}
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);

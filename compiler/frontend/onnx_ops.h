@@ -106,6 +106,8 @@ using OnnxConvertFn = Status (*)(OnnxImportContext& context);
 
 // "[2,3]", for messages.
 std::string shape_text(const std::vector<int64_t>& shape);
+// An ONNX element type's name ("FLOAT16"), or its number for types newer than libonnx's enum.
+std::string element_type_name(int elem_type);
 
 struct OnnxOpDef {
   std::string_view op_type;

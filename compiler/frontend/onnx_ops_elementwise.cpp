@@ -234,10 +234,8 @@ Status convert_cast(OnnxImportContext& ctx) {
     case onnx::TensorProto::INT64: out = "i8"; break;
     case onnx::TensorProto::BOOL: out = "b1"; break;
     default: {
-      // Types newer than libonnx's enum have no name here.
-      std::string name = onnx::TensorProto::DataType_Name(static_cast<int>(to));
-      if (name.empty()) name = "element type " + std::to_string(to);
-      return unsupported("Cast to " + name + " is not supported (FLOAT, INT32, INT64 and BOOL are)");
+      return unsupported("Cast to element type " + element_type_name(static_cast<int>(to)) +
+                         " is not supported (FLOAT, INT32, INT64 and BOOL are)");
     }
   }
   const std::string in = ctx.input_dtype(0);

@@ -142,7 +142,7 @@ TEST_CASE("forms whose semantics are not implemented are unsupported with the re
   const std::string m = imported.status().message();
   CHECK(contains(m, "node 'idiv' (Div): Div of dtype 'i8' (integer division) is not supported"));
   CHECK(contains(m, "node 'pad' (Pad): Pad mode 'reflect' is not supported (only 'constant')"));
-  CHECK(contains(m, "node 'cast' (Cast): Cast to DOUBLE is not supported"));
+  CHECK(contains(m, "node 'cast' (Cast): Cast to element type DOUBLE is not supported"));
 }
 
 }  // namespace
