@@ -71,7 +71,7 @@ StatusOr<int> grad_binary(GradContext& ctx, const Op& op, format::BinaryKind kin
   return grad_op(ctx, op, OpKind::kBinary, {a, b}, attrs, suffix);
 }
 
-StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, const std::vector<int64_t>& shape,
+StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vector<int64_t> shape,
                           const std::string& suffix) {
   const std::vector<int64_t> full = ctx.graph().value(gradient).type.shape;
   if (full == shape) return gradient;
@@ -91,7 +91,7 @@ StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, const st
   return grad_op(ctx, op, OpKind::kReshape, {value}, reshape, suffix + "/reshape");
 }
 
-StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std::vector<int64_t>& shape,
+StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, std::vector<int64_t> shape,
                            const std::string& suffix) {
   const std::vector<int64_t>& in = ctx.graph().value(value).type.shape;
   if (in == shape) return value;

@@ -37,11 +37,12 @@ StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind,
 StatusOr<int> grad_binary(GradContext& ctx, const Op& op, format::BinaryKind kind, int a, int b,
                           const std::string& suffix);
 // Sums `gradient` (shaped like the broadcast output) over the axes along which a value of
-// `shape` was broadcast, and reshapes it to `shape`.
-StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, const std::vector<int64_t>& shape,
+// `shape` was broadcast, and reshapes it to `shape`. Shapes are taken by value: callers pass a
+// graph value's shape, which the ops added here may move.
+StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vector<int64_t> shape,
                           const std::string& suffix);
 // `value` broadcast to `shape` (a StridedCopy with zero strides; the value itself if equal).
-StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std::vector<int64_t>& shape,
+StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, std::vector<int64_t> shape,
                            const std::string& suffix);
 
 template <typename Make>
