@@ -207,14 +207,20 @@ Status grad_binary_op(GradContext& ctx, const Op& op) {
   return Status();
 }
 
-Status lower_binary(LowerContext& ctx, const Op& op) {
-  const Graph& g = ctx.graph();
-  const std::vector<int64_t> dims = dims_or_one(g.value(op.outputs[0]).type.shape);
+// The output dims followed by each input's broadcast strides over them: the params that Binary
+// and Where take after their work range.
+std::vector<int64_t> broadcast_tail(const Graph& g, const Op& op, const std::vector<int64_t>& dims) {
   std::vector<int64_t> tail = dims;
   for (int in : op.inputs) {
     const std::vector<int64_t> s = broadcast_strides(g.value(in).type.shape, dims);
     tail.insert(tail.end(), s.begin(), s.end());
   }
+  return tail;
+}
+
+Status lower_binary(LowerContext& ctx, const Op& op) {
+  const std::vector<int64_t> dims = dims_or_one(ctx.graph().value(op.outputs[0]).type.shape);
+  const std::vector<int64_t> tail = broadcast_tail(ctx.graph(), op, dims);
   const auto kind = static_cast<BinaryKind>(op.attrs.kind);
   const auto& c = ctx.target().cycles;
   const double per = 1.0 / c.vector_flops_per_cycle + (kind == BinaryKind::kPow ? c.transcendental_cycles : 1.0);
@@ -256,13 +262,8 @@ Status grad_where(GradContext& ctx, const Op& op) {
 }
 
 Status lower_where(LowerContext& ctx, const Op& op) {
-  const Graph& g = ctx.graph();
-  const std::vector<int64_t> dims = dims_or_one(g.value(op.outputs[0]).type.shape);
-  std::vector<int64_t> tail = dims;
-  for (int in : op.inputs) {
-    const std::vector<int64_t> s = broadcast_strides(g.value(in).type.shape, dims);
-    tail.insert(tail.end(), s.begin(), s.end());
-  }
+  const std::vector<int64_t> dims = dims_or_one(ctx.graph().value(op.outputs[0]).type.shape);
+  const std::vector<int64_t> tail = broadcast_tail(ctx.graph(), op, dims);
   lower_output_range(ctx, op, format::Codelet::kWhere, 1.0, {}, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> p{static_cast<int64_t>(dims.size()), begin, end};
     p.insert(p.end(), tail.begin(), tail.end());
