@@ -18,7 +18,7 @@ namespace ipu::cli {
 namespace {
 
 // 2: the model's structure (model_structure_sha256) instead of its whole file (model_sha256).
-constexpr const char* kKeySchemaVersion = "2";
+constexpr const char* kKeySchemaVersion = "3";
 // The executable records the digest of the weight values it holds under this name (not part of
 // the cache manifest, so models that differ only in weights share an entry).
 constexpr const char* kWeightsField = "weights_sha256";
@@ -238,13 +238,14 @@ compiler::CompileOptions to_compile_options(const CompileFlags& f, const std::st
   return o;
 }
 
-cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::ModelFingerprint& model) {
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text,
+                              const frontend::ModelFingerprint& model) {
   cache::Manifest m;
   m.set("key_schema", kKeySchemaVersion);
   m.set("format_version", std::to_string(format::kFormatVersion));
   m.set("compiler_build", compiler_build_identity());
   m.set("model_structure_sha256", model.structure_sha256);
-  for (auto& [name, value] : compiler::codegen_options(options)) m.set("option." + name, value);
+  for (auto& [name, value] : compiler::codegen_options(model_text, options)) m.set("option." + name, value);
   return m;
 }
 
@@ -252,7 +253,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   const auto start = std::chrono::steady_clock::now();
   IPU_ASSIGN_OR_RETURN(std::string model_text, read_file(request.options.model_path));
   const frontend::ModelFingerprint fingerprint = frontend::fingerprint_model(model_text, request.options.model_path);
-  const cache::Manifest manifest = make_manifest(request.options, fingerprint);
+  const cache::Manifest manifest = make_manifest(request.options, model_text, fingerprint);
   CachedCompile out;
   out.key = manifest.key();
   out.outcome = request.force ? "forced" : "miss";

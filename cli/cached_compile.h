@@ -23,7 +23,8 @@ compiler::CompileOptions to_compile_options(const CompileFlags& flags, const std
 // Every input that changes the compiled program (docs/cache.md): its key is the cache key. The
 // model's weight values are not among them: a hit whose executable holds other values gets the
 // model's (compile_through_cache).
-cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::ModelFingerprint& model);
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text,
+                              const frontend::ModelFingerprint& model);
 
 struct CachedCompileRequest {
   compiler::CompileOptions options;  // options.model_path names the model file

@@ -57,33 +57,66 @@ struct Model {
   passes::OptimizerConfig optimizer;
 };
 
+// What a model says about training before the options override it. A JSON spec names its loss
+// and optimizer; an ONNX model names neither and trains with SGD at OptimizerConfig's defaults
+// (no momentum) under the loss the options give.
+struct ModelTraining {
+  std::string loss_name;  // empty: the model has no loss
+  passes::LossConfig loss;
+  passes::OptimizerConfig optimizer;
+};
+
+ModelTraining onnx_training() {
+  ModelTraining t;
+  t.loss.from_logits = true;
+  t.optimizer.momentum = 0.0f;
+  return t;
+}
+
+ModelTraining spec_training(const frontend::ModelSpec& spec) {
+  return {"sparse_categorical_crossentropy", spec.loss, spec.optimizer};
+}
+
+passes::OptimizerConfig with_overrides(passes::OptimizerConfig optimizer, const CompileOptions& options) {
+  if (options.learning_rate) optimizer.learning_rate = *options.learning_rate;
+  if (options.momentum) optimizer.momentum = *options.momentum;
+  return optimizer;
+}
+
 StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& options) {
   Model model;
+  ModelTraining training;
   if (frontend::looks_like_onnx(model_text, options.model_path)) {
-    // An ONNX model carries no loss or optimizer: the options give them.
     if (options.mode == Mode::kTrain && !options.loss) {
       return invalid_argument(options.model_path + ": an ONNX model has no loss; give --loss "
                               "sparse_categorical_crossentropy to train it, or --mode infer");
     }
     frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain};
     IPU_ASSIGN_OR_RETURN(model.forward, frontend::import_onnx(model_text, options.model_path, import));
-    model.loss.from_logits = true;
-    model.optimizer.momentum = 0.0f;
+    training = onnx_training();
   } else {
     IPU_ASSIGN_OR_RETURN(frontend::ModelSpec spec, frontend::parse_graph_spec(model_text, options.model_path));
     if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(frontend::apply_stage_assignment(spec, options.stage_assignment));
     IPU_ASSIGN_OR_RETURN(model.forward, frontend::build_forward_graph(spec, options.batch_size, options.mode == Mode::kTrain));
-    model.loss = spec.loss;
-    model.optimizer = spec.optimizer;
+    training = spec_training(spec);
   }
-  if (options.learning_rate) model.optimizer.learning_rate = *options.learning_rate;
-  if (options.momentum) model.optimizer.momentum = *options.momentum;
+  model.loss = training.loss;
+  model.optimizer = with_overrides(training.optimizer, options);
   return model;
+}
+
+// The model's training configuration without building its graph, for the cache key. A spec
+// that does not parse gets the defaults: its compile fails, so no entry is stored under the key.
+ModelTraining model_training(const std::string& model_text, const CompileOptions& options) {
+  if (frontend::looks_like_onnx(model_text, options.model_path)) return onnx_training();
+  auto spec = frontend::parse_graph_spec(model_text, options.model_path);
+  return spec.ok() ? spec_training(*spec) : ModelTraining{};
 }
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOptions& o) {
+std::vector<std::pair<std::string, std::string>> codegen_options(const std::string& model_text,
+                                                                 const CompileOptions& o) {
   std::vector<std::pair<std::string, std::string>> out = {
       {"arch", o.arch},
       {"tiles_per_ipu", o.tiles_per_ipu ? std::to_string(*o.tiles_per_ipu) : "preset"},
@@ -94,11 +127,19 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOp
       {"replicas", std::to_string(o.replicas)},
       {"num_ipus", std::to_string(o.num_ipus)},
       {"mode", o.mode == Mode::kTrain ? "train" : "infer"},
-      {"loss", o.loss.value_or("spec")},
-      {"optimizer", o.optimizer.value_or("spec")},
-      {"learning_rate", o.learning_rate ? float_key(*o.learning_rate) : "spec"},
-      {"momentum", o.momentum ? float_key(*o.momentum) : "spec"},
   };
+  // The values the compile will use, so an option equal to the model's own value is the same
+  // key as leaving it out. Inference builds no training ops: these options change nothing there.
+  if (o.mode == Mode::kTrain) {
+    const ModelTraining training = model_training(model_text, o);
+    const passes::OptimizerConfig optimizer = with_overrides(training.optimizer, o);
+    out.emplace_back("loss", o.loss.value_or(training.loss_name.empty() ? "none" : training.loss_name));
+    out.emplace_back("optimizer", o.optimizer.value_or("sgd"));
+    out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
+    out.emplace_back("momentum", float_key(optimizer.momentum));
+  } else {
+    for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"}) out.emplace_back(name, "unused");
+  }
   std::string stages;
   for (int s : o.stage_assignment) stages += (stages.empty() ? "" : ",") + std::to_string(s);
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);

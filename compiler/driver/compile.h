@@ -35,8 +35,11 @@ struct CompileOptions {
 };
 
 // Every option that changes the compiled program, as (name, canonical value) pairs, for the
-// cache key. Options that only affect output paths or logging are deliberately absent.
-std::vector<std::pair<std::string, std::string>> codegen_options(const CompileOptions& options);
+// cache key. Options that only affect output paths or logging are deliberately absent. Training
+// hyperparameters are keyed by the values the compile of model_text will use (the model's own
+// unless overridden), and not at all in inference.
+std::vector<std::pair<std::string, std::string>> codegen_options(const std::string& model_text,
+                                                                 const CompileOptions& options);
 
 struct CompileTimings {
   double frontend_seconds = 0;

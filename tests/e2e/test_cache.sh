@@ -237,12 +237,17 @@ test_explain_names_the_fields_that_differ() {
   expect_json "$STDOUT" "d['hit'] is True and d['key'] == '$key16' and d['nearest'] is None"
   expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16
   expect_stdout_contains "exact hit"
-  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --mode infer --json
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --arch mk1 --json
   expect_json "$STDOUT" "d['hit'] is False and d['nearest']['key'] == '$key16'"
   expect_json "$STDOUT" 'd["nearest"]["differences"] == [
-      {"field": "option.batch_size", "stored": "16", "requested": "8"},
-      {"field": "option.mode", "stored": "train", "requested": "infer"}]'
-  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --mode infer
+      {"field": "option.arch", "stored": "mk2", "requested": "mk1"},
+      {"field": "option.batch_size", "stored": "16", "requested": "8"}]'
+  # Inference does not use the training options: they read "unused" against a training entry.
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16 --mode infer --json
+  expect_json "$STDOUT" '[x["field"] for x in d["nearest"]["differences"]] == ["option.learning_rate", "option.loss",
+      "option.mode", "option.momentum", "option.optimizer"]'
+  expect_json "$STDOUT" 'd["nearest"]["differences"][0]["requested"] == "unused"'
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --arch mk1
   expect_stdout_contains "miss; nearest entry ${key16:0:16} differs in 2 fields"
   expect_stdout_contains "option.batch_size"
   # An entry's key: compared with the nearest other entry.

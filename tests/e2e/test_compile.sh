@@ -196,6 +196,25 @@ test_keys_equal_across_flag_order_and_cache_dirs() {
   expect_eq "$(key_of "$MLP" "${SMALL[@]}" --batch-size 32 --mode train --arch mk2 --steps-per-execution 1)" "$e" "key with defaults spelled out"
 }
 
+# Training options are keyed by the values the compile uses: spelling out the spec's own loss,
+# optimizer, learning rate (0.01) and momentum (0.9) is the same program, and inference ignores them.
+test_options_equal_to_the_models_values_share_the_key() {
+  local plain
+  plain=$(key_of "$MLP" "${SMALL[@]}")
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --learning-rate 0.01 --momentum 0.9 --loss sparse_categorical_crossentropy \
+                 --optimizer sgd)" "$plain" "key with the spec's own training values"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --learning-rate 0.01 --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "the spec's learning rate given explicitly"
+  plain=$(key_of "$MLP" "${SMALL[@]}" --mode infer)
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --mode infer --learning-rate 0.5 --momentum 0.1)" "$plain" \
+    "inference key with training options"
+  # An ONNX model trains at learning rate 0.01 without momentum unless told otherwise.
+  e2e_data gemm-onnx model.onnx --in 8 --out 4 >/dev/null
+  plain=$(key_of model.onnx "${SMALL[@]}" --loss sparse_categorical_crossentropy)
+  expect_eq "$(key_of model.onnx "${SMALL[@]}" --loss sparse_categorical_crossentropy --learning-rate 0.01 --momentum 0)" \
+    "$plain" "ONNX key with the default training values"
+}
+
 test_no_cache_neither_reads_nor_writes() {
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --json
   expect_json "$STDOUT" 'd["cache"] == "disabled" and d["entry"] is None and d["timings"]["lowering_s"] > 0'
