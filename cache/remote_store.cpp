@@ -1,10 +1,9 @@
 #include "cache/remote_store.h"
 
-#include <curl/curl.h>
-
 #include <cstring>
 #include <memory>
 
+#include "cache/curl_library.h"
 #include "cache/manifest.h"
 
 namespace ipu::cache {
@@ -17,22 +16,48 @@ constexpr long kTotalTimeoutMs = 60000;
 // executables are far smaller).
 constexpr size_t kMaxDownloadBytes = size_t{1} << 30;
 
-struct CurlDeleter {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
-};
-using CurlHandle = std::unique_ptr<CURL, CurlDeleter>;
+// An easy handle with the options every request shares; it remembers its library for cleanup.
+class Request {
+ public:
+  static StatusOr<Request> create(const std::string& url) {
+    IPU_ASSIGN_OR_RETURN(const CurlLibrary* lib, curl_library());
+    CURL* handle = lib->easy_init();
+    if (handle == nullptr) return io_error(url + ": cannot initialise libcurl");
+    Request request(lib, handle);
+    request.set(CURLOPT_URL, url.c_str());
+    request.set(CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
+    request.set(CURLOPT_TIMEOUT_MS, kTotalTimeoutMs);
+    request.set(CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM
+    request.set(CURLOPT_PROTOCOLS_STR, "http,https");
+    return request;
+  }
 
-CurlHandle new_handle(const std::string& url) {
-  static const bool initialised = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-  CurlHandle curl(initialised ? curl_easy_init() : nullptr);
-  if (!curl) return curl;
-  curl_easy_setopt(curl.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl.get(), CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
-  curl_easy_setopt(curl.get(), CURLOPT_TIMEOUT_MS, kTotalTimeoutMs);
-  curl_easy_setopt(curl.get(), CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM
-  curl_easy_setopt(curl.get(), CURLOPT_PROTOCOLS_STR, "http,https");
-  return curl;
-}
+  template <typename Value>
+  void set(CURLoption option, Value value) {
+    m_lib->easy_setopt(m_handle.get(), option, value);
+  }
+
+  // Runs the transfer; OK only for a 2xx answer. 404 is NotFound.
+  Status perform(const std::string& url) {
+    CURLcode code = m_lib->easy_perform(m_handle.get());
+    if (code != CURLE_OK) return io_error(url + ": " + m_lib->easy_strerror(code));
+    long status = 0;
+    m_lib->easy_getinfo(m_handle.get(), CURLINFO_RESPONSE_CODE, &status);
+    if (status == 404) return not_found(url + ": not in the remote cache (HTTP 404)");
+    if (status < 200 || status > 299) return io_error(url + ": HTTP " + std::to_string(status));
+    return Status();
+  }
+
+ private:
+  struct Cleanup {
+    const CurlLibrary* lib;
+    void operator()(CURL* handle) const { lib->easy_cleanup(handle); }
+  };
+  Request(const CurlLibrary* lib, CURL* handle) : m_lib(lib), m_handle(handle, Cleanup{lib}) {}
+
+  const CurlLibrary* m_lib;
+  std::unique_ptr<CURL, Cleanup> m_handle;
+};
 
 size_t append_body(char* data, size_t size, size_t count, void* user) {
   auto* body = static_cast<std::string*>(user);
@@ -53,36 +78,23 @@ size_t read_upload(char* buffer, size_t size, size_t count, void* user) {
   return n;
 }
 
-// Runs the transfer; OK only for a 2xx answer. 404 is NotFound.
-Status perform(CURL* curl, const std::string& url) {
-  CURLcode code = curl_easy_perform(curl);
-  if (code != CURLE_OK) return io_error(url + ": " + curl_easy_strerror(code));
-  long status = 0;
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-  if (status == 404) return not_found(url + ": not in the remote cache (HTTP 404)");
-  if (status < 200 || status > 299) return io_error(url + ": HTTP " + std::to_string(status));
-  return Status();
-}
-
 StatusOr<std::string> get(const std::string& url) {
-  CurlHandle curl = new_handle(url);
-  if (!curl) return io_error(url + ": cannot initialise libcurl");
+  IPU_ASSIGN_OR_RETURN(Request request, Request::create(url));
   std::string body;
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEFUNCTION, append_body);
-  curl_easy_setopt(curl.get(), CURLOPT_WRITEDATA, &body);
-  IPU_RETURN_IF_ERROR(perform(curl.get(), url));
+  request.set(CURLOPT_WRITEFUNCTION, append_body);
+  request.set(CURLOPT_WRITEDATA, &body);
+  IPU_RETURN_IF_ERROR(request.perform(url));
   return body;
 }
 
 Status put_file(const std::string& url, std::string_view bytes) {
-  CurlHandle curl = new_handle(url);
-  if (!curl) return io_error(url + ": cannot initialise libcurl");
+  IPU_ASSIGN_OR_RETURN(Request request, Request::create(url));
   Upload upload{bytes};
-  curl_easy_setopt(curl.get(), CURLOPT_UPLOAD, 1L);
-  curl_easy_setopt(curl.get(), CURLOPT_READFUNCTION, read_upload);
-  curl_easy_setopt(curl.get(), CURLOPT_READDATA, &upload);
-  curl_easy_setopt(curl.get(), CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(bytes.size()));
-  return perform(curl.get(), url);
+  request.set(CURLOPT_UPLOAD, 1L);
+  request.set(CURLOPT_READFUNCTION, read_upload);
+  request.set(CURLOPT_READDATA, &upload);
+  request.set(CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(bytes.size()));
+  return request.perform(url);
 }
 
 }  // namespace

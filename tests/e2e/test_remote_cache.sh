@@ -107,6 +107,22 @@ test_server_down_warns_once_and_compiles_locally() {
   expect_error 2 "--remote-cache" -- "$IPURUN" predict "$MLP" --remote-cache ftp://x
 }
 
+# libcurl is loaded only when a remote cache is used; where it cannot be loaded, the remote
+# cache is one warning and the compile goes on locally. (A bogus libcurl.so.4 first on the
+# library path stands in for a machine without libcurl.)
+test_unloadable_libcurl_warns_and_compiles_locally() {
+  mkdir nolibcurl
+  printf 'not a shared object' > nolibcurl/libcurl.so.4
+  LD_LIBRARY_PATH=$PWD/nolibcurl expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --remote-cache "http://127.0.0.1:1/cache" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"'
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 1 "warnings"
+  expect_stderr_contains "cannot load libcurl.so.4"
+  # Without a remote cache, ipucc never touches libcurl.
+  LD_LIBRARY_PATH=$PWD/nolibcurl expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"'
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 0 "warnings without a remote cache"
+}
+
 test_corrupt_remote_entry_is_rejected_and_replaced() {
   start_server
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --cache-dir first --remote-cache "$URL" --json
