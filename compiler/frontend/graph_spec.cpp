@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "compiler/frontend/json_nesting.h"
+
 namespace ipu::frontend {
 namespace {
 
@@ -15,7 +17,6 @@ using nlohmann::json;
 constexpr int64_t kMaxStage = 1023;
 constexpr int64_t kMaxUnits = int64_t{1} << 24;
 constexpr int64_t kMaxSampleElements = int64_t{1} << 28;
-constexpr int kMaxNesting = 64;
 
 const std::set<std::string> kActivations = {"none", "linear", "relu", "sigmoid", "tanh", "softmax"};
 constexpr int64_t kMaxWindow = int64_t{1} << 16;
@@ -85,26 +86,6 @@ std::string describe(const json& j) {
   if (j.is_array()) return "an array";
   std::string text = j.dump();
   return text.size() > 40 ? text.substr(0, 37) + "..." : text;
-}
-
-// Deepest nesting of arrays and objects, found without recursion (strings are skipped).
-int nesting_depth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
 }
 
 std::optional<int> parse_stage(const json& j) {
@@ -399,8 +380,8 @@ void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& pro
 }  // namespace
 
 StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& path) {
-  if (nesting_depth(text) > kMaxNesting) {
-    return invalid_argument(path + ": nested more than " + std::to_string(kMaxNesting) + " levels deep");
+  if (json_nesting_depth(text) > kMaxJsonNesting) {
+    return invalid_argument(path + ": nested more than " + std::to_string(kMaxJsonNesting) + " levels deep");
   }
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return invalid_argument(path + ": not valid JSON");

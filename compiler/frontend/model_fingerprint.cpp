@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
+#include "compiler/frontend/json_nesting.h"
 #include "compiler/frontend/onnx_import.h"
 #include "runtime/base/sha256.h"
 #include "runtime/data/tensor_proto.h"
@@ -52,7 +53,7 @@ ModelFingerprint fingerprint_model(std::string_view text, const std::string& pat
       }
       return {sha256_hex(deterministic_bytes(model)), weights_digest(*weights)};
     }
-  } else {
+  } else if (json_nesting_depth(text) <= kMaxJsonNesting) {
     nlohmann::json spec = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!spec.is_discarded()) return {sha256_hex(spec.dump()), weights_digest({})};
   }

@@ -26,6 +26,15 @@ expect_no_cache_entries() {
   [[ -z $(find "$IPUCC_CACHE_DIR" -name '*.ipuexe' 2>/dev/null) ]] || fail "a failed compile left a cache entry"
 }
 
+# A million levels of nesting once overflowed the stack while the cache key was computed,
+# before the spec was even parsed; with or without the cache it is an input error.
+test_deeply_nested_json_is_refused() {
+  "$PYTHON" -c 'import sys; sys.stdout.write("[" * 1000000 + "]" * 1000000)' > deep.json
+  expect_compile_error 3 "deep.json: nested more than 64 levels deep" -- "$IPUCC" compile deep.json
+  expect_compile_error 3 "deep.json: nested more than 64 levels deep" -- "$IPUCC" compile deep.json --no-cache
+  expect_no_cache_entries
+}
+
 test_missing_model_file() {
   expect_compile_error 6 "nope.json" "No such file" -- "$IPUCC" compile nope.json
   expect_compile_error 6 "dir/nope.json" -- "$IPUCC" compile dir/nope.json --json
