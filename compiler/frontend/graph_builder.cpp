@@ -5,6 +5,7 @@
 #include "compiler/frontend/graph_spec.h"
 #include "compiler/frontend/initializers.h"
 #include "compiler/passes/stage_split.h"
+#include "runtime/format/tensor_kinds.h"
 
 namespace ipu::frontend {
 namespace {
@@ -203,10 +204,60 @@ StatusOr<int> add_reshape(ir::Graph& graph, const LayerSpec& layer, int x, int s
   return graph.op(op).outputs[0];
 }
 
-// Adds one layer reading `input`.
-StatusOr<LayerOutput> add_layer(ir::Graph& graph, const LayerSpec& layer, size_t index, const LayerOutput& input, int stage,
-                                bool training) {
+// Keras's axis of a channels-last value of `rank`, counting the batch axis, as an axis of the
+// value in the layout it is kept in. The batch axis cannot be merged along.
+StatusOr<int64_t> merge_axis(int64_t axis, size_t rank, bool channels_first) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r || axis == 0 || axis == -r) {
+    return invalid_argument("'axis' " + std::to_string(axis) + " is not a sample axis of a rank-" + std::to_string(r) +
+                            " input (1.." + std::to_string(r - 1) + ", or negative from the end)");
+  }
+  if (axis < 0) axis += r;
+  if (channels_first && r >= 3) axis = axis == r - 1 ? 1 : axis + 1;  // NHWC's C is NCHW's 1, H and W move right
+  return axis;
+}
+
+// Add and Concatenate. Inputs stay channels first when all of them are (a residual connection
+// between convolutions needs no conversions); otherwise they meet channels last, as Keras sees them.
+StatusOr<LayerOutput> add_merge(ir::Graph& graph, const LayerSpec& layer, const std::vector<LayerOutput>& inputs, int stage) {
+  const bool channels_first =
+      std::all_of(inputs.begin(), inputs.end(), [](const LayerOutput& in) { return in.channels_first; });
+  std::vector<int> values;
+  for (const LayerOutput& in : inputs) {
+    IPU_ASSIGN_OR_RETURN(int x, in_layout(graph, in, channels_first, layer.name + "/" + std::to_string(values.size()), stage));
+    values.push_back(x);
+  }
+  const ir::TensorType first = graph.value(values[0]).type;
+  for (int x : values) {
+    const ir::TensorType& type = graph.value(x).type;
+    if (layer.type == "Add" ? type.shape != first.shape : type.shape.size() != first.shape.size()) {
+      return invalid_argument("inputs of shapes " + first.to_string() + " and " + type.to_string() + " cannot be " +
+                              (layer.type == "Add" ? "added: Add needs equal shapes" : "concatenated: ranks differ"));
+    }
+  }
+  LayerOutput out{values[0], channels_first};
+  ir::OpAttrs attrs;
+  if (layer.type == "Add") {
+    attrs.kind = static_cast<int64_t>(format::BinaryKind::kAdd);
+    for (size_t i = 1; i < values.size(); ++i) {
+      IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kBinary, layer.name + (i == 1 ? "" : "/" + std::to_string(i)),
+                                                {out.value, values[i]}, attrs, ir::Phase::kForward, stage));
+      out.value = graph.op(op).outputs[0];
+    }
+    return out;
+  }
+  IPU_ASSIGN_OR_RETURN(attrs.axis, merge_axis(layer.axis, first.shape.size(), channels_first));
+  IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kConcat, layer.name, values, attrs, ir::Phase::kForward, stage));
+  out.value = graph.op(op).outputs[0];
+  return out;
+}
+
+// Adds one layer reading `inputs` (one, except for merge layers).
+StatusOr<LayerOutput> add_layer(ir::Graph& graph, const LayerSpec& layer, size_t index, const std::vector<LayerOutput>& inputs,
+                                int stage, bool training) {
   const std::string& t = layer.type;
+  if (t == "Add" || t == "Concatenate") return add_merge(graph, layer, inputs, stage);
+  const LayerOutput& input = inputs.at(0);
   if (t == "Dropout") {
     if (training && layer.rate > 0) {
       return unsupported("Dropout is applied at inference only (the identity); training with it is not supported, "
@@ -249,11 +300,16 @@ StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_
   std::string problems;
   for (size_t i = 0; i < spec.layers.size(); ++i) {
     const LayerSpec& layer = spec.layers[i];
-    auto found = output_of.find(layer.inputs.at(0));
-    if (found == output_of.end()) continue;  // its producer failed and was reported
-    LayerOutput input = found->second;
-    IPU_ASSIGN_OR_RETURN(input.value, stage_copies.value_on_stage(graph, input.value, spec.stages[i]));
-    StatusOr<LayerOutput> out = add_layer(graph, layer, i, input, spec.stages[i], training);
+    std::vector<LayerOutput> inputs;
+    for (const std::string& name : layer.inputs) {
+      auto found = output_of.find(name);
+      if (found == output_of.end()) break;  // its producer failed and was reported
+      LayerOutput input = found->second;
+      IPU_ASSIGN_OR_RETURN(input.value, stage_copies.value_on_stage(graph, input.value, spec.stages[i]));
+      inputs.push_back(input);
+    }
+    if (inputs.size() != layer.inputs.size()) continue;
+    StatusOr<LayerOutput> out = add_layer(graph, layer, i, inputs, spec.stages[i], training);
     if (!out.ok()) {
       problems += (problems.empty() ? "" : "\n") + spec.path + ": layer '" + layer.name + "' (" + layer.type +
                   "): " + out.status().message();

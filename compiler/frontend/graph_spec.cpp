@@ -21,6 +21,8 @@ constexpr int64_t kMaxSampleElements = int64_t{1} << 28;
 const std::set<std::string> kActivations = {"none", "linear", "relu", "sigmoid", "tanh", "softmax"};
 constexpr int64_t kMaxWindow = int64_t{1} << 16;
 constexpr int64_t kMaxFilters = int64_t{1} << 16;
+// Keras merges take any number of inputs; more than this is a mistake, not a model.
+constexpr size_t kMaxMergeInputs = 64;
 
 const std::set<std::string> kCommonKeys = {"name", "type", "inputs", "stage"};
 // The attributes of each layer type besides the common ones.
@@ -35,7 +37,12 @@ const std::map<std::string, std::set<std::string>> kLayerTypes = {
     {"Dropout", {"rate"}},
     {"BatchNormalization", {"epsilon"}},
     {"Reshape", {"target_shape"}},
+    {"Add", {}},
+    {"Concatenate", {"axis"}},
 };
+
+// Merge layers read several inputs, so only the functional form can wire them.
+bool is_merge_layer(const std::string& type) { return type == "Add" || type == "Concatenate"; }
 
 std::string supported_types() {
   std::string out;
@@ -145,14 +152,28 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
       problems.add(where, "'" + key + "' does not apply to " + layer.type);
     }
   }
+  const bool merge = is_merge_layer(layer.type);
   if (functional) {
-    if (!j.contains("inputs") || !j["inputs"].is_array() || j["inputs"].size() != 1 || !j["inputs"][0].is_string()) {
+    const json* inputs = j.contains("inputs") && j["inputs"].is_array() ? &j["inputs"] : nullptr;
+    const bool names = inputs && std::all_of(inputs->begin(), inputs->end(), [](const json& v) { return v.is_string(); });
+    if (merge && !(names && inputs->size() >= 2 && inputs->size() <= kMaxMergeInputs)) {
+      problems.add(where, "'inputs' must list 2 to " + std::to_string(kMaxMergeInputs) + " input names");
+    } else if (!merge && !(names && inputs->size() == 1)) {
       problems.add(where, "'inputs' must list exactly one input name");
     } else {
-      layer.inputs.push_back(j["inputs"][0].get<std::string>());
+      for (const json& name : *inputs) layer.inputs.push_back(name.get<std::string>());
     }
   } else if (j.contains("inputs")) {
     problems.add(where, "'inputs' belongs to functional specs; a sequential layer reads the previous one");
+  } else if (merge) {
+    problems.add(where, layer.type + " merges several layers: use the functional form, whose nodes list their 'inputs'");
+  }
+  if (layer.type == "Concatenate" && j.contains("axis")) {
+    if (!j["axis"].is_number_integer()) {
+      problems.add(where, "'axis' must be an integer (negative counts from the last axis)");
+    } else {
+      layer.axis = j["axis"].get<int64_t>();
+    }
   }
   if (layer.type == "Dense") {
     if (!j.contains("units") || !j["units"].is_number_integer() || j["units"].get<int64_t>() <= 0 ||

@@ -22,8 +22,9 @@ struct InitializerSpec {
 
 struct LayerSpec {
   std::string name;
-  std::string type;  // Dense, Flatten, Conv2D, MaxPooling2D, AveragePooling2D, Dropout, BatchNormalization, Reshape
-  std::vector<std::string> inputs;
+  std::string type;  // Dense, Flatten, Conv2D, MaxPooling2D, AveragePooling2D, Dropout, BatchNormalization, Reshape,
+                    // Add, Concatenate
+  std::vector<std::string> inputs;  // one, or several for Add and Concatenate
   int64_t units = 0;
   std::string activation = "none";  // none, relu, sigmoid, tanh, softmax
   bool use_bias = true;
@@ -39,6 +40,7 @@ struct LayerSpec {
   double rate = 0.0;                               // Dropout
   double epsilon = 1e-3;                           // BatchNormalization
   std::vector<int64_t> target_shape;               // Reshape, per sample; one entry may be -1
+  int64_t axis = -1;                               // Concatenate, counting the batch axis (Keras)
 };
 
 struct InputSpec {

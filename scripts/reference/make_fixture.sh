@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates the committed torch reference fixture tests/data/torch_reference/mlp_functional_b16
-# (checked by tests/e2e/test_torch_parity.sh). Needs the built tools and the peers (Debian's
-# python3-torch and numpy at /usr/bin/python3: scripts/setup-peers.sh).
+# Regenerates a committed torch reference fixture tests/data/torch_reference/<MODEL>_b16 for
+# models/<MODEL>.json (checked by tests/e2e/test_torch_parity.sh). Needs the built tools and the
+# peers (Debian's python3-torch and numpy at /usr/bin/python3: scripts/setup-peers.sh).
 #
-#   bash scripts/reference/make_fixture.sh            # IPUCC/IPURUN default to build/cli/*
+#   bash scripts/reference/make_fixture.sh [MODEL]    # default mlp_functional; mlp_residual
+#                                                     # IPUCC/IPURUN default to build/cli/*
 #
 # The initial weights come from the tiny-learning-rate trick (see torch_reference.py): compile the
 # model with --learning-rate 1e-30 --momentum 0, train one step of the same batch size on the first
@@ -14,10 +15,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 IPUCC=${IPUCC:-$root/build/cli/ipucc}
 IPURUN=${IPURUN:-$root/build/cli/ipurun}
 PY=${TORCH_PYTHON:-/usr/bin/python3}
-model=$root/models/mlp_functional.json
+name=${1:-mlp_functional}
+model=$root/models/$name.json
 batch=16
 steps=20
-out=$root/tests/data/torch_reference/mlp_functional_b16
+out=$root/tests/data/torch_reference/${name}_b16
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/torch-fixture.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -28,5 +30,5 @@ trap 'rm -rf "$work"' EXIT
 rm -rf "$out"
 "$PY" "$root/scripts/reference/torch_reference.py" train --model "$model" --init "$work/init" \
   --batch-size $batch --steps $steps --out "$out" \
-  --init-description "ipucc's initial weights of models/mlp_functional.json (--batch-size $batch), obtained with the trick: compile with --learning-rate 1e-30 --momentum 0, ipurun train --data synthetic:$batch --steps-per-epoch 1 --save-weights init"
+  --init-description "ipucc's initial weights of models/$name.json (--batch-size $batch), obtained with the trick: compile with --learning-rate 1e-30 --momentum 0, ipurun train --data synthetic:$batch --steps-per-epoch 1 --save-weights init"
 du -sh "$out"

@@ -11,7 +11,8 @@ Run with /usr/bin/python3 (Debian's python3-torch and python3-numpy; see scripts
 `train` starts from the weights of a checkpoint directory as `ipurun train --save-weights` writes
 it (index.json mapping tensor names such as 'dense1/kernel' to float32 .npy files), builds the
 model of a Keras-like JSON spec (Sequential or Functional; Flatten and Dense layers with
-activations none/linear, relu, sigmoid, tanh, softmax; use_bias), and trains it in float64 on the
+activations none/linear, relu, sigmoid, tanh, softmax; use_bias; Add and Concatenate in the
+functional form), and trains it in float64 on the
 synthetic MNIST set (synthetic_mnist.make(), the peers' definition that ipurun re-implements
 bit-exactly), batches in order, no shuffling -- what `ipurun train --data synthetic:N
 --steps-per-epoch STEPS` does. It writes OUT as a checkpoint directory in ipurun's layout
@@ -96,9 +97,9 @@ def load_synthetic_module(path):
 # Model spec
 
 class Layer:
-    def __init__(self, name, type_, inp, units=None, activation="none", use_bias=True):
-        self.name, self.type, self.input = name, type_, inp
-        self.units, self.activation, self.use_bias = units, activation, use_bias
+    def __init__(self, name, type_, inputs, units=None, activation="none", use_bias=True, axis=-1):
+        self.name, self.type, self.inputs = name, type_, inputs
+        self.units, self.activation, self.use_bias, self.axis = units, activation, use_bias, axis
 
 
 def parse_spec(path):
@@ -112,7 +113,7 @@ def parse_spec(path):
         prev = input_name
         for i, l in enumerate(spec["layers"]):
             name = l.get("name", "layer%d" % i)
-            layers.append(make_layer(l, name, prev))
+            layers.append(make_layer(l, name, [prev]))
             prev = name
         output = prev
     elif kind == "functional":
@@ -122,9 +123,7 @@ def parse_spec(path):
         input_name, input_shape = inp.get("name", "input"), list(inp["shape"])
         for i, l in enumerate(spec["nodes"]):
             name = l.get("name", "layer%d" % i)
-            if len(l.get("inputs", [])) != 1:
-                sys.exit("torch_reference: layer %s: exactly one input supported" % name)
-            layers.append(make_layer(l, name, l["inputs"][0]))
+            layers.append(make_layer(l, name, list(l["inputs"])))
         if len(spec["outputs"]) != 1:
             sys.exit("torch_reference: exactly one output supported")
         output = spec["outputs"][0]
@@ -150,16 +149,21 @@ def parse_spec(path):
     }
 
 
-def make_layer(l, name, inp):
+def make_layer(l, name, inputs):
     t = l["type"]
-    if t == "Flatten":
-        return Layer(name, t, inp)
+    merge = t in ("Add", "Concatenate")
+    if merge != (len(inputs) > 1):
+        sys.exit("torch_reference: layer %s: %s takes %s" % (name, t, "several inputs" if merge else "one input"))
+    if t in ("Flatten", "Add"):
+        return Layer(name, t, inputs)
+    if t == "Concatenate":
+        return Layer(name, t, inputs, axis=int(l.get("axis", -1)))
     if t == "Dense":
         act = l.get("activation", "none")
         if act not in ACTIVATIONS:
             sys.exit("torch_reference: layer %s: unsupported activation %r" % (name, act))
-        return Layer(name, t, inp, int(l["units"]), "none" if act == "linear" else act, bool(l.get("use_bias", True)))
-    sys.exit("torch_reference: layer %s: unsupported type %r (Flatten, Dense)" % (name, t))
+        return Layer(name, t, inputs, int(l["units"]), "none" if act == "linear" else act, bool(l.get("use_bias", True)))
+    sys.exit("torch_reference: layer %s: unsupported type %r (Flatten, Dense, Add, Concatenate)" % (name, t))
 
 
 def weight_names(model):
@@ -176,11 +180,17 @@ def forward(model, params, x, relu_margin=None):
     """The model's output; appends min |pre-activation| of every ReLU layer to relu_margin."""
     values = {model["input_name"]: x}
     for layer in model["layers"]:
-        if layer.input not in values:
-            sys.exit("torch_reference: layer %s reads %r, not computed before it" % (layer.name, layer.input))
-        h = values[layer.input]
+        for name in layer.inputs:
+            if name not in values:
+                sys.exit("torch_reference: layer %s reads %r, not computed before it" % (layer.name, name))
+        h = values[layer.inputs[0]]
         if layer.type == "Flatten":
             h = h.reshape(h.shape[0], -1)
+        elif layer.type == "Add":
+            for name in layer.inputs[1:]:
+                h = h + values[name]
+        elif layer.type == "Concatenate":
+            h = torch.cat([values[name] for name in layer.inputs], dim=layer.axis)
         else:
             if h.dim() != 2:
                 sys.exit("torch_reference: Dense %s needs a rank-2 input (add a Flatten)" % layer.name)

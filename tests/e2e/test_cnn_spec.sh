@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Keras convolution layers in the JSON graph spec: models/cnn_sequential.json (Conv2D,
 # BatchNormalization, MaxPooling2D, AveragePooling2D, Flatten, Dense) trains on the synthetic set,
-# its inference executable predicts, and Dropout is the identity at inference only.
+# its inference executable predicts, Dropout is the identity at inference only, and Add and
+# Concatenate of convolution outputs keep Keras's channels-last meaning.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 CNN=$MODELS/cnn_sequential.json
@@ -37,6 +38,51 @@ PYEOF
   expect_exit 0 "$IPUCC" compile dropout.json --mode infer --batch-size 4 -o infer.ipuexe
   expect_error 3 "dropout.json: layer 'drop' (Dropout): Dropout is applied at inference only" -- \
     "$IPUCC" compile dropout.json --batch-size 4
+}
+
+# Merges of Conv2D outputs run on the channels-first values inside; what a user sees must be
+# Keras's channels-last result. With the same convolution (same layer index, so same seed), the
+# flattened output of Concatenate([c, c]) on the channel axis is each pixel's channels twice, on
+# the height axis the whole map twice, and Add([c, c]) is twice the map.
+test_merges_of_convolutions_keep_keras_order() {
+  local merge
+  write_spec() {  # NAME MERGE_NODE_JSON (empty: no merge)
+    "$PYTHON" - "$1" "$2" <<'PYEOF'
+import json, sys
+name, merge = sys.argv[1], sys.argv[2]
+nodes = [{"name": "c", "type": "Conv2D", "inputs": ["image"], "filters": 3, "kernel_size": 1}]
+if merge:
+    nodes.append(dict(json.loads(merge), name="m", inputs=["c", "c"]))
+nodes.append({"name": "f", "type": "Flatten", "inputs": [nodes[-1]["name"]]})
+json.dump({"name": name, "type": "functional", "inputs": [{"name": "image", "shape": [4, 5, 2]}],
+           "nodes": nodes, "outputs": ["f"]}, open(name + ".json", "w"))
+PYEOF
+  }
+  write_spec plain ''
+  write_spec channels '{"type": "Concatenate"}'
+  write_spec rows '{"type": "Concatenate", "axis": 1}'
+  write_spec sum '{"type": "Add"}'
+  e2e_data npy x.npy --shape 2,4,5,2 --fill random
+  for merge in plain channels rows sum; do
+    expect_exit 0 "$IPUCC" compile $merge.json --mode infer --batch-size 2 --no-cache -o $merge.ipuexe
+    expect_exit 0 "$IPURUN" predict $merge.ipuexe --input x.npy --output $merge.npy
+  done
+  "$PYTHON" - <<'PYEOF' || fail "merged outputs are not Keras's channels-last results"
+import struct
+def load(path):
+    data = open(path, "rb").read()
+    header = 10 + struct.unpack("<H", data[8:10])[0]
+    values = struct.unpack("<%df" % ((len(data) - header) // 4), data[header:])
+    n = len(values) // 2
+    return [list(values[:n]), list(values[n:])]
+plain, channels, rows, summed = (load(m + ".npy") for m in ("plain", "channels", "rows", "sum"))
+for s in range(2):
+    c = plain[s]
+    pixels = [c[i:i + 3] for i in range(0, len(c), 3)]
+    assert channels[s] == [v for p in pixels for v in p + p], "Concatenate on channels"
+    assert rows[s] == c + c, "Concatenate on rows"
+    assert summed[s] == [2 * v for v in c], "Add"
+PYEOF
 }
 
 run_tests "$@"

@@ -56,7 +56,7 @@ test_unknown_layer_type() {
   edit_model "$FUNC" conv.json 'm["nodes"][1]["type"] = "Conv3D"'
   expect_compile_error 3 "conv.json: layer 'dense1' (Conv3D): unknown layer type" -- "$IPUCC" compile conv.json "${SMALL[@]}"
   edit_model "$SEQ" conv_seq.json 'm["layers"][2]["type"] = "LSTM"'
-  expect_compile_error 3 "conv_seq.json: layer 'dense2' (LSTM): unknown layer type (supported: AveragePooling2D, BatchNormalization, Conv2D, Dense, Dropout, Flatten, MaxPool2D, MaxPooling2D, Reshape)" -- \
+  expect_compile_error 3 "conv_seq.json: layer 'dense2' (LSTM): unknown layer type (supported: Add, AveragePooling2D, BatchNormalization, Concatenate, Conv2D, Dense, Dropout, Flatten, MaxPool2D, MaxPooling2D, Reshape)" -- \
     "$IPUCC" compile conv_seq.json "${SMALL[@]}"
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Training parity with an independent float64 PyTorch reference: models/mlp_functional.json at
 # batch 16 (softmax output, from_logits false, SGD lr 0.01 momentum 0.9), 20 steps on synthetic
-# data in order, from ipucc's initial weights. The committed fixture
-# tests/data/torch_reference/mlp_functional_b16 holds torch's per-step losses and final weights
-# (regenerate: scripts/reference/make_fixture.sh); this suite needs only plain python3.
+# data in order, from ipucc's initial weights; the same for models/mlp_residual.json (Add and
+# Concatenate merge layers, logits). The committed fixtures tests/data/torch_reference/<model>_b16
+# hold torch's per-step losses and final weights (regenerate: scripts/reference/make_fixture.sh
+# [MODEL]); this suite needs only plain python3.
 #
 # The initial weights are regenerated with the trick of scripts/reference/torch_reference.py:
 # compile with --learning-rate 1e-30 --momentum 0, train one step, save -- every weight rounds
@@ -24,13 +25,17 @@ exec 3>&1
 
 MODEL=$MODELS/mlp_functional.json
 FIXTURE=$SRC/tests/data/torch_reference/mlp_functional_b16
+RESIDUAL_MODEL=$MODELS/mlp_residual.json
+RESIDUAL_FIXTURE=$SRC/tests/data/torch_reference/mlp_residual_b16
 COMPARE=$SRC/scripts/reference/compare_to_reference.py
 BATCH=16
 STEPS=20
 DATA=synthetic:$((BATCH * STEPS))
 
 # Compiles the model (mlp.ipuexe) and writes its initial weights to init/ with the trick.
+# Arguments: MODEL FIXTURE (default: the tutorial MLP).
 compile_and_init() {
+  local MODEL=${1:-$MODEL} FIXTURE=${2:-$FIXTURE}
   expect_file "$FIXTURE/index.json"
   expect_file "$FIXTURE/reference.json"
   expect_json "$FIXTURE/reference.json" "d['batch_size'] == $BATCH and d['steps'] == $STEPS and len(d['losses']) == $STEPS" \
@@ -64,6 +69,13 @@ test_training_matches_torch_reference() {
     --step-log steps.json --save-weights trained --progress none
   expect_json steps.json "len(d['losses']) == $STEPS" "one loss per step"
   compare trained steps.json "$FIXTURE" --weight-tol 1e-5 --loss-tol 1e-5
+}
+
+test_merge_layers_train_like_torch() {
+  compile_and_init "$RESIDUAL_MODEL" "$RESIDUAL_FIXTURE"
+  expect_exit 0 "$IPURUN" train mlp.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
+    --step-log steps.json --save-weights trained --progress none
+  compare trained steps.json "$RESIDUAL_FIXTURE" --weight-tol 1e-5 --loss-tol 1e-5
 }
 
 # The trick is sound: starting from init/ trains exactly like starting from the executable's own

@@ -246,8 +246,8 @@ TEST_CASE("graph spec: layer problems name the file and the layer") {
       {R"({"name": "d1", "type": 7})", "layer 'd1': missing 'type'"},
       {R"({"type": 7})", "layer 'layer0': missing 'type'"},
       {R"({"name": "c1", "type": "LSTM"})",
-       "specs/model.json: layer 'c1' (LSTM): unknown layer type (supported: AveragePooling2D, BatchNormalization, Conv2D, "
-       "Dense, Dropout, Flatten, MaxPool2D, MaxPooling2D, Reshape)"},
+       "specs/model.json: layer 'c1' (LSTM): unknown layer type (supported: Add, AveragePooling2D, BatchNormalization, "
+       "Concatenate, Conv2D, Dense, Dropout, Flatten, MaxPool2D, MaxPooling2D, Reshape)"},
       {dense("d1", 4, R"("kernel_sizes": 3)"), "specs/model.json: layer 'd1' (Dense): unknown attribute 'kernel_sizes'"},
       {dense("d1", 4, R"("kernel_size": 3)"), "specs/model.json: layer 'd1' (Dense): 'kernel_size' does not apply to Dense"},
       {R"({"name": "d1", "type": "Dense"})", "specs/model.json: layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
@@ -700,6 +700,103 @@ TEST_CASE("build_forward_graph: a Keras CNN converts layouts only at its ends") 
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("specs/model.json: layer 'c' (Conv2D): expects a rank-4 input [batch, height, width, "
                                     "channels], got f32[2,72]") != std::string::npos);
+}
+
+// A functional spec over a [6, 6, 2] image.
+std::string image_func(const std::string& nodes, const std::string& output) {
+  return R"({"name": "f", "type": "functional", "inputs": [{"name": "image", "shape": [6, 6, 2]}], "nodes": [)" + nodes +
+         R"(], "outputs": [")" + output + R"("]})";
+}
+
+TEST_CASE("graph spec: Add and Concatenate merge several inputs in the functional form") {
+  const ModelSpec spec = parse_ok(func(kFflatten + ", " + fnode("a", "flat") + ", " + fnode("b", "flat") +
+                                       R"(, {"name": "sum", "type": "Add", "inputs": ["a", "b", "a"]},
+                                          {"name": "out", "type": "Concatenate", "inputs": ["sum", "flat"], "axis": 1})"));
+  REQUIRE(spec.layers.size() == 5);
+  CHECK(spec.layers[3].inputs == std::vector<std::string>{"a", "b", "a"});
+  CHECK(spec.layers[4].axis == 1);
+  CHECK(spec.layers[4].inputs == std::vector<std::string>{"sum", "flat"});
+  auto built = build_forward_graph(spec, 2);
+  INFO(built.status().message());
+  REQUIRE(built.ok());
+  // Three inputs are two additions; the concatenation is [2, 4] ++ [2, 6] on axis 1.
+  int adds = 0;
+  for (const auto& op : built->graph.ops()) adds += op.kind == ipu::ir::OpKind::kBinary;
+  CHECK(adds == 2);
+  CHECK(built->graph.value(built->scores()).type.shape == std::vector<int64_t>{2, 10});
+  // Keras's default axis is the last one.
+  CHECK(parse_ok(func(fnode("a", "image") + R"(, {"name": "out", "type": "Concatenate", "inputs": ["a", "a"]})"))
+            .layers[1].axis == -1);
+}
+
+TEST_CASE("graph spec: merge layer problems name the file and the layer") {
+  expect_problems(func(fnode("a", "image") + R"(, {"name": "out", "type": "Add", "inputs": ["a"]})"),
+                  {"specs/model.json: layer 'out' (Add): 'inputs' must list 2 to 64 input names"});
+  expect_problems(func(fnode("a", "image") + R"(, {"name": "out", "type": "Add", "inputs": ["a", 3]})"),
+                  {"layer 'out' (Add): 'inputs' must list 2 to 64 input names"});
+  expect_problems(func(fnode("a", "image") + R"(, {"name": "out", "type": "Add", "inputs": ["a", "ghost"]})"),
+                  {"layer 'out' (Add): input 'ghost' is not the model input or an earlier layer"});
+  expect_problems(func(fnode("a", "image") + R"(, {"name": "out", "type": "Add", "inputs": ["a", "a"], "axis": 1})"),
+                  {"layer 'out' (Add): 'axis' does not apply to Add"});
+  expect_problems(func(fnode("a", "image") + R"(, {"name": "out", "type": "Concatenate", "inputs": ["a", "a"], "axis": "x"})"),
+                  {"layer 'out' (Concatenate): 'axis' must be an integer"});
+  expect_problems(seq(dense("a") + R"(, {"name": "out", "type": "Add"})"),
+                  {"layer 'out' (Add): Add merges several layers: use the functional form"});
+
+  // Shapes are checked when the graph is built, naming the layer.
+  auto built_error = [](const std::string& text) {
+    auto built = build_forward_graph(parse_ok(text), 2);
+    REQUIRE_FALSE(built.ok());
+    return built.status().message();
+  };
+  CHECK(built_error(func(kFflatten + ", " + fnode("a", "flat") + R"(, {"name": "out", "type": "Add", "inputs": ["a", "flat"]})"))
+            .find("specs/model.json: layer 'out' (Add): inputs of shapes f32[2,4] and f32[2,6] cannot be added") !=
+        std::string::npos);
+  CHECK(built_error(func(kFflatten + R"(, {"name": "out", "type": "Concatenate", "inputs": ["image", "flat"]})"))
+            .find("layer 'out' (Concatenate): inputs of shapes f32[2,2,3] and f32[2,6] cannot be concatenated") !=
+        std::string::npos);
+  for (const char* axis : {"0", "3", "-3"}) {
+    CAPTURE(axis);
+    CHECK(built_error(func(R"({"name": "out", "type": "Concatenate", "inputs": ["image", "image"], "axis": )" +
+                           std::string(axis) + "}"))
+              .find("layer 'out' (Concatenate): 'axis' " + std::string(axis) + " is not a sample axis of a rank-3 input") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("build_forward_graph: merges of convolutions stay channels first") {
+  // A residual block: conv → conv, added to its input's conv; then channels concatenated.
+  const ModelSpec spec = parse_ok(image_func(
+      R"({"name": "c1", "type": "Conv2D", "inputs": ["image"], "filters": 4, "kernel_size": 3, "padding": "same"},
+         {"name": "c2", "type": "Conv2D", "inputs": ["c1"], "filters": 4, "kernel_size": 3, "padding": "same"},
+         {"name": "sum", "type": "Add", "inputs": ["c1", "c2"]},
+         {"name": "cat", "type": "Concatenate", "inputs": ["sum", "c1"]},
+         {"name": "f", "type": "Flatten", "inputs": ["cat"]})",
+      "f"));
+  auto built = build_forward_graph(spec, 2);
+  INFO(built.status().message());
+  REQUIRE(built.ok());
+  const auto& g = built->graph;
+  int to_last = 0;
+  for (const auto& op : g.ops()) {
+    to_last += op.kind == ipu::ir::OpKind::kToChannelsLast;
+    // Keras's axis -1 (channels of NHWC) is axis 1 of the NCHW values.
+    if (op.kind == ipu::ir::OpKind::kConcat) {
+      CHECK(op.attrs.axis == 1);
+      CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 8, 6, 6});
+    }
+  }
+  CHECK(to_last == 1);  // only before the Flatten
+  CHECK(g.value(built->scores()).type.shape == std::vector<int64_t>{2, 288});
+  // A merge of a channels-first and a channels-last value meets channels last.
+  const ModelSpec mixed = parse_ok(image_func(
+      R"({"name": "c1", "type": "Conv2D", "inputs": ["image"], "filters": 2, "kernel_size": 1},
+         {"name": "sum", "type": "Add", "inputs": ["c1", "image"]})",
+      "sum"));
+  auto merged = build_forward_graph(mixed, 2);
+  INFO(merged.status().message());
+  REQUIRE(merged.ok());
+  CHECK(merged->graph.value(merged->scores()).type.shape == std::vector<int64_t>{2, 6, 6, 2});
 }
 
 }  // namespace
