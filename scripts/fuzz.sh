@@ -12,17 +12,18 @@ build=${IPUCC_FUZZ_BUILD_DIR:-$root/build-fuzz}
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DIPUCC_FUZZ=ON -DIPUCC_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target fuzz_executable fuzz_graph_spec fuzz_onnx_import
+cmake --build "$build" --target fuzz_executable fuzz_graph_spec fuzz_onnx_import fuzz_model_fingerprint
 
 work=$(mktemp -d)
 status=0
-run() {  # name corpus [extra libFuzzer flags]
-  local name=$1 corpus=$2
+run() {  # name corpus[,corpus...] [extra libFuzzer flags]
+  local name=$1 corpora
+  IFS=, read -ra corpora <<< "$2"
   shift 2
   mkdir -p "$work/$name"
   echo "== $name for ${seconds}s"
   if ! (cd "$work" && "$build/tests/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
-          "$@" "$work/$name" "$corpus" 2>"$work/$name.log"); then
+          "$@" "$work/$name" "${corpora[@]}" 2>"$work/$name.log"); then
     tail -40 "$work/$name.log"
     echo "fuzz: $name failed; reproducer and log in $work" >&2
     status=1
@@ -33,5 +34,6 @@ run() {  # name corpus [extra libFuzzer flags]
 run fuzz_executable "$root/tests/fuzz/corpus/executable"
 run fuzz_graph_spec "$root/tests/fuzz/corpus/graph_spec" -dict="$root/tests/fuzz/graph_spec.dict"
 run fuzz_onnx_import "$root/tests/fuzz/corpus/onnx"
+run fuzz_model_fingerprint "$root/tests/fuzz/corpus/onnx,$root/tests/fuzz/corpus/graph_spec"
 [ $status -eq 0 ] && rm -rf "$work"
 exit $status
