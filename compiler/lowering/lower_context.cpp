@@ -1,6 +1,7 @@
 #include "compiler/lowering/lower_context.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace ipu::lowering {
@@ -64,7 +65,10 @@ uint32_t LowerContext::tensor(int value) {
   for (int64_t d : v.type.shape) t->add_shape(d);
   t->set_role(to_format(v.role));
   t->set_ipu(static_cast<uint32_t>(v.stage));  // stage s runs on IPU s of its replica
-  if (!v.initial.empty()) t->set_initial_value(v.initial.data(), v.initial.size() * sizeof(float));
+  // An empty initial value means zeros: optimizer state and zero-initialised biases cost no bytes,
+  // which halves a trained model's executable and the time a cache hit spends reading it.
+  const bool all_zero = std::all_of(v.initial.begin(), v.initial.end(), [](float x) { return x == 0.0f && !std::signbit(x); });
+  if (!all_zero) t->set_initial_value(v.initial.data(), v.initial.size() * sizeof(float));
   slot = m_exe.tensors_size() - 1;
   return static_cast<uint32_t>(slot);
 }
