@@ -99,17 +99,75 @@ std::optional<OpAttrs> slice_inverse(const Op& op, const std::vector<int64_t>& i
   return back;
 }
 
-// Gradients of the invertible forms: a permutation (Transpose) copies back; a broadcast
-// (Expand) sums over the broadcast axes; a slice with steps ±1 pads back with zeros. Other
-// views (steps beyond 1, pads, tiles) need a scatter-add, which is not implemented.
+// The inverse of a constant Pad (negative pads crop): output index j_k reads input index
+// j_k − before_k inside the box [before_k, before_k + in_k), so dX[i] = dY[i + before_k] where that
+// is inside dY, else 0: a StridedCopy of dY with a box. Recognised by its exact form: the input's
+// own strides, a box of the input's size, and the offset the box's corner implies.
+std::optional<OpAttrs> pad_inverse(const Op& op, const std::vector<int64_t>& in) {
+  const std::vector<int64_t>& lower = op.attrs.lower;
+  if (lower.empty() || op.attrs.shape.size() != in.size()) return std::nullopt;
+  const std::vector<int64_t> in_strides = row_major_strides(in);
+  if (op.attrs.strides != in_strides) return std::nullopt;
+  int64_t corner = 0;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (op.attrs.upper[k] - lower[k] != in[k]) return std::nullopt;
+    corner -= lower[k] * in_strides[k];
+  }
+  if (op.attrs.offset != corner) return std::nullopt;
+  const std::vector<int64_t> out_strides = row_major_strides(op.attrs.shape);
+  OpAttrs back;
+  back.shape = in;
+  back.strides = out_strides;
+  for (size_t k = 0; k < in.size(); ++k) {
+    back.offset += lower[k] * out_strides[k];
+    back.lower.push_back(-lower[k]);
+    back.upper.push_back(op.attrs.shape[k] - lower[k]);
+  }
+  return back;
+}
+
+// The axes a copy broadcasts along, if it is a broadcast: every output axis either has stride 0
+// (a repeat: Expand, or Tile's repeat axes) or walks the input in its own row-major order, so the
+// input's elements appear once along the other axes.
+std::optional<std::vector<int64_t>> broadcast_axes_of(const Op& op, const std::vector<int64_t>& in) {
+  if (op.attrs.offset != 0 || !op.attrs.lower.empty()) return std::nullopt;
+  std::vector<int64_t> repeated, walked_dims, walked_strides;
+  for (size_t k = 0; k < op.attrs.shape.size(); ++k) {
+    if (op.attrs.strides[k] == 0) {
+      repeated.push_back(static_cast<int64_t>(k));
+    } else {
+      walked_dims.push_back(op.attrs.shape[k]);
+      walked_strides.push_back(op.attrs.strides[k]);
+    }
+  }
+  int64_t elements = 1, walked = 1;
+  for (int64_t d : in) elements *= d;
+  for (int64_t d : walked_dims) walked *= d;
+  if (walked != elements || walked_strides != row_major_strides(walked_dims)) return std::nullopt;
+  return repeated;
+}
+
+// Gradients of the invertible forms: a broadcast (Expand, Tile) sums over its repeat axes; a
+// permutation (Transpose) copies back; a slice with steps ±1 or a constant pad puts dY back in
+// place with zeros around. Slices with larger steps need a scatter, which is not implemented.
 Status grad_strided_copy(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
   const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
-  if (op.attrs.offset == 0 && op.attrs.lower.empty() && op.attrs.shape.size() >= in.size() &&
-      op.attrs.strides == broadcast_strides(in, op.attrs.shape)) {
-    IPU_ASSIGN_OR_RETURN(int dx, unbroadcast(ctx, op, dy, in, "/grad"));
+  if (auto repeated = broadcast_axes_of(op, in)) {
+    int dx = dy;
+    if (!repeated->empty()) {
+      OpAttrs sum;
+      sum.kind = static_cast<int64_t>(format::ReduceKind::kSum);
+      sum.axes = *repeated;
+      IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kReduce, {dy}, sum, "/grad_repeats"));
+    }
+    if (ctx.graph().value(dx).type.shape != in) {
+      OpAttrs reshape;
+      reshape.shape = in;
+      IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kReshape, {dx}, reshape, "/grad"));
+    }
     return ctx.add_gradient(x, dx);
   }
   if (auto perm = permutation_of(op, in)) {
@@ -121,11 +179,12 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
     IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, back, "/grad"));
     return ctx.add_gradient(x, dx);
   }
-  if (auto back = slice_inverse(op, in)) {
+  for (auto back : {slice_inverse(op, in), pad_inverse(op, in)}) {
+    if (!back) continue;
     IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, *back, "/grad"));
     return ctx.add_gradient(x, dx);
   }
-  return unsupported("the gradient of a strided slice, pad or tile is not implemented");
+  return unsupported("the gradient of a slice with steps other than 1 and -1 is not implemented");
 }
 
 Status lower_strided_copy(LowerContext& ctx, const Op& op) {

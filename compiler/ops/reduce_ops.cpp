@@ -42,14 +42,33 @@ Status infer_reduce(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   return Status();
 }
 
-// Sum: dX = dY broadcast over the reduced axes; Mean: the same divided by the count.
+// Max and min: the gradient goes to the elements equal to the result, shared equally among ties
+// (the subgradient torch's amax/amin take): dX = (X == Y) · dY / count(X == Y).
+StatusOr<int> grad_extremum(GradContext& ctx, const Op& op, int dy_kept, const OpAttrs& kept) {
+  const int x = op.inputs[0];
+  int y = op.outputs[0];
+  if (ctx.graph().value(y).type.shape != kept.shape) {
+    IPU_ASSIGN_OR_RETURN(y, grad_op(ctx, op, OpKind::kReshape, {y}, kept, "/grad_result_keepdims"));
+  }
+  IPU_ASSIGN_OR_RETURN(int hit, grad_binary(ctx, op, BinaryKind::kEqual, x, y, "/grad_argmax_mask"));
+  OpAttrs count_attrs = op.attrs;
+  count_attrs.kind = static_cast<int64_t>(ReduceKind::kSum);
+  count_attrs.keep_dims = true;
+  IPU_ASSIGN_OR_RETURN(int count, grad_op(ctx, op, OpKind::kReduce, {hit}, count_attrs, "/grad_ties"));
+  IPU_ASSIGN_OR_RETURN(int share, grad_binary(ctx, op, BinaryKind::kDiv, dy_kept, count, "/grad_share"));
+  return grad_binary(ctx, op, BinaryKind::kMul, hit, share, "/grad");
+}
+
+// Sum: dX = dY broadcast over the reduced axes; mean: the same divided by the count; max and
+// min: grad_extremum. Products and arg reductions have no gradient here.
 Status grad_reduce(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
   const auto kind = static_cast<ReduceKind>(op.attrs.kind);
-  if (kind != ReduceKind::kSum && kind != ReduceKind::kMean) {
-    return unsupported("the gradient of a max, min, prod or arg reduction is not implemented");
+  const bool extremum = kind == ReduceKind::kMax || kind == ReduceKind::kMin;
+  if (kind != ReduceKind::kSum && kind != ReduceKind::kMean && !extremum) {
+    return unsupported("the gradient of a prod or arg reduction is not implemented");
   }
   const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
   OpAttrs kept;
@@ -57,6 +76,10 @@ Status grad_reduce(GradContext& ctx, const Op& op) {
   int g = dy;
   if (ctx.graph().value(dy).type.shape != kept.shape) {
     IPU_ASSIGN_OR_RETURN(g, grad_op(ctx, op, OpKind::kReshape, {dy}, kept, "/grad_keepdims"));
+  }
+  if (extremum) {
+    IPU_ASSIGN_OR_RETURN(int dx, grad_extremum(ctx, op, g, kept));
+    return ctx.add_gradient(x, dx);
   }
   IPU_ASSIGN_OR_RETURN(int dx, broadcast_to(ctx, op, g, in, "/grad"));
   if (kind == ReduceKind::kMean) {

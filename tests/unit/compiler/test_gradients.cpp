@@ -208,6 +208,52 @@ TEST_CASE("gradients of Slice (forwards and backwards) and Split match finite di
   check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
 }
 
+TEST_CASE("gradients of ReduceMax and ReduceMin match finite differences") {
+  // [N, 6] viewed as [N, 2, 3]: the max of each row (axis 2) and the min of each column (axis 1,
+  // kept then flattened). The wave values have no ties, where the gradient is not unique.
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("w", {6}, wave(6, 0.8f, 0.5f));
+  b.floats("wo", {5, 4}, wave(20, 0.6f, 0.1f));
+  b.ints("view", {-1, 2, 3}).ints("flat", {-1, 3});
+  b.node("Mul", "xw", {"x", "w"}, {"xw"});
+  b.node("Reshape", "grid", {"xw", "view"}, {"g"});
+  auto& max = b.node("ReduceMax", "row_max", {"g"}, {"rmax"});
+  OnnxBuilder::ints_attr(max, "axes", {2});
+  OnnxBuilder::int_attr(max, "keepdims", 0);
+  OnnxBuilder::ints_attr(b.node("ReduceMin", "col_min", {"g"}, {"cmin"}), "axes", {1});
+  b.node("Reshape", "col_flat", {"cmin", "flat"}, {"cmin2"});
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"rmax", "cmin2"}, {"h"}), "axis", 1);
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
+}
+
+TEST_CASE("gradients of Tile, Expand and Pad (padding and cropping) match finite differences") {
+  // xw [N, 6] viewed as [N, 2, 3] is tiled twice along its last axis, and padded: its middle axis
+  // by one on each side, its last cropped by one at the front and padded by two at the back; xw
+  // viewed as [N, 1, 6] is expanded to [N, 2, 6].
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("w", {6}, wave(6, 0.8f, 0.5f));
+  b.floats("wo", {46, 4}, wave(184, 0.6f, 0.1f));
+  b.ints("grid_shape", {-1, 2, 3}).ints("row_shape", {-1, 1, 6}).ints("repeats", {1, 1, 2});
+  b.ints("expand_shape", {1, 2, 1}).ints("pads", {0, 1, -1, 0, 1, 2});
+  b.ints("flat12", {-1, 12}).ints("flat16", {-1, 16});
+  b.node("Mul", "xw", {"x", "w"}, {"xw"});
+  b.node("Reshape", "grid", {"xw", "grid_shape"}, {"g"});
+  b.node("Tile", "tile", {"g", "repeats"}, {"t"});
+  b.node("Reshape", "tile_flat", {"t", "flat12"}, {"tf"});
+  b.node("Pad", "pad", {"g", "pads"}, {"p"});
+  b.node("Reshape", "pad_flat", {"p", "flat16"}, {"pf"});
+  b.node("Reshape", "row", {"xw", "row_shape"}, {"r"});
+  b.node("Expand", "expand", {"r", "expand_shape"}, {"e"});
+  b.node("Reshape", "expand_flat", {"e", "flat12"}, {"ef"});
+  b.node("Tanh", "squash", {"xw"}, {"sq"});
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"tf", "pf", "ef", "sq"}, {"h"}), "axis", 1);
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
+}
+
 TEST_CASE("a value read by several ops gets the sum of their gradients") {
   // y = x·w + x·w·w: dy/dw sums two paths through the shared w (and the shared product).
   OnnxBuilder b(13);
