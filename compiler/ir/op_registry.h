@@ -72,6 +72,7 @@ const OpDef& where_op();
 const OpDef& strided_copy_op();
 const OpDef& concat_op();
 const OpDef& gather_op();
+const OpDef& gather_grad_op();
 const OpDef& reduce_op();
 const OpDef& axis_softmax_op();
 const OpDef& batch_matmul_op();

@@ -1,5 +1,5 @@
 // Data movement: StridedCopy (Transpose, Slice, Expand, Tile, Pad, Split: any affine view of the
-// input, with a fill value outside a box), Concat and Gather.
+// input, with a fill value outside a box), Concat, Gather and GatherGrad.
 #include <algorithm>
 #include <optional>
 
@@ -289,23 +289,66 @@ Status infer_gather(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   return Status();
 }
 
+// dData is dY scattered back to the rows the indices read, summed where an index repeats.
 Status grad_gather(GradContext& ctx, const Op& op) {
-  if (ctx.gradient_of(op.outputs[0]) < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
-  return unsupported("the gradient of Gather (a scatter-add) is not implemented");
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  const int data = op.inputs[0];
+  if (dy < 0 || !ctx.needs_gradient(data)) return Status();
+  OpAttrs attrs;
+  attrs.axis = op.attrs.axis;
+  attrs.shape = ctx.graph().value(data).type.shape;
+  IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kGatherGrad, {dy, op.inputs[1]}, attrs, "/grad"));
+  return ctx.add_gradient(data, dx);
+}
+
+// The data shape (attrs.shape) with dY shaped like Gather's output for it.
+Status infer_gather_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const std::vector<int64_t>& indices = g.value(op.inputs[1]).type.shape;
+  const std::vector<int64_t>& data = op.attrs.shape;
+  const int64_t axis = op.attrs.axis;
+  if (axis < 0 || axis >= static_cast<int64_t>(data.size())) return invalid_argument("axis out of range");
+  std::vector<int64_t> gathered(data.begin(), data.begin() + axis);
+  gathered.insert(gathered.end(), indices.begin(), indices.end());
+  gathered.insert(gathered.end(), data.begin() + axis + 1, data.end());
+  if (g.value(op.inputs[0]).type.shape != gathered) {
+    return invalid_argument("the gradient " + g.value(op.inputs[0]).type.to_string() + " is not shaped like a Gather output " +
+                            TensorType{DType::kFloat32, gathered}.to_string());
+  }
+  out.push_back({DType::kFloat32, data});
+  return Status();
+}
+
+// [outer, n, inner] of data viewed around the gathered axis, and the number of indices.
+struct GatherView {
+  int64_t outer = 1, n = 0, inner = 1, count = 0;
+};
+
+GatherView gather_view(const std::vector<int64_t>& data, int64_t axis, int64_t count) {
+  GatherView v;
+  for (size_t k = 0; k < data.size(); ++k) {
+    if (static_cast<int64_t>(k) < axis) v.outer *= data[k];
+    if (static_cast<int64_t>(k) > axis) v.inner *= data[k];
+  }
+  v.n = data[static_cast<size_t>(axis)];
+  v.count = count;
+  return v;
 }
 
 Status lower_gather(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
-  const std::vector<int64_t>& data = g.value(op.inputs[0]).type.shape;
-  const size_t axis = static_cast<size_t>(op.attrs.axis);
-  int64_t outer = 1, inner = 1;
-  for (size_t k = 0; k < data.size(); ++k) {
-    if (k < axis) outer *= data[k];
-    if (k > axis) inner *= data[k];
-  }
-  const int64_t count = g.value(op.inputs[1]).type.elements();
+  const GatherView v = gather_view(g.value(op.inputs[0]).type.shape, op.attrs.axis, g.value(op.inputs[1]).type.elements());
   lower_output_range(ctx, op, format::Codelet::kGather, 2.0, {}, [&](int64_t begin, int64_t end) {
-    return std::vector<int64_t>{outer, data[axis], inner, count, begin, end};
+    return std::vector<int64_t>{v.outer, v.n, v.inner, v.count, begin, end};
+  });
+  return Status();
+}
+
+// Split over dX: each element compares every index once per row and adds the matching ones.
+Status lower_gather_grad(LowerContext& ctx, const Op& op) {
+  const GatherView v = gather_view(op.attrs.shape, op.attrs.axis, ctx.graph().value(op.inputs[1]).type.elements());
+  const double cycles = 1.0 + static_cast<double>(v.count) / static_cast<double>(std::max<int64_t>(v.n, 1));
+  lower_output_range(ctx, op, format::Codelet::kGatherGrad, cycles, {}, [&](int64_t begin, int64_t end) {
+    return std::vector<int64_t>{v.outer, v.n, v.inner, v.count, begin, end};
   });
   return Status();
 }
@@ -322,6 +365,10 @@ const OpDef& concat_op() {
 }
 const OpDef& gather_op() {
   static const OpDef def{OpKind::kGather, 2, infer_gather, grad_gather, lower_gather};
+  return def;
+}
+const OpDef& gather_grad_op() {
+  static const OpDef def{OpKind::kGatherGrad, 2, infer_gather_grad, nullptr, lower_gather_grad};
   return def;
 }
 

@@ -97,6 +97,7 @@ const KernelDef& reduce_kernel();
 const KernelDef& axis_softmax_kernel();
 const KernelDef& batch_matmul_kernel();
 const KernelDef& gather_kernel();
+const KernelDef& gather_grad_kernel();
 // Convolution, pooling and normalization.
 const KernelDef& conv_kernel();
 const KernelDef& conv_grad_input_kernel();

@@ -14,7 +14,7 @@ const KernelDef* find_kernel(uint32_t codelet_id) {
           &count_correct_kernel(), &column_sum_kernel(), &sgd_momentum_kernel(), &accumulate_kernel(),
           // Generic tensor codelets.
           &unary_kernel(), &binary_kernel(), &where_kernel(), &strided_copy_kernel(), &block_copy_kernel(),
-          &reduce_kernel(), &axis_softmax_kernel(), &batch_matmul_kernel(), &gather_kernel(),
+          &reduce_kernel(), &axis_softmax_kernel(), &batch_matmul_kernel(), &gather_kernel(), &gather_grad_kernel(),
           // Convolution, pooling and normalization.
           &conv_kernel(), &conv_grad_input_kernel(), &conv_grad_weight_kernel(), &channel_sum_kernel(),
           &channel_affine_kernel(), &max_pool_kernel(), &max_pool_grad_kernel(), &average_pool_kernel(),

@@ -1,5 +1,5 @@
 // Generic codelets that combine elements along axes: Reduce (sum, mean, max, min, prod, arg
-// max/min), AxisSoftmax, BatchMatMul (numpy-broadcast batches), Gather.
+// max/min), AxisSoftmax, BatchMatMul (numpy-broadcast batches), Gather and its gradient.
 #include <cblas.h>
 
 #include <algorithm>
@@ -189,6 +189,13 @@ Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandI
 // (a float holding an integer; negative counts from the end), for output elements [begin, end).
 // An index out of range gives NaN, never an out-of-bounds read.
 //   operands: X, indices, Y;  params: outer, axis, inner, count, begin, end
+// The row of an axis of n that index value f names (negative counts from the end), or -1.
+int64_t resolve_index(float f, int64_t n) {
+  if (!(f >= -static_cast<float>(n) && f < static_cast<float>(n))) return -1;
+  const auto index = static_cast<int64_t>(f);
+  return index < 0 ? index + n : index;
+}
+
 void run_gather(const PreparedVertex& v) {
   const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
   const float* x = v.f32(0);
@@ -196,10 +203,8 @@ void run_gather(const PreparedVertex& v) {
   float* y = v.f32(2);
   for (int64_t i = v.params[4]; i < v.params[5]; ++i) {
     const int64_t in = i % inner, j = (i / inner) % count, o = i / (inner * count);
-    const float f = indices[j];
-    int64_t index = (f >= -static_cast<float>(n) && f < static_cast<float>(n)) ? static_cast<int64_t>(f) : -n - 1;
-    if (index < 0) index += n;
-    y[i] = (index >= 0 && index < n) ? x[(o * n + index) * inner + in] : NAN;
+    const int64_t index = resolve_index(indices[j], n);
+    y[i] = index >= 0 ? x[(o * n + index) * inner + in] : NAN;
   }
 }
 
@@ -209,6 +214,36 @@ Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& 
   IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(3)}, ops[1].elements, "indices"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(3), v.params(2)}, ops[2].elements, "Y"));
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  return expect_range(v.params(4), v.params(5), static_cast<int64_t>(ops[2].elements), "element");
+}
+
+// GatherGrad, the adjoint of Gather (a scatter-add): dX[o, r, i] = Σ_j [indices[j] = r] dY[o, j, i]
+// for dX elements [begin, end), so vertices own disjoint parts of dX and sum in index order
+// (deterministic). Indices out of range contribute nothing, as they read nothing forwards.
+//   operands: dY, indices, dX;  params: outer, n, inner, count, begin, end
+void run_gather_grad(const PreparedVertex& v) {
+  const int64_t n = v.params[1], inner = v.params[2], count = v.params[3], begin = v.params[4], end = v.params[5];
+  const float* dy = v.f32(0);
+  const float* indices = v.f32(1);
+  float* dx = v.f32(2);
+  std::fill(dx + begin, dx + end, 0.0f);
+  for (int64_t row = begin / inner; row * inner < end; ++row) {
+    const int64_t o = row / n, r = row % n, first = std::max(begin, row * inner), last = std::min(end, (row + 1) * inner);
+    for (int64_t j = 0; j < count; ++j) {
+      if (resolve_index(indices[j], n) != r) continue;
+      const float* source = dy + (o * count + j) * inner;  // dY's row j of outer slice o
+      for (int64_t e = first; e < last; ++e) dx[e] += source[e - row * inner];
+    }
+  }
+}
+
+Status validate_gather_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(3), v.params(2)}, ops[0].elements, "dY"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(3)}, ops[1].elements, "indices"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[2].elements, "dX"));
   if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
   return expect_range(v.params(4), v.params(5), static_cast<int64_t>(ops[2].elements), "element");
 }
@@ -232,6 +267,11 @@ const KernelDef& batch_matmul_kernel() {
 }
 const KernelDef& gather_kernel() {
   static const KernelDef def{Codelet::kGather, run_gather, validate_gather, {4, 5}};
+  return def;
+}
+
+const KernelDef& gather_grad_kernel() {
+  static const KernelDef def{Codelet::kGatherGrad, run_gather_grad, validate_gather_grad, {4, 5}};
   return def;
 }
 

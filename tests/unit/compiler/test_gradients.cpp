@@ -254,6 +254,27 @@ TEST_CASE("gradients of Tile, Expand and Pad (padding and cropping) match finite
   check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
 }
 
+TEST_CASE("gradients of Gather (an embedding with repeated and negative indices, and an activation's axis 1) match finite differences") {
+  // Rows 1 (twice), 4 (as -1) and 3 of a [5, 3] table, added to every sample of x·w1; columns
+  // 5, 0 and 5 again of x·w.
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("table", {5, 3}, wave(15, 0.7f, 0.3f));
+  b.floats("w", {6}, wave(6, 0.8f, 0.5f));
+  b.floats("w1", {6, 12}, wave(72, 0.5f, 0.2f));
+  b.floats("wo", {15, 4}, wave(60, 0.6f, 0.1f));
+  b.ints("rows", {1, -1, 1, 3}).ints("columns", {5, 0, 5}).ints("flat", {12});
+  b.node("Gather", "embed", {"table", "rows"}, {"e"});
+  b.node("Reshape", "embed_flat", {"e", "flat"}, {"ef"});
+  b.node("MatMul", "project", {"x", "w1"}, {"p"});
+  b.node("Add", "shift", {"p", "ef"}, {"s"});
+  b.node("Mul", "xw", {"x", "w"}, {"xw"});
+  OnnxBuilder::int_attr(b.node("Gather", "pick", {"xw", "columns"}, {"c"}), "axis", 1);
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"s", "c"}, {"h"}), "axis", 1);
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"table", "w", "w1", "wo"});
+}
+
 TEST_CASE("a value read by several ops gets the sum of their gradients") {
   // y = x·w + x·w·w: dy/dw sums two paths through the shared w (and the shared product).
   OnnxBuilder b(13);

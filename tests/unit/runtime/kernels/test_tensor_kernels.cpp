@@ -300,4 +300,30 @@ TEST_CASE("tensor kernels: Gather with negative and out-of-range indices") {
   CHECK(validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6}).ok());
 }
 
+TEST_CASE("tensor kernels: GatherGrad sums dY into the rows its indices read") {
+  // X [2, 3] gathered along axis 1 with indices {-1, 0, 2, 7}: dX row r gets every dY column j
+  // whose index names r (2 twice, as -1 and 2); the out-of-range 7 adds nothing.
+  std::vector<float> idx{-1, 0, 2, 7}, dy{1, 2, 3, 4, 10, 20, 30, 40};  // [2, 4]
+  auto reference = [&](int64_t o, int64_t r) {
+    float sum = 0;
+    for (int64_t j = 0; j < 4; ++j) {
+      const int64_t i = static_cast<int64_t>(idx[static_cast<size_t>(j)]);
+      if ((i < 0 ? i + 3 : i) == r) sum += dy[static_cast<size_t>(o * 4 + j)];
+    }
+    return sum;
+  };
+  // Two vertices owning [0, 4) and [4, 6) of dX, each from stale memory: they must overwrite.
+  std::vector<float> dx(6, 99.0f);
+  for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 4}, {4, 6}}) {
+    kernel(Codelet::kGatherGrad).run(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end}));
+  }
+  for (int64_t o = 0; o < 2; ++o) {
+    for (int64_t r = 0; r < 3; ++r) CHECK(dx[static_cast<size_t>(o * 3 + r)] == reference(o, r));
+  }
+  CHECK(dx[2] == 1 + 3);
+  CHECK(validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 6}).ok());
+  CHECK(!validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 7}).ok());  // past dX
+  CHECK(!validate(Codelet::kGatherGrad, {6, 4, 6}, {2, 3, 1, 4, 0, 6}).ok());  // dY too small
+}
+
 }  // namespace
