@@ -60,15 +60,18 @@ StatusOr<int> grad_extremum(GradContext& ctx, const Op& op, int dy_kept, const O
 }
 
 // Sum: dX = dY broadcast over the reduced axes; mean: the same divided by the count; max and
-// min: grad_extremum. Products and arg reductions have no gradient here.
+// min: grad_extremum. Arg reductions are piecewise constant: no gradient flows (as through
+// comparisons). Products have no gradient here.
 Status grad_reduce(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
-  if (dy < 0 || !ctx.needs_gradient(x)) return Status();
   const auto kind = static_cast<ReduceKind>(op.attrs.kind);
+  const bool arg = kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin || kind == ReduceKind::kArgMaxLast ||
+                   kind == ReduceKind::kArgMinLast;
+  if (dy < 0 || !ctx.needs_gradient(x) || arg) return Status();
   const bool extremum = kind == ReduceKind::kMax || kind == ReduceKind::kMin;
   if (kind != ReduceKind::kSum && kind != ReduceKind::kMean && !extremum) {
-    return unsupported("the gradient of a prod or arg reduction is not implemented");
+    return unsupported("the gradient of a product reduction is not implemented");
   }
   const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
   OpAttrs kept;

@@ -208,7 +208,7 @@ TEST_CASE("gradients of Slice (forwards and backwards) and Split match finite di
   check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
 }
 
-TEST_CASE("gradients of ReduceMax and ReduceMin match finite differences") {
+TEST_CASE("gradients of ReduceMax and ReduceMin match finite differences; none flows through ArgMax") {
   // [N, 6] viewed as [N, 2, 3]: the max of each row (axis 2) and the min of each column (axis 1,
   // kept then flattened). The wave values have no ties, where the gradient is not unique.
   OnnxBuilder b(13);
@@ -223,7 +223,12 @@ TEST_CASE("gradients of ReduceMax and ReduceMin match finite differences") {
   OnnxBuilder::int_attr(max, "keepdims", 0);
   OnnxBuilder::ints_attr(b.node("ReduceMin", "col_min", {"g"}, {"cmin"}), "axes", {1});
   b.node("Reshape", "col_flat", {"cmin", "flat"}, {"cmin2"});
-  OnnxBuilder::int_attr(b.node("Concat", "cat", {"rmax", "cmin2"}, {"h"}), "axis", 1);
+  // The index of each column's maximum is piecewise constant: no gradient flows through it.
+  OnnxBuilder::int_attr(b.node("ArgMax", "col_argmax", {"g"}, {"amax"}), "axis", 1);
+  OnnxBuilder::int_attr(b.node("Cast", "amax_float", {"amax"}, {"amaxf"}), "to", onnx::TensorProto::FLOAT);
+  b.node("Reshape", "amax_flat", {"amaxf", "flat"}, {"af"});
+  b.node("Add", "col_shift", {"cmin2", "af"}, {"cs"});
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"rmax", "cs"}, {"h"}), "axis", 1);
   b.node("MatMul", "out", {"h", "wo"}, {"logits"});
   check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
 }
