@@ -147,9 +147,57 @@ std::optional<std::vector<int64_t>> broadcast_axes_of(const Op& op, const std::v
   return repeated;
 }
 
+// A slice with any steps (Slice with |step| > 1): output index j_k reads input index
+// start_k + step_k·j_k. Returns (start, step) per axis; the starts are the offset's mixed-radix
+// digits, unique because a slice starts inside its input.
+struct AxisWalk {
+  int64_t start = 0, step = 1;
+};
+
+std::optional<std::vector<AxisWalk>> strided_slice_walks(const Op& op, const std::vector<int64_t>& in) {
+  if (!op.attrs.lower.empty() || op.attrs.shape.size() != in.size() || op.attrs.offset < 0) return std::nullopt;
+  const std::vector<int64_t> in_strides = row_major_strides(in);
+  std::vector<AxisWalk> walks(in.size());
+  int64_t rest = op.attrs.offset;
+  for (size_t k = 0; k < in.size(); ++k) {
+    walks[k].start = rest / in_strides[k];
+    rest %= in_strides[k];
+    if (op.attrs.shape[k] > 1) {
+      if (op.attrs.strides[k] == 0 || op.attrs.strides[k] % in_strides[k] != 0) return std::nullopt;
+      walks[k].step = op.attrs.strides[k] / in_strides[k];
+    }
+    const int64_t last = walks[k].start + walks[k].step * (op.attrs.shape[k] - 1);
+    if (walks[k].start >= in[k] || last < 0 || last >= in[k]) return std::nullopt;
+  }
+  return walks;
+}
+
+// dX of a strided slice: dY scattered back one axis at a time (GatherGrad by the constant indices
+// the slice read along that axis), innermost first; axes read whole and in order need nothing.
+StatusOr<int> strided_slice_gradient(GradContext& ctx, const Op& op, int dy, const std::vector<int64_t>& in,
+                                     const std::vector<AxisWalk>& walks) {
+  Graph& g = ctx.graph();
+  int dx = dy;
+  std::vector<int64_t> shape = op.attrs.shape;
+  for (size_t k = in.size(); k-- > 0;) {
+    const int64_t n = shape[k];
+    if (n == in[k] && walks[k].start == 0 && (walks[k].step == 1 || n == 1)) continue;
+    const int indices = g.add_value(op.name + "/grad_axis" + std::to_string(k) + "_indices", {DType::kFloat32, {n}},
+                                    Role::kConstant);
+    g.value(indices).stage = op.stage;
+    for (int64_t j = 0; j < n; ++j) g.value(indices).initial.push_back(static_cast<float>(walks[k].start + walks[k].step * j));
+    shape[k] = in[k];
+    OpAttrs attrs;
+    attrs.axis = static_cast<int64_t>(k);
+    attrs.shape = shape;
+    IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kGatherGrad, {dx, indices}, attrs, "/grad_axis" + std::to_string(k)));
+  }
+  return dx;
+}
+
 // Gradients of the invertible forms: a broadcast (Expand, Tile) sums over its repeat axes; a
 // permutation (Transpose) copies back; a slice with steps ±1 or a constant pad puts dY back in
-// place with zeros around. Slices with larger steps need a scatter, which is not implemented.
+// place with zeros around; a slice with larger steps scatters dY back axis by axis.
 Status grad_strided_copy(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
@@ -184,7 +232,12 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
     IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, *back, "/grad"));
     return ctx.add_gradient(x, dx);
   }
-  return unsupported("the gradient of a slice with steps other than 1 and -1 is not implemented");
+  if (auto walks = strided_slice_walks(op, in)) {
+    IPU_ASSIGN_OR_RETURN(int dx, strided_slice_gradient(ctx, op, dy, in, *walks));
+    return ctx.add_gradient(x, dx);
+  }
+  return unsupported("the gradient of this strided copy (neither a broadcast, a permutation, a pad nor a slice) is not "
+                     "implemented");
 }
 
 Status lower_strided_copy(LowerContext& ctx, const Op& op) {

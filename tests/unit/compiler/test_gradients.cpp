@@ -280,6 +280,31 @@ TEST_CASE("gradients of Gather (an embedding with repeated and negative indices,
   check_gradients(b.bytes(), onnx_training_options(), {"table", "w", "w1", "wo"});
 }
 
+TEST_CASE("gradients of Slice with steps beyond 1 (forwards and backwards, on two axes) match finite differences") {
+  // xw [N, 6] viewed as [N, 2, 3]: every other column from 0 (step 2), the columns from the last
+  // backwards by 2, and (of the [N, 6] view) elements 5, 2 (step -3) and 1, 4 (step 3).
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("w", {6}, wave(6, 0.8f, 0.5f));
+  b.floats("wo", {12, 4}, wave(48, 0.6f, 0.1f));
+  b.ints("grid_shape", {-1, 2, 3}).ints("flat4", {-1, 4});
+  b.ints("s0", {0, 0}).ints("e0", {2, 3}).ints("a0", {1, 2}).ints("st0", {1, 2});
+  b.ints("s1", {1, 2}).ints("e1", {-100, -100}).ints("a1", {1, 2}).ints("st1", {-1, -2});
+  b.ints("s2", {5}).ints("e2", {-100}).ints("a2", {1}).ints("st2", {-3});
+  b.ints("s3", {1}).ints("e3", {6}).ints("st3", {3});
+  b.node("Mul", "xw", {"x", "w"}, {"xw"});
+  b.node("Reshape", "grid", {"xw", "grid_shape"}, {"g"});
+  b.node("Slice", "even", {"g", "s0", "e0", "a0", "st0"}, {"even"});
+  b.node("Reshape", "even_flat", {"even", "flat4"}, {"ef"});
+  b.node("Slice", "back", {"g", "s1", "e1", "a1", "st1"}, {"back"});
+  b.node("Reshape", "back_flat", {"back", "flat4"}, {"bf"});
+  b.node("Slice", "thirds_back", {"xw", "s2", "e2", "a2", "st2"}, {"tb"});
+  b.node("Slice", "thirds", {"xw", "s3", "e3", "a2", "st3"}, {"t"});
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"ef", "bf", "tb", "t"}, {"h"}), "axis", 1);
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
+}
+
 TEST_CASE("a value read by several ops gets the sum of their gradients") {
   // y = x·w + x·w·w: dy/dw sums two paths through the shared w (and the shared product).
   OnnxBuilder b(13);
