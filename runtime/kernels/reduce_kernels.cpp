@@ -208,14 +208,22 @@ void run_gather(const PreparedVertex& v) {
   }
 }
 
-Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+// Gather and GatherGrad share one layout: the table [outer, n, inner] and the gathered rows
+// [outer, count, inner], one of them the input (operand 0) and the other the output (operand 2),
+// written for elements [begin, end).
+Status validate_gather_layout(const format::Vertex& v, const std::vector<OperandInfo>& ops, bool writes_table) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[0].elements, "X"));
+  const size_t table = writes_table ? 2 : 0, rows = writes_table ? 0 : 2;
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[table].elements, writes_table ? "dX" : "X"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(3)}, ops[1].elements, "indices"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(3), v.params(2)}, ops[2].elements, "Y"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(3), v.params(2)}, ops[rows].elements, writes_table ? "dY" : "Y"));
   if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
   return expect_range(v.params(4), v.params(5), static_cast<int64_t>(ops[2].elements), "element");
+}
+
+Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  return validate_gather_layout(v, ops, /*writes_table=*/false);
 }
 
 // GatherGrad, the adjoint of Gather (a scatter-add): dX[o, r, i] = Σ_j [indices[j] = r] dY[o, j, i]
@@ -239,13 +247,7 @@ void run_gather_grad(const PreparedVertex& v) {
 }
 
 Status validate_gather_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
-  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(3), v.params(2)}, ops[0].elements, "dY"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(3)}, ops[1].elements, "indices"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[2].elements, "dX"));
-  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
-  return expect_range(v.params(4), v.params(5), static_cast<int64_t>(ops[2].elements), "element");
+  return validate_gather_layout(v, ops, /*writes_table=*/true);
 }
 
 }  // namespace
