@@ -5,8 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
+#include <set>
+
 #include "compiler/frontend/json_nesting.h"
 #include "compiler/frontend/onnx_import.h"
+#include "compiler/frontend/onnx_ops.h"
 #include "runtime/base/sha256.h"
 #include "runtime/data/tensor_proto.h"
 
@@ -30,6 +33,20 @@ std::string deterministic_bytes(const onnx::ModelProto& model) {
   return out;
 }
 
+// Float initializers that some node may fold into compile-time constants: their values shape
+// the program, so they are structure, not weights.
+std::set<std::string> folded_initializers(const onnx::GraphProto& graph) {
+  std::set<std::string> names;
+  for (const auto& node : graph.node()) {
+    const std::vector<int>* folded = folded_float_inputs(node.op_type());
+    if (!folded) continue;
+    for (int index : *folded) {
+      if (index < node.input_size()) names.insert(node.input(index));
+    }
+  }
+  return names;
+}
+
 // Names and values with their lengths, so no two different maps hash alike.
 std::string weights_digest(const std::map<std::string, std::string>& weights) {
   std::string text;
@@ -46,8 +63,9 @@ ModelFingerprint fingerprint_model(std::string_view text, const std::string& pat
     onnx::ModelProto model;
     auto weights = model_weights(text, path);
     if (parse_onnx(text, model) && weights.ok()) {
+      const std::set<std::string> folded = folded_initializers(model.graph());
       for (auto& init : *model.mutable_graph()->mutable_initializer()) {
-        if (init.data_type() != onnx::TensorProto::FLOAT) continue;
+        if (init.data_type() != onnx::TensorProto::FLOAT || folded.count(init.name())) continue;
         init.clear_raw_data();
         init.clear_float_data();
       }

@@ -18,7 +18,9 @@ struct ModelFingerprint {
 };
 
 // ONNX: the ModelProto with the values of its FLOAT initializers removed (names, dims and data
-// types kept), serialized deterministically; the weights are those values. JSON spec: the parsed
+// types kept), serialized deterministically; the weights are those values. Initializers a
+// converter may fold into constants (folded_float_inputs: BatchNormalization's statistics) keep
+// their values: they shape the program. JSON spec: the parsed
 // document re-serialized with sorted keys and no whitespace; a spec holds no weight values (its
 // initializers are seeded functions of the structure), so its weights part is constant. Bytes
 // that parse as neither are hashed whole as structure: the compile then reports the problem.

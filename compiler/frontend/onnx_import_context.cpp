@@ -1,6 +1,7 @@
 // OnnxImportContext: the name tables of one ONNX import and the helpers converters use.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "compiler/frontend/onnx_ops.h"
@@ -95,6 +96,8 @@ const data::NpyArray* OnnxImportContext::constant_input(int index) const {
 }
 
 const data::NpyArray* OnnxImportContext::float_initializer_input(int index) const {
+  const std::vector<int>* folded = folded_float_inputs(m_node->op_type());
+  if (!folded || std::find(folded->begin(), folded->end(), index) == folded->end()) return nullptr;
   auto found = m_initializers.find(input_name(index));
   return found == m_initializers.end() ? nullptr : &found->second;
 }

@@ -44,7 +44,8 @@ class OnnxImportContext {
   // Input `index` if it is a compile-time constant (initializer or Constant output), else null.
   const data::NpyArray* constant_input(int index) const;
   // Input `index` if it is a float initializer not yet made a weight by another node, else null
-  // (for values folded at compile time).
+  // (for values folded at compile time). Only inputs that folded_float_inputs declares for this
+  // node's op type are served: the cache key keeps exactly those values.
   const data::NpyArray* float_initializer_input(int index) const;
   // The same constant as int64 values (from any integer dtype), or an error naming the input.
   StatusOr<std::vector<int64_t>> int_constant_input(int index) const;
@@ -118,6 +119,10 @@ struct OnnxOpDef {
 
 // The entry for `op_type`, or null.
 const OnnxOpDef* find_onnx_op(std::string_view op_type);
+// The inputs of `op_type` whose float initializer values its converter may fold into compile-time
+// constants (BatchNormalization's scale, B, mean and var), or null. Weight values stay out of the
+// cache key, so these must stay in it: model_fingerprint.cpp keeps their values as structure.
+const std::vector<int>* folded_float_inputs(std::string_view op_type);
 // Every entry: the families below, each defined in its own onnx_ops_*.cpp file (core: in
 // onnx_ops.cpp).
 const std::vector<OnnxOpDef>& onnx_ops();

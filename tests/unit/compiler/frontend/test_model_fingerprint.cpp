@@ -24,6 +24,29 @@ OnnxBuilder gemm(float phase, int64_t units = 4) {
   return b;
 }
 
+// x [N, 2, 3, 3] → BatchNormalization (scale, B, mean, var initializers, folded into constants
+// when compiled) → Conv with kernel K → y; `stats` shifts the statistics, `phase` the kernel.
+OnnxBuilder batch_norm_conv(float stats, float phase) {
+  OnnxBuilder b;
+  b.input("x", {2, 3, 3}).output("y");
+  b.floats("scale", {2}, {1.0f, 0.5f}).floats("B", {2}, {0.1f, 0.2f});
+  b.floats("mean", {2}, {stats, -stats}).floats("var", {2}, {1.0f, 2.0f});
+  b.floats("K", {1, 2, 1, 1}, wave(2, 0.5f, phase));
+  b.node("BatchNormalization", "bn", {"x", "scale", "B", "mean", "var"}, {"n"});
+  b.node("Conv", "conv", {"n", "K"}, {"y"});
+  return b;
+}
+
+TEST_CASE("ONNX fingerprint: initializers folded into constants are structure, not weights") {
+  // The compiled program holds BatchNormalization's folded statistics, so other statistics are
+  // another program (a hit would run stale constants); another kernel is only other weights.
+  const auto base = fingerprint_model(batch_norm_conv(0.0f, 0.0f).bytes(), "m.onnx");
+  CHECK(fingerprint_model(batch_norm_conv(0.5f, 0.0f).bytes(), "m.onnx").structure_sha256 != base.structure_sha256);
+  const auto other_kernel = fingerprint_model(batch_norm_conv(0.0f, 1.0f).bytes(), "m.onnx");
+  CHECK(other_kernel.structure_sha256 == base.structure_sha256);
+  CHECK(other_kernel.weights_sha256 != base.weights_sha256);
+}
+
 TEST_CASE("ONNX fingerprint: weight values change the weights digest only") {
   const auto a = fingerprint_model(gemm(0.0f).bytes(), "a.onnx");
   const auto b = fingerprint_model(gemm(1.0f).bytes(), "b.onnx");
