@@ -134,5 +134,7 @@ std::vector<OnnxOpDef> elementwise_onnx_ops();
 std::vector<OnnxOpDef> shape_onnx_ops();
 std::vector<OnnxOpDef> reduce_onnx_ops();
 std::vector<OnnxOpDef> conv_onnx_ops();
+// NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (onnx_ops_loss.cpp).
+std::vector<OnnxOpDef> loss_onnx_ops();
 
 }  // namespace ipu::frontend

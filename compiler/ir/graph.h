@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,7 @@ struct OpAttrs {
   std::vector<int64_t> lower, upper;  // StridedCopy: the box of output indices read (else fill)
   WindowAttrs window;          // Conv, pooling and their gradients
   float epsilon = 0.0f;        // BatchNorm and its gradients
+  std::optional<int64_t> ignore_index;  // NllLoss and its gradient: the target value that contributes nothing
 };
 
 struct Op {

@@ -26,7 +26,9 @@ const OpDef& op_def(OpKind kind) {
                              &conv_op(), &conv_grad_input_op(), &conv_grad_weight_op(), &channel_sum_op(),
                              &channel_affine_op(), &max_pool_op(), &max_pool_grad_op(), &average_pool_op(),
                              &average_pool_grad_op(), &batch_norm_op(), &batch_norm_grad_input_op(),
-                             &batch_norm_grad_scale_op(), &to_channels_last_op(), &to_channels_first_op()}) {
+                             &batch_norm_grad_scale_op(), &to_channels_last_op(), &to_channels_first_op(),
+                             // ONNX losses.
+                             &nll_loss_op(), &nll_loss_grad_op()}) {
       t[static_cast<size_t>(def->kind)] = def;
     }
     for (const OpDef* def : t) {

@@ -91,5 +91,8 @@ const OpDef& batch_norm_grad_input_op();
 const OpDef& batch_norm_grad_scale_op();
 const OpDef& to_channels_last_op();
 const OpDef& to_channels_first_op();
+// ONNX losses.
+const OpDef& nll_loss_op();
+const OpDef& nll_loss_grad_op();
 
 }  // namespace ipu::ir

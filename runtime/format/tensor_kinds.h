@@ -79,6 +79,11 @@ inline constexpr int64_t kReduceKindCount = 9;
 enum class SoftmaxKind : int64_t { kSoftmax = 0, kLogSoftmax = 1 };
 inline constexpr int64_t kSoftmaxKindCount = 2;
 
+// NllLoss and its gradient: how the per-position losses combine. kMean divides the sum by the
+// total class weight of the positions not ignored (ONNX NegativeLogLikelihoodLoss).
+enum class LossReduction : int64_t { kNone = 0, kSum = 1, kMean = 2 };
+inline constexpr int64_t kLossReductionCount = 3;
+
 // Ranks the strided codelets accept.
 inline constexpr int64_t kMaxTensorRank = 8;
 

@@ -112,5 +112,8 @@ const KernelDef& batch_norm_kernel();
 const KernelDef& batch_norm_grad_input_kernel();
 const KernelDef& batch_norm_grad_scale_kernel();
 const KernelDef& channels_layout_kernel();
+// ONNX losses.
+const KernelDef& nll_loss_kernel();
+const KernelDef& nll_loss_grad_kernel();
 
 }  // namespace ipu::kernels

@@ -19,7 +19,9 @@ const KernelDef* find_kernel(uint32_t codelet_id) {
           &conv_kernel(), &conv_grad_input_kernel(), &conv_grad_weight_kernel(), &channel_sum_kernel(),
           &channel_affine_kernel(), &max_pool_kernel(), &max_pool_grad_kernel(), &average_pool_kernel(),
           &average_pool_grad_kernel(), &batch_norm_kernel(), &batch_norm_grad_input_kernel(),
-          &batch_norm_grad_scale_kernel(), &channels_layout_kernel()}) {
+          &batch_norm_grad_scale_kernel(), &channels_layout_kernel(),
+          // ONNX losses.
+          &nll_loss_kernel(), &nll_loss_grad_kernel()}) {
       t[static_cast<uint32_t>(def->codelet)] = def;
     }
     return t;

@@ -28,6 +28,11 @@ test_every_node_test_passes_or_is_unsupported() {
            test_batchnorm_example; do
     grep -qx "pass $t" "$STDOUT" || fail "$t does not pass: $(grep " $t[: ]" "$STDOUT")"
   done
+  # The losses: every NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss test (all float32,
+  # expanded forms included) passes.
+  grep -q '^pass test_nllloss_NCd1d2d3_sum_weight_high_ii$' "$STDOUT" || fail "test_nllloss_NCd1d2d3_sum_weight_high_ii does not pass"
+  grep -q '^pass test_sce_mean_weight_ii_3d_log_prob$' "$STDOUT" || fail "test_sce_mean_weight_ii_3d_log_prob does not pass"
+  ! grep -E '^(fail|unsupported) test_(nllloss|sce)_' "$STDOUT" || fail "a loss test does not pass"
   # Unsupported lines carry a reason.
   ! grep -E '^unsupported [^:]+$' "$STDOUT" || fail "an unsupported test without a reason"
 }

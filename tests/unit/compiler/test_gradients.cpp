@@ -444,5 +444,60 @@ TEST_CASE("gradients of a 1-D Conv match finite differences") {
   check_gradients(b.bytes(), onnx_training_options(), {"w1", "b1", "w3", "b3"}, 12);
 }
 
+// An ONNX loss inside the model: h = x·W1 viewed as scores [N, 3, 2, 2], z = `op_type`(h,
+// targets, class weights) with `reduction`, and logits = (x·W2) ⊙ z, so the training loss
+// depends on z and d loss / d z reaches the loss op as its output gradient. The targets (batch
+// 3) include the ignore index 2 and every class; the class weights are an initializer, which the
+// loss gives no gradient.
+std::string inner_loss_model(const std::string& op_type, const std::string& reduction, bool weights, bool ignore) {
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("w1", {6, 12}, wave(72, 0.6f, 0.2f));
+  b.floats("w2", {6, 4}, wave(24, 0.6f, 0.9f));
+  b.floats("class_weights", {3}, {0.5f, 2.0f, 1.5f});
+  b.ints("scores_shape", {-1, 3, 2, 2});
+  b.ints("logits_shape", {-1, 4});
+  b.ints("targets", {0, 2, 1, 1, 2, 0, 0, 1, 1, 0, 2, 2});
+  auto* targets = b.model().mutable_graph()->mutable_initializer(b.model().graph().initializer_size() - 1);
+  targets->clear_dims();
+  for (int64_t d : {3, 2, 2}) targets->add_dims(d);
+  b.node("MatMul", "scores", {"x", "w1"}, {"h"});
+  b.node("Reshape", "view", {"h", "scores_shape"}, {"h4"});
+  std::vector<std::string> inputs = {"h4", "targets"};
+  if (weights) inputs.push_back("class_weights");
+  auto& loss = b.node(op_type, "inner_loss", inputs, {"z"});
+  OnnxBuilder::string_attr(loss, "reduction", reduction);
+  if (ignore) OnnxBuilder::int_attr(loss, "ignore_index", 2);
+  b.node("MatMul", "l", {"x", "w2"}, {"l"});
+  std::string factor = "z";
+  if (reduction == "none") {
+    b.node("Reshape", "z_rows", {"z", "logits_shape"}, {"z2"});
+    factor = "z2";
+  }
+  b.node("Mul", "scale", {"l", factor}, {"logits"});
+  return b.bytes();
+}
+
+TEST_CASE("gradients of NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss match finite differences") {
+  const auto options = onnx_training_options();
+  const std::vector<std::string> weights = {"w1", "w2"};
+  SUBCASE("SCE mean, class weights, ignore_index") {
+    check_gradients(inner_loss_model("SoftmaxCrossEntropyLoss", "mean", true, true), options, weights);
+  }
+  SUBCASE("SCE sum, ignore_index") {
+    check_gradients(inner_loss_model("SoftmaxCrossEntropyLoss", "sum", false, true), options, weights);
+  }
+  SUBCASE("SCE none, class weights") {
+    check_gradients(inner_loss_model("SoftmaxCrossEntropyLoss", "none", true, false), options, weights);
+  }
+  SUBCASE("NLL mean, class weights, ignore_index") {
+    check_gradients(inner_loss_model("NegativeLogLikelihoodLoss", "mean", true, true), options, weights);
+  }
+  SUBCASE("NLL sum, class weights") {
+    check_gradients(inner_loss_model("NegativeLogLikelihoodLoss", "sum", true, false), options, weights);
+  }
+  SUBCASE("NLL mean") { check_gradients(inner_loss_model("NegativeLogLikelihoodLoss", "mean", false, false), options, weights); }
+}
+
 }  // namespace
 }  // namespace ipu::testing

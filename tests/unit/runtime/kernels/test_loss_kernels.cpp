@@ -1,0 +1,208 @@
+// The loss codelets (ids 70-71) against a plain reference of ONNX NegativeLogLikelihoodLoss and
+// its derivative, and their validators against parameters that would read or write out of range.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "runtime/format/tensor_kinds.h"
+#include "runtime/kernels/kernel.h"
+
+namespace {
+
+using ipu::format::Codelet;
+using ipu::format::LossReduction;
+using ipu::kernels::find_kernel;
+using ipu::kernels::OperandInfo;
+using ipu::kernels::PreparedVertex;
+
+void run(Codelet c, std::vector<float*> operands, std::vector<int64_t> params) {
+  PreparedVertex v;
+  v.codelet = static_cast<uint32_t>(c);
+  for (float* o : operands) v.operands[v.num_operands++] = o;
+  for (int64_t p : params) v.params[v.num_params++] = p;
+  const auto* def = find_kernel(static_cast<uint32_t>(c));
+  REQUIRE(def != nullptr);
+  def->run(v);
+}
+
+ipu::Status validate(Codelet c, std::vector<uint64_t> sizes, std::vector<int64_t> params) {
+  ipu::format::Vertex v;
+  v.set_codelet(static_cast<uint32_t>(c));
+  std::vector<OperandInfo> ops;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    v.add_operands(static_cast<uint32_t>(i));
+    ops.push_back({ipu::format::FLOAT32, sizes[i]});
+  }
+  for (int64_t p : params) v.add_params(p);
+  return find_kernel(static_cast<uint32_t>(c))->validate(v, ops);
+}
+
+struct Case {
+  int64_t N = 2, C = 3, D = 2;
+  LossReduction reduction = LossReduction::kMean;
+  std::optional<int64_t> ignore_index;
+  bool weighted = false;
+
+  std::vector<int64_t> params(int64_t begin, int64_t end) const {
+    return {N, C, D, static_cast<int64_t>(reduction), ignore_index ? 1 : 0, ignore_index.value_or(0), weighted ? 1 : 0,
+            begin, end};
+  }
+};
+
+const std::vector<float> kInput = {-0.1f, -1.2f, -2.3f, -0.4f, -0.5f, -1.6f,   // n = 0: [C=3, D=2]
+                                   -0.7f, -0.8f, -1.9f, -1.0f, -2.1f, -0.2f};  // n = 1
+const std::vector<float> kWeights = {0.5f, 2.0f, 1.5f};
+
+// ONNX's definition, position by position: loss_p = −x[n, t, d]·w[t], 0 where t is ignored.
+std::vector<double> reference_loss(const Case& c, const std::vector<double>& x, const std::vector<float>& t) {
+  std::vector<double> losses;
+  double total = 0, weight_total = 0;
+  for (int64_t n = 0; n < c.N; ++n) {
+    for (int64_t d = 0; d < c.D; ++d) {
+      const auto cls = static_cast<int64_t>(t[static_cast<size_t>(n * c.D + d)]);
+      double loss = 0;
+      if (!(c.ignore_index && cls == *c.ignore_index)) {
+        const double w = c.weighted ? kWeights[static_cast<size_t>(cls)] : 1.0;
+        loss = -x[static_cast<size_t>((n * c.C + cls) * c.D + d)] * w;
+        weight_total += w;
+      }
+      losses.push_back(loss);
+      total += loss;
+    }
+  }
+  if (c.reduction == LossReduction::kSum) return {total};
+  if (c.reduction == LossReduction::kMean) return {total / weight_total};
+  return losses;
+}
+
+std::vector<float> run_loss(const Case& c, std::vector<float> t) {
+  std::vector<float> x = kInput, w = kWeights;
+  std::vector<float> y(c.reduction == LossReduction::kNone ? static_cast<size_t>(c.N * c.D) : 1, -7.0f);
+  std::vector<float*> operands = {x.data(), t.data(), y.data()};
+  if (c.weighted) operands.push_back(w.data());
+  if (c.reduction == LossReduction::kNone) {
+    // Two vertices, as a split over tiles gives.
+    run(Codelet::kNllLoss, operands, c.params(0, 1));
+    run(Codelet::kNllLoss, operands, c.params(1, c.N * c.D));
+  } else {
+    run(Codelet::kNllLoss, operands, c.params(0, c.N * c.D));
+  }
+  return y;
+}
+
+// The reference loss of kInput + h·e_i, for central differences.
+std::vector<double> perturbed_loss(const Case& c, const std::vector<float>& t, size_t i, double h) {
+  std::vector<double> x(kInput.begin(), kInput.end());
+  x[i] += h;
+  return reference_loss(c, x, t);
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    CHECK(std::abs(got[i] - want[i]) <= 1e-5 * (1 + std::abs(want[i])));
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (auto reduction : {LossReduction::kNone, LossReduction::kSum, LossReduction::kMean}) {
+    for (bool weighted : {false, true}) {
+      for (std::optional<int64_t> ii : {std::optional<int64_t>(), std::optional<int64_t>(2), std::optional<int64_t>(-1)}) {
+        Case c;
+        c.reduction = reduction;
+        c.weighted = weighted;
+        c.ignore_index = ii;
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
+TEST_CASE("loss kernels: NllLoss matches the reference for every reduction, weights and ignore_index") {
+  const std::vector<float> targets = {0, 2, 1, -1};
+  for (const Case& c : all_cases()) {
+    CAPTURE(static_cast<int>(c.reduction));
+    CAPTURE(c.weighted);
+    CAPTURE(c.ignore_index.value_or(99));
+    // A target of -1 is only valid as the ignore index; elsewhere use class 1.
+    std::vector<float> t = targets;
+    if (c.ignore_index != -1) t[3] = 1;
+    check_close(run_loss(c, t), reference_loss(c, std::vector<double>(kInput.begin(), kInput.end()), t));
+  }
+}
+
+TEST_CASE("loss kernels: NllLossGrad is the derivative of the reference loss") {
+  const std::vector<float> t = {0, 2, 1, 2};
+  for (const Case& base : all_cases()) {
+    Case c = base;
+    if (c.ignore_index == -1) continue;  // no target is -1 here
+    CAPTURE(static_cast<int>(c.reduction));
+    CAPTURE(c.weighted);
+    CAPTURE(c.ignore_index.value_or(99));
+    const bool none = c.reduction == LossReduction::kNone;
+    std::vector<float> dy = none ? std::vector<float>{0.3f, -1.1f, 0.7f, 2.0f} : std::vector<float>{1.7f};
+    std::vector<float> targets = t, w = kWeights, dx(kInput.size(), -7.0f);
+    std::vector<float*> operands = {targets.data(), dy.data(), dx.data()};
+    if (c.weighted) operands.push_back(w.data());
+    run(Codelet::kNllLossGrad, operands, c.params(0, 1));
+    run(Codelet::kNllLossGrad, operands, c.params(1, c.N));
+    // d(Σ dy·loss)/dx by central differences (the loss is linear in x, so h may be large).
+    const double h = 0.5;
+    std::vector<double> want(kInput.size());
+    for (size_t i = 0; i < kInput.size(); ++i) {
+      const std::vector<double> plus = perturbed_loss(c, t, i, h), minus = perturbed_loss(c, t, i, -h);
+      for (size_t k = 0; k < plus.size(); ++k) want[i] += dy[k] * (plus[k] - minus[k]) / (2 * h);
+    }
+    check_close(dx, want);
+  }
+}
+
+TEST_CASE("loss kernels: a target out of range gives NaN, never a bad read") {
+  Case c;
+  c.reduction = LossReduction::kNone;
+  std::vector<float> y = run_loss(c, {0, 3, 1, -2});
+  CHECK(!std::isnan(y[0]));
+  CHECK(std::isnan(y[1]));
+  CHECK(std::isnan(y[3]));
+  c.reduction = LossReduction::kMean;
+  CHECK(std::isnan(run_loss(c, {0, 1, 1e30f, 2})[0]));
+
+  std::vector<float> targets = {0, 5, 1, 2}, dy = {1}, dx(12);
+  c.reduction = LossReduction::kSum;
+  run(Codelet::kNllLossGrad, {targets.data(), dy.data(), dx.data()}, c.params(0, 2));
+  CHECK(dx[0] == -1.0f);  // n 0, class 0, d 0
+  CHECK(std::isnan(dx[1]));  // every class of n 0, d 1
+  CHECK(std::isnan(dx[5]));
+}
+
+TEST_CASE("loss kernels: validators reject inconsistent sizes and partial reductions") {
+  Case c;
+  c.reduction = LossReduction::kNone;
+  CHECK(validate(Codelet::kNllLoss, {12, 4, 4}, c.params(0, 4)).ok());
+  CHECK(!validate(Codelet::kNllLoss, {12, 4, 4}, c.params(0, 5)).ok());
+  CHECK(!validate(Codelet::kNllLoss, {11, 4, 4}, c.params(0, 4)).ok());
+  CHECK(!validate(Codelet::kNllLoss, {12, 4, 1}, c.params(0, 4)).ok());
+  c.weighted = true;
+  CHECK(validate(Codelet::kNllLoss, {12, 4, 4, 3}, c.params(0, 4)).ok());
+  CHECK(!validate(Codelet::kNllLoss, {12, 4, 4}, c.params(0, 4)).ok());
+  CHECK(!validate(Codelet::kNllLoss, {12, 4, 4, 2}, c.params(0, 4)).ok());
+  c.weighted = false;
+  c.reduction = LossReduction::kMean;
+  CHECK(validate(Codelet::kNllLoss, {12, 4, 1}, c.params(0, 4)).ok());
+  CHECK(!validate(Codelet::kNllLoss, {12, 4, 1}, c.params(1, 4)).ok());
+  std::vector<int64_t> bad = c.params(0, 4);
+  bad[3] = 3;
+  CHECK(!validate(Codelet::kNllLoss, {12, 4, 1}, bad).ok());
+
+  CHECK(validate(Codelet::kNllLossGrad, {4, 1, 12}, c.params(0, 2)).ok());
+  CHECK(!validate(Codelet::kNllLossGrad, {4, 1, 12}, c.params(0, 3)).ok());
+  CHECK(!validate(Codelet::kNllLossGrad, {4, 4, 12}, c.params(0, 2)).ok());
+  CHECK(!validate(Codelet::kNllLossGrad, {4, 1, 10}, c.params(0, 2)).ok());
+}
+
+}  // namespace
