@@ -240,7 +240,7 @@ Status convert_pad(OnnxImportContext& ctx) {
     IPU_ASSIGN_OR_RETURN(pads, ctx.int_constant_input(1));
     if (ctx.has_input(2)) {
       const data::NpyArray* c = ctx.constant_input(2);
-      if (!c) return unsupported("constant_value must be a constant known at compile time");
+      if (!c) return ctx.constant_required(2);
       IPU_ASSIGN_OR_RETURN(std::vector<float> v, data::to_floats(*c, "constant_value"));
       if (v.size() != 1) return invalid_argument("constant_value must be a scalar");
       value = v[0];
@@ -392,7 +392,7 @@ Status convert_range(OnnxImportContext& ctx) {
   const data::NpyArray* arrays[3];
   for (int i = 0; i < 3; ++i) {
     arrays[i] = ctx.constant_input(i);
-    if (!arrays[i]) return unsupported("Range needs constant inputs: its output shape depends on their values");
+    if (!arrays[i]) return ctx.constant_required(i);  // the output's shape depends on the values
   }
   double v[3];
   for (int i = 0; i < 3; ++i) {

@@ -18,7 +18,7 @@ using frontend::OnnxImportOptions;
 const std::string kPath = "models/net.onnx";
 
 StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2, std::vector<int> stages = {}) {
-  return import_onnx(b.bytes(), kPath, OnnxImportOptions{batch, std::move(stages), false});
+  return import_onnx(b.bytes(), kPath, OnnxImportOptions{batch, std::move(stages), false, {}});
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -125,6 +125,16 @@ TEST_CASE("inputs with fixed dims are static, a dynamic first axis is the batch"
   CHECK(imported->outputs[1].batched);
 }
 
+TEST_CASE("an input with a zero dimension is unsupported: empty tensors are") {
+  OnnxBuilder b;
+  b.input("x", {0, 3}, 2).output("y");
+  b.node("Relu", "r", {"x"}, {"y"});
+  auto imported = import(b);
+  REQUIRE(imported.status().code() == StatusCode::kUnsupported);
+  CHECK(contains(imported.status().message(), "input 'x' has shape [2,0,3]; empty tensors are not supported"));
+  CHECK_FALSE(contains(imported.status().message(), "node 'r'"));
+}
+
 TEST_CASE("Reshape takes a constant shape with 0 and -1 and rejects a mismatch") {
   OnnxBuilder b;
   b.input("x", {2, 3}).output("y").ints("shape", {0, -1});
@@ -196,7 +206,7 @@ TEST_CASE("Dropout is the identity for inference and refused for training") {
   auto inference = import(b);
   REQUIRE(inference.ok());
   CHECK(inference->scores() == inference->features());
-  auto training = import_onnx(b.bytes(), kPath, OnnxImportOptions{2, {}, true});
+  auto training = import_onnx(b.bytes(), kPath, OnnxImportOptions{2, {}, true, {}});
   REQUIRE_FALSE(training.ok());
   CHECK(training.status().code() == StatusCode::kUnsupported);
   CHECK(contains(training.status().message(), "node 'd' (Dropout): Dropout is implemented for inference only"));

@@ -16,7 +16,7 @@ using frontend::import_onnx;
 using frontend::OnnxImportOptions;
 
 StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2) {
-  return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{batch, {}, false});
+  return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{batch, {}, false, {}});
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
