@@ -212,6 +212,34 @@ TEST_CASE("Dropout is the identity for inference and refused for training") {
   CHECK(contains(training.status().message(), "node 'd' (Dropout): Dropout is implemented for inference only"));
 }
 
+// training_mode true is deterministic only with ratio 0; the mask is then all ones.
+TEST_CASE("Dropout in training mode: ratio 0 is the identity with a mask of ones, other ratios are refused") {
+  auto model = [](float ratio) {
+    OnnxBuilder b(13);
+    b.input("x", {3}).output("y").output("mask");
+    b.floats("ratio", {}, {ratio});
+    auto* mode = b.model().mutable_graph()->add_initializer();
+    mode->set_name("training_mode");
+    mode->set_data_type(onnx::TensorProto::BOOL);
+    mode->add_int32_data(1);
+    b.node("Dropout", "d", {"x", "ratio", "training_mode"}, {"y", "mask"});
+    b.model().mutable_graph()->mutable_output(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::BOOL);
+    return b;
+  };
+  auto zero = import(model(0.0f));
+  INFO(zero.status().message());
+  REQUIRE(zero.ok());
+  CHECK(zero->outputs[0].value == zero->features());
+  CHECK(zero->outputs[1].dtype == "b1");
+  const auto& mask = zero->graph.value(zero->outputs[1].value);
+  CHECK(mask.type.shape == std::vector<int64_t>{2, 3});
+  CHECK(mask.initial == std::vector<float>(6, 1.0f));
+  auto random = import(model(0.5f));
+  CHECK(random.status().code() == StatusCode::kUnsupported);
+  CHECK(contains(random.status().message(), "draws a random mask"));
+}
+
 TEST_CASE("looks_like_onnx goes by the extension, then by the content") {
   CHECK(frontend::looks_like_onnx("{", "m.onnx"));
   CHECK_FALSE(frontend::looks_like_onnx("\x08\x07", "m.json"));
