@@ -240,6 +240,32 @@ TEST_CASE("Dropout in training mode: ratio 0 is the identity with a mask of ones
   CHECK(contains(random.status().message(), "draws a random mask"));
 }
 
+// [N, C, D, H, W] pools over (H, W) on [N, C*D, H, W], then over D (separable, onnx_ops_conv.cpp).
+TEST_CASE("3-D pooling is a pool over (H, W) then one over D, with ONNX's output shape") {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    CAPTURE(op);
+    OnnxBuilder b;
+    b.input("x", {2, 5, 6, 7}, 1).output("y");
+    auto& node = b.node(op, "pool", {"x"}, {"y"});
+    OnnxBuilder::ints_attr(node, "kernel_shape", {3, 2, 2});
+    OnnxBuilder::ints_attr(node, "strides", {2, 1, 2});
+    OnnxBuilder::ints_attr(node, "pads", {1, 0, 1, 1, 0, 0});
+    auto imported = import(b);
+    INFO(imported.status().message());
+    REQUIRE(imported.ok());
+    const auto& g = imported->graph;
+    // D: (5 + 2 - 3) / 2 + 1 = 3; H: (6 - 2) + 1 = 5; W: (7 + 1 - 2) / 2 + 1 = 4.
+    CHECK(g.value(imported->scores()).type.shape == std::vector<int64_t>{1, 2, 3, 5, 4});
+    std::vector<std::vector<int64_t>> pool_inputs;
+    for (const auto& o : g.ops()) {
+      if (o.kind == ir::OpKind::kMaxPool || o.kind == ir::OpKind::kAveragePool) {
+        pool_inputs.push_back(g.value(o.inputs[0]).type.shape);
+      }
+    }
+    CHECK(pool_inputs == std::vector<std::vector<int64_t>>{{1, 10, 6, 7}, {1, 2, 5, 20}});
+  }
+}
+
 TEST_CASE("looks_like_onnx goes by the extension, then by the content") {
   CHECK(frontend::looks_like_onnx("{", "m.onnx"));
   CHECK_FALSE(frontend::looks_like_onnx("\x08\x07", "m.json"));
