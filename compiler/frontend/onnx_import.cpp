@@ -238,7 +238,13 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
     }
   }
   for (int64_t d : shape) {
-    if (d == 0) return unsupported(where + " has shape " + shape_text(shape) + "; empty tensors are not supported");
+    if (d == 0) {
+      // Only a constant may be empty (an empty axes list, say); worded like
+      // OnnxImportContext::constant_required, which scripts/conformance.sh recognises.
+      return unsupported("graph input '" + in.name() + "' must be a compile-time constant: it has shape " +
+                         shape_text(shape) + " and empty tensors cannot be runtime inputs; bind it with "
+                         "--constant-input " + in.name() + "=FILE");
+    }
   }
   int64_t elements = 1;
   for (int64_t d : shape) {

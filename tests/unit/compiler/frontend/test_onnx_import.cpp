@@ -125,13 +125,15 @@ TEST_CASE("inputs with fixed dims are static, a dynamic first axis is the batch"
   CHECK(imported->outputs[1].batched);
 }
 
-TEST_CASE("an input with a zero dimension is unsupported: empty tensors are") {
+TEST_CASE("an input with a zero dimension must be bound: empty tensors cannot be runtime inputs") {
   OnnxBuilder b;
   b.input("x", {0, 3}, 2).output("y");
   b.node("Relu", "r", {"x"}, {"y"});
   auto imported = import(b);
   REQUIRE(imported.status().code() == StatusCode::kUnsupported);
-  CHECK(contains(imported.status().message(), "input 'x' has shape [2,0,3]; empty tensors are not supported"));
+  CHECK(contains(imported.status().message(),
+                 "graph input 'x' must be a compile-time constant: it has shape [2,0,3] and empty tensors cannot be "
+                 "runtime inputs; bind it with --constant-input x=FILE"));
   CHECK_FALSE(contains(imported.status().message(), "node 'r'"));
 }
 
