@@ -62,7 +62,9 @@ int run_cache_explain(cache::LocalStore& store, const std::string& target, const
   if (names_a_model(target)) {
     auto text = read_file(target);
     if (!text.ok()) return fail(kTool, text.status());
-    requested = make_manifest(to_compile_options(compile, target, "train"), *text, frontend::fingerprint_model(*text, target));
+    auto options = to_compile_options(compile, target, "train");
+    if (!options.ok()) return fail(kTool, options.status());
+    requested = make_manifest(*options, *text, frontend::fingerprint_model(*text, target));
   } else {
     auto found = store.load_by_key(target, /*touch_entry=*/false);
     if (!found.ok()) {

@@ -10,6 +10,7 @@
 #include "cache/local_store.h"
 #include "cache/remote_store.h"
 #include "cli/compiler_identity.h"
+#include "cli/tensor_file.h"
 #include "compiler/frontend/model_fingerprint.h"
 #include "runtime/base/file_io.h"
 #include "runtime/format/executable_file.h"
@@ -214,8 +215,8 @@ class RemoteSession {
 
 }  // namespace
 
-compiler::CompileOptions to_compile_options(const CompileFlags& f, const std::string& model_path,
-                                            const std::string& default_mode) {
+StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, const std::string& model_path,
+                                                      const std::string& default_mode) {
   compiler::CompileOptions o;
   o.model_path = model_path;
   o.arch = f.arch;
@@ -235,6 +236,22 @@ compiler::CompileOptions to_compile_options(const CompileFlags& f, const std::st
   if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
   if (f.momentum >= 0) o.momentum = f.momentum;
   o.stage_assignment = f.stage_assignment;
+  for (const std::string& binding : f.constant_inputs) {
+    // The flag's check guarantees NAME=FILE; a name never holds '=', a path may.
+    const size_t eq = binding.find('=');
+    const std::string name = binding.substr(0, eq);
+    const std::string file = binding.substr(eq + 1);
+    const std::string where = "--constant-input " + binding;
+    if (o.constant_inputs.count(name)) return invalid_argument(where + ": input '" + name + "' is bound twice");
+    StatusOr<data::NpyArray> value = read_tensor_file(file);
+    if (!value.ok()) {
+      // A malformed file is the user's input, not a corrupt executable (DataLoss's exit code).
+      const Status& s = value.status();
+      const Status status = s.code() == StatusCode::kDataLoss ? invalid_argument(s.message()) : s;
+      return status.with_context(where);
+    }
+    o.constant_inputs[name] = frontend::ConstantInput{std::move(*value), file};
+  }
   return o;
 }
 

@@ -17,8 +17,11 @@
 namespace ipu::cli {
 
 // The compiler options of `flags` for `model_path`; `default_mode` when flags.mode is empty.
-compiler::CompileOptions to_compile_options(const CompileFlags& flags, const std::string& model_path,
-                                            const std::string& default_mode);
+// Reads the --constant-input files; errors name the flag, the input and the file: NotFound /
+// IoError (the file cannot be read), InvalidArgument (a name given twice, content that is not a
+// tensor), Unsupported (a tensor type ipucc does not read).
+StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& flags, const std::string& model_path,
+                                                      const std::string& default_mode);
 
 // Every input that changes the compiled program (docs/cache.md): its key is the cache key. The
 // model's weight values are not among them: a hit whose executable holds other values gets the

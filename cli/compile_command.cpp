@@ -67,7 +67,9 @@ void print_plan(const format::Executable& exe) {
 
 int run_compile(const CompileCommandFlags& flags) {
   CachedCompileRequest request;
-  request.options = to_compile_options(flags.compile, flags.model, "train");
+  StatusOr<compiler::CompileOptions> options = to_compile_options(flags.compile, flags.model, "train");
+  if (!options.ok()) return fail(kTool, options.status());
+  request.options = std::move(*options);
   request.cache_dir = flags.cache.cache_dir;
   request.use_cache = !flags.cache.no_cache;
   request.force = flags.force;

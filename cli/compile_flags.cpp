@@ -40,6 +40,17 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--momentum", f.momentum, "SGD momentum (overrides the spec)")->check(CLI::Range(0.0, 0.999999)));
   keep(cmd->add_option("--stage-assignment", f.stage_assignment, "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));
+  const CLI::Validator name_equals_file(
+      [](std::string& value) {
+        const size_t eq = value.find('=');
+        return eq == std::string::npos || eq == 0 || eq + 1 == value.size() ? "expected NAME=FILE, got '" + value + "'"
+                                                                            : std::string();
+      },
+      "NAME=FILE");
+  keep(cmd->add_option("--constant-input", f.constant_inputs,
+                       "ONNX: bind graph input NAME to the tensor in FILE (.npy, or an ONNX TensorProto .pb) at compile "
+                       "time; it becomes a constant and is no longer an input of the executable (repeatable)")
+           ->check(name_equals_file));
   return added;
 }
 

@@ -31,6 +31,7 @@ struct CompileFlags {
   float learning_rate = 0;  // 0: the spec's
   float momentum = -1;      // negative: the spec's
   std::vector<int> stage_assignment;
+  std::vector<std::string> constant_inputs;  // NAME=FILE, each checked for that form by CLI11
 };
 
 // How a compile uses the cache.

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 
+#include "cli/tensor_file.h"
 #include "runtime/base/file_io.h"
 #include "runtime/data/tensor_proto.h"
 
@@ -11,10 +12,6 @@ namespace {
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-StatusOr<data::NpyArray> read_array(const std::string& path) {
-  return has_suffix(path, ".pb") ? data::read_tensor_proto_file(path) : data::read_npy(path);
 }
 
 std::string input_names(const format::Executable& exe) {
@@ -55,7 +52,7 @@ StatusOr<std::vector<data::NpyArray>> read_inputs(const std::vector<std::string>
   std::vector<data::NpyArray> arrays;
   for (size_t i = 0; i < n; ++i) {
     if (!path_of[i]) return invalid_argument("no --input for the model's input '" + exe.inputs(static_cast<int>(i)).name() + "'");
-    IPU_ASSIGN_OR_RETURN(data::NpyArray array, read_array(*path_of[i]));
+    IPU_ASSIGN_OR_RETURN(data::NpyArray array, read_tensor_file(*path_of[i]));
     arrays.push_back(std::move(array));
   }
   return arrays;

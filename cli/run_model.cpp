@@ -9,7 +9,7 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
                                                   const std::string& default_mode,
                                                   const std::function<void(const std::string&)>& warn) {
   CachedCompileRequest request;
-  request.options = to_compile_options(flags, model, default_mode);
+  IPU_ASSIGN_OR_RETURN(request.options, to_compile_options(flags, model, default_mode));
   request.cache_dir = cache.cache_dir;
   request.use_cache = !cache.no_cache;
   request.max_size = max_size;

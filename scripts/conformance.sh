@@ -4,6 +4,10 @@
 # every output with ONNX's default tolerances (rtol 1e-3, atol 1e-7) using compare_tensors.
 # Prints one line per test (pass / fail with the max error / unsupported with the reason) and a
 # summary `N passed, N failed, N unsupported`. Exit 1 if any test fails, crashes or times out.
+# Shape parameters that a node test feeds as graph inputs (Reshape's shape, ReduceSum's axes, ...)
+# must be constant for ipucc: when compile names a "graph input 'X' must be a compile-time
+# constant", compile runs again with `--constant-input X=input_K.pb` (K: the file holding X), and
+# ipurun gets only the other inputs.
 #
 #   bash scripts/conformance.sh [NAME_REGEX]        # after scripts/build.sh
 # Environment: IPUCC, IPURUN, COMPARE_TENSORS (default build/...), CONFORMANCE_JOBS (default nproc),
@@ -26,13 +30,62 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ipucc-conformance.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # One test: prints "pass NAME", "fail NAME: why" or "unsupported NAME: why".
+# The name field (8) of a serialized TensorProto, or "" (protobuf wire format; no onnx module).
+tensor_proto_name() {
+  python3 - "$1" <<'PY'
+import sys
+b = open(sys.argv[1], "rb").read()
+def varint(i):
+    v = shift = 0
+    while True:
+        c = b[i]; i += 1; v |= (c & 0x7F) << shift; shift += 7
+        if c < 0x80: return v, i
+i = 0
+while i < len(b):
+    key, i = varint(i)
+    field, wire = key >> 3, key & 7
+    if wire == 0: _, i = varint(i)
+    elif wire == 1: i += 8
+    elif wire == 5: i += 4
+    elif wire == 2:
+        n, i = varint(i)
+        if field == 8:
+            print(b[i:i + n].decode()); break
+        i += n
+    else: break
+PY
+}
+export -f tensor_proto_name
+
 run_one() {
   local dir=$1 name
   name=$(basename "$dir")
-  local w=$WORK/$name rc=0
+  local w=$WORK/$name rc=0 data=$dir/test_data_set_0
   mkdir -p "$w"
-  timeout "$CONFORMANCE_TIMEOUT" "$IPUCC" compile "$dir/model.onnx" --mode infer --no-cache -o "$w/exe" \
-    > "$w/compile.out" 2> "$w/compile.err" || rc=$?
+  # Input names of the test data (input_K.pb holds the model's K-th graph input).
+  local pb_names=() i=0
+  while [[ -f $data/input_$i.pb ]]; do pb_names+=("$(tensor_proto_name "$data/input_$i.pb")"); i=$((i + 1)); done
+  # Compile; while it names graph inputs that must be constant and are not bound yet, bind them.
+  local bound=() bind_flags=()
+  while true; do
+    rc=0
+    timeout "$CONFORMANCE_TIMEOUT" "$IPUCC" compile "$dir/model.onnx" --mode infer --no-cache -o "$w/exe" \
+      "${bind_flags[@]}" > "$w/compile.out" 2> "$w/compile.err" || rc=$?
+    ((rc == 4)) || break
+    local wanted new=0
+    mapfile -t wanted < <(sed -nE "s/.*graph input '([^']+)' must be a compile-time constant.*/\1/p" "$w/compile.err")
+    for n in "${wanted[@]}"; do
+      [[ " ${bound[*]} " == *" $n "* ]] && continue
+      for ((i = 0; i < ${#pb_names[@]}; i++)); do
+        if [[ ${pb_names[$i]} == "$n" ]]; then
+          bound+=("$n")
+          bind_flags+=(--constant-input "$n=$data/input_$i.pb")
+          new=1
+        fi
+      done
+    done
+    ((new)) || break
+  done
   if ((rc == 4)); then
     echo "unsupported $name: $(sed -n '1s/^ipucc: error: //p' "$w/compile.err" | sed "s|$dir/||g")"
     return
@@ -40,8 +93,10 @@ run_one() {
     echo "fail $name: ipucc exit $rc: $(head -c 300 "$w/compile.err" | tr '\n' ' ' | sed "s|$dir/||g")"
     return
   fi
-  local data=$dir/test_data_set_0 inputs=() i=0
-  while [[ -f $data/input_$i.pb ]]; do inputs+=(--input "$data/input_$i.pb"); i=$((i + 1)); done
+  local inputs=()
+  for ((i = 0; i < ${#pb_names[@]}; i++)); do
+    [[ " ${bound[*]} " == *" ${pb_names[$i]} "* ]] || inputs+=(--input "$data/input_$i.pb")
+  done
   rc=0
   timeout "$CONFORMANCE_TIMEOUT" "$IPURUN" predict "$w/exe" "${inputs[@]}" --output-dir "$w/out" --json \
     > "$w/run.json" 2> "$w/run.err" || rc=$?

@@ -9,6 +9,7 @@
 #include "compiler/passes/pipeline_schedule.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
+#include "runtime/base/sha256.h"
 #include "runtime/format/executable_file.h"
 
 namespace ipu::compiler {
@@ -23,6 +24,20 @@ std::string float_key(float value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%a", static_cast<double>(value));
   return buffer;
+}
+
+// Each bound input as NAME=DTYPE[SHAPE]:SHA256(bytes), names length-prefixed so no two binding
+// sets give one text; "none" without any. The file a value came from is not part of it.
+std::string constant_inputs_key(const std::map<std::string, frontend::ConstantInput>& inputs) {
+  if (inputs.empty()) return "none";
+  std::string out;
+  for (const auto& [name, bound] : inputs) {
+    std::string dims;
+    for (int64_t d : bound.value.shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    out += (out.empty() ? "" : ";") + std::to_string(name.size()) + ":" + name + "=" + bound.value.dtype + "[" + dims +
+           "]:" + sha256_hex(bound.value.data);
+  }
+  return out;
 }
 
 Status validate_options(const CompileOptions& o) {
@@ -91,10 +106,14 @@ StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& 
       return invalid_argument(options.model_path + ": an ONNX model has no loss; give --loss "
                               "sparse_categorical_crossentropy to train it, or --mode infer");
     }
-    frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain};
+    frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain,
+                                       options.constant_inputs};
     IPU_ASSIGN_OR_RETURN(model.forward, frontend::import_onnx(model_text, options.model_path, import));
     training = onnx_training();
   } else {
+    if (!options.constant_inputs.empty()) {
+      return invalid_argument(options.model_path + ": --constant-input applies to ONNX models only");
+    }
     IPU_ASSIGN_OR_RETURN(frontend::ModelSpec spec, frontend::parse_graph_spec(model_text, options.model_path));
     if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(frontend::apply_stage_assignment(spec, options.stage_assignment));
     IPU_ASSIGN_OR_RETURN(model.forward, frontend::build_forward_graph(spec, options.batch_size, options.mode == Mode::kTrain));
@@ -145,6 +164,7 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const std::stri
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
   out.emplace_back("schedule", o.schedule);
   out.emplace_back("recompute", o.recompute ? "1" : "0");
+  out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
   return out;
 }
 

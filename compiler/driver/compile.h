@@ -2,11 +2,13 @@
 // command line or the cache; cli/ maps flags to CompileOptions and stores the result.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "compiler/frontend/onnx_import.h"
 #include "compiler/passes/memory_plan.h"
 #include "runtime/format/executable.pb.h"
 
@@ -32,6 +34,8 @@ struct CompileOptions {
   std::vector<int> stage_assignment;   // overrides the spec's stages when non-empty
   std::string schedule = "grouped";    // pipeline schedule: grouped, interleaved, sequential
   bool recompute = false;              // pipelines: recompute activations instead of stashing them
+  // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
+  std::map<std::string, frontend::ConstantInput> constant_inputs;
 };
 
 // Every option that changes the compiled program, as (name, canonical value) pairs, for the

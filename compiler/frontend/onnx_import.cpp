@@ -4,6 +4,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <limits>
+#include <string_view>
+#include <utility>
 #include <map>
 #include <set>
 
@@ -235,6 +237,15 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
                          std::to_string(axis) + "; only the batch axis may be dynamic");
     }
   }
+  for (int64_t d : shape) {
+    if (d == 0) {
+      // Only a constant may be empty (an empty axes list, say); worded like
+      // OnnxImportContext::constant_required, which scripts/conformance.sh recognises.
+      return unsupported("graph input '" + in.name() + "' must be a compile-time constant: it has shape " +
+                         shape_text(shape) + " and empty tensors cannot be runtime inputs; bind it with "
+                         "--constant-input " + in.name() + "=FILE");
+    }
+  }
   int64_t elements = 1;
   for (int64_t d : shape) {
     if (d > 0 && elements > kMaxInputElements / d) {
@@ -244,6 +255,61 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
   }
   io.value = graph.add_value(in.name(), {ir::DType::kFloat32, shape}, ir::Role::kInput);
   return io;
+}
+
+// The ONNX element types a bound constant may hold (those of integer initializers, plus FLOAT)
+// and their npy codes.
+constexpr std::pair<int, std::string_view> kConstantTypes[] = {
+    {onnx::TensorProto::FLOAT, "f4"},  {onnx::TensorProto::INT8, "i1"},   {onnx::TensorProto::INT16, "i2"},
+    {onnx::TensorProto::INT32, "i4"},  {onnx::TensorProto::INT64, "i8"},  {onnx::TensorProto::UINT8, "u1"},
+    {onnx::TensorProto::UINT16, "u2"}, {onnx::TensorProto::UINT32, "u4"}, {onnx::TensorProto::UINT64, "u8"},
+    {onnx::TensorProto::BOOL, "b1"},
+};
+
+std::string constant_dtype(int elem_type) {
+  for (const auto& [type, code] : kConstantTypes) {
+    if (type == elem_type) return std::string(code);
+  }
+  return "";
+}
+
+// "INT32" for "i4"; the code itself for a type no constant may have ("f8").
+std::string constant_type_name(const std::string& code) {
+  for (const auto& [type, c] : kConstantTypes) {
+    if (c == code) return element_type_name(type);
+  }
+  return code;
+}
+
+// Checks a --constant-input value against the graph input it binds: the same element type, the
+// same rank, and every fixed dimension equal (a symbolic one takes the value's size).
+Status check_constant_input(const onnx::ValueInfoProto& in, const ConstantInput& bound) {
+  const std::string where = "input '" + in.name() + "' bound by --constant-input to " + bound.source;
+  if (!in.type().has_tensor_type()) return invalid_argument(where + ": the input is not a tensor");
+  const auto& tensor = in.type().tensor_type();
+  const std::string dtype = constant_dtype(tensor.elem_type());
+  if (dtype.empty()) {
+    return unsupported(where + ": the input has element type " + element_type_name(tensor.elem_type()) +
+                       "; constant inputs may be FLOAT, integers or BOOL");
+  }
+  std::vector<int64_t> declared;
+  bool matches = bound.value.dtype == dtype;
+  if (tensor.has_shape()) {
+    matches = matches && tensor.shape().dim_size() == static_cast<int>(bound.value.shape.size());
+    for (int axis = 0; axis < tensor.shape().dim_size(); ++axis) {
+      const auto& dim = tensor.shape().dim(axis);
+      declared.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+      if (matches && dim.has_dim_value() && dim.dim_value() != bound.value.shape[static_cast<size_t>(axis)]) {
+        matches = false;
+      }
+    }
+  }
+  if (matches) return Status();
+  std::string declared_text = tensor.has_shape() ? shape_text(declared) : "of any shape";
+  if (declared_text.find("-1") != std::string::npos) declared_text += " (-1: any size)";
+  return invalid_argument(where + ": the value is " + constant_type_name(bound.value.dtype) + " " +
+                          shape_text(bound.value.shape) + ", the input is " + element_type_name(tensor.elem_type()) +
+                          " " + declared_text);
 }
 
 // Whether a graph output is split over steps like the batched inputs: by its declared first
@@ -261,7 +327,7 @@ bool output_is_batched(const onnx::ValueInfoProto& out, const std::vector<int64_
 // Imports one node. A node whose input failed to import earlier is skipped silently (OK): its
 // producer's problem was reported.
 Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stage, int opset,
-                   const std::set<std::string>& initializer_names, const std::map<std::string, int>& stage_of_output) {
+                   const std::set<std::string>& declared_names, const std::map<std::string, int>& stage_of_output) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return unsupported("domain '" + node.domain() + "' is not supported");
   }
@@ -279,7 +345,7 @@ Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stag
                               std::to_string(from->second));
     }
     if (ctx.is_known(name)) continue;
-    if (from == stage_of_output.end() && !initializer_names.count(name)) {
+    if (from == stage_of_output.end() && !declared_names.count(name)) {
       return invalid_argument("input '" + name + "' is not a graph input, an initializer or the output of an earlier node");
     }
     inputs_ready = false;
@@ -338,8 +404,23 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     problems.add("", unsupported("sparse initializer '" + sparse.values().name() + "' is not supported"));
   }
 
+  // Initializers and graph inputs, imported or not: a node reading one that failed to import is
+  // skipped, its problem having been reported.
+  std::set<std::string> declared_names = initializer_names;
+  std::set<std::string> bound_names;
   for (const auto& in : g.input()) {
     if (initializer_names.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
+    declared_names.insert(in.name());
+    if (auto bound = options.constant_inputs.find(in.name()); bound != options.constant_inputs.end()) {
+      bound_names.insert(in.name());
+      Status checked = check_constant_input(in, bound->second);
+      if (checked.ok()) {
+        ctx.add_constant(in.name(), bound->second.value);
+      } else {
+        problems.add("", checked);
+      }
+      continue;
+    }
     StatusOr<ModelIo> io = add_graph_input(result.graph, in, options.batch_size);
     if (!io.ok()) {
       problems.add("", io.status());
@@ -348,14 +429,27 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     ctx.bind(io->name, io->value, io->dtype);
     result.inputs.push_back(std::move(*io));
   }
-  if (result.inputs.empty() && problems.empty()) problems.add("", unsupported("the graph has no inputs"));
+  for (const auto& [name, bound] : options.constant_inputs) {
+    if (bound_names.count(name)) continue;
+    std::string inputs;
+    for (const auto& in : g.input()) {
+      if (!initializer_names.count(in.name())) inputs += (inputs.empty() ? "'" : ", '") + in.name() + "'";
+    }
+    problems.add("", invalid_argument("--constant-input " + name + "=" + bound.source + ": the model has no graph input '" +
+                                      name + "' (its inputs: " + (inputs.empty() ? "none" : inputs) + ")"));
+  }
+  if (result.inputs.empty() && problems.empty()) {
+    problems.add("", unsupported(bound_names.empty() ? "the graph has no inputs"
+                                                     : "every graph input is bound by --constant-input; at least one "
+                                                       "must remain a runtime input"));
+  }
 
   const std::vector<int> stages = node_stages(g, options, problems, result.num_stages);
   std::map<std::string, int> stage_of_output;
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& node = g.node(i);
     const int stage = stages[static_cast<size_t>(i)];
-    Status status = import_node(ctx, node, stage, opset, initializer_names, stage_of_output);
+    Status status = import_node(ctx, node, stage, opset, declared_names, stage_of_output);
     if (!status.ok()) problems.add(node_label(node, i), status);
     // Registered even when the node failed, so its consumers are skipped rather than reported.
     for (const std::string& name : node.output()) stage_of_output[name] = stage;

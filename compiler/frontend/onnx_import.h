@@ -7,22 +7,33 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "compiler/frontend/forward_graph.h"
 #include "runtime/base/status.h"
+#include "runtime/data/npy.h"
 
 namespace ipu::frontend {
+
+// A graph input bound to a value at compile time (`--constant-input NAME=FILE`): it is imported
+// as a constant, like an integer initializer, and is no longer an input of the executable.
+struct ConstantInput {
+  data::NpyArray value;  // dtype and shape must match the input's declaration
+  std::string source;    // the file it came from, for messages
+};
 
 struct OnnxImportOptions {
   int64_t batch_size = 1;
   std::vector<int> stage_assignment;  // per node, in node order; overrides the attributes
   bool training = false;              // ops whose training semantics differ are refused
+  std::map<std::string, ConstantInput> constant_inputs;  // by graph input name
 };
 
-// Errors: InvalidArgument (not an ONNX model, malformed graph, bad stages, wrong shapes; every
+// Errors: InvalidArgument (not an ONNX model, malformed graph, bad stages, wrong shapes, a
+// constant input that names no graph input or whose value does not match its declaration; every
 // problem listed, each naming the file and the node), Unsupported (ops, opset versions,
 // attributes or types ipucc does not implement; every offending node listed).
 StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options);

@@ -105,15 +105,23 @@ const data::NpyArray* OnnxImportContext::float_initializer_input(int index) cons
 StatusOr<std::vector<int64_t>> OnnxImportContext::int_constant_input(int index) const {
   const data::NpyArray* array = constant_input(index);
   const std::string& name = input_name(index);
-  if (!array) {
-    return unsupported("input '" + name + "' must be a constant known at compile time (an initializer or a Constant)");
-  }
+  if (!array) return constant_required(index);
   if (array->dtype.empty() || (array->dtype[0] != 'i' && array->dtype[0] != 'u')) {
     return invalid_argument("input '" + name + "' must hold integers, it holds dtype '" + array->dtype + "'");
   }
   std::vector<int64_t> out(array->element_count());
   for (size_t i = 0; i < out.size(); ++i) out[i] = int_element(*array, i);
   return out;
+}
+
+Status OnnxImportContext::constant_required(int index) const {
+  const std::string& name = input_name(index);
+  auto value = m_values.find(name);
+  if (value != m_values.end() && m_graph.value(value->second).role == ir::Role::kInput) {
+    return unsupported("graph input '" + name + "' must be a compile-time constant: bind it with --constant-input " +
+                       name + "=FILE");
+  }
+  return unsupported("input '" + name + "' must be a constant known at compile time (an initializer or a Constant)");
 }
 
 void OnnxImportContext::set_output(int index, int value, const std::string& dtype) {

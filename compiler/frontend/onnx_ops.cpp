@@ -34,17 +34,50 @@ Status convert_identity(OnnxImportContext& ctx) {
   return Status();
 }
 
-// Inference semantics only: the identity, which is what ONNX defines when training_mode is off.
+// The deterministic cases only: training_mode false (the default), or training_mode true with
+// ratio 0, both the identity with a mask of all ones. A positive ratio in training mode draws a
+// random mask, which ipucc does not reproduce, so it is refused.
 Status convert_dropout(OnnxImportContext& ctx) {
   if (ctx.training()) return unsupported("Dropout is implemented for inference only (compile with --mode infer)");
-  if (ctx.node().output_size() > 1 && !ctx.node().output(1).empty()) {
-    return unsupported("the mask output of Dropout is not supported");
-  }
   if (ctx.has_input(2)) {
     const data::NpyArray* mode = ctx.constant_input(2);
-    if (!mode || mode->element_count() != 1 || mode->data[0] != 0) {
-      return unsupported("Dropout with training_mode other than a constant false is not supported");
+    if (!mode) return ctx.constant_required(2);
+    if (mode->element_count() != 1) return invalid_argument("training_mode must be a scalar");
+    if (mode->data.find_first_not_of('\0') != std::string::npos) {
+      float ratio = 0.5f;  // ONNX's default
+      if (ctx.has_input(1)) {
+        const data::NpyArray* given = ctx.constant_input(1);
+        if (!given) given = ctx.float_initializer_input(1);
+        if (!given) return ctx.constant_required(1);
+        IPU_ASSIGN_OR_RETURN(std::vector<float> r, data::to_floats(*given, "ratio"));
+        if (r.size() != 1) return invalid_argument("ratio must be a scalar");
+        ratio = r[0];
+      }
+      if (ratio != 0.0f) {
+        return unsupported("Dropout in training mode with ratio " + std::to_string(ratio) +
+                           " draws a random mask; only the deterministic cases are supported (training_mode false, "
+                           "or ratio 0)");
+      }
     }
+  }
+  if (ctx.node().output_size() > 1 && !ctx.node().output(1).empty()) {
+    // Nothing is dropped: the mask is all ones (bool from version 10, the input's type before).
+    data::NpyArray mask;
+    if (const data::NpyArray* constant = ctx.constant_input(0)) {
+      mask.shape = constant->shape;
+    } else {
+      IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+      mask.shape = ctx.shape(x);
+    }
+    if (ctx.version() >= 10) {
+      mask.dtype = "b1";
+      mask.data.assign(mask.element_count(), '\1');
+    } else {
+      mask.dtype = "f4";
+      const float one = 1.0f;
+      for (size_t i = 0; i < mask.element_count(); ++i) mask.data.append(reinterpret_cast<const char*>(&one), sizeof one);
+    }
+    ctx.set_constant_output(1, std::move(mask));
   }
   return convert_identity(ctx);
 }

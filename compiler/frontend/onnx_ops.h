@@ -49,6 +49,10 @@ class OnnxImportContext {
   const data::NpyArray* float_initializer_input(int index) const;
   // The same constant as int64 values (from any integer dtype), or an error naming the input.
   StatusOr<std::vector<int64_t>> int_constant_input(int index) const;
+  // Unsupported: input `index` must be a compile-time constant and is not. For a graph input
+  // the message reads "graph input 'NAME' must be a compile-time constant ...", naming the
+  // `--constant-input` flag that binds it (scripts/conformance.sh relies on this wording).
+  Status constant_required(int index) const;
 
   // The host dtype ("f4", "i8", "i4", "b1", ...) of input `index`: declared for graph inputs,
   // that of the array for constants, recorded by the producing converter otherwise.

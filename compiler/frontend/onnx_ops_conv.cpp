@@ -1,6 +1,6 @@
 // ONNX converters of the convolution family: Conv, MaxPool, AveragePool, GlobalAveragePool,
 // GlobalMaxPool and inference BatchNormalization. 1-D ops ([N, C, L]) run as 2-D ones over
-// [N, C, 1, L]; 3-D ones are unsupported.
+// [N, C, 1, L]; 3-D MaxPool and AveragePool as two 2-D pools; 3-D Conv is unsupported.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -51,9 +51,15 @@ StatusOr<std::vector<int64_t>> ints_of_length(OnnxImportContext& ctx, std::strin
   return values;
 }
 
-// The window of a Conv or pooling node over input `x` ([N, C, L] or [N, C, H, W]) with kernel
-// `kernel` (one entry per spatial axis): strides, dilations, pads or auto_pad, as 2-D attributes.
-StatusOr<WindowAttrs> read_window(OnnxImportContext& ctx, int x, const std::vector<int64_t>& kernel, bool dilations) {
+// A window's attributes per spatial axis, as ONNX gives them (pads: begin then end per axis).
+struct AxisWindows {
+  std::vector<int64_t> kernel, strides, dilations, pads;
+};
+
+// The window of a Conv or pooling node over input `x` ([N, C, ...]) with kernel `kernel` (one
+// entry per spatial axis): strides, dilations, pads or auto_pad.
+StatusOr<AxisWindows> read_axis_windows(OnnxImportContext& ctx, int x, const std::vector<int64_t>& kernel,
+                                        bool dilations) {
   const size_t r = kernel.size();
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ints_of_length(ctx, "strides", r, 1, true));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> dilation, dilations ? ints_of_length(ctx, "dilations", r, 1, true)
@@ -80,16 +86,30 @@ StatusOr<WindowAttrs> read_window(OnnxImportContext& ctx, int x, const std::vect
       pads[i + r] = total - pads[i];
     }
   }
+  return AxisWindows{kernel, strides, dilation, pads};
+}
+
+// The 2-D window attributes of spatial axes `axes` (one or two of them) of `a`; one axis runs
+// along W with H = 1.
+WindowAttrs window_of_axes(const AxisWindows& a, const std::vector<size_t>& axes) {
   WindowAttrs w;
-  const size_t first = 2 - r;  // 1-D windows run along W with H = 1
-  for (size_t i = 0; i < r; ++i) {
-    w.kernel[first + i] = kernel[i];
-    w.strides[first + i] = strides[i];
-    w.dilations[first + i] = dilation[i];
-    w.pads[first + i] = pads[i];
-    w.pads[2 + first + i] = pads[i + r];
+  const size_t r = a.kernel.size();
+  const size_t first = 2 - axes.size();
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const size_t i = axes[k];
+    w.kernel[first + k] = a.kernel[i];
+    w.strides[first + k] = a.strides[i];
+    w.dilations[first + k] = a.dilations[i];
+    w.pads[first + k] = a.pads[i];
+    w.pads[2 + first + k] = a.pads[i + r];
   }
   return w;
+}
+
+// The window of a 1-D or 2-D Conv or pooling node, as 2-D attributes.
+StatusOr<WindowAttrs> read_window(OnnxImportContext& ctx, int x, const std::vector<int64_t>& kernel, bool dilations) {
+  IPU_ASSIGN_OR_RETURN(AxisWindows axes, read_axis_windows(ctx, x, kernel, dilations));
+  return kernel.size() == 1 ? window_of_axes(axes, {0}) : window_of_axes(axes, {0, 1});
 }
 
 // Y [N, C, ...] back to the rank of the node's input.
@@ -132,8 +152,58 @@ Status convert_conv(OnnxImportContext& ctx) {
   return set_output_like_input(ctx, y, r);
 }
 
+// 3-D pooling [N, C, D, H, W] as two 2-D pools: over (H, W) on [N, C*D, H, W], then over D on
+// [N, C, D, H'*W']. Both pools are separable: a max over a box is the max over D of the maxima
+// over (H, W), and an average's divisor (the window positions counted: inside the input, or
+// inside input and explicit pads) is a product of one factor per axis, so the average over D
+// of the averages over (H, W) is the average over the box.
+Status convert_pool_3d(OnnxImportContext& ctx, OpKind kind, int x, const AxisWindows& axes, bool ceil_mode,
+                       bool count_include_pad) {
+  const std::vector<int64_t> in = ctx.shape(x);  // a copy: adding ops may move the shapes
+  ir::OpAttrs hw;
+  hw.window = window_of_axes(axes, {1, 2});
+  hw.window.ceil_mode = ceil_mode;
+  hw.window.count_include_pad = count_include_pad;
+  IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(x, {in[0], in[1] * in[2], in[3], in[4]}, "/planes"));
+  IPU_ASSIGN_OR_RETURN(int pooled_hw, ctx.add_op(kind, {planes}, hw, "/hw"));
+  const std::vector<int64_t> hw_shape = ctx.shape(pooled_hw);
+  IPU_ASSIGN_OR_RETURN(int depth_major,
+                       ctx.reshape(pooled_hw, {in[0], in[1], in[2], hw_shape[2] * hw_shape[3]}, "/depth"));
+  // The window slides along H = D; W holds the (H', W') positions, a window of 1.
+  ir::OpAttrs d;
+  d.window.kernel = {axes.kernel[0], 1};
+  d.window.strides = {axes.strides[0], 1};
+  d.window.dilations = {axes.dilations[0], 1};
+  d.window.pads = {axes.pads[0], 0, axes.pads[3], 0};
+  d.window.ceil_mode = ceil_mode;
+  d.window.count_include_pad = count_include_pad;
+  IPU_ASSIGN_OR_RETURN(int pooled, ctx.add_op(kind, {depth_major}, d, "/d"));
+  const int64_t out_d = ctx.shape(pooled)[2];
+  IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(pooled, {in[0], in[1], out_d, hw_shape[2], hw_shape[3]}, "/output_shape"));
+  ctx.set_output(0, y);
+  return Status();
+}
+
 Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  if (ctx.shape(x).size() == 5) {
+    const std::vector<int64_t> kernel = ctx.ints_attr("kernel_shape");
+    if (kernel.size() != 3) {
+      return invalid_argument("'kernel_shape' " + ints_text(kernel) + " needs 3 entries for input " +
+                              shape_text(ctx.shape(x)));
+    }
+    for (int64_t k : kernel) {
+      if (k <= 0) return invalid_argument("'kernel_shape' " + ints_text(kernel) + " must be positive");
+    }
+    const bool dilations = kind == OpKind::kMaxPool || ctx.version() >= 19;
+    if (!dilations && ctx.attribute("dilations")) {
+      return invalid_argument("'dilations' is an attribute of AveragePool from version 19, this is version " +
+                              std::to_string(ctx.version()));
+    }
+    IPU_ASSIGN_OR_RETURN(AxisWindows axes, read_axis_windows(ctx, x, kernel, dilations));
+    return convert_pool_3d(ctx, kind, x, axes, ctx.int_attr("ceil_mode", 0) != 0,
+                           ctx.int_attr("count_include_pad", 0) != 0);
+  }
   IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
   const std::vector<int64_t> kernel = ctx.ints_attr("kernel_shape");
   if (kernel.size() != r) {

@@ -222,12 +222,54 @@ Status convert_split(OnnxImportContext& ctx) {
   return Status();
 }
 
-// Pad in constant mode: a StridedCopy reading the input inside the box and the value outside.
-// Negative pads crop. Reflect, edge and wrap are not affine views and are unsupported.
+// The source index along one axis of `size` for output position `j` of a Pad in `mode` (edge,
+// reflect or wrap) with `before` positions added in front; `size` >= 1.
+int64_t pad_source_index(const std::string& mode, int64_t j, int64_t before, int64_t size) {
+  const int64_t p = j - before;
+  if (mode == "edge" || size == 1) return std::clamp<int64_t>(p, 0, size - 1);
+  if (mode == "wrap") return ((p % size) + size) % size;
+  // reflect: mirrored about the edge elements, which are not repeated (period 2 * (size - 1)).
+  const int64_t period = 2 * (size - 1);
+  const int64_t q = ((p % period) + period) % period;
+  return q < size ? q : period - q;
+}
+
+// Pad in edge, reflect or wrap mode: along each padded axis, a Gather of the input by constant
+// indices (these modes repeat input elements, so they are not one affine view).
+StatusOr<int> pad_by_gather(OnnxImportContext& ctx, int x, const std::string& mode, const std::vector<int64_t>& before,
+                            const std::vector<int64_t>& after) {
+  for (size_t axis = 0; axis < before.size(); ++axis) {
+    if (before[axis] < 0 || after[axis] < 0) {
+      return unsupported("negative pads (cropping) are supported in constant mode only, not '" + mode + "'");
+    }
+    if (before[axis] == 0 && after[axis] == 0) continue;
+    const int64_t size = ctx.shape(x)[axis];
+    const int64_t out = size + before[axis] + after[axis];
+    std::vector<float> indices(static_cast<size_t>(out));
+    for (int64_t j = 0; j < out; ++j) {
+      indices[static_cast<size_t>(j)] = static_cast<float>(pad_source_index(mode, j, before[axis], size));
+    }
+    const std::string base = (ctx.node().name().empty() ? std::string("Pad") : ctx.node().name()) + "/indices" +
+                             std::to_string(axis);
+    const int id = ctx.graph().add_value(base, {ir::DType::kFloat32, {out}}, ir::Role::kConstant);
+    ctx.graph().value(id).initial = std::move(indices);
+    ctx.graph().value(id).stage = ctx.stage();
+    ir::OpAttrs attrs;
+    attrs.axis = static_cast<int64_t>(axis);
+    IPU_ASSIGN_OR_RETURN(x, ctx.add_op(ir::OpKind::kGather, {x, id}, attrs, "/axis" + std::to_string(axis)));
+  }
+  return x;
+}
+
+// Pad in constant mode: a StridedCopy reading the input inside the box and the value outside;
+// negative pads crop. Edge, reflect and wrap: pad_by_gather.
 Status convert_pad(OnnxImportContext& ctx) {
   std::string mode = "constant";
   if (const onnx::AttributeProto* a = ctx.attribute("mode")) mode = a->s();
-  if (mode != "constant") return unsupported("Pad mode '" + mode + "' is not supported (only 'constant')");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap") {
+    return invalid_argument("Pad mode '" + mode + "' is not one of constant, edge, reflect, wrap");
+  }
+  if (mode == "wrap" && ctx.version() < 19) return invalid_argument("Pad mode 'wrap' needs version 19");
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   const std::vector<int64_t> in = ctx.shape(x);
   const int64_t rank = static_cast<int64_t>(in.size());
@@ -240,7 +282,7 @@ Status convert_pad(OnnxImportContext& ctx) {
     IPU_ASSIGN_OR_RETURN(pads, ctx.int_constant_input(1));
     if (ctx.has_input(2)) {
       const data::NpyArray* c = ctx.constant_input(2);
-      if (!c) return unsupported("constant_value must be a constant known at compile time");
+      if (!c) return ctx.constant_required(2);
       IPU_ASSIGN_OR_RETURN(std::vector<float> v, data::to_floats(*c, "constant_value"));
       if (v.size() != 1) return invalid_argument("constant_value must be a scalar");
       value = v[0];
@@ -258,6 +300,12 @@ Status convert_pad(OnnxImportContext& ctx) {
     IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axes[i], rank, "axis"));
     before[static_cast<size_t>(axis)] = pads[i];
     after[static_cast<size_t>(axis)] = pads[i + axes.size()];
+  }
+  if (mode != "constant") {
+    IPU_RETURN_IF_ERROR(check_not_empty(in, "the input"));
+    IPU_ASSIGN_OR_RETURN(int y, pad_by_gather(ctx, x, mode, before, after));
+    ctx.set_output(0, y, ctx.input_dtype(0));
+    return Status();
   }
   const std::vector<int64_t> s = strides_of(in);
   ir::OpAttrs attrs;
@@ -392,7 +440,7 @@ Status convert_range(OnnxImportContext& ctx) {
   const data::NpyArray* arrays[3];
   for (int i = 0; i < 3; ++i) {
     arrays[i] = ctx.constant_input(i);
-    if (!arrays[i]) return unsupported("Range needs constant inputs: its output shape depends on their values");
+    if (!arrays[i]) return ctx.constant_required(i);  // the output's shape depends on the values
   }
   double v[3];
   for (int i = 0; i < 3; ++i) {

@@ -24,6 +24,12 @@
         (seeded values in [-1, 1)), output "output". Prints {"weight": [...], "bias": [...]}.
     e2e_data.py gemm-ref INPUT.npy MODEL_JSON OUT.npy
         Writes the predictions input @ weight^T + bias (MODEL_JSON is what gemm-onnx printed).
+    e2e_data.py reduce-sum-onnx PATH
+        Writes an ONNX model (opset 13): inputs "x" FLOAT [2, 3] and "axes" INT64 [1], one
+        ReduceSum (keepdims 1) of x over axes, output "y": axes is a shape parameter given as a
+        graph input, as in ONNX's node tests.
+    e2e_data.py int64-pb PATH NAME V[,V...]
+        Writes an ONNX TensorProto (.pb, like ONNX's test data) named NAME: int64 [count] values.
     e2e_data.py xent PRED.npy LABELS.npy
         Prints {"loss", "accuracy"}: mean cross-entropy of predicted probabilities vs labels.
 """
@@ -163,6 +169,31 @@ def onnx_value_info(name, dims):
     return pb_bytes(1, name) + pb_bytes(2, pb_bytes(1, pb_int(1, 1) + pb_bytes(2, shape)))
 
 
+def onnx_typed_value_info(name, elem_type, dims):
+    # ValueInfoProto with any element type (1 FLOAT, 7 INT64)
+    shape = b"".join(pb_bytes(1, pb_bytes(2, d) if isinstance(d, str) else pb_int(1, d)) for d in dims)
+    return pb_bytes(1, name) + pb_bytes(2, pb_bytes(1, pb_int(1, elem_type) + pb_bytes(2, shape)))
+
+
+def cmd_reduce_sum_onnx(a):
+    node = pb_bytes(1, "x") + pb_bytes(1, "axes") + pb_bytes(2, "y") + pb_bytes(3, "sum") + pb_bytes(4, "ReduceSum")
+    graph = (pb_bytes(1, node) + pb_bytes(2, "reduce_sum") +
+             pb_bytes(11, onnx_typed_value_info("x", 1, [2, 3])) +
+             pb_bytes(11, onnx_typed_value_info("axes", 7, [1])) +
+             pb_bytes(12, onnx_typed_value_info("y", 1, ["r0", "r1"])))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13))
+    with open(a.path, "wb") as f:
+        f.write(model)
+
+
+def cmd_int64_pb(a):
+    values = [int(v) for v in a.values.split(",")]
+    # TensorProto{dims, data_type INT64, name, raw_data}
+    tensor = pb_int(1, len(values)) + pb_int(2, 7) + pb_bytes(8, a.name) + pb_bytes(9, struct.pack("<%dq" % len(values), *values))
+    with open(a.path, "wb") as f:
+        f.write(tensor)
+
+
 def onnx_float_initializer(name, dims, values):
     # TensorProto{dims, data_type FLOAT, name, raw_data}
     return (b"".join(pb_int(1, d) for d in dims) + pb_int(2, 1) + pb_bytes(8, name) +
@@ -267,6 +298,14 @@ def main():
     p.add_argument("got")
     p.add_argument("want")
     p.set_defaults(func=cmd_compare)
+    p = sub.add_parser("reduce-sum-onnx")
+    p.add_argument("path")
+    p.set_defaults(func=cmd_reduce_sum_onnx)
+    p = sub.add_parser("int64-pb")
+    p.add_argument("path")
+    p.add_argument("name")
+    p.add_argument("values")
+    p.set_defaults(func=cmd_int64_pb)
     p = sub.add_parser("xent")
     p.add_argument("pred")
     p.add_argument("labels")

@@ -18,7 +18,7 @@ using frontend::OnnxImportOptions;
 const std::string kPath = "models/net.onnx";
 
 StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2, std::vector<int> stages = {}) {
-  return import_onnx(b.bytes(), kPath, OnnxImportOptions{batch, std::move(stages), false});
+  return import_onnx(b.bytes(), kPath, OnnxImportOptions{batch, std::move(stages), false, {}});
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -125,6 +125,18 @@ TEST_CASE("inputs with fixed dims are static, a dynamic first axis is the batch"
   CHECK(imported->outputs[1].batched);
 }
 
+TEST_CASE("an input with a zero dimension must be bound: empty tensors cannot be runtime inputs") {
+  OnnxBuilder b;
+  b.input("x", {0, 3}, 2).output("y");
+  b.node("Relu", "r", {"x"}, {"y"});
+  auto imported = import(b);
+  REQUIRE(imported.status().code() == StatusCode::kUnsupported);
+  CHECK(contains(imported.status().message(),
+                 "graph input 'x' must be a compile-time constant: it has shape [2,0,3] and empty tensors cannot be "
+                 "runtime inputs; bind it with --constant-input x=FILE"));
+  CHECK_FALSE(contains(imported.status().message(), "node 'r'"));
+}
+
 TEST_CASE("Reshape takes a constant shape with 0 and -1 and rejects a mismatch") {
   OnnxBuilder b;
   b.input("x", {2, 3}).output("y").ints("shape", {0, -1});
@@ -196,10 +208,64 @@ TEST_CASE("Dropout is the identity for inference and refused for training") {
   auto inference = import(b);
   REQUIRE(inference.ok());
   CHECK(inference->scores() == inference->features());
-  auto training = import_onnx(b.bytes(), kPath, OnnxImportOptions{2, {}, true});
+  auto training = import_onnx(b.bytes(), kPath, OnnxImportOptions{2, {}, true, {}});
   REQUIRE_FALSE(training.ok());
   CHECK(training.status().code() == StatusCode::kUnsupported);
   CHECK(contains(training.status().message(), "node 'd' (Dropout): Dropout is implemented for inference only"));
+}
+
+// training_mode true is deterministic only with ratio 0; the mask is then all ones.
+TEST_CASE("Dropout in training mode: ratio 0 is the identity with a mask of ones, other ratios are refused") {
+  auto model = [](float ratio) {
+    OnnxBuilder b(13);
+    b.input("x", {3}).output("y").output("mask");
+    b.floats("ratio", {}, {ratio});
+    auto* mode = b.model().mutable_graph()->add_initializer();
+    mode->set_name("training_mode");
+    mode->set_data_type(onnx::TensorProto::BOOL);
+    mode->add_int32_data(1);
+    b.node("Dropout", "d", {"x", "ratio", "training_mode"}, {"y", "mask"});
+    b.model().mutable_graph()->mutable_output(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::BOOL);
+    return b;
+  };
+  auto zero = import(model(0.0f));
+  INFO(zero.status().message());
+  REQUIRE(zero.ok());
+  CHECK(zero->outputs[0].value == zero->features());
+  CHECK(zero->outputs[1].dtype == "b1");
+  const auto& mask = zero->graph.value(zero->outputs[1].value);
+  CHECK(mask.type.shape == std::vector<int64_t>{2, 3});
+  CHECK(mask.initial == std::vector<float>(6, 1.0f));
+  auto random = import(model(0.5f));
+  CHECK(random.status().code() == StatusCode::kUnsupported);
+  CHECK(contains(random.status().message(), "draws a random mask"));
+}
+
+// [N, C, D, H, W] pools over (H, W) on [N, C*D, H, W], then over D (separable, onnx_ops_conv.cpp).
+TEST_CASE("3-D pooling is a pool over (H, W) then one over D, with ONNX's output shape") {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    CAPTURE(op);
+    OnnxBuilder b;
+    b.input("x", {2, 5, 6, 7}, 1).output("y");
+    auto& node = b.node(op, "pool", {"x"}, {"y"});
+    OnnxBuilder::ints_attr(node, "kernel_shape", {3, 2, 2});
+    OnnxBuilder::ints_attr(node, "strides", {2, 1, 2});
+    OnnxBuilder::ints_attr(node, "pads", {1, 0, 1, 1, 0, 0});
+    auto imported = import(b);
+    INFO(imported.status().message());
+    REQUIRE(imported.ok());
+    const auto& g = imported->graph;
+    // D: (5 + 2 - 3) / 2 + 1 = 3; H: (6 - 2) + 1 = 5; W: (7 + 1 - 2) / 2 + 1 = 4.
+    CHECK(g.value(imported->scores()).type.shape == std::vector<int64_t>{1, 2, 3, 5, 4});
+    std::vector<std::vector<int64_t>> pool_inputs;
+    for (const auto& o : g.ops()) {
+      if (o.kind == ir::OpKind::kMaxPool || o.kind == ir::OpKind::kAveragePool) {
+        pool_inputs.push_back(g.value(o.inputs[0]).type.shape);
+      }
+    }
+    CHECK(pool_inputs == std::vector<std::vector<int64_t>>{{1, 10, 6, 7}, {1, 2, 5, 20}});
+  }
 }
 
 TEST_CASE("looks_like_onnx goes by the extension, then by the content") {

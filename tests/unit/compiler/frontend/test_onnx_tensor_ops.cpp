@@ -3,6 +3,7 @@
 // compile-time folding and precise unsupported reasons.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 
 #include "compiler/frontend/onnx_import.h"
@@ -16,7 +17,7 @@ using frontend::import_onnx;
 using frontend::OnnxImportOptions;
 
 StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2) {
-  return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{batch, {}, false});
+  return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{batch, {}, false, {}});
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -128,10 +129,34 @@ TEST_CASE("Shape and Size fold to constants; Cast records the output dtype") {
   CHECK(cast.attrs.kind == static_cast<int64_t>(format::UnaryKind::kTrunc));
 }
 
+// Edge, reflect and wrap repeat input elements: one Gather per padded axis, by constant indices.
+TEST_CASE("Pad in edge, reflect and wrap mode gathers the source index of every output position") {
+  const std::map<std::string, std::vector<float>> expected = {
+      {"edge", {0, 0, 0, 1, 2, 3, 3, 3}},
+      {"reflect", {2, 1, 0, 1, 2, 3, 2, 1}},
+      {"wrap", {2, 3, 0, 1, 2, 3, 0, 1}},
+  };
+  for (const auto& [mode, indices] : expected) {
+    CAPTURE(mode);
+    OnnxBuilder b(19);
+    b.input("x", {4}).output("y");
+    b.ints("pads", {0, 2, 0, 2});
+    OnnxBuilder::string_attr(b.node("Pad", "pad", {"x", "pads"}, {"y"}), "mode", mode);
+    auto imported = import(b);
+    INFO(imported.status().message());
+    REQUIRE(imported.ok());
+    CHECK(output_shape(*imported) == std::vector<int64_t>{2, 8});
+    const ir::Op& gather = imported->graph.op(imported->graph.value(imported->scores()).producer);
+    REQUIRE(gather.kind == ir::OpKind::kGather);
+    CHECK(gather.attrs.axis == 1);
+    CHECK(imported->graph.value(gather.inputs[1]).initial == indices);
+  }
+}
+
 TEST_CASE("forms whose semantics are not implemented are unsupported with the reason") {
   OnnxBuilder b;
   b.input("x", {3}).output("a").output("p").output("c");
-  b.ints("pads", {0, 1, 0, 1});
+  b.ints("pads", {0, -1, 0, 1});
   b.node("Div", "idiv", {"x", "x"}, {"a"});
   OnnxBuilder::string_attr(b.node("Pad", "pad", {"x", "pads"}, {"p"}), "mode", "reflect");
   OnnxBuilder::int_attr(b.node("Cast", "cast", {"x"}, {"c"}), "to", onnx::TensorProto::DOUBLE);
@@ -141,7 +166,7 @@ TEST_CASE("forms whose semantics are not implemented are unsupported with the re
   CHECK(imported.status().code() == StatusCode::kUnsupported);
   const std::string m = imported.status().message();
   CHECK(contains(m, "node 'idiv' (Div): Div of dtype 'i8' (integer division) is not supported"));
-  CHECK(contains(m, "node 'pad' (Pad): Pad mode 'reflect' is not supported (only 'constant')"));
+  CHECK(contains(m, "node 'pad' (Pad): negative pads (cropping) are supported in constant mode only, not 'reflect'"));
   CHECK(contains(m, "node 'cast' (Cast): Cast to element type DOUBLE is not supported"));
 }
 
