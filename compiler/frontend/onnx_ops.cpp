@@ -193,6 +193,17 @@ const std::vector<OnnxOpDef>& onnx_ops() {
   return ops;
 }
 
+const std::vector<int>* folded_float_inputs(std::string_view op_type) {
+  static const std::map<std::string_view, std::vector<int>> kFolded = {
+      // convert_batch_norm folds scale, B, mean and var into ChannelAffine's constants.
+      {"BatchNormalization", {1, 2, 3, 4}},
+      // convert_dropout decides from the ratio whether training-mode Dropout is the identity.
+      {"Dropout", {1}},
+  };
+  auto found = kFolded.find(op_type);
+  return found == kFolded.end() ? nullptr : &found->second;
+}
+
 const OnnxOpDef* find_onnx_op(std::string_view op_type) {
   const auto& ops = onnx_ops();
   auto it = std::find_if(ops.begin(), ops.end(), [&](const OnnxOpDef& d) { return d.op_type == op_type; });

@@ -124,7 +124,7 @@ struct OnnxOpDef {
 // The entry for `op_type`, or null.
 const OnnxOpDef* find_onnx_op(std::string_view op_type);
 // The inputs of `op_type` whose float initializer values its converter may fold into compile-time
-// constants (BatchNormalization's scale, B, mean and var), or null. Weight values stay out of the
+// constants (BatchNormalization's scale, B, mean and var; Dropout's ratio), or null. Weight values stay out of the
 // cache key, so these must stay in it: model_fingerprint.cpp keeps their values as structure.
 const std::vector<int>* folded_float_inputs(std::string_view op_type);
 // Every entry: the families below, each defined in its own onnx_ops_*.cpp file (core: in

@@ -315,12 +315,6 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
 
 }  // namespace
 
-const std::vector<int>* folded_float_inputs(std::string_view op_type) {
-  // convert_batch_norm folds scale, B, mean and var into ChannelAffine's constants.
-  static const std::vector<int> kBatchNorm = {1, 2, 3, 4};
-  return op_type == "BatchNormalization" ? &kBatchNorm : nullptr;
-}
-
 std::vector<OnnxOpDef> conv_onnx_ops() {
   return {
       {"AveragePool", {1, 7, 10, 11, 19, 22},

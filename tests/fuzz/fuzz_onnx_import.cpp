@@ -13,7 +13,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   for (bool training : {false, true}) {
-    auto imported = ipu::frontend::import_onnx(bytes, "fuzz.onnx", {2, {}, training});
+    auto imported = ipu::frontend::import_onnx(bytes, "fuzz.onnx", {2, {}, training, {}});
     (void)imported;
   }
   return 0;

@@ -31,7 +31,7 @@ OnnxBuilder loss_model(const std::string& op_type, std::vector<std::string> inpu
 }
 
 StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b) {
-  return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{2, {}, false});
+  return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{2, {}, false, {}});
 }
 
 const ir::Op& producer(const frontend::ForwardGraph& g, int value) { return g.graph.op(g.graph.value(value).producer); }
