@@ -22,6 +22,9 @@ void im2col(const Window& w, const float* x, int64_t channels, float* col) {
     for (int64_t ky = 0; ky < w.KH; ++ky) {
       for (int64_t kx = 0; kx < w.KW; ++kx) {
         float* row = col + ((c * w.KH + ky) * w.KW + kx) * plane;
+        // Columns [inside.begin, inside.end) read the input; the rest are padding.
+        const int64_t first_ix = kx * w.DW - w.PL;
+        const IndexRange inside = in_bounds(first_ix, w.SW, w.W, w.OW);
         for (int64_t oy = 0; oy < w.OH; ++oy) {
           const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
           float* out = row + oy * w.OW;
@@ -29,10 +32,14 @@ void im2col(const Window& w, const float* x, int64_t channels, float* col) {
             std::fill(out, out + w.OW, 0.0f);
             continue;
           }
+          std::fill(out, out + inside.begin, 0.0f);
+          std::fill(out + inside.end, out + w.OW, 0.0f);
+          if (inside.end == inside.begin) continue;
           const float* in = x + (c * w.H + iy) * w.W;
-          for (int64_t ox = 0; ox < w.OW; ++ox) {
-            const int64_t ix = ox * w.SW - w.PL + kx * w.DW;
-            out[ox] = ix >= 0 && ix < w.W ? in[ix] : 0.0f;
+          if (w.SW == 1) {
+            std::copy(in + first_ix + inside.begin, in + first_ix + inside.end, out + inside.begin);
+          } else {
+            for (int64_t ox = inside.begin; ox < inside.end; ++ox) out[ox] = in[first_ix + ox * w.SW];
           }
         }
       }
