@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/kernel.h"
 
 namespace {
@@ -187,6 +188,27 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
       check_close(dxavg, davg_want);
     }
   }
+}
+
+// Vertices of one compute set that share a sample reuse its column matrix; once the engine
+// advances the epoch (a new compute set), a changed input is read again.
+TEST_CASE("kernels: Conv reuses columns within a compute set and rebuilds them after it") {
+  const Geometry g{1, 2, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const int64_t M = 4, plane = g.OH() * g.OW();
+  auto x = values(static_cast<size_t>(g.C * g.H * g.W), 7);
+  const auto w = values(static_cast<size_t>(M * g.C * g.KH * g.KW), 8);
+  const std::vector<int64_t> p = with(g.params(), {M, 1});
+  auto conv = [&](std::vector<float>& y) {  // two vertices over channels, as at batch 1
+    run(Codelet::kConv, {x.data(), const_cast<float*>(w.data()), y.data()}, with(p, {0, 1, 0, 2}));
+    run(Codelet::kConv, {x.data(), const_cast<float*>(w.data()), y.data()}, with(p, {0, 1, 2, M}));
+  };
+  std::vector<float> first(static_cast<size_t>(M * plane)), second(first.size());
+  ipu::kernels::advance_compute_set_epoch();
+  conv(first);
+  for (float& v : x) v = -v;
+  ipu::kernels::advance_compute_set_epoch();
+  conv(second);
+  for (size_t i = 0; i < first.size(); ++i) CHECK(second[i] == -first[i]);
 }
 
 // MaxPool keeps the first maximal tap: a NaN first tap is the result, a later NaN is skipped;
