@@ -288,6 +288,28 @@ TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over str
   CHECK(!validate(Codelet::kReduce, {24, 3}, {5, 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}).ok());
 }
 
+// Sum and Mean over one axis take their own loop: axis 1 of [2,3,4], over two output ranges.
+TEST_CASE("tensor kernels: Reduce sums and averages over a single strided axis") {
+  auto x = values(24, 9);
+  for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMean}) {
+    CAPTURE(static_cast<int>(kind));
+    std::vector<float> y(8, -99.0f);
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 8}}) {
+      kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {x.data(), y.data()},
+                                          {static_cast<int64_t>(kind), 2, 1, begin, end, 2, 4, 12, 1, 3, 4}));
+    }
+    std::vector<double> want;
+    for (int i = 0; i < 2; ++i) {
+      for (int k = 0; k < 4; ++k) {
+        double sum = 0;
+        for (int j = 0; j < 3; ++j) sum += x[static_cast<size_t>(i * 12 + j * 4 + k)];
+        want.push_back(kind == ReduceKind::kSum ? sum : sum / 3);
+      }
+    }
+    check_close(y, want);
+  }
+}
+
 TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
   auto x = values(24, 6);  // [2,3,4] over axis 1
   std::vector<float> y(24), l(24);
