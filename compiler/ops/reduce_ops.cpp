@@ -2,6 +2,7 @@
 // AxisSoftmax over the middle axis of [outer, n, inner], and BatchMatMul with numpy-broadcast
 // batch axes.
 #include <algorithm>
+#include <cstdint>
 
 #include "compiler/ops/tensor_util.h"
 
@@ -235,6 +236,24 @@ Status grad_batch_matmul(GradContext& ctx, const Op& op) {
   return Status();
 }
 
+// The elements of one operand that batches [begin, end) read: from the lowest matrix offset to the
+// end of the highest (exact for unbroadcast operands, whose matrices are adjacent; a broadcast
+// operand's matrices repeat inside the span).
+lowering::Region batch_span(uint32_t tensor, const std::vector<int64_t>& batch, const std::vector<int64_t>& strides,
+                            int64_t matrix, int64_t begin, int64_t end) {
+  int64_t lowest = INT64_MAX, highest = 0;
+  for (int64_t b = begin; b < end; ++b) {
+    int64_t offset = 0, rest = b;
+    for (size_t k = batch.size(); k-- > 0;) {
+      offset += (rest % batch[k]) * strides[k];
+      rest /= batch[k];
+    }
+    lowest = std::min(lowest, offset);
+    highest = std::max(highest, offset);
+  }
+  return lowering::flat_region(tensor, lowest, highest + matrix);
+}
+
 Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const BatchDims d = batch_dims(g, op);
@@ -247,7 +266,6 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
   int64_t batches = 1;
   for (int64_t n : batch) batches *= n;
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
-  const int64_t a_n = g.value(op.inputs[0]).type.elements(), b_n = g.value(op.inputs[1]).type.elements();
   const double per_batch = static_cast<double>(d.M * d.N * d.K) / ctx.target().cycles.macs_per_cycle;
   lowering::lower_split(ctx, batches, per_batch, 4.0 * static_cast<double>(d.M * d.K + d.K * d.N),
                         [&](uint32_t tile, int64_t begin, int64_t end) {
@@ -259,7 +277,10 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
                           v.params.insert(v.params.end(), sa.begin(), sa.end());
                           v.params.insert(v.params.end(), sb.begin(), sb.end());
                           v.compute_cycles = per_batch * static_cast<double>(end - begin);
-                          v.reads = {lowering::flat_region(a, 0, a_n), lowering::flat_region(b, 0, b_n)};
+                          // Only the matrices of its own batches travel to the tile: with the whole of
+                          // A and B on every tile, attention at batch 32 overflows tile memory.
+                          v.reads = {batch_span(a, batch, sa, d.M * d.K, begin, end),
+                                     batch_span(b, batch, sb, d.K * d.N, begin, end)};
                           v.writes = {lowering::flat_region(c, begin * d.M * d.N, end * d.M * d.N)};
                           ctx.emit(tile, std::move(v));
                         });

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "runtime/format/verifier.h"
+#include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/kernel.h"
 
 namespace ipu::engine {
@@ -191,6 +192,7 @@ Status Engine::run(uint32_t program, HostStreams& streams) {
 }
 
 void Engine::Impl::run_compute_set(const PreparedComputeSet& cs) {
+  kernels::advance_compute_set_epoch();  // scratch derived from inputs of earlier sets is stale
   if (!cs.parallel) {
     for (size_t i = 0; i < cs.vertices.size(); ++i) cs.kernels[i](cs.vertices[i]);
     return;

@@ -1,10 +1,13 @@
-// Convolution codelets over NCHW tensors: im2col into a per-thread column buffer, then one
-// OpenBLAS SGEMM per (sample, group). Window params: runtime/kernels/window.h.
+// Convolution codelets over NCHW tensors: im2col into a per-thread column buffer (reused by
+// the forward convolution within a compute set), then one OpenBLAS SGEMM per (sample, group).
+// Window params: runtime/kernels/window.h.
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
+#include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/window.h"
 
 namespace ipu::kernels {
@@ -22,6 +25,9 @@ void im2col(const Window& w, const float* x, int64_t channels, float* col) {
     for (int64_t ky = 0; ky < w.KH; ++ky) {
       for (int64_t kx = 0; kx < w.KW; ++kx) {
         float* row = col + ((c * w.KH + ky) * w.KW + kx) * plane;
+        // Columns [inside.begin, inside.end) read the input; the rest are padding.
+        const int64_t first_ix = kx * w.DW - w.PL;
+        const IndexRange inside = in_bounds(first_ix, w.SW, w.W, w.OW);
         for (int64_t oy = 0; oy < w.OH; ++oy) {
           const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
           float* out = row + oy * w.OW;
@@ -29,10 +35,14 @@ void im2col(const Window& w, const float* x, int64_t channels, float* col) {
             std::fill(out, out + w.OW, 0.0f);
             continue;
           }
+          std::fill(out, out + inside.begin, 0.0f);
+          std::fill(out + inside.end, out + w.OW, 0.0f);
+          if (inside.end == inside.begin) continue;
           const float* in = x + (c * w.H + iy) * w.W;
-          for (int64_t ox = 0; ox < w.OW; ++ox) {
-            const int64_t ix = ox * w.SW - w.PL + kx * w.DW;
-            out[ox] = ix >= 0 && ix < w.W ? in[ix] : 0.0f;
+          if (w.SW == 1) {
+            std::copy(in + first_ix + inside.begin, in + first_ix + inside.end, out + inside.begin);
+          } else {
+            for (int64_t ox = inside.begin; ox < inside.end; ++ox) out[ox] = in[first_ix + ox * w.SW];
           }
         }
       }
@@ -67,6 +77,41 @@ float* column_buffer(size_t elements) {
   if (buffer.size() < elements) buffer.resize(elements);
   return buffer.data();
 }
+
+// The forward convolution's column matrix of one (sample, group), kept per worker thread. At
+// small batch the compiler splits a Conv over output channels, so the vertices a thread runs
+// in one compute set often share their sample: they reuse its columns instead of rebuilding
+// them (im2col, not the product, dominated the cnn at batch 1). Valid within one compute-set
+// epoch only, since the input may change between compute sets.
+class ColumnCache {
+ public:
+  const float* columns(const Window& w, const float* x, int64_t channels) {
+    const uint64_t epoch = compute_set_epoch();
+    const Key key{x, channels, epoch, w};
+    if (m_valid && same(key, m_key)) return m_buffer.data();
+    const size_t elements = static_cast<size_t>(channels * w.taps() * w.out_plane());
+    if (m_buffer.size() < elements) m_buffer.resize(elements);
+    im2col(w, x, channels, m_buffer.data());
+    m_key = key;
+    m_valid = true;
+    return m_buffer.data();
+  }
+
+ private:
+  struct Key {
+    const float* x;
+    int64_t channels;
+    uint64_t epoch;
+    Window window;
+  };
+  static bool same(const Key& a, const Key& b) {
+    return a.x == b.x && a.channels == b.channels && a.epoch == b.epoch &&
+           std::memcmp(&a.window, &b.window, sizeof(Window)) == 0;
+  }
+  std::vector<float> m_buffer;
+  Key m_key{};
+  bool m_valid = false;
+};
 
 struct ConvShape {
   Window w;
@@ -119,12 +164,12 @@ void run_conv(const PreparedVertex& v) {
   const float* weights = v.f32(1);
   float* y = v.f32(has_bias ? 3 : 2);
   const int64_t plane = w.out_plane(), m_begin = v.params[kChannelBegin], m_end = v.params[kChannelEnd];
-  float* col = column_buffer(static_cast<size_t>(s.K * plane));
+  thread_local ColumnCache cache;
   for (int64_t n = v.params[kBegin]; n < v.params[kEnd]; ++n) {
     for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
       const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
       if (hi <= lo) continue;
-      im2col(w, x + (n * w.C + g * s.Cg) * w.in_plane(), s.Cg, col);
+      const float* col = cache.columns(w, x + (n * w.C + g * s.Cg) * w.in_plane(), s.Cg);
       float* out = y + (n * s.M + lo) * plane;
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(hi - lo), static_cast<int>(plane),
                   static_cast<int>(s.K), 1.0f, weights + lo * s.K, static_cast<int>(s.K), col, static_cast<int>(plane),

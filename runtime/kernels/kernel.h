@@ -1,6 +1,7 @@
 // The contract between the engine and a kernel. Kernels are stateless functions of their
 // operands, so TBB may run vertices of one compute set concurrently without locks; the
-// compiler guarantees that vertices of one compute set write disjoint regions.
+// compiler guarantees that vertices of one compute set write disjoint regions. Per-thread
+// scratch derived from inputs may be reused within one compute set (compute_set_epoch.h).
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // C[M,N] (+)= op(A)[M,K] · op(B)[K,N] restricted to an output block, through single-threaded
-// OpenBLAS set to one thread (TBB owns the threads).
+// OpenBLAS set to one thread (TBB owns the threads); SGEMV for a single row.
 //   operands: A (f32), B (f32), C (f32)
 //   params:   M, N, K, trans_a, trans_b, row_begin, row_end, col_begin, col_end, accumulate
 #include <cblas.h>
@@ -20,10 +20,23 @@ void run(const PreparedVertex& v) {
   const float* a = v.f32(0) + (trans_a ? p[kRowBegin] : p[kRowBegin] * K);
   const float* b = v.f32(1) + (trans_b ? p[kColBegin] * K : p[kColBegin]);
   float* c = v.f32(2) + p[kRowBegin] * N + p[kColBegin];
+  const float beta = p[kAccumulate] ? 1.0f : 0.0f;
+  if (rows == 1) {
+    // One row of C (batch 1): SGEMM would pack the whole of B for a single product per
+    // column, which costs as much as the product itself; SGEMV streams B once.
+    const int incx = static_cast<int>(trans_a ? M : 1);
+    if (trans_b) {  // c = B[cols, K] · a
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(cols), static_cast<int>(K), 1.0f, b,
+                  static_cast<int>(K), a, incx, beta, c, 1);
+    } else {  // c = B[K, cols]ᵀ · a
+      cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(K), static_cast<int>(cols), 1.0f, b,
+                  static_cast<int>(N), a, incx, beta, c, 1);
+    }
+    return;
+  }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(K), 1.0f, a,
-              static_cast<int>(trans_a ? M : K), b, static_cast<int>(trans_b ? K : N), p[kAccumulate] ? 1.0f : 0.0f,
-              c, static_cast<int>(N));
+              static_cast<int>(trans_a ? M : K), b, static_cast<int>(trans_b ? K : N), beta, c, static_cast<int>(N));
 }
 
 Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {

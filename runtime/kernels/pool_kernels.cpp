@@ -12,15 +12,14 @@ namespace {
 using format::FLOAT32;
 
 // Calls f(input offset within the plane) for every tap of output (oy, ox) inside the input.
+// Taps go row by row, left to right.
 template <typename F>
 void for_each_tap(const Window& w, int64_t oy, int64_t ox, F&& f) {
-  for (int64_t ky = 0; ky < w.KH; ++ky) {
-    const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
-    if (iy < 0 || iy >= w.H) continue;
-    for (int64_t kx = 0; kx < w.KW; ++kx) {
-      const int64_t ix = ox * w.SW - w.PL + kx * w.DW;
-      if (ix >= 0 && ix < w.W) f(iy * w.W + ix);
-    }
+  const int64_t first_iy = oy * w.SH - w.PT, first_ix = ox * w.SW - w.PL;
+  const IndexRange rows = in_bounds(first_iy, w.DH, w.H, w.KH), cols = in_bounds(first_ix, w.DW, w.W, w.KW);
+  for (int64_t ky = rows.begin; ky < rows.end; ++ky) {
+    const int64_t row = (first_iy + ky * w.DH) * w.W + first_ix;
+    for (int64_t kx = cols.begin; kx < cols.end; ++kx) f(row + kx * w.DW);
   }
 }
 
@@ -72,9 +71,26 @@ void run_max_pool(const PreparedVertex& v) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
     for (int64_t oy = 0; oy < w.OH; ++oy) {
+      const int64_t first_iy = oy * w.SH - w.PT;
+      const IndexRange rows = in_bounds(first_iy, w.DH, w.H, w.KH);
       for (int64_t ox = 0; ox < w.OW; ++ox) {
-        const int64_t best = argmax(w, x, oy, ox);
-        y[oy * w.OW + ox] = best < 0 ? -std::numeric_limits<float>::infinity() : x[best];
+        // The value of argmax's tap, kept in a register and without a branch per tap: start
+        // from the first tap and take any greater one (a NaN first tap stays, as there).
+        const int64_t first_ix = ox * w.SW - w.PL;
+        const IndexRange cols = in_bounds(first_ix, w.DW, w.W, w.KW);
+        if (rows.begin == rows.end || cols.begin == cols.end) {
+          y[oy * w.OW + ox] = -std::numeric_limits<float>::infinity();
+          continue;
+        }
+        float best = x[(first_iy + rows.begin * w.DH) * w.W + first_ix + cols.begin * w.DW];
+        for (int64_t ky = rows.begin; ky < rows.end; ++ky) {
+          const int64_t row = (first_iy + ky * w.DH) * w.W + first_ix;
+          for (int64_t kx = cols.begin; kx < cols.end; ++kx) {
+            const float t = x[row + kx * w.DW];
+            best = t > best ? t : best;
+          }
+        }
+        y[oy * w.OW + ox] = best;
       }
     }
   }

@@ -31,6 +31,17 @@ void run_reduce(const PreparedVertex& v) {
   for (int64_t k = 0; k < red_rank; ++k) count *= red_dims[k];
   const float* x = v.f32(0);
   float* y = v.f32(1);
+  if ((kind == ReduceKind::kSum || kind == ReduceKind::kMean) && red_rank == 1) {
+    // One reduced axis (LayerNorm's mean): a plain loop, adding in the same order as below.
+    const int64_t stride = red_strides[0];
+    for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[3], v.params[4],
+                        [&](int64_t i, const std::array<int64_t, 1>& base) {
+      double acc = 0.0;
+      for (int64_t j = 0; j < count; ++j) acc += x[base[0] + j * stride];
+      y[i] = static_cast<float>(kind == ReduceKind::kMean ? acc / static_cast<double>(count) : acc);
+    });
+    return;
+  }
   for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[3], v.params[4],
                       [&](int64_t i, const std::array<int64_t, 1>& base) {
     double acc = kind == ReduceKind::kProd ? 1.0 : 0.0;

@@ -3,6 +3,7 @@
 // every output element. Strides of 0 broadcast an operand along that axis.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -29,6 +30,39 @@ void for_each_strided(int64_t rank, const int64_t* dims, const std::array<const 
   for (int64_t i = begin; i < end; ++i) {
     f(i, off);
     for (int64_t k = rank - 1; k >= 0; --k) {
+      const size_t uk = static_cast<size_t>(k);
+      for (size_t o = 0; o < NOps; ++o) off[o] += strides[o][k];
+      if (++idx[uk] < dims[k]) break;
+      for (size_t o = 0; o < NOps; ++o) off[o] -= dims[k] * strides[o][k];
+      idx[uk] = 0;
+    }
+  }
+}
+
+// The same walk in runs along the innermost axis: calls f(i, offsets, count) for output elements
+// [i, i + count), which lie on one row of the last axis, so operand o's elements are
+// offsets[o] + j·strides[o][rank - 1] for j in [0, count). Lets kernels run tight inner loops.
+template <size_t NOps, typename F>
+void for_each_strided_run(int64_t rank, const int64_t* dims, const std::array<const int64_t*, NOps>& strides,
+                          const std::array<int64_t, NOps>& base, int64_t begin, int64_t end, F&& f) {
+  if (begin >= end) return;
+  const int64_t last = rank - 1, row = dims[last];
+  std::array<int64_t, format::kMaxTensorRank> idx{};
+  std::array<int64_t, NOps> off = base;
+  int64_t rest = begin;
+  for (int64_t k = last; k >= 0; --k) {
+    idx[static_cast<size_t>(k)] = rest % dims[k];
+    rest /= dims[k];
+    for (size_t o = 0; o < NOps; ++o) off[o] += idx[static_cast<size_t>(k)] * strides[o][k];
+  }
+  for (int64_t i = begin; i < end;) {
+    const int64_t count = std::min(end - i, row - idx[static_cast<size_t>(last)]);
+    f(i, off, count);
+    i += count;
+    // Back to the row's start, then carry into the outer axes.
+    for (size_t o = 0; o < NOps; ++o) off[o] -= idx[static_cast<size_t>(last)] * strides[o][last];
+    idx[static_cast<size_t>(last)] = 0;
+    for (int64_t k = last - 1; k >= 0; --k) {
       const size_t uk = static_cast<size_t>(k);
       for (size_t o = 0; o < NOps; ++o) off[o] += strides[o][k];
       if (++idx[uk] < dims[k]) break;

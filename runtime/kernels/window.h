@@ -7,6 +7,9 @@
 // count_include_pad, bound the region that counts).
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -23,6 +26,20 @@ struct Window {
   int64_t out_plane() const { return OH * OW; }
   int64_t taps() const { return KH * KW; }
 };
+
+// The indices t in [0, count) whose position first + t·step (step > 0) lies in [0, extent), as
+// [begin, end): the taps of a window inside the input, or the outputs whose tap is. Lets the
+// kernels loop without a bounds check per element.
+struct IndexRange {
+  int64_t begin, end;
+};
+inline IndexRange in_bounds(int64_t first, int64_t step, int64_t extent, int64_t count) {
+  if (first >= 0 && first + (count - 1) * step < extent) return {0, count};  // the common case, no division
+  const int64_t begin = first >= 0 ? 0 : (-first + step - 1) / step;
+  const int64_t end = first > extent - 1 ? 0 : (extent - 1 - first) / step + 1;
+  const int64_t b = std::min(begin, count), e = std::min(end, count);
+  return {b, std::max(b, e)};
+}
 
 // Every dimension, stride and dilation positive and every pad non-negative, all small enough that
 // no index computation can overflow, and the column buffer of a convolution bounded.

@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "tests/unit/compiler/onnx_builder.h"
 #include "tests/unit/compiler/test_support.h"
 
 namespace ipu::testing {
@@ -38,6 +39,24 @@ TEST_CASE("memory plan: the same model fits a larger target and reports its full
   const uint64_t resident = 2 * 4 * (64 * 512 + 512 + 512 * 10 + 10);
   CHECK(plan.total_bytes >= resident);
   CHECK(result->executable.estimates().peak_tile_bytes() == plan.fullest.peak_bytes);
+}
+
+// Attention-shaped products of two activations: x [8, 4, 32, 32] · x. Each operand holds
+// 128 KiB; a tile that received all of both (as BatchMatMul vertices once did) would need
+// 256 KiB and overflow, while the matrices of its own batches fit easily.
+TEST_CASE("memory plan: a BatchMatMul vertex receives only the matrices of its batches") {
+  OnnxBuilder b;
+  b.input("x", {4, 32, 32}).output("y");
+  b.node("MatMul", "scores", {"x", "x"}, {"y"});
+  auto options = small_target_options(8);
+  options.model_path = "test.onnx";
+  options.mode = compiler::Mode::kInfer;
+  options.bytes_per_tile = 128 * 1024;
+  auto result = compiler::compile_model(b.bytes(), options);
+  INFO(result.status().message());
+  REQUIRE(result.ok());
+  CHECK(result->memory.overflowing.empty());
+  CHECK(result->memory.fullest.peak_bytes < 64 * 1024);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/kernel.h"
 
 namespace {
@@ -69,6 +70,7 @@ const Geometry kGeometries[] = {
     {3, 2, 7, 5, 3, 2, 2, 1, 0, 1, 2, 0, 1, 1},  // strides and asymmetric pads
     {2, 4, 6, 6, 2, 3, 1, 2, 1, 0, 0, 2, 2, 1},  // dilations
     {2, 3, 1, 9, 1, 4, 1, 2, 0, 1, 0, 1, 1, 1},  // 1-D as H = 1
+    {2, 2, 4, 5, 3, 3, 2, 3, 2, 2, 2, 2, 2, 2},  // pads wider than a tap, strides 2 and 3, dilation 2
 };
 
 TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, with groups and bias") {
@@ -186,6 +188,41 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
       check_close(dxavg, davg_want);
     }
   }
+}
+
+// Vertices of one compute set that share a sample reuse its column matrix; once the engine
+// advances the epoch (a new compute set), a changed input is read again.
+TEST_CASE("kernels: Conv reuses columns within a compute set and rebuilds them after it") {
+  const Geometry g{1, 2, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const int64_t M = 4, plane = g.OH() * g.OW();
+  auto x = values(static_cast<size_t>(g.C * g.H * g.W), 7);
+  const auto w = values(static_cast<size_t>(M * g.C * g.KH * g.KW), 8);
+  const std::vector<int64_t> p = with(g.params(), {M, 1});
+  auto conv = [&](std::vector<float>& y) {  // two vertices over channels, as at batch 1
+    run(Codelet::kConv, {x.data(), const_cast<float*>(w.data()), y.data()}, with(p, {0, 1, 0, 2}));
+    run(Codelet::kConv, {x.data(), const_cast<float*>(w.data()), y.data()}, with(p, {0, 1, 2, M}));
+  };
+  std::vector<float> first(static_cast<size_t>(M * plane)), second(first.size());
+  ipu::kernels::advance_compute_set_epoch();
+  conv(first);
+  for (float& v : x) v = -v;
+  ipu::kernels::advance_compute_set_epoch();
+  conv(second);
+  for (size_t i = 0; i < first.size(); ++i) CHECK(second[i] == -first[i]);
+}
+
+// MaxPool keeps the first maximal tap: a NaN first tap is the result, a later NaN is skipped;
+// a window that lies wholly in the padding gives -inf.
+TEST_CASE("kernels: MaxPool NaN taps and windows outside the input") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // N=1, C=2, H=W=2; 2x2 windows at stride 2 with pads of 2 on the bottom and right: OH=OW=2,
+  // only output (0, 0) of each plane holds input positions.
+  const std::vector<int64_t> p{1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 2, 2, 1, 1, 0, 2};
+  std::vector<float> x{nan, 1, 2, 3, 1, nan, 2, 0}, y(8, -7.0f);
+  run(Codelet::kMaxPool, {x.data(), y.data()}, p);
+  CHECK(std::isnan(y[0]));
+  CHECK(y[4] == 2.0f);
+  for (size_t i : {1, 2, 3, 5, 6, 7}) CHECK(y[i] == -inf);
 }
 
 TEST_CASE("kernels: ChannelSum and ChannelAffine") {

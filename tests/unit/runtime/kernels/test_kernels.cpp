@@ -146,6 +146,41 @@ TEST_CASE("kernels: MatMul touches only its block and overwrites stale values wi
   }
 }
 
+// Blocks of one row take SGEMV (batch 1): every transpose form, a column block that starts
+// inside the row, accumulate, and stale NaNs that beta = 0 must ignore.
+TEST_CASE("kernels: MatMul on single-row blocks, all transpose combinations, with and without accumulate") {
+  for (bool trans_a : {false, true}) {
+    for (bool trans_b : {false, true}) {
+      for (bool accumulate : {false, true}) {
+        const MatMulCase c{3, 6, 5, trans_a, trans_b};
+        CAPTURE(trans_a);
+        CAPTURE(trans_b);
+        CAPTURE(accumulate);
+        const auto a = values(static_cast<size_t>(c.M * c.K), 6);
+        const auto b = values(static_cast<size_t>(c.K * c.N), 7);
+        std::vector<float> c0 = values(static_cast<size_t>(c.M * c.N), 8);
+        if (!accumulate) std::fill(c0.begin(), c0.end(), std::numeric_limits<float>::quiet_NaN());
+        std::vector<float> out = c0;
+        for (int64_t i = 0; i < c.M; ++i) {
+          for (const auto& cols : {std::pair<int64_t, int64_t>{0, 2}, {2, 6}}) {
+            run(vertex(Codelet::kMatMul, {const_cast<float*>(a.data()), const_cast<float*>(b.data()), out.data()},
+                       {c.M, c.N, c.K, trans_a, trans_b, i, i + 1, cols.first, cols.second, accumulate}));
+          }
+        }
+        std::vector<double> want(out.size());
+        for (int64_t i = 0; i < c.M; ++i) {
+          for (int64_t j = 0; j < c.N; ++j) {
+            double sum = accumulate ? c0[static_cast<size_t>(i * c.N + j)] : 0.0;
+            for (int64_t k = 0; k < c.K; ++k) sum += op_a(a, c, i, k) * op_b(b, c, k, j);
+            want[static_cast<size_t>(i * c.N + j)] = sum;
+          }
+        }
+        check_close(out, want);
+      }
+    }
+  }
+}
+
 TEST_CASE("kernels: MatMul with a 1x1 inner dimension and a single row") {
   std::vector<float> a = {2.0f}, b = {1.0f, -2.0f, 0.5f}, out(3, 7.0f);
   run(vertex(Codelet::kMatMul, {a.data(), b.data(), out.data()}, {1, 3, 1, 0, 0, 0, 1, 0, 3, 1}));

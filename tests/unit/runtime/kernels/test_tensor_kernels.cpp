@@ -166,6 +166,52 @@ TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") 
   CHECK(!validate(Codelet::kBinary, {8, 3, 24}, bad).ok());
 }
 
+// Binary walks rows of the innermost axis with a loop per stride form: both contiguous, either
+// operand broadcast along the row, and a transposed read; over ranges that start and end
+// mid-row. Each must give what the element-by-element definition gives.
+TEST_CASE("tensor kernels: Binary rows of every innermost stride form, over ranges that split rows") {
+  const std::vector<int64_t> dims{3, 5};
+  const std::vector<float> full = values(15, 4), other = values(15, 7), column = values(3, 5);
+  struct Form {
+    const char* name;
+    const std::vector<float>* a;
+    std::vector<int64_t> sa;
+    const std::vector<float>* b;
+    std::vector<int64_t> sb;
+  };
+  const std::vector<Form> forms = {{"contiguous", &full, {5, 1}, &other, {5, 1}},
+                                   {"b broadcast", &full, {5, 1}, &column, {1, 0}},
+                                   {"a broadcast", &column, {1, 0}, &full, {5, 1}},
+                                   {"transposed", &full, {1, 3}, &full, {5, 1}}};
+  for (const Form& f : forms) {
+    CAPTURE(f.name);
+    std::vector<float> y(15, -99.0f);
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 12}, {12, 15}}) {
+      std::vector<int64_t> p{static_cast<int64_t>(BinaryKind::kSub), 2, begin, end};
+      for (const auto* l : {&dims, &f.sa, &f.sb}) p.insert(p.end(), l->begin(), l->end());
+      kernel(Codelet::kBinary).run(vertex(Codelet::kBinary, {const_cast<float*>(f.a->data()), const_cast<float*>(f.b->data()), y.data()}, p));
+    }
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 5; ++j) {
+        const float want = (*f.a)[static_cast<size_t>(i * f.sa[0] + j * f.sa[1])] - (*f.b)[static_cast<size_t>(i * f.sb[0] + j * f.sb[1])];
+        CHECK(y[static_cast<size_t>(i * 5 + j)] == want);
+      }
+    }
+  }
+}
+
+TEST_CASE("tensor kernels: Pow by 2 is the exact square, in Binary and Unary") {
+  auto a = values(15, 6);
+  std::vector<float> two{2.0f}, y(15), u(15);
+  std::vector<int64_t> p{static_cast<int64_t>(BinaryKind::kPow), 2, 0, 15, 3, 5, 5, 1, 0, 0};
+  kernel(Codelet::kBinary).run(vertex(Codelet::kBinary, {a.data(), two.data(), y.data()}, p));
+  kernel(Codelet::kUnary).run(vertex(Codelet::kUnary, {a.data(), u.data()}, {static_cast<int64_t>(UnaryKind::kPowScalar), 0, 15}, {2.0f, 0.0f}));
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(y[i] == a[i] * a[i]);
+    CHECK(u[i] == a[i] * a[i]);
+  }
+}
+
 TEST_CASE("tensor kernels: Where selects per broadcast element") {
   std::vector<float> c{1, 0, 1}, a{10, 20, 30, 40, 50, 60}, b{-1};
   std::vector<float> y(6);
@@ -240,6 +286,28 @@ TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over str
   CHECK(validate(Codelet::kReduce, {24, 3}, {0, 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}).ok());
   CHECK(!validate(Codelet::kReduce, {24, 3}, {0, 1, 2, 0, 3, 3, 4, 2, 4, 13, 1}).ok());
   CHECK(!validate(Codelet::kReduce, {24, 3}, {5, 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}).ok());
+}
+
+// Sum and Mean over one axis take their own loop: axis 1 of [2,3,4], over two output ranges.
+TEST_CASE("tensor kernels: Reduce sums and averages over a single strided axis") {
+  auto x = values(24, 9);
+  for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMean}) {
+    CAPTURE(static_cast<int>(kind));
+    std::vector<float> y(8, -99.0f);
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 8}}) {
+      kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {x.data(), y.data()},
+                                          {static_cast<int64_t>(kind), 2, 1, begin, end, 2, 4, 12, 1, 3, 4}));
+    }
+    std::vector<double> want;
+    for (int i = 0; i < 2; ++i) {
+      for (int k = 0; k < 4; ++k) {
+        double sum = 0;
+        for (int j = 0; j < 3; ++j) sum += x[static_cast<size_t>(i * 12 + j * 4 + k)];
+        want.push_back(kind == ReduceKind::kSum ? sum : sum / 3);
+      }
+    }
+    check_close(y, want);
+  }
 }
 
 TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
