@@ -387,7 +387,8 @@ StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string&
   std::vector<float> out(count);
   const std::string& dt = array.dtype;
   if (dt == "f4") {
-    std::memcpy(out.data(), array.data.data(), count * sizeof(float));
+    // An empty vector's data() may be null, which memcpy must not be given even for 0 bytes.
+    if (count > 0) std::memcpy(out.data(), array.data.data(), count * sizeof(float));
   } else if (dt == "f8") {
     for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(load<double>(array.data, i));
   } else if (dt == "f2") {
