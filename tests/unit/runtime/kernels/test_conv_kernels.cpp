@@ -8,38 +8,13 @@
 
 #include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/kernel.h"
+#include "tests/unit/runtime/kernels/kernel_test_support.h"
 
 namespace {
 
 using ipu::format::Codelet;
-using ipu::kernels::find_kernel;
-using ipu::kernels::KernelDef;
 using ipu::kernels::OperandInfo;
-using ipu::kernels::PreparedVertex;
-
-const KernelDef& kernel(Codelet c) {
-  const KernelDef* def = find_kernel(static_cast<uint32_t>(c));
-  REQUIRE(def != nullptr);
-  return *def;
-}
-
-void run(Codelet c, std::vector<float*> operands, const std::vector<int64_t>& params) {
-  PreparedVertex v;
-  v.codelet = static_cast<uint32_t>(c);
-  for (float* o : operands) v.operands[v.num_operands++] = o;
-  for (int64_t p : params) v.params[v.num_params++] = p;
-  kernel(c).run(v);
-}
-
-std::vector<float> values(size_t n, uint32_t seed) {
-  std::vector<float> out(n);
-  uint32_t state = seed * 2654435761u + 12345u;
-  for (float& x : out) {
-    state = state * 1664525u + 1013904223u;
-    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
-  }
-  return out;
-}
+using namespace ipu::kernels::testing;
 
 void check_close(const std::vector<float>& got, const std::vector<double>& want) {
   REQUIRE(got.size() == want.size());
@@ -251,14 +226,7 @@ TEST_CASE("kernels: BatchNorm, its gradients and ChannelsLayout") {
   auto scale = values(C, 12), bias = values(C, 13), mean = values(C, 14), var = values(C, 15);
   for (float& v : var) v = std::abs(v) + 0.5f;
   std::vector<float> y(x.size()), dx(x.size()), dscale(C), last(x.size()), first(x.size());
-  auto run_eps = [&](Codelet c, std::vector<float*> ops, std::vector<int64_t> params) {
-    PreparedVertex v;
-    v.codelet = static_cast<uint32_t>(c);
-    for (float* o : ops) v.operands[v.num_operands++] = o;
-    for (int64_t p : params) v.params[v.num_params++] = p;
-    v.fparams[0] = eps;
-    kernel(c).run(v);
-  };
+  auto run_eps = [&](Codelet c, const std::vector<void*>& ops, const std::vector<int64_t>& params) { run(c, ops, params, {eps}); };
   for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 5}, {5, N * C * S}}) {
     run_eps(Codelet::kBatchNorm, {x.data(), scale.data(), bias.data(), mean.data(), var.data(), y.data()}, {N, C, S, b, e});
     run_eps(Codelet::kBatchNormGradInput, {dy.data(), scale.data(), var.data(), dx.data()}, {N, C, S, b, e});

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "runtime/kernels/kernel.h"
+#include "tests/unit/runtime/kernels/kernel_test_support.h"
 
 namespace {
 
@@ -19,39 +20,10 @@ using ipu::format::Codelet;
 using ipu::kernels::find_kernel;
 using ipu::kernels::KernelDef;
 using ipu::kernels::PreparedVertex;
+using namespace ipu::kernels::testing;
 using ipu::kernels::try_merge;
 
-const KernelDef& kernel(Codelet c) {
-  const KernelDef* def = find_kernel(static_cast<uint32_t>(c));
-  REQUIRE(def != nullptr);
-  REQUIRE(def->codelet == c);
-  return *def;
-}
-
-PreparedVertex vertex(Codelet c, std::initializer_list<void*> operands, std::initializer_list<int64_t> params,
-                      std::initializer_list<float> fparams = {}, uint64_t cycles = 10) {
-  PreparedVertex v;
-  v.codelet = static_cast<uint32_t>(c);
-  for (void* o : operands) v.operands[v.num_operands++] = o;
-  for (int64_t p : params) v.params[v.num_params++] = p;
-  size_t i = 0;
-  for (float f : fparams) v.fparams[i++] = f;
-  v.cycles = cycles;
-  return v;
-}
-
 void run(const PreparedVertex& v) { kernel(static_cast<Codelet>(v.codelet)).run(v); }
-
-// Deterministic values in [-2, 2).
-std::vector<float> values(size_t n, uint32_t seed) {
-  std::vector<float> out(n);
-  uint32_t state = seed * 2654435761u + 12345u;
-  for (float& x : out) {
-    state = state * 1664525u + 1013904223u;
-    x = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
-  }
-  return out;
-}
 
 bool close(double got, double want, double rel = 1e-5, double abs = 1e-6) {
   return std::abs(got - want) <= abs + rel * std::abs(want);

@@ -8,36 +8,13 @@
 
 #include "runtime/format/tensor_kinds.h"
 #include "runtime/kernels/kernel.h"
+#include "tests/unit/runtime/kernels/kernel_test_support.h"
 
 namespace {
 
 using ipu::format::Codelet;
 using ipu::format::LossReduction;
-using ipu::kernels::find_kernel;
-using ipu::kernels::OperandInfo;
-using ipu::kernels::PreparedVertex;
-
-void run(Codelet c, std::vector<float*> operands, std::vector<int64_t> params) {
-  PreparedVertex v;
-  v.codelet = static_cast<uint32_t>(c);
-  for (float* o : operands) v.operands[v.num_operands++] = o;
-  for (int64_t p : params) v.params[v.num_params++] = p;
-  const auto* def = find_kernel(static_cast<uint32_t>(c));
-  REQUIRE(def != nullptr);
-  def->run(v);
-}
-
-ipu::Status validate(Codelet c, std::vector<uint64_t> sizes, std::vector<int64_t> params) {
-  ipu::format::Vertex v;
-  v.set_codelet(static_cast<uint32_t>(c));
-  std::vector<OperandInfo> ops;
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    v.add_operands(static_cast<uint32_t>(i));
-    ops.push_back({ipu::format::FLOAT32, sizes[i]});
-  }
-  for (int64_t p : params) v.add_params(p);
-  return find_kernel(static_cast<uint32_t>(c))->validate(v, ops);
-}
+using namespace ipu::kernels::testing;
 
 struct Case {
   int64_t N = 2, C = 3, D = 2;
@@ -80,7 +57,7 @@ std::vector<double> reference_loss(const Case& c, const std::vector<double>& x, 
 std::vector<float> run_loss(const Case& c, std::vector<float> t) {
   std::vector<float> x = kInput, w = kWeights;
   std::vector<float> y(c.reduction == LossReduction::kNone ? static_cast<size_t>(c.N * c.D) : 1, -7.0f);
-  std::vector<float*> operands = {x.data(), t.data(), y.data()};
+  std::vector<void*> operands = {x.data(), t.data(), y.data()};
   if (c.weighted) operands.push_back(w.data());
   if (c.reduction == LossReduction::kNone) {
     // Two vertices, as a split over tiles gives.
@@ -147,7 +124,7 @@ TEST_CASE("loss kernels: NllLossGrad is the derivative of the reference loss") {
     const bool none = c.reduction == LossReduction::kNone;
     std::vector<float> dy = none ? std::vector<float>{0.3f, -1.1f, 0.7f, 2.0f} : std::vector<float>{1.7f};
     std::vector<float> targets = t, w = kWeights, dx(kInput.size(), -7.0f);
-    std::vector<float*> operands = {targets.data(), dy.data(), dx.data()};
+    std::vector<void*> operands = {targets.data(), dy.data(), dx.data()};
     if (c.weighted) operands.push_back(w.data());
     run(Codelet::kNllLossGrad, operands, c.params(0, 1));
     run(Codelet::kNllLossGrad, operands, c.params(1, c.N));
