@@ -29,7 +29,6 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/ipucc-conformance.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# One test: prints "pass NAME", "fail NAME: why" or "unsupported NAME: why".
 # The name field (8) of a serialized TensorProto, or "" (protobuf wire format; no onnx module).
 tensor_proto_name() {
   python3 - "$1" <<'PY'
@@ -57,6 +56,7 @@ PY
 }
 export -f tensor_proto_name
 
+# One test: prints "pass NAME", "fail NAME: why" or "unsupported NAME: why".
 run_one() {
   local dir=$1 name
   name=$(basename "$dir")
