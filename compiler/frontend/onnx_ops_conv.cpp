@@ -186,25 +186,12 @@ Status convert_pool_3d(OnnxImportContext& ctx, OpKind kind, int x, const AxisWin
 
 Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
-  if (ctx.shape(x).size() == 5) {
-    const std::vector<int64_t> kernel = ctx.ints_attr("kernel_shape");
-    if (kernel.size() != 3) {
-      return invalid_argument("'kernel_shape' " + ints_text(kernel) + " needs 3 entries for input " +
-                              shape_text(ctx.shape(x)));
-    }
-    for (int64_t k : kernel) {
-      if (k <= 0) return invalid_argument("'kernel_shape' " + ints_text(kernel) + " must be positive");
-    }
-    const bool dilations = kind == OpKind::kMaxPool || ctx.version() >= 19;
-    if (!dilations && ctx.attribute("dilations")) {
-      return invalid_argument("'dilations' is an attribute of AveragePool from version 19, this is version " +
-                              std::to_string(ctx.version()));
-    }
-    IPU_ASSIGN_OR_RETURN(AxisWindows axes, read_axis_windows(ctx, x, kernel, dilations));
-    return convert_pool_3d(ctx, kind, x, axes, ctx.int_attr("ceil_mode", 0) != 0,
-                           ctx.int_attr("count_include_pad", 0) != 0);
+  // [N, C, D, H, W] runs as two 2-D pools (convert_pool_3d); 1-D and 2-D pools run directly.
+  const bool three_d = ctx.shape(x).size() == 5;
+  size_t r = 3;
+  if (!three_d) {
+    IPU_ASSIGN_OR_RETURN(r, spatial_rank(ctx, x));
   }
-  IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
   const std::vector<int64_t> kernel = ctx.ints_attr("kernel_shape");
   if (kernel.size() != r) {
     return invalid_argument("'kernel_shape' " + ints_text(kernel) + " needs " + std::to_string(r) + " entries for input " +
@@ -218,6 +205,11 @@ Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   if (!dilations && ctx.attribute("dilations")) {
     return invalid_argument("'dilations' is an attribute of AveragePool from version 19, this is version " +
                             std::to_string(ctx.version()));
+  }
+  if (three_d) {
+    IPU_ASSIGN_OR_RETURN(AxisWindows axes, read_axis_windows(ctx, x, kernel, dilations));
+    return convert_pool_3d(ctx, kind, x, axes, ctx.int_attr("ceil_mode", 0) != 0,
+                           ctx.int_attr("count_include_pad", 0) != 0);
   }
   IPU_ASSIGN_OR_RETURN(WindowAttrs window, read_window(ctx, x, kernel, dilations));
   window.ceil_mode = ctx.int_attr("ceil_mode", 0) != 0;

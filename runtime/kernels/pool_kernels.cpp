@@ -96,14 +96,19 @@ void run_max_pool(const PreparedVertex& v) {
   }
 }
 
-Status validate_max_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+// MaxPool and AveragePool: X [N,C,H,W] → Y [N,C,OH,OW] over planes [params[begin], params[end]).
+Status validate_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops, int plane_begin, int plane_end) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, kPlaneEnd + 1, 0));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, plane_end + 1, 0));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "Y"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
-  return validate_planes(v, w, kPlaneBegin, kPlaneEnd);
+  return validate_planes(v, w, plane_begin, plane_end);
+}
+
+Status validate_max_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  return validate_pool(v, ops, kPlaneBegin, kPlaneEnd);
 }
 
 // MaxPoolGrad: dX[p] = dY[p] routed to the first maximal tap of each window (ties go to the
@@ -159,13 +164,7 @@ void run_average_pool(const PreparedVertex& v) {
 }
 
 Status validate_average_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
-  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, kAvgPlaneEnd + 1, 0));
-  IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
-  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "Y"));
-  if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
-  return validate_planes(v, w, kAvgPlaneBegin, kAvgPlaneEnd);
+  return validate_pool(v, ops, kAvgPlaneBegin, kAvgPlaneEnd);
 }
 
 // AveragePoolGrad: dX[p] = each dY[p, oy, ox] over its divisor, added to every tap of its window
