@@ -61,37 +61,87 @@ Status validate_planes(const format::Vertex& v, const Window& w, int begin_index
   return expect_range(v.params(begin_index), v.params(end_index), w.N * w.C, "plane");
 }
 
+// The maximum of output (oy, ox)'s taps inside `x`, -inf if there are none. Kept in a register
+// and without a branch per tap: start from the first tap and take any greater one (a NaN first
+// tap stays, as there).
+float max_of_window(const Window& w, const float* x, int64_t oy, int64_t ox) {
+  const int64_t first_iy = oy * w.SH - w.PT, first_ix = ox * w.SW - w.PL;
+  const IndexRange rows = in_bounds(first_iy, w.DH, w.H, w.KH), cols = in_bounds(first_ix, w.DW, w.W, w.KW);
+  if (rows.begin == rows.end || cols.begin == cols.end) return -std::numeric_limits<float>::infinity();
+  float best = x[(first_iy + rows.begin * w.DH) * w.W + first_ix + cols.begin * w.DW];
+  for (int64_t ky = rows.begin; ky < rows.end; ++ky) {
+    const int64_t row = (first_iy + ky * w.DH) * w.W + first_ix;
+    for (int64_t kx = cols.begin; kx < cols.end; ++kx) {
+      const float t = x[row + kx * w.DW];
+      best = t > best ? t : best;
+    }
+  }
+  return best;
+}
+
+// Outputs [cols.begin, cols.end) of row oy, whose every tap lies inside `x`: one pass over the
+// row per tap, in max_of_window's tap order and with its comparison, so the result is the same.
+// The passes are plain loops the compiler vectorises when the stride is a constant (kStride > 0;
+// 0 reads w.SW): a 2×2 pool is otherwise mostly loop overhead.
+template <int kStride>
+void max_pool_interior_row(const Window& w, const float* x, int64_t oy, IndexRange cols, float* y) {
+  const int64_t stride = kStride > 0 ? kStride : w.SW, first_iy = oy * w.SH - w.PT;
+  for (int64_t ky = 0; ky < w.KH; ++ky) {
+    for (int64_t kx = 0; kx < w.KW; ++kx) {
+      // x[base + ox·stride] is tap (ky, kx) of output ox; base alone may lie before the row.
+      const int64_t base = (first_iy + ky * w.DH) * w.W + kx * w.DW - w.PL;
+      if (ky == 0 && kx == 0) {
+        for (int64_t ox = cols.begin; ox < cols.end; ++ox) y[ox] = x[base + ox * stride];
+        continue;
+      }
+      for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
+        const float t = x[base + ox * stride];
+        y[ox] = t > y[ox] ? t : y[ox];
+      }
+    }
+  }
+}
+
+// max_pool_interior_row for the common 2×2 window without dilation: the four taps in one pass,
+// so a narrow row (a late layer's few columns) costs one vectorised loop instead of four.
+template <int kStride>
+void max_pool_interior_row_2x2(const Window& w, const float* x, int64_t oy, IndexRange cols, float* y) {
+  const int64_t top = (oy * w.SH - w.PT) * w.W - w.PL, bottom = top + w.W;
+  for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
+    const int64_t i = ox * kStride;
+    float best = x[top + i];
+    best = x[top + i + 1] > best ? x[top + i + 1] : best;
+    best = x[bottom + i] > best ? x[bottom + i] : best;
+    best = x[bottom + i + 1] > best ? x[bottom + i + 1] : best;
+    y[ox] = best;
+  }
+}
+
 // MaxPool: Y[p, oy, ox] = the maximum of the window's taps inside X[p] for planes
 // p = n·C + c in [plane_begin, plane_end); -inf for a window that holds no input position.
 //   operands: X [N,C,H,W], Y [N,C,OH,OW]
 //   params:   window (16), plane_begin, plane_end
 void run_max_pool(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
+  // The outputs whose window lies wholly inside the input: rows and columns.
+  const IndexRange inner_rows = in_bounds(-w.PT, w.SH, w.H - (w.KH - 1) * w.DH, w.OH);
+  const IndexRange inner_cols = in_bounds(-w.PL, w.SW, w.W - (w.KW - 1) * w.DW, w.OW);
+  const bool two_by_two = w.KH == 2 && w.KW == 2 && w.DH == 1 && w.DW == 1;
+  const auto run_interior = two_by_two && w.SW == 2 ? max_pool_interior_row_2x2<2>
+                            : two_by_two && w.SW == 1 ? max_pool_interior_row_2x2<1>
+                            : w.SW == 2               ? max_pool_interior_row<2>
+                            : w.SW == 1               ? max_pool_interior_row<1>
+                                                      : max_pool_interior_row<0>;
   for (int64_t p = v.params[kPlaneBegin]; p < v.params[kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
     for (int64_t oy = 0; oy < w.OH; ++oy) {
-      const int64_t first_iy = oy * w.SH - w.PT;
-      const IndexRange rows = in_bounds(first_iy, w.DH, w.H, w.KH);
-      for (int64_t ox = 0; ox < w.OW; ++ox) {
-        // The value of argmax's tap, kept in a register and without a branch per tap: start
-        // from the first tap and take any greater one (a NaN first tap stays, as there).
-        const int64_t first_ix = ox * w.SW - w.PL;
-        const IndexRange cols = in_bounds(first_ix, w.DW, w.W, w.KW);
-        if (rows.begin == rows.end || cols.begin == cols.end) {
-          y[oy * w.OW + ox] = -std::numeric_limits<float>::infinity();
-          continue;
-        }
-        float best = x[(first_iy + rows.begin * w.DH) * w.W + first_ix + cols.begin * w.DW];
-        for (int64_t ky = rows.begin; ky < rows.end; ++ky) {
-          const int64_t row = (first_iy + ky * w.DH) * w.W + first_ix;
-          for (int64_t kx = cols.begin; kx < cols.end; ++kx) {
-            const float t = x[row + kx * w.DW];
-            best = t > best ? t : best;
-          }
-        }
-        y[oy * w.OW + ox] = best;
-      }
+      float* out = y + oy * w.OW;
+      const bool inner = oy >= inner_rows.begin && oy < inner_rows.end && inner_cols.begin < inner_cols.end;
+      const IndexRange fast = inner ? inner_cols : IndexRange{0, 0};
+      if (inner) run_interior(w, x, oy, fast, out);
+      for (int64_t ox = 0; ox < fast.begin; ++ox) out[ox] = max_of_window(w, x, oy, ox);
+      for (int64_t ox = fast.end; ox < w.OW; ++ox) out[ox] = max_of_window(w, x, oy, ox);
     }
   }
 }

@@ -46,6 +46,12 @@ const Geometry kGeometries[] = {
     {2, 4, 6, 6, 2, 3, 1, 2, 1, 0, 0, 2, 2, 1},  // dilations
     {2, 3, 1, 9, 1, 4, 1, 2, 0, 1, 0, 1, 1, 1},  // 1-D as H = 1
     {2, 2, 4, 5, 3, 3, 2, 3, 2, 2, 2, 2, 2, 2},  // pads wider than a tap, strides 2 and 3, dilation 2
+    // The pooling kernels' fast paths for windows wholly inside the input, each beside edge
+    // windows that take the general path:
+    {2, 3, 6, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},  // 2×2 at stride 2 (the common CNN pool), all inside
+    {2, 2, 5, 7, 2, 2, 1, 1, 1, 0, 1, 1, 1, 1},  // 2×2 at stride 1 with pads
+    {1, 2, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},  // 3×3 at stride 2 with pads
+    {1, 2, 8, 11, 2, 3, 3, 3, 0, 1, 0, 0, 1, 1}, // stride 3
 };
 
 TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, with groups and bias") {
@@ -198,6 +204,16 @@ TEST_CASE("kernels: MaxPool NaN taps and windows outside the input") {
   CHECK(std::isnan(y[0]));
   CHECK(y[4] == 2.0f);
   for (size_t i : {1, 2, 3, 5, 6, 7}) CHECK(y[i] == -inf);
+  // The same rule where windows larger than 2×2 lie wholly inside the input: one 3×3 window per
+  // plane, NaN first in plane 0 and last in plane 1 (after its maximum).
+  const std::vector<int64_t> q{1, 2, 3, 3, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 0, 2};
+  std::vector<float> z(18, 1.0f), out(2, -7.0f);
+  z[0] = nan;
+  z[9 + 4] = 5.0f;
+  z[9 + 8] = nan;
+  run(Codelet::kMaxPool, {z.data(), out.data()}, q);
+  CHECK(std::isnan(out[0]));
+  CHECK(out[1] == 5.0f);
 }
 
 TEST_CASE("kernels: ChannelSum and ChannelAffine") {
