@@ -18,31 +18,52 @@ using format::FLOAT32;
 // Params after the window.
 enum ConvParam { kM = kWindowParams, kGroups, kBegin, kEnd, kChannelBegin, kChannelEnd };
 
+// Copies n floats. A convolution's rows are often a few floats wide, where a call to memmove
+// costs more than the copy: short rows are copied inline in fixed-size pieces.
+inline void copy_row(const float* in, int64_t n, float* out) {
+  if (n >= 16) {
+    std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  int64_t i = 0;
+  if (n >= 8) {
+    std::memcpy(out, in, 8 * sizeof(float));
+    i = 8;
+  }
+  if (n - i >= 4) {
+    std::memcpy(out + i, in + i, 4 * sizeof(float));
+    i += 4;
+  }
+  for (; i < n; ++i) out[i] = in[i];
+}
+
 // The column matrix of one sample's channels [c0, c0 + channels): row (c, ky, kx), column (oy, ox).
+// Each row is a strided copy of an input plane: the output rows and columns whose tap lies
+// inside the input are found once per row, so the copy loop has no bounds checks.
 void im2col(const Window& w, const float* x, int64_t channels, float* col) {
-  const int64_t plane = w.out_plane();
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t ky = 0; ky < w.KH; ++ky) {
+      const IndexRange rows = in_bounds(ky * w.DH - w.PT, w.SH, w.H, w.OH);
       for (int64_t kx = 0; kx < w.KW; ++kx) {
-        float* row = col + ((c * w.KH + ky) * w.KW + kx) * plane;
-        // Columns [inside.begin, inside.end) read the input; the rest are padding.
+        float* row = col + ((c * w.KH + ky) * w.KW + kx) * w.out_plane();
         const int64_t first_ix = kx * w.DW - w.PL;
         const IndexRange inside = in_bounds(first_ix, w.SW, w.W, w.OW);
-        for (int64_t oy = 0; oy < w.OH; ++oy) {
-          const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
+        const int64_t width = inside.end - inside.begin;
+        std::fill(row, row + rows.begin * w.OW, 0.0f);
+        std::fill(row + rows.end * w.OW, row + w.out_plane(), 0.0f);
+        // The input offset of tap (ky, kx) of output (oy, inside.begin), for the first row.
+        int64_t in = (c * w.H + rows.begin * w.SH - w.PT + ky * w.DH) * w.W + first_ix + inside.begin * w.SW;
+        for (int64_t oy = rows.begin; oy < rows.end; ++oy, in += w.SH * w.W) {
           float* out = row + oy * w.OW;
-          if (iy < 0 || iy >= w.H) {
-            std::fill(out, out + w.OW, 0.0f);
-            continue;
+          if (width < w.OW) {
+            std::fill(out, out + inside.begin, 0.0f);
+            std::fill(out + inside.end, out + w.OW, 0.0f);
+            if (width == 0) continue;
           }
-          std::fill(out, out + inside.begin, 0.0f);
-          std::fill(out + inside.end, out + w.OW, 0.0f);
-          if (inside.end == inside.begin) continue;
-          const float* in = x + (c * w.H + iy) * w.W;
           if (w.SW == 1) {
-            std::copy(in + first_ix + inside.begin, in + first_ix + inside.end, out + inside.begin);
+            copy_row(x + in, width, out + inside.begin);
           } else {
-            for (int64_t ox = inside.begin; ox < inside.end; ++ox) out[ox] = in[first_ix + ox * w.SW];
+            for (int64_t i = 0; i < width; ++i) out[inside.begin + i] = x[in + i * w.SW];
           }
         }
       }
@@ -171,16 +192,17 @@ void run_conv(const PreparedVertex& v) {
       if (hi <= lo) continue;
       const float* col = cache.columns(w, x + (n * w.C + g * s.Cg) * w.in_plane(), s.Cg);
       float* out = y + (n * s.M + lo) * plane;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(hi - lo), static_cast<int>(plane),
-                  static_cast<int>(s.K), 1.0f, weights + lo * s.K, static_cast<int>(s.K), col, static_cast<int>(plane),
-                  0.0f, out, static_cast<int>(plane));
+      // The bias goes in first and SGEMM adds onto it (beta 1): with beta 0 SGEMM would clear
+      // the block in a pass of its own, and the bias would take another.
       if (has_bias) {
         for (int64_t m = lo; m < hi; ++m) {
           float* row = out + (m - lo) * plane;
-          const float b = v.f32(2)[m];
-          for (int64_t i = 0; i < plane; ++i) row[i] += b;
+          std::fill(row, row + plane, v.f32(2)[m]);
         }
       }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(hi - lo), static_cast<int>(plane),
+                  static_cast<int>(s.K), 1.0f, weights + lo * s.K, static_cast<int>(s.K), col, static_cast<int>(plane),
+                  has_bias ? 1.0f : 0.0f, out, static_cast<int>(plane));
     }
   }
 }
