@@ -40,7 +40,9 @@ printf '%-12s %5s %12s %12s %8s\n' model batch ipurun ort ratio
 for model in ${models//,/ }; do
   for batch in ${batches//,/ }; do
     : >"$work/ours" && : >"$work/theirs"
-    n=$((batch * steps_per_execution * (batch == 1 ? 64 : 4)))
+    # Enough executions that a trial lasts about as long as ORT's (at least a second after three
+    # warm-up runs): a short run would mostly time first touches of the device's memory.
+    n=$((batch * steps_per_execution * (batch == 1 ? 256 : 32)))
     compiled=1
     "$root/build/cli/ipucc" compile "$ort_dir/models/$model.onnx" --mode infer --batch-size "$batch" \
       --steps-per-execution "$steps_per_execution" -o "$work/model.ipuexe" >/dev/null 2>"$work/compile.err" || compiled=0
