@@ -1,5 +1,6 @@
 #include "compiler/ir/graph.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "compiler/ir/op_registry.h"
@@ -90,6 +91,18 @@ std::vector<int> Graph::consumers(int id) const {
   return ops;
 }
 
+void Graph::remove_ops(const std::vector<int>& ids) {
+  if (ids.empty()) return;
+  std::vector<Op> kept;
+  for (Op& op : m_ops) {
+    if (std::find(ids.begin(), ids.end(), op.id) != ids.end()) continue;
+    op.id = static_cast<int>(kept.size());
+    for (int out : op.outputs) m_values[static_cast<size_t>(out)].producer = op.id;
+    kept.push_back(std::move(op));
+  }
+  m_ops = std::move(kept);
+}
+
 std::string Graph::to_string() const {
   std::ostringstream out;
   static const char* kPhase[] = {"forward", "loss", "backward", "update"};
@@ -99,7 +112,7 @@ std::string Graph::to_string() const {
       const Value& v = value(op.outputs[i]);
       out << (i ? ", " : "") << v.name << ":" << v.type.to_string();
     }
-    out << " = " << op_kind_name(op.kind) << "(";
+    out << " = " << op_kind_name(op.kind) << (op.attrs.fused_relu ? "+Relu" : "") << "(";
     for (size_t i = 0; i < op.inputs.size(); ++i) out << (i ? ", " : "") << value(op.inputs[i]).name;
     out << ")\n";
   }

@@ -81,6 +81,7 @@ struct OpAttrs {
   WindowAttrs window;          // Conv, pooling and their gradients
   float epsilon = 0.0f;        // BatchNorm and its gradients
   std::optional<int64_t> ignore_index;  // NllLoss and its gradient: the target value that contributes nothing
+  bool fused_relu = false;     // Conv: applies Relu to its output (passes/fuse_activations.h)
 };
 
 struct Op {
@@ -114,6 +115,9 @@ class Graph {
   std::vector<int> values_with_role(Role role) const;
   // Ids of ops that read value `id`.
   std::vector<int> consumers(int id) const;
+  // Removes ops whose outputs another op now produces (a fusion): the remaining ops are
+  // renumbered in order and their outputs' producers updated.
+  void remove_ops(const std::vector<int>& ids);
 
   std::string to_string() const;  // one line per op, for `ipucc compile --dump-ir` and tests
 

@@ -184,6 +184,7 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
       v.codelet = format::Codelet::kConv;
       v.operands = has_bias ? std::vector<uint32_t>{x, w, b, y} : std::vector<uint32_t>{x, w, y};
       v.params = conv_params(d, op.attrs.window, {nb, ne, mb, me});
+      if (op.attrs.fused_relu) v.params.push_back(1);
       v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * plane * d.K) / ctx.target().cycles.macs_per_cycle;
       v.reads = {lowering::flat_region(x, nb * d.sample(), ne * d.sample()), lowering::flat_region(w, mb * d.K, me * d.K)};
       if (has_bias) v.reads.push_back(lowering::flat_region(b, mb, me));

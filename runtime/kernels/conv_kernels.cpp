@@ -16,7 +16,7 @@ namespace {
 using format::FLOAT32;
 
 // Params after the window.
-enum ConvParam { kM = kWindowParams, kGroups, kBegin, kEnd, kChannelBegin, kChannelEnd };
+enum ConvParam { kM = kWindowParams, kGroups, kBegin, kEnd, kChannelBegin, kChannelEnd, kFusedRelu };
 
 // Copies n floats. A convolution's rows are often a few floats wide, where a call to memmove
 // costs more than the copy: short rows are copied inline in fixed-size pieces.
@@ -174,9 +174,10 @@ bool distinct(const format::Vertex& v) {
 }
 
 // Conv: Y[n, m] = sum over the group's channels and taps of W[m] · X[n] (+ B[m]) for samples
-// [n_begin, n_end) and output channels [m_begin, m_end).
+// [n_begin, n_end) and output channels [m_begin, m_end); with fused_relu 1, max(0, ·) of that
+// (a Relu folded in by the compiler, compiler/passes/fuse_activations.h).
 //   operands: X [N,C,H,W], W [M,C/G,KH,KW], B [M] (optional), Y [N,M,OH,OW]
-//   params:   window (16), M, G, n_begin, n_end, m_begin, m_end
+//   params:   window (16), M, G, n_begin, n_end, m_begin, m_end, fused_relu (optional, 0 or 1)
 void run_conv(const PreparedVertex& v) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
@@ -185,6 +186,7 @@ void run_conv(const PreparedVertex& v) {
   const float* weights = v.f32(1);
   float* y = v.f32(has_bias ? 3 : 2);
   const int64_t plane = w.out_plane(), m_begin = v.params[kChannelBegin], m_end = v.params[kChannelEnd];
+  const bool relu = v.num_params > kFusedRelu && v.params[kFusedRelu] != 0;
   thread_local ColumnCache cache;
   for (int64_t n = v.params[kBegin]; n < v.params[kEnd]; ++n) {
     for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
@@ -203,6 +205,9 @@ void run_conv(const PreparedVertex& v) {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(hi - lo), static_cast<int>(plane),
                   static_cast<int>(s.K), 1.0f, weights + lo * s.K, static_cast<int>(s.K), col, static_cast<int>(plane),
                   has_bias ? 1.0f : 0.0f, out, static_cast<int>(plane));
+      if (relu) {
+        for (int64_t i = 0; i < (hi - lo) * plane; ++i) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+      }
     }
   }
 }
@@ -214,7 +219,12 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
   } else {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   }
-  IPU_RETURN_IF_ERROR(expect_param_count(v, kChannelEnd + 1, 0));
+  if (v.params_size() == kFusedRelu + 1) {
+    if (v.params(kFusedRelu) != 0 && v.params(kFusedRelu) != 1) return invalid_argument("fused_relu must be 0 or 1");
+  } else {
+    IPU_RETURN_IF_ERROR(expect_param_count(v, kChannelEnd + 1, 0));
+  }
+  if (v.fparams_size() != 0) return invalid_argument("expects no float parameters");
   IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[1].elements, ops.back().elements));
   if (has_bias) IPU_RETURN_IF_ERROR(expect_elements({s.M}, ops[2].elements, "B"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(kBegin), v.params(kEnd), s.w.N, "sample"));

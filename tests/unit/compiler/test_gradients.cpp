@@ -324,7 +324,7 @@ TEST_CASE("a value read by several ops gets the sum of their gradients") {
 // op's gradient with respect to its input is checked.
 enum class Middle { kConvGroups, kMaxPool, kAveragePool, kGlobalAveragePool, kDepthwiseStrided };
 
-std::string conv_model(Middle middle) {
+std::string conv_model(Middle middle, const std::string& first_activation = "Tanh") {
   OnnxBuilder b;
   b.input("x", {2, 5, 5}).output("logits");
   b.floats("w1", {4, 2, 3, 3}, wave(72, 0.4f, 0.1f));
@@ -337,7 +337,7 @@ std::string conv_model(Middle middle) {
     for (int64_t v : values) a->add_ints(v);
   };
   ints(conv1, "pads", {1, 1, 1, 1});
-  b.node("Tanh", "act1", {"c1"}, {"a1"});
+  b.node(first_activation, "act1", {"c1"}, {"a1"});
   int64_t flat = 0;
   switch (middle) {
     case Middle::kConvGroups: {  // grouped, strided, dilated, asymmetric pads: [N,4,5,5] → [N,2,2,3]
@@ -402,6 +402,9 @@ TEST_CASE("gradients of Conv and pooling match finite differences") {
     check_gradients(conv_model(Middle::kDepthwiseStrided), options, {"w1", "b1", "w2", "w3", "b3"}, 50);
   }
   SUBCASE("MaxPool with ceil_mode") { check_gradients(conv_model(Middle::kMaxPool), options, base, 50); }
+  SUBCASE("Conv with the Relu after it fused in") {
+    check_gradients(conv_model(Middle::kMaxPool, "Relu"), options, base, 50);
+  }
   SUBCASE("AveragePool with count_include_pad") { check_gradients(conv_model(Middle::kAveragePool), options, base, 50); }
   SUBCASE("GlobalAveragePool") { check_gradients(conv_model(Middle::kGlobalAveragePool), options, base, 50); }
 }

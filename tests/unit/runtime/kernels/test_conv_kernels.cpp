@@ -2,6 +2,7 @@
 // several vertices that split the work the way the compiler does; and their load-time validators.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -111,6 +112,11 @@ TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, w
       // Without a bias.
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, M}));
       for (size_t i = 0; i < y.size(); ++i) y_want[i] -= b[i / static_cast<size_t>(OH * OW) % static_cast<size_t>(M)];
+      check_close(y, y_want);
+      // With a fused Relu, split over channels as before.
+      run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, 1, 1}));
+      run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 1, M, 1}));
+      for (double& v : y_want) v = std::max(v, 0.0);
       check_close(y, y_want);
     }
   }
@@ -294,6 +300,9 @@ TEST_CASE("kernels: the window codelets refuse parameters that would leave their
   CHECK(conv_status(with(p, {0, 2, 0, 8})).ok());
   CHECK_FALSE(conv_status(with(p, {0, 3, 0, 8})).ok());   // samples past N
   CHECK_FALSE(conv_status(with(p, {0, 2, 4, 9})).ok());   // channels past M
+  CHECK(conv_status(with(p, {0, 2, 0, 8, 1})).ok());      // a fused Relu
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 2})).ok());  // fused_relu neither 0 nor 1
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 1, 0})).ok());  // a parameter too many
   CHECK_FALSE(conv_status(with(g.params(), {8, 3, 0, 2, 0, 8})).ok());  // 4 channels in 3 groups
   CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws - 1}, {FLOAT32, 8}, {FLOAT32, ys}}).ok());
   CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws}, {FLOAT32, 8}, {FLOAT32, ys + 1}}).ok());
