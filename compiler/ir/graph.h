@@ -81,7 +81,7 @@ struct OpAttrs {
   WindowAttrs window;          // Conv, pooling and their gradients
   float epsilon = 0.0f;        // BatchNorm and its gradients
   std::optional<int64_t> ignore_index;  // NllLoss and its gradient: the target value that contributes nothing
-  bool fused_relu = false;     // Conv: applies Relu to its output (passes/fuse_activations.h)
+  bool fused_relu = false;     // Conv, MatMul: applies Relu to the output (passes/fuse_epilogues.h)
 };
 
 struct Op {

@@ -68,6 +68,8 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const MatMulDims d = matmul_dims(g, op);
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
+  const bool has_bias = op.inputs.size() == 3;  // a BiasAdd folded in (passes/fuse_epilogues.h)
+  const uint32_t bias = has_bias ? ctx.tensor(op.inputs[2]) : 0;
   passes::MatMulGrid grid = passes::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu);
   std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
   size_t next = 0;
@@ -81,14 +83,16 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
       const int64_t rb = i * grid.rows.chunk, re = std::min(d.M, rb + grid.rows.chunk);
       lowering::VertexSpec v;
       v.codelet = format::Codelet::kMatMul;
-      v.operands = {a, b, c};
+      v.operands = has_bias ? std::vector<uint32_t>{a, b, bias, c} : std::vector<uint32_t>{a, b, c};
       v.params = {d.M, d.N, d.K, op.attrs.trans_a, op.attrs.trans_b, rb, re, cb, ce, 0};
+      if (op.attrs.fused_relu) v.params.push_back(1);
       v.compute_cycles = static_cast<double>((re - rb) * (ce - cb) * d.K) / ctx.target().cycles.macs_per_cycle;
       // op(A) rows [rb, re): rows of A, or columns of a transposed A.
       v.reads.push_back(op.attrs.trans_a ? lowering::block_region(a, 0, d.K, rb, re, d.M)
                                          : lowering::block_region(a, rb, re, 0, d.K, d.K));
       v.reads.push_back(op.attrs.trans_b ? lowering::block_region(b, cb, ce, 0, d.K, d.K)
                                          : lowering::block_region(b, 0, d.K, cb, ce, d.N));
+      if (has_bias) v.reads.push_back(lowering::flat_region(bias, cb, ce));
       v.writes.push_back(lowering::block_region(c, rb, re, cb, ce, d.N));
       ctx.emit(tiles[next++], std::move(v));
     }

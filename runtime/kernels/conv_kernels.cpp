@@ -175,7 +175,7 @@ bool distinct(const format::Vertex& v) {
 
 // Conv: Y[n, m] = sum over the group's channels and taps of W[m] · X[n] (+ B[m]) for samples
 // [n_begin, n_end) and output channels [m_begin, m_end); with fused_relu 1, max(0, ·) of that
-// (a Relu folded in by the compiler, compiler/passes/fuse_activations.h).
+// (a Relu folded in by the compiler, compiler/passes/fuse_epilogues.h).
 //   operands: X [N,C,H,W], W [M,C/G,KH,KW], B [M] (optional), Y [N,M,OH,OW]
 //   params:   window (16), M, G, n_begin, n_end, m_begin, m_end, fused_relu (optional, 0 or 1)
 void run_conv(const PreparedVertex& v) {

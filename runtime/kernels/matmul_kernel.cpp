@@ -1,7 +1,11 @@
 // C[M,N] (+)= op(A)[M,K] · op(B)[K,N] restricted to an output block, through single-threaded
-// OpenBLAS set to one thread (TBB owns the threads); SGEMV for a single row.
-//   operands: A (f32), B (f32), C (f32)
-//   params:   M, N, K, trans_a, trans_b, row_begin, row_end, col_begin, col_end, accumulate
+// OpenBLAS set to one thread (TBB owns the threads); SGEMV for a single row. With a bias,
+// C = op(A)·op(B) + bias[N], and with fused_relu 1, max(0, ·) of the result: a BiasAdd and a
+// Relu the compiler folded in (compiler/passes/fuse_epilogues.h), applied to the block while
+// it is in cache.
+//   operands: A (f32), B (f32), bias (f32 [N], optional), C (f32)
+//   params:   M, N, K, trans_a, trans_b, row_begin, row_end, col_begin, col_end, accumulate,
+//             fused_relu (optional, 0 or 1)
 #include <cblas.h>
 
 #include "runtime/kernels/validate_util.h"
@@ -9,18 +13,13 @@
 namespace ipu::kernels {
 namespace {
 
-enum Param { kM, kN, kK, kTransA, kTransB, kRowBegin, kRowEnd, kColBegin, kColEnd, kAccumulate, kParamCount };
+enum Param { kM, kN, kK, kTransA, kTransB, kRowBegin, kRowEnd, kColBegin, kColEnd, kAccumulate, kFusedRelu };
 
-void run(const PreparedVertex& v) {
+// The block's product itself: c (+)= op(A)·op(B), scaled onto c by beta.
+void product(const PreparedVertex& v, int64_t rows, int64_t cols, const float* a, const float* b, float beta, float* c) {
   const auto& p = v.params;
   const int64_t M = p[kM], N = p[kN], K = p[kK];
-  const int64_t rows = p[kRowEnd] - p[kRowBegin], cols = p[kColEnd] - p[kColBegin];
-  if (rows == 0 || cols == 0) return;
   const bool trans_a = p[kTransA] != 0, trans_b = p[kTransB] != 0;
-  const float* a = v.f32(0) + (trans_a ? p[kRowBegin] : p[kRowBegin] * K);
-  const float* b = v.f32(1) + (trans_b ? p[kColBegin] * K : p[kColBegin]);
-  float* c = v.f32(2) + p[kRowBegin] * N + p[kColBegin];
-  const float beta = p[kAccumulate] ? 1.0f : 0.0f;
   if (rows == 1) {
     // One row of C (batch 1): SGEMM would pack the whole of B for a single product per
     // column, which costs as much as the product itself; SGEMV streams B once.
@@ -39,19 +38,61 @@ void run(const PreparedVertex& v) {
               static_cast<int>(trans_a ? M : K), b, static_cast<int>(trans_b ? K : N), beta, c, static_cast<int>(N));
 }
 
+void run(const PreparedVertex& v) {
+  const auto& p = v.params;
+  const int64_t N = p[kN], K = p[kK];
+  const int64_t rows = p[kRowEnd] - p[kRowBegin], cols = p[kColEnd] - p[kColBegin];
+  if (rows == 0 || cols == 0) return;
+  const bool trans_a = p[kTransA] != 0, trans_b = p[kTransB] != 0;
+  const float* a = v.f32(0) + (trans_a ? p[kRowBegin] : p[kRowBegin] * K);
+  const float* b = v.f32(1) + (trans_b ? p[kColBegin] * K : p[kColBegin]);
+  const bool has_bias = v.num_operands == 4;
+  float* c = v.f32(has_bias ? 3 : 2) + p[kRowBegin] * N + p[kColBegin];
+  product(v, rows, cols, a, b, p[kAccumulate] ? 1.0f : 0.0f, c);
+  // The folded ops in their own order (the bias added to the finished product, then the
+  // clamp), so a fused model computes bitwise what the unfused one did.
+  const bool relu = v.num_params > kFusedRelu && p[kFusedRelu] != 0;
+  if (!has_bias && !relu) return;
+  const float* bias = has_bias ? v.f32(2) + p[kColBegin] : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = c + r * N;
+    if (has_bias) {
+      for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
+    }
+    if (relu) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+    }
+  }
+}
+
 Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using format::FLOAT32;
-  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, kParamCount, 0));
+  const bool has_bias = ops.size() == 4;
+  if (has_bias) {
+    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
+  } else {
+    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  }
+  if (v.params_size() == kFusedRelu + 1) {
+    if (v.params(kFusedRelu) != 0 && v.params(kFusedRelu) != 1) return invalid_argument("fused_relu must be 0 or 1");
+  } else {
+    IPU_RETURN_IF_ERROR(expect_param_count(v, kFusedRelu, 0));
+  }
+  if (v.fparams_size() != 0) return invalid_argument("expects no float parameters");
   const auto& p = v.params();
   IPU_RETURN_IF_ERROR(expect_elements({p[kM], p[kK]}, ops[0].elements, "A"));
   IPU_RETURN_IF_ERROR(expect_elements({p[kK], p[kN]}, ops[1].elements, "B"));
-  IPU_RETURN_IF_ERROR(expect_elements({p[kM], p[kN]}, ops[2].elements, "C"));
+  if (has_bias) {
+    IPU_RETURN_IF_ERROR(expect_elements({p[kN]}, ops[2].elements, "bias"));
+    if (p[kAccumulate] != 0) return invalid_argument("a bias cannot be accumulated");
+  }
+  IPU_RETURN_IF_ERROR(expect_elements({p[kM], p[kN]}, ops.back().elements, "C"));
   if (p[kM] > INT32_MAX || p[kN] > INT32_MAX || p[kK] > INT32_MAX) return invalid_argument("dimension exceeds BLAS limits");
   IPU_RETURN_IF_ERROR(expect_range(p[kRowBegin], p[kRowEnd], p[kM], "row"));
   IPU_RETURN_IF_ERROR(expect_range(p[kColBegin], p[kColEnd], p[kN], "column"));
-  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) {
-    return invalid_argument("output aliases an input");
+  const int c = v.operands_size() - 1;
+  for (int i = 0; i < c; ++i) {
+    if (v.operands(c) == v.operands(i)) return invalid_argument("output aliases an input");
   }
   return Status();
 }

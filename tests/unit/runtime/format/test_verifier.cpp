@@ -576,7 +576,19 @@ TEST_CASE("engine load: matmul dimensions against tensor sizes") {
   expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 3, 0, 3, 0}); }, "row range [0, 3) is outside [0, 2)");
   expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 2, 4, 0}); }, "column range [2, 4) is outside [0, 3)");
   expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3}); }, "expects 10 integer");
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 0}); }, "expects 10 integer");
+  expect_vertex_accepted([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 1}); });  // a fused Relu
+  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 2}); }, "fused_relu must be 0 or 1");
+  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 0, 0}); }, "expects 10 integer");
+  // A folded bias: operands A, B, bias [N], C.
+  auto with_bias = [&](Executable& e, std::initializer_list<int64_t> params, std::initializer_list<int64_t> bias_shape) {
+    add_tensor(e, "w", fmt::FLOAT32, {4, 3});
+    add_tensor(e, "out", fmt::FLOAT32, {2, 3});
+    add_tensor(e, "bias", fmt::FLOAT32, bias_shape);
+    replace_vertex(e, kMatMul, {0, 2, 4, 3}, params);
+  };
+  expect_vertex_accepted([&](Executable& e) { with_bias(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 1}, {3}); });
+  expect_vertex_rejected([&](Executable& e) { with_bias(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0}, {4}); }, "bias has 4 elements");
+  expect_vertex_rejected([&](Executable& e) { with_bias(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 1}, {3}); }, "a bias cannot be accumulated");
   expect_vertex_rejected(
       [&](Executable& e) {
         matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0});

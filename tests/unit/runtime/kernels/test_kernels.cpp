@@ -118,6 +118,40 @@ TEST_CASE("kernels: MatMul touches only its block and overwrites stale values wi
   }
 }
 
+// A folded bias and Relu (compiler/passes/fuse_epilogues.h): C = max(0, op(A)·op(B) + bias) on
+// uneven blocks, single-row ones (SGEMV) among them, over stale NaNs the bias must replace.
+TEST_CASE("kernels: MatMul with a folded bias and Relu, all transpose combinations") {
+  for (bool trans_a : {false, true}) {
+    for (bool trans_b : {false, true}) {
+      for (bool relu : {false, true}) {
+        const MatMulCase c{4, 7, 3, trans_a, trans_b};
+        CAPTURE(trans_a);
+        CAPTURE(trans_b);
+        CAPTURE(relu);
+        const auto a = values(static_cast<size_t>(c.M * c.K), 11);
+        const auto b = values(static_cast<size_t>(c.K * c.N), 12);
+        const auto bias = values(static_cast<size_t>(c.N), 13);
+        std::vector<float> out(static_cast<size_t>(c.M * c.N), std::numeric_limits<float>::quiet_NaN());
+        const int64_t blocks[][4] = {{0, 1, 0, 7}, {1, 3, 0, 4}, {1, 3, 4, 7}, {3, 4, 2, 7}, {3, 4, 0, 2}};
+        for (const auto& blk : blocks) {
+          run(vertex(Codelet::kMatMul,
+                     {const_cast<float*>(a.data()), const_cast<float*>(b.data()), const_cast<float*>(bias.data()), out.data()},
+                     {c.M, c.N, c.K, trans_a, trans_b, blk[0], blk[1], blk[2], blk[3], 0, relu}));
+        }
+        std::vector<double> want(out.size());
+        for (int64_t i = 0; i < c.M; ++i) {
+          for (int64_t j = 0; j < c.N; ++j) {
+            double sum = bias[static_cast<size_t>(j)];
+            for (int64_t k = 0; k < c.K; ++k) sum += op_a(a, c, i, k) * op_b(b, c, k, j);
+            want[static_cast<size_t>(i * c.N + j)] = relu ? std::max(sum, 0.0) : sum;
+          }
+        }
+        check_close(out, want);
+      }
+    }
+  }
+}
+
 // Blocks of one row take SGEMV (batch 1): every transpose form, a column block that starts
 // inside the row, accumulate, and stale NaNs that beta = 0 must ignore.
 TEST_CASE("kernels: MatMul on single-row blocks, all transpose combinations, with and without accumulate") {
