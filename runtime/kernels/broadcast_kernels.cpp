@@ -6,6 +6,7 @@
 
 #include "runtime/kernels/strided.h"
 #include "runtime/kernels/validate_util.h"
+#include "runtime/kernels/vector_math.h"
 
 namespace ipu::kernels {
 namespace {
@@ -33,14 +34,14 @@ void run_unary(const PreparedVertex& v) {
     case UnaryKind::kIdentity: map(x, y, b, e, [](float t) { return t; }); break;
     case UnaryKind::kAbs: map(x, y, b, e, [](float t) { return std::fabs(t); }); break;
     case UnaryKind::kNeg: map(x, y, b, e, [](float t) { return -t; }); break;
-    case UnaryKind::kExp: map(x, y, b, e, [](float t) { return std::exp(t); }); break;
+    case UnaryKind::kExp: vector_exp(x + b, y + b, e - b); break;
     case UnaryKind::kLog: map(x, y, b, e, [](float t) { return std::log(t); }); break;
     case UnaryKind::kSqrt: map(x, y, b, e, [](float t) { return std::sqrt(t); }); break;
     case UnaryKind::kReciprocal: map(x, y, b, e, [](float t) { return 1.0f / t; }); break;
     case UnaryKind::kCeil: map(x, y, b, e, [](float t) { return std::ceil(t); }); break;
     case UnaryKind::kFloor: map(x, y, b, e, [](float t) { return std::floor(t); }); break;
     case UnaryKind::kSign: map(x, y, b, e, sign); break;
-    case UnaryKind::kErf: map(x, y, b, e, [](float t) { return std::erf(t); }); break;
+    case UnaryKind::kErf: vector_erf(x + b, y + b, e - b); break;
     case UnaryKind::kGelu:
       map(x, y, b, e, [](float t) {
         return static_cast<float>(0.5 * t * (1.0 + std::erf(static_cast<double>(t) / std::sqrt(2.0))));

@@ -290,6 +290,38 @@ TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
   CHECK(!validate(Codelet::kAxisSoftmax, {24, 24}, {0, 2, 3, 4, 0, 9}).ok());
 }
 
+TEST_CASE("tensor kernels: AxisSoftmax on the last axis, of lengths off the vector width, in place") {
+  for (int64_t n : {1, 3, 4, 7, 33}) {
+    // Two lines of spread values (large ones would overflow an unshifted exp), the second with a
+    // -inf when it has other elements (a line of only -inf has no softmax).
+    std::vector<float> x(static_cast<size_t>(2 * n));
+    for (int64_t j = 0; j < 2 * n; ++j) x[static_cast<size_t>(j)] = 95.0f - 7.3f * static_cast<float>(j % 29);
+    if (n > 1) x[static_cast<size_t>(n)] = -INFINITY;
+    for (int64_t kind : {0, 1}) {
+      INFO("n = " << n << ", kind " << kind);
+      std::vector<float> y = x;
+      kernel(Codelet::kAxisSoftmax).run(vertex(Codelet::kAxisSoftmax, {y.data(), y.data()}, {kind, 2, n, 1, 0, 2}));
+      std::vector<double> want(x.size());
+      for (int64_t line = 0; line < 2; ++line) {
+        double max = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; ++j) max = std::max(max, static_cast<double>(x[static_cast<size_t>(line * n + j)]));
+        for (int64_t j = 0; j < n; ++j) sum += std::exp(x[static_cast<size_t>(line * n + j)] - max);
+        for (int64_t j = 0; j < n; ++j) {
+          const double t = x[static_cast<size_t>(line * n + j)] - max;
+          want[static_cast<size_t>(line * n + j)] = kind == 0 ? std::exp(t) / sum : t - std::log(sum);
+        }
+      }
+      for (size_t i = 0; i < y.size(); ++i) {
+        if (std::isinf(want[i])) {
+          CHECK(y[i] == want[i]);
+        } else {
+          CHECK(std::abs(y[i] - want[i]) <= 1e-6 * (1 + std::abs(want[i])));
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,1] of B") {
   const int64_t M = 2, N = 3, K = 4;
   auto a = values(2 * M * K, 7), b = values(3 * K * N, 8);
