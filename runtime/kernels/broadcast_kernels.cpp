@@ -236,8 +236,18 @@ void run_strided_copy(const PreparedVertex& v) {
   bool padded = false;
   for (int64_t k = 0; k < rank; ++k) padded = padded || lo[k] > 0 || hi[k] < dims[k];
   if (!padded) {
-    for_each_strided<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],
-                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
+    // Whole runs of the innermost axis at a time (a Transpose keeps it or moves it: contiguous or
+    // strided reads), instead of carrying the multi-index per element.
+    const int64_t inner_stride = dims[2 * rank - 1];
+    for_each_strided_run<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],
+                            [&](int64_t i, const std::array<int64_t, 1>& o, int64_t count) {
+      const float* source = x + o[0];
+      if (inner_stride == 1) {
+        std::copy_n(source, count, y + i);
+      } else {
+        for (int64_t j = 0; j < count; ++j) y[i + j] = source[j * inner_stride];
+      }
+    });
     return;
   }
   for_each_strided<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],

@@ -204,6 +204,35 @@ TEST_CASE("tensor kernels: StridedCopy transposes, reverses and pads") {
   CHECK(!validate(Codelet::kStridedCopy, {6, 3}, {1, 5, 0, 3, 3, 1, 0, 3}, {0}).ok());
 }
 
+TEST_CASE("tensor kernels: StridedCopy over ranges that split rows, with the innermost axis kept or moved") {
+  // X [3,4,5] to [4,3,5] (innermost kept: contiguous runs) and to [5,4,3] (reversed axes).
+  const auto x = values(60, 9);
+  struct Layout {
+    std::vector<int64_t> dims, strides;
+  };
+  for (const Layout& l : {Layout{{4, 3, 5}, {5, 20, 1}}, Layout{{5, 4, 3}, {1, 5, 20}}}) {
+    std::vector<float> whole(60), split(60);
+    auto params = [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> p{3, 0, begin, end};
+      p.insert(p.end(), l.dims.begin(), l.dims.end());
+      p.insert(p.end(), l.strides.begin(), l.strides.end());
+      p.insert(p.end(), {0, 0, 0});
+      p.insert(p.end(), l.dims.begin(), l.dims.end());
+      return p;
+    };
+    kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), whole.data()}, params(0, 60), {0}));
+    for (int64_t begin = 0; begin < 60; begin += 7) {
+      const int64_t end = std::min<int64_t>(60, begin + 7);
+      kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), split.data()}, params(begin, end), {0}));
+    }
+    for (int64_t i = 0; i < 60; ++i) {
+      const int64_t a = i / (l.dims[1] * l.dims[2]), b = i / l.dims[2] % l.dims[1], c = i % l.dims[2];
+      CHECK(whole[static_cast<size_t>(i)] == x[static_cast<size_t>(a * l.strides[0] + b * l.strides[1] + c * l.strides[2])]);
+    }
+    CHECK(split == whole);
+  }
+}
+
 TEST_CASE("tensor kernels: BlockCopy places a Concat input into its columns") {
   std::vector<float> x{1, 2, 3, 4}, y(6, 0);
   kernel(Codelet::kBlockCopy).run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 2}));
