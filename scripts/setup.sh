@@ -14,6 +14,7 @@ set -euo pipefail
   nlohmann-json3-dev \
   doctest-dev \
   libopenblas-pthread-dev \
+  libsleef-dev \
   libcurl4-openssl-dev nginx-light \
   python3 \
   python3-onnx

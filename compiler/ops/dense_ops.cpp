@@ -73,10 +73,8 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
   passes::MatMulGrid grid = passes::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu);
   std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
   size_t next = 0;
-  // Column blocks outermost: the runtime coalesces adjacent vertices into host tasks, and a
-  // task holding every row of a few columns reads its block of B (the weights, packed by each
-  // SGEMM) once for the whole batch, where one holding a few rows of every column would pack
-  // all of B for those rows alone.
+  // Blocks in any order: the runtime merges them into host tasks along the shorter side of C
+  // whatever their order (runtime/engine/coalesce.h).
   for (int64_t j = 0; j < grid.cols.parts; ++j) {
     const int64_t cb = j * grid.cols.chunk, ce = std::min(d.N, cb + grid.cols.chunk);
     for (int64_t i = 0; i < grid.rows.parts; ++i) {

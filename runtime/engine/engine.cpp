@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/engine/coalesce.h"
 #include "runtime/format/verifier.h"
 #include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/kernel.h"
@@ -30,30 +31,12 @@ struct AlignedFree {
 using Buffer = std::unique_ptr<std::byte[], AlignedFree>;
 
 // The host's execution plan of one compute set: the per-tile vertices of the executable,
-// coalesced into fewer host tasks where adjacent vertices continue each other's work.
+// coalesced into fewer host tasks (coalesce.h).
 struct PreparedComputeSet {
   std::vector<kernels::PreparedVertex> vertices;
   std::vector<kernels::KernelFn> kernels;
   bool parallel = false;
 };
-
-void coalesce(PreparedComputeSet& cs, uint64_t task_cycles) {
-  // Grid-shaped work (matmul blocks) merges along columns first, then along rows.
-  for (int pass = 0; pass < 2; ++pass) {
-    PreparedComputeSet merged;
-    for (size_t i = 0; i < cs.vertices.size(); ++i) {
-      const kernels::PreparedVertex& v = cs.vertices[i];
-      if (!merged.vertices.empty() && merged.vertices.back().cycles + v.cycles <= task_cycles &&
-          kernels::try_merge(*kernels::find_kernel(v.codelet), merged.vertices.back(), v)) {
-        continue;
-      }
-      merged.vertices.push_back(v);
-      merged.kernels.push_back(cs.kernels[i]);
-    }
-    cs.vertices = std::move(merged.vertices);
-    cs.kernels = std::move(merged.kernels);
-  }
-}
 
 }  // namespace
 
@@ -131,7 +114,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
     uint64_t cycles = 0;
     for (const format::Vertex& v : cs.vertices()) cycles += v.cycles();
     for (uint32_t r = 0; r < replicas; ++r) {
-      PreparedComputeSet prepared;
+      std::vector<kernels::PreparedVertex> prepared;
       for (const format::Vertex& v : cs.vertices()) {
         kernels::PreparedVertex pv;
         pv.num_operands = static_cast<uint32_t>(v.operands_size());
@@ -141,12 +124,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
         std::copy(v.fparams().begin(), v.fparams().end(), pv.fparams.begin());
         pv.codelet = v.codelet();
         pv.cycles = v.cycles();
-        prepared.vertices.push_back(pv);
-        prepared.kernels.push_back(kernels::find_kernel(v.codelet())->run);
+        prepared.push_back(pv);
       }
-      coalesce(prepared, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet));
-      all.vertices.insert(all.vertices.end(), prepared.vertices.begin(), prepared.vertices.end());
-      all.kernels.insert(all.kernels.end(), prepared.kernels.begin(), prepared.kernels.end());
+      for (const kernels::PreparedVertex& task : coalesce(prepared, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet))) {
+        all.vertices.push_back(task);
+        all.kernels.push_back(kernels::find_kernel(task.codelet)->run);
+      }
     }
     all.parallel = all.vertices.size() > 1 && cycles * replicas >= kParallelCycleThreshold;
     impl->compute_sets.push_back(std::move(all));

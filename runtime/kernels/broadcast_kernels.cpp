@@ -6,6 +6,7 @@
 
 #include "runtime/kernels/strided.h"
 #include "runtime/kernels/validate_util.h"
+#include "runtime/kernels/vector_math.h"
 
 namespace ipu::kernels {
 namespace {
@@ -33,14 +34,14 @@ void run_unary(const PreparedVertex& v) {
     case UnaryKind::kIdentity: map(x, y, b, e, [](float t) { return t; }); break;
     case UnaryKind::kAbs: map(x, y, b, e, [](float t) { return std::fabs(t); }); break;
     case UnaryKind::kNeg: map(x, y, b, e, [](float t) { return -t; }); break;
-    case UnaryKind::kExp: map(x, y, b, e, [](float t) { return std::exp(t); }); break;
+    case UnaryKind::kExp: vector_exp(x + b, y + b, e - b); break;
     case UnaryKind::kLog: map(x, y, b, e, [](float t) { return std::log(t); }); break;
     case UnaryKind::kSqrt: map(x, y, b, e, [](float t) { return std::sqrt(t); }); break;
     case UnaryKind::kReciprocal: map(x, y, b, e, [](float t) { return 1.0f / t; }); break;
     case UnaryKind::kCeil: map(x, y, b, e, [](float t) { return std::ceil(t); }); break;
     case UnaryKind::kFloor: map(x, y, b, e, [](float t) { return std::floor(t); }); break;
     case UnaryKind::kSign: map(x, y, b, e, sign); break;
-    case UnaryKind::kErf: map(x, y, b, e, [](float t) { return std::erf(t); }); break;
+    case UnaryKind::kErf: vector_erf(x + b, y + b, e - b); break;
     case UnaryKind::kGelu:
       map(x, y, b, e, [](float t) {
         return static_cast<float>(0.5 * t * (1.0 + std::erf(static_cast<double>(t) / std::sqrt(2.0))));
@@ -235,8 +236,18 @@ void run_strided_copy(const PreparedVertex& v) {
   bool padded = false;
   for (int64_t k = 0; k < rank; ++k) padded = padded || lo[k] > 0 || hi[k] < dims[k];
   if (!padded) {
-    for_each_strided<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],
-                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
+    // Whole runs of the innermost axis at a time (a Transpose keeps it or moves it: contiguous or
+    // strided reads), instead of carrying the multi-index per element.
+    const int64_t inner_stride = dims[2 * rank - 1];
+    for_each_strided_run<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],
+                            [&](int64_t i, const std::array<int64_t, 1>& o, int64_t count) {
+      const float* source = x + o[0];
+      if (inner_stride == 1) {
+        std::copy_n(source, count, y + i);
+      } else {
+        for (int64_t j = 0; j < count; ++j) y[i + j] = source[j * inner_stride];
+      }
+    });
     return;
   }
   for_each_strided<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],

@@ -23,7 +23,7 @@ inline constexpr size_t kMaxParams = 48;
 inline constexpr size_t kMaxFloatParams = 8;
 
 // A vertex resolved against the device's tensor storage, ready to run. Parameters are held by
-// value so the engine can coalesce adjacent vertices into one host task (see try_merge).
+// value so the engine can coalesce vertices into one host task (see try_merge).
 struct PreparedVertex {
   std::array<void*, kMaxOperands> operands{};
   std::array<int64_t, kMaxParams> params{};
@@ -62,6 +62,8 @@ struct KernelDef {
   // two ranges (rows and columns) merges along one while the other is equal.
   WorkRange primary{};
   WorkRange secondary{};
+  // Where it returns true for a vertex, merging goes along `secondary` first (engine/coalesce.h).
+  bool (*secondary_first)(const PreparedVertex& vertex) = nullptr;
 };
 
 // Extends `into` by `next` if they are the same kernel on the same operands and parameters and

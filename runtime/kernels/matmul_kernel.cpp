@@ -97,13 +97,19 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   return Status();
 }
 
+// Host tasks span the shorter side of C whole and split the longer one. Each task's SGEMM packs
+// its rows of op(A) and its columns of op(B), so a task of r rows and c columns packs K·(r + c)
+// values for r·c·K products: all rows of a few columns suits a wide C (batch 1, big weights),
+// all columns of a few rows a tall one (a transformer's batch × sequence rows).
+bool rows_first(const PreparedVertex& v) { return v.params[kM] < v.params[kN]; }
+
 }  // namespace
 
 const KernelDef& matmul_kernel() {
   static const KernelDef def = [] {
     // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
     openblas_set_num_threads(1);
-    return KernelDef{Codelet::kMatMul, run, validate, {kColBegin, kColEnd}, {kRowBegin, kRowEnd}};
+    return KernelDef{Codelet::kMatMul, run, validate, {kColBegin, kColEnd}, {kRowBegin, kRowEnd}, rows_first};
   }();
   return def;
 }

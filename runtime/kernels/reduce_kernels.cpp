@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "runtime/kernels/strided.h"
 #include "runtime/kernels/validate_util.h"
+#include "runtime/kernels/vector_math.h"
 
 namespace ipu::kernels {
 namespace {
@@ -118,23 +120,31 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
 }
 
 // AxisSoftmax: softmax (or log-softmax) of X viewed as [outer, axis, inner] along the middle
-// axis, for lines [begin, end) of the outer·inner lines.
-//   operands: X, Y (same size);  params: kind (SoftmaxKind), outer, axis, inner, begin, end
+// axis, for lines [begin, end) of the outer·inner lines. Each element's exponential is computed
+// once, in float, of x − max ≤ 0 (so it cannot overflow); the sum is accumulated in double.
+//   operands: X, Y (same size; Y may be X);  params: kind (SoftmaxKind), outer, axis, inner, begin, end
 void run_axis_softmax(const PreparedVertex& v) {
   const bool log = v.params[0] == static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax);
   const int64_t n = v.params[2], inner = v.params[3];
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  for (int64_t line = v.params[4]; line < v.params[5]; ++line) {
-    const int64_t base = (line / inner) * n * inner + line % inner;
+  // One line at a time, contiguous, for the vector exp: strided lines are gathered, and Y may be X.
+  thread_local std::vector<float> line;
+  line.resize(static_cast<size_t>(n));
+  for (int64_t l = v.params[4]; l < v.params[5]; ++l) {
+    const int64_t base = (l / inner) * n * inner + l % inner;
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) max = std::max(max, x[base + j * inner]);
+    for (int64_t j = 0; j < n; ++j) line[static_cast<size_t>(j)] = x[base + j * inner] - max;
+    vector_exp(line.data(), line.data(), n);
     double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) sum += std::exp(static_cast<double>(x[base + j * inner] - max));
-    const float lse = max + static_cast<float>(std::log(sum));
-    for (int64_t j = 0; j < n; ++j) {
-      const float t = x[base + j * inner] - lse;
-      y[base + j * inner] = log ? t : std::exp(t);
+    for (int64_t j = 0; j < n; ++j) sum += line[static_cast<size_t>(j)];
+    if (log) {
+      const float log_sum = static_cast<float>(std::log(sum));
+      for (int64_t j = 0; j < n; ++j) y[base + j * inner] = (x[base + j * inner] - max) - log_sum;
+    } else {
+      const float scale = static_cast<float>(1.0 / sum);
+      for (int64_t j = 0; j < n; ++j) y[base + j * inner] = line[static_cast<size_t>(j)] * scale;
     }
   }
 }

@@ -423,7 +423,10 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
       const float* f = reinterpret_cast<const float*>(source.data());
       auto& out = collected[found->second];
       const bool batched = exe.outputs(static_cast<int>(found->second)).batched();
-      if (batched || out.empty()) out.insert(out.end(), f, f + source.size() / sizeof(float));
+      const size_t count = source.size() / sizeof(float);
+      // One push per step and replica: room for all of them at once, not regrown as they come.
+      if (batched && out.empty()) out.reserve(count * static_cast<size_t>(steps * R));
+      if (batched || out.empty()) out.insert(out.end(), f, f + count);
       return Status();
     };
     IPU_RETURN_IF_ERROR(s.engine->run(predict, streams));

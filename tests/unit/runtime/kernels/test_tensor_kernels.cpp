@@ -204,6 +204,35 @@ TEST_CASE("tensor kernels: StridedCopy transposes, reverses and pads") {
   CHECK(!validate(Codelet::kStridedCopy, {6, 3}, {1, 5, 0, 3, 3, 1, 0, 3}, {0}).ok());
 }
 
+TEST_CASE("tensor kernels: StridedCopy over ranges that split rows, with the innermost axis kept or moved") {
+  // X [3,4,5] to [4,3,5] (innermost kept: contiguous runs) and to [5,4,3] (reversed axes).
+  const auto x = values(60, 9);
+  struct Layout {
+    std::vector<int64_t> dims, strides;
+  };
+  for (const Layout& l : {Layout{{4, 3, 5}, {5, 20, 1}}, Layout{{5, 4, 3}, {1, 5, 20}}}) {
+    std::vector<float> whole(60), split(60);
+    auto params = [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> p{3, 0, begin, end};
+      p.insert(p.end(), l.dims.begin(), l.dims.end());
+      p.insert(p.end(), l.strides.begin(), l.strides.end());
+      p.insert(p.end(), {0, 0, 0});
+      p.insert(p.end(), l.dims.begin(), l.dims.end());
+      return p;
+    };
+    kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), whole.data()}, params(0, 60), {0}));
+    for (int64_t begin = 0; begin < 60; begin += 7) {
+      const int64_t end = std::min<int64_t>(60, begin + 7);
+      kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), split.data()}, params(begin, end), {0}));
+    }
+    for (int64_t i = 0; i < 60; ++i) {
+      const int64_t a = i / (l.dims[1] * l.dims[2]), b = i / l.dims[2] % l.dims[1], c = i % l.dims[2];
+      CHECK(whole[static_cast<size_t>(i)] == x[static_cast<size_t>(a * l.strides[0] + b * l.strides[1] + c * l.strides[2])]);
+    }
+    CHECK(split == whole);
+  }
+}
+
 TEST_CASE("tensor kernels: BlockCopy places a Concat input into its columns") {
   std::vector<float> x{1, 2, 3, 4}, y(6, 0);
   kernel(Codelet::kBlockCopy).run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 2}));
@@ -288,6 +317,38 @@ TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
   check_close(y, want);
   check_close(l, want_log);
   CHECK(!validate(Codelet::kAxisSoftmax, {24, 24}, {0, 2, 3, 4, 0, 9}).ok());
+}
+
+TEST_CASE("tensor kernels: AxisSoftmax on the last axis, of lengths off the vector width, in place") {
+  for (int64_t n : {1, 3, 4, 7, 33}) {
+    // Two lines of spread values (large ones would overflow an unshifted exp), the second with a
+    // -inf when it has other elements (a line of only -inf has no softmax).
+    std::vector<float> x(static_cast<size_t>(2 * n));
+    for (int64_t j = 0; j < 2 * n; ++j) x[static_cast<size_t>(j)] = 95.0f - 7.3f * static_cast<float>(j % 29);
+    if (n > 1) x[static_cast<size_t>(n)] = -INFINITY;
+    for (int64_t kind : {0, 1}) {
+      INFO("n = " << n << ", kind " << kind);
+      std::vector<float> y = x;
+      kernel(Codelet::kAxisSoftmax).run(vertex(Codelet::kAxisSoftmax, {y.data(), y.data()}, {kind, 2, n, 1, 0, 2}));
+      std::vector<double> want(x.size());
+      for (int64_t line = 0; line < 2; ++line) {
+        double max = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; ++j) max = std::max(max, static_cast<double>(x[static_cast<size_t>(line * n + j)]));
+        for (int64_t j = 0; j < n; ++j) sum += std::exp(x[static_cast<size_t>(line * n + j)] - max);
+        for (int64_t j = 0; j < n; ++j) {
+          const double t = x[static_cast<size_t>(line * n + j)] - max;
+          want[static_cast<size_t>(line * n + j)] = kind == 0 ? std::exp(t) / sum : t - std::log(sum);
+        }
+      }
+      for (size_t i = 0; i < y.size(); ++i) {
+        if (std::isinf(want[i])) {
+          CHECK(y[i] == want[i]);
+        } else {
+          CHECK(std::abs(y[i] - want[i]) <= 1e-6 * (1 + std::abs(want[i])));
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,1] of B") {

@@ -1,0 +1,52 @@
+#include "runtime/kernels/vector_math.h"
+
+#include <sleef.h>
+
+#include <cstring>
+
+#include "runtime/kernels/vector_math_avx2.h"
+
+#if !defined(__x86_64__)
+#error "vector_math.cpp calls SLEEF's x86-64 entry points"
+#endif
+
+namespace ipu::kernels {
+namespace {
+
+constexpr int64_t kLanes = 4;
+
+template <typename F>
+void apply(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) _mm_storeu_ps(y + i, f(_mm_loadu_ps(x + i)));
+  if (i == n) return;
+  // As in vector_math_avx2.cpp: the tail goes through the vector function too.
+  const size_t rest = static_cast<size_t>(n - i) * sizeof(float);
+  alignas(16) float lanes[kLanes] = {};
+  std::memcpy(lanes, x + i, rest);
+  _mm_store_ps(lanes, f(_mm_load_ps(lanes)));
+  std::memcpy(y + i, lanes, rest);
+}
+
+}  // namespace
+
+VectorIsa best_vector_isa() {
+  static const VectorIsa isa = [] {
+    __builtin_cpu_init();  // may run before libgcc's own initialisation (static constructors)
+    // libgcc reports AVX2 only if the OS also saves the YMM registers.
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? VectorIsa::kAvx2Fma : VectorIsa::kSse2;
+  }();
+  return isa;
+}
+
+void vector_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx2Fma) return avx2::exp(x, y, n);
+  apply(x, y, n, [](__m128 v) { return Sleef_expf4_u10(v); });
+}
+
+void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx2Fma) return avx2::erf(x, y, n);
+  apply(x, y, n, [](__m128 v) { return Sleef_erff4_u10(v); });
+}
+
+}  // namespace ipu::kernels

@@ -1,0 +1,21 @@
+// exp and erf over float arrays through SLEEF's vector functions of at most 1 ULP error (the
+// u10 family): eight elements at a time with AVX2 and FMA where the CPU has them, else four
+// through SLEEF's dispatcher (its SSE2, SSE4.1 or AVX2 build), so any x86-64 CPU runs them.
+#pragma once
+
+#include <cstdint>
+
+namespace ipu::kernels {
+
+enum class VectorIsa { kSse2, kAvx2Fma };
+
+// The widest instruction set this CPU runs, found once.
+VectorIsa best_vector_isa();
+
+// y[i] = f(x[i]) for i in [0, n); y may be x. An element's result depends on its value and the
+// instruction set only, never on its position or on n, so however vertices split a range the
+// results are the same. `isa` must be one this CPU runs (tests pass kSse2 to cover it).
+void vector_exp(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
+void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
+
+}  // namespace ipu::kernels

@@ -1,0 +1,105 @@
+// Host tasks from per-tile vertices (runtime/engine/coalesce.cpp): MatMul grids become tasks that
+// span the shorter side of C whatever order the blocks come in, ranges merge out of order, the
+// size cap holds, and the tasks compute what the vertices did.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "runtime/engine/coalesce.h"
+#include "tests/unit/runtime/kernels/kernel_test_support.h"
+
+namespace {
+
+using ipu::engine::coalesce;
+using ipu::format::Codelet;
+using ipu::kernels::PreparedVertex;
+using namespace ipu::kernels::testing;
+
+enum MatMulParam { kRowBegin = 5, kRowEnd = 6, kColBegin = 7, kColEnd = 8 };
+
+struct Block {
+  int64_t row_begin, row_end, col_begin, col_end;
+  bool operator==(const Block&) const = default;
+};
+
+Block block_of(const PreparedVertex& v) {
+  return {v.params[kRowBegin], v.params[kRowEnd], v.params[kColBegin], v.params[kColEnd]};
+}
+
+// A 4 × 4 grid of blocks of C [M, N], column blocks outermost (as the compiler emits them), each
+// of 10 cycles.
+std::vector<PreparedVertex> matmul_grid(float* a, float* b, float* c, int64_t M, int64_t N, int64_t K) {
+  std::vector<PreparedVertex> grid;
+  for (int64_t j = 0; j < 4; ++j) {
+    for (int64_t i = 0; i < 4; ++i) {
+      grid.push_back(vertex(Codelet::kMatMul, {a, b, c},
+                            {M, N, K, 0, 0, i * M / 4, (i + 1) * M / 4, j * N / 4, (j + 1) * N / 4, 0}, {}, 10));
+    }
+  }
+  return grid;
+}
+
+void run_all(const std::vector<PreparedVertex>& vertices) {
+  for (const PreparedVertex& v : vertices) kernel(static_cast<Codelet>(v.codelet)).run(v);
+}
+
+}  // namespace
+
+TEST_CASE("coalesce: a tall MatMul's tasks span every column and split the rows") {
+  const int64_t M = 64, N = 16, K = 8;
+  auto a = values(M * K, 1), b = values(K * N, 2);
+  std::vector<float> c(M * N), expected(M * N);
+  const auto grid = matmul_grid(a.data(), b.data(), c.data(), M, N, K);
+  const auto tasks = coalesce(grid, 80);  // two rows of blocks per task
+  REQUIRE(tasks.size() == 2);
+  CHECK(block_of(tasks[0]) == Block{0, 32, 0, 16});
+  CHECK(block_of(tasks[1]) == Block{32, 64, 0, 16});
+  CHECK(tasks[0].cycles == 80);
+  // The tasks compute all of C (SGEMM may round differently for other block shapes).
+  run_all(grid);
+  expected = c;
+  std::fill(c.begin(), c.end(), NAN);
+  run_all(tasks);
+  for (size_t i = 0; i < c.size(); ++i) CHECK(std::abs(c[i] - expected[i]) <= 1e-5f * (1 + std::abs(expected[i])));
+}
+
+TEST_CASE("coalesce: a wide MatMul's tasks span every row and split the columns") {
+  const int64_t M = 16, N = 64, K = 8;
+  auto a = values(M * K, 3), b = values(K * N, 4);
+  std::vector<float> c(M * N);
+  const auto tasks = coalesce(matmul_grid(a.data(), b.data(), c.data(), M, N, K), 80);
+  REQUIRE(tasks.size() == 2);
+  CHECK(block_of(tasks[0]) == Block{0, 16, 0, 32});
+  CHECK(block_of(tasks[1]) == Block{0, 16, 32, 64});
+}
+
+TEST_CASE("coalesce: ranges merge out of list order, within the cap, and never across a difference") {
+  std::vector<float> x = values(32, 5), y(32), z(32);
+  auto relu = [&](float* out, int64_t begin, int64_t end, uint64_t cycles) {
+    return vertex(Codelet::kActivation, {x.data(), out}, {0, begin, end}, {}, cycles);
+  };
+  SUBCASE("out of order") {
+    const auto tasks = coalesce({relu(y.data(), 0, 8, 5), relu(z.data(), 0, 8, 5), relu(y.data(), 8, 16, 5),
+                                 relu(z.data(), 8, 16, 5)},
+                                100);
+    REQUIRE(tasks.size() == 2);
+    CHECK(tasks[0].operands[1] == y.data());
+    CHECK(tasks[0].params[2] == 16);
+    CHECK(tasks[1].operands[1] == z.data());
+    CHECK(tasks[1].params[2] == 16);
+  }
+  SUBCASE("the cap") {
+    const auto tasks = coalesce({relu(y.data(), 0, 8, 6), relu(y.data(), 8, 16, 6), relu(y.data(), 16, 24, 6),
+                                 relu(y.data(), 24, 32, 30)},
+                                12);
+    REQUIRE(tasks.size() == 3);
+    CHECK(tasks[0].params[2] == 16);
+    CHECK(tasks[0].cycles == 12);
+    CHECK(tasks[1].params[1] == 16);
+    CHECK(tasks[2].cycles == 30);  // larger than the cap on its own: stays whole
+  }
+  SUBCASE("a gap") {
+    CHECK(coalesce({relu(y.data(), 0, 8, 5), relu(y.data(), 9, 16, 5)}, 100).size() == 2);
+  }
+}
