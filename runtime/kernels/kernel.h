@@ -143,5 +143,7 @@ const KernelDef& channels_layout_kernel();
 // ONNX losses.
 const KernelDef& nll_loss_kernel();
 const KernelDef& nll_loss_grad_kernel();
+// The gradient of a product reduction (reduce_prod_grad_kernel.cpp).
+const KernelDef& reduce_prod_grad_kernel();
 
 }  // namespace ipu::kernels

@@ -509,7 +509,7 @@ TEST_CASE("kernels: exactly the kernels that read indices or labels can fault") 
     CHECK(kernel(c).run.can_fault());
   }
   for (Codelet c : {Codelet::kMatMul, Codelet::kSoftmax, Codelet::kReduce, Codelet::kStridedCopy, Codelet::kConv,
-                    Codelet::kMaxPool}) {
+                    Codelet::kMaxPool, Codelet::kReduceProdGrad}) {
     CHECK_FALSE(kernel(c).run.can_fault());
   }
 }
