@@ -9,7 +9,7 @@ enum ExitCode : int {
   kExitOk = 0,
   kExitRuntimeError = 1,      // anything else: a failure while running, an internal error
   kExitUsage = 2,             // bad command line
-  kExitInvalidInput = 3,      // malformed model spec, data, checkpoint, or mismatched shapes
+  kExitInvalidInput = 3,      // malformed model spec, data, checkpoint, mismatched shapes, data out of an op's range
   kExitUnsupported = 4,       // valid input ipucc does not implement
   kExitOutOfTileMemory = 5,   // the model does not fit in tile memory
   kExitIoError = 6,           // missing file, unreadable or unwritable file, full disk, cache failure
@@ -19,7 +19,8 @@ enum ExitCode : int {
 inline int exit_code_for(const Status& status) {
   switch (status.code()) {
     case StatusCode::kOk: return kExitOk;
-    case StatusCode::kInvalidArgument: return kExitInvalidInput;
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kOutOfRange: return kExitInvalidInput;
     case StatusCode::kUnsupported: return kExitUnsupported;
     case StatusCode::kResourceExhausted: return kExitOutOfTileMemory;
     case StatusCode::kNotFound:

@@ -139,10 +139,13 @@ int load(const RunFlags& f, Loaded& out) {
   return kExitOk;
 }
 
-// Errors about the executable itself (a program it lacks) name it; data errors name the data.
+// Errors about the executable itself (a program it lacks) and data faults met while running it
+// (which name one of its nodes) name it; errors the host finds in the data name the data.
 Status with_origin(const Status& status, const std::string& origin) {
-  const bool about_executable = status.code() == StatusCode::kFailedPrecondition || status.code() == StatusCode::kDataLoss;
-  return about_executable ? status.with_context(origin) : status;
+  const StatusCode code = status.code();
+  const bool in_executable =
+      code == StatusCode::kFailedPrecondition || code == StatusCode::kDataLoss || code == StatusCode::kOutOfRange;
+  return in_executable ? status.with_context(origin) : status;
 }
 
 // Where the executable came from: its cache key (null for a file) and, for a model, whether

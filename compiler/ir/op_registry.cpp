@@ -21,7 +21,8 @@ const OpDef& op_def(OpKind kind) {
                              &sgd_update_op(), &accumulate_grad_op(), &stage_copy_op(),
                              // Generic tensor ops.
                              &unary_op(), &binary_op(), &where_op(), &strided_copy_op(), &concat_op(),
-                             &gather_op(), &gather_grad_op(), &reduce_op(), &axis_softmax_op(), &batch_matmul_op(),
+                             &gather_op(), &gather_grad_op(), &reduce_op(), &reduce_prod_grad_op(), &axis_softmax_op(),
+                             &batch_matmul_op(),
                              // Convolution, pooling and normalization.
                              &conv_op(), &conv_grad_input_op(), &conv_grad_weight_op(), &channel_sum_op(),
                              &channel_affine_op(), &max_pool_op(), &max_pool_grad_op(), &average_pool_op(),

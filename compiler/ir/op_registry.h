@@ -74,6 +74,7 @@ const OpDef& concat_op();
 const OpDef& gather_op();
 const OpDef& gather_grad_op();
 const OpDef& reduce_op();
+const OpDef& reduce_prod_grad_op();
 const OpDef& axis_softmax_op();
 const OpDef& batch_matmul_op();
 // Convolution, pooling and normalization.

@@ -122,6 +122,12 @@ void LowerContext::begin_compute_set(std::string name, int ipu) {
   m_tile_compute.clear();
   m_pending_writes.clear();
   m_record = ComputeSetRecord();
+  m_op_index = -1;
+}
+
+void LowerContext::begin_op(const std::string& name) {
+  m_op_name = name;
+  m_op_index = -1;
 }
 
 std::vector<uint32_t> LowerContext::take_tiles(int64_t count) {
@@ -162,6 +168,12 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) {
   for (float f : spec.fparams) v->add_fparams(f);
   const double cycles = m.vertex_overhead_cycles + spec.compute_cycles;
   v->set_cycles(static_cast<uint64_t>(cycles));
+  // Ops that emit nothing (a reshape aliases its input) are not listed.
+  if (m_op_index < 0) {
+    m_cs->add_ops(m_op_name);
+    m_op_index = m_cs->ops_size() - 1;
+  }
+  v->set_op(static_cast<uint32_t>(m_op_index));
   m_tile_compute[tile] += cycles;
   for (const Region& r : spec.reads) {
     m_record.received_bytes[tile] += bytes_off_tile(r, tile);

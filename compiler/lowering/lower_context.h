@@ -76,6 +76,9 @@ class LowerContext {
   void map_linearly(int value);
 
   void begin_compute_set(std::string name, int ipu);
+  // The op whose vertices the next emit calls add: its name is recorded in the compute set so a
+  // runtime fault can name it.
+  void begin_op(const std::string& name);
   // Closes the compute set: fixes the mapping of every tensor it wrote and its cycle estimate.
   // Returns its index, or nullopt if no vertex was emitted.
   std::optional<uint32_t> end_compute_set();
@@ -109,6 +112,8 @@ class LowerContext {
   std::map<uint32_t, std::vector<format::Interval>> m_pending_writes;
   ComputeSetRecord m_record;
   std::vector<ComputeSetRecord> m_records;
+  std::string m_op_name;
+  int m_op_index = -1;  // in the open compute set's ops; -1 until the op emits a vertex
   std::vector<StageCopy> m_stage_copies;
 };
 

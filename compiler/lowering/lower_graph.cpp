@@ -40,6 +40,7 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
     ctx.begin_compute_set(std::string(phase_name(phase)) + "/" + std::to_string(stage) + "/" + std::to_string(level), stage);
     for (int id : ops) {
       const ir::Op& op = graph.op(id);
+      ctx.begin_op(op.name);
       Status status = ir::op_def(op.kind).lower(ctx, op);
       if (!status.ok()) return status.with_context("lowering '" + op.name + "' (" + ir::op_kind_name(op.kind) + ")");
     }

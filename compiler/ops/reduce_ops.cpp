@@ -1,6 +1,6 @@
-// Ops that combine elements along axes: Reduce (sum, mean, max, min, prod, arg max/min),
-// AxisSoftmax over the middle axis of [outer, n, inner], and BatchMatMul with numpy-broadcast
-// batch axes.
+// Ops that combine elements along axes: Reduce (sum, mean, max, min, prod, arg max/min) and the
+// gradient of its product, AxisSoftmax over the middle axis of [outer, n, inner], and BatchMatMul
+// with numpy-broadcast batch axes.
 #include <algorithm>
 #include <cstdint>
 
@@ -60,9 +60,55 @@ StatusOr<int> grad_extremum(GradContext& ctx, const Op& op, int dy_kept, const O
   return grad_binary(ctx, op, BinaryKind::kMul, hit, share, "/grad");
 }
 
+// Product: dX = dY · Π of the other elements of X's reduced group. X is transposed so that each
+// group is a row of [rows, n] (unless the reduced axes are last already), ReduceProdGrad takes
+// the products of the others without dividing by X (exact with zeros), and the rows go back to
+// X's layout.
+StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
+  const int x = op.inputs[0];
+  const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
+  const std::vector<int64_t>& axes = op.attrs.axes;
+  std::vector<int64_t> order;  // X's axes as the rows hold them: the kept ones, then the reduced
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(k)) == axes.end()) order.push_back(static_cast<int64_t>(k));
+  }
+  order.insert(order.end(), axes.begin(), axes.end());
+  const std::vector<int64_t> strides = row_major_strides(in);
+  OpAttrs to_rows;
+  int64_t n = 1;
+  for (int64_t a : order) {
+    to_rows.shape.push_back(in[static_cast<size_t>(a)]);
+    to_rows.strides.push_back(strides[static_cast<size_t>(a)]);
+  }
+  for (int64_t a : axes) n *= in[static_cast<size_t>(a)];
+  const int64_t rows = ctx.graph().value(x).type.elements() / n;
+  const bool in_place = std::is_sorted(order.begin(), order.end());  // the reduced axes are last
+  int grouped = x;
+  if (!in_place) {
+    IPU_ASSIGN_OR_RETURN(grouped, grad_op(ctx, op, OpKind::kStridedCopy, {x}, to_rows, "/grad_rows"));
+  }
+  OpAttrs matrix, column;
+  matrix.shape = {rows, n};
+  column.shape = {rows};
+  IPU_ASSIGN_OR_RETURN(grouped, grad_op(ctx, op, OpKind::kReshape, {grouped}, matrix, "/grad_rows_2d"));
+  IPU_ASSIGN_OR_RETURN(int per_row, grad_op(ctx, op, OpKind::kReshape, {dy}, column, "/grad_per_row"));
+  IPU_ASSIGN_OR_RETURN(int others, grad_op(ctx, op, OpKind::kReduceProdGrad, {grouped, per_row}, {}, "/grad_others"));
+  OpAttrs as_x;
+  as_x.shape = in;
+  if (in_place) return grad_op(ctx, op, OpKind::kReshape, {others}, as_x, "/grad");
+  // Back to X's layout: X's axis order[m] is the rows' axis m.
+  OpAttrs as_rows;
+  as_rows.shape = to_rows.shape;
+  IPU_ASSIGN_OR_RETURN(others, grad_op(ctx, op, OpKind::kReshape, {others}, as_rows, "/grad_rows_nd"));
+  const std::vector<int64_t> row_strides = row_major_strides(to_rows.shape);
+  as_x.strides.resize(in.size());
+  for (size_t m = 0; m < order.size(); ++m) as_x.strides[static_cast<size_t>(order[m])] = row_strides[m];
+  return grad_op(ctx, op, OpKind::kStridedCopy, {others}, as_x, "/grad");
+}
+
 // Sum: dX = dY broadcast over the reduced axes; mean: the same divided by the count; max and
-// min: grad_extremum. Arg reductions are piecewise constant: no gradient flows (as through
-// comparisons). Products have no gradient here.
+// min: grad_extremum; product: grad_product. Arg reductions are piecewise constant: no gradient
+// flows (as through comparisons).
 Status grad_reduce(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
@@ -70,10 +116,11 @@ Status grad_reduce(GradContext& ctx, const Op& op) {
   const bool arg = kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin || kind == ReduceKind::kArgMaxLast ||
                    kind == ReduceKind::kArgMinLast;
   if (dy < 0 || !ctx.needs_gradient(x) || arg) return Status();
-  const bool extremum = kind == ReduceKind::kMax || kind == ReduceKind::kMin;
-  if (kind != ReduceKind::kSum && kind != ReduceKind::kMean && !extremum) {
-    return unsupported("the gradient of a product reduction is not implemented");
+  if (kind == ReduceKind::kProd) {
+    IPU_ASSIGN_OR_RETURN(int dx, grad_product(ctx, op, dy));
+    return ctx.add_gradient(x, dx);
   }
+  const bool extremum = kind == ReduceKind::kMax || kind == ReduceKind::kMin;
   const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
   OpAttrs kept;
   kept.shape = reduced_shape(in, op.attrs.axes, true);
@@ -114,6 +161,36 @@ Status lower_reduce(LowerContext& ctx, const Op& op) {
                            begin, end};
     p.insert(p.end(), tail.begin(), tail.end());
     return p;
+  });
+  return Status();
+}
+
+// ReduceProdGrad: dX [rows, n] = dY [rows] times the product of the other elements of each row
+// of X [rows, n] (grad_product).
+Status infer_reduce_prod_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  const TensorType& dy = g.value(op.inputs[1]).type;
+  if (x.shape.size() != 2 || dy.shape != std::vector<int64_t>{x.shape[0]}) {
+    return invalid_argument("expects X [rows, n] and dY [rows], got " + x.to_string() + " and " + dy.to_string());
+  }
+  out.push_back(x);
+  return Status();
+}
+
+Status lower_reduce_prod_grad(LowerContext& ctx, const Op& op) {
+  const std::vector<int64_t>& s = ctx.graph().value(op.inputs[0]).type.shape;
+  const int64_t rows = s[0], n = s[1];
+  const uint32_t x = ctx.tensor(op.inputs[0]), dy = ctx.tensor(op.inputs[1]), dx = ctx.tensor(op.outputs[0]);
+  const double per_row = 3.0 * static_cast<double>(n) / ctx.target().cycles.vector_flops_per_cycle;
+  lowering::lower_split(ctx, rows, per_row, 4.0 * static_cast<double>(n + 1), [&](uint32_t tile, int64_t rb, int64_t re) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kReduceProdGrad;
+    v.operands = {x, dy, dx};
+    v.params = {rows, n, rb, re};
+    v.compute_cycles = per_row * static_cast<double>(re - rb);
+    v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(dy, rb, re)};
+    v.writes = {lowering::flat_region(dx, rb * n, re * n)};
+    ctx.emit(tile, std::move(v));
   });
   return Status();
 }
@@ -291,6 +368,10 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
 
 const OpDef& reduce_op() {
   static const OpDef def{OpKind::kReduce, 1, infer_reduce, grad_reduce, lower_reduce};
+  return def;
+}
+const OpDef& reduce_prod_grad_op() {
+  static const OpDef def{OpKind::kReduceProdGrad, 2, infer_reduce_prod_grad, nullptr, lower_reduce_prod_grad};
   return def;
 }
 const OpDef& axis_softmax_op() {

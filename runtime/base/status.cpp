@@ -13,6 +13,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kFailedPrecondition: return "failed precondition";
     case StatusCode::kIoError: return "i/o error";
     case StatusCode::kInternal: return "internal error";
+    case StatusCode::kOutOfRange: return "out of range";
   }
   return "unknown";
 }

@@ -19,6 +19,7 @@ enum class StatusCode {
   kFailedPrecondition, // state does not allow the operation (version mismatch, locked)
   kIoError,            // the operating system refused a read or write
   kInternal,           // a broken invariant inside ipucc
+  kOutOfRange,         // data met while running lies outside what an op accepts (an index, a label)
 };
 
 const char* status_code_name(StatusCode code);
@@ -53,6 +54,7 @@ inline Status data_loss(std::string m) { return {StatusCode::kDataLoss, std::mov
 inline Status failed_precondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
 inline Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 
 template <typename T>
 class [[nodiscard]] StatusOr {

@@ -1,5 +1,6 @@
 #include "runtime/engine/coalesce.h"
 
+#include <algorithm>
 #include <bit>
 #include <map>
 
@@ -31,36 +32,40 @@ WorkRange pass_range(const KernelDef& def, const PreparedVertex& v, int pass) {
   return (pass == 0) != secondary_first ? def.primary : def.secondary;
 }
 
-std::vector<PreparedVertex> merge_pass(const std::vector<PreparedVertex>& vertices, uint64_t task_cycles, int pass) {
-  std::vector<PreparedVertex> tasks;
+std::vector<HostTask> merge_pass(const std::vector<HostTask>& vertices, uint64_t task_cycles, int pass) {
+  std::vector<HostTask> tasks;
   std::map<MergeKey, size_t> growing;  // tasks that a later vertex may continue
-  for (const PreparedVertex& v : vertices) {
+  for (const HostTask& t : vertices) {
+    const PreparedVertex& v = t.work;
     const KernelDef& def = *kernels::find_kernel(v.codelet);
     const WorkRange range = pass_range(def, v, pass);
     if (range.begin < 0) {
-      tasks.push_back(v);
+      tasks.push_back(t);
       continue;
     }
     auto found = growing.find(merge_key(v, range, v.params[static_cast<size_t>(range.begin)]));
     if (found != growing.end()) {
       const size_t at = found->second;
-      PreparedVertex& task = tasks[at];
+      PreparedVertex& task = tasks[at].work;
       if (task.cycles + v.cycles <= task_cycles && kernels::try_merge(def, task, v)) {
+        tasks[at].first_vertex = std::min(tasks[at].first_vertex, t.first_vertex);
         growing.erase(found);
         growing[merge_key(task, range, task.params[static_cast<size_t>(range.end)])] = at;
         continue;
       }
     }
     growing[merge_key(v, range, v.params[static_cast<size_t>(range.end)])] = tasks.size();
-    tasks.push_back(v);
+    tasks.push_back(t);
   }
   return tasks;
 }
 
 }  // namespace
 
-std::vector<PreparedVertex> coalesce(const std::vector<PreparedVertex>& vertices, uint64_t task_cycles) {
-  return merge_pass(merge_pass(vertices, task_cycles, 0), task_cycles, 1);
+std::vector<HostTask> coalesce(const std::vector<PreparedVertex>& vertices, uint64_t task_cycles) {
+  std::vector<HostTask> tasks;
+  for (size_t i = 0; i < vertices.size(); ++i) tasks.push_back({vertices[i], i});
+  return merge_pass(merge_pass(tasks, task_cycles, 0), task_cycles, 1);
 }
 
 }  // namespace ipu::engine

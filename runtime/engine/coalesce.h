@@ -10,12 +10,18 @@
 
 namespace ipu::engine {
 
+// A host task: the merged work, and the index (in the compute set's vertex list) of the vertex
+// it grew from, which names the task's op in fault reports.
+struct HostTask {
+  kernels::PreparedVertex work;
+  size_t first_vertex = 0;
+};
+
 // Merges `vertices` of one compute set into tasks of at most `task_cycles` estimated cycles (a
 // larger vertex stays whole). A vertex joins any task whose range it continues, next to it in the
 // list or not: vertices of a compute set write disjoint regions, so their order is free. Kernels
 // with two ranges merge along one first (KernelDef::secondary_first), then the other, so tasks are
 // rectangles. The result depends on the vertices and `task_cycles` alone, never the thread count.
-std::vector<kernels::PreparedVertex> coalesce(const std::vector<kernels::PreparedVertex>& vertices,
-                                              uint64_t task_cycles);
+std::vector<HostTask> coalesce(const std::vector<kernels::PreparedVertex>& vertices, uint64_t task_cycles);
 
 }  // namespace ipu::engine

@@ -30,11 +30,22 @@ struct AlignedFree {
 };
 using Buffer = std::unique_ptr<std::byte[], AlignedFree>;
 
+// Where a host task came from: the first executable vertex it runs, and its replica.
+struct VertexOrigin {
+  uint32_t vertex = 0;
+  uint32_t replica = 0;
+};
+
 // The host's execution plan of one compute set: the per-tile vertices of the executable,
 // coalesced into fewer host tasks (coalesce.h).
 struct PreparedComputeSet {
   std::vector<kernels::PreparedVertex> vertices;
-  std::vector<kernels::KernelFn> kernels;
+  std::vector<kernels::KernelEntry> kernels;
+  std::vector<VertexOrigin> origins;
+  // One slot per task, written only by a kernel that faults: tasks never share a slot, so no
+  // locks, and the engine reports the lowest faulting task whichever thread ran it first.
+  std::vector<kernels::KernelFault> faults;
+  bool can_fault = false;
   bool parallel = false;
 };
 
@@ -49,7 +60,8 @@ struct Engine::Impl {
   tbb::task_arena arena;
 
   Status run_program(const format::Program& program, HostStreams& streams);
-  void run_compute_set(const PreparedComputeSet& cs);
+  Status run_compute_set(uint32_t index);
+  Status fault_status(uint32_t index, size_t task);
   void all_reduce_mean(uint32_t tensor);
   std::byte* buffer(uint32_t tensor, uint32_t replica) {
     return buffers[replica * sizes.size() + tensor].get();
@@ -126,11 +138,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
         pv.cycles = v.cycles();
         prepared.push_back(pv);
       }
-      for (const kernels::PreparedVertex& task : coalesce(prepared, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet))) {
-        all.vertices.push_back(task);
-        all.kernels.push_back(kernels::find_kernel(task.codelet)->run);
+      for (const HostTask& task : coalesce(prepared, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet))) {
+        all.vertices.push_back(task.work);
+        all.kernels.push_back(kernels::find_kernel(task.work.codelet)->run);
+        all.origins.push_back({static_cast<uint32_t>(task.first_vertex), r});
       }
     }
+    all.faults.resize(all.vertices.size());
+    for (const kernels::KernelEntry& kernel : all.kernels) all.can_fault = all.can_fault || kernel.can_fault();
     all.parallel = all.vertices.size() > 1 && cycles * replicas >= kParallelCycleThreshold;
     impl->compute_sets.push_back(std::move(all));
   }
@@ -174,17 +189,41 @@ Status Engine::run(uint32_t program, HostStreams& streams) {
   return m_impl->run_program(m_impl->executable.programs(static_cast<int>(program)).program(), streams);
 }
 
-void Engine::Impl::run_compute_set(const PreparedComputeSet& cs) {
+Status Engine::Impl::run_compute_set(uint32_t index) {
+  PreparedComputeSet& cs = compute_sets[index];
   kernels::advance_compute_set_epoch();  // scratch derived from inputs of earlier sets is stale
   if (!cs.parallel) {
-    for (size_t i = 0; i < cs.vertices.size(); ++i) cs.kernels[i](cs.vertices[i]);
-    return;
+    for (size_t i = 0; i < cs.vertices.size(); ++i) {
+      cs.kernels[i](cs.vertices[i], cs.faults[i]);
+      if (cs.faults[i]) return fault_status(index, i);  // the lowest: later tasks need not run
+    }
+    return Status();
   }
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<size_t>(0, cs.vertices.size()), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t i = r.begin(); i != r.end(); ++i) cs.kernels[i](cs.vertices[i]);
+      for (size_t i = r.begin(); i != r.end(); ++i) cs.kernels[i](cs.vertices[i], cs.faults[i]);
     });
   });
+  if (!cs.can_fault) return Status();
+  for (size_t i = 0; i < cs.faults.size(); ++i) {
+    if (cs.faults[i]) return fault_status(index, i);
+  }
+  return Status();
+}
+
+// Names the op, codelet and compute set of task `task`'s fault, and clears every fault of the
+// set so that a later run starts clean.
+Status Engine::Impl::fault_status(uint32_t index, size_t task) {
+  const format::ComputeSet& set = executable.compute_sets(static_cast<int>(index));
+  const VertexOrigin origin = compute_sets[index].origins[task];
+  const format::Vertex& vertex = set.vertices(static_cast<int>(origin.vertex));
+  std::string where = std::string(format::codelet_name(static_cast<format::Codelet>(vertex.codelet()))) +
+                      " in compute set '" + set.name() + "'";
+  if (replicas > 1) where += ", replica " + std::to_string(origin.replica);
+  where = set.ops_size() > 0 ? "node '" + set.ops(static_cast<int>(vertex.op())) + "' (" + where + ")" : where;
+  const std::string what = kernels::describe(compute_sets[index].faults[task]);
+  for (kernels::KernelFault& fault : compute_sets[index].faults) fault = kernels::KernelFault();
+  return out_of_range(where + ": " + what);
 }
 
 // Sums in replica order, so the result is the same on every run and every thread count.
@@ -207,8 +246,7 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
       for (const format::Program& step : program.sequence().steps()) IPU_RETURN_IF_ERROR(run_program(step, streams));
       return Status();
     case format::Program::kExecute:
-      run_compute_set(compute_sets[program.execute()]);
-      return Status();
+      return run_compute_set(program.execute());
     case format::Program::kCopy:
       for (uint32_t r = 0; r < replicas; ++r) {
         std::memcpy(buffer(program.copy().destination(), r), buffer(program.copy().source(), r),

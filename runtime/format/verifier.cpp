@@ -223,6 +223,11 @@ Status verify_executable(const Executable& exe) {
       const std::string label = "compute set " + std::to_string(c) + " '" + cs.name() + "' vertex " + std::to_string(v);
       if (vertex.tile() >= total_tiles) return data_loss(label + ": tile " + std::to_string(vertex.tile()) + " of " +
                                                          std::to_string(total_tiles));
+      // Without op names every vertex says op 0 (the field's default).
+      const auto ops = static_cast<uint32_t>(cs.ops_size());
+      if (ops > 0 ? vertex.op() >= ops : vertex.op() != 0) {
+        return data_loss(label + ": names op " + std::to_string(vertex.op()) + " of " + std::to_string(cs.ops_size()));
+      }
       for (uint32_t operand : vertex.operands()) {
         if (operand >= static_cast<uint32_t>(exe.tensors_size())) {
           return data_loss(label + ": operand names tensor " + std::to_string(operand) + " of " +

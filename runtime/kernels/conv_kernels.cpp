@@ -359,13 +359,19 @@ Status validate_channel_affine(const format::Vertex& v, const std::vector<Operan
   return expect_range(v.params(3), v.params(4), static_cast<int64_t>(ops[0].elements), "element");
 }
 
+// Host tasks take all of a sample's output channels before more samples: each (sample, group)
+// is then turned into columns once, where tasks of a few channels over many samples would each
+// rebuild every sample's columns.
+bool channels_first(const PreparedVertex&) { return true; }
+
 }  // namespace
 
 const KernelDef& conv_kernel() {
   static const KernelDef def = [] {
     // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
     openblas_set_num_threads(1);
-    return KernelDef{Codelet::kConv, run_conv, validate_conv, {kBegin, kEnd}, {kChannelBegin, kChannelEnd}};
+    return KernelDef{Codelet::kConv, run_conv, validate_conv, {kBegin, kEnd}, {kChannelBegin, kChannelEnd},
+                     channels_first};
   }();
   return def;
 }

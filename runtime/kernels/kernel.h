@@ -1,7 +1,9 @@
 // The contract between the engine and a kernel. Kernels are stateless functions of their
 // operands, so TBB may run vertices of one compute set concurrently without locks; the
 // compiler guarantees that vertices of one compute set write disjoint regions. Per-thread
-// scratch derived from inputs may be reused within one compute set (compute_set_epoch.h).
+// scratch derived from inputs may be reused within one compute set (compute_set_epoch.h). A
+// kernel that meets data outside its op's domain reports a KernelFault; the engine stops the
+// run with an error naming it.
 #pragma once
 
 #include <array>
@@ -11,6 +13,7 @@
 #include "runtime/base/status.h"
 #include "runtime/format/executable.pb.h"
 #include "runtime/format/codelet.h"
+#include "runtime/kernels/kernel_fault.h"
 
 namespace ipu::kernels {
 
@@ -44,6 +47,30 @@ struct OperandInfo {
 };
 
 using KernelFn = void (*)(const PreparedVertex& vertex);
+// A kernel whose data can leave the op's domain: it fills `fault` and returns at the first such
+// element it meets (what it wrote until then is unspecified), and leaves `fault` alone otherwise.
+using FallibleKernelFn = void (*)(const PreparedVertex& vertex, KernelFault& fault);
+
+// Either kind of kernel, called the same way; a KernelDef names its function alone.
+class KernelEntry {
+ public:
+  KernelEntry(KernelFn run) : m_run(run) {}               // NOLINT(google-explicit-constructor)
+  KernelEntry(FallibleKernelFn run) : m_fallible(run) {}  // NOLINT(google-explicit-constructor)
+
+  void operator()(const PreparedVertex& vertex, KernelFault& fault) const {
+    if (m_fallible != nullptr) {
+      m_fallible(vertex, fault);
+    } else {
+      m_run(vertex);
+    }
+  }
+  bool can_fault() const { return m_fallible != nullptr; }
+
+ private:
+  KernelFn m_run = nullptr;
+  FallibleKernelFn m_fallible = nullptr;
+};
+
 // Checks operand count, dtypes, parameter ranges and that every region the kernel touches lies
 // inside its operands. Runs at load time, so a hostile executable is rejected before it runs.
 using ValidateFn = Status (*)(const format::Vertex& vertex, const std::vector<OperandInfo>& operands);
@@ -56,7 +83,7 @@ struct WorkRange {
 
 struct KernelDef {
   Codelet codelet;
-  KernelFn run;
+  KernelEntry run;
   ValidateFn validate;
   // Vertices that differ only in adjacent work ranges may be run as one host task. A kernel with
   // two ranges (rows and columns) merges along one while the other is equal.
@@ -118,5 +145,7 @@ const KernelDef& channels_layout_kernel();
 // ONNX losses.
 const KernelDef& nll_loss_kernel();
 const KernelDef& nll_loss_grad_kernel();
+// The gradient of a product reduction (reduce_prod_grad_kernel.cpp).
+const KernelDef& reduce_prod_grad_kernel();
 
 }  // namespace ipu::kernels

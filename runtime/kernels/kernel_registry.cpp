@@ -21,7 +21,9 @@ const KernelDef* find_kernel(uint32_t codelet_id) {
           &average_pool_grad_kernel(), &batch_norm_kernel(), &batch_norm_grad_input_kernel(),
           &batch_norm_grad_scale_kernel(), &channels_layout_kernel(),
           // ONNX losses.
-          &nll_loss_kernel(), &nll_loss_grad_kernel()}) {
+          &nll_loss_kernel(), &nll_loss_grad_kernel(),
+          // Gradients without a family of their own.
+          &reduce_prod_grad_kernel()}) {
       t[static_cast<uint32_t>(def->codelet)] = def;
     }
     return t;

@@ -4,10 +4,9 @@
 // The input is viewed as [N, C, D] (D = the product of the trailing dims d1..dk, 1 without
 // them) and the targets as [N·D]. Targets are floats holding integers (int64 tensors reach the
 // device as floats, like Gather's indices); weights are per class. A position whose target equals
-// the ignore index contributes nothing and weighs nothing; any other target outside [0, C) makes
-// that position's loss and gradient NaN, never an out-of-bounds read.
+// the ignore index contributes nothing and weighs nothing; any other target outside [0, C) is a
+// fault (an error in ONNX Runtime too), never an out-of-bounds read.
 #include <algorithm>
-#include <cmath>
 #include <string>
 
 #include "runtime/format/tensor_kinds.h"
@@ -45,12 +44,17 @@ TargetState classify(float t, const LossParams& p, int64_t& cls) {
   return cls >= 0 && cls < p.C ? TargetState::kValid : TargetState::kOutOfRange;
 }
 
+KernelFault target_fault(const float* targets, int64_t i, const LossParams& p) {
+  return out_of_range("target", "targets", i, static_cast<double>(targets[i]), 0, p.C,
+                      p.has_ignore ? std::optional<int64_t>(p.ignore_index) : std::nullopt);
+}
+
 // NllLoss: per position p = (n, d) with class t = T[p] and weight w = W[t] (1 without weights),
 // loss_p = −X[n, t, d]·w (0 if ignored). kNone writes loss_p for p in [begin, end); kSum writes
 // Σ loss_p and kMean Σ loss_p / Σ w over the positions not ignored (begin, end cover all).
 //   operands: X [N,C,D], T [N·D], Y [N·D] (kNone) or [1], W [C] if has_weights  (all f32)
 //   params:   N, C, D, reduction, has_ignore, ignore_index, has_weights, begin, end
-void run_nll_loss(const PreparedVertex& v) {
+void run_nll_loss(const PreparedVertex& v, KernelFault& fault) {
   const LossParams p = loss_params(v);
   const float* x = v.f32(0);
   const float* targets = v.f32(1);
@@ -63,7 +67,7 @@ void run_nll_loss(const PreparedVertex& v) {
     double loss = 0.0;
     switch (classify(targets[i], p, cls)) {
       case TargetState::kIgnored: break;
-      case TargetState::kOutOfRange: loss = NAN; break;
+      case TargetState::kOutOfRange: fault = target_fault(targets, i, p); return;
       case TargetState::kValid: {
         const double weight = w ? static_cast<double>(w[cls]) : 1.0;
         loss = -static_cast<double>(x[(n * p.C + cls) * p.D + d]) * weight;
@@ -130,10 +134,10 @@ Status validate_nll_loss(const format::Vertex& v, const std::vector<OperandInfo>
 
 // NllLossGrad: dX[n, c, d] = −W[t]·g_p·[c = t] / s for rows n in [begin, end), where g_p =
 // dY[p] (kNone) or dY[0], and s = Σ w over the positions not ignored for kMean, else 1. Ignored
-// positions get 0, out-of-range targets NaN.
+// positions get 0.
 //   operands: T [N·D], dY [N·D] (kNone) or [1], dX [N,C,D], W [C] if has_weights  (all f32)
 //   params:   N, C, D, reduction, has_ignore, ignore_index, has_weights, row_begin, row_end
-void run_nll_loss_grad(const PreparedVertex& v) {
+void run_nll_loss_grad(const PreparedVertex& v, KernelFault& fault) {
   const LossParams p = loss_params(v);
   const float* targets = v.f32(0);
   const float* dy = v.f32(1);
@@ -144,7 +148,12 @@ void run_nll_loss_grad(const PreparedVertex& v) {
     double weight_total = 0.0;
     for (int64_t i = 0; i < p.N * p.D; ++i) {
       int64_t cls = 0;
-      if (classify(targets[i], p, cls) == TargetState::kValid) weight_total += w ? static_cast<double>(w[cls]) : 1.0;
+      const TargetState state = classify(targets[i], p, cls);
+      if (state == TargetState::kOutOfRange) {
+        fault = target_fault(targets, i, p);
+        return;
+      }
+      if (state == TargetState::kValid) weight_total += w ? static_cast<double>(w[cls]) : 1.0;
     }
     scale = 1.0 / weight_total;
   }
@@ -156,8 +165,10 @@ void run_nll_loss_grad(const PreparedVertex& v) {
       int64_t cls = 0;
       const TargetState state = classify(targets[i], p, cls);
       if (state == TargetState::kOutOfRange) {
-        for (int64_t c = 0; c < p.C; ++c) dx[n * row + c * p.D + d] = NAN;
-      } else if (state == TargetState::kValid) {
+        fault = target_fault(targets, i, p);
+        return;
+      }
+      if (state == TargetState::kValid) {
         const double g = static_cast<double>(p.reduction == LossReduction::kNone ? dy[i] : dy[0]);
         const double weight = w ? static_cast<double>(w[cls]) : 1.0;
         dx[n * row + cls * p.D + d] = static_cast<float>(-weight * g * scale);

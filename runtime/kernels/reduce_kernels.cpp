@@ -208,7 +208,7 @@ Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandI
 
 // Gather: Y[o, j, i] = X[o, idx_j, i] with X viewed as [outer, axis, inner], idx_j = indices[j]
 // (a float holding an integer; negative counts from the end), for output elements [begin, end).
-// An index out of range gives NaN, never an out-of-bounds read.
+// An index outside [-axis, axis) is a fault, as in ONNX Runtime.
 //   operands: X, indices, Y;  params: outer, axis, inner, count, begin, end
 // The row of an axis of n that index value f names (negative counts from the end), or -1.
 int64_t resolve_index(float f, int64_t n) {
@@ -217,7 +217,11 @@ int64_t resolve_index(float f, int64_t n) {
   return index < 0 ? index + n : index;
 }
 
-void run_gather(const PreparedVertex& v) {
+KernelFault index_fault(const float* indices, int64_t j, int64_t n) {
+  return out_of_range("index", "indices", j, static_cast<double>(indices[j]), -n, n);
+}
+
+void run_gather(const PreparedVertex& v, KernelFault& fault) {
   const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
   const float* x = v.f32(0);
   const float* indices = v.f32(1);
@@ -225,7 +229,11 @@ void run_gather(const PreparedVertex& v) {
   for (int64_t i = v.params[4]; i < v.params[5]; ++i) {
     const int64_t in = i % inner, j = (i / inner) % count, o = i / (inner * count);
     const int64_t index = resolve_index(indices[j], n);
-    y[i] = index >= 0 ? x[(o * n + index) * inner + in] : NAN;
+    if (index < 0) {
+      fault = index_fault(indices, j, n);
+      return;
+    }
+    y[i] = x[(o * n + index) * inner + in];
   }
 }
 
@@ -249,13 +257,20 @@ Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& 
 
 // GatherGrad, the adjoint of Gather (a scatter-add): dX[o, r, i] = Σ_j [indices[j] = r] dY[o, j, i]
 // for dX elements [begin, end), so vertices own disjoint parts of dX and sum in index order
-// (deterministic). Indices out of range contribute nothing, as they read nothing forwards.
+// (deterministic). An index out of range is a fault, as in Gather; every vertex reads every
+// index, so each finds it.
 //   operands: dY, indices, dX;  params: outer, n, inner, count, begin, end
-void run_gather_grad(const PreparedVertex& v) {
+void run_gather_grad(const PreparedVertex& v, KernelFault& fault) {
   const int64_t n = v.params[1], inner = v.params[2], count = v.params[3], begin = v.params[4], end = v.params[5];
   const float* dy = v.f32(0);
   const float* indices = v.f32(1);
   float* dx = v.f32(2);
+  for (int64_t j = 0; j < count; ++j) {
+    if (resolve_index(indices[j], n) < 0) {
+      fault = index_fault(indices, j, n);
+      return;
+    }
+  }
   std::fill(dx + begin, dx + end, 0.0f);
   for (int64_t row = begin / inner; row * inner < end; ++row) {
     const int64_t o = row / n, r = row % n, first = std::max(begin, row * inner), last = std::min(end, (row + 1) * inner);

@@ -68,12 +68,18 @@ Status validate_softmax_grad(const format::Vertex& v, const std::vector<OperandI
   return expect_range(v.params(2), v.params(3), v.params(0), "row");
 }
 
+// The host checks a data set's labels before they reach the device; a label out of range here
+// came another way (a hand-written executable) and is a fault all the same.
 bool label_in_range(int32_t label, int64_t classes) { return label >= 0 && label < classes; }
 
+KernelFault label_fault(const int32_t* labels, int64_t row, int64_t classes) {
+  return out_of_range("label", "labels", row, labels[row], 0, classes);
+}
+
 // SparseCrossEntropy: loss = mean_r −log p_r[label_r], p = softmax(scores) if from_logits else
-// the clipped scores. A label out of range yields NaN rather than an out-of-bounds read.
+// the clipped scores.
 //   operands: scores [M,C] f32, labels [M] i32, loss [1] f32;  params: M, C, from_logits
-void run_sparse_cross_entropy(const PreparedVertex& v) {
+void run_sparse_cross_entropy(const PreparedVertex& v, KernelFault& fault) {
   const int64_t M = v.params[0], C = v.params[1];
   const bool from_logits = v.params[2] != 0;
   const int32_t* labels = v.i32(1);
@@ -81,8 +87,8 @@ void run_sparse_cross_entropy(const PreparedVertex& v) {
   for (int64_t r = 0; r < M; ++r) {
     const float* s = v.f32(0) + r * C;
     if (!label_in_range(labels[r], C)) {
-      total = NAN;
-      break;
+      fault = label_fault(labels, r, C);
+      return;
     }
     if (from_logits) {
       total += static_cast<double>(log_sum_exp(s, C) - s[labels[r]]);
@@ -102,7 +108,7 @@ Status validate_sparse_cross_entropy(const format::Vertex& v, const std::vector<
 // SparseCrossEntropyGrad: d(mean loss)/d scores for rows [row_begin, row_end).
 //   operands: scores [M,C] f32, labels [M] i32, dScores [M,C] f32
 //   params:   M, C, from_logits, row_begin, row_end
-void run_sparse_cross_entropy_grad(const PreparedVertex& v) {
+void run_sparse_cross_entropy_grad(const PreparedVertex& v, KernelFault& fault) {
   const int64_t M = v.params[0], C = v.params[1];
   const bool from_logits = v.params[2] != 0;
   const float scale = 1.0f / static_cast<float>(M);
@@ -112,8 +118,8 @@ void run_sparse_cross_entropy_grad(const PreparedVertex& v) {
     float* ds = v.f32(2) + r * C;
     const int32_t label = labels[r];
     if (!label_in_range(label, C)) {
-      std::fill(ds, ds + C, NAN);
-      continue;
+      fault = label_fault(labels, r, C);
+      return;
     }
     if (from_logits) {
       float lse = log_sum_exp(s, C);
@@ -136,11 +142,15 @@ Status validate_sparse_cross_entropy_grad(const format::Vertex& v, const std::ve
 
 // CountCorrect: number of rows whose first maximal score is at the label.
 //   operands: scores [M,C] f32, labels [M] i32, correct [1] f32;  params: M, C
-void run_count_correct(const PreparedVertex& v) {
+void run_count_correct(const PreparedVertex& v, KernelFault& fault) {
   const int64_t M = v.params[0], C = v.params[1];
   const int32_t* labels = v.i32(1);
   int64_t correct = 0;
   for (int64_t r = 0; r < M; ++r) {
+    if (!label_in_range(labels[r], C)) {
+      fault = label_fault(labels, r, C);
+      return;
+    }
     const float* s = v.f32(0) + r * C;
     correct += (std::max_element(s, s + C) - s) == labels[r];
   }

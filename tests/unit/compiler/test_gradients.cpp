@@ -233,6 +233,55 @@ TEST_CASE("gradients of ReduceMax and ReduceMin match finite differences; none f
   check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
 }
 
+// Values near ±1, so that products of up to 12 of them, and their gradients, stay well above the
+// test's absolute tolerance; `zeros` are set to exactly 0.
+std::vector<float> product_values(size_t n, float phase, const std::vector<size_t>& zeros) {
+  std::vector<float> out = wave(n, 0.3f, phase);
+  for (size_t i = 0; i < n; ++i) out[i] += i % 3 == 1 ? -1.0f : 1.0f;
+  for (size_t i : zeros) out[i] = 0.0f;
+  return out;
+}
+
+TEST_CASE("gradients of ReduceProd, with zeros in a group, match finite differences") {
+  // p [2, 3, 4] reduced over axes {0, 2} (kept: [1, 3, 1]) has groups j = 0, 1, 2 of 8 elements:
+  // j = 0 holds one zero (p[0,0,1]), j = 1 two (p[0,1,0], p[1,1,3]), j = 2 none. Over axis 2
+  // (dropped: [2, 3]) its rows of 4 hold one zero or none. q [3, 4] over axis 1 (rows: none,
+  // two zeros, one) and over axis 0 (kept: [1, 4]). x·w [N, 6] viewed as [N, 2, 3] is reduced
+  // over the middle axis, per sample; over {1, 2} (the last axes, no transpose) it is one value.
+  // The product is linear in each element, so central differences are exact at the zeros.
+  OnnxBuilder b(13);
+  b.input("x", {6}).output("logits");
+  b.floats("p", {2, 3, 4}, product_values(24, 0.2f, {1, 4, 19}));
+  b.floats("q", {3, 4}, product_values(12, 0.9f, {4, 7, 10}));
+  b.floats("w", {6}, product_values(6, 0.5f, {}));
+  b.floats("wo", {19, 4}, wave(76, 0.6f, 0.1f));
+  b.ints("row", {1, -1}).ints("grid", {-1, 2, 3}).ints("flat", {-1, 3}).ints("one", {-1, 1});
+  auto reduce = [&](const std::string& name, const std::string& in, const std::vector<int64_t>& axes, bool keep) {
+    auto& node = b.node("ReduceProd", name, {in}, {name});
+    OnnxBuilder::ints_attr(node, "axes", axes);
+    OnnxBuilder::int_attr(node, "keepdims", keep);
+  };
+  reduce("p_outer", "p", {0, 2}, true);
+  reduce("p_rows", "p", {2}, false);
+  reduce("q_rows", "q", {1}, false);
+  reduce("q_columns", "q", {0}, true);
+  b.node("Reshape", "p_outer_row", {"p_outer", "row"}, {"a"});
+  b.node("Reshape", "p_rows_row", {"p_rows", "row"}, {"c"});
+  b.node("Reshape", "q_rows_row", {"q_rows", "row"}, {"d"});
+  OnnxBuilder::int_attr(b.node("Concat", "weights_cat", {"a", "c", "d", "q_columns"}, {"wcat"}), "axis", 1);  // [1, 16]
+  b.node("Mul", "xw", {"x", "w"}, {"xw"});
+  b.node("Reshape", "xw_grid", {"xw", "grid"}, {"g"});
+  reduce("per_sample", "g", {1}, true);
+  reduce("per_sample_all", "g", {1, 2}, false);
+  b.node("Reshape", "per_sample_flat", {"per_sample", "flat"}, {"e"});
+  b.node("Reshape", "per_sample_all_col", {"per_sample_all", "one"}, {"f"});
+  b.node("Add", "shift", {"e", "a"}, {"s"});        // [N, 3] + [1, 3]
+  b.node("Add", "spread", {"wcat", "f"}, {"t"});    // [1, 16] + [N, 1]
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"s", "t"}, {"h"}), "axis", 1);  // [N, 19]
+  b.node("MatMul", "out", {"h", "wo"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"p", "q", "w", "wo"});
+}
+
 TEST_CASE("gradients of Tile, Expand and Pad (padding and cropping) match finite differences") {
   // xw [N, 6] viewed as [N, 2, 3] is tiled twice along its last axis, and padded: its middle axis
   // by one on each side, its last cropped by one at the front and padded by two at the back; xw

@@ -41,7 +41,11 @@ std::vector<PreparedVertex> matmul_grid(float* a, float* b, float* c, int64_t M,
 }
 
 void run_all(const std::vector<PreparedVertex>& vertices) {
-  for (const PreparedVertex& v : vertices) kernel(static_cast<Codelet>(v.codelet)).run(v);
+  for (const PreparedVertex& v : vertices) run(v);
+}
+
+void run_all(const std::vector<ipu::engine::HostTask>& tasks) {
+  for (const auto& t : tasks) run(t.work);
 }
 
 }  // namespace
@@ -53,9 +57,9 @@ TEST_CASE("coalesce: a tall MatMul's tasks span every column and split the rows"
   const auto grid = matmul_grid(a.data(), b.data(), c.data(), M, N, K);
   const auto tasks = coalesce(grid, 80);  // two rows of blocks per task
   REQUIRE(tasks.size() == 2);
-  CHECK(block_of(tasks[0]) == Block{0, 32, 0, 16});
-  CHECK(block_of(tasks[1]) == Block{32, 64, 0, 16});
-  CHECK(tasks[0].cycles == 80);
+  CHECK(block_of(tasks[0].work) == Block{0, 32, 0, 16});
+  CHECK(block_of(tasks[1].work) == Block{32, 64, 0, 16});
+  CHECK(tasks[0].work.cycles == 80);
   // The tasks compute all of C (SGEMM may round differently for other block shapes).
   run_all(grid);
   expected = c;
@@ -70,8 +74,8 @@ TEST_CASE("coalesce: a wide MatMul's tasks span every row and split the columns"
   std::vector<float> c(M * N);
   const auto tasks = coalesce(matmul_grid(a.data(), b.data(), c.data(), M, N, K), 80);
   REQUIRE(tasks.size() == 2);
-  CHECK(block_of(tasks[0]) == Block{0, 16, 0, 32});
-  CHECK(block_of(tasks[1]) == Block{0, 16, 32, 64});
+  CHECK(block_of(tasks[0].work) == Block{0, 16, 0, 32});
+  CHECK(block_of(tasks[1].work) == Block{0, 16, 32, 64});
 }
 
 TEST_CASE("coalesce: ranges merge out of list order, within the cap, and never across a difference") {
@@ -84,22 +88,50 @@ TEST_CASE("coalesce: ranges merge out of list order, within the cap, and never a
                                  relu(z.data(), 8, 16, 5)},
                                 100);
     REQUIRE(tasks.size() == 2);
-    CHECK(tasks[0].operands[1] == y.data());
-    CHECK(tasks[0].params[2] == 16);
-    CHECK(tasks[1].operands[1] == z.data());
-    CHECK(tasks[1].params[2] == 16);
+    CHECK(tasks[0].work.operands[1] == y.data());
+    CHECK(tasks[0].work.params[2] == 16);
+    CHECK(tasks[1].work.operands[1] == z.data());
+    CHECK(tasks[1].work.params[2] == 16);
+    // Each task names the first vertex it grew from (fault reports name its op).
+    CHECK(tasks[0].first_vertex == 0);
+    CHECK(tasks[1].first_vertex == 1);
   }
   SUBCASE("the cap") {
     const auto tasks = coalesce({relu(y.data(), 0, 8, 6), relu(y.data(), 8, 16, 6), relu(y.data(), 16, 24, 6),
                                  relu(y.data(), 24, 32, 30)},
                                 12);
     REQUIRE(tasks.size() == 3);
-    CHECK(tasks[0].params[2] == 16);
-    CHECK(tasks[0].cycles == 12);
-    CHECK(tasks[1].params[1] == 16);
-    CHECK(tasks[2].cycles == 30);  // larger than the cap on its own: stays whole
+    CHECK(tasks[0].work.params[2] == 16);
+    CHECK(tasks[0].work.cycles == 12);
+    CHECK(tasks[1].work.params[1] == 16);
+    CHECK(tasks[1].first_vertex == 2);
+    CHECK(tasks[2].work.cycles == 30);  // larger than the cap on its own: stays whole
   }
   SUBCASE("a gap") {
     CHECK(coalesce({relu(y.data(), 0, 8, 5), relu(y.data(), 9, 16, 5)}, 100).size() == 2);
+  }
+}
+
+// A Conv split over samples × output channels (the compiler's grid at batch 32): tasks take all
+// of a sample's channels before more samples, so each sample's columns are built once.
+TEST_CASE("coalesce: a Conv's tasks span every output channel and split the samples") {
+  const int64_t N = 8, M = 8;
+  std::vector<float> x = values(N * 4 * 4, 6), w = values(M * 9, 7), y(N * M * 4);
+  std::vector<PreparedVertex> grid;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t m = 0; m < M; m += 2) {
+      grid.push_back(vertex(Codelet::kConv, {x.data(), w.data(), y.data()},
+                            {N, 1, 4, 4, 2, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, M, 1, n, n + 1, m, m + 2}, {}, 10));
+    }
+  }
+  const auto tasks = coalesce(grid, 80);  // two samples' worth of vertices per task
+  REQUIRE(tasks.size() == 4);
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    CAPTURE(t);
+    const auto& p = tasks[t].work.params;
+    CHECK(p[18] == static_cast<int64_t>(2 * t));
+    CHECK(p[19] == static_cast<int64_t>(2 * t + 2));
+    CHECK(p[20] == 0);
+    CHECK(p[21] == M);
   }
 }

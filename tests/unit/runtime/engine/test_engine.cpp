@@ -610,3 +610,99 @@ TEST_CASE("engine: parallel branches run on their own tensors") {
 }
 
 }  // namespace
+
+namespace {
+
+// Gather of a table [n = 8, inner = 64] by 16 indices streamed in, one vertex per index, heavy
+// enough that the set runs in parallel, in several host tasks.
+struct GatherFaults {
+  Builder b{16};
+  uint32_t cs = 0;
+  GatherFaults() {
+    std::vector<float> table(8 * 64);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i);
+    const uint32_t x = b.tensor("table", fmt::FLOAT32, {8, 64}, table);
+    const uint32_t idx = b.tensor("indices", fmt::FLOAT32, {16});
+    const uint32_t y = b.tensor("rows", fmt::FLOAT32, {16, 64});
+    const uint32_t in = b.stream("features", Stream::HOST_TO_DEVICE, idx);
+    const uint32_t out = b.stream("predictions", Stream::DEVICE_TO_HOST, y);
+    cs = b.compute_set("forward/0/0");
+    for (int64_t j = 0; j < 16; ++j) {
+      b.vertex(cs, fmt::Codelet::kGather, {x, idx, y}, {1, 8, 64, 16, j * 64, (j + 1) * 64}, {}, 30000,
+               static_cast<uint32_t>(j));
+    }
+    auto* seq = b.program("predict");
+    stream_in(seq, in, idx);
+    execute(seq, cs);
+    stream_out(seq, out, y);
+  }
+  void name_ops() { b.exe().mutable_compute_sets(static_cast<int>(cs))->add_ops("Gather_3"); }
+};
+
+// Runs `engine`'s only program with indices `make(replica)`, counting pushes.
+Status run_gather(Engine& engine, const std::function<std::vector<float>(uint32_t)>& make, int& pushes) {
+  HostStreams streams;
+  streams.pull = [&](uint32_t, uint32_t replica, std::span<std::byte> dst) -> Status {
+    const std::vector<float> v = make(replica);
+    std::memcpy(dst.data(), v.data(), dst.size());
+    return Status();
+  };
+  streams.push = [&](uint32_t, uint32_t, std::span<const std::byte>) -> Status {
+    ++pushes;
+    return Status();
+  };
+  return engine.run(0, streams);
+}
+
+std::vector<float> valid_indices(uint32_t = 0) {
+  std::vector<float> v(16);
+  for (size_t j = 0; j < v.size(); ++j) v[j] = static_cast<float>(j % 16) - 8.0f;
+  return v;
+}
+
+TEST_CASE("engine: a kernel fault stops the run with the lowest faulting vertex, for any thread count") {
+  GatherFaults g;
+  g.name_ops();
+  auto bad = [](uint32_t) {
+    std::vector<float> v = valid_indices();
+    v[5] = 50;   // vertex 5
+    v[11] = -9;  // vertex 11, which a second thread may well reach first
+    v[14] = 8;
+    return v;
+  };
+  for (int threads : {1, 2, 0}) {
+    CAPTURE(threads);
+    auto engine = load(g.b.exe(), EngineOptions{threads});
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      int pushes = 0;
+      const Status s = run_gather(*engine, bad, pushes);
+      CHECK(s.code() == StatusCode::kOutOfRange);
+      CHECK(s.message() == "node 'Gather_3' (Gather in compute set 'forward/0/0'): index 50 at indices[5] is outside [-8, 8)");
+      CHECK(pushes == 0);  // nothing after the faulting compute set runs
+    }
+    // The engine is left clean: a run with valid data succeeds.
+    int pushes = 0;
+    CHECK(run_gather(*engine, valid_indices, pushes).ok());
+    CHECK(pushes == 1);
+  }
+}
+
+TEST_CASE("engine: a fault without op names names the compute set, and the replica when there are several") {
+  GatherFaults g;
+  int pushes = 0;
+  auto bad_in_replica_1 = [](uint32_t replica) {
+    std::vector<float> v = valid_indices();
+    if (replica == 1) v[2] = 1e30f;
+    return v;
+  };
+  Status s = run_gather(*load(g.b.exe()), [&](uint32_t) { return bad_in_replica_1(1); }, pushes);
+  CHECK(s.message() == "Gather in compute set 'forward/0/0': index 1e+30 at indices[2] is outside [-8, 8)");
+
+  g.b.exe().mutable_target()->set_num_ipus(2);
+  g.b.exe().mutable_pipeline()->set_replicas(2);
+  s = run_gather(*load(g.b.exe()), bad_in_replica_1, pushes);
+  CHECK(s.message() == "Gather in compute set 'forward/0/0', replica 1: index 1e+30 at indices[2] is outside [-8, 8)");
+  CHECK(pushes == 0);
+}
+
+}  // namespace

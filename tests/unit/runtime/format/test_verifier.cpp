@@ -276,6 +276,23 @@ TEST_CASE("verifier: vertices name existing tiles and tensors") {
       "compute set 0 'relu' vertex 1: tile 9");
 }
 
+TEST_CASE("verifier: vertices name an op of their compute set, or op 0 when it lists none") {
+  auto vertex = [](Executable& e) { return e.mutable_compute_sets(0)->mutable_vertices(0); };
+  expect_rejected([&](Executable& e) { vertex(e)->set_op(1); }, "compute set 0 'relu' vertex 0: names op 1 of 0");
+  expect_accepted([&](Executable& e) { e.mutable_compute_sets(0)->add_ops("act"); });
+  expect_accepted([&](Executable& e) {
+    e.mutable_compute_sets(0)->add_ops("act");
+    e.mutable_compute_sets(0)->add_ops("act2");
+    vertex(e)->set_op(1);
+  });
+  expect_rejected(
+      [&](Executable& e) {
+        e.mutable_compute_sets(0)->add_ops("act");
+        vertex(e)->set_op(1);
+      },
+      "compute set 0 'relu' vertex 0: names op 1 of 1");
+}
+
 TEST_CASE("verifier: program nodes") {
   expect_rejected([](Executable& e) { *e.add_programs() = e.programs(0); }, "program 'predict' defined twice");
   expect_rejected([](Executable& e) { predict_steps_add(e)->set_execute(1); },

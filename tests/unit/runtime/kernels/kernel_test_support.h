@@ -30,9 +30,22 @@ inline PreparedVertex vertex(format::Codelet c, const std::vector<void*>& operan
   return v;
 }
 
+// Runs `v` and returns what it reported (nothing, for valid data).
+inline KernelFault run_for_fault(const PreparedVertex& v) {
+  KernelFault fault;
+  kernel(static_cast<format::Codelet>(v.codelet)).run(v, fault);
+  return fault;
+}
+
+// Runs `v` on data it must accept.
+inline void run(const PreparedVertex& v) {
+  const KernelFault fault = run_for_fault(v);
+  REQUIRE_MESSAGE(!fault, describe(fault));
+}
+
 inline void run(format::Codelet c, const std::vector<void*>& operands, const std::vector<int64_t>& params,
                 const std::vector<float>& fparams = {}) {
-  kernel(c).run(vertex(c, operands, params, fparams));
+  run(vertex(c, operands, params, fparams));
 }
 
 // Validates a vertex whose operands are float tensors of the given element counts.

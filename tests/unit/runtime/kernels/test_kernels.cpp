@@ -23,8 +23,6 @@ using ipu::kernels::PreparedVertex;
 using namespace ipu::kernels::testing;
 using ipu::kernels::try_merge;
 
-void run(const PreparedVertex& v) { kernel(static_cast<Codelet>(v.codelet)).run(v); }
-
 bool close(double got, double want, double rel = 1e-5, double abs = 1e-6) {
   return std::abs(got - want) <= abs + rel * std::abs(want);
 }
@@ -457,34 +455,38 @@ TEST_CASE("kernels: SparseCrossEntropy and its gradient from probabilities clip 
   CHECK(dp[10] == 0.0f);  // clipped below epsilon
 }
 
-TEST_CASE("kernels: a label out of range gives NaN, never a crash") {
-  const int64_t M = 3, C = 4;
+TEST_CASE("kernels: SparseCrossEntropy, its gradient and CountCorrect report the first label out of range") {
+  const int64_t M = 4, C = 4;
   const auto s = values(M * C, 16);
   for (int32_t bad : {-1, 4, 1000000, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()}) {
     CAPTURE(bad);
-    const std::vector<int32_t> labels = {1, bad, 2};
+    const std::vector<int32_t> labels = {1, bad, 2, -7};
+    auto check = [&](const ipu::kernels::KernelFault& fault) {
+      REQUIRE(fault);
+      CHECK(fault.element == 1);
+      CHECK(fault.value == bad);
+      CHECK(fault.low == 0);
+      CHECK(fault.high == C);
+    };
+    auto* scores = const_cast<float*>(s.data());
+    auto* label_data = const_cast<int32_t*>(labels.data());
     for (int64_t from_logits : {0, 1}) {
       CAPTURE(from_logits);
       float loss = 0.0f;
-      run(vertex(Codelet::kSparseCrossEntropy, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &loss},
-                 {M, C, from_logits}));
-      CHECK(std::isnan(loss));
-
-      std::vector<float> ds(s.size(), kSentinel);
-      run(vertex(Codelet::kSparseCrossEntropyGrad, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), ds.data()},
-                 {M, C, from_logits, 0, M}));
-      for (int64_t c = 0; c < C; ++c) CHECK(std::isnan(ds[static_cast<size_t>(C + c)]));
-      // The other rows are computed normally.
-      for (int64_t r : {0, 2}) {
-        for (int64_t c = 0; c < C; ++c) CHECK(std::isfinite(ds[static_cast<size_t>(r * C + c)]));
-      }
+      check(run_for_fault(vertex(Codelet::kSparseCrossEntropy, {scores, label_data, &loss}, {M, C, from_logits})));
+      std::vector<float> ds(s.size());
+      check(run_for_fault(vertex(Codelet::kSparseCrossEntropyGrad, {scores, label_data, ds.data()}, {M, C, from_logits, 0, M})));
+      // A vertex whose rows hold valid labels computes them.
+      run(vertex(Codelet::kSparseCrossEntropyGrad, {scores, label_data, ds.data()}, {M, C, from_logits, 2, 3}));
     }
-    // CountCorrect simply does not count the row.
-    float correct = kSentinel;
-    run(vertex(Codelet::kCountCorrect, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &correct}, {M, C}));
-    CHECK(correct >= 0.0f);
-    CHECK(correct <= 2.0f);
+    float correct = 0.0f;
+    check(run_for_fault(vertex(Codelet::kCountCorrect, {scores, label_data, &correct}, {M, C})));
   }
+  const std::vector<int32_t> labels = {0, 1, 9, 2};
+  float loss = 0.0f;
+  CHECK(describe(run_for_fault(vertex(Codelet::kSparseCrossEntropy, {const_cast<float*>(s.data()),
+                                      const_cast<int32_t*>(labels.data()), &loss}, {M, C, 1}))) ==
+        "label 9 at labels[2] is outside [0, 4)");
 }
 
 TEST_CASE("kernels: CountCorrect counts rows whose first maximum is the label") {
@@ -530,10 +532,20 @@ TEST_CASE("kernels: the registry knows every codelet and nothing else") {
     const KernelDef* def = find_kernel(id);
     REQUIRE(def != nullptr);
     CHECK(static_cast<uint32_t>(def->codelet) == id);
-    CHECK(static_cast<bool>(def->run));
     CHECK(static_cast<bool>(def->validate));
   }
   for (uint32_t id : {0u, 13u, 63u, 64u, 65u, 0xffffffffu}) CHECK(find_kernel(id) == nullptr);
+}
+
+TEST_CASE("kernels: exactly the kernels that read indices or labels can fault") {
+  for (Codelet c : {Codelet::kSparseCrossEntropy, Codelet::kSparseCrossEntropyGrad, Codelet::kCountCorrect,
+                    Codelet::kGather, Codelet::kGatherGrad, Codelet::kNllLoss, Codelet::kNllLossGrad}) {
+    CHECK(kernel(c).run.can_fault());
+  }
+  for (Codelet c : {Codelet::kMatMul, Codelet::kSoftmax, Codelet::kReduce, Codelet::kStridedCopy, Codelet::kConv,
+                    Codelet::kMaxPool, Codelet::kReduceProdGrad}) {
+    CHECK_FALSE(kernel(c).run.can_fault());
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -139,22 +140,40 @@ TEST_CASE("loss kernels: NllLossGrad is the derivative of the reference loss") {
   }
 }
 
-TEST_CASE("loss kernels: a target out of range gives NaN, never a bad read") {
-  Case c;
-  c.reduction = LossReduction::kNone;
-  std::vector<float> y = run_loss(c, {0, 3, 1, -2});
-  CHECK(!std::isnan(y[0]));
-  CHECK(std::isnan(y[1]));
-  CHECK(std::isnan(y[3]));
-  c.reduction = LossReduction::kMean;
-  CHECK(std::isnan(run_loss(c, {0, 1, 1e30f, 2})[0]));
+// The first target outside [0, C) that is not the ignore index, as NllLoss and NllLossGrad report it.
+ipu::kernels::KernelFault loss_fault(const Case& c, Codelet codelet, std::vector<float> targets) {
+  std::vector<float> x = kInput, w = kWeights, y(12), dy(4, 1.0f), dx(12);
+  std::vector<void*> operands = codelet == Codelet::kNllLoss ? std::vector<void*>{x.data(), targets.data(), y.data()}
+                                                             : std::vector<void*>{targets.data(), dy.data(), dx.data()};
+  if (c.weighted) operands.push_back(w.data());
+  const int64_t end = codelet == Codelet::kNllLoss ? c.N * c.D : c.N;
+  return run_for_fault(vertex(codelet, operands, c.params(0, end)));
+}
 
-  std::vector<float> targets = {0, 5, 1, 2}, dy = {1}, dx(12);
-  c.reduction = LossReduction::kSum;
-  run(Codelet::kNllLossGrad, {targets.data(), dy.data(), dx.data()}, c.params(0, 2));
-  CHECK(dx[0] == -1.0f);  // n 0, class 0, d 0
-  CHECK(std::isnan(dx[1]));  // every class of n 0, d 1
-  CHECK(std::isnan(dx[5]));
+TEST_CASE("loss kernels: NllLoss and NllLossGrad report a target out of range, never read with it") {
+  for (const Case& c : all_cases()) {
+    CAPTURE(static_cast<int>(c.reduction));
+    CAPTURE(c.weighted);
+    CAPTURE(c.ignore_index.value_or(99));
+    for (Codelet codelet : {Codelet::kNllLoss, Codelet::kNllLossGrad}) {
+      CAPTURE(static_cast<int>(codelet));
+      for (float bad : {3.0f, -2.0f, 1e30f, std::numeric_limits<float>::quiet_NaN()}) {
+        CAPTURE(bad);
+        const ipu::kernels::KernelFault fault = loss_fault(c, codelet, {0, bad, 1, 5});
+        REQUIRE(fault);
+        CHECK(fault.element == 1);
+        CHECK(fault.low == 0);
+        CHECK(fault.high == c.C);
+        CHECK(fault.ignore_index == c.ignore_index);
+      }
+      // The ignore index is valid wherever it lies.
+      if (c.ignore_index) CHECK(!loss_fault(c, codelet, {0, static_cast<float>(*c.ignore_index), 1, 2}));
+    }
+  }
+  Case c;
+  c.ignore_index = -100;
+  CHECK(describe(loss_fault(c, Codelet::kNllLoss, {0, 1, 7, 2})) ==
+        "target 7 at targets[2] is outside [0, 3) and is not the ignore_index -100");
 }
 
 TEST_CASE("loss kernels: validators reject inconsistent sizes and partial reductions") {

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "runtime/format/tensor_kinds.h"
@@ -67,7 +69,7 @@ TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
     std::vector<float> y(x.size(), -99.0f);
     auto in = x;
     for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 17}, {17, 40}}) {
-      kernel(Codelet::kUnary).run(vertex(Codelet::kUnary, {in.data(), y.data()}, {static_cast<int64_t>(c.kind), b, e},
+      run(vertex(Codelet::kUnary, {in.data(), y.data()}, {static_cast<int64_t>(c.kind), b, e},
                                          {c.alpha, c.beta}));
     }
     std::vector<double> want;
@@ -89,7 +91,7 @@ TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") 
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 5}, {5, 24}}) {
       std::vector<int64_t> p{static_cast<int64_t>(kind), 3, begin, end};
       for (const auto* l : {&dims, &sa, &sb}) p.insert(p.end(), l->begin(), l->end());
-      kernel(Codelet::kBinary).run(vertex(Codelet::kBinary, {a.data(), b.data(), y.data()}, p));
+      run(vertex(Codelet::kBinary, {a.data(), b.data(), y.data()}, p));
     }
     std::vector<double> want;
     for (int i = 0; i < 2; ++i) {
@@ -147,7 +149,7 @@ TEST_CASE("tensor kernels: Binary rows of every innermost stride form, over rang
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 12}, {12, 15}}) {
       std::vector<int64_t> p{static_cast<int64_t>(BinaryKind::kSub), 2, begin, end};
       for (const auto* l : {&dims, &f.sa, &f.sb}) p.insert(p.end(), l->begin(), l->end());
-      kernel(Codelet::kBinary).run(vertex(Codelet::kBinary, {const_cast<float*>(f.a->data()), const_cast<float*>(f.b->data()), y.data()}, p));
+      run(vertex(Codelet::kBinary, {const_cast<float*>(f.a->data()), const_cast<float*>(f.b->data()), y.data()}, p));
     }
     for (int64_t i = 0; i < 3; ++i) {
       for (int64_t j = 0; j < 5; ++j) {
@@ -162,8 +164,8 @@ TEST_CASE("tensor kernels: Pow by 2 is the exact square, in Binary and Unary") {
   auto a = values(15, 6);
   std::vector<float> two{2.0f}, y(15), u(15);
   std::vector<int64_t> p{static_cast<int64_t>(BinaryKind::kPow), 2, 0, 15, 3, 5, 5, 1, 0, 0};
-  kernel(Codelet::kBinary).run(vertex(Codelet::kBinary, {a.data(), two.data(), y.data()}, p));
-  kernel(Codelet::kUnary).run(vertex(Codelet::kUnary, {a.data(), u.data()}, {static_cast<int64_t>(UnaryKind::kPowScalar), 0, 15}, {2.0f, 0.0f}));
+  run(vertex(Codelet::kBinary, {a.data(), two.data(), y.data()}, p));
+  run(vertex(Codelet::kUnary, {a.data(), u.data()}, {static_cast<int64_t>(UnaryKind::kPowScalar), 0, 15}, {2.0f, 0.0f}));
   for (size_t i = 0; i < a.size(); ++i) {
     CHECK(y[i] == a[i] * a[i]);
     CHECK(u[i] == a[i] * a[i]);
@@ -173,7 +175,7 @@ TEST_CASE("tensor kernels: Pow by 2 is the exact square, in Binary and Unary") {
 TEST_CASE("tensor kernels: Where selects per broadcast element") {
   std::vector<float> c{1, 0, 1}, a{10, 20, 30, 40, 50, 60}, b{-1};
   std::vector<float> y(6);
-  kernel(Codelet::kWhere).run(vertex(Codelet::kWhere, {c.data(), a.data(), b.data(), y.data()},
+  run(vertex(Codelet::kWhere, {c.data(), a.data(), b.data(), y.data()},
                                      {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 0}));
   CHECK(y == std::vector<float>{10, -1, 30, 40, -1, 60});
   CHECK(validate(Codelet::kWhere, {3, 6, 1, 6}, {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 0}).ok());
@@ -183,19 +185,19 @@ TEST_CASE("tensor kernels: Where selects per broadcast element") {
 TEST_CASE("tensor kernels: StridedCopy transposes, reverses and pads") {
   auto x = values(6, 4);  // [2,3]
   std::vector<float> t(6);
-  kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {x.data(), t.data()},
+  run(vertex(Codelet::kStridedCopy, {x.data(), t.data()},
                                            {2, 0, 0, 6, 3, 2, 1, 3, 0, 0, 3, 2}, {0}));
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 2; ++j) CHECK(t[static_cast<size_t>(i * 2 + j)] == x[static_cast<size_t>(j * 3 + i)]);
   }
   // Row 1 reversed: offset 5, stride -1.
   std::vector<float> r(3);
-  kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {x.data(), r.data()}, {1, 5, 0, 3, 3, -1, 0, 3}, {0}));
+  run(vertex(Codelet::kStridedCopy, {x.data(), r.data()}, {1, 5, 0, 3, 3, -1, 0, 3}, {0}));
   CHECK(r == std::vector<float>{x[5], x[4], x[3]});
   // Pad [2,3] by one on each side of axis 1 with 7: output [2,5], box [1,4).
   std::vector<float> p(10);
   const std::vector<int64_t> pad{2, -1, 0, 10, 2, 5, 3, 1, 0, 1, 2, 4};
-  kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {x.data(), p.data()}, pad, {7}));
+  run(vertex(Codelet::kStridedCopy, {x.data(), p.data()}, pad, {7}));
   CHECK(p == std::vector<float>{7, x[0], x[1], x[2], 7, 7, x[3], x[4], x[5], 7});
   CHECK(validate(Codelet::kStridedCopy, {6, 10}, pad, {7}).ok());
   auto bad = pad;
@@ -220,10 +222,10 @@ TEST_CASE("tensor kernels: StridedCopy over ranges that split rows, with the inn
       p.insert(p.end(), l.dims.begin(), l.dims.end());
       return p;
     };
-    kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), whole.data()}, params(0, 60), {0}));
+    run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), whole.data()}, params(0, 60), {0}));
     for (int64_t begin = 0; begin < 60; begin += 7) {
       const int64_t end = std::min<int64_t>(60, begin + 7);
-      kernel(Codelet::kStridedCopy).run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), split.data()}, params(begin, end), {0}));
+      run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), split.data()}, params(begin, end), {0}));
     }
     for (int64_t i = 0; i < 60; ++i) {
       const int64_t a = i / (l.dims[1] * l.dims[2]), b = i / l.dims[2] % l.dims[1], c = i % l.dims[2];
@@ -235,7 +237,7 @@ TEST_CASE("tensor kernels: StridedCopy over ranges that split rows, with the inn
 
 TEST_CASE("tensor kernels: BlockCopy places a Concat input into its columns") {
   std::vector<float> x{1, 2, 3, 4}, y(6, 0);
-  kernel(Codelet::kBlockCopy).run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 2}));
+  run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 2}));
   CHECK(y == std::vector<float>{0, 1, 2, 0, 3, 4});
   CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, 2, 0, 2}).ok());
   CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, INT64_MAX, 0, 2}).ok());
@@ -246,7 +248,7 @@ TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over str
   // Reduce axes 0 and 2: output [3] with stride 4; reduced dims [2,4] strides [12,1].
   std::vector<float> y(3);
   for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMean, ReduceKind::kMax, ReduceKind::kMin}) {
-    kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {x.data(), y.data()},
+    run(vertex(Codelet::kReduce, {x.data(), y.data()},
                                         {static_cast<int64_t>(kind), 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}));
     std::vector<double> want;
     for (int j = 0; j < 3; ++j) {
@@ -264,10 +266,10 @@ TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over str
     check_close(y, want);
   }
   std::vector<float> ties{1, 3, 3, 0}, idx(1);
-  kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
+  run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
                                       {static_cast<int64_t>(ReduceKind::kArgMax), 1, 1, 0, 1, 1, 0, 4, 1}));
   CHECK(idx[0] == 1);
-  kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
+  run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
                                       {static_cast<int64_t>(ReduceKind::kArgMaxLast), 1, 1, 0, 1, 1, 0, 4, 1}));
   CHECK(idx[0] == 2);
   CHECK(validate(Codelet::kReduce, {24, 3}, {0, 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}).ok());
@@ -282,7 +284,7 @@ TEST_CASE("tensor kernels: Reduce sums and averages over a single strided axis")
     CAPTURE(static_cast<int>(kind));
     std::vector<float> y(8, -99.0f);
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 8}}) {
-      kernel(Codelet::kReduce).run(vertex(Codelet::kReduce, {x.data(), y.data()},
+      run(vertex(Codelet::kReduce, {x.data(), y.data()},
                                           {static_cast<int64_t>(kind), 2, 1, begin, end, 2, 4, 12, 1, 3, 4}));
     }
     std::vector<double> want;
@@ -300,8 +302,8 @@ TEST_CASE("tensor kernels: Reduce sums and averages over a single strided axis")
 TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
   auto x = values(24, 6);  // [2,3,4] over axis 1
   std::vector<float> y(24), l(24);
-  kernel(Codelet::kAxisSoftmax).run(vertex(Codelet::kAxisSoftmax, {x.data(), y.data()}, {0, 2, 3, 4, 0, 8}));
-  kernel(Codelet::kAxisSoftmax).run(vertex(Codelet::kAxisSoftmax, {x.data(), l.data()}, {1, 2, 3, 4, 0, 8}));
+  run(vertex(Codelet::kAxisSoftmax, {x.data(), y.data()}, {0, 2, 3, 4, 0, 8}));
+  run(vertex(Codelet::kAxisSoftmax, {x.data(), l.data()}, {1, 2, 3, 4, 0, 8}));
   std::vector<double> want(24), want_log(24);
   for (int o = 0; o < 2; ++o) {
     for (int i = 0; i < 4; ++i) {
@@ -329,7 +331,7 @@ TEST_CASE("tensor kernels: AxisSoftmax on the last axis, of lengths off the vect
     for (int64_t kind : {0, 1}) {
       INFO("n = " << n << ", kind " << kind);
       std::vector<float> y = x;
-      kernel(Codelet::kAxisSoftmax).run(vertex(Codelet::kAxisSoftmax, {y.data(), y.data()}, {kind, 2, n, 1, 0, 2}));
+      run(vertex(Codelet::kAxisSoftmax, {y.data(), y.data()}, {kind, 2, n, 1, 0, 2}));
       std::vector<double> want(x.size());
       for (int64_t line = 0; line < 2; ++line) {
         double max = -INFINITY, sum = 0;
@@ -356,7 +358,7 @@ TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,
   auto a = values(2 * M * K, 7), b = values(3 * K * N, 8);
   std::vector<float> c(6 * M * N);
   const std::vector<int64_t> p{M, N, K, 2, 0, 6, 3, 2, 0, M * K, K * N, 0};
-  kernel(Codelet::kBatchMatMul).run(vertex(Codelet::kBatchMatMul, {a.data(), b.data(), c.data()}, p));
+  run(vertex(Codelet::kBatchMatMul, {a.data(), b.data(), c.data()}, p));
   std::vector<double> want;
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 2; ++j) {
@@ -376,21 +378,50 @@ TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,
   CHECK(!validate(Codelet::kBatchMatMul, {16, 36, 36}, bad).ok());
 }
 
-TEST_CASE("tensor kernels: Gather with negative and out-of-range indices") {
-  std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 0, 7}, y(6);  // [2,3] along axis 1
-  kernel(Codelet::kGather).run(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6}));
-  CHECK(y[0] == 2);
-  CHECK(y[1] == 0);
-  CHECK(std::isnan(y[2]));
-  CHECK(y[3] == 5);
+TEST_CASE("tensor kernels: Gather with negative indices") {
+  std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 0, -3}, y(6);  // [2,3] along axis 1
+  run(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6}));
+  CHECK(y == std::vector<float>{2, 0, 0, 5, 3, 3});
   CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 7}).ok());
   CHECK(validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6}).ok());
 }
 
+TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside [-n, n)") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float bad : {3.0f, -4.0f, 1e30f, -1e30f, nan}) {
+    CAPTURE(bad);
+    std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, bad, 0, 7}, y(8), dy(8, 1.0f), dx(6);  // [2,3] along axis 1
+    const ipu::kernels::KernelFault fault =
+        run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 4, 0, 8}));
+    REQUIRE(fault);
+    CHECK(fault.element == 1);
+    CHECK((fault.value == static_cast<double>(bad) || (std::isnan(bad) && std::isnan(fault.value))));
+    CHECK(fault.low == -3);
+    CHECK(fault.high == 3);
+    // Every GatherGrad vertex reads every index, so each reports the same one.
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 6}}) {
+      const ipu::kernels::KernelFault grad =
+          run_for_fault(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end}));
+      REQUIRE(grad);
+      CHECK(grad.element == 1);
+    }
+  }
+  // The message names the value as the model gave it: integers as integers, anything else as a float.
+  std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 17, 0}, y(6);
+  auto message = [&] {
+    return describe(run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6})));
+  };
+  CHECK(message() == "index 17 at indices[1] is outside [-3, 3)");
+  idx[1] = -1e30f;
+  CHECK(message() == "index -1e+30 at indices[1] is outside [-3, 3)");
+  idx[1] = nan;
+  CHECK(message() == "index nan at indices[1] is outside [-3, 3)");
+}
+
 TEST_CASE("tensor kernels: GatherGrad sums dY into the rows its indices read") {
-  // X [2, 3] gathered along axis 1 with indices {-1, 0, 2, 7}: dX row r gets every dY column j
-  // whose index names r (2 twice, as -1 and 2); the out-of-range 7 adds nothing.
-  std::vector<float> idx{-1, 0, 2, 7}, dy{1, 2, 3, 4, 10, 20, 30, 40};  // [2, 4]
+  // X [2, 3] gathered along axis 1 with indices {-1, 0, 2, 1}: dX row r gets every dY column j
+  // whose index names r (2 twice, as -1 and 2).
+  std::vector<float> idx{-1, 0, 2, 1}, dy{1, 2, 3, 4, 10, 20, 30, 40};  // [2, 4]
   auto reference = [&](int64_t o, int64_t r) {
     float sum = 0;
     for (int64_t j = 0; j < 4; ++j) {
@@ -402,7 +433,7 @@ TEST_CASE("tensor kernels: GatherGrad sums dY into the rows its indices read") {
   // Two vertices owning [0, 4) and [4, 6) of dX, each from stale memory: they must overwrite.
   std::vector<float> dx(6, 99.0f);
   for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 4}, {4, 6}}) {
-    kernel(Codelet::kGatherGrad).run(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end}));
+    run(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end}));
   }
   for (int64_t o = 0; o < 2; ++o) {
     for (int64_t r = 0; r < 3; ++r) CHECK(dx[static_cast<size_t>(o * 3 + r)] == reference(o, r));

@@ -1,0 +1,42 @@
+// Every compute set lists the ops whose vertices it runs, and every vertex names one of them: a
+// runtime fault names its node from these (docs/executable_format.md).
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include "tests/unit/compiler/test_support.h"
+
+namespace ipu::testing {
+namespace {
+
+TEST_CASE("lowering names the op of every vertex, forwards and backwards") {
+  const char* spec = R"({"type": "sequential", "input": {"shape": [12]},
+    "layers": [{"name": "hidden", "type": "Dense", "units": 8, "activation": "relu"},
+               {"name": "out", "type": "Dense", "units": 4}],
+    "loss": {"type": "sparse_categorical_crossentropy", "from_logits": true},
+    "optimizer": {"type": "sgd", "learning_rate": 0.1}})";
+  auto result = compiler::compile_model(spec, small_target_options(4));
+  INFO(result.status().message());
+  REQUIRE(result.ok());
+  std::set<std::string> named;
+  for (const format::ComputeSet& cs : result->executable.compute_sets()) {
+    CAPTURE(cs.name());
+    REQUIRE(cs.ops_size() > 0);
+    std::set<uint32_t> used;
+    for (const format::Vertex& v : cs.vertices()) {
+      REQUIRE(v.op() < static_cast<uint32_t>(cs.ops_size()));
+      used.insert(v.op());
+    }
+    CHECK(used.size() == static_cast<size_t>(cs.ops_size()));  // no op is listed without a vertex
+    named.insert(cs.ops().begin(), cs.ops().end());
+  }
+  CHECK(named.count("hidden/matmul") == 1);
+  CHECK(named.count("out/matmul") == 1);
+  CHECK(named.count("loss") == 1);
+  // The gradients and updates are named after the ops they belong to.
+  CHECK(named.count("hidden/kernel/update") == 1);
+}
+
+}  // namespace
+}  // namespace ipu::testing
