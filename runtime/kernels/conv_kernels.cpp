@@ -219,12 +219,7 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
   } else {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   }
-  if (v.params_size() == kFusedRelu + 1) {
-    if (v.params(kFusedRelu) != 0 && v.params(kFusedRelu) != 1) return invalid_argument("fused_relu must be 0 or 1");
-  } else {
-    IPU_RETURN_IF_ERROR(expect_param_count(v, kChannelEnd + 1, 0));
-  }
-  if (v.fparams_size() != 0) return invalid_argument("expects no float parameters");
+  IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, kFusedRelu, "fused_relu"));
   IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[1].elements, ops.back().elements));
   if (has_bias) IPU_RETURN_IF_ERROR(expect_elements({s.M}, ops[2].elements, "B"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(kBegin), v.params(kEnd), s.w.N, "sample"));

@@ -73,12 +73,7 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   } else {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   }
-  if (v.params_size() == kFusedRelu + 1) {
-    if (v.params(kFusedRelu) != 0 && v.params(kFusedRelu) != 1) return invalid_argument("fused_relu must be 0 or 1");
-  } else {
-    IPU_RETURN_IF_ERROR(expect_param_count(v, kFusedRelu, 0));
-  }
-  if (v.fparams_size() != 0) return invalid_argument("expects no float parameters");
+  IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, kFusedRelu, "fused_relu"));
   const auto& p = v.params();
   IPU_RETURN_IF_ERROR(expect_elements({p[kM], p[kK]}, ops[0].elements, "A"));
   IPU_RETURN_IF_ERROR(expect_elements({p[kK], p[kN]}, ops[1].elements, "B"));

@@ -29,6 +29,14 @@ Status expect_param_count(const format::Vertex& vertex, int params, int fparams)
   return Status();
 }
 
+Status expect_params_with_optional_flag(const format::Vertex& vertex, int params, const char* flag) {
+  if (vertex.params_size() != params + 1) return expect_param_count(vertex, params, 0);
+  if (vertex.fparams_size() != 0) return expect_param_count(vertex, params + 1, 0);
+  const int64_t value = vertex.params(params);
+  if (value != 0 && value != 1) return invalid_argument(std::string(flag) + " must be 0 or 1, got " + std::to_string(value));
+  return Status();
+}
+
 Status expect_range(int64_t begin, int64_t end, int64_t limit, const char* what) {
   if (begin < 0 || begin > end || end > limit) {
     return invalid_argument(std::string(what) + " range [" + std::to_string(begin) + ", " + std::to_string(end) +

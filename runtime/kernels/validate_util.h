@@ -13,6 +13,9 @@ namespace ipu::kernels {
 Status expect_operands(const format::Vertex& vertex, const std::vector<OperandInfo>& operands,
                        std::initializer_list<format::DType> dtypes);
 Status expect_param_count(const format::Vertex& vertex, int params, int fparams);
+// `params` integer parameters and no float ones, or one more: a trailing flag that must be 0 or 1
+// (an optional feature that older executables lack, such as a fused Relu).
+Status expect_params_with_optional_flag(const format::Vertex& vertex, int params, const char* flag);
 // 0 <= begin <= end <= limit.
 Status expect_range(int64_t begin, int64_t end, int64_t limit, const char* what);
 // All values positive and their product (checked for overflow) equals `elements`.
