@@ -15,6 +15,7 @@ set -euo pipefail
   doctest-dev \
   libopenblas-pthread-dev \
   libsleef-dev \
+  libdnnl-dev \
   libcurl4-openssl-dev nginx-light \
   python3 \
   python3-onnx

@@ -1,13 +1,13 @@
-// Convolution codelets over NCHW tensors: im2col into a per-thread column buffer (reused by
-// the forward convolution within a compute set), then one OpenBLAS SGEMM per (sample, group).
-// Window params: runtime/kernels/window.h.
+// Convolution codelets over NCHW tensors. The forward convolution runs through oneDNN
+// (conv_forward.h); its gradients build a sample's column matrix (im2col) in a per-thread buffer
+// and take one OpenBLAS SGEMM per (sample, group). Window params: runtime/kernels/window.h.
 #include <cblas.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "runtime/kernels/compute_set_epoch.h"
+#include "runtime/kernels/conv_forward.h"
 #include "runtime/kernels/window.h"
 
 namespace ipu::kernels {
@@ -99,41 +99,6 @@ float* column_buffer(size_t elements) {
   return buffer.data();
 }
 
-// The forward convolution's column matrix of one (sample, group), kept per worker thread. At
-// small batch the compiler splits a Conv over output channels, so the vertices a thread runs
-// in one compute set often share their sample: they reuse its columns instead of rebuilding
-// them (im2col, not the product, dominated the cnn at batch 1). Valid within one compute-set
-// epoch only, since the input may change between compute sets.
-class ColumnCache {
- public:
-  const float* columns(const Window& w, const float* x, int64_t channels) {
-    const uint64_t epoch = compute_set_epoch();
-    const Key key{x, channels, epoch, w};
-    if (m_valid && same(key, m_key)) return m_buffer.data();
-    const size_t elements = static_cast<size_t>(channels * w.taps() * w.out_plane());
-    if (m_buffer.size() < elements) m_buffer.resize(elements);
-    im2col(w, x, channels, m_buffer.data());
-    m_key = key;
-    m_valid = true;
-    return m_buffer.data();
-  }
-
- private:
-  struct Key {
-    const float* x;
-    int64_t channels;
-    uint64_t epoch;
-    Window window;
-  };
-  static bool same(const Key& a, const Key& b) {
-    return a.x == b.x && a.channels == b.channels && a.epoch == b.epoch &&
-           std::memcmp(&a.window, &b.window, sizeof(Window)) == 0;
-  }
-  std::vector<float> m_buffer;
-  Key m_key{};
-  bool m_valid = false;
-};
-
 struct ConvShape {
   Window w;
   int64_t M, G, Cg, Mg, K;  // K: rows of the column matrix, Cg·KH·KW
@@ -182,32 +147,23 @@ void run_conv(const PreparedVertex& v) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const bool has_bias = v.num_operands == 4;
-  const float* x = v.f32(0);
-  const float* weights = v.f32(1);
   float* y = v.f32(has_bias ? 3 : 2);
-  const int64_t plane = w.out_plane(), m_begin = v.params[kChannelBegin], m_end = v.params[kChannelEnd];
-  const bool relu = v.num_params > kFusedRelu && v.params[kFusedRelu] != 0;
-  thread_local ColumnCache cache;
-  for (int64_t n = v.params[kBegin]; n < v.params[kEnd]; ++n) {
-    for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
-      const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
-      if (hi <= lo) continue;
-      const float* col = cache.columns(w, x + (n * w.C + g * s.Cg) * w.in_plane(), s.Cg);
-      float* out = y + (n * s.M + lo) * plane;
-      // The bias goes in first and SGEMM adds onto it (beta 1): with beta 0 SGEMM would clear
-      // the block in a pass of its own, and the bias would take another.
-      if (has_bias) {
-        for (int64_t m = lo; m < hi; ++m) {
-          float* row = out + (m - lo) * plane;
-          std::fill(row, row + plane, v.f32(2)[m]);
-        }
-      }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(hi - lo), static_cast<int>(plane),
-                  static_cast<int>(s.K), 1.0f, weights + lo * s.K, static_cast<int>(s.K), col, static_cast<int>(plane),
-                  has_bias ? 1.0f : 0.0f, out, static_cast<int>(plane));
-      if (relu) {
-        for (int64_t i = 0; i < (hi - lo) * plane; ++i) out[i] = out[i] > 0.0f ? out[i] : 0.0f;
-      }
+  const int64_t plane = w.out_plane(), n_begin = v.params[kBegin], n_end = v.params[kEnd];
+  const int64_t m_begin = v.params[kChannelBegin], m_end = v.params[kChannelEnd];
+  if (n_end <= n_begin) return;
+  for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
+    const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
+    if (hi <= lo) continue;
+    conv_forward(w, {v.f32(0) + (n_begin * w.C + g * s.Cg) * w.in_plane(), v.f32(1) + lo * s.K,
+                     has_bias ? v.f32(2) + lo : nullptr, y + (n_begin * s.M + lo) * plane, n_end - n_begin, s.Cg,
+                     hi - lo, s.M});
+  }
+  // Our own clamp rather than oneDNN's Relu post-op, which keeps a NaN: the unfused Relu kernel
+  // makes it 0, and a fused model must compute what the unfused one did.
+  if (v.num_params > kFusedRelu && v.params[kFusedRelu] != 0) {
+    for (int64_t n = n_begin; n < n_end; ++n) {
+      float* block = y + (n * s.M + m_begin) * plane;
+      for (int64_t i = 0; i < (m_end - m_begin) * plane; ++i) block[i] = block[i] > 0.0f ? block[i] : 0.0f;
     }
   }
 }
@@ -354,9 +310,9 @@ Status validate_channel_affine(const format::Vertex& v, const std::vector<Operan
   return expect_range(v.params(3), v.params(4), static_cast<int64_t>(ops[0].elements), "element");
 }
 
-// Host tasks take all of a sample's output channels before more samples: each (sample, group)
-// is then turned into columns once, where tasks of a few channels over many samples would each
-// rebuild every sample's columns.
+// Host tasks take all of a sample's output channels before more samples: one primitive call
+// then covers a sample's every channel and converts its input to oneDNN's layout once, where
+// tasks of a few channels over many samples would each convert every sample.
 bool channels_first(const PreparedVertex&) { return true; }
 
 }  // namespace

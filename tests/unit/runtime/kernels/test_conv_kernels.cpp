@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -55,8 +56,21 @@ const Geometry kGeometries[] = {
     {1, 2, 8, 11, 2, 3, 3, 3, 0, 1, 0, 0, 1, 1}, // stride 3
 };
 
+// Geometries where oneDNN's view of the input differs from ours (conv_forward.cpp, axis_view).
+const Geometry kConvGeometries[] = {
+    {2, 3, 8, 9, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1},  // the last window stops a row short of the input
+    {1, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1},  // pads beyond the kernel: first and last windows wholly outside
+    {1, 2, 2, 3, 1, 1, 5, 5, 1, 1, 0, 0, 1, 1},  // the only window lies in the padding: bias alone
+};
+
+std::vector<Geometry> conv_geometries() {
+  std::vector<Geometry> all(std::begin(kGeometries), std::end(kGeometries));
+  all.insert(all.end(), std::begin(kConvGeometries), std::end(kConvGeometries));
+  return all;
+}
+
 TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, with groups and bias") {
-  for (const Geometry& g : kGeometries) {
+  for (const Geometry& g : conv_geometries()) {
     for (int64_t groups : {int64_t{1}, int64_t{2}, g.C}) {
       if (g.C % groups != 0) continue;
       const int64_t M = 2 * groups, Cg = g.C / groups, Mg = M / groups, OH = g.OH(), OW = g.OW();
@@ -179,23 +193,75 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
 
 // Vertices of one compute set that share a sample reuse its column matrix; once the engine
 // advances the epoch (a new compute set), a changed input is read again.
-TEST_CASE("kernels: Conv reuses columns within a compute set and rebuilds them after it") {
-  const Geometry g{1, 2, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
-  const int64_t M = 4, plane = g.OH() * g.OW();
-  auto x = values(static_cast<size_t>(g.C * g.H * g.W), 7);
-  const auto w = values(static_cast<size_t>(M * g.C * g.KH * g.KW), 8);
+// The forward Conv converts its weights to oneDNN's layout once per compute set and thread (at
+// these channel counts it takes blocked weights).
+TEST_CASE("kernels: Conv reuses converted weights within a compute set and converts them again after it") {
+  const Geometry g{1, 16, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const int64_t M = 16, plane = g.OH() * g.OW();
+  const auto x = values(static_cast<size_t>(g.C * g.H * g.W), 7);
+  auto w = values(static_cast<size_t>(M * g.C * g.KH * g.KW), 8);
   const std::vector<int64_t> p = with(g.params(), {M, 1});
-  auto conv = [&](std::vector<float>& y) {  // two vertices over channels, as at batch 1
-    run(Codelet::kConv, {x.data(), const_cast<float*>(w.data()), y.data()}, with(p, {0, 1, 0, 2}));
-    run(Codelet::kConv, {x.data(), const_cast<float*>(w.data()), y.data()}, with(p, {0, 1, 2, M}));
+  auto conv = [&](std::vector<float>& weights, std::vector<float>& y) {
+    run(Codelet::kConv, {const_cast<float*>(x.data()), weights.data(), y.data()}, with(p, {0, 1, 0, M}));
   };
-  std::vector<float> first(static_cast<size_t>(M * plane)), second(first.size());
+  std::vector<float> first(static_cast<size_t>(M * plane)), second(first.size()), third(first.size());
   ipu::kernels::advance_compute_set_epoch();
-  conv(first);
-  for (float& v : x) v = -v;
+  conv(w, first);
+  for (float& v : w) v = -v;  // the same tensor, new values: a later compute set
   ipu::kernels::advance_compute_set_epoch();
-  conv(second);
-  for (size_t i = 0; i < first.size(); ++i) CHECK(second[i] == -first[i]);
+  conv(w, second);
+  std::vector<float> other = w;  // another tensor within the same compute set
+  for (float& v : other) v = -v;
+  conv(other, third);
+  for (size_t i = 0; i < first.size(); ++i) {
+    CHECK(second[i] == -first[i]);
+    CHECK(third[i] == first[i]);
+  }
+}
+
+// oneDNN's blocked layouts at the channel counts of real models; every output element is summed
+// in one order however vertices split samples and channels, so results are bitwise the same for
+// any task split (and so for any --threads).
+TEST_CASE("kernels: Conv gives bitwise the same results however vertices split the work") {
+  for (const Geometry& g : {Geometry{4, 16, 12, 12, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1},
+                            Geometry{3, 1, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1},
+                            Geometry{2, 24, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}) {
+    CAPTURE(g.C);
+    const int64_t M = 40, plane = g.OH() * g.OW();
+    auto x = values(static_cast<size_t>(g.N * g.C * g.H * g.W), 9);
+    auto w = values(static_cast<size_t>(M * g.C * g.KH * g.KW), 10);
+    auto b = values(static_cast<size_t>(M), 11);
+    const std::vector<int64_t> p = with(g.params(), {M, 1});
+    std::vector<float> whole(static_cast<size_t>(g.N * M * plane)), split(whole.size());
+    run(Codelet::kConv, {x.data(), w.data(), b.data(), whole.data()}, with(p, {0, g.N, 0, M}));
+    for (int64_t n = 0; n < g.N; ++n) {
+      for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 5}, {5, 13}, {13, 16}, {16, 40}}) {
+        run(Codelet::kConv, {x.data(), w.data(), b.data(), split.data()}, with(p, {n, n + 1, lo, hi}));
+      }
+    }
+    CHECK(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)) == 0);
+    // And against direct loops, for a few outputs of each sample.
+    for (int64_t n = 0; n < g.N; ++n) {
+      for (int64_t m : {int64_t{0}, int64_t{17}, M - 1}) {
+        for (int64_t o : {int64_t{0}, plane / 2, plane - 1}) {
+          const int64_t oy = o / g.OW(), ox = o % g.OW();
+          double want = b[static_cast<size_t>(m)];
+          for (int64_t c = 0; c < g.C; ++c) {
+            for (int64_t ky = 0; ky < g.KH; ++ky) {
+              for (int64_t kx = 0; kx < g.KW; ++kx) {
+                const int64_t iy = g.iy(oy, ky), ix = g.ix(ox, kx);
+                if (!g.inside(iy, ix)) continue;
+                want += static_cast<double>(x[static_cast<size_t>(((n * g.C + c) * g.H + iy) * g.W + ix)]) *
+                        w[static_cast<size_t>(((m * g.C + c) * g.KH + ky) * g.KW + kx)];
+              }
+            }
+          }
+          const float got = whole[static_cast<size_t>((n * M + m) * plane + o)];
+          CHECK(std::abs(got - want) <= 1e-4 + 1e-4 * std::abs(want));
+        }
+      }
+    }
+  }
 }
 
 // MaxPool keeps the first maximal tap: a NaN first tap is the result, a later NaN is skipped;

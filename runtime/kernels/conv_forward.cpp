@@ -1,0 +1,187 @@
+// Each worker thread keeps a oneDNN engine, a stream and one plan per block geometry it has met:
+// the primitive oneDNN chose, the reorders between our NCHW tensors and the layouts it prefers
+// (nChw8c with AVX2), and buffers for those. Primitives are single-threaded: TBB owns every
+// thread, and Debian's oneDNN runs on OpenMP, whose team size is set to 1 on each worker.
+#include "runtime/kernels/conv_forward.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <unordered_map>
+
+#include "runtime/kernels/compute_set_epoch.h"
+
+namespace ipu::kernels {
+namespace {
+
+using dnnl::memory;
+
+// oneDNN wants padding that fits the output exactly: (rows + before + after - extent) / stride
+// + 1 == outputs. Ours only places the first window, and the last may stop short of the input's
+// end or hang past it. So the input is viewed up to the last row a window reaches, and the
+// padding after is what the last window needs beyond that.
+struct AxisView {
+  int64_t rows;   // of the input, from the first (at least 0)
+  int64_t after;  // padding after them
+};
+AxisView axis_view(int64_t rows, int64_t outputs, int64_t kernel, int64_t stride, int64_t before, int64_t dilation) {
+  const int64_t reach = (outputs - 1) * stride + (kernel - 1) * dilation + 1 - before;  // rows the windows span
+  const int64_t used = std::clamp<int64_t>(reach, 0, rows);
+  return {used, reach - used};
+}
+
+// Everything a plan depends on: the window (with N the block's samples), the group's channels,
+// the block's channels, the tensors' channel counts (they set the strides) and the bias.
+using PlanKey = std::array<int64_t, kWindowParams + 4>;
+
+PlanKey plan_key(const Window& w, const ConvBlock& b) {
+  return {b.samples, w.C, w.H,  w.W,  w.OH, w.OW, w.KH,  w.KW,  w.SH, w.SW,
+          w.PT,      w.PL, w.PB, w.PR, w.DH, w.DW, b.group_channels, b.channels, b.M, b.bias != nullptr};
+}
+
+// A layout conversion from our tensor into oneDNN's, or none when the primitive takes ours.
+struct Conversion {
+  memory ours;                      // our tensor's view; its handle is set per call
+  memory theirs;                    // the primitive's operand: ours itself, or a buffer
+  std::optional<dnnl::reorder> to;  // ours → theirs (or theirs → ours for the output)
+
+  Conversion(const memory::desc& our_desc, const memory::desc& their_desc, const dnnl::engine& engine, bool output)
+      : ours(our_desc, engine, DNNL_MEMORY_NONE) {
+    if (our_desc == their_desc) {
+      theirs = ours;
+    } else {
+      theirs = memory(their_desc, engine);
+      to = output ? dnnl::reorder(theirs, ours) : dnnl::reorder(ours, theirs);
+    }
+  }
+  void set(const void* data) { ours.set_data_handle(const_cast<void*>(data)); }
+  void convert_in(dnnl::stream& stream) {
+    if (to) to->execute(stream, ours, theirs);
+  }
+  void convert_out(dnnl::stream& stream) {
+    if (to) to->execute(stream, theirs, ours);
+  }
+};
+
+// A 4-D float tensor whose channels, rows and columns lie `plane`, `row` and 1 apart.
+memory::desc strided(int64_t samples, int64_t channels, int64_t rows, int64_t cols, int64_t sample, int64_t plane,
+                     int64_t row) {
+  return memory::desc({samples, channels, rows, cols}, memory::data_type::f32, memory::dims{sample, plane, row, 1});
+}
+
+dnnl::convolution_forward::primitive_desc describe(const Window& w, const ConvBlock& b, const dnnl::engine& engine) {
+  const AxisView rows = axis_view(w.H, w.OH, w.KH, w.SH, w.PT, w.DH);
+  const AxisView cols = axis_view(w.W, w.OW, w.KW, w.SW, w.PL, w.DW);
+  using tag = memory::format_tag;
+  const memory::desc src({b.samples, b.group_channels, rows.rows, cols.rows}, memory::data_type::f32, tag::any);
+  const memory::desc weights({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32, tag::any);
+  const memory::desc dst({b.samples, b.channels, w.OH, w.OW}, memory::data_type::f32, tag::any);
+  const memory::dims strides{w.SH, w.SW}, dilates{w.DH - 1, w.DW - 1}, before{w.PT, w.PL}, after{rows.after, cols.after};
+  const auto kind = dnnl::prop_kind::forward_inference;
+  const auto algorithm = dnnl::algorithm::convolution_direct;
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one buffer per plan, not an allocation per call
+  if (b.bias != nullptr) {
+    const memory::desc bias({b.channels}, memory::data_type::f32, tag::x);
+    return {{kind, algorithm, src, weights, bias, dst, strides, dilates, before, after}, attr, engine};
+  }
+  return {{kind, algorithm, src, weights, dst, strides, dilates, before, after}, attr, engine};
+}
+
+class Plan {
+ public:
+  Plan(const Window& w, const ConvBlock& b, const dnnl::engine& engine)
+      : m_desc(describe(w, b, engine)),
+        m_conv(m_desc),
+        m_src(strided(b.samples, b.group_channels, axis_view(w.H, w.OH, w.KH, w.SH, w.PT, w.DH).rows,
+                      axis_view(w.W, w.OW, w.KW, w.SW, w.PL, w.DW).rows, w.C * w.in_plane(), w.in_plane(), w.W),
+              m_desc.src_desc(), engine, false),
+        m_weights(memory::desc({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32,
+                               memory::format_tag::oihw),
+                  m_desc.weights_desc(), engine, false),
+        m_dst(strided(b.samples, b.channels, w.OH, w.OW, b.M * w.out_plane(), w.out_plane(), w.OW), m_desc.dst_desc(),
+              engine, true),
+        m_bias(memory::desc({b.channels}, memory::data_type::f32, memory::format_tag::x), engine, DNNL_MEMORY_NONE),
+        m_scratchpad(m_desc.scratchpad_desc(), engine) {}
+
+  void run(const ConvBlock& b, dnnl::stream& stream) {
+    // Weights do not change within a compute set, so a thread converts them once per set.
+    const uint64_t epoch = compute_set_epoch();
+    if (m_weights_for != b.weights || m_weights_epoch != epoch) {
+      m_weights.set(b.weights);
+      m_weights.convert_in(stream);
+      m_weights_for = b.weights;
+      m_weights_epoch = epoch;
+    }
+    m_src.set(b.x);
+    m_src.convert_in(stream);
+    m_dst.set(b.y);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, m_src.theirs},
+                                         {DNNL_ARG_WEIGHTS, m_weights.theirs},
+                                         {DNNL_ARG_DST, m_dst.theirs},
+                                         {DNNL_ARG_SCRATCHPAD, m_scratchpad}};
+    if (b.bias != nullptr) {
+      m_bias.set_data_handle(const_cast<float*>(b.bias));
+      args.emplace(DNNL_ARG_BIAS, m_bias);
+    }
+    m_conv.execute(stream, args);
+    m_dst.convert_out(stream);
+    stream.wait();
+  }
+
+ private:
+  dnnl::convolution_forward::primitive_desc m_desc;
+  dnnl::convolution_forward m_conv;
+  Conversion m_src, m_weights, m_dst;
+  memory m_bias, m_scratchpad;
+  const float* m_weights_for = nullptr;
+  uint64_t m_weights_epoch = 0;
+};
+
+// A worker thread's oneDNN state.
+class ThreadContext {
+ public:
+  ThreadContext() : m_engine(dnnl::engine::kind::cpu, 0), m_stream(m_engine) {
+    omp_set_num_threads(1);  // per thread: OpenMP's team size is a per-thread setting
+  }
+
+  void run(const Window& w, const ConvBlock& b) {
+    const PlanKey key = plan_key(w, b);
+    auto it = m_plans.find(key);
+    if (it == m_plans.end()) it = m_plans.emplace(key, Plan(w, b, m_engine)).first;
+    it->second.run(b, m_stream);
+  }
+
+ private:
+  dnnl::engine m_engine;
+  dnnl::stream m_stream;
+  std::map<PlanKey, Plan> m_plans;
+};
+
+// Outputs whose every window lies in the padding: the bias alone (oneDNN cannot describe an
+// input of no rows).
+void fill_bias(const Window& w, const ConvBlock& b) {
+  for (int64_t n = 0; n < b.samples; ++n) {
+    for (int64_t m = 0; m < b.channels; ++m) {
+      float* plane = b.y + n * b.M * w.out_plane() + m * w.out_plane();
+      std::fill(plane, plane + w.out_plane(), b.bias != nullptr ? b.bias[m] : 0.0f);
+    }
+  }
+}
+
+}  // namespace
+
+void conv_forward(const Window& w, const ConvBlock& b) {
+  if (axis_view(w.H, w.OH, w.KH, w.SH, w.PT, w.DH).rows == 0 || axis_view(w.W, w.OW, w.KW, w.SW, w.PL, w.DW).rows == 0) {
+    fill_bias(w, b);
+    return;
+  }
+  thread_local ThreadContext context;
+  context.run(w, b);
+}
+
+}  // namespace ipu::kernels

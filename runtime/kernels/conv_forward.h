@@ -1,0 +1,30 @@
+// The forward convolution of a block of samples and output channels within one group, through
+// oneDNN's direct convolution: no column matrix is built and no operand is packed per sample,
+// where the im2col + SGEMM form spent half of the CNN's time (ARCHITECTURE.md).
+#pragma once
+
+#include <cstdint>
+
+#include "runtime/kernels/window.h"
+
+namespace ipu::kernels {
+
+// One group's part of a Conv vertex. Pointers are already offset to the block:
+//   x:       the group's first input channel of the first sample; samples lie w.C·H·W apart
+//   weights: the first output channel's weights, [channels, Cg, KH, KW] contiguous
+//   bias:    the first output channel's bias, or null
+//   y:       the first output channel of the first sample; samples lie M·OH·OW apart
+// w.N is ignored: `samples` says how many there are.
+struct ConvBlock {
+  const float* x;
+  const float* weights;
+  const float* bias;
+  float* y;
+  int64_t samples, group_channels, channels, M;
+};
+
+// Computes the block on the calling thread. Each output element's sum is taken in the same order
+// whatever the block's extent, so results do not depend on how vertices split the work.
+void conv_forward(const Window& w, const ConvBlock& block);
+
+}  // namespace ipu::kernels
