@@ -3,22 +3,64 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/format/tensor_kinds.h"
+
 namespace ipu::passes {
 namespace {
 
-// The op producing `op`'s first input if it is one of `kinds`, in the same phase and stage, and
-// `op` alone reads that input, which the host does not see either; else -1.
-int sole_producer(const ir::Graph& graph, const ir::Op& op, std::initializer_list<ir::OpKind> kinds,
+// The op producing `value`, which `reader` reads, if it is one of `kinds`, in the same phase and
+// stage, and `reader` alone reads that value, which the host does not see either; else -1.
+int sole_producer(const ir::Graph& graph, int value, const ir::Op& reader, std::initializer_list<ir::OpKind> kinds,
                   const std::vector<int>& interface_values) {
-  const int input = op.inputs[0];
-  const int producer = graph.value(input).producer;
+  const int producer = graph.value(value).producer;
   if (producer < 0) return -1;
   const ir::Op& p = graph.op(producer);
-  if (std::find(kinds.begin(), kinds.end(), p.kind) == kinds.end() || p.phase != op.phase || p.stage != op.stage) {
+  if (std::find(kinds.begin(), kinds.end(), p.kind) == kinds.end() || p.phase != reader.phase || p.stage != reader.stage) {
     return -1;
   }
-  if (std::find(interface_values.begin(), interface_values.end(), input) != interface_values.end()) return -1;
-  return graph.consumers(input).size() == 1 ? producer : -1;
+  if (std::find(interface_values.begin(), interface_values.end(), value) != interface_values.end()) return -1;
+  return graph.consumers(value).size() == 1 ? producer : -1;
+}
+
+// A float32 value of n elements laid along its last axis ([n], [1, n], ...): a bias that a
+// broadcasting Add spreads over the rows of a [.., n] value.
+bool is_row_vector(const ir::TensorType& type, int64_t n) {
+  return type.dtype == ir::DType::kFloat32 && !type.shape.empty() && type.shape.back() == n && type.elements() == n;
+}
+
+// ONNX MatMul + Add over 3-D activations (a transformer's projections) imports as
+//   m = MatMul(x', w); r = Reshape(m) to [.., n]; y = Add(r, b) or Add(b, r), b a row vector,
+// which becomes m = MatMul(x', w, b); y = Reshape(m). The Reshape keeps the last axis, so b
+// adds to m's columns; the MatMul adds it to the finished product, as the Add did. The bias must
+// exist before the MatMul runs. Returns the number of Adds folded.
+int fold_reshaped_biases(ir::Graph& graph, const std::vector<int>& interface_values) {
+  std::vector<int> removed;
+  for (size_t i = 0; i < graph.ops().size(); ++i) {
+    const ir::Op& add = graph.ops()[i];
+    if (add.kind != ir::OpKind::kBinary || add.attrs.kind != static_cast<int64_t>(format::BinaryKind::kAdd)) continue;
+    for (size_t side : {0, 1}) {
+      const int reshaped = add.inputs[side], bias = add.inputs[1 - side];
+      const int reshape = sole_producer(graph, reshaped, add, {ir::OpKind::kReshape}, interface_values);
+      if (reshape < 0) continue;
+      const int matmul = sole_producer(graph, graph.op(reshape).inputs[0], graph.op(reshape), {ir::OpKind::kMatMul},
+                                       interface_values);
+      if (matmul < 0 || graph.op(matmul).inputs.size() != 2 || graph.op(matmul).attrs.fused_relu) continue;
+      const int64_t n = graph.value(graph.op(matmul).outputs[0]).type.shape[1];
+      const ir::TensorType& r = graph.value(reshaped).type;
+      if (!is_row_vector(graph.value(bias).type, n) || r.shape.back() != n ||
+          graph.value(add.outputs[0]).type.shape != r.shape || graph.value(bias).producer > matmul) {
+        continue;
+      }
+      graph.op(matmul).inputs.push_back(bias);
+      graph.value(reshaped).producer = -1;  // produced and read by nothing now: no tensor
+      graph.op(reshape).outputs[0] = add.outputs[0];
+      graph.value(add.outputs[0]).producer = reshape;
+      removed.push_back(add.id);
+      break;
+    }
+  }
+  graph.remove_ops(removed);
+  return static_cast<int>(removed.size());
 }
 
 // Replaces op `folded` by op `product` carrying `fold` (which adds the folded op's work to it),
@@ -42,11 +84,12 @@ int fold_into(ir::Graph& graph, int product, int folded, Fold&& fold) {
 
 int fuse_epilogues(ir::Graph& graph, const std::vector<int>& interface_values) {
   // Biases first, so a Relu after a MatMul and its BiasAdd finds the MatMul.
+  const int reshaped_biases = fold_reshaped_biases(graph, interface_values);
   std::vector<int> replaced;
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.ops()[i];
     if (op.kind != ir::OpKind::kBiasAdd) continue;
-    const int matmul = sole_producer(graph, op, {ir::OpKind::kMatMul}, interface_values);
+    const int matmul = sole_producer(graph, op.inputs[0], op, {ir::OpKind::kMatMul}, interface_values);
     if (matmul < 0 || graph.op(matmul).inputs.size() != 2) continue;
     replaced.push_back(fold_into(graph, matmul, op.id, [](ir::Op& fused, const ir::Op& bias_add) {
       fused.inputs.push_back(bias_add.inputs[1]);
@@ -59,12 +102,12 @@ int fuse_epilogues(ir::Graph& graph, const std::vector<int>& interface_values) {
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.ops()[i];
     if (op.kind != ir::OpKind::kRelu) continue;
-    const int product = sole_producer(graph, op, {ir::OpKind::kConv, ir::OpKind::kMatMul}, interface_values);
+    const int product = sole_producer(graph, op.inputs[0], op, {ir::OpKind::kConv, ir::OpKind::kMatMul}, interface_values);
     if (product < 0 || graph.op(product).attrs.fused_relu) continue;
     replaced.push_back(fold_into(graph, product, op.id, [](ir::Op& fused, const ir::Op&) { fused.attrs.fused_relu = true; }));
   }
   graph.remove_ops(replaced);
-  return biases + static_cast<int>(replaced.size());
+  return reshaped_biases + biases + static_cast<int>(replaced.size());
 }
 
 }  // namespace ipu::passes

@@ -22,6 +22,20 @@ void map(const float* x, float* y, int64_t begin, int64_t end, F f) {
   for (int64_t i = begin; i < end; ++i) y[i] = f(x[i]);
 }
 
+// x·Φ(x) = (x · (erf(x / √2) + 1)) · 0.5, in float, in that order: the five ops of PyTorch's
+// exported GELU, which the compiler replaces by this (compiler/passes/fuse_gelu.h), so a fused
+// model computes bitwise what the unfused one did. y may be x.
+void gelu(const float* x, float* y, int64_t n) {
+  constexpr int64_t kChunk = 256;
+  float t[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    for (int64_t j = 0; j < m; ++j) t[j] = x[i + j] / std::numbers::sqrt2_v<float>;
+    vector_erf(t, t, m);
+    for (int64_t j = 0; j < m; ++j) y[i + j] = x[i + j] * (t[j] + 1.0f) * 0.5f;
+  }
+}
+
 // Unary: Y[i] = f(X[i]; alpha, beta) for i in [begin, end).
 //   operands: X, Y (same size; Y may be X);  params: kind (UnaryKind), begin, end;
 //   fparams: alpha, beta
@@ -42,11 +56,7 @@ void run_unary(const PreparedVertex& v) {
     case UnaryKind::kFloor: map(x, y, b, e, [](float t) { return std::floor(t); }); break;
     case UnaryKind::kSign: map(x, y, b, e, sign); break;
     case UnaryKind::kErf: vector_erf(x + b, y + b, e - b); break;
-    case UnaryKind::kGelu:
-      map(x, y, b, e, [](float t) {
-        return static_cast<float>(0.5 * t * (1.0 + std::erf(static_cast<double>(t) / std::sqrt(2.0))));
-      });
-      break;
+    case UnaryKind::kGelu: gelu(x + b, y + b, e - b); break;
     case UnaryKind::kGeluTanh:
       map(x, y, b, e, [](float t) {
         const double d = t;

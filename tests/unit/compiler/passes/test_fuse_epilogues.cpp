@@ -90,6 +90,37 @@ TEST_CASE("fuse_epilogues: a Gemm's bias and the Relu after it fold into its Mat
   CHECK(vertices_of(tanh.executable, format::Codelet::kBiasAdd) == 0);
 }
 
+// x [N,3,4] → MatMul with w [4,5] → Add of `bias` (either operand order) → y: ONNX MatMul + Add on
+// 3-D activations, which imports as Reshape → MatMul → Reshape → Add.
+std::string matmul_add_model(std::vector<int64_t> bias_shape, bool bias_first) {
+  OnnxBuilder b;
+  b.input("x", {3, 4}).output("y");
+  b.floats("w", {4, 5}, std::vector<float>(20, 0.5f));
+  int64_t bias_elements = 1;
+  for (int64_t d : bias_shape) bias_elements *= d;
+  b.floats("b", bias_shape, std::vector<float>(static_cast<size_t>(bias_elements), -0.25f));
+  b.node("MatMul", "mm", {"x", "w"}, {"h"});
+  b.node("Add", "add", bias_first ? std::vector<std::string>{"b", "h"} : std::vector<std::string>{"h", "b"}, {"y"});
+  return b.bytes();
+}
+
+TEST_CASE("fuse_epilogues: a bias vector added after a reshaped MatMul folds into the MatMul") {
+  for (auto [shape, bias_first] : {std::pair{std::vector<int64_t>{5}, false}, std::pair{std::vector<int64_t>{1, 1, 5}, true}}) {
+    CAPTURE(bias_first);
+    const compiler::CompileResult result = compile(matmul_add_model(shape, bias_first));
+    INFO(result.ir_text);
+    CHECK(result.ir_text.find("= MatMul(mm/flatten, w, b)") != std::string::npos);
+    CHECK(result.ir_text.find("add:f32[2,3,5] = Reshape(mm)") != std::string::npos);
+    CHECK(result.ir_text.find("Binary") == std::string::npos);
+    CHECK(vertices_of(result.executable, format::Codelet::kBinary) == 0);
+  }
+  // A bias that varies along another axis is not a column bias of the product: the Add stays.
+  const compiler::CompileResult per_row = compile(matmul_add_model({3, 5}, false));
+  INFO(per_row.ir_text);
+  CHECK(per_row.ir_text.find("= MatMul(mm/flatten, w)") != std::string::npos);
+  CHECK(per_row.ir_text.find("add:f32[2,3,5] = Binary(") != std::string::npos);
+}
+
 // The pass on a graph built by hand: the ops after the removed Relu are renumbered and their
 // outputs' producers follow.
 TEST_CASE("fuse_epilogues: the ops after a fusion renumber, and their producers follow") {

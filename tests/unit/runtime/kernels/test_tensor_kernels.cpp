@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <numbers>
 #include <utility>
 #include <vector>
 
@@ -80,6 +82,29 @@ TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
   CHECK(!validate(Codelet::kUnary, {40, 40}, {0, 0, 41}, {0, 0}).ok());
   CHECK(!validate(Codelet::kUnary, {40, 40}, {ipu::format::kUnaryKindCount, 0, 4}, {0, 0}).ok());
   CHECK(!validate(Codelet::kUnary, {40, 39}, {0, 0, 4}, {0, 0}).ok());
+}
+
+// The compiler replaces PyTorch's exported GELU, five ops, by one Unary Gelu
+// (compiler/passes/fuse_gelu.h): the kernel must give bitwise what those ops' kernels give.
+TEST_CASE("tensor kernels: Unary Gelu is bitwise the Div, Erf, Add, Mul, Mul it replaces") {
+  auto x = values(600, 5);
+  for (size_t i = 0; i < x.size(); ++i) x[i] *= static_cast<float>(i % 7);  // up to ±6: both tails
+  x.insert(x.end(), {0.0f, -0.0f, 1e-30f, -9.5f, 9.5f, INFINITY, -INFINITY});
+  const auto n = static_cast<int64_t>(x.size());
+  auto binary_by = [&](BinaryKind kind, std::vector<float>& a, float scalar, std::vector<float>& y) {
+    float b = scalar;
+    run(vertex(Codelet::kBinary, {a.data(), &b, y.data()}, {static_cast<int64_t>(kind), 1, 0, n, n, 1, 0}));
+  };
+  std::vector<float> t(x.size()), e(x.size()), a(x.size()), m(x.size()), chain(x.size()), fused(x.size());
+  binary_by(BinaryKind::kDiv, x, std::numbers::sqrt2_v<float>, t);
+  run(vertex(Codelet::kUnary, {t.data(), e.data()}, {static_cast<int64_t>(UnaryKind::kErf), 0, n}, {0, 0}));
+  binary_by(BinaryKind::kAdd, e, 1.0f, a);
+  run(vertex(Codelet::kBinary, {x.data(), a.data(), m.data()}, {static_cast<int64_t>(BinaryKind::kMul), 1, 0, n, n, 1, 1}));
+  binary_by(BinaryKind::kMul, m, 0.5f, chain);
+  for (auto [b, end] : {std::pair<int64_t, int64_t>{0, 300}, {300, n}}) {
+    run(vertex(Codelet::kUnary, {x.data(), fused.data()}, {static_cast<int64_t>(UnaryKind::kGelu), b, end}, {0, 0}));
+  }
+  CHECK(std::memcmp(chain.data(), fused.data(), chain.size() * sizeof(float)) == 0);
 }
 
 TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") {
