@@ -47,7 +47,8 @@ std::vector<HostTask> merge_pass(const std::vector<HostTask>& vertices, uint64_t
     if (found != growing.end()) {
       const size_t at = found->second;
       PreparedVertex& task = tasks[at].work;
-      if (task.cycles + v.cycles <= task_cycles && kernels::try_merge(def, task, v)) {
+      const bool room = task.cycles + v.cycles <= task_cycles || (def.undersized != nullptr && def.undersized(task, range));
+      if (room && kernels::try_merge(def, task, v)) {
         tasks[at].first_vertex = std::min(tasks[at].first_vertex, t.first_vertex);
         growing.erase(found);
         growing[merge_key(task, range, task.params[static_cast<size_t>(range.end)])] = at;

@@ -18,7 +18,8 @@ struct HostTask {
 };
 
 // Merges `vertices` of one compute set into tasks of at most `task_cycles` estimated cycles (a
-// larger vertex stays whole). A vertex joins any task whose range it continues, next to it in the
+// larger vertex stays whole), or more where the kernel finds a task too small to run
+// efficiently (KernelDef::undersized). A vertex joins any task whose range it continues, next to it in the
 // list or not: vertices of a compute set write disjoint regions, so their order is free. Kernels
 // with two ranges merge along one first (KernelDef::secondary_first), then the other, so tasks are
 // rectangles. The result depends on the vertices and `task_cycles` alone, never the thread count.

@@ -315,6 +315,15 @@ Status validate_channel_affine(const format::Vertex& v, const std::vector<Operan
 // tasks of a few channels over many samples would each convert every sample.
 bool channels_first(const PreparedVertex&) { return true; }
 
+// oneDNN's direct convolution runs a block of 8 output channels at about a third of its speed on
+// 32 or more (as with AVX2, at batch 1), so a task takes at least 32 channels, or all there are,
+// even past the target task size. At batch 1 the compiler gives each tile a channel or two.
+constexpr int64_t kMinTaskChannels = 32;
+bool too_few_channels(const PreparedVertex& task, const WorkRange& range) {
+  const int64_t channels = task.params[kChannelEnd] - task.params[kChannelBegin];
+  return range.begin == kChannelBegin && channels < std::min(kMinTaskChannels, task.params[kM]);
+}
+
 }  // namespace
 
 const KernelDef& conv_kernel() {
@@ -322,7 +331,7 @@ const KernelDef& conv_kernel() {
     // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
     openblas_set_num_threads(1);
     return KernelDef{Codelet::kConv, run_conv, validate_conv, {kBegin, kEnd}, {kChannelBegin, kChannelEnd},
-                     channels_first};
+                     channels_first, too_few_channels};
   }();
   return def;
 }

@@ -91,6 +91,9 @@ struct KernelDef {
   WorkRange secondary{};
   // Where it returns true for a vertex, merging goes along `secondary` first (engine/coalesce.h).
   bool (*secondary_first)(const PreparedVertex& vertex) = nullptr;
+  // Where it returns true, `task` keeps growing along `range` past the target task size: for a
+  // kernel whose library call runs much slower per item on a small block.
+  bool (*undersized)(const PreparedVertex& task, const WorkRange& range) = nullptr;
 };
 
 // Extends `into` by `next` if they are the same kernel on the same operands and parameters and

@@ -135,3 +135,23 @@ TEST_CASE("coalesce: a Conv's tasks span every output channel and split the samp
     CHECK(p[21] == M);
   }
 }
+
+// The compiler's split at batch 1: a channel or two per vertex. oneDNN runs 8-channel blocks at a
+// third of its speed on 32, so tasks take 32 channels even past the target size (M = 40: the
+// rest, 8, make a task of their own); a Conv of fewer channels is one task.
+TEST_CASE("coalesce: a Conv's tasks at batch 1 take at least 32 channels") {
+  for (int64_t M : {int64_t{40}, int64_t{12}}) {
+    CAPTURE(M);
+    std::vector<float> x = values(4 * 4, 8), w = values(static_cast<size_t>(M * 9), 9), y(static_cast<size_t>(M * 4));
+    std::vector<PreparedVertex> channels;
+    for (int64_t m = 0; m < M; m += 2) {
+      channels.push_back(vertex(Codelet::kConv, {x.data(), w.data(), y.data()},
+                                {1, 1, 4, 4, 2, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, M, 1, 0, 1, m, m + 2}, {}, 10));
+    }
+    const auto tasks = coalesce(channels, 40);  // four vertices, 8 channels, by the target alone
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (const auto& t : tasks) ranges.emplace_back(t.work.params[20], t.work.params[21]);
+    using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+    CHECK(ranges == (M == 40 ? Ranges{{0, 32}, {32, 40}} : Ranges{{0, 12}}));
+  }
+}
