@@ -8,6 +8,7 @@
 #include "compiler/lowering/lower_graph.h"
 #include "compiler/passes/fuse_epilogues.h"
 #include "compiler/passes/fuse_gelu.h"
+#include "compiler/passes/fuse_layer_norm.h"
 #include "compiler/passes/pipeline_schedule.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
@@ -220,6 +221,7 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   for (const lowering::IoBinding& b : io.outputs) interface_values.push_back(b.value);
   passes::fuse_epilogues(forward.graph, interface_values);
   passes::fuse_gelu(forward.graph, interface_values);
+  passes::fuse_layer_norm(forward.graph, interface_values);
   result.timings.passes_seconds = seconds_since(start);
   result.ir_text = forward.graph.to_string();
 

@@ -79,7 +79,7 @@ struct OpAttrs {
   std::vector<int64_t> strides;  // StridedCopy: input stride per output axis
   std::vector<int64_t> lower, upper;  // StridedCopy: the box of output indices read (else fill)
   WindowAttrs window;          // Conv, pooling and their gradients
-  float epsilon = 0.0f;        // BatchNorm and its gradients
+  float epsilon = 0.0f;        // BatchNorm and its gradients, LayerNorm
   std::optional<int64_t> ignore_index;  // NllLoss and its gradient: the target value that contributes nothing
   bool fused_relu = false;     // Conv, MatMul: applies Relu to the output (passes/fuse_epilogues.h)
 };

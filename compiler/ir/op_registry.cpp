@@ -29,7 +29,9 @@ const OpDef& op_def(OpKind kind) {
                              &average_pool_grad_op(), &batch_norm_op(), &batch_norm_grad_input_op(),
                              &batch_norm_grad_scale_op(), &to_channels_last_op(), &to_channels_first_op(),
                              // ONNX losses.
-                             &nll_loss_op(), &nll_loss_grad_op()}) {
+                             &nll_loss_op(), &nll_loss_grad_op(),
+                             // Fused ops formed from patterns.
+                             &layer_norm_op()}) {
       t[static_cast<size_t>(def->kind)] = def;
     }
     for (const OpDef* def : t) {

@@ -95,5 +95,7 @@ const OpDef& to_channels_first_op();
 // ONNX losses.
 const OpDef& nll_loss_op();
 const OpDef& nll_loss_grad_op();
+// Fused ops formed from patterns.
+const OpDef& layer_norm_op();
 
 }  // namespace ipu::ir

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "runtime/format/tensor_kinds.h"
+#include "compiler/passes/pattern_match.h"
 
 namespace ipu::passes {
 namespace {
@@ -13,19 +13,8 @@ namespace {
 int sole_producer(const ir::Graph& graph, int value, const ir::Op& reader, std::initializer_list<ir::OpKind> kinds,
                   const std::vector<int>& interface_values) {
   const int producer = graph.value(value).producer;
-  if (producer < 0) return -1;
-  const ir::Op& p = graph.op(producer);
-  if (std::find(kinds.begin(), kinds.end(), p.kind) == kinds.end() || p.phase != reader.phase || p.stage != reader.stage) {
-    return -1;
-  }
-  if (std::find(interface_values.begin(), interface_values.end(), value) != interface_values.end()) return -1;
-  return graph.consumers(value).size() == 1 ? producer : -1;
-}
-
-// A float32 value of n elements laid along its last axis ([n], [1, n], ...): a bias that a
-// broadcasting Add spreads over the rows of a [.., n] value.
-bool is_row_vector(const ir::TensorType& type, int64_t n) {
-  return type.dtype == ir::DType::kFloat32 && !type.shape.empty() && type.shape.back() == n && type.elements() == n;
+  if (producer < 0 || sole_reader(graph, value, graph.op(producer), interface_values) != reader.id) return -1;
+  return std::find(kinds.begin(), kinds.end(), graph.op(producer).kind) != kinds.end() ? producer : -1;
 }
 
 // ONNX MatMul + Add over 3-D activations (a transformer's projections) imports as
@@ -37,7 +26,7 @@ int fold_reshaped_biases(ir::Graph& graph, const std::vector<int>& interface_val
   std::vector<int> removed;
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& add = graph.ops()[i];
-    if (add.kind != ir::OpKind::kBinary || add.attrs.kind != static_cast<int64_t>(format::BinaryKind::kAdd)) continue;
+    if (!is_binary(add, format::BinaryKind::kAdd)) continue;
     for (size_t side : {0, 1}) {
       const int reshaped = add.inputs[side], bias = add.inputs[1 - side];
       const int reshape = sole_producer(graph, reshaped, add, {ir::OpKind::kReshape}, interface_values);

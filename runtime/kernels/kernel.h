@@ -150,5 +150,7 @@ const KernelDef& nll_loss_kernel();
 const KernelDef& nll_loss_grad_kernel();
 // The gradient of a product reduction (reduce_prod_grad_kernel.cpp).
 const KernelDef& reduce_prod_grad_kernel();
+// Layer normalization over the last axis (layer_norm_kernel.cpp).
+const KernelDef& layer_norm_kernel();
 
 }  // namespace ipu::kernels

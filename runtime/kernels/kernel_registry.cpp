@@ -22,6 +22,8 @@ const KernelDef* find_kernel(uint32_t codelet_id) {
           &batch_norm_grad_scale_kernel(), &channels_layout_kernel(),
           // ONNX losses.
           &nll_loss_kernel(), &nll_loss_grad_kernel(),
+          // Fused ops formed from patterns.
+          &layer_norm_kernel(),
           // Gradients without a family of their own.
           &reduce_prod_grad_kernel()}) {
       t[static_cast<uint32_t>(def->codelet)] = def;
