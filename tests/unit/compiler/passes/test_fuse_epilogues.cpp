@@ -7,12 +7,14 @@
 #include "compiler/driver/compile.h"
 #include "compiler/passes/fuse_epilogues.h"
 #include "tests/unit/compiler/onnx_builder.h"
-#include "tests/unit/compiler/test_support.h"
+#include "tests/unit/compiler/passes/fusion_test_support.h"
 
 namespace {
 
 using namespace ipu;
 using ipu::testing::OnnxBuilder;
+using ipu::testing::compile_for_inference;
+using ipu::testing::vertices_of;
 
 // x [N,1,4,4] → Conv (2 channels, 3x3) → `c`, read by a Relu and, if `c_also_read`, by an Add
 // with the Relu's output; `c_is_output` makes `c` a graph output as well.
@@ -31,22 +33,6 @@ std::string conv_relu_model(bool c_also_read, bool c_is_output) {
   return b.bytes();
 }
 
-compiler::CompileResult compile(const std::string& model) {
-  auto options = ipu::testing::small_target_options(2);
-  options.model_path = "test.onnx";
-  options.mode = compiler::Mode::kInfer;
-  auto compiled = compiler::compile_model(model, options);
-  REQUIRE_MESSAGE(compiled.ok(), compiled.status().message());
-  return std::move(*compiled);
-}
-
-int vertices_of(const format::Executable& exe, format::Codelet codelet) {
-  int count = 0;
-  for (const auto& cs : exe.compute_sets()) {
-    for (const auto& v : cs.vertices()) count += v.codelet() == static_cast<uint32_t>(codelet);
-  }
-  return count;
-}
 int activation_vertices(const format::Executable& exe) { return vertices_of(exe, format::Codelet::kActivation); }
 
 // x [N,3] → Gemm (bias, transB) → `h` → `activation` → y.
@@ -61,7 +47,7 @@ std::string gemm_model(const std::string& activation) {
 }
 
 TEST_CASE("fuse_epilogues: a Relu that alone reads a Conv's output folds into the Conv") {
-  const compiler::CompileResult fused = compile(conv_relu_model(false, false));
+  const compiler::CompileResult fused = compile_for_inference(conv_relu_model(false, false));
   CHECK(fused.ir_text.find("= Conv+Relu(x, w)") != std::string::npos);
   CHECK(fused.ir_text.find("= Relu(") == std::string::npos);
   CHECK(activation_vertices(fused.executable) == 0);
@@ -70,7 +56,7 @@ TEST_CASE("fuse_epilogues: a Relu that alone reads a Conv's output folds into th
 TEST_CASE("fuse_epilogues: a Conv output read elsewhere, or a graph output, stays unfused") {
   for (auto [also_read, is_output] : {std::pair{true, false}, std::pair{false, true}}) {
     CAPTURE(also_read);
-    const compiler::CompileResult result = compile(conv_relu_model(also_read, is_output));
+    const compiler::CompileResult result = compile_for_inference(conv_relu_model(also_read, is_output));
     CHECK(result.ir_text.find("Conv+Relu") == std::string::npos);
     CHECK(result.ir_text.find("= Relu(") != std::string::npos);
     CHECK(activation_vertices(result.executable) > 0);
@@ -78,13 +64,13 @@ TEST_CASE("fuse_epilogues: a Conv output read elsewhere, or a graph output, stay
 }
 
 TEST_CASE("fuse_epilogues: a Gemm's bias and the Relu after it fold into its MatMul") {
-  const compiler::CompileResult relu = compile(gemm_model("Relu"));
+  const compiler::CompileResult relu = compile_for_inference(gemm_model("Relu"));
   CHECK(relu.ir_text.find("= MatMul+Relu(x, w, b)") != std::string::npos);
   CHECK(relu.ir_text.find("BiasAdd") == std::string::npos);
   CHECK(vertices_of(relu.executable, format::Codelet::kBiasAdd) == 0);
   CHECK(activation_vertices(relu.executable) == 0);
   // An activation other than Relu stays an op of its own; the bias still folds.
-  const compiler::CompileResult tanh = compile(gemm_model("Tanh"));
+  const compiler::CompileResult tanh = compile_for_inference(gemm_model("Tanh"));
   CHECK(tanh.ir_text.find("= MatMul(x, w, b)") != std::string::npos);
   CHECK(tanh.ir_text.find("= Tanh(") != std::string::npos);
   CHECK(vertices_of(tanh.executable, format::Codelet::kBiasAdd) == 0);
@@ -107,7 +93,7 @@ std::string matmul_add_model(std::vector<int64_t> bias_shape, bool bias_first) {
 TEST_CASE("fuse_epilogues: a bias vector added after a reshaped MatMul folds into the MatMul") {
   for (auto [shape, bias_first] : {std::pair{std::vector<int64_t>{5}, false}, std::pair{std::vector<int64_t>{1, 1, 5}, true}}) {
     CAPTURE(bias_first);
-    const compiler::CompileResult result = compile(matmul_add_model(shape, bias_first));
+    const compiler::CompileResult result = compile_for_inference(matmul_add_model(shape, bias_first));
     INFO(result.ir_text);
     CHECK(result.ir_text.find("= MatMul(mm/flatten, w, b)") != std::string::npos);
     CHECK(result.ir_text.find("add:f32[2,3,5] = Reshape(mm)") != std::string::npos);
@@ -115,7 +101,7 @@ TEST_CASE("fuse_epilogues: a bias vector added after a reshaped MatMul folds int
     CHECK(vertices_of(result.executable, format::Codelet::kBinary) == 0);
   }
   // A bias that varies along another axis is not a column bias of the product: the Add stays.
-  const compiler::CompileResult per_row = compile(matmul_add_model({3, 5}, false));
+  const compiler::CompileResult per_row = compile_for_inference(matmul_add_model({3, 5}, false));
   INFO(per_row.ir_text);
   CHECK(per_row.ir_text.find("= MatMul(mm/flatten, w)") != std::string::npos);
   CHECK(per_row.ir_text.find("add:f32[2,3,5] = Binary(") != std::string::npos);

@@ -8,12 +8,14 @@
 
 #include "compiler/driver/compile.h"
 #include "tests/unit/compiler/onnx_builder.h"
-#include "tests/unit/compiler/test_support.h"
+#include "tests/unit/compiler/passes/fusion_test_support.h"
 
 namespace {
 
 using namespace ipu;
 using ipu::testing::OnnxBuilder;
+using ipu::testing::compile_for_inference;
+using ipu::testing::vertices_of;
 
 struct GeluSpelling {
   float divisor = std::numbers::sqrt2_v<float>;
@@ -43,27 +45,10 @@ std::string gelu_model(const GeluSpelling& s) {
   return b.bytes();
 }
 
-compiler::CompileResult compile(const std::string& model) {
-  auto options = ipu::testing::small_target_options(2);
-  options.model_path = "test.onnx";
-  options.mode = compiler::Mode::kInfer;
-  auto compiled = compiler::compile_model(model, options);
-  REQUIRE_MESSAGE(compiled.ok(), compiled.status().message());
-  return std::move(*compiled);
-}
-
-int vertices_of(const format::Executable& exe, format::Codelet codelet) {
-  int count = 0;
-  for (const auto& cs : exe.compute_sets()) {
-    for (const auto& v : cs.vertices()) count += v.codelet() == static_cast<uint32_t>(codelet);
-  }
-  return count;
-}
-
 TEST_CASE("fuse_gelu: PyTorch's five GELU ops become one Gelu, with operands in either order") {
   for (bool swapped : {false, true}) {
     CAPTURE(swapped);
-    const compiler::CompileResult result = compile(gelu_model({.operands_swapped = swapped}));
+    const compiler::CompileResult result = compile_for_inference(gelu_model({.operands_swapped = swapped}));
     INFO(result.ir_text);
     CHECK(result.ir_text.find("mul_1:f32[2,6] = Unary(x)") != std::string::npos);
     CHECK(result.ir_text.find("Binary") == std::string::npos);
@@ -75,7 +60,7 @@ TEST_CASE("fuse_gelu: PyTorch's five GELU ops become one Gelu, with operands in 
 TEST_CASE("fuse_gelu: another divisor, or an intermediate read elsewhere, keeps the five ops") {
   for (const GeluSpelling& s : {GeluSpelling{.divisor = 1.4142f}, GeluSpelling{.erf_is_output = true}}) {
     CAPTURE(s.divisor);
-    const compiler::CompileResult result = compile(gelu_model(s));
+    const compiler::CompileResult result = compile_for_inference(gelu_model(s));
     INFO(result.ir_text);
     CHECK(result.ir_text.find("= Unary(x)") == std::string::npos);
     CHECK(result.ir_text.find("mul_1:f32[2,6] = Binary(mul, half)") != std::string::npos);

@@ -7,12 +7,14 @@
 
 #include "compiler/driver/compile.h"
 #include "tests/unit/compiler/onnx_builder.h"
-#include "tests/unit/compiler/test_support.h"
+#include "tests/unit/compiler/passes/fusion_test_support.h"
 
 namespace {
 
 using namespace ipu;
 using ipu::testing::OnnxBuilder;
+using ipu::testing::compile_for_inference;
+using ipu::testing::vertices_of;
 
 struct LayerNormSpelling {
   int64_t axis = -1;              // of both ReduceMeans
@@ -51,27 +53,10 @@ std::string layer_norm_model(const LayerNormSpelling& s) {
   return b.bytes();
 }
 
-compiler::CompileResult compile(const std::string& model) {
-  auto options = ipu::testing::small_target_options(2);
-  options.model_path = "test.onnx";
-  options.mode = compiler::Mode::kInfer;
-  auto compiled = compiler::compile_model(model, options);
-  REQUIRE_MESSAGE(compiled.ok(), compiled.status().message());
-  return std::move(*compiled);
-}
-
-int vertices_of(const format::Executable& exe, format::Codelet codelet) {
-  int count = 0;
-  for (const auto& cs : exe.compute_sets()) {
-    for (const auto& v : cs.vertices()) count += v.codelet() == static_cast<uint32_t>(codelet);
-  }
-  return count;
-}
-
 TEST_CASE("fuse_layer_norm: PyTorch's nine LayerNorm ops become one LayerNorm, with operands in either order") {
   for (bool swapped : {false, true}) {
     CAPTURE(swapped);
-    const compiler::CompileResult result = compile(layer_norm_model({.operands_swapped = swapped}));
+    const compiler::CompileResult result = compile_for_inference(layer_norm_model({.operands_swapped = swapped}));
     INFO(result.ir_text);
     CHECK(result.ir_text == "forward stage 0: shift:f32[2,4,8] = LayerNorm(x, gamma, beta)\n");
     CHECK(vertices_of(result.executable, format::Codelet::kLayerNorm) > 0);
@@ -84,7 +69,7 @@ TEST_CASE("fuse_layer_norm: another axis or exponent, or an intermediate read el
                                      LayerNormSpelling{.centered_is_output = true}}) {
     CAPTURE(s.axis);
     CAPTURE(s.exponent);
-    const compiler::CompileResult result = compile(layer_norm_model(s));
+    const compiler::CompileResult result = compile_for_inference(layer_norm_model(s));
     INFO(result.ir_text);
     CHECK(result.ir_text.find("LayerNorm") == std::string::npos);
     CHECK(vertices_of(result.executable, format::Codelet::kReduce) > 0);
