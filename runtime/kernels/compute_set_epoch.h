@@ -1,6 +1,6 @@
 // A counter the engine advances before every compute set it runs. Inputs of a compute set do
 // not change while it runs (its vertices write disjoint outputs, never what another reads), so
-// a kernel may reuse scratch derived from its inputs, such as the convolution's column matrix,
+// a kernel may reuse scratch derived from its inputs, such as the convolution's converted weights,
 // for as long as the epoch it was built in lasts.
 #pragma once
 

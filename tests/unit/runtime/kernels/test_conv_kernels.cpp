@@ -191,8 +191,6 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
   }
 }
 
-// Vertices of one compute set that share a sample reuse its column matrix; once the engine
-// advances the epoch (a new compute set), a changed input is read again.
 // The forward Conv converts its weights to oneDNN's layout once per compute set and thread (at
 // these channel counts it takes blocked weights).
 TEST_CASE("kernels: Conv reuses converted weights within a compute set and converts them again after it") {
