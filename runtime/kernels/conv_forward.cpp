@@ -34,6 +34,14 @@ AxisView axis_view(int64_t rows, int64_t outputs, int64_t kernel, int64_t stride
   return {used, reach - used};
 }
 
+// The input as oneDNN sees it, along both spatial axes.
+struct InputView {
+  AxisView rows, cols;
+};
+InputView input_view(const Window& w) {
+  return {axis_view(w.H, w.OH, w.KH, w.SH, w.PT, w.DH), axis_view(w.W, w.OW, w.KW, w.SW, w.PL, w.DW)};
+}
+
 // Everything a plan depends on: the window (with N the block's samples), the group's channels,
 // the block's channels, the tensors' channel counts (they set the strides) and the bias.
 using PlanKey = std::array<int64_t, kWindowParams + 4>;
@@ -73,14 +81,13 @@ memory::desc strided(int64_t samples, int64_t channels, int64_t rows, int64_t co
   return memory::desc({samples, channels, rows, cols}, memory::data_type::f32, memory::dims{sample, plane, row, 1});
 }
 
-dnnl::convolution_forward::primitive_desc describe(const Window& w, const ConvBlock& b, const dnnl::engine& engine) {
-  const AxisView rows = axis_view(w.H, w.OH, w.KH, w.SH, w.PT, w.DH);
-  const AxisView cols = axis_view(w.W, w.OW, w.KW, w.SW, w.PL, w.DW);
+dnnl::convolution_forward::primitive_desc describe(const Window& w, const InputView& in, const ConvBlock& b,
+                                                   const dnnl::engine& engine) {
   using tag = memory::format_tag;
-  const memory::desc src({b.samples, b.group_channels, rows.rows, cols.rows}, memory::data_type::f32, tag::any);
+  const memory::desc src({b.samples, b.group_channels, in.rows.rows, in.cols.rows}, memory::data_type::f32, tag::any);
   const memory::desc weights({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32, tag::any);
   const memory::desc dst({b.samples, b.channels, w.OH, w.OW}, memory::data_type::f32, tag::any);
-  const memory::dims strides{w.SH, w.SW}, dilates{w.DH - 1, w.DW - 1}, before{w.PT, w.PL}, after{rows.after, cols.after};
+  const memory::dims strides{w.SH, w.SW}, dilates{w.DH - 1, w.DW - 1}, before{w.PT, w.PL}, after{in.rows.after, in.cols.after};
   const auto kind = dnnl::prop_kind::forward_inference;
   const auto algorithm = dnnl::algorithm::convolution_direct;
   dnnl::primitive_attr attr;
@@ -94,11 +101,10 @@ dnnl::convolution_forward::primitive_desc describe(const Window& w, const ConvBl
 
 class Plan {
  public:
-  Plan(const Window& w, const ConvBlock& b, const dnnl::engine& engine)
-      : m_desc(describe(w, b, engine)),
+  Plan(const Window& w, const InputView& in, const ConvBlock& b, const dnnl::engine& engine)
+      : m_desc(describe(w, in, b, engine)),
         m_conv(m_desc),
-        m_src(strided(b.samples, b.group_channels, axis_view(w.H, w.OH, w.KH, w.SH, w.PT, w.DH).rows,
-                      axis_view(w.W, w.OW, w.KW, w.SW, w.PL, w.DW).rows, w.C * w.in_plane(), w.in_plane(), w.W),
+        m_src(strided(b.samples, b.group_channels, in.rows.rows, in.cols.rows, w.C * w.in_plane(), w.in_plane(), w.W),
               m_desc.src_desc(), engine, false),
         m_weights(memory::desc({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32,
                                memory::format_tag::oihw),
@@ -149,10 +155,10 @@ class ThreadContext {
     omp_set_num_threads(1);  // per thread: OpenMP's team size is a per-thread setting
   }
 
-  void run(const Window& w, const ConvBlock& b) {
+  void run(const Window& w, const InputView& in, const ConvBlock& b) {
     const PlanKey key = plan_key(w, b);
     auto it = m_plans.find(key);
-    if (it == m_plans.end()) it = m_plans.emplace(key, Plan(w, b, m_engine)).first;
+    if (it == m_plans.end()) it = m_plans.emplace(key, Plan(w, in, b, m_engine)).first;
     it->second.run(b, m_stream);
   }
 
@@ -176,12 +182,13 @@ void fill_bias(const Window& w, const ConvBlock& b) {
 }  // namespace
 
 void conv_forward(const Window& w, const ConvBlock& b) {
-  if (axis_view(w.H, w.OH, w.KH, w.SH, w.PT, w.DH).rows == 0 || axis_view(w.W, w.OW, w.KW, w.SW, w.PL, w.DW).rows == 0) {
+  const InputView in = input_view(w);
+  if (in.rows.rows == 0 || in.cols.rows == 0) {
     fill_bias(w, b);
     return;
   }
   thread_local ThreadContext context;
-  context.run(w, b);
+  context.run(w, in, b);
 }
 
 }  // namespace ipu::kernels
