@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds, compiles the tutorial MLP and trains it on the synthetic MNIST set.
+# Sets up, builds, compiles the tutorial MLP, trains it on Fashion-MNIST (Debian's
+# dataset-fashion-mnist, installed by setup.sh) and evaluates it on the 10,000 test images.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -7,11 +8,21 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 export IPUCC_CACHE_DIR=${IPUCC_CACHE_DIR:-$root/build/demo-cache}
 bin=$root/build/cli
 model=$root/models/mlp_functional.json
+data=/usr/share/datasets/fashion-mnist
+out=$root/build/demo
+mkdir -p "$out"
 
 echo "== ipucc compile $model (batch 32, 16 steps per execution)"
-"$bin/ipucc" compile "$model" --batch-size 32 --steps-per-execution 16 -o "$root/build/mlp.ipuexe"
-echo "== ipurun train: 3 epochs of synthetic MNIST"
-"$bin/ipurun" train "$root/build/mlp.ipuexe" --data synthetic --epochs 3 --history "$root/build/history.json" \
-  --save-weights "$root/build/mlp-weights"
-echo "== ipurun evaluate with the trained weights"
-"$bin/ipurun" evaluate "$root/build/mlp.ipuexe" --data synthetic:10000 --weights "$root/build/mlp-weights"
+"$bin/ipucc" compile "$model" --batch-size 32 --steps-per-execution 16 -o "$out/mlp.ipuexe"
+echo "== ipurun train: 3 epochs of Fashion-MNIST's 60,000 training images"
+"$bin/ipurun" train "$out/mlp.ipuexe" --data "mnist:$data" --shuffle --seed 1 --epochs 3 \
+  --history "$out/history.json" --save-weights "$out/mlp-weights"
+echo "== ipurun evaluate on Fashion-MNIST's 10,000 test images"
+"$bin/ipurun" evaluate "$out/mlp.ipuexe" --data "mnist:$data:test" --weights "$out/mlp-weights" \
+  --json >"$out/evaluate.json"
+python3 - "$out/evaluate.json" <<'EOF'
+import json, sys
+result = json.load(open(sys.argv[1]))
+print(f"test accuracy: {100 * result['accuracy']:.2f}% on {result['samples']:,} images "
+      f"(loss {result['loss']:.4f})")
+EOF

@@ -17,5 +17,6 @@ set -euo pipefail
   libsleef-dev \
   libdnnl-dev \
   libcurl4-openssl-dev nginx-light \
+  dataset-fashion-mnist \
   python3 \
   python3-onnx

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Learning on real data: the tutorial MLP trained on Debian's Fashion-MNIST (dataset-fashion-mnist,
+# installed by scripts/setup.sh) generalises to its test images, as the demo shows.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+FASHION=/usr/share/datasets/fashion-mnist
+
+test_tutorial_mlp_learns_fashion_mnist() {
+  [[ -f $FASHION/train-images-idx3-ubyte.gz ]] || fail "$FASHION is missing: scripts/setup.sh installs dataset-fashion-mnist"
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_functional.json" --batch-size 32 --steps-per-execution 16 -o mlp.ipuexe
+  expect_exit 0 "$IPURUN" train mlp.ipuexe --data "mnist:$FASHION" --shuffle --seed 1 --epochs 1 \
+    --progress none --history history.json --save-weights weights
+  expect_json history.json 'd["epochs"][0]["samples"] == 59904' "one epoch of whole batches of the 60,000 training images"
+  expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data "mnist:$FASHION:test" --weights weights --json --progress none
+  # One epoch of this MLP reaches about 84% on the test images (a linear model about 84%, chance
+  # 10%); 80% fails a model that has not learned the classes, or data read wrongly.
+  expect_json "$STDOUT" 'd["accuracy"] >= 0.80' "test accuracy after one epoch"
+  expect_json "$STDOUT" 'd["samples"] >= 9728'
+}
+
+run_tests "$@"
