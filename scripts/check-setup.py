@@ -9,6 +9,7 @@ Lists every system file the build in BUILD_DIR (a Ninja build of this repository
     find modules);
   - paths in CMakeCache.txt (the compiler, libraries and include directories found);
   - libraries on the link lines (absolute paths and -l names resolved by the compiler);
+  - the programs the build's commands start (compilers, compiler launchers, protoc, ar);
   - the shared libraries the built programs load (ldd);
   - the Python modules the tests import, as /usr/bin/python3 finds them.
 It maps each file to its Debian package (dpkg -S) and fails unless every package is installed by
@@ -25,6 +26,7 @@ import glob
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -82,6 +84,20 @@ def baseline_packages():
 def ninja_paths(build, *tool):
     out = run(["ninja", "-C", build, "-t", *tool]).stdout
     return {l.strip().lstrip("| ").strip() for l in out.splitlines() if l.strip().lstrip("| ").startswith("/")}
+
+
+def programs_run(build):
+    """The programs the build's commands start: compilers, launchers, protoc, cmake, ar."""
+    out = run(["ninja", "-C", build, "-t", "commands"]).stdout
+    paths = set()
+    for command in out.splitlines():
+        for segment in re.split(r"&&|\|\||;", command):
+            words = segment.split()
+            if words and words[0] not in ("cd", ":", "true"):
+                found = shutil.which(words[0])
+                if found:
+                    paths.add(found)
+    return paths
 
 
 def cache_paths(build):
@@ -208,6 +224,7 @@ def main():
         "CMake configure input": ninja_paths(build, "query", "build.ninja"),
         "CMakeCache.txt": cache_paths(build),
         "link line": link_paths(build),
+        "program the build runs": programs_run(build),
         "loaded by a built program": loaded_libraries(build),
     }
     python_files, missing_modules = test_python_modules()

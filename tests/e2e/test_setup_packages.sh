@@ -15,6 +15,14 @@ test_a_package_setup_does_not_install_is_named_with_its_files() {
   expect_stderr_contains "add their packages there"
 }
 
+test_a_program_the_build_runs_is_checked_too() {
+  grep -v '^  libprotobuf-dev protobuf-compiler \\$' "$SRC/scripts/setup.sh" > setup-without-protobuf.sh
+  expect_ne "$(cat setup-without-protobuf.sh)" "$(cat "$SRC/scripts/setup.sh")" "setup.sh lists protobuf on a line of its own"
+  expect_exit 1 "$CHECK" "$BUILD" --setup setup-without-protobuf.sh
+  expect_stderr_contains "/usr/bin/protoc ("
+  expect_stderr_contains "package protobuf-compiler: not installed by setup-without-protobuf.sh"
+}
+
 test_the_setup_script_itself_passes() {
   expect_exit 0 "$CHECK" "$BUILD"
   expect_stdout_contains "every one installed by scripts/setup.sh"
