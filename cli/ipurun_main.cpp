@@ -17,6 +17,7 @@
 #include "runtime/base/file_io.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/npy.h"
+#include "runtime/session/checkpoint.h"
 #include "runtime/session/session.h"
 
 namespace ipu::cli {
@@ -161,6 +162,11 @@ int write_json_file(const std::string& path, const nlohmann::json& value) {
 }
 
 int run_train(const RunFlags& f) {
+  // Refuse a checkpoint path that holds the user's own files before any work, not after training.
+  if (!f.save_weights.empty()) {
+    Status destination = session::check_checkpoint_destination(f.save_weights);
+    if (!destination.ok()) return fail(kTool, destination, kExitIoError);
+  }
   Loaded loaded;
   if (int code = load(f, loaded)) return code;
   session::FitOptions options;

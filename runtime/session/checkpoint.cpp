@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <system_error>
 
 #include "runtime/base/file_io.h"
@@ -22,9 +23,37 @@ std::string file_name(std::string name) {
   return name + ".npy";
 }
 
+Status not_a_checkpoint(const std::string& dir, const std::string& why) {
+  return io_error(dir + ": exists and is not a checkpoint ipurun wrote (" + why +
+                  "); refusing to replace it: choose another path or remove it yourself");
+}
+
 }  // namespace
 
+Status check_checkpoint_destination(const std::string& dir) {
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(dir, ec);
+  if (!fs::exists(status)) return Status();
+  if (!fs::is_directory(status)) return not_a_checkpoint(dir, "not a directory");
+  auto text = read_file(dir + "/index.json");
+  if (!text.ok()) return not_a_checkpoint(dir, "no readable index.json");
+  const nlohmann::json index = nlohmann::json::parse(*text, nullptr, false);
+  if (index.is_discarded() || !index.is_object()) return not_a_checkpoint(dir, "index.json is not a checkpoint index");
+  std::set<std::string> ours = {"index.json"};
+  for (const auto& [name, file] : index.items()) {
+    if (!file.is_string()) return not_a_checkpoint(dir, "index.json is not a checkpoint index");
+    ours.insert(file.get<std::string>());
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!ours.count(name) || !entry.is_regular_file(ec)) return not_a_checkpoint(dir, "it holds '" + name + "', which its index does not name");
+  }
+  if (ec) return io_error(dir + ": cannot list: " + ec.message());
+  return Status();
+}
+
 Status write_checkpoint(const std::string& dir, const std::map<std::string, NamedTensor>& tensors) {
+  IPU_RETURN_IF_ERROR(check_checkpoint_destination(dir));
   const std::string tmp = dir + ".tmp-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);

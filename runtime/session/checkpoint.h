@@ -15,7 +15,13 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
+// OK when DIR may receive a checkpoint: nothing is there, or a checkpoint this runtime wrote (a
+// directory of index.json and only the files its index names). Anything else, a user's data
+// directory or file, is refused (kIoError naming DIR): a checkpoint replaces only a checkpoint.
+Status check_checkpoint_destination(const std::string& dir);
+
 // Writes into DIR.tmp-<pid> and renames it over DIR, so a crash never leaves a half checkpoint.
+// Refuses a DIR that check_checkpoint_destination refuses.
 Status write_checkpoint(const std::string& dir, const std::map<std::string, NamedTensor>& tensors);
 StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& dir);
 

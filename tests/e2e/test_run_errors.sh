@@ -193,6 +193,29 @@ make_checkpoint() {
   expect_exit 0 "$IPURUN" train mlp.ipuexe --data synthetic:64 --save-weights ckpt "${QUIET[@]}"
 }
 
+test_save_weights_replaces_only_a_checkpoint_ipurun_wrote() {
+  make_checkpoint
+  # Its own checkpoint is replaced by the next run's.
+  cp ckpt/dense1.kernel.npy before.npy
+  expect_exit 0 "$IPURUN" train mlp.ipuexe --data synthetic:64 --epochs 2 --save-weights ckpt "${QUIET[@]}"
+  expect_ne "$(cksum < ckpt/dense1.kernel.npy)" "$(cksum < before.npy)" "the checkpoint was rewritten"
+  # A user's data directory, a user's .npy file, and a checkpoint holding a file of the user's are
+  # refused before training starts and left exactly as they were.
+  mkdir -p data && echo "my labels" > data/labels.txt
+  e2e_data npy mine.npy --shape 4 --fill const:1
+  cp before.npy mine-copy.npy
+  echo "notes" > ckpt/notes.txt
+  local target
+  for target in data mine.npy ckpt; do
+    find "$target" -type f -exec cksum {} + | sort > "$target.sums"
+    expect_error 6 "$target: exists and is not a checkpoint ipurun wrote" "refusing to replace it" -- \
+      "$IPURUN" train mlp.ipuexe --data synthetic:64 --save-weights "$target" --step-log steps.json "${QUIET[@]}"
+    expect_eq "$(find "$target" -type f -exec cksum {} + | sort)" "$(cat "$target.sums")" "$target left intact"
+    expect_no_file steps.json  # refused before any work
+  done
+  expect_stderr_contains "it holds 'notes.txt', which its index does not name"
+}
+
 test_weights_with_wrong_shape() {
   make_checkpoint
   e2e_data npy ckpt/dense2.bias.npy --shape 64 --fill const:0
