@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up, builds, compiles the tutorial MLP, trains it on Fashion-MNIST (Debian's
-# dataset-fashion-mnist, installed by setup.sh) and evaluates it on the 10,000 test images.
+# dataset-fashion-mnist, installed by setup.sh) and evaluates it on the test images.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -17,7 +17,7 @@ echo "== ipucc compile $model (batch 32, 16 steps per execution)"
 echo "== ipurun train: 3 epochs of Fashion-MNIST's 60,000 training images"
 "$bin/ipurun" train "$out/mlp.ipuexe" --data "mnist:$data" --shuffle --seed 1 --epochs 3 \
   --history "$out/history.json" --save-weights "$out/mlp-weights"
-echo "== ipurun evaluate on Fashion-MNIST's 10,000 test images"
+echo "== ipurun evaluate on Fashion-MNIST's test images"
 "$bin/ipurun" evaluate "$out/mlp.ipuexe" --data "mnist:$data:test" --weights "$out/mlp-weights" \
   --json >"$out/evaluate.json"
 python3 - "$out/evaluate.json" <<'EOF'
