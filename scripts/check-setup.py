@@ -51,7 +51,7 @@ def setup_packages(setup_file):
     for line in text.splitlines():
         words = shlex.split(line, comments=True)
         for i, word in enumerate(words):
-            if word.endswith("apt-install.sh") or word.endswith('apt-install.sh"'):
+            if word.endswith("apt-install.sh"):
                 return [w for w in words[i + 1:] if not w.startswith("-")]
     sys.exit(f"check-setup: {setup_file}: no apt-install.sh command found")
 
@@ -174,10 +174,10 @@ def test_python_modules():
 
 
 def aliases(path):
-    yield path
+    """path, its target if it is a link (an alternatives link, say), and their merged-/usr twins."""
     real = os.path.realpath(path)
-    for candidate in (real,):
-        yield candidate
+    yield path
+    yield real
     for p in (path, real):
         for top in USR_MERGED:
             if p.startswith(top + "/"):
@@ -230,8 +230,9 @@ def main():
     python_files, missing_modules = test_python_modules()
     sources["Python module the tests import"] = python_files
 
-    source = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", open(os.path.join(build, "CMakeCache.txt")).read(), re.M)
-    inside = (ROOT + "/", build + "/") + ((source.group(1) + "/",) if source else ())
+    cache = open(os.path.join(build, "CMakeCache.txt")).read()
+    source_dir = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", cache, re.M)
+    inside = (ROOT + "/", build + "/") + ((source_dir.group(1) + "/",) if source_dir else ())
     read_by = {}
     for why, paths in sources.items():
         for path in paths:

@@ -7,20 +7,25 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BUILD=$(cd "$(dirname "$IPUCC")/.." && pwd)
 CHECK=$SRC/scripts/check-setup.py
 
-test_a_package_setup_does_not_install_is_named_with_its_files() {
-  grep -v '^  libdnnl-dev \\$' "$SRC/scripts/setup.sh" > setup-without-dnnl.sh
-  expect_ne "$(cat setup-without-dnnl.sh)" "$(cat "$SRC/scripts/setup.sh")" "setup.sh lists libdnnl-dev on a line of its own"
-  expect_exit 1 "$CHECK" "$BUILD" --setup setup-without-dnnl.sh
-  expect_stderr_contains "/usr/include/oneapi/dnnl/dnnl.hpp (compiler dependency file): package libdnnl-dev: not installed by setup-without-dnnl.sh"
+# expect_named_without LINE FILE PACKAGE: with LINE removed from setup.sh, the check fails naming
+# FILE (and why the build reads it) and PACKAGE.
+expect_named_without() {
+  local line=$1 file=$2 package=$3
+  grep -vxF "$line" "$SRC/scripts/setup.sh" > setup-without.sh
+  expect_ne "$(cat setup-without.sh)" "$(cat "$SRC/scripts/setup.sh")" "setup.sh has the line '$line'"
+  expect_exit 1 "$CHECK" "$BUILD" --setup setup-without.sh
+  expect_stderr_contains "$file ("
+  expect_stderr_contains "package $package: not installed by setup-without.sh"
   expect_stderr_contains "add their packages there"
 }
 
+test_a_package_setup_does_not_install_is_named_with_its_files() {
+  expect_named_without '  libdnnl-dev \' /usr/include/oneapi/dnnl/dnnl.hpp libdnnl-dev
+  expect_stderr_contains "/usr/include/oneapi/dnnl/dnnl.hpp (compiler dependency file)"
+}
+
 test_a_program_the_build_runs_is_checked_too() {
-  grep -v '^  libprotobuf-dev protobuf-compiler \\$' "$SRC/scripts/setup.sh" > setup-without-protobuf.sh
-  expect_ne "$(cat setup-without-protobuf.sh)" "$(cat "$SRC/scripts/setup.sh")" "setup.sh lists protobuf on a line of its own"
-  expect_exit 1 "$CHECK" "$BUILD" --setup setup-without-protobuf.sh
-  expect_stderr_contains "/usr/bin/protoc ("
-  expect_stderr_contains "package protobuf-compiler: not installed by setup-without-protobuf.sh"
+  expect_named_without '  libprotobuf-dev protobuf-compiler \' /usr/bin/protoc protobuf-compiler
 }
 
 test_the_setup_script_itself_passes() {
