@@ -398,16 +398,55 @@ void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& pro
   }
 }
 
+// The keys a spec may have at its top level; any other is a typo that would otherwise be ignored.
+const std::set<std::string> kTopLevelKeys = {"name", "type", "input", "inputs", "layers", "nodes",
+                                             "outputs", "stage_assignment", "loss", "optimizer"};
+
+std::string join(const std::set<std::string>& words) {
+  std::string out;
+  for (const auto& word : words) out += (out.empty() ? "" : ", ") + word;
+  return out;
+}
+
+// Parses text, or says where it stops being JSON as PATH:LINE:COLUMN (where the parser stopped,
+// 1-based, as nlohmann's own messages count), as compilers and editors do.
+StatusOr<json> parse_json(std::string_view text, const std::string& path) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based position where the parser stopped (at most one past the end).
+    const size_t end = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    size_t line = 1, column = 1;
+    for (size_t i = 0; i < end; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    // nlohmann's message is "[json.exception.parse_error.101] parse error at line L, column C: WHAT".
+    std::string what = e.what();
+    const size_t colon = what.find(": ");
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    return invalid_argument(path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": not valid JSON: " + what);
+  }
+}
+
 }  // namespace
 
 StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& path) {
   if (json_nesting_depth(text) > kMaxJsonNesting) {
     return invalid_argument(path + ": nested more than " + std::to_string(kMaxJsonNesting) + " levels deep");
   }
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return invalid_argument(path + ": not valid JSON");
+  IPU_ASSIGN_OR_RETURN(json j, parse_json(text, path));
   if (!j.is_object()) return invalid_argument(path + ": the spec must be a JSON object");
   Problems problems(path);
+  for (const auto& [key, value] : j.items()) {
+    if (!kTopLevelKeys.count(key)) {
+      problems.add("", "unknown top-level key '" + key + "' (expected " + join(kTopLevelKeys) + ")");
+    }
+  }
   ModelSpec spec;
   spec.path = path;
   spec.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "model";

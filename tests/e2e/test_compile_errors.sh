@@ -42,9 +42,13 @@ test_missing_model_file() {
 
 test_invalid_json() {
   printf '{"type": "sequential", "layers": [' > truncated.json
-  expect_compile_error 3 "truncated.json: not valid JSON" -- "$IPUCC" compile truncated.json
+  expect_compile_error 3 "truncated.json:1:35: not valid JSON" "unexpected end of input" -- "$IPUCC" compile truncated.json
+  printf '{\n  "type": "sequential",\n  "layers": [],,\n}\n' > comma.json
+  expect_compile_error 3 "comma.json:3:16: not valid JSON" -- "$IPUCC" compile comma.json
   : > empty.json
-  expect_compile_error 3 "empty.json: not valid JSON" -- "$IPUCC" compile empty.json
+  expect_compile_error 3 "empty.json:1:1: not valid JSON" -- "$IPUCC" compile empty.json
+  sed 's/"optimizer"/"optimiser"/' "$MODELS/mlp_sequential.json" > typo.json
+  expect_compile_error 3 "typo.json: unknown top-level key 'optimiser'" -- "$IPUCC" compile typo.json --batch-size 8
   echo '[1, 2]' > array.json
   expect_compile_error 3 "array.json: the spec must be a JSON object" -- "$IPUCC" compile array.json
   echo '{"type": "recurrent"}' > form.json

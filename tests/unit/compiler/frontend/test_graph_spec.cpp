@@ -55,7 +55,8 @@ std::string expect_problems(const std::string& text, std::initializer_list<std::
   const std::string message = spec.status().message();
   INFO("message: " << message);
   CHECK(spec.status().code() == StatusCode::kInvalidArgument);
-  for (const std::string& line : lines(message)) CHECK(line.rfind(kPath + ": ", 0) == 0);
+  // Every line starts with the file: "PATH: ..." or, for JSON syntax, "PATH:LINE:COLUMN: ...".
+  for (const std::string& line : lines(message)) CHECK(line.rfind(kPath + ":", 0) == 0);
   for (const std::string& fragment : fragments) {
     CAPTURE(fragment);
     CHECK(message.find(fragment) != std::string::npos);
@@ -195,14 +196,23 @@ TEST_CASE("graph spec: a functional output may be any layer, and layers may bran
 // Errors that stop parsing at once
 
 TEST_CASE("graph spec: malformed documents") {
-  CHECK(expect_problems("{not json", {"specs/model.json: not valid JSON"}) == kPath + ": not valid JSON");
-  expect_problems("", {"not valid JSON"});
+  // Where the text stops being JSON, as PATH:LINE:COLUMN of the last character read (1-based, as
+  // nlohmann's own messages count), and what the parser expected.
+  expect_problems("{not json", {"specs/model.json:1:3: not valid JSON: ", "invalid literal"});
+  expect_problems("", {"specs/model.json:1:1: not valid JSON: ", "unexpected end of input"});
+  expect_problems("{\n  \"type\": \"sequential\",\n  \"layers\": [1,,2]\n}", {"specs/model.json:3:16: not valid JSON: "});
+  expect_problems("{\"type\": \"sequential\"", {"specs/model.json:1:22: not valid JSON: ", "unexpected end of input"});
   expect_problems("[1, 2]", {"specs/model.json: the spec must be a JSON object"});
   expect_problems("\"sequential\"", {"must be a JSON object"});
   expect_problems(R"({"layers": []})", {"specs/model.json: 'type' must be \"sequential\" or \"functional\""});
   expect_problems(R"({"type": "graph", "layers": []})", {"'type' must be"});
   expect_problems(R"({"type": 3})", {"'type' must be"});
   expect_problems(R"({"type": "sequential", "input": {"shape": [2]}})", {"specs/model.json: missing 'layers' list"});
+  // A misspelt top-level key is reported, with the others, rather than silently ignored.
+  expect_problems(R"({"type": "sequential", "input": {"shape": [2]}, "layers": [], "optimiser": {}, "Loss": 1})",
+                  {"specs/model.json: unknown top-level key 'Loss' (expected input, inputs, layers, loss, name, nodes, "
+                   "optimizer, outputs, stage_assignment, type)",
+                   "unknown top-level key 'optimiser'"});
   expect_problems(R"({"type": "sequential", "input": {"shape": [2]}, "layers": {}})", {"missing 'layers' list"});
   expect_problems(R"({"type": "functional", "inputs": [{"shape": [2]}], "outputs": ["x"]})", {"missing 'nodes' list"});
 }
