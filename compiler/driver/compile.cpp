@@ -1,7 +1,7 @@
 #include "compiler/driver/compile.h"
 
+#include <charconv>
 #include <chrono>
-#include <cstdio>
 
 #include "compiler/frontend/graph_spec.h"
 #include "compiler/frontend/onnx_import.h"
@@ -22,11 +22,11 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Exact text of a float, so equal values always give equal keys.
+// The shortest decimal that reads back as exactly this float (0.01, not 0x1.47ae14p-7): one text
+// per value, so equal values give equal keys, and the one a person would write (cache explain).
 std::string float_key(float value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%a", static_cast<double>(value));
-  return buffer;
+  char buffer[32];  // a float's shortest form has at most 15 characters (-1.17549435e-38)
+  return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
 }
 
 // Each bound input as NAME=DTYPE[SHAPE]:SHA256(bytes), names length-prefixed so no two binding

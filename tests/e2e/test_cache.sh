@@ -247,6 +247,10 @@ test_explain_names_the_fields_that_differ() {
   expect_json "$STDOUT" '[x["field"] for x in d["nearest"]["differences"]] == ["option.learning_rate", "option.loss",
       "option.mode", "option.momentum", "option.optimizer"]'
   expect_json "$STDOUT" 'd["nearest"]["differences"][0]["requested"] == "unused"'
+  # Numbers read as a person writes them: the model's 0.01 against a requested 0.03.
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16 --learning-rate 0.03
+  expect_stdout_contains "option.learning_rate"
+  expect_stdout_contains "stored 0.01, requested 0.03"
   expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --arch mk1
   expect_stdout_contains "miss; nearest entry ${key16:0:16} differs in 2 fields"
   expect_stdout_contains "option.batch_size"
