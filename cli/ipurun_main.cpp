@@ -371,8 +371,9 @@ int main(int argc, char** argv) {
   train->add_option("--epochs", flags.epochs, "Epochs")->check(CLI::Range(1, 1000000));
   train->add_option("--steps-per-epoch", flags.steps_per_epoch, "Steps per epoch (default: whole batches of the data)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  train->add_flag("--shuffle", flags.shuffle, "Shuffle the samples every epoch");
-  train->add_option("--seed", flags.seed, "Seed of --shuffle");
+  CLI::Option* shuffle = train->add_flag("--shuffle", flags.shuffle, "Shuffle the samples every epoch");
+  // A seed without --shuffle would do nothing: say so rather than let a sweep over seeds repeat one run.
+  train->add_option("--seed", flags.seed, "Seed of --shuffle")->needs(shuffle);
   train->add_option("--history", flags.history, "Write per-epoch loss and accuracy as JSON");
   train->add_option("--step-log", flags.step_log, "Write every step's loss as JSON");
   train->add_option("--save-weights", flags.save_weights, "Write the trained weights to this checkpoint directory");

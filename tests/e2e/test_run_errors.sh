@@ -287,6 +287,7 @@ test_bad_flags_are_usage_errors() {
     "--frobnicate:predict mlp.ipuexe --frobnicate"
     "--output:evaluate mlp.ipuexe --output x.npy"
     "--history:predict mlp.ipuexe --history h.json"
+    "--seed requires --shuffle:train mlp.ipuexe --data synthetic:64 --seed 3"
     "executable:train"
   )
   local c text args
