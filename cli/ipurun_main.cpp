@@ -110,6 +110,8 @@ StatusOr<ResolvedExecutable> resolve(const RunFlags& f, uint64_t max_size) {
   // Say which happened, on stderr so --json output stays one document.
   if (resolved.cache == "hit") {
     std::fprintf(stderr, "%s: cache hit %s\n", kTool, resolved.key.substr(0, 16).c_str());
+  } else if (resolved.cache == "remote-hit") {
+    std::fprintf(stderr, "%s: remote cache hit %s (not compiled)\n", kTool, resolved.key.substr(0, 16).c_str());
   } else {
     std::fprintf(stderr, "%s: cache %s %s, compiled in %.2f s\n", kTool, resolved.cache.c_str(),
                  resolved.key.substr(0, 16).c_str(), resolved.compile_seconds);

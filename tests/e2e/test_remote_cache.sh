@@ -76,7 +76,8 @@ test_remote_hit_on_a_fresh_local_cache() {
   IPUCC_REMOTE_CACHE=$URL expect_exit 0 "$IPURUN" predict "$MLP" "${SMALL[@]}" --mode train --cache-dir third \
     --data synthetic:64 --json
   expect_json "$STDOUT" 'd["cache"] == "remote-hit"'
-  expect_stderr_contains "ipurun: cache remote-hit"
+  expect_stderr_contains "ipurun: remote cache hit ${key:0:16} (not compiled)"
+  expect_stderr_not_contains "compiled in"
 }
 
 test_read_only_remote_is_never_written() {
