@@ -17,6 +17,7 @@ void print(const char* tool, const char* kind, const std::string& message) {
 
 void print_error(const char* tool, const std::string& message) { print(tool, "error", message); }
 void print_warning(const char* tool, const std::string& message) { print(tool, "warning", message); }
+void print_note(const char* tool, const std::string& message) { print(tool, "note", message); }
 
 int fail_usage(const char* tool, CLI::App& app, const CLI::ParseError& error) {
   if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(error);

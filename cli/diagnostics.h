@@ -1,4 +1,4 @@
-// The one place the tools print errors and warnings: "<tool>: error: <message>", each extra
+// The one place the tools print errors, warnings and notes: "<tool>: error: <message>", each extra
 // line of a multi-line message indented under it.
 #pragma once
 
@@ -12,6 +12,8 @@ namespace ipu::cli {
 
 void print_error(const char* tool, const std::string& message);
 void print_warning(const char* tool, const std::string& message);
+// Something the user should know once that is neither wrong nor risky ("<tool>: note: ...").
+void print_note(const char* tool, const std::string& message);
 // Prints a command-line parsing error (help and version requests print normally) and returns
 // the exit code: 0 for help and version, kExitUsage otherwise.
 int fail_usage(const char* tool, CLI::App& app, const CLI::ParseError& error);

@@ -163,6 +163,19 @@ int write_json_file(const std::string& path, const nlohmann::json& value) {
   return s.ok() ? kExitOk : fail(kTool, s, kExitIoError);
 }
 
+// Keras on IPU trains whole executions of whole batches: say once which samples an epoch leaves
+// out, so a user does not wonder why 60,000 samples train as 59,904.
+void note_samples_left_out(const session::Session& session, const data::Dataset& data) {
+  const int64_t steps = session.default_steps_per_epoch(data);
+  const int64_t used = steps * session.samples_per_step();
+  const int64_t total = static_cast<int64_t>(data.num_samples);
+  if (steps == 0 || used == total) return;
+  print_note(kTool, data.source + ": each epoch trains on " + std::to_string(used) + " of its " + std::to_string(total) +
+                        " samples (" + std::to_string(steps) + " steps: whole executions of whole batches); the last " +
+                        std::to_string(total - used) + " of each epoch's order are left out" +
+                        " (with --shuffle, different ones each epoch)");
+}
+
 int run_train(const RunFlags& f) {
   // Refuse a checkpoint path that holds the user's own files before any work, not after training.
   if (!f.save_weights.empty()) {
@@ -171,6 +184,7 @@ int run_train(const RunFlags& f) {
   }
   Loaded loaded;
   if (int code = load(f, loaded)) return code;
+  if (f.steps_per_epoch == 0) note_samples_left_out(*loaded.session, loaded.data);
   session::FitOptions options;
   options.epochs = f.epochs;
   if (f.steps_per_epoch > 0) options.steps_per_epoch = f.steps_per_epoch;

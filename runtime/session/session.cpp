@@ -195,6 +195,13 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
   return engine->run(index, streams);
 }
 
+int64_t Session::samples_per_step() const { return m_impl->batch; }
+
+int64_t Session::default_steps_per_epoch(const data::Dataset& data) const {
+  const int64_t batches = static_cast<int64_t>(data.num_samples) / m_impl->batch;
+  return batches - batches % m_impl->steps_per_execution;
+}
+
 StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const FitOptions& options,
                                                 const ProgressFn& progress, StepLog* step_log) {
   Impl& s = *m_impl;
@@ -215,7 +222,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
                               std::to_string(S));
     }
   } else {
-    steps -= steps % S;  // whole executions only, as Keras on IPU does
+    steps = default_steps_per_epoch(data);
   }
   if (steps < S) {
     return invalid_argument(data.source + ": " + std::to_string(data.num_samples) + " samples are fewer than one execution (" +

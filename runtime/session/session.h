@@ -89,6 +89,11 @@ class Session {
 
   const format::Executable& executable() const;
 
+  // The steps of an epoch without --steps-per-epoch: whole executions of whole batches, as Keras
+  // on IPU runs them; the samples past the last one are left out of that epoch.
+  int64_t default_steps_per_epoch(const data::Dataset& data) const;
+  // Samples one step consumes: the micro-batch of every replica.
+  int64_t samples_per_step() const;
   StatusOr<std::vector<EpochResult>> fit(const data::Dataset& data, const FitOptions& options, const ProgressFn& progress,
                                          StepLog* step_log);
   StatusOr<EvaluateResult> evaluate(const data::Dataset& data, const ProgressFn& progress);

@@ -62,6 +62,17 @@ for i, e in enumerate(epochs):
 EOF
 }
 
+test_train_says_once_which_samples_an_epoch_leaves_out() {
+  compile_to mlp.ipuexe --batch-size 8 --steps-per-execution 4
+  # 1,003 samples: 125 whole batches, 124 of them in whole executions of 4 steps: 992 samples.
+  expect_exit 0 "$IPURUN" train mlp.ipuexe --data synthetic:1003 --epochs 2 --history h.json "${QUIET[@]}"
+  expect_stderr_contains "ipurun: note: synthetic:1003: each epoch trains on 992 of its 1003 samples (124 steps"
+  expect_eq "$(grep -c 'note:' "$STDERR")" 1 "one note for two epochs"
+  expect_json h.json 'all(e["samples"] == 992 for e in d["epochs"])'
+  expect_exit 0 "$IPURUN" train mlp.ipuexe --data synthetic:1024 "${QUIET[@]}"
+  expect_stderr_not_contains "note:"
+}
+
 test_save_weights_then_evaluate() {
   compile_to mlp.ipuexe --batch-size 32 --steps-per-execution 8
   expect_exit 0 "$IPURUN" train mlp.ipuexe --data synthetic:4096 --epochs 2 --save-weights ckpt "${QUIET[@]}"
