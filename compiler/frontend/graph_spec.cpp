@@ -408,29 +408,67 @@ std::string join(const std::set<std::string>& words) {
   return out;
 }
 
-// Parses text, or says where it stops being JSON as PATH:LINE:COLUMN (where the parser stopped,
-// 1-based, as nlohmann's own messages count), as compilers and editors do.
-StatusOr<json> parse_json(std::string_view text, const std::string& path) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.byte is the 1-based position where the parser stopped (at most one past the end).
-    const size_t end = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < end; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    // nlohmann's message is "[json.exception.parse_error.101] parse error at line L, column C: WHAT".
-    std::string what = e.what();
-    const size_t colon = what.find(": ");
-    if (colon != std::string::npos) what = what.substr(colon + 2);
-    return invalid_argument(path + ":" + std::to_string(line) + ":" + std::to_string(column) + ": not valid JSON: " + what);
+// Reads a document without building it, to learn where and why it stops being JSON. json::parse
+// loses the position for some errors (a number too large for a double throws out_of_range, which
+// has no byte offset); the SAX interface reports every error with one.
+class JsonErrorLocator final : public nlohmann::json_sax<json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& error) override {
+    position_ = position;
+    message_ = error.what();
+    return false;
   }
+
+  // The 1-based offset where the parser stopped (at most one past the end).
+  size_t position() const { return position_; }
+  // What went wrong, without nlohmann's "[json.exception.parse_error.101] parse error at line L,
+  // column C: " prefix, which repeats what PATH:LINE:COLUMN says.
+  std::string message() const {
+    std::string what = message_;
+    if (const size_t bracket = what.find("] "); what.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos) {
+      what = what.substr(bracket + 2);
+    }
+    if (what.rfind("parse error", 0) == 0) {
+      if (const size_t colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+    }
+    return what;
+  }
+
+ private:
+  size_t position_ = 0;
+  std::string message_;
+};
+
+// Parses text, or says where it stops being JSON as PATH:LINE:COLUMN (where the parser stopped,
+// 1-based, as nlohmann's own messages count), as compilers and editors do. Specs are small, so
+// reading one twice when it is valid costs nothing a user would notice.
+StatusOr<json> parse_json(std::string_view text, const std::string& path) {
+  JsonErrorLocator locator;
+  if (json::sax_parse(text, &locator)) return json::parse(text);
+  const size_t end = std::min<size_t>(locator.position() == 0 ? 0 : locator.position() - 1, text.size());
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < end; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return invalid_argument(path + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                          ": not valid JSON: " + locator.message());
 }
 
 }  // namespace

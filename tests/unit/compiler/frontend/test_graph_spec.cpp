@@ -202,6 +202,9 @@ TEST_CASE("graph spec: malformed documents") {
   expect_problems("", {"specs/model.json:1:1: not valid JSON: ", "unexpected end of input"});
   expect_problems("{\n  \"type\": \"sequential\",\n  \"layers\": [1,,2]\n}", {"specs/model.json:3:16: not valid JSON: "});
   expect_problems("{\"type\": \"sequential\"", {"specs/model.json:1:22: not valid JSON: ", "unexpected end of input"});
+  // A number no double holds is reported where it ends, like any other error (the fuzzer found that
+  // json::parse throws it as out_of_range, without a position).
+  expect_problems("{\n  \"layers\": [4.9e1300]}", {"specs/model.json:2:21: not valid JSON: ", "number overflow parsing '4.9e1300'"});
   expect_problems("[1, 2]", {"specs/model.json: the spec must be a JSON object"});
   expect_problems("\"sequential\"", {"must be a JSON object"});
   expect_problems(R"({"layers": []})", {"specs/model.json: 'type' must be \"sequential\" or \"functional\""});
