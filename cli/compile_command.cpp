@@ -11,7 +11,7 @@
 #include "cli/json_output.h"
 #include "cli/schedule_report.h"
 #include "compiler/driver/compile.h"
-#include "runtime/base/file_io.h"
+#include "runtime/base/output_file.h"
 
 namespace ipu::cli {
 namespace {
@@ -65,7 +65,26 @@ void print_plan(const format::Executable& exe) {
   }
 }
 
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Output paths are checked before compiling: a mistake costs milliseconds, not a compile.
+int check_outputs(const CompileCommandFlags& flags) {
+  if (!flags.report.empty() && !has_suffix(flags.report, ".svg") && !has_suffix(flags.report, ".html")) {
+    print_error(kTool, "--report " + flags.report + ": the file name must end in .svg or .html (the format it selects)");
+    return kExitUsage;
+  }
+  for (const std::string* path : {&flags.output, &flags.report}) {
+    if (path->empty()) continue;
+    Status writable = check_output_file(*path);
+    if (!writable.ok()) return fail(kTool, writable, kExitIoError);
+  }
+  return kExitOk;
+}
+
 int run_compile(const CompileCommandFlags& flags) {
+  if (int code = check_outputs(flags)) return code;
   CachedCompileRequest request;
   StatusOr<compiler::CompileOptions> options = to_compile_options(flags.compile, flags.model, "train");
   if (!options.ok()) return fail(kTool, options.status());
@@ -97,12 +116,12 @@ int run_compile(const CompileCommandFlags& flags) {
   const compiler::CompileTimings& timings = compiled->timings;
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
   if (!flags.output.empty()) {
-    Status written = write_file_atomic(flags.output, bytes);
+    Status written = write_output_file(flags.output, bytes);
     if (!written.ok()) return fail(kTool, written, kExitIoError);
   }
   if (!flags.report.empty()) {
-    const bool html = flags.report.size() >= 5 && flags.report.compare(flags.report.size() - 5, 5, ".html") == 0;
-    Status written = write_file_atomic(flags.report, html ? schedule_html(executable) : schedule_svg(executable));
+    const bool html = has_suffix(flags.report, ".html");
+    Status written = write_output_file(flags.report, html ? schedule_html(executable) : schedule_svg(executable));
     if (!written.ok()) return fail(kTool, written, kExitIoError);
   }
 

@@ -15,6 +15,7 @@
 #include "cli/run_io.h"
 #include "cli/run_model.h"
 #include "runtime/base/file_io.h"
+#include "runtime/base/output_file.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/npy.h"
 #include "runtime/session/checkpoint.h"
@@ -159,8 +160,35 @@ void add_cache_fields(nlohmann::json& out, const Loaded& loaded) {
 }
 
 int write_json_file(const std::string& path, const nlohmann::json& value) {
-  Status s = write_file_atomic(path, value.dump(1) + "\n");
+  Status s = write_output_file(path, value.dump(1) + "\n");
   return s.ok() ? kExitOk : fail(kTool, s, kExitIoError);
+}
+
+// Every output path the flags name is checked before any work (compiling, training), so a typo
+// costs milliseconds and never a run's results (runtime/base/output_file.h has the rule).
+int check_outputs(const RunFlags& f) {
+  if (!f.output.empty()) {
+    Status named = check_output_extension(f.output);
+    if (!named.ok()) return fail(kTool, named, kExitUsage);
+  }
+  if (!f.save_weights.empty()) {
+    Status destination = session::check_checkpoint_destination(f.save_weights);
+    if (!destination.ok()) return fail(kTool, destination, kExitIoError);
+  }
+  for (const std::string* path : {&f.history, &f.step_log, &f.export_onnx, &f.output}) {
+    if (path->empty()) continue;
+    Status writable = check_output_file(*path);
+    if (!writable.ok()) return fail(kTool, writable, kExitIoError);
+  }
+  if (!f.output_dir.empty()) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(f.output_dir, ec);
+    Status writable = std::filesystem::exists(status)
+                          ? (std::filesystem::is_directory(status) ? Status() : io_error(f.output_dir + ": not a directory"))
+                          : check_output_parent(f.output_dir);
+    if (!writable.ok()) return fail(kTool, writable, kExitIoError);
+  }
+  return kExitOk;
 }
 
 // Keras on IPU trains whole executions of whole batches: say once which samples an epoch leaves
@@ -177,13 +205,13 @@ void note_samples_left_out(const session::Session& session, const data::Dataset&
 }
 
 int run_train(const RunFlags& f) {
-  // Refuse a checkpoint path that holds the user's own files before any work, not after training.
-  if (!f.save_weights.empty()) {
-    Status destination = session::check_checkpoint_destination(f.save_weights);
-    if (!destination.ok()) return fail(kTool, destination, kExitIoError);
-  }
+  if (int code = check_outputs(f)) return code;
   Loaded loaded;
   if (int code = load(f, loaded)) return code;
+  if (!f.export_onnx.empty()) {
+    Status exportable = check_exportable(loaded.session->executable());
+    if (!exportable.ok()) return fail(kTool, exportable.with_context(loaded.origin), kExitUsage);
+  }
   if (f.steps_per_epoch == 0) note_samples_left_out(*loaded.session, loaded.data);
   session::FitOptions options;
   options.epochs = f.epochs;
@@ -203,11 +231,8 @@ int run_train(const RunFlags& f) {
   if (!f.export_onnx.empty()) {
     Status exported = export_onnx(loaded.session->executable(), loaded.session->named_weights(), f.export_onnx);
     if (!exported.ok()) {
-      // Asking a JSON-spec executable for ONNX is a usage error; a damaged stored model is a bad executable.
-      const int code = exported.code() == StatusCode::kIoError              ? kExitIoError
-                       : exported.code() == StatusCode::kFailedPrecondition ? kExitUsage
-                                                                             : kExitBadExecutable;
-      return fail(kTool, exported, code);
+      // A damaged stored model is a bad executable (check_exportable ran before training).
+      return fail(kTool, exported, exported.code() == StatusCode::kIoError ? kExitIoError : kExitBadExecutable);
     }
   }
   nlohmann::json epochs = nlohmann::json::array();
@@ -271,12 +296,17 @@ int run_evaluate(const RunFlags& f) {
   return kExitOk;
 }
 
-// Creates --output-dir if needed.
-int make_output_dir(const RunFlags& f) {
+// Creates --output-dir if needed (not its parent: check_outputs made sure that exists), and
+// checks the files it will receive, one per output named, before the model runs.
+int prepare_output_dir(const RunFlags& f, const std::vector<std::string>& output_names) {
   if (f.output_dir.empty()) return kExitOk;
   std::error_code ec;
-  std::filesystem::create_directories(f.output_dir, ec);
+  std::filesystem::create_directory(f.output_dir, ec);
   if (ec) return fail(kTool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
+  for (const std::string& name : output_names) {
+    Status writable = check_output_file(output_dir_path(f.output_dir, name));
+    if (!writable.ok()) return fail(kTool, writable, kExitIoError);
+  }
   return kExitOk;
 }
 
@@ -287,11 +317,13 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
     return fail(kTool, invalid_argument("--output takes one array, the model has " + std::to_string(exe.outputs_size()) +
                                         " outputs; use --output-dir"), kExitUsage);
   }
+  std::vector<std::string> output_names;
+  for (const auto& io : exe.outputs()) output_names.push_back(io.name());
+  if (int code = prepare_output_dir(f, output_names)) return code;
   auto inputs = read_inputs(f.inputs, exe);
   if (!inputs.ok()) return fail(kTool, inputs.status(), input_exit_code(inputs.status()));
   auto result = loaded.session->infer(*inputs);
   if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin), input_exit_code(result.status()));
-  if (int code = make_output_dir(f)) return code;
   nlohmann::json outputs = nlohmann::json::array();
   for (int j = 0; j < exe.outputs_size(); ++j) {
     const std::string& name = exe.outputs(j).name();
@@ -324,15 +356,16 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
 }
 
 int run_predict(const RunFlags& f) {
+  if (int code = check_outputs(f)) return code;
   Loaded loaded;
   if (int code = load(f, loaded)) return code;
   if (!f.inputs.empty()) return run_predict_inputs(f, loaded);
-  auto result = loaded.session->predict(loaded.data);
-  if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
   const format::Executable& exe = loaded.session->executable();
   const std::string output_name = exe.outputs_size() > 0 ? exe.outputs(0).name() : "predictions";
+  if (int code = prepare_output_dir(f, {output_name})) return code;
+  auto result = loaded.session->predict(loaded.data);
+  if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
   const std::string output = f.output_dir.empty() ? f.output : output_dir_path(f.output_dir, output_name);
-  if (int code = make_output_dir(f)) return code;
   if (!output.empty()) {
     Status written = write_output(output, data::make_npy_f32(result->shape, result->values.data()), output_name);
     if (!written.ok()) return fail(kTool, written, kExitIoError);

@@ -2,15 +2,20 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "runtime/base/file_io.h"
+#include "runtime/base/output_file.h"
 
 namespace ipu::cli {
 
+Status check_exportable(const format::Executable& exe) {
+  if (exe.source_onnx().empty()) {
+    return failed_precondition("--export-onnx: the executable was not compiled from an ONNX model (a JSON spec has no ONNX form)");
+  }
+  return Status();
+}
+
 Status export_onnx(const format::Executable& exe, const std::map<std::string, session::NamedTensor>& weights,
                    const std::string& path) {
-  if (exe.source_onnx().empty()) {
-    return failed_precondition("--export-onnx: the executable was not compiled from an ONNX model");
-  }
+  IPU_RETURN_IF_ERROR(check_exportable(exe));
   onnx::ModelProto model;
   if (!model.ParseFromString(exe.source_onnx())) return data_loss("the executable's stored ONNX model does not parse");
   for (auto& init : *model.mutable_graph()->mutable_initializer()) {
@@ -28,7 +33,7 @@ Status export_onnx(const format::Executable& exe, const std::map<std::string, se
     }
     init.set_raw_data(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   }
-  return write_file_atomic(path, model.SerializeAsString());
+  return write_output_file(path, model.SerializeAsString());
 }
 
 }  // namespace ipu::cli

@@ -11,8 +11,12 @@
 
 namespace ipu::cli {
 
-// FailedPrecondition if the executable was not compiled from an ONNX model; DataLoss if its
-// stored model does not parse or lacks a weight; the file is written atomically.
+// FailedPrecondition if the executable was not compiled from an ONNX model, so has nothing to
+// export: checked before training, so the answer comes in milliseconds.
+Status check_exportable(const format::Executable& exe);
+
+// check_exportable; DataLoss if the stored model does not parse or lacks a weight. The file is
+// written atomically, only over nothing or an earlier output (runtime/base/output_file.h).
 Status export_onnx(const format::Executable& exe, const std::map<std::string, session::NamedTensor>& weights,
                    const std::string& path);
 

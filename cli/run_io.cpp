@@ -5,6 +5,7 @@
 
 #include "cli/tensor_file.h"
 #include "runtime/base/file_io.h"
+#include "runtime/base/output_file.h"
 #include "runtime/data/tensor_proto.h"
 
 namespace ipu::cli {
@@ -58,10 +59,15 @@ StatusOr<std::vector<data::NpyArray>> read_inputs(const std::vector<std::string>
   return arrays;
 }
 
+Status check_output_extension(const std::string& path) {
+  if (has_suffix(path, ".npy") || has_suffix(path, ".pb")) return Status();
+  return invalid_argument("--output " + path + ": the file name must end in .npy or .pb (the format it selects)");
+}
+
 Status write_output(const std::string& path, const data::NpyArray& array, const std::string& name) {
-  if (!has_suffix(path, ".pb")) return data::write_npy(path, array);
-  IPU_ASSIGN_OR_RETURN(std::string bytes, data::serialize_tensor_proto(array, name));
-  return write_file_atomic(path, bytes);
+  IPU_ASSIGN_OR_RETURN(std::string bytes,
+                       has_suffix(path, ".pb") ? data::serialize_tensor_proto(array, name) : data::serialize_npy(array));
+  return write_output_file(path, bytes);
 }
 
 std::string output_dir_path(const std::string& dir, const std::string& name) {

@@ -16,7 +16,11 @@ namespace ipu::cli {
 // input must be given exactly once.
 StatusOr<std::vector<data::NpyArray>> read_inputs(const std::vector<std::string>& specs, const format::Executable& exe);
 
-// Writes `array` as .pb (TensorProto named `name`) if `path` ends in .pb, else as .npy; atomic.
+// `--output` names its format by its extension: .npy or .pb (kInvalidArgument otherwise).
+Status check_output_extension(const std::string& path);
+
+// Writes `array` as .pb (TensorProto named `name`) if `path` ends in .pb, else as .npy; atomic,
+// and only over nothing or an earlier output (runtime/base/output_file.h).
 Status write_output(const std::string& path, const data::NpyArray& array, const std::string& name);
 
 // DIR/<name>.npy, with characters that cannot be in a file name ('/', NUL) replaced by '_'.

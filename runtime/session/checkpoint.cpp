@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "runtime/base/file_io.h"
+#include "runtime/base/output_file.h"
 #include "runtime/data/npy.h"
 
 namespace ipu::session {
@@ -33,7 +34,7 @@ Status not_a_checkpoint(const std::string& dir, const std::string& why) {
 Status check_checkpoint_destination(const std::string& dir) {
   std::error_code ec;
   const fs::file_status status = fs::symlink_status(dir, ec);
-  if (!fs::exists(status)) return Status();
+  if (!fs::exists(status)) return check_output_parent(dir);
   if (!fs::is_directory(status)) return not_a_checkpoint(dir, "not a directory");
   auto text = read_file(dir + "/index.json");
   if (!text.ok()) return not_a_checkpoint(dir, "no readable index.json");
@@ -57,7 +58,7 @@ Status write_checkpoint(const std::string& dir, const std::map<std::string, Name
   const std::string tmp = dir + ".tmp-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  if (!fs::create_directories(tmp, ec) || ec) return io_error(dir + ": cannot create checkpoint directory: " + ec.message());
+  if (!fs::create_directory(tmp, ec) || ec) return io_error(dir + ": cannot create checkpoint directory: " + ec.message());
   nlohmann::json index = nlohmann::json::object();
   for (const auto& [name, tensor] : tensors) {
     const std::string file = file_name(name);

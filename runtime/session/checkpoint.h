@@ -18,6 +18,7 @@ struct NamedTensor {
 // OK when DIR may receive a checkpoint: nothing is there, or a checkpoint this runtime wrote (a
 // directory of index.json and only the files its index names). Anything else, a user's data
 // directory or file, is refused (kIoError naming DIR): a checkpoint replaces only a checkpoint.
+// DIR's parent must exist (runtime/base/output_file.h: outputs never create the directories above).
 Status check_checkpoint_destination(const std::string& dir);
 
 // Writes into DIR.tmp-<pid> and renames it over DIR, so a crash never leaves a half checkpoint.

@@ -141,10 +141,11 @@ test_output_file_is_runnable() {
   expect_stdout_contains "(hit, "
   expect_stdout_contains "wrote again.ipuexe"
   cmp -s mlp.ipuexe again.ipuexe || fail "-o on a hit wrote different bytes"
-  # -o replaces an existing file.
-  echo junk > old.ipuexe
-  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 8 -o old.ipuexe
-  cmp -s mlp.ipuexe old.ipuexe || fail "-o did not replace an existing file"
+  # -o replaces an executable an earlier compile wrote (a user's file is refused: test_outputs.sh).
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 16 -o again.ipuexe
+  cmp -s mlp.ipuexe again.ipuexe && fail "-o did not replace the earlier output"
+  expect_exit 0 "$IPURUN" predict again.ipuexe --data synthetic:32 --progress none --json
+  expect_json "$STDOUT" 'd["shape"][0] == 32'
 }
 
 test_compile_is_deterministic() {
