@@ -14,6 +14,7 @@ enum ExitCode : int {
   kExitOutOfTileMemory = 5,   // the model does not fit in tile memory
   kExitIoError = 6,           // missing file, unreadable or unwritable file, full disk, cache failure
   kExitBadExecutable = 7,     // corrupt, truncated or incompatible executable
+  kExitNonFinite = 8,         // training stopped at a NaN or an infinity (a loss, a gradient, a weight)
 };
 
 inline int exit_code_for(const Status& status) {
@@ -28,6 +29,7 @@ inline int exit_code_for(const Status& status) {
     case StatusCode::kDataLoss:
     case StatusCode::kFailedPrecondition: return kExitBadExecutable;
     case StatusCode::kInternal: return kExitRuntimeError;
+    case StatusCode::kNonFinite: return kExitNonFinite;
   }
   return kExitRuntimeError;
 }

@@ -147,8 +147,8 @@ int load(const RunFlags& f, Loaded& out) {
 // (which name one of its nodes) name it; errors the host finds in the data name the data.
 Status with_origin(const Status& status, const std::string& origin) {
   const StatusCode code = status.code();
-  const bool in_executable =
-      code == StatusCode::kFailedPrecondition || code == StatusCode::kDataLoss || code == StatusCode::kOutOfRange;
+  const bool in_executable = code == StatusCode::kFailedPrecondition || code == StatusCode::kDataLoss ||
+                             code == StatusCode::kOutOfRange || code == StatusCode::kNonFinite;
   return in_executable ? status.with_context(origin) : status;
 }
 
@@ -221,7 +221,14 @@ int run_train(const RunFlags& f) {
   session::StepLog step_log;
   auto results = loaded.session->fit(loaded.data, options, make_progress_printer(progress_style(f), ""),
                                      f.step_log.empty() ? nullptr : &step_log);
-  if (!results.ok()) return fail(kTool, with_origin(results.status(), loaded.origin));
+  if (!results.ok()) {
+    Status failed = with_origin(results.status(), loaded.origin);
+    // Weights that went non-finite are worth nothing: the last checkpoint stays as it was.
+    if (failed.code() == StatusCode::kNonFinite && !f.save_weights.empty()) {
+      failed = Status(failed.code(), failed.message() + "; nothing was written to " + f.save_weights);
+    }
+    return fail(kTool, failed);
+  }
 
   // The trained weights are the most valuable output: write them before anything else can fail.
   if (!f.save_weights.empty()) {

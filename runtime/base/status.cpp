@@ -14,6 +14,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kIoError: return "i/o error";
     case StatusCode::kInternal: return "internal error";
     case StatusCode::kOutOfRange: return "out of range";
+    case StatusCode::kNonFinite: return "non-finite";
   }
   return "unknown";
 }

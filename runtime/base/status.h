@@ -20,6 +20,7 @@ enum class StatusCode {
   kIoError,            // the operating system refused a read or write
   kInternal,           // a broken invariant inside ipucc
   kOutOfRange,         // data met while running lies outside what an op accepts (an index, a label)
+  kNonFinite,          // training produced a NaN or an infinity (a loss, a gradient, a weight)
 };
 
 const char* status_code_name(StatusCode code);
@@ -55,6 +56,7 @@ inline Status failed_precondition(std::string m) { return {StatusCode::kFailedPr
 inline Status io_error(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
+inline Status non_finite(std::string m) { return {StatusCode::kNonFinite, std::move(m)}; }
 
 template <typename T>
 class [[nodiscard]] StatusOr {

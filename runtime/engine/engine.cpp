@@ -5,10 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "runtime/engine/coalesce.h"
+#include "runtime/engine/non_finite.h"
 #include "runtime/format/verifier.h"
 #include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/kernel.h"
@@ -59,9 +61,30 @@ struct Engine::Impl {
   std::vector<PreparedComputeSet> compute_sets;
   tbb::task_arena arena;
 
+  // set_finite_check: whether it is on, the tensors each compute set touches (float ones, in
+  // index order), and the tensors that held a NaN or an infinity when it was switched on.
+  bool finite_check = false;
+  std::vector<std::vector<uint32_t>> touched_floats;
+  std::vector<bool> non_finite_at_start;
+
   Status run_program(const format::Program& program, HostStreams& streams);
   Status run_compute_set(uint32_t index);
+  Status run_vertices(uint32_t index);
   Status fault_status(uint32_t index, size_t task);
+  Status check_finite(uint32_t index);
+  void reset_tensor(uint32_t tensor) {
+    const std::string& initial = executable.tensors(static_cast<int>(tensor)).initial_value();
+    for (uint32_t r = 0; r < replicas; ++r) {
+      if (initial.empty()) {
+        std::memset(buffer(tensor, r), 0, sizes[tensor]);
+      } else {
+        std::memcpy(buffer(tensor, r), initial.data(), sizes[tensor]);
+      }
+    }
+  }
+  std::optional<size_t> first_non_finite_in(uint32_t tensor, uint32_t replica) {
+    return first_non_finite({reinterpret_cast<const float*>(buffer(tensor, replica)), sizes[tensor] / sizeof(float)});
+  }
   void all_reduce_mean(uint32_t tensor);
   std::byte* buffer(uint32_t tensor, uint32_t replica) {
     return buffers[replica * sizes.size() + tensor].get();
@@ -110,14 +133,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
       const size_t rounded = (bytes + 63) / 64 * 64;
       Buffer buffer(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
       if (!buffer) return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for tensor '" + t.name() + "'");
-      if (t.initial_value().empty()) {
-        std::memset(buffer.get(), 0, rounded);
-      } else {
-        std::memcpy(buffer.get(), t.initial_value().data(), bytes);
-      }
+      std::memset(buffer.get(), 0, rounded);
       impl->buffers.push_back(std::move(buffer));
     }
   }
+  for (uint32_t t = 0; t < impl->sizes.size(); ++t) impl->reset_tensor(t);
 
   // Every replica runs the same plan on its own buffers; one compute set's host tasks are those
   // of all replicas, so replicas run concurrently.
@@ -189,7 +209,69 @@ Status Engine::run(uint32_t program, HostStreams& streams) {
   return m_impl->run_program(m_impl->executable.programs(static_cast<int>(program)).program(), streams);
 }
 
+void Engine::reset_tensor(uint32_t tensor) {
+  if (tensor < m_impl->sizes.size()) m_impl->reset_tensor(tensor);
+}
+
+void Engine::set_finite_check(bool on) {
+  Impl& s = *m_impl;
+  s.finite_check = on;
+  if (!on) return;
+  const format::Executable& exe = s.executable;
+  if (s.touched_floats.empty()) {
+    for (const format::ComputeSet& cs : exe.compute_sets()) {
+      std::vector<uint32_t> tensors;
+      for (const format::Vertex& v : cs.vertices()) {
+        for (uint32_t t : v.operands()) {
+          if (exe.tensors(static_cast<int>(t)).dtype() == format::FLOAT32) tensors.push_back(t);
+        }
+      }
+      std::sort(tensors.begin(), tensors.end());
+      tensors.erase(std::unique(tensors.begin(), tensors.end()), tensors.end());
+      s.touched_floats.push_back(std::move(tensors));
+    }
+  }
+  s.non_finite_at_start.assign(s.sizes.size(), false);
+  for (uint32_t t = 0; t < s.sizes.size(); ++t) {
+    if (exe.tensors(static_cast<int>(t)).dtype() != format::FLOAT32) continue;
+    for (uint32_t r = 0; r < s.replicas && !s.non_finite_at_start[t]; ++r) {
+      s.non_finite_at_start[t] = s.first_non_finite_in(t, r).has_value();
+    }
+  }
+}
+
+// A tensor that was finite before compute set `index` and is not after it was written by it.
+Status Engine::Impl::check_finite(uint32_t index) {
+  const format::ComputeSet& set = executable.compute_sets(static_cast<int>(index));
+  for (uint32_t t : touched_floats[index]) {
+    if (non_finite_at_start[t]) continue;
+    for (uint32_t r = 0; r < replicas; ++r) {
+      const std::optional<size_t> element = first_non_finite_in(t, r);
+      if (!element) continue;
+      const float value = reinterpret_cast<const float*>(buffer(t, r))[*element];
+      const std::string what = std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") + " at element " +
+                               std::to_string(*element);
+      const format::Tensor& tensor = executable.tensors(static_cast<int>(t));
+      std::string where = "compute set '" + set.name() + "'";
+      for (const format::Vertex& v : set.vertices()) {
+        if (std::find(v.operands().begin(), v.operands().end(), t) == v.operands().end()) continue;
+        const std::string codelet(format::codelet_name(static_cast<format::Codelet>(v.codelet())));
+        where += set.ops_size() > 0 ? " (node '" + set.ops(static_cast<int>(v.op())) + "', " + codelet + ")" : " (" + codelet + ")";
+        break;
+      }
+      if (replicas > 1) where += ", replica " + std::to_string(r);
+      return non_finite("tensor '" + tensor.name() + "' went non-finite in " + where + ": " + what);
+    }
+  }
+  return Status();
+}
+
 Status Engine::Impl::run_compute_set(uint32_t index) {
+  IPU_RETURN_IF_ERROR(run_vertices(index));
+  return finite_check ? check_finite(index) : Status();
+}
+
+Status Engine::Impl::run_vertices(uint32_t index) {
   PreparedComputeSet& cs = compute_sets[index];
   kernels::advance_compute_set_epoch();  // scratch derived from inputs of earlier sets is stale
   if (!cs.parallel) {

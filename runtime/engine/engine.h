@@ -44,6 +44,16 @@ class Engine {
 
   uint32_t replicas() const;
   std::span<std::byte> tensor_bytes(uint32_t tensor, uint32_t replica = 0);
+  // Sets `tensor` on every replica back to its initial value (the executable's, else zeros).
+  void reset_tensor(uint32_t tensor);
+
+  // Diagnosis of a NaN or an infinity (ipurun train replays the execution that produced one):
+  // while on, after every compute set the engine scans the float tensors its vertices touch, on
+  // every replica, and stops the run (kNonFinite) at the first that holds a NaN or an infinity,
+  // naming the tensor, the element, the compute set and its node. Tensors that held one when the
+  // check was switched on (a mask of -inf) are not reported. It reads every touched tensor again
+  // after each compute set, so it is off unless a run needs diagnosing.
+  void set_finite_check(bool on);
 
  private:
   struct Impl;

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "runtime/engine/non_finite.h"
 #include "runtime/format/verifier.h"
 #include "runtime/session/checkpoint.h"
 #include "runtime/session/infeed.h"
@@ -27,6 +28,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // What the outfeed returned during one execution.
 struct Outfeed {
   std::vector<float> losses;  // one per step: the mean over the replicas
+  int64_t steps_started = 0;  // steps whose features were fed (the step running when a run stops)
   double pending_loss = 0;
   double correct = 0;
   std::vector<float> predictions;
@@ -58,6 +60,9 @@ struct Session::Impl {
   // Host copies of weights and optimizer state, by tensor index: the source of
   // weights_from_host and the destination of weights_to_host.
   std::map<uint32_t, std::vector<std::byte>> host_state;
+  // During fit: the device's weights and optimizer state after the last execution that left them
+  // all finite (before the first, host_state): where a diagnosis of a NaN starts from.
+  std::map<uint32_t, std::vector<std::byte>> last_finite_state;
   uint32_t replicas = 1;
   int64_t batch = 0;  // samples per step: the micro-batch of every replica
   int64_t steps_per_execution = 1;
@@ -67,6 +72,9 @@ struct Session::Impl {
   Status check_data(const data::Dataset& data, bool need_labels) const;
   Status sync_weights(const char* program);
   Status run_execution(uint32_t program, const ExecutionFeed& feed, Outfeed& out);
+  bool keep_state_if_finite();
+  void restore_last_finite_state();
+  Status diagnose_non_finite(uint32_t program, const ExecutionFeed& feed, int epoch, int64_t steps_before);
   StatusOr<uint32_t> program(const char* name) const;
 };
 
@@ -192,7 +200,58 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
     }
     return Status();
   };
-  return engine->run(index, streams);
+  Status status = engine->run(index, streams);
+  out.steps_started = static_cast<int64_t>(features_step / replicas);
+  return status;
+}
+
+// Replicas hold identical weights after every update, so replica 0's are checked and kept.
+bool Session::Impl::keep_state_if_finite() {
+  for (const auto& [tensor, bytes] : last_finite_state) {
+    const std::span<std::byte> device = engine->tensor_bytes(tensor);
+    if (engine::first_non_finite({reinterpret_cast<const float*>(device.data()), device.size() / sizeof(float)})) {
+      return false;
+    }
+  }
+  for (auto& [tensor, bytes] : last_finite_state) {
+    const std::span<std::byte> device = engine->tensor_bytes(tensor);
+    std::memcpy(bytes.data(), device.data(), bytes.size());
+  }
+  return true;
+}
+
+// Every replica back to the state after the last finite execution: its weights and optimizer
+// state; every other tensor as the executable starts it (accumulators empty, since an execution
+// holds whole updates; activations and gradients, which each step writes before reading, free of
+// the NaNs the failed execution left, so the finite check sees them appear).
+void Session::Impl::restore_last_finite_state() {
+  const int tensors = engine->executable().tensors_size();
+  for (uint32_t t = 0; t < static_cast<uint32_t>(tensors); ++t) {
+    auto kept = last_finite_state.find(t);
+    if (kept == last_finite_state.end()) {
+      engine->reset_tensor(t);
+      continue;
+    }
+    for (uint32_t r = 0; r < replicas; ++r) std::memcpy(engine->tensor_bytes(t, r).data(), kept->second.data(), kept->second.size());
+  }
+}
+
+// An execution left a NaN or an infinity in a loss or the weights: run it again from the state
+// before it, with the engine's finite check on, to name the step and the first tensor that went
+// non-finite. Runs are deterministic, so the replay meets what the execution met.
+Status Session::Impl::diagnose_non_finite(uint32_t program, const ExecutionFeed& feed, int epoch, int64_t steps_before) {
+  restore_last_finite_state();
+  engine->set_finite_check(true);
+  Outfeed replay;
+  Status found = run_execution(program, feed, replay);
+  engine->set_finite_check(false);
+  restore_last_finite_state();
+  const std::string where = "epoch " + std::to_string(epoch) + ", step " + std::to_string(steps_before + replay.steps_started);
+  if (found.code() == StatusCode::kNonFinite) return found.with_context(where + ": training stopped at a NaN or an infinity");
+  if (!found.ok()) return found.with_context("epoch " + std::to_string(epoch));
+  return non_finite("epoch " + std::to_string(epoch) + ": training stopped at a NaN or an infinity in the loss or the weights between steps " +
+                    std::to_string(steps_before + 1) + " and " + std::to_string(steps_before + steps_per_execution) +
+                    " (the replay to find its tensor did not meet it)");
 }
 
 int64_t Session::samples_per_step() const { return m_impl->batch; }
@@ -230,6 +289,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   }
 
   IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
+  s.last_finite_state = s.host_state;
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
     const auto start = Clock::now();
@@ -245,6 +305,12 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       if (e + 1 < executions) next = std::async(std::launch::async, prepare, e + 1);
       Outfeed out;
       IPU_RETURN_IF_ERROR_CTX(s.run_execution(train, feed, out), "epoch " + std::to_string(epoch));
+      // Never train on from a NaN (Keras' TerminateOnNaN): a loss or weight that left the finite
+      // numbers stops the run, naming the step and the tensor where it began.
+      const bool finite_losses = !engine::first_non_finite(out.losses);
+      if (!s.keep_state_if_finite() || !finite_losses) {
+        return s.diagnose_non_finite(train, feed, epoch, r.steps);
+      }
       for (float l : out.losses) loss_sum += l;
       correct += out.correct;
       if (step_log) step_log->losses.insert(step_log->losses.end(), out.losses.begin(), out.losses.end());

@@ -138,6 +138,31 @@ test_labels_out_of_range() {
   expect_error 3 "npy:x.npy: has no labels" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy "${QUIET[@]}"
 }
 
+# Training never goes on from a NaN or an infinity (Keras' TerminateOnNaN): it stops with exit 8,
+# naming the epoch, the step and the first tensor that went non-finite; the last checkpoint and
+# every other output stay as they were.
+test_non_finite_training_stops_at_its_first_tensor() {
+  make_checkpoint
+  cp -r ckpt ckpt.before
+  expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --batch-size 8 --steps-per-execution 4 --learning-rate 1e30 -o diverges.ipuexe
+  # Step 1's update makes weights near 1e30; step 2's second Dense overflows to infinity.
+  expect_error 8 "diverges.ipuexe: epoch 1, step 2: training stopped at a NaN or an infinity" \
+    "tensor 'dense2/relu' went non-finite in compute set 'forward/0/2' (node 'dense2/matmul', MatMul): inf at element" \
+    "nothing was written to ckpt" -- \
+    "$IPURUN" train diverges.ipuexe --data synthetic:64 --weights ckpt --save-weights ckpt --history history.json "${QUIET[@]}"
+  expect_eq "$(cat ckpt/*.npy | cksum)" "$(cat ckpt.before/*.npy | cksum)" "the last checkpoint kept"
+  expect_no_file history.json
+  # Replicas and accumulation: the first update comes after step 2 (K=2), so step 3 overflows.
+  expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --batch-size 8 --steps-per-execution 4 --gradient-accumulation 2 \
+    --replicas 2 --learning-rate 1e30 -o diverges-x2.ipuexe
+  expect_error 8 "epoch 1, step 3: training stopped" "tensor 'dense2/relu' went non-finite" "replica 0" -- \
+    "$IPURUN" train diverges-x2.ipuexe --data synthetic:128 "${QUIET[@]}"
+  # A NaN in the data is the data's fault, found before training (invalid input).
+  e2e_data npy x.npy --shape 64,28,28,1 --fill const:0.5 --set 100=nan
+  e2e_data npy y.npy --dtype i8 --shape 64 --fill mod:10
+  expect_error 3 "x.npy: element 100 is not finite" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,y.npy "${QUIET[@]}"
+}
+
 test_steps_per_epoch_checks() {
   compile_to mlp.ipuexe --batch-size 16 --steps-per-execution 8
   expect_error 3 "--steps-per-epoch 12 is not a multiple of steps_per_execution 8" -- \

@@ -706,3 +706,66 @@ TEST_CASE("engine: a fault without op names names the compute set, and the repli
 }
 
 }  // namespace
+
+namespace {
+
+// x --relu--> y; z += y; mask += y, where the mask starts at -inf (an attention mask's kind of
+// constant: non-finite by design).
+struct Overflowing {
+  Builder b;
+  uint32_t x, y, z, mask;
+  Overflowing() {
+    x = b.tensor("x", fmt::FLOAT32, {8});
+    y = b.tensor("y", fmt::FLOAT32, {8});
+    z = b.tensor("z", fmt::FLOAT32, {8});
+    mask = b.tensor("mask", fmt::FLOAT32, {8}, std::vector<float>(8, -INFINITY));
+    const uint32_t in = b.stream("features", Stream::HOST_TO_DEVICE, x);
+    const uint32_t relu_cs = b.compute_set("relu");
+    b.vertex(relu_cs, fmt::Codelet::kActivation, {x, y}, {0, 0, 8});
+    const uint32_t acc_cs = b.compute_set("accumulate");
+    b.vertex(acc_cs, fmt::Codelet::kAccumulate, {mask, y}, {0, 8});
+    b.vertex(acc_cs, fmt::Codelet::kAccumulate, {z, y}, {0, 8});
+    b.exe().mutable_compute_sets(static_cast<int>(acc_cs))->add_ops("z/accumulate");
+    auto* seq = b.program("train");
+    stream_in(seq, in, x);
+    execute(seq, relu_cs);
+    execute(seq, acc_cs);
+  }
+};
+
+Status run_with(Engine& engine, float x3) {
+  HostStreams streams;
+  streams.pull = [&](uint32_t, uint32_t, std::span<std::byte> dst) -> Status {
+    std::vector<float> v(8, 1.0f);
+    v[3] = x3;
+    std::memcpy(dst.data(), v.data(), dst.size());
+    return Status();
+  };
+  return engine.run(0, streams);
+}
+
+}  // namespace
+
+TEST_CASE("engine: the finite check names the first tensor a compute set made non-finite") {
+  Overflowing o;
+  SUBCASE("off, an overflow goes unnoticed") {
+    auto engine = load(o.b.exe());
+    CHECK(run_with(*engine, 3e38f).ok());
+    CHECK(run_with(*engine, 3e38f).ok());
+    CHECK(std::isinf(floats(engine->tensor_bytes(o.z))[3]));
+  }
+  SUBCASE("on, it stops the run at the overflow, not at the -inf the mask held from the start") {
+    auto engine = load(o.b.exe());
+    engine->set_finite_check(true);
+    CHECK(run_with(*engine, 3e38f).ok());  // z[3] = 3e38: finite
+    const Status s = run_with(*engine, 3e38f);
+    CHECK(s.code() == StatusCode::kNonFinite);
+    CHECK(s.message() == "tensor 'z' went non-finite in compute set 'accumulate' (node 'z/accumulate', Accumulate): inf at element 3");
+    // Reset to its initial value, z is finite again, and a later run with the check off is not checked.
+    engine->reset_tensor(o.z);
+    CHECK(floats(engine->tensor_bytes(o.z)) == std::vector<float>(8, 0.0f));
+    CHECK(floats(engine->tensor_bytes(o.mask)) == std::vector<float>(8, -INFINITY));
+    engine->set_finite_check(false);
+    CHECK(run_with(*engine, NAN).ok());
+  }
+}
