@@ -255,6 +255,16 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   return o;
 }
 
+std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path, const format::Executable& exe) {
+  const uint32_t K = exe.pipeline().gradient_accumulation();
+  if (flags.gradient_accumulation != 0 || K <= 1) return "";
+  std::string note = model_path + ": " + std::to_string(exe.pipeline().num_stages()) +
+                     " pipeline stages: --gradient-accumulation defaults to " + std::to_string(K) +
+                     ", the fewest micro-batches that fill the " + exe.pipeline().schedule() + " pipeline";
+  if (flags.steps_per_execution == 0) note += ", and --steps-per-execution to " + std::to_string(exe.steps_per_execution()) + ", one update";
+  return note;
+}
+
 cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text,
                               const frontend::ModelFingerprint& model) {
   cache::Manifest m;

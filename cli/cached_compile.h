@@ -26,6 +26,11 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& flags,
 // Every input that changes the compiled program (docs/cache.md): its key is the cache key. The
 // model's weight values are not among them: a hit whose executable holds other values gets the
 // model's (compile_through_cache).
+// A note on what the model chose for options the flags left to it (compiler::with_model_defaults),
+// worth saying when it is not 1: "MODEL: 2 pipeline stages: --gradient-accumulation defaults to
+// 2, ...". Empty otherwise.
+std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path, const format::Executable& exe);
+
 cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text,
                               const frontend::ModelFingerprint& model);
 

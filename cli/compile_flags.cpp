@@ -18,10 +18,13 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
            ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32)));
   keep(cmd->add_option("--batch-size", f.batch_size, "Micro-batch size")->check(CLI::Range(1, 1 << 20)));
   keep(cmd->add_option("--steps-per-execution", f.steps_per_execution,
-                       "Micro-batch steps per on-device loop (a multiple of --gradient-accumulation)")
+                       "Micro-batch steps per on-device loop, a multiple of --gradient-accumulation (default: "
+                       "--gradient-accumulation, one weight update)")
            ->check(CLI::Range(1, 1 << 24)));
   keep(cmd->add_option("--gradient-accumulation", f.gradient_accumulation,
-                       "Micro-batches whose gradients are averaged into one weight update")
+                       "Micro-batches whose gradients are averaged into one weight update (default: training a "
+                       "pipelined model under the grouped or interleaved schedule, its stage count, the fewest that "
+                       "fill the pipeline; else 1)")
            ->check(CLI::Range(1, 1 << 16)));
   keep(cmd->add_option("--replicas", f.replicas, "Data-parallel replicas (mean all-reduce of gradients)")
            ->check(CLI::Range(1, 64)));

@@ -19,8 +19,8 @@ struct CompileFlags {
   uint32_t tiles_per_ipu = 0;   // 0: the preset's
   uint64_t bytes_per_tile = 0;  // 0: the preset's
   uint32_t batch_size = 32;
-  uint32_t steps_per_execution = 1;
-  uint32_t gradient_accumulation = 1;
+  uint32_t steps_per_execution = 0;    // 0: from the model (compiler::with_model_defaults)
+  uint32_t gradient_accumulation = 0;  // 0: from the model
   uint32_t replicas = 1;
   uint32_t num_ipus = 16;
   std::string schedule = "grouped";

@@ -108,6 +108,7 @@ StatusOr<ResolvedExecutable> resolve(const RunFlags& f, uint64_t max_size) {
   IPU_ASSIGN_OR_RETURN(ResolvedExecutable resolved,
                        executable_for_model(f.executable, f.compile, f.cache, max_size, default_mode,
                                             [](const std::string& w) { print_warning(kTool, w); }));
+  if (!resolved.note.empty()) print_note(kTool, resolved.note);
   // Say which happened, on stderr so --json output stays one document.
   if (resolved.cache == "hit") {
     std::fprintf(stderr, "%s: cache hit %s\n", kTool, resolved.key.substr(0, 16).c_str());

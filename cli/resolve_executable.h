@@ -15,6 +15,7 @@ struct ResolvedExecutable {
   std::string key;      // the cache key, "" for an executable file
   std::string cache;    // models only: "hit", "miss" or "disabled"; "" otherwise
   double compile_seconds = 0;  // models only: time spent looking up and compiling
+  std::string note;            // models only: what the model chose for defaulted options (model_defaults_note)
 };
 
 StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const std::string& cache_dir);

@@ -137,8 +137,28 @@ ModelTraining model_training(const std::string& model_text, const CompileOptions
 
 }  // namespace
 
+int model_stage_count(const std::string& model_text, const CompileOptions& options) {
+  if (frontend::looks_like_onnx(model_text, options.model_path)) {
+    return frontend::onnx_stage_count(model_text, options.stage_assignment);
+  }
+  auto spec = frontend::parse_graph_spec(model_text, options.model_path);
+  if (!spec.ok()) return 1;
+  if (!options.stage_assignment.empty() && !frontend::apply_stage_assignment(*spec, options.stage_assignment).ok()) return 1;
+  return std::max(1, spec->num_stages);
+}
+
+CompileOptions with_model_defaults(const std::string& model_text, CompileOptions options) {
+  if (options.gradient_accumulation == 0) {
+    const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
+    options.gradient_accumulation = fills_pipeline ? static_cast<uint32_t>(model_stage_count(model_text, options)) : 1;
+  }
+  if (options.steps_per_execution == 0) options.steps_per_execution = options.gradient_accumulation;
+  return options;
+}
+
 std::vector<std::pair<std::string, std::string>> codegen_options(const std::string& model_text,
-                                                                 const CompileOptions& o) {
+                                                                 const CompileOptions& options) {
+  const CompileOptions o = with_model_defaults(model_text, options);
   std::vector<std::pair<std::string, std::string>> out = {
       {"arch", o.arch},
       {"tiles_per_ipu", o.tiles_per_ipu ? std::to_string(*o.tiles_per_ipu) : "preset"},
@@ -165,13 +185,15 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const std::stri
   std::string stages;
   for (int s : o.stage_assignment) stages += (stages.empty() ? "" : ",") + std::to_string(s);
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
-  out.emplace_back("schedule", o.schedule);
-  out.emplace_back("recompute", o.recompute ? "1" : "0");
+  const bool pipelined = model_stage_count(model_text, o) > 1;
+  out.emplace_back("schedule", pipelined ? o.schedule : "none");
+  out.emplace_back("recompute", pipelined && o.mode == Mode::kTrain && o.recompute ? "1" : "0");
   out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
   return out;
 }
 
-StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options) {
+StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& given) {
+  const CompileOptions options = with_model_defaults(model_text, given);
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
   IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile));

@@ -22,8 +22,10 @@ struct CompileOptions {
   std::optional<uint32_t> tiles_per_ipu;
   std::optional<uint64_t> bytes_per_tile;
   uint32_t batch_size = 32;
-  uint32_t steps_per_execution = 1;  // micro-batch steps per execution
-  uint32_t gradient_accumulation = 1;  // micro-batches per weight update
+  // 0: from the model (with_model_defaults). Micro-batches per weight update, and micro-batch
+  // steps per execution (a multiple of it).
+  uint32_t gradient_accumulation = 0;
+  uint32_t steps_per_execution = 0;
   uint32_t replicas = 1;
   uint32_t num_ipus = 16;  // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
@@ -38,10 +40,23 @@ struct CompileOptions {
   std::map<std::string, frontend::ConstantInput> constant_inputs;
 };
 
+// The pipeline stages the model declares (or options.stage_assignment gives it), without building
+// it; 1 for a model without stages or one that does not parse (its compile says why).
+int model_stage_count(const std::string& model_text, const CompileOptions& options);
+
+// Options left at 0 take their values from the model, as Keras on IPU chooses them:
+// gradient_accumulation the smallest that fills the pipeline (its stage count when training under
+// the grouped or interleaved schedule, else 1), steps_per_execution one update (that count).
+// compile_model and codegen_options resolve them first, so a default and the same value given
+// explicitly are one cache entry.
+CompileOptions with_model_defaults(const std::string& model_text, CompileOptions options);
+
 // Every option that changes the compiled program, as (name, canonical value) pairs, for the
 // cache key. Options that only affect output paths or logging are deliberately absent. Training
 // hyperparameters are keyed by the values the compile of model_text will use (the model's own
-// unless overridden), and not at all in inference.
+// unless overridden), and not at all in inference; the pipeline schedule and recompute only for a
+// model with stages (and recompute only when training), so options that cannot change the
+// program do not make a second entry.
 std::vector<std::pair<std::string, std::string>> codegen_options(const std::string& model_text,
                                                                  const CompileOptions& options);
 

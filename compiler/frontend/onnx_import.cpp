@@ -367,6 +367,20 @@ bool looks_like_onnx(std::string_view bytes, const std::string& path) {
   return false;
 }
 
+int onnx_stage_count(std::string_view bytes, const std::vector<int>& stage_assignment) {
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return 1;
+  }
+  OnnxImportOptions options;
+  options.stage_assignment = stage_assignment;
+  Problems problems("");
+  int stages = 1;
+  node_stages(model.graph(), options, problems, stages);
+  return problems.empty() ? stages : 1;
+}
+
 StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options) {
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return invalid_argument(path + ": larger than the 2 GiB protobuf limit");

@@ -38,6 +38,11 @@ struct OnnxImportOptions {
 // attributes or types ipucc does not implement; every offending node listed).
 StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options);
 
+// The pipeline stages a model declares (PopART's attributes, or `stage_assignment`) without
+// importing it, for the options that default from the stage count before a compile and its cache
+// key. 1 for a model without stages or whose stages are not valid (its import says why).
+int onnx_stage_count(std::string_view bytes, const std::vector<int>& stage_assignment);
+
 // True if `bytes` should be read as ONNX rather than as a JSON graph spec: the path ends in
 // .onnx, or the content does not start like JSON.
 bool looks_like_onnx(std::string_view bytes, const std::string& path);

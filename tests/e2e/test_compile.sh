@@ -4,6 +4,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MLP=$MODELS/mlp_sequential.json
+STAGED=$MODELS/mlp_sequential_staged.json
 SMALL=(--tiles-per-ipu 64)
 
 # Prints the key of a compile of MLP with the given flags (and checks it succeeded).
@@ -214,6 +215,54 @@ test_options_equal_to_the_models_values_share_the_key() {
   plain=$(key_of model.onnx "${SMALL[@]}" --loss sparse_categorical_crossentropy)
   expect_eq "$(key_of model.onnx "${SMALL[@]}" --loss sparse_categorical_crossentropy --learning-rate 0.01 --momentum 0)" \
     "$plain" "ONNX key with the default training values"
+}
+
+# Options that cannot change a program (a schedule or --recompute for a model without stages,
+# --recompute in inference) are not part of the key: they make no second entry.
+test_options_that_change_nothing_share_the_key() {
+  local plain staged
+  plain=$(key_of "$MLP" "${SMALL[@]}")
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --schedule interleaved --recompute)" "$plain" "one stage: schedule and recompute"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --schedule sequential --recompute --json
+  expect_json "$STDOUT" 'd["cache"] == "hit" and d["pipeline"]["schedule"] == "none"'
+  staged=$(key_of "$STAGED" "${SMALL[@]}" --mode infer)
+  expect_eq "$(key_of "$STAGED" "${SMALL[@]}" --mode infer --recompute)" "$staged" "inference: recompute"
+  # With stages, both change the program.
+  staged=$(key_of "$STAGED" "${SMALL[@]}")
+  expect_ne "$(key_of "$STAGED" "${SMALL[@]}" --recompute)" "$staged" "training with stages: recompute"
+  expect_ne "$(key_of "$STAGED" "${SMALL[@]}" --schedule interleaved)" "$staged" "training with stages: schedule"
+}
+
+# --gradient-accumulation defaults to the fewest micro-batches that fill the pipeline (the stage
+# count, grouped and interleaved schedules, training), --steps-per-execution to one update; a
+# pipelined model compiles without flags and says what it chose.
+test_defaults_follow_the_model() {
+  expect_exit 0 "$IPUCC" compile "$STAGED" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2 and d["pipeline"]["gradient_accumulation"] == 2 and d["steps_per_execution"] == 2'
+  expect_stderr_contains "ipucc: note: $STAGED: 2 pipeline stages: --gradient-accumulation defaults to 2, the fewest micro-batches that fill the grouped pipeline, and --steps-per-execution to 2, one update"
+  # The same values given explicitly are the same entry, and say nothing.
+  expect_exit 0 "$IPUCC" compile "$STAGED" "${SMALL[@]}" --gradient-accumulation 2 --steps-per-execution 2 --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"'
+  expect_stderr_not_contains "note:"
+  # --gradient-accumulation alone: one update per execution.
+  expect_exit 0 "$IPUCC" compile "$STAGED" "${SMALL[@]}" --gradient-accumulation 4 --json
+  expect_json "$STDOUT" 'd["pipeline"]["gradient_accumulation"] == 4 and d["steps_per_execution"] == 4'
+  # The sequential schedule needs no filling; inference has no updates; one stage needs none.
+  expect_exit 0 "$IPUCC" compile "$STAGED" "${SMALL[@]}" --schedule sequential --json
+  expect_json "$STDOUT" 'd["pipeline"]["gradient_accumulation"] == 1 and d["steps_per_execution"] == 1'
+  expect_exit 0 "$IPUCC" compile "$STAGED" "${SMALL[@]}" --mode infer --json
+  expect_json "$STDOUT" 'd["steps_per_execution"] == 1'
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["pipeline"]["gradient_accumulation"] == 1 and d["steps_per_execution"] == 1'
+  expect_stderr_not_contains "note:"
+  # Too few micro-batches given explicitly is still an error.
+  expect_error 3 "the grouped schedule needs --gradient-accumulation >= 2" -- \
+    "$IPUCC" compile "$STAGED" "${SMALL[@]}" --gradient-accumulation 1
+  # ipurun MODEL takes the same defaults and trains.
+  expect_exit 0 "$IPURUN" train "$STAGED" "${SMALL[@]}" --data synthetic:64 --progress none --json
+  expect_json "$STDOUT" 'd["steps_per_execution"] == 2'
+  expect_stderr_contains "ipurun: note: $STAGED: 2 pipeline stages"
 }
 
 test_no_cache_neither_reads_nor_writes() {

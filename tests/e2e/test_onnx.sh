@@ -42,6 +42,10 @@ test_pipelined_mlp_reads_popart_stages_and_matches() {
   predict_reference mlp_pipelined 4
   expect_exit 0 "$IPUCC" compile "$PEER_MODELS/mlp_pipelined.onnx" --mode infer --batch-size 4 --json
   expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2 and d["target"]["num_ipus"] == 2'
+  # Training it needs no pipeline flags: two micro-batches per update fill the two stages.
+  expect_exit 0 "$IPUCC" compile "$PEER_MODELS/mlp_pipelined.onnx" --loss sparse_categorical_crossentropy --json
+  expect_json "$STDOUT" 'd["pipeline"]["gradient_accumulation"] == 2 and d["steps_per_execution"] == 2'
+  expect_stderr_contains "2 pipeline stages: --gradient-accumulation defaults to 2"
 }
 
 test_input_names_and_formats() {
