@@ -10,6 +10,7 @@ bin=$root/build/cli
 model=$root/models/mlp_functional.json
 data=/usr/share/datasets/fashion-mnist
 out=$root/build/demo
+rm -rf "$out"  # the demo's own outputs of an earlier run: the tools replace only theirs (docs/outputs.md)
 mkdir -p "$out"
 
 echo "== ipucc compile $model (batch 32, 16 steps per execution)"

@@ -77,7 +77,7 @@ KernelFault label_fault(const int32_t* labels, int64_t row, int64_t classes) {
 }
 
 // SparseCrossEntropy: loss = mean_r −log p_r[label_r], p = softmax(scores) if from_logits else
-// the clipped scores.
+// the clipped scores; a padded row (format::kPaddedRowLabel) adds 0.
 //   operands: scores [M,C] f32, labels [M] i32, loss [1] f32;  params: M, C, from_logits
 void run_sparse_cross_entropy(const PreparedVertex& v, KernelFault& fault) {
   const int64_t M = v.params[0], C = v.params[1];
@@ -86,6 +86,7 @@ void run_sparse_cross_entropy(const PreparedVertex& v, KernelFault& fault) {
   double total = 0.0;
   for (int64_t r = 0; r < M; ++r) {
     const float* s = v.f32(0) + r * C;
+    if (labels[r] == format::kPaddedRowLabel) continue;
     if (!label_in_range(labels[r], C)) {
       fault = label_fault(labels, r, C);
       return;
@@ -105,7 +106,8 @@ Status validate_sparse_cross_entropy(const format::Vertex& v, const std::vector<
   return expect_elements({1}, ops[2].elements, "loss");
 }
 
-// SparseCrossEntropyGrad: d(mean loss)/d scores for rows [row_begin, row_end).
+// SparseCrossEntropyGrad: d(mean loss)/d scores for rows [row_begin, row_end); zero for a padded
+// row.
 //   operands: scores [M,C] f32, labels [M] i32, dScores [M,C] f32
 //   params:   M, C, from_logits, row_begin, row_end
 void run_sparse_cross_entropy_grad(const PreparedVertex& v, KernelFault& fault) {
@@ -117,6 +119,10 @@ void run_sparse_cross_entropy_grad(const PreparedVertex& v, KernelFault& fault) 
     const float* s = v.f32(0) + r * C;
     float* ds = v.f32(2) + r * C;
     const int32_t label = labels[r];
+    if (label == format::kPaddedRowLabel) {
+      std::fill(ds, ds + C, 0.0f);
+      continue;
+    }
     if (!label_in_range(label, C)) {
       fault = label_fault(labels, r, C);
       return;
@@ -140,13 +146,14 @@ Status validate_sparse_cross_entropy_grad(const format::Vertex& v, const std::ve
   return expect_range(v.params(3), v.params(4), v.params(0), "row");
 }
 
-// CountCorrect: number of rows whose first maximal score is at the label.
+// CountCorrect: number of rows whose first maximal score is at the label (never a padded row).
 //   operands: scores [M,C] f32, labels [M] i32, correct [1] f32;  params: M, C
 void run_count_correct(const PreparedVertex& v, KernelFault& fault) {
   const int64_t M = v.params[0], C = v.params[1];
   const int32_t* labels = v.i32(1);
   int64_t correct = 0;
   for (int64_t r = 0; r < M; ++r) {
+    if (labels[r] == format::kPaddedRowLabel) continue;
     if (!label_in_range(labels[r], C)) {
       fault = label_fault(labels, r, C);
       return;

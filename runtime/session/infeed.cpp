@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/format/codelet.h"
+
 namespace ipu::session {
 
 ExecutionFeed gather_execution(const data::Dataset& data, std::span<const uint32_t> order, size_t first, int64_t steps,
@@ -11,7 +13,7 @@ ExecutionFeed gather_execution(const data::Dataset& data, std::span<const uint32
   const size_t count = static_cast<size_t>(steps * batch);
   ExecutionFeed feed;
   feed.features.assign(count * sample, 0.0f);
-  if (data.has_labels()) feed.labels.assign(count, 0);
+  if (data.has_labels()) feed.labels.assign(count, format::kPaddedRowLabel);
   const size_t valid = first < order.size() ? std::min(count, order.size() - first) : 0;
   for (size_t i = 0; i < valid; ++i) {
     const uint32_t index = order[first + i];

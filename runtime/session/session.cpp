@@ -336,30 +336,32 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
   IPU_ASSIGN_OR_RETURN(uint32_t evaluate, s.program("evaluate"));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
   const int64_t S = s.steps_per_execution, B = s.batch;
-  const int64_t executions = static_cast<int64_t>(data.num_samples) / (S * B);
-  if (executions == 0) {
-    return invalid_argument(data.source + ": " + std::to_string(data.num_samples) + " samples are fewer than one execution (" +
-                            std::to_string(S) + " steps of batch " + std::to_string(B) + ")");
-  }
+  if (data.num_samples == 0) return invalid_argument(data.source + ": has no samples");
+  // Every sample counts: the last execution is padded with rows the loss and the count of
+  // correct rows skip (format::kPaddedRowLabel), and the steps it runs past the data cost only time.
+  const int64_t steps = (static_cast<int64_t>(data.num_samples) + B - 1) / B;
+  const int64_t executions = (steps + S - 1) / S;
   IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
   const auto start = Clock::now();
   const std::vector<uint32_t> order = data::epoch_order(data.num_samples, false, 0, 0);
   EvaluateResult r;
+  // A step's loss is the mean over its B rows (over the replicas' rows), padded rows adding 0:
+  // times B it is the sum over its real rows.
   double loss_sum = 0, correct = 0;
   for (int64_t e = 0; e < executions; ++e) {
     ExecutionFeed feed = gather_execution(data, order, static_cast<size_t>(e * S * B), S, B);
     Outfeed out;
     IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
-    for (float l : out.losses) loss_sum += l;
+    for (float l : out.losses) loss_sum += static_cast<double>(l) * static_cast<double>(B);
     correct += out.correct;
-    r.steps += S;
-    r.samples += S * B;
+    r.steps += std::min(S, steps - e * S);
+    r.samples += feed.valid_samples;
     if (progress) {
-      progress({1, 1, r.steps, executions * S, loss_sum / static_cast<double>(r.steps),
-                correct / static_cast<double>(r.samples), seconds_since(start), e + 1 == executions});
+      progress({1, 1, r.steps, steps, loss_sum / static_cast<double>(r.samples), correct / static_cast<double>(r.samples),
+                seconds_since(start), e + 1 == executions});
     }
   }
-  r.loss = loss_sum / static_cast<double>(r.steps);
+  r.loss = loss_sum / static_cast<double>(r.samples);
   r.accuracy = correct / static_cast<double>(r.samples);
   r.seconds = seconds_since(start);
   return r;

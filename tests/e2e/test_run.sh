@@ -115,18 +115,27 @@ s, a, b = (json.load(open(f))["losses"] for f in ("straight.json", "first.json",
 sys.exit(0 if s == a + b else 1)' || fail "resumed training differs from uninterrupted training"
 }
 
+# evaluate uses every sample: 250 is not a whole number of executions (64 samples) nor of
+# batches (32), and the padded rows of the last execution count in neither loss nor accuracy.
 test_evaluate_agrees_with_predict() {
   compile_to mlp.ipuexe --batch-size 32 --steps-per-execution 2
   expect_exit 0 "$IPURUN" train mlp.ipuexe --data synthetic:2048 --save-weights ckpt "${QUIET[@]}"
-  e2e_data npy x.npy --shape 256,28,28,1 --fill random --seed 7
-  e2e_data npy y.npy --dtype i4 --shape 256 --fill mod:10
-  expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data npy:x.npy,y.npy --weights ckpt --json "${QUIET[@]}"
-  cp "$STDOUT" eval.json
+  e2e_data npy x.npy --shape 250,28,28,1 --fill random --seed 7
+  e2e_data npy y.npy --dtype i4 --shape 250 --fill mod:10
   expect_exit 0 "$IPURUN" predict mlp.ipuexe --data npy:x.npy --weights ckpt --output p.npy "${QUIET[@]}"
   e2e_data xent p.npy y.npy > xent.json
-  # evaluate's loss is the mean cross-entropy of predict's probabilities, its accuracy their argmax.
-  expect_json xent.json 'abs(d["loss"] - json.load(open("eval.json"))["loss"]) < 1e-4' "loss from predictions"
-  expect_json xent.json 'd["accuracy"] == json.load(open("eval.json"))["accuracy"]' "accuracy from predictions"
+  # Replicas pad their share of the last step too; an execution of 500 steps holds all 250 in its first 8.
+  compile_to mlp-r2.ipuexe --batch-size 16 --replicas 2 --steps-per-execution 3
+  compile_to mlp-s500.ipuexe --batch-size 32 --steps-per-execution 500
+  local exe
+  for exe in mlp.ipuexe mlp-r2.ipuexe mlp-s500.ipuexe; do
+    expect_exit 0 "$IPURUN" evaluate "$exe" --data npy:x.npy,y.npy --weights ckpt --json "${QUIET[@]}"
+    cp "$STDOUT" eval.json
+    expect_json eval.json 'd["samples"] == 250' "$exe: every sample evaluated"
+    # evaluate's loss is the mean cross-entropy of predict's probabilities, its accuracy their argmax.
+    expect_json xent.json 'abs(d["loss"] - json.load(open("eval.json"))["loss"]) < 1e-4' "$exe: loss from predictions"
+    expect_json xent.json 'abs(d["accuracy"] - json.load(open("eval.json"))["accuracy"]) < 1e-12' "$exe: accuracy from predictions"
+  done
 }
 
 test_predict_writes_npy_for_partial_batches() {

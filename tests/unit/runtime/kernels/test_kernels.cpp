@@ -458,7 +458,8 @@ TEST_CASE("kernels: SparseCrossEntropy and its gradient from probabilities clip 
 TEST_CASE("kernels: SparseCrossEntropy, its gradient and CountCorrect report the first label out of range") {
   const int64_t M = 4, C = 4;
   const auto s = values(M * C, 16);
-  for (int32_t bad : {-1, 4, 1000000, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()}) {
+  // -1 is format::kPaddedRowLabel, not out of range (below).
+  for (int32_t bad : {-2, 4, 1000000, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()}) {
     CAPTURE(bad);
     const std::vector<int32_t> labels = {1, bad, 2, -7};
     auto check = [&](const ipu::kernels::KernelFault& fault) {
@@ -487,6 +488,37 @@ TEST_CASE("kernels: SparseCrossEntropy, its gradient and CountCorrect report the
   CHECK(describe(run_for_fault(vertex(Codelet::kSparseCrossEntropy, {const_cast<float*>(s.data()),
                                       const_cast<int32_t*>(labels.data()), &loss}, {M, C, 1}))) ==
         "label 9 at labels[2] is outside [0, 4)");
+}
+
+// The last execution of an evaluation is padded with rows labelled kPaddedRowLabel: they add 0 to
+// the loss (whose mean still divides by all M rows), are never correct, and get no gradient.
+TEST_CASE("kernels: padded rows add nothing to SparseCrossEntropy, its gradient or CountCorrect") {
+  const int64_t M = 4, C = 3;
+  const auto s = values(M * C, 17);
+  const int32_t pad = ipu::format::kPaddedRowLabel;
+  const std::vector<int32_t> labels = {2, pad, 0, pad};
+  // The same rows without the padded ones.
+  const std::vector<float> real = {s[0], s[1], s[2], s[6], s[7], s[8]};
+  const std::vector<int32_t> real_labels = {2, 0};
+  for (int64_t from_logits : {0, 1}) {
+    CAPTURE(from_logits);
+    float loss = kSentinel;
+    run(vertex(Codelet::kSparseCrossEntropy, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &loss},
+               {M, C, from_logits}));
+    CHECK(close(loss, sce_ref(real, real_labels, 2, C, from_logits != 0) * 2 / M, 1e-5));
+    std::vector<float> ds(s.size(), kSentinel);
+    run(vertex(Codelet::kSparseCrossEntropyGrad, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), ds.data()},
+               {M, C, from_logits, 0, M}));
+    for (int64_t c = 0; c < C; ++c) {
+      CHECK(ds[static_cast<size_t>(C + c)] == 0.0f);
+      CHECK(ds[static_cast<size_t>(3 * C + c)] == 0.0f);
+    }
+  }
+  // Every row's argmax is some class: a padded row is still never correct.
+  float correct = kSentinel;
+  const std::vector<int32_t> all_pad(static_cast<size_t>(M), pad);
+  run(vertex(Codelet::kCountCorrect, {const_cast<float*>(s.data()), const_cast<int32_t*>(all_pad.data()), &correct}, {M, C}));
+  CHECK(correct == 0.0f);
 }
 
 TEST_CASE("kernels: CountCorrect counts rows whose first maximum is the label") {
