@@ -28,7 +28,7 @@ constexpr const char* kTool = "ipurun";
 
 struct RunFlags {
   std::string executable;
-  std::string data = "synthetic";
+  std::string data;  // required (or, to predict, --input): no silent synthetic default
   CacheUseFlags cache;
   // Only when `executable` names a model (.onnx or .json).
   CompileFlags compile;
@@ -401,7 +401,9 @@ void add_common(CLI::App* cmd, RunFlags& f) {
                   "Executable file, cache key (prefix of >= 8 hex digits), or model (.onnx or .json) to look up in "
                   "the cache and compile on a miss")
       ->required();
-  cmd->add_option("--data", f.data, "synthetic[:N] | mnist:DIR[:test] | npy:FEATURES.npy[,LABELS.npy]");
+  cmd->add_option("--data", f.data,
+                  "The samples: synthetic[:N] (a seeded stand-in for MNIST) | mnist:DIR[:test] | "
+                  "npy:FEATURES.npy[,LABELS.npy]; required (predict: or --input)");
   add_cache_use_flags(cmd, f.cache);
   for (const CLI::Option* option : add_compile_flags(cmd, f.compile, "Compile options (when EXECUTABLE is a model)")) {
     f.compile_options.push_back(option);
@@ -456,14 +458,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail_usage(kTool, app, e);
   }
-  if (train->parsed()) {
-    flags.command = "train";
-    return run_train(flags);
+  flags.command = train->parsed() ? "train" : evaluate->parsed() ? "evaluate" : "predict";
+  if (flags.data.empty() && flags.inputs.empty()) {
+    print_error(kTool, flags.command == "predict" ? "predict needs --data or --input: the samples to predict"
+                                                  : flags.command + " needs --data: the samples to " + flags.command + " on");
+    return kExitUsage;
   }
-  if (evaluate->parsed()) {
-    flags.command = "evaluate";
-    return run_evaluate(flags);
-  }
-  flags.command = "predict";
+  if (flags.command == "train") return run_train(flags);
+  if (flags.command == "evaluate") return run_evaluate(flags);
   return run_predict(flags);
 }

@@ -15,7 +15,7 @@ rate() {  # name model flags... -> samples/s over the timed epochs
   local model=$1
   shift
   "$root/build/cli/ipucc" compile "$root/models/$model" --steps-per-execution 16 "$@" -o "$work/m.ipuexe" >/dev/null
-  "$root/build/cli/ipurun" train "$work/m.ipuexe" --epochs $((epochs + 1)) --progress none --json >"$work/t.json"
+  "$root/build/cli/ipurun" train "$work/m.ipuexe" --data synthetic --epochs $((epochs + 1)) --progress none --json >"$work/t.json"
   python3 -c "
 import json
 e = json.load(open('$work/t.json'))['epochs'][1:]

@@ -31,7 +31,7 @@ ipurun_rate() {  # batch -> samples/s over the timed epochs (the first epoch is 
   local batch=$1
   "$root/build/cli/ipucc" compile "$root/models/mlp_functional.json" --batch-size "$batch" \
     --steps-per-execution "$steps_per_execution" -o "$work/mlp.ipuexe" >/dev/null
-  "$root/build/cli/ipurun" train "$work/mlp.ipuexe" --epochs $((epochs + 1)) --progress none --json >"$work/ipurun.json"
+  "$root/build/cli/ipurun" train "$work/mlp.ipuexe" --data synthetic --epochs $((epochs + 1)) --progress none --json >"$work/ipurun.json"
   python3 -c "
 import json
 e = json.load(open('$work/ipurun.json'))['epochs'][1:]

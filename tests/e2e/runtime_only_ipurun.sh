@@ -5,7 +5,7 @@ set -u
 ipurun=$1 model=$2
 stderr=$(mktemp)
 trap 'rm -f "$stderr"' EXIT
-IPUCC_CACHE_DIR=$(dirname "$stderr")/ipucc-runtime-only-cache "$ipurun" predict "$model" --batch-size 4 2>"$stderr" >/dev/null
+IPUCC_CACHE_DIR=$(dirname "$stderr")/ipucc-runtime-only-cache "$ipurun" predict "$model" --batch-size 4 --data synthetic:8 2>"$stderr" >/dev/null
 code=$?
 if [[ $code -ne 4 ]] || ! grep -q "built without the compiler (-DIPUCC_BUILD_COMPILER=OFF)" "$stderr"; then
   echo "expected exit 4 and a message about the missing compiler, got exit $code:" >&2

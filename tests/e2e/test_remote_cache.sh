@@ -105,7 +105,7 @@ test_server_down_warns_once_and_compiles_locally() {
   expect_json "$STDOUT" 'd["cache"] == "hit"'
   expect_error 2 "--remote-cache: 'ftp://x' is not an http:// or https:// URL" -- \
     "$IPUCC" compile "$MLP" --remote-cache ftp://x
-  expect_error 2 "--remote-cache" -- "$IPURUN" predict "$MLP" --remote-cache ftp://x
+  expect_error 2 "--remote-cache" -- "$IPURUN" predict "$MLP" --remote-cache ftp://x --data synthetic:8
 }
 
 # libcurl is loaded only when a remote cache is used; where it cannot be loaded, the remote

@@ -15,8 +15,8 @@ compile_to() {
 }
 
 test_missing_executable() {
-  expect_error 6 "nope.ipuexe" "No such file" -- "$IPURUN" train nope.ipuexe "${QUIET[@]}"
-  expect_error 6 "sub/nope.ipuexe" -- "$IPURUN" predict sub/nope.ipuexe
+  expect_error 6 "nope.ipuexe" "No such file" -- "$IPURUN" train nope.ipuexe --data synthetic:8 "${QUIET[@]}"
+  expect_error 6 "sub/nope.ipuexe" -- "$IPURUN" predict sub/nope.ipuexe --data synthetic:8
 }
 
 test_flipped_payload_byte_fails_the_checksum() {
@@ -36,45 +36,45 @@ test_flipped_payload_byte_fails_the_checksum() {
 test_truncated_executable() {
   compile_to good.ipuexe --batch-size 8
   head -c 5000 good.ipuexe > cut.ipuexe
-  expect_error 7 "cut.ipuexe" "truncated" -- "$IPURUN" train cut.ipuexe "${QUIET[@]}"
+  expect_error 7 "cut.ipuexe" "truncated" -- "$IPURUN" train cut.ipuexe --data synthetic:8 "${QUIET[@]}"
   head -c 30 good.ipuexe > stub.ipuexe
-  expect_error 7 "stub.ipuexe" "shorter than the 64-byte header" -- "$IPURUN" train stub.ipuexe "${QUIET[@]}"
+  expect_error 7 "stub.ipuexe" "shorter than the 64-byte header" -- "$IPURUN" train stub.ipuexe --data synthetic:8 "${QUIET[@]}"
   : > empty.ipuexe
-  expect_error 7 "empty.ipuexe" "not an ipucc executable" -- "$IPURUN" train empty.ipuexe "${QUIET[@]}"
+  expect_error 7 "empty.ipuexe" "not an ipucc executable" -- "$IPURUN" train empty.ipuexe --data synthetic:8 "${QUIET[@]}"
   { cat good.ipuexe; printf 'extra'; } > padded.ipuexe
-  expect_error 7 "padded.ipuexe" "truncated or padded" -- "$IPURUN" train padded.ipuexe "${QUIET[@]}"
+  expect_error 7 "padded.ipuexe" "truncated or padded" -- "$IPURUN" train padded.ipuexe --data synthetic:8 "${QUIET[@]}"
 }
 
 test_wrong_magic_and_foreign_files() {
   compile_to good.ipuexe --batch-size 8
   cp good.ipuexe magic.ipuexe
   e2e_data poke magic.ipuexe 0 58585858
-  expect_error 7 "magic.ipuexe" "bad magic" -- "$IPURUN" predict magic.ipuexe "${QUIET[@]}"
+  expect_error 7 "magic.ipuexe" "bad magic" -- "$IPURUN" predict magic.ipuexe --data synthetic:8 "${QUIET[@]}"
   # Only .onnx and .json name models (compiled through the cache, test_run_model.sh).
   cp "$TUTORIAL" spec.txt
-  expect_error 7 "spec.txt: not an ipucc executable" -- "$IPURUN" predict spec.txt "${QUIET[@]}"
+  expect_error 7 "spec.txt: not an ipucc executable" -- "$IPURUN" predict spec.txt --data synthetic:8 "${QUIET[@]}"
   head -c 4096 /dev/urandom > random.bin
-  expect_error 7 "random.bin: not an ipucc executable" -- "$IPURUN" predict random.bin "${QUIET[@]}"
+  expect_error 7 "random.bin: not an ipucc executable" -- "$IPURUN" predict random.bin --data synthetic:8 "${QUIET[@]}"
 }
 
 test_other_format_version() {
   compile_to good.ipuexe --batch-size 8
   cp good.ipuexe v99.ipuexe
   e2e_data poke v99.ipuexe 8 63000000
-  expect_error 7 "v99.ipuexe" "format version 99" "recompile" -- "$IPURUN" predict v99.ipuexe "${QUIET[@]}"
+  expect_error 7 "v99.ipuexe" "format version 99" "recompile" -- "$IPURUN" predict v99.ipuexe --data synthetic:8 "${QUIET[@]}"
 }
 
 test_unknown_and_bad_cache_keys() {
-  expect_error 6 "deadbeef0123" "no cache entry" -- "$IPURUN" predict deadbeef0123 "${QUIET[@]}"
-  expect_error 6 "$(printf 'ab%.0s' {1..32})" "no cache entry" -- "$IPURUN" predict "$(printf 'ab%.0s' {1..32})" "${QUIET[@]}"
-  expect_error 3 "dead: not a cache key or key prefix" "8 to 64" -- "$IPURUN" predict dead "${QUIET[@]}"
-  expect_error 3 "1234567: not a cache key" -- "$IPURUN" predict 1234567 "${QUIET[@]}"
+  expect_error 6 "deadbeef0123" "no cache entry" -- "$IPURUN" predict deadbeef0123 --data synthetic:8 "${QUIET[@]}"
+  expect_error 6 "$(printf 'ab%.0s' {1..32})" "no cache entry" -- "$IPURUN" predict "$(printf 'ab%.0s' {1..32})" --data synthetic:8 "${QUIET[@]}"
+  expect_error 3 "dead: not a cache key or key prefix" "8 to 64" -- "$IPURUN" predict dead --data synthetic:8 "${QUIET[@]}"
+  expect_error 3 "1234567: not a cache key" -- "$IPURUN" predict 1234567 --data synthetic:8 "${QUIET[@]}"
   # Ambiguous: two entries share the prefix (the second is fabricated).
   expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --batch-size 8 --json
   local key
   key=$(json_get "$STDOUT" 'd["key"]')
   touch "$IPUCC_CACHE_DIR/entries/${key:0:2}/${key:0:8}$(printf 'f%.0s' {1..56}).manifest"
-  expect_error 3 "${key:0:8}: ambiguous key prefix" "$key" -- "$IPURUN" predict "${key:0:8}" "${QUIET[@]}"
+  expect_error 3 "${key:0:8}: ambiguous key prefix" "$key" -- "$IPURUN" predict "${key:0:8}" --data synthetic:8 "${QUIET[@]}"
   expect_exit 0 "$IPURUN" predict "$key" --data synthetic:4 "${QUIET[@]}"
 }
 
@@ -84,12 +84,12 @@ test_corrupt_cache_entry() {
   key=$(json_get "$STDOUT" 'd["key"]')
   entry=$(json_get "$STDOUT" 'd["entry"]')
   e2e_data flip "$entry" 300
-  expect_error 7 "cache entry $key" "checksum mismatch" -- "$IPURUN" predict "${key:0:8}" "${QUIET[@]}"
+  expect_error 7 "cache entry $key" "checksum mismatch" -- "$IPURUN" predict "${key:0:8}" --data synthetic:8 "${QUIET[@]}"
   rm "$entry"
-  expect_error 7 "$key" "executable missing" -- "$IPURUN" predict "$key" "${QUIET[@]}"
+  expect_error 7 "$key" "executable missing" -- "$IPURUN" predict "$key" --data synthetic:8 "${QUIET[@]}"
   expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --batch-size 8
   echo "extra=1" >> "$IPUCC_CACHE_DIR/entries/${key:0:2}/$key.manifest"
-  expect_error 7 "$key.manifest: manifest does not hash to its key" -- "$IPURUN" predict "$key" "${QUIET[@]}"
+  expect_error 7 "$key.manifest: manifest does not hash to its key" -- "$IPURUN" predict "$key" --data synthetic:8 "${QUIET[@]}"
 }
 
 test_infer_executable_cannot_train_or_evaluate() {
@@ -315,6 +315,9 @@ test_bad_flags_are_usage_errors() {
     "--output:evaluate mlp.ipuexe --output x.npy"
     "--history:predict mlp.ipuexe --history h.json"
     "--seed requires --shuffle:train mlp.ipuexe --data synthetic:64 --seed 3"
+    "train needs --data:train mlp.ipuexe"
+    "evaluate needs --data:evaluate mlp.ipuexe"
+    "predict needs --data or --input:predict mlp.ipuexe"
     "executable:train"
   )
   local c text args
