@@ -30,6 +30,7 @@ inline int exit_code_for(const Status& status) {
     case StatusCode::kFailedPrecondition: return kExitBadExecutable;
     case StatusCode::kInternal: return kExitRuntimeError;
     case StatusCode::kNonFinite: return kExitNonFinite;
+    case StatusCode::kBadOption: return kExitUsage;
   }
   return kExitRuntimeError;
 }

@@ -44,27 +44,27 @@ std::string constant_inputs_key(const std::map<std::string, frontend::ConstantIn
 }
 
 Status validate_options(const CompileOptions& o) {
-  if (o.batch_size == 0 || o.batch_size > (1u << 20)) return invalid_argument("--batch-size must be in [1, 1048576]");
+  if (o.batch_size == 0 || o.batch_size > (1u << 20)) return bad_option("--batch-size must be in [1, 1048576]");
   if (o.steps_per_execution == 0 || o.steps_per_execution > (1u << 24)) {
-    return invalid_argument("--steps-per-execution must be in [1, 16777216]");
+    return bad_option("--steps-per-execution must be in [1, 16777216]");
   }
   if (o.gradient_accumulation == 0 || o.replicas == 0) {
-    return invalid_argument("--gradient-accumulation and --replicas must be at least 1");
+    return bad_option("--gradient-accumulation and --replicas must be at least 1");
   }
   if (o.steps_per_execution % o.gradient_accumulation != 0) {
-    return invalid_argument("--steps-per-execution " + std::to_string(o.steps_per_execution) +
+    return bad_option("--steps-per-execution " + std::to_string(o.steps_per_execution) +
                             " is not a multiple of --gradient-accumulation " + std::to_string(o.gradient_accumulation) +
                             ": an execution must end on a weight update");
   }
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
-    return invalid_argument("--gradient-accumulation applies to training only (--mode infer)");
+    return bad_option("--gradient-accumulation applies to training only (--mode infer)");
   }
   if (o.loss && *o.loss != "sparse_categorical_crossentropy") {
-    return invalid_argument("--loss must be sparse_categorical_crossentropy, got '" + *o.loss + "'");
+    return bad_option("--loss must be sparse_categorical_crossentropy, got '" + *o.loss + "'");
   }
-  if (o.optimizer && *o.optimizer != "sgd") return invalid_argument("--optimizer must be sgd, got '" + *o.optimizer + "'");
-  if (o.learning_rate && !(*o.learning_rate > 0)) return invalid_argument("--learning-rate must be positive");
-  if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return invalid_argument("--momentum must be in [0, 1)");
+  if (o.optimizer && *o.optimizer != "sgd") return bad_option("--optimizer must be sgd, got '" + *o.optimizer + "'");
+  if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
+  if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return bad_option("--momentum must be in [0, 1)");
   return Status();
 }
 
@@ -106,7 +106,7 @@ StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& 
   ModelTraining training;
   if (frontend::looks_like_onnx(model_text, options.model_path)) {
     if (options.mode == Mode::kTrain && !options.loss) {
-      return invalid_argument(options.model_path + ": an ONNX model has no loss; give --loss "
+      return bad_option(options.model_path + ": an ONNX model has no loss; give --loss "
                               "sparse_categorical_crossentropy to train it, or --mode infer");
     }
     frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain,
@@ -115,7 +115,7 @@ StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& 
     training = onnx_training();
   } else {
     if (!options.constant_inputs.empty()) {
-      return invalid_argument(options.model_path + ": --constant-input applies to ONNX models only");
+      return bad_option(options.model_path + ": --constant-input applies to ONNX models only");
     }
     IPU_ASSIGN_OR_RETURN(frontend::ModelSpec spec, frontend::parse_graph_spec(model_text, options.model_path));
     if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(frontend::apply_stage_assignment(spec, options.stage_assignment));
@@ -197,7 +197,7 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
   IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile));
-  if (options.num_ipus == 0 || options.num_ipus > 1024) return invalid_argument("--num-ipus must be in [1, 1024]");
+  if (options.num_ipus == 0 || options.num_ipus > 1024) return bad_option("--num-ipus must be in [1, 1024]");
 
   CompileResult result;
   auto start = std::chrono::steady_clock::now();
@@ -210,14 +210,14 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
   const uint32_t stages = static_cast<uint32_t>(forward.num_stages);
   const uint32_t ipus_needed = stages * options.replicas;
   if (ipus_needed > options.num_ipus) {
-    return invalid_argument(options.model_path + ": " + std::to_string(stages) + " stage(s) x " +
+    return bad_option(options.model_path + ": " + std::to_string(stages) + " stage(s) x " +
                             std::to_string(options.replicas) + " replica(s) need " + std::to_string(ipus_needed) +
                             " IPUs, the target has " + std::to_string(options.num_ipus) + " (--num-ipus)");
   }
   IPU_ASSIGN_OR_RETURN(passes::Schedule schedule, passes::parse_schedule(options.schedule));
   if (stages > 1 && schedule != passes::Schedule::kSequential && options.mode == Mode::kTrain &&
       options.gradient_accumulation < stages) {
-    return invalid_argument(options.model_path + ": the " + options.schedule + " schedule needs --gradient-accumulation >= " +
+    return bad_option(options.model_path + ": the " + options.schedule + " schedule needs --gradient-accumulation >= " +
                             std::to_string(stages) + " (the number of stages) to fill the pipeline, got " +
                             std::to_string(options.gradient_accumulation));
   }

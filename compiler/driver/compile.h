@@ -73,7 +73,8 @@ struct CompileResult {
   std::string ir_text;  // the IR after the training passes, for --dump-ir
 };
 
-// Errors: InvalidArgument (bad spec or options, every problem listed), Unsupported,
+// Errors: BadOption (an option value, or one the model cannot take), InvalidArgument (a bad
+// model, every problem listed), Unsupported,
 // ResourceExhausted (a tile overflows; the message has the per-tile report).
 StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options);
 

@@ -68,23 +68,32 @@ std::optional<std::array<int64_t, 2>> parse_pair(const json& j, int64_t limit) {
   return std::nullopt;
 }
 
-// Collects every problem of a spec so the user sees them all at once.
+// Collects every problem of a spec so the user sees them all at once. A valid spec asking for
+// something ipucc does not implement (an Adam optimizer, a float16 input) is Unsupported, as an
+// ONNX op is; if both kinds are present, Unsupported, as the ONNX importer reports them.
 class Problems {
  public:
   explicit Problems(std::string path) : m_path(std::move(path)) {}
-  void add(const std::string& where, const std::string& what) {
-    m_lines.push_back(m_path + ": " + (where.empty() ? "" : where + ": ") + what);
+  void add(const std::string& where, const std::string& what) { add_line(where, what); }
+  void add_unsupported(const std::string& where, const std::string& what) {
+    add_line(where, what);
+    m_unsupported = true;
   }
   bool empty() const { return m_lines.empty(); }
   Status status() const {
     std::string message;
     for (const auto& line : m_lines) message += (message.empty() ? "" : "\n") + line;
-    return invalid_argument(message);
+    return m_unsupported ? unsupported(message) : invalid_argument(message);
   }
 
  private:
+  void add_line(const std::string& where, const std::string& what) {
+    m_lines.push_back(m_path + ": " + (where.empty() ? "" : where + ": ") + what);
+  }
+
   std::string m_path;
   std::vector<std::string> m_lines;
+  bool m_unsupported = false;
 };
 
 // A short, bounded rendering of a value for messages: never a recursive dump of a hostile tree.
@@ -291,7 +300,12 @@ std::optional<InputSpec> parse_input(const json& j, Problems& problems) {
     input.shape.push_back(d.get<int64_t>());
   }
   if (j.contains("dtype") && j["dtype"] != "float32") {
-    problems.add("input '" + input.name + "'", "dtype " + describe(j["dtype"]) + " is not supported (float32 only)");
+    const std::string what = "dtype " + describe(j["dtype"]) + " is not supported (float32 only)";
+    if (j["dtype"].is_string()) {
+      problems.add_unsupported("input '" + input.name + "'", what);
+    } else {
+      problems.add("input '" + input.name + "'", "'dtype' must be a string such as \"float32\"");
+    }
   }
   return input;
 }
@@ -302,8 +316,10 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
     std::string type = loss.is_string() ? loss.get<std::string>()
                        : loss.is_object() && loss.contains("type") && loss["type"].is_string() ? loss["type"].get<std::string>()
                                                                                                    : "";
-    if (type != "sparse_categorical_crossentropy") {
-      problems.add("loss", "unsupported loss " + describe(loss) + " (expected sparse_categorical_crossentropy)");
+    if (type.empty()) {
+      problems.add("loss", "must be a loss name or {\"type\": NAME, ...}, got " + describe(loss));
+    } else if (type != "sparse_categorical_crossentropy") {
+      problems.add_unsupported("loss", "unsupported loss " + describe(json(type)) + " (ipucc trains with sparse_categorical_crossentropy)");
     }
     if (loss.is_object() && loss.contains("from_logits")) {
       if (!loss["from_logits"].is_boolean()) problems.add("loss", "'from_logits' must be true or false");
@@ -314,8 +330,12 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
   }
   if (j.contains("optimizer")) {
     const json& opt = j["optimizer"];
-    if (!opt.is_object() || !opt.contains("type") || opt["type"] != "sgd") {
-      problems.add("optimizer", "unsupported optimizer (expected {\"type\": \"sgd\", ...})");
+    if (!opt.is_object() || !opt.contains("type") || !opt["type"].is_string()) {
+      problems.add("optimizer", "must be {\"type\": NAME, ...}, got " + describe(opt));
+      return;
+    }
+    if (opt["type"] != "sgd") {
+      problems.add_unsupported("optimizer", "unsupported optimizer " + describe(opt["type"]) + " (ipucc trains with sgd)");
       return;
     }
     if (opt.contains("learning_rate")) {

@@ -15,6 +15,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kInternal: return "internal error";
     case StatusCode::kOutOfRange: return "out of range";
     case StatusCode::kNonFinite: return "non-finite";
+    case StatusCode::kBadOption: return "bad option";
   }
   return "unknown";
 }

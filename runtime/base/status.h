@@ -21,6 +21,7 @@ enum class StatusCode {
   kInternal,           // a broken invariant inside ipucc
   kOutOfRange,         // data met while running lies outside what an op accepts (an index, a label)
   kNonFinite,          // training produced a NaN or an infinity (a loss, a gradient, a weight)
+  kBadOption,          // an option's value, alone or with the others or the model, cannot work (a usage error)
 };
 
 const char* status_code_name(StatusCode code);
@@ -57,6 +58,7 @@ inline Status io_error(std::string m) { return {StatusCode::kIoError, std::move(
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status out_of_range(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 inline Status non_finite(std::string m) { return {StatusCode::kNonFinite, std::move(m)}; }
+inline Status bad_option(std::string m) { return {StatusCode::kBadOption, std::move(m)}; }
 
 template <typename T>
 class [[nodiscard]] StatusOr {

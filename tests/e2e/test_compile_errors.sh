@@ -126,9 +126,11 @@ test_other_spec_problems() {
   edit_model "$SEQ" dup.json 'm["layers"][2]["name"] = "dense1"'
   expect_compile_error 3 "dup.json: layer 'dense1' (Dense): name is used twice" -- "$IPUCC" compile dup.json "${SMALL[@]}"
   edit_model "$SEQ" loss.json 'm["loss"] = "mse"'
-  expect_compile_error 3 "loss.json: loss: unsupported loss" -- "$IPUCC" compile loss.json "${SMALL[@]}"
+  expect_compile_error 4 "loss.json: loss: unsupported loss" -- "$IPUCC" compile loss.json "${SMALL[@]}"
   edit_model "$SEQ" opt.json 'm["optimizer"] = {"type": "adam"}'
-  expect_compile_error 3 "opt.json: optimizer: unsupported optimizer" -- "$IPUCC" compile opt.json "${SMALL[@]}"
+  expect_compile_error 4 "opt.json: optimizer: unsupported optimizer \"adam\"" -- "$IPUCC" compile opt.json "${SMALL[@]}"
+  edit_model "$SEQ" dtype.json 'm["input"]["dtype"] = "float16"'
+  expect_compile_error 4 "dtype.json: input" "dtype \"float16\" is not supported" -- "$IPUCC" compile dtype.json "${SMALL[@]}"
   edit_model "$SEQ" shape.json 'm["input"]["shape"] = [28, 0, 1]'
   expect_compile_error 3 "shape.json: input 'image': shape dimensions must be positive integers" -- "$IPUCC" compile shape.json "${SMALL[@]}"
   edit_model "$SEQ" nolayers.json 'm["layers"] = []'

@@ -79,7 +79,7 @@ test_misuse_names_the_flag_the_input_and_the_file() {
     "$IPUCC" compile reduce.onnx --mode infer --constant-input axes=axes1.npy --constant-input x=x.npy
   expect_exit 2 "$IPUCC" compile reduce.onnx --mode infer --constant-input axes
   expect_stderr_contains "NAME=FILE"
-  expect_error 3 "--constant-input applies to ONNX models only" -- \
+  expect_error 2 "--constant-input applies to ONNX models only" -- \
     "$IPUCC" compile "$MODELS/mlp_sequential.json" --constant-input axes=axes1.npy
   expect_no_file "$IPUCC_CACHE_DIR/entries"/*/*.ipuexe
 }

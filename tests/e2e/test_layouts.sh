@@ -104,12 +104,13 @@ test_pipelined_replicas_equal_the_large_batch() {
   same_weights big piped 1e-6
 }
 
+# A layout flag the model cannot take is a usage error (2); bad stage numbering is the model's (3).
 test_pipeline_layout_errors() {
-  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,1,2,3,3 --gradient-accumulation 2 \
+  expect_exit 2 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,1,2,3,3 --gradient-accumulation 2 \
     --steps-per-execution 2
   expect_stderr_contains "the grouped schedule needs --gradient-accumulation >= 4 (the number of stages)"
   expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,1,2,3,3 --schedule sequential
-  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,1,1,1,1 --gradient-accumulation 2 \
+  expect_exit 2 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,1,1,1,1 --gradient-accumulation 2 \
     --steps-per-execution 2 --replicas 4 --num-ipus 4
   expect_stderr_contains "2 stage(s) x 4 replica(s) need 8 IPUs, the target has 4 (--num-ipus)"
   expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --stage-assignment 0,0,2,2,2,2
@@ -163,12 +164,13 @@ test_layout_flags_are_recorded() {
   expect_json "$STDOUT" 'd["target"]["num_ipus"] == 2'
 }
 
+# Flags that do not go together are usage errors (exit 2), as a bad flag value is.
 test_layout_errors() {
-  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --gradient-accumulation 4 --steps-per-execution 6
+  expect_exit 2 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --gradient-accumulation 4 --steps-per-execution 6
   expect_stderr_contains "--steps-per-execution 6 is not a multiple of --gradient-accumulation 4"
-  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --replicas 8 --num-ipus 4
+  expect_exit 2 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --replicas 8 --num-ipus 4
   expect_stderr_contains "8 replica(s) need 8 IPUs, the target has 4 (--num-ipus)"
-  expect_exit 3 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --mode infer --gradient-accumulation 2 --steps-per-execution 2
+  expect_exit 2 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --mode infer --gradient-accumulation 2 --steps-per-execution 2
   expect_stderr_contains "--gradient-accumulation applies to training only"
   expect_exit 2 "$IPUCC" compile "$MODEL" --replicas 0
   expect_stderr_starts_with "ipucc: error:"
