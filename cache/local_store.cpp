@@ -23,6 +23,7 @@ constexpr size_t kMinPrefixLength = 8;
 constexpr size_t kMaxListedCandidates = 5;
 constexpr std::string_view kExecutableSuffix = ".ipuexe";
 constexpr std::string_view kManifestSuffix = ".manifest";
+constexpr std::string_view kModelNoteSuffix = ".model";
 
 Status errno_status(const std::string& path, const std::string& what, int err) {
   std::string message = path + ": " + what + ": " + std::strerror(err);
@@ -111,6 +112,11 @@ std::string LocalStore::manifest_path(const std::string& key) const {
   return shard_dir(key) + "/" + key + std::string(kManifestSuffix);
 }
 
+std::string LocalStore::model_note_path(const std::string& key) const {
+  if (!is_valid_key(key)) return "";
+  return shard_dir(key) + "/" + key + std::string(kModelNoteSuffix);
+}
+
 StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
   LookupResult result;
   const std::string expected = manifest.canonical_text();
@@ -155,7 +161,7 @@ StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
   return result;
 }
 
-Status LocalStore::put(const Manifest& manifest, std::string_view executable_bytes) {
+Status LocalStore::put(const Manifest& manifest, std::string_view executable_bytes, const std::string& model_file) {
   const std::string text = manifest.canonical_text();
   const std::string key = sha256_hex(text);
   const std::string exe_path = entry_path(key);
@@ -173,6 +179,11 @@ Status LocalStore::put(const Manifest& manifest, std::string_view executable_byt
     remove_quietly(stored_path);
     remove_quietly(exe_path);
     return status;
+  }
+  if (!model_file.empty()) {
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(model_file, ec).lexically_normal();
+    if (!ec) (void)write_file_atomic(model_note_path(key), absolute.string() + "\n");
   }
   // The running size is bookkeeping: the entry is committed even if it cannot be updated (the
   // next total_bytes() or eviction rescans a missing or damaged size file).
@@ -249,6 +260,9 @@ StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
           }
         }
       }
+      if (StatusOr<std::string> note = read_file(model_note_path(key)); note.ok() && note->ends_with("\n")) {
+        info.model_file = note->substr(0, note->size() - 1);
+      }
       out.push_back(std::move(info));
     }
     if (ec2 && ec2.value() != ENOENT) return errno_status(shard, "cannot list cache entries", ec2.value());
@@ -268,6 +282,7 @@ Status LocalStore::remove_locked(const std::string& key) {
       return errno_status(path, "cannot remove cache entry", errno);
     }
   }
+  remove_quietly(model_note_path(key));
   if (!found) return not_found(key + ": no cache entry with this key");
   return adjust_size_locked(-static_cast<int64_t>(bytes));
 }
@@ -301,6 +316,7 @@ Status LocalStore::quarantine(const std::string& key) {
       return errno_status(from, "cannot move cache entry to " + corrupt_dir(), errno);
     }
   }
+  remove_quietly(model_note_path(key));
   if (!found) return not_found(key + ": no cache entry with this key");
   return adjust_size_locked(-static_cast<int64_t>(bytes));
 }
@@ -345,6 +361,7 @@ StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
         return failed;
       }
     }
+    remove_quietly(model_note_path(e.key));
     total -= e.bytes;
     evicted.push_back(e.key);
   }

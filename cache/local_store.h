@@ -3,6 +3,8 @@
 // Layout under the store directory:
 //   entries/<key[0:2]>/<key>.ipuexe    the executable bytes
 //   entries/<key[0:2]>/<key>.manifest  the canonical manifest text, whose SHA-256 is <key>
+//   entries/<key[0:2]>/<key>.model     the model file the entry was stored for (its absolute
+//                                      path): a note for `cache list`, not part of the key
 //   corrupt/<key>.ipuexe, corrupt/<key>.manifest   quarantined entries (never returned)
 //   size                               running total of the entries' bytes (see total_bytes)
 //   stats.json, stats.lock             counters and their lock (cache/cache_stats.h)
@@ -46,6 +48,7 @@ struct EntryInfo {
   std::string model_sha256;     // of key schema 1 manifests (the whole model file), "" if absent
   std::map<std::string, std::string> options;  // the manifest's option.* values, prefix removed
   std::map<std::string, std::string> manifest; // every manifest entry (empty if malformed)
+  std::string model_file;       // the model it was stored for (<key>.model), "" if not recorded
 };
 
 class LocalStore {
@@ -61,6 +64,8 @@ public:
   std::string entry_path(const std::string& key) const;
   // Path of the entry's manifest, or "" if `key` is not a valid key.
   std::string manifest_path(const std::string& key) const;
+  // Path of the entry's note of its model file, or "" if `key` is not a valid key.
+  std::string model_note_path(const std::string& key) const;
 
   // A hit only if the stored manifest equals manifest.canonical_text() exactly and the executable
   // is readable. Anything inconsistent is a miss with a warning, never an error: a damaged cache
@@ -68,8 +73,9 @@ public:
   StatusOr<LookupResult> lookup(const Manifest& manifest);
 
   // Stores `executable_bytes` under manifest.key(): executable first, manifest last, each written
-  // atomically. On failure no partial entry is left; a full disk is ResourceExhausted.
-  Status put(const Manifest& manifest, std::string_view executable_bytes);
+  // atomically. On failure no partial entry is left; a full disk is ResourceExhausted. Then, as a
+  // note for `cache list`, the absolute path of `model_file` (if given); the entry stands without it.
+  Status put(const Manifest& manifest, std::string_view executable_bytes, const std::string& model_file = "");
 
   // Loads an entry by full key or by a unique prefix of at least 8 lowercase hex characters.
   // Invalid text or an ambiguous prefix is InvalidArgument, no entry is NotFound, an entry whose

@@ -70,6 +70,7 @@ nlohmann::json entry_json(const cache::LocalStore& store, const cache::EntryInfo
           {"bytes", e.bytes},
           {"last_use", iso_time(e.last_use_ns)},
           {"last_use_unix", e.last_use_ns / 1000000000},
+          {"model", or_null(e.model_file)},
           {"model_structure_sha256", or_null(e.model_structure_sha256)},
           {"model_sha256", or_null(e.model_sha256)},
           {"options", e.options}};
@@ -197,8 +198,9 @@ int run_cache(const CacheFlags& f) {
     for (const auto& e : *entries) {
       std::string summary = "batch=" + option_or(e, "batch_size") + " mode=" + option_or(e, "mode") +
                             " arch=" + option_or(e, "arch");
-      std::printf("%s  %-12s  %-32s  %10s  %s\n", e.key.substr(0, 16).c_str(), (e.model_structure_sha256.empty() ? e.model_sha256 : e.model_structure_sha256).substr(0, 12).c_str(),
-                  summary.c_str(), human_bytes(e.bytes).c_str(), iso_time(e.last_use_ns).c_str());
+      // The model file last: paths have no useful width to align to.
+      std::printf("%s  %-32s  %10s  %s  %s\n", e.key.substr(0, 16).c_str(), summary.c_str(), human_bytes(e.bytes).c_str(),
+                  iso_time(e.last_use_ns).c_str(), e.model_file.empty() ? "-" : e.model_file.c_str());
     }
     return kExitOk;
   }

@@ -316,7 +316,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     if (!hit && remote) {
       remote_hit = remote->try_hit(manifest, out, session->delta());
       if (remote_hit && session->writable()) {
-        Status put = store->put(manifest, out.bytes);
+        Status put = store->put(manifest, out.bytes, request.options.model_path);
         if (put.ok()) {
           in_local_cache = true;
         } else {
@@ -363,7 +363,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
   out.bytes = format::serialize_executable(out.executable);
   if (session && session->writable()) {
-    Status put = store->put(manifest, out.bytes);
+    Status put = store->put(manifest, out.bytes, request.options.model_path);
     if (put.ok()) {
       out.entry = store->entry_path(out.key);
     } else {

@@ -44,9 +44,16 @@ test_list_and_show() {
   expect_json "$STDOUT" 'd["entries"][0]["options"]["batch_size"] == "16" and len(d["entries"][0]["model_structure_sha256"]) == 64'
   expect_json "$STDOUT" 'd["entries"][0]["bytes"] > 0 and d["entries"][0]["path"].endswith(d["entries"][0]["key"] + ".ipuexe")'
   expect_json "$STDOUT" 'd["entries"][0]["last_use"].endswith("Z")'
+  # The model file the entry was compiled for, as an absolute path (a relative one is resolved).
+  expect_json "$STDOUT" "d['entries'][0]['model'] == '$MLP'"
   expect_exit 0 "$IPUCC" cache list
   expect_stdout_contains "${key:0:16}"
   expect_stdout_contains "batch=16 mode=train arch=mk2"
+  expect_stdout_contains "  $MLP"
+  cp "$MLP" here.json
+  expect_exit 0 "$IPUCC" compile here.json "${SMALL[@]}" --batch-size 8 --json
+  expect_exit 0 "$IPUCC" cache list --json
+  expect_json "$STDOUT" "'$E2E_TMP/here.json' in [e['model'] for e in d['entries']]"
   expect_exit 0 "$IPUCC" cache show "${key:0:8}"
   expect_stdout_contains "$key"
   expect_stdout_contains "option.batch_size = 16"
@@ -135,6 +142,7 @@ test_clear_keeps_stats() {
   expect_exit 0 "$IPUCC" cache clear
   expect_stdout_contains "removed 3 entries"
   expect_no_file "$C"
+  expect_eq "$(find "$IPUCC_CACHE_DIR/entries" -type f | wc -l)" 0 "files left in entries/ (a model note outliving its entry)"
   expect_exit 0 "$IPUCC" cache stats --json
   expect_json "$STDOUT" 'd["entries"] == 0 and d["bytes"] == 0 and d["misses"] == 3'
   expect_exit 0 "$IPUCC" cache list --json

@@ -328,7 +328,7 @@ test_concurrent_compiles_share_one_entry() {
   local key
   key=$(json_get c1.json 'd["key"]')
   # Exactly one committed entry, no temporary files left behind (besides the bookkeeping files).
-  expect_eq "$(find "$IPUCC_CACHE_DIR/entries" -type f | sed 's|.*/||' | sort | tr '\n' ' ')" "$key.ipuexe $key.manifest " "cache contents"
+  expect_eq "$(find "$IPUCC_CACHE_DIR/entries" -type f | sed 's|.*/||' | sort | tr '\n' ' ')" "$key.ipuexe $key.manifest $key.model " "cache contents"
   expect_eq "$(find "$IPUCC_CACHE_DIR" -maxdepth 1 -type f | sed 's|.*/||' | sort | tr '\n' ' ')" "size stats.json stats.lock " "cache bookkeeping files"
   expect_eq "$(ls "$IPUCC_CACHE_DIR/locks")" "$key.lock" "per-key lock files"
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
