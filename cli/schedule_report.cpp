@@ -27,6 +27,16 @@ std::string number(double value) {
   return buffer;
 }
 
+// The per-step estimate of the program the schedule describes (train; predict in inference), the
+// number the compile summary prints, or 0 if the executable has none.
+double program_cycles_per_step(const format::Executable& exe) {
+  const std::string name = exe.mode() == "train" ? "train" : "predict";
+  for (const auto& p : exe.programs()) {
+    if (p.name() == name) return static_cast<double>(p.cycles_per_step());
+  }
+  return 0;
+}
+
 }  // namespace
 
 nlohmann::json schedule_json(const format::Executable& exe) {
@@ -45,12 +55,21 @@ nlohmann::json schedule_json(const format::Executable& exe) {
                     {"peak_bytes", i < est.peak_bytes_size() ? est.peak_bytes(i) : 0},
                     {"stash_bytes", i < est.stash_bytes_size() ? est.stash_bytes(i) : 0}});
   }
+  // One number per step, the program's: the slots and the update are its compute, and what the
+  // program runs besides (each step's infeed and outfeed, copies between stages, the all-reduce
+  // where the schedule leaves it out) is its transfers. Pipelined schedules hold their transfers
+  // in their slots, so there the difference is only rounding.
+  const double compute = per_update / micro_batches;
+  const double program = program_cycles_per_step(exe);
+  const double cycles = program > 0 ? program : compute;
   return {{"stages", exe.pipeline().num_stages()},
           {"gradient_accumulation", exe.pipeline().gradient_accumulation()},
           {"replicas", exe.pipeline().replicas()},
           {"schedule", exe.pipeline().schedule()},
-          {"cycles_per_step", per_update / micro_batches},
-          {"seconds_per_step", per_update / micro_batches / exe.target().clock_hz()},
+          {"cycles_per_step", cycles},
+          {"compute_cycles_per_step", compute},
+          {"transfer_cycles_per_step", std::max(0.0, cycles - compute)},
+          {"seconds_per_step", cycles / exe.target().clock_hz()},
           {"bubble_fraction", t.slots > 0 ? 1.0 - busy_total / (t.stages * t.slots) : 0.0},
           {"ipus", ipus}};
 }

@@ -265,6 +265,27 @@ test_defaults_follow_the_model() {
   expect_stderr_contains "ipurun: note: $STAGED: 2 pipeline stages"
 }
 
+# One estimate per step: the summary's, estimates.cycles_per_step and pipeline.cycles_per_step agree,
+# and the pipeline's compute and transfer parts add up to it.
+test_summary_and_json_agree_on_cycles_per_step() {
+  local args program
+  for args in "" "--gradient-accumulation 4 --replicas 2" "--mode infer" "--stage-assignment 0,0,0,1,1,1"; do
+    program=train
+    [[ $args == *infer* ]] && program=predict
+    # shellcheck disable=SC2086
+    expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" $args --json
+    expect_json "$STDOUT" "d['pipeline']['cycles_per_step'] == d['estimates']['cycles_per_step']['$program']" "$args: json"
+    expect_json "$STDOUT" "abs(d['pipeline']['compute_cycles_per_step'] + d['pipeline']['transfer_cycles_per_step'] - d['pipeline']['cycles_per_step']) < 1" "$args: parts"
+    cp "$STDOUT" c.json
+    # shellcheck disable=SC2086
+    expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" $args
+    expect_stdout_contains "$program: $(json_get c.json "format(d['pipeline']['cycles_per_step'], ',.0f')") cycles/step"
+  done
+  # Without stages the schedule holds the compute only: each step's infeed and outfeed are transfers.
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["pipeline"]["transfer_cycles_per_step"] > 0'
+}
+
 test_no_cache_neither_reads_nor_writes() {
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --json
   expect_json "$STDOUT" 'd["cache"] == "disabled" and d["entry"] is None and d["timings"]["lowering_s"] > 0'
