@@ -137,7 +137,8 @@ int load(const RunFlags& f, Loaded& out) {
     Status loaded = out.session->load_weights(f.weights);
     if (!loaded.ok()) return fail(kTool, loaded, input_exit_code(loaded));
   }
-  if (!f.inputs.empty()) return kExitOk;  // predict reads them itself (run_predict_inputs)
+  // predict reads --input itself (run_predict_inputs); a model without inputs needs no data.
+  if (!f.inputs.empty() || f.data.empty()) return kExitOk;
   auto data = data::open_dataset(f.data);
   if (!data.ok()) return fail(kTool, data.status(), input_exit_code(data.status()));
   out.data = std::move(*data);
@@ -367,7 +368,16 @@ int run_predict(const RunFlags& f) {
   if (int code = check_outputs(f)) return code;
   Loaded loaded;
   if (int code = load(f, loaded)) return code;
-  if (!f.inputs.empty()) return run_predict_inputs(f, loaded);
+  if (f.inputs.empty() && f.data.empty()) {
+    const format::Executable& exe = loaded.session->executable();
+    if (exe.inputs_size() > 0) {
+      std::string names;
+      for (const auto& io : exe.inputs()) names += (names.empty() ? "'" : ", '") + io.name() + "'";
+      print_error(kTool, "predict needs --data or --input: the samples to predict (the model's inputs: " + names + ")");
+      return kExitUsage;
+    }
+  }
+  if (!f.inputs.empty() || f.data.empty()) return run_predict_inputs(f, loaded);
   const format::Executable& exe = loaded.session->executable();
   const std::string output_name = exe.outputs_size() > 0 ? exe.outputs(0).name() : "predictions";
   if (int code = prepare_output_dir(f, {output_name})) return code;
@@ -459,9 +469,9 @@ int main(int argc, char** argv) {
     return fail_usage(kTool, app, e);
   }
   flags.command = train->parsed() ? "train" : evaluate->parsed() ? "evaluate" : "predict";
-  if (flags.data.empty() && flags.inputs.empty()) {
-    print_error(kTool, flags.command == "predict" ? "predict needs --data or --input: the samples to predict"
-                                                  : flags.command + " needs --data: the samples to " + flags.command + " on");
+  // predict checks once it knows the model's inputs (run_predict): a model without any needs none.
+  if (flags.data.empty() && flags.command != "predict") {
+    print_error(kTool, flags.command + " needs --data: the samples to " + flags.command + " on");
     return kExitUsage;
   }
   if (flags.command == "train") return run_train(flags);

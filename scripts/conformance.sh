@@ -56,26 +56,34 @@ PY
 }
 export -f tensor_proto_name
 
-# One test: prints "pass NAME", "fail NAME: why" or "unsupported NAME: why".
-run_one() {
-  local dir=$1 name
-  name=$(basename "$dir")
-  local w=$WORK/$name rc=0 data=$dir/test_data_set_0
-  mkdir -p "$w"
-  # Input names of the test data (input_K.pb holds the model's K-th graph input).
-  local pb_names=() i=0
+# Whether $1 is among the names after it (an unnamed tensor, "", never is).
+is_among() {
+  local name=$1 other
+  shift
+  [[ -n $name ]] || return 1
+  for other in "$@"; do [[ $other == "$name" ]] && return 0; done
+  return 1
+}
+export -f is_among
+
+# Compiles $dir/model.onnx into $w/exe, binding as --constant-input the inputs of data set $1 that
+# compile names as "must be a compile-time constant". Sets rc (ipucc's exit code), pb_names (the
+# names of the set's input tensors, "" for an unnamed one) and bound (the names bound). Test
+# tensors without a name cannot be bound (the model's input is not known).
+compile_for_set() {
+  local data=$1 i=0 bind_flags=() wanted n new
+  pb_names=()
   while [[ -f $data/input_$i.pb ]]; do pb_names+=("$(tensor_proto_name "$data/input_$i.pb")"); i=$((i + 1)); done
-  # Compile; while it names graph inputs that must be constant and are not bound yet, bind them.
-  local bound=() bind_flags=()
+  bound=()
   while true; do
     rc=0
     timeout "$CONFORMANCE_TIMEOUT" "$IPUCC" compile "$dir/model.onnx" --mode infer --no-cache -o "$w/exe" \
       "${bind_flags[@]}" > "$w/compile.out" 2> "$w/compile.err" || rc=$?
     ((rc == 4)) || break
-    local wanted new=0
+    new=0
     mapfile -t wanted < <(sed -nE "s/.*graph input '([^']+)' must be a compile-time constant.*/\1/p" "$w/compile.err")
     for n in "${wanted[@]}"; do
-      [[ " ${bound[*]} " == *" $n "* ]] && continue
+      is_among "$n" "${bound[@]}" && continue
       for ((i = 0; i < ${#pb_names[@]}; i++)); do
         if [[ ${pb_names[$i]} == "$n" ]]; then
           bound+=("$n")
@@ -86,33 +94,60 @@ run_one() {
     done
     ((new)) || break
   done
-  if ((rc == 4)); then
-    echo "unsupported $name: $(sed -n '1s/^ipucc: error: //p' "$w/compile.err" | sed "s|$dir/||g")"
-    return
-  elif ((rc != 0)); then
-    echo "fail $name: ipucc exit $rc: $(head -c 300 "$w/compile.err" | tr '\n' ' ' | sed "s|$dir/||g")"
-    return
-  fi
-  local inputs=()
-  for ((i = 0; i < ${#pb_names[@]}; i++)); do
-    [[ " ${bound[*]} " == *" ${pb_names[$i]} "* ]] || inputs+=(--input "$data/input_$i.pb")
-  done
-  rc=0
-  timeout "$CONFORMANCE_TIMEOUT" "$IPURUN" predict "$w/exe" "${inputs[@]}" --output-dir "$w/out" --json \
-    > "$w/run.json" 2> "$w/run.err" || rc=$?
-  if ((rc != 0)); then
-    echo "fail $name: ipurun exit $rc: $(head -c 300 "$w/run.err" | tr '\n' ' ')"
+}
+export -f compile_for_set
+
+# One test: prints "pass NAME", "fail NAME: why" or "unsupported NAME: why". Every
+# test_data_set_N runs and must match; input_K.pb feeds the model's K-th graph input (by position:
+# a test tensor need not have a name), output_K.pb is compared with its K-th output.
+run_one() {
+  local dir=$1 name
+  name=$(basename "$dir")
+  local w=$WORK/$name rc=0 bound=() pb_names=() sets
+  mkdir -p "$w"
+  mapfile -t sets < <(find "$dir" -mindepth 1 -maxdepth 1 -type d -name 'test_data_set_*' | sort -V)
+  if ((${#sets[@]} == 0)); then
+    echo "fail $name: no test_data_set_N directory"
     return
   fi
-  # Outputs in model order are output_0.pb, output_1.pb, ...; ipurun names its files after them.
-  local files
-  mapfile -t files < <(python3 -c 'import json,sys; print("\n".join(o["file"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$w/run.json")
-  for ((i = 0; i < ${#files[@]}; i++)); do
-    local result
-    if ! result=$("$COMPARE_TENSORS" "${files[$i]}" "$data/output_$i.pb"); then
-      echo "fail $name: output $i: $result"
+  local data k
+  for ((k = 0; k < ${#sets[@]}; k++)); do
+    data=${sets[$k]}
+    # Values bound at compile time come from the data set: compile again for each set that has any.
+    if ((k == 0 || ${#bound[@]} > 0)); then
+      compile_for_set "$data"
+      if ((rc == 4)); then
+        echo "unsupported $name: $(sed -n '1s/^ipucc: error: //p' "$w/compile.err" | sed "s|$dir/||g")"
+        return
+      elif ((rc != 0)); then
+        echo "fail $name: ipucc exit $rc: $(head -c 300 "$w/compile.err" | tr '\n' ' ' | sed "s|$dir/||g")"
+        return
+      fi
+    fi
+    # pb_names are this set's: a set with bound inputs was compiled for above.
+    local inputs=() i=0
+    while [[ -f $data/input_$i.pb ]]; do
+      is_among "${pb_names[$i]:-}" "${bound[@]}" || inputs+=(--input "$data/input_$i.pb")
+      i=$((i + 1))
+    done
+    rm -rf "$w/out"
+    rc=0
+    timeout "$CONFORMANCE_TIMEOUT" "$IPURUN" predict "$w/exe" "${inputs[@]}" --output-dir "$w/out" --json \
+      > "$w/run.json" 2> "$w/run.err" || rc=$?
+    if ((rc != 0)); then
+      echo "fail $name: $(basename "$data"): ipurun exit $rc: $(head -c 300 "$w/run.err" | tr '\n' ' ')"
       return
     fi
+    # Outputs in model order are output_0.pb, output_1.pb, ...; ipurun names its files after them.
+    local files
+    mapfile -t files < <(python3 -c 'import json,sys; print("\n".join(o["file"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$w/run.json")
+    for ((i = 0; i < ${#files[@]}; i++)); do
+      local result
+      if ! result=$("$COMPARE_TENSORS" "${files[$i]}" "$data/output_$i.pb"); then
+        echo "fail $name: $(basename "$data"): output $i: $result"
+        return
+      fi
+    done
   done
   echo "pass $name"
 }

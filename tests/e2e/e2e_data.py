@@ -194,6 +194,16 @@ def cmd_int64_pb(a):
         f.write(tensor)
 
 
+def cmd_float_pb(a):
+    # A float32 .npy as an ONNX TensorProto, named only if --name is given (ONNX's test data may
+    # leave tensors unnamed: they are then positional).
+    x = read_npy(a.npy)
+    tensor = (b"".join(pb_int(1, d) for d in x["shape"]) + pb_int(2, 1) + (pb_bytes(8, a.name) if a.name else b"") +
+              pb_bytes(9, struct.pack("<%df" % len(x["values"]), *x["values"])))
+    with open(a.path, "wb") as f:
+        f.write(tensor)
+
+
 def onnx_float_initializer(name, dims, values):
     # TensorProto{dims, data_type FLOAT, name, raw_data}
     return (b"".join(pb_int(1, d) for d in dims) + pb_int(2, 1) + pb_bytes(8, name) +
@@ -306,6 +316,11 @@ def main():
     p.add_argument("name")
     p.add_argument("values")
     p.set_defaults(func=cmd_int64_pb)
+    p = sub.add_parser("float-pb")
+    p.add_argument("npy")
+    p.add_argument("path")
+    p.add_argument("--name")
+    p.set_defaults(func=cmd_float_pb)
     p = sub.add_parser("xent")
     p.add_argument("pred")
     p.add_argument("labels")

@@ -52,4 +52,34 @@ test_every_node_test_passes_or_is_unsupported() {
   ! grep -E '^unsupported [^:]+$' "$STDOUT" || fail "an unsupported test without a reason"
 }
 
+# Any directory laid out like ONNX's backend test data runs: test tensors without names feed the
+# model's inputs by position, and every test_data_set_N is run and compared, not only the first.
+test_unnamed_tensors_and_every_data_set() {
+  local t set
+  for t in test_unnamed test_named test_wrong_second_set; do
+    mkdir -p "tests/$t"
+    e2e_data gemm-onnx "tests/$t/model.onnx" --in 6 --out 4 > "tests/$t/model.json"
+    for set in 0 1; do
+      mkdir -p "tests/$t/test_data_set_$set"
+      e2e_data npy "x$set.npy" --shape 3,6 --fill random --seed "$((set + 5))"
+      e2e_data gemm-ref "x$set.npy" "tests/$t/model.json" "y$set.npy"
+      if [[ $t == test_named ]]; then
+        e2e_data float-pb "x$set.npy" "tests/$t/test_data_set_$set/input_0.pb" --name input
+        e2e_data float-pb "y$set.npy" "tests/$t/test_data_set_$set/output_0.pb" --name output
+      else
+        e2e_data float-pb "x$set.npy" "tests/$t/test_data_set_$set/input_0.pb"
+        e2e_data float-pb "y$set.npy" "tests/$t/test_data_set_$set/output_0.pb"
+      fi
+    done
+    rm "tests/$t/model.json"
+  done
+  # The second set's expected output belongs to the first: a check of set 0 alone would pass.
+  cp tests/test_wrong_second_set/test_data_set_0/output_0.pb tests/test_wrong_second_set/test_data_set_1/output_0.pb
+  expect_exit 1 env IPUCC_CONFORMANCE_DIR="$E2E_TMP/tests" bash "$SRC/scripts/conformance.sh"
+  expect_stdout_contains "pass test_named"
+  expect_stdout_contains "pass test_unnamed"
+  expect_stdout_contains "fail test_wrong_second_set: test_data_set_1: output 0:"
+  expect_stdout_contains "2 passed, 1 failed, 0 unsupported"
+}
+
 run_tests "$@"
