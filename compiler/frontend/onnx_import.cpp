@@ -329,7 +329,8 @@ bool output_is_batched(const onnx::ValueInfoProto& out, const std::vector<int64_
 Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stage, int opset,
                    const std::set<std::string>& declared_names, const std::map<std::string, int>& stage_of_output) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
-    return unsupported("domain '" + node.domain() + "' is not supported");
+    return unsupported("op " + node.op_type() + " of domain '" + node.domain() +
+                       "' is not supported (ipucc implements ops of the ai.onnx domain)");
   }
   const OnnxOpDef* def = find_onnx_op(node.op_type());
   if (!def) return unsupported("op " + node.op_type() + " is not supported");
@@ -390,8 +391,17 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     return invalid_argument(path + ": not an ONNX model (the ModelProto does not parse)");
   }
   if (!model.has_graph()) return invalid_argument(path + ": the ONNX model has no graph");
+  // A model of another domain's ops only (ONNX's ai.onnx.preview.training tests import nothing
+  // else) is valid, and its nodes unsupported, each named below; a node of the default domain
+  // without the ai.onnx import is a malformed model.
   const int opset = ai_onnx_opset(model);
-  if (opset < 1) return invalid_argument(path + ": the model imports no ai.onnx opset");
+  if (opset < 1) {
+    for (const auto& node : model.graph().node()) {
+      if (node.domain().empty() || node.domain() == "ai.onnx") {
+        return invalid_argument(path + ": the model imports no ai.onnx opset, which its " + node.op_type() + " nodes need");
+      }
+    }
+  }
   const onnx::GraphProto& g = model.graph();
 
   ForwardGraph result;

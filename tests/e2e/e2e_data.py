@@ -186,6 +186,21 @@ def cmd_reduce_sum_onnx(a):
         f.write(model)
 
 
+def cmd_momentum_onnx(a):
+    # ONNX's own test_momentum model: one Momentum node of ai.onnx.preview.training, whose domain
+    # is the only one it imports. NodeProto field 7 is the domain; OperatorSetIdProto{domain 1, version 2}.
+    node = (pb_bytes(1, "r") + pb_bytes(1, "t") + pb_bytes(1, "x") + pb_bytes(1, "g") + pb_bytes(1, "v") +
+            pb_bytes(2, "x_new") + pb_bytes(2, "v_new") + pb_bytes(3, "step") + pb_bytes(4, "Momentum") +
+            pb_bytes(7, "ai.onnx.preview.training"))
+    graph = pb_bytes(1, node) + pb_bytes(2, "momentum")
+    for name, dims in (("r", []), ("t", []), ("x", [2]), ("g", [2]), ("v", [2])):
+        graph += pb_bytes(11, onnx_value_info(name, dims))
+    graph += pb_bytes(12, onnx_value_info("x_new", [2])) + pb_bytes(12, onnx_value_info("v_new", [2]))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_bytes(1, "ai.onnx.preview.training") + pb_int(2, 1))
+    with open(a.path, "wb") as f:
+        f.write(model)
+
+
 def cmd_int64_pb(a):
     values = [int(v) for v in a.values.split(",")]
     # TensorProto{dims, data_type INT64, name, raw_data}
@@ -311,6 +326,9 @@ def main():
     p = sub.add_parser("reduce-sum-onnx")
     p.add_argument("path")
     p.set_defaults(func=cmd_reduce_sum_onnx)
+    p = sub.add_parser("momentum-onnx")
+    p.add_argument("path")
+    p.set_defaults(func=cmd_momentum_onnx)
     p = sub.add_parser("int64-pb")
     p.add_argument("path")
     p.add_argument("name")

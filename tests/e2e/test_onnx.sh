@@ -179,6 +179,13 @@ PYEOF
   expect_no_file "$IPUCC_CACHE_DIR/entries"/*/*.ipuexe
 }
 
+# ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
+test_ops_of_another_domain_are_unsupported() {
+  e2e_data momentum-onnx momentum.onnx
+  expect_error 4 "momentum.onnx: node 'step' (Momentum): op Momentum of domain 'ai.onnx.preview.training' is not supported" -- \
+    "$IPUCC" compile momentum.onnx --mode infer
+}
+
 test_malformed_onnx_is_invalid_input() {
   printf 'not a protobuf \xff\xff' > broken.onnx
   expect_error 3 "broken.onnx: not an ONNX model" -- "$IPUCC" compile broken.onnx --mode infer

@@ -79,6 +79,37 @@ TEST_CASE("an op version outside the implemented ones is unsupported, naming the
   CHECK(contains(imported.status().message(), "version 6 of Gemm (opset 6) is not supported; supported versions: 7, 9, 11, 13"));
 }
 
+// ONNX's training ops (ai.onnx.preview.training: Adagrad, Adam, Momentum) are valid models ipucc
+// does not implement: unsupported, with or without an ai.onnx import beside their domain's.
+TEST_CASE("ops of another domain are unsupported, naming the node and the domain") {
+  for (bool with_ai_onnx : {true, false}) {
+    CAPTURE(with_ai_onnx);
+    OnnxBuilder b;
+    auto& model = b.model();
+    if (!with_ai_onnx) model.clear_opset_import();
+    auto* training = model.add_opset_import();
+    training->set_domain("ai.onnx.preview.training");
+    training->set_version(1);
+    b.input("x", {4}).output("y");
+    auto& momentum = b.node("Momentum", "step", {"x"}, {"y"});
+    momentum.set_domain("ai.onnx.preview.training");
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kUnsupported);
+    CHECK(contains(imported.status().message(), kPath + ": node 'step' (Momentum): op Momentum of domain "
+                                                "'ai.onnx.preview.training' is not supported"));
+  }
+  // A default-domain node without the ai.onnx import is a malformed model.
+  OnnxBuilder b;
+  b.model().clear_opset_import();
+  b.input("x", {4}).output("y");
+  b.node("Relu", "r", {"x"}, {"y"});
+  auto imported = import(b);
+  REQUIRE_FALSE(imported.ok());
+  CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+  CHECK(contains(imported.status().message(), "the model imports no ai.onnx opset, which its Relu nodes need"));
+}
+
 TEST_CASE("malformed models are invalid input naming the file") {
   SUBCASE("not a protobuf") {
     auto imported = import_onnx("\xff\xff\xff garbage", kPath, {});
