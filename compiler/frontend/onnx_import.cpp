@@ -126,11 +126,17 @@ StatusOr<int> schema_version(const std::string& op_type, int opset, const OnnxOp
   return version;
 }
 
-Status check_attributes(const onnx::NodeProto& node, const OnnxOpDef& def) {
+// Every attribute must be one the converter reads and, where libonnx has the node's schema
+// version, one that version has: an opset-6 attribute (Add's `broadcast`) on a later version is
+// not read with the old meaning.
+Status check_attributes(const onnx::NodeProto& node, const OnnxOpDef& def, int opset, int version) {
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
+  if (schema && schema->since_version() != version) schema = nullptr;  // a version newer than libonnx's
   std::string unknown;
   for (const auto& a : node.attribute()) {
     if (a.name().rfind("__", 0) == 0) continue;  // framework annotations such as PopART's
-    if (std::find(def.attributes.begin(), def.attributes.end(), a.name()) == def.attributes.end()) {
+    const bool read = std::find(def.attributes.begin(), def.attributes.end(), a.name()) != def.attributes.end();
+    if (!read || (schema && !schema->attributes().count(a.name()))) {
       unknown += (unknown.empty() ? "'" : ", '") + a.name() + "'";
     }
   }
@@ -335,7 +341,7 @@ Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stag
   const OnnxOpDef* def = find_onnx_op(node.op_type());
   if (!def) return unsupported("op " + node.op_type() + " is not supported");
   IPU_ASSIGN_OR_RETURN(int version, schema_version(node.op_type(), opset, *def));
-  IPU_RETURN_IF_ERROR(check_attributes(node, *def));
+  IPU_RETURN_IF_ERROR(check_attributes(node, *def, opset, version));
   // Every input must exist and come from this stage or an earlier one.
   bool inputs_ready = true;
   for (const std::string& name : node.input()) {

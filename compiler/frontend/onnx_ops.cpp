@@ -169,9 +169,9 @@ Status convert_constant(OnnxImportContext& ctx) {
 
 std::vector<OnnxOpDef> core_onnx_ops() {
   return {
-      {"Constant", {9, 11, 12, 13, 19, 21, 23, 24, 25}, {"value", "value_float", "value_floats", "value_int", "value_ints"}, convert_constant},
+      {"Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}, {"value", "value_float", "value_floats", "value_int", "value_ints"}, convert_constant},
       {"Dropout", {7, 10, 12, 13, 22}, {"ratio", "seed"}, convert_dropout},
-      {"Flatten", {9, 11, 13, 21, 23, 24, 25}, {"axis"}, convert_flatten},
+      {"Flatten", {1, 9, 11, 13, 21, 23, 24, 25}, {"axis"}, convert_flatten},
       {"Identity", {1, 13, 14, 16, 19, 21, 23, 24, 25}, {}, convert_identity},
       {"Relu", {6, 13, 14}, {}, convert_relu},
       {"Reshape", {5, 13, 14, 19, 21, 23, 24, 25}, {"allowzero"}, convert_reshape},

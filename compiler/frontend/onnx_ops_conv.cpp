@@ -250,6 +250,12 @@ Status convert_global_max_pool(OnnxImportContext& ctx) { return convert_global_p
 // Y = X · s + t; otherwise the BatchNorm op reads them at run time.
 Status convert_batch_norm(OnnxImportContext& ctx) {
   if (ctx.int_attr("training_mode", 0) != 0) return unsupported("BatchNormalization with training_mode 1 is not supported");
+  // Versions 6 and 7: `spatial` 1 (the default) is version 9's per-channel statistics; version
+  // 6's is_test 0 asks for training-mode statistics.
+  if (ctx.int_attr("spatial", 1) != 1) return unsupported("BatchNormalization with spatial 0 (per-element statistics) is not supported");
+  if (ctx.version() == 6 && ctx.int_attr("is_test", 0) == 0) {
+    return unsupported("BatchNormalization-6 with is_test 0 (training-mode statistics) is not supported");
+  }
   for (int i = 1; i < ctx.node().output_size(); ++i) {
     if (!ctx.node().output(i).empty()) return unsupported("the running mean and variance outputs of BatchNormalization are not supported");
   }
@@ -313,7 +319,7 @@ std::vector<OnnxOpDef> conv_onnx_ops() {
        {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"},
        convert_average_pool},
       // momentum only updates the running statistics in training mode, which is refused.
-      {"BatchNormalization", {9, 14, 15}, {"epsilon", "momentum", "training_mode"}, convert_batch_norm},
+      {"BatchNormalization", {6, 7, 9, 14, 15}, {"epsilon", "momentum", "training_mode", "spatial", "is_test"}, convert_batch_norm},
       {"Conv", {1, 11, 22}, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, convert_conv},
       {"GlobalAveragePool", {1, 22}, {}, convert_global_average_pool},
       {"GlobalMaxPool", {1}, {}, convert_global_max_pool},

@@ -115,6 +115,37 @@ Status convert_gelu(OnnxImportContext& ctx) {
 }
 
 // Float inputs, or integer ones where the float result is the exact integer result.
+// Input 1 of a binary op, as numpy broadcasting may take it. Before opset 7 (Add, Sub, Mul, Div
+// of version 6, Pow of version 1) broadcasting was explicit: without `broadcast` the shapes are
+// equal; with broadcast=1 B's shape is a contiguous run of A's starting at `axis` (default: its
+// trailing dims) or B has one element. Padding B with 1s around that run makes numpy's rules
+// give the same result, so the legacy versions import as the later ones.
+StatusOr<int> second_operand(OnnxImportContext& ctx, int a) {
+  IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
+  if (ctx.version() >= 7) return b;
+  const std::vector<int64_t> as = ctx.shape(a), bs = ctx.shape(b);
+  if (ctx.int_attr("broadcast", 0) == 0) {
+    if (as != bs) {
+      return invalid_argument("without 'broadcast' (version " + std::to_string(ctx.version()) + ") the inputs must have one shape, got " +
+                              shape_text(as) + " and " + shape_text(bs));
+    }
+    return b;
+  }
+  const int64_t rank = static_cast<int64_t>(as.size()), b_rank = static_cast<int64_t>(bs.size());
+  int64_t elements = 1;
+  for (int64_t d : bs) elements *= d;
+  int64_t axis = ctx.attribute("axis") ? ctx.int_attr("axis", 0) : rank - b_rank;
+  if (axis < 0) axis += rank;
+  if (elements == 1) return ctx.reshape(b, std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(rank, 1)), 1), "/broadcast");
+  if (axis < 0 || axis + b_rank > rank ||
+      !std::equal(bs.begin(), bs.end(), as.begin() + axis)) {
+    return invalid_argument("B " + shape_text(bs) + " is not a run of A " + shape_text(as) + " at axis " + std::to_string(axis));
+  }
+  std::vector<int64_t> padded(static_cast<size_t>(rank), 1);
+  std::copy(bs.begin(), bs.end(), padded.begin() + axis);
+  return ctx.reshape(b, padded, "/broadcast");
+}
+
 template <BinaryKind K>
 Status convert_binary(OnnxImportContext& ctx) {
   const std::string dtype = ctx.input_dtype(0);
@@ -122,7 +153,7 @@ Status convert_binary(OnnxImportContext& ctx) {
     return unsupported("Div of dtype '" + dtype + "' (integer division) is not supported");
   }
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
-  IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
+  IPU_ASSIGN_OR_RETURN(int b, second_operand(ctx, a));
   IPU_ASSIGN_OR_RETURN(int y, add_binary(ctx, a, b, K));
   std::string out = dtype;
   if (K >= BinaryKind::kEqual) out = "b1";
@@ -139,7 +170,7 @@ Status convert_binary(OnnxImportContext& ctx) {
 // the BiasAdd of the Dense layer, whose gradient is a column sum.
 Status convert_add(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
-  IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
+  IPU_ASSIGN_OR_RETURN(int b, second_operand(ctx, a));
   int x = a, bias = b;
   if (ctx.shape(x).size() < ctx.shape(bias).size()) std::swap(x, bias);
   const auto& xs = ctx.shape(x);
@@ -157,6 +188,7 @@ Status convert_add(OnnxImportContext& ctx) {
 }
 
 // Max, Min, Sum (and Mean, scaled) of any number of broadcast inputs, folded left to right.
+// Opset 6's versions do not broadcast: their inputs have one shape, where the two agree.
 template <BinaryKind K, bool kMean = false>
 Status convert_variadic(OnnxImportContext& ctx) {
   const std::string dtype = ctx.input_dtype(0);
@@ -166,6 +198,10 @@ Status convert_variadic(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int y, ctx.input(0));
   for (int i = 1; i < n; ++i) {
     IPU_ASSIGN_OR_RETURN(int x, ctx.input(i));
+    if (ctx.version() < 8 && ctx.shape(x) != ctx.shape(y)) {
+      return invalid_argument("version " + std::to_string(ctx.version()) + " does not broadcast: input " + std::to_string(i) +
+                              " is " + shape_text(ctx.shape(x)) + ", input 0 " + shape_text(ctx.shape(y)));
+    }
     IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, y, x, K, "/" + std::to_string(i)));
   }
   if (kMean && n > 1) {
@@ -256,12 +292,12 @@ Status convert_cast(OnnxImportContext& ctx) {
 std::vector<OnnxOpDef> elementwise_onnx_ops() {
   return {
       {"Abs", {6, 13}, {}, convert_unary<UnaryKind::kAbs>},
-      {"Add", {7, 13, 14}, {}, convert_add},
+      {"Add", {6, 7, 13, 14}, {"broadcast", "axis"}, convert_add},
       {"And", {7}, {}, convert_binary<BinaryKind::kAnd>},
       {"Cast", {6, 9, 13, 19, 21, 23, 24, 25}, {"to", "saturate"}, convert_cast},
       {"Ceil", {6, 13}, {}, convert_unary<UnaryKind::kCeil>},
       {"Clip", {6, 11, 12, 13}, {"min", "max"}, convert_clip},
-      {"Div", {7, 13, 14}, {}, convert_binary<BinaryKind::kDiv>},
+      {"Div", {6, 7, 13, 14}, {"broadcast", "axis"}, convert_binary<BinaryKind::kDiv>},
       {"Elu", {6, 22}, {"alpha"}, convert_unary<UnaryKind::kElu>},
       {"Equal", {7, 11, 13, 19}, {}, convert_binary<BinaryKind::kEqual>},
       {"Erf", {9, 13}, {}, convert_unary<UnaryKind::kErf>},
@@ -275,21 +311,21 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
       {"Less", {7, 9, 13}, {}, convert_binary<BinaryKind::kLess>},
       {"LessOrEqual", {12, 16}, {}, convert_binary<BinaryKind::kLessOrEqual>},
       {"Log", {6, 13}, {}, convert_unary<UnaryKind::kLog>},
-      {"Max", {8, 12, 13}, {}, convert_variadic<BinaryKind::kMax>},
-      {"Mean", {8, 13}, {}, convert_variadic<BinaryKind::kAdd, true>},
-      {"Min", {8, 12, 13}, {}, convert_variadic<BinaryKind::kMin>},
-      {"Mul", {7, 13, 14}, {}, convert_binary<BinaryKind::kMul>},
+      {"Max", {6, 8, 12, 13}, {}, convert_variadic<BinaryKind::kMax>},
+      {"Mean", {6, 8, 13}, {}, convert_variadic<BinaryKind::kAdd, true>},
+      {"Min", {6, 8, 12, 13}, {}, convert_variadic<BinaryKind::kMin>},
+      {"Mul", {6, 7, 13, 14}, {"broadcast", "axis"}, convert_binary<BinaryKind::kMul>},
       {"Neg", {6, 13}, {}, convert_unary<UnaryKind::kNeg>},
       {"Not", {1}, {}, convert_unary<UnaryKind::kNot>},
       {"Or", {7}, {}, convert_binary<BinaryKind::kOr>},
-      {"Pow", {7, 12, 13, 15}, {}, convert_binary<BinaryKind::kPow>},
+      {"Pow", {1, 7, 12, 13, 15}, {"broadcast", "axis"}, convert_binary<BinaryKind::kPow>},
       {"Reciprocal", {6, 13}, {}, convert_unary<UnaryKind::kReciprocal>},
       {"Selu", {6, 22}, {"alpha", "gamma"}, convert_unary<UnaryKind::kSelu>},
       {"Sign", {9, 13}, {}, convert_unary<UnaryKind::kSign>},
       {"Softplus", {1, 22}, {}, convert_unary<UnaryKind::kSoftplus>},
       {"Sqrt", {6, 13}, {}, convert_unary<UnaryKind::kSqrt>},
-      {"Sub", {7, 13, 14}, {}, convert_binary<BinaryKind::kSub>},
-      {"Sum", {8, 13}, {}, convert_variadic<BinaryKind::kAdd>},
+      {"Sub", {6, 7, 13, 14}, {"broadcast", "axis"}, convert_binary<BinaryKind::kSub>},
+      {"Sum", {6, 8, 13}, {}, convert_variadic<BinaryKind::kAdd>},
       {"Where", {9, 16}, {}, convert_where},
       {"Xor", {7}, {}, convert_binary<BinaryKind::kXor>},
   };

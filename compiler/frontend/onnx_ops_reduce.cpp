@@ -196,6 +196,10 @@ Status convert_gemm(OnnxImportContext& ctx) {
     IPU_ASSIGN_OR_RETURN(int c, ctx.input(2));
     const auto& ys = ctx.shape(y);
     const auto& cs = ctx.shape(c);
+    // Gemm-6 broadcasts C only with broadcast=1 (then as version 7 does); without, C is [M,N].
+    if (ctx.version() < 7 && ctx.int_attr("broadcast", 0) == 0 && cs != ys) {
+      return invalid_argument("without 'broadcast' (version 6) C must be " + shape_text(ys) + ", got " + shape_text(cs));
+    }
     const bool row = (cs.size() == 1 && cs[0] == ys[1]) || (cs.size() == 2 && cs[0] == 1 && cs[1] == ys[1]);
     if (row && beta == 1.0f) {
       IPU_ASSIGN_OR_RETURN(int bias, ctx.reshape(c, {ys[1]}, "/bias_shape"));
@@ -217,7 +221,7 @@ std::vector<OnnxOpDef> reduce_onnx_ops() {
   return {
       {"ArgMax", {1, 11, 12, 13}, {"axis", "keepdims", "select_last_index"}, convert_arg<true>},
       {"ArgMin", {1, 11, 12, 13}, {"axis", "keepdims", "select_last_index"}, convert_arg<false>},
-      {"Gemm", {7, 9, 11, 13}, {"alpha", "beta", "transA", "transB"}, convert_gemm},
+      {"Gemm", {6, 7, 9, 11, 13}, {"alpha", "beta", "transA", "transB", "broadcast"}, convert_gemm},
       {"LayerNormalization", {17}, {"axis", "epsilon", "stash_type"}, convert_layer_norm},
       {"LogSoftmax", {1, 11, 13}, {"axis"}, convert_softmax<format::SoftmaxKind::kLogSoftmax>},
       {"MatMul", {1, 9, 13}, {}, convert_matmul},

@@ -201,6 +201,43 @@ def cmd_momentum_onnx(a):
         f.write(model)
 
 
+def cmd_opset6_onnx(a):
+    # An opset-6 model of the versions that broadcast explicitly, and its reference output:
+    #   x [N,3,2] -Add-6(B [3], broadcast, axis 1)-> -Mul-6(s [1], broadcast)-> -Sum-6(itself)->
+    #   -Flatten-1-> [N,6] -Gemm-6(W [6,4], C [4], broadcast)-> y [N,4]
+    rng = random.Random(a.seed)
+    rnd = lambda n: [struct.unpack("<f", struct.pack("<f", rng.uniform(-1, 1)))[0] for _ in range(n)]
+    B, s, W, C = rnd(3), [2.0], rnd(24), rnd(4)
+
+    def node(op, name, inputs, outputs, attrs=b""):
+        return (b"".join(pb_bytes(1, i) for i in inputs) + b"".join(pb_bytes(2, o) for o in outputs) +
+                pb_bytes(3, name) + pb_bytes(4, op) + attrs)
+
+    def int_attr(name, v):  # AttributeProto{name, i, type INT}
+        return pb_bytes(5, pb_bytes(1, name) + pb_int(3, v) + pb_int(20, 2))
+
+    nodes = [node("Add", "add", ["x", "B"], ["a"], int_attr("broadcast", 1) + int_attr("axis", 1)),
+             node("Mul", "mul", ["a", "s"], ["m"], int_attr("broadcast", 1)),
+             node("Sum", "sum", ["m", "m"], ["t"]),
+             node("Flatten", "flat", ["t"], ["f"]),
+             node("Gemm", "fc", ["f", "W", "C"], ["y"], int_attr("broadcast", 1))]
+    graph = b"".join(pb_bytes(1, n) for n in nodes) + pb_bytes(2, "opset6")
+    for name, dims, values in (("B", [3], B), ("s", [1], s), ("W", [6, 4], W), ("C", [4], C)):
+        graph += pb_bytes(5, onnx_float_initializer(name, dims, values))
+    graph += pb_bytes(11, onnx_value_info("x", ["N", 3, 2])) + pb_bytes(12, onnx_value_info("y", ["N", 4]))
+    model = pb_int(1, 3) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 6))
+    with open(a.path, "wb") as f:
+        f.write(model)
+    x = read_npy(a.input)
+    n = x["shape"][0]
+    out = []
+    for r in range(n):
+        row = x["values"][r * 6:(r + 1) * 6]
+        t = [2 * ((row[i] + B[i // 2]) * s[0]) for i in range(6)]
+        out += [sum(t[k] * W[k * 4 + j] for k in range(6)) + C[j] for j in range(4)]
+    write_npy(a.reference, "f4", [n, 4], out)
+
+
 def cmd_int64_pb(a):
     values = [int(v) for v in a.values.split(",")]
     # TensorProto{dims, data_type INT64, name, raw_data}
@@ -329,6 +366,12 @@ def main():
     p = sub.add_parser("momentum-onnx")
     p.add_argument("path")
     p.set_defaults(func=cmd_momentum_onnx)
+    p = sub.add_parser("opset6-onnx")
+    p.add_argument("path")
+    p.add_argument("input")
+    p.add_argument("reference")
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_opset6_onnx)
     p = sub.add_parser("int64-pb")
     p.add_argument("path")
     p.add_argument("name")

@@ -179,6 +179,17 @@ PYEOF
   expect_no_file "$IPUCC_CACHE_DIR/entries"/*/*.ipuexe
 }
 
+# Opset-6 versions (explicit broadcast and axis, Sum without broadcasting, Flatten-1, Gemm-6)
+# compute what the later versions they equal compute (docs/onnx.md, "Older opsets").
+test_opset6_model_matches_its_reference() {
+  e2e_data npy x.npy --shape 5,3,2 --fill random --seed 4
+  e2e_data opset6-onnx opset6.onnx x.npy want.npy
+  expect_exit 0 "$IPUCC" compile opset6.onnx --mode infer --batch-size 2 -o opset6.ipuexe
+  expect_exit 0 "$IPURUN" predict opset6.ipuexe --input x.npy --output got.npy
+  e2e_data compare got.npy want.npy > cmp.json
+  expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6'
+}
+
 # ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
 test_ops_of_another_domain_are_unsupported() {
   e2e_data momentum-onnx momentum.onnx

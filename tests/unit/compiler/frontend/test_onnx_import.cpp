@@ -70,13 +70,90 @@ TEST_CASE("every unsupported node is listed at once and its consumers are not") 
 }
 
 TEST_CASE("an op version outside the implemented ones is unsupported, naming the versions") {
-  OnnxBuilder b(6);  // Gemm-6 had a 'broadcast' attribute and different C rules
-  b.input("x", {3}).output("y").floats("W", {3, 2}, wave(6, 1.0f, 0.0f));
-  b.node("Gemm", "g", {"x", "W"}, {"y"});
+  OnnxBuilder b(1);  // Add-1 had 'consumed_inputs' and its own broadcasting
+  b.input("x", {3}).output("y").floats("W", {3}, wave(3, 1.0f, 0.0f));
+  b.node("Add", "a", {"x", "W"}, {"y"});
   auto imported = import(b);
   REQUIRE_FALSE(imported.ok());
   CHECK(imported.status().code() == StatusCode::kUnsupported);
-  CHECK(contains(imported.status().message(), "version 6 of Gemm (opset 6) is not supported; supported versions: 7, 9, 11, 13"));
+  CHECK(contains(imported.status().message(), "version 1 of Add (opset 1) is not supported; supported versions: 6, 7, 13, 14"));
+}
+
+// Opset 6-8 versions whose semantics equal a later one import as it (docs/onnx.md): explicit
+// broadcasting becomes numpy's, and what the old version forbade stays an error.
+TEST_CASE("opset 6 ops import where they mean what a later version means") {
+  SUBCASE("Add-6 with broadcast and axis pads B to A's rank") {
+    OnnxBuilder b(6);
+    b.input("x", {3, 2}).output("y").floats("B", {3}, wave(3, 1.0f, 0.0f));
+    auto& add = b.node("Add", "a", {"x", "B"}, {"y"});
+    OnnxBuilder::int_attr(add, "broadcast", 1);
+    OnnxBuilder::int_attr(add, "axis", 1);
+    auto imported = import(b);
+    INFO(imported.status().message());
+    REQUIRE(imported.ok());
+    const auto& g = imported->graph;
+    CHECK(g.value(imported->scores()).type.shape == std::vector<int64_t>{2, 3, 2});
+    const ir::Op& op = g.op(g.value(imported->scores()).producer);
+    CHECK(g.value(op.inputs[1]).type.shape == std::vector<int64_t>{1, 3, 1});
+  }
+  SUBCASE("without broadcast the shapes must be equal") {
+    OnnxBuilder b(6);
+    b.input("x", {3}).output("y").floats("B", {3}, wave(3, 1.0f, 0.0f));
+    b.node("Mul", "m", {"x", "B"}, {"y"});
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+    CHECK(contains(imported.status().message(), "node 'm' (Mul): without 'broadcast' (version 6) the inputs must have one shape, got [2,3] and [3]"));
+  }
+  SUBCASE("B must be a run of A's dims at axis") {
+    OnnxBuilder b(6);
+    b.input("x", {3, 2}).output("y").floats("B", {2}, wave(2, 1.0f, 0.0f));
+    auto& s = b.node("Sub", "s", {"x", "B"}, {"y"});
+    OnnxBuilder::int_attr(s, "broadcast", 1);
+    OnnxBuilder::int_attr(s, "axis", 1);
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "B [2] is not a run of A [2,3,2] at axis 1"));
+  }
+  SUBCASE("Sum-6 does not broadcast") {
+    OnnxBuilder b(6);
+    b.input("x", {3}).output("y").floats("B", {1, 3}, wave(3, 1.0f, 0.0f));
+    b.node("Sum", "sum", {"x", "B"}, {"y"});
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "version 6 does not broadcast: input 1 is [1,3], input 0 [2,3]"));
+  }
+  SUBCASE("Gemm-6 without broadcast needs C of the output's shape") {
+    OnnxBuilder b(6);
+    b.input("x", {3}).output("y").floats("W", {3, 2}, wave(6, 1.0f, 0.0f)).floats("C", {2}, wave(2, 1.0f, 0.0f));
+    b.node("Gemm", "g", {"x", "W", "C"}, {"y"});
+    auto refused = import(b);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(contains(refused.status().message(), "without 'broadcast' (version 6) C must be [2,2], got [2]"));
+    OnnxBuilder::int_attr(*b.model().mutable_graph()->mutable_node(0), "broadcast", 1);
+    auto imported = import(b);
+    INFO(imported.status().message());
+    CHECK(imported.ok());
+  }
+  SUBCASE("BatchNormalization-7 with spatial 0 is refused by name") {
+    OnnxBuilder b(7);
+    b.input("x", {2, 3, 3}).output("y");
+    for (const char* name : {"scale", "bias", "mean", "var"}) b.floats(name, {2}, wave(2, 1.0f, 1.0f));
+    auto& bn = b.node("BatchNormalization", "bn", {"x", "scale", "bias", "mean", "var"}, {"y"});
+    OnnxBuilder::int_attr(bn, "spatial", 0);
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kUnsupported);
+    CHECK(contains(imported.status().message(), "spatial 0 (per-element statistics) is not supported"));
+  }
+  SUBCASE("an attribute of an older version is not read on a later one") {
+    OnnxBuilder b(7);
+    b.input("x", {3}).output("y").floats("B", {3}, wave(3, 1.0f, 0.0f));
+    OnnxBuilder::int_attr(b.node("Add", "a", {"x", "B"}, {"y"}), "broadcast", 1);
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), "node 'a' (Add): attribute 'broadcast' not supported"));
+  }
 }
 
 // ONNX's training ops (ai.onnx.preview.training: Adagrad, Adam, Momentum) are valid models ipucc
