@@ -211,6 +211,22 @@ Status convert_variadic(OnnxImportContext& ctx) {
   return Status();
 }
 
+// PRelu: x where x ≥ 0, slope·x below, the slope broadcast to x (exporters write it per channel,
+// [C,1,1]): relu(x) + slope·(x − relu(x)), so a trained slope gets its gradient like any weight.
+Status convert_prelu(OnnxImportContext& ctx) {
+  if (is_integer_dtype(ctx.input_dtype(0))) return unsupported("PRelu of dtype '" + ctx.input_dtype(0) + "' is not supported");
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int slope, ctx.input(1));
+  const std::vector<int64_t> xs = ctx.shape(x), ss = ctx.shape(slope);
+  IPU_ASSIGN_OR_RETURN(int positive, ctx.add_op(ir::OpKind::kRelu, {x}, {}, "/positive"));
+  IPU_ASSIGN_OR_RETURN(int negative, add_binary(ctx, x, positive, BinaryKind::kSub, "/negative"));
+  IPU_ASSIGN_OR_RETURN(int scaled, add_binary(ctx, slope, negative, BinaryKind::kMul, "/scaled"));
+  if (ctx.shape(scaled) != xs) return invalid_argument("slope " + shape_text(ss) + " does not broadcast to X " + shape_text(xs));
+  IPU_ASSIGN_OR_RETURN(int y, add_binary(ctx, positive, scaled, BinaryKind::kAdd));
+  ctx.set_output(0, y);
+  return Status();
+}
+
 Status convert_where(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int c, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(1));
@@ -318,6 +334,7 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
       {"Neg", {6, 13}, {}, convert_unary<UnaryKind::kNeg>},
       {"Not", {1}, {}, convert_unary<UnaryKind::kNot>},
       {"Or", {7}, {}, convert_binary<BinaryKind::kOr>},
+      {"PRelu", {7, 9, 16}, {}, convert_prelu},
       {"Pow", {1, 7, 12, 13, 15}, {"broadcast", "axis"}, convert_binary<BinaryKind::kPow>},
       {"Reciprocal", {6, 13}, {}, convert_unary<UnaryKind::kReciprocal>},
       {"Selu", {6, 22}, {"alpha", "gamma"}, convert_unary<UnaryKind::kSelu>},

@@ -109,6 +109,24 @@ Status convert_softmax(OnnxImportContext& ctx) {
 
 // LayerNormalization over axes [axis, rank): Y = (X − mean)·(var + ε)^−½·Scale + B, and the
 // optional Mean and InvStdDev outputs (shaped with ones on the normalized axes).
+// (x − mean) / sqrt(var + epsilon) over `axes` (kept as size 1), with the mean and 1/stddev:
+// the part LayerNormalization and InstanceNormalization share.
+struct Normalized {
+  int y, mean, inv_stddev;
+};
+
+StatusOr<Normalized> add_normalize(OnnxImportContext& ctx, int x, const std::vector<int64_t>& axes, float epsilon) {
+  IPU_ASSIGN_OR_RETURN(int mean, add_reduce(ctx, x, ReduceKind::kMean, axes, true, "/mean"));
+  IPU_ASSIGN_OR_RETURN(int centered, add_binary(ctx, x, mean, BinaryKind::kSub, "/center"));
+  IPU_ASSIGN_OR_RETURN(int square, add_unary(ctx, centered, UnaryKind::kSquare, 0, 0, "/square"));
+  IPU_ASSIGN_OR_RETURN(int var, add_reduce(ctx, square, ReduceKind::kMean, axes, true, "/variance"));
+  IPU_ASSIGN_OR_RETURN(int shifted, add_unary(ctx, var, UnaryKind::kAffine, 1.0f, epsilon, "/epsilon"));
+  IPU_ASSIGN_OR_RETURN(int stddev, add_unary(ctx, shifted, UnaryKind::kSqrt, 0, 0, "/stddev"));
+  IPU_ASSIGN_OR_RETURN(int inv, add_unary(ctx, stddev, UnaryKind::kReciprocal, 0, 0, "/inv_stddev"));
+  IPU_ASSIGN_OR_RETURN(int y, add_binary(ctx, centered, inv, BinaryKind::kMul, "/normalize"));
+  return Normalized{y, mean, inv};
+}
+
 Status convert_layer_norm(OnnxImportContext& ctx) {
   if (ctx.int_attr("stash_type", 1) != onnx::TensorProto::FLOAT) {
     return unsupported("stash_type other than FLOAT is not supported");
@@ -120,14 +138,9 @@ Status convert_layer_norm(OnnxImportContext& ctx) {
   IPU_RETURN_IF_ERROR(check_not_empty(in, "input"));
   std::vector<int64_t> axes;
   for (int64_t k = axis; k < rank; ++k) axes.push_back(k);
-  IPU_ASSIGN_OR_RETURN(int mean, add_reduce(ctx, x, ReduceKind::kMean, axes, true, "/mean"));
-  IPU_ASSIGN_OR_RETURN(int centered, add_binary(ctx, x, mean, BinaryKind::kSub, "/center"));
-  IPU_ASSIGN_OR_RETURN(int square, add_unary(ctx, centered, UnaryKind::kSquare, 0, 0, "/square"));
-  IPU_ASSIGN_OR_RETURN(int var, add_reduce(ctx, square, ReduceKind::kMean, axes, true, "/variance"));
-  IPU_ASSIGN_OR_RETURN(int shifted, add_unary(ctx, var, UnaryKind::kAffine, 1.0f, ctx.float_attr("epsilon", 1e-5f), "/epsilon"));
-  IPU_ASSIGN_OR_RETURN(int stddev, add_unary(ctx, shifted, UnaryKind::kSqrt, 0, 0, "/stddev"));
-  IPU_ASSIGN_OR_RETURN(int inv, add_unary(ctx, stddev, UnaryKind::kReciprocal, 0, 0, "/inv_stddev"));
-  IPU_ASSIGN_OR_RETURN(int y, add_binary(ctx, centered, inv, BinaryKind::kMul, "/normalize"));
+  IPU_ASSIGN_OR_RETURN(Normalized n, add_normalize(ctx, x, axes, ctx.float_attr("epsilon", 1e-5f)));
+  const int mean = n.mean, inv = n.inv_stddev;
+  int y = n.y;
   IPU_ASSIGN_OR_RETURN(int scale, ctx.input(1));
   IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, y, scale, BinaryKind::kMul, "/scale"));
   if (ctx.has_input(2)) {
@@ -137,6 +150,35 @@ Status convert_layer_norm(OnnxImportContext& ctx) {
   ctx.set_output(0, y);
   ctx.set_output(1, mean);
   ctx.set_output(2, inv);
+  return Status();
+}
+
+// InstanceNormalization: each (sample, channel) normalized over its spatial positions, then
+// scale[c]·x̂ + B[c]: the LayerNormalization chain over axes 2.. with a per-channel affine.
+Status convert_instance_norm(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  const std::vector<int64_t> in = ctx.shape(x);
+  if (in.size() < 3) return invalid_argument("input " + shape_text(in) + " has no spatial axis ([N, C, D1, ...])");
+  IPU_RETURN_IF_ERROR(check_not_empty(in, "input"));
+  std::vector<int64_t> axes, per_channel = {in[1]};
+  for (size_t k = 2; k < in.size(); ++k) {
+    axes.push_back(static_cast<int64_t>(k));
+    per_channel.push_back(1);
+  }
+  IPU_ASSIGN_OR_RETURN(Normalized n, add_normalize(ctx, x, axes, ctx.float_attr("epsilon", 1e-5f)));
+  IPU_ASSIGN_OR_RETURN(int scale, ctx.input(1));
+  IPU_ASSIGN_OR_RETURN(int bias, ctx.input(2));
+  for (auto [value, name] : {std::pair{scale, "scale"}, std::pair{bias, "B"}}) {
+    if (ctx.shape(value) != std::vector<int64_t>{in[1]}) {
+      return invalid_argument(std::string(name) + " " + shape_text(ctx.shape(value)) + " does not match " +
+                              std::to_string(in[1]) + " channels");
+    }
+  }
+  IPU_ASSIGN_OR_RETURN(scale, ctx.reshape(scale, per_channel, "/scale_shape"));
+  IPU_ASSIGN_OR_RETURN(bias, ctx.reshape(bias, per_channel, "/bias_shape"));
+  IPU_ASSIGN_OR_RETURN(int y, add_binary(ctx, n.y, scale, BinaryKind::kMul, "/scale"));
+  IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, y, bias, BinaryKind::kAdd, "/bias"));
+  ctx.set_output(0, y);
   return Status();
 }
 
@@ -222,6 +264,7 @@ std::vector<OnnxOpDef> reduce_onnx_ops() {
       {"ArgMax", {1, 11, 12, 13}, {"axis", "keepdims", "select_last_index"}, convert_arg<true>},
       {"ArgMin", {1, 11, 12, 13}, {"axis", "keepdims", "select_last_index"}, convert_arg<false>},
       {"Gemm", {6, 7, 9, 11, 13}, {"alpha", "beta", "transA", "transB", "broadcast"}, convert_gemm},
+      {"InstanceNormalization", {6, 22}, {"epsilon"}, convert_instance_norm},
       {"LayerNormalization", {17}, {"axis", "epsilon", "stash_type"}, convert_layer_norm},
       {"LogSoftmax", {1, 11, 13}, {"axis"}, convert_softmax<format::SoftmaxKind::kLogSoftmax>},
       {"MatMul", {1, 9, 13}, {}, convert_matmul},

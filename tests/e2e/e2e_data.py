@@ -238,6 +238,40 @@ def cmd_opset6_onnx(a):
     write_npy(a.reference, "f4", [n, 4], out)
 
 
+def onnx_node(op, name, inputs, outputs, attrs=b""):
+    return (b"".join(pb_bytes(1, i) for i in inputs) + b"".join(pb_bytes(2, o) for o in outputs) +
+            pb_bytes(3, name) + pb_bytes(4, op) + attrs)
+
+
+def cmd_norm_prelu_onnx(a):
+    # x [N,2,3] -InstanceNormalization(scale, B, epsilon 0.01)-> -PRelu(slope [2,1])-> y [N,2,3],
+    # and its reference output.
+    scale, bias, slope, eps = [1.5, 0.5], [0.25, -1.0], [0.1, -2.0], 0.01
+    eps32 = struct.unpack("<f", struct.pack("<f", eps))[0]
+    # AttributeProto{name, f (field 2, 32-bit), type FLOAT}
+    epsilon = pb_bytes(5, pb_bytes(1, "epsilon") + pb_varint(2 << 3 | 5) + struct.pack("<f", eps) + pb_int(20, 1))
+    nodes = [onnx_node("InstanceNormalization", "norm", ["x", "scale", "B"], ["n"], epsilon),
+             onnx_node("PRelu", "act", ["n", "slope"], ["y"])]
+    graph = b"".join(pb_bytes(1, n) for n in nodes) + pb_bytes(2, "norm_prelu")
+    for name, dims, values in (("scale", [2], scale), ("B", [2], bias), ("slope", [2, 1], slope)):
+        graph += pb_bytes(5, onnx_float_initializer(name, dims, values))
+    graph += pb_bytes(11, onnx_value_info("x", ["N", 2, 3])) + pb_bytes(12, onnx_value_info("y", ["N", 2, 3]))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 17))
+    with open(a.path, "wb") as f:
+        f.write(model)
+    x = read_npy(a.input)
+    out = []
+    for p in range(len(x["values"]) // 3):  # one (sample, channel) plane of 3 values
+        c = p % 2
+        v = x["values"][3 * p:3 * p + 3]
+        mean = sum(v) / 3
+        var = sum((t - mean) ** 2 for t in v) / 3
+        for t in v:
+            n = scale[c] * (t - mean) / math.sqrt(var + eps32) + bias[c]
+            out.append(n if n >= 0 else slope[c] * n)
+    write_npy(a.reference, "f4", x["shape"], out)
+
+
 def cmd_int64_pb(a):
     values = [int(v) for v in a.values.split(",")]
     # TensorProto{dims, data_type INT64, name, raw_data}
@@ -372,6 +406,11 @@ def main():
     p.add_argument("reference")
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_opset6_onnx)
+    p = sub.add_parser("norm-prelu-onnx")
+    p.add_argument("path")
+    p.add_argument("input")
+    p.add_argument("reference")
+    p.set_defaults(func=cmd_norm_prelu_onnx)
     p = sub.add_parser("int64-pb")
     p.add_argument("path")
     p.add_argument("name")

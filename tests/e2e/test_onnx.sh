@@ -190,6 +190,17 @@ test_opset6_model_matches_its_reference() {
   expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6'
 }
 
+# InstanceNormalization and PRelu (a per-channel slope, negative in one channel) against a
+# reference computed here; their gradients are checked in tests/unit/compiler/test_gradients.cpp.
+test_instance_norm_and_prelu_match_their_reference() {
+  e2e_data npy x.npy --shape 5,2,3 --fill random --seed 6
+  e2e_data norm-prelu-onnx np.onnx x.npy want.npy
+  expect_exit 0 "$IPUCC" compile np.onnx --mode infer --batch-size 2 -o np.ipuexe
+  expect_exit 0 "$IPURUN" predict np.ipuexe --input x.npy --output got.npy
+  e2e_data compare got.npy want.npy > cmp.json
+  expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-5'
+}
+
 # ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
 test_ops_of_another_domain_are_unsupported() {
   e2e_data momentum-onnx momentum.onnx

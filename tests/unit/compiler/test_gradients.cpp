@@ -186,6 +186,27 @@ TEST_CASE("gradients of broadcasting elementwise ops match finite differences") 
   check_gradients(broadcast_model(), onnx_training_options(), {"w1", "w2", "w3", "w4", "w5", "w6", "w7"});
 }
 
+// x [N, 6] → Gemm → [N, 2, 3] → InstanceNormalization (scale, B) → PRelu (a per-channel slope
+// [2, 1], negative values in both channels) → Flatten → Gemm → logits.
+TEST_CASE("gradients of InstanceNormalization and PRelu match finite differences") {
+  OnnxBuilder b;
+  b.input("x", {6}).output("logits");
+  b.floats("w0", {6, 6}, wave(36, 0.7f, 0.3f));
+  b.ints("planes", {-1, 2, 3});
+  b.floats("scale", {2}, {1.3f, 0.6f});
+  b.floats("shift", {2}, {0.2f, -0.4f});
+  b.floats("slope", {2, 1}, {0.25f, -0.5f});
+  b.floats("w3", {4, 6}, wave(24, 0.5f, 0.2f));
+  b.floats("b3", {4}, wave(4, 0.3f, 0.4f));
+  b.node("MatMul", "fc0", {"x", "w0"}, {"h"});
+  b.node("Reshape", "view", {"h", "planes"}, {"h3"});
+  OnnxBuilder::float_attr(b.node("InstanceNormalization", "norm", {"h3", "scale", "shift"}, {"n"}), "epsilon", 0.01f);
+  b.node("PRelu", "act", {"n", "slope"}, {"a"});
+  b.node("Flatten", "flatten", {"a"}, {"f"});
+  OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
+  check_gradients(b.bytes(), onnx_training_options(), {"w0", "scale", "shift", "slope", "w3", "b3"});
+}
+
 TEST_CASE("gradients through LayerNormalization, attention, Concat and reductions match finite differences") {
   check_gradients(attention_model(), onnx_training_options(), {"scale", "bias", "wq", "wo"});
 }
