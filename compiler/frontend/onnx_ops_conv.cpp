@@ -1,4 +1,4 @@
-// ONNX converters of the convolution family: Conv, MaxPool, AveragePool, GlobalAveragePool,
+// ONNX converters of the convolution family: Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool,
 // GlobalMaxPool and inference BatchNormalization. 1-D ops ([N, C, L]) run as 2-D ones over
 // [N, C, 1, L]; 3-D MaxPool and AveragePool as two 2-D pools; 3-D Conv is unsupported.
 #include <onnx/onnx_pb.h>
@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "compiler/frontend/onnx_ops.h"
+#include "compiler/frontend/onnx_tensor_helpers.h"
 
 namespace ipu::frontend {
 namespace {
@@ -149,6 +150,83 @@ Status convert_conv(OnnxImportContext& ctx) {
     inputs.push_back(b);
   }
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kConv, inputs, attrs));
+  return set_output_like_input(ctx, y, r);
+}
+
+// ConvTranspose: Z[n, c, i] = Σ T[n, m, o]·W[m, c, k] over i = o·stride + k·dilation − pad, the
+// gradient of a Conv with respect to its input (ConvGradInput, which trains: its own gradients are
+// a Conv and a ConvGradWeight). 1-D and 2-D, with group, output_padding, output_shape, auto_pad.
+Status convert_conv_transpose(OnnxImportContext& ctx) {
+  IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(int w, ctx.input(1));
+  IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
+  const std::vector<int64_t> xs = ctx.shape(x), ws = ctx.shape(w);
+  const int64_t group = ctx.int_attr("group", 1);
+  if (ws.size() != r + 2 || group <= 0 || ws[0] != xs[1] || xs[1] % group != 0) {
+    return invalid_argument("kernel " + shape_text(ws) + " with group " + std::to_string(group) + " does not match the input " +
+                            shape_text(xs) + " (expected [C_in, C_out/group, k...])");
+  }
+  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  if (ctx.attribute("kernel_shape") && ctx.ints_attr("kernel_shape") != kernel) {
+    return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) + " differs from the kernel " +
+                            shape_text(ws));
+  }
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ints_of_length(ctx, "strides", r, 1, true));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, ints_of_length(ctx, "dilations", r, 1, true));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> extra, ints_of_length(ctx, "output_padding", r, 0, false));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ints_of_length(ctx, "pads", 2 * r, 0, false));
+  const onnx::AttributeProto* auto_pad = ctx.attribute("auto_pad");
+  const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
+  if (mode != "NOTSET" && mode != "VALID" && mode != "SAME_UPPER" && mode != "SAME_LOWER") {
+    return invalid_argument("unknown auto_pad '" + mode + "'");
+  }
+  std::vector<int64_t> out_shape = ctx.ints_attr("output_shape");
+  if (!out_shape.empty() && out_shape.size() != r) {
+    return invalid_argument("'output_shape' " + ints_text(out_shape) + " needs " + std::to_string(r) + " entries");
+  }
+  std::vector<int64_t> out = {xs[0], ws[1] * group};
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t in = xs[2 + i], span = (kernel[i] - 1) * dilations[i] + 1;
+    const int64_t natural = strides[i] * (in - 1) + extra[i] + span;
+    // ONNX: an output shape (given, or in · stride under SAME) sets the total padding, split with the
+    // odd one at the end under SAME_UPPER and at the beginning otherwise; VALID pads nothing.
+    if (!out_shape.empty() || mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+      const int64_t target = !out_shape.empty() ? out_shape[i] : in * strides[i];
+      const int64_t total = natural - target;
+      if (total < 0) {
+        return unsupported("an output of " + std::to_string(target) + " beyond the " + std::to_string(natural) +
+                           " positions the kernel reaches (negative padding) is not supported");
+      }
+      pads[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + r] = total - pads[i];
+    } else if (mode == "VALID") {
+      pads[i] = pads[i + r] = 0;
+    }
+    if (extra[i] >= strides[i]) {
+      return unsupported("output_padding " + ints_text(extra) + " not below the strides " + ints_text(strides) +
+                         " is not supported");
+    }
+    const int64_t size = natural - pads[i] - pads[i + r];
+    if (size <= 0) return invalid_argument("the pads leave no output positions on spatial axis " + std::to_string(i));
+    out.push_back(size);
+  }
+  AxisWindows axes{kernel, strides, dilations, pads};
+  ir::OpAttrs attrs;
+  attrs.window = r == 1 ? window_of_axes(axes, {0}) : window_of_axes(axes, {0, 1});
+  attrs.window.group = group;
+  IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
+  IPU_ASSIGN_OR_RETURN(int w2, as_2d(ctx, w, "/kernel_2d"));
+  attrs.shape = out;
+  if (r == 1) attrs.shape.insert(attrs.shape.begin() + 2, 1);
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kConvGradInput, {x2, w2}, attrs));
+  if (ctx.has_input(2)) {
+    IPU_ASSIGN_OR_RETURN(int b, ctx.input(2));
+    if (ctx.shape(b) != std::vector<int64_t>{out[1]}) {
+      return invalid_argument("bias " + shape_text(ctx.shape(b)) + " does not match " + std::to_string(out[1]) + " output channels");
+    }
+    IPU_ASSIGN_OR_RETURN(b, ctx.reshape(b, {out[1], 1, 1}, "/bias_shape"));
+    IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, y, b, format::BinaryKind::kAdd, "/bias"));
+  }
   return set_output_like_input(ctx, y, r);
 }
 
@@ -321,6 +399,9 @@ std::vector<OnnxOpDef> conv_onnx_ops() {
       // momentum only updates the running statistics in training mode, which is refused.
       {"BatchNormalization", {6, 7, 9, 14, 15}, {"epsilon", "momentum", "training_mode", "spatial", "is_test"}, convert_batch_norm},
       {"Conv", {1, 11, 22}, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, convert_conv},
+      {"ConvTranspose", {1, 11, 22},
+       {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"},
+       convert_conv_transpose},
       {"GlobalAveragePool", {1, 22}, {}, convert_global_average_pool},
       {"GlobalMaxPool", {1}, {}, convert_global_max_pool},
       {"MaxPool", {1, 8, 10, 11, 12, 22},

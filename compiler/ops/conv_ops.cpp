@@ -74,6 +74,28 @@ Status grad_conv(GradContext& ctx, const Op& op) {
   return Status();
 }
 
+// ConvGradInput is also a forward op, ONNX's ConvTranspose: Z = ConvGradInput(T, W). Its input's
+// gradient is the convolution of dZ with W (dT[n,m,o] = Σ W[m,c,k]·dZ[n,c,o·s+k·d−p]) and its
+// kernel's the correlation ConvGradWeight computes with dZ in X's place and T in dY's.
+Status grad_conv_grad_input(GradContext& ctx, const Op& op) {
+  const int dz = ctx.gradient_of(op.outputs[0]);
+  if (dz < 0) return Status();
+  const Graph& g = ctx.graph();
+  const int t = op.inputs[0], w = op.inputs[1];
+  if (ctx.needs_gradient(t)) {
+    OpAttrs attrs;
+    attrs.window = op.attrs.window;
+    IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kConv, op.name + "/grad_input", {dz, w}, attrs, Phase::kBackward,
+                                                    op.stage));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(t, ctx.graph().op(id).outputs[0]));
+  }
+  if (ctx.needs_gradient(w)) {
+    IPU_ASSIGN_OR_RETURN(int dw, add_grad_op(ctx, op, OpKind::kConvGradWeight, {dz, t}, g.value(w).type.shape, "/grad_kernel"));
+    IPU_RETURN_IF_ERROR(ctx.add_gradient(w, dw));
+  }
+  return Status();
+}
+
 // ConvGradInput(dY, W) → dX of attrs.shape; ConvGradWeight(X, dY) → dW of attrs.shape. Both check
 // that a forward Conv with these shapes gives dY's shape.
 Status infer_conv_grad_input(const Graph& g, const Op& op, std::vector<TensorType>& out) {
@@ -329,7 +351,7 @@ const OpDef& conv_op() {
   return def;
 }
 const OpDef& conv_grad_input_op() {
-  static const OpDef def{OpKind::kConvGradInput, 2, infer_conv_grad_input, nullptr, lower_conv_grad_input};
+  static const OpDef def{OpKind::kConvGradInput, 2, infer_conv_grad_input, grad_conv_grad_input, lower_conv_grad_input};
   return def;
 }
 const OpDef& conv_grad_weight_op() {

@@ -272,6 +272,47 @@ def cmd_norm_prelu_onnx(a):
     write_npy(a.reference, "f4", x["shape"], out)
 
 
+def ints_attr(name, values):  # AttributeProto{name, ints, type INTS}
+    return pb_bytes(5, pb_bytes(1, name) + b"".join(pb_int(8, v) for v in values) + pb_int(20, 7))
+
+
+def cmd_conv_transpose_onnx(a):
+    # x [N,4,3,2] -ConvTranspose(W [4,1,3,2], B [2], group 2, strides [2,1], dilations [1,2],
+    # pads [1,0,0,1], output_padding [1,0])-> y [N,2,7,3], and its reference, by scattering every
+    # input value times the kernel (ONNX's definition: output index = input·stride + tap·dilation − pad).
+    rng = random.Random(a.seed)
+    W = [struct.unpack("<f", struct.pack("<f", rng.uniform(-1, 1)))[0] for _ in range(4 * 1 * 3 * 2)]
+    B = [0.5, -0.25]
+    strides, dilations, pads, extra, group = [2, 1], [1, 2], [1, 0, 0, 1], [1, 0], 2
+    attrs = (ints_attr("strides", strides) + ints_attr("dilations", dilations) + ints_attr("pads", pads) +
+             ints_attr("output_padding", extra) + pb_bytes(5, pb_bytes(1, "group") + pb_int(3, group) + pb_int(20, 2)))
+    graph = pb_bytes(1, onnx_node("ConvTranspose", "up", ["x", "W", "B"], ["y"], attrs)) + pb_bytes(2, "conv_transpose")
+    graph += pb_bytes(5, onnx_float_initializer("W", [4, 1, 3, 2], W)) + pb_bytes(5, onnx_float_initializer("B", [2], B))
+    graph += pb_bytes(11, onnx_value_info("x", ["N", 4, 3, 2])) + pb_bytes(12, onnx_value_info("y", ["N", 2, 7, 3]))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 17))
+    with open(a.path, "wb") as f:
+        f.write(model)
+    x = read_npy(a.input)
+    n_samples, H, Wd, OH, OW = x["shape"][0], 3, 2, 7, 3
+    y = [0.0] * (n_samples * 2 * OH * OW)
+    for n in range(n_samples):
+        for c in range(2):
+            for i in range(OH * OW):
+                y[(n * 2 + c) * OH * OW + i] = B[c]
+        for m in range(4):
+            c = m // 2  # group m // 2 holds output channel c (one per group)
+            for h in range(H):
+                for w in range(Wd):
+                    t = x["values"][((n * 4 + m) * H + h) * Wd + w]
+                    for kh in range(3):
+                        for kw in range(2):
+                            i = h * strides[0] + kh * dilations[0] - pads[0]
+                            j = w * strides[1] + kw * dilations[1] - pads[1]
+                            if 0 <= i < OH and 0 <= j < OW:
+                                y[((n * 2 + c) * OH + i) * OW + j] += t * W[(m * 3 + kh) * 2 + kw]
+    write_npy(a.reference, "f4", [n_samples, 2, OH, OW], y)
+
+
 def cmd_int64_pb(a):
     values = [int(v) for v in a.values.split(",")]
     # TensorProto{dims, data_type INT64, name, raw_data}
@@ -411,6 +452,12 @@ def main():
     p.add_argument("input")
     p.add_argument("reference")
     p.set_defaults(func=cmd_norm_prelu_onnx)
+    p = sub.add_parser("conv-transpose-onnx")
+    p.add_argument("path")
+    p.add_argument("input")
+    p.add_argument("reference")
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_conv_transpose_onnx)
     p = sub.add_parser("int64-pb")
     p.add_argument("path")
     p.add_argument("name")

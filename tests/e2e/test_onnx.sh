@@ -201,6 +201,17 @@ test_instance_norm_and_prelu_match_their_reference() {
   expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-5'
 }
 
+# ConvTranspose (grouped, strided, dilated, asymmetric pads, output_padding, a bias) against a
+# reference computed here by its definition (its gradients: tests/unit/compiler/test_gradients.cpp).
+test_conv_transpose_matches_its_reference() {
+  e2e_data npy x.npy --shape 3,4,3,2 --fill random --seed 8
+  e2e_data conv-transpose-onnx up.onnx x.npy want.npy
+  expect_exit 0 "$IPUCC" compile up.onnx --mode infer --batch-size 2 -o up.ipuexe
+  expect_exit 0 "$IPURUN" predict up.ipuexe --input x.npy --output got.npy
+  e2e_data compare got.npy want.npy > cmp.json
+  expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6'
+}
+
 # ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
 test_ops_of_another_domain_are_unsupported() {
   e2e_data momentum-onnx momentum.onnx

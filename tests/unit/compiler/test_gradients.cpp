@@ -496,6 +496,43 @@ TEST_CASE("gradients of Conv2D, BatchNormalization and pooling spec layers match
                   18);
 }
 
+// x [N, 12] → Reshape [N, 2, 2, 3] → ConvTranspose (stride 2, asymmetric pads, output_padding,
+// a bias; grouped or not) → Tanh → Flatten → Gemm; and a 1-D ConvTranspose with dilation.
+TEST_CASE("gradients of ConvTranspose match finite differences") {
+  for (int64_t group : {1, 2}) {
+    CAPTURE(group);
+    OnnxBuilder b;
+    b.input("x", {12}).output("logits");
+    b.ints("planes", {-1, 2, 2, 3});
+    b.floats("w1", {2, 2 / group, 2, 2}, wave(16 / static_cast<size_t>(group), 0.6f, 0.1f));
+    b.floats("b1", {2}, {0.3f, -0.2f});
+    b.floats("w3", {4, 48}, wave(192, 0.3f, 0.2f));
+    b.floats("b3", {4}, wave(4, 0.3f, 0.4f));
+    b.node("Reshape", "view", {"x", "planes"}, {"x4"});
+    auto& up = b.node("ConvTranspose", "up", {"x4", "w1", "b1"}, {"u"});
+    OnnxBuilder::ints_attr(up, "strides", {2, 2});
+    OnnxBuilder::ints_attr(up, "pads", {1, 0, 0, 1});
+    OnnxBuilder::ints_attr(up, "output_padding", {1, 1});
+    OnnxBuilder::int_attr(up, "group", group);
+    b.node("Tanh", "act", {"u"}, {"a"});  // [N, 2, 4, 6]
+    b.node("Flatten", "flatten", {"a"}, {"f"});
+    OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
+    check_gradients(b.bytes(), onnx_training_options(), {"w1", "b1", "w3", "b3"}, 12);
+  }
+  OnnxBuilder b;
+  b.input("x", {2, 3}).output("logits");
+  b.floats("w1", {2, 3, 2}, wave(12, 0.6f, 0.1f));
+  b.floats("w3", {4, 21}, wave(84, 0.3f, 0.2f));
+  b.floats("b3", {4}, wave(4, 0.3f, 0.4f));
+  auto& up = b.node("ConvTranspose", "up", {"x", "w1"}, {"u"});
+  OnnxBuilder::ints_attr(up, "strides", {2});
+  OnnxBuilder::ints_attr(up, "dilations", {2});
+  b.node("Tanh", "act", {"u"}, {"a"});  // [N, 3, 7]: 2·(3 − 1) + (2 − 1)·2 + 1
+  b.node("Flatten", "flatten", {"a"}, {"f"});
+  OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
+  check_gradients(b.bytes(), onnx_training_options(), {"w1", "w3", "b3"}, 6);
+}
+
 // A 1-D convolution: x [N, 2, 6] → Conv (kernel 3, stride 2, pads 1) → Tanh → Flatten → Gemm.
 TEST_CASE("gradients of a 1-D Conv match finite differences") {
   OnnxBuilder b;
