@@ -1,6 +1,7 @@
 // ONNX converters of the convolution family: Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool,
 // GlobalMaxPool and inference BatchNormalization. 1-D ops ([N, C, L]) run as 2-D ones over
-// [N, C, 1, L]; 3-D MaxPool and AveragePool as two 2-D pools; 3-D Conv is unsupported.
+// [N, C, 1, L]; 3-D MaxPool and AveragePool as two 2-D pools; 3-D Conv as one 2-D Conv over the
+// depth windows gathered into the channels.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "compiler/frontend/onnx_ops.h"
 #include "compiler/frontend/onnx_tensor_helpers.h"
+#include "compiler/ops/tensor_util.h"
 
 namespace ipu::frontend {
 namespace {
@@ -123,11 +125,85 @@ Status set_output_like_input(OnnxImportContext& ctx, int y, size_t rank) {
   return Status();
 }
 
+// `x` permuted: output axis k is input axis perm[k] (a StridedCopy view).
+StatusOr<int> permute(OnnxImportContext& ctx, int x, const std::vector<size_t>& perm, const std::string& suffix) {
+  const std::vector<int64_t> in = ctx.shape(x), s = ir::row_major_strides(in);
+  std::vector<int64_t> shape, strides;
+  for (size_t p : perm) {
+    shape.push_back(in[p]);
+    strides.push_back(s[p]);
+  }
+  return add_strided_copy(ctx, x, shape, strides, 0, suffix);
+}
+
+// 3-D Conv [N, C, D, H, W] ⊛ [M, C/group, KD, KH, KW] as one 2-D Conv: the depth window is
+// gathered into the channels, X' [N·OD, C·KD, H, W] with X'[(n, od), (c, kd)] = X[n, c, od·sd +
+// kd·dd − pd] (zero outside), and the kernel viewed as [M, C/group·KD, KH, KW] — channel (c, kd)
+// keeps each group's channels together. Every step (pad, Gather, permutation, Conv) has its
+// gradient, so it trains.
+Status convert_conv_3d(OnnxImportContext& ctx, int x, int w, const std::vector<int64_t>& kernel) {
+  const std::vector<int64_t> in = ctx.shape(x), ws = ctx.shape(w);
+  IPU_ASSIGN_OR_RETURN(AxisWindows axes, read_axis_windows(ctx, x, kernel, true));
+  const int64_t group = ctx.int_attr("group", 1);
+  const int64_t before = axes.pads[0], after = axes.pads[3], depth = in[2] + before + after;
+  const int64_t span = (kernel[0] - 1) * axes.dilations[0] + 1;
+  if (depth < span) return invalid_argument("the depth window " + std::to_string(span) + " exceeds the padded depth " + std::to_string(depth));
+  const int64_t out_d = (depth - span) / axes.strides[0] + 1;
+  int padded = x;
+  if (before > 0 || after > 0) {
+    ir::OpAttrs pad;
+    pad.strides = ir::row_major_strides(in);
+    pad.shape = {in[0], in[1], depth, in[3], in[4]};
+    pad.offset = -before * pad.strides[2];
+    pad.lower = {0, 0, before, 0, 0};
+    pad.upper = {in[0], in[1], before + in[2], in[3], in[4]};
+    IPU_ASSIGN_OR_RETURN(padded, ctx.add_op(OpKind::kStridedCopy, {x}, pad, "/depth_pads"));
+  }
+  std::vector<float> taps;
+  for (int64_t od = 0; od < out_d; ++od) {
+    for (int64_t kd = 0; kd < kernel[0]; ++kd) taps.push_back(static_cast<float>(od * axes.strides[0] + kd * axes.dilations[0]));
+  }
+  const std::string base = (ctx.node().name().empty() ? std::string("Conv") : ctx.node().name()) + "/depth_taps";
+  const int indices = ctx.graph().add_value(base, {ir::DType::kFloat32, {out_d, kernel[0]}}, ir::Role::kConstant);
+  ctx.graph().value(indices).initial = std::move(taps);
+  ctx.graph().value(indices).stage = ctx.stage();
+  ir::OpAttrs gather;
+  gather.axis = 2;
+  IPU_ASSIGN_OR_RETURN(int windows, ctx.add_op(OpKind::kGather, {padded, indices}, gather, "/depth_windows"));  // [N, C, OD, KD, H, W]
+  IPU_ASSIGN_OR_RETURN(int planes_first, permute(ctx, windows, {0, 2, 1, 3, 4, 5}, "/planes_first"));     // [N, OD, C, KD, H, W]
+  IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(planes_first, {in[0] * out_d, in[1] * kernel[0], in[3], in[4]}, "/planes"));
+  IPU_ASSIGN_OR_RETURN(int kernel_2d, ctx.reshape(w, {ws[0], ws[1] * ws[2], ws[3], ws[4]}, "/kernel_2d"));
+  ir::OpAttrs attrs;
+  attrs.window = window_of_axes(axes, {1, 2});
+  attrs.window.group = group;
+  std::vector<int> inputs = {planes, kernel_2d};
+  if (ctx.has_input(2)) {
+    IPU_ASSIGN_OR_RETURN(int b, ctx.input(2));
+    inputs.push_back(b);
+  }
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kConv, inputs, attrs));  // [N·OD, M, OH, OW]
+  const std::vector<int64_t> ys = ctx.shape(y);
+  IPU_ASSIGN_OR_RETURN(int split, ctx.reshape(y, {in[0], out_d, ys[1], ys[2], ys[3]}, "/depth_major"));
+  IPU_ASSIGN_OR_RETURN(int out, permute(ctx, split, {0, 2, 1, 3, 4}, "/output"));  // [N, M, OD, OH, OW]
+  ctx.set_output(0, out);
+  return Status();
+}
+
 // Conv: NCHW / NCL, with group (depthwise included), an optional bias, any pads, strides and
-// dilations.
+// dilations; NCDHW through convert_conv_3d.
 Status convert_conv(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int w, ctx.input(1));
+  if (ctx.shape(x).size() == 5) {
+    const std::vector<int64_t> ws = ctx.shape(w);
+    if (ws.size() != 5) return invalid_argument("kernel " + shape_text(ws) + " does not match the input " + shape_text(ctx.shape(x)));
+    const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+    if (ctx.attribute("kernel_shape") && ctx.ints_attr("kernel_shape") != kernel) {
+      return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) + " differs from the kernel " +
+                              shape_text(ws));
+    }
+    return convert_conv_3d(ctx, x, w, kernel);
+  }
   IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
   const auto& ws = ctx.shape(w);
   if (ws.size() != r + 2) {

@@ -313,6 +313,43 @@ def cmd_conv_transpose_onnx(a):
     write_npy(a.reference, "f4", [n_samples, 2, OH, OW], y)
 
 
+def cmd_conv3d_onnx(a):
+    # x [N,2,4,3,3] -Conv(W [3,2,2,2,2], B [3], strides [1,2,1], dilations [2,1,1],
+    # pads [1,1,0,1,0,1])-> y [N,3,4,2,3], and its reference by the definition.
+    rng = random.Random(a.seed)
+    W = [struct.unpack("<f", struct.pack("<f", rng.uniform(-1, 1)))[0] for _ in range(3 * 2 * 8)]
+    B = [0.5, -0.25, 0.125]
+    strides, dilations, pads = [1, 2, 1], [2, 1, 1], [1, 1, 0, 1, 0, 1]
+    attrs = ints_attr("strides", strides) + ints_attr("dilations", dilations) + ints_attr("pads", pads)
+    graph = pb_bytes(1, onnx_node("Conv", "conv3d", ["x", "W", "B"], ["y"], attrs)) + pb_bytes(2, "conv3d")
+    graph += pb_bytes(5, onnx_float_initializer("W", [3, 2, 2, 2, 2], W)) + pb_bytes(5, onnx_float_initializer("B", [3], B))
+    graph += pb_bytes(11, onnx_value_info("x", ["N", 2, 4, 3, 3])) + pb_bytes(12, onnx_value_info("y", ["N", 3, 4, 2, 3]))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 17))
+    with open(a.path, "wb") as f:
+        f.write(model)
+    x = read_npy(a.input)
+    n_samples, (D, H, Wd), out = x["shape"][0], (4, 3, 3), (4, 2, 3)
+    y = []
+    for n in range(n_samples):
+        for m in range(3):
+            for od in range(out[0]):
+                for oh in range(out[1]):
+                    for ow in range(out[2]):
+                        acc = B[m]
+                        for c in range(2):
+                            for kd in range(2):
+                                for kh in range(2):
+                                    for kw in range(2):
+                                        d = od * strides[0] + kd * dilations[0] - pads[0]
+                                        h = oh * strides[1] + kh * dilations[1] - pads[1]
+                                        w = ow * strides[2] + kw * dilations[2] - pads[2]
+                                        if 0 <= d < D and 0 <= h < H and 0 <= w < Wd:
+                                            acc += (x["values"][(((n * 2 + c) * D + d) * H + h) * Wd + w] *
+                                                    W[(((m * 2 + c) * 2 + kd) * 2 + kh) * 2 + kw])
+                        y.append(acc)
+    write_npy(a.reference, "f4", [n_samples, 3] + list(out), y)
+
+
 def cmd_int64_pb(a):
     values = [int(v) for v in a.values.split(",")]
     # TensorProto{dims, data_type INT64, name, raw_data}
@@ -458,6 +495,12 @@ def main():
     p.add_argument("reference")
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_conv_transpose_onnx)
+    p = sub.add_parser("conv3d-onnx")
+    p.add_argument("path")
+    p.add_argument("input")
+    p.add_argument("reference")
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_conv3d_onnx)
     p = sub.add_parser("int64-pb")
     p.add_argument("path")
     p.add_argument("name")

@@ -212,6 +212,17 @@ test_conv_transpose_matches_its_reference() {
   expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6'
 }
 
+# A 3-D Conv (depth dilation and pads, strided H, asymmetric pads, a bias) against a reference
+# computed here by its definition (its gradients: tests/unit/compiler/test_gradients.cpp).
+test_conv3d_matches_its_reference() {
+  e2e_data npy x.npy --shape 3,2,4,3,3 --fill random --seed 9
+  e2e_data conv3d-onnx conv3d.onnx x.npy want.npy
+  expect_exit 0 "$IPUCC" compile conv3d.onnx --mode infer --batch-size 2 -o conv3d.ipuexe
+  expect_exit 0 "$IPURUN" predict conv3d.ipuexe --input x.npy --output got.npy
+  e2e_data compare got.npy want.npy > cmp.json
+  expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6'
+}
+
 # ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
 test_ops_of_another_domain_are_unsupported() {
   e2e_data momentum-onnx momentum.onnx

@@ -533,6 +533,25 @@ TEST_CASE("gradients of ConvTranspose match finite differences") {
   check_gradients(b.bytes(), onnx_training_options(), {"w1", "w3", "b3"}, 6);
 }
 
+// A grouped 3-D Conv with depth pads and a depth stride: x [N, 2, 3, 2, 2] → Conv (W [4, 1, 2, 2,
+// 2], group 2, bias) → Tanh [N, 4, 2, 2, 1] → Flatten → Gemm.
+TEST_CASE("gradients of a 3-D Conv match finite differences") {
+  OnnxBuilder b;
+  b.input("x", {2, 3, 2, 2}).output("logits");
+  b.floats("w1", {4, 1, 2, 2, 2}, wave(32, 0.6f, 0.1f));
+  b.floats("b1", {4}, wave(4, 0.3f, 0.5f));
+  b.floats("w3", {4, 16}, wave(64, 0.4f, 0.2f));
+  b.floats("b3", {4}, wave(4, 0.3f, 0.4f));
+  auto& conv = b.node("Conv", "conv3d", {"x", "w1", "b1"}, {"c"});
+  OnnxBuilder::ints_attr(conv, "strides", {2, 1, 1});
+  OnnxBuilder::ints_attr(conv, "pads", {1, 0, 0, 0, 1, 0});
+  OnnxBuilder::int_attr(conv, "group", 2);
+  b.node("Tanh", "act", {"c"}, {"a"});
+  b.node("Flatten", "flatten", {"a"}, {"f"});
+  OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
+  check_gradients(b.bytes(), onnx_training_options(), {"w1", "b1", "w3", "b3"}, 24);
+}
+
 // A 1-D convolution: x [N, 2, 6] → Conv (kernel 3, stride 2, pads 1) → Tanh → Flatten → Gemm.
 TEST_CASE("gradients of a 1-D Conv match finite differences") {
   OnnxBuilder b;
