@@ -179,48 +179,41 @@ PYEOF
   expect_no_file "$IPUCC_CACHE_DIR/entries"/*/*.ipuexe
 }
 
+# expect_matches_reference KIND SHAPE SEED TOLERANCE: the model `e2e_data KIND-onnx` builds, run on
+# random samples of SHAPE (batch first) through ipucc (batch 2: the last step padded) and ipurun,
+# agrees with the reference output e2e_data computes, relative to its largest magnitude.
+expect_matches_reference() {
+  local kind=$1 shape=$2 seed=$3 tolerance=$4
+  e2e_data npy x.npy --shape "$shape" --fill random --seed "$seed"
+  e2e_data "$kind-onnx" model.onnx x.npy want.npy
+  expect_exit 0 "$IPUCC" compile model.onnx --mode infer --batch-size 2 -o model.ipuexe
+  expect_exit 0 "$IPURUN" predict model.ipuexe --input x.npy --output got.npy
+  e2e_data compare got.npy want.npy > cmp.json
+  expect_json cmp.json "d['shape_equal'] and d['rel_to_max'] < $tolerance" "$kind against its reference"
+}
+
 # Opset-6 versions (explicit broadcast and axis, Sum without broadcasting, Flatten-1, Gemm-6)
 # compute what the later versions they equal compute (docs/onnx.md, "Older opsets").
 test_opset6_model_matches_its_reference() {
-  e2e_data npy x.npy --shape 5,3,2 --fill random --seed 4
-  e2e_data opset6-onnx opset6.onnx x.npy want.npy
-  expect_exit 0 "$IPUCC" compile opset6.onnx --mode infer --batch-size 2 -o opset6.ipuexe
-  expect_exit 0 "$IPURUN" predict opset6.ipuexe --input x.npy --output got.npy
-  e2e_data compare got.npy want.npy > cmp.json
-  expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6'
+  expect_matches_reference opset6 5,3,2 4 1e-6
 }
 
 # InstanceNormalization and PRelu (a per-channel slope, negative in one channel) against a
 # reference computed here; their gradients are checked in tests/unit/compiler/test_gradients.cpp.
 test_instance_norm_and_prelu_match_their_reference() {
-  e2e_data npy x.npy --shape 5,2,3 --fill random --seed 6
-  e2e_data norm-prelu-onnx np.onnx x.npy want.npy
-  expect_exit 0 "$IPUCC" compile np.onnx --mode infer --batch-size 2 -o np.ipuexe
-  expect_exit 0 "$IPURUN" predict np.ipuexe --input x.npy --output got.npy
-  e2e_data compare got.npy want.npy > cmp.json
-  expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-5'
+  expect_matches_reference norm-prelu 5,2,3 6 1e-5
 }
 
 # ConvTranspose (grouped, strided, dilated, asymmetric pads, output_padding, a bias) against a
 # reference computed here by its definition (its gradients: tests/unit/compiler/test_gradients.cpp).
 test_conv_transpose_matches_its_reference() {
-  e2e_data npy x.npy --shape 3,4,3,2 --fill random --seed 8
-  e2e_data conv-transpose-onnx up.onnx x.npy want.npy
-  expect_exit 0 "$IPUCC" compile up.onnx --mode infer --batch-size 2 -o up.ipuexe
-  expect_exit 0 "$IPURUN" predict up.ipuexe --input x.npy --output got.npy
-  e2e_data compare got.npy want.npy > cmp.json
-  expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6'
+  expect_matches_reference conv-transpose 3,4,3,2 8 1e-6
 }
 
 # A 3-D Conv (depth dilation and pads, strided H, asymmetric pads, a bias) against a reference
 # computed here by its definition (its gradients: tests/unit/compiler/test_gradients.cpp).
 test_conv3d_matches_its_reference() {
-  e2e_data npy x.npy --shape 3,2,4,3,3 --fill random --seed 9
-  e2e_data conv3d-onnx conv3d.onnx x.npy want.npy
-  expect_exit 0 "$IPUCC" compile conv3d.onnx --mode infer --batch-size 2 -o conv3d.ipuexe
-  expect_exit 0 "$IPURUN" predict conv3d.ipuexe --input x.npy --output got.npy
-  e2e_data compare got.npy want.npy > cmp.json
-  expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6'
+  expect_matches_reference conv3d 3,2,4,3,3 9 1e-6
 }
 
 # ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
