@@ -101,7 +101,7 @@ passes::OptimizerConfig with_overrides(passes::OptimizerConfig optimizer, const 
   return optimizer;
 }
 
-StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& options) {
+StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& options, uint64_t bytes_per_tile) {
   Model model;
   ModelTraining training;
   if (frontend::looks_like_onnx(model_text, options.model_path)) {
@@ -110,7 +110,7 @@ StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& 
                               "sparse_categorical_crossentropy to train it, or --mode infer");
     }
     frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain,
-                                       options.constant_inputs};
+                                       options.constant_inputs, bytes_per_tile};
     IPU_ASSIGN_OR_RETURN(model.forward, frontend::import_onnx(model_text, options.model_path, import));
     training = onnx_training();
   } else {
@@ -201,7 +201,7 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
 
   CompileResult result;
   auto start = std::chrono::steady_clock::now();
-  IPU_ASSIGN_OR_RETURN(Model model, load_model(model_text, options));
+  IPU_ASSIGN_OR_RETURN(Model model, load_model(model_text, options, target.bytes_per_tile));
   frontend::ForwardGraph& forward = model.forward;
   result.timings.frontend_seconds = seconds_since(start);
 

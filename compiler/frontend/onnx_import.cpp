@@ -412,7 +412,7 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
 
   ForwardGraph result;
   result.name = g.name().empty() ? path : g.name();
-  OnnxImportContext ctx(result.graph, options.training);
+  OnnxImportContext ctx(result.graph, options.training, options.bytes_per_tile);
   Problems problems(path);
 
   std::set<std::string> initializer_names;

@@ -30,6 +30,9 @@ struct OnnxImportOptions {
   std::vector<int> stage_assignment;  // per node, in node order; overrides the attributes
   bool training = false;              // ops whose training semantics differ are refused
   std::map<std::string, ConstantInput> constant_inputs;  // by graph input name
+  // The target's memory per tile (0: unknown). A 2-D pool whose one plane would crowd a tile runs
+  // as two 1-D pools over rows (convert_pool), since its vertices own whole planes.
+  uint64_t bytes_per_tile = 0;
 };
 
 // Errors: InvalidArgument (not an ONNX model, malformed graph, bad stages, wrong shapes, a

@@ -24,10 +24,12 @@ namespace ipu::frontend {
 // What a converter sees of the import in progress.
 class OnnxImportContext {
  public:
-  OnnxImportContext(ir::Graph& graph, bool training) : m_graph(graph), m_training(training) {}
+  OnnxImportContext(ir::Graph& graph, bool training, uint64_t bytes_per_tile = 0)
+      : m_graph(graph), m_training(training), m_bytes_per_tile(bytes_per_tile) {}
 
   ir::Graph& graph() { return m_graph; }
   bool training() const { return m_training; }
+  uint64_t bytes_per_tile() const { return m_bytes_per_tile; }  // 0: unknown
 
   // Set by the importer before each node.
   void begin_node(const onnx::NodeProto& node, int stage, int version);
@@ -97,6 +99,7 @@ class OnnxImportContext {
 
   ir::Graph& m_graph;
   bool m_training;
+  uint64_t m_bytes_per_tile;
   const onnx::NodeProto* m_node = nullptr;
   int m_stage = 0;
   int m_version = 0;

@@ -338,6 +338,40 @@ Status convert_pool_3d(OnnxImportContext& ctx, OpKind kind, int x, const AxisWin
   return Status();
 }
 
+// Whether one [H, W] plane of `x` and a pooled output no larger would take more than half a tile:
+// a pool's vertices own whole planes, so such a pool cannot be spread over tiles as it is.
+bool plane_crowds_a_tile(OnnxImportContext& ctx, int x) {
+  const auto& s = ctx.shape(x);
+  return ctx.bytes_per_tile() > 0 && 2 * 4 * static_cast<uint64_t>(s[2] * s[3]) > ctx.bytes_per_tile() / 2;
+}
+
+// A 2-D pool whose plane crowds a tile, as two 1-D pools with small planes: along W over
+// [N, C·H, 1, W] (each row its own plane), then along H over [N, C·OW, 1, H] (the pooled columns
+// made rows by a permutation), and back to [N, C, OH, OW]. Max and average pools are separable
+// (convert_pool_3d says why), and each pass keeps its axis' pads, ceil_mode and count_include_pad.
+StatusOr<int> pool_by_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window) {
+  const std::vector<int64_t> in = ctx.shape(x);  // a copy: adding ops may move the shapes
+  ir::OpAttrs along_w, along_h;
+  for (auto [attrs, axis] : {std::pair{&along_w, 1}, std::pair{&along_h, 0}}) {
+    attrs->window.kernel = {1, window.kernel[axis]};
+    attrs->window.strides = {1, window.strides[axis]};
+    attrs->window.dilations = {1, window.dilations[axis]};
+    attrs->window.pads = {0, window.pads[axis], 0, window.pads[2 + axis]};
+    attrs->window.ceil_mode = window.ceil_mode;
+    attrs->window.count_include_pad = window.count_include_pad;
+  }
+  IPU_ASSIGN_OR_RETURN(int rows, ctx.reshape(x, {in[0], in[1] * in[2], 1, in[3]}, "/rows"));
+  IPU_ASSIGN_OR_RETURN(int pooled_w, ctx.add_op(kind, {rows}, along_w, "/along_w"));
+  const int64_t out_w = ctx.shape(pooled_w)[3];
+  IPU_ASSIGN_OR_RETURN(int grid, ctx.reshape(pooled_w, {in[0], in[1], in[2], out_w}, "/grid"));
+  IPU_ASSIGN_OR_RETURN(int columns, permute(ctx, grid, {0, 1, 3, 2}, "/columns"));
+  IPU_ASSIGN_OR_RETURN(int column_rows, ctx.reshape(columns, {in[0], in[1] * out_w, 1, in[2]}, "/column_rows"));
+  IPU_ASSIGN_OR_RETURN(int pooled_h, ctx.add_op(kind, {column_rows}, along_h, "/along_h"));
+  const int64_t out_h = ctx.shape(pooled_h)[3];
+  IPU_ASSIGN_OR_RETURN(int transposed, ctx.reshape(pooled_h, {in[0], in[1], out_w, out_h}, "/transposed"));
+  return permute(ctx, transposed, {0, 1, 3, 2}, "/output");
+}
+
 Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   // [N, C, D, H, W] runs as two 2-D pools (convert_pool_3d); 1-D and 2-D pools run directly.
@@ -371,6 +405,10 @@ Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   ir::OpAttrs attrs;
   attrs.window = window;
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
+  if (r == 2 && plane_crowds_a_tile(ctx, x2)) {
+    IPU_ASSIGN_OR_RETURN(int y, pool_by_rows(ctx, kind, x2, window));
+    return set_output_like_input(ctx, y, r);
+  }
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, attrs));
   return set_output_like_input(ctx, y, r);
 }

@@ -350,6 +350,32 @@ def cmd_conv3d_onnx(a):
     write_npy(a.reference, "f4", [n_samples, 3] + list(out), y)
 
 
+def cmd_pool_onnx(a):
+    # A 2-D MaxPool or AveragePool over x [N, C, H, W] with the given window, and its reference by
+    # ONNX's definition (count_include_pad 0: an average over the taps inside the input).
+    kernel, dil, stride, pads = ([int(v) for v in t.split(",")] for t in (a.kernel, a.dilations, a.strides, a.pads))
+    attrs = (ints_attr("kernel_shape", kernel) + ints_attr("dilations", dil) + ints_attr("strides", stride) +
+             ints_attr("pads", pads))
+    x = read_npy(a.input)
+    N, C, H, W = x["shape"]
+    OH = (H + pads[0] + pads[2] - ((kernel[0] - 1) * dil[0] + 1)) // stride[0] + 1
+    OW = (W + pads[1] + pads[3] - ((kernel[1] - 1) * dil[1] + 1)) // stride[1] + 1
+    graph = pb_bytes(1, onnx_node(a.op, "pool", ["x"], ["y"], attrs)) + pb_bytes(2, "pool")
+    graph += pb_bytes(11, onnx_value_info("x", ["N", C, H, W])) + pb_bytes(12, onnx_value_info("y", ["N", C, OH, OW]))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 19))
+    with open(a.path, "wb") as f:
+        f.write(model)
+    y = []
+    for plane in range(N * C):
+        for oh in range(OH):
+            for ow in range(OW):
+                taps = [x["values"][(plane * H + h) * W + w]
+                        for h in (oh * stride[0] + kh * dil[0] - pads[0] for kh in range(kernel[0])) if 0 <= h < H
+                        for w in (ow * stride[1] + kw * dil[1] - pads[1] for kw in range(kernel[1])) if 0 <= w < W]
+                y.append(max(taps) if a.op == "MaxPool" else sum(taps) / len(taps))
+    write_npy(a.reference, "f4", [N, C, OH, OW], y)
+
+
 def cmd_int64_pb(a):
     values = [int(v) for v in a.values.split(",")]
     # TensorProto{dims, data_type INT64, name, raw_data}
@@ -487,6 +513,16 @@ def main():
         p.add_argument("reference")
         p.add_argument("--seed", type=int, default=1)
         p.set_defaults(func=func)
+    p = sub.add_parser("pool-onnx")
+    p.add_argument("op", choices=["MaxPool", "AveragePool"])
+    p.add_argument("path")
+    p.add_argument("input")
+    p.add_argument("reference")
+    p.add_argument("--kernel", required=True)
+    p.add_argument("--dilations", required=True)
+    p.add_argument("--strides", required=True)
+    p.add_argument("--pads", default="0,0,0,0")
+    p.set_defaults(func=cmd_pool_onnx)
     p = sub.add_parser("int64-pb")
     p.add_argument("path")
     p.add_argument("name")

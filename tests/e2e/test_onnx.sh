@@ -216,6 +216,24 @@ test_conv3d_matches_its_reference() {
   expect_matches_reference conv3d 3,2,4,3,3 9 1e-6
 }
 
+# A pool whose one plane would crowd a tile (its vertices own whole planes) runs as two 1-D pools
+# over rows and computes what ONNX defines: issue 11's MaxPool 60x80, dilation 10, stride 10 on a
+# 1000x1000 plane (it asked 4,005,356 bytes of one tile), and a max and an average pool with pads
+# on a 400x400 plane (640,000 bytes, more than a 638,976-byte tile), each against a reference.
+test_pools_of_large_planes_are_spread_over_tiles() {
+  local op case data kernel pads
+  e2e_data npy big.npy --shape 1,1,1000,1000 --fill random --seed 11
+  e2e_data npy small.npy --shape 1,1,400,400 --fill random --seed 10
+  for case in "MaxPool big 60,80 0,0,0,0" "MaxPool small 40,30 5,0,0,5" "AveragePool small 40,30 5,0,0,5"; do
+    read -r op data kernel pads <<< "$case"
+    e2e_data pool-onnx "$op" pool.onnx "$data.npy" want.npy --kernel "$kernel" --dilations 10,10 --strides 10,10 --pads "$pads"
+    expect_exit 0 "$IPUCC" compile pool.onnx --mode infer --batch-size 1 -o pool.ipuexe
+    expect_exit 0 "$IPURUN" predict pool.ipuexe --input "$data.npy" --output got.npy
+    e2e_data compare got.npy want.npy > cmp.json
+    expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6' "$case"
+  done
+}
+
 # ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
 test_ops_of_another_domain_are_unsupported() {
   e2e_data momentum-onnx momentum.onnx

@@ -376,6 +376,36 @@ TEST_CASE("3-D pooling is a pool over (H, W) then one over D, with ONNX's output
   }
 }
 
+// A pool's vertices own whole planes: one whose plane would take more than half a tile runs as a
+// pool along W over rows, then one along H over the columns made rows (tests/e2e/test_onnx.sh
+// checks the values).
+TEST_CASE("a pool whose plane crowds a tile runs as two pools over rows") {
+  OnnxBuilder b;
+  b.input("x", {1, 20, 30}, 1).output("y");
+  auto& node = b.node("MaxPool", "pool", {"x"}, {"y"});
+  OnnxBuilder::ints_attr(node, "kernel_shape", {3, 2});
+  OnnxBuilder::ints_attr(node, "strides", {2, 2});
+  for (uint64_t tile : {uint64_t{4096}, uint64_t{1} << 20}) {
+    CAPTURE(tile);
+    auto imported = import_onnx(b.bytes(), kPath, OnnxImportOptions{1, {}, false, {}, tile});
+    INFO(imported.status().message());
+    REQUIRE(imported.ok());
+    const auto& g = imported->graph;
+    CHECK(g.value(imported->scores()).type.shape == std::vector<int64_t>{1, 1, 9, 15});
+    std::vector<std::vector<int64_t>> pool_inputs;
+    for (const auto& o : g.ops()) {
+      if (o.kind == ir::OpKind::kMaxPool) pool_inputs.push_back(g.value(o.inputs[0]).type.shape);
+    }
+    // Twice the 20·30-float plane (its input and an output no larger) is 4,800 bytes: more than
+    // half of 4 KiB, not of 1 MiB.
+    if (tile == 4096) {
+      CHECK(pool_inputs == std::vector<std::vector<int64_t>>{{1, 20, 1, 30}, {1, 15, 1, 20}});
+    } else {
+      CHECK(pool_inputs == std::vector<std::vector<int64_t>>{{1, 1, 20, 30}});
+    }
+  }
+}
+
 TEST_CASE("looks_like_onnx goes by the extension, then by the content") {
   CHECK(frontend::looks_like_onnx("{", "m.onnx"));
   CHECK_FALSE(frontend::looks_like_onnx("\x08\x07", "m.json"));
