@@ -62,6 +62,8 @@ struct ModelSpec {
 
 // Parses and validates; reports every problem found at once, one per line, each starting with
 // the file and the layer ("model.json: layer 'd3' (Dense): 'units' must be a positive integer").
+// InvalidArgument, or Unsupported when a problem is a loss, optimizer or input dtype ipucc does
+// not implement.
 StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& path);
 
 // Applies a stage assignment given on the command line, with the same checks as the spec's.
