@@ -371,9 +371,8 @@ int run_predict(const RunFlags& f) {
   if (f.inputs.empty() && f.data.empty()) {
     const format::Executable& exe = loaded.session->executable();
     if (exe.inputs_size() > 0) {
-      std::string names;
-      for (const auto& io : exe.inputs()) names += (names.empty() ? "'" : ", '") + io.name() + "'";
-      print_error(kTool, "predict needs --data or --input: the samples to predict (the model's inputs: " + names + ")");
+      print_error(kTool, "predict needs --data or --input: the samples to predict (the model's inputs: " +
+                             input_names(exe) + ")");
       return kExitUsage;
     }
   }

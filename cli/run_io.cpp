@@ -15,13 +15,13 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+}  // namespace
+
 std::string input_names(const format::Executable& exe) {
   std::string names;
   for (const auto& io : exe.inputs()) names += (names.empty() ? "'" : ", '") + io.name() + "'";
   return names;
 }
-
-}  // namespace
 
 StatusOr<std::vector<data::NpyArray>> read_inputs(const std::vector<std::string>& specs, const format::Executable& exe) {
   const size_t n = static_cast<size_t>(exe.inputs_size());

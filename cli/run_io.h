@@ -11,6 +11,9 @@
 
 namespace ipu::cli {
 
+// The model's input names, quoted, for messages: "'x', 'axes'".
+std::string input_names(const format::Executable& exe);
+
 // Reads one array per model input (format::ModelIo, in the executable's order) from `--input`
 // values: NAME=FILE binds by name, a bare FILE takes the next input not named elsewhere. Every
 // input must be given exactly once.
