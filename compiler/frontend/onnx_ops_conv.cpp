@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "compiler/frontend/onnx_ops.h"
 #include "compiler/frontend/onnx_tensor_helpers.h"
 #include "compiler/ops/tensor_util.h"
+#include "compiler/ops/window_geometry.h"
 
 namespace ipu::frontend {
 namespace {
@@ -345,6 +347,64 @@ bool plane_crowds_a_tile(OnnxImportContext& ctx, int x) {
   return ctx.bytes_per_tile() > 0 && 2 * 4 * static_cast<uint64_t>(s[2] * s[3]) > ctx.bytes_per_tile() / 2;
 }
 
+// A pool along rows `x` [N, P, 1, L] (window {1, K}) whose row crowds a tile, as a pool of
+// segments: segment j holds the inputs of outputs [j·S, (j+1)·S), gathered (windows overlap) into
+// planes [N, P·J, 1, Lseg] a quarter tile holds; the pooled segments are cropped to the row's
+// outputs. Pads become explicit (−∞ for MaxPool), so only an AveragePool without pads or
+// ceil_mode (whose divisor is then its tap count) can be split; any other, or a window that alone
+// fills the budget, stays one plane.
+StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window) {
+  const std::vector<int64_t> in = ctx.shape(x);
+  const int64_t L = in[3], K = window.kernel[1], s = window.strides[1], d = window.dilations[1];
+  const int64_t before = window.pads[1], after = window.pads[3], span = (K - 1) * d + 1;
+  const bool max = kind == OpKind::kMaxPool;
+  const int64_t budget = static_cast<int64_t>(ctx.bytes_per_tile() / 4 / sizeof(float));
+  const int64_t per_segment = (budget - span + s) / (s + 1);  // S with (S − 1)·s + span + S <= budget
+  ir::OpAttrs plain;
+  plain.window = window;
+  if ((!max && (before > 0 || after > 0 || window.ceil_mode)) || per_segment < 1) {
+    return ctx.add_op(kind, {x}, plain);
+  }
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> pooled_shape, ir::window_output_shape({ir::DType::kFloat32, in}, window, in[1]));
+  const int64_t outputs = pooled_shape[3];
+  const int64_t segments = (outputs + per_segment - 1) / per_segment;
+  const int64_t segment_length = (per_segment - 1) * s + span;
+  // The row as the windows see it: the pads, and −∞ (never a maximum) or 0 (cropped away) past
+  // the end up to the last segment's reach.
+  const int64_t padded_length = (segments * per_segment - 1) * s + span;
+  ir::OpAttrs pad;
+  pad.strides = ir::row_major_strides(in);
+  pad.shape = {in[0], in[1], 1, padded_length};
+  pad.offset = -before;
+  pad.alpha = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  pad.lower = {0, 0, 0, before};
+  pad.upper = {in[0], in[1], 1, before + L};
+  IPU_ASSIGN_OR_RETURN(int padded, ctx.add_op(OpKind::kStridedCopy, {x}, pad, "/row_pads"));
+  // Overlapping segments are one affine view of the row (segment j starts at j·S·s), which a
+  // strided copy spreads over tiles by the ranges each part reads.
+  IPU_ASSIGN_OR_RETURN(int segments_view, add_strided_copy(ctx, padded, {in[0], in[1], segments, segment_length},
+                                                           {in[1] * padded_length, padded_length, per_segment * s, 1}, 0,
+                                                           "/segments"));
+  IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(segments_view, {in[0], in[1] * segments, 1, segment_length}, "/segment_planes"));
+  ir::OpAttrs segment_window;
+  segment_window.window.kernel = {1, K};
+  segment_window.window.strides = {1, s};
+  segment_window.window.dilations = {1, d};
+  IPU_ASSIGN_OR_RETURN(int pooled, ctx.add_op(kind, {planes}, segment_window, "/segment_pool"));
+  const std::vector<int64_t> joined = {in[0], in[1], 1, segments * per_segment};
+  IPU_ASSIGN_OR_RETURN(int row, ctx.reshape(pooled, joined, "/joined"));
+  if (outputs == joined[3]) return row;
+  return add_strided_copy(ctx, row, {in[0], in[1], 1, outputs}, ir::row_major_strides(joined), 0, "/crop");
+}
+
+// A pool along rows `x` [N, P, 1, L], split into segments when a row crowds a tile.
+StatusOr<int> pool_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window, const std::string& suffix) {
+  if (plane_crowds_a_tile(ctx, x)) return pool_long_rows(ctx, kind, x, window);
+  ir::OpAttrs attrs;
+  attrs.window = window;
+  return ctx.add_op(kind, {x}, attrs, suffix);
+}
+
 // A 2-D pool whose plane crowds a tile, as two 1-D pools with small planes: along W over
 // [N, C·H, 1, W] (each row its own plane), then along H over [N, C·OW, 1, H] (the pooled columns
 // made rows by a permutation), and back to [N, C, OH, OW]. Max and average pools are separable
@@ -361,12 +421,12 @@ StatusOr<int> pool_by_rows(OnnxImportContext& ctx, OpKind kind, int x, const Win
     attrs->window.count_include_pad = window.count_include_pad;
   }
   IPU_ASSIGN_OR_RETURN(int rows, ctx.reshape(x, {in[0], in[1] * in[2], 1, in[3]}, "/rows"));
-  IPU_ASSIGN_OR_RETURN(int pooled_w, ctx.add_op(kind, {rows}, along_w, "/along_w"));
+  IPU_ASSIGN_OR_RETURN(int pooled_w, pool_rows(ctx, kind, rows, along_w.window, "/along_w"));
   const int64_t out_w = ctx.shape(pooled_w)[3];
   IPU_ASSIGN_OR_RETURN(int grid, ctx.reshape(pooled_w, {in[0], in[1], in[2], out_w}, "/grid"));
   IPU_ASSIGN_OR_RETURN(int columns, permute(ctx, grid, {0, 1, 3, 2}, "/columns"));
   IPU_ASSIGN_OR_RETURN(int column_rows, ctx.reshape(columns, {in[0], in[1] * out_w, 1, in[2]}, "/column_rows"));
-  IPU_ASSIGN_OR_RETURN(int pooled_h, ctx.add_op(kind, {column_rows}, along_h, "/along_h"));
+  IPU_ASSIGN_OR_RETURN(int pooled_h, pool_rows(ctx, kind, column_rows, along_h.window, "/along_h"));
   const int64_t out_h = ctx.shape(pooled_h)[3];
   IPU_ASSIGN_OR_RETURN(int transposed, ctx.reshape(pooled_h, {in[0], in[1], out_w, out_h}, "/transposed"));
   return permute(ctx, transposed, {0, 1, 3, 2}, "/output");
@@ -405,8 +465,8 @@ Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   ir::OpAttrs attrs;
   attrs.window = window;
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
-  if (r == 2 && plane_crowds_a_tile(ctx, x2)) {
-    IPU_ASSIGN_OR_RETURN(int y, pool_by_rows(ctx, kind, x2, window));
+  if (plane_crowds_a_tile(ctx, x2)) {
+    IPU_ASSIGN_OR_RETURN(int y, r == 2 ? pool_by_rows(ctx, kind, x2, window) : pool_long_rows(ctx, kind, x2, window));
     return set_output_like_input(ctx, y, r);
   }
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, attrs));
@@ -430,7 +490,9 @@ Status convert_global_pool(OnnxImportContext& ctx, OpKind kind) {
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
   ir::OpAttrs attrs;
   attrs.window.kernel = {ctx.shape(x2)[2], ctx.shape(x2)[3]};
-  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, attrs));
+  // A plane that crowds a tile is pooled row by row, then over the row results (pool_by_rows).
+  IPU_ASSIGN_OR_RETURN(int y, plane_crowds_a_tile(ctx, x2) ? pool_by_rows(ctx, kind, x2, attrs.window)
+                                                           : ctx.add_op(kind, {x2}, attrs));
   return set_output_like_input(ctx, y, r);
 }
 

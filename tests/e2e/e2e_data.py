@@ -351,29 +351,38 @@ def cmd_conv3d_onnx(a):
 
 
 def cmd_pool_onnx(a):
-    # A 2-D MaxPool or AveragePool over x [N, C, H, W] with the given window, and its reference by
-    # ONNX's definition (count_include_pad 0: an average over the taps inside the input).
+    # A 1-D or 2-D MaxPool or AveragePool over x [N, C, L] or [N, C, H, W] with the given window,
+    # and its reference by ONNX's definition (count_include_pad 0: an average over the taps
+    # inside the input).
     kernel, dil, stride, pads = ([int(v) for v in t.split(",")] for t in (a.kernel, a.dilations, a.strides, a.pads))
     attrs = (ints_attr("kernel_shape", kernel) + ints_attr("dilations", dil) + ints_attr("strides", stride) +
              ints_attr("pads", pads))
     x = read_npy(a.input)
-    N, C, H, W = x["shape"]
+    planes, dims = x["shape"][0] * x["shape"][1], x["shape"][2:]
+    r = len(dims)
+    if r == 1:  # as a 2-D pool of one row
+        dims, kernel, dil, stride, pads = [1] + dims, [1] + kernel, [1] + dil, [1] + stride, [0, pads[0], 0, pads[1]]
+    H, W = dims
     OH = (H + pads[0] + pads[2] - ((kernel[0] - 1) * dil[0] + 1)) // stride[0] + 1
     OW = (W + pads[1] + pads[3] - ((kernel[1] - 1) * dil[1] + 1)) // stride[1] + 1
+    out_dims = [OW] if r == 1 else [OH, OW]
     graph = pb_bytes(1, onnx_node(a.op, "pool", ["x"], ["y"], attrs)) + pb_bytes(2, "pool")
-    graph += pb_bytes(11, onnx_value_info("x", ["N", C, H, W])) + pb_bytes(12, onnx_value_info("y", ["N", C, OH, OW]))
+    graph += pb_bytes(11, onnx_value_info("x", ["N"] + x["shape"][1:]))
+    graph += pb_bytes(12, onnx_value_info("y", ["N", x["shape"][1]] + out_dims))
     model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 19))
     with open(a.path, "wb") as f:
         f.write(model)
+    if a.reference == "-":
+        return
     y = []
-    for plane in range(N * C):
+    for plane in range(planes):
         for oh in range(OH):
             for ow in range(OW):
                 taps = [x["values"][(plane * H + h) * W + w]
                         for h in (oh * stride[0] + kh * dil[0] - pads[0] for kh in range(kernel[0])) if 0 <= h < H
                         for w in (ow * stride[1] + kw * dil[1] - pads[1] for kw in range(kernel[1])) if 0 <= w < W]
                 y.append(max(taps) if a.op == "MaxPool" else sum(taps) / len(taps))
-    write_npy(a.reference, "f4", [N, C, OH, OW], y)
+    write_npy(a.reference, "f4", x["shape"][:2] + out_dims, y)
 
 
 def cmd_int64_pb(a):
@@ -517,7 +526,7 @@ def main():
     p.add_argument("op", choices=["MaxPool", "AveragePool"])
     p.add_argument("path")
     p.add_argument("input")
-    p.add_argument("reference")
+    p.add_argument("reference", help="where to write the reference output; - for none")
     p.add_argument("--kernel", required=True)
     p.add_argument("--dilations", required=True)
     p.add_argument("--strides", required=True)

@@ -217,21 +217,32 @@ test_conv3d_matches_its_reference() {
 }
 
 # A pool whose one plane would crowd a tile (its vertices own whole planes) runs as two 1-D pools
-# over rows and computes what ONNX defines: issue 11's MaxPool 60x80, dilation 10, stride 10 on a
-# 1000x1000 plane (it asked 4,005,356 bytes of one tile), and a max and an average pool with pads
-# on a 400x400 plane (640,000 bytes, more than a 638,976-byte tile), each against a reference.
+# over rows, a row too long for a tile in overlapping segments, and computes what ONNX defines:
+# issue 11's MaxPool 60x80, dilation 10, stride 10 on a 1000x1000 plane (it asked 4,005,356
+# bytes of one tile), a max and an average pool with pads on a 400x400 plane (640,000 bytes, more
+# than a 638,976-byte tile), and 1-D pools over a 100,000-sample row, each against a reference.
 test_pools_of_large_planes_are_spread_over_tiles() {
-  local op case data kernel pads
+  local op case data kernel dilations strides pads
   e2e_data npy big.npy --shape 1,1,1000,1000 --fill random --seed 11
   e2e_data npy small.npy --shape 1,1,400,400 --fill random --seed 10
-  for case in "MaxPool big 60,80 0,0,0,0" "MaxPool small 40,30 5,0,0,5" "AveragePool small 40,30 5,0,0,5"; do
-    read -r op data kernel pads <<< "$case"
-    e2e_data pool-onnx "$op" pool.onnx "$data.npy" want.npy --kernel "$kernel" --dilations 10,10 --strides 10,10 --pads "$pads"
+  e2e_data npy row.npy --shape 1,2,100000 --fill random --seed 12
+  for case in "MaxPool big 60,80 10,10 10,10 0,0,0,0" "MaxPool small 40,30 10,10 10,10 5,0,0,5" \
+              "AveragePool small 40,30 10,10 10,10 5,0,0,5" "MaxPool row 20 50 37 7,30" "AveragePool row 20 50 37 0,0"; do
+    read -r op data kernel dilations strides pads <<< "$case"
+    e2e_data pool-onnx "$op" pool.onnx "$data.npy" want.npy --kernel "$kernel" --dilations "$dilations" --strides "$strides" \
+      --pads "$pads"
     expect_exit 0 "$IPUCC" compile pool.onnx --mode infer --batch-size 1 -o pool.ipuexe
     expect_exit 0 "$IPURUN" predict pool.ipuexe --input "$data.npy" --output got.npy
     e2e_data compare got.npy want.npy > cmp.json
     expect_json cmp.json 'd["shape_equal"] and d["rel_to_max"] < 1e-6' "$case"
   done
+  # Issue 11's 1-D MaxPool, kernel 200, dilation 10, over 220,000 samples (it asked 968,340 bytes
+  # of one tile; its reference would take Python minutes): it compiles and runs.
+  e2e_data npy long.npy --shape 1,1,220000 --fill random --seed 13
+  e2e_data pool-onnx MaxPool long.onnx long.npy - --kernel 200 --dilations 10 --strides 1 --pads 0,0
+  expect_exit 0 "$IPUCC" compile long.onnx --mode infer --batch-size 1 -o long.ipuexe
+  expect_exit 0 "$IPURUN" predict long.ipuexe --input long.npy --json
+  expect_json "$STDOUT" 'd["outputs"][0]["shape"] == [1, 1, 218010]'
 }
 
 # ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
