@@ -353,7 +353,8 @@ bool plane_crowds_a_tile(OnnxImportContext& ctx, int x) {
 // outputs. Pads become explicit (−∞ for MaxPool), so only an AveragePool without pads or
 // ceil_mode (whose divisor is then its tap count) can be split; any other, or a window that alone
 // fills the budget, stays one plane.
-StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window) {
+StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window,
+                             const std::string& suffix) {
   const std::vector<int64_t> in = ctx.shape(x);
   const int64_t L = in[3], K = window.kernel[1], s = window.strides[1], d = window.dilations[1];
   const int64_t before = window.pads[1], after = window.pads[3], span = (K - 1) * d + 1;
@@ -363,7 +364,7 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
   ir::OpAttrs plain;
   plain.window = window;
   if ((!max && (before > 0 || after > 0 || window.ceil_mode)) || per_segment < 1) {
-    return ctx.add_op(kind, {x}, plain);
+    return ctx.add_op(kind, {x}, plain, suffix);
   }
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> pooled_shape, ir::window_output_shape({ir::DType::kFloat32, in}, window, in[1]));
   const int64_t outputs = pooled_shape[3];
@@ -379,27 +380,27 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
   pad.alpha = max ? -std::numeric_limits<float>::infinity() : 0.0f;
   pad.lower = {0, 0, 0, before};
   pad.upper = {in[0], in[1], 1, before + L};
-  IPU_ASSIGN_OR_RETURN(int padded, ctx.add_op(OpKind::kStridedCopy, {x}, pad, "/row_pads"));
+  IPU_ASSIGN_OR_RETURN(int padded, ctx.add_op(OpKind::kStridedCopy, {x}, pad, suffix + "/row_pads"));
   // Overlapping segments are one affine view of the row (segment j starts at j·S·s), which a
   // strided copy spreads over tiles by the ranges each part reads.
   IPU_ASSIGN_OR_RETURN(int segments_view, add_strided_copy(ctx, padded, {in[0], in[1], segments, segment_length},
                                                            {in[1] * padded_length, padded_length, per_segment * s, 1}, 0,
-                                                           "/segments"));
-  IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(segments_view, {in[0], in[1] * segments, 1, segment_length}, "/segment_planes"));
+                                                           suffix + "/segments"));
+  IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(segments_view, {in[0], in[1] * segments, 1, segment_length}, suffix + "/segment_planes"));
   ir::OpAttrs segment_window;
   segment_window.window.kernel = {1, K};
   segment_window.window.strides = {1, s};
   segment_window.window.dilations = {1, d};
-  IPU_ASSIGN_OR_RETURN(int pooled, ctx.add_op(kind, {planes}, segment_window, "/segment_pool"));
+  IPU_ASSIGN_OR_RETURN(int pooled, ctx.add_op(kind, {planes}, segment_window, suffix + "/segment_pool"));
   const std::vector<int64_t> joined = {in[0], in[1], 1, segments * per_segment};
-  IPU_ASSIGN_OR_RETURN(int row, ctx.reshape(pooled, joined, "/joined"));
+  IPU_ASSIGN_OR_RETURN(int row, ctx.reshape(pooled, joined, suffix + "/joined"));
   if (outputs == joined[3]) return row;
-  return add_strided_copy(ctx, row, {in[0], in[1], 1, outputs}, ir::row_major_strides(joined), 0, "/crop");
+  return add_strided_copy(ctx, row, {in[0], in[1], 1, outputs}, ir::row_major_strides(joined), 0, suffix + "/crop");
 }
 
 // A pool along rows `x` [N, P, 1, L], split into segments when a row crowds a tile.
 StatusOr<int> pool_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window, const std::string& suffix) {
-  if (plane_crowds_a_tile(ctx, x)) return pool_long_rows(ctx, kind, x, window);
+  if (plane_crowds_a_tile(ctx, x)) return pool_long_rows(ctx, kind, x, window, suffix);
   ir::OpAttrs attrs;
   attrs.window = window;
   return ctx.add_op(kind, {x}, attrs, suffix);
@@ -466,7 +467,7 @@ Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   attrs.window = window;
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
   if (plane_crowds_a_tile(ctx, x2)) {
-    IPU_ASSIGN_OR_RETURN(int y, r == 2 ? pool_by_rows(ctx, kind, x2, window) : pool_long_rows(ctx, kind, x2, window));
+    IPU_ASSIGN_OR_RETURN(int y, r == 2 ? pool_by_rows(ctx, kind, x2, window) : pool_long_rows(ctx, kind, x2, window, ""));
     return set_output_like_input(ctx, y, r);
   }
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, attrs));
