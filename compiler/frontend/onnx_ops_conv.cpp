@@ -348,7 +348,7 @@ bool plane_crowds_a_tile(OnnxImportContext& ctx, int x) {
 }
 
 // A pool along rows `x` [N, P, 1, L] (window {1, K}) whose row crowds a tile, as a pool of
-// segments: segment j holds the inputs of outputs [j·S, (j+1)·S), gathered (windows overlap) into
+// segments: segment j holds the inputs of outputs [j·S, (j+1)·S), viewed (windows overlap) as
 // planes [N, P·J, 1, Lseg] a quarter tile holds; the pooled segments are cropped to the row's
 // outputs. Pads become explicit (−∞ for MaxPool), so only an AveragePool without pads or
 // ceil_mode (whose divisor is then its tap count) can be split; any other, or a window that alone
