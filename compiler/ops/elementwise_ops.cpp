@@ -218,17 +218,27 @@ std::vector<int64_t> broadcast_tail(const Graph& g, const Op& op, const std::vec
   return tail;
 }
 
+// Each operand read at its broadcast strides: a vertex reads only the part its outputs map to.
+std::vector<InputAccess> broadcast_access(const Graph& g, const Op& op, const std::vector<int64_t>& dims) {
+  std::vector<InputAccess> access;
+  for (int in : op.inputs) access.push_back({dims, broadcast_strides(g.value(in).type.shape, dims), 0});
+  return access;
+}
+
 Status lower_binary(LowerContext& ctx, const Op& op) {
   const std::vector<int64_t> dims = dims_or_one(ctx.graph().value(op.outputs[0]).type.shape);
   const std::vector<int64_t> tail = broadcast_tail(ctx.graph(), op, dims);
   const auto kind = static_cast<BinaryKind>(op.attrs.kind);
   const auto& c = ctx.target().cycles;
   const double per = 1.0 / c.vector_flops_per_cycle + (kind == BinaryKind::kPow ? c.transcendental_cycles : 1.0);
-  lower_output_range(ctx, op, format::Codelet::kBinary, per, {}, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> p{op.attrs.kind, static_cast<int64_t>(dims.size()), begin, end};
-    p.insert(p.end(), tail.begin(), tail.end());
-    return p;
-  });
+  lower_output_range(
+      ctx, op, format::Codelet::kBinary, per, {},
+      [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> p{op.attrs.kind, static_cast<int64_t>(dims.size()), begin, end};
+        p.insert(p.end(), tail.begin(), tail.end());
+        return p;
+      },
+      broadcast_access(ctx.graph(), op, dims));
   return Status();
 }
 
@@ -264,11 +274,14 @@ Status grad_where(GradContext& ctx, const Op& op) {
 Status lower_where(LowerContext& ctx, const Op& op) {
   const std::vector<int64_t> dims = dims_or_one(ctx.graph().value(op.outputs[0]).type.shape);
   const std::vector<int64_t> tail = broadcast_tail(ctx.graph(), op, dims);
-  lower_output_range(ctx, op, format::Codelet::kWhere, 1.0, {}, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> p{static_cast<int64_t>(dims.size()), begin, end};
-    p.insert(p.end(), tail.begin(), tail.end());
-    return p;
-  });
+  lower_output_range(
+      ctx, op, format::Codelet::kWhere, 1.0, {},
+      [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> p{static_cast<int64_t>(dims.size()), begin, end};
+        p.insert(p.end(), tail.begin(), tail.end());
+        return p;
+      },
+      broadcast_access(ctx.graph(), op, dims));
   return Status();
 }
 

@@ -240,30 +240,6 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
                      "implemented");
 }
 
-// The least and greatest Σ idx_k·strides_k over the output indices whose row-major positions
-// lie in [first, last] (inclusive), counting axes from `axis`: the part of the input a vertex
-// writing those outputs reads. Exact, in O(rank²): whole rows between the ends contribute their
-// full span, the two end rows recurse.
-std::pair<int64_t, int64_t> offset_bounds(const CopyView& v, size_t axis, int64_t first, int64_t last) {
-  if (axis == v.dims.size()) return {0, 0};
-  int64_t inner = 1;
-  for (size_t k = axis + 1; k < v.dims.size(); ++k) inner *= v.dims[k];
-  const int64_t stride = v.strides[axis], i_first = first / inner, i_last = last / inner;
-  auto shifted = [&](std::pair<int64_t, int64_t> b, int64_t i) { return std::pair{b.first + i * stride, b.second + i * stride}; };
-  if (i_first == i_last) return shifted(offset_bounds(v, axis + 1, first % inner, last % inner), i_first);
-  std::pair<int64_t, int64_t> lo_row = shifted(offset_bounds(v, axis + 1, first % inner, inner - 1), i_first);
-  std::pair<int64_t, int64_t> hi_row = shifted(offset_bounds(v, axis + 1, 0, last % inner), i_last);
-  std::pair<int64_t, int64_t> bounds{std::min(lo_row.first, hi_row.first), std::max(lo_row.second, hi_row.second)};
-  if (i_last - i_first > 1) {
-    const std::pair<int64_t, int64_t> full = offset_bounds(v, axis + 1, 0, inner - 1);
-    for (int64_t i : {i_first + 1, i_last - 1}) {
-      bounds.first = std::min(bounds.first, full.first + i * stride);
-      bounds.second = std::max(bounds.second, full.second + i * stride);
-    }
-  }
-  return bounds;
-}
-
 // Output ranges per vertex, each reading only the input range its outputs map to (a slice or a
 // window of a long row reads its part, not the whole input; the box's fill reads nothing, so
 // the range is a bound).
@@ -282,7 +258,7 @@ Status lower_strided_copy(LowerContext& ctx, const Op& op) {
     vertex.params.insert(vertex.params.end(), tail.begin(), tail.end());
     vertex.fparams = {op.attrs.alpha};
     vertex.compute_cycles = static_cast<double>(end - begin);
-    const auto [lo, hi] = offset_bounds(v, 0, begin, end - 1);
+    const auto [lo, hi] = strided_extent(v.dims, v.strides, begin, end - 1);
     const int64_t read_begin = std::clamp<int64_t>(op.attrs.offset + lo, 0, in_elements);
     const int64_t read_end = std::clamp<int64_t>(op.attrs.offset + hi + 1, read_begin, in_elements);
     if (read_end > read_begin) vertex.reads = {lowering::flat_region(x, read_begin, read_end)};  // else all fill

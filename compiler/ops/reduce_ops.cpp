@@ -156,12 +156,18 @@ Status lower_reduce(LowerContext& ctx, const Op& op) {
   std::vector<int64_t> tail = out_dims;
   for (const auto* list : {&out_strides, &red_dims, &red_strides}) tail.insert(tail.end(), list->begin(), list->end());
   const double per = static_cast<double>(count) / ctx.target().cycles.vector_flops_per_cycle;
-  lower_output_range(ctx, op, format::Codelet::kReduce, per, {}, [&](int64_t begin, int64_t end) {
-    std::vector<int64_t> p{op.attrs.kind, static_cast<int64_t>(out_dims.size()), static_cast<int64_t>(red_dims.size()),
-                           begin, end};
-    p.insert(p.end(), tail.begin(), tail.end());
-    return p;
-  });
+  // Output index → input offset over the kept axes, and the reduced axes' span beyond it.
+  InputAccess access{out_dims, out_strides, 0};
+  for (size_t k = 0; k < red_dims.size(); ++k) access.span += (red_dims[k] - 1) * red_strides[k];
+  lower_output_range(
+      ctx, op, format::Codelet::kReduce, per, {},
+      [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> p{op.attrs.kind, static_cast<int64_t>(out_dims.size()), static_cast<int64_t>(red_dims.size()),
+                               begin, end};
+        p.insert(p.end(), tail.begin(), tail.end());
+        return p;
+      },
+      {access});
   return Status();
 }
 

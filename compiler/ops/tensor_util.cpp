@@ -22,6 +22,41 @@ StatusOr<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a, c
   return out;
 }
 
+std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                                           int64_t first, int64_t last) {
+  // Whole rows between the two end rows contribute their full span; the end rows recurse: O(rank²).
+  std::pair<int64_t, int64_t> bounds{0, 0};
+  int64_t base = 0;
+  for (size_t axis = 0; axis < dims.size(); ++axis) {
+    int64_t inner = 1;
+    for (size_t k = axis + 1; k < dims.size(); ++k) inner *= dims[k];
+    const int64_t i_first = first / inner, i_last = last / inner;
+    if (i_first == i_last) {
+      base += i_first * strides[axis];
+      first %= inner;
+      last %= inner;
+      continue;
+    }
+    const std::vector<int64_t> rest_dims(dims.begin() + static_cast<long>(axis) + 1, dims.end());
+    const std::vector<int64_t> rest_strides(strides.begin() + static_cast<long>(axis) + 1, strides.end());
+    const auto shifted = [&](std::pair<int64_t, int64_t> b, int64_t i) {
+      return std::pair{base + b.first + i * strides[axis], base + b.second + i * strides[axis]};
+    };
+    const auto head = shifted(strided_extent(rest_dims, rest_strides, first % inner, inner - 1), i_first);
+    const auto tail = shifted(strided_extent(rest_dims, rest_strides, 0, last % inner), i_last);
+    bounds = {std::min(head.first, tail.first), std::max(head.second, tail.second)};
+    if (i_last - i_first > 1) {
+      const auto full = strided_extent(rest_dims, rest_strides, 0, inner - 1);
+      for (int64_t i : {i_first + 1, i_last - 1}) {
+        const auto row = shifted(full, i);
+        bounds = {std::min(bounds.first, row.first), std::max(bounds.second, row.second)};
+      }
+    }
+    return bounds;
+  }
+  return {base, base};
+}
+
 std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> strides(shape.size());
   int64_t s = 1;

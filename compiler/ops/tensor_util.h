@@ -3,7 +3,9 @@
 // output range over tiles, and the gradient helpers that undo broadcasting.
 #pragma once
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/op_registry.h"
@@ -23,11 +25,24 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std
 // Error unless the rank is at most the codelets' limit.
 Status check_rank(const TensorType& type);
 
+// The least and greatest Σ idx_k·strides_k over the indices of `dims` whose row-major positions
+// lie in [first, last] (inclusive): the part of an input that the outputs there read. Exact.
+std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                                           int64_t first, int64_t last);
+
+// How the outputs of an op read one input: output index idx (row-major over `dims`, the output's
+// elements) reads offsets Σ idx_k·strides_k up to `span` beyond (a reduction's other axes).
+struct InputAccess {
+  std::vector<int64_t> dims, strides;
+  int64_t span = 0;
+};
+
 // Splits the output of `op` (n elements) over tiles; each vertex gets params from
-// make(begin, end) and reads the inputs whole unless they have the output's shape.
+// make(begin, end). It reads an input of the output's shape at [begin, end), one with an
+// `access` entry at the range its outputs map to, and any other whole.
 template <typename Make>
 void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet, double cycles_per_element,
-                        const std::vector<float>& fparams, Make&& make);
+                        const std::vector<float>& fparams, Make&& make, const std::vector<InputAccess>& access = {});
 
 // Gradient helpers: each adds backward-phase ops named after `op` and returns the new value.
 StatusOr<int> grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs, OpAttrs attrs,
@@ -47,7 +62,7 @@ StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, std::vecto
 
 template <typename Make>
 void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet, double cycles_per_element,
-                        const std::vector<float>& fparams, Make&& make) {
+                        const std::vector<float>& fparams, Make&& make, const std::vector<InputAccess>& access) {
   const Graph& g = ctx.graph();
   const TensorType& out = g.value(op.outputs[0]).type;
   const int64_t n = out.elements();
@@ -65,8 +80,16 @@ void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codel
                           v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
                           for (size_t i = 0; i < inputs.size(); ++i) {
                             const TensorType& t = g.value(op.inputs[i]).type;
-                            v.reads.push_back(t.shape == out.shape ? lowering::flat_region(inputs[i], begin, end)
-                                                                   : lowering::flat_region(inputs[i], 0, t.elements()));
+                            if (t.shape == out.shape) {
+                              v.reads.push_back(lowering::flat_region(inputs[i], begin, end));
+                            } else if (i < access.size() && !access[i].dims.empty()) {
+                              const auto [lo, hi] = strided_extent(access[i].dims, access[i].strides, begin, end - 1);
+                              const int64_t first = std::clamp<int64_t>(lo, 0, t.elements());
+                              const int64_t last = std::clamp<int64_t>(hi + access[i].span + 1, first, t.elements());
+                              if (last > first) v.reads.push_back(lowering::flat_region(inputs[i], first, last));
+                            } else {
+                              v.reads.push_back(lowering::flat_region(inputs[i], 0, t.elements()));
+                            }
                           }
                           v.writes = {lowering::flat_region(y, begin, end)};
                           ctx.emit(tile, std::move(v));

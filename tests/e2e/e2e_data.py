@@ -385,6 +385,29 @@ def cmd_pool_onnx(a):
     write_npy(a.reference, "f4", x["shape"][:2] + out_dims, y)
 
 
+def cmd_layer_norm_onnx(a):
+    # LayerNormalization over the last axis of x [N, R, C] (scale 2, bias 0.5, epsilon 1e-5), and
+    # its reference: a ReduceMean chain whose input may be far larger than a tile.
+    x = read_npy(a.input)
+    C = x["shape"][-1]
+    scale, bias = [2.0] * C, [0.5] * C
+    epsilon = pb_bytes(5, pb_bytes(1, "epsilon") + pb_varint(2 << 3 | 5) + struct.pack("<f", 1e-5) + pb_int(20, 1))
+    graph = pb_bytes(1, onnx_node("LayerNormalization", "norm", ["x", "scale", "bias"], ["y"], epsilon)) + pb_bytes(2, "ln")
+    graph += pb_bytes(5, onnx_float_initializer("scale", [C], scale)) + pb_bytes(5, onnx_float_initializer("bias", [C], bias))
+    graph += pb_bytes(11, onnx_value_info("x", ["N"] + x["shape"][1:])) + pb_bytes(12, onnx_value_info("y", ["N"] + x["shape"][1:]))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 17))
+    with open(a.path, "wb") as f:
+        f.write(model)
+    eps = struct.unpack("<f", struct.pack("<f", 1e-5))[0]
+    y = []
+    for r in range(len(x["values"]) // C):
+        row = x["values"][r * C:(r + 1) * C]
+        mean = sum(row) / C
+        var = sum((v - mean) ** 2 for v in row) / C
+        y += [2.0 * (v - mean) / math.sqrt(var + eps) + 0.5 for v in row]
+    write_npy(a.reference, "f4", x["shape"], y)
+
+
 def cmd_int64_pb(a):
     values = [int(v) for v in a.values.split(",")]
     # TensorProto{dims, data_type INT64, name, raw_data}
@@ -515,7 +538,8 @@ def main():
     p.set_defaults(func=cmd_momentum_onnx)
     # Models built with their reference output: NAME-onnx MODEL INPUT.npy REFERENCE.npy [--seed S].
     for name, func in (("opset6", cmd_opset6_onnx), ("norm-prelu", cmd_norm_prelu_onnx),
-                       ("conv-transpose", cmd_conv_transpose_onnx), ("conv3d", cmd_conv3d_onnx)):
+                       ("conv-transpose", cmd_conv_transpose_onnx), ("conv3d", cmd_conv3d_onnx),
+                       ("layer-norm", cmd_layer_norm_onnx)):
         p = sub.add_parser(name + "-onnx")
         p.add_argument("path")
         p.add_argument("input")

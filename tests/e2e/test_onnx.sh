@@ -245,6 +245,13 @@ test_pools_of_large_planes_are_spread_over_tiles() {
   expect_json "$STDOUT" 'd["outputs"][0]["shape"] == [1, 1, 218010]'
 }
 
+# Reductions and broadcasts read only the part of their input their outputs need: a LayerNorm
+# over rows of a 4 MB [1, 1000, 1000] input (its ReduceMean and broadcast Sub read the whole input
+# on every tile before) fits and matches its reference.
+test_reductions_of_large_inputs_are_spread_over_tiles() {
+  expect_matches_reference layer-norm 1,1000,1000 14 1e-5
+}
+
 # ONNX's training ops (ai.onnx.preview.training) are a valid model ipucc does not implement.
 test_ops_of_another_domain_are_unsupported() {
   e2e_data momentum-onnx momentum.onnx
