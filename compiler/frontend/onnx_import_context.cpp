@@ -142,6 +142,14 @@ StatusOr<int> OnnxImportContext::add_op(ir::OpKind kind, std::vector<int> inputs
   return m_graph.op(op).outputs[0];
 }
 
+int OnnxImportContext::add_constant_tensor(const std::string& suffix, std::vector<int64_t> shape, std::vector<float> values) {
+  const std::string name = (m_node->name().empty() ? m_node->op_type() : m_node->name()) + suffix;
+  const int id = m_graph.add_value(name, {ir::DType::kFloat32, std::move(shape)}, ir::Role::kConstant);
+  m_graph.value(id).initial = std::move(values);
+  m_graph.value(id).stage = m_stage;
+  return id;
+}
+
 StatusOr<int> OnnxImportContext::reshape(int value, std::vector<int64_t> shape, const std::string& suffix) {
   if (this->shape(value) == shape) return value;
   ir::OpAttrs attrs;

@@ -66,6 +66,9 @@ class OnnxImportContext {
   void set_constant_output(int index, data::NpyArray value);
   // Adds an IR op on this node's stage, named after the node (plus `suffix`).
   StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {}, const std::string& suffix = "");
+  // A float32 constant tensor computed at import (folded parameters, gather indices), named after
+  // the node (plus `suffix`), on this node's stage.
+  int add_constant_tensor(const std::string& suffix, std::vector<int64_t> shape, std::vector<float> values);
   // `value` reshaped (a Reshape op unless the shape is already `shape`).
   StatusOr<int> reshape(int value, std::vector<int64_t> shape, const std::string& suffix = "");
   const std::vector<int64_t>& shape(int value) const { return m_graph.value(value).type.shape; }

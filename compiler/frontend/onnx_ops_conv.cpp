@@ -165,10 +165,7 @@ Status convert_conv_3d(OnnxImportContext& ctx, int x, int w, const std::vector<i
   for (int64_t od = 0; od < out_d; ++od) {
     for (int64_t kd = 0; kd < kernel[0]; ++kd) taps.push_back(static_cast<float>(od * axes.strides[0] + kd * axes.dilations[0]));
   }
-  const std::string base = (ctx.node().name().empty() ? std::string("Conv") : ctx.node().name()) + "/depth_taps";
-  const int indices = ctx.graph().add_value(base, {ir::DType::kFloat32, {out_d, kernel[0]}}, ir::Role::kConstant);
-  ctx.graph().value(indices).initial = std::move(taps);
-  ctx.graph().value(indices).stage = ctx.stage();
+  const int indices = ctx.add_constant_tensor("/depth_taps", {out_d, kernel[0]}, std::move(taps));
   ir::OpAttrs gather;
   gather.axis = 2;
   IPU_ASSIGN_OR_RETURN(int windows, ctx.add_op(OpKind::kGather, {padded, indices}, gather, "/depth_windows"));  // [N, C, OD, KD, H, W]
@@ -553,14 +550,8 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
     scale[c] = static_cast<float>(s);
     shift[c] = static_cast<float>(params[1][c] - params[2][c] * s);
   }
-  const std::string base = ctx.node().name().empty() ? "BatchNormalization" : ctx.node().name();
-  auto constant = [&](const std::string& suffix, std::vector<float> values) {
-    const int id = ctx.graph().add_value(base + suffix, {ir::DType::kFloat32, {channels}}, ir::Role::kConstant);
-    ctx.graph().value(id).initial = std::move(values);
-    ctx.graph().value(id).stage = ctx.stage();
-    return id;
-  };
-  const int s = constant("/folded_scale", std::move(scale)), t = constant("/folded_shift", std::move(shift));
+  const int s = ctx.add_constant_tensor("/folded_scale", {channels}, std::move(scale));
+  const int t = ctx.add_constant_tensor("/folded_shift", {channels}, std::move(shift));
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kChannelAffine, {x, s, t}));
   ctx.set_output(0, y);
   return Status();
