@@ -403,22 +403,71 @@ GatherView gather_view(const std::vector<int64_t>& data, int64_t axis, int64_t c
   return v;
 }
 
+// Gather and GatherGrad write a [rows, inner] matrix (Y's outer·count rows, or dX's outer·n) in
+// blocks of rows × columns, as poplibs' multiSlice plans split the unsliced dimension: a vertex
+// owning columns [c0, c1) reads only those columns of the rows it may need (the indices are data,
+// so every row its outer slices could name), never the whole table or gradient. A tall table of
+// wide rows (an embedding) then spreads by columns, each tile receiving a thin slice of it.
+struct GatherBlock {
+  int64_t row_begin, row_end, col_begin, col_end;
+};
+
+// `read_rows_of` gives, for an outer slice range [o0, o1), the rows of the other [rows, inner]
+// operand (X or dY) a block may read; `cycles_of` a block's compute cycles.
+template <typename CyclesOfBlock>
+void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codelet, const GatherView& v, int64_t rows,
+                         int64_t rows_per_outer, int64_t read_rows_per_outer, CyclesOfBlock&& cycles_of) {
+  if (rows == 0 || v.inner == 0) return;
+  const uint32_t source = ctx.tensor(op.inputs[0]), indices = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
+  // Outer slices a block of `rows` rows can touch: one more than it fills when unaligned.
+  auto outers_spanned = [&](int64_t block_rows) { return std::min(v.outer, block_rows / rows_per_outer + 2); };
+  const passes::BlockGrid grid =
+      passes::plan_blocks(rows, v.inner, ctx.target(), ctx.target().tiles_per_ipu, [&](int64_t r, int64_t c) {
+        const double cols = static_cast<double>(c);
+        const double received = 4.0 * (static_cast<double>(outers_spanned(r) * read_rows_per_outer) * cols +
+                                       static_cast<double>(v.count));
+        return passes::BlockCost{cycles_of(r, c, outers_spanned(r)), received, received + 4.0 * static_cast<double>(r) * cols};
+      });
+  const std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
+  size_t next_tile = 0;
+  for (int64_t rb = 0; rb < rows; rb += grid.rows.chunk) {
+    const int64_t re = std::min(rows, rb + grid.rows.chunk);
+    const int64_t o0 = rb / rows_per_outer, o1 = (re - 1) / rows_per_outer + 1;
+    for (int64_t cb = 0; cb < v.inner; cb += grid.cols.chunk) {
+      const int64_t ce = std::min(v.inner, cb + grid.cols.chunk);
+      lowering::VertexSpec vertex;
+      vertex.codelet = codelet;
+      vertex.operands = {source, indices, y};
+      vertex.params = {v.outer, v.n, v.inner, v.count, rb, re, cb, ce};
+      vertex.compute_cycles = cycles_of(re - rb, ce - cb, o1 - o0);
+      vertex.reads = {lowering::block_region(source, o0 * read_rows_per_outer, o1 * read_rows_per_outer, cb, ce, v.inner),
+                      lowering::flat_region(indices, 0, v.count)};
+      vertex.writes = {lowering::block_region(y, rb, re, cb, ce, v.inner)};
+      ctx.emit(tiles[next_tile++], std::move(vertex));
+    }
+  }
+}
+
+// Two cycles per element of Y, as before the block split (docs/cycle_model.md).
 Status lower_gather(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const GatherView v = gather_view(g.value(op.inputs[0]).type.shape, op.attrs.axis, g.value(op.inputs[1]).type.elements());
-  lower_output_range(ctx, op, format::Codelet::kGather, 2.0, {}, [&](int64_t begin, int64_t end) {
-    return std::vector<int64_t>{v.outer, v.n, v.inner, v.count, begin, end};
-  });
+  lower_gather_blocks(ctx, op, format::Codelet::kGather, v, v.outer * v.count, v.count, v.n,
+                      [](int64_t rows, int64_t cols, int64_t) { return 2.0 * static_cast<double>(rows) * static_cast<double>(cols); });
   return Status();
 }
 
-// Split over dX: each element compares every index once per row and adds the matching ones.
+// A block of dX is cleared (a cycle per element), every index of the outer slices it touches is
+// compared (a cycle each), and the dY rows that land in the block are added (on average
+// count / n per dX row, a cycle per element).
 Status lower_gather_grad(LowerContext& ctx, const Op& op) {
   const GatherView v = gather_view(op.attrs.shape, op.attrs.axis, ctx.graph().value(op.inputs[1]).type.elements());
-  const double cycles = 1.0 + static_cast<double>(v.count) / static_cast<double>(std::max<int64_t>(v.n, 1));
-  lower_output_range(ctx, op, format::Codelet::kGatherGrad, cycles, {}, [&](int64_t begin, int64_t end) {
-    return std::vector<int64_t>{v.outer, v.n, v.inner, v.count, begin, end};
-  });
+  const double landing = static_cast<double>(v.count) / static_cast<double>(std::max<int64_t>(v.n, 1));
+  lower_gather_blocks(ctx, op, format::Codelet::kGatherGrad, v, v.outer * v.n, v.n, v.count,
+                      [&](int64_t rows, int64_t cols, int64_t outers) {
+                        const double elements = static_cast<double>(rows) * static_cast<double>(cols);
+                        return elements * (1.0 + landing) + static_cast<double>(outers * v.count);
+                      });
   return Status();
 }
 

@@ -4,7 +4,10 @@
 // stay on few tiles and large ones spread out. Memory is bounded per tile.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <vector>
 
 #include "compiler/target/target.h"
 
@@ -20,12 +23,59 @@ struct Split {
 Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_per_item, double bytes_per_item,
                  const target::TargetSpec& target, int64_t max_parts);
 
-struct MatMulGrid {
+struct BlockGrid {
   Split rows;
   Split cols;
 };
 
+// What one vertex owning a block of `rows` × `cols` output elements costs: compute cycles,
+// bytes it receives over the exchange, and bytes it holds while it runs (received + written).
+struct BlockCost {
+  double compute_cycles = 0;
+  double received_bytes = 0;
+  double held_bytes = 0;
+};
+
+// Splits a [rows, cols] output into a grid of blocks, one vertex per block, at the least
+// estimated cost among the grids whose blocks fit in the share of a tile an op may use; when
+// none fits, the grid whose block holds the fewest bytes (the memory plan then reports it).
+template <typename CostOfBlock>
+BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& target, int64_t max_tiles,
+                      CostOfBlock&& cost_of_block);
+
 // Splits C[M,N] = A[M,K] · B[K,N] into a grid of output blocks, one vertex per block.
-MatMulGrid plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles);
+BlockGrid plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles);
+
+namespace detail {
+Split make_split(int64_t items, int64_t parts);
+std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts);
+double tile_budget_bytes(const target::TargetSpec& target);
+}  // namespace detail
+
+template <typename CostOfBlock>
+BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& target, int64_t max_tiles,
+                      CostOfBlock&& cost_of_block) {
+  const auto& m = target.cycles;
+  const double budget = detail::tile_budget_bytes(target);
+  BlockGrid best{detail::make_split(rows, 1), detail::make_split(cols, 1)}, smallest = best;
+  double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
+  for (int64_t pr : detail::candidate_parts(rows, max_tiles)) {
+    for (int64_t pc : detail::candidate_parts(cols, max_tiles / pr)) {
+      const BlockGrid grid{detail::make_split(rows, pr), detail::make_split(cols, pc)};
+      const BlockCost block = cost_of_block(grid.rows.chunk, grid.cols.chunk);
+      const double cost = m.vertex_overhead_cycles + block.compute_cycles + block.received_bytes / m.exchange_bytes_per_cycle +
+                          m.vertex_spread_cycles * static_cast<double>(grid.rows.parts * grid.cols.parts);
+      if (block.held_bytes <= budget && cost < best_cost * 0.999) {
+        best = grid;
+        best_cost = cost;
+      }
+      if (block.held_bytes < smallest_bytes) {
+        smallest = grid;
+        smallest_bytes = block.held_bytes;
+      }
+    }
+  }
+  return std::isinf(best_cost) ? smallest : best;
+}
 
 }  // namespace ipu::passes

@@ -207,9 +207,10 @@ Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandI
 }
 
 // Gather: Y[o, j, i] = X[o, idx_j, i] with X viewed as [outer, axis, inner], idx_j = indices[j]
-// (a float holding an integer; negative counts from the end), for output elements [begin, end).
+// (a float holding an integer; negative counts from the end). Gather and GatherGrad write a
+// [rows, inner] matrix in blocks: rows [row_begin, row_end) × columns [col_begin, col_end).
 // An index outside [-axis, axis) is a fault, as in ONNX Runtime.
-//   operands: X, indices, Y;  params: outer, axis, inner, count, begin, end
+//   operands: X, indices, Y;  params: outer, axis, inner, count, row_begin, row_end, col_begin, col_end
 // The row of an axis of n that index value f names (negative counts from the end), or -1.
 int64_t resolve_index(float f, int64_t n) {
   if (!(f >= -static_cast<float>(n) && f < static_cast<float>(n))) return -1;
@@ -223,32 +224,36 @@ KernelFault index_fault(const float* indices, int64_t j, int64_t n) {
 
 void run_gather(const PreparedVertex& v, KernelFault& fault) {
   const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
+  const int64_t col_begin = v.params[6], col_end = v.params[7];
   const float* x = v.f32(0);
   const float* indices = v.f32(1);
   float* y = v.f32(2);
-  for (int64_t i = v.params[4]; i < v.params[5]; ++i) {
-    const int64_t in = i % inner, j = (i / inner) % count, o = i / (inner * count);
+  for (int64_t row = v.params[4]; row < v.params[5]; ++row) {
+    const int64_t j = row % count, o = row / count;
     const int64_t index = resolve_index(indices[j], n);
     if (index < 0) {
       fault = index_fault(indices, j, n);
       return;
     }
-    y[i] = x[(o * n + index) * inner + in];
+    const float* source = x + (o * n + index) * inner;
+    std::copy(source + col_begin, source + col_end, y + row * inner + col_begin);
   }
 }
 
 // Gather and GatherGrad share one layout: the table [outer, n, inner] and the gathered rows
 // [outer, count, inner], one of them the input (operand 0) and the other the output (operand 2),
-// written for elements [begin, end).
+// whose [rows, inner] view the block lies in.
 Status validate_gather_layout(const format::Vertex& v, const std::vector<OperandInfo>& ops, bool writes_table) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, 8, 0));
   const size_t table = writes_table ? 2 : 0, rows = writes_table ? 0 : 2;
   IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[table].elements, writes_table ? "dX" : "X"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(3)}, ops[1].elements, "indices"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(3), v.params(2)}, ops[rows].elements, writes_table ? "dY" : "Y"));
   if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
-  return expect_range(v.params(4), v.params(5), static_cast<int64_t>(ops[2].elements), "element");
+  const int64_t output_rows = v.params(0) * (writes_table ? v.params(1) : v.params(3));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(4), v.params(5), output_rows, "row"));
+  return expect_range(v.params(6), v.params(7), v.params(2), "column");
 }
 
 Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -256,12 +261,13 @@ Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& 
 }
 
 // GatherGrad, the adjoint of Gather (a scatter-add): dX[o, r, i] = Σ_j [indices[j] = r] dY[o, j, i]
-// for dX elements [begin, end), so vertices own disjoint parts of dX and sum in index order
-// (deterministic). An index out of range is a fault, as in Gather; every vertex reads every
-// index, so each finds it.
-//   operands: dY, indices, dX;  params: outer, n, inner, count, begin, end
+// over a block of dX's [outer·n, inner] rows × columns, so vertices own disjoint parts of dX and
+// each element sums in index order (deterministic, whatever the blocks). An index out of range is
+// a fault, as in Gather; every vertex checks every index, so each finds it.
+//   operands: dY, indices, dX;  params: outer, n, inner, count, row_begin, row_end, col_begin, col_end
 void run_gather_grad(const PreparedVertex& v, KernelFault& fault) {
-  const int64_t n = v.params[1], inner = v.params[2], count = v.params[3], begin = v.params[4], end = v.params[5];
+  const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
+  const int64_t row_begin = v.params[4], row_end = v.params[5], col_begin = v.params[6], col_end = v.params[7];
   const float* dy = v.f32(0);
   const float* indices = v.f32(1);
   float* dx = v.f32(2);
@@ -271,13 +277,15 @@ void run_gather_grad(const PreparedVertex& v, KernelFault& fault) {
       return;
     }
   }
-  std::fill(dx + begin, dx + end, 0.0f);
-  for (int64_t row = begin / inner; row * inner < end; ++row) {
-    const int64_t o = row / n, r = row % n, first = std::max(begin, row * inner), last = std::min(end, (row + 1) * inner);
+  if (row_begin == row_end) return;
+  for (int64_t row = row_begin; row < row_end; ++row) std::fill(dx + row * inner + col_begin, dx + row * inner + col_end, 0.0f);
+  for (int64_t o = row_begin / n; o <= (row_end - 1) / n; ++o) {
     for (int64_t j = 0; j < count; ++j) {
-      if (resolve_index(indices[j], n) != r) continue;
+      const int64_t row = o * n + resolve_index(indices[j], n);
+      if (row < row_begin || row >= row_end) continue;
       const float* source = dy + (o * count + j) * inner;  // dY's row j of outer slice o
-      for (int64_t e = first; e < last; ++e) dx[e] += source[e - row * inner];
+      float* target = dx + row * inner;
+      for (int64_t e = col_begin; e < col_end; ++e) target[e] += source[e];
     }
   }
 }
@@ -304,12 +312,12 @@ const KernelDef& batch_matmul_kernel() {
   return def;
 }
 const KernelDef& gather_kernel() {
-  static const KernelDef def{Codelet::kGather, run_gather, validate_gather, {4, 5}};
+  static const KernelDef def{Codelet::kGather, run_gather, validate_gather, {4, 5}, {6, 7}};
   return def;
 }
 
 const KernelDef& gather_grad_kernel() {
-  static const KernelDef def{Codelet::kGatherGrad, run_gather_grad, validate_gather_grad, {4, 5}};
+  static const KernelDef def{Codelet::kGatherGrad, run_gather_grad, validate_gather_grad, {4, 5}, {6, 7}};
   return def;
 }
 

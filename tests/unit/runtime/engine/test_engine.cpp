@@ -628,7 +628,7 @@ struct GatherFaults {
     const uint32_t out = b.stream("predictions", Stream::DEVICE_TO_HOST, y);
     cs = b.compute_set("forward/0/0");
     for (int64_t j = 0; j < 16; ++j) {
-      b.vertex(cs, fmt::Codelet::kGather, {x, idx, y}, {1, 8, 64, 16, j * 64, (j + 1) * 64}, {}, 30000,
+      b.vertex(cs, fmt::Codelet::kGather, {x, idx, y}, {1, 8, 64, 16, j, j + 1, 0, 64}, {}, 30000,
                static_cast<uint32_t>(j));
     }
     auto* seq = b.program("predict");

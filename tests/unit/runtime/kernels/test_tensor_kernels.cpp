@@ -405,10 +405,12 @@ TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,
 
 TEST_CASE("tensor kernels: Gather with negative indices") {
   std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 0, -3}, y(6);  // [2,3] along axis 1
-  run(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6}));
+  run(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6, 0, 1}));
   CHECK(y == std::vector<float>{2, 0, 0, 5, 3, 3});
-  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 7}).ok());
-  CHECK(validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6}).ok());
+  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 7, 0, 1}).ok());  // past Y's rows
+  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6, 0, 2}).ok());  // past its columns
+  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6}).ok());        // the old layout
+  CHECK(validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6, 0, 1}).ok());
 }
 
 TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside [-n, n)") {
@@ -417,7 +419,7 @@ TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside 
     CAPTURE(bad);
     std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, bad, 0, 7}, y(8), dy(8, 1.0f), dx(6);  // [2,3] along axis 1
     const ipu::kernels::KernelFault fault =
-        run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 4, 0, 8}));
+        run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 4, 0, 8, 0, 1}));
     REQUIRE(fault);
     CHECK(fault.element == 1);
     CHECK((fault.value == static_cast<double>(bad) || (std::isnan(bad) && std::isnan(fault.value))));
@@ -426,7 +428,7 @@ TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside 
     // Every GatherGrad vertex reads every index, so each reports the same one.
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 6}}) {
       const ipu::kernels::KernelFault grad =
-          run_for_fault(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end}));
+          run_for_fault(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end, 0, 1}));
       REQUIRE(grad);
       CHECK(grad.element == 1);
     }
@@ -434,7 +436,7 @@ TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside 
   // The message names the value as the model gave it: integers as integers, anything else as a float.
   std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 17, 0}, y(6);
   auto message = [&] {
-    return describe(run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6})));
+    return describe(run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6, 0, 1})));
   };
   CHECK(message() == "index 17 at indices[1] is outside [-3, 3)");
   idx[1] = -1e30f;
@@ -458,15 +460,57 @@ TEST_CASE("tensor kernels: GatherGrad sums dY into the rows its indices read") {
   // Two vertices owning [0, 4) and [4, 6) of dX, each from stale memory: they must overwrite.
   std::vector<float> dx(6, 99.0f);
   for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 4}, {4, 6}}) {
-    run(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end}));
+    run(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end, 0, 1}));
   }
   for (int64_t o = 0; o < 2; ++o) {
     for (int64_t r = 0; r < 3; ++r) CHECK(dx[static_cast<size_t>(o * 3 + r)] == reference(o, r));
   }
   CHECK(dx[2] == 1 + 3);
-  CHECK(validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 6}).ok());
-  CHECK(!validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 7}).ok());  // past dX
-  CHECK(!validate(Codelet::kGatherGrad, {6, 4, 6}, {2, 3, 1, 4, 0, 6}).ok());  // dY too small
+  CHECK(validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 6, 0, 1}).ok());
+  CHECK(!validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 7, 0, 1}).ok());  // past dX
+  CHECK(!validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 6, 1, 2}).ok());  // past its columns
+  CHECK(!validate(Codelet::kGatherGrad, {6, 4, 6}, {2, 3, 1, 4, 0, 6, 0, 1}).ok());  // dY too small
+}
+
+// Blocks of rows × columns of one [outer, n, inner] table, in every split, give bitwise what one
+// vertex gives: Gather copies the same floats, GatherGrad sums each element in index order.
+TEST_CASE("tensor kernels: Gather and GatherGrad give the same result in any block split") {
+  const int64_t outer = 2, n = 5, inner = 7, count = 6;
+  std::vector<float> table(static_cast<size_t>(outer * n * inner)), dy(static_cast<size_t>(outer * count * inner));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = 0.37f * static_cast<float>(i) - 3.1f;
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = 0.1f / (1.0f + static_cast<float>(i % 11)) - 0.02f * static_cast<float>(i % 5);
+  std::vector<float> idx{4, -1, 0, 2, 4, -5};  // row 4 three times (4, -1, 4), row 0 twice (0, -5)
+  auto split = [&](Codelet codelet, int64_t rows, int64_t row_chunk, int64_t col_chunk) {
+    const bool grad = codelet == Codelet::kGatherGrad;
+    std::vector<float> out(static_cast<size_t>(rows * inner), 99.0f);
+    for (int64_t rb = 0; rb < rows; rb += row_chunk) {
+      for (int64_t cb = 0; cb < inner; cb += col_chunk) {
+        run(vertex(codelet, {grad ? dy.data() : table.data(), idx.data(), out.data()},
+                   {outer, n, inner, count, rb, std::min(rows, rb + row_chunk), cb, std::min(inner, cb + col_chunk)}));
+      }
+    }
+    return out;
+  };
+  for (Codelet codelet : {Codelet::kGather, Codelet::kGatherGrad}) {
+    const int64_t rows = outer * (codelet == Codelet::kGather ? count : n);
+    const std::vector<float> whole = split(codelet, rows, rows, inner);
+    for (int64_t row_chunk : {1, 2, 3, 7}) {
+      for (int64_t col_chunk : {1, 3, 7}) {
+        CAPTURE(row_chunk);
+        CAPTURE(col_chunk);
+        const std::vector<float> got = split(codelet, rows, row_chunk, col_chunk);
+        CHECK(std::memcmp(got.data(), whole.data(), got.size() * sizeof(float)) == 0);
+      }
+    }
+    if (codelet == Codelet::kGather) {
+      CHECK(whole[static_cast<size_t>((1 * count + 1) * inner + 2)] == table[static_cast<size_t>((1 * n + 4) * inner + 2)]);
+    } else {
+      // dX[1, 4, 3]: dY rows 0, 1 and 4 of outer slice 1, summed in that order.
+      const auto at = [&](int64_t j) { return dy[static_cast<size_t>((1 * count + j) * inner + 3)]; };
+      CHECK(whole[static_cast<size_t>((1 * n + 4) * inner + 3)] == ((0.0f + at(0)) + at(1)) + at(4));
+      CHECK(whole[static_cast<size_t>((0 * n + 1) * inner + 0)] == 0.0f);  // a row no index names
+    }
+  }
 }
 
 }  // namespace
