@@ -1,7 +1,11 @@
 #include "runtime/format/verifier.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
+#include <vector>
+
+#include "runtime/format/host_contract.h"
 
 namespace ipu::format {
 namespace {
@@ -25,7 +29,9 @@ Status verify_target(const Target& t) {
   if (t.tiles_per_ipu() == 0 || t.tiles_per_ipu() > 65536) {
     return data_loss("target: invalid tiles_per_ipu " + std::to_string(t.tiles_per_ipu()));
   }
-  if (t.bytes_per_tile() == 0) return data_loss("target: bytes_per_tile is zero");
+  if (t.bytes_per_tile() == 0 || t.bytes_per_tile() > kMaxBytesPerTile) {
+    return data_loss("target: invalid bytes_per_tile " + std::to_string(t.bytes_per_tile()));
+  }
   if (t.worker_threads_per_tile() == 0 || t.worker_threads_per_tile() > 64) {
     return data_loss("target: invalid worker_threads_per_tile");
   }
@@ -63,44 +69,115 @@ Status verify_tensor(const Executable& exe, int index, uint64_t total_tiles) {
   return Status();
 }
 
-// Tensors a parallel branch may touch; host transfers and all-reduces are not allowed there.
-Status collect_parallel_tensors(const Executable& exe, const Program& program, int depth, const std::string& where,
-                                std::set<uint32_t>& touched) {
+uint64_t element_count_of(const Stream& stream) {
+  uint64_t n = 1;
+  for (int64_t d : stream.shape()) n *= static_cast<uint64_t>(d);
+  return n;
+}
+
+// Weights, optimizer state, accumulators, constants and stream buffers stay on their tiles for
+// the whole program (activations and gradients come and go), so the compiler's memory plan never
+// lets them fill a tile past its bytes: nor may a file, whose tensors the host then allocates.
+Status verify_resident_bytes(const Executable& exe, uint64_t total_tiles) {
+  std::vector<uint64_t> resident(total_tiles, 0);
+  for (int i = 0; i < exe.tensors_size(); ++i) {
+    const Tensor& t = exe.tensors(i);
+    if (t.role() == ACTIVATION || t.role() == GRADIENT) continue;
+    for (const Interval& iv : t.mapping()) resident[iv.tile()] += (iv.end() - iv.begin()) * dtype_size(t.dtype());
+  }
+  for (uint64_t tile = 0; tile < total_tiles; ++tile) {
+    if (resident[tile] > exe.target().bytes_per_tile()) {
+      return data_loss("tile " + std::to_string(tile) + " holds " + std::to_string(resident[tile]) +
+                       " bytes of tensors that live the whole program (weights, state, stream buffers), more than its " +
+                       std::to_string(exe.target().bytes_per_tile()));
+    }
+  }
+  return Status();
+}
+
+// The distinct tensors each compute set's vertices name, worked out once: a Parallel node checks
+// its branches against them, and a file may execute one large compute set from many branches.
+using ComputeSetTensors = std::vector<std::vector<uint32_t>>;
+
+ComputeSetTensors compute_set_tensors(const Executable& exe) {
+  ComputeSetTensors out(static_cast<size_t>(exe.compute_sets_size()));
+  for (int c = 0; c < exe.compute_sets_size(); ++c) {
+    std::vector<uint32_t>& tensors = out[static_cast<size_t>(c)];
+    for (const Vertex& v : exe.compute_sets(c).vertices()) tensors.insert(tensors.end(), v.operands().begin(), v.operands().end());
+    std::sort(tensors.begin(), tensors.end());
+    tensors.erase(std::unique(tensors.begin(), tensors.end()), tensors.end());
+  }
+  return out;
+}
+
+// Tensor names the disjointness check of Parallel branches may visit over the whole file: far
+// more than a compiled pipeline needs (a few hundred per branch), a fraction of a second's work.
+constexpr uint64_t kMaxParallelCheckWork = uint64_t{1} << 26;
+
+// Which branch of which Parallel node last touched each tensor: branch stamps only grow, so a
+// stamp from an earlier node never looks like a sibling's, and a check costs one compare.
+struct ProgramCheck {
+  const Executable& exe;
+  const ComputeSetTensors& cs_tensors;
+  std::vector<uint64_t> stamp;  // per tensor
+  uint64_t next_stamp = 1;
+  uint64_t parallel_work = 0;
+};
+
+// Marks the tensors a parallel branch touches with `mine`; another branch of the same node
+// (stamps in (first, mine)) touching one first is an error. Host transfers and all-reduces are
+// not allowed there.
+Status claim_branch_tensors(ProgramCheck& check, const Program& program, int depth, const std::string& where,
+                            uint64_t first, uint64_t mine) {
   if (depth > kMaxProgramDepth) return data_loss(where + ": programs nested too deeply");
+  auto claim = [&](uint32_t tensor) -> Status {
+    uint64_t& stamp = check.stamp[tensor];
+    if (stamp > first && stamp != mine) {
+      return data_loss(where + ": parallel branches share tensor " + std::to_string(tensor) + " '" +
+                       check.exe.tensors(static_cast<int>(tensor)).name() + "'");
+    }
+    stamp = mine;
+    return Status();
+  };
   switch (program.kind_case()) {
     case Program::kSequence:
       for (const Program& step : program.sequence().steps()) {
-        IPU_RETURN_IF_ERROR(collect_parallel_tensors(exe, step, depth + 1, where, touched));
+        IPU_RETURN_IF_ERROR(claim_branch_tensors(check, step, depth + 1, where, first, mine));
       }
       return Status();
     case Program::kRepeat:
-      return collect_parallel_tensors(exe, program.repeat().body(), depth + 1, where, touched);
+      return claim_branch_tensors(check, program.repeat().body(), depth + 1, where, first, mine);
     case Program::kParallel:
       for (const Program& branch : program.parallel().branches()) {
-        IPU_RETURN_IF_ERROR(collect_parallel_tensors(exe, branch, depth + 1, where, touched));
+        IPU_RETURN_IF_ERROR(claim_branch_tensors(check, branch, depth + 1, where, first, mine));
       }
       return Status();
-    case Program::kExecute:
-      for (const Vertex& v : exe.compute_sets(static_cast<int>(program.execute())).vertices()) {
-        touched.insert(v.operands().begin(), v.operands().end());
+    case Program::kExecute: {
+      const std::vector<uint32_t>& tensors = check.cs_tensors[program.execute()];
+      check.parallel_work += tensors.size() + 1;
+      if (check.parallel_work > kMaxParallelCheckWork) {
+        return data_loss(where + ": parallel branches name more than " + std::to_string(kMaxParallelCheckWork) +
+                         " tensors in all; the executable is too large to verify");
       }
+      for (uint32_t t : tensors) IPU_RETURN_IF_ERROR(claim(t));
       return Status();
+    }
     case Program::kCopy:
-      touched.insert(program.copy().source());
-      touched.insert(program.copy().destination());
-      return Status();
+      IPU_RETURN_IF_ERROR(claim(program.copy().source()));
+      return claim(program.copy().destination());
     default:
       return data_loss(where + ": a parallel branch may only execute compute sets and copy tensors");
   }
 }
 
-Status verify_program(const Executable& exe, const Program& program, int depth, const std::string& where) {
+Status verify_program(ProgramCheck& check, const Program& program, int depth, const std::string& where) {
+  const Executable& exe = check.exe;
   if (depth > kMaxProgramDepth) return data_loss(where + ": programs nested deeper than " + std::to_string(kMaxProgramDepth));
   const auto tensor_ok = [&](uint32_t index) { return index < static_cast<uint32_t>(exe.tensors_size()); };
   switch (program.kind_case()) {
     case Program::kSequence:
       for (const Program& step : program.sequence().steps()) {
-        IPU_RETURN_IF_ERROR(verify_program(exe, step, depth + 1, where));
+        IPU_RETURN_IF_ERROR(verify_program(check, step, depth + 1, where));
       }
       return Status();
     case Program::kExecute:
@@ -121,7 +198,7 @@ Status verify_program(const Executable& exe, const Program& program, int depth, 
     }
     case Program::kRepeat:
       if (!program.repeat().has_body()) return data_loss(where + ": repeat without a body");
-      return verify_program(exe, program.repeat().body(), depth + 1, where);
+      return verify_program(check, program.repeat().body(), depth + 1, where);
     case Program::kStreamIn:
     case Program::kStreamOut: {
       const bool in = program.kind_case() == Program::kStreamIn;
@@ -143,16 +220,16 @@ Status verify_program(const Executable& exe, const Program& program, int depth, 
       return Status();
     }
     case Program::kParallel: {
-      std::set<uint32_t> claimed;
+      // Branches (and the Parallel nodes inside them) are verified before this node takes its
+      // stamps, so every stamp an inner node left is older than this node's.
       for (const Program& branch : program.parallel().branches()) {
-        std::set<uint32_t> touched;
-        IPU_RETURN_IF_ERROR(verify_program(exe, branch, depth + 1, where));
-        IPU_RETURN_IF_ERROR(collect_parallel_tensors(exe, branch, depth + 1, where, touched));
-        for (uint32_t t : touched) {
-          if (!claimed.insert(t).second) {
-            return data_loss(where + ": parallel branches share " + tensor_label(exe, t));
-          }
-        }
+        IPU_RETURN_IF_ERROR(verify_program(check, branch, depth + 1, where));
+      }
+      const uint64_t first = check.next_stamp;
+      check.next_stamp += static_cast<uint64_t>(program.parallel().branches_size()) + 1;
+      uint64_t mine = first;
+      for (const Program& branch : program.parallel().branches()) {
+        IPU_RETURN_IF_ERROR(claim_branch_tensors(check, branch, depth + 1, where, first, ++mine));
       }
       return Status();
     }
@@ -169,7 +246,155 @@ Status verify_program(const Executable& exe, const Program& program, int depth, 
   return data_loss(where + ": unknown program node");
 }
 
+
+// How often one run of a program performs each stream transfer, per replica: the sum over the
+// transfer's nodes of the product of the Repeat counts around them. Every node runs at most
+// steps_per_execution times (the Repeats nested around it multiply to at most S), so one run's
+// work is bounded by S times the program's size, and a file cannot loop for 2^62 iterations.
+Status count_transfers(const Executable& exe, const Program& program, uint64_t runs, const std::string& where,
+                       std::map<uint32_t, uint64_t>& transfers) {
+  const uint64_t S = exe.steps_per_execution();
+  switch (program.kind_case()) {
+    case Program::kSequence:
+      for (const Program& step : program.sequence().steps()) IPU_RETURN_IF_ERROR(count_transfers(exe, step, runs, where, transfers));
+      return Status();
+    case Program::kParallel:
+      for (const Program& branch : program.parallel().branches()) {
+        IPU_RETURN_IF_ERROR(count_transfers(exe, branch, runs, where, transfers));
+      }
+      return Status();
+    case Program::kRepeat: {
+      const uint64_t count = program.repeat().count();
+      if (count > S || runs * count > S) {
+        const std::string around = runs > 1 ? " inside Repeats of " + std::to_string(runs) + " in all" : "";
+        return data_loss(where + ": a Repeat of " + std::to_string(count) + around +
+                         " makes its body run more than steps_per_execution (" + std::to_string(S) + ") times per run");
+      }
+      return count_transfers(exe, program.repeat().body(), runs * count, where, transfers);
+    }
+    case Program::kStreamIn:
+      transfers[program.stream_in().stream()] += runs;
+      return Status();
+    case Program::kStreamOut:
+      transfers[program.stream_out().stream()] += runs;
+      return Status();
+    default:
+      return Status();
+  }
+}
+
+const Stream* find_stream(const Executable& exe, std::string_view name, uint32_t* index = nullptr) {
+  for (int i = 0; i < exe.streams_size(); ++i) {
+    if (exe.streams(i).name() == name) {
+      if (index != nullptr) *index = static_cast<uint32_t>(i);
+      return &exe.streams(i);
+    }
+  }
+  return nullptr;
+}
+
+std::string stream_label(const Stream& s) { return "stream '" + s.name() + "'"; }
+
+Status expect_stream(const Stream& s, DType dtype, const std::vector<int64_t>& shape, const std::string& why) {
+  if (s.dtype() != dtype || !std::equal(s.shape().begin(), s.shape().end(), shape.begin(), shape.end())) {
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
+    return data_loss(stream_label(s) + ": must be " + (dtype == FLOAT32 ? "float32 " : "int32 ") + text + "]" + " (" + why + ")");
+  }
+  return Status();
+}
+
+Status expect_batched(const Stream& s, uint32_t batch_size, const std::string& what) {
+  if (s.shape_size() < 1 || s.shape(0) != batch_size) {
+    return data_loss(stream_label(s) + ": " + what + " must start with the micro-batch of " + std::to_string(batch_size) + " rows");
+  }
+  return Status();
+}
+
+// A model input or output: its stream exists, runs the right way, holds floats of its shape; a
+// batched one starts with the micro-batch.
+Status verify_model_io(const Executable& exe, const ModelIo& io, bool input, std::set<uint32_t>& streams_used) {
+  const std::string label = std::string(input ? "input" : "output") + " '" + io.name() + "'";
+  if (io.stream() >= static_cast<uint32_t>(exe.streams_size())) {
+    return data_loss(label + ": names stream " + std::to_string(io.stream()) + " of " + std::to_string(exe.streams_size()));
+  }
+  if (!streams_used.insert(io.stream()).second) return data_loss(label + ": shares its stream with another input or output");
+  const Stream& s = exe.streams(static_cast<int>(io.stream()));
+  if (s.direction() != (input ? Stream::HOST_TO_DEVICE : Stream::DEVICE_TO_HOST)) {
+    return data_loss(label + ": " + stream_label(s) + " runs the wrong way");
+  }
+  if (!is_model_io_dtype(io.dtype())) return data_loss(label + ": unknown dtype '" + io.dtype() + "'");
+  IPU_RETURN_IF_ERROR(check_shape(io.shape(), label));
+  if (io.batched() && (io.shape_size() < 1 || io.shape(0) != exe.batch_size())) {
+    return data_loss(label + ": is batched but its shape does not start with the micro-batch of " +
+                     std::to_string(exe.batch_size()));
+  }
+  // The stream may be the tensor of a reshape's input: the host copies elements, not shapes.
+  uint64_t elements = 1;
+  for (int64_t d : io.shape()) elements *= static_cast<uint64_t>(d);
+  if (s.dtype() != FLOAT32 || element_count_of(s) != elements) {
+    return data_loss(label + ": " + stream_label(s) + " does not carry its " + std::to_string(elements) + " floats");
+  }
+  return Status();
+}
+
 }  // namespace
+
+Status verify_host_contract(const Executable& exe) {
+  const uint32_t B = exe.batch_size();
+  std::set<uint32_t> io_streams;
+  for (const ModelIo& io : exe.inputs()) IPU_RETURN_IF_ERROR(verify_model_io(exe, io, true, io_streams));
+  for (const ModelIo& io : exe.outputs()) IPU_RETURN_IF_ERROR(verify_model_io(exe, io, false, io_streams));
+  uint32_t features_index = 0;
+  if (const Stream* features = find_stream(exe, kFeaturesStream, &features_index)) {
+    if (features->direction() != Stream::HOST_TO_DEVICE || features->dtype() != FLOAT32) {
+      return data_loss(stream_label(*features) + ": must carry floats to the device");
+    }
+    if (exe.inputs_size() > 0 && exe.inputs(0).stream() != features_index) {
+      return data_loss("input '" + exe.inputs(0).name() + "': the first input must be fed through " + stream_label(*features));
+    }
+    // A data set feeds batched samples through it (a spec's input, or a model's batched first input).
+    if (exe.inputs_size() == 0) IPU_RETURN_IF_ERROR(expect_batched(*features, B, "the features of a data set"));
+  }
+  if (exe.outputs_size() == 0) {
+    if (const Stream* predictions = find_stream(exe, kPredictionsStream)) {
+      IPU_RETURN_IF_ERROR(expect_batched(*predictions, B, "predictions"));
+      if (predictions->direction() != Stream::DEVICE_TO_HOST || predictions->dtype() != FLOAT32) {
+        return data_loss(stream_label(*predictions) + ": must carry floats to the host");
+      }
+    }
+  }
+  const Stream* labels = find_stream(exe, kLabelsStream);
+  if (labels != nullptr) IPU_RETURN_IF_ERROR(expect_stream(*labels, INT32, {B}, "a label per sample"));
+  for (std::string_view name : {kLossStream, kCorrectStream}) {
+    const Stream* s = find_stream(exe, name);
+    if (s != nullptr && (s->dtype() != FLOAT32 || s->direction() != Stream::DEVICE_TO_HOST || element_count_of(*s) != 1)) {
+      return data_loss(stream_label(*s) + ": must carry one float to the host per step");
+    }
+  }
+
+  // Each run moves each stream at most S times per replica: the host holds S steps of data.
+  for (const NamedProgram& p : exe.programs()) {
+    const std::string where = "program '" + p.name() + "'";
+    std::map<uint32_t, uint64_t> transfers;
+    IPU_RETURN_IF_ERROR(count_transfers(exe, p.program(), 1, where, transfers));
+    for (const auto& [stream, count] : transfers) {
+      if (stream >= static_cast<uint32_t>(exe.streams_size())) continue;  // verify_executable's to reject
+      const Stream& s = exe.streams(static_cast<int>(stream));
+      const bool weights = s.name().rfind(kToDeviceStreamPrefix, 0) == 0 || s.name().rfind(kToHostStreamPrefix, 0) == 0;
+      const uint64_t limit = weights ? 1 : exe.steps_per_execution();
+      if (count > limit) {
+        return data_loss(where + ": moves " + stream_label(s) + " " + std::to_string(count) + " times per run, more than " +
+                         std::to_string(limit));
+      }
+    }
+    uint32_t labels_index = 0;
+    if (p.name() == kPredictProgram && find_stream(exe, kLabelsStream, &labels_index) && transfers.count(labels_index)) {
+      return data_loss(where + ": streams labels, which prediction has none of");
+    }
+  }
+  return Status();
+}
 
 uint32_t replica_count(const Executable& exe) { return std::max<uint32_t>(1, exe.pipeline().replicas()); }
 
@@ -193,14 +418,20 @@ uint64_t element_count(const Tensor& tensor) {
 
 Status verify_executable(const Executable& exe) {
   IPU_RETURN_IF_ERROR(verify_target(exe.target()));
-  if (exe.batch_size() == 0) return data_loss("batch_size is zero");
-  if (exe.steps_per_execution() == 0) return data_loss("steps_per_execution is zero");
+  if (exe.batch_size() == 0 || exe.batch_size() > kMaxBatchSize) {
+    return data_loss("batch_size " + std::to_string(exe.batch_size()) + " is outside [1, " + std::to_string(kMaxBatchSize) + "]");
+  }
+  if (exe.steps_per_execution() == 0 || exe.steps_per_execution() > kMaxStepsPerExecution) {
+    return data_loss("steps_per_execution " + std::to_string(exe.steps_per_execution()) + " is outside [1, " +
+                     std::to_string(kMaxStepsPerExecution) + "]");
+  }
   const uint32_t replicas = replica_count(exe);
   if (replicas > kMaxReplicas || exe.target().num_ipus() % replicas != 0) {
     return data_loss("invalid replica count " + std::to_string(replicas) + " for " +
                      std::to_string(exe.target().num_ipus()) + " IPUs");
   }
   const uint32_t accumulation = std::max<uint32_t>(1, exe.pipeline().gradient_accumulation());
+  if (accumulation > kMaxGradientAccumulation) return data_loss("gradient accumulation " + std::to_string(accumulation) + " is too large");
   if (exe.steps_per_execution() % accumulation != 0) {
     return data_loss("gradient accumulation " + std::to_string(accumulation) + " does not divide steps_per_execution " +
                      std::to_string(exe.steps_per_execution()));
@@ -236,10 +467,13 @@ Status verify_executable(const Executable& exe) {
       }
     }
   }
+  IPU_RETURN_IF_ERROR(verify_resident_bytes(exe, total_tiles));
+  const ComputeSetTensors cs_tensors = compute_set_tensors(exe);
+  ProgramCheck check{exe, cs_tensors, std::vector<uint64_t>(static_cast<size_t>(exe.tensors_size()), 0)};
   std::set<std::string> names;
   for (const NamedProgram& p : exe.programs()) {
     if (!names.insert(p.name()).second) return data_loss("program '" + p.name() + "' defined twice");
-    IPU_RETURN_IF_ERROR(verify_program(exe, p.program(), 0, "program '" + p.name() + "'"));
+    IPU_RETURN_IF_ERROR(verify_program(check, p.program(), 0, "program '" + p.name() + "'"));
   }
   return Status();
 }

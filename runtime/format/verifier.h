@@ -23,4 +23,12 @@ uint32_t ipus_per_replica(const Executable& executable);
 // 3 ends at 1000 past the tensor's 800 elements").
 Status verify_executable(const Executable& executable);
 
+// The facts runtime/session relies on, beyond verify_executable's, when it feeds, drains and
+// repeats programs (docs/executable_format.md, "What the verifier guarantees"): the streams it
+// knows by name have the dtype and shape it copies, model inputs and outputs match their streams,
+// and no run of a program moves a data stream, or repeats any node, more than steps_per_execution
+// times. DataLoss naming the first offending object otherwise. Safe on any parsed message, so
+// it may run before verify_executable.
+Status verify_host_contract(const Executable& executable);
+
 }  // namespace ipu::format

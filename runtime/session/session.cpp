@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "runtime/engine/non_finite.h"
+#include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
 #include "runtime/session/checkpoint.h"
 #include "runtime/session/infeed.h"
@@ -82,6 +83,9 @@ Session::Session(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Session::~Session() = default;
 
 StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable, const engine::EngineOptions& options) {
+  // Everything the host copies is proved to fit before the engine verifies the rest and
+  // allocates the device.
+  IPU_RETURN_IF_ERROR(format::verify_host_contract(executable));
   auto impl = std::make_unique<Impl>();
   IPU_ASSIGN_OR_RETURN(impl->engine, engine::Engine::create(std::move(executable), options));
   const format::Executable& exe = impl->engine->executable();
@@ -94,11 +98,11 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
     auto bytes = impl->engine->tensor_bytes(static_cast<uint32_t>(i));
     impl->host_state[static_cast<uint32_t>(i)].assign(bytes.begin(), bytes.end());
   }
-  impl->stream_features = impl->engine->find_stream("features");
-  impl->stream_labels = impl->engine->find_stream("labels");
-  impl->stream_loss = impl->engine->find_stream("loss");
-  impl->stream_correct = impl->engine->find_stream("correct");
-  impl->stream_predictions = impl->engine->find_stream("predictions");
+  impl->stream_features = impl->engine->find_stream(std::string(format::kFeaturesStream));
+  impl->stream_labels = impl->engine->find_stream(std::string(format::kLabelsStream));
+  impl->stream_loss = impl->engine->find_stream(std::string(format::kLossStream));
+  impl->stream_correct = impl->engine->find_stream(std::string(format::kCorrectStream));
+  impl->stream_predictions = impl->engine->find_stream(std::string(format::kPredictionsStream));
   if (!impl->stream_features) return data_loss("executable has no 'features' stream");
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
@@ -172,19 +176,21 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
   size_t features_step = 0, labels_step = 0;
   engine::HostStreams streams;
   // Transfers come step by step, replica-major within a step: the feed's layout.
+  // verify_host_contract proves a transfer is one step's rows and a run takes at most S steps, so
+  // these copies stay inside the feed; the checks make a broken proof an error, not a stray read.
+  auto take_step = [](const auto& values, size_t& step, std::span<std::byte> destination, const char* what) -> Status {
+    const size_t bytes = values.size() * sizeof(values[0]);
+    if ((step + 1) * destination.size() > bytes) {
+      return data_loss(std::string("the executable streams more ") + what + " than an execution holds");
+    }
+    std::memcpy(destination.data(), reinterpret_cast<const std::byte*>(values.data()) + step * destination.size(),
+                destination.size());
+    ++step;
+    return Status();
+  };
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
-    if (stream == *stream_features) {
-      std::memcpy(destination.data(), feed.features.data() + features_step * destination.size() / sizeof(float),
-                  destination.size());
-      ++features_step;
-      return Status();
-    }
-    if (stream_labels && stream == *stream_labels) {
-      std::memcpy(destination.data(), feed.labels.data() + labels_step * destination.size() / sizeof(int32_t),
-                  destination.size());
-      ++labels_step;
-      return Status();
-    }
+    if (stream == *stream_features) return take_step(feed.features, features_step, destination, "features");
+    if (stream_labels && stream == *stream_labels) return take_step(feed.labels, labels_step, destination, "labels");
     return failed_precondition("the host feeds no stream " + std::to_string(stream));
   };
   streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
@@ -482,6 +488,7 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
       const int64_t step = first_step + transfers[stream]++ / R;
       const size_t count = destination.size() / sizeof(float);
       if (!exe.inputs(static_cast<int>(found->second)).batched()) {
+        if (destination.size() != v.size() * sizeof(float)) return data_loss("input stream " + std::to_string(stream) + " does not match its input");
         std::memcpy(destination.data(), v.data(), destination.size());
         return Status();
       }

@@ -220,7 +220,10 @@ TEST_CASE("engine: lookups and initial values") {
 TEST_CASE("engine: an executable larger than host memory is refused before allocating") {
   // Four tensors of 2^32 floats (64 GiB): each passes the verifier's per-tensor bound.
   Builder b;
-  for (int i = 0; i < 4; ++i) b.tensor("huge" + std::to_string(i), fmt::FLOAT32, {65536, 65536});
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t huge = b.tensor("huge" + std::to_string(i), fmt::FLOAT32, {65536, 65536});
+    b.exe().mutable_tensors(static_cast<int>(huge))->set_role(fmt::ACTIVATION);  // not resident on one tile
+  }
   auto engine = Engine::create(b.exe(), EngineOptions{});
   REQUIRE_FALSE(engine.ok());
   CHECK(engine.status().code() == StatusCode::kResourceExhausted);

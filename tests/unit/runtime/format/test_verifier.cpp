@@ -9,6 +9,7 @@
 
 #include "runtime/engine/engine.h"
 #include "runtime/format/codelet.h"
+#include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
 #include "runtime/kernels/kernel.h"
 
@@ -393,6 +394,201 @@ TEST_CASE("verifier: program nesting depth is bounded") {
         p->set_execute(0);
       },
       "programs nested deeper than 64");
+}
+
+TEST_CASE("verifier: sizes beyond what ipucc compile writes") {
+  expect_rejected([](Executable& e) { e.set_batch_size(fmt::kMaxBatchSize + 1); }, "batch_size 1048577 is outside");
+  expect_rejected([](Executable& e) { e.set_steps_per_execution(fmt::kMaxStepsPerExecution + 1); },
+                  "steps_per_execution 16777217 is outside");
+  expect_rejected([](Executable& e) { e.mutable_target()->set_bytes_per_tile(fmt::kMaxBytesPerTile + 1); },
+                  "target: invalid bytes_per_tile");
+  expect_rejected([](Executable& e) { e.mutable_pipeline()->set_gradient_accumulation(fmt::kMaxGradientAccumulation + 1); },
+                  "gradient accumulation 65537");
+}
+
+TEST_CASE("verifier: tensors that live the whole program fit their tiles") {
+  // x is 16 bytes on tiles 0 and 1; a weight of 2^14 floats on tile 3 fills its 64 KiB exactly.
+  auto weight = [](Executable& e, int64_t elements) {
+    add_tensor(e, "w", fmt::FLOAT32, {elements}, 3)->set_role(fmt::WEIGHT);
+  };
+  expect_accepted([&](Executable& e) { weight(e, 1 << 14); });
+  expect_rejected([&](Executable& e) { weight(e, (1 << 14) + 1); }, "tile 3 holds 65540 bytes of tensors that live the whole program");
+  // Activations come and go: the compiler's memory plan, not a sum, bounds them.
+  expect_accepted([&](Executable& e) { add_tensor(e, "a", fmt::FLOAT32, {1 << 15}, 3); });
+}
+
+TEST_CASE("verifier: checking parallel branches is linear, and bounded") {
+  // 4,096 tensors named by one compute set that 20,000 Parallel nodes execute: 8.2e7 tensor
+  // visits, past the bound, refused at once (each node once re-sorted a set of 4,096 names).
+  Executable exe = tiny_executable();
+  auto* wide = exe.add_compute_sets();
+  wide->set_name("wide");
+  for (int i = 0; i < 4096; ++i) {
+    add_tensor(exe, "t" + std::to_string(i), fmt::FLOAT32, {1}, 3);
+    auto* v = wide->add_vertices();
+    v->set_codelet(kActivation);
+    v->set_tile(3);
+    v->add_operands(static_cast<uint32_t>(exe.tensors_size() - 1));
+  }
+  auto* seq = exe.mutable_programs(0)->mutable_program()->mutable_sequence();
+  for (int i = 0; i < 20000; ++i) seq->add_steps()->mutable_parallel()->add_branches()->set_execute(1);
+  ipu::Status status = verify_executable(exe);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.message().find("too large to verify") != std::string::npos);
+  // Nested parallel nodes: an inner node's branches are disjoint, the outer node's share.
+  expect_rejected(
+      [](Executable& e) {
+        auto* outer = predict_steps_add(e)->mutable_parallel();
+        auto* inner = outer->add_branches()->mutable_parallel();
+        inner->add_branches()->set_execute(0);
+        outer->add_branches()->set_execute(0);
+      },
+      "parallel branches share tensor 0 'x'");
+  expect_accepted([](Executable& e) {
+    auto* outer = predict_steps_add(e)->mutable_parallel();
+    outer->add_branches()->mutable_parallel()->add_branches()->set_execute(0);
+    predict_steps_add(e)->mutable_parallel()->add_branches()->set_execute(0);  // a later node may touch it again
+  });
+}
+
+// ---- The host contract: what runtime/session copies, verified before the device exists. ----
+
+void expect_contract_rejected(const std::function<void(Executable&)>& mutate, const std::string& fragment) {
+  Executable exe = tiny_executable();
+  mutate(exe);
+  ipu::Status status = fmt::verify_host_contract(exe);
+  INFO("expected a message containing: " << fragment);
+  INFO("got: " << status.message());
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.code() == StatusCode::kDataLoss);
+  CHECK(status.message().find(fragment) != std::string::npos);
+}
+
+void expect_contract_accepted(const std::function<void(Executable&)>& mutate) {
+  Executable exe = tiny_executable();
+  mutate(exe);
+  CHECK(verify_executable(exe).ok());
+  ipu::Status status = fmt::verify_host_contract(exe);
+  INFO(status.message());
+  CHECK(status.ok());
+}
+
+// The predict program's steps wrapped in a Repeat of `count`.
+void repeat_predict(Executable& e, uint64_t count) {
+  Program body = e.programs(0).program();
+  Program* p = e.mutable_programs(0)->mutable_program();
+  p->Clear();
+  p->mutable_repeat()->set_count(count);
+  *p->mutable_repeat()->mutable_body() = body;
+}
+
+fmt::ModelIo* add_io(Executable& e, bool input, uint32_t stream, std::initializer_list<int64_t> shape, bool batched) {
+  fmt::ModelIo* io = input ? e.add_inputs() : e.add_outputs();
+  io->set_name(input ? "x" : "y");
+  io->set_dtype("f4");
+  io->set_stream(stream);
+  for (int64_t d : shape) io->add_shape(d);
+  io->set_batched(batched);
+  return io;
+}
+
+TEST_CASE("host contract: a run repeats nothing more than steps_per_execution times") {
+  expect_contract_accepted([](Executable& e) { repeat_predict(e, 1); });
+  expect_contract_accepted([](Executable& e) {
+    e.set_steps_per_execution(4);
+    repeat_predict(e, 4);
+  });
+  // The host holds S steps of features: a fifth would be read past them.
+  expect_contract_rejected([](Executable& e) { repeat_predict(e, 2); }, "a Repeat of 2 makes its body run more than steps_per_execution (1)");
+  expect_contract_rejected(
+      [](Executable& e) {
+        e.set_steps_per_execution(4);
+        repeat_predict(e, 4);
+        repeat_predict(e, 2);
+      },
+      "a Repeat of 4 inside Repeats of 2 in all makes its body run more than steps_per_execution (4)");
+  // 2^62 iterations of nothing, and 40 nested Repeat(2), would run for ever.
+  expect_contract_rejected([](Executable& e) { predict_steps_add(e)->mutable_repeat()->set_count(uint64_t{1} << 62); },
+                           "a Repeat of 4611686018427387904");
+  expect_contract_rejected(
+      [](Executable& e) {
+        e.set_steps_per_execution(fmt::kMaxStepsPerExecution);
+        Program* p = predict_steps_add(e);
+        for (int i = 0; i < 40; ++i) {
+          p->mutable_repeat()->set_count(2);
+          p = p->mutable_repeat()->mutable_body();
+        }
+        p->mutable_sequence();
+      },
+      "makes its body run more than steps_per_execution (16777216)");
+  // Two transfers of a stream in one step are two steps' worth.
+  expect_contract_rejected([](Executable& e) { *predict_steps_add(e) = e.programs(0).program().sequence().steps(0); },
+                           "moves stream 'features' 2 times per run, more than 1");
+}
+
+TEST_CASE("host contract: the streams the host knows by name") {
+  // features and predictions of a spec's model start with the micro-batch.
+  expect_contract_rejected(
+      [](Executable& e) {
+        e.mutable_streams(0)->set_shape(0, 3);
+        e.mutable_tensors(0)->set_shape(0, 3);
+      },
+      "stream 'features': the features of a data set must start with the micro-batch of 2 rows");
+  expect_contract_rejected([](Executable& e) { e.mutable_streams(1)->set_shape(0, 1000000); },
+                           "stream 'predictions': predictions must start with the micro-batch");
+  auto add_stream = [](Executable& e, const char* name, Stream::Direction direction, fmt::DType dtype,
+                       std::initializer_list<int64_t> shape) {
+    auto* s = e.add_streams();
+    s->set_name(name);
+    s->set_direction(direction);
+    s->set_dtype(dtype);
+    for (int64_t d : shape) s->add_shape(d);
+  };
+  expect_contract_accepted([&](Executable& e) { add_stream(e, "labels", Stream::HOST_TO_DEVICE, fmt::INT32, {2}); });
+  expect_contract_rejected([&](Executable& e) { add_stream(e, "labels", Stream::HOST_TO_DEVICE, fmt::INT32, {1000000}); },
+                           "stream 'labels': must be int32 [2] (a label per sample)");
+  expect_contract_accepted([&](Executable& e) { add_stream(e, "loss", Stream::DEVICE_TO_HOST, fmt::FLOAT32, {}); });
+  expect_contract_rejected([&](Executable& e) { add_stream(e, "loss", Stream::DEVICE_TO_HOST, fmt::INT32, {1}); },
+                           "stream 'loss': must carry one float to the host per step");
+  expect_contract_rejected([&](Executable& e) { add_stream(e, "correct", Stream::DEVICE_TO_HOST, fmt::FLOAT32, {4}); },
+                           "stream 'correct': must carry one float to the host per step");
+  // Prediction has no labels to stream.
+  expect_contract_rejected(
+      [&](Executable& e) {
+        add_stream(e, "labels", Stream::HOST_TO_DEVICE, fmt::INT32, {2});
+        add_tensor(e, "l", fmt::INT32, {2}, 3);
+        auto* st = predict_steps_add(e)->mutable_stream_in();
+        st->set_stream(2);
+        st->set_tensor(2);
+      },
+      "program 'predict': streams labels, which prediction has none of");
+}
+
+TEST_CASE("host contract: model inputs and outputs match their streams") {
+  auto both = [](Executable& e) {
+    add_io(e, true, 0, {2, 4}, true);
+    add_io(e, false, 1, {2, 4}, true);
+  };
+  expect_contract_accepted(both);
+  // A reshape's output shares its input's tensor: the elements, not the shape, must agree.
+  expect_contract_accepted([](Executable& e) {
+    add_io(e, true, 0, {2, 2, 2}, true);
+    add_io(e, false, 1, {8}, false);
+  });
+  expect_contract_rejected([](Executable& e) { add_io(e, false, 1, {int64_t{1} << 40}, false); }, "output 'y': too many elements");
+  expect_contract_rejected([](Executable& e) { add_io(e, false, 1, {-1}, false); }, "output 'y': dimension -1 is not positive");
+  expect_contract_rejected([](Executable& e) { add_io(e, true, 0, {}, true); },
+                           "input 'x': is batched but its shape does not start with the micro-batch of 2");
+  expect_contract_rejected([](Executable& e) { add_io(e, true, 0, {4}, false); }, "input 'x': stream 'features' does not carry its 4 floats");
+  expect_contract_rejected([](Executable& e) { add_io(e, true, 1, {2, 4}, true); }, "input 'x': stream 'predictions' runs the wrong way");
+  expect_contract_rejected([](Executable& e) { add_io(e, false, 9, {2, 4}, true); }, "output 'y': names stream 9 of 2");
+  expect_contract_rejected([](Executable& e) { add_io(e, true, 0, {2, 4}, true)->set_dtype("f8"); }, "input 'x': unknown dtype 'f8'");
+  expect_contract_rejected(
+      [](Executable& e) {
+        add_io(e, true, 0, {2, 4}, true);
+        add_io(e, true, 0, {2, 4}, true);
+      },
+      "shares its stream with another input or output");
 }
 
 // ---- Vertex parameters: Engine::create runs each kernel's validate function. ----

@@ -1,0 +1,43 @@
+// What the host side of the runtime (runtime/session) relies on in an executable, beyond the
+// device structure: the names of the programs it runs and of the streams it feeds and drains,
+// the limits of the sizes it allocates from, and the dtypes it converts model inputs and outputs
+// to. The compiler writes these names and stays within these limits; verify_executable proves
+// both for every file it accepts (docs/executable_format.md, "What the verifier guarantees").
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ipu::format {
+
+// Programs.
+inline constexpr std::string_view kWeightsFromHostProgram = "weights_from_host";
+inline constexpr std::string_view kWeightsToHostProgram = "weights_to_host";
+inline constexpr std::string_view kTrainProgram = "train";
+inline constexpr std::string_view kEvaluateProgram = "evaluate";
+inline constexpr std::string_view kPredictProgram = "predict";
+
+// Streams. A model's first input is fed through `features`; further inputs through
+// "features:<i>", outputs through `predictions` and "predictions:<i>" (ModelIo names them).
+inline constexpr std::string_view kFeaturesStream = "features";
+inline constexpr std::string_view kLabelsStream = "labels";
+inline constexpr std::string_view kLossStream = "loss";
+inline constexpr std::string_view kCorrectStream = "correct";
+inline constexpr std::string_view kPredictionsStream = "predictions";
+// Weights and optimizer state travel as "to_device:<tensor>" and "to_host:<tensor>".
+inline constexpr std::string_view kToDeviceStreamPrefix = "to_device:";
+inline constexpr std::string_view kToHostStreamPrefix = "to_host:";
+
+// Limits: the ranges `ipucc compile` accepts, so every executable it writes is within them.
+inline constexpr uint32_t kMaxBatchSize = uint32_t{1} << 20;
+inline constexpr uint32_t kMaxStepsPerExecution = uint32_t{1} << 24;
+inline constexpr uint32_t kMaxGradientAccumulation = uint32_t{1} << 16;
+inline constexpr uint64_t kMaxBytesPerTile = uint64_t{1} << 32;
+
+// The numpy dtypes ModelIo names: what the host converts a model's inputs from and its
+// outputs to (the device holds every value as a float).
+inline bool is_model_io_dtype(std::string_view dtype) {
+  return dtype == "f4" || dtype == "i4" || dtype == "i8" || dtype == "b1";
+}
+
+}  // namespace ipu::format
