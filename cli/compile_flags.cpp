@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "cli/cache_size.h"
+#include "runtime/format/host_contract.h"
 
 namespace ipu::cli {
 
@@ -15,17 +16,17 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--arch", f.arch, "Target IPU: mk2 (GC200) or mk1 (GC2)")->check(CLI::IsMember({"mk2", "mk1"})));
   keep(cmd->add_option("--tiles-per-ipu", f.tiles_per_ipu, "Override the tiles per IPU")->check(CLI::Range(1, 65536)));
   keep(cmd->add_option("--bytes-per-tile", f.bytes_per_tile, "Override the memory per tile")
-           ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 32)));
-  keep(cmd->add_option("--batch-size", f.batch_size, "Micro-batch size")->check(CLI::Range(1, 1 << 20)));
+           ->check(CLI::Range(uint64_t{1024}, format::kMaxBytesPerTile)));
+  keep(cmd->add_option("--batch-size", f.batch_size, "Micro-batch size")->check(CLI::Range(uint32_t{1}, format::kMaxBatchSize)));
   keep(cmd->add_option("--steps-per-execution", f.steps_per_execution,
                        "Micro-batch steps per on-device loop, a multiple of --gradient-accumulation (default: "
                        "--gradient-accumulation, one weight update)")
-           ->check(CLI::Range(1, 1 << 24)));
+           ->check(CLI::Range(uint32_t{1}, format::kMaxStepsPerExecution)));
   keep(cmd->add_option("--gradient-accumulation", f.gradient_accumulation,
                        "Micro-batches whose gradients are averaged into one weight update (default: training a "
                        "pipelined model under the grouped or interleaved schedule, its stage count, the fewest that "
                        "fill the pipeline; else 1)")
-           ->check(CLI::Range(1, 1 << 16)));
+           ->check(CLI::Range(uint32_t{1}, format::kMaxGradientAccumulation)));
   keep(cmd->add_option("--replicas", f.replicas, "Data-parallel replicas (mean all-reduce of gradients)")
            ->check(CLI::Range(1, 64)));
   keep(cmd->add_option("--num-ipus", f.num_ipus, "IPUs of the target machine (default 16, an IPU-POD16)")

@@ -426,7 +426,10 @@ void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codele
         const double cols = static_cast<double>(c);
         const double received = 4.0 * (static_cast<double>(outers_spanned(r) * read_rows_per_outer) * cols +
                                        static_cast<double>(v.count));
-        return passes::BlockCost{cycles_of(r, c, outers_spanned(r)), received, received + 4.0 * static_cast<double>(r) * cols};
+        // A block of whole rows is one region; one of part-rows, one region per row.
+        const double regions = c == v.inner ? 1.0 : static_cast<double>(r);
+        return passes::BlockCost{cycles_of(r, c, outers_spanned(r)), received, received + 4.0 * static_cast<double>(r) * cols,
+                                 regions - 1.0};
       });
   const std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
   size_t next_tile = 0;

@@ -29,11 +29,15 @@ struct BlockGrid {
 };
 
 // What one vertex owning a block of `rows` × `cols` output elements costs: compute cycles,
-// bytes it receives over the exchange, and bytes it holds while it runs (received + written).
+// bytes it receives over the exchange, bytes it holds while it runs (received + written), and
+// the regions it writes beyond one: each is a descriptor more in the vertex and the exchange
+// (the reason for vertex_spread_cycles), charged to the step like a vertex, so a plan of
+// one-column blocks over tall rows does not shatter its output into an interval per element.
 struct BlockCost {
   double compute_cycles = 0;
   double received_bytes = 0;
   double held_bytes = 0;
+  double extra_regions = 0;
 };
 
 // Splits a [rows, cols] output into a grid of blocks, one vertex per block, at the least
@@ -64,7 +68,7 @@ BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& targ
       const BlockGrid grid{detail::make_split(rows, pr), detail::make_split(cols, pc)};
       const BlockCost block = cost_of_block(grid.rows.chunk, grid.cols.chunk);
       const double cost = m.vertex_overhead_cycles + block.compute_cycles + block.received_bytes / m.exchange_bytes_per_cycle +
-                          m.vertex_spread_cycles * static_cast<double>(grid.rows.parts * grid.cols.parts);
+                          m.vertex_spread_cycles * static_cast<double>(grid.rows.parts * grid.cols.parts) * (1 + block.extra_regions);
       if (block.held_bytes <= budget && cost < best_cost * 0.999) {
         best = grid;
         best_cost = cost;

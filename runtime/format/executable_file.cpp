@@ -6,6 +6,7 @@
 
 #include "runtime/base/file_io.h"
 #include "runtime/base/sha256.h"
+#include "runtime/format/payload_census.h"
 
 namespace ipu::format {
 namespace {
@@ -41,6 +42,10 @@ T get_le(std::string_view in, size_t offset) {
 std::string serialize_executable(const Executable& executable) {
   std::string payload;
   executable.SerializeToString(&payload);
+  return frame_payload(payload);
+}
+
+std::string frame_payload(std::string_view payload) {
   std::string out(kHeaderSize + ZSTD_compressBound(payload.size()), '\0');
   size_t compressed = ZSTD_compress(out.data() + kHeaderSize, out.size() - kHeaderSize, payload.data(),
                                     payload.size(), kZstdLevel);
@@ -100,6 +105,20 @@ StatusOr<Executable> parse_executable(std::string_view bytes, const std::string&
   if (ZSTD_isError(n) || n != payload_size) {
     return data_loss(origin + ": cannot decompress payload" +
                      (ZSTD_isError(n) ? std::string(": ") + ZSTD_getErrorName(n) : std::string()));
+  }
+  // Count what parsing would build before building it (payload_census.h).
+  StatusOr<PayloadCensus> counted = take_census(payload);
+  if (!counted.ok()) return data_loss(origin + ": " + counted.status().message());
+  const PayloadCensus& census = *counted;
+  if (census.parsed_bytes() > parsed_bytes_budget(payload_size)) {
+    return data_loss(origin + ": the payload's " + std::to_string(payload_size) + " bytes would parse into about " +
+                     std::to_string(census.parsed_bytes()) + " bytes of objects (" + std::to_string(census.messages) +
+                     " messages), more than a compiled executable's " + std::to_string(parsed_bytes_budget(payload_size)));
+  }
+  if (census.source_onnx_bytes > source_onnx_budget(census.initial_value_bytes)) {
+    return data_loss(origin + ": source_onnx holds " + std::to_string(census.source_onnx_bytes) +
+                     " bytes, more than the model its tensors describe can (" +
+                     std::to_string(source_onnx_budget(census.initial_value_bytes)) + ")");
   }
   Executable executable;
   if (!executable.ParseFromString(payload)) {

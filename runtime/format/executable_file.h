@@ -16,6 +16,9 @@ inline constexpr size_t kHeaderSize = 64;
 inline constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 30;
 
 std::string serialize_executable(const Executable& executable);
+// The frame around an already serialized payload (what serialize_executable writes for its
+// message's bytes).
+std::string frame_payload(std::string_view payload);
 
 // Checks the frame (magic, version, sizes, checksum) and parses the payload. `origin` names the
 // file or cache key in error messages. Does not verify the program: see verify_executable.

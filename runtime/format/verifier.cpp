@@ -75,21 +75,32 @@ uint64_t element_count_of(const Stream& stream) {
   return n;
 }
 
-// Weights, optimizer state, accumulators, constants and stream buffers stay on their tiles for
-// the whole program (activations and gradients come and go), so the compiler's memory plan never
-// lets them fill a tile past its bytes: nor may a file, whose tensors the host then allocates.
-Status verify_resident_bytes(const Executable& exe, uint64_t total_tiles) {
-  std::vector<uint64_t> resident(total_tiles, 0);
+// The compiler's memory plan never lets a tile hold more than its bytes at any moment: nor may a
+// file, whose tensors the host then allocates. No one tensor may fill a tile past them, nor may
+// the tensors that stay on their tiles for the whole program (weights, optimizer state,
+// accumulators, constants, stream buffers; activations and gradients come and go) together.
+Status verify_tile_bytes(const Executable& exe, uint64_t total_tiles) {
+  const uint64_t limit = exe.target().bytes_per_tile();
+  std::vector<uint64_t> resident(total_tiles, 0), own(total_tiles, 0);
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const Tensor& t = exe.tensors(i);
-    if (t.role() == ACTIVATION || t.role() == GRADIENT) continue;
-    for (const Interval& iv : t.mapping()) resident[iv.tile()] += (iv.end() - iv.begin()) * dtype_size(t.dtype());
+    const bool stays = t.role() != ACTIVATION && t.role() != GRADIENT;
+    for (const Interval& iv : t.mapping()) {
+      const uint64_t bytes = (iv.end() - iv.begin()) * dtype_size(t.dtype());
+      own[iv.tile()] += bytes;
+      if (own[iv.tile()] > limit) {
+        return data_loss(tensor_label(exe, static_cast<uint64_t>(i)) + ": holds " + std::to_string(own[iv.tile()]) +
+                         " bytes on tile " + std::to_string(iv.tile()) + ", more than its " + std::to_string(limit));
+      }
+      if (stays) resident[iv.tile()] += bytes;
+    }
+    for (const Interval& iv : t.mapping()) own[iv.tile()] = 0;
   }
   for (uint64_t tile = 0; tile < total_tiles; ++tile) {
-    if (resident[tile] > exe.target().bytes_per_tile()) {
+    if (resident[tile] > limit) {
       return data_loss("tile " + std::to_string(tile) + " holds " + std::to_string(resident[tile]) +
                        " bytes of tensors that live the whole program (weights, state, stream buffers), more than its " +
-                       std::to_string(exe.target().bytes_per_tile()));
+                       std::to_string(limit));
     }
   }
   return Status();
@@ -247,21 +258,27 @@ Status verify_program(ProgramCheck& check, const Program& program, int depth, co
 }
 
 
-// How often one run of a program performs each stream transfer, per replica: the sum over the
-// transfer's nodes of the product of the Repeat counts around them. Every node runs at most
-// steps_per_execution times (the Repeats nested around it multiply to at most S), so one run's
-// work is bounded by S times the program's size, and a file cannot loop for 2^62 iterations.
-Status count_transfers(const Executable& exe, const Program& program, uint64_t runs, const std::string& where,
-                       std::map<uint32_t, uint64_t>& transfers) {
+// How often one run of a program moves each stream and executes each compute set, per replica:
+// the sum over the nodes doing it of the product of the Repeat counts around them.
+struct RunCounts {
+  std::map<uint32_t, uint64_t> transfers;   // by stream
+  std::map<uint32_t, uint64_t> executions;  // by compute set
+};
+
+// A compute set runs once per step, twice where a pipeline stage recomputes its forward pass
+// before the backward one: with no node repeated more than S times, the vertices one run
+// executes are bounded by S times the file's, and a small file cannot loop for 2^62 iterations
+// nor execute a large compute set from 20,000 nodes.
+constexpr uint64_t kMaxExecutionsPerStep = 2;
+
+Status count_runs(const Executable& exe, const Program& program, uint64_t runs, const std::string& where, RunCounts& counts) {
   const uint64_t S = exe.steps_per_execution();
   switch (program.kind_case()) {
     case Program::kSequence:
-      for (const Program& step : program.sequence().steps()) IPU_RETURN_IF_ERROR(count_transfers(exe, step, runs, where, transfers));
+      for (const Program& step : program.sequence().steps()) IPU_RETURN_IF_ERROR(count_runs(exe, step, runs, where, counts));
       return Status();
     case Program::kParallel:
-      for (const Program& branch : program.parallel().branches()) {
-        IPU_RETURN_IF_ERROR(count_transfers(exe, branch, runs, where, transfers));
-      }
+      for (const Program& branch : program.parallel().branches()) IPU_RETURN_IF_ERROR(count_runs(exe, branch, runs, where, counts));
       return Status();
     case Program::kRepeat: {
       const uint64_t count = program.repeat().count();
@@ -270,13 +287,22 @@ Status count_transfers(const Executable& exe, const Program& program, uint64_t r
         return data_loss(where + ": a Repeat of " + std::to_string(count) + around +
                          " makes its body run more than steps_per_execution (" + std::to_string(S) + ") times per run");
       }
-      return count_transfers(exe, program.repeat().body(), runs * count, where, transfers);
+      return count_runs(exe, program.repeat().body(), runs * count, where, counts);
+    }
+    case Program::kExecute: {
+      uint64_t& executions = counts.executions[program.execute()];
+      executions += runs;
+      if (executions > kMaxExecutionsPerStep * S) {
+        return data_loss(where + ": executes compute set " + std::to_string(program.execute()) + " more than " +
+                         std::to_string(kMaxExecutionsPerStep) + " times per step");
+      }
+      return Status();
     }
     case Program::kStreamIn:
-      transfers[program.stream_in().stream()] += runs;
+      counts.transfers[program.stream_in().stream()] += runs;
       return Status();
     case Program::kStreamOut:
-      transfers[program.stream_out().stream()] += runs;
+      counts.transfers[program.stream_out().stream()] += runs;
       return Status();
     default:
       return Status();
@@ -376,9 +402,9 @@ Status verify_host_contract(const Executable& exe) {
   // Each run moves each stream at most S times per replica: the host holds S steps of data.
   for (const NamedProgram& p : exe.programs()) {
     const std::string where = "program '" + p.name() + "'";
-    std::map<uint32_t, uint64_t> transfers;
-    IPU_RETURN_IF_ERROR(count_transfers(exe, p.program(), 1, where, transfers));
-    for (const auto& [stream, count] : transfers) {
+    RunCounts counts;
+    IPU_RETURN_IF_ERROR(count_runs(exe, p.program(), 1, where, counts));
+    for (const auto& [stream, count] : counts.transfers) {
       if (stream >= static_cast<uint32_t>(exe.streams_size())) continue;  // verify_executable's to reject
       const Stream& s = exe.streams(static_cast<int>(stream));
       const bool weights = s.name().rfind(kToDeviceStreamPrefix, 0) == 0 || s.name().rfind(kToHostStreamPrefix, 0) == 0;
@@ -389,7 +415,7 @@ Status verify_host_contract(const Executable& exe) {
       }
     }
     uint32_t labels_index = 0;
-    if (p.name() == kPredictProgram && find_stream(exe, kLabelsStream, &labels_index) && transfers.count(labels_index)) {
+    if (p.name() == kPredictProgram && find_stream(exe, kLabelsStream, &labels_index) && counts.transfers.count(labels_index)) {
       return data_loss(where + ": streams labels, which prediction has none of");
     }
   }
@@ -467,7 +493,7 @@ Status verify_executable(const Executable& exe) {
       }
     }
   }
-  IPU_RETURN_IF_ERROR(verify_resident_bytes(exe, total_tiles));
+  IPU_RETURN_IF_ERROR(verify_tile_bytes(exe, total_tiles));
   const ComputeSetTensors cs_tensors = compute_set_tensors(exe);
   ProgramCheck check{exe, cs_tensors, std::vector<uint64_t>(static_cast<size_t>(exe.tensors_size()), 0)};
   std::set<std::string> names;

@@ -27,8 +27,8 @@ Status verify_executable(const Executable& executable);
 // repeats programs (docs/executable_format.md, "What the verifier guarantees"): the streams it
 // knows by name have the dtype and shape it copies, model inputs and outputs match their streams,
 // and no run of a program moves a data stream, or repeats any node, more than steps_per_execution
-// times. DataLoss naming the first offending object otherwise. Safe on any parsed message, so
-// it may run before verify_executable.
+// times, nor executes a compute set more than twice per step. DataLoss naming the first offending
+// object otherwise. Safe on any parsed message, so it may run before verify_executable.
 Status verify_host_contract(const Executable& executable);
 
 }  // namespace ipu::format

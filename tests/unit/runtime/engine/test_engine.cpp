@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/engine/engine.h"
+#include "runtime/format/host_contract.h"
 #include "runtime/format/codelet.h"
 
 namespace {
@@ -218,8 +219,10 @@ TEST_CASE("engine: lookups and initial values") {
 }
 
 TEST_CASE("engine: an executable larger than host memory is refused before allocating") {
-  // Four tensors of 2^32 floats (64 GiB): each passes the verifier's per-tensor bound.
-  Builder b;
+  // Four tensors of 2^32 floats (64 GiB): each passes the verifier's per-tensor bound, spread
+  // over the largest target a file may declare.
+  Builder b{65536};
+  b.exe().mutable_target()->set_bytes_per_tile(fmt::kMaxBytesPerTile);
   for (int i = 0; i < 4; ++i) {
     const uint32_t huge = b.tensor("huge" + std::to_string(i), fmt::FLOAT32, {65536, 65536});
     b.exe().mutable_tensors(static_cast<int>(huge))->set_role(fmt::ACTIVATION);  // not resident on one tile
