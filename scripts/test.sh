@@ -17,5 +17,5 @@ echo "== runtime-only build (IPUCC_BUILD_COMPILER=OFF)"
 IPUCC_BUILD_DIR=$root/build-runtime-only "$root/scripts/build.sh" -DIPUCC_BUILD_COMPILER=OFF -DIPUCC_WERROR=ON
 (cd "$root/build-runtime-only" && ctest --output-on-failure -j "$(nproc)")
 
-echo "== fuzzers (libFuzzer, ${FUZZ_SECONDS:-30}s each)"
-"$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-30}"
+echo "== fuzzers (libFuzzer, ${FUZZ_SECONDS:-120}s each)"
+"$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-120}"

@@ -34,6 +34,10 @@ inline constexpr uint32_t kMaxStepsPerExecution = uint32_t{1} << 24;
 inline constexpr uint32_t kMaxGradientAccumulation = uint32_t{1} << 16;
 inline constexpr uint64_t kMaxBytesPerTile = uint64_t{1} << 32;
 
+// A compute set runs once per step of a program, twice where a pipeline stage recomputes its
+// forward pass before the backward one.
+inline constexpr uint64_t kMaxExecutionsPerStep = 2;
+
 // The numpy dtypes ModelIo names: what the host converts a model's inputs from and its
 // outputs to (the device holds every value as a float).
 inline bool is_model_io_dtype(std::string_view dtype) {

@@ -257,7 +257,6 @@ Status verify_program(ProgramCheck& check, const Program& program, int depth, co
   return data_loss(where + ": unknown program node");
 }
 
-
 // How often one run of a program moves each stream and executes each compute set, per replica:
 // the sum over the nodes doing it of the product of the Repeat counts around them.
 struct RunCounts {
@@ -265,12 +264,10 @@ struct RunCounts {
   std::map<uint32_t, uint64_t> executions;  // by compute set
 };
 
-// A compute set runs once per step, twice where a pipeline stage recomputes its forward pass
-// before the backward one: with no node repeated more than S times, the vertices one run
-// executes are bounded by S times the file's, and a small file cannot loop for 2^62 iterations
-// nor execute a large compute set from 20,000 nodes.
-constexpr uint64_t kMaxExecutionsPerStep = 2;
-
+// With no node repeated more than S times and no compute set run more than
+// kMaxExecutionsPerStep times a step, the vertices one run executes are bounded by S times the
+// file's: a small file cannot loop for 2^62 iterations nor execute a large compute set from
+// 20,000 nodes.
 Status count_runs(const Executable& exe, const Program& program, uint64_t runs, const std::string& where, RunCounts& counts) {
   const uint64_t S = exe.steps_per_execution();
   switch (program.kind_case()) {
@@ -381,6 +378,11 @@ Status verify_host_contract(const Executable& exe) {
     }
     // A data set feeds batched samples through it (a spec's input, or a model's batched first input).
     if (exe.inputs_size() == 0) IPU_RETURN_IF_ERROR(expect_batched(*features, B, "the features of a data set"));
+  }
+  const bool has_predict = std::any_of(exe.programs().begin(), exe.programs().end(),
+                                       [](const NamedProgram& p) { return p.name() == kPredictProgram; });
+  if (has_predict && find_stream(exe, kPredictionsStream) == nullptr) {
+    return data_loss("program 'predict' has no stream '" + std::string(kPredictionsStream) + "' to return its outputs through");
   }
   if (exe.outputs_size() == 0) {
     if (const Stream* predictions = find_stream(exe, kPredictionsStream)) {

@@ -1,12 +1,17 @@
-// libFuzzer target: an untrusted executable file goes through everything `ipurun` does before
-// running it: parse_executable (frame, checksum, zstd, protobuf), verify_executable, and
-// Engine::create (per-vertex kernel validation, device memory allocation, host task coalescing).
-// Programs are never run: a valid executable may legitimately loop for a long time.
+// libFuzzer target: an untrusted executable file goes through everything `ipurun` does with it:
+// parse_executable (frame, checksum, payload census, zstd, protobuf), verify_executable, and
+// Engine::create (per-vertex kernel validation, device memory allocation, host task coalescing);
+// then what the session accepts (verify_host_contract) is *run*: predict, evaluate and one
+// execution of train on a few samples of small synthetic data, the way `ipurun` runs them. The
+// verifier bounds a run's work by steps_per_execution times the file's size, so a run here takes
+// at most kMaxFuzzedVertexRuns vertex executions (larger ones are loaded, not run).
 //
-// Seeds: tests/fuzz/corpus/executable/ (small compiled executables). Because every byte of a
-// real frame is covered by the SHA-256 checksum, the harness also feeds the *payload* to the
-// parser re-framed with a correct header when the input does not start with the magic: that
-// lets the fuzzer mutate the protobuf itself (see kReframe below).
+// Seeds: tests/fuzz/corpus/executable/ (small compiled executables), and the payloads of
+// executables of every model scripts/fuzz.sh compiles (tests/fuzz/make_executable_corpus.sh:
+// every program node kind and most codelets). Because every byte of a real frame is covered by
+// the SHA-256 checksum, the harness also feeds the *payload* to the parser re-framed with a
+// correct header when the input does not start with the magic: that lets the fuzzer mutate the
+// protobuf itself (see kReframe below).
 //
 // The engine accepts executables of up to half the host's memory, far above libFuzzer's RSS
 // limit, so verified executables with more than kMaxFuzzedDevice bytes of tensors are not
@@ -19,16 +24,23 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <functional>
+#include <numeric>
+#include <vector>
 
 #include "runtime/base/sha256.h"
 #include "runtime/engine/engine.h"
 #include "runtime/format/executable_file.h"
+#include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
+#include "runtime/session/session.h"
 
 namespace {
 
 constexpr char kMagic[8] = {'I', 'P', 'U', 'C', 'C', 'E', 'X', '\x1a'};
 constexpr uint64_t kMaxFuzzedDevice = uint64_t{256} << 20;  // bytes of tensors in one engine
+constexpr uint64_t kMaxFuzzedVertexRuns = uint64_t{1} << 16;  // per program run
+constexpr uint64_t kMaxFuzzedSamples = 4096;                  // of synthetic data per run
 
 void put_le(std::string& out, size_t offset, uint64_t value, size_t bytes) {
   for (size_t i = 0; i < bytes; ++i) out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
@@ -61,6 +73,53 @@ uint64_t device_bytes(const ipu::format::Executable& exe) {
   return total;
 }
 
+// Samples of small synthetic data shaped for the executable's features, labelled in [0, C).
+ipu::data::Dataset synthetic_data(const ipu::format::Executable& exe, size_t samples) {
+  ipu::data::Dataset data;
+  data.source = "fuzz";
+  for (const auto& s : exe.streams()) {
+    if (s.name() == ipu::format::kFeaturesStream) data.sample_shape.assign(s.shape().begin() + (s.shape_size() > 0 ? 1 : 0), s.shape().end());
+  }
+  data.num_samples = samples;
+  data.features.resize(samples * data.sample_size());
+  for (size_t i = 0; i < data.features.size(); ++i) data.features[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  data.num_classes = static_cast<int>(exe.num_classes());
+  if (data.num_classes > 0) {
+    data.labels.resize(samples);
+    for (size_t i = 0; i < samples; ++i) data.labels[i] = static_cast<int32_t>(i % static_cast<size_t>(data.num_classes));
+  }
+  return data;
+}
+
+// Runs what `ipurun` would: every program the session has, on one execution of data, and the
+// model's own inputs through infer. Errors are fine (data a model refuses, a kernel fault);
+// crashes, sanitizer reports and hangs are what the fuzzer looks for.
+void run_accepted(ipu::format::Executable exe) {
+  if (!ipu::format::verify_host_contract(exe).ok()) return;
+  uint64_t vertices = 0;
+  for (const auto& cs : exe.compute_sets()) vertices += static_cast<uint64_t>(cs.vertices_size());
+  const uint64_t replicas = ipu::format::replica_count(exe), S = exe.steps_per_execution();
+  const uint64_t samples = S * exe.batch_size() * replicas;
+  if (vertices * S * ipu::format::kMaxExecutionsPerStep * replicas > kMaxFuzzedVertexRuns || samples > kMaxFuzzedSamples) return;
+  ipu::engine::EngineOptions options;
+  options.threads = 1;
+  auto session = ipu::session::Session::create(std::move(exe), options);
+  if (!session.ok()) return;
+  ipu::session::Session& s = **session;
+  const ipu::data::Dataset data = synthetic_data(s.executable(), static_cast<size_t>(samples));
+  (void)s.predict(data);
+  (void)s.evaluate(data, nullptr);
+  ipu::session::FitOptions fit;
+  (void)s.fit(data, fit, nullptr, nullptr);
+  std::vector<ipu::data::NpyArray> inputs;
+  for (const auto& io : s.executable().inputs()) {
+    std::vector<int64_t> shape(io.shape().begin(), io.shape().end());
+    inputs.push_back(ipu::data::make_npy_f32(shape, std::vector<float>(static_cast<size_t>(
+        std::max<int64_t>(1, std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()))), 0.5f).data()));
+  }
+  (void)s.infer(inputs);
+}
+
 void check(std::string_view bytes) {
   auto parsed = ipu::format::parse_executable(bytes, "fuzz.ipuexe");
   if (!parsed.ok()) {
@@ -72,17 +131,10 @@ void check(std::string_view bytes) {
   }
   ipu::Status verified = ipu::format::verify_executable(*parsed);
   if (verified.ok() && device_bytes(*parsed) > kMaxFuzzedDevice) return;
+  if (verified.ok()) run_accepted(*parsed);
   auto engine = ipu::engine::Engine::create(std::move(*parsed), {});
   // The engine verifies first, so it can only accept what the verifier accepted.
   if (engine.ok() && !verified.ok()) std::abort();
-  if (engine.ok()) {
-    // Touch what create() prepared without running programs.
-    ipu::engine::Engine& e = **engine;
-    for (int i = 0; i < e.executable().tensors_size(); ++i) {
-      auto span = e.tensor_bytes(static_cast<uint32_t>(i));
-      if (!span.empty()) span[0] = span[span.size() - 1];
-    }
-  }
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 // writes it to OUT as a valid frame (correct checksum), as an attacker who can write a file, a
 // cache entry or a remote cache's response would. The mutations are issue 12's findings; each
 // one crashed ipurun, disclosed heap memory, or ran without bound before the verifier learnt the
-// host's contract. `hostile_executable --list` prints their names. Used by
-// tests/e2e/test_hostile_executables.sh. Exits 0, or 2 on bad usage or an executable the
-// mutation does not apply to.
+// host's contract. `hostile_executable --list` prints their names; `--payload IN OUT` writes
+// IN's message without its frame, weights or ONNX source (fuzz_executable's seeds). Used by
+// tests/e2e/test_hostile_executables.sh and tests/fuzz/make_executable_corpus.sh. Exits 0, or 2
+// on bad usage or an executable the mutation does not apply to.
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -205,7 +206,20 @@ int main(int argc, char** argv) {
     for (const auto& [name, mutate] : mutations()) std::printf("%s\n", name.c_str());
     return 0;
   }
-  if (argc != 4) die("usage: hostile_executable MUTATION IN OUT | --list");
+  // The payload alone: seeds for fuzz_executable, which frames what it mutates itself.
+  if (argc == 4 && std::string(argv[1]) == "--payload") {
+    auto exe = ipu::format::read_executable_file(argv[2]);
+    if (!exe.ok()) die(exe.status().message());
+    // Zero initial values (stored as none), and no ONNX source: small seeds mutate fast.
+    for (auto& t : *exe->mutable_tensors()) t.clear_initial_value();
+    exe->clear_source_onnx();
+    std::string payload;
+    exe->SerializeToString(&payload);
+    ipu::Status written = ipu::write_file_atomic(argv[3], payload);
+    if (!written.ok()) die(written.message());
+    return 0;
+  }
+  if (argc != 4) die("usage: hostile_executable MUTATION IN OUT | --payload IN OUT | --list");
   auto found = mutations().find(argv[1]);
   if (found == mutations().end()) die(std::string("unknown mutation '") + argv[1] + "' (--list names them)");
   auto exe = ipu::format::read_executable_file(argv[2]);

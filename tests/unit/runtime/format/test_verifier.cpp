@@ -563,6 +563,10 @@ TEST_CASE("host contract: the streams the host knows by name") {
                            "stream 'loss': must carry one float to the host per step");
   expect_contract_rejected([&](Executable& e) { add_stream(e, "correct", Stream::DEVICE_TO_HOST, fmt::FLOAT32, {4}); },
                            "stream 'correct': must carry one float to the host per step");
+  // Prediction returns its outputs through `predictions` (the fuzzer found a session reading a
+  // stream that was not there).
+  expect_contract_rejected([](Executable& e) { e.mutable_streams(1)->set_name("outputs"); },
+                           "program 'predict' has no stream 'predictions' to return its outputs through");
   // Prediction has no labels to stream.
   expect_contract_rejected(
       [&](Executable& e) {
