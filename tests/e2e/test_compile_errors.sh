@@ -75,6 +75,13 @@ test_dangling_input() {
   expect_compile_error 3 "output.json: output 'nowhere' names no layer" -- "$IPUCC" compile output.json "${SMALL[@]}"
 }
 
+# A name holding a NUL or an escape sequence prints as \x00 / \x1b, and the message goes on past it.
+test_control_characters_in_names_print_escaped() {
+  edit_model "$SEQ" nul.json 'm["layers"][2]["name"] = "dense\0two\x1b[2J"; m["layers"][2]["type"] = "LSTM"'
+  expect_compile_error 3 "nul.json: layer 'dense\x00two\x1b[2J' (LSTM): unknown layer type" -- \
+    "$IPUCC" compile nul.json "${SMALL[@]}"
+}
+
 test_bad_stage_list_length() {
   edit_model "$MODELS/mlp_sequential_staged.json" stages.json 'm["stage_assignment"] = [0, 1]'
   expect_compile_error 3 "stages.json: 'stage_assignment' has 2 entries for 6 layers" -- "$IPUCC" compile stages.json "${SMALL[@]}"
