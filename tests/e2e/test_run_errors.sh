@@ -294,6 +294,47 @@ test_garbage_checkpoint_index_is_invalid_input() {
   expect_error 3 "ckpt/index.json" -- "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
 }
 
+# names_spec OUT UNITS: Dense layers named 'x<NUL>y', 'a/b' and 'a.b' (UNITS wide), then the output.
+names_spec() {
+  "$PYTHON" - "$1" "$2" <<'EOF2'
+import json, sys
+layers = [{"name": "flatten", "type": "Flatten"}]
+layers += [{"name": n, "type": "Dense", "units": int(sys.argv[2]), "activation": "tanh"} for n in ("x\0y", "a/b", "a.b")]
+layers.append({"name": "out", "type": "Dense", "units": 10, "activation": "softmax"})
+json.dump({"name": "names", "type": "sequential", "input": {"name": "image", "shape": [28, 28, 1]}, "layers": layers,
+           "loss": {"type": "sparse_categorical_crossentropy"}, "optimizer": {"type": "sgd", "learning_rate": 0.01}},
+          open(sys.argv[1], "w"))
+EOF2
+}
+
+# A tensor name holding a NUL prints it as \x00, and the message goes on past it; an index whose
+# names share a file (as ipurun's checkpoints of 'a/b' and 'a.b' once did, losing one of them) is
+# refused, not loaded into both.
+test_checkpoint_errors_name_any_tensor_whole() {
+  names_spec four.json 4
+  names_spec five.json 5
+  expect_exit 0 "$IPUCC" compile four.json "${SMALL[@]}" --batch-size 8 -o four.ipuexe
+  expect_exit 0 "$IPUCC" compile five.json "${SMALL[@]}" --batch-size 8 -o five.ipuexe
+  expect_exit 0 "$IPURUN" train four.ipuexe --data synthetic:64 --save-weights ckpt "${QUIET[@]}"
+  expect_error 3 "ckpt: weight 'x\\x00y/kernel' has shape [784,4], the executable expects [784,5]" -- \
+    "$IPURUN" evaluate five.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+  cp -r ckpt shared
+  "$PYTHON" -c '
+import json
+i = json.load(open("ckpt/index.json"))
+del i["x\0y/kernel"]
+json.dump(i, open("ckpt/index.json", "w"))'
+  expect_error 3 "ckpt: checkpoint has no weight 'x\\x00y/kernel'" -- \
+    "$IPURUN" evaluate four.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+  "$PYTHON" -c '
+import json
+i = json.load(open("shared/index.json"))
+i["a.b/bias"] = i["a/b/bias"]
+json.dump(i, open("shared/index.json", "w"))'
+  expect_error 3 "shared/index.json: 'a.b/bias' and 'a/b/bias' share the file" "one of the two tensors was lost" -- \
+    "$IPURUN" evaluate four.ipuexe --data synthetic:64 --weights shared "${QUIET[@]}"
+}
+
 test_unwritable_outputs() {
   compile_to mlp.ipuexe --batch-size 8
   expect_error 6 "nodir/history.json" -- "$IPURUN" train mlp.ipuexe --data synthetic:64 --history nodir/history.json "${QUIET[@]}"
