@@ -330,6 +330,53 @@ bool output_is_batched(const onnx::ValueInfoProto& out, const std::vector<int64_
   return true;
 }
 
+// ONNX graphs are in static single assignment form (onnx.checker): every value has one producer,
+// a graph input, an initializer or one output of one node. With two, which one a reader gets would
+// depend on the order of import, so every value defined twice is reported (InvalidArgument, one
+// line each, naming both definitions). An initializer may also be listed as a graph input (IR < 4).
+Status check_single_assignment(const onnx::GraphProto& g, const std::string& path) {
+  std::vector<std::string> lines;
+  const auto report = [&](const std::string& what) { lines.push_back(path + ": " + what); };
+  std::set<std::string> initializers;
+  for (const auto& init : g.initializer()) {
+    if (!initializers.insert(init.name()).second) {
+      report("initializer '" + init.name() + "' is defined twice");
+    }
+  }
+  std::set<std::string> inputs;
+  for (const auto& in : g.input()) {
+    if (!inputs.insert(in.name()).second) report("graph input '" + in.name() + "' is listed twice");
+  }
+  std::map<std::string, int> producer;  // value -> the node writing it
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    for (const std::string& name : node.output()) {
+      if (name.empty()) continue;  // an optional output left out
+      const std::string writes = node_label(node, i) + " writes '" + name + "'";
+      if (initializers.count(name)) {
+        report(writes + ", which is an initializer: a value of an ONNX graph has one producer (SSA form)");
+        continue;
+      }
+      if (inputs.count(name)) {
+        report(writes + ", which is a graph input: a value of an ONNX graph has one producer (SSA form)");
+        continue;
+      }
+      auto [first, inserted] = producer.emplace(name, i);
+      if (inserted) continue;
+      if (first->second == i) {
+        report(writes + " twice: a value of an ONNX graph has one producer (SSA form)");
+      } else {
+        report(node_label(g.node(first->second), first->second) + " and " + node_label(node, i) +
+               " both write '" + name + "': a value of an ONNX graph has one producer (SSA form)");
+      }
+    }
+  }
+  if (lines.empty()) return Status();
+  std::string message;
+  for (const auto& line : lines) message += (message.empty() ? "" : "\n") + line;
+  return invalid_argument(message);
+}
+
 // Imports one node. A node whose input failed to import earlier is skipped silently (OK): its
 // producer's problem was reported.
 Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stage, int opset,
@@ -409,6 +456,8 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     }
   }
   const onnx::GraphProto& g = model.graph();
+  // Before anything imports: a value defined twice makes every later message doubtful.
+  IPU_RETURN_IF_ERROR(check_single_assignment(g, path));
 
   ForwardGraph result;
   result.name = g.name().empty() ? path : g.name();
