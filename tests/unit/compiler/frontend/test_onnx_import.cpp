@@ -270,6 +270,17 @@ TEST_CASE("a value written twice is invalid input naming both writers (onnx.chec
   }
 }
 
+TEST_CASE("a name that is not UTF-8 is invalid input: the executable could not hold it") {
+  OnnxBuilder b;
+  b.input("x", {4}).output("y").floats("w\xff", {4}, wave(4, 1.0f, 0.0f));
+  b.node("Add", "sum\xc3", {"x", "w\xff"}, {"y"});
+  auto imported = import(b);
+  REQUIRE_FALSE(imported.ok());
+  CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+  CHECK(imported.status().message() == kPath + ": initializer 'w\\xff': the name is not UTF-8\n" + kPath +
+                                           ": node #0 (Add) 'sum\\xc3': the name is not UTF-8");
+}
+
 TEST_CASE("inputs with fixed dims are static, a dynamic first axis is the batch") {
   OnnxBuilder b;
   b.input("x", {3}, 4).input("bias", {3}).output("y").output("z");
