@@ -3,12 +3,16 @@
 #include <cstdio>
 
 #include "cli/exit_codes.h"
+#include "runtime/base/printable.h"
 
 namespace ipu::cli {
 namespace {
 
 void print(const char* tool, const char* kind, const std::string& message) {
-  std::string text = message;
+  // Messages quote names from models, which may hold a NUL (printed as a C string, it would end
+  // the message there) or other control characters: every one but the newlines between lines is
+  // written as \xNN.
+  std::string text = printable_message(message);
   for (size_t pos = 0; (pos = text.find('\n', pos)) != std::string::npos; pos += 3) text.replace(pos, 1, "\n  ");
   std::fprintf(stderr, "%s: %s: %s\n", tool, kind, text.c_str());
 }

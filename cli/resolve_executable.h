@@ -1,5 +1,11 @@
 // What `ipurun EXECUTABLE` may name: an executable file, or a cache key (or a unique prefix of
 // at least 8 hex digits) in the cache directory. A model (cli/run_model.h) is resolved apart.
+//
+// Whatever exists at the path EXECUTABLE is read as a file, and must be an executable: a directory,
+// a device or other bytes are DataLoss (exit 7, like a corrupt executable). A missing path with
+// '/' or '.' is a missing file (NotFound, exit 6). Any other name is a key: BadOption (exit 2, a
+// usage error) when it is not 8 to 64 lowercase hex digits or when it prefixes several entries,
+// NotFound when no entry has it.
 #pragma once
 
 #include <string>

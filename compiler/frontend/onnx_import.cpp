@@ -10,6 +10,7 @@
 #include <set>
 
 #include "compiler/frontend/onnx_ops.h"
+#include "runtime/base/printable.h"
 #include "runtime/data/tensor_proto.h"
 
 namespace ipu::frontend {
@@ -330,6 +331,79 @@ bool output_is_batched(const onnx::ValueInfoProto& out, const std::vector<int64_
   return true;
 }
 
+// ONNX's names are UTF-8 strings, but protobuf does not check proto2 strings as it parses. The
+// executable (proto3) and the checkpoint index (JSON) hold only UTF-8: a name that is not would
+// make an executable that does not load, so every such name is reported, once (InvalidArgument).
+Status check_names_are_utf8(const onnx::GraphProto& g, const std::string& path) {
+  std::vector<std::string> lines;
+  std::set<std::string> reported;
+  const auto check = [&](const std::string& where, const std::string& name) {
+    if (is_valid_utf8(name) || !reported.insert(name).second) return;
+    lines.push_back(path + ": " + where + " '" + printable(name) + "': the name is not UTF-8");
+  };
+  check("graph", g.name());
+  for (const auto& init : g.initializer()) check("initializer", init.name());
+  for (const auto& in : g.input()) check("graph input", in.name());
+  for (const auto& out : g.output()) check("graph output", out.name());
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    check("node #" + std::to_string(i) + " (" + printable(node.op_type()) + ")", node.name());
+    for (const std::string& name : node.input()) check(node_label(node, i) + ": input", name);
+    for (const std::string& name : node.output()) check(node_label(node, i) + ": output", name);
+  }
+  if (lines.empty()) return Status();
+  std::string message;
+  for (const auto& line : lines) message += (message.empty() ? "" : "\n") + line;
+  return invalid_argument(message);
+}
+
+// ONNX graphs are in static single assignment form (onnx.checker): every value has one producer,
+// a graph input, an initializer or one output of one node. With two, which one a reader gets would
+// depend on the order of import, so every value defined twice is reported (InvalidArgument, one
+// line each, naming both definitions). An initializer may also be listed as a graph input (IR < 4).
+Status check_single_assignment(const onnx::GraphProto& g, const std::string& path) {
+  std::vector<std::string> lines;
+  const auto report = [&](const std::string& what) { lines.push_back(path + ": " + what); };
+  std::set<std::string> initializers;
+  for (const auto& init : g.initializer()) {
+    if (!initializers.insert(init.name()).second) {
+      report("initializer '" + init.name() + "' is defined twice");
+    }
+  }
+  std::set<std::string> inputs;
+  for (const auto& in : g.input()) {
+    if (!inputs.insert(in.name()).second) report("graph input '" + in.name() + "' is listed twice");
+  }
+  std::map<std::string, int> producer;  // value -> the node writing it
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& node = g.node(i);
+    for (const std::string& name : node.output()) {
+      if (name.empty()) continue;  // an optional output left out
+      const std::string writes = node_label(node, i) + " writes '" + name + "'";
+      if (initializers.count(name)) {
+        report(writes + ", which is an initializer: a value of an ONNX graph has one producer (SSA form)");
+        continue;
+      }
+      if (inputs.count(name)) {
+        report(writes + ", which is a graph input: a value of an ONNX graph has one producer (SSA form)");
+        continue;
+      }
+      auto [first, inserted] = producer.emplace(name, i);
+      if (inserted) continue;
+      if (first->second == i) {
+        report(writes + " twice: a value of an ONNX graph has one producer (SSA form)");
+      } else {
+        report(node_label(g.node(first->second), first->second) + " and " + node_label(node, i) +
+               " both write '" + name + "': a value of an ONNX graph has one producer (SSA form)");
+      }
+    }
+  }
+  if (lines.empty()) return Status();
+  std::string message;
+  for (const auto& line : lines) message += (message.empty() ? "" : "\n") + line;
+  return invalid_argument(message);
+}
+
 // Imports one node. A node whose input failed to import earlier is skipped silently (OK): its
 // producer's problem was reported.
 Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stage, int opset,
@@ -409,6 +483,10 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
     }
   }
   const onnx::GraphProto& g = model.graph();
+  // Before anything imports: a name the executable cannot hold, or a value defined twice, makes
+  // every later message doubtful.
+  IPU_RETURN_IF_ERROR(check_names_are_utf8(g, path));
+  IPU_RETURN_IF_ERROR(check_single_assignment(g, path));
 
   ForwardGraph result;
   result.name = g.name().empty() ? path : g.name();

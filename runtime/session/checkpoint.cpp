@@ -6,10 +6,13 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string_view>
 #include <system_error>
 
 #include "runtime/base/file_io.h"
 #include "runtime/base/output_file.h"
+#include "runtime/base/printable.h"
+#include "runtime/base/sha256.h"
 #include "runtime/data/npy.h"
 
 namespace ipu::session {
@@ -17,11 +20,59 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string file_name(std::string name) {
-  for (char& c : name) {
-    if (c == '/' || c == ':') c = '.';
+constexpr size_t kMaxStem = 160;
+constexpr std::string_view kSuffix = ".npy";
+
+struct Stem {
+  std::string text;
+  bool exact = true;  // spells the name: only '/' and ':' became '.'
+};
+
+Stem stem_of(const std::string& name) {
+  Stem stem;
+  for (char c : name) {
+    const bool letter_or_digit = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    const bool safe = letter_or_digit || c == '_' || c == '-' || c == '.';
+    if (safe) {
+      stem.text += c;
+    } else if (c == '/' || c == ':') {
+      stem.text += '.';
+    } else {
+      stem.text += '_';
+      stem.exact = false;
+    }
   }
-  return name + ".npy";
+  if (stem.text.empty() || stem.text.size() > kMaxStem) {
+    stem.text = stem.text.empty() ? "_" : stem.text.substr(0, kMaxStem);
+    stem.exact = false;
+  }
+  if (stem.text[0] == '.') {
+    stem.text[0] = '_';
+    stem.exact = false;
+  }
+  return stem;
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return text;
+}
+
+// Files are compared ignoring ASCII case: a checkpoint may be copied to a case-insensitive file
+// system. Stems are ASCII, so ASCII case is all there is.
+bool files_distinct(const std::map<std::string, std::string>& files) {
+  std::set<std::string> seen;
+  for (const auto& [name, file] : files) {
+    if (!seen.insert(lower(file)).second) return false;
+  }
+  return true;
+}
+
+bool is_plain_file_name(const std::string& file) {
+  return !file.empty() && file != "." && file != ".." && file != "index.json" &&
+         file.find('/') == std::string::npos && file.find('\0') == std::string::npos;
 }
 
 Status not_a_checkpoint(const std::string& dir, const std::string& why) {
@@ -30,6 +81,26 @@ Status not_a_checkpoint(const std::string& dir, const std::string& why) {
 }
 
 }  // namespace
+
+std::map<std::string, std::string> checkpoint_file_names(const std::vector<std::string>& names) {
+  std::map<std::string, Stem> stems;
+  std::map<std::string, int> stem_uses;  // by lowercased stem
+  for (const std::string& name : names) {
+    const Stem& stem = stems[name] = stem_of(name);
+    ++stem_uses[lower(stem.text)];
+  }
+  std::map<std::string, std::string> files;
+  for (size_t digits : {8, 16, 64}) {
+    files.clear();
+    for (const auto& [name, stem] : stems) {
+      const bool plain = stem.exact && stem_uses[lower(stem.text)] == 1;
+      files[name] = plain ? stem.text + std::string(kSuffix)
+                          : stem.text + "~" + sha256_hex(name).substr(0, digits) + std::string(kSuffix);
+    }
+    if (files_distinct(files)) break;
+  }
+  return files;
+}
 
 Status check_checkpoint_destination(const std::string& dir) {
   std::error_code ec;
@@ -54,6 +125,16 @@ Status check_checkpoint_destination(const std::string& dir) {
 }
 
 Status write_checkpoint(const std::string& dir, const std::map<std::string, NamedTensor>& tensors) {
+  std::vector<std::string> names;
+  for (const auto& [name, tensor] : tensors) {
+    if (!is_valid_utf8(name)) {
+      return invalid_argument(dir + ": tensor name '" + printable(name) +
+                              "' is not UTF-8, which a checkpoint's index (JSON) cannot hold");
+    }
+    names.push_back(name);
+  }
+  const std::map<std::string, std::string> files = checkpoint_file_names(names);
+  if (!files_distinct(files)) return internal_error(dir + ": two tensors would share a checkpoint file");
   IPU_RETURN_IF_ERROR(check_checkpoint_destination(dir));
   const std::string tmp = dir + ".tmp-" + std::to_string(::getpid());
   std::error_code ec;
@@ -61,7 +142,7 @@ Status write_checkpoint(const std::string& dir, const std::map<std::string, Name
   if (!fs::create_directory(tmp, ec) || ec) return io_error(dir + ": cannot create checkpoint directory: " + ec.message());
   nlohmann::json index = nlohmann::json::object();
   for (const auto& [name, tensor] : tensors) {
-    const std::string file = file_name(name);
+    const std::string& file = files.at(name);
     Status status = data::write_npy(tmp + "/" + file, data::make_npy_f32(tensor.shape, tensor.values.data()));
     if (!status.ok()) {
       fs::remove_all(tmp, ec);
@@ -93,11 +174,21 @@ StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& 
   nlohmann::json index = nlohmann::json::parse(text, nullptr, false);
   if (index.is_discarded() || !index.is_object()) return data_loss(dir + "/index.json: not a checkpoint index");
   std::map<std::string, NamedTensor> out;
+  std::map<std::string, std::string> name_of_file;
   for (const auto& [name, file] : index.items()) {
-    if (!file.is_string() || file.get<std::string>().find('/') != std::string::npos) {
-      return data_loss(dir + "/index.json: bad entry for '" + name + "'");
+    if (!file.is_string() || !is_plain_file_name(file.get<std::string>())) {
+      return data_loss(dir + "/index.json: the entry of '" + printable(name) +
+                       "' is not the name of a file in " + dir);
     }
-    const std::string path = dir + "/" + file.get<std::string>();
+    const std::string& file_name = file.get_ref<const std::string&>();
+    auto [shared, first] = name_of_file.emplace(file_name, name);
+    if (!first) {
+      // Checkpoints of ipurun before collision-free file names: "a/b" and "a.b" both wrote a.b.npy.
+      return data_loss(dir + "/index.json: '" + printable(shared->second) + "' and '" + printable(name) +
+                       "' share the file '" + printable(file_name) +
+                       "': one of the two tensors was lost when the checkpoint was written");
+    }
+    const std::string path = dir + "/" + file_name;
     IPU_ASSIGN_OR_RETURN(data::NpyArray array, data::read_npy(path));
     if (array.dtype != "f4") return invalid_argument(path + ": expected float32 values, got '" + array.dtype + "'");
     NamedTensor tensor;

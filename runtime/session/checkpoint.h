@@ -1,5 +1,10 @@
-// Weight checkpoints: a directory holding <tensor>.npy per weight / optimizer state tensor
-// ('/' in names becomes '.') and index.json mapping tensor names to files.
+// Weight checkpoints: a directory holding one float32 .npy file per weight and optimizer state
+// tensor, and index.json, a JSON object mapping each tensor's name to the name of its file there.
+//
+// Tensor names come from models (ONNX initializers, JSON spec layers), so they may hold anything:
+// '/', "..", NUL, names equal but for case, thousands of bytes. A reader takes each tensor's file
+// from the index and never derives it from the name; the writer picks file names with
+// checkpoint_file_names, so no two tensors share a file and every file name is safe on its own.
 #pragma once
 
 #include <map>
@@ -15,6 +20,19 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
+// The file of each tensor of a checkpoint, keyed by tensor name. A file name is the tensor name
+// made readable and safe, its stem: '/' and ':' become '.', every byte other than an ASCII letter,
+// digit, '_', '-' or '.' becomes '_', a leading '.' becomes '_' (no hidden files, never "." or
+// ".."), and at most 160 bytes are kept; then ".npy" ("dense1/kernel" -> "dense1.kernel.npy").
+// The stem gains "~" and 8 hex digits of the SHA-256 of the exact name ("a.b.kernel~1f2e3d4c.npy")
+// when it does not spell the name (a byte replaced, the name cut or empty), or when another name
+// of the checkpoint has the same stem ignoring ASCII case ("a/b" and "a.b"; "Dense" and "dense",
+// which would be one file on a case-insensitive file system). A stem without that suffix holds no
+// '~', so it never meets one with it; should two suffixed names still meet, every suffix grows to
+// 16 hex digits, then to all 64. File names are at most 229 bytes, so the writer's temporary file
+// (+11 bytes) stays within the usual 255-byte limit.
+std::map<std::string, std::string> checkpoint_file_names(const std::vector<std::string>& names);
+
 // OK when DIR may receive a checkpoint: nothing is there, or a checkpoint this runtime wrote (a
 // directory of index.json and only the files its index names). Anything else, a user's data
 // directory or file, is refused (kIoError naming DIR): a checkpoint replaces only a checkpoint.
@@ -22,8 +40,13 @@ struct NamedTensor {
 Status check_checkpoint_destination(const std::string& dir);
 
 // Writes into DIR.tmp-<pid> and renames it over DIR, so a crash never leaves a half checkpoint.
-// Refuses a DIR that check_checkpoint_destination refuses.
+// Refuses a DIR that check_checkpoint_destination refuses, and names that are not UTF-8 (JSON
+// cannot hold them; InvalidArgument, before anything is written).
 Status write_checkpoint(const std::string& dir, const std::map<std::string, NamedTensor>& tensors);
+
+// Reads every tensor the index names from the file the index gives it. An index entry whose file
+// is not a plain file name of DIR ("", "..", a path, index.json itself), or two names sharing one
+// file (one of the two tensors was lost when the checkpoint was written), is DataLoss.
 StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& dir);
 
 }  // namespace ipu::session

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "runtime/base/printable.h"
 #include "runtime/engine/non_finite.h"
 #include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
@@ -559,11 +560,12 @@ Status Session::load_weights(const std::string& dir) {
     auto it = tensors.find(t.name());
     if (it == tensors.end()) {
       if (t.role() == format::OPTIMIZER_STATE) continue;  // a fresh optimizer is fine
-      return invalid_argument(dir + ": checkpoint has no weight '" + t.name() + "'");
+      return invalid_argument(dir + ": checkpoint has no weight '" + printable(t.name()) + "'");
     }
     std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
     if (it->second.shape != shape) {
-      return invalid_argument(dir + ": weight '" + t.name() + "' has shape " + shape_text(it->second.shape) +
+      return invalid_argument(dir + ": weight '" + printable(t.name()) + "' has shape " +
+                              shape_text(it->second.shape) +
                               ", the executable expects " + shape_text(shape));
     }
   }

@@ -16,8 +16,9 @@ functional form), and trains it in float64 on the
 synthetic MNIST set (synthetic_mnist.make(), the peers' definition that ipurun re-implements
 bit-exactly), batches in order, no shuffling -- what `ipurun train --data synthetic:N
 --steps-per-epoch STEPS` does. It writes OUT as a checkpoint directory in ipurun's layout
-(index.json + one float32 .npy per tensor, '/' and ':' in names replaced by '.'), so OUT can also
-be given to `ipurun --weights`, plus OUT/reference.json: the configuration and the loss of every
+(index.json + one float32 .npy per tensor, '/' and ':' in names replaced by '.', which is ipurun's
+file name for the plain names of these models; ipurun reads each file from the index, docs/outputs.md),
+so OUT can also be given to `ipurun --weights`, plus OUT/reference.json: the configuration and the loss of every
 step (float64; the loss of step k is computed with the weights before update k, as ipurun's
 --step-log records it).
 

@@ -28,6 +28,11 @@
         Writes an ONNX model (opset 13): inputs "x" FLOAT [2, 3] and "axes" INT64 [1], one
         ReduceSum (keepdims 1) of x over axes, output "y": axes is a shape parameter given as a
         graph input, as in ONNX's node tests.
+    e2e_data.py ssa-onnx PATH two-writers|shadow-input|shadow-initializer
+        Writes an ONNX model (opset 13) that onnx.checker refuses for breaking SSA form: input "x"
+        FLOAT [N, 4], initializer "w" [4], output "y"; nodes "first" and "second" both write "y"
+        (two-writers), or node "first" writes "x" (shadow-input) or "w" (shadow-initializer) before
+        "second" computes y.
     e2e_data.py int64-pb PATH NAME V[,V...]
         Writes an ONNX TensorProto (.pb, like ONNX's test data) named NAME: int64 [count] values.
     e2e_data.py xent PRED.npy LABELS.npy
@@ -270,6 +275,17 @@ def cmd_norm_prelu_onnx(a):
             n = scale[c] * (t - mean) / math.sqrt(var + eps32) + bias[c]
             out.append(n if n >= 0 else slope[c] * n)
     write_npy(a.reference, "f4", x["shape"], out)
+
+
+def cmd_ssa_onnx(a):
+    first_output = {"two-writers": "y", "shadow-input": "x", "shadow-initializer": "w"}[a.case]
+    nodes = [onnx_node("Relu", "first", ["x"], [first_output]), onnx_node("Add", "second", ["x", "w"], ["y"])]
+    graph = (b"".join(pb_bytes(1, n) for n in nodes) + pb_bytes(2, "ssa") +
+             pb_bytes(5, onnx_float_initializer("w", [4], [0.5, -0.5, 1.0, 2.0])) +
+             pb_bytes(11, onnx_value_info("x", ["N", 4])) + pb_bytes(12, onnx_value_info("y", ["N", 4])))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13))
+    with open(a.path, "wb") as f:
+        f.write(model)
 
 
 def ints_attr(name, values):  # AttributeProto{name, ints, type INTS}
@@ -556,6 +572,10 @@ def main():
     p.add_argument("--strides", required=True)
     p.add_argument("--pads", default="0,0,0,0")
     p.set_defaults(func=cmd_pool_onnx)
+    p = sub.add_parser("ssa-onnx")
+    p.add_argument("path")
+    p.add_argument("case", choices=["two-writers", "shadow-input", "shadow-initializer"])
+    p.set_defaults(func=cmd_ssa_onnx)
     p = sub.add_parser("int64-pb")
     p.add_argument("path")
     p.add_argument("name")

@@ -75,6 +75,28 @@ test_dangling_input() {
   expect_compile_error 3 "output.json: output 'nowhere' names no layer" -- "$IPUCC" compile output.json "${SMALL[@]}"
 }
 
+# A name holding a NUL or an escape sequence prints as \x00 / \x1b, and the message goes on past it.
+test_control_characters_in_names_print_escaped() {
+  edit_model "$SEQ" nul.json 'm["layers"][2]["name"] = "dense\0two\x1b[2J"; m["layers"][2]["type"] = "LSTM"'
+  expect_compile_error 3 "nul.json: layer 'dense\x00two\x1b[2J' (LSTM): unknown layer type" -- \
+    "$IPUCC" compile nul.json "${SMALL[@]}"
+}
+
+# ONNX graphs are in SSA form (onnx.checker): a value written by two nodes, or by a node and as a
+# graph input or initializer, is invalid input naming both.
+test_onnx_value_written_twice() {
+  e2e_data ssa-onnx two.onnx two-writers
+  expect_compile_error 3 "two.onnx: node 'first' (Relu) and node 'second' (Add) both write 'y'" -- \
+    "$IPUCC" compile two.onnx --mode infer "${SMALL[@]}"
+  e2e_data ssa-onnx input.onnx shadow-input
+  expect_compile_error 3 "input.onnx: node 'first' (Relu) writes 'x', which is a graph input" -- \
+    "$IPUCC" compile input.onnx --mode infer "${SMALL[@]}"
+  e2e_data ssa-onnx init.onnx shadow-initializer
+  expect_compile_error 3 "init.onnx: node 'first' (Relu) writes 'w', which is an initializer" -- \
+    "$IPUCC" compile init.onnx --mode infer "${SMALL[@]}"
+  expect_no_cache_entries
+}
+
 test_bad_stage_list_length() {
   edit_model "$MODELS/mlp_sequential_staged.json" stages.json 'm["stage_assignment"] = [0, 1]'
   expect_compile_error 3 "stages.json: 'stage_assignment' has 2 entries for 6 layers" -- "$IPUCC" compile stages.json "${SMALL[@]}"

@@ -115,6 +115,55 @@ s, a, b = (json.load(open(f))["losses"] for f in ("straight.json", "first.json",
 sys.exit(0 if s == a + b else 1)' || fail "resumed training differs from uninterrupted training"
 }
 
+# named_layers_spec OUT [UNITS]: a sequential MLP whose hidden Dense layers (tanh, so none dies;
+# UNITS wide, default 8) are named as a model may name them: 'a/b' and 'a.b' (one file under the
+# old '/' -> '.' rule), 'Case' and 'case' (one file on a case-insensitive file system), '..', '/',
+# '' (tensors '/kernel'), 300 bytes (past the 255-byte file name limit) and 'x<NUL>y'.
+named_layers_spec() {
+  "$PYTHON" - "$1" "${2:-8}" <<'EOF2'
+import json, sys
+names = ["a/b", "a.b", "Case", "case", "..", "/", "L" * 300, "", "x\0y"]
+layers = [{"name": "flatten", "type": "Flatten"}]
+layers += [{"name": n, "type": "Dense", "units": int(sys.argv[2]), "activation": "tanh"} for n in names]
+layers.append({"name": "out", "type": "Dense", "units": 10, "activation": "softmax"})
+json.dump({"name": "named_layers", "type": "sequential",
+           "input": {"name": "image", "shape": [28, 28, 1], "dtype": "float32"}, "layers": layers,
+           "loss": {"type": "sparse_categorical_crossentropy", "from_logits": False},
+           "optimizer": {"type": "sgd", "learning_rate": 0.05, "momentum": 0.9}}, open(sys.argv[1], "w"))
+EOF2
+}
+
+# Whatever the layers are named, every weight and momentum tensor gets a checkpoint file of its own
+# (distinct ignoring case, a plain file name of at most 255 bytes) and comes back bit for bit:
+# 1 + 1 epochs through --save-weights and --weights end with the checkpoint of 2 epochs straight.
+test_checkpoint_of_any_layer_names_round_trips() {
+  named_layers_spec named.json
+  expect_exit 0 "$IPUCC" compile named.json "${SMALL[@]}" --batch-size 8 --steps-per-execution 2 -o named.ipuexe
+  local run=("$IPURUN" train named.ipuexe --data synthetic:256 --steps-per-epoch 4 "${QUIET[@]}")
+  expect_exit 0 "${run[@]}" --epochs 2 --save-weights straight
+  expect_exit 0 "${run[@]}" --epochs 1 --save-weights half
+  expect_exit 0 "${run[@]}" --epochs 1 --weights half --save-weights resumed
+  "$PYTHON" - <<'EOF2' || fail "checkpoint files are shared, unsafe or not bitwise equal"
+import json, os, sys
+layers = ["a/b", "a.b", "Case", "case", "..", "/", "L" * 300, "", "x\0y", "out"]
+want = {l + "/" + t + m for l in layers for t in ("kernel", "bias") for m in ("", "/momentum")}
+def files(ckpt):
+    index = json.load(open(os.path.join(ckpt, "index.json")))
+    assert set(index) == want, (ckpt, sorted(set(index) ^ want))
+    names = list(index.values())
+    assert len({f.lower() for f in names}) == len(names), (ckpt, "files shared")
+    assert all("/" not in f and f not in (".", "..") and len(f.encode()) <= 255 for f in names), ckpt
+    assert sorted(os.listdir(ckpt)) == sorted(names + ["index.json"]), (ckpt, "other files")
+    return {n: open(os.path.join(ckpt, f), "rb").read() for n, f in index.items()}
+straight, half, resumed = files("straight"), files("half"), files("resumed")
+for n in sorted(want):
+    assert straight[n] == resumed[n], "%r differs after the round trip" % n
+# Every tensor trained (none is equal by standing still), and a/b and a.b kept their own.
+assert all(half[n] != straight[n] for n in want), [n for n in sorted(want) if half[n] == straight[n]]
+assert straight["a/b/bias"] != straight["a.b/bias"]
+EOF2
+}
+
 # evaluate uses every sample: 250 is not a whole number of executions (64 samples) nor of
 # batches (32), and the padded rows of the last execution count in neither loss nor accuracy.
 test_evaluate_agrees_with_predict() {

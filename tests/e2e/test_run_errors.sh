@@ -19,6 +19,21 @@ test_missing_executable() {
   expect_error 6 "sub/nope.ipuexe" -- "$IPURUN" predict sub/nope.ipuexe --data synthetic:8
 }
 
+# EXECUTABLE is a file when something is at that path, or when it looks like one ('/' or '.');
+# else a cache key. What is there must be an executable: a directory or a device is refused as
+# any other non-executable is (7). A bare word that is neither a file nor a key is a usage error.
+test_executable_is_a_file_or_a_key() {
+  mkdir models.ipuexe
+  expect_error 7 "models.ipuexe: is a directory, not an ipucc executable" -- \
+    "$IPURUN" predict models.ipuexe --data synthetic:8 "${QUIET[@]}"
+  expect_error 7 "/etc: is a directory, not an ipucc executable" -- "$IPURUN" predict /etc --data synthetic:8 "${QUIET[@]}"
+  expect_error 7 "/dev/zero: is not a regular file" -- "$IPURUN" train /dev/zero --data synthetic:8 "${QUIET[@]}"
+  expect_error 6 "mlp: cannot open" -- "$IPURUN" predict ./mlp --data synthetic:8 "${QUIET[@]}"
+  expect_error 2 "mlp: no file of that name, and not a cache key or key prefix" -- \
+    "$IPURUN" predict mlp --data synthetic:8 "${QUIET[@]}"
+  expect_error 2 "DEADBEEF: no file of that name" -- "$IPURUN" evaluate DEADBEEF --data synthetic:8 "${QUIET[@]}"
+}
+
 test_flipped_payload_byte_fails_the_checksum() {
   compile_to good.ipuexe --batch-size 8
   local offset
@@ -64,17 +79,20 @@ test_other_format_version() {
   expect_error 7 "v99.ipuexe" "format version 99" "recompile" -- "$IPURUN" predict v99.ipuexe --data synthetic:8 "${QUIET[@]}"
 }
 
+# A key or prefix that names no entry is missing (6), like a missing file; one that is too short
+# or matches several entries is a usage error (2), as for `ipucc cache show`.
 test_unknown_and_bad_cache_keys() {
   expect_error 6 "deadbeef0123" "no cache entry" -- "$IPURUN" predict deadbeef0123 --data synthetic:8 "${QUIET[@]}"
   expect_error 6 "$(printf 'ab%.0s' {1..32})" "no cache entry" -- "$IPURUN" predict "$(printf 'ab%.0s' {1..32})" --data synthetic:8 "${QUIET[@]}"
-  expect_error 3 "dead: not a cache key or key prefix" "8 to 64" -- "$IPURUN" predict dead --data synthetic:8 "${QUIET[@]}"
-  expect_error 3 "1234567: not a cache key" -- "$IPURUN" predict 1234567 --data synthetic:8 "${QUIET[@]}"
+  expect_error 2 "dead: not a cache key or key prefix" "8 to 64" -- "$IPURUN" predict dead --data synthetic:8 "${QUIET[@]}"
+  expect_error 2 "1234567: not a cache key" -- "$IPURUN" predict 1234567 --data synthetic:8 "${QUIET[@]}"
   # Ambiguous: two entries share the prefix (the second is fabricated).
   expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --batch-size 8 --json
   local key
   key=$(json_get "$STDOUT" 'd["key"]')
   touch "$IPUCC_CACHE_DIR/entries/${key:0:2}/${key:0:8}$(printf 'f%.0s' {1..56}).manifest"
-  expect_error 3 "${key:0:8}: ambiguous key prefix" "$key" -- "$IPURUN" predict "${key:0:8}" --data synthetic:8 "${QUIET[@]}"
+  expect_error 2 "${key:0:8}: ambiguous key prefix" "$key" -- "$IPURUN" predict "${key:0:8}" --data synthetic:8 "${QUIET[@]}"
+  expect_error 2 "${key:0:8}: ambiguous key prefix" -- "$IPUCC" cache show "${key:0:8}"
   expect_exit 0 "$IPURUN" predict "$key" --data synthetic:4 "${QUIET[@]}"
 }
 
@@ -292,6 +310,47 @@ test_garbage_checkpoint_index_is_invalid_input() {
   make_checkpoint
   echo garbage > ckpt/index.json
   expect_error 3 "ckpt/index.json" -- "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+}
+
+# names_spec OUT UNITS: Dense layers named 'x<NUL>y', 'a/b' and 'a.b' (UNITS wide), then the output.
+names_spec() {
+  "$PYTHON" - "$1" "$2" <<'EOF2'
+import json, sys
+layers = [{"name": "flatten", "type": "Flatten"}]
+layers += [{"name": n, "type": "Dense", "units": int(sys.argv[2]), "activation": "tanh"} for n in ("x\0y", "a/b", "a.b")]
+layers.append({"name": "out", "type": "Dense", "units": 10, "activation": "softmax"})
+json.dump({"name": "names", "type": "sequential", "input": {"name": "image", "shape": [28, 28, 1]}, "layers": layers,
+           "loss": {"type": "sparse_categorical_crossentropy"}, "optimizer": {"type": "sgd", "learning_rate": 0.01}},
+          open(sys.argv[1], "w"))
+EOF2
+}
+
+# A tensor name holding a NUL prints it as \x00, and the message goes on past it; an index whose
+# names share a file (as ipurun's checkpoints of 'a/b' and 'a.b' once did, losing one of them) is
+# refused, not loaded into both.
+test_checkpoint_errors_name_any_tensor_whole() {
+  names_spec four.json 4
+  names_spec five.json 5
+  expect_exit 0 "$IPUCC" compile four.json "${SMALL[@]}" --batch-size 8 -o four.ipuexe
+  expect_exit 0 "$IPUCC" compile five.json "${SMALL[@]}" --batch-size 8 -o five.ipuexe
+  expect_exit 0 "$IPURUN" train four.ipuexe --data synthetic:64 --save-weights ckpt "${QUIET[@]}"
+  expect_error 3 "ckpt: weight 'x\\x00y/kernel' has shape [784,4], the executable expects [784,5]" -- \
+    "$IPURUN" evaluate five.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+  cp -r ckpt shared
+  "$PYTHON" -c '
+import json
+i = json.load(open("ckpt/index.json"))
+del i["x\0y/kernel"]
+json.dump(i, open("ckpt/index.json", "w"))'
+  expect_error 3 "ckpt: checkpoint has no weight 'x\\x00y/kernel'" -- \
+    "$IPURUN" evaluate four.ipuexe --data synthetic:64 --weights ckpt "${QUIET[@]}"
+  "$PYTHON" -c '
+import json
+i = json.load(open("shared/index.json"))
+i["a.b/bias"] = i["a/b/bias"]
+json.dump(i, open("shared/index.json", "w"))'
+  expect_error 3 "shared/index.json: 'a.b/bias' and 'a/b/bias' share the file" "one of the two tensors was lost" -- \
+    "$IPURUN" evaluate four.ipuexe --data synthetic:64 --weights shared "${QUIET[@]}"
 }
 
 test_unwritable_outputs() {

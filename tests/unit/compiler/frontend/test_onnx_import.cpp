@@ -213,6 +213,74 @@ TEST_CASE("malformed models are invalid input naming the file") {
   }
 }
 
+TEST_CASE("a value written twice is invalid input naming both writers (onnx.checker's SSA rule)") {
+  OnnxBuilder b;
+  b.input("x", {4}).output("y").floats("w", {4}, wave(4, 1.0f, 0.0f));
+  SUBCASE("two nodes write one output") {
+    b.node("Relu", "first", {"x"}, {"y"});
+    b.node("Neg", "second", {"x"}, {"y"});
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+    CHECK(imported.status().message() ==
+          kPath + ": node 'first' (Relu) and node 'second' (Neg) both write 'y': a value of an ONNX graph "
+                  "has one producer (SSA form)");
+  }
+  SUBCASE("a node lists one output twice") {
+    OnnxBuilder::int_attr(b.node("Split", "split", {"x"}, {"y", "y"}), "axis", 1);
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(contains(imported.status().message(), kPath + ": node 'split' (Split) writes 'y' twice"));
+  }
+  SUBCASE("a node output shadows a graph input") {
+    b.node("Relu", "first", {"x"}, {"x"});
+    b.node("Add", "second", {"x", "w"}, {"y"});
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+    CHECK(contains(imported.status().message(),
+                   kPath + ": node 'first' (Relu) writes 'x', which is a graph input"));
+  }
+  SUBCASE("a node output shadows an initializer") {
+    b.node("Relu", "first", {"x"}, {"w"});
+    b.node("Add", "second", {"x", "w"}, {"y"});
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+    CHECK(contains(imported.status().message(),
+                   kPath + ": node 'first' (Relu) writes 'w', which is an initializer"));
+  }
+  SUBCASE("every such value is listed, even beside an unsupported op") {
+    b.node("Relu", "first", {"x"}, {"y"});
+    b.node("Relu", "", {"x"}, {"y"});
+    b.node("NoSuchOp", "odd", {"x"}, {"x"});
+    b.floats("w", {4}, wave(4, 1.0f, 1.0f));
+    auto imported = import(b);
+    REQUIRE_FALSE(imported.ok());
+    CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+    const std::string message = imported.status().message();
+    CHECK(contains(message, kPath + ": initializer 'w' is defined twice"));
+    CHECK(contains(message, kPath + ": node 'first' (Relu) and node #1 (Relu) both write 'y'"));
+    CHECK(contains(message, kPath + ": node 'odd' (NoSuchOp) writes 'x', which is a graph input"));
+  }
+  SUBCASE("an initializer also listed as a graph input (IR < 4) is one value") {
+    b.model().mutable_graph()->add_input()->set_name("w");
+    b.node("Add", "sum", {"x", "w"}, {"y"});
+    CHECK(import(b).ok());
+  }
+}
+
+TEST_CASE("a name that is not UTF-8 is invalid input: the executable could not hold it") {
+  OnnxBuilder b;
+  b.input("x", {4}).output("y").floats("w\xff", {4}, wave(4, 1.0f, 0.0f));
+  b.node("Add", "sum\xc3", {"x", "w\xff"}, {"y"});
+  auto imported = import(b);
+  REQUIRE_FALSE(imported.ok());
+  CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+  CHECK(imported.status().message() == kPath + ": initializer 'w\\xff': the name is not UTF-8\n" + kPath +
+                                           ": node #0 (Add) 'sum\\xc3': the name is not UTF-8");
+}
+
 TEST_CASE("inputs with fixed dims are static, a dynamic first axis is the batch") {
   OnnxBuilder b;
   b.input("x", {3}, 4).input("bias", {3}).output("y").output("z");
