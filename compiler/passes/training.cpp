@@ -1,5 +1,8 @@
 #include "compiler/passes/training.h"
 
+#include <set>
+#include <string>
+
 #include "compiler/ir/op_registry.h"
 
 namespace ipu::passes {
@@ -49,6 +52,17 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     IPU_RETURN_IF_ERROR(def.gradient(context, op));
   }
 
+  // Optimizer state and accumulators are named after their weight ("w/momentum"), unless a
+  // model value already has that name (an ONNX initializer "b/momentum" beside a weight "b"):
+  // weights and state travel to the host and into checkpoints by name, so no two may share one.
+  std::set<std::string> names;
+  for (const ir::Value& v : graph.values()) names.insert(v.name);
+  auto state_name = [&](const std::string& weight, const char* suffix) {
+    std::string name = weight + suffix;
+    for (int n = 2; names.count(name) > 0; ++n) name = weight + suffix + "#" + std::to_string(n);
+    names.insert(name);
+    return name;
+  };
   std::vector<int> accumulators;
   for (int w : graph.values_with_role(ir::Role::kWeight)) {
     int gradient = context.gradient_of(w);
@@ -58,7 +72,7 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     attrs.learning_rate = config.learning_rate;
     attrs.momentum = config.momentum;
     if (accumulation.enabled()) {
-      const int acc = graph.add_value(weight.name + "/accumulator", weight.type, ir::Role::kAccumulator);
+      const int acc = graph.add_value(state_name(weight.name, "/accumulator"), weight.type, ir::Role::kAccumulator);
       graph.value(acc).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
       graph.value(acc).stage = weight.stage;
       IPU_RETURN_IF_ERROR(graph.add_op(ir::OpKind::kAccumulateGrad, weight.name + "/accumulate", {acc, gradient}, {},
@@ -72,7 +86,7 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     }
     std::vector<int> inputs = {w, gradient};
     if (config.momentum != 0.0f) {
-      int velocity = graph.add_value(weight.name + "/momentum", weight.type, ir::Role::kOptimizerState);
+      int velocity = graph.add_value(state_name(weight.name, "/momentum"), weight.type, ir::Role::kOptimizerState);
       graph.value(velocity).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
       graph.value(velocity).stage = weight.stage;
       inputs.push_back(velocity);

@@ -401,6 +401,14 @@ Status verify_host_contract(const Executable& exe) {
     }
   }
 
+  // Weights and optimizer state travel to the host and into checkpoints by name.
+  std::set<std::string_view> state_names;
+  for (const Tensor& t : exe.tensors()) {
+    if ((t.role() == WEIGHT || t.role() == OPTIMIZER_STATE) && !state_names.insert(t.name()).second) {
+      return data_loss("two weights or optimizer states are named '" + t.name() + "'");
+    }
+  }
+
   // Each run moves each stream at most S times per replica: the host holds S steps of data.
   for (const NamedProgram& p : exe.programs()) {
     const std::string where = "program '" + p.name() + "'";

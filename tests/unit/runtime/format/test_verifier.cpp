@@ -579,6 +579,20 @@ TEST_CASE("host contract: the streams the host knows by name") {
       "program 'predict': streams labels, which prediction has none of");
 }
 
+TEST_CASE("host contract: weights and optimizer state have names of their own") {
+  auto weight = [](Executable& e, const char* name, fmt::TensorRole role) { add_tensor(e, name, fmt::FLOAT32, {1}, 3)->set_role(role); };
+  expect_contract_accepted([&](Executable& e) {
+    weight(e, "b", fmt::WEIGHT);
+    weight(e, "b/momentum", fmt::OPTIMIZER_STATE);
+  });
+  expect_contract_rejected(
+      [&](Executable& e) {
+        weight(e, "b/momentum", fmt::WEIGHT);
+        weight(e, "b/momentum", fmt::OPTIMIZER_STATE);
+      },
+      "two weights or optimizer states are named 'b/momentum'");
+}
+
 TEST_CASE("host contract: model inputs and outputs match their streams") {
   auto both = [](Executable& e) {
     add_io(e, true, 0, {2, 4}, true);
