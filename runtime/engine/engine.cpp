@@ -110,13 +110,20 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
   // The device's memory lives in host memory: refuse an executable that cannot fit before
   // allocating any of it (a hostile file may declare huge tensors).
   const uint32_t replicas = format::replica_count(executable);
-  uint64_t total_bytes = 0;
-  for (const format::Tensor& t : executable.tensors()) total_bytes += format::element_count(t) * format::dtype_size(t.dtype());
+  uint64_t total_bytes = 0, largest_bytes = 0;
+  const format::Tensor* largest = nullptr;
+  for (const format::Tensor& t : executable.tensors()) {
+    const uint64_t bytes = format::element_count(t) * format::dtype_size(t.dtype());
+    total_bytes += bytes;
+    if (bytes > largest_bytes) largest_bytes = bytes, largest = &t;
+  }
   total_bytes *= replicas;
   const uint64_t host_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE));
   if (total_bytes > host_bytes / 2) {
     return resource_exhausted("the executable's tensors need " + std::to_string(total_bytes) +
-                              " bytes of memory; this machine has " + std::to_string(host_bytes));
+                              " bytes of memory; this machine has " + std::to_string(host_bytes) + " (the largest, tensor '" +
+                              largest->name() + "', " + std::to_string(largest_bytes) + " bytes" +
+                              (replicas > 1 ? ", on each of " + std::to_string(replicas) + " replicas)" : ")"));
   }
 
   auto impl = std::make_unique<Impl>();

@@ -231,6 +231,7 @@ TEST_CASE("engine: an executable larger than host memory is refused before alloc
   REQUIRE_FALSE(engine.ok());
   CHECK(engine.status().code() == StatusCode::kResourceExhausted);
   CHECK(engine.status().message().find("bytes of memory; this machine has") != std::string::npos);
+  CHECK(engine.status().message().find("(the largest, tensor 'huge0', 17179869184 bytes)") != std::string::npos);
 }
 
 TEST_CASE("engine: steps run in program order") {
