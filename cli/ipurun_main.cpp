@@ -312,8 +312,8 @@ int prepare_output_dir(const RunFlags& f, const std::vector<std::string>& output
   std::error_code ec;
   std::filesystem::create_directory(f.output_dir, ec);
   if (ec) return fail(kTool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
-  for (const std::string& name : output_names) {
-    Status writable = check_output_file(output_dir_path(f.output_dir, name));
+  for (const auto& [name, path] : output_dir_paths(f.output_dir, output_names)) {
+    Status writable = check_output_file(path);
     if (!writable.ok()) return fail(kTool, writable, kExitIoError);
   }
   return kExitOk;
@@ -334,10 +334,11 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   auto result = loaded.session->infer(*inputs);
   if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin), input_exit_code(result.status()));
   nlohmann::json outputs = nlohmann::json::array();
+  const std::map<std::string, std::string> dir_paths = output_dir_paths(f.output_dir, output_names);
   for (int j = 0; j < exe.outputs_size(); ++j) {
     const std::string& name = exe.outputs(j).name();
     const data::NpyArray& array = result->outputs[static_cast<size_t>(j)];
-    const std::string path = !f.output_dir.empty() ? output_dir_path(f.output_dir, name) : f.output;
+    const std::string path = !f.output_dir.empty() ? dir_paths.at(name) : f.output;
     if (!path.empty()) {
       Status written = write_output(path, array, name);
       if (!written.ok()) return fail(kTool, written, kExitIoError);
@@ -382,7 +383,7 @@ int run_predict(const RunFlags& f) {
   if (int code = prepare_output_dir(f, {output_name})) return code;
   auto result = loaded.session->predict(loaded.data);
   if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
-  const std::string output = f.output_dir.empty() ? f.output : output_dir_path(f.output_dir, output_name);
+  const std::string output = f.output_dir.empty() ? f.output : output_dir_paths(f.output_dir, {output_name}).at(output_name);
   if (!output.empty()) {
     Status written = write_output(output, data::make_npy_f32(result->shape, result->values.data()), output_name);
     if (!written.ok()) return fail(kTool, written, kExitIoError);

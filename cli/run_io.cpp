@@ -5,6 +5,7 @@
 
 #include "cli/tensor_file.h"
 #include "runtime/base/file_io.h"
+#include "runtime/base/file_names.h"
 #include "runtime/base/output_file.h"
 #include "runtime/data/tensor_proto.h"
 
@@ -70,13 +71,10 @@ Status write_output(const std::string& path, const data::NpyArray& array, const 
   return write_output_file(path, bytes);
 }
 
-std::string output_dir_path(const std::string& dir, const std::string& name) {
-  std::string file = name.empty() ? "output" : name;
-  for (char& c : file) {
-    if (c == '/' || c == '\0') c = '_';
-  }
-  if (file == "." || file == "..") file = "output";
-  return dir + "/" + file + ".npy";
+std::map<std::string, std::string> output_dir_paths(const std::string& dir, const std::vector<std::string>& names) {
+  std::map<std::string, std::string> paths = distinct_file_names(names, ".npy");
+  for (auto& [name, file] : paths) file = dir + "/" + file;
+  return paths;
 }
 
 }  // namespace ipu::cli

@@ -2,6 +2,7 @@
 // NumPy .npy or ONNX TensorProto .pb (the format of ONNX's test data), chosen by extension.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,8 @@ Status check_output_extension(const std::string& path);
 // and only over nothing or an earlier output (runtime/base/output_file.h).
 Status write_output(const std::string& path, const data::NpyArray& array, const std::string& name);
 
-// DIR/<name>.npy, with characters that cannot be in a file name ('/', NUL) replaced by '_'.
-std::string output_dir_path(const std::string& dir, const std::string& name);
+// DIR/<file>.npy for each output name, the files distinct_file_names gives (readable where the
+// name is a safe file name, never one file for two outputs: 'a/b' and 'a_b', 'Y' and 'y').
+std::map<std::string, std::string> output_dir_paths(const std::string& dir, const std::vector<std::string>& names);
 
 }  // namespace ipu::cli

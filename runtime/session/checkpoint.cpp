@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "runtime/base/file_io.h"
+#include "runtime/base/file_names.h"
 #include "runtime/base/output_file.h"
 #include "runtime/base/printable.h"
 #include "runtime/base/sha256.h"
@@ -19,56 +20,6 @@ namespace ipu::session {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr size_t kMaxStem = 160;
-constexpr std::string_view kSuffix = ".npy";
-
-struct Stem {
-  std::string text;
-  bool exact = true;  // spells the name: only '/' and ':' became '.'
-};
-
-Stem stem_of(const std::string& name) {
-  Stem stem;
-  for (char c : name) {
-    const bool letter_or_digit = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    const bool safe = letter_or_digit || c == '_' || c == '-' || c == '.';
-    if (safe) {
-      stem.text += c;
-    } else if (c == '/' || c == ':') {
-      stem.text += '.';
-    } else {
-      stem.text += '_';
-      stem.exact = false;
-    }
-  }
-  if (stem.text.empty() || stem.text.size() > kMaxStem) {
-    stem.text = stem.text.empty() ? "_" : stem.text.substr(0, kMaxStem);
-    stem.exact = false;
-  }
-  if (stem.text[0] == '.') {
-    stem.text[0] = '_';
-    stem.exact = false;
-  }
-  return stem;
-}
-
-std::string lower(std::string text) {
-  for (char& c : text) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return text;
-}
-
-// Files are compared ignoring ASCII case: a checkpoint may be copied to a case-insensitive file
-// system. Stems are ASCII, so ASCII case is all there is.
-bool files_distinct(const std::map<std::string, std::string>& files) {
-  std::set<std::string> seen;
-  for (const auto& [name, file] : files) {
-    if (!seen.insert(lower(file)).second) return false;
-  }
-  return true;
-}
 
 bool is_plain_file_name(const std::string& file) {
   return !file.empty() && file != "." && file != ".." && file != "index.json" &&
@@ -83,23 +34,7 @@ Status not_a_checkpoint(const std::string& dir, const std::string& why) {
 }  // namespace
 
 std::map<std::string, std::string> checkpoint_file_names(const std::vector<std::string>& names) {
-  std::map<std::string, Stem> stems;
-  std::map<std::string, int> stem_uses;  // by lowercased stem
-  for (const std::string& name : names) {
-    const Stem& stem = stems[name] = stem_of(name);
-    ++stem_uses[lower(stem.text)];
-  }
-  std::map<std::string, std::string> files;
-  for (size_t digits : {8, 16, 64}) {
-    files.clear();
-    for (const auto& [name, stem] : stems) {
-      const bool plain = stem.exact && stem_uses[lower(stem.text)] == 1;
-      files[name] = plain ? stem.text + std::string(kSuffix)
-                          : stem.text + "~" + sha256_hex(name).substr(0, digits) + std::string(kSuffix);
-    }
-    if (files_distinct(files)) break;
-  }
-  return files;
+  return distinct_file_names(names, ".npy");
 }
 
 Status check_checkpoint_destination(const std::string& dir) {
@@ -134,7 +69,7 @@ Status write_checkpoint(const std::string& dir, const std::map<std::string, Name
     names.push_back(name);
   }
   const std::map<std::string, std::string> files = checkpoint_file_names(names);
-  if (!files_distinct(files)) return internal_error(dir + ": two tensors would share a checkpoint file");
+  if (!file_names_distinct(files)) return internal_error(dir + ": two tensors would share a checkpoint file");
   IPU_RETURN_IF_ERROR(check_checkpoint_destination(dir));
   const std::string tmp = dir + ".tmp-" + std::to_string(::getpid());
   std::error_code ec;

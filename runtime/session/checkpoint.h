@@ -20,17 +20,9 @@ struct NamedTensor {
   std::vector<float> values;
 };
 
-// The file of each tensor of a checkpoint, keyed by tensor name. A file name is the tensor name
-// made readable and safe, its stem: '/' and ':' become '.', every byte other than an ASCII letter,
-// digit, '_', '-' or '.' becomes '_', a leading '.' becomes '_' (no hidden files, never "." or
-// ".."), and at most 160 bytes are kept; then ".npy" ("dense1/kernel" -> "dense1.kernel.npy").
-// The stem gains "~" and 8 hex digits of the SHA-256 of the exact name ("a.b.kernel~1f2e3d4c.npy")
-// when it does not spell the name (a byte replaced, the name cut or empty), or when another name
-// of the checkpoint has the same stem ignoring ASCII case ("a/b" and "a.b"; "Dense" and "dense",
-// which would be one file on a case-insensitive file system). A stem without that suffix holds no
-// '~', so it never meets one with it; should two suffixed names still meet, every suffix grows to
-// 16 hex digits, then to all 64. File names are at most 229 bytes, so the writer's temporary file
-// (+11 bytes) stays within the usual 255-byte limit.
+// The file of each tensor of a checkpoint, keyed by tensor name: distinct_file_names(names,
+// ".npy") (runtime/base/file_names.h), so no two tensors share a file, even on a
+// case-insensitive file system, and every file name is safe on its own.
 std::map<std::string, std::string> checkpoint_file_names(const std::vector<std::string>& names);
 
 // OK when DIR may receive a checkpoint: nothing is there, or a checkpoint this runtime wrote (a

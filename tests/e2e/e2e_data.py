@@ -191,6 +191,19 @@ def cmd_reduce_sum_onnx(a):
         f.write(model)
 
 
+def cmd_two_outputs_onnx(a):
+    # y1 = Relu(x), y2 = Neg(x), the outputs named as given (names a file system would confuse).
+    relu = pb_bytes(1, "x") + pb_bytes(2, a.first) + pb_bytes(3, "relu") + pb_bytes(4, "Relu")
+    neg = pb_bytes(1, "x") + pb_bytes(2, a.second) + pb_bytes(3, "neg") + pb_bytes(4, "Neg")
+    graph = (pb_bytes(1, relu) + pb_bytes(1, neg) + pb_bytes(2, "two_outputs") +
+             pb_bytes(11, onnx_typed_value_info("x", 1, ["batch", 3])) +
+             pb_bytes(12, onnx_typed_value_info(a.first, 1, ["batch", 3])) +
+             pb_bytes(12, onnx_typed_value_info(a.second, 1, ["batch", 3])))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13))
+    with open(a.path, "wb") as f:
+        f.write(model)
+
+
 def cmd_momentum_onnx(a):
     # ONNX's own test_momentum model: one Momentum node of ai.onnx.preview.training, whose domain
     # is the only one it imports. NodeProto field 7 is the domain; OperatorSetIdProto{domain 1, version 2}.
@@ -549,6 +562,11 @@ def main():
     p = sub.add_parser("reduce-sum-onnx")
     p.add_argument("path")
     p.set_defaults(func=cmd_reduce_sum_onnx)
+    p = sub.add_parser("two-outputs-onnx")
+    p.add_argument("path")
+    p.add_argument("first")
+    p.add_argument("second")
+    p.set_defaults(func=cmd_two_outputs_onnx)
     p = sub.add_parser("momentum-onnx")
     p.add_argument("path")
     p.set_defaults(func=cmd_momentum_onnx)

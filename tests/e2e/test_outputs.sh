@@ -134,4 +134,27 @@ test_output_dir_is_created_but_not_its_parent() {
   expect_error 6 "afile: not a directory" -- "$IPURUN" predict mlp.ipuexe --data synthetic:8 "${QUIET[@]}" --output-dir afile
 }
 
+# --output-dir writes one file per output, named like checkpoint files (runtime/base/file_names.h):
+# outputs 'a/b' and 'a_b' once both wrote out/a_b.npy, the second replacing the first (exit 0);
+# 'Y' and 'y' would be one file on a case-insensitive file system.
+test_output_dir_gives_every_output_its_own_file() {
+  local first second
+  for pair in "a/b a_b" "Y y"; do
+    read -r first second <<< "$pair"
+    e2e_data two-outputs-onnx two.onnx "$first" "$second"
+    expect_exit 0 "$IPUCC" compile two.onnx --mode infer --batch-size 2 -o two.ipuexe
+    e2e_data npy x.npy --shape 2,3 --fill random --seed 4
+    rm -rf out
+    expect_exit 0 "$IPURUN" predict two.ipuexe --input x.npy --output-dir out --json
+    expect_json "$STDOUT" 'len(set(o["file"] for o in d["outputs"])) == 2' "two files for '$first' and '$second'"
+    expect_eq "$(ls out | wc -l)" 2 "files in out/"
+    # Each file holds its own output: the Relu's has no negative value, the Neg's no positive one.
+    expect_json "$STDOUT" 'all(o["file"].startswith("out/") for o in d["outputs"])'
+    local relu neg
+    relu=$(json_get "$STDOUT" 'd["outputs"][0]["file"]')
+    neg=$(json_get "$STDOUT" 'd["outputs"][1]["file"]')
+    if "$COMPARE_TENSORS" "$relu" "$neg" > /dev/null; then fail "$relu and $neg hold the same values"; fi
+  done
+}
+
 run_tests "$@"
