@@ -13,6 +13,7 @@
 #include "cli/cache_size.h"
 #include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
+#include "cli/executable_key.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
 #include "runtime/base/file_io.h"
@@ -213,6 +214,10 @@ int run_cache(const CacheFlags& f) {
     }
     auto manifest = cache::Manifest::parse(found->manifest_text);
     auto exe = format::parse_executable(found->executable_bytes, found->path);
+    // load_by_key checked that the manifest parses and hashes to the key.
+    const Status belongs = !exe.ok()        ? exe.status()
+                           : !manifest.ok() ? manifest.status()
+                                            : check_executable_key(*exe, *manifest, found->path);
     if (f.json) {
       nlohmann::json out = document(f);
       out["key"] = found->key;
@@ -232,7 +237,7 @@ int run_cache(const CacheFlags& f) {
                                             {"tiles_used", exe->estimates().tiles_used()},
                                             {"total_bytes", exe->estimates().total_bytes()},
                                             {"vertices", exe->estimates().vertices()}}}};
-        out["error"] = nullptr;
+        out["error"] = belongs.ok() ? nlohmann::json() : nlohmann::json(belongs.message());
       } else {
         out["executable"] = nullptr;
         out["error"] = exe.status().message();
@@ -256,8 +261,8 @@ int run_cache(const CacheFlags& f) {
                     static_cast<unsigned long long>(exe->estimates().vertices()));
       }
     }
-    if (!exe.ok()) {
-      print_error(kTool, exe.status().message() + " (run 'ipucc cache verify' to quarantine it)");
+    if (!belongs.ok()) {
+      print_error(kTool, belongs.message() + " (run 'ipucc cache verify' to quarantine it)");
       return kExitIoError;
     }
     return kExitOk;
@@ -276,7 +281,11 @@ int run_cache(const CacheFlags& f) {
         problem = bytes.status().message();
       } else {
         auto parsed = format::parse_executable(*bytes, store.entry_path(e.key));
-        if (!parsed.ok()) problem = parsed.status().message();
+        auto manifest = cache::Manifest::from_entries({e.manifest.begin(), e.manifest.end()});
+        const Status belongs = !parsed.ok() ? parsed.status()
+                               : !manifest.ok() ? manifest.status()
+                                                : check_executable_key(*parsed, *manifest, store.entry_path(e.key));
+        if (!belongs.ok()) problem = belongs.message();
       }
     }
     if (problem.empty()) {

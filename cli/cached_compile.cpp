@@ -10,6 +10,7 @@
 #include "cache/local_store.h"
 #include "cache/remote_store.h"
 #include "cli/compiler_identity.h"
+#include "cli/executable_key.h"
 #include "cli/tensor_file.h"
 #include "compiler/frontend/model_fingerprint.h"
 #include "runtime/base/file_io.h"
@@ -20,9 +21,6 @@ namespace {
 
 // 2: the model's structure (model_structure_sha256) instead of its whole file (model_sha256).
 constexpr const char* kKeySchemaVersion = "3";
-// The executable records the digest of the weight values it holds under this name (not part of
-// the cache manifest, so models that differ only in weights share an entry).
-constexpr const char* kWeightsField = "weights_sha256";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -34,10 +32,11 @@ class CacheSession {
   CacheSession(cache::LocalStore& store, const cache::Manifest& manifest, const WarningSink& warn)
       : m_store(store), m_manifest(manifest), m_key(manifest.key()), m_warn(warn) {}
 
-  // Loads the entry if the cache has a sound one; a damaged entry never runs: it is moved
-  // aside for inspection and the model compiled again. Takes the key's lock after a first miss
-  // and looks again, so concurrent compiles of one key compile once; the lock is then held
-  // until this session ends (after the store).
+  // Loads the entry if the cache has a sound one; a damaged entry, or one holding an executable
+  // compiled for another key, never runs: it is moved aside for inspection and the model
+  // compiled again. Takes the key's lock after a first miss and looks again, so concurrent
+  // compiles of one key compile once; the lock is then held until this session ends (after the
+  // store).
   bool try_hit(CachedCompile& out) {
     if (try_hit_once(out, false)) return true;
     auto locked = m_store.lock_key(m_key);
@@ -84,7 +83,8 @@ class CacheSession {
     }
     if (!found->hit) return false;
     auto parsed = format::parse_executable(found->executable_bytes, found->path);
-    if (parsed.ok()) {
+    const Status usable = parsed.ok() ? check_executable_key(*parsed, m_manifest, found->path) : parsed.status();
+    if (usable.ok()) {
       out.bytes = std::move(found->executable_bytes);
       out.executable = std::move(*parsed);
       return true;
@@ -92,9 +92,9 @@ class CacheSession {
     Status moved = m_store.quarantine(m_key);
     if (moved.ok()) {
       m_delta.corrupt_found += 1;
-      m_warn(parsed.status().message() + "; moved to " + m_store.corrupt_dir() + "; recompiling");
+      m_warn(usable.message() + "; moved to " + m_store.corrupt_dir() + "; recompiling");
     } else {
-      m_warn(parsed.status().message() + "; recompiling (" + moved.message() + ")");
+      m_warn(usable.message() + "; recompiling (" + moved.message() + ")");
     }
     return false;
   }
@@ -144,10 +144,10 @@ Status use_model_weights(format::Executable& exe, const std::string& model_text,
 }
 
 // The remote side of one compile: consulted after a local miss, uploaded to after a compile.
-// Nothing it returns is trusted: the manifest must equal the expected one byte for byte and the
-// executable must parse. A failed request warns and turns the remote cache off for the rest of
-// the compile; a rejected entry warns too but is then replaced by the upload of this compile. A
-// 404 is a plain miss. One warning per compile at most.
+// Nothing it returns is trusted: the manifest must equal the expected one byte for byte, the
+// executable must parse and belong to the key (cli/executable_key.h). A failed request warns and
+// turns the remote cache off for the rest of the compile; a rejected entry warns too but is then
+// replaced by the upload of this compile. A 404 is a plain miss. One warning per compile at most.
 class RemoteSession {
  public:
   RemoteSession(cache::RemoteStore remote, bool read_only, const WarningSink& warn)
@@ -171,8 +171,9 @@ class RemoteSession {
       return false;
     }
     auto parsed = format::parse_executable(fetched->executable_bytes, where + ".ipuexe");
-    if (!parsed.ok()) {
-      rejected(parsed.status().message(), delta);
+    const Status usable = parsed.ok() ? check_executable_key(*parsed, manifest, where + ".ipuexe") : parsed.status();
+    if (!usable.ok()) {
+      rejected(usable.message(), delta);
       return false;
     }
     out.bytes = std::move(fetched->executable_bytes);

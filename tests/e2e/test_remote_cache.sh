@@ -155,4 +155,32 @@ test_corrupt_remote_entry_is_rejected_and_replaced() {
   expect_stderr_contains "$key.manifest: differs from the expected manifest; remote entry rejected"
 }
 
+# A server (or whoever can PUT to it) serving the expected manifest, which anyone can compute,
+# beside another model's sound executable: the executable records the manifest it was compiled
+# from, so it is rejected and not stored, and the run computes the model asked for.
+test_remote_executable_of_another_key_is_rejected_and_not_stored() {
+  start_server
+  local a=$MODELS/mlp_sequential.json b=$MODELS/mlp_residual.json key_a key_b
+  local infer=(--tiles-per-ipu 64 --mode infer)
+  expect_exit 0 "$IPUCC" compile "$b" "${infer[@]}" --cache-dir first --remote-cache "$URL" --json
+  key_b=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" compile "$a" "${infer[@]}" --cache-dir first --remote-cache "$URL" --json
+  key_a=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPURUN" predict "$a" "${infer[@]}" --no-cache --data synthetic:64 --output a.npy
+  cp "www/cache/${key_b:0:2}/$key_b.ipuexe" "www/cache/${key_a:0:2}/$key_a.ipuexe"
+  expect_exit 0 "$IPURUN" predict "$a" "${infer[@]}" --cache-dir second --remote-cache "$URL" --remote-cache-readonly \
+    --data synthetic:64 --output second.npy --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"'
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 1 "warnings"
+  expect_stderr_contains "$URL/${key_a:0:2}/$key_a.ipuexe: the executable was compiled for cache key $key_b, not $key_a"
+  expect_stderr_contains "remote entry rejected"
+  cmp a.npy second.npy || fail "ipurun predict A did not compute model A"
+  ! cmp -s "www/cache/${key_a:0:2}/$key_a.ipuexe" "second/entries/${key_a:0:2}/$key_a.ipuexe" ||
+    fail "the rejected executable was stored locally"
+  expect_exit 0 "$IPUCC" cache verify --cache-dir second
+  expect_stdout_contains "1 ok, 0 corrupt"
+  stats_of second
+  expect_json "$STDOUT" 'd["remote_errors"] == 1 and d["remote_hits"] == 0 and d["misses"] == 1'
+}
+
 run_tests "$@"
