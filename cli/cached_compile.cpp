@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "cache/cache_dir.h"
 #include "cache/cache_stats.h"
@@ -73,13 +74,13 @@ class CacheSession {
   bool try_hit_once(CachedCompile& out, bool holding_lock) {
     auto found = m_store.lookup(m_manifest);
     if (!found.ok()) {
-      m_warn(found.status().message());
+      say(found.status().message());
       return false;
     }
-    for (const auto& w : found->warnings) m_warn(w);
+    for (const auto& w : found->warnings) say(w);
     if (found->uncommitted_executable && holding_lock) {
-      m_warn(found->path + ": executable without its manifest (a compile that died before committing); treated as a "
-                           "cache miss");
+      say(found->path + ": executable without its manifest (a compile that died before committing); treated as a "
+                        "cache miss");
     }
     if (!found->hit) return false;
     auto parsed = format::parse_executable(found->executable_bytes, found->path);
@@ -92,11 +93,17 @@ class CacheSession {
     Status moved = m_store.quarantine(m_key);
     if (moved.ok()) {
       m_delta.corrupt_found += 1;
-      m_warn(usable.message() + "; moved to " + m_store.corrupt_dir() + "; recompiling");
+      say(usable.message() + "; moved to " + m_store.corrupt_dir() + "; recompiling");
     } else {
-      m_warn(usable.message() + "; recompiling (" + moved.message() + ")");
+      say(usable.message() + "; recompiling (" + moved.message() + ")");
     }
     return false;
+  }
+
+  // The lookup runs twice (before and after taking the key's lock) and usually finds the same
+  // trouble twice (a stored manifest that does not match): the user hears of it once.
+  void say(const std::string& message) {
+    if (m_said.insert(message).second) m_warn(message);
   }
 
   cache::LocalStore& m_store;
@@ -105,6 +112,7 @@ class CacheSession {
   const WarningSink& m_warn;
   cache::CacheStats m_delta;
   std::optional<cache::FileLock> m_key_lock;
+  std::set<std::string> m_said;
   bool m_writable = true;
 };
 
