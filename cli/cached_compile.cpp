@@ -313,7 +313,11 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   // The remote cache backs a usable local one: its entries are always stored locally first.
   std::optional<RemoteSession> remote;
   if (session && !request.remote_url.empty()) {
-    auto created = cache::RemoteStore::create(request.remote_url);
+    cache::RemoteLimits limits;
+    // No larger file is an executable this build reads: its header and the payload the format
+    // accepts (an incompressible payload at the cap would exceed it and be compiled instead).
+    limits.max_executable_bytes = format::kHeaderSize + format::kMaxPayloadBytes;
+    auto created = cache::RemoteStore::create(request.remote_url, limits);
     if (!created.ok()) return created.status();
     remote.emplace(std::move(*created), request.remote_read_only, warn);
   }

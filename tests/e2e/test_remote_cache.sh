@@ -183,4 +183,52 @@ test_remote_executable_of_another_key_is_rejected_and_not_stored() {
   expect_json "$STDOUT" 'd["remote_errors"] == 1 and d["remote_hits"] == 0 and d["misses"] == 1'
 }
 
+# A server whose manifest never ends: the compile reads no more than the manifest cap (64 KiB),
+# warns naming the URL and the cap, and compiles locally at once.
+test_endless_remote_manifest_is_cut_at_its_cap() {
+  local port server start
+  port=$(free_port)
+  cat > endless.py <<'PY'
+import http.server, sys
+class Endless(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # no Content-Length: the body ends when the connection does
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        sent, chunk = 0, b"x" * 65536
+        try:
+            while sent < 2 << 30:
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        with open("sent", "a") as f:
+            f.write("%d\n" % sent)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Endless).serve_forever()
+PY
+  "$PYTHON" endless.py "$port" &
+  server=$!
+  trap "kill $server 2> /dev/null" EXIT
+  local i
+  for i in $(seq 50); do
+    "$PYTHON" -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2> /dev/null && break
+    sleep 0.1
+  done
+  start=$SECONDS
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --remote-cache "http://127.0.0.1:$port/cache" --json
+  (( SECONDS - start < 10 )) || fail "the compile took $((SECONDS - start)) s"
+  expect_json "$STDOUT" 'd["cache"] == "miss"'
+  local key
+  key=$(json_get "$STDOUT" 'd["key"]')
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 1 "warnings"
+  expect_stderr_contains "http://127.0.0.1:$port/cache/${key:0:2}/$key.manifest: the answer is larger than 65536 bytes, the cap for a cache manifest; not read further; remote cache http://127.0.0.1:$port/cache not used for this compile"
+  for i in $(seq 50); do [[ -s sent ]] && break; sleep 0.1; done
+  # What the socket buffers took, a few MiB at most, not the body.
+  (( $(head -n 1 sent) < 32 * 1024 * 1024 )) || fail "the server sent $(cat sent) bytes"
+  stats_of "$IPUCC_CACHE_DIR"
+  expect_json "$STDOUT" 'd["remote_errors"] == 1 and d["misses"] == 1'
+}
+
 run_tests "$@"
