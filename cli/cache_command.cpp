@@ -16,7 +16,6 @@
 #include "cli/executable_key.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
-#include "runtime/base/file_io.h"
 #include "runtime/format/executable_file.h"
 
 namespace ipu::cli {
@@ -90,7 +89,7 @@ int report_removed(const CacheFlags& f, cache::LocalStore& store, const StatusOr
   if (count_as_evictions && !removed->empty()) {
     cache::CacheStats delta;
     delta.evictions = removed->size();
-    Status s = cache::add_stats(store.dir(), delta);
+    Status s = cache::add_stats(store.root(), delta);
     if (!s.ok()) print_warning(kTool, s.message() + "; cache statistics not updated");
   }
   auto total = store.total_bytes();
@@ -137,18 +136,10 @@ int run_cache(const CacheFlags& f) {
   auto entries = store.list();
   if (!entries.ok()) return fail(kTool, entries.status(), kExitIoError);
 
-  if (f.sub == "clear") {
-    std::vector<std::string> removed;
-    for (const auto& e : *entries) {
-      Status s = store.remove(e.key);
-      if (!s.ok() && s.code() != StatusCode::kNotFound) return fail(kTool, s, kExitIoError);
-      removed.push_back(e.key);
-    }
-    return report_removed(f, store, removed, false);
-  }
+  if (f.sub == "clear") return report_removed(f, store, store.clear(), false);
 
   if (f.sub == "stats") {
-    auto stats = cache::read_stats(store.dir());
+    auto stats = cache::read_stats(store.root());
     if (!stats.ok()) print_warning(kTool, stats.status().message());
     const cache::CacheStats s = stats.ok() ? *stats : cache::CacheStats();
     auto total = store.rescan_total_bytes();
@@ -276,15 +267,15 @@ int run_cache(const CacheFlags& f) {
     if (!e.manifest_ok) {
       problem = store.manifest_path(e.key) + ": manifest is malformed or does not hash to its key";
     } else {
-      auto bytes = read_file(store.entry_path(e.key));
-      if (!bytes.ok()) {
-        problem = bytes.status().message();
+      auto found = store.load_by_key(e.key, /*touch_entry=*/false);
+      if (!found.ok()) {
+        problem = found.status().message();
       } else {
-        auto parsed = format::parse_executable(*bytes, store.entry_path(e.key));
-        auto manifest = cache::Manifest::from_entries({e.manifest.begin(), e.manifest.end()});
-        const Status belongs = !parsed.ok() ? parsed.status()
+        auto parsed = format::parse_executable(found->executable_bytes, found->path);
+        auto manifest = cache::Manifest::parse(found->manifest_text);
+        const Status belongs = !parsed.ok()     ? parsed.status()
                                : !manifest.ok() ? manifest.status()
-                                                : check_executable_key(*parsed, *manifest, store.entry_path(e.key));
+                                                : check_executable_key(*parsed, *manifest, found->path);
         if (!belongs.ok()) problem = belongs.message();
       }
     }
@@ -300,7 +291,7 @@ int run_cache(const CacheFlags& f) {
   if (!corrupt.empty()) {
     cache::CacheStats delta;
     delta.corrupt_found = corrupt.size();
-    Status s = cache::add_stats(store.dir(), delta);
+    Status s = cache::add_stats(store.root(), delta);
     if (!s.ok()) print_warning(kTool, s.message() + "; cache statistics not updated");
   }
   if (f.json) {

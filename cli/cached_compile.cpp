@@ -52,7 +52,7 @@ class CacheSession {
   // Statistics are bookkeeping: failing to update them warns, never fails the compile.
   void count(const cache::CacheStats& delta) {
     if (!m_writable) return;
-    Status s = cache::add_stats(m_store.dir(), delta);
+    Status s = cache::add_stats(m_store.root(), delta);
     if (!s.ok()) write_failed(s);
   }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # What someone who can write the local cache directory can make ipucc and ipurun do
-# (docs/cache.md, "Who can write the cache"): an entry whose executable was compiled for another
-# key is found on a hit (quarantined, recompiled), by `cache verify`, `cache show` and `ipurun KEY`.
+# (docs/cache.md): an entry whose executable was compiled for another key is found on a hit
+# (quarantined, recompiled), by `cache verify`, `cache show` and `ipurun KEY`; a symbolic link
+# planted where the cache keeps a directory or a lock is never followed, so nothing outside the
+# cache is read, written, created or deleted.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 A=$MODELS/mlp_sequential.json
@@ -62,6 +64,69 @@ test_swapped_entry_is_found_by_verify_show_and_ipurun_key() {
   expect_exit 0 "$IPUCC" cache verify --json
   expect_json "$STDOUT" 'd["ok"] == 1 and d["corrupt"] == 0'
   expect_exit 0 "$IPURUN" predict "$KEY_B" --data synthetic:64
+}
+
+# Every file below DIR with its size and modification time: what a link must not change.
+snapshot() { (cd "$1" && find . -printf '%p %s %T@\n' | sort); }
+
+test_linked_shard_is_neither_used_nor_written_and_clear_removes_only_the_link() {
+  compile_into_cache "$A"
+  local shard=${ENTRY%/*}
+  # A sound entry for A where the link points: following the link would hit, store and delete there.
+  cp -a "$shard" outside
+  rm -r "$shard"
+  ln -s "$E2E_TMP/outside" "$shard"
+  local before
+  before=$(snapshot outside)
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss" and d["entry"] is None'
+  expect_stderr_contains "ipucc: warning: $shard: is a symbolic link; the cache does not follow links inside its directory"
+  expect_eq "$(snapshot outside)" "$before" "the link's target after a compile"
+  expect_exit 0 "$IPUCC" cache clear
+  [[ ! -e $shard && ! -L $shard ]] || fail "cache clear left the link $shard"
+  expect_eq "$(snapshot outside)" "$before" "the link's target after cache clear"
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" "d['cache'] == 'miss' and d['entry'] == '$ENTRY'"
+}
+
+test_linked_corrupt_directory_is_not_written() {
+  compile_into_cache "$A"
+  mkdir outside
+  ln -s "$E2E_TMP/outside" "$IPUCC_CACHE_DIR/corrupt"
+  e2e_data flip "$ENTRY" 1000
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"'
+  expect_stderr_contains "recompiling ($IPUCC_CACHE_DIR/corrupt: is a symbolic link"
+  expect_eq "$(ls -A outside)" "" "files moved through the link"
+  # The recompiled entry replaced the corrupt one.
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"'
+  e2e_data flip "$ENTRY" 1000
+  expect_exit 6 "$IPUCC" cache verify
+  expect_stderr_contains "$IPUCC_CACHE_DIR/corrupt: is a symbolic link"
+  expect_eq "$(ls -A outside)" "" "files moved through the link by cache verify"
+}
+
+test_linked_lock_files_create_nothing() {
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --cache-dir probe --json
+  KEY=$(json_get "$STDOUT" 'd["key"]')
+  mkdir -p outside "$IPUCC_CACHE_DIR/locks"
+  ln -s "$E2E_TMP/outside/key.lock" "$IPUCC_CACHE_DIR/locks/$KEY.lock"
+  ln -s "$E2E_TMP/outside/stats.lock" "$IPUCC_CACHE_DIR/stats.lock"
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss" and d["entry"] is None'
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 1 "warnings"
+  expect_stderr_contains "$IPUCC_CACHE_DIR/locks/$KEY.lock: is a symbolic link"
+  expect_stderr_contains "the cache cannot be written: nothing is stored or counted"
+  expect_eq "$(ls -A outside)" "" "files created through the links"
+  # The stats lock alone: the entry is stored, the counters are not.
+  rm "$IPUCC_CACHE_DIR/locks/$KEY.lock"
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_stderr_contains "$IPUCC_CACHE_DIR/stats.lock: is a symbolic link"
+  expect_eq "$(ls -A outside)" "" "files created through the stats lock link"
+  expect_exit 6 "$IPUCC" cache stats
+  expect_stderr_contains "$IPUCC_CACHE_DIR/stats.lock: is a symbolic link"
+  expect_eq "$(ls -A outside)" "" "files created through the stats lock link by cache stats"
 }
 
 run_tests "$@"
