@@ -2,10 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
@@ -44,6 +46,49 @@ bool is_component(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
 }
 
+std::string user_name(uid_t uid) {
+  passwd entry{};
+  passwd* found = nullptr;
+  char buffer[1024];
+  if (::getpwuid_r(uid, &entry, buffer, sizeof buffer, &found) != 0 || found == nullptr) return "";
+  return found->pw_name;
+}
+
+// "uid 65534 (nobody)", or "uid 65534" for a uid without a name.
+std::string describe_user(uid_t uid) {
+  const std::string name = user_name(uid);
+  return "uid " + std::to_string(uid) + (name.empty() ? "" : " (" + name + ")");
+}
+
+// The open directory `fd` may hold a cache only if no one but the current user can write it.
+// Takes `fd` over on failure.
+Status check_private(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return errno_status(path, "cannot stat", err);
+  }
+  const uid_t me = ::geteuid();
+  if (st.st_uid != me && st.st_uid != 0) {
+    ::close(fd);
+    return io_error(path + ": owned by " + describe_user(st.st_uid) + ", not by the current user, " +
+                    describe_user(me) + (me == 0 ? "" : ", or root") +
+                    "; refusing a cache directory another user can write");
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    ::close(fd);
+    const char* who = (st.st_mode & S_IWGRP) == 0   ? "others"
+                      : (st.st_mode & S_IWOTH) == 0 ? "its group"
+                                                    : "its group and others";
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return io_error(path + ": writable by " + who + " (mode " + mode +
+                    "); refusing a cache directory others can write (chmod go-w it, or choose another)");
+  }
+  return Status();
+}
+
 DirChild::Kind kind_of(mode_t mode) {
   if (S_ISDIR(mode)) return DirChild::Kind::kDirectory;
   if (S_ISREG(mode)) return DirChild::Kind::kFile;
@@ -68,6 +113,7 @@ StatusOr<DirHandle> DirHandle::open(const std::string& path, bool create) {
     if (errno == ENOTDIR) return io_error(path + ": exists and is not a directory");
     return errno_status(path, "cannot open directory", errno);
   }
+  IPU_RETURN_IF_ERROR(check_private(fd, path));
   return DirHandle(fd, path);
 }
 
@@ -103,6 +149,7 @@ StatusOr<DirHandle> DirHandle::open_subdir(const std::string& name, bool create)
     fd = ::openat(m_fd, name.c_str(), kFlags);
   }
   if (fd < 0) return open_failed(m_fd, name, path, "cannot open directory", errno);
+  IPU_RETURN_IF_ERROR(check_private(fd, path));
   return DirHandle(fd, path);
 }
 

@@ -4,6 +4,12 @@
 // A link planted where the cache keeps a directory, an entry or a lock is refused with an error
 // naming it, and removing a link removes the link, never its target: the cache reads, writes,
 // locks and deletes only inside its own tree, whatever someone put there.
+//
+// Every directory opened is checked, on its descriptor, to be writable by no one but the current
+// user: owned by that user or by root (who can write anything anyway, so a cache that root keeps
+// for others to read is fine), and not writable by group or others. Anyone else who could write it
+// could put in it the executables this user's runs load (docs/cache.md, "Read-only, foreign and
+// full cache directories").
 #pragma once
 
 #include <sys/stat.h>
@@ -28,7 +34,8 @@ class DirHandle {
  public:
   // The directory at `path`, which may itself be reached through links (the user chose it);
   // with `create`, made first (mode 0755, missing parents as mkdir -p does). NotFound if it does
-  // not exist, IoError naming it if it is not a directory or cannot be created or opened.
+  // not exist, IoError naming it if it is not a directory, cannot be created or opened, or others
+  // can write it (above).
   static StatusOr<DirHandle> open(const std::string& path, bool create);
 
   DirHandle(DirHandle&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)), m_path(std::move(other.m_path)) {}
@@ -42,7 +49,8 @@ class DirHandle {
   std::string path_of(std::string_view name) const;
 
   // The subdirectory `name` (one path component); with `create`, made (mode 0755) if missing.
-  // NotFound if missing; IoError naming it if it is a symbolic link or not a directory.
+  // NotFound if missing; IoError naming it if it is a symbolic link, not a directory, or others
+  // can write it (above).
   StatusOr<DirHandle> open_subdir(const std::string& name, bool create) const;
 
   // The content of the regular file `name`. NotFound if missing; IoError if it is a symbolic link

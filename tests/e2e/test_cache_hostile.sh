@@ -3,7 +3,8 @@
 # (docs/cache.md): an entry whose executable was compiled for another key is found on a hit
 # (quarantined, recompiled), by `cache verify`, `cache show` and `ipurun KEY`; a symbolic link
 # planted where the cache keeps a directory or a lock is never followed, so nothing outside the
-# cache is read, written, created or deleted.
+# cache is read, written, created or deleted; a cache directory that another user owns or that
+# group or others can write is not used at all.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 A=$MODELS/mlp_sequential.json
@@ -127,6 +128,63 @@ test_linked_lock_files_create_nothing() {
   expect_exit 6 "$IPUCC" cache stats
   expect_stderr_contains "$IPUCC_CACHE_DIR/stats.lock: is a symbolic link"
   expect_eq "$(ls -A outside)" "" "files created through the stats lock link by cache stats"
+}
+
+# A compile with a cache directory that is refused: compiled without the cache, one warning
+# naming the directory and what is wrong, nothing in the cache touched.
+expect_refused_by_compile() {
+  local before
+  before=$(snapshot "$IPUCC_CACHE_DIR")
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "disabled" and d["entry"] is None'
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 1 "warnings"
+  expect_stderr_contains "ipucc: warning: $IPUCC_CACHE_DIR: cannot open cache directory: $1"
+  expect_stderr_contains "; compiling without the cache"
+  expect_eq "$(snapshot "$IPUCC_CACHE_DIR")" "$before" "the refused cache after a compile"
+}
+
+test_cache_directory_others_can_write_is_refused() {
+  compile_into_cache "$A"
+  chmod g+w "$IPUCC_CACHE_DIR"
+  expect_refused_by_compile "$IPUCC_CACHE_DIR: writable by its group (mode 0775); refusing a cache directory others can write"
+  expect_error 6 "$IPUCC_CACHE_DIR: writable by its group (mode 0775)" -- "$IPUCC" cache list
+  expect_error 6 "$IPUCC_CACHE_DIR: writable by its group (mode 0775)" -- "$IPURUN" predict "$KEY" --data synthetic:8
+  expect_exit 0 "$IPURUN" predict "$A" "${SMALL[@]}" --data synthetic:8 --json
+  expect_json "$STDOUT" 'd["cache"] == "disabled"'
+  chmod g-w,o+w "$IPUCC_CACHE_DIR"
+  expect_refused_by_compile "$IPUCC_CACHE_DIR: writable by others (mode 0757)"
+  chmod 1777 "$IPUCC_CACHE_DIR"
+  expect_refused_by_compile "$IPUCC_CACHE_DIR: writable by its group and others (mode 1777)"
+  # A directory inside the cache that others can write is refused the same way.
+  chmod 755 "$IPUCC_CACHE_DIR"
+  chmod g+w "$IPUCC_CACHE_DIR/entries"
+  expect_refused_by_compile "$IPUCC_CACHE_DIR/entries: writable by its group (mode 0775)"
+  chmod g-w "$IPUCC_CACHE_DIR/entries"
+  chmod o+w "${ENTRY%/*}"
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss" and d["entry"] is None'
+  expect_stderr_contains "${ENTRY%/*}: writable by others (mode 0757)"
+  chmod o-w "${ENTRY%/*}"
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"'
+}
+
+test_cache_directory_of_another_user_is_refused() {
+  [[ $(id -u) == 0 ]] || skip "needs root to give the cache directory to another user"
+  compile_into_cache "$A"
+  chown 65534 "$IPUCC_CACHE_DIR"
+  expect_refused_by_compile "$IPUCC_CACHE_DIR: owned by uid 65534"
+  expect_stderr_contains ", not by the current user, uid 0 (root); refusing a cache directory another user can write"
+  expect_error 6 "$IPUCC_CACHE_DIR: owned by uid 65534" -- "$IPUCC" cache verify
+  expect_error 6 "$IPUCC_CACHE_DIR: owned by uid 65534" -- "$IPURUN" predict "$KEY" --data synthetic:8
+  chown 0 "$IPUCC_CACHE_DIR"
+  chown 65534 "${ENTRY%/*}"
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss" and d["entry"] is None'
+  expect_stderr_contains "${ENTRY%/*}: owned by uid 65534"
+  chown 0 "${ENTRY%/*}"
+  expect_exit 0 "$IPUCC" compile "$A" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"'
 }
 
 run_tests "$@"

@@ -716,3 +716,59 @@ TEST_CASE("local store never follows a symbolic link inside its directory") {
     CHECK(files_below(outside).empty());
   }
 }
+
+TEST_CASE("local store refuses a directory that others can write") {
+  TempDir tmp;
+  const std::string cache = tmp.path() + "/cache";
+  LocalStore store = open_store(cache);
+  Manifest m = sample_manifest();
+  REQUIRE(store.put(m, kBytes).ok());
+
+  for (const auto& [mode, what] : {std::pair{0775, "writable by its group (mode 0775)"},
+                                   std::pair{0757, "writable by others (mode 0757)"},
+                                   std::pair{01777, "writable by its group and others (mode 1777)"}}) {
+    CAPTURE(mode);
+    REQUIRE(::chmod(cache.c_str(), static_cast<mode_t>(mode)) == 0);
+    auto refused = LocalStore::open(cache);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == StatusCode::kIoError);
+    CHECK(contains(refused.status().message(), cache + ": " + what + "; refusing a cache directory others can write"));
+  }
+  REQUIRE(::chmod(cache.c_str(), 0755) == 0);
+  REQUIRE(LocalStore::open(cache).ok());
+
+  // A directory inside it is held to the same rule.
+  const std::string shard = fs::path(store.entry_path(m.key())).parent_path().string();
+  REQUIRE(::chmod(shard.c_str(), 0775) == 0);
+  auto looked = store.lookup(m);
+  REQUIRE(looked.ok());
+  CHECK_FALSE(looked->hit);
+  REQUIRE(looked->warnings.size() == 1);
+  CHECK(contains(looked->warnings[0], shard + ": writable by its group (mode 0775)"));
+  CHECK_FALSE(store.put(m, kBytes).ok());
+  REQUIRE(::chmod(shard.c_str(), 0755) == 0);
+  REQUIRE(::chmod((cache + "/entries").c_str(), 0777) == 0);
+  CHECK(contains(LocalStore::open(cache).status().message(), cache + "/entries: writable by its group and others"));
+}
+
+TEST_CASE("local store refuses a directory another user owns") {
+  TempDir tmp;
+  const std::string cache = tmp.path() + "/cache";
+  LocalStore store = open_store(cache);
+  if (::geteuid() != 0) {
+    MESSAGE("skipping ownership checks: only root can give a directory to another user");
+    return;
+  }
+  REQUIRE(::chown(cache.c_str(), 65534, static_cast<gid_t>(-1)) == 0);
+  auto refused = LocalStore::open(cache);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kIoError);
+  CHECK(contains(refused.status().message(), cache + ": owned by uid 65534"));
+  CHECK(contains(refused.status().message(), "not by the current user, uid 0"));
+  REQUIRE(::chown(cache.c_str(), 0, static_cast<gid_t>(-1)) == 0);
+  REQUIRE(::chown((cache + "/entries").c_str(), 65534, static_cast<gid_t>(-1)) == 0);
+  CHECK(contains(LocalStore::open(cache).status().message(), cache + "/entries: owned by uid 65534"));
+  // Root's directories are trusted by everyone: root can write anything anyway.
+  REQUIRE(::chown((cache + "/entries").c_str(), 0, static_cast<gid_t>(-1)) == 0);
+  CHECK(LocalStore::open(cache).ok());
+}
