@@ -8,8 +8,8 @@
 // Every directory opened is checked, on its descriptor, to be writable by no one but the current
 // user: owned by that user or by root (who can write anything anyway, so a cache that root keeps
 // for others to read is fine), and not writable by group or others. Anyone else who could write it
-// could put in it the executables this user's runs load (docs/cache.md, "Read-only, foreign and
-// full cache directories").
+// could put in it the executables this user's runs load (docs/cache.md, "Who can write the
+// cache").
 #pragma once
 
 #include <sys/stat.h>
