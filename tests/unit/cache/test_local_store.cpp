@@ -707,6 +707,20 @@ TEST_CASE("local store never follows a symbolic link inside its directory") {
     CHECK_FALSE(store.remove(key).ok());
     CHECK(files_below(outside).empty());
   }
+  SUBCASE("a FIFO in place of a file") {
+    // Opening a FIFO to read waits for a writer: it must be refused, not waited on.
+    REQUIRE(store.put(m, kBytes).ok());
+    REQUIRE(::unlink(store.manifest_path(key).c_str()) == 0);
+    REQUIRE(::mkfifo(store.manifest_path(key).c_str(), 0644) == 0);
+    auto looked = store.lookup(m);
+    REQUIRE(looked.ok());
+    CHECK_FALSE(looked->hit);
+    REQUIRE(looked->warnings.size() == 1);
+    CHECK(contains(looked->warnings[0], store.manifest_path(key) + ": not a regular file"));
+    REQUIRE(::unlink((cache + "/stats.lock").c_str()) == 0);
+    REQUIRE(::mkfifo((cache + "/stats.lock").c_str(), 0644) == 0);
+    CHECK(contains(store.remove(key).message(), cache + "/stats.lock: lock file is not a regular file"));
+  }
   SUBCASE("the entries directory") {
     fs::remove_all(cache + "/entries");
     make_link(outside, cache + "/entries");
