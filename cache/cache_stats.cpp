@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "runtime/base/file_io.h"
 
 namespace ipu::cache {
 namespace {
@@ -26,7 +25,7 @@ constexpr Field kFields[] = {
 
 } // namespace
 
-StatusOr<FileLock> lock_stats(const std::string& dir) { return FileLock::acquire(dir + "/stats.lock"); }
+StatusOr<FileLock> lock_stats(const DirHandle& dir) { return dir.lock("stats.lock"); }
 
 std::string stats_json_text(const CacheStats& stats) {
   nlohmann::json j = nlohmann::json::object();
@@ -47,9 +46,9 @@ StatusOr<CacheStats> parse_stats_json(const std::string& text) {
   return stats;
 }
 
-StatusOr<CacheStats> read_stats(const std::string& dir) {
-  const std::string path = dir + "/stats.json";
-  StatusOr<std::string> text = read_file(path);
+StatusOr<CacheStats> read_stats(const DirHandle& dir) {
+  const std::string path = dir.path_of("stats.json");
+  StatusOr<std::string> text = dir.read("stats.json");
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) return CacheStats();
     return text.status();
@@ -59,14 +58,14 @@ StatusOr<CacheStats> read_stats(const std::string& dir) {
   return parsed;
 }
 
-Status add_stats(const std::string& dir, const CacheStats& delta) {
+Status add_stats(const DirHandle& dir, const CacheStats& delta) {
   StatusOr<FileLock> lock = lock_stats(dir);
   if (!lock.ok()) return lock.status();
   StatusOr<CacheStats> current = read_stats(dir);
   // A damaged stats file is replaced rather than blocking every later update.
   CacheStats stats = current.ok() ? *current : CacheStats();
   for (const Field& f : kFields) stats.*f.member += delta.*f.member;
-  Status written = write_file_atomic(dir + "/stats.json", stats_json_text(stats));
+  Status written = dir.write_atomic("stats.json", stats_json_text(stats));
   if (!written.ok()) return written;
   if (!current.ok()) return Status(current.status().code(), current.status().message() + " (counters reset)");
   return Status();

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cache/dir_handle.h"
 #include "cache/file_lock.h"
 #include "runtime/base/status.h"
 
@@ -23,15 +24,15 @@ struct CacheStats {
 
 // The lock that serialises every read-modify-write of the bookkeeping files (stats.json, size):
 // an exclusive flock on <dir>/stats.lock. Not reentrant.
-StatusOr<FileLock> lock_stats(const std::string& dir);
+StatusOr<FileLock> lock_stats(const DirHandle& dir);
 
 // The counters of the cache at `dir`: all zero if stats.json does not exist yet. Unknown fields
 // are ignored, missing ones are zero; text that is not a JSON object of counters is DataLoss.
-StatusOr<CacheStats> read_stats(const std::string& dir);
+StatusOr<CacheStats> read_stats(const DirHandle& dir);
 
-// Adds `delta` to the stored counters under the stats lock (read, add, write_file_atomic). A
+// Adds `delta` to the stored counters under the stats lock (read, add, write atomically). A
 // failure must never fail a compile: callers warn and go on.
-Status add_stats(const std::string& dir, const CacheStats& delta);
+Status add_stats(const DirHandle& dir, const CacheStats& delta);
 
 // The stats.json text of `stats` (exposed for tests).
 std::string stats_json_text(const CacheStats& stats);

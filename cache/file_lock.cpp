@@ -1,6 +1,5 @@
 #include "cache/file_lock.h"
 
-#include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -9,9 +8,7 @@
 
 namespace ipu::cache {
 
-StatusOr<FileLock> FileLock::acquire(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error(path + ": cannot open lock file: " + std::strerror(errno));
+StatusOr<FileLock> FileLock::acquire(int fd, const std::string& path) {
   while (::flock(fd, LOCK_EX) != 0) {
     if (errno == EINTR) continue;
     const int err = errno;

@@ -10,8 +10,9 @@ namespace ipu::cache {
 
 class FileLock {
  public:
-  // Creates `path` if needed and blocks until the lock is ours.
-  static StatusOr<FileLock> acquire(const std::string& path);
+  // Takes ownership of the open file `fd` (closed on failure too) and blocks until its lock is
+  // ours. `path` names it in errors. Callers open it (DirHandle::lock).
+  static StatusOr<FileLock> acquire(int fd, const std::string& path);
   FileLock(FileLock&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
   FileLock& operator=(FileLock&&) = delete;
   FileLock(const FileLock&) = delete;

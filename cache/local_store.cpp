@@ -1,8 +1,6 @@
 #include "cache/local_store.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,7 +9,6 @@
 #include <system_error>
 
 #include "cache/cache_stats.h"
-#include "runtime/base/file_io.h"
 #include "runtime/base/sha256.h"
 
 namespace ipu::cache {
@@ -25,39 +22,34 @@ constexpr std::string_view kExecutableSuffix = ".ipuexe";
 constexpr std::string_view kManifestSuffix = ".manifest";
 constexpr std::string_view kModelNoteSuffix = ".model";
 
-Status errno_status(const std::string& path, const std::string& what, int err) {
-  std::string message = path + ": " + what + ": " + std::strerror(err);
-  if (err == ENOENT) return not_found(message);
-  return io_error(message);
-}
+std::string executable_name(const std::string& key) { return key + std::string(kExecutableSuffix); }
+std::string manifest_name(const std::string& key) { return key + std::string(kManifestSuffix); }
+std::string model_note_name(const std::string& key) { return key + std::string(kModelNoteSuffix); }
 
-// mkdir -p without exceptions.
-Status make_directories(const std::string& path) {
-  std::error_code ec;
-  fs::create_directories(path, ec);
-  if (ec) return errno_status(path, "cannot create directory", ec.value());
-  // Whatever already exists at the path must be a directory we can put entries into.
-  if (!fs::is_directory(path, ec)) return io_error(path + ": exists and is not a directory");
-  return Status();
-}
-
-// Removal is best effort: it runs on a path that is already failing.
-void remove_quietly(const std::string& path) {
-  ::unlink(path.c_str());
+// Removal is best effort: it runs on a path that is already failing, or on a note.
+void remove_quietly(const DirHandle& dir, const std::string& name) {
+  (void)dir.remove(name);
 }
 
 int64_t mtime_ns(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
 
+// The size of the regular file `name`, 0 if it is missing or anything else.
+uint64_t file_bytes(const DirHandle& dir, const std::string& name) {
+  struct stat st {};
+  if (!dir.lstat(name, st) || !S_ISREG(st.st_mode)) return 0;
+  return static_cast<uint64_t>(st.st_size);
+}
+
+uint64_t entry_bytes(const DirHandle& shard, const std::string& key) {
+  return file_bytes(shard, executable_name(key)) + file_bytes(shard, manifest_name(key));
+}
+
 uint64_t sum_bytes(const std::vector<EntryInfo>& entries) {
   uint64_t total = 0;
   for (const EntryInfo& e : entries) total += e.bytes;
   return total;
-}
-
-Status write_size_file(const std::string& path, uint64_t total) {
-  return write_file_atomic(path, std::to_string(total) + "\n");
 }
 
 StatusOr<uint64_t> parse_size_file(const std::string& text) {
@@ -72,18 +64,12 @@ StatusOr<uint64_t> parse_size_file(const std::string& text) {
   return value;
 }
 
-bool file_exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
 // Marks an entry as recently used. A read-only shared cache cannot be touched, which only makes
 // eviction order less precise, so permission errors stay silent.
-void touch(const std::string& path, std::vector<std::string>& warnings) {
-  if (::utimensat(AT_FDCWD, path.c_str(), nullptr, 0) == 0) return;
-  int err = errno;
-  if (err == EACCES || err == EPERM || err == EROFS) return;
-  warnings.push_back(path + ": cannot update modification time: " + std::strerror(err));
+void touch(const DirHandle& shard, const std::string& name, std::vector<std::string>& warnings) {
+  const int err = shard.touch(name);
+  if (err == 0 || err == EACCES || err == EPERM || err == EROFS) return;
+  warnings.push_back(shard.path_of(name) + ": cannot update modification time: " + std::strerror(err));
 }
 
 } // namespace
@@ -93,28 +79,37 @@ StatusOr<LocalStore> LocalStore::open(const std::string& dir) {
   std::string root = dir;
   while (root.size() > 1 && root.back() == '/')
     root.pop_back();
-  Status status = make_directories(root + "/entries");
-  if (!status.ok()) return Status(status.code(), root + ": cannot open cache directory: " + status.message());
-  return LocalStore(std::move(root));
+  StatusOr<DirHandle> root_dir = DirHandle::open(root, /*create=*/true);
+  StatusOr<DirHandle> entries = root_dir.ok() ? root_dir->open_subdir("entries", /*create=*/true)
+                                              : StatusOr<DirHandle>(root_dir.status());
+  if (!entries.ok()) {
+    const Status& status = entries.status();
+    return Status(status.code(), root + ": cannot open cache directory: " + status.message());
+  }
+  return LocalStore(std::move(root), std::move(root_dir).value(), std::move(entries).value());
 }
 
 std::string LocalStore::shard_dir(const std::string& key) const {
-  return m_dir + "/entries/" + key.substr(0, 2);
+  return m_entries.path_of(key.substr(0, 2));
+}
+
+StatusOr<DirHandle> LocalStore::open_shard(const std::string& key, bool create) const {
+  return m_entries.open_subdir(key.substr(0, 2), create);
 }
 
 std::string LocalStore::entry_path(const std::string& key) const {
   if (!is_valid_key(key)) return "";
-  return shard_dir(key) + "/" + key + std::string(kExecutableSuffix);
+  return shard_dir(key) + "/" + executable_name(key);
 }
 
 std::string LocalStore::manifest_path(const std::string& key) const {
   if (!is_valid_key(key)) return "";
-  return shard_dir(key) + "/" + key + std::string(kManifestSuffix);
+  return shard_dir(key) + "/" + manifest_name(key);
 }
 
 std::string LocalStore::model_note_path(const std::string& key) const {
   if (!is_valid_key(key)) return "";
-  return shard_dir(key) + "/" + key + std::string(kModelNoteSuffix);
+  return shard_dir(key) + "/" + model_note_name(key);
 }
 
 StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
@@ -124,12 +119,20 @@ StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
   result.path = entry_path(result.key);
   const std::string stored_path = manifest_path(result.key);
 
-  StatusOr<std::string> stored = read_file(stored_path);
+  StatusOr<DirHandle> shard = open_shard(result.key, /*create=*/false);
+  if (!shard.ok()) {
+    if (shard.status().code() != StatusCode::kNotFound) {
+      result.warnings.push_back(shard.status().message() + " (treated as a cache miss)");
+    }
+    return result;
+  }
+  StatusOr<std::string> stored = shard->read(manifest_name(result.key));
   if (!stored.ok()) {
     if (stored.status().code() != StatusCode::kNotFound) {
       result.warnings.push_back(stored.status().message() + " (treated as a cache miss)");
     } else {
-      result.uncommitted_executable = file_exists(result.path);
+      struct stat st {};
+      result.uncommitted_executable = shard->lstat(executable_name(result.key), st);
     }
     return result;
   }
@@ -149,7 +152,7 @@ StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
                               detail + " (treated as a cache miss)");
     return result;
   }
-  StatusOr<std::string> bytes = read_file(result.path);
+  StatusOr<std::string> bytes = shard->read(executable_name(result.key));
   if (!bytes.ok()) {
     result.warnings.push_back(bytes.status().message() + " (treated as a cache miss)");
     return result;
@@ -157,51 +160,45 @@ StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
   result.hit = true;
   result.executable_bytes = std::move(bytes).value();
   result.manifest_text = std::move(stored).value();
-  touch(result.path, result.warnings);
+  touch(*shard, executable_name(result.key), result.warnings);
   return result;
 }
 
 Status LocalStore::put(const Manifest& manifest, std::string_view executable_bytes, const std::string& model_file) {
   const std::string text = manifest.canonical_text();
   const std::string key = sha256_hex(text);
-  const std::string exe_path = entry_path(key);
-  const std::string stored_path = manifest_path(key);
-  IPU_RETURN_IF_ERROR(make_directories(shard_dir(key)));
-  const uint64_t old_bytes = entry_bytes(key);
+  IPU_ASSIGN_OR_RETURN(DirHandle shard, open_shard(key, /*create=*/true));
+  const uint64_t old_bytes = entry_bytes(shard, key);
 
   // Both files are replaced atomically, so a reader sees whole files only; an entry being
   // rewritten holds an executable built from the same inputs (the key covers them all), so an
   // old manifest beside a new executable is still a true pair. Removing the manifest first
   // would make concurrent readers see spurious misses.
-  Status status = write_file_atomic(exe_path, executable_bytes);
-  if (status.ok()) status = write_file_atomic(stored_path, text);
+  Status status = shard.write_atomic(executable_name(key), executable_bytes);
+  if (status.ok()) status = shard.write_atomic(manifest_name(key), text);
   if (!status.ok()) {
-    remove_quietly(stored_path);
-    remove_quietly(exe_path);
+    remove_quietly(shard, manifest_name(key));
+    remove_quietly(shard, executable_name(key));
     return status;
   }
   if (!model_file.empty()) {
     std::error_code ec;
     const fs::path absolute = fs::absolute(model_file, ec).lexically_normal();
-    if (!ec) (void)write_file_atomic(model_note_path(key), absolute.string() + "\n");
+    if (!ec) (void)shard.write_atomic(model_note_name(key), absolute.string() + "\n");
   }
   // The running size is bookkeeping: the entry is committed even if it cannot be updated (the
   // next total_bytes() or eviction rescans a missing or damaged size file).
-  StatusOr<FileLock> lock = lock_stats(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_root);
   if (!lock.ok()) return lock.status();
-  return adjust_size_locked(static_cast<int64_t>(entry_bytes(key)) - static_cast<int64_t>(old_bytes));
+  return adjust_size_locked(static_cast<int64_t>(entry_bytes(shard, key)) - static_cast<int64_t>(old_bytes));
 }
 
-uint64_t LocalStore::entry_bytes(const std::string& key) const {
-  uint64_t total = 0;
-  struct stat st {};
-  if (::stat(entry_path(key).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
-  if (::stat(manifest_path(key).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
-  return total;
+Status LocalStore::write_size(uint64_t total) const {
+  return m_root.write_atomic("size", std::to_string(total) + "\n");
 }
 
 Status LocalStore::adjust_size_locked(int64_t delta) {
-  StatusOr<std::string> text = read_file(size_path());
+  StatusOr<std::string> text = m_root.read("size");
   StatusOr<uint64_t> current = text.ok() ? parse_size_file(*text) : StatusOr<uint64_t>(text.status());
   uint64_t total = 0;
   if (current.ok()) {
@@ -213,41 +210,43 @@ Status LocalStore::adjust_size_locked(int64_t delta) {
     if (!entries.ok()) return entries.status();
     total = sum_bytes(*entries);
   }
-  return write_size_file(size_path(), total);
+  return write_size(total);
 }
 
 StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
   std::vector<EntryInfo> out;
-  const std::string root = m_dir + "/entries";
-  std::error_code ec;
-  fs::directory_iterator shards(root, ec);
-  if (ec) {
-    if (ec.value() == ENOENT) return out;
-    return errno_status(root, "cannot list cache entries", ec.value());
-  }
-  for (; shards != fs::directory_iterator(); shards.increment(ec)) {
-    if (ec) return errno_status(root, "cannot list cache entries", ec.value());
-    std::error_code ec2;
-    if (!shards->is_directory(ec2)) continue;
-    const std::string shard = shards->path().string();
-    fs::directory_iterator it(shard, ec2);
-    for (; !ec2 && it != fs::directory_iterator(); it.increment(ec2)) {
-      std::string name = it->path().filename().string();
+  IPU_ASSIGN_OR_RETURN(std::vector<DirChild> shards, m_entries.list());
+  for (const DirChild& shard_child : shards) {
+    // A link is never followed: whatever it points to holds no entries of this store.
+    if (shard_child.kind != DirChild::Kind::kDirectory) continue;
+    StatusOr<DirHandle> shard = m_entries.open_subdir(shard_child.name, /*create=*/false);
+    if (!shard.ok()) {
+      if (shard.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
+      return shard.status();
+    }
+    StatusOr<std::vector<DirChild>> children = shard->list();
+    if (!children.ok()) {
+      if (children.status().code() == StatusCode::kNotFound) continue;
+      return children.status();
+    }
+    for (const DirChild& child : *children) {
+      const std::string& name = child.name;
+      if (child.kind != DirChild::Kind::kFile) continue;
       if (name.size() <= kManifestSuffix.size() || !name.ends_with(kManifestSuffix)) continue;
       std::string key = name.substr(0, name.size() - kManifestSuffix.size());
-      if (!is_valid_key(key)) continue;
+      if (!is_valid_key(key) || key.substr(0, 2) != shard_child.name) continue;
       EntryInfo info;
       info.key = key;
       struct stat st {};
-      if (::stat(manifest_path(key).c_str(), &st) != 0) continue;  // removed meanwhile
+      if (!shard->lstat(name, st) || !S_ISREG(st.st_mode)) continue;  // removed meanwhile
       info.bytes = static_cast<uint64_t>(st.st_size);
       info.last_use_ns = mtime_ns(st);
-      if (::stat(entry_path(key).c_str(), &st) == 0) {
+      if (shard->lstat(executable_name(key), st) && S_ISREG(st.st_mode)) {
         info.executable_present = true;
         info.bytes += static_cast<uint64_t>(st.st_size);
         info.last_use_ns = mtime_ns(st);
       }
-      StatusOr<std::string> text = read_file(manifest_path(key));
+      StatusOr<std::string> text = shard->read(name);
       if (text.ok()) {
         StatusOr<Manifest> parsed = Manifest::parse(*text);
         if (parsed.ok()) {
@@ -260,12 +259,11 @@ StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
           }
         }
       }
-      if (StatusOr<std::string> note = read_file(model_note_path(key)); note.ok() && note->ends_with("\n")) {
+      if (StatusOr<std::string> note = shard->read(model_note_name(key)); note.ok() && note->ends_with("\n")) {
         info.model_file = note->substr(0, note->size() - 1);
       }
       out.push_back(std::move(info));
     }
-    if (ec2 && ec2.value() != ENOENT) return errno_status(shard, "cannot list cache entries", ec2.value());
   }
   std::sort(out.begin(), out.end(), [](const EntryInfo& a, const EntryInfo& b) { return a.key < b.key; });
   return out;
@@ -273,56 +271,98 @@ StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
 
 Status LocalStore::remove_locked(const std::string& key) {
   if (!is_valid_key(key)) return invalid_argument(key + ": not a cache key");
-  const uint64_t bytes = entry_bytes(key);
+  StatusOr<DirHandle> shard = open_shard(key, /*create=*/false);
+  if (!shard.ok()) {
+    if (shard.status().code() == StatusCode::kNotFound) return not_found(key + ": no cache entry with this key");
+    return shard.status();
+  }
+  const uint64_t bytes = entry_bytes(*shard, key);
   bool found = false;
-  for (const std::string& path : {manifest_path(key), entry_path(key)}) {
-    if (::unlink(path.c_str()) == 0) {
+  for (const std::string& name : {manifest_name(key), executable_name(key)}) {
+    Status removed = shard->remove(name);
+    if (removed.ok()) {
       found = true;
-    } else if (errno != ENOENT) {
-      return errno_status(path, "cannot remove cache entry", errno);
+    } else if (removed.code() != StatusCode::kNotFound) {
+      return removed;
     }
   }
-  remove_quietly(model_note_path(key));
+  remove_quietly(*shard, model_note_name(key));
   if (!found) return not_found(key + ": no cache entry with this key");
   return adjust_size_locked(-static_cast<int64_t>(bytes));
 }
 
 Status LocalStore::remove(const std::string& key) {
-  StatusOr<FileLock> lock = lock_stats(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_root);
   if (!lock.ok()) return lock.status();
   return remove_locked(key);
 }
 
+StatusOr<std::vector<std::string>> LocalStore::clear() {
+  std::vector<std::string> removed;
+  StatusOr<FileLock> lock = lock_stats(m_root);
+  if (!lock.ok()) return lock.status();
+  IPU_ASSIGN_OR_RETURN(std::vector<EntryInfo> entries, list());
+  for (const EntryInfo& e : entries) {
+    Status status = remove_locked(e.key);
+    if (!status.ok() && status.code() != StatusCode::kNotFound) return status;
+    removed.push_back(e.key);
+  }
+  // Links are never entries; one planted among them goes, and what it points to stays.
+  IPU_ASSIGN_OR_RETURN(std::vector<DirChild> shards, m_entries.list());
+  for (const DirChild& shard_child : shards) {
+    if (shard_child.kind == DirChild::Kind::kLink) {
+      Status status = m_entries.remove(shard_child.name);
+      if (!status.ok() && status.code() != StatusCode::kNotFound) return status;
+      continue;
+    }
+    if (shard_child.kind != DirChild::Kind::kDirectory) continue;
+    StatusOr<DirHandle> shard = m_entries.open_subdir(shard_child.name, /*create=*/false);
+    if (!shard.ok()) continue;
+    StatusOr<std::vector<DirChild>> children = shard->list();
+    if (!children.ok()) continue;
+    for (const DirChild& child : *children) {
+      if (child.kind != DirChild::Kind::kLink) continue;
+      Status status = shard->remove(child.name);
+      if (!status.ok() && status.code() != StatusCode::kNotFound) return status;
+    }
+  }
+  return removed;
+}
+
 StatusOr<FileLock> LocalStore::lock_key(const std::string& key) {
   if (!is_valid_key(key)) return invalid_argument(key + ": not a cache key");
-  IPU_RETURN_IF_ERROR(make_directories(m_dir + "/locks"));
-  return FileLock::acquire(m_dir + "/locks/" + key + ".lock");
+  IPU_ASSIGN_OR_RETURN(DirHandle locks, m_root.open_subdir("locks", /*create=*/true));
+  return locks.lock(key + ".lock");
 }
 
 Status LocalStore::quarantine(const std::string& key) {
   if (!is_valid_key(key)) return invalid_argument(key + ": not a cache key");
-  IPU_RETURN_IF_ERROR(make_directories(corrupt_dir()));
-  StatusOr<FileLock> lock = lock_stats(m_dir);
+  IPU_ASSIGN_OR_RETURN(DirHandle corrupt, m_root.open_subdir("corrupt", /*create=*/true));
+  StatusOr<FileLock> lock = lock_stats(m_root);
   if (!lock.ok()) return lock.status();
-  const uint64_t bytes = entry_bytes(key);
+  StatusOr<DirHandle> shard = open_shard(key, /*create=*/false);
+  if (!shard.ok()) {
+    if (shard.status().code() == StatusCode::kNotFound) return not_found(key + ": no cache entry with this key");
+    return shard.status();
+  }
+  const uint64_t bytes = entry_bytes(*shard, key);
   bool found = false;
   // The manifest (the commit marker) goes first, so the entry stops being a hit at once.
-  for (const auto& [from, suffix] : {std::pair{manifest_path(key), kManifestSuffix},
-                                     std::pair{entry_path(key), kExecutableSuffix}}) {
-    const std::string to = corrupt_dir() + "/" + key + std::string(suffix);
-    if (::rename(from.c_str(), to.c_str()) == 0) {
+  for (const std::string& name : {manifest_name(key), executable_name(key)}) {
+    Status moved = shard->move(name, corrupt, name);
+    if (moved.ok()) {
       found = true;
-    } else if (errno != ENOENT) {
-      return errno_status(from, "cannot move cache entry to " + corrupt_dir(), errno);
+    } else if (moved.code() != StatusCode::kNotFound) {
+      return moved;
     }
   }
-  remove_quietly(model_note_path(key));
+  remove_quietly(*shard, model_note_name(key));
   if (!found) return not_found(key + ": no cache entry with this key");
   return adjust_size_locked(-static_cast<int64_t>(bytes));
 }
 
 StatusOr<uint64_t> LocalStore::total_bytes() {
-  StatusOr<std::string> text = read_file(size_path());
+  StatusOr<std::string> text = m_root.read("size");
   if (text.ok()) {
     StatusOr<uint64_t> value = parse_size_file(*text);
     if (value.ok()) return value;
@@ -331,12 +371,12 @@ StatusOr<uint64_t> LocalStore::total_bytes() {
 }
 
 StatusOr<uint64_t> LocalStore::rescan_total_bytes() {
-  StatusOr<FileLock> lock = lock_stats(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_root);
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
   if (!entries.ok()) return entries.status();
   const uint64_t total = sum_bytes(*entries);
-  IPU_RETURN_IF_ERROR(write_size_file(size_path(), total));
+  IPU_RETURN_IF_ERROR(write_size(total));
   return total;
 }
 
@@ -344,7 +384,7 @@ StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
   std::vector<std::string> evicted;
   StatusOr<uint64_t> running = total_bytes();
   if (running.ok() && *running <= max_bytes) return evicted;  // the common case: no scan
-  StatusOr<FileLock> lock = lock_stats(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_root);
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
   if (!entries.ok()) return entries.status();
@@ -354,24 +394,31 @@ StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
   });
   for (const EntryInfo& e : *entries) {
     if (total <= max_bytes) break;
-    for (const std::string& path : {manifest_path(e.key), entry_path(e.key)}) {
-      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-        Status failed = errno_status(path, "cannot remove cache entry", errno);
-        (void)write_size_file(size_path(), total);  // keep the running total true to what was removed
-        return failed;
-      }
+    StatusOr<DirHandle> shard = open_shard(e.key, /*create=*/false);
+    if (!shard.ok() && shard.status().code() != StatusCode::kNotFound) {
+      (void)write_size(total);  // keep the running total true to what was removed
+      return shard.status();
     }
-    remove_quietly(model_note_path(e.key));
+    if (shard.ok()) {
+      for (const std::string& name : {manifest_name(e.key), executable_name(e.key)}) {
+        Status removed = shard->remove(name);
+        if (!removed.ok() && removed.code() != StatusCode::kNotFound) {
+          (void)write_size(total);
+          return removed;
+        }
+      }
+      remove_quietly(*shard, model_note_name(e.key));
+    }
     total -= e.bytes;
     evicted.push_back(e.key);
   }
-  IPU_RETURN_IF_ERROR(write_size_file(size_path(), total));
+  IPU_RETURN_IF_ERROR(write_size(total));
   return evicted;
 }
 
 StatusOr<std::vector<std::string>> LocalStore::evict_older_than(int64_t cutoff_ns) {
   std::vector<std::string> evicted;
-  StatusOr<FileLock> lock = lock_stats(m_dir);
+  StatusOr<FileLock> lock = lock_stats(m_root);
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
   if (!entries.ok()) return entries.status();
@@ -391,21 +438,26 @@ StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix,
     return invalid_argument(key_or_prefix + ": not a cache key or key prefix (expected " +
                             std::to_string(kMinPrefixLength) + " to 64 lowercase hex characters)");
   }
+  // Prefixes are at least 8 characters, so every candidate lives in one shard directory.
+  StatusOr<DirHandle> shard = open_shard(key_or_prefix, /*create=*/false);
+  if (!shard.ok()) {
+    if (shard.status().code() == StatusCode::kNotFound) {
+      return not_found(key_or_prefix + (is_valid_key(key_or_prefix) ? ": no cache entry with this key"
+                                                                    : ": no cache entry with this key prefix"));
+    }
+    return shard.status();
+  }
   std::string key = key_or_prefix;
   if (!is_valid_key(key)) {
-    // Prefixes are at least 8 characters, so every candidate lives in one shard directory.
     std::vector<std::string> candidates;
-    const std::string shard = shard_dir(key_or_prefix);
-    std::error_code ec;
-    fs::directory_iterator it(shard, ec);
-    if (ec && ec.value() != ENOENT) return errno_status(shard, "cannot list cache entries", ec.value());
-    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
-      std::string name = it->path().filename().string();
+    IPU_ASSIGN_OR_RETURN(std::vector<DirChild> children, shard->list());
+    for (const DirChild& child : children) {
+      const std::string& name = child.name;
+      if (child.kind != DirChild::Kind::kFile) continue;
       if (name.size() <= kManifestSuffix.size() || !name.ends_with(kManifestSuffix)) continue;
       std::string stem = name.substr(0, name.size() - kManifestSuffix.size());
       if (is_valid_key(stem) && stem.starts_with(key_or_prefix)) candidates.push_back(std::move(stem));
     }
-    if (ec && ec.value() != ENOENT) return errno_status(shard, "cannot list cache entries", ec.value());
     if (candidates.empty()) return not_found(key_or_prefix + ": no cache entry with this key prefix");
     if (candidates.size() > 1) {
       std::sort(candidates.begin(), candidates.end());
@@ -425,7 +477,7 @@ StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix,
   result.key = key;
   result.path = entry_path(key);
   const std::string stored_path = manifest_path(key);
-  StatusOr<std::string> text = read_file(stored_path);
+  StatusOr<std::string> text = shard->read(manifest_name(key));
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound)
       return not_found(key + ": no cache entry with this key");
@@ -435,7 +487,7 @@ StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix,
   if (sha256_hex(*text) != key) return data_loss(stored_path + ": manifest does not hash to its key");
   StatusOr<Manifest> parsed = Manifest::parse(*text);
   if (!parsed.ok()) return data_loss(stored_path + ": " + parsed.status().message());
-  StatusOr<std::string> bytes = read_file(result.path);
+  StatusOr<std::string> bytes = shard->read(executable_name(key));
   if (!bytes.ok()) {
     if (bytes.status().code() == StatusCode::kNotFound) {
       return data_loss(result.path + ": executable missing for committed cache entry");
@@ -445,7 +497,7 @@ StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix,
   result.hit = true;
   result.executable_bytes = std::move(bytes).value();
   result.manifest_text = std::move(text).value();
-  if (touch_entry) touch(result.path, result.warnings);
+  if (touch_entry) touch(*shard, executable_name(key), result.warnings);
   return result;
 }
 

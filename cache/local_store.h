@@ -8,8 +8,11 @@
 //   corrupt/<key>.ipuexe, corrupt/<key>.manifest   quarantined entries (never returned)
 //   size                               running total of the entries' bytes (see total_bytes)
 //   stats.json, stats.lock             counters and their lock (cache/cache_stats.h)
+//   locks/<key>.lock                   one per key compiled (lock_key)
 // The manifest is the commit marker: it is written last, and an executable without a matching
-// manifest is never returned.
+// manifest is never returned. Everything below the store directory is reached through directory
+// descriptors and never through a symbolic link (cache/dir_handle.h): a link where the store
+// keeps a directory, a file or a lock is an error naming it, or a miss with a warning on a lookup.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "cache/dir_handle.h"
 #include "cache/file_lock.h"
 #include "cache/manifest.h"
 #include "runtime/base/status.h"
@@ -58,6 +62,8 @@ public:
   static StatusOr<LocalStore> open(const std::string& dir);
 
   const std::string& dir() const { return m_dir; }
+  // The store directory, for its bookkeeping files (cache/cache_stats.h).
+  const DirHandle& root() const { return m_root; }
 
   // Path of the entry's executable (<dir>/entries/<key[0:2]>/<key>.ipuexe), or "" if `key` is not
   // a valid key, so no path is ever built from unchecked text.
@@ -89,6 +95,10 @@ public:
   // Deletes the entry's files. NotFound if neither exists.
   Status remove(const std::string& key);
 
+  // Deletes every entry (returning their keys), and every symbolic link found among the shard
+  // directories or in them: the link itself, never what it points to.
+  StatusOr<std::vector<std::string>> clear();
+
   // Moves the entry's files into <dir>/corrupt/ so they are never returned again but can be
   // inspected. For callers that found the entry's bytes damaged (the executable format is
   // checked outside this library). NotFound if neither file exists.
@@ -113,16 +123,20 @@ public:
   StatusOr<std::vector<std::string>> evict_older_than(int64_t cutoff_ns);
 
 private:
-  explicit LocalStore(std::string dir) : m_dir(std::move(dir)) {}
+  LocalStore(std::string dir, DirHandle root, DirHandle entries)
+      : m_dir(std::move(dir)), m_root(std::move(root)), m_entries(std::move(entries)) {}
 
   std::string shard_dir(const std::string& key) const;
-  std::string size_path() const { return m_dir + "/size"; }
-  uint64_t entry_bytes(const std::string& key) const;
+  // entries/<key[0:2]>; with `create`, made if missing.
+  StatusOr<DirHandle> open_shard(const std::string& key, bool create) const;
+  Status write_size(uint64_t total) const;
   // Adds `delta` to <dir>/size; the caller holds the stats lock.
   Status adjust_size_locked(int64_t delta);
   Status remove_locked(const std::string& key);
 
   std::string m_dir;
+  DirHandle m_root;
+  DirHandle m_entries;
 };
 
 } // namespace ipu::cache

@@ -102,6 +102,16 @@ StatusOr<Manifest> Manifest::parse(std::string_view text) {
   return manifest;
 }
 
+StatusOr<Manifest> Manifest::from_entries(const std::vector<std::pair<std::string, std::string>>& entries) {
+  Manifest manifest;
+  for (const auto& [name, value] : entries) {
+    if (!manifest.m_entries.emplace(name, value).second) {
+      return invalid_argument("manifest names '" + name + "' more than once");
+    }
+  }
+  return manifest;
+}
+
 std::string Manifest::key() const {
   return sha256_hex(canonical_text());
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/status.h"
@@ -25,6 +26,11 @@ public:
   // Inverse of canonical_text(). Accepts only canonical text (sorted, unique names, minimal
   // escapes, final newline), so parse(t).canonical_text() == t for every accepted t.
   static StatusOr<Manifest> parse(std::string_view canonical_text);
+
+  // The manifest of (name, value) pairs in any order, as an executable records the one it was
+  // compiled from. InvalidArgument if a name appears twice: a list that says two things about one
+  // input belongs to no key.
+  static StatusOr<Manifest> from_entries(const std::vector<std::pair<std::string, std::string>>& entries);
 
   // Lowercase hex SHA-256 of canonical_text(): 64 characters.
   std::string key() const;

@@ -9,24 +9,17 @@
 namespace ipu::cache {
 namespace {
 
-// A remote cache is an accelerator: a slow or dead server must cost seconds, not minutes.
-constexpr long kConnectTimeoutMs = 2000;
-constexpr long kTotalTimeoutMs = 60000;
-// Larger downloads are refused (the executable format's own bound is 4 GiB of payload; cached
-// executables are far smaller).
-constexpr size_t kMaxDownloadBytes = size_t{1} << 30;
-
 // An easy handle with the options every request shares; it remembers its library for cleanup.
 class Request {
  public:
-  static StatusOr<Request> create(const std::string& url) {
+  static StatusOr<Request> create(const std::string& url, long connect_timeout_ms, long total_timeout_ms) {
     IPU_ASSIGN_OR_RETURN(const CurlLibrary* lib, curl_library());
     CURL* handle = lib->easy_init();
     if (handle == nullptr) return io_error(url + ": cannot initialise libcurl");
     Request request(lib, handle);
     request.set(CURLOPT_URL, url.c_str());
-    request.set(CURLOPT_CONNECTTIMEOUT_MS, kConnectTimeoutMs);
-    request.set(CURLOPT_TIMEOUT_MS, kTotalTimeoutMs);
+    request.set(CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
+    request.set(CURLOPT_TIMEOUT_MS, total_timeout_ms);
     request.set(CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM
     request.set(CURLOPT_PROTOCOLS_STR, "http,https");
     return request;
@@ -37,10 +30,13 @@ class Request {
     m_lib->easy_setopt(m_handle.get(), option, value);
   }
 
+  // libcurl's result of the last perform().
+  CURLcode code() const { return m_code; }
+
   // Runs the transfer; OK only for a 2xx answer. 404 is NotFound.
   Status perform(const std::string& url) {
-    CURLcode code = m_lib->easy_perform(m_handle.get());
-    if (code != CURLE_OK) return io_error(url + ": " + m_lib->easy_strerror(code));
+    m_code = m_lib->easy_perform(m_handle.get());
+    if (m_code != CURLE_OK) return io_error(url + ": " + m_lib->easy_strerror(m_code));
     long status = 0;
     m_lib->easy_getinfo(m_handle.get(), CURLINFO_RESPONSE_CODE, &status);
     if (status == 404) return not_found(url + ": not in the remote cache (HTTP 404)");
@@ -57,13 +53,26 @@ class Request {
 
   const CurlLibrary* m_lib;
   std::unique_ptr<CURL, Cleanup> m_handle;
+  CURLcode m_code = CURLE_OK;
+};
+
+// A response body, refused past its cap while it arrives: an endless or huge body costs what
+// the cap allows, not what the server sends.
+struct Body {
+  std::string text;
+  uint64_t cap = 0;
+  bool over_cap = false;
 };
 
 size_t append_body(char* data, size_t size, size_t count, void* user) {
-  auto* body = static_cast<std::string*>(user);
-  if (body->size() + size * count > kMaxDownloadBytes) return 0;  // makes curl fail the transfer
-  body->append(data, size * count);
-  return size * count;
+  auto* body = static_cast<Body*>(user);
+  const size_t n = size * count;
+  if (body->text.size() + n > body->cap) {
+    body->over_cap = true;
+    return 0;  // makes libcurl end the transfer (CURLE_WRITE_ERROR)
+  }
+  body->text.append(data, n);
+  return n;
 }
 
 struct Upload {
@@ -78,17 +87,27 @@ size_t read_upload(char* buffer, size_t size, size_t count, void* user) {
   return n;
 }
 
-StatusOr<std::string> get(const std::string& url) {
-  IPU_ASSIGN_OR_RETURN(Request request, Request::create(url));
-  std::string body;
+// GET of `url`, whose body may hold at most `cap` bytes (`what` names the file in the error).
+StatusOr<std::string> get(const std::string& url, uint64_t cap, const char* what, long connect_timeout_ms,
+                          long total_timeout_ms) {
+  IPU_ASSIGN_OR_RETURN(Request request, Request::create(url, connect_timeout_ms, total_timeout_ms));
+  Body body;
+  body.cap = cap;
   request.set(CURLOPT_WRITEFUNCTION, append_body);
   request.set(CURLOPT_WRITEDATA, &body);
-  IPU_RETURN_IF_ERROR(request.perform(url));
-  return body;
+  // A Content-Length over the cap is refused before the body is read.
+  request.set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(cap));
+  Status status = request.perform(url);
+  if (body.over_cap || request.code() == CURLE_FILESIZE_EXCEEDED) {
+    return io_error(url + ": the answer is larger than " + std::to_string(cap) + " bytes, the cap for " + what +
+                    "; not read further");
+  }
+  IPU_RETURN_IF_ERROR(status);
+  return std::move(body.text);
 }
 
-Status put_file(const std::string& url, std::string_view bytes) {
-  IPU_ASSIGN_OR_RETURN(Request request, Request::create(url));
+Status put_file(const std::string& url, std::string_view bytes, long connect_timeout_ms, long total_timeout_ms) {
+  IPU_ASSIGN_OR_RETURN(Request request, Request::create(url, connect_timeout_ms, total_timeout_ms));
   Upload upload{bytes};
   request.set(CURLOPT_UPLOAD, 1L);
   request.set(CURLOPT_READFUNCTION, read_upload);
@@ -99,12 +118,12 @@ Status put_file(const std::string& url, std::string_view bytes) {
 
 }  // namespace
 
-StatusOr<RemoteStore> RemoteStore::create(std::string url) {
+StatusOr<RemoteStore> RemoteStore::create(std::string url, const RemoteLimits& limits) {
   while (!url.empty() && url.back() == '/') url.pop_back();
   if (!url.starts_with("http://") && !url.starts_with("https://")) {
     return invalid_argument("remote cache URL '" + url + "' must start with http:// or https://");
   }
-  return RemoteStore(std::move(url));
+  return RemoteStore(std::move(url), limits);
 }
 
 std::string RemoteStore::file_url(const std::string& key, const char* suffix) const {
@@ -115,15 +134,19 @@ StatusOr<RemoteEntry> RemoteStore::fetch(const std::string& key) const {
   if (!is_valid_key(key)) return invalid_argument("'" + key + "' is not a cache key");
   RemoteEntry entry;
   // The manifest first: it is small, and a miss ends there.
-  IPU_ASSIGN_OR_RETURN(entry.manifest_text, get(file_url(key, ".manifest")));
-  IPU_ASSIGN_OR_RETURN(entry.executable_bytes, get(file_url(key, ".ipuexe")));
+  const RemoteLimits& l = m_limits;
+  IPU_ASSIGN_OR_RETURN(entry.manifest_text, get(file_url(key, ".manifest"), l.max_manifest_bytes, "a cache manifest",
+                                                l.connect_timeout_ms, l.manifest_timeout_ms));
+  IPU_ASSIGN_OR_RETURN(entry.executable_bytes, get(file_url(key, ".ipuexe"), l.max_executable_bytes, "an executable",
+                                                   l.connect_timeout_ms, l.executable_timeout_ms));
   return entry;
 }
 
 Status RemoteStore::put(const std::string& key, std::string_view manifest_text, std::string_view executable_bytes) const {
   if (!is_valid_key(key)) return invalid_argument("'" + key + "' is not a cache key");
-  IPU_RETURN_IF_ERROR(put_file(file_url(key, ".ipuexe"), executable_bytes));
-  return put_file(file_url(key, ".manifest"), manifest_text);
+  const RemoteLimits& l = m_limits;
+  IPU_RETURN_IF_ERROR(put_file(file_url(key, ".ipuexe"), executable_bytes, l.connect_timeout_ms, l.executable_timeout_ms));
+  return put_file(file_url(key, ".manifest"), manifest_text, l.connect_timeout_ms, l.manifest_timeout_ms);
 }
 
 }  // namespace ipu::cache

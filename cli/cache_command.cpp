@@ -13,9 +13,9 @@
 #include "cli/cache_size.h"
 #include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
+#include "cli/executable_key.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
-#include "runtime/base/file_io.h"
 #include "runtime/format/executable_file.h"
 
 namespace ipu::cli {
@@ -89,7 +89,7 @@ int report_removed(const CacheFlags& f, cache::LocalStore& store, const StatusOr
   if (count_as_evictions && !removed->empty()) {
     cache::CacheStats delta;
     delta.evictions = removed->size();
-    Status s = cache::add_stats(store.dir(), delta);
+    Status s = cache::add_stats(store.root(), delta);
     if (!s.ok()) print_warning(kTool, s.message() + "; cache statistics not updated");
   }
   auto total = store.total_bytes();
@@ -136,18 +136,10 @@ int run_cache(const CacheFlags& f) {
   auto entries = store.list();
   if (!entries.ok()) return fail(kTool, entries.status(), kExitIoError);
 
-  if (f.sub == "clear") {
-    std::vector<std::string> removed;
-    for (const auto& e : *entries) {
-      Status s = store.remove(e.key);
-      if (!s.ok() && s.code() != StatusCode::kNotFound) return fail(kTool, s, kExitIoError);
-      removed.push_back(e.key);
-    }
-    return report_removed(f, store, removed, false);
-  }
+  if (f.sub == "clear") return report_removed(f, store, store.clear(), false);
 
   if (f.sub == "stats") {
-    auto stats = cache::read_stats(store.dir());
+    auto stats = cache::read_stats(store.root());
     if (!stats.ok()) print_warning(kTool, stats.status().message());
     const cache::CacheStats s = stats.ok() ? *stats : cache::CacheStats();
     auto total = store.rescan_total_bytes();
@@ -213,6 +205,10 @@ int run_cache(const CacheFlags& f) {
     }
     auto manifest = cache::Manifest::parse(found->manifest_text);
     auto exe = format::parse_executable(found->executable_bytes, found->path);
+    // load_by_key checked that the manifest parses and hashes to the key.
+    const Status belongs = !exe.ok()        ? exe.status()
+                           : !manifest.ok() ? manifest.status()
+                                            : check_executable_key(*exe, *manifest, found->path);
     if (f.json) {
       nlohmann::json out = document(f);
       out["key"] = found->key;
@@ -232,7 +228,7 @@ int run_cache(const CacheFlags& f) {
                                             {"tiles_used", exe->estimates().tiles_used()},
                                             {"total_bytes", exe->estimates().total_bytes()},
                                             {"vertices", exe->estimates().vertices()}}}};
-        out["error"] = nullptr;
+        out["error"] = belongs.ok() ? nlohmann::json() : nlohmann::json(belongs.message());
       } else {
         out["executable"] = nullptr;
         out["error"] = exe.status().message();
@@ -256,8 +252,8 @@ int run_cache(const CacheFlags& f) {
                     static_cast<unsigned long long>(exe->estimates().vertices()));
       }
     }
-    if (!exe.ok()) {
-      print_error(kTool, exe.status().message() + " (run 'ipucc cache verify' to quarantine it)");
+    if (!belongs.ok()) {
+      print_error(kTool, belongs.message() + " (run 'ipucc cache verify' to quarantine it)");
       return kExitIoError;
     }
     return kExitOk;
@@ -271,12 +267,16 @@ int run_cache(const CacheFlags& f) {
     if (!e.manifest_ok) {
       problem = store.manifest_path(e.key) + ": manifest is malformed or does not hash to its key";
     } else {
-      auto bytes = read_file(store.entry_path(e.key));
-      if (!bytes.ok()) {
-        problem = bytes.status().message();
+      auto found = store.load_by_key(e.key, /*touch_entry=*/false);
+      if (!found.ok()) {
+        problem = found.status().message();
       } else {
-        auto parsed = format::parse_executable(*bytes, store.entry_path(e.key));
-        if (!parsed.ok()) problem = parsed.status().message();
+        auto parsed = format::parse_executable(found->executable_bytes, found->path);
+        auto manifest = cache::Manifest::parse(found->manifest_text);
+        const Status belongs = !parsed.ok()     ? parsed.status()
+                               : !manifest.ok() ? manifest.status()
+                                                : check_executable_key(*parsed, *manifest, found->path);
+        if (!belongs.ok()) problem = belongs.message();
       }
     }
     if (problem.empty()) {
@@ -291,7 +291,7 @@ int run_cache(const CacheFlags& f) {
   if (!corrupt.empty()) {
     cache::CacheStats delta;
     delta.corrupt_found = corrupt.size();
-    Status s = cache::add_stats(store.dir(), delta);
+    Status s = cache::add_stats(store.root(), delta);
     if (!s.ok()) print_warning(kTool, s.message() + "; cache statistics not updated");
   }
   if (f.json) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "cache/cache_dir.h"
 #include "cache/cache_stats.h"
@@ -10,6 +11,7 @@
 #include "cache/local_store.h"
 #include "cache/remote_store.h"
 #include "cli/compiler_identity.h"
+#include "cli/executable_key.h"
 #include "cli/tensor_file.h"
 #include "compiler/frontend/model_fingerprint.h"
 #include "runtime/base/file_io.h"
@@ -20,9 +22,6 @@ namespace {
 
 // 2: the model's structure (model_structure_sha256) instead of its whole file (model_sha256).
 constexpr const char* kKeySchemaVersion = "3";
-// The executable records the digest of the weight values it holds under this name (not part of
-// the cache manifest, so models that differ only in weights share an entry).
-constexpr const char* kWeightsField = "weights_sha256";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -34,10 +33,11 @@ class CacheSession {
   CacheSession(cache::LocalStore& store, const cache::Manifest& manifest, const WarningSink& warn)
       : m_store(store), m_manifest(manifest), m_key(manifest.key()), m_warn(warn) {}
 
-  // Loads the entry if the cache has a sound one; a damaged entry never runs: it is moved
-  // aside for inspection and the model compiled again. Takes the key's lock after a first miss
-  // and looks again, so concurrent compiles of one key compile once; the lock is then held
-  // until this session ends (after the store).
+  // Loads the entry if the cache has a sound one; a damaged entry, or one holding an executable
+  // compiled for another key, never runs: it is moved aside for inspection and the model
+  // compiled again. Takes the key's lock after a first miss and looks again, so concurrent
+  // compiles of one key compile once; the lock is then held until this session ends (after the
+  // store).
   bool try_hit(CachedCompile& out) {
     if (try_hit_once(out, false)) return true;
     auto locked = m_store.lock_key(m_key);
@@ -52,7 +52,7 @@ class CacheSession {
   // Statistics are bookkeeping: failing to update them warns, never fails the compile.
   void count(const cache::CacheStats& delta) {
     if (!m_writable) return;
-    Status s = cache::add_stats(m_store.dir(), delta);
+    Status s = cache::add_stats(m_store.root(), delta);
     if (!s.ok()) write_failed(s);
   }
 
@@ -74,17 +74,18 @@ class CacheSession {
   bool try_hit_once(CachedCompile& out, bool holding_lock) {
     auto found = m_store.lookup(m_manifest);
     if (!found.ok()) {
-      m_warn(found.status().message());
+      say(found.status().message());
       return false;
     }
-    for (const auto& w : found->warnings) m_warn(w);
+    for (const auto& w : found->warnings) say(w);
     if (found->uncommitted_executable && holding_lock) {
-      m_warn(found->path + ": executable without its manifest (a compile that died before committing); treated as a "
-                           "cache miss");
+      say(found->path + ": executable without its manifest (a compile that died before committing); treated as a "
+                        "cache miss");
     }
     if (!found->hit) return false;
     auto parsed = format::parse_executable(found->executable_bytes, found->path);
-    if (parsed.ok()) {
+    const Status usable = parsed.ok() ? check_executable_key(*parsed, m_manifest, found->path) : parsed.status();
+    if (usable.ok()) {
       out.bytes = std::move(found->executable_bytes);
       out.executable = std::move(*parsed);
       return true;
@@ -92,11 +93,17 @@ class CacheSession {
     Status moved = m_store.quarantine(m_key);
     if (moved.ok()) {
       m_delta.corrupt_found += 1;
-      m_warn(parsed.status().message() + "; moved to " + m_store.corrupt_dir() + "; recompiling");
+      say(usable.message() + "; moved to " + m_store.corrupt_dir() + "; recompiling");
     } else {
-      m_warn(parsed.status().message() + "; recompiling (" + moved.message() + ")");
+      say(usable.message() + "; recompiling (" + moved.message() + ")");
     }
     return false;
+  }
+
+  // The lookup runs twice (before and after taking the key's lock) and usually finds the same
+  // trouble twice (a stored manifest that does not match): the user hears of it once.
+  void say(const std::string& message) {
+    if (m_said.insert(message).second) m_warn(message);
   }
 
   cache::LocalStore& m_store;
@@ -105,6 +112,7 @@ class CacheSession {
   const WarningSink& m_warn;
   cache::CacheStats m_delta;
   std::optional<cache::FileLock> m_key_lock;
+  std::set<std::string> m_said;
   bool m_writable = true;
 };
 
@@ -144,10 +152,10 @@ Status use_model_weights(format::Executable& exe, const std::string& model_text,
 }
 
 // The remote side of one compile: consulted after a local miss, uploaded to after a compile.
-// Nothing it returns is trusted: the manifest must equal the expected one byte for byte and the
-// executable must parse. A failed request warns and turns the remote cache off for the rest of
-// the compile; a rejected entry warns too but is then replaced by the upload of this compile. A
-// 404 is a plain miss. One warning per compile at most.
+// Nothing it returns is trusted: the manifest must equal the expected one byte for byte, the
+// executable must parse and belong to the key (cli/executable_key.h). A failed request warns and
+// turns the remote cache off for the rest of the compile; a rejected entry warns too but is then
+// replaced by the upload of this compile. A 404 is a plain miss. One warning per compile at most.
 class RemoteSession {
  public:
   RemoteSession(cache::RemoteStore remote, bool read_only, const WarningSink& warn)
@@ -171,8 +179,9 @@ class RemoteSession {
       return false;
     }
     auto parsed = format::parse_executable(fetched->executable_bytes, where + ".ipuexe");
-    if (!parsed.ok()) {
-      rejected(parsed.status().message(), delta);
+    const Status usable = parsed.ok() ? check_executable_key(*parsed, manifest, where + ".ipuexe") : parsed.status();
+    if (!usable.ok()) {
+      rejected(usable.message(), delta);
       return false;
     }
     out.bytes = std::move(fetched->executable_bytes);
@@ -304,7 +313,11 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   // The remote cache backs a usable local one: its entries are always stored locally first.
   std::optional<RemoteSession> remote;
   if (session && !request.remote_url.empty()) {
-    auto created = cache::RemoteStore::create(request.remote_url);
+    cache::RemoteLimits limits;
+    // No larger file is an executable this build reads: its header and the payload the format
+    // accepts (an incompressible payload at the cap would exceed it and be compiled instead).
+    limits.max_executable_bytes = format::kHeaderSize + format::kMaxPayloadBytes;
+    auto created = cache::RemoteStore::create(request.remote_url, limits);
     if (!created.ok()) return created.status();
     remote.emplace(std::move(*created), request.remote_read_only, warn);
   }

@@ -96,6 +96,23 @@ test_corrupt_entry_is_quarantined_and_recompiled() {
   expect_json "$STDOUT" 'd["command"] == "cache verify" and d["ok"] == 0 and d["corrupt"] == 0'
 }
 
+# The lookup runs again after taking the key's lock; a stored manifest that does not match is
+# still said once.
+test_manifest_mismatch_warns_once() {
+  local entry key manifest
+  entry=$(compile_entry)
+  key=$(json_get "$STDOUT" 'd["key"]')
+  manifest=${entry%.ipuexe}.manifest
+  sed -i 's/^option.batch_size=32$/option.batch_size=64/' "$manifest"
+  grep -q '^option.batch_size=64$' "$manifest" || fail "the manifest has no option.batch_size=32 line to edit"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"'
+  expect_stderr_contains "$manifest: stored manifest does not match key $key, first differing field 'option.batch_size'"
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 1 "warnings"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "the recompiled entry replaced the edited one"
+}
+
 # Three entries last used 3, 2 and 1 days ago (their .ipuexe mtimes).
 make_three_aged() {
   A=$(compile_entry --batch-size 8)

@@ -16,10 +16,11 @@ expect_one_warning() {
 cache_listing() { (cd "$IPUCC_CACHE_DIR" && find . -printf '%p %s\n' | sort); }
 
 # Mounts a tmpfs of SIZE on $IPUCC_CACHE_DIR, unmounted when the test ends (tests run as root in
-# CI; elsewhere the test is skipped).
+# CI; elsewhere the test is skipped). Mode 0755: a tmpfs is 1777 by default, which the cache
+# refuses as a directory others can write.
 mount_cache_tmpfs() {
   mkdir -p "$IPUCC_CACHE_DIR"
-  mount -t tmpfs -o "size=$1" tmpfs "$IPUCC_CACHE_DIR" 2>/dev/null ||
+  mount -t tmpfs -o "size=$1,mode=0755" tmpfs "$IPUCC_CACHE_DIR" 2>/dev/null ||
     skip "cannot mount a tmpfs (needs root with CAP_SYS_ADMIN)"
   trap 'umount -l "$IPUCC_CACHE_DIR"' EXIT
 }

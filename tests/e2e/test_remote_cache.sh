@@ -155,4 +155,80 @@ test_corrupt_remote_entry_is_rejected_and_replaced() {
   expect_stderr_contains "$key.manifest: differs from the expected manifest; remote entry rejected"
 }
 
+# A server (or whoever can PUT to it) serving the expected manifest, which anyone can compute,
+# beside another model's sound executable: the executable records the manifest it was compiled
+# from, so it is rejected and not stored, and the run computes the model asked for.
+test_remote_executable_of_another_key_is_rejected_and_not_stored() {
+  start_server
+  local a=$MODELS/mlp_sequential.json b=$MODELS/mlp_residual.json key_a key_b
+  local infer=(--tiles-per-ipu 64 --mode infer)
+  expect_exit 0 "$IPUCC" compile "$b" "${infer[@]}" --cache-dir first --remote-cache "$URL" --json
+  key_b=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" compile "$a" "${infer[@]}" --cache-dir first --remote-cache "$URL" --json
+  key_a=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPURUN" predict "$a" "${infer[@]}" --no-cache --data synthetic:64 --output a.npy
+  cp "www/cache/${key_b:0:2}/$key_b.ipuexe" "www/cache/${key_a:0:2}/$key_a.ipuexe"
+  expect_exit 0 "$IPURUN" predict "$a" "${infer[@]}" --cache-dir second --remote-cache "$URL" --remote-cache-readonly \
+    --data synthetic:64 --output second.npy --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"'
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 1 "warnings"
+  expect_stderr_contains "$URL/${key_a:0:2}/$key_a.ipuexe: the executable was compiled for cache key $key_b, not $key_a"
+  expect_stderr_contains "remote entry rejected"
+  cmp a.npy second.npy || fail "ipurun predict A did not compute model A"
+  ! cmp -s "www/cache/${key_a:0:2}/$key_a.ipuexe" "second/entries/${key_a:0:2}/$key_a.ipuexe" ||
+    fail "the rejected executable was stored locally"
+  expect_exit 0 "$IPUCC" cache verify --cache-dir second
+  expect_stdout_contains "1 ok, 0 corrupt"
+  stats_of second
+  expect_json "$STDOUT" 'd["remote_errors"] == 1 and d["remote_hits"] == 0 and d["misses"] == 1'
+}
+
+# A server whose manifest never ends: the compile reads no more than the manifest cap (64 KiB),
+# warns naming the URL and the cap, and compiles locally at once.
+test_endless_remote_manifest_is_cut_at_its_cap() {
+  local port server start
+  port=$(free_port)
+  cat > endless.py <<'PY'
+import http.server, sys
+class Endless(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # no Content-Length: the body ends when the connection does
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+        sent, chunk = 0, b"x" * 65536
+        try:
+            while sent < 2 << 30:
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass
+        with open("sent", "a") as f:
+            f.write("%d\n" % sent)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Endless).serve_forever()
+PY
+  "$PYTHON" endless.py "$port" &
+  server=$!
+  trap "kill $server 2> /dev/null" EXIT
+  local i
+  for i in $(seq 50); do
+    "$PYTHON" -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.2)" 2> /dev/null && break
+    sleep 0.1
+  done
+  start=$SECONDS
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --remote-cache "http://127.0.0.1:$port/cache" --json
+  (( SECONDS - start < 10 )) || fail "the compile took $((SECONDS - start)) s"
+  expect_json "$STDOUT" 'd["cache"] == "miss"'
+  local key
+  key=$(json_get "$STDOUT" 'd["key"]')
+  expect_eq "$(grep -c 'warning:' "$STDERR")" 1 "warnings"
+  expect_stderr_contains "http://127.0.0.1:$port/cache/${key:0:2}/$key.manifest: the answer is larger than 65536 bytes, the cap for a cache manifest; not read further; remote cache http://127.0.0.1:$port/cache not used for this compile"
+  for i in $(seq 50); do [[ -s sent ]] && break; sleep 0.1; done
+  # What the socket buffers took, a few MiB at most, not the body.
+  (( $(head -n 1 sent) < 32 * 1024 * 1024 )) || fail "the server sent $(cat sent) bytes"
+  stats_of "$IPUCC_CACHE_DIR"
+  expect_json "$STDOUT" 'd["remote_errors"] == 1 and d["misses"] == 1'
+}
+
 run_tests "$@"

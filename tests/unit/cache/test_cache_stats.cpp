@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -32,16 +33,26 @@ public:
     fs::remove_all(m_path, ec);
   }
   const std::string& path() const { return m_path; }
+  // The directory as the cache holds it: open by descriptor.
+  const ipu::cache::DirHandle& handle() {
+    if (!m_handle) {
+      auto opened = ipu::cache::DirHandle::open(m_path, /*create=*/false);
+      REQUIRE(opened.ok());
+      m_handle.emplace(std::move(opened).value());
+    }
+    return *m_handle;
+  }
 
 private:
   std::string m_path;
+  std::optional<ipu::cache::DirHandle> m_handle;
 };
 
 } // namespace
 
 TEST_CASE("cache stats start at zero") {
   StatsDir dir;
-  auto stats = ipu::cache::read_stats(dir.path());
+  auto stats = ipu::cache::read_stats(dir.handle());
   REQUIRE(stats.ok());
   CHECK(stats->hits == 0);
   CHECK(stats->misses == 0);
@@ -59,10 +70,10 @@ TEST_CASE("cache stats add and persist") {
   other.misses = 2;
   other.corrupt_found = 1;
   other.evictions = 3;
-  REQUIRE(ipu::cache::add_stats(dir.path(), hit).ok());
-  REQUIRE(ipu::cache::add_stats(dir.path(), hit).ok());
-  REQUIRE(ipu::cache::add_stats(dir.path(), other).ok());
-  auto stats = ipu::cache::read_stats(dir.path());
+  REQUIRE(ipu::cache::add_stats(dir.handle(), hit).ok());
+  REQUIRE(ipu::cache::add_stats(dir.handle(), hit).ok());
+  REQUIRE(ipu::cache::add_stats(dir.handle(), other).ok());
+  auto stats = ipu::cache::read_stats(dir.handle());
   REQUIRE(stats.ok());
   CHECK(stats->hits == 2);
   CHECK(stats->compiles_avoided == 2);
@@ -100,37 +111,41 @@ TEST_CASE("cache stats json round trip and malformed text") {
 TEST_CASE("cache stats damaged file is reported then replaced") {
   StatsDir dir;
   REQUIRE(ipu::write_file_atomic(dir.path() + "/stats.json", "garbage").ok());
-  auto read = ipu::cache::read_stats(dir.path());
+  auto read = ipu::cache::read_stats(dir.handle());
   REQUIRE_FALSE(read.ok());
   CHECK(read.status().code() == StatusCode::kDataLoss);
   CacheStats miss;
   miss.misses = 1;
-  auto status = ipu::cache::add_stats(dir.path(), miss);
+  auto status = ipu::cache::add_stats(dir.handle(), miss);
   CHECK_FALSE(status.ok());  // reported, so the caller can warn
-  auto again = ipu::cache::read_stats(dir.path());
+  auto again = ipu::cache::read_stats(dir.handle());
   REQUIRE(again.ok());
   CHECK(again->misses == 1);
 }
 
 TEST_CASE("cache stats update fails without failing on a missing directory") {
+  StatsDir dir;
+  const ipu::cache::DirHandle& gone = dir.handle();
+  REQUIRE(::rmdir(dir.path().c_str()) == 0);
   CacheStats miss;
   miss.misses = 1;
-  auto status = ipu::cache::add_stats("/nonexistent/ipucc/stats", miss);
+  auto status = ipu::cache::add_stats(gone, miss);
   CHECK_FALSE(status.ok());
 }
 
 TEST_CASE("cache stats concurrent updates are not lost") {
   StatsDir dir;
+  const ipu::cache::DirHandle& handle = dir.handle();
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       CacheStats one;
       one.hits = 1;
-      for (int i = 0; i < 25; ++i) CHECK(ipu::cache::add_stats(dir.path(), one).ok());
+      for (int i = 0; i < 25; ++i) CHECK(ipu::cache::add_stats(handle, one).ok());
     });
   }
   for (auto& t : threads) t.join();
-  auto stats = ipu::cache::read_stats(dir.path());
+  auto stats = ipu::cache::read_stats(dir.handle());
   REQUIRE(stats.ok());
   CHECK(stats->hits == 100);
 }

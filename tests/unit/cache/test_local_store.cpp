@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -571,4 +572,217 @@ TEST_CASE("local store load_by_key can leave the mtime alone") {
   struct stat st {};
   REQUIRE(::stat(store.entry_path(m.key()).c_str(), &st) == 0);
   CHECK(st.st_mtime == 1000);
+}
+
+namespace {
+
+// Every file below `dir`, as relative paths: what a test expects a link never led the store to
+// touch.
+std::vector<std::string> files_below(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) out.push_back(fs::relative(entry.path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void make_link(const std::string& target, const std::string& link) {
+  fs::create_directories(fs::path(link).parent_path());
+  REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+}
+
+bool is_link(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+} // namespace
+
+TEST_CASE("local store never follows a symbolic link inside its directory") {
+  TempDir tmp;
+  const std::string outside = tmp.path() + "/outside";
+  REQUIRE(fs::create_directories(outside));
+  const std::string cache = tmp.path() + "/cache";
+  LocalStore store = open_store(cache);
+  Manifest m = sample_manifest();
+  const std::string key = m.key();
+  const std::string shard = cache + "/entries/" + key.substr(0, 2);
+
+  SUBCASE("a shard directory") {
+    // A complete entry where the link points: following the link would hit, store and delete there.
+    REQUIRE(ipu::write_file_atomic(outside + "/" + key + ".manifest", m.canonical_text()).ok());
+    REQUIRE(ipu::write_file_atomic(outside + "/" + key + ".ipuexe", kBytes).ok());
+    make_link(outside, shard);
+    const auto before = files_below(outside);
+
+    auto looked = store.lookup(m);
+    REQUIRE(looked.ok());
+    CHECK_FALSE(looked->hit);
+    REQUIRE(looked->warnings.size() == 1);
+    CHECK(contains(looked->warnings[0], shard + ": is a symbolic link"));
+    CHECK(looked->warnings[0].ends_with("(treated as a cache miss)"));
+    auto put = store.put(m, "other bytes");
+    REQUIRE_FALSE(put.ok());
+    CHECK(contains(put.message(), shard + ": is a symbolic link"));
+    CHECK(store.load_by_key(key).status().code() == StatusCode::kIoError);
+    CHECK(store.load_by_key(key.substr(0, 8)).status().code() == StatusCode::kIoError);
+    CHECK(store.remove(key).code() == StatusCode::kIoError);
+    CHECK(store.quarantine(key).code() == StatusCode::kIoError);
+    auto listed = store.list();
+    REQUIRE(listed.ok());
+    CHECK(listed->empty());
+    auto evicted = store.evict_to(0);
+    REQUIRE(evicted.ok());
+    CHECK(evicted->empty());
+    CHECK(files_below(outside) == before);
+
+    // clear removes the link itself; what it points to stays.
+    auto cleared = store.clear();
+    REQUIRE(cleared.ok());
+    CHECK(cleared->empty());
+    CHECK_FALSE(exists(shard));
+    CHECK(files_below(outside) == before);
+    REQUIRE(store.put(m, kBytes).ok());
+    CHECK(fs::is_directory(fs::symlink_status(shard)));
+  }
+  SUBCASE("an entry's files") {
+    REQUIRE(store.put(m, kBytes).ok());
+    REQUIRE(ipu::write_file_atomic(outside + "/secret", "not an executable").ok());
+    REQUIRE(::unlink(store.entry_path(key).c_str()) == 0);
+    make_link(outside + "/secret", store.entry_path(key));
+    auto looked = store.lookup(m);
+    REQUIRE(looked.ok());
+    CHECK_FALSE(looked->hit);
+    REQUIRE(looked->warnings.size() == 1);
+    CHECK(contains(looked->warnings[0], store.entry_path(key) + ": is a symbolic link"));
+    // A put replaces the link with the entry's file; the link's target is left as it was.
+    REQUIRE(store.put(m, kBytes).ok());
+    CHECK_FALSE(is_link(store.entry_path(key)));
+    CHECK(*ipu::read_file(outside + "/secret") == "not an executable");
+    // Removing an entry whose file is a link removes the link.
+    REQUIRE(::unlink(store.entry_path(key).c_str()) == 0);
+    make_link(outside + "/secret", store.entry_path(key));
+    REQUIRE(store.remove(key).ok());
+    CHECK_FALSE(is_link(store.entry_path(key)));
+    CHECK(exists(outside + "/secret"));
+  }
+  SUBCASE("links among the entries are removed by clear, never their targets") {
+    REQUIRE(store.put(m, kBytes).ok());
+    REQUIRE(ipu::write_file_atomic(outside + "/file", "x").ok());
+    make_link(outside + "/file", shard + "/" + std::string(64, 'f') + ".manifest");
+    make_link(outside, cache + "/entries/zz");
+    auto cleared = store.clear();
+    REQUIRE(cleared.ok());
+    CHECK(*cleared == std::vector<std::string>{key});
+    CHECK(files_below(cache + "/entries") == std::vector<std::string>{key.substr(0, 2)});
+    CHECK(files_below(outside) == std::vector<std::string>{"file"});
+  }
+  SUBCASE("the corrupt directory") {
+    REQUIRE(store.put(m, kBytes).ok());
+    make_link(outside, cache + "/corrupt");
+    auto moved = store.quarantine(key);
+    REQUIRE_FALSE(moved.ok());
+    CHECK(contains(moved.message(), cache + "/corrupt: is a symbolic link"));
+    CHECK(files_below(outside).empty());
+    CHECK(exists(store.entry_path(key)));
+  }
+  SUBCASE("a key's lock file") {
+    make_link(outside + "/created", cache + "/locks/" + key + ".lock");
+    auto lock = store.lock_key(key);
+    REQUIRE_FALSE(lock.ok());
+    CHECK(contains(lock.status().message(), cache + "/locks/" + key + ".lock: is a symbolic link"));
+    CHECK(files_below(outside).empty());
+  }
+  SUBCASE("the locks directory") {
+    make_link(outside, cache + "/locks");
+    auto lock = store.lock_key(key);
+    REQUIRE_FALSE(lock.ok());
+    CHECK(contains(lock.status().message(), cache + "/locks: is a symbolic link"));
+    CHECK(files_below(outside).empty());
+  }
+  SUBCASE("the stats lock") {
+    make_link(outside + "/created", cache + "/stats.lock");
+    auto put = store.put(m, kBytes);
+    REQUIRE_FALSE(put.ok());
+    CHECK(contains(put.message(), cache + "/stats.lock: is a symbolic link"));
+    CHECK_FALSE(store.remove(key).ok());
+    CHECK(files_below(outside).empty());
+  }
+  SUBCASE("a FIFO in place of a file") {
+    // Opening a FIFO to read waits for a writer: it must be refused, not waited on.
+    REQUIRE(store.put(m, kBytes).ok());
+    REQUIRE(::unlink(store.manifest_path(key).c_str()) == 0);
+    REQUIRE(::mkfifo(store.manifest_path(key).c_str(), 0644) == 0);
+    auto looked = store.lookup(m);
+    REQUIRE(looked.ok());
+    CHECK_FALSE(looked->hit);
+    REQUIRE(looked->warnings.size() == 1);
+    CHECK(contains(looked->warnings[0], store.manifest_path(key) + ": not a regular file"));
+    REQUIRE(::unlink((cache + "/stats.lock").c_str()) == 0);
+    REQUIRE(::mkfifo((cache + "/stats.lock").c_str(), 0644) == 0);
+    CHECK(contains(store.remove(key).message(), cache + "/stats.lock: lock file is not a regular file"));
+  }
+  SUBCASE("the entries directory") {
+    fs::remove_all(cache + "/entries");
+    make_link(outside, cache + "/entries");
+    auto reopened = LocalStore::open(cache);
+    REQUIRE_FALSE(reopened.ok());
+    CHECK(contains(reopened.status().message(), cache + "/entries: is a symbolic link"));
+    CHECK(files_below(outside).empty());
+  }
+}
+
+TEST_CASE("local store refuses a directory that others can write") {
+  TempDir tmp;
+  const std::string cache = tmp.path() + "/cache";
+  LocalStore store = open_store(cache);
+  Manifest m = sample_manifest();
+  REQUIRE(store.put(m, kBytes).ok());
+
+  for (const auto& [mode, what] : {std::pair{0775, "writable by its group (mode 0775)"},
+                                   std::pair{0757, "writable by others (mode 0757)"},
+                                   std::pair{01777, "writable by its group and others (mode 1777)"}}) {
+    CAPTURE(mode);
+    REQUIRE(::chmod(cache.c_str(), static_cast<mode_t>(mode)) == 0);
+    auto refused = LocalStore::open(cache);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == StatusCode::kIoError);
+    CHECK(contains(refused.status().message(), cache + ": " + what + "; refusing a cache directory others can write"));
+  }
+  REQUIRE(::chmod(cache.c_str(), 0755) == 0);
+  REQUIRE(LocalStore::open(cache).ok());
+
+  // A directory inside it is held to the same rule.
+  const std::string shard = fs::path(store.entry_path(m.key())).parent_path().string();
+  REQUIRE(::chmod(shard.c_str(), 0775) == 0);
+  auto looked = store.lookup(m);
+  REQUIRE(looked.ok());
+  CHECK_FALSE(looked->hit);
+  REQUIRE(looked->warnings.size() == 1);
+  CHECK(contains(looked->warnings[0], shard + ": writable by its group (mode 0775)"));
+  CHECK_FALSE(store.put(m, kBytes).ok());
+  REQUIRE(::chmod(shard.c_str(), 0755) == 0);
+  REQUIRE(::chmod((cache + "/entries").c_str(), 0777) == 0);
+  CHECK(contains(LocalStore::open(cache).status().message(), cache + "/entries: writable by its group and others"));
+}
+
+TEST_CASE("local store refuses a directory another user owns") {
+  TempDir tmp;
+  const std::string cache = tmp.path() + "/cache";
+  LocalStore store = open_store(cache);
+  if (::geteuid() != 0) {
+    MESSAGE("skipping ownership checks: only root can give a directory to another user");
+    return;
+  }
+  REQUIRE(::chown(cache.c_str(), 65534, static_cast<gid_t>(-1)) == 0);
+  auto refused = LocalStore::open(cache);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kIoError);
+  CHECK(contains(refused.status().message(), cache + ": owned by uid 65534"));
+  CHECK(contains(refused.status().message(), "not by the current user, uid 0"));
+  REQUIRE(::chown(cache.c_str(), 0, static_cast<gid_t>(-1)) == 0);
+  REQUIRE(::chown((cache + "/entries").c_str(), 65534, static_cast<gid_t>(-1)) == 0);
+  CHECK(contains(LocalStore::open(cache).status().message(), cache + "/entries: owned by uid 65534"));
+  // Root's directories are trusted by everyone: root can write anything anyway.
+  REQUIRE(::chown((cache + "/entries").c_str(), 0, static_cast<gid_t>(-1)) == 0);
+  CHECK(LocalStore::open(cache).ok());
 }

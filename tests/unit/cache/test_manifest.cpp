@@ -115,6 +115,26 @@ TEST_CASE("manifest key is stable") {
   CHECK(Manifest().key() == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
+TEST_CASE("manifest from an executable's recorded entries has the key of the manifest it records") {
+  Manifest m;
+  m.set("model", "abc");
+  m.set("compiler", "ipucc-1");
+  // An executable records its entries in any order.
+  auto recorded = Manifest::from_entries({{"model", "abc"}, {"compiler", "ipucc-1"}});
+  REQUIRE(recorded.ok());
+  CHECK(*recorded == m);
+  CHECK(recorded->key() == m.key());
+  auto other = Manifest::from_entries({{"model", "xyz"}, {"compiler", "ipucc-1"}});
+  REQUIRE(other.ok());
+  CHECK(other->key() != m.key());
+  CHECK(Manifest::from_entries({})->key() == Manifest().key());
+  // A name given twice binds to no key, whichever value a map would keep.
+  auto twice = Manifest::from_entries({{"model", "abc"}, {"compiler", "ipucc-1"}, {"model", "xyz"}});
+  REQUIRE_FALSE(twice.ok());
+  CHECK(twice.status().code() == StatusCode::kInvalidArgument);
+  CHECK(twice.status().message().find("'model'") != std::string::npos);
+}
+
 TEST_CASE("manifest differences lists changed and one-sided names") {
   Manifest a;
   a.set("same", "1");

@@ -1,0 +1,31 @@
+#include "cli/executable_key.h"
+
+#include <utility>
+#include <vector>
+
+namespace ipu::cli {
+
+StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const std::string& origin) {
+  std::vector<std::pair<std::string, std::string>> entries;
+  entries.reserve(exe.manifest_size());
+  for (const auto& entry : exe.manifest()) {
+    if (entry.name() != kWeightsField) entries.emplace_back(entry.name(), entry.value());
+  }
+  StatusOr<cache::Manifest> manifest = cache::Manifest::from_entries(entries);
+  if (!manifest.ok()) return data_loss(origin + ": the executable's recorded " + manifest.status().message());
+  return manifest;
+}
+
+Status check_executable_key(const format::Executable& exe, const cache::Manifest& expected, const std::string& origin) {
+  IPU_ASSIGN_OR_RETURN(cache::Manifest recorded, recorded_manifest(exe, origin));
+  if (recorded == expected) return Status();
+  if (recorded.entries().empty()) {
+    return data_loss(origin + ": the executable records no manifest, so it belongs to no cache key, not " +
+                     expected.key());
+  }
+  const std::vector<std::string> differing = recorded.differences(expected);
+  return data_loss(origin + ": the executable was compiled for cache key " + recorded.key() + ", not " +
+                   expected.key() + " (its manifest differs in '" + differing.front() + "')");
+}
+
+}  // namespace ipu::cli

@@ -1,0 +1,29 @@
+// Which cache entry an executable belongs to. Every executable records the manifest it was
+// compiled from (Executable.manifest, docs/executable_format.md) and the digest of the weight
+// values it holds, which is not a key input (docs/cache.md, "Weights are not in the key"). The
+// SHA-256 of the recorded manifest is the key it belongs under; an entry is used only if that is
+// the key it was found under, so one entry's executable copied over another's, locally or on a
+// remote server, is refused instead of run as the other model (docs/cache.md, "Writes and
+// reads").
+#pragma once
+
+#include <string>
+
+#include "cache/manifest.h"
+#include "runtime/base/status.h"
+#include "runtime/format/executable.pb.h"
+
+namespace ipu::cli {
+
+// The name under which an executable records the digest of its weight values.
+inline constexpr const char* kWeightsField = "weights_sha256";
+
+// The manifest `exe` records, without the weights digest. DataLoss naming `origin` if a name
+// appears twice.
+StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const std::string& origin);
+
+// OK if `exe` records exactly `expected`, so it belongs under expected.key(). Otherwise DataLoss
+// naming `origin`, the key the executable belongs under and the first manifest field that differs.
+Status check_executable_key(const format::Executable& exe, const cache::Manifest& expected, const std::string& origin);
+
+}  // namespace ipu::cli
