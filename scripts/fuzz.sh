@@ -22,7 +22,7 @@ release=${IPUCC_BUILD_DIR:-$root/build}
 executable_seeds=$root/tests/fuzz/corpus/executable
 if cmake --build "$release" --target ipucc hostile_executable >/dev/null 2>&1; then
   "$root/tests/fuzz/make_executable_corpus.sh" "$release/cli/ipucc" "$release/tests/tools/hostile_executable" \
-    "$work/executable_seeds" 2>/dev/null
+    "$work/executable_seeds" "${IPUCC_CONFORMANCE_DIR:-$root/../shared/conformance/onnx-node-tests}" 2>/dev/null
   executable_seeds+=",$work/executable_seeds"
 else
   echo "fuzz: no release build in $release; fuzz_executable starts from tests/fuzz/corpus/executable only" >&2

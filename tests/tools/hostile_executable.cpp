@@ -3,13 +3,15 @@
 // cache entry or a remote cache's response would. The mutations are issue 12's findings; each
 // one crashed ipurun, disclosed heap memory, or ran without bound before the verifier learnt the
 // host's contract. `hostile_executable --list` prints their names; `--payload IN OUT` writes
-// IN's message without its frame, weights or ONNX source (fuzz_executable's seeds). Used by
+// IN's message without its frame, weights or ONNX source (fuzz_executable's seeds), and
+// `--codelets IN` the codelet ids its vertices use. Used by
 // tests/e2e/test_hostile_executables.sh and tests/fuzz/make_executable_corpus.sh. Exits 0, or 2
 // on bad usage or an executable the mutation does not apply to.
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "runtime/base/file_io.h"
@@ -206,6 +208,17 @@ int main(int argc, char** argv) {
     for (const auto& [name, mutate] : mutations()) std::printf("%s\n", name.c_str());
     return 0;
   }
+  // The codelet ids IN's vertices use, one per line: what a fuzzing seed covers.
+  if (argc == 3 && std::string(argv[1]) == "--codelets") {
+    auto exe = ipu::format::read_executable_file(argv[2]);
+    if (!exe.ok()) die(exe.status().message());
+    std::set<uint32_t> codelets;
+    for (const auto& cs : exe->compute_sets()) {
+      for (const auto& v : cs.vertices()) codelets.insert(v.codelet());
+    }
+    for (uint32_t id : codelets) std::printf("%u\n", id);
+    return 0;
+  }
   // The payload alone: seeds for fuzz_executable, which frames what it mutates itself.
   if (argc == 4 && std::string(argv[1]) == "--payload") {
     auto exe = ipu::format::read_executable_file(argv[2]);
@@ -219,7 +232,7 @@ int main(int argc, char** argv) {
     if (!written.ok()) die(written.message());
     return 0;
   }
-  if (argc != 4) die("usage: hostile_executable MUTATION IN OUT | --payload IN OUT | --list");
+  if (argc != 4) die("usage: hostile_executable MUTATION IN OUT | --payload IN OUT | --codelets IN | --list");
   auto found = mutations().find(argv[1]);
   if (found == mutations().end()) die(std::string("unknown mutation '") + argv[1] + "' (--list names them)");
   auto exe = ipu::format::read_executable_file(argv[2]);
