@@ -5,6 +5,7 @@
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/program_builder.h"
+#include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
 
 namespace ipu::lowering {
@@ -140,11 +141,11 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   ProgramBuilder programs(exe, target, options.replicas);
   StepStreams streams;
   streams.features = ctx.tensor(io.inputs.at(0).value);
-  streams.features_stream = programs.stream("features", format::Stream::HOST_TO_DEVICE, streams.features);
+  streams.features_stream = programs.stream(std::string(format::kFeaturesStream), format::Stream::HOST_TO_DEVICE, streams.features);
   // Every further input and output has its own stream; predict moves them all.
   auto bind = [&](const IoBinding& b, size_t i, bool input) {
     const uint32_t tensor = ctx.tensor(b.value);
-    const std::string base = input ? "features" : "predictions";
+    const std::string base(input ? format::kFeaturesStream : format::kPredictionsStream);
     const uint32_t stream = input && i == 0 ? streams.features_stream
                                             : programs.stream(i == 0 ? base : base + ":" + std::to_string(i),
                                                               input ? format::Stream::HOST_TO_DEVICE : format::Stream::DEVICE_TO_HOST,
@@ -166,10 +167,10 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   for (const ir::Value& v : graph.values()) {
     if (v.role != ir::Role::kWeight && v.role != ir::Role::kOptimizerState) continue;
     const uint32_t t = ctx.tensor(v.id);
-    ProgramBuilder::stream_in(to_device, programs.stream("to_device:" + v.name, format::Stream::HOST_TO_DEVICE, t), t);
-    ProgramBuilder::stream_out(to_host, programs.stream("to_host:" + v.name, format::Stream::DEVICE_TO_HOST, t), t);
+    ProgramBuilder::stream_in(to_device, programs.stream(std::string(format::kToDeviceStreamPrefix) + v.name, format::Stream::HOST_TO_DEVICE, t), t);
+    ProgramBuilder::stream_out(to_host, programs.stream(std::string(format::kToHostStreamPrefix) + v.name, format::Stream::DEVICE_TO_HOST, t), t);
   }
-  programs.add("weights_from_host", ProgramBuilder::sequence(std::move(to_device)), 1);
+  programs.add(std::string(format::kWeightsFromHostProgram), ProgramBuilder::sequence(std::move(to_device)), 1);
 
   // Forward through the stages one after the other, copying activations across boundaries
   // directly (evaluate and predict keep one micro-batch in flight).
@@ -190,9 +191,9 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     streams.labels = ctx.tensor(io.loss->labels);
     streams.loss = ctx.tensor(io.loss->loss);
     streams.correct = ctx.tensor(io.loss->correct);
-    streams.labels_stream = programs.stream("labels", format::Stream::HOST_TO_DEVICE, streams.labels);
-    streams.loss_stream = programs.stream("loss", format::Stream::DEVICE_TO_HOST, streams.loss);
-    streams.correct_stream = programs.stream("correct", format::Stream::DEVICE_TO_HOST, streams.correct);
+    streams.labels_stream = programs.stream(std::string(format::kLabelsStream), format::Stream::HOST_TO_DEVICE, streams.labels);
+    streams.loss_stream = programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
+    streams.correct_stream = programs.stream(std::string(format::kCorrectStream), format::Stream::DEVICE_TO_HOST, streams.correct);
     auto step_with = [&](bool backward) {
       format::Sequence step;
       ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
@@ -209,12 +210,12 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       format::Sequence one_update = build_pipelined_update(ctx, programs, stages, streams, plan, accumulators,
                                                            options.replicas, options.recompute,
                                                            *exe.mutable_estimates()->mutable_schedule());
-      programs.add("train", ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
+      programs.add(std::string(format::kTrainProgram), ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
     } else if (accumulators.empty()) {
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
       estimate_single_stage(programs, stages[0], 1, estimate);
       estimate.set_update_cycles(programs.estimate_cycles(update));
-      programs.add("train", ProgramBuilder::repeat(steps, step_with(true)), steps);
+      programs.add(std::string(format::kTrainProgram), ProgramBuilder::repeat(steps, step_with(true)), steps);
     } else {
       // K micro-batches accumulate gradients; replicas average them; then one update.
       format::Sequence finish;
@@ -229,9 +230,9 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       format::Sequence one_update;
       *one_update.add_steps() = ProgramBuilder::repeat(K, step_with(true));
       for (auto& step : *finish.mutable_steps()) *one_update.add_steps() = std::move(step);
-      programs.add("train", ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
+      programs.add(std::string(format::kTrainProgram), ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
     }
-    programs.add("evaluate", ProgramBuilder::repeat(steps, step_with(false)), steps);
+    programs.add(std::string(format::kEvaluateProgram), ProgramBuilder::repeat(steps, step_with(false)), steps);
   }
   {
     format::Sequence step;
@@ -239,9 +240,9 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     forward_pass(step, false);
     if (!train) estimate_inference(programs, stages, *exe.mutable_estimates()->mutable_schedule());
     for (const auto& [stream, tensor] : output_streams) ProgramBuilder::stream_out(step, stream, tensor);
-    programs.add("predict", ProgramBuilder::repeat(steps, std::move(step)), steps);
+    programs.add(std::string(format::kPredictProgram), ProgramBuilder::repeat(steps, std::move(step)), steps);
   }
-  programs.add("weights_to_host", ProgramBuilder::sequence(std::move(to_host)), 1);
+  programs.add(std::string(format::kWeightsToHostProgram), ProgramBuilder::sequence(std::move(to_host)), 1);
 
   std::vector<uint32_t> order = concat_phases(stages);
   result.memory = passes::plan_memory(exe, order, ctx.records(), target);

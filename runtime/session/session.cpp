@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <string_view>
 
 #include "runtime/base/printable.h"
 #include "runtime/engine/non_finite.h"
@@ -72,12 +73,12 @@ struct Session::Impl {
   std::optional<uint32_t> stream_features, stream_labels, stream_loss, stream_correct, stream_predictions;
 
   Status check_data(const data::Dataset& data, bool need_labels) const;
-  Status sync_weights(const char* program);
+  Status sync_weights(std::string_view program);
   Status run_execution(uint32_t program, const ExecutionFeed& feed, Outfeed& out);
   bool keep_state_if_finite();
   void restore_last_finite_state();
   Status diagnose_non_finite(uint32_t program, const ExecutionFeed& feed, int epoch, int64_t steps_before);
-  StatusOr<uint32_t> program(const char* name) const;
+  StatusOr<uint32_t> program(std::string_view name) const;
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -110,8 +111,8 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
 
 const format::Executable& Session::executable() const { return m_impl->engine->executable(); }
 
-StatusOr<uint32_t> Session::Impl::program(const char* name) const {
-  auto index = engine->find_program(name);
+StatusOr<uint32_t> Session::Impl::program(std::string_view name) const {
+  auto index = engine->find_program(std::string(name));
   if (!index) {
     return failed_precondition("this executable has no '" + std::string(name) + "' program (compiled with --mode " +
                                engine->executable().mode() + ")");
@@ -143,7 +144,7 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
   return Status();
 }
 
-Status Session::Impl::sync_weights(const char* name) {
+Status Session::Impl::sync_weights(std::string_view name) {
   IPU_ASSIGN_OR_RETURN(uint32_t index, program(name));
   const format::Executable& exe = engine->executable();
   engine::HostStreams streams;
@@ -271,7 +272,7 @@ int64_t Session::default_steps_per_epoch(const data::Dataset& data) const {
 StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const FitOptions& options,
                                                 const ProgressFn& progress, StepLog* step_log) {
   Impl& s = *m_impl;
-  IPU_ASSIGN_OR_RETURN(uint32_t train, s.program("train"));
+  IPU_ASSIGN_OR_RETURN(uint32_t train, s.program(format::kTrainProgram));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
   if (options.epochs < 1) return invalid_argument("--epochs must be at least 1");
   const int64_t S = s.steps_per_execution, B = s.batch;
@@ -295,7 +296,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
                             std::to_string(S) + " steps of batch " + std::to_string(B) + ")");
   }
 
-  IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
+  IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   s.last_finite_state = s.host_state;
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
@@ -334,13 +335,13 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
     if (progress) progress({epoch, options.epochs, r.steps, steps, r.loss, r.accuracy, r.seconds, true});
     results.push_back(r);
   }
-  IPU_RETURN_IF_ERROR(s.sync_weights("weights_to_host"));
+  IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsToHostProgram));
   return results;
 }
 
 StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const ProgressFn& progress) {
   Impl& s = *m_impl;
-  IPU_ASSIGN_OR_RETURN(uint32_t evaluate, s.program("evaluate"));
+  IPU_ASSIGN_OR_RETURN(uint32_t evaluate, s.program(format::kEvaluateProgram));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
   const int64_t S = s.steps_per_execution, B = s.batch;
   if (data.num_samples == 0) return invalid_argument(data.source + ": has no samples");
@@ -348,7 +349,7 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
   // correct rows skip (format::kPaddedRowLabel), and the steps it runs past the data cost only time.
   const int64_t steps = (static_cast<int64_t>(data.num_samples) + B - 1) / B;
   const int64_t executions = (steps + S - 1) / S;
-  IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
+  IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   const auto start = Clock::now();
   const std::vector<uint32_t> order = data::epoch_order(data.num_samples, false, 0, 0);
   EvaluateResult r;
@@ -376,9 +377,9 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
 
 StatusOr<PredictResult> Session::predict(const data::Dataset& data) {
   Impl& s = *m_impl;
-  IPU_ASSIGN_OR_RETURN(uint32_t predict, s.program("predict"));
+  IPU_ASSIGN_OR_RETURN(uint32_t predict, s.program(format::kPredictProgram));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/false));
-  IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
+  IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   const int64_t S = s.steps_per_execution, B = s.batch;
   const auto start = Clock::now();
   const std::vector<uint32_t> order = data::epoch_order(data.num_samples, false, 0, 0);
@@ -440,7 +441,7 @@ data::NpyArray host_array(const format::ModelIo& io, std::vector<int64_t> shape,
 StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) {
   Impl& s = *m_impl;
   const format::Executable& exe = s.engine->executable();
-  IPU_ASSIGN_OR_RETURN(uint32_t predict, s.program("predict"));
+  IPU_ASSIGN_OR_RETURN(uint32_t predict, s.program(format::kPredictProgram));
   if (static_cast<int>(inputs.size()) != exe.inputs_size()) {
     return invalid_argument("the model has " + std::to_string(exe.inputs_size()) + " input(s), " +
                             std::to_string(inputs.size()) + " given");
@@ -474,7 +475,7 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   std::map<uint32_t, size_t> output_of_stream;
   for (int j = 0; j < exe.outputs_size(); ++j) output_of_stream[exe.outputs(j).stream()] = static_cast<size_t>(j);
 
-  IPU_RETURN_IF_ERROR(s.sync_weights("weights_from_host"));
+  IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   const auto start = Clock::now();
   const int64_t N = samples.value_or(1);
   const int64_t steps = samples ? (N + B * R - 1) / (B * R) : 1;
