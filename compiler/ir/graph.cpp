@@ -9,7 +9,7 @@ namespace ipu::ir {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-#define OP(name, text) \
+#define OP(name, text, definition) \
   case OpKind::name:   \
     return text;
 #include "compiler/ir/ops.def"

@@ -16,7 +16,7 @@ namespace ipu::ir {
 enum class DType { kFloat32, kInt32 };
 
 enum class OpKind {
-#define OP(name, text) name,
+#define OP(name, text, definition) name,
 #include "compiler/ir/ops.def"
 #undef OP
 };

@@ -10,32 +10,16 @@ namespace ipu::ir {
 const OpDef& op_def(OpKind kind) {
   static const auto table = [] {
     constexpr size_t kCount = 0
-#define OP(name, text) +1
+#define OP(name, text, definition) +1
 #include "compiler/ir/ops.def"
 #undef OP
         ;
     std::array<const OpDef*, kCount> t{};
-    for (const OpDef* def : {&matmul_op(), &bias_add_op(), &relu_op(), &sigmoid_op(), &tanh_op(), &softmax_op(),
-                             &activation_grad_op(), &softmax_grad_op(), &reshape_op(), &sparse_cross_entropy_op(),
-                             &sparse_cross_entropy_grad_op(), &count_correct_op(), &column_sum_op(),
-                             &sgd_update_op(), &accumulate_grad_op(), &stage_copy_op(),
-                             // Generic tensor ops.
-                             &unary_op(), &binary_op(), &where_op(), &strided_copy_op(), &concat_op(),
-                             &gather_op(), &gather_grad_op(), &reduce_op(), &reduce_prod_grad_op(), &axis_softmax_op(),
-                             &batch_matmul_op(),
-                             // Convolution, pooling and normalization.
-                             &conv_op(), &conv_grad_input_op(), &conv_grad_weight_op(), &channel_sum_op(),
-                             &channel_affine_op(), &max_pool_op(), &max_pool_grad_op(), &average_pool_op(),
-                             &average_pool_grad_op(), &batch_norm_op(), &batch_norm_grad_input_op(),
-                             &batch_norm_grad_scale_op(), &to_channels_last_op(), &to_channels_first_op(),
-                             // ONNX losses.
-                             &nll_loss_op(), &nll_loss_grad_op(),
-                             // Fused ops formed from patterns.
-                             &layer_norm_op()}) {
-      t[static_cast<size_t>(def->kind)] = def;
-    }
-    for (const OpDef* def : t) {
-      if (def == nullptr) std::abort();  // an op in ops.def without a registry entry
+#define OP(name, text, definition) t[static_cast<size_t>(OpKind::name)] = &definition();
+#include "compiler/ir/ops.def"
+#undef OP
+    for (size_t k = 0; k < kCount; ++k) {
+      if (static_cast<size_t>(t[k]->kind) != k) std::abort();  // an ops.def line naming another op's definition
     }
     return t;
   }();

@@ -48,54 +48,9 @@ struct OpDef {
 
 const OpDef& op_def(OpKind kind);
 
-// Registry entries, one function per op family file.
-const OpDef& matmul_op();
-const OpDef& bias_add_op();
-const OpDef& relu_op();
-const OpDef& sigmoid_op();
-const OpDef& tanh_op();
-const OpDef& softmax_op();
-const OpDef& activation_grad_op();
-const OpDef& softmax_grad_op();
-const OpDef& reshape_op();
-const OpDef& sparse_cross_entropy_op();
-const OpDef& sparse_cross_entropy_grad_op();
-const OpDef& count_correct_op();
-const OpDef& column_sum_op();
-const OpDef& sgd_update_op();
-const OpDef& accumulate_grad_op();
-const OpDef& stage_copy_op();
-// Generic tensor ops (elementwise_ops.cpp, movement_ops.cpp, reduce_ops.cpp).
-const OpDef& unary_op();
-const OpDef& binary_op();
-const OpDef& where_op();
-const OpDef& strided_copy_op();
-const OpDef& concat_op();
-const OpDef& gather_op();
-const OpDef& gather_grad_op();
-const OpDef& reduce_op();
-const OpDef& reduce_prod_grad_op();
-const OpDef& axis_softmax_op();
-const OpDef& batch_matmul_op();
-// Convolution, pooling and normalization.
-const OpDef& conv_op();
-const OpDef& conv_grad_input_op();
-const OpDef& conv_grad_weight_op();
-const OpDef& channel_sum_op();
-const OpDef& channel_affine_op();
-const OpDef& max_pool_op();
-const OpDef& max_pool_grad_op();
-const OpDef& average_pool_op();
-const OpDef& average_pool_grad_op();
-const OpDef& batch_norm_op();
-const OpDef& batch_norm_grad_input_op();
-const OpDef& batch_norm_grad_scale_op();
-const OpDef& to_channels_last_op();
-const OpDef& to_channels_first_op();
-// ONNX losses.
-const OpDef& nll_loss_op();
-const OpDef& nll_loss_grad_op();
-// Fused ops formed from patterns.
-const OpDef& layer_norm_op();
+// Registry entries: each op's definition, in its family's file under compiler/ops (ops.def).
+#define OP(name, text, definition) const OpDef& definition();
+#include "compiler/ir/ops.def"
+#undef OP
 
 }  // namespace ipu::ir

@@ -107,50 +107,9 @@ const KernelDef* find_kernel(uint32_t codelet_id);
 // Validates `vertex` against the tensors it names (which the format verifier already checked).
 Status validate_vertex(const format::Vertex& vertex, const format::Executable& executable);
 
-// The kernel families register here (one file each).
-const KernelDef& matmul_kernel();
-const KernelDef& bias_add_kernel();
-const KernelDef& activation_kernel();
-const KernelDef& activation_grad_kernel();
-const KernelDef& softmax_kernel();
-const KernelDef& softmax_grad_kernel();
-const KernelDef& sparse_cross_entropy_kernel();
-const KernelDef& sparse_cross_entropy_grad_kernel();
-const KernelDef& count_correct_kernel();
-const KernelDef& column_sum_kernel();
-const KernelDef& sgd_momentum_kernel();
-const KernelDef& accumulate_kernel();
-// Generic tensor codelets (broadcast_kernels.cpp, reduce_kernels.cpp).
-const KernelDef& unary_kernel();
-const KernelDef& binary_kernel();
-const KernelDef& where_kernel();
-const KernelDef& strided_copy_kernel();
-const KernelDef& block_copy_kernel();
-const KernelDef& reduce_kernel();
-const KernelDef& axis_softmax_kernel();
-const KernelDef& batch_matmul_kernel();
-const KernelDef& gather_kernel();
-const KernelDef& gather_grad_kernel();
-// Convolution, pooling and normalization.
-const KernelDef& conv_kernel();
-const KernelDef& conv_grad_input_kernel();
-const KernelDef& conv_grad_weight_kernel();
-const KernelDef& channel_sum_kernel();
-const KernelDef& channel_affine_kernel();
-const KernelDef& max_pool_kernel();
-const KernelDef& max_pool_grad_kernel();
-const KernelDef& average_pool_kernel();
-const KernelDef& average_pool_grad_kernel();
-const KernelDef& batch_norm_kernel();
-const KernelDef& batch_norm_grad_input_kernel();
-const KernelDef& batch_norm_grad_scale_kernel();
-const KernelDef& channels_layout_kernel();
-// ONNX losses.
-const KernelDef& nll_loss_kernel();
-const KernelDef& nll_loss_grad_kernel();
-// The gradient of a product reduction (reduce_prod_grad_kernel.cpp).
-const KernelDef& reduce_prod_grad_kernel();
-// Layer normalization over the last axis (layer_norm_kernel.cpp).
-const KernelDef& layer_norm_kernel();
+// Each codelet's kernel, defined in its family's file (kernels.def).
+#define KERNEL(codelet, definition) const KernelDef& definition();
+#include "runtime/kernels/kernels.def"
+#undef KERNEL
 
 }  // namespace ipu::kernels

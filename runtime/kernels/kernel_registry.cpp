@@ -1,33 +1,39 @@
 #include <array>
+#include <cstdlib>
 
 #include "runtime/kernels/kernel.h"
 
 namespace ipu::kernels {
 
+// kernels.def names each codelet of codelets.def once.
+constexpr size_t kCodelets = 0
+#define CODELET(name, id, text) +1
+#include "runtime/format/codelets.def"
+#undef CODELET
+    ;
+constexpr size_t kKernels = 0
+#define KERNEL(codelet, definition) +1
+#include "runtime/kernels/kernels.def"
+#undef KERNEL
+    ;
+static_assert(kKernels == kCodelets, "runtime/kernels/kernels.def must give every codelet of codelets.def a kernel");
+
 const KernelDef* find_kernel(uint32_t codelet_id) {
   // One entry per codelet, indexed by id; filled once.
   static const auto table = [] {
     std::array<const KernelDef*, 128> t{};
-    for (const KernelDef* def :
-         {&matmul_kernel(), &bias_add_kernel(), &activation_kernel(), &activation_grad_kernel(), &softmax_kernel(),
-          &softmax_grad_kernel(), &sparse_cross_entropy_kernel(), &sparse_cross_entropy_grad_kernel(),
-          &count_correct_kernel(), &column_sum_kernel(), &sgd_momentum_kernel(), &accumulate_kernel(),
-          // Generic tensor codelets.
-          &unary_kernel(), &binary_kernel(), &where_kernel(), &strided_copy_kernel(), &block_copy_kernel(),
-          &reduce_kernel(), &axis_softmax_kernel(), &batch_matmul_kernel(), &gather_kernel(), &gather_grad_kernel(),
-          // Convolution, pooling and normalization.
-          &conv_kernel(), &conv_grad_input_kernel(), &conv_grad_weight_kernel(), &channel_sum_kernel(),
-          &channel_affine_kernel(), &max_pool_kernel(), &max_pool_grad_kernel(), &average_pool_kernel(),
-          &average_pool_grad_kernel(), &batch_norm_kernel(), &batch_norm_grad_input_kernel(),
-          &batch_norm_grad_scale_kernel(), &channels_layout_kernel(),
-          // ONNX losses.
-          &nll_loss_kernel(), &nll_loss_grad_kernel(),
-          // Fused ops formed from patterns.
-          &layer_norm_kernel(),
-          // Gradients without a family of their own.
-          &reduce_prod_grad_kernel()}) {
-      t[static_cast<uint32_t>(def->codelet)] = def;
+#define KERNEL(codelet, definition) t[static_cast<uint32_t>(Codelet::codelet)] = &definition();
+#include "runtime/kernels/kernels.def"
+#undef KERNEL
+    for (uint32_t id = 0; id < t.size(); ++id) {
+      // A kernels.def line naming another codelet's kernel.
+      if (t[id] != nullptr && static_cast<uint32_t>(t[id]->codelet) != id) std::abort();
     }
+    // A codelet without a kernel (another one named twice in its place).
+#define CODELET(name, id, text) \
+  if (t[id] == nullptr) std::abort();
+#include "runtime/format/codelets.def"
+#undef CODELET
     return t;
   }();
   return codelet_id < table.size() ? table[codelet_id] : nullptr;
