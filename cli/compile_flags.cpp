@@ -1,5 +1,6 @@
 #include "cli/compile_flags.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include "cli/cache_size.h"
@@ -39,8 +40,19 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--loss", f.loss, "Loss to train with (required for ONNX models; overrides a spec's)")
            ->check(CLI::IsMember({"sparse_categorical_crossentropy"})));
   keep(cmd->add_option("--optimizer", f.optimizer, "Optimizer (ONNX models: default sgd)")->check(CLI::IsMember({"sgd"})));
-  keep(cmd->add_option("--learning-rate", f.learning_rate, "SGD learning rate (overrides the spec)")
-           ->check(CLI::PositiveNumber));
+  // The device computes in float32: a rate that rounds to 0 or to infinity there is refused, not
+  // trained with (1e-46 was read as 0, and the spec's rate silently used instead).
+  const CLI::Validator positive_float32(
+      [](std::string& value) -> std::string {
+        char* end = nullptr;
+        const float rate = std::strtof(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0' || !(rate > 0.0f) || !std::isfinite(rate)) {
+          return "must be a positive number that float32 holds (from 1.4e-45 to 3.4e38), got " + value;
+        }
+        return "";
+      },
+      "POSITIVE FLOAT32");
+  keep(cmd->add_option("--learning-rate", f.learning_rate, "SGD learning rate (overrides the spec)")->check(positive_float32));
   keep(cmd->add_option("--momentum", f.momentum, "SGD momentum (overrides the spec)")->check(CLI::Range(0.0, 0.999999)));
   keep(cmd->add_option("--stage-assignment", f.stage_assignment, "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));

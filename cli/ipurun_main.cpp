@@ -16,6 +16,7 @@
 #include "cli/run_model.h"
 #include "runtime/base/file_io.h"
 #include "runtime/base/output_file.h"
+#include "runtime/base/printable.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/npy.h"
 #include "runtime/session/checkpoint.h"
@@ -357,9 +358,10 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
     out["samples_per_second"] = static_cast<double>(result->samples) / result->seconds;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
+    // Names come from models: a NUL or an escape sequence prints as \xNN (runtime/base/printable.h).
     for (const auto& o : outputs) {
-      std::printf("%s: shape %s%s%s\n", o["name"].get<std::string>().c_str(), o["shape"].dump().c_str(),
-                  o["file"].is_null() ? "" : " -> ", o["file"].is_null() ? "" : o["file"].get<std::string>().c_str());
+      std::printf("%s: shape %s%s%s\n", printable(o["name"].get<std::string>()).c_str(), o["shape"].dump().c_str(),
+                  o["file"].is_null() ? "" : " -> ", o["file"].is_null() ? "" : printable(o["file"].get<std::string>()).c_str());
     }
   }
   return kExitOk;

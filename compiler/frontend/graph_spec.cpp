@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -339,8 +340,11 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
       return;
     }
     if (opt.contains("learning_rate")) {
-      if (!opt["learning_rate"].is_number() || opt["learning_rate"].get<double>() <= 0) {
-        problems.add("optimizer", "'learning_rate' must be a positive number");
+      // The device computes in float32: a rate that rounds to 0 or infinity there is no rate.
+      const bool positive_float32 = opt["learning_rate"].is_number() && opt["learning_rate"].get<float>() > 0.0f &&
+                                    std::isfinite(opt["learning_rate"].get<float>());
+      if (!positive_float32) {
+        problems.add("optimizer", "'learning_rate' must be a positive number that float32 holds (from 1.4e-45 to 3.4e38)");
       } else {
         spec.optimizer.learning_rate = opt["learning_rate"].get<float>();
       }

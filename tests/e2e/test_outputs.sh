@@ -157,4 +157,15 @@ test_output_dir_gives_every_output_its_own_file() {
   done
 }
 
+# Output names come from models and are printed escaped, as in error messages: an escape sequence
+# in a name once reached the terminal.
+test_output_names_print_escaped() {
+  e2e_data two-outputs-onnx two.onnx $'red\e[31m' plain
+  expect_exit 0 "$IPUCC" compile two.onnx --mode infer --batch-size 2 -o two.ipuexe
+  e2e_data npy x.npy --shape 2,3 --fill random --seed 4
+  expect_exit 0 "$IPURUN" predict two.ipuexe --input x.npy
+  expect_stdout_contains 'red\x1b[31m: shape [2,3]'
+  if grep -q $'\e' "$STDOUT"; then fail "an escape byte reached stdout"; fi
+}
+
 run_tests "$@"

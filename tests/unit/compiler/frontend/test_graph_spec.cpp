@@ -349,6 +349,10 @@ TEST_CASE("graph spec: loss and optimizer problems") {
                   {"specs/model.json: optimizer: 'learning_rate' must be a positive number"});
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": -0.1})"), {"'learning_rate' must be a positive number"});
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": "0.1"})"), {"'learning_rate' must be a positive number"});
+  // Positive as a double but 0 or infinite as the float32 the device computes with.
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e-46})"), {"that float32 holds"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e39})"), {"that float32 holds"});
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e-44})")).optimizer.learning_rate > 0.0f);
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": 1})"),
                   {"specs/model.json: optimizer: 'momentum' must be in [0, 1)"});
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": -0.5})"), {"'momentum' must be in [0, 1)"});
