@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "runtime/format/verifier.h"
@@ -24,17 +25,19 @@ std::string with_commas(uint64_t n) {
 MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t>& order,
                        const std::vector<lowering::ComputeSetRecord>& records, const target::TargetSpec& target) {
   const uint32_t tiles = target.total_tiles();
-  std::vector<uint64_t> fixed(tiles, 0);
+  std::vector<uint64_t> resident(tiles, 0), vertices(tiles, 0);
 
   // Vertex descriptors and one copy of each codelet's code per tile.
   std::vector<std::set<uint32_t>> codelets(tiles);
   for (const auto& cs : exe.compute_sets()) {
     for (const auto& v : cs.vertices()) {
-      fixed[v.tile()] += target.cycles.vertex_state_bytes;
+      ++vertices[v.tile()];
       codelets[v.tile()].insert(v.codelet());
     }
   }
-  for (uint32_t t = 0; t < tiles; ++t) fixed[t] += codelets[t].size() * target.cycles.codelet_code_bytes;
+  auto fixed_on = [&](uint32_t t) {
+    return resident[t] + vertices[t] * target.cycles.vertex_state_bytes + codelets[t].size() * target.cycles.codelet_code_bytes;
+  };
 
   // Live range of each temporary, in positions of `order`.
   std::map<uint32_t, std::pair<size_t, size_t>> live;
@@ -45,7 +48,8 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
     }
   }
 
-  std::vector<std::map<uint32_t, uint64_t>> at(order.size());
+  // Per position of `order`, per tile: bytes of live temporaries, and of receive buffers.
+  std::vector<std::map<uint32_t, uint64_t>> temporaries(order.size()), received(order.size());
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const format::Tensor& t = exe.tensors(i);
     const uint64_t width = format::dtype_size(t.dtype());
@@ -55,45 +59,78 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
     for (const auto& iv : t.mapping()) {
       const uint64_t bytes = (iv.end() - iv.begin()) * width;
       if (whole) {
-        fixed[iv.tile()] += bytes;
+        resident[iv.tile()] += bytes;
       } else {
-        for (size_t pos = range->second.first; pos <= range->second.second; ++pos) at[pos][iv.tile()] += bytes;
+        for (size_t pos = range->second.first; pos <= range->second.second; ++pos) temporaries[pos][iv.tile()] += bytes;
       }
     }
   }
-  for (size_t pos = 0; pos < order.size(); ++pos) {
-    for (const auto& [tile, bytes] : records[order[pos]].received_bytes) at[pos][tile] += bytes;
-  }
+  for (size_t pos = 0; pos < order.size(); ++pos) received[pos] = records[order[pos]].received_bytes;
 
+  // Each tile's fullest moment: the position where its temporaries and receive buffers peak.
   MemoryPlan plan;
-  plan.peak_per_tile = fixed;
-  for (const auto& step : at) {
-    for (const auto& [tile, bytes] : step) plan.peak_per_tile[tile] = std::max(plan.peak_per_tile[tile], fixed[tile] + bytes);
+  plan.peak_per_tile.resize(tiles);
+  std::vector<std::optional<size_t>> peak_at(tiles);
+  std::vector<uint64_t> moving(tiles, 0);
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    std::map<uint32_t, uint64_t> here = temporaries[pos];
+    for (const auto& [tile, bytes] : received[pos]) here[tile] += bytes;
+    for (const auto& [tile, bytes] : here) {
+      if (bytes > moving[tile]) {
+        moving[tile] = bytes;
+        peak_at[tile] = pos;
+      }
+    }
   }
   for (uint32_t t = 0; t < tiles; ++t) {
+    plan.peak_per_tile[t] = fixed_on(t) + moving[t];
     plan.total_bytes += plan.peak_per_tile[t];
     if (plan.peak_per_tile[t] > 0) ++plan.tiles_used;
-    if (plan.peak_per_tile[t] > plan.fullest.peak_bytes) plan.fullest = {t, plan.peak_per_tile[t], {}};
-    if (plan.peak_per_tile[t] > target.bytes_per_tile) plan.overflowing.push_back({t, plan.peak_per_tile[t], {}});
+    TileUsage usage;
+    usage.tile = t;
+    usage.peak_bytes = plan.peak_per_tile[t];
+    if (usage.peak_bytes > plan.fullest.peak_bytes) plan.fullest = usage;
+    if (usage.peak_bytes > target.bytes_per_tile) plan.overflowing.push_back(usage);
   }
   std::sort(plan.overflowing.begin(), plan.overflowing.end(),
             [](const TileUsage& a, const TileUsage& b) { return a.peak_bytes > b.peak_bytes; });
 
-  // Name the largest tensors on the tiles a person will look at.
-  auto fill_largest = [&](TileUsage& usage) {
-    for (const auto& t : exe.tensors()) {
+  // Break down the tiles a person will look at: what is on them at their fullest moment.
+  auto break_down = [&](TileUsage& usage) {
+    const uint32_t tile = usage.tile;
+    const std::optional<size_t> pos = peak_at[tile];
+    if (pos) usage.compute_set = exe.compute_sets(static_cast<int>(order[*pos])).name();
+    usage.vertices = vertices[tile];
+    usage.vertex_state_bytes = vertices[tile] * target.cycles.vertex_state_bytes;
+    usage.codelets = codelets[tile].size();
+    usage.code_bytes = usage.codelets * target.cycles.codelet_code_bytes;
+    if (pos) {
+      auto it = received[*pos].find(tile);
+      if (it != received[*pos].end()) usage.exchange_bytes = it->second;
+    }
+    std::vector<std::pair<std::string, uint64_t>> tensors;
+    for (int i = 0; i < exe.tensors_size(); ++i) {
+      const format::Tensor& t = exe.tensors(i);
+      const bool whole = lives_whole_program(t.role());
+      auto range = live.find(static_cast<uint32_t>(i));
+      const bool live_then = whole || (pos && range != live.end() && range->second.first <= *pos && *pos <= range->second.second);
+      if (!live_then) continue;
       uint64_t bytes = 0;
       for (const auto& iv : t.mapping()) {
-        if (iv.tile() == usage.tile) bytes += (iv.end() - iv.begin()) * format::dtype_size(t.dtype());
+        if (iv.tile() == tile) bytes += (iv.end() - iv.begin()) * format::dtype_size(t.dtype());
       }
-      if (bytes > 0) usage.largest_tensors.emplace_back(t.name(), bytes);
+      if (bytes == 0) continue;
+      usage.tensor_bytes += bytes;
+      tensors.emplace_back(t.name(), bytes);
     }
-    std::sort(usage.largest_tensors.begin(), usage.largest_tensors.end(),
-              [](const auto& a, const auto& b) { return a.second > b.second; });
-    if (usage.largest_tensors.size() > 3) usage.largest_tensors.resize(3);
+    std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    constexpr size_t kNamed = 3;
+    usage.other_tensors = tensors.size() > kNamed ? tensors.size() - kNamed : 0;
+    if (tensors.size() > kNamed) tensors.resize(kNamed);
+    usage.largest_tensors = std::move(tensors);
   };
-  fill_largest(plan.fullest);
-  for (size_t i = 0; i < std::min<size_t>(plan.overflowing.size(), 3); ++i) fill_largest(plan.overflowing[i]);
+  break_down(plan.fullest);
+  for (size_t i = 0; i < std::min<size_t>(plan.overflowing.size(), 3); ++i) break_down(plan.overflowing[i]);
   return plan;
 }
 
@@ -103,12 +140,19 @@ std::string describe_overflow(const MemoryPlan& plan, const target::TargetSpec& 
     const TileUsage& u = plan.overflowing[i];
     out += "\ntile " + std::to_string(u.tile) + " needs " + with_commas(u.peak_bytes) + " bytes of " +
            with_commas(target.bytes_per_tile);
+    if (!u.compute_set.empty()) out += " in compute set '" + u.compute_set + "'";
+    out += ": tensors " + with_commas(u.tensor_bytes);
     if (!u.largest_tensors.empty()) {
-      out += "; largest tensors there:";
+      out += " (largest:";
       for (size_t j = 0; j < u.largest_tensors.size(); ++j) {
         out += (j ? ", " : " ") + u.largest_tensors[j].first + " " + with_commas(u.largest_tensors[j].second);
       }
+      if (u.other_tensors > 0) out += " and " + std::to_string(u.other_tensors) + " more";
+      out += ")";
     }
+    out += ", exchange buffers " + with_commas(u.exchange_bytes) + ", vertex state " + with_commas(u.vertex_state_bytes) +
+           " (" + std::to_string(u.vertices) + " vertices), code " + with_commas(u.code_bytes) + " (" +
+           std::to_string(u.codelets) + " codelets)";
   }
   return out;
 }

@@ -201,7 +201,7 @@ test_usage_errors_use_the_error_prefix() {
 }
 
 test_model_does_not_fit() {
-  expect_compile_error 5 "mlp_sequential.json" "tile(s) out of memory" "tile 0 needs" "bytes of 4,096" "largest tensors there:" "dense1/kernel" -- \
+  expect_compile_error 5 "mlp_sequential.json" "tile(s) out of memory" "tile 0 needs" "bytes of 4,096" "(largest: dense1/kernel" -- \
     "$IPUCC" compile "$SEQ" --tiles-per-ipu 2 --bytes-per-tile 4096 -o never.ipuexe
   expect_no_file never.ipuexe
   expect_no_cache_entries
@@ -212,10 +212,14 @@ lines = [l for l in open(sys.argv[1]).read().splitlines() if re.match(r"\s+tile 
 assert lines, "no tile lines"
 needs = []
 for l in lines:
-    m = re.match(r"\s+tile (\d+) needs ([\d,]+) bytes of 4,096; largest tensors there: (.+)$", l)
+    m = re.match(r"\s+tile (\d+) needs ([\d,]+) bytes of 4,096 in compute set '[^']+': tensors ([\d,]+) \(largest: (.+?)\), "
+                 r"exchange buffers ([\d,]+), vertex state ([\d,]+) \(\d+ vertices\), code ([\d,]+) \(\d+ codelets\)$", l)
     assert m, l
-    needs.append(int(m.group(2).replace(",", "")))
-    assert all(re.match(r"\S+ [\d,]+$", t) for t in m.group(3).split(", ")), l
+    number = lambda g: int(m.group(g).replace(",", ""))
+    needs.append(number(2))
+    # What fills the tile adds up to what it needs.
+    assert number(3) + number(5) + number(6) + number(7) == number(2), l
+    assert all(re.match(r"\S+ [\d,]+$", t) for t in re.sub(r" and \d+ more$", "", m.group(4)).split(", ")), l
 assert needs == sorted(needs, reverse=True), needs
 assert all(n > 4096 for n in needs)
 EOF
