@@ -6,6 +6,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 TUTORIAL=$MODELS/mlp_functional.json
+COMPARE_TENSORS=${COMPARE_TENSORS:-$SRC/build/tests/tools/compare_tensors}
 SMALL=(--tiles-per-ipu 64)
 QUIET=(--progress none)
 
