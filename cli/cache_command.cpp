@@ -275,7 +275,7 @@ int run_cache(const CacheFlags& f) {
         auto manifest = cache::Manifest::parse(found->manifest_text);
         const Status belongs = !parsed.ok()     ? parsed.status()
                                : !manifest.ok() ? manifest.status()
-                                                : check_executable_key(*parsed, *manifest, found->path);
+                                                : check_cache_entry(*parsed, *manifest, found->path);
         if (!belongs.ok()) problem = belongs.message();
       }
     }

@@ -84,7 +84,7 @@ class CacheSession {
     }
     if (!found->hit) return false;
     auto parsed = format::parse_executable(found->executable_bytes, found->path);
-    const Status usable = parsed.ok() ? check_executable_key(*parsed, m_manifest, found->path) : parsed.status();
+    const Status usable = parsed.ok() ? check_cache_entry(*parsed, m_manifest, found->path) : parsed.status();
     if (usable.ok()) {
       out.bytes = std::move(found->executable_bytes);
       out.executable = std::move(*parsed);
@@ -179,7 +179,7 @@ class RemoteSession {
       return false;
     }
     auto parsed = format::parse_executable(fetched->executable_bytes, where + ".ipuexe");
-    const Status usable = parsed.ok() ? check_executable_key(*parsed, manifest, where + ".ipuexe") : parsed.status();
+    const Status usable = parsed.ok() ? check_cache_entry(*parsed, manifest, where + ".ipuexe") : parsed.status();
     if (!usable.ok()) {
       rejected(usable.message(), delta);
       return false;

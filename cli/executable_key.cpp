@@ -3,6 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/format/verifier.h"
+
 namespace ipu::cli {
 
 StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const std::string& origin) {
@@ -26,6 +28,13 @@ Status check_executable_key(const format::Executable& exe, const cache::Manifest
   const std::vector<std::string> differing = recorded.differences(expected);
   return data_loss(origin + ": the executable was compiled for cache key " + recorded.key() + ", not " +
                    expected.key() + " (its manifest differs in '" + differing.front() + "')");
+}
+
+Status check_cache_entry(const format::Executable& exe, const cache::Manifest& expected, const std::string& origin) {
+  IPU_RETURN_IF_ERROR(check_executable_key(exe, expected, origin));
+  IPU_RETURN_IF_ERROR_CTX(format::verify_executable(exe), origin);
+  IPU_RETURN_IF_ERROR_CTX(format::verify_host_contract(exe), origin);
+  return Status();
 }
 
 }  // namespace ipu::cli

@@ -87,4 +87,24 @@ test_unbounded_memory_is_refused_before_allocating() {
   expect_refused empty-messages-16MiB gemm "bytes of objects (8388"
 }
 
+# A writer of the cache can frame any message under a key's recorded manifest: an entry that belongs
+# to its key but breaks what the verifier guarantees is corrupt on a hit (quarantined, recompiled)
+# and to `cache verify`, not run.
+test_a_hostile_cache_entry_is_quarantined() {
+  local model=$MODELS/mlp_functional.json args=(--tiles-per-ipu 64 --batch-size 8 --mode infer)
+  expect_exit 0 "$IPUCC" compile "$model" "${args[@]}" --json
+  local entry
+  entry=$(json_get "$STDOUT" 'd["entry"]')
+  "$HOSTILE" predict-repeat-10000 "$entry" hostile.ipuexe || fail "hostile_executable failed"
+  cp hostile.ipuexe "$entry"
+  expect_exit 6 "$IPUCC" cache verify
+  expect_stderr_contains "a Repeat of 10000 makes its body run more than steps_per_execution (1)"
+  expect_stderr_contains "moved to $IPUCC_CACHE_DIR/corrupt"
+  expect_exit 0 "$IPUCC" compile "$model" "${args[@]}"  # the entry again, then planted once more
+  cp hostile.ipuexe "$entry"
+  expect_exit 0 "$IPURUN" predict "$model" "${args[@]}" --data synthetic:16 --output out.npy --json
+  expect_json "$STDOUT" 'd["cache"] == "miss"' "a hostile entry is not a hit"
+  expect_stderr_contains "recompiling"
+}
+
 run_tests "$@"
