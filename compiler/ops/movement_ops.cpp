@@ -412,8 +412,9 @@ struct GatherBlock {
   int64_t row_begin, row_end, col_begin, col_end;
 };
 
-// `read_rows_of` gives, for an outer slice range [o0, o1), the rows of the other [rows, inner]
-// operand (X or dY) a block may read; `cycles_of` a block's compute cycles.
+// The output has `rows_per_outer` rows per outer slice; a block reads, of the other operand (X or
+// dY, viewed as [outer · read_rows_per_outer, inner]), all `read_rows_per_outer` rows of each
+// outer slice it touches, in its columns. cycles_of(rows, cols, outers) is a block's compute.
 template <typename CyclesOfBlock>
 void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codelet, const GatherView& v, int64_t rows,
                          int64_t rows_per_outer, int64_t read_rows_per_outer, CyclesOfBlock&& cycles_of) {
