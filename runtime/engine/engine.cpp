@@ -1,5 +1,6 @@
 #include "runtime/engine/engine.h"
 
+#include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <unistd.h>
@@ -12,7 +13,6 @@
 #include "runtime/engine/coalesce.h"
 #include "runtime/engine/non_finite.h"
 #include "runtime/format/verifier.h"
-#include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/kernel.h"
 
 namespace ipu::engine {
@@ -60,6 +60,10 @@ struct Engine::Impl {
   std::vector<size_t> sizes;    // per tensor
   std::vector<PreparedComputeSet> compute_sets;
   tbb::task_arena arena;
+  // Each thread that runs vertices has its own scratch (kernel_context.h), dropped with the
+  // engine; compute_sets_run numbers the compute sets for scratch derived from their inputs.
+  tbb::enumerable_thread_specific<kernels::WorkerScratch> scratch;
+  uint64_t compute_sets_run = 0;
 
   // set_finite_check: whether it is on, the tensors each compute set touches (float ones, in
   // index order), and the tensors that held a NaN or an infinity when it was switched on.
@@ -280,17 +284,21 @@ Status Engine::Impl::run_compute_set(uint32_t index) {
 
 Status Engine::Impl::run_vertices(uint32_t index) {
   PreparedComputeSet& cs = compute_sets[index];
-  kernels::advance_compute_set_epoch();  // scratch derived from inputs of earlier sets is stale
+  const uint64_t compute_set = ++compute_sets_run;  // scratch derived from inputs of earlier sets is stale
+  auto run_task = [&](size_t i) {
+    kernels::KernelContext context{scratch.local(), compute_set, cs.faults[i]};
+    cs.kernels[i](cs.vertices[i], context);
+  };
   if (!cs.parallel) {
     for (size_t i = 0; i < cs.vertices.size(); ++i) {
-      cs.kernels[i](cs.vertices[i], cs.faults[i]);
+      run_task(i);
       if (cs.faults[i]) return fault_status(index, i);  // the lowest: later tasks need not run
     }
     return Status();
   }
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<size_t>(0, cs.vertices.size()), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t i = r.begin(); i != r.end(); ++i) cs.kernels[i](cs.vertices[i], cs.faults[i]);
+      for (size_t i = r.begin(); i != r.end(); ++i) run_task(i);
     });
   });
   if (!cs.can_fault) return Status();

@@ -1,4 +1,4 @@
-// Each worker thread keeps a oneDNN engine, a stream and one plan per block geometry it has met:
+// Each worker's scratch keeps a oneDNN engine, a stream and one plan per block geometry it has met:
 // the primitive oneDNN chose, the reorders between our NCHW tensors and the layouts it prefers
 // (nChw8c with AVX2), and buffers for those. Primitives are single-threaded: TBB owns every
 // thread, and Debian's oneDNN runs on OpenMP, whose team size is set to 1 on each worker.
@@ -12,8 +12,6 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <unordered_map>
-
-#include "runtime/kernels/compute_set_epoch.h"
 
 namespace ipu::kernels {
 namespace {
@@ -114,14 +112,13 @@ class Plan {
         m_bias(memory::desc({b.channels}, memory::data_type::f32, memory::format_tag::x), engine, DNNL_MEMORY_NONE),
         m_scratchpad(m_desc.scratchpad_desc(), engine) {}
 
-  void run(const ConvBlock& b, dnnl::stream& stream) {
-    // Weights do not change within a compute set, so a thread converts them once per set.
-    const uint64_t epoch = compute_set_epoch();
-    if (m_weights_for != b.weights || m_weights_epoch != epoch) {
+  void run(const ConvBlock& b, uint64_t compute_set, dnnl::stream& stream) {
+    // Weights do not change within a compute set, so a worker converts them once per set.
+    if (m_weights_for != b.weights || m_weights_compute_set != compute_set) {
       m_weights.set(b.weights);
       m_weights.convert_in(stream);
       m_weights_for = b.weights;
-      m_weights_epoch = epoch;
+      m_weights_compute_set = compute_set;
     }
     m_src.set(b.x);
     m_src.convert_in(stream);
@@ -145,21 +142,23 @@ class Plan {
   Conversion m_src, m_weights, m_dst;
   memory m_bias, m_scratchpad;
   const float* m_weights_for = nullptr;
-  uint64_t m_weights_epoch = 0;
+  uint64_t m_weights_compute_set = 0;
 };
 
+}  // namespace
+
 // A worker thread's oneDNN state.
-class ThreadContext {
+class ConvWorkspace {
  public:
-  ThreadContext() : m_engine(dnnl::engine::kind::cpu, 0), m_stream(m_engine) {
+  ConvWorkspace() : m_engine(dnnl::engine::kind::cpu, 0), m_stream(m_engine) {
     omp_set_num_threads(1);  // per thread: OpenMP's team size is a per-thread setting
   }
 
-  void run(const Window& w, const InputView& in, const ConvBlock& b) {
+  void run(const Window& w, const InputView& in, const ConvBlock& b, uint64_t compute_set) {
     const PlanKey key = plan_key(w, b);
     auto it = m_plans.find(key);
     if (it == m_plans.end()) it = m_plans.emplace(key, Plan(w, in, b, m_engine)).first;
-    it->second.run(b, m_stream);
+    it->second.run(b, compute_set, m_stream);
   }
 
  private:
@@ -167,6 +166,15 @@ class ThreadContext {
   dnnl::stream m_stream;
   std::map<PlanKey, Plan> m_plans;
 };
+
+void ConvWorkspaceDeleter::operator()(ConvWorkspace* workspace) const { delete workspace; }
+
+ConvWorkspace& WorkerScratch::conv() {
+  if (m_conv == nullptr) m_conv.reset(new ConvWorkspace());
+  return *m_conv;
+}
+
+namespace {
 
 // Outputs whose every window lies in the padding: the bias alone (oneDNN cannot describe an
 // input of no rows).
@@ -181,14 +189,13 @@ void fill_bias(const Window& w, const ConvBlock& b) {
 
 }  // namespace
 
-void conv_forward(const Window& w, const ConvBlock& b) {
+void conv_forward(KernelContext& context, const Window& w, const ConvBlock& b) {
   const InputView in = input_view(w);
   if (in.rows.rows == 0 || in.cols.rows == 0) {
     fill_bias(w, b);
     return;
   }
-  thread_local ThreadContext context;
-  context.run(w, in, b);
+  context.scratch.conv().run(w, in, b, context.compute_set);
 }
 
 }  // namespace ipu::kernels

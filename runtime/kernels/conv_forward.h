@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "runtime/kernels/kernel_context.h"
 #include "runtime/kernels/window.h"
 
 namespace ipu::kernels {
@@ -23,8 +24,9 @@ struct ConvBlock {
   int64_t samples, group_channels, channels, M;
 };
 
-// Computes the block on the calling thread. Each output element's sum is taken in the same order
-// whatever the block's extent, so results do not depend on how vertices split the work.
-void conv_forward(const Window& w, const ConvBlock& block);
+// Computes the block on the calling thread, with that worker's oneDNN plans. Each output
+// element's sum is taken in the same order whatever the block's extent, so results do not depend
+// on how vertices split the work.
+void conv_forward(KernelContext& context, const Window& w, const ConvBlock& block);
 
 }  // namespace ipu::kernels

@@ -92,13 +92,6 @@ void col2im_add(const Window& w, const float* col, int64_t channels, float* x) {
   }
 }
 
-// A column buffer per worker thread, reused across vertices.
-float* column_buffer(size_t elements) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < elements) buffer.resize(elements);
-  return buffer.data();
-}
-
 struct ConvShape {
   Window w;
   int64_t M, G, Cg, Mg, K;  // K: rows of the column matrix, Cg·KH·KW
@@ -143,7 +136,7 @@ bool distinct(const format::Vertex& v) {
 // (a Relu folded in by the compiler, compiler/passes/fuse_epilogues.h).
 //   operands: X [N,C,H,W], W [M,C/G,KH,KW], B [M] (optional), Y [N,M,OH,OW]
 //   params:   window (16), M, G, n_begin, n_end, m_begin, m_end, fused_relu (optional, 0 or 1)
-void run_conv(const PreparedVertex& v) {
+void run_conv(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const bool has_bias = v.num_operands == 4;
@@ -154,7 +147,7 @@ void run_conv(const PreparedVertex& v) {
   for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
     const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
     if (hi <= lo) continue;
-    conv_forward(w, {v.f32(0) + (n_begin * w.C + g * s.Cg) * w.in_plane(), v.f32(1) + lo * s.K,
+    conv_forward(context, w, {v.f32(0) + (n_begin * w.C + g * s.Cg) * w.in_plane(), v.f32(1) + lo * s.K,
                      has_bias ? v.f32(2) + lo : nullptr, y + (n_begin * s.M + lo) * plane, n_end - n_begin, s.Cg,
                      hi - lo, s.M});
   }
@@ -188,14 +181,14 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
 // [n_begin, n_end).
 //   operands: dY [N,M,OH,OW], W [M,C/G,KH,KW], dX [N,C,H,W]
 //   params:   window (16), M, G, n_begin, n_end
-void run_conv_grad_input(const PreparedVertex& v) {
+void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const float* dy = v.f32(0);
   const float* weights = v.f32(1);
   float* dx = v.f32(2);
   const int64_t plane = w.out_plane();
-  float* col = column_buffer(static_cast<size_t>(s.K * plane));
+  float* col = context.scratch.floats(static_cast<size_t>(s.K * plane));
   for (int64_t n = v.params[kBegin]; n < v.params[kEnd]; ++n) {
     float* sample = dx + n * w.C * w.in_plane();
     std::fill(sample, sample + w.C * w.in_plane(), 0.0f);
@@ -223,7 +216,7 @@ Status validate_conv_grad_input(const format::Vertex& v, const std::vector<Opera
 // channels of X).
 //   operands: X [N,C,H,W], dY [N,M,OH,OW], dW [M,C/G,KH,KW]
 //   params:   window (16), M, G, m_begin, m_end, c_begin, c_end
-void run_conv_grad_weight(const PreparedVertex& v) {
+void run_conv_grad_weight(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const float* x = v.f32(0);
@@ -234,7 +227,7 @@ void run_conv_grad_weight(const PreparedVertex& v) {
   const int64_t cols = (c_end - c_begin) * taps;
   if (cols == 0) return;
   for (int64_t m = m_begin; m < m_end; ++m) std::fill(dw + m * s.K + c_begin * taps, dw + m * s.K + c_end * taps, 0.0f);
-  float* col = column_buffer(static_cast<size_t>(cols * plane));
+  float* col = context.scratch.floats(static_cast<size_t>(cols * plane));
   for (int64_t n = 0; n < w.N; ++n) {
     for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
       const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);

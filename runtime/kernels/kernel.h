@@ -1,9 +1,9 @@
 // The contract between the engine and a kernel. Kernels are stateless functions of their
-// operands, so TBB may run vertices of one compute set concurrently without locks; the
-// compiler guarantees that vertices of one compute set write disjoint regions. Per-thread
-// scratch derived from inputs may be reused within one compute set (compute_set_epoch.h). A
-// kernel that meets data outside its op's domain reports a KernelFault; the engine stops the
-// run with an error naming it.
+// operands and of what the engine passes in (kernel_context.h), so TBB may run vertices of one
+// compute set concurrently without locks; the compiler guarantees that vertices of one compute
+// set write disjoint regions. A worker's scratch derived from inputs may be reused within one
+// compute set. A kernel that meets data outside its op's domain reports a KernelFault; the
+// engine stops the run with an error naming it.
 #pragma once
 
 #include <array>
@@ -13,6 +13,7 @@
 #include "runtime/base/status.h"
 #include "runtime/format/executable.pb.h"
 #include "runtime/format/codelet.h"
+#include "runtime/kernels/kernel_context.h"
 #include "runtime/kernels/kernel_fault.h"
 
 namespace ipu::kernels {
@@ -46,29 +47,36 @@ struct OperandInfo {
   uint64_t elements;
 };
 
+// A kernel that needs nothing but its vertex.
 using KernelFn = void (*)(const PreparedVertex& vertex);
-// A kernel whose data can leave the op's domain: it fills `fault` and returns at the first such
-// element it meets (what it wrote until then is unspecified), and leaves `fault` alone otherwise.
-using FallibleKernelFn = void (*)(const PreparedVertex& vertex, KernelFault& fault);
+// A kernel that uses the worker's scratch, the compute set's number, or reports a fault.
+using ContextKernelFn = void (*)(const PreparedVertex& vertex, KernelContext& context);
 
-// Either kind of kernel, called the same way; a KernelDef names its function alone.
+// Either kind of kernel, called the same way; a KernelDef names its function alone, or as
+// KernelEntry::fallible(run) if it may report a fault.
 class KernelEntry {
  public:
-  KernelEntry(KernelFn run) : m_run(run) {}               // NOLINT(google-explicit-constructor)
-  KernelEntry(FallibleKernelFn run) : m_fallible(run) {}  // NOLINT(google-explicit-constructor)
+  KernelEntry(KernelFn run) : m_run(run) {}                  // NOLINT(google-explicit-constructor)
+  KernelEntry(ContextKernelFn run) : m_with_context(run) {}  // NOLINT(google-explicit-constructor)
+  static KernelEntry fallible(ContextKernelFn run) {
+    KernelEntry entry(run);
+    entry.m_can_fault = true;
+    return entry;
+  }
 
-  void operator()(const PreparedVertex& vertex, KernelFault& fault) const {
-    if (m_fallible != nullptr) {
-      m_fallible(vertex, fault);
+  void operator()(const PreparedVertex& vertex, KernelContext& context) const {
+    if (m_with_context != nullptr) {
+      m_with_context(vertex, context);
     } else {
       m_run(vertex);
     }
   }
-  bool can_fault() const { return m_fallible != nullptr; }
+  bool can_fault() const { return m_can_fault; }
 
  private:
   KernelFn m_run = nullptr;
-  FallibleKernelFn m_fallible = nullptr;
+  ContextKernelFn m_with_context = nullptr;
+  bool m_can_fault = false;
 };
 
 // Checks operand count, dtypes, parameter ranges and that every region the kernel touches lies

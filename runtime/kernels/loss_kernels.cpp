@@ -54,7 +54,7 @@ KernelFault target_fault(const float* targets, int64_t i, const LossParams& p) {
 // Σ loss_p and kMean Σ loss_p / Σ w over the positions not ignored (begin, end cover all).
 //   operands: X [N,C,D], T [N·D], Y [N·D] (kNone) or [1], W [C] if has_weights  (all f32)
 //   params:   N, C, D, reduction, has_ignore, ignore_index, has_weights, begin, end
-void run_nll_loss(const PreparedVertex& v, KernelFault& fault) {
+void run_nll_loss(const PreparedVertex& v, KernelContext& context) {
   const LossParams p = loss_params(v);
   const float* x = v.f32(0);
   const float* targets = v.f32(1);
@@ -67,7 +67,7 @@ void run_nll_loss(const PreparedVertex& v, KernelFault& fault) {
     double loss = 0.0;
     switch (classify(targets[i], p, cls)) {
       case TargetState::kIgnored: break;
-      case TargetState::kOutOfRange: fault = target_fault(targets, i, p); return;
+      case TargetState::kOutOfRange: context.fault = target_fault(targets, i, p); return;
       case TargetState::kValid: {
         const double weight = w ? static_cast<double>(w[cls]) : 1.0;
         loss = -static_cast<double>(x[(n * p.C + cls) * p.D + d]) * weight;
@@ -137,7 +137,7 @@ Status validate_nll_loss(const format::Vertex& v, const std::vector<OperandInfo>
 // positions get 0.
 //   operands: T [N·D], dY [N·D] (kNone) or [1], dX [N,C,D], W [C] if has_weights  (all f32)
 //   params:   N, C, D, reduction, has_ignore, ignore_index, has_weights, row_begin, row_end
-void run_nll_loss_grad(const PreparedVertex& v, KernelFault& fault) {
+void run_nll_loss_grad(const PreparedVertex& v, KernelContext& context) {
   const LossParams p = loss_params(v);
   const float* targets = v.f32(0);
   const float* dy = v.f32(1);
@@ -150,7 +150,7 @@ void run_nll_loss_grad(const PreparedVertex& v, KernelFault& fault) {
       int64_t cls = 0;
       const TargetState state = classify(targets[i], p, cls);
       if (state == TargetState::kOutOfRange) {
-        fault = target_fault(targets, i, p);
+        context.fault = target_fault(targets, i, p);
         return;
       }
       if (state == TargetState::kValid) weight_total += w ? static_cast<double>(w[cls]) : 1.0;
@@ -165,7 +165,7 @@ void run_nll_loss_grad(const PreparedVertex& v, KernelFault& fault) {
       int64_t cls = 0;
       const TargetState state = classify(targets[i], p, cls);
       if (state == TargetState::kOutOfRange) {
-        fault = target_fault(targets, i, p);
+        context.fault = target_fault(targets, i, p);
         return;
       }
       if (state == TargetState::kValid) {
@@ -191,11 +191,11 @@ Status validate_nll_loss_grad(const format::Vertex& v, const std::vector<Operand
 }  // namespace
 
 const KernelDef& nll_loss_kernel() {
-  static const KernelDef def{Codelet::kNllLoss, run_nll_loss, validate_nll_loss, {7, 8}};
+  static const KernelDef def{Codelet::kNllLoss, KernelEntry::fallible(run_nll_loss), validate_nll_loss, {7, 8}};
   return def;
 }
 const KernelDef& nll_loss_grad_kernel() {
-  static const KernelDef def{Codelet::kNllLossGrad, run_nll_loss_grad, validate_nll_loss_grad, {7, 8}};
+  static const KernelDef def{Codelet::kNllLossGrad, KernelEntry::fallible(run_nll_loss_grad), validate_nll_loss_grad, {7, 8}};
   return def;
 }
 

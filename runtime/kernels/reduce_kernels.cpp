@@ -123,28 +123,27 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
 // axis, for lines [begin, end) of the outer·inner lines. Each element's exponential is computed
 // once, in float, of x − max ≤ 0 (so it cannot overflow); the sum is accumulated in double.
 //   operands: X, Y (same size; Y may be X);  params: kind (SoftmaxKind), outer, axis, inner, begin, end
-void run_axis_softmax(const PreparedVertex& v) {
+void run_axis_softmax(const PreparedVertex& v, KernelContext& context) {
   const bool log = v.params[0] == static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax);
   const int64_t n = v.params[2], inner = v.params[3];
   const float* x = v.f32(0);
   float* y = v.f32(1);
   // One line at a time, contiguous, for the vector exp: strided lines are gathered, and Y may be X.
-  thread_local std::vector<float> line;
-  line.resize(static_cast<size_t>(n));
+  float* line = context.scratch.floats(static_cast<size_t>(n));
   for (int64_t l = v.params[4]; l < v.params[5]; ++l) {
     const int64_t base = (l / inner) * n * inner + l % inner;
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) max = std::max(max, x[base + j * inner]);
-    for (int64_t j = 0; j < n; ++j) line[static_cast<size_t>(j)] = x[base + j * inner] - max;
-    vector_exp(line.data(), line.data(), n);
+    for (int64_t j = 0; j < n; ++j) line[j] = x[base + j * inner] - max;
+    vector_exp(line, line, n);
     double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) sum += line[static_cast<size_t>(j)];
+    for (int64_t j = 0; j < n; ++j) sum += line[j];
     if (log) {
       const float log_sum = static_cast<float>(std::log(sum));
       for (int64_t j = 0; j < n; ++j) y[base + j * inner] = (x[base + j * inner] - max) - log_sum;
     } else {
       const float scale = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < n; ++j) y[base + j * inner] = line[static_cast<size_t>(j)] * scale;
+      for (int64_t j = 0; j < n; ++j) y[base + j * inner] = line[j] * scale;
     }
   }
 }
@@ -222,7 +221,7 @@ KernelFault index_fault(const float* indices, int64_t j, int64_t n) {
   return out_of_range("index", "indices", j, static_cast<double>(indices[j]), -n, n);
 }
 
-void run_gather(const PreparedVertex& v, KernelFault& fault) {
+void run_gather(const PreparedVertex& v, KernelContext& context) {
   const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
   const int64_t col_begin = v.params[6], col_end = v.params[7];
   const float* x = v.f32(0);
@@ -232,7 +231,7 @@ void run_gather(const PreparedVertex& v, KernelFault& fault) {
     const int64_t j = row % count, o = row / count;
     const int64_t index = resolve_index(indices[j], n);
     if (index < 0) {
-      fault = index_fault(indices, j, n);
+      context.fault = index_fault(indices, j, n);
       return;
     }
     const float* source = x + (o * n + index) * inner;
@@ -265,7 +264,7 @@ Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& 
 // each element sums in index order (deterministic, whatever the blocks). An index out of range is
 // a fault, as in Gather; every vertex checks every index, so each finds it.
 //   operands: dY, indices, dX;  params: outer, n, inner, count, row_begin, row_end, col_begin, col_end
-void run_gather_grad(const PreparedVertex& v, KernelFault& fault) {
+void run_gather_grad(const PreparedVertex& v, KernelContext& context) {
   const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
   const int64_t row_begin = v.params[4], row_end = v.params[5], col_begin = v.params[6], col_end = v.params[7];
   const float* dy = v.f32(0);
@@ -273,7 +272,7 @@ void run_gather_grad(const PreparedVertex& v, KernelFault& fault) {
   float* dx = v.f32(2);
   for (int64_t j = 0; j < count; ++j) {
     if (resolve_index(indices[j], n) < 0) {
-      fault = index_fault(indices, j, n);
+      context.fault = index_fault(indices, j, n);
       return;
     }
   }
@@ -312,12 +311,12 @@ const KernelDef& batch_matmul_kernel() {
   return def;
 }
 const KernelDef& gather_kernel() {
-  static const KernelDef def{Codelet::kGather, run_gather, validate_gather, {4, 5}, {6, 7}};
+  static const KernelDef def{Codelet::kGather, KernelEntry::fallible(run_gather), validate_gather, {4, 5}, {6, 7}};
   return def;
 }
 
 const KernelDef& gather_grad_kernel() {
-  static const KernelDef def{Codelet::kGatherGrad, run_gather_grad, validate_gather_grad, {4, 5}, {6, 7}};
+  static const KernelDef def{Codelet::kGatherGrad, KernelEntry::fallible(run_gather_grad), validate_gather_grad, {4, 5}, {6, 7}};
   return def;
 }
 

@@ -79,7 +79,7 @@ KernelFault label_fault(const int32_t* labels, int64_t row, int64_t classes) {
 // SparseCrossEntropy: loss = mean_r −log p_r[label_r], p = softmax(scores) if from_logits else
 // the clipped scores; a padded row (format::kPaddedRowLabel) adds 0.
 //   operands: scores [M,C] f32, labels [M] i32, loss [1] f32;  params: M, C, from_logits
-void run_sparse_cross_entropy(const PreparedVertex& v, KernelFault& fault) {
+void run_sparse_cross_entropy(const PreparedVertex& v, KernelContext& context) {
   const int64_t M = v.params[0], C = v.params[1];
   const bool from_logits = v.params[2] != 0;
   const int32_t* labels = v.i32(1);
@@ -88,7 +88,7 @@ void run_sparse_cross_entropy(const PreparedVertex& v, KernelFault& fault) {
     const float* s = v.f32(0) + r * C;
     if (labels[r] == format::kPaddedRowLabel) continue;
     if (!label_in_range(labels[r], C)) {
-      fault = label_fault(labels, r, C);
+      context.fault = label_fault(labels, r, C);
       return;
     }
     if (from_logits) {
@@ -110,7 +110,7 @@ Status validate_sparse_cross_entropy(const format::Vertex& v, const std::vector<
 // row.
 //   operands: scores [M,C] f32, labels [M] i32, dScores [M,C] f32
 //   params:   M, C, from_logits, row_begin, row_end
-void run_sparse_cross_entropy_grad(const PreparedVertex& v, KernelFault& fault) {
+void run_sparse_cross_entropy_grad(const PreparedVertex& v, KernelContext& context) {
   const int64_t M = v.params[0], C = v.params[1];
   const bool from_logits = v.params[2] != 0;
   const float scale = 1.0f / static_cast<float>(M);
@@ -124,7 +124,7 @@ void run_sparse_cross_entropy_grad(const PreparedVertex& v, KernelFault& fault) 
       continue;
     }
     if (!label_in_range(label, C)) {
-      fault = label_fault(labels, r, C);
+      context.fault = label_fault(labels, r, C);
       return;
     }
     if (from_logits) {
@@ -148,14 +148,14 @@ Status validate_sparse_cross_entropy_grad(const format::Vertex& v, const std::ve
 
 // CountCorrect: number of rows whose first maximal score is at the label (never a padded row).
 //   operands: scores [M,C] f32, labels [M] i32, correct [1] f32;  params: M, C
-void run_count_correct(const PreparedVertex& v, KernelFault& fault) {
+void run_count_correct(const PreparedVertex& v, KernelContext& context) {
   const int64_t M = v.params[0], C = v.params[1];
   const int32_t* labels = v.i32(1);
   int64_t correct = 0;
   for (int64_t r = 0; r < M; ++r) {
     if (labels[r] == format::kPaddedRowLabel) continue;
     if (!label_in_range(labels[r], C)) {
-      fault = label_fault(labels, r, C);
+      context.fault = label_fault(labels, r, C);
       return;
     }
     const float* s = v.f32(0) + r * C;
@@ -199,16 +199,16 @@ const KernelDef& softmax_grad_kernel() {
   return def;
 }
 const KernelDef& sparse_cross_entropy_kernel() {
-  static const KernelDef def{Codelet::kSparseCrossEntropy, run_sparse_cross_entropy, validate_sparse_cross_entropy};
+  static const KernelDef def{Codelet::kSparseCrossEntropy, KernelEntry::fallible(run_sparse_cross_entropy), validate_sparse_cross_entropy};
   return def;
 }
 const KernelDef& sparse_cross_entropy_grad_kernel() {
-  static const KernelDef def{Codelet::kSparseCrossEntropyGrad, run_sparse_cross_entropy_grad,
+  static const KernelDef def{Codelet::kSparseCrossEntropyGrad, KernelEntry::fallible(run_sparse_cross_entropy_grad),
                              validate_sparse_cross_entropy_grad, {3, 4}};
   return def;
 }
 const KernelDef& count_correct_kernel() {
-  static const KernelDef def{Codelet::kCountCorrect, run_count_correct, validate_count_correct};
+  static const KernelDef def{Codelet::kCountCorrect, KernelEntry::fallible(run_count_correct), validate_count_correct};
   return def;
 }
 const KernelDef& column_sum_kernel() {

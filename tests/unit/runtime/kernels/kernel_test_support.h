@@ -30,11 +30,20 @@ inline PreparedVertex vertex(format::Codelet c, const std::vector<void*>& operan
   return v;
 }
 
-// Runs `v` and returns what it reported (nothing, for valid data).
-inline KernelFault run_for_fault(const PreparedVertex& v) {
+// Runs `v` with `context`'s scratch and compute set, and returns what it reported.
+inline KernelFault run_for_fault(const PreparedVertex& v, WorkerScratch& scratch, uint64_t compute_set) {
   KernelFault fault;
-  kernel(static_cast<format::Codelet>(v.codelet)).run(v, fault);
+  KernelContext context{scratch, compute_set, fault};
+  kernel(static_cast<format::Codelet>(v.codelet)).run(v, context);
   return fault;
+}
+
+// Runs `v` alone in a compute set of its own, as an engine would, and returns what it reported
+// (nothing, for valid data).
+inline KernelFault run_for_fault(const PreparedVertex& v) {
+  thread_local WorkerScratch scratch;
+  thread_local uint64_t compute_sets_run = 0;
+  return run_for_fault(v, scratch, ++compute_sets_run);
 }
 
 // Runs `v` on data it must accept.

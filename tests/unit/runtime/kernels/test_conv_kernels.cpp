@@ -8,7 +8,6 @@
 #include <limits>
 #include <vector>
 
-#include "runtime/kernels/compute_set_epoch.h"
 #include "runtime/kernels/kernel.h"
 #include "tests/unit/runtime/kernels/kernel_test_support.h"
 
@@ -191,29 +190,35 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
   }
 }
 
-// The forward Conv converts its weights to oneDNN's layout once per compute set and thread (at
-// these channel counts it takes blocked weights).
-TEST_CASE("kernels: Conv reuses converted weights within a compute set and converts them again after it") {
+// The forward Conv converts its weights to oneDNN's layout once per compute set and worker (at
+// these channel counts it takes blocked weights), in the worker's own scratch.
+TEST_CASE("kernels: Conv reuses converted weights within a compute set, converts them again after it, and "
+          "shares them with no other scratch") {
   const Geometry g{1, 16, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
   const int64_t M = 16, plane = g.OH() * g.OW();
   const auto x = values(static_cast<size_t>(g.C * g.H * g.W), 7);
   auto w = values(static_cast<size_t>(M * g.C * g.KH * g.KW), 8);
   const std::vector<int64_t> p = with(g.params(), {M, 1});
-  auto conv = [&](std::vector<float>& weights, std::vector<float>& y) {
-    run(Codelet::kConv, {const_cast<float*>(x.data()), weights.data(), y.data()}, with(p, {0, 1, 0, M}));
+  ipu::kernels::WorkerScratch worker, other_engines_worker;
+  auto conv = [&](ipu::kernels::WorkerScratch& scratch, uint64_t compute_set, std::vector<float>& weights) {
+    std::vector<float> y(static_cast<size_t>(M * plane));
+    const auto v = vertex(Codelet::kConv, {const_cast<float*>(x.data()), weights.data(), y.data()}, with(p, {0, 1, 0, M}));
+    REQUIRE(!run_for_fault(v, scratch, compute_set));
+    return y;
   };
-  std::vector<float> first(static_cast<size_t>(M * plane)), second(first.size()), third(first.size());
-  ipu::kernels::advance_compute_set_epoch();
-  conv(w, first);
-  for (float& v : w) v = -v;  // the same tensor, new values: a later compute set
-  ipu::kernels::advance_compute_set_epoch();
-  conv(w, second);
+  const std::vector<float> first = conv(worker, 1, w);
+  for (float& v : w) v = -v;  // the same tensor, new values (which no compute set does to its input)
+  const std::vector<float> reused = conv(worker, 1, w);
+  const std::vector<float> later = conv(worker, 2, w);
+  const std::vector<float> elsewhere = conv(other_engines_worker, 1, w);
   std::vector<float> other = w;  // another tensor within the same compute set
   for (float& v : other) v = -v;
-  conv(other, third);
+  const std::vector<float> other_tensor = conv(worker, 2, other);
   for (size_t i = 0; i < first.size(); ++i) {
-    CHECK(second[i] == -first[i]);
-    CHECK(third[i] == first[i]);
+    CHECK(reused[i] == first[i]);
+    CHECK(later[i] == -first[i]);
+    CHECK(elsewhere[i] == -first[i]);
+    CHECK(other_tensor[i] == first[i]);
   }
 }
 
