@@ -6,10 +6,11 @@
 #include "compiler/frontend/graph_spec.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/lowering/lower_graph.h"
+#include "compiler/lowering/pipeline_schedule.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/passes/fuse_epilogues.h"
 #include "compiler/passes/fuse_gelu.h"
 #include "compiler/passes/fuse_layer_norm.h"
-#include "compiler/passes/pipeline_schedule.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
 #include "runtime/base/sha256.h"
@@ -193,6 +194,7 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const std::stri
 }
 
 StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& given) {
+  ir::install_op_table(ir::op_definitions());  // every graph the frontends and passes build runs the ops' rules
   const CompileOptions options = with_model_defaults(model_text, given);
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
@@ -214,8 +216,8 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
                             std::to_string(options.replicas) + " replica(s) need " + std::to_string(ipus_needed) +
                             " IPUs, the target has " + std::to_string(options.num_ipus) + " (--num-ipus)");
   }
-  IPU_ASSIGN_OR_RETURN(passes::Schedule schedule, passes::parse_schedule(options.schedule));
-  if (stages > 1 && schedule != passes::Schedule::kSequential && options.mode == Mode::kTrain &&
+  IPU_ASSIGN_OR_RETURN(lowering::Schedule schedule, lowering::parse_schedule(options.schedule));
+  if (stages > 1 && schedule != lowering::Schedule::kSequential && options.mode == Mode::kTrain &&
       options.gradient_accumulation < stages) {
     return bad_option(options.model_path + ": the " + options.schedule + " schedule needs --gradient-accumulation >= " +
                             std::to_string(stages) + " (the number of stages) to fill the pipeline, got " +

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler/frontend/onnx_import.h"
-#include "compiler/passes/memory_plan.h"
+#include "compiler/lowering/memory_plan.h"
 #include "runtime/format/executable.pb.h"
 
 namespace ipu::compiler {
@@ -68,7 +68,7 @@ struct CompileTimings {
 
 struct CompileResult {
   format::Executable executable;
-  passes::MemoryPlan memory;
+  lowering::MemoryPlan memory;
   CompileTimings timings;
   std::string ir_text;  // the IR after the training passes, for --dump-ir
 };

@@ -10,8 +10,8 @@
 
 #include "compiler/frontend/onnx_ops.h"
 #include "compiler/frontend/onnx_tensor_helpers.h"
-#include "compiler/ops/tensor_util.h"
-#include "compiler/ops/window_geometry.h"
+#include "compiler/ir/shape_util.h"
+#include "compiler/ir/window_geometry.h"
 
 namespace ipu::frontend {
 namespace {

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "compiler/frontend/onnx_tensor_helpers.h"
-#include "compiler/ops/tensor_util.h"
+#include "compiler/ir/shape_util.h"
 #include "runtime/data/tensor_proto.h"
 
 namespace ipu::frontend {

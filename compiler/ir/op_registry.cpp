@@ -1,29 +1,22 @@
 #include "compiler/ir/op_registry.h"
 
-#include <array>
+#include <atomic>
 #include <cstdlib>
 
 #include "runtime/format/tensor_kinds.h"
 
 namespace ipu::ir {
 
+namespace {
+std::atomic<const OpTable*> g_op_table{nullptr};
+}  // namespace
+
+void install_op_table(const OpTable& table) { g_op_table.store(&table); }
+
 const OpDef& op_def(OpKind kind) {
-  static const auto table = [] {
-    constexpr size_t kCount = 0
-#define OP(name, text, definition) +1
-#include "compiler/ir/ops.def"
-#undef OP
-        ;
-    std::array<const OpDef*, kCount> t{};
-#define OP(name, text, definition) t[static_cast<size_t>(OpKind::name)] = &definition();
-#include "compiler/ir/ops.def"
-#undef OP
-    for (size_t k = 0; k < kCount; ++k) {
-      if (static_cast<size_t>(t[k]->kind) != k) std::abort();  // an ops.def line naming another op's definition
-    }
-    return t;
-  }();
-  return *table[static_cast<size_t>(kind)];
+  const OpTable* table = g_op_table.load();
+  if (table == nullptr) std::abort();  // a graph built before install_op_table (compiler/ops/op_table.h)
+  return *(*table)[static_cast<size_t>(kind)];
 }
 
 int GradContext::gradient_of(int value) const {

@@ -1,7 +1,11 @@
-// The explicit op registry: one OpDef per OpKind with its shape rule, gradient rule and
-// lowering. Entries live in one file per op family under compiler/ops/.
+// The op registry's interface: one OpDef per OpKind with its shape rule, gradient rule and
+// lowering. The definitions live in one file per op family under compiler/ops/, a layer above
+// lowering (an op's lowering emits vertices through the lowering context); compiler/ops builds
+// the table (ops/op_table.h) and whoever builds graphs installs it first (the driver, the
+// tests). ir names the lowering context only as the declared parameter of an op's lowering.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -46,11 +50,20 @@ struct OpDef {
   LowerFn lower;
 };
 
-const OpDef& op_def(OpKind kind);
-
-// Registry entries: each op's definition, in its family's file under compiler/ops (ops.def).
-#define OP(name, text, definition) const OpDef& definition();
+inline constexpr size_t kOpKindCount = 0
+#define OP(name, text, definition) +1
 #include "compiler/ir/ops.def"
 #undef OP
+    ;
+
+// Every op's definition, indexed by OpKind.
+using OpTable = std::array<const OpDef*, kOpKindCount>;
+
+// Makes `table` the one op_def reads (compiler/ops: install_op_table(op_definitions())).
+// Installing the same table again, from any thread, changes nothing.
+void install_op_table(const OpTable& table);
+
+// The installed table's entry for `kind`; aborts if no table is installed.
+const OpDef& op_def(OpKind kind);
 
 }  // namespace ipu::ir

@@ -206,7 +206,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       return step;
     };
     if (S > 1) {
-      const passes::PipelinePlan plan = passes::plan_pipeline(S, static_cast<int>(K), options.schedule);
+      const PipelinePlan plan = plan_pipeline(S, static_cast<int>(K), options.schedule);
       format::Sequence one_update = build_pipelined_update(ctx, programs, stages, streams, plan, accumulators,
                                                            options.replicas, options.recompute,
                                                            *exe.mutable_estimates()->mutable_schedule());
@@ -245,9 +245,9 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   programs.add(std::string(format::kWeightsToHostProgram), ProgramBuilder::sequence(std::move(to_host)), 1);
 
   std::vector<uint32_t> order = concat_phases(stages);
-  result.memory = passes::plan_memory(exe, order, ctx.records(), target);
+  result.memory = plan_memory(exe, order, ctx.records(), target);
   if (!result.memory.overflowing.empty()) {
-    return resource_exhausted(passes::describe_overflow(result.memory, target, 3));
+    return resource_exhausted(describe_overflow(result.memory, target, 3));
   }
   format::Estimates* e = exe.mutable_estimates();
   for (uint32_t ipu = 0; ipu < target.num_ipus; ++ipu) {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/lowering/memory_plan.h"
 #include "compiler/lowering/pipeline_program.h"
-#include "compiler/passes/pipeline_schedule.h"
-#include "compiler/passes/memory_plan.h"
+#include "compiler/lowering/pipeline_schedule.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
 #include "runtime/format/executable.pb.h"
@@ -38,13 +38,13 @@ struct LoweringOptions {
   uint32_t micro_batches = 1;        // gradient accumulation steps per weight update
   uint32_t replicas = 1;
   uint32_t stages = 1;               // pipeline stages; stage s runs on IPU s of its replica
-  passes::Schedule schedule = passes::Schedule::kGrouped;
+  Schedule schedule = Schedule::kGrouped;
   bool recompute = false;            // recompute activations for the backward pass instead of stashing
 };
 
 struct LoweringResult {
   format::Executable executable;
-  passes::MemoryPlan memory;
+  MemoryPlan memory;
 };
 
 // Fills everything but the manifest and model metadata. Returns ResourceExhausted with a per-tile

@@ -42,7 +42,7 @@ struct Boundary {
 
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
-                                        const passes::PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
+                                        const PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
                                         uint32_t replicas, bool recompute, format::ScheduleEstimate& estimate) {
   const format::Executable& exe = ctx.executable();
   const int S = static_cast<int>(stages.size());
@@ -116,7 +116,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     format::Parallel parallel;
     format::ScheduleSlot* estimated = estimate.add_slots();
     double slowest = 0;
-    for (const passes::PipelineWork& w : slot) {
+    for (const PipelineWork& w : slot) {
       const auto s = static_cast<size_t>(w.stage);
       const std::vector<uint32_t> sets =
           w.forward ? forward[s] : recompute ? concat(forward[s], stages[s].backward) : stages[s].backward;

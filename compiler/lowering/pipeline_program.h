@@ -11,7 +11,7 @@
 
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/program_builder.h"
-#include "compiler/passes/pipeline_schedule.h"
+#include "compiler/lowering/pipeline_schedule.h"
 
 namespace ipu::lowering {
 
@@ -33,7 +33,7 @@ struct StepStreams {
 // more cycles, the same numbers.
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
-                                        const passes::PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
+                                        const PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
                                         uint32_t replicas, bool recompute, format::ScheduleEstimate& estimate);
 
 }  // namespace ipu::lowering

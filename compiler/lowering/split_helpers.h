@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "compiler/lowering/lower_context.h"
-#include "compiler/passes/tile_planner.h"
+#include "compiler/lowering/tile_planner.h"
 
 namespace ipu::lowering {
 
@@ -13,7 +13,7 @@ namespace ipu::lowering {
 template <typename EmitChunk>
 void lower_split(LowerContext& context, int64_t items, double cycles_per_item, double bytes_per_item,
                  EmitChunk&& emit_chunk) {
-  passes::Split split = passes::plan_split(items, cycles_per_item, bytes_per_item, 2 * bytes_per_item,
+  Split split = plan_split(items, cycles_per_item, bytes_per_item, 2 * bytes_per_item,
                                            context.target(), context.target().tiles_per_ipu);
   std::vector<uint32_t> tiles = context.take_tiles(split.parts);
   for (int64_t p = 0; p < split.parts; ++p) {

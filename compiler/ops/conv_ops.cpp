@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "compiler/ir/op_registry.h"
+#include "compiler/ir/window_geometry.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
-#include "compiler/ops/window_geometry.h"
 
 namespace ipu::ir {
 namespace {
@@ -137,7 +137,7 @@ std::vector<int64_t> conv_params(const ConvDims& d, const WindowAttrs& win, std:
   return p;
 }
 
-passes::Split even_split(int64_t items, int64_t parts) {
+lowering::Split even_split(int64_t items, int64_t parts) {
   const int64_t chunk = lowering::ceil_div(items, parts);
   return {lowering::ceil_div(items, chunk), chunk};
 }
@@ -151,7 +151,7 @@ struct GridCost {
 // MACs, bytes received, a charge per vertex) whose working set fits half a tile; the smallest
 // working set if none does. `cost(r, c)` describes a vertex of r rows and c columns.
 template <typename Cost>
-std::pair<passes::Split, passes::Split> plan_grid(int64_t rows, int64_t cols, const target::TargetSpec& t, Cost&& cost) {
+std::pair<lowering::Split, lowering::Split> plan_grid(int64_t rows, int64_t cols, const target::TargetSpec& t, Cost&& cost) {
   const auto& m = t.cycles;
   auto counts = [](int64_t items) {
     std::vector<int64_t> out;
@@ -159,11 +159,11 @@ std::pair<passes::Split, passes::Split> plan_grid(int64_t rows, int64_t cols, co
     out.push_back(items);
     return out;
   };
-  std::pair<passes::Split, passes::Split> best{even_split(rows, 1), even_split(cols, 1)}, smallest = best;
+  std::pair<lowering::Split, lowering::Split> best{even_split(rows, 1), even_split(cols, 1)}, smallest = best;
   double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
   for (int64_t pr : counts(rows)) {
     for (int64_t pc : counts(cols)) {
-      const passes::Split r = even_split(rows, pr), c = even_split(cols, pc);
+      const lowering::Split r = even_split(rows, pr), c = even_split(cols, pc);
       if (r.parts * c.parts > static_cast<int64_t>(t.tiles_per_ipu)) continue;
       const GridCost g = cost(static_cast<double>(r.chunk), static_cast<double>(c.chunk));
       const double cycles = m.vertex_overhead_cycles + g.macs / m.macs_per_cycle + g.in_bytes / m.exchange_bytes_per_cycle +

@@ -70,7 +70,7 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
   const bool has_bias = op.inputs.size() == 3;  // a BiasAdd folded in (passes/fuse_epilogues.h)
   const uint32_t bias = has_bias ? ctx.tensor(op.inputs[2]) : 0;
-  passes::BlockGrid grid = passes::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu);
+  lowering::BlockGrid grid = lowering::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu);
   std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
   size_t next = 0;
   // Blocks in any order: the runtime merges them into host tasks along the shorter side of C

@@ -422,14 +422,14 @@ void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codele
   const uint32_t source = ctx.tensor(op.inputs[0]), indices = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
   // Outer slices a block of `rows` rows can touch: one more than it fills when unaligned.
   auto outers_spanned = [&](int64_t block_rows) { return std::min(v.outer, block_rows / rows_per_outer + 2); };
-  const passes::BlockGrid grid =
-      passes::plan_blocks(rows, v.inner, ctx.target(), ctx.target().tiles_per_ipu, [&](int64_t r, int64_t c) {
+  const lowering::BlockGrid grid =
+      lowering::plan_blocks(rows, v.inner, ctx.target(), ctx.target().tiles_per_ipu, [&](int64_t r, int64_t c) {
         const double cols = static_cast<double>(c);
         const double received = 4.0 * (static_cast<double>(outers_spanned(r) * read_rows_per_outer) * cols +
                                        static_cast<double>(v.count));
         // A block of whole rows is one region; one of part-rows, one region per row.
         const double regions = c == v.inner ? 1.0 : static_cast<double>(r);
-        return passes::BlockCost{cycles_of(r, c, outers_spanned(r)), received, received + 4.0 * static_cast<double>(r) * cols,
+        return lowering::BlockCost{cycles_of(r, c, outers_spanned(r)), received, received + 4.0 * static_cast<double>(r) * cols,
                                  regions - 1.0};
       });
   const std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);

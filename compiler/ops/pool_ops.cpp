@@ -1,8 +1,8 @@
 // MaxPool and AveragePool over NCHW values (global pooling is a window over the whole plane) and
 // their gradients. Every vertex owns whole planes (n, c).
 #include "compiler/ir/op_registry.h"
+#include "compiler/ir/window_geometry.h"
 #include "compiler/lowering/split_helpers.h"
-#include "compiler/ops/window_geometry.h"
 
 namespace ipu::ir {
 namespace {

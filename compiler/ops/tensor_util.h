@@ -1,6 +1,6 @@
 // Shape and lowering helpers shared by the generic tensor ops (elementwise_ops.cpp,
-// movement_ops.cpp, reduce_ops.cpp): numpy broadcasting, row-major strides, the split of an
-// output range over tiles, and the gradient helpers that undo broadcasting.
+// movement_ops.cpp, reduce_ops.cpp): the split of an output range over tiles, and the gradient
+// helpers that undo broadcasting (broadcasting and strides themselves: compiler/ir/shape_util.h).
 #pragma once
 
 #include <algorithm>
@@ -9,19 +9,13 @@
 #include <vector>
 
 #include "compiler/ir/op_registry.h"
+#include "compiler/ir/shape_util.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
 #include "runtime/format/tensor_kinds.h"
 
 namespace ipu::ir {
 
-// The numpy broadcast of two shapes, or an error naming both.
-StatusOr<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
-// Row-major strides of `shape`.
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
-// Strides with which an operand of shape `in` is read at each index of `out` (its broadcast):
-// aligned on the right, 0 where `in` has no axis or a 1 against a larger output dimension.
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
 // Error unless the rank is at most the codelets' limit.
 Status check_rank(const TensorType& type);
 

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "compiler/frontend/graph_spec.h"
+#include "compiler/ops/op_table.h"
 
 namespace {
 
@@ -31,6 +32,12 @@ bool small_enough(const ipu::frontend::ModelSpec& spec) {
 }
 
 }  // namespace
+
+// The frontends' graphs run each op's shape rule: install the op table once, as the driver does.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  ipu::ir::install_op_table(ipu::ir::op_definitions());
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

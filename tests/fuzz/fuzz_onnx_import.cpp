@@ -9,6 +9,13 @@
 #include <string_view>
 
 #include "compiler/frontend/onnx_import.h"
+#include "compiler/ops/op_table.h"
+
+// The frontends' graphs run each op's shape rule: install the op table once, as the driver does.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  ipu::ir::install_op_table(ipu::ir::op_definitions());
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -1,2 +1,11 @@
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+
+#include "compiler/ops/op_table.h"
+
+// The tests build graphs directly, not only through compile_model, so they install the op table
+// first as the driver does.
+int main(int argc, char** argv) {
+  ipu::ir::install_op_table(ipu::ir::op_definitions());
+  return doctest::Context(argc, argv).run();
+}

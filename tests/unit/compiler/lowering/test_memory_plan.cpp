@@ -46,7 +46,7 @@ TEST_CASE("memory plan: an overflowing tile's bytes are broken down into categor
   plan_options.bytes_per_tile = 1 << 30;  // compiles, so the plan can be read
   auto fits = compiler::compile_model(kSpec, plan_options);
   REQUIRE(fits.ok());
-  const passes::TileUsage& u = fits->memory.fullest;
+  const lowering::TileUsage& u = fits->memory.fullest;
   CHECK(u.tensor_bytes + u.exchange_bytes + u.vertex_state_bytes + u.code_bytes == u.peak_bytes);
   CHECK(u.vertices > 0);
   CHECK(u.codelets > 0);

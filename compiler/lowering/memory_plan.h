@@ -11,7 +11,7 @@
 #include "compiler/target/target.h"
 #include "runtime/format/executable.pb.h"
 
-namespace ipu::passes {
+namespace ipu::lowering {
 
 // What one tile holds at its fullest moment, by category; the categories add up to peak_bytes.
 struct TileUsage {
@@ -46,4 +46,4 @@ MemoryPlan plan_memory(const format::Executable& executable, const std::vector<u
 // (10 vertices), code 9,216 (9 codelets)".
 std::string describe_overflow(const MemoryPlan& plan, const target::TargetSpec& target, size_t limit);
 
-}  // namespace ipu::passes
+}  // namespace ipu::lowering

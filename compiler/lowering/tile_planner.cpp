@@ -1,11 +1,11 @@
-#include "compiler/passes/tile_planner.h"
+#include "compiler/lowering/tile_planner.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-namespace ipu::passes {
+namespace ipu::lowering {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -75,4 +75,4 @@ BlockGrid plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec&
   });
 }
 
-}  // namespace ipu::passes
+}  // namespace ipu::lowering

@@ -2,9 +2,9 @@
 
 #include <set>
 
-#include "compiler/passes/pipeline_schedule.h"
+#include "compiler/lowering/pipeline_schedule.h"
 
-namespace ipu::passes {
+namespace ipu::lowering {
 namespace {
 
 // Every pass runs once, after the passes it depends on, and no stage does two things at once.
@@ -66,4 +66,4 @@ TEST_CASE("pipeline schedule: names parse") {
 }
 
 }  // namespace
-}  // namespace ipu::passes
+}  // namespace ipu::lowering

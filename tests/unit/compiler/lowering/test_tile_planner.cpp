@@ -1,8 +1,8 @@
 #include <doctest/doctest.h>
 
-#include "compiler/passes/tile_planner.h"
+#include "compiler/lowering/tile_planner.h"
 
-namespace ipu::passes {
+namespace ipu::lowering {
 namespace {
 
 target::TargetSpec mk2() { return *target::target_preset("mk2"); }
@@ -49,4 +49,4 @@ TEST_CASE("tile planner: when no split fits, the smallest working set is chosen"
 }
 
 }  // namespace
-}  // namespace ipu::passes
+}  // namespace ipu::lowering

@@ -11,7 +11,7 @@
 
 #include "compiler/target/target.h"
 
-namespace ipu::passes {
+namespace ipu::lowering {
 
 struct Split {
   int64_t parts = 1;  // number of vertices
@@ -82,4 +82,4 @@ BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& targ
   return std::isinf(best_cost) ? smallest : best;
 }
 
-}  // namespace ipu::passes
+}  // namespace ipu::lowering

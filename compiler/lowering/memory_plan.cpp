@@ -1,4 +1,4 @@
-#include "compiler/passes/memory_plan.h"
+#include "compiler/lowering/memory_plan.h"
 
 #include <algorithm>
 #include <map>
@@ -7,7 +7,7 @@
 
 #include "runtime/format/verifier.h"
 
-namespace ipu::passes {
+namespace ipu::lowering {
 namespace {
 
 bool lives_whole_program(format::TensorRole role) {
@@ -157,4 +157,4 @@ std::string describe_overflow(const MemoryPlan& plan, const target::TargetSpec& 
   return out;
 }
 
-}  // namespace ipu::passes
+}  // namespace ipu::lowering

@@ -14,7 +14,7 @@
 
 #include "runtime/base/status.h"
 
-namespace ipu::passes {
+namespace ipu::lowering {
 
 enum class Schedule { kGrouped, kInterleaved, kSequential };
 
@@ -40,4 +40,4 @@ struct PipelinePlan {
 
 PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule);
 
-}  // namespace ipu::passes
+}  // namespace ipu::lowering

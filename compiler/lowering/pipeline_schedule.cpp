@@ -1,8 +1,8 @@
-#include "compiler/passes/pipeline_schedule.h"
+#include "compiler/lowering/pipeline_schedule.h"
 
 #include <algorithm>
 
-namespace ipu::passes {
+namespace ipu::lowering {
 namespace {
 
 constexpr int kNotYet = -1;
@@ -94,4 +94,4 @@ PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule) {
   return plan;
 }
 
-}  // namespace ipu::passes
+}  // namespace ipu::lowering
