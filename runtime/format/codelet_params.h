@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
+#include <string_view>
 #include <vector>
 
 #include "runtime/format/codelet.h"
@@ -20,19 +21,26 @@ namespace ipu::format {
 
 namespace params {
 
-#define PARAMS(codelet, ...)                              \
-  struct codelet {                                        \
-    static constexpr Codelet kCodelet = Codelet::k##codelet; \
-    enum Index { __VA_ARGS__, kCount };                   \
-    static constexpr int kFixed = kCount;                 \
-    static constexpr bool kHasTail = false;               \
+// The names as written, after the shared groups are expanded: "kM, kN, ...".
+#define IPU_PARAM_NAMES(...) IPU_PARAM_NAMES_INNER(__VA_ARGS__)
+#define IPU_PARAM_NAMES_INNER(...) #__VA_ARGS__
+
+#define PARAMS(codelet, ...)                                                 \
+  struct codelet {                                                           \
+    static constexpr Codelet kCodelet = Codelet::k##codelet;                 \
+    enum Index { __VA_ARGS__, kCount };                                      \
+    static constexpr int kFixed = kCount;                                    \
+    static constexpr bool kHasTail = false;                                  \
+    static constexpr std::string_view kNames = IPU_PARAM_NAMES(__VA_ARGS__); \
   };
-#define PARAMS_TAIL(codelet, tail, length, ...)                                \
-  struct codelet {                                                             \
-    static constexpr Codelet kCodelet = Codelet::k##codelet;                   \
-    enum Index { __VA_ARGS__, tail };                                          \
-    static constexpr int kFixed = tail;                                        \
-    static constexpr bool kHasTail = true;                                     \
+#define PARAMS_TAIL(codelet, tail, length, ...)                                  \
+  struct codelet {                                                               \
+    static constexpr Codelet kCodelet = Codelet::k##codelet;                     \
+    enum Index { __VA_ARGS__, tail };                                            \
+    static constexpr int kFixed = tail;                                          \
+    static constexpr bool kHasTail = true;                                       \
+    static constexpr std::string_view kNames = IPU_PARAM_NAMES(__VA_ARGS__);     \
+    static constexpr std::string_view kTailName = #tail;                         \
     static constexpr int64_t count(const int64_t* p) { return tail + (length); } \
   };
 #define FPARAMS(codelet, ...)
@@ -45,9 +53,15 @@ namespace params {
 // every layout that starts with them.
 struct Window {
   enum Index { IPU_WINDOW_PARAMS, kCount };
+  static constexpr int kFixed = kCount;
+  static constexpr bool kHasTail = false;
+  static constexpr std::string_view kNames = IPU_PARAM_NAMES(IPU_WINDOW_PARAMS);
 };
 struct Loss {
   enum Index { IPU_LOSS_PARAMS, kCount };
+  static constexpr int kFixed = kCount;
+  static constexpr bool kHasTail = false;
+  static constexpr std::string_view kNames = IPU_PARAM_NAMES(IPU_LOSS_PARAMS);
 };
 
 }  // namespace params
@@ -56,9 +70,10 @@ namespace fparams {
 
 #define PARAMS(codelet, ...)
 #define PARAMS_TAIL(codelet, tail, length, ...)
-#define FPARAMS(codelet, ...)              \
-  struct codelet {                         \
-    enum Index { __VA_ARGS__, kCount };    \
+#define FPARAMS(codelet, ...)                                 \
+  struct codelet {                                            \
+    enum Index { __VA_ARGS__, kCount };                       \
+    static constexpr std::string_view kNames = #__VA_ARGS__;  \
   };
 #include "runtime/format/codelet_params.def"
 #undef PARAMS
@@ -83,6 +98,11 @@ static_assert(kCodeletsWithParams == 0
 #include "runtime/format/codelets.def"
 #undef CODELET
               , "runtime/format/codelet_params.def must give every codelet of codelets.def its params");
+
+// Whether two codelets lay out their params alike (a lowering that writes either one, such as
+// Activation and ActivationGrad, asserts it).
+template <typename A, typename B>
+inline constexpr bool same_layout = A::kNames == B::kNames && A::kHasTail == B::kHasTail;
 
 // A param given by name, for make_params.
 struct NamedParam {
