@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "runtime/format/codelet_params.h"
 
 namespace ipu::ir {
 
@@ -37,12 +38,27 @@ inline StatusOr<std::vector<int64_t>> window_output_shape(const TensorType& x, c
   return std::vector<int64_t>{x.shape[0], channels, oh, ow};
 }
 
-// The 16 window params of the codelets (runtime/kernels/window.h): N, C, H, W, OH, OW, KH, KW,
-// strides, pads (top, left, bottom, right), dilations.
+// The window params (format::params::Window) that the convolution and pooling codelets start with,
+// for x [N, C, H, W] and y [N, ·, OH, OW]; pads are top, left, bottom, right.
 inline std::vector<int64_t> window_params(const std::vector<int64_t>& x, const std::vector<int64_t>& y,
                                           const WindowAttrs& w) {
-  return {x[0],         x[1],         x[2],      x[3],      y[2],      y[3],         w.kernel[0],  w.kernel[1],
-          w.strides[0], w.strides[1], w.pads[0], w.pads[1], w.pads[2], w.pads[3], w.dilations[0], w.dilations[1]};
+  using P = format::params::Window;
+  return format::make_params<P>({{P::kN, x[0]},
+                                 {P::kC, x[1]},
+                                 {P::kH, x[2]},
+                                 {P::kW, x[3]},
+                                 {P::kOH, y[2]},
+                                 {P::kOW, y[3]},
+                                 {P::kKH, w.kernel[0]},
+                                 {P::kKW, w.kernel[1]},
+                                 {P::kStrideH, w.strides[0]},
+                                 {P::kStrideW, w.strides[1]},
+                                 {P::kPadTop, w.pads[0]},
+                                 {P::kPadLeft, w.pads[1]},
+                                 {P::kPadBottom, w.pads[2]},
+                                 {P::kPadRight, w.pads[3]},
+                                 {P::kDilationH, w.dilations[0]},
+                                 {P::kDilationW, w.dilations[1]}});
 }
 
 }  // namespace ipu::ir

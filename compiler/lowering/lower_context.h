@@ -14,6 +14,7 @@
 #include "compiler/target/target.h"
 #include "runtime/format/executable.pb.h"
 #include "runtime/format/codelet.h"
+#include "runtime/format/codelet_params.h"
 
 namespace ipu::lowering {
 

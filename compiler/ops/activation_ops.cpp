@@ -41,7 +41,10 @@ Status grad_activation(GradContext& ctx, const Op& op) {
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
+// Activation and ActivationGrad vertices: the two codelets share one layout.
 void emit_elementwise(LowerContext& ctx, const Op& op, ActivationKind kind, format::Codelet codelet) {
+  using P = format::params::Activation;
+  static_assert(format::same_layout<P, format::params::ActivationGrad>);
   const int64_t n = ctx.graph().value(op.outputs[0]).type.elements();
   std::vector<uint32_t> inputs;
   for (int in : op.inputs) inputs.push_back(ctx.tensor(in));
@@ -53,7 +56,8 @@ void emit_elementwise(LowerContext& ctx, const Op& op, ActivationKind kind, form
                           v.codelet = codelet;
                           v.operands = inputs;
                           v.operands.push_back(y);
-                          v.params = {static_cast<int64_t>(kind), begin, end};
+                          v.params = format::make_params<P>(
+                              {{P::kKind, static_cast<int64_t>(kind)}, {P::kBegin, begin}, {P::kEnd, end}});
                           v.compute_cycles = per_element * static_cast<double>(end - begin);
                           for (uint32_t in : inputs) v.reads.push_back(lowering::flat_region(in, begin, end));
                           v.writes = {lowering::flat_region(y, begin, end)};
@@ -87,7 +91,10 @@ Status grad_softmax(GradContext& ctx, const Op& op) {
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
+// Softmax and SoftmaxGrad vertices: the two codelets share one layout.
 Status lower_rows(LowerContext& ctx, const Op& op, format::Codelet codelet) {
+  using P = format::params::Softmax;
+  static_assert(format::same_layout<P, format::params::SoftmaxGrad>);
   const auto& shape = ctx.graph().value(op.outputs[0]).type.shape;
   const int64_t M = shape[0], C = shape[1];
   std::vector<uint32_t> inputs;
@@ -100,7 +107,7 @@ Status lower_rows(LowerContext& ctx, const Op& op, format::Codelet codelet) {
                           v.codelet = codelet;
                           v.operands = inputs;
                           v.operands.push_back(y);
-                          v.params = {M, C, rb, re};
+                          v.params = format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
                           v.compute_cycles = per_row * static_cast<double>(re - rb);
                           for (uint32_t in : inputs) v.reads.push_back(lowering::flat_region(in, rb * C, re * C));
                           v.writes = {lowering::flat_region(y, rb * C, re * C)};

@@ -129,14 +129,6 @@ ConvDims conv_dims(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
   return {x, w, y, w[1] * w[2] * w[3]};
 }
 
-std::vector<int64_t> conv_params(const ConvDims& d, const WindowAttrs& win, std::initializer_list<int64_t> extra) {
-  std::vector<int64_t> p = window_params(d.x, d.y, win);
-  p.push_back(d.w[0]);
-  p.push_back(win.group);
-  p.insert(p.end(), extra);
-  return p;
-}
-
 lowering::Split even_split(int64_t items, int64_t parts) {
   const int64_t chunk = lowering::ceil_div(items, parts);
   return {lowering::ceil_div(items, chunk), chunk};
@@ -205,8 +197,12 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
       lowering::VertexSpec v;
       v.codelet = format::Codelet::kConv;
       v.operands = has_bias ? std::vector<uint32_t>{x, w, b, y} : std::vector<uint32_t>{x, w, y};
-      v.params = conv_params(d, op.attrs.window, {nb, ne, mb, me});
-      if (op.attrs.fused_relu) v.params.push_back(1);
+      using P = format::params::Conv;
+      v.params = format::make_params<P>(window_params(d.x, d.y, op.attrs.window),
+                                        {{P::kM, M}, {P::kG, op.attrs.window.group}, {P::kNBegin, nb}, {P::kNEnd, ne},
+                                         {P::kMBegin, mb}, {P::kMEnd, me}, {P::kFusedRelu, 1}});
+      // Without a fused Relu the optional flag is left out, as before fusion existed.
+      if (!op.attrs.fused_relu) v.params.pop_back();
       v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * plane * d.K) / ctx.target().cycles.macs_per_cycle;
       v.reads = {lowering::flat_region(x, nb * d.sample(), ne * d.sample()), lowering::flat_region(w, mb * d.K, me * d.K)};
       if (has_bias) v.reads.push_back(lowering::flat_region(b, mb, me));
@@ -229,7 +225,9 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kConvGradInput;
     v.operands = {dy, w, dx};
-    v.params = conv_params(d, op.attrs.window, {nb, ne});
+    using P = format::params::ConvGradInput;
+    v.params = format::make_params<P>(window_params(d.x, d.y, op.attrs.window),
+                                      {{P::kM, M}, {P::kG, op.attrs.window.group}, {P::kNBegin, nb}, {P::kNEnd, ne}});
     v.compute_cycles = per_sample * static_cast<double>(ne - nb);
     v.reads = {lowering::flat_region(dy, nb * M * plane, ne * M * plane), lowering::flat_region(w, 0, M * d.K)};
     v.writes = {lowering::flat_region(dx, nb * d.sample(), ne * d.sample())};
@@ -262,7 +260,10 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
       lowering::VertexSpec v;
       v.codelet = format::Codelet::kConvGradWeight;
       v.operands = {x, dy, dw};
-      v.params = conv_params(d, op.attrs.window, {mb, me, cb, ce});
+      using P = format::params::ConvGradWeight;
+      v.params = format::make_params<P>(window_params(d.x, d.y, op.attrs.window),
+                                        {{P::kM, M}, {P::kG, group}, {P::kMBegin, mb}, {P::kMEnd, me}, {P::kCBegin, cb},
+                                         {P::kCEnd, ce}});
       v.compute_cycles = static_cast<double>(N * (me - mb) * (ce - cb) * taps * plane) / ctx.target().cycles.macs_per_cycle;
       // X of channels [cb, ce) of each group the output channels belong to.
       const int64_t mg = M / group;
@@ -303,7 +304,8 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kChannelSum;
     v.operands = {x, y};
-    v.params = {d.N, d.C, d.S, cb, ce};
+    using P = format::params::ChannelSum;
+    v.params = format::make_params<P>({{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kCBegin, cb}, {P::kCEnd, ce}});
     v.compute_cycles = per_channel * static_cast<double>(ce - cb);
     v.reads = {lowering::block_region(x, 0, d.N, cb * d.S, ce * d.S, d.C * d.S)};
     v.writes = {lowering::flat_region(y, cb, ce)};
@@ -334,7 +336,8 @@ Status lower_channel_affine(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kChannelAffine;
     v.operands = {x, scale, shift, y};
-    v.params = {d.N, d.C, d.S, begin, end};
+    using P = format::params::ChannelAffine;
+    v.params = format::make_params<P>({{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     v.reads = {lowering::flat_region(x, begin, end), lowering::flat_region(scale, 0, d.C),
                lowering::flat_region(shift, 0, d.C)};

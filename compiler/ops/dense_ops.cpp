@@ -82,8 +82,13 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
       lowering::VertexSpec v;
       v.codelet = format::Codelet::kMatMul;
       v.operands = has_bias ? std::vector<uint32_t>{a, b, bias, c} : std::vector<uint32_t>{a, b, c};
-      v.params = {d.M, d.N, d.K, op.attrs.trans_a, op.attrs.trans_b, rb, re, cb, ce, 0};
-      if (op.attrs.fused_relu) v.params.push_back(1);
+      using P = format::params::MatMul;
+      v.params = format::make_params<P>({{P::kM, d.M}, {P::kN, d.N}, {P::kK, d.K}, {P::kTransA, op.attrs.trans_a},
+                                         {P::kTransB, op.attrs.trans_b}, {P::kRowBegin, rb}, {P::kRowEnd, re},
+                                         {P::kColBegin, cb}, {P::kColEnd, ce}, {P::kAccumulate, 0}, {P::kFusedRelu, 1}});
+      // Without a fused Relu the optional flag is left out, as before fusion existed: the same
+      // bytes and cache keys for models that do not fuse.
+      if (!op.attrs.fused_relu) v.params.pop_back();
       v.compute_cycles = static_cast<double>((re - rb) * (ce - cb) * d.K) / ctx.target().cycles.macs_per_cycle;
       // op(A) rows [rb, re): rows of A, or columns of a transposed A.
       v.reads.push_back(op.attrs.trans_a ? lowering::block_region(a, 0, d.K, rb, re, d.M)
@@ -130,7 +135,8 @@ Status lower_bias_add(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kBiasAdd;
     v.operands = {x, b, y};
-    v.params = {M, N, rb, re};
+    using P = format::params::BiasAdd;
+    v.params = format::make_params<P>({{P::kM, M}, {P::kN, N}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
     v.compute_cycles = per_row * static_cast<double>(re - rb);
     v.reads = {lowering::flat_region(x, rb * N, re * N), lowering::flat_region(b, 0, N)};
     v.writes = {lowering::flat_region(y, rb * N, re * N)};

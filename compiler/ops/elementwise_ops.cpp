@@ -112,8 +112,13 @@ Status lower_unary(LowerContext& ctx, const Op& op) {
   const auto kind = static_cast<UnaryKind>(op.attrs.kind);
   const auto& c = ctx.target().cycles;
   const double per = 1.0 / c.vector_flops_per_cycle + (is_transcendental(kind) ? c.transcendental_cycles : 0.0);
-  lower_output_range(ctx, op, format::Codelet::kUnary, per, {op.attrs.alpha, op.attrs.beta},
-                     [&](int64_t begin, int64_t end) { return std::vector<int64_t>{op.attrs.kind, begin, end}; });
+  using P = format::params::Unary;
+  using F = format::fparams::Unary;
+  lower_output_range(ctx, op, format::Codelet::kUnary, per,
+                     format::make_fparams<F>({{F::kAlpha, op.attrs.alpha}, {F::kBeta, op.attrs.beta}}),
+                     [&](int64_t begin, int64_t end) {
+                       return format::make_params<P>({{P::kKind, op.attrs.kind}, {P::kBegin, begin}, {P::kEnd, end}});
+                     });
   return Status();
 }
 
@@ -234,9 +239,10 @@ Status lower_binary(LowerContext& ctx, const Op& op) {
   lower_output_range(
       ctx, op, format::Codelet::kBinary, per, {},
       [&](int64_t begin, int64_t end) {
-        std::vector<int64_t> p{op.attrs.kind, static_cast<int64_t>(dims.size()), begin, end};
-        p.insert(p.end(), tail.begin(), tail.end());
-        return p;
+        using P = format::params::Binary;
+        return format::make_params<P>(
+            {{P::kKind, op.attrs.kind}, {P::kRank, static_cast<int64_t>(dims.size())}, {P::kBegin, begin}, {P::kEnd, end}},
+            tail);
       },
       broadcast_access(ctx.graph(), op, dims));
   return Status();
@@ -277,9 +283,9 @@ Status lower_where(LowerContext& ctx, const Op& op) {
   lower_output_range(
       ctx, op, format::Codelet::kWhere, 1.0, {},
       [&](int64_t begin, int64_t end) {
-        std::vector<int64_t> p{static_cast<int64_t>(dims.size()), begin, end};
-        p.insert(p.end(), tail.begin(), tail.end());
-        return p;
+        using P = format::params::Where;
+        return format::make_params<P>({{P::kRank, static_cast<int64_t>(dims.size())}, {P::kBegin, begin}, {P::kEnd, end}},
+                                      tail);
       },
       broadcast_access(ctx.graph(), op, dims));
   return Status();

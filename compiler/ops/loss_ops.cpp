@@ -39,16 +39,16 @@ Status grad_sparse_cross_entropy(GradContext& ctx, const Op& op) {
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
-// Whole-batch reductions to a scalar are tiny: one vertex.
-Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, std::vector<int64_t> extra) {
+// Whole-batch reductions to a scalar are tiny: one vertex, with the params make(M, C) gives.
+template <typename Make>
+Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, Make make) {
   const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
   const int64_t M = shape[0], C = shape[1];
   const uint32_t s = ctx.tensor(op.inputs[0]), l = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
   lowering::VertexSpec v;
   v.codelet = codelet;
   v.operands = {s, l, y};
-  v.params = {M, C};
-  v.params.insert(v.params.end(), extra.begin(), extra.end());
+  v.params = make(M, C);
   v.compute_cycles = static_cast<double>(M * C) * ctx.target().cycles.transcendental_cycles;
   v.reads = {lowering::flat_region(s, 0, M * C), lowering::flat_region(l, 0, M)};
   v.writes = {lowering::flat_region(y, 0, 1)};
@@ -57,11 +57,16 @@ Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, st
 }
 
 Status lower_sparse_cross_entropy(LowerContext& ctx, const Op& op) {
-  return lower_scalar(ctx, op, format::Codelet::kSparseCrossEntropy, {op.attrs.from_logits ? 1 : 0});
+  using P = format::params::SparseCrossEntropy;
+  return lower_scalar(ctx, op, format::Codelet::kSparseCrossEntropy, [&](int64_t M, int64_t C) {
+    return format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kFromLogits, op.attrs.from_logits}});
+  });
 }
 
 Status lower_count_correct(LowerContext& ctx, const Op& op) {
-  return lower_scalar(ctx, op, format::Codelet::kCountCorrect, {});
+  using P = format::params::CountCorrect;
+  return lower_scalar(ctx, op, format::Codelet::kCountCorrect,
+                      [](int64_t M, int64_t C) { return format::make_params<P>({{P::kM, M}, {P::kC, C}}); });
 }
 
 Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
@@ -73,7 +78,9 @@ Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kSparseCrossEntropyGrad;
     v.operands = {s, l, ds};
-    v.params = {M, C, op.attrs.from_logits ? 1 : 0, rb, re};
+    using P = format::params::SparseCrossEntropyGrad;
+    v.params = format::make_params<P>(
+        {{P::kM, M}, {P::kC, C}, {P::kFromLogits, op.attrs.from_logits}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
     v.compute_cycles = per_row * static_cast<double>(re - rb);
     v.reads = {lowering::flat_region(s, rb * C, re * C), lowering::flat_region(l, rb, re)};
     v.writes = {lowering::flat_region(ds, rb * C, re * C)};

@@ -254,9 +254,14 @@ Status lower_strided_copy(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec vertex;
     vertex.codelet = format::Codelet::kStridedCopy;
     vertex.operands = {x, y};
-    vertex.params = {static_cast<int64_t>(v.dims.size()), op.attrs.offset, begin, end};
-    vertex.params.insert(vertex.params.end(), tail.begin(), tail.end());
-    vertex.fparams = {op.attrs.alpha};
+    using P = format::params::StridedCopy;
+    using F = format::fparams::StridedCopy;
+    vertex.params = format::make_params<P>({{P::kRank, static_cast<int64_t>(v.dims.size())},
+                                            {P::kOffset, op.attrs.offset},
+                                            {P::kBegin, begin},
+                                            {P::kEnd, end}},
+                                           tail);
+    vertex.fparams = format::make_fparams<F>({{F::kFill, op.attrs.alpha}});
     vertex.compute_cycles = static_cast<double>(end - begin);
     const auto [lo, hi] = strided_extent(v.dims, v.strides, begin, end - 1);
     const int64_t read_begin = std::clamp<int64_t>(op.attrs.offset + lo, 0, in_elements);
@@ -332,7 +337,9 @@ Status lower_concat(LowerContext& ctx, const Op& op) {
       lowering::VertexSpec v;
       v.codelet = format::Codelet::kBlockCopy;
       v.operands = {x, y};
-      v.params = {rows, x_row, y_row, col, rb, re};
+      using P = format::params::BlockCopy;
+      v.params = format::make_params<P>({{P::kRows, rows}, {P::kXRow, x_row}, {P::kYRow, y_row}, {P::kYCol, col},
+                                         {P::kRowBegin, rb}, {P::kRowEnd, re}});
       v.compute_cycles = per_row * static_cast<double>(re - rb);
       v.reads = {lowering::flat_region(x, rb * x_row, re * x_row)};
       v.writes = {lowering::block_region(y, rb, re, col, col + x_row, y_row)};
@@ -418,6 +425,8 @@ struct GatherBlock {
 template <typename CyclesOfBlock>
 void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codelet, const GatherView& v, int64_t rows,
                          int64_t rows_per_outer, int64_t read_rows_per_outer, CyclesOfBlock&& cycles_of) {
+  using P = format::params::Gather;  // GatherGrad's layout is the same
+  static_assert(format::same_layout<P, format::params::GatherGrad>);
   if (rows == 0 || v.inner == 0) return;
   const uint32_t source = ctx.tensor(op.inputs[0]), indices = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
   // Outer slices a block of `rows` rows can touch: one more than it fills when unaligned.
@@ -442,7 +451,9 @@ void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codele
       lowering::VertexSpec vertex;
       vertex.codelet = codelet;
       vertex.operands = {source, indices, y};
-      vertex.params = {v.outer, v.n, v.inner, v.count, rb, re, cb, ce};
+      vertex.params = format::make_params<P>({{P::kOuter, v.outer}, {P::kN, v.n}, {P::kInner, v.inner},
+                                              {P::kIndexCount, v.count}, {P::kRowBegin, rb}, {P::kRowEnd, re},
+                                              {P::kColBegin, cb}, {P::kColEnd, ce}});
       vertex.compute_cycles = cycles_of(re - rb, ce - cb, o1 - o0);
       vertex.reads = {lowering::block_region(source, o0 * read_rows_per_outer, o1 * read_rows_per_outer, cb, ce, v.inner),
                       lowering::flat_region(indices, 0, v.count)};

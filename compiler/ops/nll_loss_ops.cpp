@@ -85,9 +85,16 @@ Status grad_nll_loss(GradContext& ctx, const Op& op) {
   return ctx.add_gradient(op.inputs[0], dx);
 }
 
-// The params both codelets start with (docs/executable_format.md).
+// The params both codelets start with (format::params::Loss).
 std::vector<int64_t> loss_params(const Op& op, int64_t N, int64_t C, int64_t D, bool weights) {
-  return {N, C, D, op.attrs.kind, op.attrs.ignore_index ? 1 : 0, op.attrs.ignore_index.value_or(0), weights ? 1 : 0};
+  using L = format::params::Loss;
+  return format::make_params<L>({{L::kN, N},
+                                 {L::kC, C},
+                                 {L::kD, D},
+                                 {L::kReduction, op.attrs.kind},
+                                 {L::kHasIgnore, op.attrs.ignore_index.has_value()},
+                                 {L::kIgnoreIndex, op.attrs.ignore_index.value_or(0)},
+                                 {L::kHasWeights, weights}});
 }
 
 // kNone splits the positions over tiles; a reduction is one vertex that sees them all.
@@ -101,8 +108,8 @@ Status lower_nll_loss(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kNllLoss;
     v.operands = {x, t, y};
-    v.params = loss_params(op, N, C, D, weights);
-    v.params.insert(v.params.end(), {begin, end});
+    using P = format::params::NllLoss;
+    v.params = format::make_params<P>(loss_params(op, N, C, D, weights), {{P::kBegin, begin}, {P::kEnd, end}});
     v.compute_cycles = per_position * static_cast<double>(end - begin);
     // Positions [begin, end) read the input rows n that hold them.
     const int64_t row = C * D, first = begin / D, last = (end + D - 1) / D;
@@ -135,8 +142,8 @@ Status lower_nll_loss_grad(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kNllLossGrad;
     v.operands = {t, dy, dx};
-    v.params = loss_params(op, N, C, D, weights);
-    v.params.insert(v.params.end(), {rb, re});
+    using P = format::params::NllLossGrad;
+    v.params = format::make_params<P>(loss_params(op, N, C, D, weights), {{P::kRowBegin, rb}, {P::kRowEnd, re}});
     v.compute_cycles = per_row * static_cast<double>(re - rb);
     // kMean divides by the weight of every position, so it reads all the targets.
     const bool mean = reduction == LossReduction::kMean, none = reduction == LossReduction::kNone;

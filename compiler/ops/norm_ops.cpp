@@ -99,8 +99,12 @@ Status lower_batch_norm_elementwise(LowerContext& ctx, const Op& op) {
     v.codelet = op.kind == OpKind::kBatchNorm ? format::Codelet::kBatchNorm : format::Codelet::kBatchNormGradInput;
     v.operands = inputs;
     v.operands.push_back(y);
-    v.params = {d.N, d.C, d.S, begin, end};
-    v.fparams = {op.attrs.epsilon};
+    using P = format::params::BatchNorm;  // BatchNormGradInput's layouts are the same
+    using F = format::fparams::BatchNorm;
+    static_assert(format::same_layout<P, format::params::BatchNormGradInput> &&
+                  F::kNames == format::fparams::BatchNormGradInput::kNames);
+    v.params = format::make_params<P>({{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}});
+    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs.epsilon}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     v.reads.push_back(lowering::flat_region(inputs[0], begin, end));
     for (size_t i = 1; i < inputs.size(); ++i) v.reads.push_back(lowering::flat_region(inputs[i], 0, d.C));
@@ -119,8 +123,10 @@ Status lower_batch_norm_grad_scale(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kBatchNormGradScale;
     v.operands = {x, dy, mean, var, ds};
-    v.params = {d.N, d.C, d.S, cb, ce};
-    v.fparams = {op.attrs.epsilon};
+    using P = format::params::BatchNormGradScale;
+    using F = format::fparams::BatchNormGradScale;
+    v.params = format::make_params<P>({{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kCBegin, cb}, {P::kCEnd, ce}});
+    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs.epsilon}});
     v.compute_cycles = per_channel * static_cast<double>(ce - cb);
     v.reads = {lowering::block_region(x, 0, d.N, cb * d.S, ce * d.S, d.C * d.S),
                lowering::block_region(dy, 0, d.N, cb * d.S, ce * d.S, d.C * d.S), lowering::flat_region(mean, cb, ce),
@@ -167,7 +173,9 @@ Status lower_channels_layout(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kChannelsLayout;
     v.operands = {x, y};
-    v.params = {d.N, d.C, d.S, begin, end, to_last};
+    using P = format::params::ChannelsLayout;
+    v.params = format::make_params<P>(
+        {{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}, {P::kToChannelsLast, to_last}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     v.reads = {lowering::flat_region(x, begin / sample * sample, lowering::ceil_div(end, sample) * sample)};
     v.writes = {lowering::flat_region(y, begin, end)};

@@ -24,7 +24,8 @@ Status lower_column_sum(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kColumnSum;
     v.operands = {x, y};
-    v.params = {M, N, cb, ce};
+    using P = format::params::ColumnSum;
+    v.params = format::make_params<P>({{P::kM, M}, {P::kN, N}, {P::kColBegin, cb}, {P::kColEnd, ce}});
     v.compute_cycles = per_col * static_cast<double>(ce - cb);
     v.reads = {lowering::block_region(x, 0, M, cb, ce, N)};
     v.writes = {lowering::flat_region(y, cb, ce)};
@@ -52,8 +53,12 @@ Status lower_sgd_update(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kSgdMomentum;
     v.operands = operands;
-    v.params = {begin, end, op.attrs.clear_gradient ? 1 : 0};
-    v.fparams = {op.attrs.learning_rate, op.attrs.momentum, op.attrs.gradient_scale};
+    using P = format::params::SgdMomentum;
+    using F = format::fparams::SgdMomentum;
+    v.params = format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, op.attrs.clear_gradient}});
+    v.fparams = format::make_fparams<F>({{F::kLearningRate, op.attrs.learning_rate},
+                                         {F::kMomentum, op.attrs.momentum},
+                                         {F::kGradientScale, op.attrs.gradient_scale}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     for (uint32_t t : v.operands) v.reads.push_back(lowering::flat_region(t, begin, end));
     ctx.emit(tile, std::move(v));
@@ -77,7 +82,8 @@ Status lower_accumulate_grad(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kAccumulate;
     v.operands = {acc, grad};
-    v.params = {begin, end};
+    using P = format::params::Accumulate;
+    v.params = format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     v.reads = {lowering::flat_region(acc, begin, end), lowering::flat_region(grad, begin, end)};
     ctx.emit(tile, std::move(v));

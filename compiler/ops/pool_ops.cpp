@@ -71,10 +71,17 @@ Status lower_pool(LowerContext& ctx, const Op& op) {
     v.codelet = codelet_of(op.kind);
     v.operands = inputs;
     v.operands.push_back(out);
-    v.params = window_params(x, y, win);
-    if (average) v.params.push_back(win.count_include_pad);
-    v.params.push_back(pb);
-    v.params.push_back(pe);
+    if (average) {
+      using P = format::params::AveragePool;  // AveragePoolGrad's layout is the same
+      static_assert(format::same_layout<P, format::params::AveragePoolGrad>);
+      v.params = format::make_params<P>(window_params(x, y, win), {{P::kCountIncludePad, win.count_include_pad},
+                                                                   {P::kPlaneBegin, pb},
+                                                                   {P::kPlaneEnd, pe}});
+    } else {
+      using P = format::params::MaxPool;  // MaxPoolGrad's layout is the same
+      static_assert(format::same_layout<P, format::params::MaxPoolGrad>);
+      v.params = format::make_params<P>(window_params(x, y, win), {{P::kPlaneBegin, pb}, {P::kPlaneEnd, pe}});
+    }
     v.compute_cycles = per_plane * static_cast<double>(pe - pb);
     for (size_t i = 0; i < op.inputs.size(); ++i) {
       const int64_t plane = g.value(op.inputs[i]).type.shape == x ? in_plane : out_plane;

@@ -162,10 +162,13 @@ Status lower_reduce(LowerContext& ctx, const Op& op) {
   lower_output_range(
       ctx, op, format::Codelet::kReduce, per, {},
       [&](int64_t begin, int64_t end) {
-        std::vector<int64_t> p{op.attrs.kind, static_cast<int64_t>(out_dims.size()), static_cast<int64_t>(red_dims.size()),
-                               begin, end};
-        p.insert(p.end(), tail.begin(), tail.end());
-        return p;
+        using P = format::params::Reduce;
+        return format::make_params<P>({{P::kKind, op.attrs.kind},
+                                       {P::kOutRank, static_cast<int64_t>(out_dims.size())},
+                                       {P::kReducedRank, static_cast<int64_t>(red_dims.size())},
+                                       {P::kBegin, begin},
+                                       {P::kEnd, end}},
+                                      tail);
       },
       {access});
   return Status();
@@ -192,7 +195,8 @@ Status lower_reduce_prod_grad(LowerContext& ctx, const Op& op) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kReduceProdGrad;
     v.operands = {x, dy, dx};
-    v.params = {rows, n, rb, re};
+    using P = format::params::ReduceProdGrad;
+    v.params = format::make_params<P>({{P::kRows, rows}, {P::kN, n}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
     v.compute_cycles = per_row * static_cast<double>(re - rb);
     v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(dy, rb, re)};
     v.writes = {lowering::flat_region(dx, rb * n, re * n)};
@@ -246,7 +250,10 @@ Status lower_axis_softmax(LowerContext& ctx, const Op& op) {
                           lowering::VertexSpec v;
                           v.codelet = format::Codelet::kAxisSoftmax;
                           v.operands = {x, y};
-                          v.params = {op.attrs.kind, outer, n, inner, rb * inner, re * inner};
+                          using P = format::params::AxisSoftmax;
+                          v.params = format::make_params<P>({{P::kKind, op.attrs.kind}, {P::kOuter, outer}, {P::kN, n},
+                                                             {P::kInner, inner}, {P::kBegin, rb * inner},
+                                                             {P::kEnd, re * inner}});
                           v.compute_cycles = per_line * static_cast<double>((re - rb) * inner);
                           v.reads = {lowering::flat_region(x, rb * n * inner, re * n * inner)};
                           v.writes = {lowering::flat_region(y, rb * n * inner, re * n * inner)};
@@ -350,15 +357,19 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
   for (int64_t n : batch) batches *= n;
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
   const double per_batch = static_cast<double>(d.M * d.N * d.K) / ctx.target().cycles.macs_per_cycle;
+  std::vector<int64_t> tail = batch;  // BatchMatMul's tail: dims, then A's and B's strides
+  tail.insert(tail.end(), sa.begin(), sa.end());
+  tail.insert(tail.end(), sb.begin(), sb.end());
   lowering::lower_split(ctx, batches, per_batch, 4.0 * static_cast<double>(d.M * d.K + d.K * d.N),
                         [&](uint32_t tile, int64_t begin, int64_t end) {
                           lowering::VertexSpec v;
                           v.codelet = format::Codelet::kBatchMatMul;
                           v.operands = {a, b, c};
-                          v.params = {d.M, d.N, d.K, static_cast<int64_t>(batch.size()), begin, end};
-                          v.params.insert(v.params.end(), batch.begin(), batch.end());
-                          v.params.insert(v.params.end(), sa.begin(), sa.end());
-                          v.params.insert(v.params.end(), sb.begin(), sb.end());
+                          using P = format::params::BatchMatMul;
+                          v.params = format::make_params<P>({{P::kM, d.M}, {P::kN, d.N}, {P::kK, d.K},
+                                                             {P::kRank, static_cast<int64_t>(batch.size())},
+                                                             {P::kBegin, begin}, {P::kEnd, end}},
+                                                            tail);
                           v.compute_cycles = per_batch * static_cast<double>(end - begin);
                           // Only the matrices of its own batches travel to the tile: with the whole of
                           // A and B on every tile, attention at batch 32 overflows tile memory.

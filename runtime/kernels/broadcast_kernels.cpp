@@ -37,14 +37,16 @@ void gelu(const float* x, float* y, int64_t n) {
 }
 
 // Unary: Y[i] = f(X[i]; alpha, beta) for i in [begin, end).
-//   operands: X, Y (same size; Y may be X);  params: kind (UnaryKind), begin, end;
-//   fparams: alpha, beta
+//   operands: X, Y (same size; Y may be X);  params: format::params::Unary (kind is a UnaryKind);
+//   fparams: format::fparams::Unary
 void run_unary(const PreparedVertex& v) {
+  using P = format::params::Unary;
+  using F = format::fparams::Unary;
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  const int64_t b = v.params[1], e = v.params[2];
-  const float alpha = v.fparams[0], beta = v.fparams[1];
-  switch (static_cast<UnaryKind>(v.params[0])) {
+  const int64_t b = v.params[P::kBegin], e = v.params[P::kEnd];
+  const float alpha = v.fparams[F::kAlpha], beta = v.fparams[F::kBeta];
+  switch (static_cast<UnaryKind>(v.params[P::kKind])) {
     case UnaryKind::kIdentity: map(x, y, b, e, [](float t) { return t; }); break;
     case UnaryKind::kAbs: map(x, y, b, e, [](float t) { return std::fabs(t); }); break;
     case UnaryKind::kNeg: map(x, y, b, e, [](float t) { return -t; }); break;
@@ -95,11 +97,12 @@ void run_unary(const PreparedVertex& v) {
 }
 
 Status validate_unary(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::Unary;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 3, 2));
-  if (v.params(0) < 0 || v.params(0) >= format::kUnaryKindCount) return invalid_argument("unknown unary kind");
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::Unary::kCount));
+  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= format::kUnaryKindCount) return invalid_argument("unknown unary kind");
   if (ops[0].elements != ops[1].elements) return invalid_argument("input and output sizes differ");
-  return expect_range(v.params(1), v.params(2), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
 }
 
 float binary(BinaryKind kind, float a, float b) {
@@ -127,18 +130,19 @@ float binary(BinaryKind kind, float a, float b) {
 // Binary: Y[i] = A[Σ idx_k·sa_k] ∘ B[Σ idx_k·sb_k] for output elements i in [begin, end) of the
 // row-major shape dims (idx = the multi-index of i; a stride of 0 broadcasts).
 //   operands: A, B, Y
-//   params:   kind (BinaryKind), rank, begin, end, dims[rank], sa[rank], sb[rank]
+//   params:   format::params::Binary (kind is a BinaryKind), then dims[rank], sa[rank], sb[rank]
 template <BinaryKind K>
 void binary_loop(const PreparedVertex& v) {
-  const int64_t rank = v.params[1];
-  const int64_t* dims = &v.params[4];
+  using P = format::params::Binary;
+  const int64_t rank = v.params[P::kRank];
+  const int64_t* dims = &v.params[P::kDims];
   const float* a = v.f32(0);
   const float* b = v.f32(1);
   float* y = v.f32(2);
   const int64_t sa = dims[2 * rank - 1], sb = dims[3 * rank - 1];  // innermost strides
   // Contiguous and broadcast rows get loops the compiler vectorises; the results are the same
   // element by element as the general strided loop.
-  for_each_strided_run<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[2], v.params[3],
+  for_each_strided_run<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[P::kBegin], v.params[P::kEnd],
                           [&](int64_t i, const std::array<int64_t, 2>& o, int64_t count) {
     const float* pa = a + o[0];
     const float* pb = b + o[1];
@@ -158,7 +162,7 @@ void binary_loop(const PreparedVertex& v) {
 }
 
 void run_binary(const PreparedVertex& v) {
-  switch (static_cast<BinaryKind>(v.params[0])) {
+  switch (static_cast<BinaryKind>(v.params[format::params::Binary::kKind])) {
     case BinaryKind::kAdd: return binary_loop<BinaryKind::kAdd>(v);
     case BinaryKind::kSub: return binary_loop<BinaryKind::kSub>(v);
     case BinaryKind::kMul: return binary_loop<BinaryKind::kMul>(v);
@@ -177,15 +181,16 @@ void run_binary(const PreparedVertex& v) {
   }
 }
 
-// The shared part of Binary and Where: `lead` params, then rank, begin, end, dims, then one
-// stride list per input operand; the last operand is the output.
-Status validate_broadcast(const format::Vertex& v, const std::vector<OperandInfo>& ops, int lead, int inputs) {
-  const int64_t rank = v.params_size() > lead ? v.params(lead) : 0;
+// The shared part of Binary and Where (layout P): rank, begin, end, then dims and one stride
+// list per input operand; the last operand is the output.
+template <typename P>
+Status validate_broadcast(const format::Vertex& v, const std::vector<OperandInfo>& ops, int inputs) {
+  const int64_t rank = v.params_size() > P::kRank ? v.params(P::kRank) : 0;
   if (rank < 1 || rank > format::kMaxTensorRank) return invalid_argument("rank must be in [1, 8]");
-  IPU_RETURN_IF_ERROR(expect_param_count(v, static_cast<int>(lead + 3 + rank * (inputs + 1)), 0));
-  const int64_t* dims = v.params().data() + lead + 3;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), 0));
+  const int64_t* dims = v.params().data() + P::kDims;
   IPU_RETURN_IF_ERROR(check_dims(rank, dims, ops.back().elements, "output"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(lead + 1), v.params(lead + 2), static_cast<int64_t>(ops.back().elements),
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops.back().elements),
                                    "element"));
   for (int o = 0; o < inputs; ++o) {
     IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank * (o + 1), 0, ops[static_cast<size_t>(o)].elements,
@@ -197,45 +202,48 @@ Status validate_broadcast(const format::Vertex& v, const std::vector<OperandInfo
 
 Status validate_binary(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  if (v.params_size() < 1 || v.params(0) < 0 || v.params(0) >= format::kBinaryKindCount) {
+  using P = format::params::Binary;
+  if (v.params_size() <= P::kKind || v.params(P::kKind) < 0 || v.params(P::kKind) >= format::kBinaryKindCount) {
     return invalid_argument("unknown binary kind");
   }
-  return validate_broadcast(v, ops, 1, 2);
+  return validate_broadcast<P>(v, ops, 2);
 }
 
 // Where: Y[i] = C[..] != 0 ? A[..] : B[..], broadcast like Binary.
-//   operands: C, A, B, Y;  params: rank, begin, end, dims[rank], sc[rank], sa[rank], sb[rank]
+//   operands: C, A, B, Y;  params: format::params::Where, then dims[rank], sc[rank], sa[rank], sb[rank]
 void run_where(const PreparedVertex& v) {
-  const int64_t rank = v.params[0];
-  const int64_t* dims = &v.params[3];
+  using P = format::params::Where;
+  const int64_t rank = v.params[P::kRank];
+  const int64_t* dims = &v.params[P::kDims];
   const float* c = v.f32(0);
   const float* a = v.f32(1);
   const float* b = v.f32(2);
   float* y = v.f32(3);
-  for_each_strided<3>(rank, dims, {dims + rank, dims + 2 * rank, dims + 3 * rank}, {0, 0, 0}, v.params[1],
-                      v.params[2], [&](int64_t i, const std::array<int64_t, 3>& o) {
+  for_each_strided<3>(rank, dims, {dims + rank, dims + 2 * rank, dims + 3 * rank}, {0, 0, 0}, v.params[P::kBegin],
+                      v.params[P::kEnd], [&](int64_t i, const std::array<int64_t, 3>& o) {
                         y[i] = c[o[0]] != 0.0f ? a[o[1]] : b[o[2]];
                       });
 }
 
 Status validate_where(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
-  return validate_broadcast(v, ops, 0, 3);
+  return validate_broadcast<format::params::Where>(v, ops, 3);
 }
 
 // StridedCopy: Y[i] = X[offset + Σ idx_k·stride_k] if lo_k <= idx_k < hi_k for every k, else
 // fill, for i in [begin, end) of the row-major shape dims. Strides may be 0 (Expand) or
 // negative (reversed slices); the box [lo, hi) leaves a padding border (Pad).
-//   operands: X, Y;  params: rank, offset, begin, end, dims[rank], stride[rank], lo[rank], hi[rank]
-//   fparams: fill
+//   operands: X, Y;  params: format::params::StridedCopy, then dims[rank], stride[rank], lo[rank],
+//   hi[rank];  fparams: format::fparams::StridedCopy
 void run_strided_copy(const PreparedVertex& v) {
-  const int64_t rank = v.params[0];
-  const int64_t* dims = &v.params[4];
+  using P = format::params::StridedCopy;
+  const int64_t rank = v.params[P::kRank];
+  const int64_t* dims = &v.params[P::kDims];
   const int64_t* lo = dims + 2 * rank;
   const int64_t* hi = dims + 3 * rank;
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  const float fill = v.fparams[0];
+  const float fill = v.fparams[format::fparams::StridedCopy::kFill];
   // Walks the output's own multi-index alongside the input offset to test the box.
   std::array<int64_t, format::kMaxTensorRank> out_strides{};
   int64_t s = 1;
@@ -249,7 +257,7 @@ void run_strided_copy(const PreparedVertex& v) {
     // Whole runs of the innermost axis at a time (a Transpose keeps it or moves it: contiguous or
     // strided reads), instead of carrying the multi-index per element.
     const int64_t inner_stride = dims[2 * rank - 1];
-    for_each_strided_run<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],
+    for_each_strided_run<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin], v.params[P::kEnd],
                             [&](int64_t i, const std::array<int64_t, 1>& o, int64_t count) {
       const float* source = x + o[0];
       if (inner_stride == 1) {
@@ -260,7 +268,7 @@ void run_strided_copy(const PreparedVertex& v) {
     });
     return;
   }
-  for_each_strided<1>(rank, dims, {dims + rank}, {v.params[1]}, v.params[2], v.params[3],
+  for_each_strided<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin], v.params[P::kEnd],
                       [&](int64_t i, const std::array<int64_t, 1>& o) {
                         int64_t rest = i;
                         bool inside = true;
@@ -274,14 +282,15 @@ void run_strided_copy(const PreparedVertex& v) {
 }
 
 Status validate_strided_copy(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::StridedCopy;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  const int64_t rank = v.params_size() > 0 ? v.params(0) : 0;
+  const int64_t rank = v.params_size() > P::kRank ? v.params(P::kRank) : 0;
   if (rank < 1 || rank > format::kMaxTensorRank) return invalid_argument("rank must be in [1, 8]");
-  IPU_RETURN_IF_ERROR(expect_param_count(v, static_cast<int>(4 + 4 * rank), 1));
-  const int64_t* dims = v.params().data() + 4;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), format::fparams::StridedCopy::kCount));
+  const int64_t* dims = v.params().data() + P::kDims;
   IPU_RETURN_IF_ERROR(check_dims(rank, dims, ops[1].elements, "output"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(2), v.params(3), static_cast<int64_t>(ops[1].elements), "element"));
-  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank, v.params(1), ops[0].elements, "input", dims + 2 * rank,
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[1].elements), "element"));
+  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank, v.params(P::kOffset), ops[0].elements, "input", dims + 2 * rank,
                                     dims + 3 * rank));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
   return Status();
@@ -290,23 +299,26 @@ Status validate_strided_copy(const format::Vertex& v, const std::vector<OperandI
 // BlockCopy: Y[r·y_row + y_col + c] = X[r·x_row + c] for c < x_row and rows [row_begin,
 // row_end): one input of a Concat placed into its columns of the output.
 //   operands: X [rows, x_row], Y [rows, y_row]
-//   params:   rows, x_row, y_row, y_col, row_begin, row_end
+//   params:   format::params::BlockCopy
 void run_block_copy(const PreparedVertex& v) {
-  const int64_t x_row = v.params[1], y_row = v.params[2], y_col = v.params[3];
+  using P = format::params::BlockCopy;
+  const int64_t x_row = v.params[P::kXRow], y_row = v.params[P::kYRow], y_col = v.params[P::kYCol];
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  for (int64_t r = v.params[4]; r < v.params[5]; ++r) std::copy_n(x + r * x_row, x_row, y + r * y_row + y_col);
+  for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r) std::copy_n(x + r * x_row, x_row, y + r * y_row + y_col);
 }
 
 Status validate_block_copy(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(2)}, ops[1].elements, "Y"));
+  using P = format::params::BlockCopy;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kXRow)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kYRow)}, ops[1].elements, "Y"));
   // y_col is bounded before the sum so that a hostile value cannot overflow it.
-  IPU_RETURN_IF_ERROR(expect_range(v.params(3), v.params(3), v.params(2), "column"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(3), v.params(3) + v.params(1), v.params(2), "column"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(4), v.params(5), v.params(0), "row"));
+  const int64_t y_col = v.params(P::kYCol);
+  IPU_RETURN_IF_ERROR(expect_range(y_col, y_col, v.params(P::kYRow), "column"));
+  IPU_RETURN_IF_ERROR(expect_range(y_col, y_col + v.params(P::kXRow), v.params(P::kYRow), "column"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kRows), "row"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
   return Status();
 }
@@ -314,23 +326,25 @@ Status validate_block_copy(const format::Vertex& v, const std::vector<OperandInf
 }  // namespace
 
 const KernelDef& unary_kernel() {
-  static const KernelDef def{Codelet::kUnary, run_unary, validate_unary, {1, 2}};
+  static const KernelDef def{Codelet::kUnary, run_unary, validate_unary, begin_end<format::params::Unary>()};
   return def;
 }
 const KernelDef& binary_kernel() {
-  static const KernelDef def{Codelet::kBinary, run_binary, validate_binary, {2, 3}};
+  static const KernelDef def{Codelet::kBinary, run_binary, validate_binary, begin_end<format::params::Binary>()};
   return def;
 }
 const KernelDef& where_kernel() {
-  static const KernelDef def{Codelet::kWhere, run_where, validate_where, {1, 2}};
+  static const KernelDef def{Codelet::kWhere, run_where, validate_where, begin_end<format::params::Where>()};
   return def;
 }
 const KernelDef& strided_copy_kernel() {
-  static const KernelDef def{Codelet::kStridedCopy, run_strided_copy, validate_strided_copy, {2, 3}};
+  static const KernelDef def{Codelet::kStridedCopy, run_strided_copy, validate_strided_copy,
+                             begin_end<format::params::StridedCopy>()};
   return def;
 }
 const KernelDef& block_copy_kernel() {
-  static const KernelDef def{Codelet::kBlockCopy, run_block_copy, validate_block_copy, {4, 5}};
+  static const KernelDef def{Codelet::kBlockCopy, run_block_copy, validate_block_copy,
+                             {format::params::BlockCopy::kRowBegin, format::params::BlockCopy::kRowEnd}};
   return def;
 }
 

@@ -1,6 +1,6 @@
 // Convolution codelets over NCHW tensors. The forward convolution runs through oneDNN
 // (conv_forward.h); its gradients build a sample's column matrix (im2col) in a per-thread buffer
-// and take one OpenBLAS SGEMM per (sample, group). Window params: runtime/kernels/window.h.
+// and take one OpenBLAS SGEMM per (sample, group). Params: runtime/format/codelet_params.def.
 #include <cblas.h>
 
 #include <algorithm>
@@ -15,8 +15,12 @@ namespace {
 
 using format::FLOAT32;
 
-// Params after the window.
-enum ConvParam { kM = kWindowParams, kGroups, kBegin, kEnd, kChannelBegin, kChannelEnd, kFusedRelu };
+using Conv = format::params::Conv;
+using ConvGradInput = format::params::ConvGradInput;
+using ConvGradWeight = format::params::ConvGradWeight;
+// conv_shape reads the window, M and G of all three layouts by Conv's names.
+static_assert(int{ConvGradInput::kM} == Conv::kM && int{ConvGradInput::kG} == Conv::kG &&
+              int{ConvGradWeight::kM} == Conv::kM && int{ConvGradWeight::kG} == Conv::kG);
 
 // Copies n floats. A convolution's rows are often a few floats wide, where a call to memmove
 // costs more than the copy: short rows are copied inline in fixed-size pieces.
@@ -99,7 +103,7 @@ struct ConvShape {
 
 ConvShape conv_shape(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
-  const int64_t M = v.params[kM], G = v.params[kGroups];
+  const int64_t M = v.params[Conv::kM], G = v.params[Conv::kG];
   return {w, M, G, w.C / G, M / G, w.C / G * w.taps()};
 }
 
@@ -107,7 +111,7 @@ ConvShape conv_shape(const PreparedVertex& v) {
 StatusOr<ConvShape> validate_conv_shape(const format::Vertex& v, uint64_t x_elements, uint64_t w_elements,
                                         uint64_t y_elements) {
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
-  const int64_t M = v.params(kM), G = v.params(kGroups);
+  const int64_t M = v.params(Conv::kM), G = v.params(Conv::kG);
   // Bounded like the window's dimensions, so every SGEMM dimension fits BLAS's int.
   if (M <= 0 || M > (int64_t{1} << 24)) return invalid_argument("output channels " + std::to_string(M) + " outside [1, 2^24]");
   if (G <= 0 || w.C % G != 0 || M % G != 0) {
@@ -135,14 +139,14 @@ bool distinct(const format::Vertex& v) {
 // [n_begin, n_end) and output channels [m_begin, m_end); with fused_relu 1, max(0, ·) of that
 // (a Relu folded in by the compiler, compiler/passes/fuse_epilogues.h).
 //   operands: X [N,C,H,W], W [M,C/G,KH,KW], B [M] (optional), Y [N,M,OH,OW]
-//   params:   window (16), M, G, n_begin, n_end, m_begin, m_end, fused_relu (optional, 0 or 1)
+//   params:   format::params::Conv (fused_relu optional, 0 or 1)
 void run_conv(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const bool has_bias = v.num_operands == 4;
   float* y = v.f32(has_bias ? 3 : 2);
-  const int64_t plane = w.out_plane(), n_begin = v.params[kBegin], n_end = v.params[kEnd];
-  const int64_t m_begin = v.params[kChannelBegin], m_end = v.params[kChannelEnd];
+  const int64_t plane = w.out_plane(), n_begin = v.params[Conv::kNBegin], n_end = v.params[Conv::kNEnd];
+  const int64_t m_begin = v.params[Conv::kMBegin], m_end = v.params[Conv::kMEnd];
   if (n_end <= n_begin) return;
   for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
     const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
@@ -153,7 +157,7 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
   }
   // Our own clamp rather than oneDNN's Relu post-op, which keeps a NaN: the unfused Relu kernel
   // makes it 0, and a fused model must compute what the unfused one did.
-  if (v.num_params > kFusedRelu && v.params[kFusedRelu] != 0) {
+  if (v.num_params > Conv::kFusedRelu && v.params[Conv::kFusedRelu] != 0) {
     for (int64_t n = n_begin; n < n_end; ++n) {
       float* block = y + (n * s.M + m_begin) * plane;
       for (int64_t i = 0; i < (m_end - m_begin) * plane; ++i) block[i] = block[i] > 0.0f ? block[i] : 0.0f;
@@ -168,11 +172,11 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
   } else {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   }
-  IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, kFusedRelu, "fused_relu"));
+  IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, Conv::kFusedRelu, "fused_relu"));
   IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[1].elements, ops.back().elements));
   if (has_bias) IPU_RETURN_IF_ERROR(expect_elements({s.M}, ops[2].elements, "B"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(kBegin), v.params(kEnd), s.w.N, "sample"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(kChannelBegin), v.params(kChannelEnd), s.M, "channel"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kNBegin), v.params(Conv::kNEnd), s.w.N, "sample"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kMBegin), v.params(Conv::kMEnd), s.M, "channel"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }
@@ -180,7 +184,7 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
 // ConvGradInput: dX[n] = the adjoint of the convolution applied to dY[n], for samples
 // [n_begin, n_end).
 //   operands: dY [N,M,OH,OW], W [M,C/G,KH,KW], dX [N,C,H,W]
-//   params:   window (16), M, G, n_begin, n_end
+//   params:   format::params::ConvGradInput
 void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
@@ -189,7 +193,7 @@ void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
   float* dx = v.f32(2);
   const int64_t plane = w.out_plane();
   float* col = context.scratch.floats(static_cast<size_t>(s.K * plane));
-  for (int64_t n = v.params[kBegin]; n < v.params[kEnd]; ++n) {
+  for (int64_t n = v.params[ConvGradInput::kNBegin]; n < v.params[ConvGradInput::kNEnd]; ++n) {
     float* sample = dx + n * w.C * w.in_plane();
     std::fill(sample, sample + w.C * w.in_plane(), 0.0f);
     for (int64_t g = 0; g < s.G; ++g) {
@@ -204,9 +208,9 @@ void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
 
 Status validate_conv_grad_input(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, kEnd + 1, 0));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, ConvGradInput::kCount, 0));
   IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[2].elements, ops[1].elements, ops[0].elements));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(kBegin), v.params(kEnd), s.w.N, "sample"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(ConvGradInput::kNBegin), v.params(ConvGradInput::kNEnd), s.w.N, "sample"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }
@@ -215,15 +219,15 @@ Status validate_conv_grad_input(const format::Vertex& v, const std::vector<Opera
 // [m_begin, m_end) and channels [c_begin, c_end) within each group (so a vertex reads only those
 // channels of X).
 //   operands: X [N,C,H,W], dY [N,M,OH,OW], dW [M,C/G,KH,KW]
-//   params:   window (16), M, G, m_begin, m_end, c_begin, c_end
+//   params:   format::params::ConvGradWeight
 void run_conv_grad_weight(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const float* x = v.f32(0);
   const float* dy = v.f32(1);
   float* dw = v.f32(2);
-  const int64_t plane = w.out_plane(), m_begin = v.params[kBegin], m_end = v.params[kEnd];
-  const int64_t c_begin = v.params[kChannelBegin], c_end = v.params[kChannelEnd], taps = w.taps();
+  const int64_t plane = w.out_plane(), m_begin = v.params[ConvGradWeight::kMBegin], m_end = v.params[ConvGradWeight::kMEnd];
+  const int64_t c_begin = v.params[ConvGradWeight::kCBegin], c_end = v.params[ConvGradWeight::kCEnd], taps = w.taps();
   const int64_t cols = (c_end - c_begin) * taps;
   if (cols == 0) return;
   for (int64_t m = m_begin; m < m_end; ++m) std::fill(dw + m * s.K + c_begin * taps, dw + m * s.K + c_end * taps, 0.0f);
@@ -242,10 +246,11 @@ void run_conv_grad_weight(const PreparedVertex& v, KernelContext& context) {
 
 Status validate_conv_grad_weight(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, kChannelEnd + 1, 0));
+  using P = ConvGradWeight;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[2].elements, ops[1].elements));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(kBegin), v.params(kEnd), s.M, "output channel"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(kChannelBegin), v.params(kChannelEnd), s.Cg, "input channel"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kMBegin), v.params(P::kMEnd), s.M, "output channel"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kCBegin), v.params(P::kCEnd), s.Cg, "input channel"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }
@@ -253,11 +258,12 @@ Status validate_conv_grad_weight(const format::Vertex& v, const std::vector<Oper
 // ChannelSum: y[c] = sum over n and s of X[n, c, s] for channels [c_begin, c_end) (the gradient
 // of a per-channel bias or shift).
 //   operands: X [N,C,S], y [C]
-//   params:   N, C, S, c_begin, c_end
+//   params:   format::params::ChannelSum
 void run_channel_sum(const PreparedVertex& v) {
-  const int64_t N = v.params[0], C = v.params[1], S = v.params[2];
+  using P = format::params::ChannelSum;
+  const int64_t N = v.params[P::kN], C = v.params[P::kC], S = v.params[P::kS];
   const float* x = v.f32(0);
-  for (int64_t c = v.params[3]; c < v.params[4]; ++c) {
+  for (int64_t c = v.params[P::kCBegin]; c < v.params[P::kCEnd]; ++c) {
     double sum = 0;
     for (int64_t n = 0; n < N; ++n) {
       const float* row = x + (n * C + c) * S;
@@ -268,39 +274,42 @@ void run_channel_sum(const PreparedVertex& v) {
 }
 
 Status validate_channel_sum(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::ChannelSum;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 5, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[1].elements, "y"));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kC)}, ops[1].elements, "y"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
-  return expect_range(v.params(3), v.params(4), v.params(1), "channel");
+  return expect_range(v.params(P::kCBegin), v.params(P::kCEnd), v.params(P::kC), "channel");
 }
 
 // ChannelAffine: Y[n, c, s] = X[n, c, s] · scale[c] + shift[c] for flat elements [begin, end)
 // (an inference BatchNormalization folded at compile time).
 //   operands: X [N,C,S], scale [C], shift [C], Y [N,C,S] (Y may be X)
-//   params:   N, C, S, begin, end
+//   params:   format::params::ChannelAffine
 void run_channel_affine(const PreparedVertex& v) {
-  const int64_t C = v.params[1], S = v.params[2];
+  using P = format::params::ChannelAffine;
+  const int64_t C = v.params[P::kC], S = v.params[P::kS];
   const float* x = v.f32(0);
   const float* scale = v.f32(1);
   const float* shift = v.f32(2);
   float* y = v.f32(3);
-  for (int64_t i = v.params[3]; i < v.params[4]; ++i) {
+  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i) {
     const int64_t c = (i / S) % C;
     y[i] = x[i] * scale[c] + shift[c];
   }
 }
 
 Status validate_channel_affine(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::ChannelAffine;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 5, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[1].elements, "scale"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[2].elements, "shift"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[3].elements, "Y"));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kC)}, ops[1].elements, "scale"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kC)}, ops[2].elements, "shift"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[3].elements, "Y"));
   if (v.operands(3) == v.operands(1) || v.operands(3) == v.operands(2)) return invalid_argument("output aliases a parameter");
-  return expect_range(v.params(3), v.params(4), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
 }
 
 // Host tasks take all of a sample's output channels before more samples: one primitive call
@@ -313,8 +322,8 @@ bool channels_first(const PreparedVertex&) { return true; }
 // even past the target task size. At batch 1 the compiler gives each tile a channel or two.
 constexpr int64_t kMinTaskChannels = 32;
 bool too_few_channels(const PreparedVertex& task, const WorkRange& range) {
-  const int64_t channels = task.params[kChannelEnd] - task.params[kChannelBegin];
-  return range.begin == kChannelBegin && channels < std::min(kMinTaskChannels, task.params[kM]);
+  const int64_t channels = task.params[Conv::kMEnd] - task.params[Conv::kMBegin];
+  return range.begin == Conv::kMBegin && channels < std::min(kMinTaskChannels, task.params[Conv::kM]);
 }
 
 }  // namespace
@@ -323,26 +332,30 @@ const KernelDef& conv_kernel() {
   static const KernelDef def = [] {
     // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
     openblas_set_num_threads(1);
-    return KernelDef{Codelet::kConv, run_conv, validate_conv, {kBegin, kEnd}, {kChannelBegin, kChannelEnd},
+    return KernelDef{Codelet::kConv, run_conv, validate_conv, {Conv::kNBegin, Conv::kNEnd}, {Conv::kMBegin, Conv::kMEnd},
                      channels_first, too_few_channels};
   }();
   return def;
 }
 const KernelDef& conv_grad_input_kernel() {
-  static const KernelDef def{Codelet::kConvGradInput, run_conv_grad_input, validate_conv_grad_input, {kBegin, kEnd}};
+  static const KernelDef def{Codelet::kConvGradInput, run_conv_grad_input, validate_conv_grad_input,
+                             {ConvGradInput::kNBegin, ConvGradInput::kNEnd}};
   return def;
 }
 const KernelDef& conv_grad_weight_kernel() {
-  static const KernelDef def{Codelet::kConvGradWeight, run_conv_grad_weight, validate_conv_grad_weight, {kBegin, kEnd},
-                             {kChannelBegin, kChannelEnd}};
+  static const KernelDef def{Codelet::kConvGradWeight, run_conv_grad_weight, validate_conv_grad_weight,
+                             {ConvGradWeight::kMBegin, ConvGradWeight::kMEnd},
+                             {ConvGradWeight::kCBegin, ConvGradWeight::kCEnd}};
   return def;
 }
 const KernelDef& channel_sum_kernel() {
-  static const KernelDef def{Codelet::kChannelSum, run_channel_sum, validate_channel_sum, {3, 4}};
+  static const KernelDef def{Codelet::kChannelSum, run_channel_sum, validate_channel_sum,
+                             {format::params::ChannelSum::kCBegin, format::params::ChannelSum::kCEnd}};
   return def;
 }
 const KernelDef& channel_affine_kernel() {
-  static const KernelDef def{Codelet::kChannelAffine, run_channel_affine, validate_channel_affine, {3, 4}};
+  static const KernelDef def{Codelet::kChannelAffine, run_channel_affine, validate_channel_affine,
+                             begin_end<format::params::ChannelAffine>()};
   return def;
 }
 

@@ -11,11 +11,12 @@ using format::FLOAT32;
 
 // BiasAdd: Y[r, :] = X[r, :] + b for rows [row_begin, row_end).
 //   operands: X [M,N], b [N], Y [M,N] (Y may be X)
-//   params:   M, N, row_begin, row_end
+//   params:   format::params::BiasAdd
 void run_bias_add(const PreparedVertex& v) {
-  const int64_t N = v.params[1];
+  using P = format::params::BiasAdd;
+  const int64_t N = v.params[P::kN];
   const float* b = v.f32(1);
-  for (int64_t r = v.params[2]; r < v.params[3]; ++r) {
+  for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r) {
     const float* x = v.f32(0) + r * N;
     float* y = v.f32(2) + r * N;
     for (int64_t c = 0; c < N; ++c) y[c] = x[c] + b[c];
@@ -24,21 +25,23 @@ void run_bias_add(const PreparedVertex& v) {
 
 Status validate_bias_add(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 4, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[1].elements, "b"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[2].elements, "Y"));
-  return expect_range(v.params(2), v.params(3), v.params(0), "row");
+  using P = format::params::BiasAdd;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kM), v.params(P::kN)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN)}, ops[1].elements, "b"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kM), v.params(P::kN)}, ops[2].elements, "Y"));
+  return expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kM), "row");
 }
 
 // Activation: Y[i] = f(X[i]) for i in [begin, end).
 //   operands: X, Y (same size; Y may be X)
-//   params:   kind (ActivationKind), begin, end
+//   params:   format::params::Activation (kind is an ActivationKind)
 void run_activation(const PreparedVertex& v) {
+  using P = format::params::Activation;
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  const int64_t begin = v.params[1], end = v.params[2];
-  switch (static_cast<ActivationKind>(v.params[0])) {
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
+  switch (static_cast<ActivationKind>(v.params[P::kKind])) {
     case ActivationKind::kRelu:
       for (int64_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
       break;
@@ -52,22 +55,24 @@ void run_activation(const PreparedVertex& v) {
 }
 
 Status validate_activation(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::Activation;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 3, 0));
-  if (v.params(0) < 0 || v.params(0) >= kActivationKindCount) return invalid_argument("unknown activation kind");
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= kActivationKindCount) return invalid_argument("unknown activation kind");
   if (ops[0].elements != ops[1].elements) return invalid_argument("input and output sizes differ");
-  return expect_range(v.params(1), v.params(2), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
 }
 
 // ActivationGrad: dX[i] = dY[i] * f'(x) expressed through the activation's output Y.
 //   operands: Y, dY, dX (same size)
-//   params:   kind, begin, end
+//   params:   format::params::ActivationGrad
 void run_activation_grad(const PreparedVertex& v) {
+  using P = format::params::ActivationGrad;
   const float* y = v.f32(0);
   const float* dy = v.f32(1);
   float* dx = v.f32(2);
-  const int64_t begin = v.params[1], end = v.params[2];
-  switch (static_cast<ActivationKind>(v.params[0])) {
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
+  switch (static_cast<ActivationKind>(v.params[P::kKind])) {
     case ActivationKind::kRelu:
       for (int64_t i = begin; i < end; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
       break;
@@ -81,24 +86,27 @@ void run_activation_grad(const PreparedVertex& v) {
 }
 
 Status validate_activation_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::ActivationGrad;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 3, 0));
-  if (v.params(0) < 0 || v.params(0) >= kActivationKindCount) return invalid_argument("unknown activation kind");
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= kActivationKindCount) return invalid_argument("unknown activation kind");
   if (ops[0].elements != ops[1].elements || ops[0].elements != ops[2].elements) {
     return invalid_argument("operand sizes differ");
   }
-  return expect_range(v.params(1), v.params(2), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
 }
 
 // SgdMomentum, Keras form on the gradient g = gradient_scale·G: V = momentum·V − lr·g; W += V.
 // Without momentum: W −= lr·g. With clear_gradient, G (an accumulator) is zeroed after use.
 //   operands: W, G[, V]
-//   params:   begin, end, clear_gradient;  fparams: learning_rate, momentum, gradient_scale
+//   params:   format::params::SgdMomentum;  fparams: format::fparams::SgdMomentum
 void run_sgd_momentum(const PreparedVertex& v) {
+  using P = format::params::SgdMomentum;
+  using F = format::fparams::SgdMomentum;
   float* w = v.f32(0);
   float* g = v.f32(1);
-  const float lr = v.fparams[0], momentum = v.fparams[1], scale = v.fparams[2];
-  const int64_t begin = v.params[0], end = v.params[1];
+  const float lr = v.fparams[F::kLearningRate], momentum = v.fparams[F::kMomentum], scale = v.fparams[F::kGradientScale];
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   if (v.num_operands == 2) {
     for (int64_t i = begin; i < end; ++i) w[i] -= lr * (scale * g[i]);
   } else {
@@ -108,61 +116,66 @@ void run_sgd_momentum(const PreparedVertex& v) {
       w[i] += velocity[i];
     }
   }
-  if (v.params[2] != 0) std::fill(g + begin, g + end, 0.0f);
+  if (v.params[P::kClearGradient] != 0) std::fill(g + begin, g + end, 0.0f);
 }
 
 Status validate_sgd_momentum(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::SgdMomentum;
   if (ops.size() == 2) {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
   } else {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
     if (ops[2].elements != ops[0].elements) return invalid_argument("velocity size differs from the weight");
   }
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 3, 3));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::SgdMomentum::kCount));
   if (ops[0].elements != ops[1].elements) return invalid_argument("gradient size differs from the weight");
   if (v.operands(1) == v.operands(0) || (ops.size() == 3 && (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)))) {
     return invalid_argument("weight, gradient and velocity must be distinct tensors");
   }
-  return expect_range(v.params(0), v.params(1), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
 }
 
 // Accumulate: A[i] += G[i] for i in [begin, end) (gradient accumulation over micro-batches).
-//   operands: A, G (same size, distinct);  params: begin, end
+//   operands: A, G (same size, distinct);  params: format::params::Accumulate
 void run_accumulate(const PreparedVertex& v) {
+  using P = format::params::Accumulate;
   float* a = v.f32(0);
   const float* g = v.f32(1);
-  for (int64_t i = v.params[0]; i < v.params[1]; ++i) a[i] += g[i];
+  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i) a[i] += g[i];
 }
 
 Status validate_accumulate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::Accumulate;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 2, 0));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   if (ops[0].elements != ops[1].elements || v.operands(0) == v.operands(1)) {
     return invalid_argument("accumulator and gradient must be distinct tensors of one size");
   }
-  return expect_range(v.params(0), v.params(1), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
 }
 
 }  // namespace
 
 const KernelDef& bias_add_kernel() {
-  static const KernelDef def{Codelet::kBiasAdd, run_bias_add, validate_bias_add, {2, 3}};
+  static const KernelDef def{Codelet::kBiasAdd, run_bias_add, validate_bias_add,
+                             {format::params::BiasAdd::kRowBegin, format::params::BiasAdd::kRowEnd}};
   return def;
 }
 const KernelDef& activation_kernel() {
-  static const KernelDef def{Codelet::kActivation, run_activation, validate_activation, {1, 2}};
+  static const KernelDef def{Codelet::kActivation, run_activation, validate_activation, begin_end<format::params::Activation>()};
   return def;
 }
 const KernelDef& activation_grad_kernel() {
-  static const KernelDef def{Codelet::kActivationGrad, run_activation_grad, validate_activation_grad, {1, 2}};
+  static const KernelDef def{Codelet::kActivationGrad, run_activation_grad, validate_activation_grad,
+                             begin_end<format::params::ActivationGrad>()};
   return def;
 }
 const KernelDef& accumulate_kernel() {
-  static const KernelDef def{Codelet::kAccumulate, run_accumulate, validate_accumulate, {0, 1}};
+  static const KernelDef def{Codelet::kAccumulate, run_accumulate, validate_accumulate, begin_end<format::params::Accumulate>()};
   return def;
 }
 const KernelDef& sgd_momentum_kernel() {
-  static const KernelDef def{Codelet::kSgdMomentum, run_sgd_momentum, validate_sgd_momentum, {0, 1}};
+  static const KernelDef def{Codelet::kSgdMomentum, run_sgd_momentum, validate_sgd_momentum, begin_end<format::params::SgdMomentum>()};
   return def;
 }
 

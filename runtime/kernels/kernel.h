@@ -13,6 +13,7 @@
 #include "runtime/base/status.h"
 #include "runtime/format/executable.pb.h"
 #include "runtime/format/codelet.h"
+#include "runtime/format/codelet_params.h"
 #include "runtime/kernels/kernel_context.h"
 #include "runtime/kernels/kernel_fault.h"
 
@@ -88,6 +89,11 @@ struct WorkRange {
   int begin = -1;
   int end = -1;
 };
+// The range of a layout whose work is its [kBegin, kEnd) (format::params).
+template <typename Layout>
+constexpr WorkRange begin_end() {
+  return {Layout::kBegin, Layout::kEnd};
+}
 
 struct KernelDef {
   Codelet codelet;

@@ -22,13 +22,14 @@ float mean(const float* x, int64_t n) {
 // LayerNorm: per row of X, with m = mean(x), d = x − m, v = mean(d·d), s = √(v + ε):
 // Y = d / s · γ + β, each step rounded to float.
 //   operands: X [rows, n], γ [n], β [n], Y [rows, n] (Y may be X)
-//   params:   rows, n, row_begin, row_end;  fparams: epsilon
+//   params:   format::params::LayerNorm;  fparams: format::fparams::LayerNorm
 void run_layer_norm(const PreparedVertex& v) {
-  const int64_t n = v.params[1];
+  using P = format::params::LayerNorm;
+  const int64_t n = v.params[P::kN];
   const float* gamma = v.f32(1);
   const float* beta = v.f32(2);
-  const float epsilon = v.fparams[0];
-  for (int64_t r = v.params[2]; r < v.params[3]; ++r) {
+  const float epsilon = v.fparams[format::fparams::LayerNorm::kEpsilon];
+  for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r) {
     const float* x = v.f32(0) + r * n;
     float* y = v.f32(3) + r * n;
     const float m = mean(x, n);
@@ -50,21 +51,23 @@ void run_layer_norm(const PreparedVertex& v) {
 }
 
 Status validate_layer_norm(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::LayerNorm;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 4, 1));
-  if (v.params(1) < 1) return invalid_argument("rows of " + std::to_string(v.params(1)) + " elements");
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[1].elements, "gamma"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[2].elements, "beta"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[3].elements, "Y"));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::LayerNorm::kCount));
+  if (v.params(P::kN) < 1) return invalid_argument("rows of " + std::to_string(v.params(P::kN)) + " elements");
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kN)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN)}, ops[1].elements, "gamma"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN)}, ops[2].elements, "beta"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kN)}, ops[3].elements, "Y"));
   if (v.operands(3) == v.operands(1) || v.operands(3) == v.operands(2)) return invalid_argument("output aliases a parameter");
-  return expect_range(v.params(2), v.params(3), v.params(0), "row");
+  return expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kRows), "row");
 }
 
 }  // namespace
 
 const KernelDef& layer_norm_kernel() {
-  static const KernelDef def{Codelet::kLayerNorm, run_layer_norm, validate_layer_norm, {2, 3}};
+  static const KernelDef def{Codelet::kLayerNorm, run_layer_norm, validate_layer_norm,
+                             {format::params::LayerNorm::kRowBegin, format::params::LayerNorm::kRowEnd}};
   return def;
 }
 

@@ -18,7 +18,11 @@ namespace {
 using format::FLOAT32;
 using format::LossReduction;
 
-// The params both codelets share, in this order.
+// The params both codelets start with (format::params::Loss), decoded.
+using L = format::params::Loss;
+using format::params::NllLoss;
+using format::params::NllLossGrad;
+
 struct LossParams {
   int64_t N, C, D;
   LossReduction reduction;
@@ -28,8 +32,9 @@ struct LossParams {
 };
 
 LossParams loss_params(const PreparedVertex& v) {
-  return {v.params[0], v.params[1], v.params[2], static_cast<LossReduction>(v.params[3]),
-          v.params[4] != 0, v.params[5], v.params[6] != 0};
+  return {v.params[L::kN],          v.params[L::kC],           v.params[L::kD],
+          static_cast<LossReduction>(v.params[L::kReduction]), v.params[L::kHasIgnore] != 0,
+          v.params[L::kIgnoreIndex], v.params[L::kHasWeights] != 0};
 }
 
 enum class TargetState { kValid, kIgnored, kOutOfRange };
@@ -53,7 +58,7 @@ KernelFault target_fault(const float* targets, int64_t i, const LossParams& p) {
 // loss_p = −X[n, t, d]·w (0 if ignored). kNone writes loss_p for p in [begin, end); kSum writes
 // Σ loss_p and kMean Σ loss_p / Σ w over the positions not ignored (begin, end cover all).
 //   operands: X [N,C,D], T [N·D], Y [N·D] (kNone) or [1], W [C] if has_weights  (all f32)
-//   params:   N, C, D, reduction, has_ignore, ignore_index, has_weights, begin, end
+//   params:   format::params::NllLoss
 void run_nll_loss(const PreparedVertex& v, KernelContext& context) {
   const LossParams p = loss_params(v);
   const float* x = v.f32(0);
@@ -61,7 +66,7 @@ void run_nll_loss(const PreparedVertex& v, KernelContext& context) {
   float* y = v.f32(2);
   const float* w = p.has_weights ? v.f32(3) : nullptr;
   double total = 0.0, weight_total = 0.0;
-  for (int64_t i = v.params[7]; i < v.params[8]; ++i) {
+  for (int64_t i = v.params[NllLoss::kBegin]; i < v.params[NllLoss::kEnd]; ++i) {
     const int64_t n = i / p.D, d = i % p.D;
     int64_t cls = 0;
     double loss = 0.0;
@@ -86,16 +91,18 @@ void run_nll_loss(const PreparedVertex& v, KernelContext& context) {
   if (p.reduction == LossReduction::kMean) *y = static_cast<float>(total / weight_total);
 }
 
-// The checks both codelets share: params 0-6, the operand count (W, if present, is last, at
-// `weights_at`), dtypes, and the sizes of T (at `targets_at`) and W.
+// The checks both codelets (layout P) share: the count, the loss params, the operand count (W, if
+// present, is last, at `weights_at`), dtypes, and the sizes of T (at `targets_at`) and W.
+template <typename P>
 Status validate_loss_params(const format::Vertex& v, const std::vector<OperandInfo>& ops, size_t targets_at,
                             size_t weights_at) {
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 9, 0));
-  if (v.params(3) < 0 || v.params(3) >= format::kLossReductionCount) return invalid_argument("unknown reduction");
-  if ((v.params(4) != 0 && v.params(4) != 1) || (v.params(6) != 0 && v.params(6) != 1)) {
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  const int64_t reduction = v.params(L::kReduction), has_ignore = v.params(L::kHasIgnore);
+  if (reduction < 0 || reduction >= format::kLossReductionCount) return invalid_argument("unknown reduction");
+  if ((has_ignore != 0 && has_ignore != 1) || (v.params(L::kHasWeights) != 0 && v.params(L::kHasWeights) != 1)) {
     return invalid_argument("has_ignore and has_weights must be 0 or 1");
   }
-  const bool has_weights = v.params(6) != 0;
+  const bool has_weights = v.params(L::kHasWeights) != 0;
   const size_t count = weights_at + (has_weights ? 1 : 0);
   if (ops.size() != count) {
     return invalid_argument("expects " + std::to_string(count) + " operands, got " + std::to_string(ops.size()));
@@ -103,27 +110,30 @@ Status validate_loss_params(const format::Vertex& v, const std::vector<OperandIn
   for (const OperandInfo& op : ops) {
     if (op.dtype != FLOAT32) return invalid_argument("every operand must be f32");
   }
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(2)}, ops[targets_at].elements, "T"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(L::kN), v.params(L::kD)}, ops[targets_at].elements, "T"));
   if (has_weights) {
-    IPU_RETURN_IF_ERROR(expect_elements({v.params(1)}, ops[weights_at].elements, "W"));
+    IPU_RETURN_IF_ERROR(expect_elements({v.params(L::kC)}, ops[weights_at].elements, "W"));
   }
   return Status();
 }
 
 // The loss (or its gradient) of kNone has one element per position, else one.
 uint64_t loss_elements(const format::Vertex& v) {
-  return v.params(3) == static_cast<int64_t>(LossReduction::kNone) ? static_cast<uint64_t>(v.params(0) * v.params(2))
-                                                                    : 1;
+  return v.params(L::kReduction) == static_cast<int64_t>(LossReduction::kNone)
+             ? static_cast<uint64_t>(v.params(L::kN) * v.params(L::kD))
+             : 1;
 }
 
 Status validate_nll_loss(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
-  IPU_RETURN_IF_ERROR(validate_loss_params(v, ops, 1, 3));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[0].elements, "X"));
+  using P = NllLoss;
+  IPU_RETURN_IF_ERROR(validate_loss_params<P>(v, ops, 1, 3));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kD)}, ops[0].elements, "X"));
   if (ops[2].elements != loss_elements(v)) return invalid_argument("Y has the wrong number of elements");
-  const int64_t positions = v.params(0) * v.params(2);
-  IPU_RETURN_IF_ERROR(expect_range(v.params(7), v.params(8), positions, "position"));
+  const int64_t positions = v.params(P::kN) * v.params(P::kD);
+  const int64_t begin = v.params(P::kBegin), end = v.params(P::kEnd);
+  IPU_RETURN_IF_ERROR(expect_range(begin, end, positions, "position"));
   // A reduction sums every position in one vertex; partial sums would overwrite each other.
-  if (v.params(3) != static_cast<int64_t>(LossReduction::kNone) && (v.params(7) != 0 || v.params(8) != positions)) {
+  if (v.params(P::kReduction) != static_cast<int64_t>(LossReduction::kNone) && (begin != 0 || end != positions)) {
     return invalid_argument("a reduced loss must cover every position");
   }
   for (int i : {0, 1, 3}) {
@@ -136,7 +146,7 @@ Status validate_nll_loss(const format::Vertex& v, const std::vector<OperandInfo>
 // dY[p] (kNone) or dY[0], and s = Σ w over the positions not ignored for kMean, else 1. Ignored
 // positions get 0.
 //   operands: T [N·D], dY [N·D] (kNone) or [1], dX [N,C,D], W [C] if has_weights  (all f32)
-//   params:   N, C, D, reduction, has_ignore, ignore_index, has_weights, row_begin, row_end
+//   params:   format::params::NllLossGrad
 void run_nll_loss_grad(const PreparedVertex& v, KernelContext& context) {
   const LossParams p = loss_params(v);
   const float* targets = v.f32(0);
@@ -158,8 +168,9 @@ void run_nll_loss_grad(const PreparedVertex& v, KernelContext& context) {
     scale = 1.0 / weight_total;
   }
   const int64_t row = p.C * p.D;
-  std::fill(dx + v.params[7] * row, dx + v.params[8] * row, 0.0f);
-  for (int64_t n = v.params[7]; n < v.params[8]; ++n) {
+  const int64_t row_begin = v.params[NllLossGrad::kRowBegin], row_end = v.params[NllLossGrad::kRowEnd];
+  std::fill(dx + row_begin * row, dx + row_end * row, 0.0f);
+  for (int64_t n = row_begin; n < row_end; ++n) {
     for (int64_t d = 0; d < p.D; ++d) {
       const int64_t i = n * p.D + d;
       int64_t cls = 0;
@@ -178,10 +189,11 @@ void run_nll_loss_grad(const PreparedVertex& v, KernelContext& context) {
 }
 
 Status validate_nll_loss_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
-  IPU_RETURN_IF_ERROR(validate_loss_params(v, ops, 0, 3));
+  using P = NllLossGrad;
+  IPU_RETURN_IF_ERROR(validate_loss_params<P>(v, ops, 0, 3));
   if (ops[1].elements != loss_elements(v)) return invalid_argument("dY has the wrong number of elements");
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[2].elements, "dX"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(7), v.params(8), v.params(0), "row"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kD)}, ops[2].elements, "dX"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kN), "row"));
   for (int i : {0, 1, 3}) {
     if (i < v.operands_size() && v.operands(2) == v.operands(i)) return invalid_argument("output aliases an input");
   }
@@ -191,11 +203,12 @@ Status validate_nll_loss_grad(const format::Vertex& v, const std::vector<Operand
 }  // namespace
 
 const KernelDef& nll_loss_kernel() {
-  static const KernelDef def{Codelet::kNllLoss, KernelEntry::fallible(run_nll_loss), validate_nll_loss, {7, 8}};
+  static const KernelDef def{Codelet::kNllLoss, KernelEntry::fallible(run_nll_loss), validate_nll_loss, begin_end<NllLoss>()};
   return def;
 }
 const KernelDef& nll_loss_grad_kernel() {
-  static const KernelDef def{Codelet::kNllLossGrad, KernelEntry::fallible(run_nll_loss_grad), validate_nll_loss_grad, {7, 8}};
+  static const KernelDef def{Codelet::kNllLossGrad, KernelEntry::fallible(run_nll_loss_grad), validate_nll_loss_grad,
+                             {NllLossGrad::kRowBegin, NllLossGrad::kRowEnd}};
   return def;
 }
 

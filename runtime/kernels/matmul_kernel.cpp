@@ -4,8 +4,7 @@
 // Relu the compiler folded in (compiler/passes/fuse_epilogues.h), applied to the block while
 // it is in cache.
 //   operands: A (f32), B (f32), bias (f32 [N], optional), C (f32)
-//   params:   M, N, K, trans_a, trans_b, row_begin, row_end, col_begin, col_end, accumulate,
-//             fused_relu (optional, 0 or 1)
+//   params:   format::params::MatMul (fused_relu optional, 0 or 1)
 #include <cblas.h>
 
 #include "runtime/kernels/validate_util.h"
@@ -13,13 +12,13 @@
 namespace ipu::kernels {
 namespace {
 
-enum Param { kM, kN, kK, kTransA, kTransB, kRowBegin, kRowEnd, kColBegin, kColEnd, kAccumulate, kFusedRelu };
+using P = format::params::MatMul;
 
 // The block's product itself: c (+)= op(A)·op(B), scaled onto c by beta.
 void product(const PreparedVertex& v, int64_t rows, int64_t cols, const float* a, const float* b, float beta, float* c) {
   const auto& p = v.params;
-  const int64_t M = p[kM], N = p[kN], K = p[kK];
-  const bool trans_a = p[kTransA] != 0, trans_b = p[kTransB] != 0;
+  const int64_t M = p[P::kM], N = p[P::kN], K = p[P::kK];
+  const bool trans_a = p[P::kTransA] != 0, trans_b = p[P::kTransB] != 0;
   if (rows == 1) {
     // One row of C (batch 1): SGEMM would pack the whole of B for a single product per
     // column, which costs as much as the product itself; SGEMV streams B once.
@@ -40,20 +39,20 @@ void product(const PreparedVertex& v, int64_t rows, int64_t cols, const float* a
 
 void run(const PreparedVertex& v) {
   const auto& p = v.params;
-  const int64_t N = p[kN], K = p[kK];
-  const int64_t rows = p[kRowEnd] - p[kRowBegin], cols = p[kColEnd] - p[kColBegin];
+  const int64_t N = p[P::kN], K = p[P::kK];
+  const int64_t rows = p[P::kRowEnd] - p[P::kRowBegin], cols = p[P::kColEnd] - p[P::kColBegin];
   if (rows == 0 || cols == 0) return;
-  const bool trans_a = p[kTransA] != 0, trans_b = p[kTransB] != 0;
-  const float* a = v.f32(0) + (trans_a ? p[kRowBegin] : p[kRowBegin] * K);
-  const float* b = v.f32(1) + (trans_b ? p[kColBegin] * K : p[kColBegin]);
+  const bool trans_a = p[P::kTransA] != 0, trans_b = p[P::kTransB] != 0;
+  const float* a = v.f32(0) + (trans_a ? p[P::kRowBegin] : p[P::kRowBegin] * K);
+  const float* b = v.f32(1) + (trans_b ? p[P::kColBegin] * K : p[P::kColBegin]);
   const bool has_bias = v.num_operands == 4;
-  float* c = v.f32(has_bias ? 3 : 2) + p[kRowBegin] * N + p[kColBegin];
-  product(v, rows, cols, a, b, p[kAccumulate] ? 1.0f : 0.0f, c);
+  float* c = v.f32(has_bias ? 3 : 2) + p[P::kRowBegin] * N + p[P::kColBegin];
+  product(v, rows, cols, a, b, p[P::kAccumulate] ? 1.0f : 0.0f, c);
   // The folded ops in their own order (the bias added to the finished product, then the
   // clamp), so a fused model computes bitwise what the unfused one did.
-  const bool relu = v.num_params > kFusedRelu && p[kFusedRelu] != 0;
+  const bool relu = v.num_params > P::kFusedRelu && p[P::kFusedRelu] != 0;
   if (!has_bias && !relu) return;
-  const float* bias = has_bias ? v.f32(2) + p[kColBegin] : nullptr;
+  const float* bias = has_bias ? v.f32(2) + p[P::kColBegin] : nullptr;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c + r * N;
     if (has_bias) {
@@ -73,18 +72,18 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   } else {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   }
-  IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, kFusedRelu, "fused_relu"));
+  IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, P::kFusedRelu, "fused_relu"));
   const auto& p = v.params();
-  IPU_RETURN_IF_ERROR(expect_elements({p[kM], p[kK]}, ops[0].elements, "A"));
-  IPU_RETURN_IF_ERROR(expect_elements({p[kK], p[kN]}, ops[1].elements, "B"));
+  IPU_RETURN_IF_ERROR(expect_elements({p[P::kM], p[P::kK]}, ops[0].elements, "A"));
+  IPU_RETURN_IF_ERROR(expect_elements({p[P::kK], p[P::kN]}, ops[1].elements, "B"));
   if (has_bias) {
-    IPU_RETURN_IF_ERROR(expect_elements({p[kN]}, ops[2].elements, "bias"));
-    if (p[kAccumulate] != 0) return invalid_argument("a bias cannot be accumulated");
+    IPU_RETURN_IF_ERROR(expect_elements({p[P::kN]}, ops[2].elements, "bias"));
+    if (p[P::kAccumulate] != 0) return invalid_argument("a bias cannot be accumulated");
   }
-  IPU_RETURN_IF_ERROR(expect_elements({p[kM], p[kN]}, ops.back().elements, "C"));
-  if (p[kM] > INT32_MAX || p[kN] > INT32_MAX || p[kK] > INT32_MAX) return invalid_argument("dimension exceeds BLAS limits");
-  IPU_RETURN_IF_ERROR(expect_range(p[kRowBegin], p[kRowEnd], p[kM], "row"));
-  IPU_RETURN_IF_ERROR(expect_range(p[kColBegin], p[kColEnd], p[kN], "column"));
+  IPU_RETURN_IF_ERROR(expect_elements({p[P::kM], p[P::kN]}, ops.back().elements, "C"));
+  if (p[P::kM] > INT32_MAX || p[P::kN] > INT32_MAX || p[P::kK] > INT32_MAX) return invalid_argument("dimension exceeds BLAS limits");
+  IPU_RETURN_IF_ERROR(expect_range(p[P::kRowBegin], p[P::kRowEnd], p[P::kM], "row"));
+  IPU_RETURN_IF_ERROR(expect_range(p[P::kColBegin], p[P::kColEnd], p[P::kN], "column"));
   const int c = v.operands_size() - 1;
   for (int i = 0; i < c; ++i) {
     if (v.operands(c) == v.operands(i)) return invalid_argument("output aliases an input");
@@ -96,7 +95,7 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
 // its rows of op(A) and its columns of op(B), so a task of r rows and c columns packs K·(r + c)
 // values for r·c·K products: all rows of a few columns suits a wide C (batch 1, big weights),
 // all columns of a few rows a tall one (a transformer's batch × sequence rows).
-bool rows_first(const PreparedVertex& v) { return v.params[kM] < v.params[kN]; }
+bool rows_first(const PreparedVertex& v) { return v.params[P::kM] < v.params[P::kN]; }
 
 }  // namespace
 
@@ -104,7 +103,7 @@ const KernelDef& matmul_kernel() {
   static const KernelDef def = [] {
     // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
     openblas_set_num_threads(1);
-    return KernelDef{Codelet::kMatMul, run, validate, {kColBegin, kColEnd}, {kRowBegin, kRowEnd}, rows_first};
+    return KernelDef{Codelet::kMatMul, run, validate, {P::kColBegin, P::kColEnd}, {P::kRowBegin, P::kRowEnd}, rows_first};
   }();
   return def;
 }

@@ -1,6 +1,6 @@
 // Pooling codelets over NCHW tensors; each vertex owns whole planes (n, c) of its output, so the
 // gradients, which scatter into the input plane, never write another vertex's region.
-// Window params: runtime/kernels/window.h.
+// Params: runtime/format/codelet_params.def.
 #include <algorithm>
 #include <limits>
 
@@ -53,12 +53,14 @@ int64_t divisor(const Window& w, bool count_include_pad, int64_t oy, int64_t ox)
   return rows * cols;
 }
 
-// Params after the window.
-enum PoolParam { kPlaneBegin = kWindowParams, kPlaneEnd };
-enum AveragePoolParam { kCountIncludePad = kWindowParams, kAvgPlaneBegin, kAvgPlaneEnd };
+using format::params::AveragePool;
+using format::params::AveragePoolGrad;
+using format::params::MaxPool;
+using format::params::MaxPoolGrad;
 
-Status validate_planes(const format::Vertex& v, const Window& w, int begin_index, int end_index) {
-  return expect_range(v.params(begin_index), v.params(end_index), w.N * w.C, "plane");
+template <typename P>
+Status validate_planes(const format::Vertex& v, const Window& w) {
+  return expect_range(v.params(P::kPlaneBegin), v.params(P::kPlaneEnd), w.N * w.C, "plane");
 }
 
 // The maximum of output (oy, ox)'s taps inside `x`, -inf if there are none. Kept in a register
@@ -120,7 +122,7 @@ void max_pool_interior_row_2x2(const Window& w, const float* x, int64_t oy, Inde
 // MaxPool: Y[p, oy, ox] = the maximum of the window's taps inside X[p] for planes
 // p = n·C + c in [plane_begin, plane_end); -inf for a window that holds no input position.
 //   operands: X [N,C,H,W], Y [N,C,OH,OW]
-//   params:   window (16), plane_begin, plane_end
+//   params:   format::params::MaxPool
 void run_max_pool(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
   // The outputs whose window lies wholly inside the input: rows and columns.
@@ -132,7 +134,7 @@ void run_max_pool(const PreparedVertex& v) {
                             : w.SW == 2               ? max_pool_interior_row<2>
                             : w.SW == 1               ? max_pool_interior_row<1>
                                                       : max_pool_interior_row<0>;
-  for (int64_t p = v.params[kPlaneBegin]; p < v.params[kPlaneEnd]; ++p) {
+  for (int64_t p = v.params[MaxPool::kPlaneBegin]; p < v.params[MaxPool::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
     for (int64_t oy = 0; oy < w.OH; ++oy) {
@@ -146,28 +148,30 @@ void run_max_pool(const PreparedVertex& v) {
   }
 }
 
-// MaxPool and AveragePool: X [N,C,H,W] → Y [N,C,OH,OW] over planes [params[begin], params[end]).
-Status validate_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops, int plane_begin, int plane_end) {
+// MaxPool and AveragePool (layout P): X [N,C,H,W] → Y [N,C,OH,OW] over planes [plane_begin,
+// plane_end).
+template <typename P>
+Status validate_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, plane_end + 1, 0));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "Y"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
-  return validate_planes(v, w, plane_begin, plane_end);
+  return validate_planes<P>(v, w);
 }
 
 Status validate_max_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
-  return validate_pool(v, ops, kPlaneBegin, kPlaneEnd);
+  return validate_pool<MaxPool>(v, ops);
 }
 
 // MaxPoolGrad: dX[p] = dY[p] routed to the first maximal tap of each window (ties go to the
 // first in row-major order, as in MaxPool's forward pass), planes [plane_begin, plane_end).
 //   operands: X [N,C,H,W], dY [N,C,OH,OW], dX [N,C,H,W]
-//   params:   window (16), plane_begin, plane_end
+//   params:   format::params::MaxPoolGrad
 void run_max_pool_grad(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
-  for (int64_t p = v.params[kPlaneBegin]; p < v.params[kPlaneEnd]; ++p) {
+  for (int64_t p = v.params[MaxPoolGrad::kPlaneBegin]; p < v.params[MaxPoolGrad::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     const float* dy = v.f32(1) + p * w.out_plane();
     float* dx = v.f32(2) + p * w.in_plane();
@@ -183,23 +187,23 @@ void run_max_pool_grad(const PreparedVertex& v) {
 
 Status validate_max_pool_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, kPlaneEnd + 1, 0));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, MaxPoolGrad::kCount, 0));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "dY"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[2].elements, "dX"));
   if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
-  return validate_planes(v, w, kPlaneBegin, kPlaneEnd);
+  return validate_planes<MaxPoolGrad>(v, w);
 }
 
 // AveragePool: Y[p, oy, ox] = the sum of the window's taps inside X[p] over the divisor (see
 // divisor()); 0 for a window with none. Planes [plane_begin, plane_end).
 //   operands: X [N,C,H,W], Y [N,C,OH,OW]
-//   params:   window (16), count_include_pad, plane_begin, plane_end
+//   params:   format::params::AveragePool
 void run_average_pool(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
-  const bool include_pad = v.params[kCountIncludePad] != 0;
-  for (int64_t p = v.params[kAvgPlaneBegin]; p < v.params[kAvgPlaneEnd]; ++p) {
+  const bool include_pad = v.params[AveragePool::kCountIncludePad] != 0;
+  for (int64_t p = v.params[AveragePool::kPlaneBegin]; p < v.params[AveragePool::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
     for (int64_t oy = 0; oy < w.OH; ++oy) {
@@ -214,17 +218,17 @@ void run_average_pool(const PreparedVertex& v) {
 }
 
 Status validate_average_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
-  return validate_pool(v, ops, kAvgPlaneBegin, kAvgPlaneEnd);
+  return validate_pool<AveragePool>(v, ops);
 }
 
 // AveragePoolGrad: dX[p] = each dY[p, oy, ox] over its divisor, added to every tap of its window
 // inside the input. Planes [plane_begin, plane_end).
 //   operands: dY [N,C,OH,OW], dX [N,C,H,W]
-//   params:   window (16), count_include_pad, plane_begin, plane_end
+//   params:   format::params::AveragePoolGrad
 void run_average_pool_grad(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
-  const bool include_pad = v.params[kCountIncludePad] != 0;
-  for (int64_t p = v.params[kAvgPlaneBegin]; p < v.params[kAvgPlaneEnd]; ++p) {
+  const bool include_pad = v.params[AveragePoolGrad::kCountIncludePad] != 0;
+  for (int64_t p = v.params[AveragePoolGrad::kPlaneBegin]; p < v.params[AveragePoolGrad::kPlaneEnd]; ++p) {
     const float* dy = v.f32(0) + p * w.out_plane();
     float* dx = v.f32(1) + p * w.in_plane();
     std::fill(dx, dx + w.in_plane(), 0.0f);
@@ -241,31 +245,34 @@ void run_average_pool_grad(const PreparedVertex& v) {
 
 Status validate_average_pool_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, kAvgPlaneEnd + 1, 0));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, AveragePoolGrad::kCount, 0));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[0].elements, "dY"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[1].elements, "dX"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
-  return validate_planes(v, w, kAvgPlaneBegin, kAvgPlaneEnd);
+  return validate_planes<AveragePoolGrad>(v, w);
 }
 
 }  // namespace
 
 const KernelDef& max_pool_kernel() {
-  static const KernelDef def{Codelet::kMaxPool, run_max_pool, validate_max_pool, {kPlaneBegin, kPlaneEnd}};
+  static const KernelDef def{Codelet::kMaxPool, run_max_pool, validate_max_pool,
+                             {MaxPool::kPlaneBegin, MaxPool::kPlaneEnd}};
   return def;
 }
 const KernelDef& max_pool_grad_kernel() {
-  static const KernelDef def{Codelet::kMaxPoolGrad, run_max_pool_grad, validate_max_pool_grad, {kPlaneBegin, kPlaneEnd}};
+  static const KernelDef def{Codelet::kMaxPoolGrad, run_max_pool_grad, validate_max_pool_grad,
+                             {MaxPoolGrad::kPlaneBegin, MaxPoolGrad::kPlaneEnd}};
   return def;
 }
 const KernelDef& average_pool_kernel() {
-  static const KernelDef def{Codelet::kAveragePool, run_average_pool, validate_average_pool, {kAvgPlaneBegin, kAvgPlaneEnd}};
+  static const KernelDef def{Codelet::kAveragePool, run_average_pool, validate_average_pool,
+                             {AveragePool::kPlaneBegin, AveragePool::kPlaneEnd}};
   return def;
 }
 const KernelDef& average_pool_grad_kernel() {
   static const KernelDef def{Codelet::kAveragePoolGrad, run_average_pool_grad, validate_average_pool_grad,
-                             {kAvgPlaneBegin, kAvgPlaneEnd}};
+                             {AveragePoolGrad::kPlaneBegin, AveragePoolGrad::kPlaneEnd}};
   return def;
 }
 

@@ -20,12 +20,13 @@ using format::ReduceKind;
 // Reduce: Y[i] = reduce over the box red_dims of X[Σ o_k·os_k + Σ r_k·rs_k], for output
 // elements i in [begin, end) of out_dims (o = the multi-index of i).
 //   operands: X, Y
-//   params:   kind (ReduceKind), out_rank, red_rank, begin, end, out_dims[out_rank],
+//   params:   format::params::Reduce (kind is a ReduceKind), then out_dims[out_rank],
 //             out_strides[out_rank], red_dims[red_rank], red_strides[red_rank]
 void run_reduce(const PreparedVertex& v) {
-  const auto kind = static_cast<ReduceKind>(v.params[0]);
-  const int64_t out_rank = v.params[1], red_rank = v.params[2];
-  const int64_t* out_dims = &v.params[5];
+  using P = format::params::Reduce;
+  const auto kind = static_cast<ReduceKind>(v.params[P::kKind]);
+  const int64_t out_rank = v.params[P::kOutRank], red_rank = v.params[P::kReducedRank];
+  const int64_t* out_dims = &v.params[P::kOutDims];
   const int64_t* out_strides = out_dims + out_rank;
   const int64_t* red_dims = out_strides + out_rank;
   const int64_t* red_strides = red_dims + red_rank;
@@ -36,7 +37,7 @@ void run_reduce(const PreparedVertex& v) {
   if ((kind == ReduceKind::kSum || kind == ReduceKind::kMean) && red_rank == 1) {
     // One reduced axis (LayerNorm's mean): a plain loop, adding in the same order as below.
     const int64_t stride = red_strides[0];
-    for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[3], v.params[4],
+    for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],
                         [&](int64_t i, const std::array<int64_t, 1>& base) {
       double acc = 0.0;
       for (int64_t j = 0; j < count; ++j) acc += x[base[0] + j * stride];
@@ -44,7 +45,7 @@ void run_reduce(const PreparedVertex& v) {
     });
     return;
   }
-  for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[3], v.params[4],
+  for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],
                       [&](int64_t i, const std::array<int64_t, 1>& base) {
     double acc = kind == ReduceKind::kProd ? 1.0 : 0.0;
     float best = 0.0f;
@@ -84,9 +85,12 @@ void run_reduce(const PreparedVertex& v) {
 }
 
 Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::Reduce;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  if (v.params_size() < 5) return invalid_argument("expects at least 5 parameters");
-  const int64_t kind = v.params(0), out_rank = v.params(1), red_rank = v.params(2);
+  if (v.params_size() < P::kOutDims) {
+    return invalid_argument("expects at least " + std::to_string(P::kOutDims) + " parameters");
+  }
+  const int64_t kind = v.params(P::kKind), out_rank = v.params(P::kOutRank), red_rank = v.params(P::kReducedRank);
   if (kind < 0 || kind >= format::kReduceKindCount) return invalid_argument("unknown reduce kind");
   if (out_rank < 1 || out_rank > format::kMaxTensorRank || red_rank < 1 || red_rank > format::kMaxTensorRank) {
     return invalid_argument("ranks must be in [1, 8]");
@@ -94,10 +98,10 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
   if (kind >= static_cast<int64_t>(ReduceKind::kArgMax) && red_rank != 1) {
     return invalid_argument("arg reductions take one axis");
   }
-  IPU_RETURN_IF_ERROR(expect_param_count(v, static_cast<int>(5 + 2 * (out_rank + red_rank)), 0));
-  const int64_t* p = v.params().data() + 5;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), 0));
+  const int64_t* p = v.params().data() + P::kOutDims;
   IPU_RETURN_IF_ERROR(check_dims(out_rank, p, ops[1].elements, "output"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(3), v.params(4), static_cast<int64_t>(ops[1].elements), "element"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[1].elements), "element"));
   // The combined box (output axes, then reduced axes) must stay inside X.
   std::array<int64_t, 2 * format::kMaxTensorRank> dims{}, strides{};
   uint64_t red_count = 1;
@@ -122,15 +126,17 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
 // AxisSoftmax: softmax (or log-softmax) of X viewed as [outer, axis, inner] along the middle
 // axis, for lines [begin, end) of the outer·inner lines. Each element's exponential is computed
 // once, in float, of x − max ≤ 0 (so it cannot overflow); the sum is accumulated in double.
-//   operands: X, Y (same size; Y may be X);  params: kind (SoftmaxKind), outer, axis, inner, begin, end
+//   operands: X, Y (same size; Y may be X);  params: format::params::AxisSoftmax (kind is a
+//   SoftmaxKind, n the axis)
 void run_axis_softmax(const PreparedVertex& v, KernelContext& context) {
-  const bool log = v.params[0] == static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax);
-  const int64_t n = v.params[2], inner = v.params[3];
+  using P = format::params::AxisSoftmax;
+  const bool log = v.params[P::kKind] == static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax);
+  const int64_t n = v.params[P::kN], inner = v.params[P::kInner];
   const float* x = v.f32(0);
   float* y = v.f32(1);
   // One line at a time, contiguous, for the vector exp: strided lines are gathered, and Y may be X.
   float* line = context.scratch.floats(static_cast<size_t>(n));
-  for (int64_t l = v.params[4]; l < v.params[5]; ++l) {
+  for (int64_t l = v.params[P::kBegin]; l < v.params[P::kEnd]; ++l) {
     const int64_t base = (l / inner) * n * inner + l % inner;
     float max = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) max = std::max(max, x[base + j * inner]);
@@ -149,26 +155,28 @@ void run_axis_softmax(const PreparedVertex& v, KernelContext& context) {
 }
 
 Status validate_axis_softmax(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::AxisSoftmax;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 6, 0));
-  if (v.params(0) < 0 || v.params(0) >= format::kSoftmaxKindCount) return invalid_argument("unknown softmax kind");
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(1), v.params(2), v.params(3)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= format::kSoftmaxKindCount) return invalid_argument("unknown softmax kind");
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kOuter), v.params(P::kN), v.params(P::kInner)}, ops[0].elements, "X"));
   if (ops[1].elements != ops[0].elements) return invalid_argument("output size differs from the input");
-  return expect_range(v.params(4), v.params(5), v.params(1) * v.params(3), "line");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), v.params(P::kOuter) * v.params(P::kInner), "line");
 }
 
 // BatchMatMul: C[b] = A[Σ idx_k·sa_k] · B[Σ idx_k·sb_k] for batches b in [begin, end) of the
 // row-major batch shape dims (idx = the multi-index of b; strides count elements, 0
 // broadcasts). Each matrix is row-major: A [M,K], B [K,N], C [M,N].
 //   operands: A, B, C
-//   params:   M, N, K, batch_rank, begin, end, dims[batch_rank], sa[batch_rank], sb[batch_rank]
+//   params:   format::params::BatchMatMul (rank is the batch rank), then dims[rank], sa[rank], sb[rank]
 void run_batch_matmul(const PreparedVertex& v) {
-  const int64_t M = v.params[0], N = v.params[1], K = v.params[2], rank = v.params[3];
-  const int64_t* dims = &v.params[6];
+  using P = format::params::BatchMatMul;
+  const int64_t M = v.params[P::kM], N = v.params[P::kN], K = v.params[P::kK], rank = v.params[P::kRank];
+  const int64_t* dims = &v.params[P::kDims];
   const float* a = v.f32(0);
   const float* b = v.f32(1);
   float* c = v.f32(2);
-  for_each_strided<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[4], v.params[5],
+  for_each_strided<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[P::kBegin], v.params[P::kEnd],
                       [&](int64_t batch, const std::array<int64_t, 2>& o) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
                 static_cast<int>(K), 1.0f, a + o[0], static_cast<int>(K), b + o[1], static_cast<int>(N), 0.0f,
@@ -177,15 +185,16 @@ void run_batch_matmul(const PreparedVertex& v) {
 }
 
 Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::BatchMatMul;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  const int64_t rank = v.params_size() > 3 ? v.params(3) : 0;
+  const int64_t rank = v.params_size() > P::kRank ? v.params(P::kRank) : 0;
   if (rank < 1 || rank > format::kMaxTensorRank) return invalid_argument("batch rank must be in [1, 8]");
-  IPU_RETURN_IF_ERROR(expect_param_count(v, static_cast<int>(6 + 3 * rank), 0));
-  const int64_t M = v.params(0), N = v.params(1), K = v.params(2);
+  IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), 0));
+  const int64_t M = v.params(P::kM), N = v.params(P::kN), K = v.params(P::kK);
   for (int64_t d : {M, N, K}) {
     if (d <= 0 || d > INT32_MAX) return invalid_argument("matrix dimension " + std::to_string(d) + " is invalid");
   }
-  const int64_t* dims = v.params().data() + 6;
+  const int64_t* dims = v.params().data() + P::kDims;
   int64_t batches = 1;
   for (int64_t k = 0; k < rank; ++k) {
     if (dims[k] <= 0 || batches > (int64_t{1} << 40) / dims[k]) return invalid_argument("invalid batch dimension");
@@ -200,7 +209,7 @@ Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandI
   // The last matrix starting at the largest offset must end inside its operand.
   IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank, 0, ops[0].elements - static_cast<uint64_t>(M * K) + 1, "A"));
   IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + 2 * rank, 0, ops[1].elements - static_cast<uint64_t>(K * N) + 1, "B"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(4), v.params(5), batches, "batch"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd), batches, "batch"));
   if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
   return Status();
 }
@@ -209,7 +218,7 @@ Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandI
 // (a float holding an integer; negative counts from the end). Gather and GatherGrad write a
 // [rows, inner] matrix in blocks: rows [row_begin, row_end) × columns [col_begin, col_end).
 // An index outside [-axis, axis) is a fault, as in ONNX Runtime.
-//   operands: X, indices, Y;  params: outer, axis, inner, count, row_begin, row_end, col_begin, col_end
+//   operands: X, indices, Y;  params: format::params::Gather (n is the axis, index_count the indices)
 // The row of an axis of n that index value f names (negative counts from the end), or -1.
 int64_t resolve_index(float f, int64_t n) {
   if (!(f >= -static_cast<float>(n) && f < static_cast<float>(n))) return -1;
@@ -222,12 +231,13 @@ KernelFault index_fault(const float* indices, int64_t j, int64_t n) {
 }
 
 void run_gather(const PreparedVertex& v, KernelContext& context) {
-  const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
-  const int64_t col_begin = v.params[6], col_end = v.params[7];
+  using P = format::params::Gather;
+  const int64_t n = v.params[P::kN], inner = v.params[P::kInner], count = v.params[P::kIndexCount];
+  const int64_t col_begin = v.params[P::kColBegin], col_end = v.params[P::kColEnd];
   const float* x = v.f32(0);
   const float* indices = v.f32(1);
   float* y = v.f32(2);
-  for (int64_t row = v.params[4]; row < v.params[5]; ++row) {
+  for (int64_t row = v.params[P::kRowBegin]; row < v.params[P::kRowEnd]; ++row) {
     const int64_t j = row % count, o = row / count;
     const int64_t index = resolve_index(indices[j], n);
     if (index < 0) {
@@ -239,34 +249,39 @@ void run_gather(const PreparedVertex& v, KernelContext& context) {
   }
 }
 
-// Gather and GatherGrad share one layout: the table [outer, n, inner] and the gathered rows
-// [outer, count, inner], one of them the input (operand 0) and the other the output (operand 2),
-// whose [rows, inner] view the block lies in.
+// Gather and GatherGrad (layout P) share one shape: the table [outer, n, inner] and the gathered
+// rows [outer, index_count, inner], one of them the input (operand 0) and the other the output
+// (operand 2), whose [rows, inner] view the block lies in.
+template <typename P>
 Status validate_gather_layout(const format::Vertex& v, const std::vector<OperandInfo>& ops, bool writes_table) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 8, 0));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   const size_t table = writes_table ? 2 : 0, rows = writes_table ? 0 : 2;
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1), v.params(2)}, ops[table].elements, writes_table ? "dX" : "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(3)}, ops[1].elements, "indices"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(3), v.params(2)}, ops[rows].elements, writes_table ? "dY" : "Y"));
+  const int64_t outer = v.params(P::kOuter), n = v.params(P::kN), inner = v.params(P::kInner);
+  const int64_t count = v.params(P::kIndexCount);
+  IPU_RETURN_IF_ERROR(expect_elements({outer, n, inner}, ops[table].elements, writes_table ? "dX" : "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({count}, ops[1].elements, "indices"));
+  IPU_RETURN_IF_ERROR(expect_elements({outer, count, inner}, ops[rows].elements, writes_table ? "dY" : "Y"));
   if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
-  const int64_t output_rows = v.params(0) * (writes_table ? v.params(1) : v.params(3));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(4), v.params(5), output_rows, "row"));
-  return expect_range(v.params(6), v.params(7), v.params(2), "column");
+  const int64_t output_rows = outer * (writes_table ? n : count);
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), output_rows, "row"));
+  return expect_range(v.params(P::kColBegin), v.params(P::kColEnd), inner, "column");
 }
 
 Status validate_gather(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
-  return validate_gather_layout(v, ops, /*writes_table=*/false);
+  return validate_gather_layout<format::params::Gather>(v, ops, /*writes_table=*/false);
 }
 
 // GatherGrad, the adjoint of Gather (a scatter-add): dX[o, r, i] = Σ_j [indices[j] = r] dY[o, j, i]
 // over a block of dX's [outer·n, inner] rows × columns, so vertices own disjoint parts of dX and
 // each element sums in index order (deterministic, whatever the blocks). An index out of range is
 // a fault, as in Gather; every vertex checks every index, so each finds it.
-//   operands: dY, indices, dX;  params: outer, n, inner, count, row_begin, row_end, col_begin, col_end
+//   operands: dY, indices, dX;  params: format::params::GatherGrad
 void run_gather_grad(const PreparedVertex& v, KernelContext& context) {
-  const int64_t n = v.params[1], inner = v.params[2], count = v.params[3];
-  const int64_t row_begin = v.params[4], row_end = v.params[5], col_begin = v.params[6], col_end = v.params[7];
+  using P = format::params::GatherGrad;
+  const int64_t n = v.params[P::kN], inner = v.params[P::kInner], count = v.params[P::kIndexCount];
+  const int64_t row_begin = v.params[P::kRowBegin], row_end = v.params[P::kRowEnd];
+  const int64_t col_begin = v.params[P::kColBegin], col_end = v.params[P::kColEnd];
   const float* dy = v.f32(0);
   const float* indices = v.f32(1);
   float* dx = v.f32(2);
@@ -290,33 +305,47 @@ void run_gather_grad(const PreparedVertex& v, KernelContext& context) {
 }
 
 Status validate_gather_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
-  return validate_gather_layout(v, ops, /*writes_table=*/true);
+  return validate_gather_layout<format::params::GatherGrad>(v, ops, /*writes_table=*/true);
+}
+
+// A block's rows and columns, the two ranges a Gather or GatherGrad vertex merges along.
+template <typename P>
+constexpr WorkRange rows() {
+  return {P::kRowBegin, P::kRowEnd};
+}
+template <typename P>
+constexpr WorkRange columns() {
+  return {P::kColBegin, P::kColEnd};
 }
 
 }  // namespace
 
 const KernelDef& reduce_kernel() {
-  static const KernelDef def{Codelet::kReduce, run_reduce, validate_reduce, {3, 4}};
+  static const KernelDef def{Codelet::kReduce, run_reduce, validate_reduce, begin_end<format::params::Reduce>()};
   return def;
 }
 const KernelDef& axis_softmax_kernel() {
-  static const KernelDef def{Codelet::kAxisSoftmax, run_axis_softmax, validate_axis_softmax, {4, 5}};
+  static const KernelDef def{Codelet::kAxisSoftmax, run_axis_softmax, validate_axis_softmax,
+                             begin_end<format::params::AxisSoftmax>()};
   return def;
 }
 const KernelDef& batch_matmul_kernel() {
   static const KernelDef def = [] {
     openblas_set_num_threads(1);  // TBB owns the threads (see matmul_kernel.cpp)
-    return KernelDef{Codelet::kBatchMatMul, run_batch_matmul, validate_batch_matmul, {4, 5}};
+    return KernelDef{Codelet::kBatchMatMul, run_batch_matmul, validate_batch_matmul,
+                     begin_end<format::params::BatchMatMul>()};
   }();
   return def;
 }
 const KernelDef& gather_kernel() {
-  static const KernelDef def{Codelet::kGather, KernelEntry::fallible(run_gather), validate_gather, {4, 5}, {6, 7}};
+  static const KernelDef def{Codelet::kGather, KernelEntry::fallible(run_gather), validate_gather, rows<format::params::Gather>(),
+                             columns<format::params::Gather>()};
   return def;
 }
 
 const KernelDef& gather_grad_kernel() {
-  static const KernelDef def{Codelet::kGatherGrad, KernelEntry::fallible(run_gather_grad), validate_gather_grad, {4, 5}, {6, 7}};
+  static const KernelDef def{Codelet::kGatherGrad, KernelEntry::fallible(run_gather_grad), validate_gather_grad,
+                             rows<format::params::GatherGrad>(), columns<format::params::GatherGrad>()};
   return def;
 }
 

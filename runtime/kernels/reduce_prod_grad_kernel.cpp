@@ -11,11 +11,12 @@ using format::FLOAT32;
 // product of the elements before i and the elements after it. Never Y / X[r, i]: that divides by
 // zero where an element is 0, and the product of the others is exact where one is (only the
 // zero's gradient is nonzero) or several are (every gradient is zero).
-//   operands: X [rows, n], dY [rows], dX [rows, n];  params: rows, n, row_begin, row_end
+//   operands: X [rows, n], dY [rows], dX [rows, n];  params: format::params::ReduceProdGrad
 void run_reduce_prod_grad(const PreparedVertex& v) {
-  const int64_t n = v.params[1];
+  using P = format::params::ReduceProdGrad;
+  const int64_t n = v.params[P::kN];
   const float* dy = v.f32(1);
-  for (int64_t r = v.params[2]; r < v.params[3]; ++r) {
+  for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r) {
     const float* x = v.f32(0) + r * n;
     float* dx = v.f32(2) + r * n;
     double before = 1.0;
@@ -32,19 +33,21 @@ void run_reduce_prod_grad(const PreparedVertex& v) {
 }
 
 Status validate_reduce_prod_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::ReduceProdGrad;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, 4, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0)}, ops[1].elements, "dY"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(0), v.params(1)}, ops[2].elements, "dX"));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kN)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows)}, ops[1].elements, "dY"));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kN)}, ops[2].elements, "dX"));
   if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
-  return expect_range(v.params(2), v.params(3), v.params(0), "row");
+  return expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kRows), "row");
 }
 
 }  // namespace
 
 const KernelDef& reduce_prod_grad_kernel() {
-  static const KernelDef def{Codelet::kReduceProdGrad, run_reduce_prod_grad, validate_reduce_prod_grad, {2, 3}};
+  static const KernelDef def{Codelet::kReduceProdGrad, run_reduce_prod_grad, validate_reduce_prod_grad,
+                             {format::params::ReduceProdGrad::kRowBegin, format::params::ReduceProdGrad::kRowEnd}};
   return def;
 }
 

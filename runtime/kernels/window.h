@@ -1,7 +1,5 @@
-// The window geometry shared by the convolution and pooling codelets: the first 16 params of
-// each of their vertices, over NCHW tensors (1-D models use H = 1):
-//   N, C, H, W, OH, OW, KH, KW, stride_h, stride_w, pad_top, pad_left, pad_bottom, pad_right,
-//   dilation_h, dilation_w
+// The window geometry shared by the convolution and pooling codelets: the first params of each of
+// their vertices (format::params::Window), over NCHW tensors (1-D models use H = 1).
 // Kernels compute every input position from these and skip positions outside [0,H)x[0,W), so a
 // window may hang over any edge; the pads only place the first window (and, for AveragePool with
 // count_include_pad, bound the region that counts).
@@ -14,13 +12,16 @@
 
 namespace ipu::kernels {
 
-inline constexpr int kWindowParams = 16;
+inline constexpr int kWindowParams = format::params::Window::kCount;
 
 struct Window {
   int64_t N, C, H, W, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW;
 
   static Window from(const std::array<int64_t, kMaxParams>& p) {
-    return {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]};
+    using P = format::params::Window;
+    return {p[P::kN],       p[P::kC],       p[P::kH],        p[P::kW],         p[P::kOH],        p[P::kOW],
+            p[P::kKH],      p[P::kKW],      p[P::kStrideH],  p[P::kStrideW],   p[P::kPadTop],    p[P::kPadLeft],
+            p[P::kPadBottom], p[P::kPadRight], p[P::kDilationH], p[P::kDilationW]};
   }
   int64_t in_plane() const { return H * W; }
   int64_t out_plane() const { return OH * OW; }
