@@ -13,7 +13,7 @@
 #include "cli/cache_size.h"
 #include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
-#include "cli/executable_key.h"
+#include "compile_cache/executable_key.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
 #include "runtime/format/executable_file.h"
@@ -208,7 +208,7 @@ int run_cache(const CacheFlags& f) {
     // load_by_key checked that the manifest parses and hashes to the key.
     const Status belongs = !exe.ok()        ? exe.status()
                            : !manifest.ok() ? manifest.status()
-                                            : check_executable_key(*exe, *manifest, found->path);
+                                            : compile_cache::check_executable_key(*exe, *manifest, found->path);
     if (f.json) {
       nlohmann::json out = document(f);
       out["key"] = found->key;
@@ -275,7 +275,7 @@ int run_cache(const CacheFlags& f) {
         auto manifest = cache::Manifest::parse(found->manifest_text);
         const Status belongs = !parsed.ok()     ? parsed.status()
                                : !manifest.ok() ? manifest.status()
-                                                : check_cache_entry(*parsed, *manifest, found->path);
+                                                : compile_cache::check_cache_entry(*parsed, *manifest, found->path);
         if (!belongs.ok()) problem = belongs.message();
       }
     }

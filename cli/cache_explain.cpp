@@ -3,12 +3,13 @@
 #include <cstdio>
 #include <optional>
 
-#include "cli/cached_compile.h"
+#include "cli/compile_options.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
 #include "cli/resolve_executable.h"
-#include "compiler/frontend/model_fingerprint.h"
+#include "compile_cache/compile_through_cache.h"
+#include "compiler/frontend/loaded_model.h"
 #include "runtime/base/file_io.h"
 
 namespace ipu::cli {
@@ -64,7 +65,7 @@ int run_cache_explain(cache::LocalStore& store, const std::string& target, const
     if (!text.ok()) return fail(kTool, text.status());
     auto options = to_compile_options(compile, target, "train");
     if (!options.ok()) return fail(kTool, options.status());
-    requested = make_manifest(*options, *text, frontend::fingerprint_model(*text, target));
+    requested = compile_cache::make_manifest(*options, frontend::LoadedModel::parse(*text, target));
   } else {
     auto found = store.load_by_key(target, /*touch_entry=*/false);
     if (!found.ok()) {

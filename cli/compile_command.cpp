@@ -4,12 +4,13 @@
 #include <memory>
 #include <set>
 
-#include "cli/cached_compile.h"
 #include "cli/compile_flags.h"
+#include "cli/compile_options.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
 #include "cli/schedule_report.h"
+#include "compile_cache/compile_through_cache.h"
 #include "compiler/driver/compile.h"
 #include "runtime/base/output_file.h"
 
@@ -85,7 +86,7 @@ int check_outputs(const CompileCommandFlags& flags) {
 
 int run_compile(const CompileCommandFlags& flags) {
   if (int code = check_outputs(flags)) return code;
-  CachedCompileRequest request;
+  compile_cache::CachedCompileRequest request;
   StatusOr<compiler::CompileOptions> options = to_compile_options(flags.compile, flags.model, "train");
   if (!options.ok()) return fail(kTool, options.status());
   request.options = std::move(*options);
@@ -108,7 +109,7 @@ int run_compile(const CompileCommandFlags& flags) {
     request.remote_url = *remote;
     request.remote_read_only = remote_cache_read_only(flags.cache);
   }
-  auto compiled = compile_through_cache(request, [](const std::string& w) { print_warning(kTool, w); });
+  auto compiled = compile_cache::compile_through_cache(request, [](const std::string& w) { print_warning(kTool, w); });
   if (!compiled.ok()) return fail(kTool, compiled.status());
   const std::string& key = compiled->key;
   const std::string& bytes = compiled->bytes;
@@ -133,7 +134,7 @@ int run_compile(const CompileCommandFlags& flags) {
     nlohmann::json out = json_document(kTool, "compile");
     out["model"] = flags.model;
     out["key"] = key;
-    out["cache"] = compiled->outcome;
+    out["cache"] = compile_cache::cache_outcome_name(compiled->outcome);
     out["entry"] = entry.empty() ? nlohmann::json() : nlohmann::json(entry);
     out["output"] = flags.output.empty() ? nlohmann::json() : nlohmann::json(flags.output);
     out["bytes"] = bytes.size();
@@ -154,7 +155,8 @@ int run_compile(const CompileCommandFlags& flags) {
     return kExitOk;
   }
   const auto est = estimates_json(executable);
-  std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), key.substr(0, 16).c_str(), compiled->outcome.c_str(), total);
+  std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), key.substr(0, 16).c_str(), compile_cache::cache_outcome_name(compiled->outcome).c_str(),
+              total);
   std::printf("  %u tiles used, %s vertices in %d compute sets; fullest tile %u holds %s of %s bytes\n",
               executable.estimates().tiles_used(), with_commas(executable.estimates().vertices()).c_str(),
               executable.compute_sets_size(), executable.estimates().fullest_tile(),

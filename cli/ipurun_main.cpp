@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "cli/build_identity.h"
 #include "cli/compile_flags.h"
@@ -14,6 +15,7 @@
 #include "cli/onnx_export.h"
 #include "cli/run_io.h"
 #include "cli/run_model.h"
+#include "compile_cache/cache_outcome.h"
 #include "runtime/base/file_io.h"
 #include "runtime/base/output_file.h"
 #include "runtime/base/printable.h"
@@ -70,7 +72,7 @@ struct Loaded {
   std::unique_ptr<session::Session> session;
   std::string origin;
   std::string key;
-  std::string cache;
+  std::optional<compile_cache::CacheOutcome> cache;
   data::Dataset data;
 };
 
@@ -111,12 +113,13 @@ StatusOr<ResolvedExecutable> resolve(const RunFlags& f, uint64_t max_size) {
                                             [](const std::string& w) { print_warning(kTool, w); }));
   if (!resolved.note.empty()) print_note(kTool, resolved.note);
   // Say which happened, on stderr so --json output stays one document.
-  if (resolved.cache == "hit") {
+  const compile_cache::CacheOutcome outcome = *resolved.cache;  // executable_for_model always sets it
+  if (outcome == compile_cache::CacheOutcome::kHit) {
     std::fprintf(stderr, "%s: cache hit %s\n", kTool, resolved.key.substr(0, 16).c_str());
-  } else if (resolved.cache == "remote-hit") {
+  } else if (outcome == compile_cache::CacheOutcome::kRemoteHit) {
     std::fprintf(stderr, "%s: remote cache hit %s (not compiled)\n", kTool, resolved.key.substr(0, 16).c_str());
   } else {
-    std::fprintf(stderr, "%s: cache %s %s, compiled in %.2f s\n", kTool, resolved.cache.c_str(),
+    std::fprintf(stderr, "%s: cache %s %s, compiled in %.2f s\n", kTool, compile_cache::cache_outcome_name(outcome).c_str(),
                  resolved.key.substr(0, 16).c_str(), resolved.compile_seconds);
   }
   return resolved;
@@ -156,10 +159,10 @@ Status with_origin(const Status& status, const std::string& origin) {
 }
 
 // Where the executable came from: its cache key (null for a file) and, for a model, whether
-// the cache had it ("hit", "miss", "disabled"; null otherwise).
+// how the cache had it (compile_cache::cache_outcome_name; null otherwise).
 void add_cache_fields(nlohmann::json& out, const Loaded& loaded) {
   out["key"] = loaded.key.empty() ? nlohmann::json() : nlohmann::json(loaded.key);
-  out["cache"] = loaded.cache.empty() ? nlohmann::json() : nlohmann::json(loaded.cache);
+  out["cache"] = loaded.cache ? nlohmann::json(compile_cache::cache_outcome_name(*loaded.cache)) : nlohmann::json();
 }
 
 int write_json_file(const std::string& path, const nlohmann::json& value) {

@@ -8,8 +8,10 @@
 // NotFound when no entry has it.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "compile_cache/cache_outcome.h"
 #include "runtime/base/status.h"
 #include "runtime/format/executable.pb.h"
 
@@ -19,7 +21,7 @@ struct ResolvedExecutable {
   format::Executable executable;
   std::string origin;   // the file, "cache entry <key>", or the model file
   std::string key;      // the cache key, "" for an executable file
-  std::string cache;    // models only: "hit", "miss" or "disabled"; "" otherwise
+  std::optional<compile_cache::CacheOutcome> cache;  // models only
   double compile_seconds = 0;  // models only: time spent looking up and compiling
   std::string note;            // models only: what the model chose for defaulted options (model_defaults_note)
 };

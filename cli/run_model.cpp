@@ -1,6 +1,7 @@
 #include "cli/run_model.h"
 
-#include "cli/cached_compile.h"
+#include "cli/compile_options.h"
+#include "compile_cache/compile_through_cache.h"
 
 namespace ipu::cli {
 
@@ -8,7 +9,7 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
                                                   const CacheUseFlags& cache, uint64_t max_size,
                                                   const std::string& default_mode,
                                                   const std::function<void(const std::string&)>& warn) {
-  CachedCompileRequest request;
+  compile_cache::CachedCompileRequest request;
   IPU_ASSIGN_OR_RETURN(request.options, to_compile_options(flags, model, default_mode));
   request.cache_dir = cache.cache_dir;
   request.use_cache = !cache.no_cache;
@@ -17,7 +18,7 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
   StatusOr<std::string> remote = remote_cache_url(cache);
   request.remote_url = remote.ok() ? *remote : "";
   request.remote_read_only = remote_cache_read_only(cache);
-  IPU_ASSIGN_OR_RETURN(CachedCompile compiled, compile_through_cache(request, warn));
+  IPU_ASSIGN_OR_RETURN(compile_cache::CachedCompile compiled, compile_cache::compile_through_cache(request, warn));
   ResolvedExecutable resolved;
   resolved.executable = std::move(compiled.executable);
   resolved.origin = model;

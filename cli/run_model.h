@@ -1,5 +1,5 @@
 // `ipurun MODEL`: the executable of a model and options, from the cache or compiled into it
-// through the same path as `ipucc compile` (cli/cached_compile.h). In a build without the
+// through the same path as `ipucc compile` (compile_cache/compile_through_cache.h). In a build without the
 // compiler (-DIPUCC_BUILD_COMPILER=OFF) this is Unsupported.
 #pragma once
 

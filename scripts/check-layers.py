@@ -21,7 +21,7 @@ import os
 import re
 import sys
 
-SOURCE_TOPS = ("runtime", "compiler", "cache", "cli")
+SOURCE_TOPS = ("runtime", "compiler", "cache", "compile_cache", "cli")
 SOURCE_EXTENSIONS = (".h", ".cpp", ".cc", ".def", ".inc")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:' + "|".join(SOURCE_TOPS) + r')/[^"]+)"')
 TARGET_KEYWORDS = {"STATIC", "SHARED", "MODULE", "INTERFACE", "OBJECT", "EXCLUDE_FROM_ALL", "ALIAS", "IMPORTED"}

@@ -3,8 +3,6 @@
 #include <charconv>
 #include <chrono>
 
-#include "compiler/frontend/graph_spec.h"
-#include "compiler/frontend/onnx_import.h"
 #include "compiler/lowering/lower_graph.h"
 #include "compiler/lowering/pipeline_schedule.h"
 #include "compiler/ops/op_table.h"
@@ -76,90 +74,45 @@ struct Model {
   passes::OptimizerConfig optimizer;
 };
 
-// What a model says about training before the options override it. A JSON spec names its loss
-// and optimizer; an ONNX model names neither and trains with SGD at OptimizerConfig's defaults
-// (no momentum) under the loss the options give.
-struct ModelTraining {
-  std::string loss_name;  // empty: the model has no loss
-  passes::LossConfig loss;
-  passes::OptimizerConfig optimizer;
-};
-
-ModelTraining onnx_training() {
-  ModelTraining t;
-  t.loss.from_logits = true;
-  t.optimizer.momentum = 0.0f;
-  return t;
-}
-
-ModelTraining spec_training(const frontend::ModelSpec& spec) {
-  return {"sparse_categorical_crossentropy", spec.loss, spec.optimizer};
-}
-
 passes::OptimizerConfig with_overrides(passes::OptimizerConfig optimizer, const CompileOptions& options) {
   if (options.learning_rate) optimizer.learning_rate = *options.learning_rate;
   if (options.momentum) optimizer.momentum = *options.momentum;
   return optimizer;
 }
 
-StatusOr<Model> load_model(const std::string& model_text, const CompileOptions& options, uint64_t bytes_per_tile) {
-  Model model;
-  ModelTraining training;
-  if (frontend::looks_like_onnx(model_text, options.model_path)) {
+StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& options, uint64_t bytes_per_tile) {
+  if (loaded.is_onnx()) {
     if (options.mode == Mode::kTrain && !options.loss) {
       return bad_option(options.model_path + ": an ONNX model has no loss; give --loss "
                               "sparse_categorical_crossentropy to train it, or --mode infer");
     }
-    frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain,
-                                       options.constant_inputs, bytes_per_tile};
-    IPU_ASSIGN_OR_RETURN(model.forward, frontend::import_onnx(model_text, options.model_path, import));
-    training = onnx_training();
-  } else {
-    if (!options.constant_inputs.empty()) {
-      return bad_option(options.model_path + ": --constant-input applies to ONNX models only");
-    }
-    IPU_ASSIGN_OR_RETURN(frontend::ModelSpec spec, frontend::parse_graph_spec(model_text, options.model_path));
-    if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(frontend::apply_stage_assignment(spec, options.stage_assignment));
-    IPU_ASSIGN_OR_RETURN(model.forward, frontend::build_forward_graph(spec, options.batch_size, options.mode == Mode::kTrain));
-    training = spec_training(spec);
+  } else if (!options.constant_inputs.empty()) {
+    return bad_option(options.model_path + ": --constant-input applies to ONNX models only");
   }
+  Model model;
+  const frontend::ModelTraining training = loaded.training();
+  frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain,
+                                     options.constant_inputs, bytes_per_tile};
+  IPU_ASSIGN_OR_RETURN(model.forward, std::move(loaded).forward_graph(import));
   model.loss = training.loss;
   model.optimizer = with_overrides(training.optimizer, options);
   return model;
 }
 
-// The model's training configuration without building its graph, for the cache key. A spec
-// that does not parse gets the defaults: its compile fails, so no entry is stored under the key.
-ModelTraining model_training(const std::string& model_text, const CompileOptions& options) {
-  if (frontend::looks_like_onnx(model_text, options.model_path)) return onnx_training();
-  auto spec = frontend::parse_graph_spec(model_text, options.model_path);
-  return spec.ok() ? spec_training(*spec) : ModelTraining{};
-}
-
 }  // namespace
 
-int model_stage_count(const std::string& model_text, const CompileOptions& options) {
-  if (frontend::looks_like_onnx(model_text, options.model_path)) {
-    return frontend::onnx_stage_count(model_text, options.stage_assignment);
-  }
-  auto spec = frontend::parse_graph_spec(model_text, options.model_path);
-  if (!spec.ok()) return 1;
-  if (!options.stage_assignment.empty() && !frontend::apply_stage_assignment(*spec, options.stage_assignment).ok()) return 1;
-  return std::max(1, spec->num_stages);
-}
-
-CompileOptions with_model_defaults(const std::string& model_text, CompileOptions options) {
+CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options) {
   if (options.gradient_accumulation == 0) {
     const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
-    options.gradient_accumulation = fills_pipeline ? static_cast<uint32_t>(model_stage_count(model_text, options)) : 1;
+    options.gradient_accumulation = fills_pipeline ? static_cast<uint32_t>(model.stage_count(options.stage_assignment)) : 1;
   }
   if (options.steps_per_execution == 0) options.steps_per_execution = options.gradient_accumulation;
   return options;
 }
 
-std::vector<std::pair<std::string, std::string>> codegen_options(const std::string& model_text,
+std::vector<std::pair<std::string, std::string>> codegen_options(const frontend::LoadedModel& model,
                                                                  const CompileOptions& options) {
-  const CompileOptions o = with_model_defaults(model_text, options);
+  const CompileOptions o = with_model_defaults(model, options);
   std::vector<std::pair<std::string, std::string>> out = {
       {"arch", o.arch},
       {"tiles_per_ipu", o.tiles_per_ipu ? std::to_string(*o.tiles_per_ipu) : "preset"},
@@ -174,7 +127,7 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const std::stri
   // The values the compile will use, so an option equal to the model's own value is the same
   // key as leaving it out. Inference builds no training ops: these options change nothing there.
   if (o.mode == Mode::kTrain) {
-    const ModelTraining training = model_training(model_text, o);
+    const frontend::ModelTraining training = model.training();
     const passes::OptimizerConfig optimizer = with_overrides(training.optimizer, o);
     out.emplace_back("loss", o.loss.value_or(training.loss_name.empty() ? "none" : training.loss_name));
     out.emplace_back("optimizer", o.optimizer.value_or("sgd"));
@@ -186,16 +139,20 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const std::stri
   std::string stages;
   for (int s : o.stage_assignment) stages += (stages.empty() ? "" : ",") + std::to_string(s);
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
-  const bool pipelined = model_stage_count(model_text, o) > 1;
+  const bool pipelined = model.stage_count(o.stage_assignment) > 1;
   out.emplace_back("schedule", pipelined ? o.schedule : "none");
   out.emplace_back("recompute", pipelined && o.mode == Mode::kTrain && o.recompute ? "1" : "0");
   out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
   return out;
 }
 
-StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& given) {
+StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options) {
+  return compile_model(frontend::LoadedModel::parse(model_text, options.model_path), options);
+}
+
+StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const CompileOptions& given) {
   ir::install_op_table(ir::op_definitions());  // every graph the frontends and passes build runs the ops' rules
-  const CompileOptions options = with_model_defaults(model_text, given);
+  const CompileOptions options = with_model_defaults(loaded, given);
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
   IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile));
@@ -203,7 +160,7 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
 
   CompileResult result;
   auto start = std::chrono::steady_clock::now();
-  IPU_ASSIGN_OR_RETURN(Model model, load_model(model_text, options, target.bytes_per_tile));
+  IPU_ASSIGN_OR_RETURN(Model model, load_model(std::move(loaded), options, target.bytes_per_tile));
   frontend::ForwardGraph& forward = model.forward;
   result.timings.frontend_seconds = seconds_since(start);
 

@@ -1,5 +1,6 @@
-// The compiler's entry point: model bytes + options → executable. Knows nothing of the
-// command line or the cache; cli/ maps flags to CompileOptions and stores the result.
+// The compiler's entry point: a loaded model + options → executable. Knows nothing of the
+// command line or the cache; compile_cache/ looks the result up and stores it, cli/ maps flags to
+// CompileOptions.
 #pragma once
 
 #include <map>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/frontend/loaded_model.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/lowering/memory_plan.h"
 #include "runtime/format/executable.pb.h"
@@ -17,7 +19,7 @@ namespace ipu::compiler {
 enum class Mode { kTrain, kInfer };
 
 struct CompileOptions {
-  std::string model_path;  // for messages and the executable's model name; ".onnx" selects ONNX
+  std::string model_path;  // the model file: messages, the executable's model name; ".onnx" selects ONNX
   std::string arch = "mk2";
   std::optional<uint32_t> tiles_per_ipu;
   std::optional<uint64_t> bytes_per_tile;
@@ -40,24 +42,20 @@ struct CompileOptions {
   std::map<std::string, frontend::ConstantInput> constant_inputs;
 };
 
-// The pipeline stages the model declares (or options.stage_assignment gives it), without building
-// it; 1 for a model without stages or one that does not parse (its compile says why).
-int model_stage_count(const std::string& model_text, const CompileOptions& options);
-
 // Options left at 0 take their values from the model, as Keras on IPU chooses them:
 // gradient_accumulation the smallest that fills the pipeline (its stage count when training under
 // the grouped or interleaved schedule, else 1), steps_per_execution one update (that count).
 // compile_model and codegen_options resolve them first, so a default and the same value given
 // explicitly are one cache entry.
-CompileOptions with_model_defaults(const std::string& model_text, CompileOptions options);
+CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options);
 
 // Every option that changes the compiled program, as (name, canonical value) pairs, for the
 // cache key. Options that only affect output paths or logging are deliberately absent. Training
-// hyperparameters are keyed by the values the compile of model_text will use (the model's own
+// hyperparameters are keyed by the values the compile of `model` will use (the model's own
 // unless overridden), and not at all in inference; the pipeline schedule and recompute only for a
 // model with stages (and recompute only when training), so options that cannot change the
 // program do not make a second entry.
-std::vector<std::pair<std::string, std::string>> codegen_options(const std::string& model_text,
+std::vector<std::pair<std::string, std::string>> codegen_options(const frontend::LoadedModel& model,
                                                                  const CompileOptions& options);
 
 struct CompileTimings {
@@ -75,7 +73,11 @@ struct CompileResult {
 
 // Errors: BadOption (an option value, or one the model cannot take), InvalidArgument (a bad
 // model, every problem listed), Unsupported,
-// ResourceExhausted (a tile overflows; the message has the per-tile report).
+// ResourceExhausted (a tile overflows; the message has the per-tile report). `model` is loaded
+// from options.model_path.
+StatusOr<CompileResult> compile_model(frontend::LoadedModel model, const CompileOptions& options);
+
+// compile_model of model bytes, loaded as options.model_path (the unit tests' models).
 StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options);
 
 }  // namespace ipu::compiler

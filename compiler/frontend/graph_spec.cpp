@@ -502,6 +502,10 @@ StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& p
     return invalid_argument(path + ": nested more than " + std::to_string(kMaxJsonNesting) + " levels deep");
   }
   IPU_ASSIGN_OR_RETURN(json j, parse_json(text, path));
+  return parse_graph_spec(j, path);
+}
+
+StatusOr<ModelSpec> parse_graph_spec(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) return invalid_argument(path + ": the spec must be a JSON object");
   Problems problems(path);
   for (const auto& [key, value] : j.items()) {

@@ -2,6 +2,8 @@
 // Functional form, parsed and validated into a ModelSpec, then built into an IR graph.
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <array>
 #include <optional>
 #include <string>
@@ -65,6 +67,9 @@ struct ModelSpec {
 // InvalidArgument, or Unsupported when a problem is a loss, optimizer or input dtype ipucc does
 // not implement.
 StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& path);
+
+// parse_graph_spec of a document already parsed (LoadedModel), nested at most kMaxJsonNesting deep.
+StatusOr<ModelSpec> parse_graph_spec(const nlohmann::json& document, const std::string& path);
 
 // Applies a stage assignment given on the command line, with the same checks as the spec's.
 Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages);

@@ -448,12 +448,7 @@ bool looks_like_onnx(std::string_view bytes, const std::string& path) {
   return false;
 }
 
-int onnx_stage_count(std::string_view bytes, const std::vector<int>& stage_assignment) {
-  onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return 1;
-  }
+int onnx_stage_count(const onnx::ModelProto& model, const std::vector<int>& stage_assignment) {
   OnnxImportOptions options;
   options.stage_assignment = stage_assignment;
   Problems problems("");
@@ -462,14 +457,23 @@ int onnx_stage_count(std::string_view bytes, const std::vector<int>& stage_assig
   return problems.empty() ? stages : 1;
 }
 
-StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options) {
+Status parse_onnx_model(std::string_view bytes, const std::string& path, onnx::ModelProto& model) {
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
     return invalid_argument(path + ": larger than the 2 GiB protobuf limit");
   }
-  onnx::ModelProto model;
   if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return invalid_argument(path + ": not an ONNX model (the ModelProto does not parse)");
   }
+  return Status();
+}
+
+StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  IPU_RETURN_IF_ERROR(parse_onnx_model(bytes, path, model));
+  return import_onnx(std::move(model), path, options);
+}
+
+StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& path, const OnnxImportOptions& options) {
   if (!model.has_graph()) return invalid_argument(path + ": the ONNX model has no graph");
   // A model of another domain's ops only (ONNX's ai.onnx.preview.training tests import nothing
   // else) is valid, and its nodes unsupported, each named below; a node of the default domain

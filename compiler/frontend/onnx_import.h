@@ -16,6 +16,10 @@
 #include "runtime/base/status.h"
 #include "runtime/data/npy.h"
 
+namespace onnx {
+class ModelProto;
+}
+
 namespace ipu::frontend {
 
 // A graph input bound to a value at compile time (`--constant-input NAME=FILE`): it is imported
@@ -41,10 +45,17 @@ struct OnnxImportOptions {
 // attributes or types ipucc does not implement; every offending node listed).
 StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options);
 
+// import_onnx of a parsed model, which becomes the graph's source_onnx (without its weights' data).
+StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& path, const OnnxImportOptions& options);
+
+// Parses `bytes` into `model`. InvalidArgument naming `path` when they are not a ModelProto or
+// exceed protobuf's 2 GiB limit.
+Status parse_onnx_model(std::string_view bytes, const std::string& path, onnx::ModelProto& model);
+
 // The pipeline stages a model declares (PopART's attributes, or `stage_assignment`) without
 // importing it, for the options that default from the stage count before a compile and its cache
 // key. 1 for a model without stages or whose stages are not valid (its import says why).
-int onnx_stage_count(std::string_view bytes, const std::vector<int>& stage_assignment);
+int onnx_stage_count(const onnx::ModelProto& model, const std::vector<int>& stage_assignment);
 
 // True if `bytes` should be read as ONNX rather than as a JSON graph spec: the path ends in
 // .onnx, or the content does not start like JSON.

@@ -13,7 +13,7 @@
 #include "runtime/base/status.h"
 #include "runtime/format/executable.pb.h"
 
-namespace ipu::cli {
+namespace ipu::compile_cache {
 
 // The name under which an executable records the digest of its weight values.
 inline constexpr const char* kWeightsField = "weights_sha256";
@@ -32,4 +32,4 @@ Status check_executable_key(const format::Executable& exe, const cache::Manifest
 // any message under a key's recorded manifest, so belonging to the key is not enough.
 Status check_cache_entry(const format::Executable& exe, const cache::Manifest& expected, const std::string& origin);
 
-}  // namespace ipu::cli
+}  // namespace ipu::compile_cache

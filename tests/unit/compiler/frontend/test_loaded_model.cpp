@@ -1,4 +1,4 @@
-// Model fingerprints for the cache key (compiler/frontend/model_fingerprint.cpp): ONNX weight
+// LoadedModel's fingerprint for the cache key (compiler/frontend/loaded_model.cpp): ONNX weight
 // values stay out of the structure digest while everything else stays in; JSON specs are keyed
 // by their parsed content.
 #include <doctest/doctest.h>
@@ -6,14 +6,20 @@
 #include <cstring>
 #include <string>
 
-#include "compiler/frontend/model_fingerprint.h"
+#include "compiler/frontend/loaded_model.h"
 #include "tests/unit/compiler/onnx_builder.h"
 
 namespace ipu::testing {
 namespace {
 
-using frontend::fingerprint_model;
-using frontend::model_weights;
+using frontend::LoadedModel;
+using frontend::ModelFingerprint;
+
+ModelFingerprint fingerprint_model(const std::string& text, const std::string& path) {
+  return LoadedModel::parse(text, path).fingerprint();
+}
+
+auto model_weights(const std::string& text, const std::string& path) { return LoadedModel::parse(text, path).weights(); }
 
 // x [N,6] → Gemm(transB) with W [4,6] and b [4] → y; `phase` picks the weight values.
 OnnxBuilder gemm(float phase, int64_t units = 4) {
@@ -84,7 +90,7 @@ TEST_CASE("ONNX fingerprint: weight values change the weights digest only") {
   }
 }
 
-TEST_CASE("ONNX model_weights: FLOAT initializers by name as little-endian floats") {
+TEST_CASE("ONNX LoadedModel::weights: FLOAT initializers by name as little-endian floats") {
   auto weights = model_weights(gemm(0.5f).bytes(), "a.onnx");
   REQUIRE(weights.ok());
   REQUIRE(weights->size() == 2);

@@ -6,8 +6,8 @@
 
 #include <string>
 
-namespace ipu::cli {
+namespace ipu::compile_cache {
 
 std::string compiler_build_identity();
 
-}  // namespace ipu::cli
+}  // namespace ipu::compile_cache

@@ -1,4 +1,4 @@
-#include "cli/cached_compile.h"
+#include "compile_cache/compile_through_cache.h"
 
 #include <chrono>
 #include <memory>
@@ -10,14 +10,12 @@
 #include "cache/file_lock.h"
 #include "cache/local_store.h"
 #include "cache/remote_store.h"
-#include "cli/compiler_identity.h"
-#include "cli/executable_key.h"
-#include "cli/tensor_file.h"
-#include "compiler/frontend/model_fingerprint.h"
+#include "compile_cache/compiler_identity.h"
+#include "compile_cache/executable_key.h"
 #include "runtime/base/file_io.h"
 #include "runtime/format/executable_file.h"
 
-namespace ipu::cli {
+namespace ipu::compile_cache {
 namespace {
 
 // 2: the model's structure (model_structure_sha256) instead of its whole file (model_sha256).
@@ -137,8 +135,9 @@ void set_recorded_weights(format::Executable& exe, const std::string& digest) {
 
 // Gives every weight of `exe` the initial value the model holds for it. The structures match
 // (equal keys), so each weight has a value of its size; anything else is reported, never run.
-Status use_model_weights(format::Executable& exe, const std::string& model_text, const std::string& model_path) {
-  IPU_ASSIGN_OR_RETURN(auto weights, frontend::model_weights(model_text, model_path));
+Status use_model_weights(format::Executable& exe, const frontend::LoadedModel& model) {
+  const std::string& model_path = model.path();
+  IPU_ASSIGN_OR_RETURN(auto weights, model.weights());
   for (auto& tensor : *exe.mutable_tensors()) {
     if (tensor.role() != format::WEIGHT || tensor.initial_value().empty()) continue;
     auto value = weights.find(tensor.name());
@@ -153,7 +152,7 @@ Status use_model_weights(format::Executable& exe, const std::string& model_text,
 
 // The remote side of one compile: consulted after a local miss, uploaded to after a compile.
 // Nothing it returns is trusted: the manifest must equal the expected one byte for byte, the
-// executable must parse and belong to the key (cli/executable_key.h). A failed request warns and
+// executable must parse and belong to the key (compile_cache/executable_key.h). A failed request warns and
 // turns the remote cache off for the rest of the compile; a rejected entry warns too but is then
 // replaced by the upload of this compile. A 404 is a plain miss. One warning per compile at most.
 class RemoteSession {
@@ -224,75 +223,26 @@ class RemoteSession {
 
 }  // namespace
 
-StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, const std::string& model_path,
-                                                      const std::string& default_mode) {
-  compiler::CompileOptions o;
-  o.model_path = model_path;
-  o.arch = f.arch;
-  if (f.tiles_per_ipu) o.tiles_per_ipu = f.tiles_per_ipu;
-  if (f.bytes_per_tile) o.bytes_per_tile = f.bytes_per_tile;
-  o.batch_size = f.batch_size;
-  o.steps_per_execution = f.steps_per_execution;
-  o.gradient_accumulation = f.gradient_accumulation;
-  o.replicas = f.replicas;
-  o.num_ipus = f.num_ipus;
-  o.schedule = f.schedule;
-  o.recompute = f.recompute;
-  const std::string& mode = f.mode.empty() ? default_mode : f.mode;
-  o.mode = mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
-  if (!f.loss.empty()) o.loss = f.loss;
-  if (!f.optimizer.empty()) o.optimizer = f.optimizer;
-  if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
-  if (f.momentum >= 0) o.momentum = f.momentum;
-  o.stage_assignment = f.stage_assignment;
-  for (const std::string& binding : f.constant_inputs) {
-    // The flag's check guarantees NAME=FILE; a name never holds '=', a path may.
-    const size_t eq = binding.find('=');
-    const std::string name = binding.substr(0, eq);
-    const std::string file = binding.substr(eq + 1);
-    const std::string where = "--constant-input " + binding;
-    if (o.constant_inputs.count(name)) return invalid_argument(where + ": input '" + name + "' is bound twice");
-    StatusOr<data::NpyArray> value = read_tensor_file(file);
-    if (!value.ok()) {
-      // A malformed file is the user's input, not a corrupt executable (DataLoss's exit code).
-      const Status& s = value.status();
-      const Status status = s.code() == StatusCode::kDataLoss ? invalid_argument(s.message()) : s;
-      return status.with_context(where);
-    }
-    o.constant_inputs[name] = frontend::ConstantInput{std::move(*value), file};
-  }
-  return o;
-}
-
-std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path, const format::Executable& exe) {
-  const uint32_t K = exe.pipeline().gradient_accumulation();
-  if (flags.gradient_accumulation != 0 || K <= 1) return "";
-  std::string note = model_path + ": " + std::to_string(exe.pipeline().num_stages()) +
-                     " pipeline stages: --gradient-accumulation defaults to " + std::to_string(K) +
-                     ", the fewest micro-batches that fill the " + exe.pipeline().schedule() + " pipeline";
-  if (flags.steps_per_execution == 0) note += ", and --steps-per-execution to " + std::to_string(exe.steps_per_execution()) + ", one update";
-  return note;
-}
-
-cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text,
-                              const frontend::ModelFingerprint& model) {
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::LoadedModel& model) {
   cache::Manifest m;
   m.set("key_schema", kKeySchemaVersion);
   m.set("format_version", std::to_string(format::kFormatVersion));
   m.set("compiler_build", compiler_build_identity());
-  m.set("model_structure_sha256", model.structure_sha256);
-  for (auto& [name, value] : compiler::codegen_options(model_text, options)) m.set("option." + name, value);
+  m.set("model_structure_sha256", model.fingerprint().structure_sha256);
+  for (auto& [name, value] : compiler::codegen_options(model, options)) m.set("option." + name, value);
   return m;
 }
 
 StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& request, const WarningSink& warn) {
   const auto start = std::chrono::steady_clock::now();
   IPU_ASSIGN_OR_RETURN(std::string model_text, read_file(request.options.model_path));
-  const frontend::ModelFingerprint fingerprint = frontend::fingerprint_model(model_text, request.options.model_path);
-  const cache::Manifest manifest = make_manifest(request.options, model_text, fingerprint);
+  frontend::LoadedModel model = frontend::LoadedModel::parse(model_text, request.options.model_path);
+  model_text = std::string();  // the parse holds all a compile needs: the file's bytes go before it
+  const frontend::ModelFingerprint fingerprint = model.fingerprint();  // a copy: a miss compiles `model` away
+  const cache::Manifest manifest = make_manifest(request.options, model);
   CachedCompile out;
   out.key = manifest.key();
-  out.outcome = request.force ? "forced" : "miss";
+  out.outcome = request.force ? CacheOutcome::kForced : CacheOutcome::kMiss;
 
   // The cache is an accelerator: if it cannot be opened, compile anyway and say so once.
   std::unique_ptr<cache::LocalStore> store;
@@ -302,10 +252,10 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
       store = std::make_unique<cache::LocalStore>(std::move(*opened));
     } else {
       warn(opened.status().message() + "; compiling without the cache");
-      out.outcome = "disabled";
+      out.outcome = CacheOutcome::kDisabled;
     }
   } else {
-    out.outcome = "disabled";
+    out.outcome = CacheOutcome::kDisabled;
   }
 
   std::optional<CacheSession> session;
@@ -339,7 +289,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     }
     if ((hit || remote_hit) && recorded_weights(out.executable) != fingerprint.weights_sha256) {
       // The entry was compiled from a model with the same structure and other weight values.
-      Status swapped = use_model_weights(out.executable, model_text, request.options.model_path);
+      Status swapped = use_model_weights(out.executable, model);
       if (swapped.ok()) {
         set_recorded_weights(out.executable, fingerprint.weights_sha256);
         out.bytes = format::serialize_executable(out.executable);
@@ -349,7 +299,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
       }
     }
     if (hit || remote_hit) {
-      out.outcome = hit ? "hit" : "remote-hit";
+      out.outcome = hit ? CacheOutcome::kHit : CacheOutcome::kRemoteHit;
       session->delta().hits = hit ? 1 : 0;
       session->delta().compiles_avoided = 1;
     } else {
@@ -363,7 +313,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     }
   }
 
-  IPU_ASSIGN_OR_RETURN(compiler::CompileResult compiled, compiler::compile_model(model_text, request.options));
+  IPU_ASSIGN_OR_RETURN(compiler::CompileResult compiled, compiler::compile_model(std::move(model), request.options));
   out.executable = std::move(compiled.executable);
   for (const auto& [name, value] : manifest.entries()) {
     auto* entry = out.executable.add_manifest();
@@ -402,4 +352,4 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   return out;
 }
 
-}  // namespace ipu::cli
+}  // namespace ipu::compile_cache

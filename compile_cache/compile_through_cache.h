@@ -1,6 +1,8 @@
 // Compile through the cache: look the executable up, and on a miss take the key's lock, look
 // again, compile, store and enforce the size limit. Shared by `ipucc compile` and `ipurun MODEL`
-// so both use one key, one lock and one set of counters.
+// so both use one key, one lock and one set of counters. The model file is read and parsed once
+// (frontend::LoadedModel): its fingerprint and the options that default from it make the key, and
+// a miss compiles that same parse.
 #pragma once
 
 #include <cstdint>
@@ -8,31 +10,18 @@
 #include <string>
 
 #include "cache/manifest.h"
-#include "cli/compile_flags.h"
+#include "compile_cache/cache_outcome.h"
 #include "compiler/driver/compile.h"
-#include "compiler/frontend/model_fingerprint.h"
+#include "compiler/frontend/loaded_model.h"
 #include "runtime/base/status.h"
 #include "runtime/format/executable.pb.h"
 
-namespace ipu::cli {
-
-// The compiler options of `flags` for `model_path`; `default_mode` when flags.mode is empty.
-// Reads the --constant-input files; errors name the flag, the input and the file: NotFound /
-// IoError (the file cannot be read), InvalidArgument (a name given twice, content that is not a
-// tensor), Unsupported (a tensor type ipucc does not read).
-StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& flags, const std::string& model_path,
-                                                      const std::string& default_mode);
+namespace ipu::compile_cache {
 
 // Every input that changes the compiled program (docs/cache.md): its key is the cache key. The
 // model's weight values are not among them: a hit whose executable holds other values gets the
 // model's (compile_through_cache).
-// A note on what the model chose for options the flags left to it (compiler::with_model_defaults),
-// worth saying when it is not 1: "MODEL: 2 pipeline stages: --gradient-accumulation defaults to
-// 2, ...". Empty otherwise.
-std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path, const format::Executable& exe);
-
-cache::Manifest make_manifest(const compiler::CompileOptions& options, const std::string& model_text,
-                              const frontend::ModelFingerprint& model);
+cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::LoadedModel& model);
 
 struct CachedCompileRequest {
   compiler::CompileOptions options;  // options.model_path names the model file
@@ -47,7 +36,7 @@ struct CachedCompileRequest {
 
 struct CachedCompile {
   std::string key;
-  std::string outcome;  // "hit", "remote-hit", "miss", "forced", or "disabled" when no cache was used
+  CacheOutcome outcome = CacheOutcome::kMiss;
   std::string entry;    // the entry's .ipuexe path; "" if the executable is not in the cache
   std::string bytes;    // the framed executable
   format::Executable executable;
@@ -64,4 +53,4 @@ using WarningSink = std::function<void(const std::string&)>;
 // a compile, it is reported through `warn`.
 StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& request, const WarningSink& warn);
 
-}  // namespace ipu::cli
+}  // namespace ipu::compile_cache

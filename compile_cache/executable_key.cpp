@@ -1,11 +1,11 @@
-#include "cli/executable_key.h"
+#include "compile_cache/executable_key.h"
 
 #include <utility>
 #include <vector>
 
 #include "runtime/format/verifier.h"
 
-namespace ipu::cli {
+namespace ipu::compile_cache {
 
 StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const std::string& origin) {
   std::vector<std::pair<std::string, std::string>> entries;
@@ -37,4 +37,4 @@ Status check_cache_entry(const format::Executable& exe, const cache::Manifest& e
   return Status();
 }
 
-}  // namespace ipu::cli
+}  // namespace ipu::compile_cache

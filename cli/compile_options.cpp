@@ -1,0 +1,59 @@
+#include "cli/compile_options.h"
+
+#include <utility>
+
+#include "cli/tensor_file.h"
+
+namespace ipu::cli {
+
+StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, const std::string& model_path,
+                                                      const std::string& default_mode) {
+  compiler::CompileOptions o;
+  o.model_path = model_path;
+  o.arch = f.arch;
+  if (f.tiles_per_ipu) o.tiles_per_ipu = f.tiles_per_ipu;
+  if (f.bytes_per_tile) o.bytes_per_tile = f.bytes_per_tile;
+  o.batch_size = f.batch_size;
+  o.steps_per_execution = f.steps_per_execution;
+  o.gradient_accumulation = f.gradient_accumulation;
+  o.replicas = f.replicas;
+  o.num_ipus = f.num_ipus;
+  o.schedule = f.schedule;
+  o.recompute = f.recompute;
+  const std::string& mode = f.mode.empty() ? default_mode : f.mode;
+  o.mode = mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
+  if (!f.loss.empty()) o.loss = f.loss;
+  if (!f.optimizer.empty()) o.optimizer = f.optimizer;
+  if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
+  if (f.momentum >= 0) o.momentum = f.momentum;
+  o.stage_assignment = f.stage_assignment;
+  for (const std::string& binding : f.constant_inputs) {
+    // The flag's check guarantees NAME=FILE; a name never holds '=', a path may.
+    const size_t eq = binding.find('=');
+    const std::string name = binding.substr(0, eq);
+    const std::string file = binding.substr(eq + 1);
+    const std::string where = "--constant-input " + binding;
+    if (o.constant_inputs.count(name)) return invalid_argument(where + ": input '" + name + "' is bound twice");
+    StatusOr<data::NpyArray> value = read_tensor_file(file);
+    if (!value.ok()) {
+      // A malformed file is the user's input, not a corrupt executable (DataLoss's exit code).
+      const Status& s = value.status();
+      const Status status = s.code() == StatusCode::kDataLoss ? invalid_argument(s.message()) : s;
+      return status.with_context(where);
+    }
+    o.constant_inputs[name] = frontend::ConstantInput{std::move(*value), file};
+  }
+  return o;
+}
+
+std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path, const format::Executable& exe) {
+  const uint32_t K = exe.pipeline().gradient_accumulation();
+  if (flags.gradient_accumulation != 0 || K <= 1) return "";
+  std::string note = model_path + ": " + std::to_string(exe.pipeline().num_stages()) +
+                     " pipeline stages: --gradient-accumulation defaults to " + std::to_string(K) +
+                     ", the fewest micro-batches that fill the " + exe.pipeline().schedule() + " pipeline";
+  if (flags.steps_per_execution == 0) note += ", and --steps-per-execution to " + std::to_string(exe.steps_per_execution()) + ", one update";
+  return note;
+}
+
+}  // namespace ipu::cli
