@@ -120,6 +120,7 @@ void LowerContext::begin_compute_set(std::string name, int ipu) {
   m_cs_ipu = ipu;
   m_tile_cursor = 0;
   m_tile_compute.clear();
+  m_tile_received.clear();
   m_pending_writes.clear();
   m_record = ComputeSetRecord();
   m_op_index = -1;
@@ -176,8 +177,12 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) {
   v->set_op(static_cast<uint32_t>(m_op_index));
   m_tile_compute[tile] += cycles;
   for (const Region& r : spec.reads) {
-    m_record.received_bytes[tile] += bytes_off_tile(r, tile);
+    const uint64_t bytes = bytes_off_tile(r, tile);
+    m_record.received_bytes[tile] += bytes;
     m_record.tensors.insert(r.tensor);
+    if (bytes > 0) {
+      m_tile_received[tile][{r.tensor, r.row_begin, r.row_end, r.col_begin, r.col_end, r.row_stride}] += bytes;
+    }
   }
   for (const Region& w : spec.writes) {
     m_record.tensors.insert(w.tensor);
@@ -206,11 +211,25 @@ std::optional<uint32_t> LowerContext::end_compute_set() {
   double compute = 0, exchange = 0;
   uint64_t exchange_bytes = 0;
   for (const auto& [tile, cycles] : m_tile_compute) compute = std::max(compute, cycles);
+  const uint32_t bus = std::max<uint32_t>(1, m.tiles_per_exchange_bus);
   for (const auto& [tile, bytes] : m_record.received_bytes) {
-    exchange = std::max(exchange, static_cast<double>(bytes) / m.exchange_bytes_per_cycle);
+    // Regions the bus's other tiles receive too (of those, the bytes both fetch from elsewhere).
+    double shared = 0;
+    const auto& mine = m_tile_received[tile];
+    for (uint32_t partner = tile - tile % bus; partner < tile - tile % bus + bus; ++partner) {
+      auto theirs = m_tile_received.find(partner);
+      if (partner == tile || theirs == m_tile_received.end()) continue;
+      for (const auto& [region, region_bytes] : mine) {
+        auto same = theirs->second.find(region);
+        if (same != theirs->second.end()) shared += static_cast<double>(std::min(region_bytes, same->second));
+      }
+    }
+    shared = std::min(shared, static_cast<double>(bytes));
+    exchange = std::max(exchange, target::exchange_cycles(m, static_cast<double>(bytes), shared));
     exchange_bytes += bytes;
   }
-  m_cs->set_cycles(static_cast<uint64_t>(m.sync_cycles + exchange + compute));
+  const double sync = target::sync_cycles(m_target, m_exe.target().num_ipus());
+  m_cs->set_cycles(static_cast<uint64_t>(sync + exchange + compute));
   m_cs->set_exchange_bytes(exchange_bytes);
   m_records.push_back(std::move(m_record));
   m_cs = nullptr;

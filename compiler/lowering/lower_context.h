@@ -3,6 +3,7 @@
 // compute set has handed out, and the cycles and exchange of each compute set.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -110,6 +111,11 @@ class LowerContext {
   int m_cs_ipu = 0;
   uint32_t m_tile_cursor = 0;
   std::map<uint32_t, double> m_tile_compute;
+  // What each tile receives in the open compute set, region by region (tensor, rows, columns,
+  // row stride), with the bytes of it held elsewhere: a region both tiles of an exchange bus
+  // receive arrives at twice the rate (target::exchange_cycles).
+  using RegionKey = std::array<int64_t, 6>;
+  std::map<uint32_t, std::map<RegionKey, uint64_t>> m_tile_received;
   std::map<uint32_t, std::vector<format::Interval>> m_pending_writes;
   ComputeSetRecord m_record;
   std::vector<ComputeSetRecord> m_records;

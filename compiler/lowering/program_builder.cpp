@@ -78,7 +78,8 @@ double ProgramBuilder::all_reduce_cycles(const format::AllReduce& all_reduce) co
   double bytes = 0;
   for (uint32_t t : all_reduce.tensors()) bytes += bytes_of(t);
   const double r = m_replicas;
-  return m_target.cycles.sync_cycles + bytes * 2.0 * (r - 1.0) / r / m_target.cycles.ipu_link_bytes_per_cycle;
+  return target::sync_cycles(m_target, m_exe.target().num_ipus()) +
+         bytes * 2.0 * (r - 1.0) / r / m_target.cycles.ipu_link_bytes_per_cycle;
 }
 
 double ProgramBuilder::estimate_cycles(const std::vector<uint32_t>& compute_sets) const {

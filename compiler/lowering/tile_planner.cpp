@@ -11,8 +11,10 @@ namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Only a fraction of a tile is offered to one op's working set: the rest holds weights,
-// other activations, exchange buffers and code.
-constexpr double kTileBudgetFraction = 0.5;
+// other activations, exchange buffers and code. poplibs' planners offer 0.6
+// (availableMemoryProportion, the default of poplin's ConvOptions and MatMulOptions and of
+// popops' SliceOptions).
+constexpr double kTileBudgetFraction = 0.6;
 
 }  // namespace
 

@@ -1,6 +1,17 @@
 #include "compiler/target/target.h"
 
+#include <cmath>
+
 namespace ipu::target {
+
+double sync_cycles(const TargetSpec& target, uint32_t ipus) {
+  const double hops = 1 + ipus / 4;
+  return std::ceil(target.cycles.sync_ns_per_hop * target.clock_hz / 1e9 * hops * 2);
+}
+
+double exchange_cycles(const CycleModel& model, double bytes, double shared) {
+  return (bytes - shared) / model.exchange_bytes_per_cycle + shared / (2 * model.exchange_bytes_per_cycle);
+}
 
 format::Target TargetSpec::to_format() const {
   format::Target t;
@@ -30,6 +41,7 @@ StatusOr<TargetSpec> target_preset(const std::string& arch) {
     t.bytes_per_tile = 262144;
     t.clock_hz = 1.6e9;
     t.cycles.macs_per_cycle = 8;
+    t.cycles.ipu_link_bytes_per_cycle = 0.85 * 128e9 / 8 / t.clock_hz;
     return t;
   }
   return invalid_argument("unknown --arch '" + arch + "' (expected mk2 or mk1)");

@@ -10,24 +10,44 @@
 
 namespace ipu::target {
 
-// Parameters of the cycle estimate. Sources and reasoning: docs/cycle_model.md.
+// Parameters of the cycle estimate. Each cites its source; docs/cycle_model.md gives the
+// formulas, and docs/cycle_model_sources.md the evidence. Cycles are tile clock cycles.
 struct CycleModel {
-  double vertex_overhead_cycles = 100;   // launching a vertex and reading its state
+  // Launching a vertex: the supervisor's start of its workers (popops basicOpSupervisorOverhead,
+  // 11) plus a worker prologue of 17 cycles on each of the 6 workers (popops UnaryOp1D
+  // estimator); poplibs' fixed vertex costs run from about 100 to 350 cycles.
+  double vertex_overhead_cycles = 11 + 6 * 17;
   // Charged once per vertex to the whole step, not to its tile: every vertex adds descriptors
   // and exchange code that the IPU runs and stores each step. Without it a plan would spread a
-  // few hundred elements over a thousand tiles to save a handful of cycles.
+  // few hundred elements over a thousand tiles to save a handful of cycles. An ipucc
+  // assumption: poplibs charges no per-region exchange cost.
   double vertex_spread_cycles = 10;
-  double macs_per_cycle = 16;            // fp32 multiply-accumulates per tile per cycle (AMP)
-  double vector_flops_per_cycle = 2;     // fp32 elementwise ops per tile per cycle (64-bit SIMD)
-  double transcendental_cycles = 10;     // extra cycles per exp/log/tanh
-  double exchange_bytes_per_cycle = 8;   // per tile, received over the exchange
-  double sync_cycles = 150;              // one BSP sync across the IPU
-  double host_bytes_per_cycle = 12;      // host link bandwidth in bytes per IPU cycle
-  double ipu_link_bytes_per_cycle = 48;  // IPU-Link: 64 GB/s between IPUs at 1.33 GHz
-  uint64_t vertex_state_bytes = 32;      // tile memory per vertex descriptor
-  uint64_t codelet_code_bytes = 1024;    // tile memory per distinct codelet used on a tile
+  // fp32 multiply-accumulates per tile per cycle on the AMP unit: the GC200's 62.5 TFLOPS fp32
+  // ÷ (2 × 1472 tiles × 1.33 GHz) = 16 (mk1: 31.1 TFLOPS ÷ (2 × 1216 × 1.6 GHz) = 8).
+  double macs_per_cycle = 16;
+  // fp32 elementwise results per tile per cycle: popops' float BinaryOp1D loop issues a 2-float
+  // vector every 3 worker cycles on each of 6 barrel-scheduled workers, ≈ 0.67 per tile cycle.
+  double vector_flops_per_cycle = 2.0 / 3.0;
+  // Extra cycles per element of exp, log, tanh and the like: popops' unaryOpPerfInfo charges
+  // float EXP 6 and LOG, TANH, SIGMOID 12 worker cycles per 2 elements, i.e. 3 to 6 tile cycles
+  // per element over 6 workers; the middle of that range.
+  double transcendental_cycles = 4.5;
+  // Bytes a tile receives per cycle over the exchange: the GC200's 8 TB/s IPU-Exchange ÷
+  // (1472 tiles × 1.33 GHz) ≈ 4 (derived; poplibs' Mk1-era default was also 4).
+  double exchange_bytes_per_cycle = 4;
+  // Two tiles share an exchange bus, and data both receive arrives at twice the rate (poplibs'
+  // ExchangeEstimator: getTilesPerSharedExchangeBus() == 2).
+  uint32_t tiles_per_exchange_bus = 2;
+  // Global sync: ceil(15 ns × clock × hops × 2) with hops = 1 + ⌊N/4⌋ for N IPUs (poplibs'
+  // setGlobalSyncLatency for its IPU model: one hop within a card plus one per card pair).
+  double sync_ns_per_hop = 15;
+  double host_bytes_per_cycle = 12;  // 16 GB/s host link: an assumption under PCIe Gen4 x16's 31.5 GB/s
+  // One IPU-Link direction: 128 Gbit/s at 85 % efficiency (poplibs' multi-IPU model), 13.6 GB/s
+  // = 10.2 bytes per 1.33 GHz cycle.
+  double ipu_link_bytes_per_cycle = 0.85 * 128e9 / 8 / 1.33e9;
+  uint64_t vertex_state_bytes = 32;      // tile memory per vertex descriptor (an assumption: Poplar's is closed)
+  uint64_t codelet_code_bytes = 1024;    // tile memory per distinct codelet used on a tile (an assumption)
 };
-
 struct TargetSpec {
   std::string arch;  // the preset ("mk2", "mk1"), also when tiles or memory are overridden
   uint32_t num_ipus = 1;
@@ -40,6 +60,14 @@ struct TargetSpec {
   uint32_t total_tiles() const { return num_ipus * tiles_per_ipu; }
   format::Target to_format() const;
 };
+
+// Cycles of one BSP sync across `ipus` IPUs (CycleModel::sync_ns_per_hop): 40 on mk2 for 1 to 3
+// IPUs, 80 for 4 to 7, 200 for 16.
+double sync_cycles(const TargetSpec& target, uint32_t ipus);
+
+// Cycles for a tile to receive `bytes` over the exchange, of which `shared` its bus partner
+// receives too (arriving at twice the rate).
+double exchange_cycles(const CycleModel& model, double bytes, double shared);
 
 // "mk2" (GC200) or "mk1" (GC2); InvalidArgument names the accepted values otherwise.
 StatusOr<TargetSpec> target_preset(const std::string& arch);

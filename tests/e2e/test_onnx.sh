@@ -85,7 +85,9 @@ print("worst step %d: %.9f vs %.9f (rel %.2e)" % (worst, ours[worst], ref["losse
 assert rel <= 1e-4, rel
 mean = sum(ours) / len(ours)
 assert abs(run["final"]["loss"] - mean) <= 1e-9 * mean
-for reference in (ref["epoch_mean_fp64"], 2.27176):
+# An epoch's mean drifts with where fp32 rounds (the tile plan sets the blocks SGEMM sums in), so
+# it is held to PyTorch's float64 and float32 runs, not to an earlier run of ours.
+for reference in (ref["epoch_mean_fp64"], ref["epoch_mean_fp32"]):
     assert abs(mean - reference) <= 1e-3 * reference, (mean, reference)
 PYEOF
 }
