@@ -32,22 +32,22 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
 
 StatusOr<int> add_unary(OnnxImportContext& ctx, int x, UnaryKind kind, float alpha, float beta,
                         const std::string& suffix) {
-  ir::OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(kind);
+  ir::UnaryAttrs attrs;
+  attrs.kind = kind;
   attrs.alpha = alpha;
   attrs.beta = beta;
   return ctx.add_op(ir::OpKind::kUnary, {x}, attrs, suffix);
 }
 
 StatusOr<int> add_binary(OnnxImportContext& ctx, int a, int b, BinaryKind kind, const std::string& suffix) {
-  ir::OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(kind);
+  ir::BinaryAttrs attrs;
+  attrs.kind = kind;
   return ctx.add_op(ir::OpKind::kBinary, {a, b}, attrs, suffix);
 }
 
 StatusOr<int> add_strided_copy(OnnxImportContext& ctx, int x, std::vector<int64_t> shape, std::vector<int64_t> strides,
                                int64_t offset, const std::string& suffix) {
-  ir::OpAttrs attrs;
+  ir::StridedCopyAttrs attrs;
   attrs.shape = std::move(shape);
   attrs.strides = std::move(strides);
   attrs.offset = offset;
