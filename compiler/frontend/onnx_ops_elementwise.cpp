@@ -340,6 +340,7 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
       {"Selu", {6, 22}, {"alpha", "gamma"}, convert_unary<UnaryKind::kSelu>},
       {"Sign", {9, 13}, {}, convert_unary<UnaryKind::kSign>},
       {"Softplus", {1, 22}, {}, convert_unary<UnaryKind::kSoftplus>},
+      {"Softsign", {1, 22}, {}, convert_unary<UnaryKind::kSoftsign>},
       {"Sqrt", {6, 13}, {}, convert_unary<UnaryKind::kSqrt>},
       {"Sub", {6, 7, 13, 14}, {"broadcast", "axis"}, convert_binary<BinaryKind::kSub>},
       {"Sum", {6, 8, 13}, {}, convert_variadic<BinaryKind::kAdd>},

@@ -97,6 +97,13 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
       IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, sq, -1, 1, "/grad_derivative"));
       break;
     }
+    case UnaryKind::kSoftsign: {  // 1 / (1 + |x|)²
+      IPU_ASSIGN_OR_RETURN(int abs, grad_unary(ctx, op, UnaryKind::kAbs, x, 0, 0, "/grad_abs"));
+      IPU_ASSIGN_OR_RETURN(int denominator, grad_unary(ctx, op, UnaryKind::kAffine, abs, 1, 1, "/grad_one_plus"));
+      IPU_ASSIGN_OR_RETURN(int squared, grad_unary(ctx, op, UnaryKind::kSquare, denominator, 0, 0, "/grad_square"));
+      IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kDiv, dy, squared, "/grad"));
+      break;
+    }
     case UnaryKind::kSigmoid: {  // y·(1 − y)
       IPU_ASSIGN_OR_RETURN(int one_minus, grad_unary(ctx, op, UnaryKind::kAffine, y, -1, 1, "/grad_complement"));
       IPU_ASSIGN_OR_RETURN(derivative, grad_binary(ctx, op, BinaryKind::kMul, y, one_minus, "/grad_derivative"));
