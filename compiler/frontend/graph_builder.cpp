@@ -41,7 +41,7 @@ StatusOr<int> add_dense(ir::Graph& graph, const LayerSpec& layer, size_t index, 
   const int kernel = graph.add_value(layer.name + "/kernel", {ir::DType::kFloat32, {fan_in, units}}, ir::Role::kWeight);
   graph.value(kernel).initial = initial_values(kernel_init, fan_in, units, fan_in * units);
   graph.value(kernel).stage = stage;
-  IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kMatMul, layer.name + "/matmul", {input, kernel}, {},
+  IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kMatMul, layer.name + "/matmul", {input, kernel}, ir::MatMulAttrs{},
                                             ir::Phase::kForward, stage));
   int out = graph.op(op).outputs[0];
   if (layer.use_bias) {
@@ -57,7 +57,7 @@ StatusOr<int> add_dense(ir::Graph& graph, const LayerSpec& layer, size_t index, 
 
 StatusOr<int> add_flatten(ir::Graph& graph, const LayerSpec& layer, int input, int stage) {
   const ir::TensorType& in = graph.value(input).type;
-  ir::OpAttrs attrs;
+  ir::ReshapeAttrs attrs;
   attrs.shape = {in.shape[0], in.elements() / in.shape[0]};
   IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kReshape, layer.name, {input}, attrs, ir::Phase::kForward, stage));
   return graph.op(op).outputs[0];
@@ -92,7 +92,7 @@ StatusOr<int> in_layout(ir::Graph& graph, const LayerOutput& out, bool channels_
   ir::OpKind kind = channels_first ? ir::OpKind::kToChannelsFirst : ir::OpKind::kToChannelsLast;
   if (channels == 1 || spatial == 1) {
     kind = ir::OpKind::kReshape;
-    attrs.shape = target;
+    attrs = ir::ReshapeAttrs{target};
   }
   IPU_ASSIGN_OR_RETURN(int op, graph.add_op(kind, name + (channels_first ? "/to_channels_first" : "/to_channels_last"),
                                             {out.value}, attrs, ir::Phase::kForward, stage));
@@ -143,7 +143,7 @@ StatusOr<int> add_conv2d(ir::Graph& graph, const LayerSpec& layer, size_t index,
     graph.value(bias).stage = stage;
     inputs.push_back(bias);
   }
-  ir::OpAttrs attrs;
+  ir::ConvAttrs attrs;
   attrs.window = keras_window(layer, shape, layer.kernel_size, layer.strides.value_or(std::array<int64_t, 2>{1, 1}));
   IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kConv, layer.name + "/conv", inputs, attrs, ir::Phase::kForward, stage));
   return add_activation(graph, layer, graph.op(op).outputs[0], stage);
@@ -154,8 +154,7 @@ StatusOr<int> add_pool(ir::Graph& graph, const LayerSpec& layer, int x, int stag
   if (shape.size() != 4) {
     return invalid_argument("expects a rank-4 input [batch, height, width, channels], got " + graph.value(x).type.to_string());
   }
-  ir::OpAttrs attrs;
-  attrs.window = keras_window(layer, shape, layer.pool_size, layer.strides.value_or(layer.pool_size));
+  const ir::WindowAttrs attrs = keras_window(layer, shape, layer.pool_size, layer.strides.value_or(layer.pool_size));
   const ir::OpKind kind = layer.type == "AveragePooling2D" ? ir::OpKind::kAveragePool : ir::OpKind::kMaxPool;
   IPU_ASSIGN_OR_RETURN(int op, graph.add_op(kind, layer.name, {x}, attrs, ir::Phase::kForward, stage));
   return graph.op(op).outputs[0];
@@ -176,7 +175,7 @@ StatusOr<int> add_batch_norm(ir::Graph& graph, const LayerSpec& layer, int x, in
   };
   const int gamma = add("/gamma", 1.0f, ir::Role::kWeight), beta = add("/beta", 0.0f, ir::Role::kWeight);
   const int mean = add("/moving_mean", 0.0f, ir::Role::kConstant), var = add("/moving_variance", 1.0f, ir::Role::kConstant);
-  ir::OpAttrs attrs;
+  ir::NormAttrs attrs;
   attrs.epsilon = static_cast<float>(layer.epsilon);
   IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kBatchNorm, layer.name, {x, gamma, beta, mean, var}, attrs,
                                             ir::Phase::kForward, stage));
@@ -197,7 +196,7 @@ StatusOr<int> add_reshape(ir::Graph& graph, const LayerSpec& layer, int x, int s
   if (per_sample % known != 0) return mismatch;
   std::vector<int64_t> shape = {in.shape[0]};
   for (int64_t d : layer.target_shape) shape.push_back(d == -1 ? per_sample / known : d);
-  ir::OpAttrs attrs;
+  ir::ReshapeAttrs attrs;
   attrs.shape = shape;
   if (ir::TensorType{in.dtype, shape}.elements() != in.elements()) return mismatch;
   IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kReshape, layer.name, {x}, attrs, ir::Phase::kForward, stage));
@@ -236,9 +235,9 @@ StatusOr<LayerOutput> add_merge(ir::Graph& graph, const LayerSpec& layer, const 
     }
   }
   LayerOutput out{values[0], channels_first};
-  ir::OpAttrs attrs;
   if (layer.type == "Add") {
-    attrs.kind = static_cast<int64_t>(format::BinaryKind::kAdd);
+    ir::BinaryAttrs attrs;
+    attrs.kind = format::BinaryKind::kAdd;
     for (size_t i = 1; i < values.size(); ++i) {
       IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kBinary, layer.name + (i == 1 ? "" : "/" + std::to_string(i)),
                                                 {out.value, values[i]}, attrs, ir::Phase::kForward, stage));
@@ -246,6 +245,7 @@ StatusOr<LayerOutput> add_merge(ir::Graph& graph, const LayerSpec& layer, const 
     }
     return out;
   }
+  ir::AxisAttrs attrs;
   IPU_ASSIGN_OR_RETURN(attrs.axis, merge_axis(layer.axis, first.shape.size(), channels_first));
   IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kConcat, layer.name, values, attrs, ir::Phase::kForward, stage));
   out.value = graph.op(op).outputs[0];

@@ -94,6 +94,7 @@ const std::map<std::string_view, std::vector<int>>& later_versions() {
       {"Shape", {19, 21, 23, 24, 25}},
       {"Size", {19, 21, 23, 24, 25}},
       {"Softplus", {22}},
+      {"Softsign", {22}},
       {"Split", {18}},
       {"Squeeze", {21, 23, 24, 25}},
       {"Transpose", {21, 23, 24, 25}},

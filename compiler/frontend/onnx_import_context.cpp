@@ -152,7 +152,7 @@ int OnnxImportContext::add_constant_tensor(const std::string& suffix, std::vecto
 
 StatusOr<int> OnnxImportContext::reshape(int value, std::vector<int64_t> shape, const std::string& suffix) {
   if (this->shape(value) == shape) return value;
-  ir::OpAttrs attrs;
+  ir::ReshapeAttrs attrs;
   attrs.shape = std::move(shape);
   return add_op(ir::OpKind::kReshape, {value}, attrs, suffix);
 }

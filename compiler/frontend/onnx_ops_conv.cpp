@@ -153,7 +153,7 @@ Status convert_conv_3d(OnnxImportContext& ctx, int x, int w, const std::vector<i
   const int64_t out_d = (depth - span) / axes.strides[0] + 1;
   int padded = x;
   if (before > 0 || after > 0) {
-    ir::OpAttrs pad;
+    ir::StridedCopyAttrs pad;
     pad.strides = ir::row_major_strides(in);
     pad.shape = {in[0], in[1], depth, in[3], in[4]};
     pad.offset = -before * pad.strides[2];
@@ -166,13 +166,13 @@ Status convert_conv_3d(OnnxImportContext& ctx, int x, int w, const std::vector<i
     for (int64_t kd = 0; kd < kernel[0]; ++kd) taps.push_back(static_cast<float>(od * axes.strides[0] + kd * axes.dilations[0]));
   }
   const int indices = ctx.add_constant_tensor("/depth_taps", {out_d, kernel[0]}, std::move(taps));
-  ir::OpAttrs gather;
+  ir::AxisAttrs gather;
   gather.axis = 2;
   IPU_ASSIGN_OR_RETURN(int windows, ctx.add_op(OpKind::kGather, {padded, indices}, gather, "/depth_windows"));  // [N, C, OD, KD, H, W]
   IPU_ASSIGN_OR_RETURN(int planes_first, permute(ctx, windows, {0, 2, 1, 3, 4, 5}, "/planes_first"));     // [N, OD, C, KD, H, W]
   IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(planes_first, {in[0] * out_d, in[1] * kernel[0], in[3], in[4]}, "/planes"));
   IPU_ASSIGN_OR_RETURN(int kernel_2d, ctx.reshape(w, {ws[0], ws[1] * ws[2], ws[3], ws[4]}, "/kernel_2d"));
-  ir::OpAttrs attrs;
+  ir::ConvAttrs attrs;
   attrs.window = window_of_axes(axes, {1, 2});
   attrs.window.group = group;
   std::vector<int> inputs = {planes, kernel_2d};
@@ -215,7 +215,7 @@ Status convert_conv(OnnxImportContext& ctx) {
   }
   IPU_ASSIGN_OR_RETURN(WindowAttrs window, read_window(ctx, x, kernel, true));
   window.group = ctx.int_attr("group", 1);
-  ir::OpAttrs attrs;
+  ir::ConvAttrs attrs;
   attrs.window = window;
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
   IPU_ASSIGN_OR_RETURN(int w2, as_2d(ctx, w, "/kernel_2d"));
@@ -286,7 +286,7 @@ Status convert_conv_transpose(OnnxImportContext& ctx) {
     out.push_back(size);
   }
   AxisWindows axes{kernel, strides, dilations, pads};
-  ir::OpAttrs attrs;
+  ir::WindowGradAttrs attrs;
   attrs.window = r == 1 ? window_of_axes(axes, {0}) : window_of_axes(axes, {0, 1});
   attrs.window.group = group;
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
@@ -313,23 +313,22 @@ Status convert_conv_transpose(OnnxImportContext& ctx) {
 Status convert_pool_3d(OnnxImportContext& ctx, OpKind kind, int x, const AxisWindows& axes, bool ceil_mode,
                        bool count_include_pad) {
   const std::vector<int64_t> in = ctx.shape(x);  // a copy: adding ops may move the shapes
-  ir::OpAttrs hw;
-  hw.window = window_of_axes(axes, {1, 2});
-  hw.window.ceil_mode = ceil_mode;
-  hw.window.count_include_pad = count_include_pad;
+  WindowAttrs hw = window_of_axes(axes, {1, 2});
+  hw.ceil_mode = ceil_mode;
+  hw.count_include_pad = count_include_pad;
   IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(x, {in[0], in[1] * in[2], in[3], in[4]}, "/planes"));
   IPU_ASSIGN_OR_RETURN(int pooled_hw, ctx.add_op(kind, {planes}, hw, "/hw"));
   const std::vector<int64_t> hw_shape = ctx.shape(pooled_hw);
   IPU_ASSIGN_OR_RETURN(int depth_major,
                        ctx.reshape(pooled_hw, {in[0], in[1], in[2], hw_shape[2] * hw_shape[3]}, "/depth"));
   // The window slides along H = D; W holds the (H', W') positions, a window of 1.
-  ir::OpAttrs d;
-  d.window.kernel = {axes.kernel[0], 1};
-  d.window.strides = {axes.strides[0], 1};
-  d.window.dilations = {axes.dilations[0], 1};
-  d.window.pads = {axes.pads[0], 0, axes.pads[3], 0};
-  d.window.ceil_mode = ceil_mode;
-  d.window.count_include_pad = count_include_pad;
+  WindowAttrs d;
+  d.kernel = {axes.kernel[0], 1};
+  d.strides = {axes.strides[0], 1};
+  d.dilations = {axes.dilations[0], 1};
+  d.pads = {axes.pads[0], 0, axes.pads[3], 0};
+  d.ceil_mode = ceil_mode;
+  d.count_include_pad = count_include_pad;
   IPU_ASSIGN_OR_RETURN(int pooled, ctx.add_op(kind, {depth_major}, d, "/d"));
   const int64_t out_d = ctx.shape(pooled)[2];
   IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(pooled, {in[0], in[1], out_d, hw_shape[2], hw_shape[3]}, "/output_shape"));
@@ -358,10 +357,8 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
   const bool max = kind == OpKind::kMaxPool;
   const int64_t budget = static_cast<int64_t>(ctx.bytes_per_tile() / 4 / sizeof(float));
   const int64_t per_segment = (budget - span + s) / (s + 1);  // S with (S − 1)·s + span + S <= budget
-  ir::OpAttrs plain;
-  plain.window = window;
   if ((!max && (before > 0 || after > 0 || window.ceil_mode)) || per_segment < 1) {
-    return ctx.add_op(kind, {x}, plain, suffix);
+    return ctx.add_op(kind, {x}, window, suffix);
   }
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> pooled_shape, ir::window_output_shape({ir::DType::kFloat32, in}, window, in[1]));
   const int64_t outputs = pooled_shape[3];
@@ -370,11 +367,11 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
   // The row as the windows see it: the pads, and −∞ (never a maximum) or 0 (cropped away) past
   // the end up to the last segment's reach.
   const int64_t padded_length = (segments * per_segment - 1) * s + span;
-  ir::OpAttrs pad;
+  ir::StridedCopyAttrs pad;
   pad.strides = ir::row_major_strides(in);
   pad.shape = {in[0], in[1], 1, padded_length};
   pad.offset = -before;
-  pad.alpha = max ? -std::numeric_limits<float>::infinity() : 0.0f;
+  pad.fill = max ? -std::numeric_limits<float>::infinity() : 0.0f;
   pad.lower = {0, 0, 0, before};
   pad.upper = {in[0], in[1], 1, before + L};
   IPU_ASSIGN_OR_RETURN(int padded, ctx.add_op(OpKind::kStridedCopy, {x}, pad, suffix + "/row_pads"));
@@ -384,10 +381,10 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
                                                            {in[1] * padded_length, padded_length, per_segment * s, 1}, 0,
                                                            suffix + "/segments"));
   IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(segments_view, {in[0], in[1] * segments, 1, segment_length}, suffix + "/segment_planes"));
-  ir::OpAttrs segment_window;
-  segment_window.window.kernel = {1, K};
-  segment_window.window.strides = {1, s};
-  segment_window.window.dilations = {1, d};
+  WindowAttrs segment_window;
+  segment_window.kernel = {1, K};
+  segment_window.strides = {1, s};
+  segment_window.dilations = {1, d};
   IPU_ASSIGN_OR_RETURN(int pooled, ctx.add_op(kind, {planes}, segment_window, suffix + "/segment_pool"));
   const std::vector<int64_t> joined = {in[0], in[1], 1, segments * per_segment};
   IPU_ASSIGN_OR_RETURN(int row, ctx.reshape(pooled, joined, suffix + "/joined"));
@@ -398,9 +395,7 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
 // A pool along rows `x` [N, P, 1, L], split into segments when a row crowds a tile.
 StatusOr<int> pool_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window, const std::string& suffix) {
   if (plane_crowds_a_tile(ctx, x)) return pool_long_rows(ctx, kind, x, window, suffix);
-  ir::OpAttrs attrs;
-  attrs.window = window;
-  return ctx.add_op(kind, {x}, attrs, suffix);
+  return ctx.add_op(kind, {x}, window, suffix);
 }
 
 // A 2-D pool whose plane crowds a tile, as two 1-D pools with small planes: along W over
@@ -409,22 +404,22 @@ StatusOr<int> pool_rows(OnnxImportContext& ctx, OpKind kind, int x, const Window
 // (convert_pool_3d says why), and each pass keeps its axis' pads, ceil_mode and count_include_pad.
 StatusOr<int> pool_by_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window) {
   const std::vector<int64_t> in = ctx.shape(x);  // a copy: adding ops may move the shapes
-  ir::OpAttrs along_w, along_h;
+  WindowAttrs along_w, along_h;
   for (auto [attrs, axis] : {std::pair{&along_w, 1}, std::pair{&along_h, 0}}) {
-    attrs->window.kernel = {1, window.kernel[axis]};
-    attrs->window.strides = {1, window.strides[axis]};
-    attrs->window.dilations = {1, window.dilations[axis]};
-    attrs->window.pads = {0, window.pads[axis], 0, window.pads[2 + axis]};
-    attrs->window.ceil_mode = window.ceil_mode;
-    attrs->window.count_include_pad = window.count_include_pad;
+    attrs->kernel = {1, window.kernel[axis]};
+    attrs->strides = {1, window.strides[axis]};
+    attrs->dilations = {1, window.dilations[axis]};
+    attrs->pads = {0, window.pads[axis], 0, window.pads[2 + axis]};
+    attrs->ceil_mode = window.ceil_mode;
+    attrs->count_include_pad = window.count_include_pad;
   }
   IPU_ASSIGN_OR_RETURN(int rows, ctx.reshape(x, {in[0], in[1] * in[2], 1, in[3]}, "/rows"));
-  IPU_ASSIGN_OR_RETURN(int pooled_w, pool_rows(ctx, kind, rows, along_w.window, "/along_w"));
+  IPU_ASSIGN_OR_RETURN(int pooled_w, pool_rows(ctx, kind, rows, along_w, "/along_w"));
   const int64_t out_w = ctx.shape(pooled_w)[3];
   IPU_ASSIGN_OR_RETURN(int grid, ctx.reshape(pooled_w, {in[0], in[1], in[2], out_w}, "/grid"));
   IPU_ASSIGN_OR_RETURN(int columns, permute(ctx, grid, {0, 1, 3, 2}, "/columns"));
   IPU_ASSIGN_OR_RETURN(int column_rows, ctx.reshape(columns, {in[0], in[1] * out_w, 1, in[2]}, "/column_rows"));
-  IPU_ASSIGN_OR_RETURN(int pooled_h, pool_rows(ctx, kind, column_rows, along_h.window, "/along_h"));
+  IPU_ASSIGN_OR_RETURN(int pooled_h, pool_rows(ctx, kind, column_rows, along_h, "/along_h"));
   const int64_t out_h = ctx.shape(pooled_h)[3];
   IPU_ASSIGN_OR_RETURN(int transposed, ctx.reshape(pooled_h, {in[0], in[1], out_w, out_h}, "/transposed"));
   return permute(ctx, transposed, {0, 1, 3, 2}, "/output");
@@ -460,14 +455,12 @@ Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   IPU_ASSIGN_OR_RETURN(WindowAttrs window, read_window(ctx, x, kernel, dilations));
   window.ceil_mode = ctx.int_attr("ceil_mode", 0) != 0;
   window.count_include_pad = ctx.int_attr("count_include_pad", 0) != 0;
-  ir::OpAttrs attrs;
-  attrs.window = window;
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
   if (plane_crowds_a_tile(ctx, x2)) {
     IPU_ASSIGN_OR_RETURN(int y, r == 2 ? pool_by_rows(ctx, kind, x2, window) : pool_long_rows(ctx, kind, x2, window, ""));
     return set_output_like_input(ctx, y, r);
   }
-  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, attrs));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, window));
   return set_output_like_input(ctx, y, r);
 }
 
@@ -486,11 +479,11 @@ Status convert_global_pool(OnnxImportContext& ctx, OpKind kind) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
-  ir::OpAttrs attrs;
-  attrs.window.kernel = {ctx.shape(x2)[2], ctx.shape(x2)[3]};
+  WindowAttrs window;
+  window.kernel = {ctx.shape(x2)[2], ctx.shape(x2)[3]};
   // A plane that crowds a tile is pooled row by row, then over the row results (pool_by_rows).
-  IPU_ASSIGN_OR_RETURN(int y, plane_crowds_a_tile(ctx, x2) ? pool_by_rows(ctx, kind, x2, attrs.window)
-                                                           : ctx.add_op(kind, {x2}, attrs));
+  IPU_ASSIGN_OR_RETURN(int y, plane_crowds_a_tile(ctx, x2) ? pool_by_rows(ctx, kind, x2, window)
+                                                           : ctx.add_op(kind, {x2}, window));
   return set_output_like_input(ctx, y, r);
 }
 
@@ -528,7 +521,7 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
       IPU_ASSIGN_OR_RETURN(int value, ctx.input(i));
       inputs.push_back(value);
     }
-    ir::OpAttrs attrs;
+    ir::NormAttrs attrs;
     attrs.epsilon = epsilon;
     IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kBatchNorm, inputs, attrs));
     ctx.set_output(0, y);

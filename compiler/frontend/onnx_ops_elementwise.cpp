@@ -32,22 +32,22 @@ int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
 
 StatusOr<int> add_unary(OnnxImportContext& ctx, int x, UnaryKind kind, float alpha, float beta,
                         const std::string& suffix) {
-  ir::OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(kind);
+  ir::UnaryAttrs attrs;
+  attrs.kind = kind;
   attrs.alpha = alpha;
   attrs.beta = beta;
   return ctx.add_op(ir::OpKind::kUnary, {x}, attrs, suffix);
 }
 
 StatusOr<int> add_binary(OnnxImportContext& ctx, int a, int b, BinaryKind kind, const std::string& suffix) {
-  ir::OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(kind);
+  ir::BinaryAttrs attrs;
+  attrs.kind = kind;
   return ctx.add_op(ir::OpKind::kBinary, {a, b}, attrs, suffix);
 }
 
 StatusOr<int> add_strided_copy(OnnxImportContext& ctx, int x, std::vector<int64_t> shape, std::vector<int64_t> strides,
                                int64_t offset, const std::string& suffix) {
-  ir::OpAttrs attrs;
+  ir::StridedCopyAttrs attrs;
   attrs.shape = std::move(shape);
   attrs.strides = std::move(strides);
   attrs.offset = offset;
@@ -340,6 +340,7 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
       {"Selu", {6, 22}, {"alpha", "gamma"}, convert_unary<UnaryKind::kSelu>},
       {"Sign", {9, 13}, {}, convert_unary<UnaryKind::kSign>},
       {"Softplus", {1, 22}, {}, convert_unary<UnaryKind::kSoftplus>},
+      {"Softsign", {1, 22}, {}, convert_unary<UnaryKind::kSoftsign>},
       {"Sqrt", {6, 13}, {}, convert_unary<UnaryKind::kSqrt>},
       {"Sub", {6, 7, 13, 14}, {"broadcast", "axis"}, convert_binary<BinaryKind::kSub>},
       {"Sum", {6, 8, 13}, {}, convert_variadic<BinaryKind::kAdd>},

@@ -52,8 +52,8 @@ Status add_nll_loss(OnnxImportContext& ctx, int log_prob, const std::vector<int6
   IPU_ASSIGN_OR_RETURN(int t, ctx.reshape(target, {N, D}, "/target"));
   std::vector<int> inputs = {log_prob, t};
   if (w >= 0) inputs.push_back(w);
-  ir::OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(reduction);
+  ir::NllLossAttrs attrs;
+  attrs.reduction = reduction;
   if (ctx.attribute("ignore_index")) attrs.ignore_index = ctx.int_attr("ignore_index", 0);
   IPU_ASSIGN_OR_RETURN(int loss, ctx.add_op(ir::OpKind::kNllLoss, inputs, attrs));
   if (reduction == LossReduction::kNone) {
@@ -83,8 +83,8 @@ Status convert_softmax_cross_entropy(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, loss_input_shape(ctx, x));
   IPU_ASSIGN_OR_RETURN(int x3, ctx.reshape(x, {shape[0], shape[1], product(shape, 2, shape.size())}, "/view"));
-  ir::OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax);
+  ir::SoftmaxAttrs attrs;
+  attrs.kind = format::SoftmaxKind::kLogSoftmax;
   IPU_ASSIGN_OR_RETURN(int log_prob, ctx.add_op(ir::OpKind::kAxisSoftmax, {x3}, attrs, "/log_prob"));
   IPU_RETURN_IF_ERROR(add_nll_loss(ctx, log_prob, shape));
   if (ctx.node().output_size() > 1 && !ctx.node().output(1).empty()) {

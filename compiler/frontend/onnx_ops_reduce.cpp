@@ -16,8 +16,8 @@ using format::UnaryKind;
 
 StatusOr<int> add_reduce(OnnxImportContext& ctx, int x, ReduceKind kind, std::vector<int64_t> axes, bool keep,
                          const std::string& suffix = "") {
-  ir::OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(kind);
+  ir::ReduceAttrs attrs;
+  attrs.kind = kind;
   attrs.axes = std::move(axes);
   attrs.keep_dims = keep;
   return ctx.add_op(ir::OpKind::kReduce, {x}, attrs, suffix);
@@ -98,8 +98,8 @@ Status convert_softmax(OnnxImportContext& ctx) {
     IPU_ASSIGN_OR_RETURN(y, ctx.add_op(ir::OpKind::kSoftmax, {x}));
   } else {
     IPU_ASSIGN_OR_RETURN(int x3, ctx.reshape(x, {outer, n, inner}, "/view"));
-    ir::OpAttrs attrs;
-    attrs.kind = static_cast<int64_t>(K);
+    ir::SoftmaxAttrs attrs;
+    attrs.kind = K;
     IPU_ASSIGN_OR_RETURN(int y3, ctx.add_op(ir::OpKind::kAxisSoftmax, {x3}, attrs));
     IPU_ASSIGN_OR_RETURN(y, ctx.reshape(y3, in, "/shape"));
   }
@@ -208,7 +208,7 @@ Status convert_matmul(OnnxImportContext& ctx) {
     out.assign(as.begin(), as.end() - 1);
     out.push_back(bs[1]);
     IPU_ASSIGN_OR_RETURN(int flat, ctx.reshape(a, {product(as, 0, as.size() - 1), K}, "/flatten"));
-    IPU_ASSIGN_OR_RETURN(y, ctx.add_op(ir::OpKind::kMatMul, {flat, b}));
+    IPU_ASSIGN_OR_RETURN(y, ctx.add_op(ir::OpKind::kMatMul, {flat, b}, ir::MatMulAttrs{}));
   } else {
     IPU_ASSIGN_OR_RETURN(y, ctx.add_op(ir::OpKind::kBatchMatMul, {a, b}));
     out = ctx.shape(y);
@@ -226,7 +226,7 @@ Status convert_gemm(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
   if (ctx.shape(a).size() != 2 || ctx.shape(b).size() != 2) return invalid_argument("Gemm takes rank-2 A and B");
-  ir::OpAttrs attrs;
+  ir::MatMulAttrs attrs;
   attrs.trans_a = ctx.int_attr("transA", 0) != 0;
   attrs.trans_b = ctx.int_attr("transB", 0) != 0;
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(ir::OpKind::kMatMul, {a, b}, attrs, "/matmul"));

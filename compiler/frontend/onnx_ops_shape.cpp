@@ -169,7 +169,7 @@ Status convert_concat(OnnxImportContext& ctx) {
   if (inputs.empty()) return unsupported("Concat of empty tensors only");
   int y = inputs[0];
   if (inputs.size() > 1) {
-    ir::OpAttrs attrs;
+    ir::AxisAttrs attrs;
     attrs.axis = axis;
     IPU_ASSIGN_OR_RETURN(y, ctx.add_op(ir::OpKind::kConcat, inputs, attrs));
   }
@@ -250,7 +250,7 @@ StatusOr<int> pad_by_gather(OnnxImportContext& ctx, int x, const std::string& mo
       indices[static_cast<size_t>(j)] = static_cast<float>(pad_source_index(mode, j, before[axis], size));
     }
     const int id = ctx.add_constant_tensor("/indices" + std::to_string(axis), {out}, std::move(indices));
-    ir::OpAttrs attrs;
+    ir::AxisAttrs attrs;
     attrs.axis = static_cast<int64_t>(axis);
     IPU_ASSIGN_OR_RETURN(x, ctx.add_op(ir::OpKind::kGather, {x, id}, attrs, "/axis" + std::to_string(axis)));
   }
@@ -304,9 +304,9 @@ Status convert_pad(OnnxImportContext& ctx) {
     return Status();
   }
   const std::vector<int64_t> s = strides_of(in);
-  ir::OpAttrs attrs;
+  ir::StridedCopyAttrs attrs;
   attrs.strides = s;
-  attrs.alpha = value;
+  attrs.fill = value;
   for (size_t k = 0; k < in.size(); ++k) {
     attrs.shape.push_back(in[k] + before[k] + after[k]);
     attrs.offset -= before[k] * s[k];
@@ -371,7 +371,7 @@ Status convert_gather(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.int_attr("axis", 0), rank, "axis"));
   IPU_RETURN_IF_ERROR(check_not_empty(ctx.shape(data), "data"));
   IPU_RETURN_IF_ERROR(check_not_empty(ctx.shape(indices), "indices"));
-  ir::OpAttrs attrs;
+  ir::AxisAttrs attrs;
   attrs.axis = axis;
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(ir::OpKind::kGather, {data, indices}, attrs));
   ctx.set_output(0, y, ctx.input_dtype(0));

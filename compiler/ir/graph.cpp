@@ -9,13 +9,36 @@ namespace ipu::ir {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-#define OP(name, text, definition) \
+#define OP(name, text, definition, attrs) \
   case OpKind::name:   \
     return text;
 #include "compiler/ir/ops.def"
 #undef OP
   }
   return "?";
+}
+
+size_t attrs_family(OpKind kind) {
+  switch (kind) {
+#define OP(name, text, definition, attrs) \
+  case OpKind::name:                      \
+    return kAttrsIndex<attrs>;
+#include "compiler/ir/ops.def"
+#undef OP
+  }
+  std::abort();
+}
+
+const WindowAttrs& window_of(const Op& op) {
+  if (const auto* a = std::get_if<ConvAttrs>(&op.attributes)) return a->window;
+  if (const auto* a = std::get_if<WindowGradAttrs>(&op.attributes)) return a->window;
+  return op.attrs<WindowAttrs>();
+}
+
+bool has_fused_relu(const Op& op) {
+  if (const auto* a = std::get_if<MatMulAttrs>(&op.attributes)) return a->fused_relu;
+  if (const auto* a = std::get_if<ConvAttrs>(&op.attributes)) return a->fused_relu;
+  return false;
 }
 
 int64_t TensorType::elements() const {
@@ -47,7 +70,8 @@ StatusOr<int> Graph::add_op(OpKind kind, std::string name, std::vector<int> inpu
   op.kind = kind;
   op.name = std::move(name);
   op.inputs = std::move(inputs);
-  op.attrs = std::move(attrs);
+  if (attrs.index() != attrs_family(kind)) std::abort();  // a rule built an op with another op's attributes
+  op.attributes = std::move(attrs);
   op.phase = phase;
   op.stage = stage;
   const OpDef& def = op_def(kind);
@@ -112,7 +136,7 @@ std::string Graph::to_string() const {
       const Value& v = value(op.outputs[i]);
       out << (i ? ", " : "") << v.name << ":" << v.type.to_string();
     }
-    out << " = " << op_kind_name(op.kind) << (op.attrs.fused_relu ? "+Relu" : "") << "(";
+    out << " = " << op_kind_name(op.kind) << (has_fused_relu(op) ? "+Relu" : "") << "(";
     for (size_t i = 0; i < op.inputs.size(); ++i) out << (i ? ", " : "") << value(op.inputs[i]).name;
     out << ")\n";
   }

@@ -3,12 +3,12 @@
 // the phase it belongs to so that programs can be cut from it.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <optional>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "compiler/ir/op_attrs.h"
 #include "runtime/base/status.h"
 
 namespace ipu::ir {
@@ -16,7 +16,7 @@ namespace ipu::ir {
 enum class DType { kFloat32, kInt32 };
 
 enum class OpKind {
-#define OP(name, text, definition) name,
+#define OP(name, text, definition, attrs) name,
 #include "compiler/ir/ops.def"
 #undef OP
 };
@@ -45,61 +45,46 @@ struct Value {
   int stage = 0;
 };
 
-// The window of a convolution or pooling op over the two spatial axes of an NCHW value (1-D
-// models use H = 1). Pads are top, left, bottom, right.
-struct WindowAttrs {
-  std::array<int64_t, 2> kernel{1, 1};
-  std::array<int64_t, 2> strides{1, 1};
-  std::array<int64_t, 2> dilations{1, 1};
-  std::array<int64_t, 4> pads{0, 0, 0, 0};
-  int64_t group = 1;               // Conv: channel groups
-  bool ceil_mode = false;          // pooling: output size rounds up
-  bool count_include_pad = false;  // AveragePool: padded positions count in the divisor
-};
-
-// Attributes of all op kinds; each op reads only the fields its registry entry documents.
-struct OpAttrs {
-  bool trans_a = false;
-  bool trans_b = false;
-  bool from_logits = true;
-  int activation = 0;          // format::ActivationKind for ActivationGrad
-  float learning_rate = 0.0f;
-  float momentum = 0.0f;
-  float gradient_scale = 1.0f;  // SgdUpdate: the gradient is multiplied by this first
-  bool clear_gradient = false;  // SgdUpdate: the gradient is an accumulator, zeroed after use
-  std::vector<int64_t> shape;  // Reshape target; StridedCopy output shape; Conv and pooling gradients: their output shape
-  // Generic tensor ops (compiler/ops/{elementwise,movement,reduce}_ops.cpp).
-  int64_t kind = 0;            // format::UnaryKind / BinaryKind / ReduceKind / SoftmaxKind
-  float alpha = 0.0f;          // Unary parameters; StridedCopy fill value
-  float beta = 0.0f;
-  int64_t axis = 0;            // Concat, Gather
-  int64_t offset = 0;          // StridedCopy: input element of output index 0
-  std::vector<int64_t> axes;   // Reduce: reduced axes, ascending
-  bool keep_dims = false;      // Reduce
-  std::vector<int64_t> strides;  // StridedCopy: input stride per output axis
-  std::vector<int64_t> lower, upper;  // StridedCopy: the box of output indices read (else fill)
-  WindowAttrs window;          // Conv, pooling and their gradients
-  float epsilon = 0.0f;        // BatchNorm and its gradients, LayerNorm
-  std::optional<int64_t> ignore_index;  // NllLoss and its gradient: the target value that contributes nothing
-  bool fused_relu = false;     // Conv, MatMul: applies Relu to the output (passes/fuse_epilogues.h)
-};
-
 struct Op {
   int id = -1;
   OpKind kind{};
   std::string name;  // the layer / node it came from, for messages
   std::vector<int> inputs;
   std::vector<int> outputs;
-  OpAttrs attrs;
+  OpAttrs attributes;  // of the family ops.def names for `kind` (Graph::add_op checks)
   Phase phase = Phase::kForward;
   int stage = 0;
+
+  // The attributes as family T; aborts if the op carries another (a rule reading another op's).
+  template <class T>
+  const T& attrs() const {
+    const T* a = std::get_if<T>(&attributes);
+    if (a == nullptr) std::abort();
+    return *a;
+  }
+  template <class T>
+  T& attrs() {
+    T* a = std::get_if<T>(&attributes);
+    if (a == nullptr) std::abort();
+    return *a;
+  }
 };
+
+// The window of a Conv, pooling op or one of their gradients (aborts for other ops).
+const WindowAttrs& window_of(const Op& op);
+
+// Whether a Conv or MatMul applies Relu to its output (passes/fuse_epilogues.h); false for other ops.
+bool has_fused_relu(const Op& op);
+
+// The index in OpAttrs of the attribute family ops.def names for `kind`.
+size_t attrs_family(OpKind kind);
 
 class Graph {
  public:
   int add_value(std::string name, TensorType type, Role role);
   // Adds an op, running its shape rule to create typed outputs named "<name>:<i>". Returns the
-  // op id, or the shape rule's error naming the op.
+  // op id, or the shape rule's error naming the op. Aborts if `attrs` is not of the family
+  // ops.def names for `kind`.
   StatusOr<int> add_op(OpKind kind, std::string name, std::vector<int> inputs, OpAttrs attrs, Phase phase,
                        int stage = 0);
 

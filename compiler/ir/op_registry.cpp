@@ -42,8 +42,8 @@ Status GradContext::add_gradient(int value, int gradient) {
                             m_graph.value(slot).type.to_string() + " and " + m_graph.value(gradient).type.to_string());
   }
   const int producer = m_graph.value(gradient).producer;
-  OpAttrs add;
-  add.kind = static_cast<int64_t>(format::BinaryKind::kAdd);
+  BinaryAttrs add;
+  add.kind = format::BinaryKind::kAdd;
   IPU_ASSIGN_OR_RETURN(int id, m_graph.add_op(OpKind::kBinary, m_graph.value(value).name + "/grad_sum", {slot, gradient},
                                               add, Phase::kBackward, producer >= 0 ? m_graph.op(producer).stage : 0));
   slot = m_graph.op(id).outputs[0];

@@ -51,7 +51,7 @@ struct OpDef {
 };
 
 inline constexpr size_t kOpKindCount = 0
-#define OP(name, text, definition) +1
+#define OP(name, text, definition, attrs) +1
 #include "compiler/ir/ops.def"
 #undef OP
     ;

@@ -34,8 +34,8 @@ double cycles_per_element(const target::CycleModel& m, ActivationKind kind) {
 Status grad_activation(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
-  OpAttrs attrs;
-  attrs.activation = static_cast<int>(activation_of(op.kind));
+  ActivationGradAttrs attrs;
+  attrs.activation = activation_of(op.kind);
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kActivationGrad, op.name + "/grad", {op.outputs[0], dy},
                                                   attrs, Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
@@ -71,7 +71,7 @@ Status lower_activation(LowerContext& ctx, const Op& op) {
 }
 
 Status lower_activation_grad(LowerContext& ctx, const Op& op) {
-  emit_elementwise(ctx, op, static_cast<ActivationKind>(op.attrs.activation), format::Codelet::kActivationGrad);
+  emit_elementwise(ctx, op, op.attrs<ActivationGradAttrs>().activation, format::Codelet::kActivationGrad);
   return Status();
 }
 

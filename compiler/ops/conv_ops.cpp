@@ -18,7 +18,7 @@ Status infer_conv(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   if (op.inputs.size() != 2 && op.inputs.size() != 3) return invalid_argument("expects X, W and an optional bias");
   const TensorType& x = g.value(op.inputs[0]).type;
   const TensorType& w = g.value(op.inputs[1]).type;
-  const WindowAttrs& win = op.attrs.window;
+  const WindowAttrs& win = window_of(op);
   if (x.shape.size() != 4 || w.shape.size() != 4) {
     return invalid_argument("expects an NCHW input and an [M, C/group, KH, KW] kernel, got " + x.to_string() + " and " +
                             w.to_string());
@@ -44,8 +44,8 @@ Status infer_conv(const Graph& g, const Op& op, std::vector<TensorType>& out) {
 
 StatusOr<int> add_grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs,
                           const std::vector<int64_t>& shape, const char* suffix) {
-  OpAttrs attrs;
-  attrs.window = op.attrs.window;
+  WindowGradAttrs attrs;
+  attrs.window = window_of(op);
   attrs.shape = shape;
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(kind, op.name + suffix, std::move(inputs), attrs, Phase::kBackward, op.stage));
   return ctx.graph().op(id).outputs[0];
@@ -83,8 +83,8 @@ Status grad_conv_grad_input(GradContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const int t = op.inputs[0], w = op.inputs[1];
   if (ctx.needs_gradient(t)) {
-    OpAttrs attrs;
-    attrs.window = op.attrs.window;
+    ConvAttrs attrs;
+    attrs.window = window_of(op);
     IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kConv, op.name + "/grad_input", {dz, w}, attrs, Phase::kBackward,
                                                     op.stage));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(t, ctx.graph().op(id).outputs[0]));
@@ -96,13 +96,13 @@ Status grad_conv_grad_input(GradContext& ctx, const Op& op) {
   return Status();
 }
 
-// ConvGradInput(dY, W) → dX of attrs.shape; ConvGradWeight(X, dY) → dW of attrs.shape. Both check
+// ConvGradInput(dY, W) → dX of its shape; ConvGradWeight(X, dY) → dW of its shape. Both check
 // that a forward Conv with these shapes gives dY's shape.
 Status infer_conv_grad_input(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType x{DType::kFloat32, op.attrs.shape};
+  const TensorType x{DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
   const TensorType& w = g.value(op.inputs[1]).type;
   if (x.shape.size() != 4 || w.shape.size() != 4) return invalid_argument("expects NCHW shapes");
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, op.attrs.window, w.shape[0]));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, window_of(op), w.shape[0]));
   if (y != g.value(op.inputs[0]).type.shape) return invalid_argument("dY does not match the convolution's output");
   out.push_back(x);
   return Status();
@@ -110,9 +110,9 @@ Status infer_conv_grad_input(const Graph& g, const Op& op, std::vector<TensorTyp
 
 Status infer_conv_grad_weight(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
-  const TensorType w{DType::kFloat32, op.attrs.shape};
+  const TensorType w{DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
   if (x.shape.size() != 4 || w.shape.size() != 4) return invalid_argument("expects NCHW shapes");
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, op.attrs.window, w.shape[0]));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, window_of(op), w.shape[0]));
   if (y != g.value(op.inputs[1]).type.shape) return invalid_argument("dY does not match the convolution's output");
   out.push_back(w);
   return Status();
@@ -198,11 +198,11 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
       v.codelet = format::Codelet::kConv;
       v.operands = has_bias ? std::vector<uint32_t>{x, w, b, y} : std::vector<uint32_t>{x, w, y};
       using P = format::params::Conv;
-      v.params = format::make_params<P>(window_params(d.x, d.y, op.attrs.window),
-                                        {{P::kM, M}, {P::kG, op.attrs.window.group}, {P::kNBegin, nb}, {P::kNEnd, ne},
+      v.params = format::make_params<P>(window_params(d.x, d.y, window_of(op)),
+                                        {{P::kM, M}, {P::kG, window_of(op).group}, {P::kNBegin, nb}, {P::kNEnd, ne},
                                          {P::kMBegin, mb}, {P::kMEnd, me}, {P::kFusedRelu, 1}});
       // Without a fused Relu the optional flag is left out, as before fusion existed.
-      if (!op.attrs.fused_relu) v.params.pop_back();
+      if (!op.attrs<ConvAttrs>().fused_relu) v.params.pop_back();
       v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * plane * d.K) / ctx.target().cycles.macs_per_cycle;
       v.reads = {lowering::flat_region(x, nb * d.sample(), ne * d.sample()), lowering::flat_region(w, mb * d.K, me * d.K)};
       if (has_bias) v.reads.push_back(lowering::flat_region(b, mb, me));
@@ -216,7 +216,7 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
 // One vertex per range of samples: each needs dY of its samples and the whole kernel.
 Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
-  const ConvDims d = conv_dims(op.attrs.shape, g.value(op.inputs[1]).type.shape, g.value(op.inputs[0]).type.shape);
+  const ConvDims d = conv_dims(op.attrs<WindowGradAttrs>().shape, g.value(op.inputs[1]).type.shape, g.value(op.inputs[0]).type.shape);
   const uint32_t dy = ctx.tensor(op.inputs[0]), w = ctx.tensor(op.inputs[1]), dx = ctx.tensor(op.outputs[0]);
   const int64_t M = d.w[0], plane = d.plane();
   const double per_sample = static_cast<double>(M * d.K * plane) / ctx.target().cycles.macs_per_cycle;
@@ -226,8 +226,8 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
     v.codelet = format::Codelet::kConvGradInput;
     v.operands = {dy, w, dx};
     using P = format::params::ConvGradInput;
-    v.params = format::make_params<P>(window_params(d.x, d.y, op.attrs.window),
-                                      {{P::kM, M}, {P::kG, op.attrs.window.group}, {P::kNBegin, nb}, {P::kNEnd, ne}});
+    v.params = format::make_params<P>(window_params(d.x, d.y, window_of(op)),
+                                      {{P::kM, M}, {P::kG, window_of(op).group}, {P::kNBegin, nb}, {P::kNEnd, ne}});
     v.compute_cycles = per_sample * static_cast<double>(ne - nb);
     v.reads = {lowering::flat_region(dy, nb * M * plane, ne * M * plane), lowering::flat_region(w, 0, M * d.K)};
     v.writes = {lowering::flat_region(dx, nb * d.sample(), ne * d.sample())};
@@ -240,10 +240,10 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
 // (every sample) and dY of its output channels, so no tile needs the whole activation.
 Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
-  const ConvDims d = conv_dims(g.value(op.inputs[0]).type.shape, op.attrs.shape, g.value(op.inputs[1]).type.shape);
+  const ConvDims d = conv_dims(g.value(op.inputs[0]).type.shape, op.attrs<WindowGradAttrs>().shape, g.value(op.inputs[1]).type.shape);
   const uint32_t x = ctx.tensor(op.inputs[0]), dy = ctx.tensor(op.inputs[1]), dw = ctx.tensor(op.outputs[0]);
   const int64_t N = d.x[0], C = d.x[1], M = d.w[0], Cg = d.w[1], plane = d.plane(), in_plane = d.x[2] * d.x[3];
-  const int64_t taps = d.w[2] * d.w[3], group = op.attrs.window.group;
+  const int64_t taps = d.w[2] * d.w[3], group = window_of(op).group;
   const double n = static_cast<double>(N), p = static_cast<double>(plane), t = static_cast<double>(taps);
   const auto [outs, ins] = plan_grid(M, Cg, ctx.target(), [&](double mc, double cc) {
     // The input channels of every group the output block touches: at most all groups.
@@ -261,7 +261,7 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
       v.codelet = format::Codelet::kConvGradWeight;
       v.operands = {x, dy, dw};
       using P = format::params::ConvGradWeight;
-      v.params = format::make_params<P>(window_params(d.x, d.y, op.attrs.window),
+      v.params = format::make_params<P>(window_params(d.x, d.y, window_of(op)),
                                         {{P::kM, M}, {P::kG, group}, {P::kMBegin, mb}, {P::kMEnd, me}, {P::kCBegin, cb},
                                          {P::kCEnd, ce}});
       v.compute_cycles = static_cast<double>(N * (me - mb) * (ce - cb) * taps * plane) / ctx.target().cycles.macs_per_cycle;

@@ -15,7 +15,7 @@ struct MatMulDims {
 MatMulDims matmul_dims(const Graph& g, const Op& op) {
   const auto& a = g.value(op.inputs[0]).type.shape;
   const auto& b = g.value(op.inputs[1]).type.shape;
-  return {op.attrs.trans_a ? a[1] : a[0], op.attrs.trans_b ? b[0] : b[1], op.attrs.trans_a ? a[0] : a[1]};
+  return {op.attrs<MatMulAttrs>().trans_a ? a[1] : a[0], op.attrs<MatMulAttrs>().trans_b ? b[0] : b[1], op.attrs<MatMulAttrs>().trans_a ? a[0] : a[1]};
 }
 
 // C[M,N] = op(A)[M,K] · op(B)[K,N], both rank 2, float32.
@@ -25,8 +25,8 @@ Status infer_matmul(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   if (a.shape.size() != 2 || b.shape.size() != 2) {
     return invalid_argument("expects rank-2 operands, got " + a.to_string() + " and " + b.to_string());
   }
-  const int64_t k_a = op.attrs.trans_a ? a.shape[0] : a.shape[1];
-  const int64_t k_b = op.attrs.trans_b ? b.shape[1] : b.shape[0];
+  const int64_t k_a = op.attrs<MatMulAttrs>().trans_a ? a.shape[0] : a.shape[1];
+  const int64_t k_b = op.attrs<MatMulAttrs>().trans_b ? b.shape[1] : b.shape[0];
   if (k_a != k_b) {
     return invalid_argument("inner dimensions differ: " + a.to_string() + " · " + b.to_string());
   }
@@ -43,9 +43,9 @@ Status grad_matmul(GradContext& ctx, const Op& op) {
   const int dc = ctx.gradient_of(op.outputs[0]);
   if (dc < 0) return Status();
   const int a = op.inputs[0], b = op.inputs[1];
-  const bool ta = op.attrs.trans_a, tb = op.attrs.trans_b;
+  const bool ta = op.attrs<MatMulAttrs>().trans_a, tb = op.attrs<MatMulAttrs>().trans_b;
   auto add_matmul = [&](int lhs, bool trans_lhs, int rhs, bool trans_rhs, const char* suffix) -> StatusOr<int> {
-    OpAttrs attrs;
+    MatMulAttrs attrs;
     attrs.trans_a = trans_lhs;
     attrs.trans_b = trans_rhs;
     IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kMatMul, op.name + suffix, {lhs, rhs}, attrs, Phase::kBackward, op.stage));
@@ -83,17 +83,17 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
       v.codelet = format::Codelet::kMatMul;
       v.operands = has_bias ? std::vector<uint32_t>{a, b, bias, c} : std::vector<uint32_t>{a, b, c};
       using P = format::params::MatMul;
-      v.params = format::make_params<P>({{P::kM, d.M}, {P::kN, d.N}, {P::kK, d.K}, {P::kTransA, op.attrs.trans_a},
-                                         {P::kTransB, op.attrs.trans_b}, {P::kRowBegin, rb}, {P::kRowEnd, re},
+      v.params = format::make_params<P>({{P::kM, d.M}, {P::kN, d.N}, {P::kK, d.K}, {P::kTransA, op.attrs<MatMulAttrs>().trans_a},
+                                         {P::kTransB, op.attrs<MatMulAttrs>().trans_b}, {P::kRowBegin, rb}, {P::kRowEnd, re},
                                          {P::kColBegin, cb}, {P::kColEnd, ce}, {P::kAccumulate, 0}, {P::kFusedRelu, 1}});
       // Without a fused Relu the optional flag is left out, as before fusion existed: the same
       // bytes and cache keys for models that do not fuse.
-      if (!op.attrs.fused_relu) v.params.pop_back();
+      if (!op.attrs<MatMulAttrs>().fused_relu) v.params.pop_back();
       v.compute_cycles = static_cast<double>((re - rb) * (ce - cb) * d.K) / ctx.target().cycles.macs_per_cycle;
       // op(A) rows [rb, re): rows of A, or columns of a transposed A.
-      v.reads.push_back(op.attrs.trans_a ? lowering::block_region(a, 0, d.K, rb, re, d.M)
+      v.reads.push_back(op.attrs<MatMulAttrs>().trans_a ? lowering::block_region(a, 0, d.K, rb, re, d.M)
                                          : lowering::block_region(a, rb, re, 0, d.K, d.K));
-      v.reads.push_back(op.attrs.trans_b ? lowering::block_region(b, cb, ce, 0, d.K, d.K)
+      v.reads.push_back(op.attrs<MatMulAttrs>().trans_b ? lowering::block_region(b, cb, ce, 0, d.K, d.K)
                                          : lowering::block_region(b, 0, d.K, cb, ce, d.N));
       if (has_bias) v.reads.push_back(lowering::flat_region(bias, cb, ce));
       v.writes.push_back(lowering::block_region(c, rb, re, cb, ce, d.N));

@@ -30,7 +30,9 @@ bool is_transcendental(UnaryKind kind) {
 Status infer_unary(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.dtype != DType::kFloat32) return invalid_argument("expects float32, got " + x.to_string());
-  if (op.attrs.kind < 0 || op.attrs.kind >= format::kUnaryKindCount) return invalid_argument("unknown unary kind");
+  if (const auto kind = static_cast<int64_t>(op.attrs<UnaryAttrs>().kind); kind < 0 || kind >= format::kUnaryKindCount) {
+    return invalid_argument("unknown unary kind");
+  }
   out.push_back(x);
   return Status();
 }
@@ -41,10 +43,11 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0], y = op.outputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
-  const float alpha = op.attrs.alpha;
+  const UnaryAttrs& unary = op.attrs<UnaryAttrs>();
+  const float alpha = unary.alpha;
   int derivative = -1;  // f'(x), or -1 when dX is computed directly
   int dx = -1;
-  switch (static_cast<UnaryKind>(op.attrs.kind)) {
+  switch (unary.kind) {
     case UnaryKind::kIdentity: dx = dy; break;
     case UnaryKind::kNeg: {
       IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kNeg, dy, 0, 0, "/grad"));
@@ -94,13 +97,21 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
       IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, sq, -1, 1, "/grad_derivative"));
       break;
     }
+    case UnaryKind::kSoftsign: {  // 1 / (1 + |x|)²
+      IPU_ASSIGN_OR_RETURN(int abs, grad_unary(ctx, op, UnaryKind::kAbs, x, 0, 0, "/grad_abs"));
+      IPU_ASSIGN_OR_RETURN(int denominator, grad_unary(ctx, op, UnaryKind::kAffine, abs, 1, 1, "/grad_one_plus"));
+      IPU_ASSIGN_OR_RETURN(int squared, grad_unary(ctx, op, UnaryKind::kSquare, denominator, 0, 0, "/grad_square"));
+      IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kDiv, dy, squared, "/grad"));
+      break;
+    }
     case UnaryKind::kSigmoid: {  // y·(1 − y)
       IPU_ASSIGN_OR_RETURN(int one_minus, grad_unary(ctx, op, UnaryKind::kAffine, y, -1, 1, "/grad_complement"));
       IPU_ASSIGN_OR_RETURN(derivative, grad_binary(ctx, op, BinaryKind::kMul, y, one_minus, "/grad_derivative"));
       break;
     }
     default:
-      return unsupported("the gradient of this unary op kind " + std::to_string(op.attrs.kind) + " is not implemented");
+      return unsupported("the gradient of this unary op kind " + std::to_string(static_cast<int64_t>(unary.kind)) +
+                         " is not implemented");
   }
   if (dx < 0) {
     IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kMul, dy, derivative, "/grad"));
@@ -109,15 +120,17 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
 }
 
 Status lower_unary(LowerContext& ctx, const Op& op) {
-  const auto kind = static_cast<UnaryKind>(op.attrs.kind);
+  const UnaryAttrs& unary = op.attrs<UnaryAttrs>();
+  const UnaryKind kind = unary.kind;
   const auto& c = ctx.target().cycles;
   const double per = 1.0 / c.vector_flops_per_cycle + (is_transcendental(kind) ? c.transcendental_cycles : 0.0);
   using P = format::params::Unary;
   using F = format::fparams::Unary;
   lower_output_range(ctx, op, format::Codelet::kUnary, per,
-                     format::make_fparams<F>({{F::kAlpha, op.attrs.alpha}, {F::kBeta, op.attrs.beta}}),
+                     format::make_fparams<F>({{F::kAlpha, unary.alpha}, {F::kBeta, unary.beta}}),
                      [&](int64_t begin, int64_t end) {
-                       return format::make_params<P>({{P::kKind, op.attrs.kind}, {P::kBegin, begin}, {P::kEnd, end}});
+                       return format::make_params<P>(
+                           {{P::kKind, static_cast<int64_t>(kind)}, {P::kBegin, begin}, {P::kEnd, end}});
                      });
   return Status();
 }
@@ -128,7 +141,9 @@ Status infer_binary(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32) {
     return invalid_argument("expects float32, got " + a.to_string() + " and " + b.to_string());
   }
-  if (op.attrs.kind < 0 || op.attrs.kind >= format::kBinaryKindCount) return invalid_argument("unknown binary kind");
+  if (const auto kind = static_cast<int64_t>(op.attrs<BinaryAttrs>().kind); kind < 0 || kind >= format::kBinaryKindCount) {
+    return invalid_argument("unknown binary kind");
+  }
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, broadcast_shapes(a.shape, b.shape));
   TensorType y{DType::kFloat32, shape};
   IPU_RETURN_IF_ERROR(check_rank(y));
@@ -143,7 +158,7 @@ Status grad_binary_op(GradContext& ctx, const Op& op) {
   const bool need_a = ctx.needs_gradient(a), need_b = ctx.needs_gradient(b);
   if (!need_a && !need_b) return Status();
   int da = -1, db = -1;  // full (broadcast-shaped) gradients
-  switch (static_cast<BinaryKind>(op.attrs.kind)) {
+  switch (op.attrs<BinaryAttrs>().kind) {
     case BinaryKind::kAdd:
       da = db = dy;
       break;
@@ -186,7 +201,7 @@ Status grad_binary_op(GradContext& ctx, const Op& op) {
     }
     case BinaryKind::kMax:
     case BinaryKind::kMin: {  // the gradient goes to the selected operand; ties to A
-      const bool max = static_cast<BinaryKind>(op.attrs.kind) == BinaryKind::kMax;
+      const bool max = op.attrs<BinaryAttrs>().kind == BinaryKind::kMax;
       IPU_ASSIGN_OR_RETURN(int mask_a, grad_binary(ctx, op, max ? BinaryKind::kGreaterOrEqual : BinaryKind::kLessOrEqual,
                                                    a, b, "/grad_mask"));
       if (need_a) {
@@ -233,7 +248,7 @@ std::vector<InputAccess> broadcast_access(const Graph& g, const Op& op, const st
 Status lower_binary(LowerContext& ctx, const Op& op) {
   const std::vector<int64_t> dims = dims_or_one(ctx.graph().value(op.outputs[0]).type.shape);
   const std::vector<int64_t> tail = broadcast_tail(ctx.graph(), op, dims);
-  const auto kind = static_cast<BinaryKind>(op.attrs.kind);
+  const BinaryKind kind = op.attrs<BinaryAttrs>().kind;
   const auto& c = ctx.target().cycles;
   const double per = 1.0 / c.vector_flops_per_cycle + (kind == BinaryKind::kPow ? c.transcendental_cycles : 1.0);
   lower_output_range(
@@ -241,7 +256,7 @@ Status lower_binary(LowerContext& ctx, const Op& op) {
       [&](int64_t begin, int64_t end) {
         using P = format::params::Binary;
         return format::make_params<P>(
-            {{P::kKind, op.attrs.kind}, {P::kRank, static_cast<int64_t>(dims.size())}, {P::kBegin, begin}, {P::kEnd, end}},
+            {{P::kKind, static_cast<int64_t>(kind)}, {P::kRank, static_cast<int64_t>(dims.size())}, {P::kBegin, begin}, {P::kEnd, end}},
             tail);
       },
       broadcast_access(ctx.graph(), op, dims));

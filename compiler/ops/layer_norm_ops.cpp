@@ -39,7 +39,7 @@ Status lower_layer_norm(LowerContext& ctx, const Op& op) {
     using P = format::params::LayerNorm;
     using F = format::fparams::LayerNorm;
     v.params = format::make_params<P>({{P::kRows, rows}, {P::kN, n}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
-    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs.epsilon}});
+    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
     v.compute_cycles = per_row * static_cast<double>(re - rb);
     v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(gamma, 0, n),
                lowering::flat_region(beta, 0, n)};

@@ -35,7 +35,7 @@ Status infer_scores_grad(const Graph& g, const Op& op, std::vector<TensorType>& 
 Status grad_sparse_cross_entropy(GradContext& ctx, const Op& op) {
   if (!ctx.needs_gradient(op.inputs[0])) return Status();
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kSparseCrossEntropyGrad, op.name + "/grad",
-                                                  {op.inputs[0], op.inputs[1]}, op.attrs, Phase::kBackward, op.stage));
+                                                  {op.inputs[0], op.inputs[1]}, op.attributes, Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
@@ -58,8 +58,9 @@ Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, Ma
 
 Status lower_sparse_cross_entropy(LowerContext& ctx, const Op& op) {
   using P = format::params::SparseCrossEntropy;
+  const bool from_logits = op.attrs<CrossEntropyAttrs>().from_logits;
   return lower_scalar(ctx, op, format::Codelet::kSparseCrossEntropy, [&](int64_t M, int64_t C) {
-    return format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kFromLogits, op.attrs.from_logits}});
+    return format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kFromLogits, from_logits}});
   });
 }
 
@@ -72,6 +73,7 @@ Status lower_count_correct(LowerContext& ctx, const Op& op) {
 Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
   const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
   const int64_t M = shape[0], C = shape[1];
+  const bool from_logits = op.attrs<CrossEntropyAttrs>().from_logits;
   const uint32_t s = ctx.tensor(op.inputs[0]), l = ctx.tensor(op.inputs[1]), ds = ctx.tensor(op.outputs[0]);
   const double per_row = static_cast<double>(C) * ctx.target().cycles.transcendental_cycles;
   lowering::lower_split(ctx, M, per_row, 4.0 * static_cast<double>(C + 1), [&](uint32_t tile, int64_t rb, int64_t re) {
@@ -80,7 +82,7 @@ Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
     v.operands = {s, l, ds};
     using P = format::params::SparseCrossEntropyGrad;
     v.params = format::make_params<P>(
-        {{P::kM, M}, {P::kC, C}, {P::kFromLogits, op.attrs.from_logits}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
+        {{P::kM, M}, {P::kC, C}, {P::kFromLogits, from_logits}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
     v.compute_cycles = per_row * static_cast<double>(re - rb);
     v.reads = {lowering::flat_region(s, rb * C, re * C), lowering::flat_region(l, rb, re)};
     v.writes = {lowering::flat_region(ds, rb * C, re * C)};

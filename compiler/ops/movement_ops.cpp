@@ -16,7 +16,8 @@ struct CopyView {
 };
 
 CopyView copy_view(const Op& op) {
-  CopyView v{op.attrs.shape, op.attrs.strides, op.attrs.lower, op.attrs.upper};
+  const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
+  CopyView v{attrs.shape, attrs.strides, attrs.lower, attrs.upper};
   if (v.dims.empty()) v = {{1}, {0}, {}, {}};
   if (v.lo.empty()) v.lo.assign(v.dims.size(), 0);
   if (v.hi.empty()) v.hi = v.dims;
@@ -25,16 +26,17 @@ CopyView copy_view(const Op& op) {
 
 // out[idx] = in[offset + Σ idx_k·strides_k] inside the box [lower, upper), else alpha.
 Status infer_strided_copy(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
   const TensorType& x = g.value(op.inputs[0]).type;
-  const size_t rank = op.attrs.shape.size();
-  if (op.attrs.strides.size() != rank || (!op.attrs.lower.empty() && op.attrs.lower.size() != rank) ||
-      op.attrs.upper.size() != op.attrs.lower.size()) {
+  const size_t rank = attrs.shape.size();
+  if (attrs.strides.size() != rank || (!attrs.lower.empty() && attrs.lower.size() != rank) ||
+      attrs.upper.size() != attrs.lower.size()) {
     return invalid_argument("strides and box do not match the output rank");
   }
-  TensorType y{DType::kFloat32, op.attrs.shape};
+  TensorType y{DType::kFloat32, attrs.shape};
   IPU_RETURN_IF_ERROR(check_rank(y));
   const CopyView v = copy_view(op);
-  int64_t min = op.attrs.offset, max = op.attrs.offset;
+  int64_t min = attrs.offset, max = attrs.offset;
   for (size_t k = 0; k < v.dims.size(); ++k) {
     if (v.dims[k] <= 0) return unsupported("empty output " + y.to_string());
     const int64_t first = std::max<int64_t>(v.lo[k], 0), last = std::min(v.hi[k], v.dims[k]) - 1;
@@ -55,13 +57,14 @@ Status infer_strided_copy(const Graph& g, const Op& op, std::vector<TensorType>&
 // The inverse of a copy that permutes the input's axes (Transpose): output axis k reads input
 // axis perm[k] with the input's own stride.
 std::optional<std::vector<int64_t>> permutation_of(const Op& op, const std::vector<int64_t>& in) {
-  if (op.attrs.offset != 0 || !op.attrs.lower.empty() || op.attrs.shape.size() != in.size()) return std::nullopt;
+  const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
+  if (attrs.offset != 0 || !attrs.lower.empty() || attrs.shape.size() != in.size()) return std::nullopt;
   const std::vector<int64_t> own = row_major_strides(in);
   std::vector<int64_t> perm(in.size(), -1);
   std::vector<bool> used(in.size(), false);
   for (size_t k = 0; k < in.size(); ++k) {
     for (size_t j = 0; j < in.size(); ++j) {
-      if (!used[j] && in[j] == op.attrs.shape[k] && (own[j] == op.attrs.strides[k] || in[j] == 1)) {
+      if (!used[j] && in[j] == attrs.shape[k] && (own[j] == attrs.strides[k] || in[j] == 1)) {
         perm[k] = static_cast<int64_t>(j);
         used[j] = true;
         break;
@@ -76,19 +79,20 @@ std::optional<std::vector<int64_t>> permutation_of(const Op& op, const std::vect
 // start_k forwards or backwards, so dX is dY put back at the slice's place and 0 elsewhere: a
 // StridedCopy of dY with a box. The starts come from the offset, which a slice keeps inside the
 // input, so its mixed-radix digits are unique.
-std::optional<OpAttrs> slice_inverse(const Op& op, const std::vector<int64_t>& in) {
-  if (!op.attrs.lower.empty() || op.attrs.shape.size() != in.size() || op.attrs.offset < 0) return std::nullopt;
+std::optional<StridedCopyAttrs> slice_inverse(const Op& op, const std::vector<int64_t>& in) {
+  const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
+  if (!attrs.lower.empty() || attrs.shape.size() != in.size() || attrs.offset < 0) return std::nullopt;
   const std::vector<int64_t> in_strides = row_major_strides(in);
-  const std::vector<int64_t> out_strides = row_major_strides(op.attrs.shape);
-  OpAttrs back;
+  const std::vector<int64_t> out_strides = row_major_strides(attrs.shape);
+  StridedCopyAttrs back;
   back.shape = in;
-  int64_t rest = op.attrs.offset;
+  int64_t rest = attrs.offset;
   for (size_t k = 0; k < in.size(); ++k) {
-    const int64_t start = rest / in_strides[k], n = op.attrs.shape[k];
+    const int64_t start = rest / in_strides[k], n = attrs.shape[k];
     rest %= in_strides[k];
     int64_t sign = 0;
-    if (op.attrs.strides[k] == in_strides[k] || n == 1) sign = 1;
-    if (op.attrs.strides[k] == -in_strides[k] && n > 1) sign = -1;
+    if (attrs.strides[k] == in_strides[k] || n == 1) sign = 1;
+    if (attrs.strides[k] == -in_strides[k] && n > 1) sign = -1;
     if (sign == 0 || start >= in[k]) return std::nullopt;
     // Input index i holds output index sign·(i − start).
     back.strides.push_back(sign * out_strides[k]);
@@ -103,25 +107,26 @@ std::optional<OpAttrs> slice_inverse(const Op& op, const std::vector<int64_t>& i
 // j_k − before_k inside the box [before_k, before_k + in_k), so dX[i] = dY[i + before_k] where that
 // is inside dY, else 0: a StridedCopy of dY with a box. Recognised by its exact form: the input's
 // own strides, a box of the input's size, and the offset the box's corner implies.
-std::optional<OpAttrs> pad_inverse(const Op& op, const std::vector<int64_t>& in) {
-  const std::vector<int64_t>& lower = op.attrs.lower;
-  if (lower.empty() || op.attrs.shape.size() != in.size()) return std::nullopt;
+std::optional<StridedCopyAttrs> pad_inverse(const Op& op, const std::vector<int64_t>& in) {
+  const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
+  const std::vector<int64_t>& lower = attrs.lower;
+  if (lower.empty() || attrs.shape.size() != in.size()) return std::nullopt;
   const std::vector<int64_t> in_strides = row_major_strides(in);
-  if (op.attrs.strides != in_strides) return std::nullopt;
+  if (attrs.strides != in_strides) return std::nullopt;
   int64_t corner = 0;
   for (size_t k = 0; k < in.size(); ++k) {
-    if (op.attrs.upper[k] - lower[k] != in[k]) return std::nullopt;
+    if (attrs.upper[k] - lower[k] != in[k]) return std::nullopt;
     corner -= lower[k] * in_strides[k];
   }
-  if (op.attrs.offset != corner) return std::nullopt;
-  const std::vector<int64_t> out_strides = row_major_strides(op.attrs.shape);
-  OpAttrs back;
+  if (attrs.offset != corner) return std::nullopt;
+  const std::vector<int64_t> out_strides = row_major_strides(attrs.shape);
+  StridedCopyAttrs back;
   back.shape = in;
   back.strides = out_strides;
   for (size_t k = 0; k < in.size(); ++k) {
     back.offset += lower[k] * out_strides[k];
     back.lower.push_back(-lower[k]);
-    back.upper.push_back(op.attrs.shape[k] - lower[k]);
+    back.upper.push_back(attrs.shape[k] - lower[k]);
   }
   return back;
 }
@@ -130,14 +135,15 @@ std::optional<OpAttrs> pad_inverse(const Op& op, const std::vector<int64_t>& in)
 // (a repeat: Expand, or Tile's repeat axes) or walks the input in its own row-major order, so the
 // input's elements appear once along the other axes.
 std::optional<std::vector<int64_t>> broadcast_axes_of(const Op& op, const std::vector<int64_t>& in) {
-  if (op.attrs.offset != 0 || !op.attrs.lower.empty()) return std::nullopt;
+  const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
+  if (attrs.offset != 0 || !attrs.lower.empty()) return std::nullopt;
   std::vector<int64_t> repeated, walked_dims, walked_strides;
-  for (size_t k = 0; k < op.attrs.shape.size(); ++k) {
-    if (op.attrs.strides[k] == 0) {
+  for (size_t k = 0; k < attrs.shape.size(); ++k) {
+    if (attrs.strides[k] == 0) {
       repeated.push_back(static_cast<int64_t>(k));
     } else {
-      walked_dims.push_back(op.attrs.shape[k]);
-      walked_strides.push_back(op.attrs.strides[k]);
+      walked_dims.push_back(attrs.shape[k]);
+      walked_strides.push_back(attrs.strides[k]);
     }
   }
   int64_t elements = 1, walked = 1;
@@ -155,18 +161,19 @@ struct AxisWalk {
 };
 
 std::optional<std::vector<AxisWalk>> strided_slice_walks(const Op& op, const std::vector<int64_t>& in) {
-  if (!op.attrs.lower.empty() || op.attrs.shape.size() != in.size() || op.attrs.offset < 0) return std::nullopt;
+  const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
+  if (!attrs.lower.empty() || attrs.shape.size() != in.size() || attrs.offset < 0) return std::nullopt;
   const std::vector<int64_t> in_strides = row_major_strides(in);
   std::vector<AxisWalk> walks(in.size());
-  int64_t rest = op.attrs.offset;
+  int64_t rest = attrs.offset;
   for (size_t k = 0; k < in.size(); ++k) {
     walks[k].start = rest / in_strides[k];
     rest %= in_strides[k];
-    if (op.attrs.shape[k] > 1) {
-      if (op.attrs.strides[k] == 0 || op.attrs.strides[k] % in_strides[k] != 0) return std::nullopt;
-      walks[k].step = op.attrs.strides[k] / in_strides[k];
+    if (attrs.shape[k] > 1) {
+      if (attrs.strides[k] == 0 || attrs.strides[k] % in_strides[k] != 0) return std::nullopt;
+      walks[k].step = attrs.strides[k] / in_strides[k];
     }
-    const int64_t last = walks[k].start + walks[k].step * (op.attrs.shape[k] - 1);
+    const int64_t last = walks[k].start + walks[k].step * (attrs.shape[k] - 1);
     if (walks[k].start >= in[k] || last < 0 || last >= in[k]) return std::nullopt;
   }
   return walks;
@@ -178,7 +185,7 @@ StatusOr<int> strided_slice_gradient(GradContext& ctx, const Op& op, int dy, con
                                      const std::vector<AxisWalk>& walks) {
   Graph& g = ctx.graph();
   int dx = dy;
-  std::vector<int64_t> shape = op.attrs.shape;
+  std::vector<int64_t> shape = op.attrs<StridedCopyAttrs>().shape;
   for (size_t k = in.size(); k-- > 0;) {
     const int64_t n = shape[k];
     if (n == in[k] && walks[k].start == 0 && (walks[k].step == 1 || n == 1)) continue;
@@ -187,9 +194,9 @@ StatusOr<int> strided_slice_gradient(GradContext& ctx, const Op& op, int dy, con
     g.value(indices).stage = op.stage;
     for (int64_t j = 0; j < n; ++j) g.value(indices).initial.push_back(static_cast<float>(walks[k].start + walks[k].step * j));
     shape[k] = in[k];
-    OpAttrs attrs;
+    GatherGradAttrs attrs;
     attrs.axis = static_cast<int64_t>(k);
-    attrs.shape = shape;
+    attrs.data_shape = shape;
     IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kGatherGrad, {dx, indices}, attrs, "/grad_axis" + std::to_string(k)));
   }
   return dx;
@@ -206,21 +213,21 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
   if (auto repeated = broadcast_axes_of(op, in)) {
     int dx = dy;
     if (!repeated->empty()) {
-      OpAttrs sum;
-      sum.kind = static_cast<int64_t>(format::ReduceKind::kSum);
+      ReduceAttrs sum;
+      sum.kind = format::ReduceKind::kSum;
       sum.axes = *repeated;
       IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kReduce, {dy}, sum, "/grad_repeats"));
     }
     if (ctx.graph().value(dx).type.shape != in) {
-      OpAttrs reshape;
+      ReshapeAttrs reshape;
       reshape.shape = in;
       IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kReshape, {dx}, reshape, "/grad"));
     }
     return ctx.add_gradient(x, dx);
   }
   if (auto perm = permutation_of(op, in)) {
-    const std::vector<int64_t> dy_strides = row_major_strides(op.attrs.shape);
-    OpAttrs back;
+    const std::vector<int64_t> dy_strides = row_major_strides(op.attrs<StridedCopyAttrs>().shape);
+    StridedCopyAttrs back;
     back.shape = in;
     back.strides.assign(in.size(), 0);
     for (size_t k = 0; k < perm->size(); ++k) back.strides[static_cast<size_t>((*perm)[k])] = dy_strides[k];
@@ -244,6 +251,7 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
 // window of a long row reads its part, not the whole input; the box's fill reads nothing, so
 // the range is a bound).
 Status lower_strided_copy(LowerContext& ctx, const Op& op) {
+  const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
   const CopyView v = copy_view(op);
   std::vector<int64_t> tail = v.dims;
   for (const auto* list : {&v.strides, &v.lo, &v.hi}) tail.insert(tail.end(), list->begin(), list->end());
@@ -257,15 +265,15 @@ Status lower_strided_copy(LowerContext& ctx, const Op& op) {
     using P = format::params::StridedCopy;
     using F = format::fparams::StridedCopy;
     vertex.params = format::make_params<P>({{P::kRank, static_cast<int64_t>(v.dims.size())},
-                                            {P::kOffset, op.attrs.offset},
+                                            {P::kOffset, attrs.offset},
                                             {P::kBegin, begin},
                                             {P::kEnd, end}},
                                            tail);
-    vertex.fparams = format::make_fparams<F>({{F::kFill, op.attrs.alpha}});
+    vertex.fparams = format::make_fparams<F>({{F::kFill, attrs.fill}});
     vertex.compute_cycles = static_cast<double>(end - begin);
     const auto [lo, hi] = strided_extent(v.dims, v.strides, begin, end - 1);
-    const int64_t read_begin = std::clamp<int64_t>(op.attrs.offset + lo, 0, in_elements);
-    const int64_t read_end = std::clamp<int64_t>(op.attrs.offset + hi + 1, read_begin, in_elements);
+    const int64_t read_begin = std::clamp<int64_t>(attrs.offset + lo, 0, in_elements);
+    const int64_t read_end = std::clamp<int64_t>(attrs.offset + hi + 1, read_begin, in_elements);
     if (read_end > read_begin) vertex.reads = {lowering::flat_region(x, read_begin, read_end)};  // else all fill
     vertex.writes = {lowering::flat_region(y, begin, end)};
     ctx.emit(tile, std::move(vertex));
@@ -273,11 +281,11 @@ Status lower_strided_copy(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-// Concat along attrs.axis (already non-negative).
+// Concat along its axis (already non-negative).
 Status infer_concat(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   if (op.inputs.empty()) return invalid_argument("needs at least one input");
   std::vector<int64_t> shape = g.value(op.inputs[0]).type.shape;
-  const int64_t axis = op.attrs.axis;
+  const int64_t axis = op.attrs<AxisAttrs>().axis;
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) return invalid_argument("axis out of range");
   for (size_t i = 1; i < op.inputs.size(); ++i) {
     const std::vector<int64_t>& s = g.value(op.inputs[i]).type.shape;
@@ -304,14 +312,14 @@ Status grad_concat(GradContext& ctx, const Op& op) {
     const int x = op.inputs[i];
     const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
     if (ctx.needs_gradient(x)) {
-      OpAttrs slice;
+      StridedCopyAttrs slice;
       slice.shape = in;
       slice.strides = strides;
-      slice.offset = start * strides[static_cast<size_t>(op.attrs.axis)];
+      slice.offset = start * strides[static_cast<size_t>(op.attrs<AxisAttrs>().axis)];
       IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, slice, "/grad_" + std::to_string(i)));
       IPU_RETURN_IF_ERROR(ctx.add_gradient(x, dx));
     }
-    start += in[static_cast<size_t>(op.attrs.axis)];
+    start += in[static_cast<size_t>(op.attrs<AxisAttrs>().axis)];
   }
   return Status();
 }
@@ -319,7 +327,7 @@ Status grad_concat(GradContext& ctx, const Op& op) {
 Status lower_concat(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const std::vector<int64_t>& out = g.value(op.outputs[0]).type.shape;
-  const size_t axis = static_cast<size_t>(op.attrs.axis);
+  const size_t axis = static_cast<size_t>(op.attrs<AxisAttrs>().axis);
   int64_t rows = 1, inner = 1;
   for (size_t k = 0; k < out.size(); ++k) {
     if (k < axis) rows *= out[k];
@@ -350,11 +358,11 @@ Status lower_concat(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-// Gather(data, indices) along attrs.axis: data[:axis] + indices.shape + data[axis+1:].
+// Gather(data, indices) along its axis: data[:axis] + indices.shape + data[axis+1:].
 Status infer_gather(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const std::vector<int64_t>& data = g.value(op.inputs[0]).type.shape;
   const std::vector<int64_t>& indices = g.value(op.inputs[1]).type.shape;
-  const int64_t axis = op.attrs.axis;
+  const int64_t axis = op.attrs<AxisAttrs>().axis;
   if (axis < 0 || axis >= static_cast<int64_t>(data.size())) return invalid_argument("axis out of range");
   std::vector<int64_t> shape(data.begin(), data.begin() + axis);
   shape.insert(shape.end(), indices.begin(), indices.end());
@@ -370,18 +378,18 @@ Status grad_gather(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int data = op.inputs[0];
   if (dy < 0 || !ctx.needs_gradient(data)) return Status();
-  OpAttrs attrs;
-  attrs.axis = op.attrs.axis;
-  attrs.shape = ctx.graph().value(data).type.shape;
+  GatherGradAttrs attrs;
+  attrs.axis = op.attrs<AxisAttrs>().axis;
+  attrs.data_shape = ctx.graph().value(data).type.shape;
   IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kGatherGrad, {dy, op.inputs[1]}, attrs, "/grad"));
   return ctx.add_gradient(data, dx);
 }
 
-// The data shape (attrs.shape) with dY shaped like Gather's output for it.
+// The data shape (GatherGradAttrs::data_shape) with dY shaped like Gather's output for it.
 Status infer_gather_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const std::vector<int64_t>& indices = g.value(op.inputs[1]).type.shape;
-  const std::vector<int64_t>& data = op.attrs.shape;
-  const int64_t axis = op.attrs.axis;
+  const std::vector<int64_t>& data = op.attrs<GatherGradAttrs>().data_shape;
+  const int64_t axis = op.attrs<GatherGradAttrs>().axis;
   if (axis < 0 || axis >= static_cast<int64_t>(data.size())) return invalid_argument("axis out of range");
   std::vector<int64_t> gathered(data.begin(), data.begin() + axis);
   gathered.insert(gathered.end(), indices.begin(), indices.end());
@@ -466,7 +474,8 @@ void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codele
 // Two cycles per element of Y, as before the block split (docs/cycle_model.md).
 Status lower_gather(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
-  const GatherView v = gather_view(g.value(op.inputs[0]).type.shape, op.attrs.axis, g.value(op.inputs[1]).type.elements());
+  const GatherView v = gather_view(g.value(op.inputs[0]).type.shape, op.attrs<AxisAttrs>().axis,
+                                     g.value(op.inputs[1]).type.elements());
   lower_gather_blocks(ctx, op, format::Codelet::kGather, v, v.outer * v.count, v.count, v.n,
                       [](int64_t rows, int64_t cols, int64_t) { return 2.0 * static_cast<double>(rows) * static_cast<double>(cols); });
   return Status();
@@ -476,7 +485,8 @@ Status lower_gather(LowerContext& ctx, const Op& op) {
 // compared (a cycle each), and the dY rows that land in the block are added (on average
 // count / n per dX row, a cycle per element).
 Status lower_gather_grad(LowerContext& ctx, const Op& op) {
-  const GatherView v = gather_view(op.attrs.shape, op.attrs.axis, ctx.graph().value(op.inputs[1]).type.elements());
+  const GatherGradAttrs& attrs = op.attrs<GatherGradAttrs>();
+  const GatherView v = gather_view(attrs.data_shape, attrs.axis, ctx.graph().value(op.inputs[1]).type.elements());
   const double landing = static_cast<double>(v.count) / static_cast<double>(std::max<int64_t>(v.n, 1));
   lower_gather_blocks(ctx, op, format::Codelet::kGatherGrad, v, v.outer * v.n, v.n, v.count,
                       [&](int64_t rows, int64_t cols, int64_t outers) {

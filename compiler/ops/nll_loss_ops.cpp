@@ -1,8 +1,8 @@
 // NllLoss (ONNX NegativeLogLikelihoodLoss; SoftmaxCrossEntropyLoss is AxisSoftmax's log-softmax
 // followed by it) and its gradient with respect to the input.
 //
-// NllLoss(X [N,C,D], T [N,D], W [C] optional) with attrs.kind a format::LossReduction and the
-// optional attrs.ignore_index. The ONNX converter views any [N,C,d1..dk] input as [N,C,D]. The
+// NllLoss(X [N,C,D], T [N,D], W [C] optional) with NllLossAttrs: a format::LossReduction and the
+// optional ignore_index. The ONNX converter views any [N,C,d1..dk] input as [N,C,D]. The
 // output is the per-position loss [N,D] (kNone) or a scalar. Targets hold class indices as
 // floats; the kernels define what an index outside [0, C) gives (runtime/kernels/loss_kernels.cpp).
 #include "compiler/ops/tensor_util.h"
@@ -25,13 +25,19 @@ Status check_weights(const Graph& g, const Op& op, size_t index, int64_t classes
   return Status();
 }
 
+// The loss's attributes, which NllLossGrad carries along with the shape of dX.
+const NllLossAttrs& loss_attrs(const Op& op) {
+  return op.kind == OpKind::kNllLossGrad ? op.attrs<NllLossGradAttrs>().loss : op.attrs<NllLossAttrs>();
+}
+
 Status check_reduction(const Op& op) {
-  if (op.attrs.kind < 0 || op.attrs.kind >= format::kLossReductionCount) return invalid_argument("unknown reduction");
+  const auto reduction = static_cast<int64_t>(loss_attrs(op).reduction);
+  if (reduction < 0 || reduction >= format::kLossReductionCount) return invalid_argument("unknown reduction");
   return Status();
 }
 
 std::vector<int64_t> loss_shape(const Op& op, int64_t N, int64_t D) {
-  if (op.attrs.kind == static_cast<int64_t>(LossReduction::kNone)) return {N, D};
+  if (loss_attrs(op).reduction == LossReduction::kNone) return {N, D};
   return {};
 }
 
@@ -53,11 +59,11 @@ Status infer_nll_loss(const Graph& g, const Op& op, std::vector<TensorType>& out
   return Status();
 }
 
-// NllLossGrad(T [N,D], dY, W [C] optional) → dX of shape attrs.shape = [N, C, D].
+// NllLossGrad(T [N,D], dY, W [C] optional) → dX of shape dx_shape = [N, C, D].
 Status infer_nll_loss_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   if (op.inputs.size() != 2 && op.inputs.size() != 3) return invalid_argument("takes target, dY and optional weights");
   IPU_RETURN_IF_ERROR(check_reduction(op));
-  const std::vector<int64_t>& dx = op.attrs.shape;
+  const std::vector<int64_t>& dx = op.attrs<NllLossGradAttrs>().dx_shape;
   if (dx.size() != 3) return invalid_argument("needs the input shape [N, C, D]");
   const int64_t N = dx[0], C = dx[1], D = dx[2];
   if (g.value(op.inputs[0]).type.shape != std::vector<int64_t>{N, D}) {
@@ -77,8 +83,9 @@ Status infer_nll_loss_grad(const Graph& g, const Op& op, std::vector<TensorType>
 Status grad_nll_loss(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
-  OpAttrs attrs = op.attrs;
-  attrs.shape = ctx.graph().value(op.inputs[0]).type.shape;
+  NllLossGradAttrs attrs;
+  attrs.loss = op.attrs<NllLossAttrs>();
+  attrs.dx_shape = ctx.graph().value(op.inputs[0]).type.shape;
   std::vector<int> inputs = {op.inputs[1], dy};
   if (has_weights(op)) inputs.push_back(op.inputs[2]);
   IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kNllLossGrad, inputs, attrs, "/grad"));
@@ -88,12 +95,13 @@ Status grad_nll_loss(GradContext& ctx, const Op& op) {
 // The params both codelets start with (format::params::Loss).
 std::vector<int64_t> loss_params(const Op& op, int64_t N, int64_t C, int64_t D, bool weights) {
   using L = format::params::Loss;
+  const NllLossAttrs& loss = loss_attrs(op);
   return format::make_params<L>({{L::kN, N},
                                  {L::kC, C},
                                  {L::kD, D},
-                                 {L::kReduction, op.attrs.kind},
-                                 {L::kHasIgnore, op.attrs.ignore_index.has_value()},
-                                 {L::kIgnoreIndex, op.attrs.ignore_index.value_or(0)},
+                                 {L::kReduction, static_cast<int64_t>(loss.reduction)},
+                                 {L::kHasIgnore, loss.ignore_index.has_value()},
+                                 {L::kIgnoreIndex, loss.ignore_index.value_or(0)},
                                  {L::kHasWeights, weights}});
 }
 
@@ -119,11 +127,11 @@ Status lower_nll_loss(LowerContext& ctx, const Op& op) {
       v.operands.push_back(w);
       v.reads.push_back(lowering::flat_region(w, 0, C));
     }
-    const bool none = op.attrs.kind == static_cast<int64_t>(LossReduction::kNone);
+    const bool none = op.attrs<NllLossAttrs>().reduction == LossReduction::kNone;
     v.writes = {none ? lowering::flat_region(y, begin, end) : lowering::flat_region(y, 0, 1)};
     ctx.emit(tile, std::move(v));
   };
-  if (op.attrs.kind == static_cast<int64_t>(LossReduction::kNone)) {
+  if (op.attrs<NllLossAttrs>().reduction == LossReduction::kNone) {
     lowering::lower_split(ctx, positions, per_position, 4.0 * static_cast<double>(C + 2), emit);
   } else {
     emit(ctx.take_tiles(1)[0], 0, positions);
@@ -132,10 +140,10 @@ Status lower_nll_loss(LowerContext& ctx, const Op& op) {
 }
 
 Status lower_nll_loss_grad(LowerContext& ctx, const Op& op) {
-  const std::vector<int64_t>& s = op.attrs.shape;
+  const std::vector<int64_t>& s = op.attrs<NllLossGradAttrs>().dx_shape;
   const int64_t N = s[0], C = s[1], D = s[2], row = C * D;
   const bool weights = has_weights(op);
-  const auto reduction = static_cast<LossReduction>(op.attrs.kind);
+  const LossReduction reduction = op.attrs<NllLossGradAttrs>().loss.reduction;
   const uint32_t t = ctx.tensor(op.inputs[0]), dy = ctx.tensor(op.inputs[1]), dx = ctx.tensor(op.outputs[0]);
   const double per_row = static_cast<double>(row) / ctx.target().cycles.vector_flops_per_cycle + 4.0 * static_cast<double>(D);
   lowering::lower_split(ctx, N, per_row, 4.0 * static_cast<double>(row + 2 * D), [&](uint32_t tile, int64_t rb, int64_t re) {

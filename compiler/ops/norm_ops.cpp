@@ -48,8 +48,8 @@ Status grad_batch_norm(GradContext& ctx, const Op& op) {
   if (ctx.needs_gradient(mean) || ctx.needs_gradient(var)) {
     return unsupported("the mean and variance of a BatchNormalization cannot be trained");
   }
-  OpAttrs attrs;
-  attrs.epsilon = op.attrs.epsilon;
+  NormAttrs attrs;
+  attrs.epsilon = op.attrs<NormAttrs>().epsilon;
   if (ctx.needs_gradient(x)) {
     IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kBatchNormGradInput, op.name + "/grad_input", {dy, scale, var}, attrs,
                                           Phase::kBackward, op.stage));
@@ -104,7 +104,7 @@ Status lower_batch_norm_elementwise(LowerContext& ctx, const Op& op) {
     static_assert(format::same_layout<P, format::params::BatchNormGradInput> &&
                   F::kNames == format::fparams::BatchNormGradInput::kNames);
     v.params = format::make_params<P>({{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}});
-    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs.epsilon}});
+    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     v.reads.push_back(lowering::flat_region(inputs[0], begin, end));
     for (size_t i = 1; i < inputs.size(); ++i) v.reads.push_back(lowering::flat_region(inputs[i], 0, d.C));
@@ -126,7 +126,7 @@ Status lower_batch_norm_grad_scale(LowerContext& ctx, const Op& op) {
     using P = format::params::BatchNormGradScale;
     using F = format::fparams::BatchNormGradScale;
     v.params = format::make_params<P>({{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kCBegin, cb}, {P::kCEnd, ce}});
-    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs.epsilon}});
+    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
     v.compute_cycles = per_channel * static_cast<double>(ce - cb);
     v.reads = {lowering::block_region(x, 0, d.N, cb * d.S, ce * d.S, d.C * d.S),
                lowering::block_region(dy, 0, d.N, cb * d.S, ce * d.S, d.C * d.S), lowering::flat_region(mean, cb, ce),

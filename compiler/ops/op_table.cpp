@@ -7,7 +7,7 @@ namespace ipu::ir {
 const OpTable& op_definitions() {
   static const OpTable table = [] {
     OpTable t{};
-#define OP(name, text, definition) t[static_cast<size_t>(OpKind::name)] = &definition();
+#define OP(name, text, definition, attrs) t[static_cast<size_t>(OpKind::name)] = &definition();
 #include "compiler/ir/ops.def"
 #undef OP
     for (size_t k = 0; k < kOpKindCount; ++k) {

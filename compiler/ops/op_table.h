@@ -7,7 +7,7 @@
 namespace ipu::ir {
 
 // Registry entries: each op's definition, in its family's file under compiler/ops (ops.def).
-#define OP(name, text, definition) const OpDef& definition();
+#define OP(name, text, definition, attrs) const OpDef& definition();
 #include "compiler/ir/ops.def"
 #undef OP
 

@@ -46,6 +46,7 @@ Status infer_sgd_update(const Graph& g, const Op& op, std::vector<TensorType>&) 
 
 Status lower_sgd_update(LowerContext& ctx, const Op& op) {
   const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
+  const SgdUpdateAttrs& sgd = op.attrs<SgdUpdateAttrs>();
   std::vector<uint32_t> operands;
   for (int in : op.inputs) operands.push_back(ctx.tensor(in));
   const double per_element = 3.0 / ctx.target().cycles.vector_flops_per_cycle;
@@ -55,10 +56,10 @@ Status lower_sgd_update(LowerContext& ctx, const Op& op) {
     v.operands = operands;
     using P = format::params::SgdMomentum;
     using F = format::fparams::SgdMomentum;
-    v.params = format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, op.attrs.clear_gradient}});
-    v.fparams = format::make_fparams<F>({{F::kLearningRate, op.attrs.learning_rate},
-                                         {F::kMomentum, op.attrs.momentum},
-                                         {F::kGradientScale, op.attrs.gradient_scale}});
+    v.params = format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, sgd.clear_gradient}});
+    v.fparams = format::make_fparams<F>({{F::kLearningRate, sgd.learning_rate},
+                                         {F::kMomentum, sgd.momentum},
+                                         {F::kGradientScale, sgd.gradient_scale}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     for (uint32_t t : v.operands) v.reads.push_back(lowering::flat_region(t, begin, end));
     ctx.emit(tile, std::move(v));

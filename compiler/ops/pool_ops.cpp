@@ -12,16 +12,16 @@ using lowering::LowerContext;
 Status infer_pool(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() != 4) return invalid_argument("expects an NCHW input, got " + x.to_string());
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, window_output_shape(x, op.attrs.window, x.shape[1]));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, window_output_shape(x, op.attrs<WindowAttrs>(), x.shape[1]));
   out.push_back({DType::kFloat32, shape});
   return Status();
 }
 
-// MaxPoolGrad(X, dY) and AveragePoolGrad(dY) produce dX of attrs.shape; dY must be the pooled shape.
+// MaxPoolGrad(X, dY) and AveragePoolGrad(dY) produce dX of their shape; dY must be the pooled shape.
 Status infer_pool_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType x{DType::kFloat32, op.attrs.shape};
+  const TensorType x{DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
   if (x.shape.size() != 4) return invalid_argument("expects an NCHW shape");
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, op.attrs.window, x.shape[1]));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, op.attrs<WindowGradAttrs>().window, x.shape[1]));
   if (g.value(op.inputs.back()).type.shape != y) return invalid_argument("dY does not match the pooled shape");
   out.push_back(x);
   return Status();
@@ -31,8 +31,8 @@ Status grad_pool(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
-  OpAttrs attrs;
-  attrs.window = op.attrs.window;
+  WindowGradAttrs attrs;
+  attrs.window = op.attrs<WindowAttrs>();
   attrs.shape = ctx.graph().value(x).type.shape;
   // MaxPool routes dY to the window's maximum, so it reads X again; AveragePool needs only dY.
   const bool max = op.kind == OpKind::kMaxPool;
@@ -56,9 +56,9 @@ Status lower_pool(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const bool forward = op.kind == OpKind::kMaxPool || op.kind == OpKind::kAveragePool;
   const bool average = op.kind == OpKind::kAveragePool || op.kind == OpKind::kAveragePoolGrad;
-  const std::vector<int64_t>& x = forward ? g.value(op.inputs[0]).type.shape : op.attrs.shape;
+  const std::vector<int64_t>& x = forward ? g.value(op.inputs[0]).type.shape : op.attrs<WindowGradAttrs>().shape;
   const std::vector<int64_t>& y = forward ? g.value(op.outputs[0]).type.shape : g.value(op.inputs.back()).type.shape;
-  const WindowAttrs& win = op.attrs.window;
+  const WindowAttrs& win = window_of(op);
   const int64_t in_plane = x[2] * x[3], out_plane = y[2] * y[3];
   std::vector<uint32_t> inputs;
   for (int in : op.inputs) inputs.push_back(ctx.tensor(in));

@@ -27,8 +27,10 @@ std::vector<int64_t> reduced_shape(const std::vector<int64_t>& in, const std::ve
 Status infer_reduce(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   IPU_RETURN_IF_ERROR(check_rank(x));
-  const auto& axes = op.attrs.axes;
-  if (op.attrs.kind < 0 || op.attrs.kind >= format::kReduceKindCount) return invalid_argument("unknown reduce kind");
+  const ReduceAttrs& reduce = op.attrs<ReduceAttrs>();
+  const auto& axes = reduce.axes;
+  const auto kind = static_cast<int64_t>(reduce.kind);
+  if (kind < 0 || kind >= format::kReduceKindCount) return invalid_argument("unknown reduce kind");
   if (axes.empty()) return invalid_argument("reduces no axis");
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(x.shape.size()) || (i > 0 && axes[i] <= axes[i - 1])) {
@@ -36,24 +38,24 @@ Status infer_reduce(const Graph& g, const Op& op, std::vector<TensorType>& out) 
     }
     if (x.shape[static_cast<size_t>(axes[i])] == 0) return unsupported("reducing an empty axis of " + x.to_string());
   }
-  if (op.attrs.kind >= static_cast<int64_t>(ReduceKind::kArgMax) && axes.size() != 1) {
+  if (kind >= static_cast<int64_t>(ReduceKind::kArgMax) && axes.size() != 1) {
     return invalid_argument("an arg reduction takes one axis");
   }
-  out.push_back({DType::kFloat32, reduced_shape(x.shape, axes, op.attrs.keep_dims)});
+  out.push_back({DType::kFloat32, reduced_shape(x.shape, axes, reduce.keep_dims)});
   return Status();
 }
 
 // Max and min: the gradient goes to the elements equal to the result, shared equally among ties
 // (the subgradient torch's amax/amin take): dX = (X == Y) · dY / count(X == Y).
-StatusOr<int> grad_extremum(GradContext& ctx, const Op& op, int dy_kept, const OpAttrs& kept) {
+StatusOr<int> grad_extremum(GradContext& ctx, const Op& op, int dy_kept, const ReshapeAttrs& kept) {
   const int x = op.inputs[0];
   int y = op.outputs[0];
   if (ctx.graph().value(y).type.shape != kept.shape) {
     IPU_ASSIGN_OR_RETURN(y, grad_op(ctx, op, OpKind::kReshape, {y}, kept, "/grad_result_keepdims"));
   }
   IPU_ASSIGN_OR_RETURN(int hit, grad_binary(ctx, op, BinaryKind::kEqual, x, y, "/grad_argmax_mask"));
-  OpAttrs count_attrs = op.attrs;
-  count_attrs.kind = static_cast<int64_t>(ReduceKind::kSum);
+  ReduceAttrs count_attrs = op.attrs<ReduceAttrs>();
+  count_attrs.kind = ReduceKind::kSum;
   count_attrs.keep_dims = true;
   IPU_ASSIGN_OR_RETURN(int count, grad_op(ctx, op, OpKind::kReduce, {hit}, count_attrs, "/grad_ties"));
   IPU_ASSIGN_OR_RETURN(int share, grad_binary(ctx, op, BinaryKind::kDiv, dy_kept, count, "/grad_share"));
@@ -67,14 +69,14 @@ StatusOr<int> grad_extremum(GradContext& ctx, const Op& op, int dy_kept, const O
 StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
   const int x = op.inputs[0];
   const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
-  const std::vector<int64_t>& axes = op.attrs.axes;
+  const std::vector<int64_t>& axes = op.attrs<ReduceAttrs>().axes;
   std::vector<int64_t> order;  // X's axes as the rows hold them: the kept ones, then the reduced
   for (size_t k = 0; k < in.size(); ++k) {
     if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(k)) == axes.end()) order.push_back(static_cast<int64_t>(k));
   }
   order.insert(order.end(), axes.begin(), axes.end());
   const std::vector<int64_t> strides = row_major_strides(in);
-  OpAttrs to_rows;
+  StridedCopyAttrs to_rows;
   int64_t n = 1;
   for (int64_t a : order) {
     to_rows.shape.push_back(in[static_cast<size_t>(a)]);
@@ -87,17 +89,17 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
   if (!in_place) {
     IPU_ASSIGN_OR_RETURN(grouped, grad_op(ctx, op, OpKind::kStridedCopy, {x}, to_rows, "/grad_rows"));
   }
-  OpAttrs matrix, column;
+  ReshapeAttrs matrix, column;
   matrix.shape = {rows, n};
   column.shape = {rows};
   IPU_ASSIGN_OR_RETURN(grouped, grad_op(ctx, op, OpKind::kReshape, {grouped}, matrix, "/grad_rows_2d"));
   IPU_ASSIGN_OR_RETURN(int per_row, grad_op(ctx, op, OpKind::kReshape, {dy}, column, "/grad_per_row"));
   IPU_ASSIGN_OR_RETURN(int others, grad_op(ctx, op, OpKind::kReduceProdGrad, {grouped, per_row}, {}, "/grad_others"));
-  OpAttrs as_x;
+  if (in_place) return grad_op(ctx, op, OpKind::kReshape, {others}, ReshapeAttrs{in}, "/grad");
+  StridedCopyAttrs as_x;
   as_x.shape = in;
-  if (in_place) return grad_op(ctx, op, OpKind::kReshape, {others}, as_x, "/grad");
   // Back to X's layout: X's axis order[m] is the rows' axis m.
-  OpAttrs as_rows;
+  ReshapeAttrs as_rows;
   as_rows.shape = to_rows.shape;
   IPU_ASSIGN_OR_RETURN(others, grad_op(ctx, op, OpKind::kReshape, {others}, as_rows, "/grad_rows_nd"));
   const std::vector<int64_t> row_strides = row_major_strides(to_rows.shape);
@@ -112,7 +114,7 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
 Status grad_reduce(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
-  const auto kind = static_cast<ReduceKind>(op.attrs.kind);
+  const ReduceKind kind = op.attrs<ReduceAttrs>().kind;
   const bool arg = kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin || kind == ReduceKind::kArgMaxLast ||
                    kind == ReduceKind::kArgMinLast;
   if (dy < 0 || !ctx.needs_gradient(x) || arg) return Status();
@@ -122,8 +124,8 @@ Status grad_reduce(GradContext& ctx, const Op& op) {
   }
   const bool extremum = kind == ReduceKind::kMax || kind == ReduceKind::kMin;
   const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
-  OpAttrs kept;
-  kept.shape = reduced_shape(in, op.attrs.axes, true);
+  ReshapeAttrs kept;
+  kept.shape = reduced_shape(in, op.attrs<ReduceAttrs>().axes, true);
   int g = dy;
   if (ctx.graph().value(dy).type.shape != kept.shape) {
     IPU_ASSIGN_OR_RETURN(g, grad_op(ctx, op, OpKind::kReshape, {dy}, kept, "/grad_keepdims"));
@@ -135,7 +137,7 @@ Status grad_reduce(GradContext& ctx, const Op& op) {
   IPU_ASSIGN_OR_RETURN(int dx, broadcast_to(ctx, op, g, in, "/grad"));
   if (kind == ReduceKind::kMean) {
     int64_t count = 1;
-    for (int64_t a : op.attrs.axes) count *= in[static_cast<size_t>(a)];
+    for (int64_t a : op.attrs<ReduceAttrs>().axes) count *= in[static_cast<size_t>(a)];
     IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, dx, 1.0f / static_cast<float>(count), 0, "/grad_mean"));
   }
   return ctx.add_gradient(x, dx);
@@ -144,10 +146,11 @@ Status grad_reduce(GradContext& ctx, const Op& op) {
 Status lower_reduce(LowerContext& ctx, const Op& op) {
   const std::vector<int64_t>& in = ctx.graph().value(op.inputs[0]).type.shape;
   const std::vector<int64_t> strides = row_major_strides(in);
+  const ReduceAttrs& reduce = op.attrs<ReduceAttrs>();
   std::vector<int64_t> out_dims, out_strides, red_dims, red_strides;
   int64_t count = 1;
   for (size_t k = 0; k < in.size(); ++k) {
-    const bool reduced = std::find(op.attrs.axes.begin(), op.attrs.axes.end(), static_cast<int64_t>(k)) != op.attrs.axes.end();
+    const bool reduced = std::find(reduce.axes.begin(), reduce.axes.end(), static_cast<int64_t>(k)) != reduce.axes.end();
     (reduced ? red_dims : out_dims).push_back(in[k]);
     (reduced ? red_strides : out_strides).push_back(strides[k]);
     if (reduced) count *= in[k];
@@ -163,7 +166,7 @@ Status lower_reduce(LowerContext& ctx, const Op& op) {
       ctx, op, format::Codelet::kReduce, per, {},
       [&](int64_t begin, int64_t end) {
         using P = format::params::Reduce;
-        return format::make_params<P>({{P::kKind, op.attrs.kind},
+        return format::make_params<P>({{P::kKind, static_cast<int64_t>(reduce.kind)},
                                        {P::kOutRank, static_cast<int64_t>(out_dims.size())},
                                        {P::kReducedRank, static_cast<int64_t>(red_dims.size())},
                                        {P::kBegin, begin},
@@ -210,7 +213,9 @@ Status lower_reduce_prod_grad(LowerContext& ctx, const Op& op) {
 Status infer_axis_softmax(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() != 3) return invalid_argument("expects [outer, n, inner], got " + x.to_string());
-  if (op.attrs.kind < 0 || op.attrs.kind >= format::kSoftmaxKindCount) return invalid_argument("unknown softmax kind");
+  if (const auto kind = static_cast<int64_t>(op.attrs<SoftmaxAttrs>().kind); kind < 0 || kind >= format::kSoftmaxKindCount) {
+    return invalid_argument("unknown softmax kind");
+  }
   out.push_back(x);
   return Status();
 }
@@ -220,12 +225,12 @@ Status grad_axis_softmax(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0], y = op.outputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
-  OpAttrs sum;
-  sum.kind = static_cast<int64_t>(ReduceKind::kSum);
+  ReduceAttrs sum;
+  sum.kind = ReduceKind::kSum;
   sum.axes = {1};
   sum.keep_dims = true;
   int dx = -1;
-  if (op.attrs.kind == static_cast<int64_t>(format::SoftmaxKind::kSoftmax)) {
+  if (op.attrs<SoftmaxAttrs>().kind == format::SoftmaxKind::kSoftmax) {
     IPU_ASSIGN_OR_RETURN(int prod, grad_binary(ctx, op, BinaryKind::kMul, dy, y, "/grad_prod"));
     IPU_ASSIGN_OR_RETURN(int dot, grad_op(ctx, op, OpKind::kReduce, {prod}, sum, "/grad_dot"));
     IPU_ASSIGN_OR_RETURN(int diff, grad_binary(ctx, op, BinaryKind::kSub, dy, dot, "/grad_diff"));
@@ -242,6 +247,7 @@ Status grad_axis_softmax(GradContext& ctx, const Op& op) {
 Status lower_axis_softmax(LowerContext& ctx, const Op& op) {
   const std::vector<int64_t>& s = ctx.graph().value(op.inputs[0]).type.shape;
   const int64_t outer = s[0], n = s[1], inner = s[2];
+  const auto kind = static_cast<int64_t>(op.attrs<SoftmaxAttrs>().kind);
   const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
   const double per_line = static_cast<double>(n) * (ctx.target().cycles.transcendental_cycles + 3);
   // Lines are split by whole outer rows so that each vertex's elements are contiguous.
@@ -251,7 +257,7 @@ Status lower_axis_softmax(LowerContext& ctx, const Op& op) {
                           v.codelet = format::Codelet::kAxisSoftmax;
                           v.operands = {x, y};
                           using P = format::params::AxisSoftmax;
-                          v.params = format::make_params<P>({{P::kKind, op.attrs.kind}, {P::kOuter, outer}, {P::kN, n},
+                          v.params = format::make_params<P>({{P::kKind, kind}, {P::kOuter, outer}, {P::kN, n},
                                                              {P::kInner, inner}, {P::kBegin, rb * inner},
                                                              {P::kEnd, re * inner}});
                           v.compute_cycles = per_line * static_cast<double>((re - rb) * inner);
@@ -297,7 +303,7 @@ Status infer_batch_matmul(const Graph& g, const Op& op, std::vector<TensorType>&
 // `value` [..., R, C] with its last two axes swapped.
 StatusOr<int> transpose_last(GradContext& ctx, const Op& op, int value, const std::string& suffix) {
   const std::vector<int64_t> in = ctx.graph().value(value).type.shape;
-  OpAttrs t;
+  StridedCopyAttrs t;
   t.shape = in;
   t.strides = row_major_strides(in);
   const size_t r = in.size();

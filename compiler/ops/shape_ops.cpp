@@ -7,7 +7,7 @@ namespace {
 
 Status infer_reshape(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
-  TensorType y{x.dtype, op.attrs.shape};
+  TensorType y{x.dtype, op.attrs<ReshapeAttrs>().shape};
   if (y.elements() != x.elements()) {
     return invalid_argument("cannot reshape " + x.to_string() + " to " + y.to_string());
   }
@@ -19,7 +19,7 @@ Status grad_reshape(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
-  OpAttrs attrs;
+  ReshapeAttrs attrs;
   attrs.shape = ctx.graph().value(x).type.shape;
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kReshape, op.name + "/grad", {dy}, attrs, Phase::kBackward,
                                                   op.stage));

@@ -56,8 +56,8 @@ StatusOr<int> grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<i
 
 StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind, int x, float alpha, float beta,
                          const std::string& suffix) {
-  OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(kind);
+  UnaryAttrs attrs;
+  attrs.kind = kind;
   attrs.alpha = alpha;
   attrs.beta = beta;
   return grad_op(ctx, op, OpKind::kUnary, {x}, attrs, suffix);
@@ -65,8 +65,8 @@ StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind,
 
 StatusOr<int> grad_binary(GradContext& ctx, const Op& op, format::BinaryKind kind, int a, int b,
                           const std::string& suffix) {
-  OpAttrs attrs;
-  attrs.kind = static_cast<int64_t>(kind);
+  BinaryAttrs attrs;
+  attrs.kind = kind;
   return grad_op(ctx, op, OpKind::kBinary, {a, b}, attrs, suffix);
 }
 
@@ -74,8 +74,8 @@ StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vec
                           const std::string& suffix) {
   const std::vector<int64_t> full = ctx.graph().value(gradient).type.shape;
   if (full == shape) return gradient;
-  OpAttrs sum;
-  sum.kind = static_cast<int64_t>(format::ReduceKind::kSum);
+  ReduceAttrs sum;
+  sum.kind = format::ReduceKind::kSum;
   const size_t lead = full.size() - shape.size();
   for (size_t i = 0; i < full.size(); ++i) {
     if (i < lead || (shape[i - lead] == 1 && full[i] != 1)) sum.axes.push_back(static_cast<int64_t>(i));
@@ -84,7 +84,7 @@ StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vec
   if (!sum.axes.empty()) {
     IPU_ASSIGN_OR_RETURN(value, grad_op(ctx, op, OpKind::kReduce, {gradient}, sum, suffix + "/sum"));
   }
-  OpAttrs reshape;
+  ReshapeAttrs reshape;
   reshape.shape = shape;
   if (ctx.graph().value(value).type.shape == shape) return value;
   return grad_op(ctx, op, OpKind::kReshape, {value}, reshape, suffix + "/reshape");
@@ -94,7 +94,7 @@ StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, std::vecto
                            const std::string& suffix) {
   const std::vector<int64_t>& in = ctx.graph().value(value).type.shape;
   if (in == shape) return value;
-  OpAttrs copy;
+  StridedCopyAttrs copy;
   copy.shape = shape;
   copy.strides = broadcast_strides(in, shape);
   return grad_op(ctx, op, OpKind::kStridedCopy, {value}, copy, suffix);

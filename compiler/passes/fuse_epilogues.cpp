@@ -33,7 +33,7 @@ int fold_reshaped_biases(ir::Graph& graph, const std::vector<int>& interface_val
       if (reshape < 0) continue;
       const int matmul = sole_producer(graph, graph.op(reshape).inputs[0], graph.op(reshape), {ir::OpKind::kMatMul},
                                        interface_values);
-      if (matmul < 0 || graph.op(matmul).inputs.size() != 2 || graph.op(matmul).attrs.fused_relu) continue;
+      if (matmul < 0 || graph.op(matmul).inputs.size() != 2 || ir::has_fused_relu(graph.op(matmul))) continue;
       const int64_t n = graph.value(graph.op(matmul).outputs[0]).type.shape[1];
       const ir::TensorType& r = graph.value(reshaped).type;
       if (!is_row_vector(graph.value(bias).type, n) || r.shape.back() != n ||
@@ -92,8 +92,14 @@ int fuse_epilogues(ir::Graph& graph, const std::vector<int>& interface_values) {
     const ir::Op& op = graph.ops()[i];
     if (op.kind != ir::OpKind::kRelu) continue;
     const int product = sole_producer(graph, op.inputs[0], op, {ir::OpKind::kConv, ir::OpKind::kMatMul}, interface_values);
-    if (product < 0 || graph.op(product).attrs.fused_relu) continue;
-    replaced.push_back(fold_into(graph, product, op.id, [](ir::Op& fused, const ir::Op&) { fused.attrs.fused_relu = true; }));
+    if (product < 0 || ir::has_fused_relu(graph.op(product))) continue;
+    replaced.push_back(fold_into(graph, product, op.id, [](ir::Op& fused, const ir::Op&) {
+      if (fused.kind == ir::OpKind::kConv) {
+        fused.attrs<ir::ConvAttrs>().fused_relu = true;
+      } else {
+        fused.attrs<ir::MatMulAttrs>().fused_relu = true;
+      }
+    }));
   }
   graph.remove_ops(replaced);
   return reshaped_biases + biases + static_cast<int>(replaced.size());

@@ -15,7 +15,7 @@ namespace ipu::passes {
 //   - a BiasAdd of a MatMul's output, and an Add of a bias vector onto a MatMul's output seen
 //     through a Reshape that keeps its last axis (ONNX MatMul + Add on 3-D activations): the
 //     MatMul takes the bias as a third input;
-//   - a Relu of a Conv's or MatMul's output: the product takes attrs.fused_relu.
+//   - a Relu of a Conv's or MatMul's output: the product takes fused_relu (MatMulAttrs, ConvAttrs).
 // The product (or the Reshape after it) then writes the folded op's output; the folded op is
 // removed and the value it read is left unused. Gradients never read those values (a bias's
 // gradient is dY's column sum, Relu's reads the Relu's output), so this runs after autodiff as

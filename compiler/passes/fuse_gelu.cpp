@@ -57,8 +57,7 @@ int fuse_gelu(ir::Graph& graph, const std::vector<int>& interface_values) {
     ir::Op& last = graph.op(chain.back());
     last.inputs = {x};
     last.kind = ir::OpKind::kUnary;
-    last.attrs = ir::OpAttrs{};
-    last.attrs.kind = static_cast<int64_t>(format::UnaryKind::kGelu);
+    last.attributes = ir::UnaryAttrs{format::UnaryKind::kGelu};
     ++fused;
   }
   graph.remove_ops(removed);

@@ -10,8 +10,10 @@ using format::BinaryKind;
 // A mean over the last axis of `x` with keepdims.
 bool is_last_axis_mean(const ir::Graph& graph, const ir::Op& op) {
   const auto& shape = graph.value(op.inputs[0]).type.shape;
-  return op.kind == ir::OpKind::kReduce && op.attrs.kind == static_cast<int64_t>(format::ReduceKind::kMean) &&
-         op.attrs.keep_dims && !shape.empty() && op.attrs.axes == std::vector<int64_t>{static_cast<int64_t>(shape.size()) - 1};
+  if (op.kind != ir::OpKind::kReduce) return false;
+  const ir::ReduceAttrs& reduce = op.attrs<ir::ReduceAttrs>();
+  return reduce.kind == format::ReduceKind::kMean && reduce.keep_dims && !shape.empty() &&
+         reduce.axes == std::vector<int64_t>{static_cast<int64_t>(shape.size()) - 1};
 }
 
 struct LayerNormMatch {
@@ -86,8 +88,7 @@ int fuse_layer_norm(ir::Graph& graph, const std::vector<int>& interface_values) 
     ir::Op& last = graph.op(m.ops.back());
     last.kind = ir::OpKind::kLayerNorm;
     last.inputs = {m.x, m.gamma, m.beta};
-    last.attrs = ir::OpAttrs{};
-    last.attrs.epsilon = m.epsilon;
+    last.attributes = ir::NormAttrs{m.epsilon};
     ++fused;
   }
   graph.remove_ops(removed);

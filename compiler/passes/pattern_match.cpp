@@ -16,11 +16,11 @@ int sole_reader(const ir::Graph& graph, int value, const ir::Op& near, const std
 }
 
 bool is_binary(const ir::Op& op, format::BinaryKind kind) {
-  return op.kind == ir::OpKind::kBinary && op.attrs.kind == static_cast<int64_t>(kind);
+  return op.kind == ir::OpKind::kBinary && op.attrs<ir::BinaryAttrs>().kind == kind;
 }
 
 bool is_unary(const ir::Op& op, format::UnaryKind kind) {
-  return op.kind == ir::OpKind::kUnary && op.attrs.kind == static_cast<int64_t>(kind);
+  return op.kind == ir::OpKind::kUnary && op.attrs<ir::UnaryAttrs>().kind == kind;
 }
 
 int other_input(const ir::Op& op, int value) { return op.inputs[0] == value ? op.inputs[1] : op.inputs[0]; }

@@ -17,7 +17,7 @@ StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& co
   const int stage = graph.value(scores).stage;
   out.labels = graph.add_value("labels", {ir::DType::kInt32, {type.shape[0]}}, ir::Role::kLabel);
   graph.value(out.labels).stage = stage;
-  ir::OpAttrs attrs;
+  ir::CrossEntropyAttrs attrs;
   attrs.from_logits = config.from_logits;
   IPU_ASSIGN_OR_RETURN(int loss_op, graph.add_op(ir::OpKind::kSparseCrossEntropy, "loss", {scores, out.labels}, attrs,
                                                  ir::Phase::kLoss, stage));
@@ -68,7 +68,7 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     int gradient = context.gradient_of(w);
     if (gradient < 0) continue;  // a weight the loss does not depend on stays as it is
     const ir::Value weight = graph.value(w);
-    ir::OpAttrs attrs;
+    ir::SgdUpdateAttrs attrs;
     attrs.learning_rate = config.learning_rate;
     attrs.momentum = config.momentum;
     if (accumulation.enabled()) {

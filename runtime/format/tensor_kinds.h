@@ -37,8 +37,9 @@ enum class UnaryKind : int64_t {
   kTanh = 25,
   kPowScalar = 26,     // x^alpha
   kSquare = 27,
+  kSoftsign = 28,      // x / (1 + |x|)
 };
-inline constexpr int64_t kUnaryKindCount = 28;
+inline constexpr int64_t kUnaryKindCount = 29;
 
 // Binary: y = a ∘ b, broadcast. Comparisons and logic give 0/1.
 enum class BinaryKind : int64_t {

@@ -93,6 +93,7 @@ void run_unary(const PreparedVertex& v) {
       }
       break;
     case UnaryKind::kSquare: map(x, y, b, e, [](float t) { return t * t; }); break;
+    case UnaryKind::kSoftsign: map(x, y, b, e, [](float t) { return t / (1.0f + std::fabs(t)); }); break;
   }
 }
 

@@ -207,6 +207,18 @@ TEST_CASE("gradients of InstanceNormalization and PRelu match finite differences
   check_gradients(b.bytes(), onnx_training_options(), {"w0", "scale", "shift", "slope", "w3", "b3"});
 }
 
+// x [N, 6] → MatMul → Softsign (inputs of both signs) → MatMul → logits.
+TEST_CASE("gradients of Softsign match finite differences") {
+  OnnxBuilder b;
+  b.input("x", {6}).output("logits");
+  b.floats("w0", {6, 5}, wave(30, 0.9f, 0.3f));
+  b.floats("w1", {5, 4}, wave(20, 0.6f, 0.5f));
+  b.node("MatMul", "fc0", {"x", "w0"}, {"h"});
+  b.node("Softsign", "act", {"h"}, {"a"});
+  b.node("MatMul", "fc1", {"a", "w1"}, {"logits"});
+  check_gradients(b.bytes(), onnx_training_options(), {"w0", "w1"});
+}
+
 TEST_CASE("gradients through LayerNormalization, attention, Concat and reductions match finite differences") {
   check_gradients(attention_model(), onnx_training_options(), {"scale", "bias", "wq", "wo"});
 }

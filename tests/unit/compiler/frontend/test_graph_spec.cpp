@@ -699,7 +699,7 @@ TEST_CASE("build_forward_graph: a Keras CNN converts layouts only at its ends") 
     to_last += op.kind == ipu::ir::OpKind::kToChannelsLast;
     if (op.kind == ipu::ir::OpKind::kConv) {
       CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 3, 6, 6});
-      CHECK(op.attrs.window.pads == std::array<int64_t, 4>{1, 1, 1, 1});
+      CHECK(ipu::ir::window_of(op).pads == std::array<int64_t, 4>{1, 1, 1, 1});
     }
     if (op.kind == ipu::ir::OpKind::kMaxPool) CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 3, 3, 3});
   }
@@ -811,7 +811,7 @@ TEST_CASE("build_forward_graph: merges of convolutions stay channels first") {
     to_last += op.kind == ipu::ir::OpKind::kToChannelsLast;
     // Keras's axis -1 (channels of NHWC) is axis 1 of the NCHW values.
     if (op.kind == ipu::ir::OpKind::kConcat) {
-      CHECK(op.attrs.axis == 1);
+      CHECK(op.attrs<ipu::ir::AxisAttrs>().axis == 1);
       CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 8, 6, 6});
     }
   }

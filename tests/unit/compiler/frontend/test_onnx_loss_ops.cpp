@@ -52,8 +52,8 @@ TEST_CASE("NegativeLogLikelihoodLoss: shapes, reduction, ignore_index and weight
     REQUIRE(imported.ok());
     CHECK(imported->graph.value(imported->outputs[0].value).type.shape.empty());
     const ir::Op& op = nll_op(*imported);
-    CHECK(op.attrs.kind == static_cast<int64_t>(LossReduction::kMean));
-    CHECK(!op.attrs.ignore_index.has_value());
+    CHECK(op.attrs<ir::NllLossAttrs>().reduction == LossReduction::kMean);
+    CHECK(!op.attrs<ir::NllLossAttrs>().ignore_index.has_value());
     CHECK(op.inputs.size() == 2);
   }
   SUBCASE("none keeps the target's shape; ignore_index and weights are read") {
@@ -67,8 +67,8 @@ TEST_CASE("NegativeLogLikelihoodLoss: shapes, reduction, ignore_index and weight
     REQUIRE(imported.ok());
     CHECK(imported->graph.value(imported->outputs[0].value).type.shape == std::vector<int64_t>{2, 4});
     const ir::Op& op = nll_op(*imported);
-    CHECK(op.attrs.kind == static_cast<int64_t>(LossReduction::kNone));
-    CHECK(op.attrs.ignore_index == -1);
+    CHECK(op.attrs<ir::NllLossAttrs>().reduction == LossReduction::kNone);
+    CHECK(op.attrs<ir::NllLossAttrs>().ignore_index == -1);
     REQUIRE(op.inputs.size() == 3);
     CHECK(imported->graph.value(op.inputs[2]).name == "w");
   }
@@ -81,10 +81,10 @@ TEST_CASE("SoftmaxCrossEntropyLoss is a log-softmax over the classes, whose resu
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   const ir::Op& op = nll_op(*imported);
-  CHECK(op.attrs.kind == static_cast<int64_t>(LossReduction::kSum));
+  CHECK(op.attrs<ir::NllLossAttrs>().reduction == LossReduction::kSum);
   const ir::Op& softmax = producer(*imported, op.inputs[0]);
   CHECK(softmax.kind == ir::OpKind::kAxisSoftmax);
-  CHECK(softmax.attrs.kind == static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax));
+  CHECK(softmax.attrs<ir::SoftmaxAttrs>().kind == format::SoftmaxKind::kLogSoftmax);
   CHECK(imported->graph.value(imported->outputs[1].value).type.shape == std::vector<int64_t>{2, 3, 4});
 }
 

@@ -126,7 +126,7 @@ TEST_CASE("Shape and Size fold to constants; Cast records the output dtype") {
   CHECK(s.role == ir::Role::kConstant);
   CHECK(s.initial == std::vector<float>{2, 3});
   const ir::Op& cast = imported->graph.op(imported->graph.value(imported->outputs[1].value).producer);
-  CHECK(cast.attrs.kind == static_cast<int64_t>(format::UnaryKind::kTrunc));
+  CHECK(cast.attrs<ir::UnaryAttrs>().kind == format::UnaryKind::kTrunc);
 }
 
 // Edge, reflect and wrap repeat input elements: one Gather per padded axis, by constant indices.
@@ -148,7 +148,7 @@ TEST_CASE("Pad in edge, reflect and wrap mode gathers the source index of every 
     CHECK(output_shape(*imported) == std::vector<int64_t>{2, 8});
     const ir::Op& gather = imported->graph.op(imported->graph.value(imported->scores()).producer);
     REQUIRE(gather.kind == ir::OpKind::kGather);
-    CHECK(gather.attrs.axis == 1);
+    CHECK(gather.attrs<ir::AxisAttrs>().axis == 1);
     CHECK(imported->graph.value(gather.inputs[1]).initial == indices);
   }
 }

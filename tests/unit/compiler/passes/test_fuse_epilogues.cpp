@@ -113,7 +113,7 @@ TEST_CASE("fuse_epilogues: the ops after a fusion renumber, and their producers 
   ir::Graph g;
   const int x = g.add_value("x", {ir::DType::kFloat32, {1, 1, 3, 3}}, ir::Role::kInput);
   const int w = g.add_value("w", {ir::DType::kFloat32, {1, 1, 2, 2}}, ir::Role::kWeight);
-  ir::OpAttrs conv_attrs;
+  ir::ConvAttrs conv_attrs;
   conv_attrs.window.kernel = {2, 2};
   auto conv = g.add_op(ir::OpKind::kConv, "conv", {x, w}, conv_attrs, ir::Phase::kForward);
   REQUIRE(conv.ok());
@@ -126,7 +126,7 @@ TEST_CASE("fuse_epilogues: the ops after a fusion renumber, and their producers 
 
   CHECK(passes::fuse_epilogues(g, {x, tanh_out}) == 1);
   REQUIRE(g.ops().size() == 2);
-  CHECK(g.op(0).attrs.fused_relu);
+  CHECK(g.op(0).attrs<ir::ConvAttrs>().fused_relu);
   CHECK(g.op(0).outputs[0] == relu_out);
   CHECK(g.value(relu_out).producer == 0);
   CHECK(g.op(1).kind == ir::OpKind::kTanh);
@@ -142,9 +142,9 @@ TEST_CASE("fuse_epilogues: the fused op takes the folded op's place in the op or
   const int x = g.add_value("x", {ir::DType::kFloat32, {2, 3}}, ir::Role::kInput);
   const int w = g.add_value("w", {ir::DType::kFloat32, {3, 4}}, ir::Role::kWeight);
   const int c = g.add_value("c", {ir::DType::kFloat32, {1, 4}}, ir::Role::kInput);
-  auto matmul = g.add_op(ir::OpKind::kMatMul, "fc/matmul", {x, w}, {}, ir::Phase::kForward);
+  auto matmul = g.add_op(ir::OpKind::kMatMul, "fc/matmul", {x, w}, ir::MatMulAttrs{}, ir::Phase::kForward);
   REQUIRE(matmul.ok());
-  ir::OpAttrs reshape_attrs;
+  ir::ReshapeAttrs reshape_attrs;
   reshape_attrs.shape = {4};
   auto bias = g.add_op(ir::OpKind::kReshape, "fc/bias_shape", {c}, reshape_attrs, ir::Phase::kForward);
   REQUIRE(bias.ok());

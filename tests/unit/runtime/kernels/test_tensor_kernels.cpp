@@ -61,6 +61,7 @@ TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
       {UnaryKind::kSelu, 1.5f, 1.1f, [](double t, double a, double g) { return g * (t > 0 ? t : a * (std::exp(t) - 1)); }},
       {UnaryKind::kLeakyRelu, 0.1f, 0, [](double t, double a, double) { return t >= 0 ? t : a * t; }},
       {UnaryKind::kHardSigmoid, 0.2f, 0.5f, [](double t, double a, double b) { return std::clamp(a * t + b, 0.0, 1.0); }},
+      {UnaryKind::kSoftsign, 0, 0, [](double t, double, double) { return t / (1 + std::abs(t)); }},
       {UnaryKind::kClip, -0.5f, 1.0f, [](double t, double a, double b) { return std::min(std::max(t, a), b); }},
       {UnaryKind::kTrunc, 0, 0, [](double t, double, double) { return std::trunc(t); }},
       {UnaryKind::kAffine, 3, -1, [](double t, double a, double b) { return a * t + b; }},

@@ -1,0 +1,156 @@
+// The attributes of IR ops, one struct per family. Each line of ops.def names the family its op
+// carries; Graph::add_op aborts when an op is given another, and Op::attrs<Family>() aborts when
+// asked for another, so a rule reads only fields that mean something for its op.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "runtime/format/codelet.h"
+#include "runtime/format/tensor_kinds.h"
+
+namespace ipu::ir {
+
+// Ops whose inputs say everything.
+struct NoAttrs {};
+
+// MatMul: C = op(A) · op(B), op transposing when asked.
+struct MatMulAttrs {
+  bool trans_a = false;
+  bool trans_b = false;
+  bool fused_relu = false;  // applies Relu to the output (passes/fuse_epilogues.h)
+};
+
+// Reshape: the output shape (same element count).
+struct ReshapeAttrs {
+  std::vector<int64_t> shape;
+};
+
+// SparseCrossEntropy and its gradient.
+struct CrossEntropyAttrs {
+  bool from_logits = true;
+};
+
+// ActivationGrad: which activation's derivative, given its output.
+struct ActivationGradAttrs {
+  format::ActivationKind activation = format::ActivationKind::kRelu;
+};
+
+struct SgdUpdateAttrs {
+  float learning_rate = 0.0f;
+  float momentum = 0.0f;
+  float gradient_scale = 1.0f;  // the gradient is multiplied by this first
+  bool clear_gradient = false;  // the gradient is an accumulator, zeroed after use
+};
+
+// Unary: y = f(x; alpha, beta) (format::UnaryKind says which parameters a kind reads).
+struct UnaryAttrs {
+  format::UnaryKind kind = format::UnaryKind::kIdentity;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+};
+
+struct BinaryAttrs {
+  format::BinaryKind kind = format::BinaryKind::kAdd;
+};
+
+// StridedCopy: output index i reads input element offset + Σ i[k]·strides[k] if i lies in the box
+// [lower, upper) (no box: every index), else `fill`.
+struct StridedCopyAttrs {
+  std::vector<int64_t> shape;    // output shape
+  std::vector<int64_t> strides;  // input stride per output axis
+  int64_t offset = 0;            // input element of output index 0
+  std::vector<int64_t> lower, upper;
+  float fill = 0.0f;
+};
+
+// Concat and Gather: the axis (non-negative).
+struct AxisAttrs {
+  int64_t axis = 0;
+};
+
+// GatherGrad: Gather's axis and its data's shape, the shape of dX.
+struct GatherGradAttrs {
+  int64_t axis = 0;
+  std::vector<int64_t> data_shape;
+};
+
+// Reduce over `axes` (ascending).
+struct ReduceAttrs {
+  format::ReduceKind kind = format::ReduceKind::kSum;
+  std::vector<int64_t> axes;
+  bool keep_dims = false;
+};
+
+// AxisSoftmax.
+struct SoftmaxAttrs {
+  format::SoftmaxKind kind = format::SoftmaxKind::kSoftmax;
+};
+
+// The window of a convolution or pooling op over the two spatial axes of an NCHW value (1-D
+// models use H = 1). Pads are top, left, bottom, right. MaxPool and AveragePool carry just this.
+struct WindowAttrs {
+  std::array<int64_t, 2> kernel{1, 1};
+  std::array<int64_t, 2> strides{1, 1};
+  std::array<int64_t, 2> dilations{1, 1};
+  std::array<int64_t, 4> pads{0, 0, 0, 0};
+  int64_t group = 1;               // Conv: channel groups
+  bool ceil_mode = false;          // pooling: output size rounds up
+  bool count_include_pad = false;  // AveragePool: padded positions count in the divisor
+};
+
+struct ConvAttrs {
+  WindowAttrs window;
+  bool fused_relu = false;  // applies Relu to the output (passes/fuse_epilogues.h)
+};
+
+// ConvGradInput, MaxPoolGrad, AveragePoolGrad (the shape of dX) and ConvGradWeight (of dW): the
+// forward op's window and the shape of the gradient made, which dY alone does not determine.
+struct WindowGradAttrs {
+  WindowAttrs window;
+  std::vector<int64_t> shape;
+};
+
+// BatchNorm, its gradients and LayerNorm.
+struct NormAttrs {
+  float epsilon = 0.0f;
+};
+
+// NllLoss: how the per-position losses combine, and the target value that contributes nothing.
+struct NllLossAttrs {
+  format::LossReduction reduction = format::LossReduction::kNone;
+  std::optional<int64_t> ignore_index;
+};
+
+// NllLossGrad: its loss's attributes and the shape of dX, [N, C, D].
+struct NllLossGradAttrs {
+  NllLossAttrs loss;
+  std::vector<int64_t> dx_shape;
+};
+
+using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
+                             UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs,
+                             SoftmaxAttrs, WindowAttrs, ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs,
+                             NllLossGradAttrs>;
+
+// The index of family T in OpAttrs (a compile error if T is not one).
+template <class T, class V = OpAttrs>
+struct AttrsIndex;
+template <class T, class... Ts>
+struct AttrsIndex<T, std::variant<Ts...>> {
+  static_assert((std::is_same_v<T, Ts> || ...), "not an op attribute family");
+  static constexpr size_t value = [] {
+    size_t i = 0;
+    (void)((std::is_same_v<T, Ts> ? true : (++i, false)) || ...);
+    return i;
+  }();
+};
+template <class T>
+inline constexpr size_t kAttrsIndex = AttrsIndex<T>::value;
+
+}  // namespace ipu::ir
