@@ -210,7 +210,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   lowering::LoweringOptions lowering_options{options.batch_size, options.steps_per_execution,
                                              options.gradient_accumulation, options.replicas, stages, schedule,
                                              options.recompute};
-  auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options);
+  auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options, ir::op_lowerings());
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
   result.timings.lowering_seconds = seconds_since(start);
 

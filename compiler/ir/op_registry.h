@@ -1,18 +1,14 @@
-// The op registry's interface: one OpDef per OpKind with its shape rule, gradient rule and
-// lowering. The definitions live in one file per op family under compiler/ops/, a layer above
-// lowering (an op's lowering emits vertices through the lowering context); compiler/ops builds
-// the table (ops/op_table.h) and whoever builds graphs installs it first (the driver, the
-// tests). ir names the lowering context only as the declared parameter of an op's lowering.
+// The op registry's interface: one OpDef per OpKind with its shape rule and gradient rule. The
+// definitions live in one file per op family under compiler/ops/, a layer above lowering (each
+// family file also holds its ops' lowerings, which lowering receives as a table:
+// lowering/lower_graph.h); compiler/ops builds the table (ops/op_table.h) and whoever builds
+// graphs installs it first (the driver, the tests).
 #pragma once
 
 #include <array>
 #include <vector>
 
 #include "compiler/ir/graph.h"
-
-namespace ipu::lowering {
-class LowerContext;
-}
 
 namespace ipu::ir {
 
@@ -38,7 +34,6 @@ class GradContext {
 
 using ShapeFn = Status (*)(const Graph& graph, const Op& op, std::vector<TensorType>& outputs);
 using GradFn = Status (*)(GradContext& context, const Op& op);
-using LowerFn = Status (*)(lowering::LowerContext& context, const Op& op);
 
 inline constexpr int kVariadic = -1;
 
@@ -47,7 +42,6 @@ struct OpDef {
   int num_inputs;  // or kVariadic: the shape rule checks the count
   ShapeFn infer;
   GradFn gradient;  // nullptr: not differentiable (gradient ops, metrics, updates)
-  LowerFn lower;
 };
 
 inline constexpr size_t kOpKindCount = 0

@@ -23,7 +23,8 @@ const char* phase_name(ir::Phase phase) {
 
 // BSP schedule of one phase: an op runs one compute set after the last of its producers in the
 // same phase, so independent ops (e.g. the kernel and input gradients of a layer) share a set.
-StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& graph, ir::Phase phase, int stage) {
+StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& graph, const OpLowerings& lowerings,
+                                            ir::Phase phase, int stage) {
   std::map<int, int> level_of_op;
   std::map<int, std::vector<int>> ops_by_level;
   for (const ir::Op& op : graph.ops()) {
@@ -42,7 +43,7 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
     for (int id : ops) {
       const ir::Op& op = graph.op(id);
       ctx.begin_op(op.name);
-      Status status = ir::op_def(op.kind).lower(ctx, op);
+      Status status = lowerings[static_cast<size_t>(op.kind)](ctx, op);
       if (!status.ok()) return status.with_context("lowering '" + op.name + "' (" + ir::op_kind_name(op.kind) + ")");
     }
     if (auto index = ctx.end_compute_set()) sets.push_back(*index);
@@ -97,7 +98,7 @@ std::vector<uint32_t> concat_phases(const std::vector<StageComputeSets>& stages)
 }  // namespace
 
 StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& io, const target::TargetSpec& target,
-                                     const LoweringOptions& options) {
+                                     const LoweringOptions& options, const OpLowerings& lowerings) {
   LoweringResult result;
   format::Executable& exe = result.executable;
   *exe.mutable_target() = target.to_format();
@@ -116,15 +117,15 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   std::vector<StageComputeSets> stages(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) {
     auto& sets = stages[static_cast<size_t>(s)];
-    IPU_ASSIGN_OR_RETURN(sets.forward, lower_phase(ctx, graph, ir::Phase::kForward, s));
+    IPU_ASSIGN_OR_RETURN(sets.forward, lower_phase(ctx, graph, lowerings, ir::Phase::kForward, s));
     if (!train) continue;
-    IPU_ASSIGN_OR_RETURN(sets.loss, lower_phase(ctx, graph, ir::Phase::kLoss, s));
+    IPU_ASSIGN_OR_RETURN(sets.loss, lower_phase(ctx, graph, lowerings, ir::Phase::kLoss, s));
   }
   for (int s = S - 1; train && s >= 0; --s) {
-    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].backward, lower_phase(ctx, graph, ir::Phase::kBackward, s));
+    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].backward, lower_phase(ctx, graph, lowerings, ir::Phase::kBackward, s));
   }
   for (int s = 0; train && s < S; ++s) {
-    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].update, lower_phase(ctx, graph, ir::Phase::kUpdate, s));
+    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].update, lower_phase(ctx, graph, lowerings, ir::Phase::kUpdate, s));
   }
   // A value nothing wrote (an input, a copy between stages) still needs a home.
   for (const ir::Value& v : graph.values()) {

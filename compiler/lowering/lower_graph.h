@@ -3,11 +3,14 @@
 // weights_to_host), then the memory plan and cycle estimates.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/ir/op_registry.h"
+#include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/memory_plan.h"
 #include "compiler/lowering/pipeline_program.h"
 #include "compiler/lowering/pipeline_schedule.h"
@@ -47,9 +50,16 @@ struct LoweringResult {
   MemoryPlan memory;
 };
 
+// An op's lowering: emits its vertices into the context's open compute set.
+using LowerFn = Status (*)(LowerContext& context, const ir::Op& op);
+// Every op's lowering, indexed by OpKind. They live with the ops' other rules in compiler/ops, a
+// layer above this one, which hands them in (ops/op_table.h: op_lowerings).
+using OpLowerings = std::array<LowerFn, ir::kOpKindCount>;
+
 // Fills everything but the manifest and model metadata. Returns ResourceExhausted with a per-tile
 // report when a tile overflows.
 StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& interface,
-                                     const target::TargetSpec& target, const LoweringOptions& options);
+                                     const target::TargetSpec& target, const LoweringOptions& options,
+                                     const OpLowerings& lowerings);
 
 }  // namespace ipu::lowering

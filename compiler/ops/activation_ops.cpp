@@ -1,5 +1,6 @@
 // Relu, Sigmoid, Tanh, Softmax and their gradients.
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/lowering/split_helpers.h"
 
 namespace ipu::ir {
@@ -123,28 +124,28 @@ Status lower_softmax_grad(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& relu_op() {
-  static const OpDef def{OpKind::kRelu, 1, infer_same, grad_activation, lower_activation};
+const OpDefinition& relu_op() {
+  static const OpDefinition def{{OpKind::kRelu, 1, infer_same, grad_activation}, lower_activation};
   return def;
 }
-const OpDef& sigmoid_op() {
-  static const OpDef def{OpKind::kSigmoid, 1, infer_same, grad_activation, lower_activation};
+const OpDefinition& sigmoid_op() {
+  static const OpDefinition def{{OpKind::kSigmoid, 1, infer_same, grad_activation}, lower_activation};
   return def;
 }
-const OpDef& tanh_op() {
-  static const OpDef def{OpKind::kTanh, 1, infer_same, grad_activation, lower_activation};
+const OpDefinition& tanh_op() {
+  static const OpDefinition def{{OpKind::kTanh, 1, infer_same, grad_activation}, lower_activation};
   return def;
 }
-const OpDef& activation_grad_op() {
-  static const OpDef def{OpKind::kActivationGrad, 2, infer_same, nullptr, lower_activation_grad};
+const OpDefinition& activation_grad_op() {
+  static const OpDefinition def{{OpKind::kActivationGrad, 2, infer_same, nullptr}, lower_activation_grad};
   return def;
 }
-const OpDef& softmax_op() {
-  static const OpDef def{OpKind::kSoftmax, 1, infer_softmax, grad_softmax, lower_softmax};
+const OpDefinition& softmax_op() {
+  static const OpDefinition def{{OpKind::kSoftmax, 1, infer_softmax, grad_softmax}, lower_softmax};
   return def;
 }
-const OpDef& softmax_grad_op() {
-  static const OpDef def{OpKind::kSoftmaxGrad, 2, infer_softmax, nullptr, lower_softmax_grad};
+const OpDefinition& softmax_grad_op() {
+  static const OpDefinition def{{OpKind::kSoftmaxGrad, 2, infer_softmax, nullptr}, lower_softmax_grad};
   return def;
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/ir/window_geometry.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
@@ -349,26 +350,26 @@ Status lower_channel_affine(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& conv_op() {
-  static const OpDef def{OpKind::kConv, kVariadic, infer_conv, grad_conv, lower_conv};
+const OpDefinition& conv_op() {
+  static const OpDefinition def{{OpKind::kConv, kVariadic, infer_conv, grad_conv}, lower_conv};
   return def;
 }
-const OpDef& conv_grad_input_op() {
-  static const OpDef def{OpKind::kConvGradInput, 2, infer_conv_grad_input, grad_conv_grad_input, lower_conv_grad_input};
+const OpDefinition& conv_grad_input_op() {
+  static const OpDefinition def{{OpKind::kConvGradInput, 2, infer_conv_grad_input, grad_conv_grad_input}, lower_conv_grad_input};
   return def;
 }
-const OpDef& conv_grad_weight_op() {
-  static const OpDef def{OpKind::kConvGradWeight, 2, infer_conv_grad_weight, nullptr, lower_conv_grad_weight};
+const OpDefinition& conv_grad_weight_op() {
+  static const OpDefinition def{{OpKind::kConvGradWeight, 2, infer_conv_grad_weight, nullptr}, lower_conv_grad_weight};
   return def;
 }
-const OpDef& channel_sum_op() {
-  static const OpDef def{OpKind::kChannelSum, 1, infer_channel_sum, nullptr, lower_channel_sum};
+const OpDefinition& channel_sum_op() {
+  static const OpDefinition def{{OpKind::kChannelSum, 1, infer_channel_sum, nullptr}, lower_channel_sum};
   return def;
 }
 // Not differentiable: it only carries BatchNormalization folded to constants, which training
 // refuses (compiler/frontend/onnx_ops_conv.cpp).
-const OpDef& channel_affine_op() {
-  static const OpDef def{OpKind::kChannelAffine, 3, infer_channel_affine, nullptr, lower_channel_affine};
+const OpDefinition& channel_affine_op() {
+  static const OpDefinition def{{OpKind::kChannelAffine, 3, infer_channel_affine, nullptr}, lower_channel_affine};
   return def;
 }
 

@@ -1,5 +1,6 @@
 // MatMul and BiasAdd: the two halves of a Dense layer.
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
 
@@ -147,12 +148,12 @@ Status lower_bias_add(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& matmul_op() {
-  static const OpDef def{OpKind::kMatMul, 2, infer_matmul, grad_matmul, lower_matmul};
+const OpDefinition& matmul_op() {
+  static const OpDefinition def{{OpKind::kMatMul, 2, infer_matmul, grad_matmul}, lower_matmul};
   return def;
 }
-const OpDef& bias_add_op() {
-  static const OpDef def{OpKind::kBiasAdd, 2, infer_bias_add, grad_bias_add, lower_bias_add};
+const OpDefinition& bias_add_op() {
+  static const OpDefinition def{{OpKind::kBiasAdd, 2, infer_bias_add, grad_bias_add}, lower_bias_add};
   return def;
 }
 

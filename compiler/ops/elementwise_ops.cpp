@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
 namespace ipu::ir {
@@ -308,16 +309,16 @@ Status lower_where(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& unary_op() {
-  static const OpDef def{OpKind::kUnary, 1, infer_unary, grad_unary_op, lower_unary};
+const OpDefinition& unary_op() {
+  static const OpDefinition def{{OpKind::kUnary, 1, infer_unary, grad_unary_op}, lower_unary};
   return def;
 }
-const OpDef& binary_op() {
-  static const OpDef def{OpKind::kBinary, 2, infer_binary, grad_binary_op, lower_binary};
+const OpDefinition& binary_op() {
+  static const OpDefinition def{{OpKind::kBinary, 2, infer_binary, grad_binary_op}, lower_binary};
   return def;
 }
-const OpDef& where_op() {
-  static const OpDef def{OpKind::kWhere, 3, infer_where, grad_where, lower_where};
+const OpDefinition& where_op() {
+  static const OpDefinition def{{OpKind::kWhere, 3, infer_where, grad_where}, lower_where};
   return def;
 }
 

@@ -2,6 +2,7 @@
 // passes/fuse_layer_norm.h after autodiff, so it has no gradient rule: a training graph's
 // gradients read the parts it would replace, which then stay unfused.
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
 
@@ -51,8 +52,8 @@ Status lower_layer_norm(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& layer_norm_op() {
-  static const OpDef def{OpKind::kLayerNorm, 3, infer_layer_norm, nullptr, lower_layer_norm};
+const OpDefinition& layer_norm_op() {
+  static const OpDefinition def{{OpKind::kLayerNorm, 3, infer_layer_norm, nullptr}, lower_layer_norm};
   return def;
 }
 

@@ -1,5 +1,6 @@
 // SparseCrossEntropy (mean over the batch), its gradient, and the CountCorrect metric.
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/lowering/split_helpers.h"
 
 namespace ipu::ir {
@@ -93,18 +94,16 @@ Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& sparse_cross_entropy_op() {
-  static const OpDef def{OpKind::kSparseCrossEntropy, 2, infer_scalar, grad_sparse_cross_entropy,
-                         lower_sparse_cross_entropy};
+const OpDefinition& sparse_cross_entropy_op() {
+  static const OpDefinition def{{OpKind::kSparseCrossEntropy, 2, infer_scalar, grad_sparse_cross_entropy}, lower_sparse_cross_entropy};
   return def;
 }
-const OpDef& sparse_cross_entropy_grad_op() {
-  static const OpDef def{OpKind::kSparseCrossEntropyGrad, 2, infer_scores_grad, nullptr,
-                         lower_sparse_cross_entropy_grad};
+const OpDefinition& sparse_cross_entropy_grad_op() {
+  static const OpDefinition def{{OpKind::kSparseCrossEntropyGrad, 2, infer_scores_grad, nullptr}, lower_sparse_cross_entropy_grad};
   return def;
 }
-const OpDef& count_correct_op() {
-  static const OpDef def{OpKind::kCountCorrect, 2, infer_scalar, nullptr, lower_count_correct};
+const OpDefinition& count_correct_op() {
+  static const OpDefinition def{{OpKind::kCountCorrect, 2, infer_scalar, nullptr}, lower_count_correct};
   return def;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
 namespace ipu::ir {
@@ -498,20 +499,20 @@ Status lower_gather_grad(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& strided_copy_op() {
-  static const OpDef def{OpKind::kStridedCopy, 1, infer_strided_copy, grad_strided_copy, lower_strided_copy};
+const OpDefinition& strided_copy_op() {
+  static const OpDefinition def{{OpKind::kStridedCopy, 1, infer_strided_copy, grad_strided_copy}, lower_strided_copy};
   return def;
 }
-const OpDef& concat_op() {
-  static const OpDef def{OpKind::kConcat, kVariadic, infer_concat, grad_concat, lower_concat};
+const OpDefinition& concat_op() {
+  static const OpDefinition def{{OpKind::kConcat, kVariadic, infer_concat, grad_concat}, lower_concat};
   return def;
 }
-const OpDef& gather_op() {
-  static const OpDef def{OpKind::kGather, 2, infer_gather, grad_gather, lower_gather};
+const OpDefinition& gather_op() {
+  static const OpDefinition def{{OpKind::kGather, 2, infer_gather, grad_gather}, lower_gather};
   return def;
 }
-const OpDef& gather_grad_op() {
-  static const OpDef def{OpKind::kGatherGrad, 2, infer_gather_grad, nullptr, lower_gather_grad};
+const OpDefinition& gather_grad_op() {
+  static const OpDefinition def{{OpKind::kGatherGrad, 2, infer_gather_grad, nullptr}, lower_gather_grad};
   return def;
 }
 

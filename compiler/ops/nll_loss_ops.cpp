@@ -5,6 +5,7 @@
 // optional ignore_index. The ONNX converter views any [N,C,d1..dk] input as [N,C,D]. The
 // output is the per-position loss [N,D] (kNone) or a scalar. Targets hold class indices as
 // floats; the kernels define what an index outside [0, C) gives (runtime/kernels/loss_kernels.cpp).
+#include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
 namespace ipu::ir {
@@ -170,12 +171,12 @@ Status lower_nll_loss_grad(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& nll_loss_op() {
-  static const OpDef def{OpKind::kNllLoss, kVariadic, infer_nll_loss, grad_nll_loss, lower_nll_loss};
+const OpDefinition& nll_loss_op() {
+  static const OpDefinition def{{OpKind::kNllLoss, kVariadic, infer_nll_loss, grad_nll_loss}, lower_nll_loss};
   return def;
 }
-const OpDef& nll_loss_grad_op() {
-  static const OpDef def{OpKind::kNllLossGrad, kVariadic, infer_nll_loss_grad, nullptr, lower_nll_loss_grad};
+const OpDefinition& nll_loss_grad_op() {
+  static const OpDefinition def{{OpKind::kNllLossGrad, kVariadic, infer_nll_loss_grad, nullptr}, lower_nll_loss_grad};
   return def;
 }
 

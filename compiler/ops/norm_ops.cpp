@@ -2,6 +2,7 @@
 // never computed from the batch) and its gradients; ToChannelsLast / ToChannelsFirst, which move
 // values between NCHW (what Conv and pooling run on) and Keras's channels-last NHWC.
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/lowering/split_helpers.h"
 
 namespace ipu::ir {
@@ -186,24 +187,24 @@ Status lower_channels_layout(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& batch_norm_op() {
-  static const OpDef def{OpKind::kBatchNorm, 5, infer_batch_norm, grad_batch_norm, lower_batch_norm_elementwise};
+const OpDefinition& batch_norm_op() {
+  static const OpDefinition def{{OpKind::kBatchNorm, 5, infer_batch_norm, grad_batch_norm}, lower_batch_norm_elementwise};
   return def;
 }
-const OpDef& batch_norm_grad_input_op() {
-  static const OpDef def{OpKind::kBatchNormGradInput, 3, infer_batch_norm_grad_input, nullptr, lower_batch_norm_elementwise};
+const OpDefinition& batch_norm_grad_input_op() {
+  static const OpDefinition def{{OpKind::kBatchNormGradInput, 3, infer_batch_norm_grad_input, nullptr}, lower_batch_norm_elementwise};
   return def;
 }
-const OpDef& batch_norm_grad_scale_op() {
-  static const OpDef def{OpKind::kBatchNormGradScale, 4, infer_batch_norm_grad_scale, nullptr, lower_batch_norm_grad_scale};
+const OpDefinition& batch_norm_grad_scale_op() {
+  static const OpDefinition def{{OpKind::kBatchNormGradScale, 4, infer_batch_norm_grad_scale, nullptr}, lower_batch_norm_grad_scale};
   return def;
 }
-const OpDef& to_channels_last_op() {
-  static const OpDef def{OpKind::kToChannelsLast, 1, infer_channels_layout, grad_channels_layout, lower_channels_layout};
+const OpDefinition& to_channels_last_op() {
+  static const OpDefinition def{{OpKind::kToChannelsLast, 1, infer_channels_layout, grad_channels_layout}, lower_channels_layout};
   return def;
 }
-const OpDef& to_channels_first_op() {
-  static const OpDef def{OpKind::kToChannelsFirst, 1, infer_channels_layout, grad_channels_layout, lower_channels_layout};
+const OpDefinition& to_channels_first_op() {
+  static const OpDefinition def{{OpKind::kToChannelsFirst, 1, infer_channels_layout, grad_channels_layout}, lower_channels_layout};
   return def;
 }
 

@@ -1,6 +1,7 @@
 // ColumnSum (bias gradients), AccumulateGrad (gradient accumulation) and SgdUpdate (Keras SGD
 // with momentum, in place).
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/lowering/split_helpers.h"
 
 namespace ipu::ir {
@@ -94,17 +95,17 @@ Status lower_accumulate_grad(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& accumulate_grad_op() {
-  static const OpDef def{OpKind::kAccumulateGrad, 2, infer_accumulate_grad, nullptr, lower_accumulate_grad};
+const OpDefinition& accumulate_grad_op() {
+  static const OpDefinition def{{OpKind::kAccumulateGrad, 2, infer_accumulate_grad, nullptr}, lower_accumulate_grad};
   return def;
 }
 
-const OpDef& column_sum_op() {
-  static const OpDef def{OpKind::kColumnSum, 1, infer_column_sum, nullptr, lower_column_sum};
+const OpDefinition& column_sum_op() {
+  static const OpDefinition def{{OpKind::kColumnSum, 1, infer_column_sum, nullptr}, lower_column_sum};
   return def;
 }
-const OpDef& sgd_update_op() {
-  static const OpDef def{OpKind::kSgdUpdate, kVariadic, infer_sgd_update, nullptr, lower_sgd_update};
+const OpDefinition& sgd_update_op() {
+  static const OpDefinition def{{OpKind::kSgdUpdate, kVariadic, infer_sgd_update, nullptr}, lower_sgd_update};
   return def;
 }
 

@@ -1,6 +1,7 @@
 // MaxPool and AveragePool over NCHW values (global pooling is a window over the whole plane) and
 // their gradients. Every vertex owns whole planes (n, c).
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/ir/window_geometry.h"
 #include "compiler/lowering/split_helpers.h"
 
@@ -96,20 +97,20 @@ Status lower_pool(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& max_pool_op() {
-  static const OpDef def{OpKind::kMaxPool, 1, infer_pool, grad_pool, lower_pool};
+const OpDefinition& max_pool_op() {
+  static const OpDefinition def{{OpKind::kMaxPool, 1, infer_pool, grad_pool}, lower_pool};
   return def;
 }
-const OpDef& max_pool_grad_op() {
-  static const OpDef def{OpKind::kMaxPoolGrad, 2, infer_pool_grad, nullptr, lower_pool};
+const OpDefinition& max_pool_grad_op() {
+  static const OpDefinition def{{OpKind::kMaxPoolGrad, 2, infer_pool_grad, nullptr}, lower_pool};
   return def;
 }
-const OpDef& average_pool_op() {
-  static const OpDef def{OpKind::kAveragePool, 1, infer_pool, grad_pool, lower_pool};
+const OpDefinition& average_pool_op() {
+  static const OpDefinition def{{OpKind::kAveragePool, 1, infer_pool, grad_pool}, lower_pool};
   return def;
 }
-const OpDef& average_pool_grad_op() {
-  static const OpDef def{OpKind::kAveragePoolGrad, 1, infer_pool_grad, nullptr, lower_pool};
+const OpDefinition& average_pool_grad_op() {
+  static const OpDefinition def{{OpKind::kAveragePoolGrad, 1, infer_pool_grad, nullptr}, lower_pool};
   return def;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
 namespace ipu::ir {
@@ -389,20 +390,20 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& reduce_op() {
-  static const OpDef def{OpKind::kReduce, 1, infer_reduce, grad_reduce, lower_reduce};
+const OpDefinition& reduce_op() {
+  static const OpDefinition def{{OpKind::kReduce, 1, infer_reduce, grad_reduce}, lower_reduce};
   return def;
 }
-const OpDef& reduce_prod_grad_op() {
-  static const OpDef def{OpKind::kReduceProdGrad, 2, infer_reduce_prod_grad, nullptr, lower_reduce_prod_grad};
+const OpDefinition& reduce_prod_grad_op() {
+  static const OpDefinition def{{OpKind::kReduceProdGrad, 2, infer_reduce_prod_grad, nullptr}, lower_reduce_prod_grad};
   return def;
 }
-const OpDef& axis_softmax_op() {
-  static const OpDef def{OpKind::kAxisSoftmax, 1, infer_axis_softmax, grad_axis_softmax, lower_axis_softmax};
+const OpDefinition& axis_softmax_op() {
+  static const OpDefinition def{{OpKind::kAxisSoftmax, 1, infer_axis_softmax, grad_axis_softmax}, lower_axis_softmax};
   return def;
 }
-const OpDef& batch_matmul_op() {
-  static const OpDef def{OpKind::kBatchMatMul, 2, infer_batch_matmul, grad_batch_matmul, lower_batch_matmul};
+const OpDefinition& batch_matmul_op() {
+  static const OpDefinition def{{OpKind::kBatchMatMul, 2, infer_batch_matmul, grad_batch_matmul}, lower_batch_matmul};
   return def;
 }
 

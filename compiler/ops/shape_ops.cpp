@@ -1,5 +1,6 @@
 // Reshape (Flatten): changes the shape, never the data, so it lowers to an alias.
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
 
 namespace ipu::ir {
@@ -33,8 +34,8 @@ Status lower_reshape(lowering::LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& reshape_op() {
-  static const OpDef def{OpKind::kReshape, 1, infer_reshape, grad_reshape, lower_reshape};
+const OpDefinition& reshape_op() {
+  static const OpDefinition def{{OpKind::kReshape, 1, infer_reshape, grad_reshape}, lower_reshape};
   return def;
 }
 

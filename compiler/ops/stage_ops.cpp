@@ -1,6 +1,7 @@
 // StageCopy: a value read on another pipeline stage travels there by an inter-IPU copy. It has
 // no vertices; the lowering records it and the pipeline schedule places the copy.
 #include "compiler/ir/op_registry.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
 
 namespace ipu::ir {
@@ -28,8 +29,8 @@ Status lower_stage_copy(lowering::LowerContext& ctx, const Op& op) {
 
 }  // namespace
 
-const OpDef& stage_copy_op() {
-  static const OpDef def{OpKind::kStageCopy, 1, infer_stage_copy, grad_stage_copy, lower_stage_copy};
+const OpDefinition& stage_copy_op() {
+  static const OpDefinition def{{OpKind::kStageCopy, 1, infer_stage_copy, grad_stage_copy}, lower_stage_copy};
   return def;
 }
 
