@@ -11,6 +11,7 @@
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 namespace ipu::kernels {
@@ -87,6 +88,17 @@ memory::desc strided(int64_t samples, int64_t channels, int64_t rows, int64_t co
   return memory::desc({samples, channels, rows, cols}, memory::data_type::f32, memory::dims{sample, plane, row, 1});
 }
 
+// With AVX-512, oneDNN prefers its brgemm convolution, which blocks the input channels by the
+// block's size (output channels and rows): an element's sum would then depend on how vertices
+// split the work (measured: 512 input channels on a 7×7 plane). The direct JIT kernels after it
+// sum every element in one order (input channel blocks, then taps) whatever the block. (A
+// primitive_desc copied or moved forgets its place among the implementations, so this takes it
+// where it was built.)
+void skip_brgemm(dnnl::convolution_forward::primitive_desc& desc) {
+  while (std::string(desc.impl_info_str()).rfind("brg", 0) == 0 && desc.next_impl()) {
+  }
+}
+
 dnnl::convolution_forward::primitive_desc describe(const Window& w, const InputView& in, const ConvBlock& b,
                                                    const dnnl::engine& engine) {
   using tag = memory::format_tag;
@@ -101,9 +113,15 @@ dnnl::convolution_forward::primitive_desc describe(const Window& w, const InputV
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one buffer per plan, not an allocation per call
   if (b.bias != nullptr) {
     const memory::desc bias({b.channels}, memory::data_type::f32, tag::x);
-    return {{kind, algorithm, src, weights, bias, dst, strides, dilates, before, after}, attr, engine};
+    dnnl::convolution_forward::primitive_desc desc({kind, algorithm, src, weights, bias, dst, strides, dilates, before, after},
+                                                   attr, engine);
+    skip_brgemm(desc);
+    return desc;
   }
-  return {{kind, algorithm, src, weights, dst, strides, dilates, before, after}, attr, engine};
+  dnnl::convolution_forward::primitive_desc desc({kind, algorithm, src, weights, dst, strides, dilates, before, after}, attr,
+                                                 engine);
+  skip_brgemm(desc);
+  return desc;
 }
 
 class Plan {
