@@ -200,7 +200,8 @@ void add_plane_rows(std::vector<lowering::Region>& out, uint32_t tensor, int64_t
 
 // The input rows [begin, end) that the windows of output rows [ob, oe) reach, within the input.
 std::pair<int64_t, int64_t> input_rows(const ConvDims& d, const WindowAttrs& win, int64_t ob, int64_t oe) {
-  const int64_t H = d.x[2], stride = win.strides[0], pad = win.pads[0], extent = (win.kernel[0] - 1) * win.dilations[0] + 1;
+  const int64_t H = d.x[2], stride = win.strides[0], pad = win.pads[0];
+  const int64_t extent = (win.kernel[0] - 1) * win.dilations[0] + 1;
   const int64_t begin = std::clamp<int64_t>(ob * stride - pad, 0, H);
   return {begin, std::clamp<int64_t>((oe - 1) * stride - pad + extent, begin, H)};
 }
@@ -219,14 +220,16 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
   const uint32_t b = has_bias ? ctx.tensor(op.inputs[2]) : 0;
   const int64_t N = d.x[0], C = d.x[1], M = d.w[0], G = win.group, Cg = C / G, Mg = M / G;
   const int64_t H = d.x[2], W = d.x[3], OH = d.y[2], OW = d.y[3], plane = d.plane(), in_plane = H * W;
-  const double K = static_cast<double>(d.K), kernel_rows = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
+  const double K = static_cast<double>(d.K);
+  const double kernel_rows = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
   const auto [samples, channels, rows] =
       plan_grid<3>({N, M, OH}, ctx.target(), [&](const std::array<double, 3>& chunk) {
         const double nb = chunk[0], mc = chunk[1], r = chunk[2];
         // Groups a block of mc channels touches: one more than it fills when it may straddle two.
         const int64_t c = static_cast<int64_t>(mc);
         const int64_t groups = std::min(G, lowering::ceil_div(c, Mg) + (c % Mg != 0 && Mg % c != 0 ? 1 : 0));
-        const double in_rows = std::min(static_cast<double>(H), (r - 1) * static_cast<double>(win.strides[0]) + kernel_rows);
+        const double in_rows =
+            std::min(static_cast<double>(H), (r - 1) * static_cast<double>(win.strides[0]) + kernel_rows);
         const double in_bytes = 4.0 * (nb * static_cast<double>(groups * Cg * W) * in_rows + mc * (K + 1));
         return GridCost{nb * mc * r * static_cast<double>(OW) * K, in_bytes,
                         in_bytes + 4.0 * nb * mc * r * static_cast<double>(OW)};
@@ -253,7 +256,8 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
           v.params.resize(P::kOutRowBegin);
           if (!op.attrs.fused_relu) v.params.pop_back();
         }
-        v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * d.K) / ctx.target().cycles.macs_per_cycle;
+        v.compute_cycles =
+            static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * d.K) / ctx.target().cycles.macs_per_cycle;
         const auto [ib, ie] = input_rows(d, win, ob, oe);
         add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W, in_plane);
         v.reads.push_back(lowering::flat_region(w, mb * d.K, me * d.K));
