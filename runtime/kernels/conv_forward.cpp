@@ -218,16 +218,31 @@ void fill_bias(const Window& w, const ConvBlock& b) {
 }  // namespace
 
 void conv_forward(KernelContext& context, const Window& w, const ConvBlock& b) {
-  if (b.row_end <= b.row_begin) return;
-  const InputView in = input_view(w, b);
-  if (in.rows.rows == 0 || in.cols.rows == 0) {
-    fill_bias(w, b);
+  // Output rows whose windows lie wholly in the padding are the bias alone. oneDNN would pick
+  // another implementation for a view padded by a whole window or more, summing the rows it
+  // shares with a block that has no such rows in another order.
+  const int64_t extent = (w.KH - 1) * w.DH + 1;
+  const int64_t first = w.PT >= extent ? (w.PT - extent) / w.SH + 1 : 0;  // the first window reaching row 0
+  const int64_t end = (w.H - 1 + w.PT) / w.SH + 1;                          // past the last reaching row H - 1
+  const int64_t lo = std::clamp(first, b.row_begin, b.row_end), hi = std::clamp(end, lo, b.row_end);
+  ConvBlock inside = b;
+  inside.row_begin = lo;
+  inside.row_end = hi;
+  for (auto [begin, stop] : {std::pair{b.row_begin, lo}, std::pair{hi, b.row_end}}) {
+    ConvBlock padding = b;
+    padding.row_begin = begin;
+    padding.row_end = stop;
+    fill_bias(w, padding);
+  }
+  if (hi <= lo) return;
+  const InputView in = input_view(w, inside);
+  if (in.cols.rows == 0) {
+    fill_bias(w, inside);
     return;
   }
-  ConvBlock view = b;
-  view.x += in.rows.first * w.W;
-  view.y += b.row_begin * w.OW;
-  context.scratch.conv().run(w, in, view, context.compute_set);
+  inside.x += in.rows.first * w.W;
+  inside.y += lo * w.OW;
+  context.scratch.conv().run(w, in, inside, context.compute_set);
 }
 
 }  // namespace ipu::kernels
