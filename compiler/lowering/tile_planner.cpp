@@ -33,11 +33,11 @@ std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts) {
   return out;
 }
 
+}  // namespace detail
+
 double tile_budget_bytes(const target::TargetSpec& target) {
   return kTileBudgetFraction * static_cast<double>(target.bytes_per_tile);
 }
-
-}  // namespace detail
 
 using detail::make_split;
 
@@ -45,7 +45,7 @@ Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_pe
                  const target::TargetSpec& target, int64_t max_parts) {
   if (items <= 0) return {1, 0};
   const auto& m = target.cycles;
-  const double budget = detail::tile_budget_bytes(target);
+  const double budget = tile_budget_bytes(target);
   Split best = make_split(items, 1);
   double best_cost = std::numeric_limits<double>::infinity();
   for (int64_t parts : detail::candidate_parts(items, std::max<int64_t>(1, max_parts))) {

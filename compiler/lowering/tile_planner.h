@@ -50,17 +50,20 @@ BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& targ
 // Splits C[M,N] = A[M,K] · B[K,N] into a grid of output blocks, one vertex per block.
 BlockGrid plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles);
 
+// The bytes of a tile one op's working set may use: the rest holds weights, other activations,
+// exchange buffers and code.
+double tile_budget_bytes(const target::TargetSpec& target);
+
 namespace detail {
 Split make_split(int64_t items, int64_t parts);
 std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts);
-double tile_budget_bytes(const target::TargetSpec& target);
 }  // namespace detail
 
 template <typename CostOfBlock>
 BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& target, int64_t max_tiles,
                       CostOfBlock&& cost_of_block) {
   const auto& m = target.cycles;
-  const double budget = detail::tile_budget_bytes(target);
+  const double budget = tile_budget_bytes(target);
   BlockGrid best{detail::make_split(rows, 1), detail::make_split(cols, 1)}, smallest = best;
   double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
   for (int64_t pr : detail::candidate_parts(rows, max_tiles)) {

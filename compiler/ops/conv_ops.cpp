@@ -1,5 +1,7 @@
 // Conv and its gradients, and the per-channel ops around it: ChannelSum (bias gradients) and
 // ChannelAffine (an inference BatchNormalization folded to a scale and shift).
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -140,75 +142,131 @@ struct GridCost {
   double macs, in_bytes, bytes;
 };
 
-// Splits `rows` × `cols` units of work into a grid: the one with the lowest estimate (overhead,
-// MACs, bytes received, a charge per vertex) whose working set fits half a tile; the smallest
-// working set if none does. `cost(r, c)` describes a vertex of r rows and c columns.
-template <typename Cost>
-std::pair<lowering::Split, lowering::Split> plan_grid(int64_t rows, int64_t cols, const target::TargetSpec& t, Cost&& cost) {
+// Splits work along D axes (`items` units each) into a grid: the one with the lowest estimate
+// (overhead, MACs, bytes received, a charge per vertex) whose working set fits the share of a tile
+// an op may use (lowering::tile_budget_bytes); the
+// smallest working set if none does. `cost(chunks)` describes a vertex of those chunks.
+template <size_t D, typename Cost>
+std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, const target::TargetSpec& t, Cost&& cost) {
   const auto& m = t.cycles;
-  auto counts = [](int64_t items) {
+  auto counts = [](int64_t n) {
     std::vector<int64_t> out;
-    for (int64_t p = 1; p < items; p *= 2) out.push_back(p);
-    out.push_back(items);
+    for (int64_t p = 1; p < n; p *= 2) out.push_back(p);
+    out.push_back(n);
     return out;
   };
-  std::pair<lowering::Split, lowering::Split> best{even_split(rows, 1), even_split(cols, 1)}, smallest = best;
+  std::array<lowering::Split, D> grid, best, smallest;
+  for (size_t a = 0; a < D; ++a) grid[a] = even_split(items[a], 1);
+  best = smallest = grid;
   double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
-  for (int64_t pr : counts(rows)) {
-    for (int64_t pc : counts(cols)) {
-      const lowering::Split r = even_split(rows, pr), c = even_split(cols, pc);
-      if (r.parts * c.parts > static_cast<int64_t>(t.tiles_per_ipu)) continue;
-      const GridCost g = cost(static_cast<double>(r.chunk), static_cast<double>(c.chunk));
+  // Every combination of candidate counts, axis 0 outermost.
+  auto visit = [&](auto&& self, size_t axis, int64_t vertices) -> void {
+    if (axis == D) {
+      std::array<double, D> chunks;
+      for (size_t a = 0; a < D; ++a) chunks[a] = static_cast<double>(grid[a].chunk);
+      const GridCost g = cost(chunks);
       const double cycles = m.vertex_overhead_cycles + g.macs / m.macs_per_cycle + g.in_bytes / m.exchange_bytes_per_cycle +
-                            m.vertex_spread_cycles * static_cast<double>(r.parts * c.parts);
-      if (g.bytes <= 0.5 * static_cast<double>(t.bytes_per_tile) && cycles < best_cost * 0.999) {
-        best = {r, c};
+                            m.vertex_spread_cycles * static_cast<double>(vertices);
+      if (g.bytes <= lowering::tile_budget_bytes(t) && cycles < best_cost * 0.999) {
+        best = grid;
         best_cost = cycles;
       }
       if (g.bytes < smallest_bytes) {
-        smallest = {r, c};
+        smallest = grid;
         smallest_bytes = g.bytes;
       }
+      return;
     }
-  }
+    for (int64_t p : counts(items[axis])) {
+      grid[axis] = even_split(items[axis], p);
+      if (vertices * grid[axis].parts > static_cast<int64_t>(t.tiles_per_ipu)) continue;
+      self(self, axis + 1, vertices * grid[axis].parts);
+    }
+  };
+  visit(visit, 0, 1);
   return std::isinf(best_cost) ? smallest : best;
 }
 
+// Rows [r0, r1) (of `width` elements) of channel planes [c0, c1) of samples [nb, ne) in an
+// [N, channels, plane] tensor: one region if the channels are all there are, else one per sample.
+void add_plane_rows(std::vector<lowering::Region>& out, uint32_t tensor, int64_t nb, int64_t ne, int64_t channels,
+                    int64_t c0, int64_t c1, int64_t r0, int64_t r1, int64_t width, int64_t plane) {
+  if (c0 == 0 && c1 == channels) {
+    out.push_back(lowering::block_region(tensor, nb * channels, ne * channels, r0 * width, r1 * width, plane));
+    return;
+  }
+  for (int64_t n = nb; n < ne; ++n) {
+    out.push_back(lowering::block_region(tensor, n * channels + c0, n * channels + c1, r0 * width, r1 * width, plane));
+  }
+}
+
+// The input rows [begin, end) that the windows of output rows [ob, oe) reach, within the input.
+std::pair<int64_t, int64_t> input_rows(const ConvDims& d, const WindowAttrs& win, int64_t ob, int64_t oe) {
+  const int64_t H = d.x[2], stride = win.strides[0], pad = win.pads[0];
+  const int64_t extent = (win.kernel[0] - 1) * win.dilations[0] + 1;
+  const int64_t begin = std::clamp<int64_t>(ob * stride - pad, 0, H);
+  return {begin, std::clamp<int64_t>((oe - 1) * stride - pad + extent, begin, H)};
+}
+
+// Samples × output channels × output rows, as poplin splits a convolution's batch, output
+// channels and field: a vertex receives the input rows its windows reach (with the halo) of its
+// samples and of the input channels of its channels' groups, and its channels' kernel rows; it
+// holds those and its output block (the direct convolution builds no column matrix).
 Status lower_conv(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const ConvDims d = conv_dims(g.value(op.inputs[0]).type.shape, g.value(op.inputs[1]).type.shape,
                                g.value(op.outputs[0]).type.shape);
+  const WindowAttrs& win = window_of(op);
   const uint32_t x = ctx.tensor(op.inputs[0]), w = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
   const bool has_bias = op.inputs.size() == 3;
   const uint32_t b = has_bias ? ctx.tensor(op.inputs[2]) : 0;
-  // Samples × output channels: a vertex receives its samples' input and its channels' kernel rows,
-  // and holds them, its output block and its column buffer.
-  const double K = static_cast<double>(d.K), plane_d = static_cast<double>(d.plane());
-  const auto [samples, channels] = plan_grid(d.x[0], d.w[0], ctx.target(), [&](double nb, double mc) {
-    const double in_bytes = 4.0 * (nb * static_cast<double>(d.sample()) + mc * (K + 1));
-    return GridCost{nb * mc * plane_d * K, in_bytes, in_bytes + 4.0 * (nb * mc + K) * plane_d};
-  });
-  std::vector<uint32_t> tiles = ctx.take_tiles(samples.parts * channels.parts);
-  const int64_t N = d.x[0], M = d.w[0], plane = d.plane();
+  const int64_t N = d.x[0], C = d.x[1], M = d.w[0], G = win.group, Cg = C / G, Mg = M / G;
+  const int64_t H = d.x[2], W = d.x[3], OH = d.y[2], OW = d.y[3], plane = d.plane(), in_plane = H * W;
+  const double K = static_cast<double>(d.K);
+  const double kernel_rows = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
+  const auto [samples, channels, rows] =
+      plan_grid<3>({N, M, OH}, ctx.target(), [&](const std::array<double, 3>& chunk) {
+        const double nb = chunk[0], mc = chunk[1], r = chunk[2];
+        // Groups a block of mc channels touches: one more than it fills when it may straddle two.
+        const int64_t c = static_cast<int64_t>(mc);
+        const int64_t groups = std::min(G, lowering::ceil_div(c, Mg) + (c % Mg != 0 && Mg % c != 0 ? 1 : 0));
+        const double in_rows =
+            std::min(static_cast<double>(H), (r - 1) * static_cast<double>(win.strides[0]) + kernel_rows);
+        const double in_bytes = 4.0 * (nb * static_cast<double>(groups * Cg * W) * in_rows + mc * (K + 1));
+        return GridCost{nb * mc * r * static_cast<double>(OW) * K, in_bytes,
+                        in_bytes + 4.0 * nb * mc * r * static_cast<double>(OW)};
+      });
+  std::vector<uint32_t> tiles = ctx.take_tiles(samples.parts * channels.parts * rows.parts);
   size_t next = 0;
   for (int64_t i = 0; i < samples.parts; ++i) {
     const int64_t nb = i * samples.chunk, ne = std::min(N, nb + samples.chunk);
     for (int64_t j = 0; j < channels.parts; ++j) {
       const int64_t mb = j * channels.chunk, me = std::min(M, mb + channels.chunk);
-      lowering::VertexSpec v;
-      v.codelet = format::Codelet::kConv;
-      v.operands = has_bias ? std::vector<uint32_t>{x, w, b, y} : std::vector<uint32_t>{x, w, y};
-      using P = format::params::Conv;
-      v.params = format::make_params<P>(window_params(d.x, d.y, window_of(op)),
-                                        {{P::kM, M}, {P::kG, window_of(op).group}, {P::kNBegin, nb}, {P::kNEnd, ne},
-                                         {P::kMBegin, mb}, {P::kMEnd, me}, {P::kFusedRelu, 1}});
-      // Without a fused Relu the optional flag is left out, as before fusion existed.
-      if (!op.attrs<ConvAttrs>().fused_relu) v.params.pop_back();
-      v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * plane * d.K) / ctx.target().cycles.macs_per_cycle;
-      v.reads = {lowering::flat_region(x, nb * d.sample(), ne * d.sample()), lowering::flat_region(w, mb * d.K, me * d.K)};
-      if (has_bias) v.reads.push_back(lowering::flat_region(b, mb, me));
-      v.writes = {lowering::block_region(y, nb, ne, mb * plane, me * plane, M * plane)};
-      ctx.emit(tiles[next++], std::move(v));
+      for (int64_t k = 0; k < rows.parts; ++k) {
+        const int64_t ob = k * rows.chunk, oe = std::min(OH, ob + rows.chunk);
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kConv;
+        v.operands = has_bias ? std::vector<uint32_t>{x, w, b, y} : std::vector<uint32_t>{x, w, y};
+        using P = format::params::Conv;
+        v.params = format::make_params<P>(window_params(d.x, d.y, win),
+                                          {{P::kM, M}, {P::kG, G}, {P::kNBegin, nb}, {P::kNEnd, ne}, {P::kMBegin, mb},
+                                           {P::kMEnd, me}, {P::kFusedRelu, op.attrs<ConvAttrs>().fused_relu ? 1 : 0},
+                                           {P::kOutRowBegin, ob}, {P::kOutRowEnd, oe}});
+        // Optional params are left out where they say nothing: the row range of a whole plane, and
+        // then a fused_relu of 0, so unsplit vertices are what they were before either existed.
+        if (ob == 0 && oe == OH) {
+          v.params.resize(P::kOutRowBegin);
+          if (!op.attrs<ConvAttrs>().fused_relu) v.params.pop_back();
+        }
+        v.compute_cycles =
+            static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * d.K) / ctx.target().cycles.macs_per_cycle;
+        const auto [ib, ie] = input_rows(d, win, ob, oe);
+        add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W, in_plane);
+        v.reads.push_back(lowering::flat_region(w, mb * d.K, me * d.K));
+        if (has_bias) v.reads.push_back(lowering::flat_region(b, mb, me));
+        add_plane_rows(v.writes, y, nb, ne, M, mb, me, ob, oe, OW, plane);
+        ctx.emit(tiles[next++], std::move(v));
+      }
     }
   }
   return Status();
@@ -246,7 +304,8 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   const int64_t N = d.x[0], C = d.x[1], M = d.w[0], Cg = d.w[1], plane = d.plane(), in_plane = d.x[2] * d.x[3];
   const int64_t taps = d.w[2] * d.w[3], group = window_of(op).group;
   const double n = static_cast<double>(N), p = static_cast<double>(plane), t = static_cast<double>(taps);
-  const auto [outs, ins] = plan_grid(M, Cg, ctx.target(), [&](double mc, double cc) {
+  const auto [outs, ins] = plan_grid<2>({M, Cg}, ctx.target(), [&](const std::array<double, 2>& chunk) {
+    const double mc = chunk[0], cc = chunk[1];
     // The input channels of every group the output block touches: at most all groups.
     const double groups = std::min(static_cast<double>(group), mc);
     const double in_bytes = 4.0 * (n * groups * cc * static_cast<double>(in_plane) + n * mc * p);

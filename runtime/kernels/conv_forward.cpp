@@ -11,6 +11,7 @@
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
+#include <string>
 #include <unordered_map>
 
 namespace ipu::kernels {
@@ -20,33 +21,41 @@ using dnnl::memory;
 
 // oneDNN wants padding that fits the output exactly: (rows + before + after - extent) / stride
 // + 1 == outputs. Ours only places the first window, and the last may stop short of the input's
-// end or hang past it. So the input is viewed up to the last row a window reaches, and the
-// padding after is what the last window needs beyond that.
+// end or hang past it. So outputs [begin, end) along an axis see the input from the first row
+// their windows reach to the last (clamped to the input), with the padding before and after
+// what the first and last window need beyond that.
 struct AxisView {
-  int64_t rows;   // of the input, from the first (at least 0)
-  int64_t after;  // padding after them
+  int64_t first;   // input row where the view starts
+  int64_t rows;    // of the input, from `first` (at least 0)
+  int64_t before;  // padding before them
+  int64_t after;   // padding after them
 };
-AxisView axis_view(int64_t rows, int64_t outputs, int64_t kernel, int64_t stride, int64_t before, int64_t dilation) {
-  const int64_t reach = (outputs - 1) * stride + (kernel - 1) * dilation + 1 - before;  // rows the windows span
-  const int64_t used = std::clamp<int64_t>(reach, 0, rows);
-  return {used, reach - used};
+AxisView axis_view(int64_t rows, int64_t begin, int64_t end, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
+  const int64_t start = begin * stride - pad;                                   // the first window's first row
+  const int64_t reach = (end - 1) * stride + (kernel - 1) * dilation + 1 - pad;  // one past the last window's last row
+  const int64_t first = std::clamp<int64_t>(start, 0, rows);
+  const int64_t last = std::clamp<int64_t>(reach, first, rows);
+  return {first, last - first, first - start, reach - last};
 }
 
-// The input as oneDNN sees it, along both spatial axes.
+// The input as oneDNN sees it for the block's output rows and every output column.
 struct InputView {
   AxisView rows, cols;
 };
-InputView input_view(const Window& w) {
-  return {axis_view(w.H, w.OH, w.KH, w.SH, w.PT, w.DH), axis_view(w.W, w.OW, w.KW, w.SW, w.PL, w.DW)};
+InputView input_view(const Window& w, const ConvBlock& b) {
+  return {axis_view(w.H, b.row_begin, b.row_end, w.KH, w.SH, w.PT, w.DH), axis_view(w.W, 0, w.OW, w.KW, w.SW, w.PL, w.DW)};
 }
 
-// Everything a plan depends on: the window (with N the block's samples), the group's channels,
-// the block's channels, the tensors' channel counts (they set the strides) and the bias.
-using PlanKey = std::array<int64_t, kWindowParams + 4>;
+// Everything a plan depends on: the block's samples and output rows, the input view, the
+// window, the group's channels, the block's channels, the tensors' channel counts and planes
+// (they set the strides) and the bias. Where the view starts is not: the pointers carry it.
+using PlanKey = std::array<int64_t, 23>;
 
-PlanKey plan_key(const Window& w, const ConvBlock& b) {
-  return {b.samples, w.C, w.H,  w.W,  w.OH, w.OW, w.KH,  w.KW,  w.SH, w.SW,
-          w.PT,      w.PL, w.PB, w.PR, w.DH, w.DW, b.group_channels, b.channels, b.M, b.bias != nullptr};
+PlanKey plan_key(const Window& w, const InputView& in, const ConvBlock& b) {
+  return {b.samples,      b.row_end - b.row_begin, in.rows.rows, in.rows.before,    in.rows.after, in.cols.rows,
+          in.cols.before, in.cols.after,           w.C,          w.H,               w.W,           w.OH,
+          w.OW,           w.KH,                    w.KW,         w.SH,              w.SW,          w.DH,
+          w.DW,           b.group_channels,        b.channels,   b.M,               b.bias != nullptr};
 }
 
 // A layout conversion from our tensor into oneDNN's, or none when the primitive takes ours.
@@ -79,22 +88,40 @@ memory::desc strided(int64_t samples, int64_t channels, int64_t rows, int64_t co
   return memory::desc({samples, channels, rows, cols}, memory::data_type::f32, memory::dims{sample, plane, row, 1});
 }
 
+// With AVX-512, oneDNN prefers its brgemm convolution, which blocks the input channels by the
+// block's size (output channels and rows): an element's sum would then depend on how vertices
+// split the work (measured: 512 input channels on a 7×7 plane). The direct JIT kernels after it
+// sum every element in one order (input channel blocks, then taps) whatever the block. (A
+// primitive_desc copied or moved forgets its place among the implementations, so this takes it
+// where it was built.)
+void skip_brgemm(dnnl::convolution_forward::primitive_desc& desc) {
+  while (std::string(desc.impl_info_str()).rfind("brg", 0) == 0 && desc.next_impl()) {
+  }
+}
+
 dnnl::convolution_forward::primitive_desc describe(const Window& w, const InputView& in, const ConvBlock& b,
                                                    const dnnl::engine& engine) {
   using tag = memory::format_tag;
   const memory::desc src({b.samples, b.group_channels, in.rows.rows, in.cols.rows}, memory::data_type::f32, tag::any);
   const memory::desc weights({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32, tag::any);
-  const memory::desc dst({b.samples, b.channels, w.OH, w.OW}, memory::data_type::f32, tag::any);
-  const memory::dims strides{w.SH, w.SW}, dilates{w.DH - 1, w.DW - 1}, before{w.PT, w.PL}, after{in.rows.after, in.cols.after};
+  const memory::desc dst({b.samples, b.channels, b.row_end - b.row_begin, w.OW}, memory::data_type::f32, tag::any);
+  const memory::dims strides{w.SH, w.SW}, dilates{w.DH - 1, w.DW - 1}, before{in.rows.before, in.cols.before},
+      after{in.rows.after, in.cols.after};
   const auto kind = dnnl::prop_kind::forward_inference;
   const auto algorithm = dnnl::algorithm::convolution_direct;
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one buffer per plan, not an allocation per call
   if (b.bias != nullptr) {
     const memory::desc bias({b.channels}, memory::data_type::f32, tag::x);
-    return {{kind, algorithm, src, weights, bias, dst, strides, dilates, before, after}, attr, engine};
+    dnnl::convolution_forward::primitive_desc desc({kind, algorithm, src, weights, bias, dst, strides, dilates, before, after},
+                                                   attr, engine);
+    skip_brgemm(desc);
+    return desc;
   }
-  return {{kind, algorithm, src, weights, dst, strides, dilates, before, after}, attr, engine};
+  dnnl::convolution_forward::primitive_desc desc({kind, algorithm, src, weights, dst, strides, dilates, before, after}, attr,
+                                                 engine);
+  skip_brgemm(desc);
+  return desc;
 }
 
 class Plan {
@@ -107,11 +134,12 @@ class Plan {
         m_weights(memory::desc({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32,
                                memory::format_tag::oihw),
                   m_desc.weights_desc(), engine, false),
-        m_dst(strided(b.samples, b.channels, w.OH, w.OW, b.M * w.out_plane(), w.out_plane(), w.OW), m_desc.dst_desc(),
-              engine, true),
+        m_dst(strided(b.samples, b.channels, b.row_end - b.row_begin, w.OW, b.M * w.out_plane(), w.out_plane(), w.OW),
+              m_desc.dst_desc(), engine, true),
         m_bias(memory::desc({b.channels}, memory::data_type::f32, memory::format_tag::x), engine, DNNL_MEMORY_NONE),
         m_scratchpad(m_desc.scratchpad_desc(), engine) {}
 
+  // `b`'s pointers are at the view's first input row and the block's first output row.
   void run(const ConvBlock& b, uint64_t compute_set, dnnl::stream& stream) {
     // Weights do not change within a compute set, so a worker converts them once per set.
     if (m_weights_for != b.weights || m_weights_compute_set != compute_set) {
@@ -155,7 +183,7 @@ class ConvWorkspace {
   }
 
   void run(const Window& w, const InputView& in, const ConvBlock& b, uint64_t compute_set) {
-    const PlanKey key = plan_key(w, b);
+    const PlanKey key = plan_key(w, in, b);
     auto it = m_plans.find(key);
     if (it == m_plans.end()) it = m_plans.emplace(key, Plan(w, in, b, m_engine)).first;
     it->second.run(b, compute_set, m_stream);
@@ -182,7 +210,7 @@ void fill_bias(const Window& w, const ConvBlock& b) {
   for (int64_t n = 0; n < b.samples; ++n) {
     for (int64_t m = 0; m < b.channels; ++m) {
       float* plane = b.y + n * b.M * w.out_plane() + m * w.out_plane();
-      std::fill(plane, plane + w.out_plane(), b.bias != nullptr ? b.bias[m] : 0.0f);
+      std::fill(plane + b.row_begin * w.OW, plane + b.row_end * w.OW, b.bias != nullptr ? b.bias[m] : 0.0f);
     }
   }
 }
@@ -190,12 +218,31 @@ void fill_bias(const Window& w, const ConvBlock& b) {
 }  // namespace
 
 void conv_forward(KernelContext& context, const Window& w, const ConvBlock& b) {
-  const InputView in = input_view(w);
-  if (in.rows.rows == 0 || in.cols.rows == 0) {
-    fill_bias(w, b);
+  // Output rows whose windows lie wholly in the padding are the bias alone. oneDNN would pick
+  // another implementation for a view padded by a whole window or more, summing the rows it
+  // shares with a block that has no such rows in another order.
+  const int64_t extent = (w.KH - 1) * w.DH + 1;
+  const int64_t first = w.PT >= extent ? (w.PT - extent) / w.SH + 1 : 0;  // the first window reaching row 0
+  const int64_t end = (w.H - 1 + w.PT) / w.SH + 1;                          // past the last reaching row H - 1
+  const int64_t lo = std::clamp(first, b.row_begin, b.row_end), hi = std::clamp(end, lo, b.row_end);
+  ConvBlock inside = b;
+  inside.row_begin = lo;
+  inside.row_end = hi;
+  for (auto [begin, stop] : {std::pair{b.row_begin, lo}, std::pair{hi, b.row_end}}) {
+    ConvBlock padding = b;
+    padding.row_begin = begin;
+    padding.row_end = stop;
+    fill_bias(w, padding);
+  }
+  if (hi <= lo) return;
+  const InputView in = input_view(w, inside);
+  if (in.cols.rows == 0) {
+    fill_bias(w, inside);
     return;
   }
-  context.scratch.conv().run(w, in, b, context.compute_set);
+  inside.x += in.rows.first * w.W;
+  inside.y += lo * w.OW;
+  context.scratch.conv().run(w, in, inside, context.compute_set);
 }
 
 }  // namespace ipu::kernels

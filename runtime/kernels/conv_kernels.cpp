@@ -135,11 +135,22 @@ bool distinct(const format::Vertex& v) {
   return true;
 }
 
-// Conv: Y[n, m] = sum over the group's channels and taps of W[m] · X[n] (+ B[m]) for samples
-// [n_begin, n_end) and output channels [m_begin, m_end); with fused_relu 1, max(0, ·) of that
-// (a Relu folded in by the compiler, compiler/passes/fuse_epilogues.h).
+// The output rows a Conv vertex computes: [out_row_begin, out_row_end) if it gives them, else the
+// whole plane (executables from before row splits).
+struct RowRange {
+  int64_t begin, end;
+};
+RowRange conv_rows(const PreparedVertex& v, const Window& w) {
+  if (v.num_params > Conv::kOutRowEnd) return {v.params[Conv::kOutRowBegin], v.params[Conv::kOutRowEnd]};
+  return {0, w.OH};
+}
+
+// Conv: Y[n, m, oy] = sum over the group's channels and taps of W[m] · X[n] (+ B[m]) for samples
+// [n_begin, n_end), output channels [m_begin, m_end) and output rows [out_row_begin, out_row_end);
+// with fused_relu 1, max(0, ·) of that (a Relu folded in by the compiler,
+// compiler/passes/fuse_epilogues.h). Reads only the input rows those rows' windows reach.
 //   operands: X [N,C,H,W], W [M,C/G,KH,KW], B [M] (optional), Y [N,M,OH,OW]
-//   params:   format::params::Conv (fused_relu optional, 0 or 1)
+//   params:   format::params::Conv (fused_relu optional, 0 or 1; the row range optional after it)
 void run_conv(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
@@ -147,20 +158,23 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
   float* y = v.f32(has_bias ? 3 : 2);
   const int64_t plane = w.out_plane(), n_begin = v.params[Conv::kNBegin], n_end = v.params[Conv::kNEnd];
   const int64_t m_begin = v.params[Conv::kMBegin], m_end = v.params[Conv::kMEnd];
-  if (n_end <= n_begin) return;
+  const RowRange rows = conv_rows(v, w);
+  if (n_end <= n_begin || rows.end <= rows.begin) return;
   for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
     const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
     if (hi <= lo) continue;
     conv_forward(context, w, {v.f32(0) + (n_begin * w.C + g * s.Cg) * w.in_plane(), v.f32(1) + lo * s.K,
                      has_bias ? v.f32(2) + lo : nullptr, y + (n_begin * s.M + lo) * plane, n_end - n_begin, s.Cg,
-                     hi - lo, s.M});
+                     hi - lo, s.M, rows.begin, rows.end});
   }
   // Our own clamp rather than oneDNN's Relu post-op, which keeps a NaN: the unfused Relu kernel
   // makes it 0, and a fused model must compute what the unfused one did.
   if (v.num_params > Conv::kFusedRelu && v.params[Conv::kFusedRelu] != 0) {
     for (int64_t n = n_begin; n < n_end; ++n) {
-      float* block = y + (n * s.M + m_begin) * plane;
-      for (int64_t i = 0; i < (m_end - m_begin) * plane; ++i) block[i] = block[i] > 0.0f ? block[i] : 0.0f;
+      for (int64_t m = m_begin; m < m_end; ++m) {
+        float* block = y + (n * s.M + m) * plane + rows.begin * w.OW;
+        for (int64_t i = 0; i < (rows.end - rows.begin) * w.OW; ++i) block[i] = block[i] > 0.0f ? block[i] : 0.0f;
+      }
     }
   }
 }
@@ -172,11 +186,20 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
   } else {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   }
-  IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, Conv::kFusedRelu, "fused_relu"));
+  // Without a row range the params end at the optional fused_relu; with one, it follows the flag.
+  const bool has_rows = v.params_size() == Conv::kCount;
+  if (has_rows) {
+    IPU_RETURN_IF_ERROR(expect_param_count(v, Conv::kCount, 0));
+    const int64_t flag = v.params(Conv::kFusedRelu);
+    if (flag != 0 && flag != 1) return invalid_argument("fused_relu must be 0 or 1, got " + std::to_string(flag));
+  } else {
+    IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, Conv::kFusedRelu, "fused_relu"));
+  }
   IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[1].elements, ops.back().elements));
   if (has_bias) IPU_RETURN_IF_ERROR(expect_elements({s.M}, ops[2].elements, "B"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kNBegin), v.params(Conv::kNEnd), s.w.N, "sample"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kMBegin), v.params(Conv::kMEnd), s.M, "channel"));
+  if (has_rows) IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kOutRowBegin), v.params(Conv::kOutRowEnd), s.w.OH, "output row"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }

@@ -120,5 +120,42 @@ TEST_CASE("memory plan: an embedding table larger than a tile is looked up and t
   }
 }
 
+// A convolution over a plane larger than a tile's budget, as ResNet-18's first layers at 224×224:
+// one sample of x [1, 16, 64, 64] is 256 KiB. A vertex that received its whole sample (as every
+// Conv vertex once did, split over samples and output channels only) would overflow a 128 KiB
+// tile; split over output rows too, each receives only the input rows its windows reach.
+TEST_CASE("memory plan: a Conv over a plane larger than a tile splits its output rows") {
+  const int64_t channels = 16, side = 64;
+  OnnxBuilder b;
+  b.input("x", {channels, side, side}).output("y");
+  b.floats("w", {channels, channels, 3, 3}, wave(static_cast<size_t>(channels * channels * 9), 0.1f, 0.2f));
+  auto& conv = b.node("Conv", "conv", {"x", "w"}, {"y"});
+  OnnxBuilder::ints_attr(conv, "kernel_shape", {3, 3});
+  OnnxBuilder::ints_attr(conv, "pads", {1, 1, 1, 1});
+  auto options = small_target_options(1);
+  options.model_path = "test.onnx";
+  options.mode = compiler::Mode::kInfer;
+  options.bytes_per_tile = 128 * 1024;
+  auto result = compiler::compile_model(b.bytes(), options);
+  INFO(result.status().message());
+  REQUIRE(result.ok());
+  CHECK(result->memory.overflowing.empty());
+  const uint64_t sample_bytes = 4 * channels * side * side;
+  CHECK(result->memory.fullest.peak_bytes < sample_bytes / 2);
+  // Every Conv vertex names its output rows, and they cover each plane once.
+  std::vector<int64_t> rows_per_channel(static_cast<size_t>(channels));
+  using P = format::params::Conv;
+  for (const auto& cs : result->executable.compute_sets()) {
+    for (const auto& v : cs.vertices()) {
+      if (v.codelet() != static_cast<uint32_t>(format::Codelet::kConv)) continue;
+      REQUIRE(v.params_size() == P::kCount);
+      for (int64_t m = v.params(P::kMBegin); m < v.params(P::kMEnd); ++m) {
+        rows_per_channel[static_cast<size_t>(m)] += v.params(P::kOutRowEnd) - v.params(P::kOutRowBegin);
+      }
+    }
+  }
+  for (int64_t rows : rows_per_channel) CHECK(rows == side);
+}
+
 }  // namespace
 }  // namespace ipu::testing

@@ -126,9 +126,10 @@ TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, w
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, M}));
       for (size_t i = 0; i < y.size(); ++i) y_want[i] -= b[i / static_cast<size_t>(OH * OW) % static_cast<size_t>(M)];
       check_close(y, y_want);
-      // With a fused Relu, split over channels as before.
+      // With a fused Relu, split over channels as before, and the rest over output rows too.
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, 1, 1}));
-      run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 1, M, 1}));
+      run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 1, M, 1, 0, OH / 2}));
+      run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 1, M, 1, OH / 2, OH}));
       for (double& v : y_want) v = std::max(v, 0.0);
       check_close(y, y_want);
     }
@@ -223,19 +224,26 @@ TEST_CASE("kernels: Conv reuses converted weights within a compute set, converts
 }
 
 // oneDNN's blocked layouts at the channel counts of real models; every output element is summed
-// in one order however vertices split samples and channels, so results are bitwise the same for
-// any task split (and so for any --threads).
+// in one order however vertices split samples, channels and output rows, so results are bitwise
+// the same for any split (and so for any --threads).
 TEST_CASE("kernels: Conv gives bitwise the same results however vertices split the work") {
   for (const Geometry& g : {Geometry{4, 16, 12, 12, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1},
                             Geometry{3, 1, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1},
-                            Geometry{2, 24, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}) {
+                            Geometry{2, 24, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+                            Geometry{1, 3, 30, 30, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1},     // ResNet's stem
+                            Geometry{2, 64, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // its 3×3 blocks
+                            Geometry{1, 16, 13, 11, 3, 3, 2, 2, 1, 1, 6, 1, 2, 1},  // a last row wholly in the padding
+                            // ResNet's last stages: oneDNN's brgemm convolution (AVX-512) summed 512
+                            // input channels in an order that depended on the block (conv_forward.cpp)
+                            Geometry{1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+                            Geometry{1, 256, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}) {
     CAPTURE(g.C);
     const int64_t M = 40, plane = g.OH() * g.OW();
     auto x = values(static_cast<size_t>(g.N * g.C * g.H * g.W), 9);
     auto w = values(static_cast<size_t>(M * g.C * g.KH * g.KW), 10);
     auto b = values(static_cast<size_t>(M), 11);
     const std::vector<int64_t> p = with(g.params(), {M, 1});
-    std::vector<float> whole(static_cast<size_t>(g.N * M * plane)), split(whole.size());
+    std::vector<float> whole(static_cast<size_t>(g.N * M * plane)), split(whole.size()), rows(whole.size());
     run(Codelet::kConv, {x.data(), w.data(), b.data(), whole.data()}, with(p, {0, g.N, 0, M}));
     for (int64_t n = 0; n < g.N; ++n) {
       for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 5}, {5, 13}, {13, 16}, {16, 40}}) {
@@ -243,6 +251,20 @@ TEST_CASE("kernels: Conv gives bitwise the same results however vertices split t
       }
     }
     CHECK(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)) == 0);
+    // Output rows one at a time, in blocks of 3, and in two halves (the fused_relu flag, 0, comes
+    // before the row range), over all samples and channels or a block of them.
+    for (int64_t step : {int64_t{1}, int64_t{3}, (g.OH() + 1) / 2}) {
+      CAPTURE(step);
+      std::fill(rows.begin(), rows.end(), -1.0f);
+      for (int64_t ob = 0; ob < g.OH(); ob += step) {
+        const int64_t oe = std::min(g.OH(), ob + step);
+        run(Codelet::kConv, {x.data(), w.data(), b.data(), rows.data()}, with(p, {0, g.N, 0, 24, 0, ob, oe}));
+        for (int64_t n = 0; n < g.N; ++n) {
+          run(Codelet::kConv, {x.data(), w.data(), b.data(), rows.data()}, with(p, {n, n + 1, 24, M, 0, ob, oe}));
+        }
+      }
+      CHECK(std::memcmp(whole.data(), rows.data(), whole.size() * sizeof(float)) == 0);
+    }
     // And against direct loops, for a few outputs of each sample.
     for (int64_t n = 0; n < g.N; ++n) {
       for (int64_t m : {int64_t{0}, int64_t{17}, M - 1}) {
@@ -372,6 +394,12 @@ TEST_CASE("kernels: the window codelets refuse parameters that would leave their
   CHECK(conv_status(with(p, {0, 2, 0, 8, 1})).ok());      // a fused Relu
   CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 2})).ok());  // fused_relu neither 0 nor 1
   CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 1, 0})).ok());  // a parameter too many
+  CHECK(conv_status(with(p, {0, 2, 0, 8, 0, 1, 4})).ok());     // output rows [1, 4) of 5
+  CHECK(conv_status(with(p, {0, 2, 0, 8, 1, 5, 5})).ok());     // no rows, with a fused Relu
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 3, 6})).ok());  // rows past OH
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 4, 3})).ok());  // rows that end before they begin
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 2, 0, 5})).ok());  // fused_relu neither 0 nor 1
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 0, 5, 0})).ok());  // a parameter too many
   CHECK_FALSE(conv_status(with(g.params(), {8, 3, 0, 2, 0, 8})).ok());  // 4 channels in 3 groups
   CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws - 1}, {FLOAT32, 8}, {FLOAT32, ys}}).ok());
   CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws}, {FLOAT32, 8}, {FLOAT32, ys + 1}}).ok());

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# torchvision's ResNet-18 (random weights, eval mode, opset 13; scripts/make_resnet18.py) compiles
+# for inference on one mk2 IPU with its default tile memory at batch 1 and 16 -- its Conv vertices
+# split the output rows of 112x112 and 56x56 planes, so none receives a whole sample -- and
+# predicts torch's logits within 1e-5 of the largest. Needs Debian's python3-torch and
+# python3-torchvision (scripts/setup-peers.sh); skipped without them.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+COMPARE_TENSORS=${COMPARE_TENSORS:-$SRC/build/tests/tools/compare_tensors}
+
+# The model and 4 samples with torch's logits for them, in model/ (batch 16 pads them).
+make_resnet() {
+  /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null || skip "no python3-torch and python3-torchvision"
+  expect_exit 0 /usr/bin/python3 "$SRC/scripts/make_resnet18.py" model --batch 4
+}
+
+# predict BATCH [FLAGS...]: compiles for BATCH, predicts the samples into out_BATCH.npy and
+# checks them against torch.
+predict_and_compare() {
+  local batch=$1
+  shift
+  expect_exit 0 "$IPUCC" compile model/resnet18.onnx --mode infer --batch-size "$batch" -o "r$batch.ipuexe" --json "$@"
+  expect_json "$STDOUT" 'd["estimates"]["peak_tile_bytes"] <= 638976' "fits an mk2 tile"
+  expect_exit 0 "$IPURUN" predict "r$batch.ipuexe" --input model/resnet18.input.npy --output "out_$batch.npy"
+  expect_exit 0 "$PYTHON" "$E2E_DATA" compare "out_$batch.npy" model/resnet18.output.npy
+  expect_json "$STDOUT" 'd["shape_equal"] and d["rel_to_max"] <= 1e-5' "batch $batch against torch"
+}
+
+test_resnet18_fits_one_ipu_and_matches_torch_at_batch_1_and_16() {
+  make_resnet
+  predict_and_compare 1
+  predict_and_compare 16
+  # On fewer tiles each Conv vertex takes more rows and channels: the same bits.
+  expect_exit 0 "$IPUCC" compile model/resnet18.onnx --mode infer --batch-size 1 --tiles-per-ipu 300 -o few.ipuexe
+  expect_exit 0 "$IPURUN" predict few.ipuexe --input model/resnet18.input.npy --output few.npy
+  expect_exit 0 "$COMPARE_TENSORS" few.npy out_1.npy --rtol 0 --atol 0
+}
+
+run_tests "$@"
