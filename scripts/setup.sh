@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of ipucc from Debian's archive (python3-onnx: e2e tests
-# write small ONNX models). Idempotent.
+# write small ONNX models; clang-format and clang-tidy: scripts/lint.sh). Idempotent.
 set -euo pipefail
 "$(dirname "$0")/apt-install.sh" \
   cmake ninja-build g++ pkg-config \
@@ -19,4 +19,5 @@ set -euo pipefail
   libcurl4-openssl-dev nginx-light \
   dataset-fashion-mnist \
   python3 \
-  python3-onnx
+  python3-onnx \
+  clang-format clang-tidy

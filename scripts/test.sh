@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: unit and end-to-end tests (ctest), the same under ASan and
-# UBSan, the runtime-only build that proves the runtime links without the compiler, and a short
-# run of every fuzzer.
+# Sets up, builds and runs every test: unit and end-to-end tests (ctest), the lint (clang-tidy, and
+# clang-format once enforced: scripts/lint.sh), the same tests under ASan and UBSan, the
+# runtime-only build that proves the runtime links without the compiler, and a short run of every
+# fuzzer.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
 IPUCC_BUILD_DIR=$root/build "$root/scripts/build.sh" -DIPUCC_WERROR=ON
 (cd "$root/build" && ctest --output-on-failure -j "$(nproc)")
+
+echo "== lint"
+"$root/scripts/lint.sh" "$root/build"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
 IPUCC_BUILD_DIR=$root/build-sanitize IPUCC_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" -DIPUCC_SANITIZE=ON -DIPUCC_WERROR=ON

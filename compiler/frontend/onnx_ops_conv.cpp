@@ -340,7 +340,7 @@ Status convert_pool_3d(OnnxImportContext& ctx, OpKind kind, int x, const AxisWin
 // a pool's vertices own whole planes, so such a pool cannot be spread over tiles as it is.
 bool plane_crowds_a_tile(OnnxImportContext& ctx, int x) {
   const auto& s = ctx.shape(x);
-  return ctx.bytes_per_tile() > 0 && 2 * 4 * static_cast<uint64_t>(s[2] * s[3]) > ctx.bytes_per_tile() / 2;
+  return ctx.bytes_per_tile() > 0 && static_cast<uint64_t>(s[2] * s[3]) * 2 * 4 > ctx.bytes_per_tile() / 2;
 }
 
 // A pool along rows `x` [N, P, 1, L] (window {1, K}) whose row crowds a tile, as a pool of

@@ -66,7 +66,7 @@ Status add_nll_loss(OnnxImportContext& ctx, int log_prob, const std::vector<int6
 // The input's shape if it is a float [N, C, d1..dk] with no empty dimension.
 StatusOr<std::vector<int64_t>> loss_input_shape(OnnxImportContext& ctx, int x) {
   if (ctx.input_dtype(0) != "f4") return unsupported("input of dtype '" + ctx.input_dtype(0) + "' (only float32)");
-  const std::vector<int64_t> shape = ctx.shape(x);
+  const std::vector<int64_t>& shape = ctx.shape(x);
   if (shape.size() < 2) return invalid_argument("input " + shape_text(shape) + " must be [N, C, d1, ..., dk]");
   IPU_RETURN_IF_ERROR(check_not_empty(shape, "input"));
   return shape;

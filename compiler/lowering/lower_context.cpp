@@ -159,7 +159,7 @@ uint64_t LowerContext::bytes_off_tile(const Region& region, uint32_t tile) const
   return (total - local) * 4;  // every dtype the IR has is 4 bytes wide
 }
 
-void LowerContext::emit(uint32_t tile, VertexSpec spec) {
+void LowerContext::emit(uint32_t tile, VertexSpec spec) {  // NOLINT(performance-unnecessary-value-param)
   const auto& m = m_target.cycles;
   format::Vertex* v = m_cs->add_vertices();
   v->set_codelet(static_cast<uint32_t>(spec.codelet));

@@ -88,6 +88,7 @@ class LowerContext {
   // Tiles for one op's vertices: the next `count` tiles of the current IPU, round robin, so
   // that ops sharing a compute set use different tiles where possible.
   std::vector<uint32_t> take_tiles(int64_t count);
+  // By value: every caller hands its spec over with std::move, a move rather than a copy.
   void emit(uint32_t tile, VertexSpec vertex);
 
   void record_stage_copy(const ir::Op& op);

@@ -90,7 +90,7 @@ StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vec
   return grad_op(ctx, op, OpKind::kReshape, {value}, reshape, suffix + "/reshape");
 }
 
-StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, std::vector<int64_t> shape,
+StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std::vector<int64_t>& shape,
                            const std::string& suffix) {
   const std::vector<int64_t>& in = ctx.graph().value(value).type.shape;
   if (in == shape) return value;

@@ -51,7 +51,7 @@ StatusOr<int> grad_binary(GradContext& ctx, const Op& op, format::BinaryKind kin
 StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vector<int64_t> shape,
                           const std::string& suffix);
 // `value` broadcast to `shape` (a StridedCopy with zero strides; the value itself if equal).
-StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, std::vector<int64_t> shape,
+StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std::vector<int64_t>& shape,
                            const std::string& suffix);
 
 template <typename Make>

@@ -5,7 +5,7 @@
 namespace ipu::target {
 
 double sync_cycles(const TargetSpec& target, uint32_t ipus) {
-  const double hops = 1 + ipus / 4;
+  const uint32_t hops = 1 + ipus / 4;  // whole hops: 1 for 1 to 3 IPUs, 2 for 4 to 7
   return std::ceil(target.cycles.sync_ns_per_hop * target.clock_hz / 1e9 * hops * 2);
 }
 

@@ -131,7 +131,7 @@ StatusOr<IdxArray> read_idx_ubyte(const std::string& path) {
                             std::to_string(kMaxDims));
   }
 
-  std::array<unsigned char, 4 * kMaxDims> dim_bytes{};
+  std::array<unsigned char, size_t{4} * kMaxDims> dim_bytes{};
   const size_t dim_size = 4 * static_cast<size_t>(ndims);
   IPU_ASSIGN_OR_RETURN(got, reader.read(dim_bytes.data(), dim_size));
   if (got < dim_size) return data_loss(path + ": truncated idx header");
@@ -139,7 +139,7 @@ StatusOr<IdxArray> read_idx_ubyte(const std::string& path) {
   IdxArray array;
   uint64_t count = 1;
   for (int d = 0; d < ndims; ++d) {
-    const uint32_t dim = big_endian_u32(dim_bytes.data() + 4 * d);
+    const uint32_t dim = big_endian_u32(dim_bytes.data() + 4 * static_cast<size_t>(d));
     if (dim == 0) return invalid_argument(path + ": idx dimension " + std::to_string(d) + " is 0");
     count *= dim;
     if (count > kMaxPayloadBytes) return invalid_argument(path + ": idx dimensions are implausibly large");

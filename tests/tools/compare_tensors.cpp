@@ -47,6 +47,7 @@ std::vector<double> values_of(const ipu::data::NpyArray& a) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(bugprone-exception-escape): a test tool; an escaping exception aborts, which fails the test.
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 5 && argc != 7) {
     std::fprintf(stderr, "usage: compare_tensors GOT WANT [--rtol R] [--atol A]\n");

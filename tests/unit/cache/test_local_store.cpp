@@ -82,7 +82,7 @@ bool directory_is_writable(const std::string& dir) {
   return true;
 }
 
-const std::string kBytes = std::string("IPUEXE\0\x01\xff binary", 17);
+const std::string kBytes = std::string("IPUEXE\0\x01\xff binary\0", 17);
 
 } // namespace
 
@@ -738,9 +738,11 @@ TEST_CASE("local store refuses a directory that others can write") {
   Manifest m = sample_manifest();
   REQUIRE(store.put(m, kBytes).ok());
 
-  for (const auto& [mode, what] : {std::pair{0775, "writable by its group (mode 0775)"},
-                                   std::pair{0757, "writable by others (mode 0757)"},
-                                   std::pair{01777, "writable by its group and others (mode 1777)"}}) {
+  for (const auto& mode_and_what : {std::pair{0775, "writable by its group (mode 0775)"},
+                                    std::pair{0757, "writable by others (mode 0757)"},
+                                    std::pair{01777, "writable by its group and others (mode 1777)"}}) {
+    const int mode = mode_and_what.first;
+    const std::string what = mode_and_what.second;
     CAPTURE(mode);
     REQUIRE(::chmod(cache.c_str(), static_cast<mode_t>(mode)) == 0);
     auto refused = LocalStore::open(cache);

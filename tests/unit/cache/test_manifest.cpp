@@ -72,7 +72,7 @@ TEST_CASE("manifest parse round-trips awkward content") {
   Manifest m;
   m.set("", "empty name");
   m.set("empty value", "");
-  m.set("bytes", std::string("nul\0tab\tcr\r\xff", 13));
+  m.set("bytes", std::string("nul\0tab\tcr\r\xff\0", 13));
   m.set("multi\nline\\name=", "v=w\n\n\\");
   auto parsed = Manifest::parse(m.canonical_text());
   REQUIRE(parsed.ok());

@@ -22,7 +22,7 @@ class OnnxBuilder {
   }
 
   // A float input whose first axis is the dynamic batch ("N") unless `fixed_batch` > 0.
-  OnnxBuilder& input(const std::string& name, std::vector<int64_t> sample_shape, int64_t fixed_batch = 0) {
+  OnnxBuilder& input(const std::string& name, const std::vector<int64_t>& sample_shape, int64_t fixed_batch = 0) {
     auto* type = add_value_info(m_model.mutable_graph()->add_input(), name);
     auto* dim = type->mutable_shape()->add_dim();
     if (fixed_batch > 0) {
@@ -39,7 +39,7 @@ class OnnxBuilder {
     return *this;
   }
 
-  OnnxBuilder& floats(const std::string& name, std::vector<int64_t> dims, const std::vector<float>& values) {
+  OnnxBuilder& floats(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
     auto* t = m_model.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
@@ -57,8 +57,8 @@ class OnnxBuilder {
     return *this;
   }
 
-  onnx::NodeProto& node(const std::string& op_type, const std::string& name, std::vector<std::string> inputs,
-                        std::vector<std::string> outputs) {
+  onnx::NodeProto& node(const std::string& op_type, const std::string& name, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs) {
     auto* n = m_model.mutable_graph()->add_node();
     n->set_op_type(op_type);
     n->set_name(name);

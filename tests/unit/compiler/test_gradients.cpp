@@ -412,7 +412,7 @@ std::string conv_model(Middle middle, const std::string& first_activation = "Tan
   b.floats("w1", {4, 2, 3, 3}, wave(72, 0.4f, 0.1f));
   b.floats("b1", {4}, wave(4, 0.3f, 0.5f));
   auto& conv1 = b.node("Conv", "conv1", {"x", "w1", "b1"}, {"c1"});
-  auto ints = [](onnx::NodeProto& node, const std::string& name, std::vector<int64_t> values) {
+  auto ints = [](onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {
     auto* a = node.add_attribute();
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INTS);

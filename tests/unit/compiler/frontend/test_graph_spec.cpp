@@ -53,7 +53,7 @@ std::string expect_problems(const std::string& text, std::initializer_list<std::
   auto spec = parse(text);
   INFO("spec: " << text);
   REQUIRE_FALSE(spec.ok());
-  const std::string message = spec.status().message();
+  std::string message = spec.status().message();
   INFO("message: " << message);
   CHECK(spec.status().code() == code);
   // Every line starts with the file: "PATH: ..." or, for JSON syntax, "PATH:LINE:COLUMN: ...".

@@ -32,7 +32,7 @@ OnnxBuilder reduce_sum_model() {
   return b;
 }
 
-data::NpyArray int_array(const std::string& dtype, std::vector<int64_t> values) {
+data::NpyArray int_array(const std::string& dtype, const std::vector<int64_t>& values) {
   data::NpyArray a;
   a.dtype = dtype;
   a.shape = {static_cast<int64_t>(values.size())};

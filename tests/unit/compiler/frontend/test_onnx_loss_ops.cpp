@@ -19,7 +19,7 @@ using frontend::OnnxImportOptions;
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // x [2, 3, 4] (fixed) and int64 targets y [2, 4]; one loss node writing `outputs`.
-OnnxBuilder loss_model(const std::string& op_type, std::vector<std::string> inputs, std::vector<std::string> outputs,
+OnnxBuilder loss_model(const std::string& op_type, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
                        int opset = 13) {
   OnnxBuilder b(opset);
   b.input("x", {3, 4}, 2).input("y", {4}, 2);

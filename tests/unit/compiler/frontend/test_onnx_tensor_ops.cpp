@@ -136,7 +136,9 @@ TEST_CASE("Pad in edge, reflect and wrap mode gathers the source index of every 
       {"reflect", {2, 1, 0, 1, 2, 3, 2, 1}},
       {"wrap", {2, 3, 0, 1, 2, 3, 0, 1}},
   };
-  for (const auto& [mode, indices] : expected) {
+  for (const auto& mode_and_indices : expected) {
+    const std::string& mode = mode_and_indices.first;
+    const std::vector<float>& indices = mode_and_indices.second;
     CAPTURE(mode);
     OnnxBuilder b(19);
     b.input("x", {4}).output("y");

@@ -54,9 +54,10 @@ TEST_CASE("fuse_epilogues: a Relu that alone reads a Conv's output folds into th
 }
 
 TEST_CASE("fuse_epilogues: a Conv output read elsewhere, or a graph output, stays unfused") {
-  for (auto [also_read, is_output] : {std::pair{true, false}, std::pair{false, true}}) {
+  for (const auto& read_and_output : {std::pair{true, false}, std::pair{false, true}}) {
+    const bool also_read = read_and_output.first;
     CAPTURE(also_read);
-    const compiler::CompileResult result = compile_for_inference(conv_relu_model(also_read, is_output));
+    const compiler::CompileResult result = compile_for_inference(conv_relu_model(also_read, read_and_output.second));
     CHECK(result.ir_text.find("Conv+Relu") == std::string::npos);
     CHECK(result.ir_text.find("= Relu(") != std::string::npos);
     CHECK(activation_vertices(result.executable) > 0);
@@ -78,7 +79,7 @@ TEST_CASE("fuse_epilogues: a Gemm's bias and the Relu after it fold into its Mat
 
 // x [N,3,4] → MatMul with w [4,5] → Add of `bias` (either operand order) → y: ONNX MatMul + Add on
 // 3-D activations, which imports as Reshape → MatMul → Reshape → Add.
-std::string matmul_add_model(std::vector<int64_t> bias_shape, bool bias_first) {
+std::string matmul_add_model(const std::vector<int64_t>& bias_shape, bool bias_first) {
   OnnxBuilder b;
   b.input("x", {3, 4}).output("y");
   b.floats("w", {4, 5}, std::vector<float>(20, 0.5f));
@@ -91,9 +92,10 @@ std::string matmul_add_model(std::vector<int64_t> bias_shape, bool bias_first) {
 }
 
 TEST_CASE("fuse_epilogues: a bias vector added after a reshaped MatMul folds into the MatMul") {
-  for (auto [shape, bias_first] : {std::pair{std::vector<int64_t>{5}, false}, std::pair{std::vector<int64_t>{1, 1, 5}, true}}) {
+  for (const auto& shape_and_order : {std::pair{std::vector<int64_t>{5}, false}, std::pair{std::vector<int64_t>{1, 1, 5}, true}}) {
+    const bool bias_first = shape_and_order.second;
     CAPTURE(bias_first);
-    const compiler::CompileResult result = compile_for_inference(matmul_add_model(shape, bias_first));
+    const compiler::CompileResult result = compile_for_inference(matmul_add_model(shape_and_order.first, bias_first));
     INFO(result.ir_text);
     CHECK(result.ir_text.find("= MatMul(mm/flatten, w, b)") != std::string::npos);
     CHECK(result.ir_text.find("add:f32[2,3,5] = Reshape(mm)") != std::string::npos);

@@ -23,7 +23,6 @@ using ipu::engine::Engine;
 using ipu::engine::EngineOptions;
 using ipu::engine::HostStreams;
 using ipu::format::Executable;
-using ipu::format::Program;
 using ipu::format::Stream;
 namespace fmt = ipu::format;
 
@@ -44,7 +43,7 @@ class Builder {
     m_exe.set_steps_per_execution(1);
   }
 
-  uint32_t tensor(const std::string& name, fmt::DType dtype, std::vector<int64_t> shape, const std::vector<float>& init = {}) {
+  uint32_t tensor(const std::string& name, fmt::DType dtype, const std::vector<int64_t>& shape, const std::vector<float>& init = {}) {
     auto* t = m_exe.add_tensors();
     t->set_name(name);
     t->set_dtype(dtype);

@@ -15,7 +15,6 @@
 
 namespace {
 
-using ipu::format::Codelet;
 namespace params = ipu::format::params;
 
 // What the contract says of one codelet.
@@ -146,14 +145,17 @@ TEST_CASE("docs/executable_format.md lists each codelet's params as codelet_para
     std::vector<int64_t> head(static_cast<size_t>(d.fixed));
     int64_t documented_length = 0;
     for (size_t i = 0; i < head.size(); ++i) head[i] = static_cast<int64_t>(i) + 2;
-    for (const auto& [array, length] : tail) {
+    for (const auto& array_and_length : tail) {
+      const auto& length = array_and_length.second;
       const auto at = std::find(fixed.begin(), fixed.end(), length);
-      REQUIRE_MESSAGE(at != fixed.end(), "tail array " << array << " is as long as an unknown param " << length);
+      REQUIRE_MESSAGE(at != fixed.end(),
+                      "tail array " << array_and_length.first << " is as long as an unknown param " << length);
       documented_length += head[static_cast<size_t>(at - fixed.begin())];
     }
     CHECK(d.count(head.data()) - d.fixed == documented_length);
   }
-  for (const auto& [name, d] : declared) {
+  for (const auto& name_and_layout : declared) {
+    const auto& name = name_and_layout.first;
     CAPTURE(name);
     CHECK(documented[name] == 1);
   }

@@ -58,7 +58,7 @@ std::vector<std::string> hostile_names() {
 }
 
 // Values whose bits a careless copy would change: -0, a denormal, infinities, a NaN with payload.
-NamedTensor tensor_for(size_t seed, std::vector<int64_t> shape = {2, 3}) {
+NamedTensor tensor_for(size_t seed, const std::vector<int64_t>& shape = {2, 3}) {
   NamedTensor t;
   t.shape = shape;
   const uint32_t bits[] = {0x80000000u, 0x00000001u, 0x7f800000u, 0xff800000u, 0x7fc12345u, 0x3f800000u};
@@ -100,7 +100,8 @@ TEST_CASE("checkpoint_file_names gives every name its own safe file") {
   const auto files = checkpoint_file_names(names);
   REQUIRE(files.size() == names.size());
   std::set<std::string> seen;
-  for (const auto& [name, file] : files) {
+  for (const auto& name_and_file : files) {
+    const std::string& file = name_and_file.second;
     CAPTURE(file);
     // Distinct even on a case-insensitive file system.
     CHECK(seen.insert(lower(file)).second);
@@ -152,10 +153,11 @@ TEST_CASE("a checkpoint of hostile names reads back bit for bit") {
   auto read = read_checkpoint(dir);
   REQUIRE(read.ok());
   REQUIRE(read->size() == tensors.size());
-  for (const auto& [name, tensor] : tensors) {
+  for (const auto& name_and_tensor : tensors) {
+    const std::string& name = name_and_tensor.first;
     CAPTURE(name);
     REQUIRE(read->count(name) == 1);
-    CHECK(same_bits(read->at(name), tensor));
+    CHECK(same_bits(read->at(name), name_and_tensor.second));
   }
   // The directory is the tools' own checkpoint, so a later save may replace it.
   CHECK(session::check_checkpoint_destination(dir).ok());
