@@ -83,6 +83,10 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
     if (k.parts == last_parts) continue;
     last_parts = k.parts;
     const double kc = static_cast<double>(k.chunk), shares = static_cast<double>(k.parts);
+    // Each reduce vertex receives the partials of its share of C and adds them.
+    const Split reduce = k.parts > 1 ? plan_split(M * N, shares / m.vector_flops_per_cycle, 4.0 * shares,
+                                                  4.0 * (shares + 1), target, max_tiles)
+                                     : make_split(M * N, 1);
     for (int64_t pr : detail::candidate_parts(M, max_tiles / k.parts)) {
       for (int64_t pc : detail::candidate_parts(N, max_tiles / (k.parts * pr))) {
         Candidate c;
@@ -96,11 +100,9 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
         c.held = in_bytes + 4.0 * r * cols;
         c.cost = m.vertex_overhead_cycles + r * cols * kc / m.macs_per_cycle + in_bytes / m.exchange_bytes_per_cycle +
                  m.vertex_spread_cycles * vertices;
-        c.plan.reduce = make_split(M * N, 1);
+        c.plan.reduce = reduce;
         if (k.parts > 1) {
-          // Each reduce vertex receives the partials of its share of C and adds them; its tile
-          // still holds the partial block it computed.
-          c.plan.reduce = plan_split(M * N, shares / m.vector_flops_per_cycle, 4.0 * shares, 4.0 * (shares + 1), target, max_tiles);
+          // A reduce vertex's tile still holds the partial block it computed.
           const double chunk = static_cast<double>(c.plan.reduce.chunk);
           c.cost += target::sync_cycles(target, 1) + m.vertex_overhead_cycles + chunk * shares / m.vector_flops_per_cycle +
                     4.0 * chunk * shares / m.exchange_bytes_per_cycle +
