@@ -38,13 +38,19 @@ std::string with_commas(uint64_t n) {
 }
 
 nlohmann::json estimates_json(const format::Executable& exe) {
-  nlohmann::json cycles = nlohmann::json::object();
+  nlohmann::json cycles = nlohmann::json::object(), breakdown = nlohmann::json::object();
   for (const auto& p : exe.programs()) {
-    if (p.program().has_repeat()) cycles[p.name()] = p.cycles_per_step();
+    if (!p.program().has_repeat()) continue;
+    cycles[p.name()] = p.cycles_per_step();
+    const auto& b = p.breakdown_per_step();
+    breakdown[p.name()] = {{"compute", b.compute()},   {"vertex_launch", b.vertex_launch()},
+                           {"exchange", b.exchange()}, {"sync", b.sync()},
+                           {"transfer", b.transfer()}};
   }
   const auto& e = exe.estimates();
   uint64_t train_cycles = cycles.contains("train") ? cycles["train"].get<uint64_t>() : cycles.value("predict", uint64_t{0});
   return {{"cycles_per_step", cycles},
+          {"cycle_breakdown_per_step", breakdown},
           {"seconds_per_step", static_cast<double>(train_cycles) / exe.target().clock_hz()},
           {"peak_tile_bytes", e.peak_tile_bytes()},
           {"fullest_tile", e.fullest_tile()},

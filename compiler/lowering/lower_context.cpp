@@ -116,10 +116,12 @@ uint32_t LowerContext::add_buffer(const std::string& name, uint32_t like, format
 
 void LowerContext::begin_compute_set(std::string name, int ipu) {
   m_cs = m_exe.add_compute_sets();
+  m_last_cs_name = name;
   m_cs->set_name(std::move(name));
   m_cs_ipu = ipu;
   m_tile_cursor = 0;
   m_tile_compute.clear();
+  m_tile_vertices.clear();
   m_tile_received.clear();
   m_pending_writes.clear();
   m_record = ComputeSetRecord();
@@ -176,6 +178,7 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) {  // NOLINT(performance
   }
   v->set_op(static_cast<uint32_t>(m_op_index));
   m_tile_compute[tile] += cycles;
+  ++m_tile_vertices[tile];
   for (const Region& r : spec.reads) {
     const uint64_t bytes = bytes_off_tile(r, tile);
     m_record.received_bytes[tile] += bytes;
@@ -194,6 +197,30 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) {  // NOLINT(performance
   }
 }
 
+void LowerContext::emit_after(uint32_t tile, VertexSpec vertex) { m_follow_ups.push_back({m_op_name, tile, std::move(vertex)}); }
+
+std::optional<uint32_t> LowerContext::lower_follow_ups() {
+  if (m_follow_ups.empty()) return std::nullopt;
+  begin_compute_set(m_last_cs_name + "/reduce", m_cs_ipu);
+  std::vector<FollowUp> follow_ups = std::move(m_follow_ups);
+  m_follow_ups.clear();
+  for (FollowUp& f : follow_ups) {
+    if (f.op_name != m_op_name) begin_op(f.op_name);
+    emit(f.tile, std::move(f.vertex));
+  }
+  return end_compute_set();
+}
+
+uint32_t LowerContext::add_temporary(const std::string& name, const std::vector<int64_t>& shape) {
+  format::Tensor* t = m_exe.add_tensors();
+  t->set_name(name);
+  t->set_dtype(format::FLOAT32);
+  for (int64_t d : shape) t->add_shape(d);
+  t->set_role(format::ACTIVATION);
+  t->set_ipu(static_cast<uint32_t>(m_cs_ipu));
+  return static_cast<uint32_t>(m_exe.tensors_size() - 1);
+}
+
 void LowerContext::record_stage_copy(const ir::Op& op) {
   const int source = op.inputs[0], destination = op.outputs[0];
   m_stage_copies.push_back({tensor(source), tensor(destination), m_graph.value(source).stage,
@@ -208,9 +235,14 @@ std::optional<uint32_t> LowerContext::end_compute_set() {
   }
   const auto& m = m_target.cycles;
   for (auto& [tensor_index, intervals] : m_pending_writes) set_mapping(tensor_index, std::move(intervals));
-  double compute = 0, exchange = 0;
+  double compute = 0, exchange = 0, launch = 0;
   uint64_t exchange_bytes = 0;
-  for (const auto& [tile, cycles] : m_tile_compute) compute = std::max(compute, cycles);
+  for (const auto& [tile, cycles] : m_tile_compute) {
+    if (cycles > compute) {
+      compute = cycles;
+      launch = m.vertex_overhead_cycles * static_cast<double>(m_tile_vertices[tile]);
+    }
+  }
   const uint32_t bus = std::max<uint32_t>(1, m.tiles_per_exchange_bus);
   for (const auto& [tile, bytes] : m_record.received_bytes) {
     // Regions the bus's other tiles receive too (of those, the bytes both fetch from elsewhere).
@@ -230,6 +262,10 @@ std::optional<uint32_t> LowerContext::end_compute_set() {
   }
   const double sync = target::sync_cycles(m_target, m_exe.target().num_ipus());
   m_cs->set_cycles(static_cast<uint64_t>(sync + exchange + compute));
+  m_cs->set_compute_cycles(compute - launch);
+  m_cs->set_launch_cycles(launch);
+  m_cs->set_exchange_cycles(exchange);
+  m_cs->set_sync_cycles(sync);
   m_cs->set_exchange_bytes(exchange_bytes);
   m_records.push_back(std::move(m_record));
   m_cs = nullptr;

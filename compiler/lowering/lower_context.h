@@ -90,6 +90,15 @@ class LowerContext {
   std::vector<uint32_t> take_tiles(int64_t count);
   // By value: every caller hands its spec over with std::move, a move rather than a copy.
   void emit(uint32_t tile, VertexSpec vertex);
+  // A vertex for the compute set right after the open one (a MatMul split over K sums its
+  // partial products there): lower_follow_ups places it once the open set has ended.
+  void emit_after(uint32_t tile, VertexSpec vertex);
+  // Closes the open compute set's follow-up: a compute set named '<its name>/reduce' holding the
+  // vertices emit_after queued, on the same IPU. Returns its index, or nullopt if none was queued.
+  std::optional<uint32_t> lower_follow_ups();
+  // A float32 tensor on the open compute set's IPU, living only across the compute sets that use
+  // it (the memory plan's temporaries); the vertices writing it give its mapping.
+  uint32_t add_temporary(const std::string& name, const std::vector<int64_t>& shape);
 
   void record_stage_copy(const ir::Op& op);
   const std::vector<StageCopy>& stage_copies() const { return m_stage_copies; }
@@ -112,6 +121,14 @@ class LowerContext {
   int m_cs_ipu = 0;
   uint32_t m_tile_cursor = 0;
   std::map<uint32_t, double> m_tile_compute;
+  std::map<uint32_t, uint64_t> m_tile_vertices;
+  std::string m_last_cs_name;
+  struct FollowUp {
+    std::string op_name;
+    uint32_t tile = 0;
+    VertexSpec vertex;
+  };
+  std::vector<FollowUp> m_follow_ups;
   // What each tile receives in the open compute set, region by region (tensor, rows, columns,
   // row stride), with the bytes of it held elsewhere: a region both tiles of an exchange bus
   // receive arrives at twice the rate (target::exchange_cycles).

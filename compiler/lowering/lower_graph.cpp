@@ -47,6 +47,7 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
       if (!status.ok()) return status.with_context("lowering '" + op.name + "' (" + ir::op_kind_name(op.kind) + ")");
     }
     if (auto index = ctx.end_compute_set()) sets.push_back(*index);
+    if (auto index = ctx.lower_follow_ups()) sets.push_back(*index);
   }
   return sets;
 }

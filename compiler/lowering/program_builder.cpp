@@ -55,6 +55,14 @@ void ProgramBuilder::add(const std::string& name, format::Program program, uint6
   format::NamedProgram* p = m_exe.add_programs();
   p->set_name(name);
   p->set_cycles_per_step(static_cast<uint64_t>(estimate_cycles(program) / static_cast<double>(steps)));
+  format::CycleBreakdown parts = estimate_breakdown(program);
+  const double per_step = 1.0 / static_cast<double>(steps);
+  parts.set_compute(parts.compute() * per_step);
+  parts.set_vertex_launch(parts.vertex_launch() * per_step);
+  parts.set_exchange(parts.exchange() * per_step);
+  parts.set_sync(parts.sync() * per_step);
+  parts.set_transfer(parts.transfer() * per_step);
+  *p->mutable_breakdown_per_step() = std::move(parts);
   *p->mutable_program() = std::move(program);
 }
 
@@ -113,6 +121,48 @@ double ProgramBuilder::estimate_cycles(const format::Program& program) const {
     case format::Program::KIND_NOT_SET: return 0;
   }
   return 0;
+}
+
+// The same walk as estimate_cycles, keeping the parts apart.
+format::CycleBreakdown ProgramBuilder::estimate_breakdown(const format::Program& program) const {
+  format::CycleBreakdown out;
+  auto add = [&out](const format::CycleBreakdown& b, double times) {
+    out.set_compute(out.compute() + times * b.compute());
+    out.set_vertex_launch(out.vertex_launch() + times * b.vertex_launch());
+    out.set_exchange(out.exchange() + times * b.exchange());
+    out.set_sync(out.sync() + times * b.sync());
+    out.set_transfer(out.transfer() + times * b.transfer());
+  };
+  switch (program.kind_case()) {
+    case format::Program::kSequence:
+      for (const auto& step : program.sequence().steps()) add(estimate_breakdown(step), 1);
+      return out;
+    case format::Program::kParallel: {
+      double slowest = -1;
+      for (const auto& branch : program.parallel().branches()) {
+        const double cycles = estimate_cycles(branch);
+        if (cycles > slowest) {
+          slowest = cycles;
+          out = estimate_breakdown(branch);
+        }
+      }
+      return out;
+    }
+    case format::Program::kExecute: {
+      const format::ComputeSet& cs = m_exe.compute_sets(static_cast<int>(program.execute()));
+      out.set_compute(cs.compute_cycles());
+      out.set_vertex_launch(cs.launch_cycles());
+      out.set_exchange(cs.exchange_cycles());
+      out.set_sync(cs.sync_cycles());
+      return out;
+    }
+    case format::Program::kRepeat:
+      add(estimate_breakdown(program.repeat().body()), static_cast<double>(program.repeat().count()));
+      return out;
+    default:
+      out.set_transfer(estimate_cycles(program));
+      return out;
+  }
 }
 
 }  // namespace ipu::lowering

@@ -30,6 +30,9 @@ class ProgramBuilder {
   // Estimated device cycles of a program tree (Parallel takes its slowest branch).
   double estimate_cycles(const format::Program& program) const;
   double estimate_cycles(const std::vector<uint32_t>& compute_sets) const;
+  // Its parts: compute, vertex launch, exchange and sync of the compute sets it runs, and the
+  // transfers (streams, copies, all-reduces) between them.
+  format::CycleBreakdown estimate_breakdown(const format::Program& program) const;
 
  private:
   double bytes_of(uint32_t tensor) const;

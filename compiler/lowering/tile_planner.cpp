@@ -65,16 +65,67 @@ Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_pe
   return best;
 }
 
-BlockGrid plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles) {
-  const double k = static_cast<double>(K);
-  const double macs_per_cycle = target.cycles.macs_per_cycle;
-  // A block of rows of A and a block of columns of B arrive over the exchange; the output block
-  // is produced in place.
-  return plan_blocks(M, N, target, max_tiles, [&](int64_t rows, int64_t cols) {
-    const double r = static_cast<double>(rows), c = static_cast<double>(cols);
-    const double in_bytes = 4.0 * (r * k + k * c);
-    return BlockCost{r * c * k / macs_per_cycle, in_bytes, in_bytes + 4.0 * r * c};
-  });
+MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles,
+                       bool split_k) {
+  const auto& m = target.cycles;
+  const double tile_bytes = static_cast<double>(target.bytes_per_tile);
+  const double operands_share = 4.0 * static_cast<double>(M * K + K * N + M * N) / static_cast<double>(target.tiles_per_ipu);
+  struct Candidate {
+    MatMulPlan plan;
+    double cost = 0, held = 0;
+  };
+  std::vector<Candidate> candidates;
+  // Every K share count up to 64 (a reduce over more partials costs more than it saves), not
+  // only powers of two: the best split of a square product is near the cube root of the tiles.
+  int64_t last_parts = 0;
+  for (int64_t s = 1; s <= (split_k ? std::min<int64_t>({K, max_tiles, 64}) : 1); ++s) {
+    const Split k = make_split(K, s);
+    if (k.parts == last_parts) continue;
+    last_parts = k.parts;
+    const double kc = static_cast<double>(k.chunk), shares = static_cast<double>(k.parts);
+    // Each reduce vertex receives the partials of its share of C and adds them.
+    const Split reduce = k.parts > 1 ? plan_split(M * N, shares / m.vector_flops_per_cycle, 4.0 * shares,
+                                                  4.0 * (shares + 1), target, max_tiles)
+                                     : make_split(M * N, 1);
+    for (int64_t pr : detail::candidate_parts(M, max_tiles / k.parts)) {
+      for (int64_t pc : detail::candidate_parts(N, max_tiles / (k.parts * pr))) {
+        Candidate c;
+        c.plan.grid = {make_split(M, pr), make_split(N, pc)};
+        c.plan.k = k;
+        const double r = static_cast<double>(c.plan.grid.rows.chunk), cols = static_cast<double>(c.plan.grid.cols.chunk);
+        const double vertices = static_cast<double>(c.plan.grid.rows.parts * c.plan.grid.cols.parts * k.parts);
+        // A block of rows of A and a block of columns of B (their K range) arrive over the
+        // exchange; the output (or partial) block is produced in place.
+        const double in_bytes = 4.0 * (r * kc + kc * cols);
+        c.held = in_bytes + 4.0 * r * cols;
+        c.cost = m.vertex_overhead_cycles + r * cols * kc / m.macs_per_cycle + in_bytes / m.exchange_bytes_per_cycle +
+                 m.vertex_spread_cycles * vertices;
+        c.plan.reduce = reduce;
+        if (k.parts > 1) {
+          // A reduce vertex's tile still holds the partial block it computed.
+          const double chunk = static_cast<double>(c.plan.reduce.chunk);
+          c.cost += target::sync_cycles(target, 1) + m.vertex_overhead_cycles + chunk * shares / m.vector_flops_per_cycle +
+                    4.0 * chunk * shares / m.exchange_bytes_per_cycle +
+                    m.vertex_spread_cycles * static_cast<double>(c.plan.reduce.parts);
+          c.held = std::max(c.held, 4.0 * r * cols + 4.0 * chunk * (shares + 1));
+        }
+        candidates.push_back(c);
+      }
+    }
+  }
+  // Ties go to the first candidate: fewer K shares, then fewer rows and columns of blocks.
+  for (double budget : {detail::tile_budget_bytes(target), tile_bytes - operands_share}) {
+    const Candidate* best = nullptr;
+    for (const Candidate& c : candidates) {
+      if (c.held <= budget && (!best || c.cost < best->cost * 0.999)) best = &c;
+    }
+    if (best) return best->plan;
+  }
+  const Candidate* smallest = &candidates.front();
+  for (const Candidate& c : candidates) {
+    if (c.held < smallest->held) smallest = &c;
+  }
+  return smallest->plan;
 }
 
 }  // namespace ipu::lowering

@@ -47,8 +47,26 @@ template <typename CostOfBlock>
 BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& target, int64_t max_tiles,
                       CostOfBlock&& cost_of_block);
 
-// Splits C[M,N] = A[M,K] · B[K,N] into a grid of output blocks, one vertex per block.
-BlockGrid plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles);
+// How C[M,N] = A[M,K] · B[K,N] is split: a grid of output blocks, each computed by `k.parts`
+// vertices on distinct tiles (one per K range of `k.chunk`), as poplin splits a MatMul over M,
+// N and K (inChanSplit). With k.parts > 1 the vertices write partial products to a
+// [k.parts, M, N] temporary and a reduce compute set sums them, `reduce` splitting C's M·N
+// elements over its vertices.
+struct MatMulPlan {
+  BlockGrid grid;
+  Split k;
+  Split reduce;
+};
+
+// The cheapest plan (slowest tile's compute + received bytes over the exchange + per-vertex
+// charges, and with K split the reduce step: its sync, exchange of partials and one vector add
+// per partial element) whose vertices' working sets fit the share of a tile an op may use. When
+// none fits, poplin widens its memory bound; ours widens it once, to the tile less its share of
+// the MatMul's own operands and result. When none fits that either, the plan whose vertex holds
+// the fewest bytes (the memory plan then reports it). `split_k` false keeps K whole (a fused
+// epilogue needs the whole sum).
+MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles,
+                       bool split_k = true);
 
 // The bytes of a tile one op's working set may use: the rest holds weights, other activations,
 // exchange buffers and code.

@@ -3,6 +3,7 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
+#include "runtime/format/tensor_kinds.h"
 
 namespace ipu::ir {
 namespace {
@@ -65,13 +66,70 @@ Status grad_matmul(GradContext& ctx, const Op& op) {
   return Status();
 }
 
+// K split into plan.k.parts shares: each output block's shares run on distinct tiles and write
+// partial products to a [shares, M, N] temporary; a reduce compute set right after sums them into
+// C (Reduce, adding the shares in order in double precision), each of its vertices summing a
+// range of C's elements on a tile that computed partials.
+Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d, const lowering::MatMulPlan& plan) {
+  const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
+  const bool ta = op.attrs.trans_a, tb = op.attrs.trans_b;
+  const lowering::BlockGrid& grid = plan.grid;
+  const int64_t shares = plan.k.parts;
+  const uint32_t partials = ctx.add_temporary(op.name + "/partials", {shares, d.M, d.N});
+  std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts * shares);
+  size_t next = 0;
+  for (int64_t j = 0; j < grid.cols.parts; ++j) {
+    const int64_t cb = j * grid.cols.chunk, ce = std::min(d.N, cb + grid.cols.chunk);
+    for (int64_t i = 0; i < grid.rows.parts; ++i) {
+      const int64_t rb = i * grid.rows.chunk, re = std::min(d.M, rb + grid.rows.chunk);
+      for (int64_t s = 0; s < shares; ++s) {
+        const int64_t kb = s * plan.k.chunk, ke = std::min(d.K, kb + plan.k.chunk);
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kMatMulPartial;
+        v.operands = {a, b, partials};
+        using P = format::params::MatMulPartial;
+        v.params = format::make_params<P>({{P::kM, d.M}, {P::kN, d.N}, {P::kK, d.K}, {P::kTransA, ta}, {P::kTransB, tb},
+                                           {P::kRowBegin, rb}, {P::kRowEnd, re}, {P::kColBegin, cb}, {P::kColEnd, ce},
+                                           {P::kKBegin, kb}, {P::kKEnd, ke}, {P::kParts, shares}, {P::kPart, s}});
+        v.compute_cycles = static_cast<double>((re - rb) * (ce - cb) * (ke - kb)) / ctx.target().cycles.macs_per_cycle;
+        v.reads.push_back(ta ? lowering::block_region(a, kb, ke, rb, re, d.M) : lowering::block_region(a, rb, re, kb, ke, d.K));
+        v.reads.push_back(tb ? lowering::block_region(b, cb, ce, kb, ke, d.K) : lowering::block_region(b, kb, ke, cb, ce, d.N));
+        v.writes.push_back(lowering::block_region(partials, s * d.M + rb, s * d.M + re, cb, ce, d.N));
+        ctx.emit(tiles[next++], std::move(v));
+      }
+    }
+  }
+  const int64_t elements = d.M * d.N;
+  const double cycles_per_element = static_cast<double>(shares) / ctx.target().cycles.vector_flops_per_cycle;
+  for (int64_t p = 0; p < plan.reduce.parts; ++p) {
+    const int64_t begin = p * plan.reduce.chunk, end = std::min(elements, begin + plan.reduce.chunk);
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kReduce;
+    v.operands = {partials, c};
+    using R = format::params::Reduce;
+    // C[i] = Σ_s partials[s·M·N + i]: out_dims [M·N] stride 1, reduced dims [shares] stride M·N.
+    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)}, {R::kOutRank, 1},
+                                       {R::kReducedRank, 1}, {R::kBegin, begin}, {R::kEnd, end}},
+                                      {elements, 1, shares, elements});
+    v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
+    v.reads.push_back(lowering::block_region(partials, 0, shares, begin, end, elements));
+    v.writes.push_back(lowering::flat_region(c, begin, end));
+    ctx.emit_after(tiles[static_cast<size_t>(p) % tiles.size()], std::move(v));
+  }
+  return Status();
+}
+
 Status lower_matmul(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const MatMulDims d = matmul_dims(g, op);
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
   const bool has_bias = op.inputs.size() == 3;  // a BiasAdd folded in (passes/fuse_epilogues.h)
   const uint32_t bias = has_bias ? ctx.tensor(op.inputs[2]) : 0;
-  lowering::BlockGrid grid = lowering::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu);
+  // A fused epilogue (bias, Relu) applies to the whole sum, so such a MatMul keeps K whole.
+  const lowering::MatMulPlan plan =
+      lowering::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu, !has_bias && !op.attrs.fused_relu);
+  if (plan.k.parts > 1) return lower_matmul_split_k(ctx, op, d, plan);
+  const lowering::BlockGrid& grid = plan.grid;
   std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
   size_t next = 0;
   // Blocks in any order: the runtime merges them into host tasks along the shorter side of C

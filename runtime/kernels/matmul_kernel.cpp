@@ -7,6 +7,8 @@
 //   params:   format::params::MatMul (fused_relu optional, 0 or 1)
 #include <cblas.h>
 
+#include <algorithm>
+
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -97,6 +99,53 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
 // all columns of a few rows a tall one (a transformer's batch × sequence rows).
 bool rows_first(const PreparedVertex& v) { return v.params[P::kM] < v.params[P::kN]; }
 
+// MatMulPartial: partials[part][block] = op(A)[block rows, k_begin:k_end] · op(B)[k_begin:k_end,
+// block cols], one share of a MatMul split over K (the compiler sums the shares with a Reduce).
+//   operands: A (f32), B (f32), partials (f32 [parts, M, N])
+//   params:   format::params::MatMulPartial
+namespace partial {
+
+using Q = format::params::MatMulPartial;
+
+void run(const PreparedVertex& v) {
+  const auto& p = v.params;
+  const int64_t M = p[Q::kM], N = p[Q::kN], K = p[Q::kK];
+  const int64_t rows = p[Q::kRowEnd] - p[Q::kRowBegin], cols = p[Q::kColEnd] - p[Q::kColBegin];
+  const int64_t depth = p[Q::kKEnd] - p[Q::kKBegin];
+  float* c = v.f32(2) + p[Q::kPart] * M * N + p[Q::kRowBegin] * N + p[Q::kColBegin];
+  if (rows == 0 || cols == 0) return;
+  if (depth == 0) {
+    for (int64_t r = 0; r < rows; ++r) std::fill_n(c + r * N, cols, 0.0f);
+    return;
+  }
+  const bool trans_a = p[Q::kTransA] != 0, trans_b = p[Q::kTransB] != 0;
+  // op(A)[r, k] is A[r, k] or A[k, r]; op(B)[k, c] is B[k, c] or B[c, k].
+  const float* a = v.f32(0) + (trans_a ? p[Q::kKBegin] * M + p[Q::kRowBegin] : p[Q::kRowBegin] * K + p[Q::kKBegin]);
+  const float* b = v.f32(1) + (trans_b ? p[Q::kColBegin] * K + p[Q::kKBegin] : p[Q::kKBegin] * N + p[Q::kColBegin]);
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+              static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(depth), 1.0f, a,
+              static_cast<int>(trans_a ? M : K), b, static_cast<int>(trans_b ? K : N), 0.0f, c, static_cast<int>(N));
+}
+
+Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using format::FLOAT32;
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, Q::kCount, 0));
+  const auto& p = v.params();
+  if (p[Q::kM] > INT32_MAX || p[Q::kN] > INT32_MAX || p[Q::kK] > INT32_MAX) return invalid_argument("dimension exceeds BLAS limits");
+  IPU_RETURN_IF_ERROR(expect_elements({p[Q::kM], p[Q::kK]}, ops[0].elements, "A"));
+  IPU_RETURN_IF_ERROR(expect_elements({p[Q::kK], p[Q::kN]}, ops[1].elements, "B"));
+  IPU_RETURN_IF_ERROR(expect_range(p[Q::kPart], p[Q::kPart] + 1, p[Q::kParts], "part"));
+  IPU_RETURN_IF_ERROR(expect_elements({p[Q::kParts], p[Q::kM], p[Q::kN]}, ops[2].elements, "partials"));
+  IPU_RETURN_IF_ERROR(expect_range(p[Q::kRowBegin], p[Q::kRowEnd], p[Q::kM], "row"));
+  IPU_RETURN_IF_ERROR(expect_range(p[Q::kColBegin], p[Q::kColEnd], p[Q::kN], "column"));
+  IPU_RETURN_IF_ERROR(expect_range(p[Q::kKBegin], p[Q::kKEnd], p[Q::kK], "K"));
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  return Status();
+}
+
+}  // namespace partial
+
 }  // namespace
 
 const KernelDef& matmul_kernel() {
@@ -104,6 +153,19 @@ const KernelDef& matmul_kernel() {
     // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
     openblas_set_num_threads(1);
     return KernelDef{Codelet::kMatMul, run, validate, {P::kColBegin, P::kColEnd}, {P::kRowBegin, P::kRowEnd}, rows_first};
+  }();
+  return def;
+}
+
+}  // namespace ipu::kernels
+
+namespace ipu::kernels {
+
+const KernelDef& matmul_partial_kernel() {
+  using Q = partial::Q;
+  static const KernelDef def = [] {
+    openblas_set_num_threads(1);
+    return KernelDef{Codelet::kMatMulPartial, partial::run, partial::validate, {Q::kColBegin, Q::kColEnd}, {Q::kRowBegin, Q::kRowEnd}};
   }();
   return def;
 }
