@@ -114,7 +114,7 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
     }
   }
   // Ties go to the first candidate: fewer K shares, then fewer rows and columns of blocks.
-  for (double budget : {detail::tile_budget_bytes(target), tile_bytes - operands_share}) {
+  for (double budget : {tile_budget_bytes(target), tile_bytes - operands_share}) {
     const Candidate* best = nullptr;
     for (const Candidate& c : candidates) {
       if (c.held <= budget && (!best || c.cost < best->cost * 0.999)) best = &c;

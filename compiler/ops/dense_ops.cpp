@@ -72,7 +72,7 @@ Status grad_matmul(GradContext& ctx, const Op& op) {
 // range of C's elements on a tile that computed partials.
 Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d, const lowering::MatMulPlan& plan) {
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
-  const bool ta = op.attrs.trans_a, tb = op.attrs.trans_b;
+  const bool ta = op.attrs<MatMulAttrs>().trans_a, tb = op.attrs<MatMulAttrs>().trans_b;
   const lowering::BlockGrid& grid = plan.grid;
   const int64_t shares = plan.k.parts;
   const uint32_t partials = ctx.add_temporary(op.name + "/partials", {shares, d.M, d.N});
@@ -127,7 +127,7 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
   const uint32_t bias = has_bias ? ctx.tensor(op.inputs[2]) : 0;
   // A fused epilogue (bias, Relu) applies to the whole sum, so such a MatMul keeps K whole.
   const lowering::MatMulPlan plan =
-      lowering::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu, !has_bias && !op.attrs.fused_relu);
+      lowering::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu, !has_bias && !op.attrs<MatMulAttrs>().fused_relu);
   if (plan.k.parts > 1) return lower_matmul_split_k(ctx, op, d, plan);
   const lowering::BlockGrid& grid = plan.grid;
   std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
