@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-
 namespace ipu::cache {
 namespace {
 
@@ -25,11 +24,14 @@ constexpr Field kFields[] = {
 
 } // namespace
 
-StatusOr<FileLock> lock_stats(const DirHandle& dir) { return dir.lock("stats.lock"); }
+StatusOr<FileLock> lock_stats(const DirHandle& dir) {
+  return dir.lock("stats.lock");
+}
 
 std::string stats_json_text(const CacheStats& stats) {
   nlohmann::json j = nlohmann::json::object();
-  for (const Field& f : kFields) j[f.name] = stats.*f.member;
+  for (const Field& f : kFields)
+    j[f.name] = stats.*f.member;
   return j.dump(2) + "\n";
 }
 
@@ -40,7 +42,8 @@ StatusOr<CacheStats> parse_stats_json(const std::string& text) {
   CacheStats stats;
   for (const Field& f : kFields) {
     if (!j.contains(f.name)) continue;
-    if (!j[f.name].is_number_unsigned()) return data_loss(std::string("malformed stats: expected a count for ") + f.name);
+    if (!j[f.name].is_number_unsigned())
+      return data_loss(std::string("malformed stats: expected a count for ") + f.name);
     stats.*f.member = j[f.name].get<uint64_t>();
   }
   return stats;
@@ -64,7 +67,8 @@ Status add_stats(const DirHandle& dir, const CacheStats& delta) {
   StatusOr<CacheStats> current = read_stats(dir);
   // A damaged stats file is replaced rather than blocking every later update.
   CacheStats stats = current.ok() ? *current : CacheStats();
-  for (const Field& f : kFields) stats.*f.member += delta.*f.member;
+  for (const Field& f : kFields)
+    stats.*f.member += delta.*f.member;
   Status written = dir.write_atomic("stats.json", stats_json_text(stats));
   if (!written.ok()) return written;
   if (!current.ok()) return Status(current.status().code(), current.status().message() + " (counters reset)");

@@ -14,12 +14,12 @@ namespace ipu::cache {
 struct CacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
-  uint64_t compiles_avoided = 0;  // = hits: compiles a hit made unnecessary
-  uint64_t corrupt_found = 0;     // entries quarantined into <dir>/corrupt
-  uint64_t evictions = 0;         // entries removed by the size limit or `ipucc cache gc/evict`
-  uint64_t remote_hits = 0;       // local misses found in the remote cache (also compiles avoided)
-  uint64_t remote_misses = 0;     // local misses the remote cache did not have (404)
-  uint64_t remote_errors = 0;     // remote lookups or uploads that failed, and rejected remote entries
+  uint64_t compiles_avoided = 0; // = hits: compiles a hit made unnecessary
+  uint64_t corrupt_found = 0;    // entries quarantined into <dir>/corrupt
+  uint64_t evictions = 0;        // entries removed by the size limit or `ipucc cache gc/evict`
+  uint64_t remote_hits = 0;      // local misses found in the remote cache (also compiles avoided)
+  uint64_t remote_misses = 0;    // local misses the remote cache did not have (404)
+  uint64_t remote_errors = 0;    // remote lookups or uploads that failed, and rejected remote entries
 };
 
 // The lock that serialises every read-modify-write of the bookkeeping files (stats.json, size):

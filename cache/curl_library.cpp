@@ -10,8 +10,7 @@ namespace {
 // The soname of libcurl's ABI 4, which every libcurl since 7.16 keeps.
 constexpr const char* kLibcurl = "libcurl.so.4";
 
-template <typename Function>
-bool resolve(void* handle, const char* name, Function& out) {
+template <typename Function> bool resolve(void* handle, const char* name, Function& out) {
   out = reinterpret_cast<Function>(dlsym(handle, name));
   return out != nullptr;
 }
@@ -35,7 +34,7 @@ StatusOr<CurlLibrary> load() {
   return lib;
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<const CurlLibrary*> curl_library() {
   static const StatusOr<CurlLibrary> loaded = load();
@@ -43,4 +42,4 @@ StatusOr<const CurlLibrary*> curl_library() {
   return &*loaded;
 }
 
-}  // namespace ipu::cache
+} // namespace ipu::cache

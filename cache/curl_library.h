@@ -26,4 +26,4 @@ struct CurlLibrary {
 // library and the loader's reason if it cannot be loaded or initialised; the answer is kept.
 StatusOr<const CurlLibrary*> curl_library();
 
-}  // namespace ipu::cache
+} // namespace ipu::cache

@@ -31,9 +31,11 @@ Status link_refused(const std::string& path) {
 
 // Why openat(..., O_NOFOLLOW) of `name` failed with `err`, in words: a link is named as one
 // (O_NOFOLLOW reports it as ELOOP, or as ENOTDIR with O_DIRECTORY).
-Status open_failed(int dir_fd, const std::string& name, const std::string& path, const std::string& what, int err) {
+Status open_failed(int dir_fd, const std::string& name, const std::string& path, const std::string& what,
+                   int err) {
   struct stat st {};
-  if (err == ELOOP || (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))) {
+  if (err == ELOOP ||
+      (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))) {
     return link_refused(path);
   }
   if (err == ENOTDIR) return io_error(path + ": exists and is not a directory");
@@ -201,7 +203,7 @@ Status DirHandle::write_atomic(const std::string& name, std::string_view content
     if (fd < 0 && errno != EEXIST) return errno_status(path, "cannot write", errno);
   }
   if (fd < 0) return errno_status(path, "cannot write", EEXIST);
-  ::fchmod(fd, kFileMode);  // whatever the umask
+  ::fchmod(fd, kFileMode); // whatever the umask
   const char* p = content.data();
   size_t left = content.size();
   while (left > 0) {
@@ -273,15 +275,22 @@ StatusOr<std::vector<DirChild>> DirHandle::list() const {
     if (name == "." || name == "..") continue;
     DirChild child{name, DirChild::Kind::kOther};
     switch (entry->d_type) {
-      case DT_DIR: child.kind = DirChild::Kind::kDirectory; break;
-      case DT_REG: child.kind = DirChild::Kind::kFile; break;
-      case DT_LNK: child.kind = DirChild::Kind::kLink; break;
-      case DT_UNKNOWN: {
-        struct stat st {};
-        if (::fstatat(m_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) child.kind = kind_of(st.st_mode);
-        break;
-      }
-      default: break;
+    case DT_DIR:
+      child.kind = DirChild::Kind::kDirectory;
+      break;
+    case DT_REG:
+      child.kind = DirChild::Kind::kFile;
+      break;
+    case DT_LNK:
+      child.kind = DirChild::Kind::kLink;
+      break;
+    case DT_UNKNOWN: {
+      struct stat st {};
+      if (::fstatat(m_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) child.kind = kind_of(st.st_mode);
+      break;
+    }
+    default:
+      break;
     }
     out.push_back(std::move(child));
   }
@@ -294,7 +303,8 @@ StatusOr<std::vector<DirChild>> DirHandle::list() const {
 StatusOr<FileLock> DirHandle::lock(const std::string& name) const {
   if (!is_component(name)) return invalid_argument(path_of(name) + ": not a name inside the cache");
   const std::string path = path_of(name);
-  const int fd = ::openat(m_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, kFileMode);
+  const int fd =
+      ::openat(m_fd, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, kFileMode);
   if (fd < 0) return open_failed(m_fd, name, path, "cannot open lock file", errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -27,18 +27,19 @@ namespace ipu::cache {
 struct DirChild {
   enum class Kind { kDirectory, kFile, kLink, kOther };
   std::string name;
-  Kind kind = Kind::kOther;  // as the entry itself is, links not followed
+  Kind kind = Kind::kOther; // as the entry itself is, links not followed
 };
 
 class DirHandle {
- public:
+public:
   // The directory at `path`, which may itself be reached through links (the user chose it);
   // with `create`, made first (mode 0755, missing parents as mkdir -p does). NotFound if it does
   // not exist, IoError naming it if it is not a directory, cannot be created or opened, or others
   // can write it (above).
   static StatusOr<DirHandle> open(const std::string& path, bool create);
 
-  DirHandle(DirHandle&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)), m_path(std::move(other.m_path)) {}
+  DirHandle(DirHandle&& other) noexcept
+      : m_fd(std::exchange(other.m_fd, -1)), m_path(std::move(other.m_path)) {}
   DirHandle& operator=(DirHandle&& other) noexcept;
   DirHandle(const DirHandle&) = delete;
   DirHandle& operator=(const DirHandle&) = delete;
@@ -82,11 +83,11 @@ class DirHandle {
   // it if it is a symbolic link or not a regular file.
   StatusOr<FileLock> lock(const std::string& name) const;
 
- private:
+private:
   DirHandle(int fd, std::string path) : m_fd(fd), m_path(std::move(path)) {}
 
   int m_fd = -1;
   std::string m_path;
 };
 
-}  // namespace ipu::cache
+} // namespace ipu::cache

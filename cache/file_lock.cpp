@@ -19,7 +19,7 @@ StatusOr<FileLock> FileLock::acquire(int fd, const std::string& path) {
 }
 
 FileLock::~FileLock() {
-  if (m_fd >= 0) ::close(m_fd);  // closing releases the flock
+  if (m_fd >= 0) ::close(m_fd); // closing releases the flock
 }
 
-}  // namespace ipu::cache
+} // namespace ipu::cache

@@ -9,7 +9,7 @@
 namespace ipu::cache {
 
 class FileLock {
- public:
+public:
   // Takes ownership of the open file `fd` (closed on failure too) and blocks until its lock is
   // ours. `path` names it in errors. Callers open it (DirHandle::lock).
   static StatusOr<FileLock> acquire(int fd, const std::string& path);
@@ -18,9 +18,9 @@ class FileLock {
   FileLock(const FileLock&) = delete;
   ~FileLock();
 
- private:
+private:
   explicit FileLock(int fd) : m_fd(fd) {}
   int m_fd = -1;
 };
 
-}  // namespace ipu::cache
+} // namespace ipu::cache

@@ -22,9 +22,15 @@ constexpr std::string_view kExecutableSuffix = ".ipuexe";
 constexpr std::string_view kManifestSuffix = ".manifest";
 constexpr std::string_view kModelNoteSuffix = ".model";
 
-std::string executable_name(const std::string& key) { return key + std::string(kExecutableSuffix); }
-std::string manifest_name(const std::string& key) { return key + std::string(kManifestSuffix); }
-std::string model_note_name(const std::string& key) { return key + std::string(kModelNoteSuffix); }
+std::string executable_name(const std::string& key) {
+  return key + std::string(kExecutableSuffix);
+}
+std::string manifest_name(const std::string& key) {
+  return key + std::string(kManifestSuffix);
+}
+std::string model_note_name(const std::string& key) {
+  return key + std::string(kModelNoteSuffix);
+}
 
 // Removal is best effort: it runs on a path that is already failing, or on a note.
 void remove_quietly(const DirHandle& dir, const std::string& name) {
@@ -48,7 +54,8 @@ uint64_t entry_bytes(const DirHandle& shard, const std::string& key) {
 
 uint64_t sum_bytes(const std::vector<EntryInfo>& entries) {
   uint64_t total = 0;
-  for (const EntryInfo& e : entries) total += e.bytes;
+  for (const EntryInfo& e : entries)
+    total += e.bytes;
   return total;
 }
 
@@ -164,7 +171,8 @@ StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
   return result;
 }
 
-Status LocalStore::put(const Manifest& manifest, std::string_view executable_bytes, const std::string& model_file) {
+Status LocalStore::put(const Manifest& manifest, std::string_view executable_bytes,
+                       const std::string& model_file) {
   const std::string text = manifest.canonical_text();
   const std::string key = sha256_hex(text);
   IPU_ASSIGN_OR_RETURN(DirHandle shard, open_shard(key, /*create=*/true));
@@ -221,7 +229,7 @@ StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
     if (shard_child.kind != DirChild::Kind::kDirectory) continue;
     StatusOr<DirHandle> shard = m_entries.open_subdir(shard_child.name, /*create=*/false);
     if (!shard.ok()) {
-      if (shard.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
+      if (shard.status().code() == StatusCode::kNotFound) continue; // removed meanwhile
       return shard.status();
     }
     StatusOr<std::vector<DirChild>> children = shard->list();
@@ -238,7 +246,7 @@ StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
       EntryInfo info;
       info.key = key;
       struct stat st {};
-      if (!shard->lstat(name, st) || !S_ISREG(st.st_mode)) continue;  // removed meanwhile
+      if (!shard->lstat(name, st) || !S_ISREG(st.st_mode)) continue; // removed meanwhile
       info.bytes = static_cast<uint64_t>(st.st_size);
       info.last_use_ns = mtime_ns(st);
       if (shard->lstat(executable_name(key), st) && S_ISREG(st.st_mode)) {
@@ -259,7 +267,8 @@ StatusOr<std::vector<EntryInfo>> LocalStore::list() const {
           }
         }
       }
-      if (StatusOr<std::string> note = shard->read(model_note_name(key)); note.ok() && note->ends_with("\n")) {
+      if (StatusOr<std::string> note = shard->read(model_note_name(key));
+          note.ok() && note->ends_with("\n")) {
         info.model_file = note->substr(0, note->size() - 1);
       }
       out.push_back(std::move(info));
@@ -273,7 +282,8 @@ Status LocalStore::remove_locked(const std::string& key) {
   if (!is_valid_key(key)) return invalid_argument(key + ": not a cache key");
   StatusOr<DirHandle> shard = open_shard(key, /*create=*/false);
   if (!shard.ok()) {
-    if (shard.status().code() == StatusCode::kNotFound) return not_found(key + ": no cache entry with this key");
+    if (shard.status().code() == StatusCode::kNotFound)
+      return not_found(key + ": no cache entry with this key");
     return shard.status();
   }
   const uint64_t bytes = entry_bytes(*shard, key);
@@ -342,7 +352,8 @@ Status LocalStore::quarantine(const std::string& key) {
   if (!lock.ok()) return lock.status();
   StatusOr<DirHandle> shard = open_shard(key, /*create=*/false);
   if (!shard.ok()) {
-    if (shard.status().code() == StatusCode::kNotFound) return not_found(key + ": no cache entry with this key");
+    if (shard.status().code() == StatusCode::kNotFound)
+      return not_found(key + ": no cache entry with this key");
     return shard.status();
   }
   const uint64_t bytes = entry_bytes(*shard, key);
@@ -383,7 +394,7 @@ StatusOr<uint64_t> LocalStore::rescan_total_bytes() {
 StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
   std::vector<std::string> evicted;
   StatusOr<uint64_t> running = total_bytes();
-  if (running.ok() && *running <= max_bytes) return evicted;  // the common case: no scan
+  if (running.ok() && *running <= max_bytes) return evicted; // the common case: no scan
   StatusOr<FileLock> lock = lock_stats(m_root);
   if (!lock.ok()) return lock.status();
   StatusOr<std::vector<EntryInfo>> entries = list();
@@ -396,7 +407,7 @@ StatusOr<std::vector<std::string>> LocalStore::evict_to(uint64_t max_bytes) {
     if (total <= max_bytes) break;
     StatusOr<DirHandle> shard = open_shard(e.key, /*create=*/false);
     if (!shard.ok() && shard.status().code() != StatusCode::kNotFound) {
-      (void)write_size(total);  // keep the running total true to what was removed
+      (void)write_size(total); // keep the running total true to what was removed
       return shard.status();
     }
     if (shard.ok()) {
@@ -442,8 +453,9 @@ StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix,
   StatusOr<DirHandle> shard = open_shard(key_or_prefix, /*create=*/false);
   if (!shard.ok()) {
     if (shard.status().code() == StatusCode::kNotFound) {
-      return not_found(key_or_prefix + (is_valid_key(key_or_prefix) ? ": no cache entry with this key"
-                                                                    : ": no cache entry with this key prefix"));
+      return not_found(key_or_prefix + (is_valid_key(key_or_prefix)
+                                            ? ": no cache entry with this key"
+                                            : ": no cache entry with this key prefix"));
     }
     return shard.status();
   }

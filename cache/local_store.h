@@ -44,15 +44,15 @@ struct LookupResult {
 // One committed entry, as list() sees it.
 struct EntryInfo {
   std::string key;
-  uint64_t bytes = 0;           // executable + manifest
-  int64_t last_use_ns = 0;      // mtime of the .ipuexe (of the manifest if the executable is missing)
-  bool manifest_ok = false;     // the manifest parses and hashes to the key
+  uint64_t bytes = 0;       // executable + manifest
+  int64_t last_use_ns = 0;  // mtime of the .ipuexe (of the manifest if the executable is missing)
+  bool manifest_ok = false; // the manifest parses and hashes to the key
   bool executable_present = false;
-  std::string model_structure_sha256;  // from the manifest, "" if absent
-  std::string model_sha256;     // of key schema 1 manifests (the whole model file), "" if absent
+  std::string model_structure_sha256; // from the manifest, "" if absent
+  std::string model_sha256;           // of key schema 1 manifests (the whole model file), "" if absent
   std::map<std::string, std::string> options;  // the manifest's option.* values, prefix removed
   std::map<std::string, std::string> manifest; // every manifest entry (empty if malformed)
-  std::string model_file;       // the model it was stored for (<key>.model), "" if not recorded
+  std::string model_file; // the model it was stored for (<key>.model), "" if not recorded
 };
 
 class LocalStore {

@@ -11,7 +11,7 @@ namespace {
 
 // An easy handle with the options every request shares; it remembers its library for cleanup.
 class Request {
- public:
+public:
   static StatusOr<Request> create(const std::string& url, long connect_timeout_ms, long total_timeout_ms) {
     IPU_ASSIGN_OR_RETURN(const CurlLibrary* lib, curl_library());
     CURL* handle = lib->easy_init();
@@ -20,13 +20,12 @@ class Request {
     request.set(CURLOPT_URL, url.c_str());
     request.set(CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
     request.set(CURLOPT_TIMEOUT_MS, total_timeout_ms);
-    request.set(CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM
+    request.set(CURLOPT_NOSIGNAL, 1L); // timeouts without SIGALRM
     request.set(CURLOPT_PROTOCOLS_STR, "http,https");
     return request;
   }
 
-  template <typename Value>
-  void set(CURLoption option, Value value) {
+  template <typename Value> void set(CURLoption option, Value value) {
     m_lib->easy_setopt(m_handle.get(), option, value);
   }
 
@@ -44,7 +43,7 @@ class Request {
     return Status();
   }
 
- private:
+private:
   struct Cleanup {
     const CurlLibrary* lib;
     void operator()(CURL* handle) const { lib->easy_cleanup(handle); }
@@ -69,7 +68,7 @@ size_t append_body(char* data, size_t size, size_t count, void* user) {
   const size_t n = size * count;
   if (body->text.size() + n > body->cap) {
     body->over_cap = true;
-    return 0;  // makes libcurl end the transfer (CURLE_WRITE_ERROR)
+    return 0; // makes libcurl end the transfer (CURLE_WRITE_ERROR)
   }
   body->text.append(data, n);
   return n;
@@ -99,14 +98,15 @@ StatusOr<std::string> get(const std::string& url, uint64_t cap, const char* what
   request.set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(cap));
   Status status = request.perform(url);
   if (body.over_cap || request.code() == CURLE_FILESIZE_EXCEEDED) {
-    return io_error(url + ": the answer is larger than " + std::to_string(cap) + " bytes, the cap for " + what +
-                    "; not read further");
+    return io_error(url + ": the answer is larger than " + std::to_string(cap) + " bytes, the cap for " +
+                    what + "; not read further");
   }
   IPU_RETURN_IF_ERROR(status);
   return std::move(body.text);
 }
 
-Status put_file(const std::string& url, std::string_view bytes, long connect_timeout_ms, long total_timeout_ms) {
+Status put_file(const std::string& url, std::string_view bytes, long connect_timeout_ms,
+                long total_timeout_ms) {
   IPU_ASSIGN_OR_RETURN(Request request, Request::create(url, connect_timeout_ms, total_timeout_ms));
   Upload upload{bytes};
   request.set(CURLOPT_UPLOAD, 1L);
@@ -116,10 +116,11 @@ Status put_file(const std::string& url, std::string_view bytes, long connect_tim
   return request.perform(url);
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<RemoteStore> RemoteStore::create(std::string url, const RemoteLimits& limits) {
-  while (!url.empty() && url.back() == '/') url.pop_back();
+  while (!url.empty() && url.back() == '/')
+    url.pop_back();
   if (!url.starts_with("http://") && !url.starts_with("https://")) {
     return invalid_argument("remote cache URL '" + url + "' must start with http:// or https://");
   }
@@ -135,18 +136,22 @@ StatusOr<RemoteEntry> RemoteStore::fetch(const std::string& key) const {
   RemoteEntry entry;
   // The manifest first: it is small, and a miss ends there.
   const RemoteLimits& l = m_limits;
-  IPU_ASSIGN_OR_RETURN(entry.manifest_text, get(file_url(key, ".manifest"), l.max_manifest_bytes, "a cache manifest",
-                                                l.connect_timeout_ms, l.manifest_timeout_ms));
-  IPU_ASSIGN_OR_RETURN(entry.executable_bytes, get(file_url(key, ".ipuexe"), l.max_executable_bytes, "an executable",
-                                                   l.connect_timeout_ms, l.executable_timeout_ms));
+  IPU_ASSIGN_OR_RETURN(entry.manifest_text,
+                       get(file_url(key, ".manifest"), l.max_manifest_bytes, "a cache manifest",
+                           l.connect_timeout_ms, l.manifest_timeout_ms));
+  IPU_ASSIGN_OR_RETURN(entry.executable_bytes,
+                       get(file_url(key, ".ipuexe"), l.max_executable_bytes, "an executable",
+                           l.connect_timeout_ms, l.executable_timeout_ms));
   return entry;
 }
 
-Status RemoteStore::put(const std::string& key, std::string_view manifest_text, std::string_view executable_bytes) const {
+Status RemoteStore::put(const std::string& key, std::string_view manifest_text,
+                        std::string_view executable_bytes) const {
   if (!is_valid_key(key)) return invalid_argument("'" + key + "' is not a cache key");
   const RemoteLimits& l = m_limits;
-  IPU_RETURN_IF_ERROR(put_file(file_url(key, ".ipuexe"), executable_bytes, l.connect_timeout_ms, l.executable_timeout_ms));
+  IPU_RETURN_IF_ERROR(
+      put_file(file_url(key, ".ipuexe"), executable_bytes, l.connect_timeout_ms, l.executable_timeout_ms));
   return put_file(file_url(key, ".manifest"), manifest_text, l.connect_timeout_ms, l.manifest_timeout_ms);
 }
 
-}  // namespace ipu::cache
+} // namespace ipu::cache

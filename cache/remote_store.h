@@ -32,7 +32,7 @@ struct RemoteEntry {
 };
 
 class RemoteStore {
- public:
+public:
   // `url` is http:// or https://; a trailing '/' is ignored. InvalidArgument for anything else.
   static StatusOr<RemoteStore> create(std::string url, const RemoteLimits& limits = RemoteLimits());
 
@@ -46,7 +46,7 @@ class RemoteStore {
   // Uploads the executable, then the manifest (the commit marker, as in the local store).
   Status put(const std::string& key, std::string_view manifest_text, std::string_view executable_bytes) const;
 
- private:
+private:
   RemoteStore(std::string url, const RemoteLimits& limits) : m_url(std::move(url)), m_limits(limits) {}
   std::string file_url(const std::string& key, const char* suffix) const;
 
@@ -54,4 +54,4 @@ class RemoteStore {
   RemoteLimits m_limits;
 };
 
-}  // namespace ipu::cache
+} // namespace ipu::cache

@@ -9,6 +9,8 @@
 
 namespace ipu::cli {
 
-std::string version_string() { return std::string(IPUCC_VERSION) + " (" + IPUCC_GIT_COMMIT + ")"; }
+std::string version_string() {
+  return std::string(IPUCC_VERSION) + " (" + IPUCC_GIT_COMMIT + ")";
+}
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -5,6 +5,6 @@
 
 namespace ipu::cli {
 
-std::string version_string();  // "0.1.0 (<commit>)"
+std::string version_string(); // "0.1.0 (<commit>)"
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -13,9 +13,9 @@
 #include "cli/cache_size.h"
 #include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
-#include "compile_cache/executable_key.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "compile_cache/executable_key.h"
 #include "runtime/format/executable_file.h"
 
 namespace ipu::cli {
@@ -30,13 +30,13 @@ struct CacheFlags {
   std::string key;
   std::string max_size;
   std::string older_than;
-  std::string target;    // explain: KEY or MODEL
-  CompileFlags compile;  // explain MODEL
+  std::string target;   // explain: KEY or MODEL
+  CompileFlags compile; // explain MODEL
 };
 
 std::string iso_time(int64_t ns) {
   std::time_t seconds = static_cast<std::time_t>(ns / 1000000000);
-  std::tm tm {};
+  std::tm tm{};
   gmtime_r(&seconds, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -52,8 +52,10 @@ std::string human_bytes(uint64_t n) {
     ++u;
   }
   char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  if (u == 0)
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(n));
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
   return buf;
 }
 
@@ -62,7 +64,9 @@ std::string option_or(const cache::EntryInfo& e, const char* name) {
   return it == e.options.end() ? "?" : it->second;
 }
 
-nlohmann::json or_null(const std::string& text) { return text.empty() ? nlohmann::json() : nlohmann::json(text); }
+nlohmann::json or_null(const std::string& text) {
+  return text.empty() ? nlohmann::json() : nlohmann::json(text);
+}
 
 nlohmann::json entry_json(const cache::LocalStore& store, const cache::EntryInfo& e) {
   return {{"key", e.key},
@@ -83,8 +87,8 @@ nlohmann::json document(const CacheFlags& f) {
 }
 
 // Removes keys and counts them as evictions; prints the result.
-int report_removed(const CacheFlags& f, cache::LocalStore& store, const StatusOr<std::vector<std::string>>& removed,
-                   bool count_as_evictions) {
+int report_removed(const CacheFlags& f, cache::LocalStore& store,
+                   const StatusOr<std::vector<std::string>>& removed, bool count_as_evictions) {
   if (!removed.ok()) return fail(kTool, removed.status(), kExitIoError);
   if (count_as_evictions && !removed->empty()) {
     cache::CacheStats delta;
@@ -115,7 +119,8 @@ int run_cache(const CacheFlags& f) {
   if (f.sub == "gc") {
     auto max = parse_size(f.max_size);
     if (!max) {
-      print_error(kTool, "--max-size: invalid size '" + f.max_size + "' (expected bytes or e.g. 1024K, 500M, 2G)");
+      print_error(kTool,
+                  "--max-size: invalid size '" + f.max_size + "' (expected bytes or e.g. 1024K, 500M, 2G)");
       return kExitUsage;
     }
     return report_removed(f, store, store.evict_to(*max), true);
@@ -123,11 +128,13 @@ int run_cache(const CacheFlags& f) {
   if (f.sub == "evict") {
     auto age = parse_age(f.older_than);
     if (!age) {
-      print_error(kTool, "--older-than: invalid age '" + f.older_than + "' (expected e.g. 30d, 12h, 45m, 10s)");
+      print_error(kTool,
+                  "--older-than: invalid age '" + f.older_than + "' (expected e.g. 30d, 12h, 45m, 10s)");
       return kExitUsage;
     }
     const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::system_clock::now().time_since_epoch()).count();
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
     return report_removed(f, store, store.evict_older_than(now_ns - *age * 1000000000), true);
   }
 
@@ -183,7 +190,8 @@ int run_cache(const CacheFlags& f) {
       nlohmann::json out = document(f);
       out["dir"] = store.dir();
       out["entries"] = nlohmann::json::array();
-      for (const auto& e : *entries) out["entries"].push_back(entry_json(store, e));
+      for (const auto& e : *entries)
+        out["entries"].push_back(entry_json(store, e));
       std::printf("%s\n", out.dump(2).c_str());
       return kExitOk;
     }
@@ -191,8 +199,9 @@ int run_cache(const CacheFlags& f) {
       std::string summary = "batch=" + option_or(e, "batch_size") + " mode=" + option_or(e, "mode") +
                             " arch=" + option_or(e, "arch");
       // The model file last: paths have no useful width to align to.
-      std::printf("%s  %-32s  %10s  %s  %s\n", e.key.substr(0, 16).c_str(), summary.c_str(), human_bytes(e.bytes).c_str(),
-                  iso_time(e.last_use_ns).c_str(), e.model_file.empty() ? "-" : e.model_file.c_str());
+      std::printf("%s  %-32s  %10s  %s  %s\n", e.key.substr(0, 16).c_str(), summary.c_str(),
+                  human_bytes(e.bytes).c_str(), iso_time(e.last_use_ns).c_str(),
+                  e.model_file.empty() ? "-" : e.model_file.c_str());
     }
     return kExitOk;
   }
@@ -206,9 +215,10 @@ int run_cache(const CacheFlags& f) {
     auto manifest = cache::Manifest::parse(found->manifest_text);
     auto exe = format::parse_executable(found->executable_bytes, found->path);
     // load_by_key checked that the manifest parses and hashes to the key.
-    const Status belongs = !exe.ok()        ? exe.status()
-                           : !manifest.ok() ? manifest.status()
-                                            : compile_cache::check_executable_key(*exe, *manifest, found->path);
+    const Status belongs = !exe.ok() ? exe.status()
+                           : !manifest.ok()
+                               ? manifest.status()
+                               : compile_cache::check_executable_key(*exe, *manifest, found->path);
     if (f.json) {
       nlohmann::json out = document(f);
       out["key"] = found->key;
@@ -218,16 +228,18 @@ int run_cache(const CacheFlags& f) {
       if (exe.ok()) {
         out["executable"] = {{"model_name", exe->model_name()},
                              {"mode", exe->mode()},
-                             {"target", {{"arch", exe->target().arch()},
-                                         {"num_ipus", exe->target().num_ipus()},
-                                         {"tiles_per_ipu", exe->target().tiles_per_ipu()},
-                                         {"bytes_per_tile", exe->target().bytes_per_tile()}}},
+                             {"target",
+                              {{"arch", exe->target().arch()},
+                               {"num_ipus", exe->target().num_ipus()},
+                               {"tiles_per_ipu", exe->target().tiles_per_ipu()},
+                               {"bytes_per_tile", exe->target().bytes_per_tile()}}},
                              {"batch_size", exe->batch_size()},
                              {"steps_per_execution", exe->steps_per_execution()},
-                             {"estimates", {{"peak_tile_bytes", exe->estimates().peak_tile_bytes()},
-                                            {"tiles_used", exe->estimates().tiles_used()},
-                                            {"total_bytes", exe->estimates().total_bytes()},
-                                            {"vertices", exe->estimates().vertices()}}}};
+                             {"estimates",
+                              {{"peak_tile_bytes", exe->estimates().peak_tile_bytes()},
+                               {"tiles_used", exe->estimates().tiles_used()},
+                               {"total_bytes", exe->estimates().total_bytes()},
+                               {"vertices", exe->estimates().vertices()}}}};
         out["error"] = belongs.ok() ? nlohmann::json() : nlohmann::json(belongs.message());
       } else {
         out["executable"] = nullptr;
@@ -238,16 +250,19 @@ int run_cache(const CacheFlags& f) {
       std::printf("key   %s\npath  %s\n", found->key.c_str(), found->path.c_str());
       std::printf("manifest:\n");
       if (manifest.ok()) {
-        for (const auto& [name, value] : manifest->entries()) std::printf("  %s = %s\n", name.c_str(), value.c_str());
+        for (const auto& [name, value] : manifest->entries())
+          std::printf("  %s = %s\n", name.c_str(), value.c_str());
       }
       if (exe.ok()) {
-        std::printf("executable:\n  model %s, mode %s, target %s x%u (%u tiles, %llu bytes/tile), batch %u, steps %u\n",
+        std::printf("executable:\n  model %s, mode %s, target %s x%u (%u tiles, %llu bytes/tile), batch %u, "
+                    "steps %u\n",
                     exe->model_name().c_str(), exe->mode().c_str(), exe->target().arch().c_str(),
                     exe->target().num_ipus(), exe->target().tiles_per_ipu(),
                     static_cast<unsigned long long>(exe->target().bytes_per_tile()), exe->batch_size(),
                     exe->steps_per_execution());
         std::printf("  estimates: %u tiles used, peak tile %llu bytes, %llu bytes total, %llu vertices\n",
-                    exe->estimates().tiles_used(), static_cast<unsigned long long>(exe->estimates().peak_tile_bytes()),
+                    exe->estimates().tiles_used(),
+                    static_cast<unsigned long long>(exe->estimates().peak_tile_bytes()),
                     static_cast<unsigned long long>(exe->estimates().total_bytes()),
                     static_cast<unsigned long long>(exe->estimates().vertices()));
       }
@@ -273,9 +288,10 @@ int run_cache(const CacheFlags& f) {
       } else {
         auto parsed = format::parse_executable(found->executable_bytes, found->path);
         auto manifest = cache::Manifest::parse(found->manifest_text);
-        const Status belongs = !parsed.ok()     ? parsed.status()
-                               : !manifest.ok() ? manifest.status()
-                                                : compile_cache::check_cache_entry(*parsed, *manifest, found->path);
+        const Status belongs = !parsed.ok() ? parsed.status()
+                               : !manifest.ok()
+                                   ? manifest.status()
+                                   : compile_cache::check_cache_entry(*parsed, *manifest, found->path);
         if (!belongs.ok()) problem = belongs.message();
       }
     }
@@ -284,8 +300,10 @@ int run_cache(const CacheFlags& f) {
       continue;
     }
     Status q = store.quarantine(e.key);
-    if (!q.ok()) print_warning(kTool, q.message());
-    else if (!f.json) print_warning(kTool, problem + "; moved to " + store.corrupt_dir());
+    if (!q.ok())
+      print_warning(kTool, q.message());
+    else if (!f.json)
+      print_warning(kTool, problem + "; moved to " + store.corrupt_dir());
     corrupt.push_back({{"key", e.key}, {"error", problem}});
   }
   if (!corrupt.empty()) {
@@ -308,7 +326,7 @@ int run_cache(const CacheFlags& f) {
   return corrupt.empty() ? kExitOk : kExitIoError;
 }
 
-}  // namespace
+} // namespace
 
 std::optional<int64_t> parse_age(const std::string& text) {
   size_t i = 0;
@@ -319,12 +337,18 @@ std::optional<int64_t> parse_age(const std::string& text) {
   }
   if (i == 0 || i + 1 != text.size()) return std::nullopt;
   switch (text[i]) {
-    case 's': return value;
-    case 'm': return value * 60;
-    case 'h': return value * 3600;
-    case 'd': return value * 86400;
-    case 'w': return value * 7 * 86400;
-    default: return std::nullopt;
+  case 's':
+    return value;
+  case 'm':
+    return value * 60;
+  case 'h':
+    return value * 3600;
+  case 'd':
+    return value * 86400;
+  case 'w':
+    return value * 7 * 86400;
+  default:
+    return std::nullopt;
   }
 }
 
@@ -343,17 +367,20 @@ std::function<int()> add_cache_command(CLI::App& app) {
   common(cmd->add_subcommand("list", "One line per entry: key, model, options, size, last use"));
   auto* show = common(cmd->add_subcommand("show", "An entry's manifest and executable summary"));
   show->add_option("key", flags->key, "Key or unique prefix of at least 8 hex digits")->required();
-  common(cmd->add_subcommand("verify", "Check every entry; move corrupt ones to <dir>/corrupt (exit 6 if any)"));
+  common(
+      cmd->add_subcommand("verify", "Check every entry; move corrupt ones to <dir>/corrupt (exit 6 if any)"));
   auto* gc = common(cmd->add_subcommand("gc", "Evict least recently used entries down to a size"));
   gc->add_option("--max-size", flags->max_size, "Size limit: bytes or e.g. 1024K, 500M, 2G")->required();
   auto* evict = common(cmd->add_subcommand("evict", "Remove entries not used for a while"));
   evict->add_option("--older-than", flags->older_than, "Age: e.g. 30d, 12h, 45m, 10s")->required();
   common(cmd->add_subcommand("clear", "Remove every entry (the statistics are kept)"));
-  auto* explain = common(cmd->add_subcommand("explain", "Why a compile would miss: the manifest of KEY or of MODEL and "
-                                                        "options against the nearest stored entry"));
-  explain->add_option("target", flags->target, "Key (or unique prefix), or model (.onnx or .json)")->required();
+  auto* explain =
+      common(cmd->add_subcommand("explain", "Why a compile would miss: the manifest of KEY or of MODEL and "
+                                            "options against the nearest stored entry"));
+  explain->add_option("target", flags->target, "Key (or unique prefix), or model (.onnx or .json)")
+      ->required();
   add_compile_flags(explain, flags->compile, "Compile options (when the target is a model)");
   return [flags, cmd]() { return cmd->parsed() ? run_cache(*flags) : -1; };
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -19,8 +19,8 @@ constexpr const char* kTool = "ipucc";
 
 struct Difference {
   std::string field;
-  std::optional<std::string> stored;     // absent from the entry's manifest
-  std::optional<std::string> requested;  // absent from the requested manifest
+  std::optional<std::string> stored;    // absent from the entry's manifest
+  std::optional<std::string> requested; // absent from the requested manifest
 };
 
 struct Nearest {
@@ -28,7 +28,8 @@ struct Nearest {
   std::vector<Difference> differences;
 };
 
-std::optional<std::string> value_of(const std::map<std::string, std::string>& entries, const std::string& name) {
+std::optional<std::string> value_of(const std::map<std::string, std::string>& entries,
+                                    const std::string& name) {
   auto it = entries.find(name);
   return it == entries.end() ? std::nullopt : std::optional<std::string>(it->second);
 }
@@ -42,7 +43,8 @@ Nearest nearest_entry(const std::vector<cache::EntryInfo>& entries, const cache:
     if (!e.manifest_ok || e.key == exclude) continue;
     std::vector<Difference> diffs;
     cache::Manifest stored;
-    for (const auto& [name, value] : e.manifest) stored.set(name, value);
+    for (const auto& [name, value] : e.manifest)
+      stored.set(name, value);
     for (const std::string& name : requested.differences(stored)) {
       diffs.push_back({name, value_of(e.manifest, name), value_of(requested.entries(), name)});
     }
@@ -53,13 +55,16 @@ Nearest nearest_entry(const std::vector<cache::EntryInfo>& entries, const cache:
   return best;
 }
 
-nlohmann::json optional_json(const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+nlohmann::json optional_json(const std::optional<std::string>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
 
-}  // namespace
+} // namespace
 
-int run_cache_explain(cache::LocalStore& store, const std::string& target, const CompileFlags& compile, bool json) {
+int run_cache_explain(cache::LocalStore& store, const std::string& target, const CompileFlags& compile,
+                      bool json) {
   cache::Manifest requested;
-  std::string exclude;  // explaining an entry: compare it with the others
+  std::string exclude; // explaining an entry: compare it with the others
   if (names_a_model(target)) {
     auto text = read_file(target);
     if (!text.ok()) return fail(kTool, text.status());
@@ -81,7 +86,8 @@ int run_cache_explain(cache::LocalStore& store, const std::string& target, const
   auto entries = store.list();
   if (!entries.ok()) return fail(kTool, entries.status(), kExitIoError);
   bool hit = false;
-  for (const auto& e : *entries) hit = hit || (exclude.empty() && e.manifest_ok && e.key == key);
+  for (const auto& e : *entries)
+    hit = hit || (exclude.empty() && e.manifest_ok && e.key == key);
   const Nearest nearest = hit ? Nearest() : nearest_entry(*entries, requested, exclude);
 
   if (json) {
@@ -93,9 +99,13 @@ int run_cache_explain(cache::LocalStore& store, const std::string& target, const
     if (nearest.entry) {
       nlohmann::json diffs = nlohmann::json::array();
       for (const auto& d : nearest.differences) {
-        diffs.push_back({{"field", d.field}, {"stored", optional_json(d.stored)}, {"requested", optional_json(d.requested)}});
+        diffs.push_back({{"field", d.field},
+                         {"stored", optional_json(d.stored)},
+                         {"requested", optional_json(d.requested)}});
       }
-      out["nearest"] = {{"key", nearest.entry->key}, {"path", store.entry_path(nearest.entry->key)}, {"differences", diffs}};
+      out["nearest"] = {{"key", nearest.entry->key},
+                        {"path", store.entry_path(nearest.entry->key)},
+                        {"differences", diffs}};
     } else {
       out["nearest"] = nullptr;
     }
@@ -121,4 +131,4 @@ int run_cache_explain(cache::LocalStore& store, const std::string& target, const
   return kExitOk;
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -12,6 +12,7 @@ namespace ipu::cli {
 
 // Prints the explanation (JSON with `json`, docs/json.md); returns the exit code: 0, 2 for a
 // malformed key, 3 for an unreadable model, 6 for a missing entry or an unreadable cache.
-int run_cache_explain(cache::LocalStore& store, const std::string& target, const CompileFlags& compile, bool json);
+int run_cache_explain(cache::LocalStore& store, const std::string& target, const CompileFlags& compile,
+                      bool json);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -15,16 +15,23 @@ std::optional<uint64_t> parse_size(const std::string& text) {
   }
   if (i == 0) return std::nullopt;
   std::string unit = text.substr(i);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.size() >= 2 && unit.ends_with("B")) unit.pop_back();          // "MB"
-  if (unit.size() >= 2 && unit.ends_with("I")) unit.pop_back();          // "MiB"
+  for (char& c : unit)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() >= 2 && unit.ends_with("B")) unit.pop_back(); // "MB"
+  if (unit.size() >= 2 && unit.ends_with("I")) unit.pop_back(); // "MiB"
   int shift = 0;
-  if (unit.empty() || unit == "B") shift = 0;
-  else if (unit == "K") shift = 10;
-  else if (unit == "M") shift = 20;
-  else if (unit == "G") shift = 30;
-  else if (unit == "T") shift = 40;
-  else return std::nullopt;
+  if (unit.empty() || unit == "B")
+    shift = 0;
+  else if (unit == "K")
+    shift = 10;
+  else if (unit == "M")
+    shift = 20;
+  else if (unit == "G")
+    shift = 30;
+  else if (unit == "T")
+    shift = 40;
+  else
+    return std::nullopt;
   if (shift && value > (UINT64_MAX >> shift)) return std::nullopt;
   return value << shift;
 }
@@ -34,4 +41,4 @@ std::string default_cache_max_size() {
   return env && *env ? env : "5G";
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -14,4 +14,4 @@ std::optional<uint64_t> parse_size(const std::string& text);
 // The size limit used when none is given: $IPUCC_CACHE_MAX_SIZE, else "5G".
 std::string default_cache_max_size();
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

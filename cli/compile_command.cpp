@@ -33,7 +33,8 @@ struct CompileCommandFlags {
 
 std::string with_commas(uint64_t n) {
   std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<size_t>(i), ",");
   return s;
 }
 
@@ -43,12 +44,15 @@ nlohmann::json estimates_json(const format::Executable& exe) {
     if (!p.program().has_repeat()) continue;
     cycles[p.name()] = p.cycles_per_step();
     const auto& b = p.breakdown_per_step();
-    breakdown[p.name()] = {{"compute", b.compute()},   {"vertex_launch", b.vertex_launch()},
-                           {"exchange", b.exchange()}, {"sync", b.sync()},
+    breakdown[p.name()] = {{"compute", b.compute()},
+                           {"vertex_launch", b.vertex_launch()},
+                           {"exchange", b.exchange()},
+                           {"sync", b.sync()},
                            {"transfer", b.transfer()}};
   }
   const auto& e = exe.estimates();
-  uint64_t train_cycles = cycles.contains("train") ? cycles["train"].get<uint64_t>() : cycles.value("predict", uint64_t{0});
+  uint64_t train_cycles =
+      cycles.contains("train") ? cycles["train"].get<uint64_t>() : cycles.value("predict", uint64_t{0});
   return {{"cycles_per_step", cycles},
           {"cycle_breakdown_per_step", breakdown},
           {"seconds_per_step", static_cast<double>(train_cycles) / exe.target().clock_hz()},
@@ -66,9 +70,11 @@ void print_plan(const format::Executable& exe) {
   for (int i = 0; i < exe.compute_sets_size(); ++i) {
     const auto& cs = exe.compute_sets(i);
     std::set<uint32_t> tiles;
-    for (const auto& v : cs.vertices()) tiles.insert(v.tile());
+    for (const auto& v : cs.vertices())
+      tiles.insert(v.tile());
     std::printf("%-4d %-14s %9d %7zu %10llu %12llu\n", i, cs.name().c_str(), cs.vertices_size(), tiles.size(),
-                static_cast<unsigned long long>(cs.cycles()), static_cast<unsigned long long>(cs.exchange_bytes()));
+                static_cast<unsigned long long>(cs.cycles()),
+                static_cast<unsigned long long>(cs.exchange_bytes()));
   }
 }
 
@@ -79,7 +85,8 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 // Output paths are checked before compiling: a mistake costs milliseconds, not a compile.
 int check_outputs(const CompileCommandFlags& flags) {
   if (!flags.report.empty() && !has_suffix(flags.report, ".svg") && !has_suffix(flags.report, ".html")) {
-    print_error(kTool, "--report " + flags.report + ": the file name must end in .svg or .html (the format it selects)");
+    print_error(kTool, "--report " + flags.report +
+                           ": the file name must end in .svg or .html (the format it selects)");
     return kExitUsage;
   }
   for (const std::string* path : {&flags.output, &flags.report}) {
@@ -115,13 +122,15 @@ int run_compile(const CompileCommandFlags& flags) {
     request.remote_url = *remote;
     request.remote_read_only = remote_cache_read_only(flags.cache);
   }
-  auto compiled = compile_cache::compile_through_cache(request, [](const std::string& w) { print_warning(kTool, w); });
+  auto compiled =
+      compile_cache::compile_through_cache(request, [](const std::string& w) { print_warning(kTool, w); });
   if (!compiled.ok()) return fail(kTool, compiled.status());
   const std::string& key = compiled->key;
   const std::string& bytes = compiled->bytes;
   const format::Executable& executable = compiled->executable;
   const compiler::CompileTimings& timings = compiled->timings;
-  if (const std::string note = model_defaults_note(flags.compile, flags.model, executable); !note.empty()) print_note(kTool, note);
+  if (const std::string note = model_defaults_note(flags.compile, flags.model, executable); !note.empty())
+    print_note(kTool, note);
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
   if (!flags.output.empty()) {
     Status written = write_output_file(flags.output, bytes);
@@ -129,7 +138,8 @@ int run_compile(const CompileCommandFlags& flags) {
   }
   if (!flags.report.empty()) {
     const bool html = has_suffix(flags.report, ".html");
-    Status written = write_output_file(flags.report, html ? schedule_html(executable) : schedule_svg(executable));
+    Status written =
+        write_output_file(flags.report, html ? schedule_html(executable) : schedule_svg(executable));
     if (!written.ok()) return fail(kTool, written, kExitIoError);
   }
 
@@ -161,15 +171,16 @@ int run_compile(const CompileCommandFlags& flags) {
     return kExitOk;
   }
   const auto est = estimates_json(executable);
-  std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), key.substr(0, 16).c_str(), compile_cache::cache_outcome_name(compiled->outcome).c_str(),
-              total);
+  std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), key.substr(0, 16).c_str(),
+              compile_cache::cache_outcome_name(compiled->outcome).c_str(), total);
   std::printf("  %u tiles used, %s vertices in %d compute sets; fullest tile %u holds %s of %s bytes\n",
               executable.estimates().tiles_used(), with_commas(executable.estimates().vertices()).c_str(),
               executable.compute_sets_size(), executable.estimates().fullest_tile(),
               with_commas(executable.estimates().peak_tile_bytes()).c_str(),
               with_commas(executable.target().bytes_per_tile()).c_str());
   for (const auto& [program, cycles] : est["cycles_per_step"].items()) {
-    std::printf("  %s: %s cycles/step (%.1f us at %.2f GHz)\n", program.c_str(), with_commas(cycles.get<uint64_t>()).c_str(),
+    std::printf("  %s: %s cycles/step (%.1f us at %.2f GHz)\n", program.c_str(),
+                with_commas(cycles.get<uint64_t>()).c_str(),
                 1e6 * static_cast<double>(cycles.get<uint64_t>()) / executable.target().clock_hz(),
                 executable.target().clock_hz() / 1e9);
   }
@@ -183,11 +194,12 @@ int run_compile(const CompileCommandFlags& flags) {
   return kExitOk;
 }
 
-}  // namespace
+} // namespace
 
 std::function<int()> add_compile_command(CLI::App& app) {
   auto flags = std::make_shared<CompileCommandFlags>();
-  CLI::App* cmd = app.add_subcommand("compile", "Compile a model (.onnx or JSON graph spec) into an executable");
+  CLI::App* cmd =
+      app.add_subcommand("compile", "Compile a model (.onnx or JSON graph spec) into an executable");
   cmd->add_option("model", flags->model, "Model file: .onnx, or a .json graph spec")->required();
   add_compile_flags(cmd, flags->compile, "Options");
   add_cache_use_flags(cmd, flags->cache);
@@ -195,9 +207,10 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "Print one JSON object (docs/json.md)");
   cmd->add_flag("--force", flags->force, "Compile even when the cache has the executable");
   cmd->add_option("--report", flags->report, "Draw the compiled schedule into FILE.svg or FILE.html");
-  cmd->add_flag("--dump-ir", flags->dump_ir, "Print the IR after the training passes (compiles even on a hit)");
+  cmd->add_flag("--dump-ir", flags->dump_ir,
+                "Print the IR after the training passes (compiles even on a hit)");
   cmd->add_flag("--dump-plan", flags->dump_plan, "Print the compute sets: vertices, tiles, cycles, exchange");
   return [flags, cmd]() { return cmd->parsed() ? run_compile(*flags) : -1; };
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -8,4 +8,4 @@ namespace ipu::cli {
 // Registers the subcommand; the returned callback runs it and gives the exit code.
 std::function<int()> add_compile_command(CLI::App& app);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -14,19 +14,24 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
     option->group(group);
     added.push_back(option);
   };
-  keep(cmd->add_option("--arch", f.arch, "Target IPU: mk2 (GC200) or mk1 (GC2)")->check(CLI::IsMember({"mk2", "mk1"})));
-  keep(cmd->add_option("--tiles-per-ipu", f.tiles_per_ipu, "Override the tiles per IPU")->check(CLI::Range(1, 65536)));
+  keep(cmd->add_option("--arch", f.arch, "Target IPU: mk2 (GC200) or mk1 (GC2)")
+           ->check(CLI::IsMember({"mk2", "mk1"})));
+  keep(cmd->add_option("--tiles-per-ipu", f.tiles_per_ipu, "Override the tiles per IPU")
+           ->check(CLI::Range(1, 65536)));
   keep(cmd->add_option("--bytes-per-tile", f.bytes_per_tile, "Override the memory per tile")
            ->check(CLI::Range(uint64_t{1024}, format::kMaxBytesPerTile)));
-  keep(cmd->add_option("--batch-size", f.batch_size, "Micro-batch size")->check(CLI::Range(uint32_t{1}, format::kMaxBatchSize)));
-  keep(cmd->add_option("--steps-per-execution", f.steps_per_execution,
-                       "Micro-batch steps per on-device loop, a multiple of --gradient-accumulation (default: "
-                       "--gradient-accumulation, one weight update)")
-           ->check(CLI::Range(uint32_t{1}, format::kMaxStepsPerExecution)));
-  keep(cmd->add_option("--gradient-accumulation", f.gradient_accumulation,
-                       "Micro-batches whose gradients are averaged into one weight update (default: training a "
-                       "pipelined model under the grouped or interleaved schedule, its stage count, the fewest that "
-                       "fill the pipeline; else 1)")
+  keep(cmd->add_option("--batch-size", f.batch_size, "Micro-batch size")
+           ->check(CLI::Range(uint32_t{1}, format::kMaxBatchSize)));
+  keep(
+      cmd->add_option("--steps-per-execution", f.steps_per_execution,
+                      "Micro-batch steps per on-device loop, a multiple of --gradient-accumulation (default: "
+                      "--gradient-accumulation, one weight update)")
+          ->check(CLI::Range(uint32_t{1}, format::kMaxStepsPerExecution)));
+  keep(cmd->add_option(
+              "--gradient-accumulation", f.gradient_accumulation,
+              "Micro-batches whose gradients are averaged into one weight update (default: training a "
+              "pipelined model under the grouped or interleaved schedule, its stage count, the fewest that "
+              "fill the pipeline; else 1)")
            ->check(CLI::Range(uint32_t{1}, format::kMaxGradientAccumulation)));
   keep(cmd->add_option("--replicas", f.replicas, "Data-parallel replicas (mean all-reduce of gradients)")
            ->check(CLI::Range(1, 64)));
@@ -36,10 +41,12 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
            ->check(CLI::IsMember({"grouped", "interleaved", "sequential"})));
   keep(cmd->add_flag("--recompute", f.recompute,
                      "Pipelines: recompute activations for the backward pass instead of stashing them"));
-  keep(cmd->add_option("--mode", f.mode, "train or infer (default train; ipurun predict: infer)")->check(CLI::IsMember({"train", "infer"})));
+  keep(cmd->add_option("--mode", f.mode, "train or infer (default train; ipurun predict: infer)")
+           ->check(CLI::IsMember({"train", "infer"})));
   keep(cmd->add_option("--loss", f.loss, "Loss to train with (required for ONNX models; overrides a spec's)")
            ->check(CLI::IsMember({"sparse_categorical_crossentropy"})));
-  keep(cmd->add_option("--optimizer", f.optimizer, "Optimizer (ONNX models: default sgd)")->check(CLI::IsMember({"sgd"})));
+  keep(cmd->add_option("--optimizer", f.optimizer, "Optimizer (ONNX models: default sgd)")
+           ->check(CLI::IsMember({"sgd"})));
   // The device computes in float32: a rate that rounds to 0 or to infinity there is refused, not
   // trained with (1e-46 was read as 0, and the spec's rate silently used instead).
   const CLI::Validator positive_float32(
@@ -52,19 +59,24 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
         return "";
       },
       "POSITIVE FLOAT32");
-  keep(cmd->add_option("--learning-rate", f.learning_rate, "SGD learning rate (overrides the spec)")->check(positive_float32));
-  keep(cmd->add_option("--momentum", f.momentum, "SGD momentum (overrides the spec)")->check(CLI::Range(0.0, 0.999999)));
-  keep(cmd->add_option("--stage-assignment", f.stage_assignment, "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
+  keep(cmd->add_option("--learning-rate", f.learning_rate, "SGD learning rate (overrides the spec)")
+           ->check(positive_float32));
+  keep(cmd->add_option("--momentum", f.momentum, "SGD momentum (overrides the spec)")
+           ->check(CLI::Range(0.0, 0.999999)));
+  keep(cmd->add_option("--stage-assignment", f.stage_assignment,
+                       "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));
   const CLI::Validator name_equals_file(
       [](std::string& value) {
         const size_t eq = value.find('=');
-        return eq == std::string::npos || eq == 0 || eq + 1 == value.size() ? "expected NAME=FILE, got '" + value + "'"
-                                                                            : std::string();
+        return eq == std::string::npos || eq == 0 || eq + 1 == value.size()
+                   ? "expected NAME=FILE, got '" + value + "'"
+                   : std::string();
       },
       "NAME=FILE");
   keep(cmd->add_option("--constant-input", f.constant_inputs,
-                       "ONNX: bind graph input NAME to the tensor in FILE (.npy, or an ONNX TensorProto .pb) at compile "
+                       "ONNX: bind graph input NAME to the tensor in FILE (.npy, or an ONNX TensorProto .pb) "
+                       "at compile "
                        "time; it becomes a constant and is no longer an input of the executable (repeatable)")
            ->check(name_equals_file));
   return added;
@@ -77,9 +89,10 @@ void add_cache_use_flags(CLI::App* cmd, CacheUseFlags& f) {
   cmd->add_option("--cache-max-size", f.cache_max_size,
                   "Evict least recently used cache entries above this size, e.g. 500M, 2G "
                   "(default $IPUCC_CACHE_MAX_SIZE, else 5G)");
-  cmd->add_option("--remote-cache", f.remote_cache,
-                  "Shared HTTP cache: look executables up at URL/<key[0:2]>/<key>.ipuexe after a local miss, upload "
-                  "after a compile (default $IPUCC_REMOTE_CACHE)");
+  cmd->add_option(
+      "--remote-cache", f.remote_cache,
+      "Shared HTTP cache: look executables up at URL/<key[0:2]>/<key>.ipuexe after a local miss, upload "
+      "after a compile (default $IPUCC_REMOTE_CACHE)");
   cmd->add_flag("--remote-cache-readonly", f.remote_cache_read_only,
                 "Never upload to the remote cache (also $IPUCC_REMOTE_CACHE_READONLY=1)");
 }
@@ -88,8 +101,8 @@ StatusOr<std::string> remote_cache_url(const CacheUseFlags& f) {
   const char* env = std::getenv("IPUCC_REMOTE_CACHE");
   const std::string url = !f.remote_cache.empty() ? f.remote_cache : env ? env : "";
   if (url.empty() || url.starts_with("http://") || url.starts_with("https://")) return url;
-  return invalid_argument(std::string(f.remote_cache.empty() ? "$IPUCC_REMOTE_CACHE" : "--remote-cache") + ": '" + url +
-                          "' is not an http:// or https:// URL");
+  return invalid_argument(std::string(f.remote_cache.empty() ? "$IPUCC_REMOTE_CACHE" : "--remote-cache") +
+                          ": '" + url + "' is not an http:// or https:// URL");
 }
 
 bool remote_cache_read_only(const CacheUseFlags& f) {
@@ -100,8 +113,9 @@ bool remote_cache_read_only(const CacheUseFlags& f) {
 StatusOr<uint64_t> cache_max_size(const CacheUseFlags& f) {
   const std::string text = f.cache_max_size.empty() ? default_cache_max_size() : f.cache_max_size;
   if (std::optional<uint64_t> size = parse_size(text)) return *size;
-  return invalid_argument(std::string(f.cache_max_size.empty() ? "$IPUCC_CACHE_MAX_SIZE" : "--cache-max-size") +
-                          ": invalid size '" + text + "' (expected bytes or e.g. 1024K, 500M, 2G)");
+  return invalid_argument(
+      std::string(f.cache_max_size.empty() ? "$IPUCC_CACHE_MAX_SIZE" : "--cache-max-size") +
+      ": invalid size '" + text + "' (expected bytes or e.g. 1024K, 500M, 2G)");
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

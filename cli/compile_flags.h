@@ -16,36 +16,37 @@ namespace ipu::cli {
 // to compiler::CompileOptions (only where the compiler is built).
 struct CompileFlags {
   std::string arch = "mk2";
-  uint32_t tiles_per_ipu = 0;   // 0: the preset's
-  uint64_t bytes_per_tile = 0;  // 0: the preset's
+  uint32_t tiles_per_ipu = 0;  // 0: the preset's
+  uint64_t bytes_per_tile = 0; // 0: the preset's
   uint32_t batch_size = 32;
-  uint32_t steps_per_execution = 0;    // 0: from the model (compiler::with_model_defaults)
-  uint32_t gradient_accumulation = 0;  // 0: from the model
+  uint32_t steps_per_execution = 0;   // 0: from the model (compiler::with_model_defaults)
+  uint32_t gradient_accumulation = 0; // 0: from the model
   uint32_t replicas = 1;
   uint32_t num_ipus = 16;
   std::string schedule = "grouped";
   bool recompute = false;
-  std::string mode;  // "" until the tool applies its default (ipucc: train; ipurun: by command)
+  std::string mode; // "" until the tool applies its default (ipucc: train; ipurun: by command)
   std::string loss;
   std::string optimizer;
-  float learning_rate = 0;  // 0: the spec's
-  float momentum = -1;      // negative: the spec's
+  float learning_rate = 0; // 0: the spec's
+  float momentum = -1;     // negative: the spec's
   std::vector<int> stage_assignment;
-  std::vector<std::string> constant_inputs;  // NAME=FILE, each checked for that form by CLI11
+  std::vector<std::string> constant_inputs; // NAME=FILE, each checked for that form by CLI11
 };
 
 // How a compile uses the cache.
 struct CacheUseFlags {
-  std::string cache_dir;       // "": cache::default_cache_dir()
+  std::string cache_dir; // "": cache::default_cache_dir()
   bool no_cache = false;
-  std::string cache_max_size;  // "": default_cache_max_size()
-  std::string remote_cache;    // "": $IPUCC_REMOTE_CACHE, else none
-  bool remote_cache_read_only = false;  // also $IPUCC_REMOTE_CACHE_READONLY=1
+  std::string cache_max_size;          // "": default_cache_max_size()
+  std::string remote_cache;            // "": $IPUCC_REMOTE_CACHE, else none
+  bool remote_cache_read_only = false; // also $IPUCC_REMOTE_CACHE_READONLY=1
 };
 
 // Registers the codegen flags on `cmd` under the help group `group`; returns them so a tool can
 // tell whether any was given.
-std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& flags, const std::string& group);
+std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& flags,
+                                                  const std::string& group);
 
 void add_cache_use_flags(CLI::App* cmd, CacheUseFlags& flags);
 
@@ -59,4 +60,4 @@ bool remote_cache_read_only(const CacheUseFlags& flags);
 // names the flag or variable and the text.
 StatusOr<uint64_t> cache_max_size(const CacheUseFlags& flags);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

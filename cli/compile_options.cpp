@@ -33,7 +33,8 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
     const std::string name = binding.substr(0, eq);
     const std::string file = binding.substr(eq + 1);
     const std::string where = "--constant-input " + binding;
-    if (o.constant_inputs.count(name)) return invalid_argument(where + ": input '" + name + "' is bound twice");
+    if (o.constant_inputs.count(name))
+      return invalid_argument(where + ": input '" + name + "' is bound twice");
     StatusOr<data::NpyArray> value = read_tensor_file(file);
     if (!value.ok()) {
       // A malformed file is the user's input, not a corrupt executable (DataLoss's exit code).
@@ -46,14 +47,16 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   return o;
 }
 
-std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path, const format::Executable& exe) {
+std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path,
+                                const format::Executable& exe) {
   const uint32_t K = exe.pipeline().gradient_accumulation();
   if (flags.gradient_accumulation != 0 || K <= 1) return "";
   std::string note = model_path + ": " + std::to_string(exe.pipeline().num_stages()) +
                      " pipeline stages: --gradient-accumulation defaults to " + std::to_string(K) +
                      ", the fewest micro-batches that fill the " + exe.pipeline().schedule() + " pipeline";
-  if (flags.steps_per_execution == 0) note += ", and --steps-per-execution to " + std::to_string(exe.steps_per_execution()) + ", one update";
+  if (flags.steps_per_execution == 0)
+    note += ", and --steps-per-execution to " + std::to_string(exe.steps_per_execution()) + ", one update";
   return note;
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

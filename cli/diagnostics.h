@@ -21,4 +21,4 @@ int fail_usage(const char* tool, CLI::App& app, const CLI::ParseError& error);
 int fail(const char* tool, const Status& status);
 int fail(const char* tool, const Status& status, int exit_code);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -10,9 +10,9 @@
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/onnx_export.h"
 #include "cli/progress_bar.h"
 #include "cli/resolve_executable.h"
-#include "cli/onnx_export.h"
 #include "cli/run_io.h"
 #include "cli/run_model.h"
 #include "compile_cache/cache_outcome.h"
@@ -31,7 +31,7 @@ constexpr const char* kTool = "ipurun";
 
 struct RunFlags {
   std::string executable;
-  std::string data;  // required (or, to predict, --input): no silent synthetic default
+  std::string data; // required (or, to predict, --input): no silent synthetic default
   CacheUseFlags cache;
   // Only when `executable` names a model (.onnx or .json).
   CompileFlags compile;
@@ -64,8 +64,13 @@ ProgressStyle progress_style(const RunFlags& f) {
 }
 
 nlohmann::json epoch_json(const session::EpochResult& r) {
-  return {{"epoch", r.epoch},     {"loss", r.loss},       {"accuracy", r.accuracy}, {"steps", r.steps},
-          {"samples", r.samples}, {"seconds", r.seconds}, {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
+  return {{"epoch", r.epoch},
+          {"loss", r.loss},
+          {"accuracy", r.accuracy},
+          {"steps", r.steps},
+          {"samples", r.samples},
+          {"seconds", r.seconds},
+          {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
 }
 
 struct Loaded {
@@ -113,14 +118,16 @@ StatusOr<ResolvedExecutable> resolve(const RunFlags& f, uint64_t max_size) {
                                             [](const std::string& w) { print_warning(kTool, w); }));
   if (!resolved.note.empty()) print_note(kTool, resolved.note);
   // Say which happened, on stderr so --json output stays one document.
-  const compile_cache::CacheOutcome outcome = *resolved.cache;  // executable_for_model always sets it
+  const compile_cache::CacheOutcome outcome = *resolved.cache; // executable_for_model always sets it
   if (outcome == compile_cache::CacheOutcome::kHit) {
     std::fprintf(stderr, "%s: cache hit %s\n", kTool, resolved.key.substr(0, 16).c_str());
   } else if (outcome == compile_cache::CacheOutcome::kRemoteHit) {
-    std::fprintf(stderr, "%s: remote cache hit %s (not compiled)\n", kTool, resolved.key.substr(0, 16).c_str());
+    std::fprintf(stderr, "%s: remote cache hit %s (not compiled)\n", kTool,
+                 resolved.key.substr(0, 16).c_str());
   } else {
-    std::fprintf(stderr, "%s: cache %s %s, compiled in %.2f s\n", kTool, compile_cache::cache_outcome_name(outcome).c_str(),
-                 resolved.key.substr(0, 16).c_str(), resolved.compile_seconds);
+    std::fprintf(stderr, "%s: cache %s %s, compiled in %.2f s\n", kTool,
+                 compile_cache::cache_outcome_name(outcome).c_str(), resolved.key.substr(0, 16).c_str(),
+                 resolved.compile_seconds);
   }
   return resolved;
 }
@@ -162,7 +169,8 @@ Status with_origin(const Status& status, const std::string& origin) {
 // how the cache had it (compile_cache::cache_outcome_name; null otherwise).
 void add_cache_fields(nlohmann::json& out, const Loaded& loaded) {
   out["key"] = loaded.key.empty() ? nlohmann::json() : nlohmann::json(loaded.key);
-  out["cache"] = loaded.cache ? nlohmann::json(compile_cache::cache_outcome_name(*loaded.cache)) : nlohmann::json();
+  out["cache"] =
+      loaded.cache ? nlohmann::json(compile_cache::cache_outcome_name(*loaded.cache)) : nlohmann::json();
 }
 
 int write_json_file(const std::string& path, const nlohmann::json& value) {
@@ -189,9 +197,10 @@ int check_outputs(const RunFlags& f) {
   if (!f.output_dir.empty()) {
     std::error_code ec;
     const auto status = std::filesystem::status(f.output_dir, ec);
-    Status writable = std::filesystem::exists(status)
-                          ? (std::filesystem::is_directory(status) ? Status() : io_error(f.output_dir + ": not a directory"))
-                          : check_output_parent(f.output_dir);
+    Status writable = std::filesystem::exists(status) ? (std::filesystem::is_directory(status)
+                                                             ? Status()
+                                                             : io_error(f.output_dir + ": not a directory"))
+                                                      : check_output_parent(f.output_dir);
     if (!writable.ok()) return fail(kTool, writable, kExitIoError);
   }
   return kExitOk;
@@ -204,8 +213,9 @@ void note_samples_left_out(const session::Session& session, const data::Dataset&
   const int64_t used = steps * session.samples_per_step();
   const int64_t total = static_cast<int64_t>(data.num_samples);
   if (steps == 0 || used == total) return;
-  print_note(kTool, data.source + ": each epoch trains on " + std::to_string(used) + " of its " + std::to_string(total) +
-                        " samples (" + std::to_string(steps) + " steps: whole executions of whole batches); the last " +
+  print_note(kTool, data.source + ": each epoch trains on " + std::to_string(used) + " of its " +
+                        std::to_string(total) + " samples (" + std::to_string(steps) +
+                        " steps: whole executions of whole batches); the last " +
                         std::to_string(total - used) + " of each epoch's order are left out" +
                         " (with --shuffle, different ones each epoch)");
 }
@@ -242,14 +252,17 @@ int run_train(const RunFlags& f) {
     if (!saved.ok()) return fail(kTool, saved, kExitIoError);
   }
   if (!f.export_onnx.empty()) {
-    Status exported = export_onnx(loaded.session->executable(), loaded.session->named_weights(), f.export_onnx);
+    Status exported =
+        export_onnx(loaded.session->executable(), loaded.session->named_weights(), f.export_onnx);
     if (!exported.ok()) {
       // A damaged stored model is a bad executable (check_exportable ran before training).
-      return fail(kTool, exported, exported.code() == StatusCode::kIoError ? kExitIoError : kExitBadExecutable);
+      return fail(kTool, exported,
+                  exported.code() == StatusCode::kIoError ? kExitIoError : kExitBadExecutable);
     }
   }
   nlohmann::json epochs = nlohmann::json::array();
-  for (const auto& r : *results) epochs.push_back(epoch_json(r));
+  for (const auto& r : *results)
+    epochs.push_back(epoch_json(r));
   if (!f.history.empty()) {
     nlohmann::json history = json_document(kTool, "history");
     history["loss"] = nlohmann::json::array();
@@ -315,7 +328,8 @@ int prepare_output_dir(const RunFlags& f, const std::vector<std::string>& output
   if (f.output_dir.empty()) return kExitOk;
   std::error_code ec;
   std::filesystem::create_directory(f.output_dir, ec);
-  if (ec) return fail(kTool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
+  if (ec)
+    return fail(kTool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
   for (const auto& [name, path] : output_dir_paths(f.output_dir, output_names)) {
     Status writable = check_output_file(path);
     if (!writable.ok()) return fail(kTool, writable, kExitIoError);
@@ -327,16 +341,20 @@ int prepare_output_dir(const RunFlags& f, const std::vector<std::string>& output
 int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   const format::Executable& exe = loaded.session->executable();
   if (!f.output.empty() && exe.outputs_size() != 1) {
-    return fail(kTool, invalid_argument("--output takes one array, the model has " + std::to_string(exe.outputs_size()) +
-                                        " outputs; use --output-dir"), kExitUsage);
+    return fail(kTool,
+                invalid_argument("--output takes one array, the model has " +
+                                 std::to_string(exe.outputs_size()) + " outputs; use --output-dir"),
+                kExitUsage);
   }
   std::vector<std::string> output_names;
-  for (const auto& io : exe.outputs()) output_names.push_back(io.name());
+  for (const auto& io : exe.outputs())
+    output_names.push_back(io.name());
   if (int code = prepare_output_dir(f, output_names)) return code;
   auto inputs = read_inputs(f.inputs, exe);
   if (!inputs.ok()) return fail(kTool, inputs.status(), input_exit_code(inputs.status()));
   auto result = loaded.session->infer(*inputs);
-  if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin), input_exit_code(result.status()));
+  if (!result.ok())
+    return fail(kTool, with_origin(result.status(), loaded.origin), input_exit_code(result.status()));
   nlohmann::json outputs = nlohmann::json::array();
   const std::map<std::string, std::string> dir_paths = output_dir_paths(f.output_dir, output_names);
   for (int j = 0; j < exe.outputs_size(); ++j) {
@@ -347,7 +365,9 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
       Status written = write_output(path, array, name);
       if (!written.ok()) return fail(kTool, written, kExitIoError);
     }
-    outputs.push_back({{"name", name}, {"dtype", array.dtype}, {"shape", array.shape},
+    outputs.push_back({{"name", name},
+                       {"dtype", array.dtype},
+                       {"shape", array.shape},
                        {"file", path.empty() ? nlohmann::json() : nlohmann::json(path)}});
   }
   if (f.json) {
@@ -363,8 +383,9 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   } else {
     // Names come from models: a NUL or an escape sequence prints as \xNN (runtime/base/printable.h).
     for (const auto& o : outputs) {
-      std::printf("%s: shape %s%s%s\n", printable(o["name"].get<std::string>()).c_str(), o["shape"].dump().c_str(),
-                  o["file"].is_null() ? "" : " -> ", o["file"].is_null() ? "" : printable(o["file"].get<std::string>()).c_str());
+      std::printf("%s: shape %s%s%s\n", printable(o["name"].get<std::string>()).c_str(),
+                  o["shape"].dump().c_str(), o["file"].is_null() ? "" : " -> ",
+                  o["file"].is_null() ? "" : printable(o["file"].get<std::string>()).c_str());
     }
   }
   return kExitOk;
@@ -388,9 +409,11 @@ int run_predict(const RunFlags& f) {
   if (int code = prepare_output_dir(f, {output_name})) return code;
   auto result = loaded.session->predict(loaded.data);
   if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
-  const std::string output = f.output_dir.empty() ? f.output : output_dir_paths(f.output_dir, {output_name}).at(output_name);
+  const std::string output =
+      f.output_dir.empty() ? f.output : output_dir_paths(f.output_dir, {output_name}).at(output_name);
   if (!output.empty()) {
-    Status written = write_output(output, data::make_npy_f32(result->shape, result->values.data()), output_name);
+    Status written =
+        write_output(output, data::make_npy_f32(result->shape, result->values.data()), output_name);
     if (!written.ok()) return fail(kTool, written, kExitIoError);
   }
   if (f.json) {
@@ -412,26 +435,29 @@ int run_predict(const RunFlags& f) {
 }
 
 void add_common(CLI::App* cmd, RunFlags& f) {
-  cmd->add_option("executable", f.executable,
-                  "Executable file, cache key (prefix of >= 8 hex digits), or model (.onnx or .json) to look up in "
-                  "the cache and compile on a miss")
+  cmd->add_option(
+         "executable", f.executable,
+         "Executable file, cache key (prefix of >= 8 hex digits), or model (.onnx or .json) to look up in "
+         "the cache and compile on a miss")
       ->required();
   cmd->add_option("--data", f.data,
                   "The samples: synthetic[:N] (a seeded stand-in for MNIST) | mnist:DIR[:test] | "
                   "npy:FEATURES.npy[,LABELS.npy]; required (predict: or --input)");
   add_cache_use_flags(cmd, f.cache);
-  for (const CLI::Option* option : add_compile_flags(cmd, f.compile, "Compile options (when EXECUTABLE is a model)")) {
+  for (const CLI::Option* option :
+       add_compile_flags(cmd, f.compile, "Compile options (when EXECUTABLE is a model)")) {
     f.compile_options.push_back(option);
   }
-  cmd->add_option("--threads", f.threads, "Bound on TBB worker threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--threads", f.threads, "Bound on TBB worker threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--weights", f.weights, "Start from the weights of this checkpoint directory");
   cmd->add_option("--progress", f.progress, "auto | bar | plain | none")
       ->check(CLI::IsMember({"auto", "bar", "plain", "none"}));
   cmd->add_flag("--json", f.json, "Print one JSON object (docs/json.md)");
 }
 
-}  // namespace
-}  // namespace ipu::cli
+} // namespace
+} // namespace ipu::cli
 
 // What may escape is a bug (bad_alloc, a CLI11 misuse); std::terminate's report and abort end it.
 // NOLINTNEXTLINE(bugprone-exception-escape)
@@ -445,14 +471,17 @@ int main(int argc, char** argv) {
   CLI::App* train = app.add_subcommand("train", "Train (Keras fit)");
   add_common(train, flags);
   train->add_option("--epochs", flags.epochs, "Epochs")->check(CLI::Range(1, 1000000));
-  train->add_option("--steps-per-epoch", flags.steps_per_epoch, "Steps per epoch (default: whole batches of the data)")
+  train
+      ->add_option("--steps-per-epoch", flags.steps_per_epoch,
+                   "Steps per epoch (default: whole batches of the data)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   CLI::Option* shuffle = train->add_flag("--shuffle", flags.shuffle, "Shuffle the samples every epoch");
   // A seed without --shuffle would do nothing: say so rather than let a sweep over seeds repeat one run.
   train->add_option("--seed", flags.seed, "Seed of --shuffle")->needs(shuffle);
   train->add_option("--history", flags.history, "Write per-epoch loss and accuracy as JSON");
   train->add_option("--step-log", flags.step_log, "Write every step's loss as JSON");
-  train->add_option("--save-weights", flags.save_weights, "Write the trained weights to this checkpoint directory");
+  train->add_option("--save-weights", flags.save_weights,
+                    "Write the trained weights to this checkpoint directory");
   train->add_option("--export-onnx", flags.export_onnx,
                     "Write the ONNX model the executable was compiled from, with the trained weights");
 
@@ -461,12 +490,14 @@ int main(int argc, char** argv) {
 
   CLI::App* predict = app.add_subcommand("predict", "Predict (Keras predict)");
   add_common(predict, flags);
-  auto* input = predict->add_option("--input", flags.inputs,
-                                    "A model input as [NAME=]FILE (.npy, or an ONNX TensorProto .pb); repeat for each "
-                                    "input (bare files fill the inputs in order); replaces --data");
+  auto* input =
+      predict->add_option("--input", flags.inputs,
+                          "A model input as [NAME=]FILE (.npy, or an ONNX TensorProto .pb); repeat for each "
+                          "input (bare files fill the inputs in order); replaces --data");
   auto* data_option = predict->get_option("--data");
   input->excludes(data_option);
-  auto* output = predict->add_option("--output", flags.output, "Write the predictions to FILE (.npy, or .pb)");
+  auto* output =
+      predict->add_option("--output", flags.output, "Write the predictions to FILE (.npy, or .pb)");
   predict->add_option("--output-dir", flags.output_dir, "Write the predictions to DIR/<output name>.npy")
       ->excludes(output);
 

@@ -11,4 +11,4 @@ inline nlohmann::json json_document(const char* tool, const char* command) {
   return {{"schema_version", kJsonSchemaVersion}, {"tool", tool}, {"command", command}};
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -8,7 +8,8 @@ namespace ipu::cli {
 
 Status check_exportable(const format::Executable& exe) {
   if (exe.source_onnx().empty()) {
-    return failed_precondition("--export-onnx: the executable was not compiled from an ONNX model (a JSON spec has no ONNX form)");
+    return failed_precondition(
+        "--export-onnx: the executable was not compiled from an ONNX model (a JSON spec has no ONNX form)");
   }
   return Status();
 }
@@ -17,16 +18,20 @@ Status export_onnx(const format::Executable& exe, const std::map<std::string, se
                    const std::string& path) {
   IPU_RETURN_IF_ERROR(check_exportable(exe));
   onnx::ModelProto model;
-  if (!model.ParseFromString(exe.source_onnx())) return data_loss("the executable's stored ONNX model does not parse");
+  if (!model.ParseFromString(exe.source_onnx()))
+    return data_loss("the executable's stored ONNX model does not parse");
   for (auto& init : *model.mutable_graph()->mutable_initializer()) {
-    if (init.has_raw_data() || init.float_data_size() > 0 || init.int64_data_size() > 0 || init.int32_data_size() > 0) {
-      continue;  // a constant the executable did not train
+    if (init.has_raw_data() || init.float_data_size() > 0 || init.int64_data_size() > 0 ||
+        init.int32_data_size() > 0) {
+      continue; // a constant the executable did not train
     }
     auto found = weights.find(init.name());
-    if (found == weights.end()) return data_loss("the executable has no weight for initializer '" + init.name() + "'");
+    if (found == weights.end())
+      return data_loss("the executable has no weight for initializer '" + init.name() + "'");
     const std::vector<float>& values = found->second.values;
     int64_t elements = 1;
-    for (int64_t d : init.dims()) elements *= d;
+    for (int64_t d : init.dims())
+      elements *= d;
     if (init.data_type() != onnx::TensorProto::FLOAT || static_cast<size_t>(elements) != values.size()) {
       return data_loss("initializer '" + init.name() + "' does not match the executable's weight of " +
                        std::to_string(values.size()) + " values");
@@ -36,4 +41,4 @@ Status export_onnx(const format::Executable& exe, const std::map<std::string, se
   return write_output_file(path, model.SerializeAsString());
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -20,4 +20,4 @@ Status check_exportable(const format::Executable& exe);
 Status export_onnx(const format::Executable& exe, const std::map<std::string, session::NamedTensor>& weights,
                    const std::string& path);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -7,7 +7,9 @@
 
 namespace ipu::cli {
 
-ProgressStyle default_progress_style() { return ::isatty(STDERR_FILENO) ? ProgressStyle::kBar : ProgressStyle::kPlain; }
+ProgressStyle default_progress_style() {
+  return ::isatty(STDERR_FILENO) ? ProgressStyle::kBar : ProgressStyle::kPlain;
+}
 
 session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefix) {
   if (style == ProgressStyle::kNone) return nullptr;
@@ -17,25 +19,27 @@ session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefi
     const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
     if (style == ProgressStyle::kPlain) {
       if (!p.epoch_done) return;
-      std::fprintf(stderr, "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f\n", p.epoch,
-                   p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds, per_step_ms,
-                   prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
+      std::fprintf(stderr,
+                   "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f\n",
+                   p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps),
+                   p.seconds, per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
       return;
     }
-    if (p.step == p.steps && !p.epoch_done) return;  // the final line comes with epoch_done
-    if (!p.epoch_done && last_draw >= 0 && p.seconds - last_draw < kRedrawSeconds && p.seconds >= last_draw) return;
+    if (p.step == p.steps && !p.epoch_done) return; // the final line comes with epoch_done
+    if (!p.epoch_done && last_draw >= 0 && p.seconds - last_draw < kRedrawSeconds && p.seconds >= last_draw)
+      return;
     last_draw = p.epoch_done ? -1.0 : p.seconds;
     constexpr int kWidth = 30;
     const int filled = p.steps > 0 ? static_cast<int>(kWidth * p.step / p.steps) : kWidth;
     std::string bar(static_cast<size_t>(filled), '=');
     if (filled < kWidth) bar += '>';
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f", p.epoch,
-                 p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), bar.c_str(), p.seconds,
-                 per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
+    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f",
+                 p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps),
+                 bar.c_str(), p.seconds, per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
     if (p.epoch_done) std::fputc('\n', stderr);
     std::fflush(stderr);
   };
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

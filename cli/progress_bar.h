@@ -7,7 +7,7 @@ namespace ipu::cli {
 
 enum class ProgressStyle { kBar, kPlain, kNone };
 
-ProgressStyle default_progress_style();  // bar when stderr is a terminal
+ProgressStyle default_progress_style(); // bar when stderr is a terminal
 session::ProgressFn make_progress_printer(ProgressStyle style, const char* metric_prefix);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

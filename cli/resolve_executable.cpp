@@ -12,7 +12,9 @@ namespace ipu::cli {
 namespace {
 
 // A name that can only mean a file: a path or a file name with an extension. Keys are bare hex.
-bool looks_like_a_path(const std::string& name) { return name.find_first_of("/.") != std::string::npos; }
+bool looks_like_a_path(const std::string& name) {
+  return name.find_first_of("/.") != std::string::npos;
+}
 
 StatusOr<ResolvedExecutable> read_file_executable(const std::string& name, const struct stat* st) {
   if (st && S_ISDIR(st->st_mode)) return data_loss(name + ": is a directory, not an ipucc executable");
@@ -26,17 +28,18 @@ StatusOr<ResolvedExecutable> read_file_executable(const std::string& name, const
   return file;
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const std::string& cache_dir) {
   struct stat st {};
   if (::stat(name.c_str(), &st) == 0) return read_file_executable(name, &st);
-  if (looks_like_a_path(name)) return read_file_executable(name, nullptr);  // missing: NotFound, exit 6
+  if (looks_like_a_path(name)) return read_file_executable(name, nullptr); // missing: NotFound, exit 6
   if (!cache::is_hex_prefix(name)) {
     return bad_option(name + ": no file of that name, and not a cache key or key prefix (expected 8 to 64 "
                              "lowercase hex characters)");
   }
-  IPU_ASSIGN_OR_RETURN(cache::LocalStore store, cache::LocalStore::open(cache_dir.empty() ? cache::default_cache_dir() : cache_dir));
+  IPU_ASSIGN_OR_RETURN(cache::LocalStore store,
+                       cache::LocalStore::open(cache_dir.empty() ? cache::default_cache_dir() : cache_dir));
   StatusOr<cache::LookupResult> entry = store.load_by_key(name);
   if (!entry.ok()) {
     const Status& status = entry.status();
@@ -50,10 +53,13 @@ StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const s
   // load_by_key checked that the manifest hashes to the key; the executable must belong to it.
   IPU_ASSIGN_OR_RETURN(cache::Manifest manifest, cache::Manifest::parse(entry->manifest_text));
   Status belongs = compile_cache::check_executable_key(cached.executable, manifest, entry->path);
-  if (!belongs.ok()) return Status(belongs.code(), belongs.message() + " (run 'ipucc cache verify' to quarantine it)");
+  if (!belongs.ok())
+    return Status(belongs.code(), belongs.message() + " (run 'ipucc cache verify' to quarantine it)");
   return cached;
 }
 
-bool names_a_model(const std::string& name) { return name.ends_with(".onnx") || name.ends_with(".json"); }
+bool names_a_model(const std::string& name) {
+  return name.ends_with(".onnx") || name.ends_with(".json");
+}
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

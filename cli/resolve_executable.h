@@ -19,11 +19,11 @@ namespace ipu::cli {
 
 struct ResolvedExecutable {
   format::Executable executable;
-  std::string origin;   // the file, "cache entry <key>", or the model file
-  std::string key;      // the cache key, "" for an executable file
-  std::optional<compile_cache::CacheOutcome> cache;  // models only
-  double compile_seconds = 0;  // models only: time spent looking up and compiling
-  std::string note;            // models only: what the model chose for defaulted options (model_defaults_note)
+  std::string origin;                               // the file, "cache entry <key>", or the model file
+  std::string key;                                  // the cache key, "" for an executable file
+  std::optional<compile_cache::CacheOutcome> cache; // models only
+  double compile_seconds = 0;                       // models only: time spent looking up and compiling
+  std::string note; // models only: what the model chose for defaulted options (model_defaults_note)
 };
 
 StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const std::string& cache_dir);
@@ -31,4 +31,4 @@ StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const s
 // True if `name` is a model to compile rather than an executable: it ends in .onnx or .json.
 bool names_a_model(const std::string& name);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -18,7 +18,8 @@ std::string input_names(const format::Executable& exe);
 // Reads one array per model input (format::ModelIo, in the executable's order) from `--input`
 // values: NAME=FILE binds by name, a bare FILE takes the next input not named elsewhere. Every
 // input must be given exactly once.
-StatusOr<std::vector<data::NpyArray>> read_inputs(const std::vector<std::string>& specs, const format::Executable& exe);
+StatusOr<std::vector<data::NpyArray>> read_inputs(const std::vector<std::string>& specs,
+                                                  const format::Executable& exe);
 
 // `--output` names its format by its extension: .npy or .pb (kInvalidArgument otherwise).
 Status check_output_extension(const std::string& path);
@@ -29,6 +30,7 @@ Status write_output(const std::string& path, const data::NpyArray& array, const 
 
 // DIR/<file>.npy for each output name, the files distinct_file_names gives (readable where the
 // name is a safe file name, never one file for two outputs: 'a/b' and 'a_b', 'Y' and 'y').
-std::map<std::string, std::string> output_dir_paths(const std::string& dir, const std::vector<std::string>& names);
+std::map<std::string, std::string> output_dir_paths(const std::string& dir,
+                                                    const std::vector<std::string>& names);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

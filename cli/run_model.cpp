@@ -18,7 +18,8 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
   StatusOr<std::string> remote = remote_cache_url(cache);
   request.remote_url = remote.ok() ? *remote : "";
   request.remote_read_only = remote_cache_read_only(cache);
-  IPU_ASSIGN_OR_RETURN(compile_cache::CachedCompile compiled, compile_cache::compile_through_cache(request, warn));
+  IPU_ASSIGN_OR_RETURN(compile_cache::CachedCompile compiled,
+                       compile_cache::compile_through_cache(request, warn));
   ResolvedExecutable resolved;
   resolved.executable = std::move(compiled.executable);
   resolved.origin = model;
@@ -29,4 +30,4 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
   return resolved;
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

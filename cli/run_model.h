@@ -20,4 +20,4 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
                                                   const std::string& default_mode,
                                                   const std::function<void(const std::string&)>& warn);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

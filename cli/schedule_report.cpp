@@ -7,15 +7,16 @@ namespace ipu::cli {
 namespace {
 
 struct Totals {
-  double slots = 0;   // cycles of the schedule's slots
-  double update = 0;  // all-reduce and weight update
+  double slots = 0;  // cycles of the schedule's slots
+  double update = 0; // all-reduce and weight update
   int stages = 1;
 };
 
 Totals totals(const format::Executable& exe) {
   const auto& est = exe.estimates().schedule();
   Totals t;
-  for (const auto& slot : est.slots()) t.slots += slot.cycles();
+  for (const auto& slot : est.slots())
+    t.slots += slot.cycles();
   t.update = est.update_cycles();
   t.stages = std::max(1, est.busy_cycles_size());
   return t;
@@ -37,7 +38,7 @@ double program_cycles_per_step(const format::Executable& exe) {
   return 0;
 }
 
-}  // namespace
+} // namespace
 
 nlohmann::json schedule_json(const format::Executable& exe) {
   const auto& est = exe.estimates().schedule();
@@ -81,16 +82,17 @@ std::string schedule_svg(const format::Executable& exe) {
   const double total = std::max(1.0, t.slots + t.update);
   const double scale = kWidth / total;
   const double height = kTop + kRow * t.stages + 40;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(kLeft + kWidth + 20) + "\" height=\"" +
-                    number(height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(kLeft + kWidth + 20) +
+                    "\" height=\"" + number(height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg += "<text x=\"" + number(kLeft) + "\" y=\"18\" font-size=\"13\">" + exe.model_name() + ": " +
          exe.pipeline().schedule() + ", " + std::to_string(exe.pipeline().num_stages()) + " stage(s), " +
          std::to_string(exe.pipeline().gradient_accumulation()) + " micro-batches per update, " +
          number(total) + " cycles</text>\n";
   for (int s = 0; s < t.stages; ++s) {
     svg += "<text x=\"4\" y=\"" + number(kTop + kRow * s + 24) + "\">IPU " + std::to_string(s) + "</text>\n";
-    svg += "<line x1=\"" + number(kLeft) + "\" x2=\"" + number(kLeft + kWidth) + "\" y1=\"" + number(kTop + kRow * (s + 1)) +
-           "\" y2=\"" + number(kTop + kRow * (s + 1)) + "\" stroke=\"#ddd\"/>\n";
+    svg += "<line x1=\"" + number(kLeft) + "\" x2=\"" + number(kLeft + kWidth) + "\" y1=\"" +
+           number(kTop + kRow * (s + 1)) + "\" y2=\"" + number(kTop + kRow * (s + 1)) +
+           "\" stroke=\"#ddd\"/>\n";
   }
   double start = 0;
   for (const auto& slot : est.slots()) {
@@ -99,9 +101,9 @@ std::string schedule_svg(const format::Executable& exe) {
       const double y = kTop + kRow * w.stage() + 4;
       const char* fill = w.forward() ? "#6fa8dc" : "#e69138";
       const std::string label = (w.forward() ? "F" : "B") + std::to_string(w.micro_batch());
-      svg += "<rect x=\"" + number(x) + "\" y=\"" + number(y) + "\" width=\"" + number(width) + "\" height=\"" +
-             number(kRow - 8) + "\" fill=\"" + fill + "\"><title>" + label + ": " + number(w.cycles()) +
-             " cycles</title></rect>\n";
+      svg += "<rect x=\"" + number(x) + "\" y=\"" + number(y) + "\" width=\"" + number(width) +
+             "\" height=\"" + number(kRow - 8) + "\" fill=\"" + fill + "\"><title>" + label + ": " +
+             number(w.cycles()) + " cycles</title></rect>\n";
       if (width > 14) {
         svg += "<text x=\"" + number(x + 3) + "\" y=\"" + number(y + 20) + "\">" + label + "</text>\n";
       }
@@ -110,20 +112,22 @@ std::string schedule_svg(const format::Executable& exe) {
   }
   if (t.update > 0) {
     for (int s = 0; s < t.stages; ++s) {
-      svg += "<rect x=\"" + number(kLeft + start * scale) + "\" y=\"" + number(kTop + kRow * s + 4) + "\" width=\"" +
-             number(std::max(1.0, t.update * scale - 1)) + "\" height=\"" + number(kRow - 8) +
+      svg += "<rect x=\"" + number(kLeft + start * scale) + "\" y=\"" + number(kTop + kRow * s + 4) +
+             "\" width=\"" + number(std::max(1.0, t.update * scale - 1)) + "\" height=\"" + number(kRow - 8) +
              "\" fill=\"#93c47d\"><title>update: " + number(t.update) + " cycles</title></rect>\n";
     }
   }
   svg += "<text x=\"" + number(kLeft) + "\" y=\"" + number(height - 12) +
-         "\">F = forward, B = backward (blue, orange) by micro-batch; green = all-reduce and weight update</text>\n";
+         "\">F = forward, B = backward (blue, orange) by micro-batch; green = all-reduce and weight "
+         "update</text>\n";
   return svg + "</svg>\n";
 }
 
 std::string schedule_html(const format::Executable& exe) {
   nlohmann::json numbers = schedule_json(exe);
   return "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + exe.model_name() +
-         " schedule</title></head>\n<body>\n" + schedule_svg(exe) + "<pre>" + numbers.dump(2) + "</pre>\n</body></html>\n";
+         " schedule</title></head>\n<body>\n" + schedule_svg(exe) + "<pre>" + numbers.dump(2) +
+         "</pre>\n</body></html>\n";
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

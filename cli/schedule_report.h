@@ -14,4 +14,4 @@ nlohmann::json schedule_json(const format::Executable& executable);
 std::string schedule_svg(const format::Executable& executable);
 std::string schedule_html(const format::Executable& executable);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

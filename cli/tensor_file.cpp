@@ -9,4 +9,4 @@ StatusOr<data::NpyArray> read_tensor_file(const std::string& path) {
   return pb ? data::read_tensor_proto_file(path) : data::read_npy(path);
 }
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -13,4 +13,4 @@ namespace ipu::cli {
 // IoError from the file system, InvalidArgument / DataLoss / Unsupported for the content.
 StatusOr<data::NpyArray> read_tensor_file(const std::string& path);
 
-}  // namespace ipu::cli
+} // namespace ipu::cli

@@ -7,14 +7,14 @@
 namespace ipu::compile_cache {
 
 enum class CacheOutcome {
-  kHit,        // the local cache had it
-  kRemoteHit,  // the remote cache had it (and it is now in the local one, if writable)
-  kMiss,       // compiled and stored
-  kForced,     // compiled on request (--force) whatever the cache held, and stored
-  kDisabled,   // compiled without a cache (--no-cache, or the cache could not be opened)
+  kHit,       // the local cache had it
+  kRemoteHit, // the remote cache had it (and it is now in the local one, if writable)
+  kMiss,      // compiled and stored
+  kForced,    // compiled on request (--force) whatever the cache held, and stored
+  kDisabled,  // compiled without a cache (--no-cache, or the cache could not be opened)
 };
 
 // "hit", "remote-hit", "miss", "forced", "disabled".
 std::string cache_outcome_name(CacheOutcome outcome);
 
-}  // namespace ipu::compile_cache
+} // namespace ipu::compile_cache

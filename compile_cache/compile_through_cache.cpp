@@ -27,7 +27,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 // The cache side of one compile: lookups that may hit, and the bookkeeping around them.
 class CacheSession {
- public:
+public:
   CacheSession(cache::LocalStore& store, const cache::Manifest& manifest, const WarningSink& warn)
       : m_store(store), m_manifest(manifest), m_key(manifest.key()), m_warn(warn) {}
 
@@ -44,7 +44,7 @@ class CacheSession {
       return false;
     }
     m_key_lock.emplace(std::move(*locked));
-    return try_hit_once(out, true);  // another process may have compiled it while we waited
+    return try_hit_once(out, true); // another process may have compiled it while we waited
   }
 
   // Statistics are bookkeeping: failing to update them warns, never fails the compile.
@@ -66,7 +66,7 @@ class CacheSession {
 
   cache::CacheStats& delta() { return m_delta; }
 
- private:
+private:
   // `holding_lock`: no other compile of this key is between writing its executable and its
   // manifest, so an executable without a manifest is a dead put worth reporting.
   bool try_hit_once(CachedCompile& out, bool holding_lock) {
@@ -75,10 +75,12 @@ class CacheSession {
       say(found.status().message());
       return false;
     }
-    for (const auto& w : found->warnings) say(w);
+    for (const auto& w : found->warnings)
+      say(w);
     if (found->uncommitted_executable && holding_lock) {
-      say(found->path + ": executable without its manifest (a compile that died before committing); treated as a "
-                        "cache miss");
+      say(found->path +
+          ": executable without its manifest (a compile that died before committing); treated as a "
+          "cache miss");
     }
     if (!found->hit) return false;
     auto parsed = format::parse_executable(found->executable_bytes, found->path);
@@ -142,7 +144,8 @@ Status use_model_weights(format::Executable& exe, const frontend::LoadedModel& m
     if (tensor.role() != format::WEIGHT || tensor.initial_value().empty()) continue;
     auto value = weights.find(tensor.name());
     if (value == weights.end() || value->second.size() != tensor.initial_value().size()) {
-      return data_loss(model_path + ": weight '" + tensor.name() + "' of the cached executable has no value of " +
+      return data_loss(model_path + ": weight '" + tensor.name() +
+                       "' of the cached executable has no value of " +
                        std::to_string(tensor.initial_value().size()) + " bytes in the model");
     }
     tensor.set_initial_value(value->second);
@@ -156,7 +159,7 @@ Status use_model_weights(format::Executable& exe, const frontend::LoadedModel& m
 // turns the remote cache off for the rest of the compile; a rejected entry warns too but is then
 // replaced by the upload of this compile. A 404 is a plain miss. One warning per compile at most.
 class RemoteSession {
- public:
+public:
   RemoteSession(cache::RemoteStore remote, bool read_only, const WarningSink& warn)
       : m_remote(std::move(remote)), m_read_only(read_only), m_warn(warn) {}
 
@@ -178,7 +181,8 @@ class RemoteSession {
       return false;
     }
     auto parsed = format::parse_executable(fetched->executable_bytes, where + ".ipuexe");
-    const Status usable = parsed.ok() ? check_cache_entry(*parsed, manifest, where + ".ipuexe") : parsed.status();
+    const Status usable =
+        parsed.ok() ? check_cache_entry(*parsed, manifest, where + ".ipuexe") : parsed.status();
     if (!usable.ok()) {
       rejected(usable.message(), delta);
       return false;
@@ -196,7 +200,7 @@ class RemoteSession {
     if (!put.ok()) failed(put, delta);
   }
 
- private:
+private:
   void failed(const Status& status, cache::CacheStats& delta) {
     delta.remote_errors += 1;
     m_failed = true;
@@ -221,7 +225,7 @@ class RemoteSession {
   bool m_warned = false;
 };
 
-}  // namespace
+} // namespace
 
 cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::LoadedModel& model) {
   cache::Manifest m;
@@ -229,7 +233,8 @@ cache::Manifest make_manifest(const compiler::CompileOptions& options, const fro
   m.set("format_version", std::to_string(format::kFormatVersion));
   m.set("compiler_build", compiler_build_identity());
   m.set("model_structure_sha256", model.fingerprint().structure_sha256);
-  for (auto& [name, value] : compiler::codegen_options(model, options)) m.set("option." + name, value);
+  for (auto& [name, value] : compiler::codegen_options(model, options))
+    m.set("option." + name, value);
   return m;
 }
 
@@ -237,8 +242,8 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   const auto start = std::chrono::steady_clock::now();
   IPU_ASSIGN_OR_RETURN(std::string model_text, read_file(request.options.model_path));
   frontend::LoadedModel model = frontend::LoadedModel::parse(model_text, request.options.model_path);
-  model_text = std::string();  // the parse holds all a compile needs: the file's bytes go before it
-  const frontend::ModelFingerprint fingerprint = model.fingerprint();  // a copy: a miss compiles `model` away
+  model_text = std::string(); // the parse holds all a compile needs: the file's bytes go before it
+  const frontend::ModelFingerprint fingerprint = model.fingerprint(); // a copy: a miss compiles `model` away
   const cache::Manifest manifest = make_manifest(request.options, model);
   CachedCompile out;
   out.key = manifest.key();
@@ -247,7 +252,8 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   // The cache is an accelerator: if it cannot be opened, compile anyway and say so once.
   std::unique_ptr<cache::LocalStore> store;
   if (request.use_cache) {
-    auto opened = cache::LocalStore::open(request.cache_dir.empty() ? cache::default_cache_dir() : request.cache_dir);
+    auto opened =
+        cache::LocalStore::open(request.cache_dir.empty() ? cache::default_cache_dir() : request.cache_dir);
     if (opened.ok()) {
       store = std::make_unique<cache::LocalStore>(std::move(*opened));
     } else {
@@ -313,7 +319,8 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     }
   }
 
-  IPU_ASSIGN_OR_RETURN(compiler::CompileResult compiled, compiler::compile_model(std::move(model), request.options));
+  IPU_ASSIGN_OR_RETURN(compiler::CompileResult compiled,
+                       compiler::compile_model(std::move(model), request.options));
   out.executable = std::move(compiled.executable);
   for (const auto& [name, value] : manifest.entries()) {
     auto* entry = out.executable.add_manifest();
@@ -352,4 +359,4 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   return out;
 }
 
-}  // namespace ipu::compile_cache
+} // namespace ipu::compile_cache

@@ -24,25 +24,25 @@ namespace ipu::compile_cache {
 cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::LoadedModel& model);
 
 struct CachedCompileRequest {
-  compiler::CompileOptions options;  // options.model_path names the model file
-  std::string cache_dir;             // "": cache::default_cache_dir()
-  bool use_cache = true;             // false: neither read nor write the cache
-  bool force = false;                // compile even on a hit (the result is stored)
-  bool keep_ir = false;              // compile even on a hit and return the IR text (--dump-ir)
-  uint64_t max_size = 0;             // eviction limit after a store
-  std::string remote_url;            // "": no remote cache (docs/cache.md, "Remote cache")
-  bool remote_read_only = false;     // look the remote cache up, never upload
+  compiler::CompileOptions options; // options.model_path names the model file
+  std::string cache_dir;            // "": cache::default_cache_dir()
+  bool use_cache = true;            // false: neither read nor write the cache
+  bool force = false;               // compile even on a hit (the result is stored)
+  bool keep_ir = false;             // compile even on a hit and return the IR text (--dump-ir)
+  uint64_t max_size = 0;            // eviction limit after a store
+  std::string remote_url;           // "": no remote cache (docs/cache.md, "Remote cache")
+  bool remote_read_only = false;    // look the remote cache up, never upload
 };
 
 struct CachedCompile {
   std::string key;
   CacheOutcome outcome = CacheOutcome::kMiss;
-  std::string entry;    // the entry's .ipuexe path; "" if the executable is not in the cache
-  std::string bytes;    // the framed executable
+  std::string entry; // the entry's .ipuexe path; "" if the executable is not in the cache
+  std::string bytes; // the framed executable
   format::Executable executable;
-  compiler::CompileTimings timings;  // zero on a hit
+  compiler::CompileTimings timings; // zero on a hit
   std::string ir_text;
-  double seconds = 0;   // wall time of the whole call
+  double seconds = 0; // wall time of the whole call
 };
 
 // Called once per problem that only degrades caching (unusable directory, corrupt entry,
@@ -53,4 +53,4 @@ using WarningSink = std::function<void(const std::string&)>;
 // a compile, it is reported through `warn`.
 StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& request, const WarningSink& warn);
 
-}  // namespace ipu::compile_cache
+} // namespace ipu::compile_cache

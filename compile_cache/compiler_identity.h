@@ -10,4 +10,4 @@ namespace ipu::compile_cache {
 
 std::string compiler_build_identity();
 
-}  // namespace ipu::compile_cache
+} // namespace ipu::compile_cache

@@ -18,7 +18,8 @@ StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const
   return manifest;
 }
 
-Status check_executable_key(const format::Executable& exe, const cache::Manifest& expected, const std::string& origin) {
+Status check_executable_key(const format::Executable& exe, const cache::Manifest& expected,
+                            const std::string& origin) {
   IPU_ASSIGN_OR_RETURN(cache::Manifest recorded, recorded_manifest(exe, origin));
   if (recorded == expected) return Status();
   if (recorded.entries().empty()) {
@@ -30,11 +31,12 @@ Status check_executable_key(const format::Executable& exe, const cache::Manifest
                    expected.key() + " (its manifest differs in '" + differing.front() + "')");
 }
 
-Status check_cache_entry(const format::Executable& exe, const cache::Manifest& expected, const std::string& origin) {
+Status check_cache_entry(const format::Executable& exe, const cache::Manifest& expected,
+                         const std::string& origin) {
   IPU_RETURN_IF_ERROR(check_executable_key(exe, expected, origin));
   IPU_RETURN_IF_ERROR_CTX(format::verify_executable(exe), origin);
   IPU_RETURN_IF_ERROR_CTX(format::verify_host_contract(exe), origin);
   return Status();
 }
 
-}  // namespace ipu::compile_cache
+} // namespace ipu::compile_cache

@@ -24,12 +24,14 @@ StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const
 
 // OK if `exe` records exactly `expected`, so it belongs under expected.key(). Otherwise DataLoss
 // naming `origin`, the key the executable belongs under and the first manifest field that differs.
-Status check_executable_key(const format::Executable& exe, const cache::Manifest& expected, const std::string& origin);
+Status check_executable_key(const format::Executable& exe, const cache::Manifest& expected,
+                            const std::string& origin);
 
 // check_executable_key, then the checks ipurun makes before it runs an executable
 // (verify_executable, verify_host_contract; docs/executable_format.md): an entry a hit uses, a
 // remote fetch stores or `cache verify` passes is one that runs. A writer of the cache can frame
 // any message under a key's recorded manifest, so belonging to the key is not enough.
-Status check_cache_entry(const format::Executable& exe, const cache::Manifest& expected, const std::string& origin);
+Status check_cache_entry(const format::Executable& exe, const cache::Manifest& expected,
+                         const std::string& origin);
 
-}  // namespace ipu::compile_cache
+} // namespace ipu::compile_cache

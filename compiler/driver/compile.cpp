@@ -24,7 +24,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // The shortest decimal that reads back as exactly this float (0.01, not 0x1.47ae14p-7): one text
 // per value, so equal values give equal keys, and the one a person would write (cache explain).
 std::string float_key(float value) {
-  char buffer[32];  // a float's shortest form has at most 15 characters (-1.17549435e-38)
+  char buffer[32]; // a float's shortest form has at most 15 characters (-1.17549435e-38)
   return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
 }
 
@@ -35,15 +35,17 @@ std::string constant_inputs_key(const std::map<std::string, frontend::ConstantIn
   std::string out;
   for (const auto& [name, bound] : inputs) {
     std::string dims;
-    for (int64_t d : bound.value.shape) dims += (dims.empty() ? "" : ",") + std::to_string(d);
-    out += (out.empty() ? "" : ";") + std::to_string(name.size()) + ":" + name + "=" + bound.value.dtype + "[" + dims +
-           "]:" + sha256_hex(bound.value.data);
+    for (int64_t d : bound.value.shape)
+      dims += (dims.empty() ? "" : ",") + std::to_string(d);
+    out += (out.empty() ? "" : ";") + std::to_string(name.size()) + ":" + name + "=" + bound.value.dtype +
+           "[" + dims + "]:" + sha256_hex(bound.value.data);
   }
   return out;
 }
 
 Status validate_options(const CompileOptions& o) {
-  if (o.batch_size == 0 || o.batch_size > (1u << 20)) return bad_option("--batch-size must be in [1, 1048576]");
+  if (o.batch_size == 0 || o.batch_size > (1u << 20))
+    return bad_option("--batch-size must be in [1, 1048576]");
   if (o.steps_per_execution == 0 || o.steps_per_execution > (1u << 24)) {
     return bad_option("--steps-per-execution must be in [1, 16777216]");
   }
@@ -52,8 +54,8 @@ Status validate_options(const CompileOptions& o) {
   }
   if (o.steps_per_execution % o.gradient_accumulation != 0) {
     return bad_option("--steps-per-execution " + std::to_string(o.steps_per_execution) +
-                            " is not a multiple of --gradient-accumulation " + std::to_string(o.gradient_accumulation) +
-                            ": an execution must end on a weight update");
+                      " is not a multiple of --gradient-accumulation " +
+                      std::to_string(o.gradient_accumulation) + ": an execution must end on a weight update");
   }
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return bad_option("--gradient-accumulation applies to training only (--mode infer)");
@@ -61,7 +63,8 @@ Status validate_options(const CompileOptions& o) {
   if (o.loss && *o.loss != "sparse_categorical_crossentropy") {
     return bad_option("--loss must be sparse_categorical_crossentropy, got '" + *o.loss + "'");
   }
-  if (o.optimizer && *o.optimizer != "sgd") return bad_option("--optimizer must be sgd, got '" + *o.optimizer + "'");
+  if (o.optimizer && *o.optimizer != "sgd")
+    return bad_option("--optimizer must be sgd, got '" + *o.optimizer + "'");
   if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
   if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return bad_option("--momentum must be in [0, 1)");
   return Status();
@@ -80,31 +83,33 @@ passes::OptimizerConfig with_overrides(passes::OptimizerConfig optimizer, const 
   return optimizer;
 }
 
-StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& options, uint64_t bytes_per_tile) {
+StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& options,
+                           uint64_t bytes_per_tile) {
   if (loaded.is_onnx()) {
     if (options.mode == Mode::kTrain && !options.loss) {
       return bad_option(options.model_path + ": an ONNX model has no loss; give --loss "
-                              "sparse_categorical_crossentropy to train it, or --mode infer");
+                                             "sparse_categorical_crossentropy to train it, or --mode infer");
     }
   } else if (!options.constant_inputs.empty()) {
     return bad_option(options.model_path + ": --constant-input applies to ONNX models only");
   }
   Model model;
   const frontend::ModelTraining training = loaded.training();
-  frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment, options.mode == Mode::kTrain,
-                                     options.constant_inputs, bytes_per_tile};
+  frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment,
+                                     options.mode == Mode::kTrain, options.constant_inputs, bytes_per_tile};
   IPU_ASSIGN_OR_RETURN(model.forward, std::move(loaded).forward_graph(import));
   model.loss = training.loss;
   model.optimizer = with_overrides(training.optimizer, options);
   return model;
 }
 
-}  // namespace
+} // namespace
 
 CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options) {
   if (options.gradient_accumulation == 0) {
     const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
-    options.gradient_accumulation = fills_pipeline ? static_cast<uint32_t>(model.stage_count(options.stage_assignment)) : 1;
+    options.gradient_accumulation =
+        fills_pipeline ? static_cast<uint32_t>(model.stage_count(options.stage_assignment)) : 1;
   }
   if (options.steps_per_execution == 0) options.steps_per_execution = options.gradient_accumulation;
   return options;
@@ -134,10 +139,12 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
     out.emplace_back("momentum", float_key(optimizer.momentum));
   } else {
-    for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"}) out.emplace_back(name, "unused");
+    for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"})
+      out.emplace_back(name, "unused");
   }
   std::string stages;
-  for (int s : o.stage_assignment) stages += (stages.empty() ? "" : ",") + std::to_string(s);
+  for (int s : o.stage_assignment)
+    stages += (stages.empty() ? "" : ",") + std::to_string(s);
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
   const bool pipelined = model.stage_count(o.stage_assignment) > 1;
   out.emplace_back("schedule", pipelined ? o.schedule : "none");
@@ -151,7 +158,8 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
 }
 
 StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const CompileOptions& given) {
-  ir::install_op_table(ir::op_definitions());  // every graph the frontends and passes build runs the ops' rules
+  ir::install_op_table(
+      ir::op_definitions()); // every graph the frontends and passes build runs the ops' rules
   const CompileOptions options = with_model_defaults(loaded, given);
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
@@ -170,36 +178,44 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   const uint32_t ipus_needed = stages * options.replicas;
   if (ipus_needed > options.num_ipus) {
     return bad_option(options.model_path + ": " + std::to_string(stages) + " stage(s) x " +
-                            std::to_string(options.replicas) + " replica(s) need " + std::to_string(ipus_needed) +
-                            " IPUs, the target has " + std::to_string(options.num_ipus) + " (--num-ipus)");
+                      std::to_string(options.replicas) + " replica(s) need " + std::to_string(ipus_needed) +
+                      " IPUs, the target has " + std::to_string(options.num_ipus) + " (--num-ipus)");
   }
   IPU_ASSIGN_OR_RETURN(lowering::Schedule schedule, lowering::parse_schedule(options.schedule));
   if (stages > 1 && schedule != lowering::Schedule::kSequential && options.mode == Mode::kTrain &&
       options.gradient_accumulation < stages) {
-    return bad_option(options.model_path + ": the " + options.schedule + " schedule needs --gradient-accumulation >= " +
-                            std::to_string(stages) + " (the number of stages) to fill the pipeline, got " +
-                            std::to_string(options.gradient_accumulation));
+    return bad_option(options.model_path + ": the " + options.schedule +
+                      " schedule needs --gradient-accumulation >= " + std::to_string(stages) +
+                      " (the number of stages) to fill the pipeline, got " +
+                      std::to_string(options.gradient_accumulation));
   }
-  target.num_ipus = stages;  // the lowering plans one replica
+  target.num_ipus = stages; // the lowering plans one replica
   lowering::GraphInterface io;
-  for (const auto& in : forward.inputs) io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
-  for (const auto& out : forward.outputs) io.outputs.push_back({out.value, out.name, out.dtype, out.batched});
-  if (options.mode == Mode::kTrain && (io.inputs.size() != 1 || io.outputs.size() != 1 || !forward.inputs[0].batched)) {
-    return unsupported(options.model_path + ": training needs a model with one batched input and one output; this one has " +
-                       std::to_string(io.inputs.size()) + " input(s) and " + std::to_string(io.outputs.size()) +
-                       " output(s) (--mode infer runs it)");
+  for (const auto& in : forward.inputs)
+    io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
+  for (const auto& out : forward.outputs)
+    io.outputs.push_back({out.value, out.name, out.dtype, out.batched});
+  if (options.mode == Mode::kTrain &&
+      (io.inputs.size() != 1 || io.outputs.size() != 1 || !forward.inputs[0].batched)) {
+    return unsupported(options.model_path +
+                       ": training needs a model with one batched input and one output; this one has " +
+                       std::to_string(io.inputs.size()) + " input(s) and " +
+                       std::to_string(io.outputs.size()) + " output(s) (--mode infer runs it)");
   }
   if (options.mode == Mode::kTrain) {
-    IPU_ASSIGN_OR_RETURN(passes::LossValues loss, passes::add_loss(forward.graph, forward.scores(), model.loss));
-    IPU_ASSIGN_OR_RETURN(io.accumulators,
-                         passes::add_gradients_and_updates(forward.graph, loss.loss, model.optimizer,
-                                                           {options.gradient_accumulation, options.replicas, stages}));
+    IPU_ASSIGN_OR_RETURN(passes::LossValues loss,
+                         passes::add_loss(forward.graph, forward.scores(), model.loss));
+    IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
+                                              forward.graph, loss.loss, model.optimizer,
+                                              {options.gradient_accumulation, options.replicas, stages}));
     io.loss = loss;
   }
   // After autodiff, so gradients are taken of the unfused graph.
   std::vector<int> interface_values;
-  for (const lowering::IoBinding& b : io.inputs) interface_values.push_back(b.value);
-  for (const lowering::IoBinding& b : io.outputs) interface_values.push_back(b.value);
+  for (const lowering::IoBinding& b : io.inputs)
+    interface_values.push_back(b.value);
+  for (const lowering::IoBinding& b : io.outputs)
+    interface_values.push_back(b.value);
   passes::fuse_epilogues(forward.graph, interface_values);
   passes::fuse_gelu(forward.graph, interface_values);
   passes::fuse_layer_norm(forward.graph, interface_values);
@@ -207,8 +223,12 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   result.ir_text = forward.graph.to_string();
 
   start = std::chrono::steady_clock::now();
-  lowering::LoweringOptions lowering_options{options.batch_size, options.steps_per_execution,
-                                             options.gradient_accumulation, options.replicas, stages, schedule,
+  lowering::LoweringOptions lowering_options{options.batch_size,
+                                             options.steps_per_execution,
+                                             options.gradient_accumulation,
+                                             options.replicas,
+                                             stages,
+                                             schedule,
                                              options.recompute};
   auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options, ir::op_lowerings());
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
@@ -228,8 +248,9 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   pipeline->set_gradient_accumulation(options.gradient_accumulation);
   pipeline->set_replicas(options.replicas);
   pipeline->set_schedule(stages > 1 ? options.schedule : "none");
-  for (uint32_t s = 0; s < stages; ++s) pipeline->add_stage_ipu(s);
+  for (uint32_t s = 0; s < stages; ++s)
+    pipeline->add_stage_ipu(s);
   return result;
 }
 
-}  // namespace ipu::compiler
+} // namespace ipu::compiler

@@ -19,7 +19,7 @@ namespace ipu::compiler {
 enum class Mode { kTrain, kInfer };
 
 struct CompileOptions {
-  std::string model_path;  // the model file: messages, the executable's model name; ".onnx" selects ONNX
+  std::string model_path; // the model file: messages, the executable's model name; ".onnx" selects ONNX
   std::string arch = "mk2";
   std::optional<uint32_t> tiles_per_ipu;
   std::optional<uint64_t> bytes_per_tile;
@@ -29,15 +29,15 @@ struct CompileOptions {
   uint32_t gradient_accumulation = 0;
   uint32_t steps_per_execution = 0;
   uint32_t replicas = 1;
-  uint32_t num_ipus = 16;  // IPUs of the target machine (an IPU-POD16)
+  uint32_t num_ipus = 16; // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
-  std::optional<std::string> loss;       // overrides the spec's loss; required to train ONNX models
-  std::optional<std::string> optimizer;  // "sgd"; ONNX models train with SGD when not given
-  std::optional<float> learning_rate;  // overrides the spec's optimizer
+  std::optional<std::string> loss;      // overrides the spec's loss; required to train ONNX models
+  std::optional<std::string> optimizer; // "sgd"; ONNX models train with SGD when not given
+  std::optional<float> learning_rate;   // overrides the spec's optimizer
   std::optional<float> momentum;
-  std::vector<int> stage_assignment;   // overrides the spec's stages when non-empty
-  std::string schedule = "grouped";    // pipeline schedule: grouped, interleaved, sequential
-  bool recompute = false;              // pipelines: recompute activations instead of stashing them
+  std::vector<int> stage_assignment; // overrides the spec's stages when non-empty
+  std::string schedule = "grouped";  // pipeline schedule: grouped, interleaved, sequential
+  bool recompute = false;            // pipelines: recompute activations instead of stashing them
   // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
   std::map<std::string, frontend::ConstantInput> constant_inputs;
 };
@@ -68,7 +68,7 @@ struct CompileResult {
   format::Executable executable;
   lowering::MemoryPlan memory;
   CompileTimings timings;
-  std::string ir_text;  // the IR after the training passes, for --dump-ir
+  std::string ir_text; // the IR after the training passes, for --dump-ir
 };
 
 // Errors: BadOption (an option value, or one the model cannot take), InvalidArgument (a bad
@@ -80,4 +80,4 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel model, const Compile
 // compile_model of model bytes, loaded as options.model_path (the unit tests' models).
 StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options);
 
-}  // namespace ipu::compiler
+} // namespace ipu::compiler

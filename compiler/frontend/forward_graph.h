@@ -12,20 +12,20 @@ namespace ipu::frontend {
 struct ModelIo {
   int value = -1;
   std::string name;
-  std::string dtype = "f4";  // the host dtype (npy code); every device value is float32
-  bool batched = true;       // axis 0 is the micro-batch
+  std::string dtype = "f4"; // the host dtype (npy code); every device value is float32
+  bool batched = true;      // axis 0 is the micro-batch
 };
 
 struct ForwardGraph {
   ir::Graph graph;
-  std::vector<ModelIo> inputs;   // in the model's order; training feeds inputs[0]
-  std::vector<ModelIo> outputs;  // in the model's order; the loss reads outputs[0]
+  std::vector<ModelIo> inputs;  // in the model's order; training feeds inputs[0]
+  std::vector<ModelIo> outputs; // in the model's order; the loss reads outputs[0]
   int num_stages = 1;
-  std::string name;  // the model's name, recorded in the executable
-  std::string source_onnx;  // ONNX models: the ModelProto without its weights' data
+  std::string name;        // the model's name, recorded in the executable
+  std::string source_onnx; // ONNX models: the ModelProto without its weights' data
 
   int features() const { return inputs.at(0).value; }
   int scores() const { return outputs.at(0).value; }
 };
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

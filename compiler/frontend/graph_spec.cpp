@@ -30,8 +30,9 @@ const std::set<std::string> kCommonKeys = {"name", "type", "inputs", "stage"};
 const std::map<std::string, std::set<std::string>> kLayerTypes = {
     {"Dense", {"units", "activation", "use_bias", "kernel_initializer", "bias_initializer"}},
     {"Flatten", {}},
-    {"Conv2D", {"filters", "kernel_size", "strides", "padding", "activation", "use_bias", "kernel_initializer",
-                "bias_initializer"}},
+    {"Conv2D",
+     {"filters", "kernel_size", "strides", "padding", "activation", "use_bias", "kernel_initializer",
+      "bias_initializer"}},
     {"MaxPool2D", {"pool_size", "strides", "padding"}},
     {"MaxPooling2D", {"pool_size", "strides", "padding"}},
     {"AveragePooling2D", {"pool_size", "strides", "padding"}},
@@ -43,11 +44,14 @@ const std::map<std::string, std::set<std::string>> kLayerTypes = {
 };
 
 // Merge layers read several inputs, so only the functional form can wire them.
-bool is_merge_layer(const std::string& type) { return type == "Add" || type == "Concatenate"; }
+bool is_merge_layer(const std::string& type) {
+  return type == "Add" || type == "Concatenate";
+}
 
 std::string supported_types() {
   std::string out;
-  for (const auto& entry : kLayerTypes) out += (out.empty() ? "" : ", ") + entry.first;
+  for (const auto& entry : kLayerTypes)
+    out += (out.empty() ? "" : ", ") + entry.first;
   return out;
 }
 
@@ -61,7 +65,9 @@ bool known_key(const std::string& key) {
 
 // An integer or a list of two, each in [1, limit] (Keras's int-or-tuple arguments).
 std::optional<std::array<int64_t, 2>> parse_pair(const json& j, int64_t limit) {
-  auto ok = [&](const json& v) { return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= limit; };
+  auto ok = [&](const json& v) {
+    return v.is_number_integer() && v.get<int64_t>() >= 1 && v.get<int64_t>() <= limit;
+  };
   if (ok(j)) return std::array<int64_t, 2>{j.get<int64_t>(), j.get<int64_t>()};
   if (j.is_array() && j.size() == 2 && ok(j[0]) && ok(j[1])) {
     return std::array<int64_t, 2>{j[0].get<int64_t>(), j[1].get<int64_t>()};
@@ -73,7 +79,7 @@ std::optional<std::array<int64_t, 2>> parse_pair(const json& j, int64_t limit) {
 // something ipucc does not implement (an Adam optimizer, a float16 input) is Unsupported, as an
 // ONNX op is; if both kinds are present, Unsupported, as the ONNX importer reports them.
 class Problems {
- public:
+public:
   explicit Problems(std::string path) : m_path(std::move(path)) {}
   void add(const std::string& where, const std::string& what) { add_line(where, what); }
   void add_unsupported(const std::string& where, const std::string& what) {
@@ -83,11 +89,12 @@ class Problems {
   bool empty() const { return m_lines.empty(); }
   Status status() const {
     std::string message;
-    for (const auto& line : m_lines) message += (message.empty() ? "" : "\n") + line;
+    for (const auto& line : m_lines)
+      message += (message.empty() ? "" : "\n") + line;
     return m_unsupported ? unsupported(message) : invalid_argument(message);
   }
 
- private:
+private:
   void add_line(const std::string& where, const std::string& what) {
     m_lines.push_back(m_path + ": " + (where.empty() ? "" : where + ": ") + what);
   }
@@ -114,7 +121,8 @@ std::string layer_label(const LayerSpec& layer) {
   return "layer '" + layer.name + "'" + (layer.type.empty() ? "" : " (" + layer.type + ")");
 }
 
-std::optional<InitializerSpec> parse_initializer(const json& j, Problems& problems, const std::string& where) {
+std::optional<InitializerSpec> parse_initializer(const json& j, Problems& problems,
+                                                 const std::string& where) {
   InitializerSpec init;
   if (j.is_string()) {
     init.type = j.get<std::string>();
@@ -144,7 +152,8 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     problems.add("layer " + std::to_string(index), "must be an object");
     return layer;
   }
-  layer.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : "layer" + std::to_string(index);
+  layer.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>()
+                                                           : "layer" + std::to_string(index);
   if (!j.contains("type") || !j["type"].is_string()) {
     problems.add(layer_label(layer), "missing 'type'");
     return layer;
@@ -165,18 +174,22 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
   const bool merge = is_merge_layer(layer.type);
   if (functional) {
     const json* inputs = j.contains("inputs") && j["inputs"].is_array() ? &j["inputs"] : nullptr;
-    const bool names = inputs && std::all_of(inputs->begin(), inputs->end(), [](const json& v) { return v.is_string(); });
+    const bool names =
+        inputs && std::all_of(inputs->begin(), inputs->end(), [](const json& v) { return v.is_string(); });
     if (merge && !(names && inputs->size() >= 2 && inputs->size() <= kMaxMergeInputs)) {
       problems.add(where, "'inputs' must list 2 to " + std::to_string(kMaxMergeInputs) + " input names");
     } else if (!merge && !(names && inputs->size() == 1)) {
       problems.add(where, "'inputs' must list exactly one input name");
     } else {
-      for (const json& name : *inputs) layer.inputs.push_back(name.get<std::string>());
+      for (const json& name : *inputs)
+        layer.inputs.push_back(name.get<std::string>());
     }
   } else if (j.contains("inputs")) {
     problems.add(where, "'inputs' belongs to functional specs; a sequential layer reads the previous one");
   } else if (merge) {
-    problems.add(where, layer.type + " merges several layers: use the functional form, whose nodes list their 'inputs'");
+    problems.add(where,
+                 layer.type +
+                     " merges several layers: use the functional form, whose nodes list their 'inputs'");
   }
   if (layer.type == "Concatenate" && j.contains("axis")) {
     if (!j["axis"].is_number_integer()) {
@@ -202,7 +215,8 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     }
     auto kernel = j.contains("kernel_size") ? parse_pair(j["kernel_size"], kMaxWindow) : std::nullopt;
     if (!kernel) {
-      problems.add(where, "'kernel_size' must be an integer or two integers in [1, " + std::to_string(kMaxWindow) + "]");
+      problems.add(where, "'kernel_size' must be an integer or two integers in [1, " +
+                              std::to_string(kMaxWindow) + "]");
     } else {
       layer.kernel_size = *kernel;
     }
@@ -211,13 +225,15 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     if (auto pool = parse_pair(j["pool_size"], kMaxWindow)) {
       layer.pool_size = *pool;
     } else {
-      problems.add(where, "'pool_size' must be an integer or two integers in [1, " + std::to_string(kMaxWindow) + "]");
+      problems.add(where, "'pool_size' must be an integer or two integers in [1, " +
+                              std::to_string(kMaxWindow) + "]");
     }
   }
   if (j.contains("strides") && type != kLayerTypes.end() && type->second.count("strides")) {
     layer.strides = parse_pair(j["strides"], kMaxWindow);
     if (!layer.strides) {
-      problems.add(where, "'strides' must be an integer or two integers in [1, " + std::to_string(kMaxWindow) + "]");
+      problems.add(where,
+                   "'strides' must be an integer or two integers in [1, " + std::to_string(kMaxWindow) + "]");
     }
   }
   if (j.contains("padding") && type != kLayerTypes.end() && type->second.count("padding")) {
@@ -228,7 +244,8 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     }
   }
   if (layer.type == "Dropout") {
-    if (!j.contains("rate") || !j["rate"].is_number() || j["rate"].get<double>() < 0 || j["rate"].get<double>() >= 1) {
+    if (!j.contains("rate") || !j["rate"].is_number() || j["rate"].get<double>() < 0 ||
+        j["rate"].get<double>() >= 1) {
       problems.add(where, "'rate' must be a number in [0, 1)");
     } else {
       layer.rate = j["rate"].get<double>();
@@ -247,7 +264,8 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
     int inferred = 0;
     for (size_t i = 0; ok && i < target->size(); ++i) {
       const json& d = (*target)[i];
-      ok = d.is_number_integer() && (d.get<int64_t>() == -1 || (d.get<int64_t>() >= 1 && d.get<int64_t>() <= kMaxSampleElements));
+      ok = d.is_number_integer() &&
+           (d.get<int64_t>() == -1 || (d.get<int64_t>() >= 1 && d.get<int64_t>() <= kMaxSampleElements));
       if (ok && d.get<int64_t>() == -1) ok = ++inferred == 1;
       if (ok) layer.target_shape.push_back(d.get<int64_t>());
     }
@@ -259,26 +277,32 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
   if (layer.type == "Dense" || layer.type == "Conv2D") {
     if (j.contains("activation")) {
       if (!j["activation"].is_string() || !kActivations.count(j["activation"].get<std::string>())) {
-        problems.add(where, "unknown activation " + describe(j["activation"]) + " (expected none, relu, sigmoid, tanh or softmax)");
+        problems.add(where, "unknown activation " + describe(j["activation"]) +
+                                " (expected none, relu, sigmoid, tanh or softmax)");
       } else {
         layer.activation = j["activation"].get<std::string>();
         if (layer.activation == "linear") layer.activation = "none";
       }
     }
     if (j.contains("use_bias")) {
-      if (!j["use_bias"].is_boolean()) problems.add(where, "'use_bias' must be true or false");
-      else layer.use_bias = j["use_bias"].get<bool>();
+      if (!j["use_bias"].is_boolean())
+        problems.add(where, "'use_bias' must be true or false");
+      else
+        layer.use_bias = j["use_bias"].get<bool>();
     }
     if (j.contains("kernel_initializer")) {
-      if (auto init = parse_initializer(j["kernel_initializer"], problems, where)) layer.kernel_initializer = *init;
+      if (auto init = parse_initializer(j["kernel_initializer"], problems, where))
+        layer.kernel_initializer = *init;
     }
     if (j.contains("bias_initializer")) {
-      if (auto init = parse_initializer(j["bias_initializer"], problems, where)) layer.bias_initializer = *init;
+      if (auto init = parse_initializer(j["bias_initializer"], problems, where))
+        layer.bias_initializer = *init;
     }
   }
   if (j.contains("stage")) {
     layer.stage = parse_stage(j["stage"]);
-    if (!layer.stage) problems.add(where, "'stage' must be an integer in [0, " + std::to_string(kMaxStage) + "]");
+    if (!layer.stage)
+      problems.add(where, "'stage' must be an integer in [0, " + std::to_string(kMaxStage) + "]");
   }
   return layer;
 }
@@ -294,7 +318,8 @@ std::optional<InputSpec> parse_input(const json& j, Problems& problems) {
   for (const auto& d : j["shape"]) {
     if (!d.is_number_integer() || d.get<int64_t>() <= 0 || d.get<int64_t>() > kMaxSampleElements / elements) {
       problems.add("input '" + input.name + "'", "shape dimensions must be positive integers with at most " +
-                                                     std::to_string(kMaxSampleElements) + " elements per sample");
+                                                     std::to_string(kMaxSampleElements) +
+                                                     " elements per sample");
       return std::nullopt;
     }
     elements *= d.get<int64_t>();
@@ -315,18 +340,22 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
   if (j.contains("loss")) {
     const json& loss = j["loss"];
     std::string type = loss.is_string() ? loss.get<std::string>()
-                       : loss.is_object() && loss.contains("type") && loss["type"].is_string() ? loss["type"].get<std::string>()
-                                                                                                   : "";
+                       : loss.is_object() && loss.contains("type") && loss["type"].is_string()
+                           ? loss["type"].get<std::string>()
+                           : "";
     if (type.empty()) {
       problems.add("loss", "must be a loss name or {\"type\": NAME, ...}, got " + describe(loss));
     } else if (type != "sparse_categorical_crossentropy") {
-      problems.add_unsupported("loss", "unsupported loss " + describe(json(type)) + " (ipucc trains with sparse_categorical_crossentropy)");
+      problems.add_unsupported("loss", "unsupported loss " + describe(json(type)) +
+                                           " (ipucc trains with sparse_categorical_crossentropy)");
     }
     if (loss.is_object() && loss.contains("from_logits")) {
-      if (!loss["from_logits"].is_boolean()) problems.add("loss", "'from_logits' must be true or false");
-      else spec.loss.from_logits = loss["from_logits"].get<bool>();
+      if (!loss["from_logits"].is_boolean())
+        problems.add("loss", "'from_logits' must be true or false");
+      else
+        spec.loss.from_logits = loss["from_logits"].get<bool>();
     } else {
-      spec.loss.from_logits = false;  // Keras's default
+      spec.loss.from_logits = false; // Keras's default
     }
   }
   if (j.contains("optimizer")) {
@@ -336,21 +365,25 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
       return;
     }
     if (opt["type"] != "sgd") {
-      problems.add_unsupported("optimizer", "unsupported optimizer " + describe(opt["type"]) + " (ipucc trains with sgd)");
+      problems.add_unsupported("optimizer",
+                               "unsupported optimizer " + describe(opt["type"]) + " (ipucc trains with sgd)");
       return;
     }
     if (opt.contains("learning_rate")) {
       // The device computes in float32: a rate that rounds to 0 or infinity there is no rate.
-      const bool positive_float32 = opt["learning_rate"].is_number() && opt["learning_rate"].get<float>() > 0.0f &&
+      const bool positive_float32 = opt["learning_rate"].is_number() &&
+                                    opt["learning_rate"].get<float>() > 0.0f &&
                                     std::isfinite(opt["learning_rate"].get<float>());
       if (!positive_float32) {
-        problems.add("optimizer", "'learning_rate' must be a positive number that float32 holds (from 1.4e-45 to 3.4e38)");
+        problems.add("optimizer",
+                     "'learning_rate' must be a positive number that float32 holds (from 1.4e-45 to 3.4e38)");
       } else {
         spec.optimizer.learning_rate = opt["learning_rate"].get<float>();
       }
     }
     if (opt.contains("momentum")) {
-      if (!opt["momentum"].is_number() || opt["momentum"].get<double>() < 0 || opt["momentum"].get<double>() >= 1) {
+      if (!opt["momentum"].is_number() || opt["momentum"].get<double>() < 0 ||
+          opt["momentum"].get<double>() >= 1) {
         problems.add("optimizer", "'momentum' must be in [0, 1)");
       } else {
         spec.optimizer.momentum = opt["momentum"].get<float>();
@@ -363,12 +396,13 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
 // and a layer never reads from a later stage.
 void check_stages(ModelSpec& spec, Problems& problems) {
   size_t annotated = 0;
-  for (const auto& layer : spec.layers) annotated += layer.stage.has_value();
+  for (const auto& layer : spec.layers)
+    annotated += layer.stage.has_value();
   spec.stages.assign(spec.layers.size(), 0);
   if (annotated == 0) return;
   if (annotated != spec.layers.size()) {
-    problems.add("", "stage annotations must be on every layer or on none (" + std::to_string(annotated) + " of " +
-                         std::to_string(spec.layers.size()) + " have one)");
+    problems.add("", "stage annotations must be on every layer or on none (" + std::to_string(annotated) +
+                         " of " + std::to_string(spec.layers.size()) + " have one)");
     return;
   }
   std::map<std::string, int> stage_of;
@@ -381,8 +415,8 @@ void check_stages(ModelSpec& spec, Problems& problems) {
     for (const auto& in : layer.inputs) {
       auto it = stage_of.find(in);
       if (it != stage_of.end() && it->second > *layer.stage) {
-        problems.add(layer_label(layer), "stage " + std::to_string(*layer.stage) + " reads '" + in + "' from later stage " +
-                                             std::to_string(it->second));
+        problems.add(layer_label(layer), "stage " + std::to_string(*layer.stage) + " reads '" + in +
+                                             "' from later stage " + std::to_string(it->second));
       }
     }
   }
@@ -404,8 +438,10 @@ void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& pro
     }
     for (const auto& in : layer.inputs) {
       bool earlier = in == spec.input.name;
-      for (size_t k = 0; k < i && !earlier; ++k) earlier = spec.layers[k].name == in;
-      if (!earlier) problems.add(layer_label(layer), "input '" + in + "' is not the model input or an earlier layer");
+      for (size_t k = 0; k < i && !earlier; ++k)
+        earlier = spec.layers[k].name == in;
+      if (!earlier)
+        problems.add(layer_label(layer), "input '" + in + "' is not the model input or an earlier layer");
     }
   }
   if (spec.layers.empty()) {
@@ -414,7 +450,8 @@ void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& pro
   }
   if (!functional) {
     spec.output = spec.layers.back().name;
-  } else if (!j.contains("outputs") || !j["outputs"].is_array() || j["outputs"].size() != 1 || !j["outputs"][0].is_string()) {
+  } else if (!j.contains("outputs") || !j["outputs"].is_array() || j["outputs"].size() != 1 ||
+             !j["outputs"][0].is_string()) {
     problems.add("", "'outputs' must list exactly one layer name");
   } else {
     spec.output = j["outputs"][0].get<std::string>();
@@ -423,12 +460,13 @@ void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& pro
 }
 
 // The keys a spec may have at its top level; any other is a typo that would otherwise be ignored.
-const std::set<std::string> kTopLevelKeys = {"name", "type", "input", "inputs", "layers", "nodes",
-                                             "outputs", "stage_assignment", "loss", "optimizer"};
+const std::set<std::string> kTopLevelKeys = {
+    "name", "type", "input", "inputs", "layers", "nodes", "outputs", "stage_assignment", "loss", "optimizer"};
 
 std::string join(const std::set<std::string>& words) {
   std::string out;
-  for (const auto& word : words) out += (out.empty() ? "" : ", ") + word;
+  for (const auto& word : words)
+    out += (out.empty() ? "" : ", ") + word;
   return out;
 }
 
@@ -436,7 +474,7 @@ std::string join(const std::set<std::string>& words) {
 // loses the position for some errors (a number too large for a double throws out_of_range, which
 // has no byte offset); the SAX interface reports every error with one.
 class JsonErrorLocator final : public nlohmann::json_sax<json> {
- public:
+public:
   bool null() override { return true; }
   bool boolean(bool) override { return true; }
   bool number_integer(number_integer_t) override { return true; }
@@ -449,7 +487,8 @@ class JsonErrorLocator final : public nlohmann::json_sax<json> {
   bool end_object() override { return true; }
   bool start_array(std::size_t) override { return true; }
   bool end_array() override { return true; }
-  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& error) override {
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& error) override {
     position_ = position;
     message_ = error.what();
     return false;
@@ -461,7 +500,8 @@ class JsonErrorLocator final : public nlohmann::json_sax<json> {
   // column C: " prefix, which repeats what PATH:LINE:COLUMN says.
   std::string message() const {
     std::string what = message_;
-    if (const size_t bracket = what.find("] "); what.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos) {
+    if (const size_t bracket = what.find("] ");
+        what.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos) {
       what = what.substr(bracket + 2);
     }
     if (what.rfind("parse error", 0) == 0) {
@@ -470,7 +510,7 @@ class JsonErrorLocator final : public nlohmann::json_sax<json> {
     return what;
   }
 
- private:
+private:
   size_t position_ = 0;
   std::string message_;
 };
@@ -495,7 +535,7 @@ StatusOr<json> parse_json(std::string_view text, const std::string& path) {
                           ": not valid JSON: " + locator.message());
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<ModelSpec> parse_graph_spec(std::string_view text, const std::string& path) {
   if (json_nesting_depth(text) > kMaxJsonNesting) {
@@ -538,17 +578,19 @@ StatusOr<ModelSpec> parse_graph_spec(const nlohmann::json& j, const std::string&
     problems.add("", std::string("missing '") + list_key + "' list");
     return problems.status();
   }
-  for (size_t i = 0; i < j[list_key].size(); ++i) spec.layers.push_back(parse_layer(j[list_key][i], i, functional, problems));
+  for (size_t i = 0; i < j[list_key].size(); ++i)
+    spec.layers.push_back(parse_layer(j[list_key][i], i, functional, problems));
   check_wiring(spec, functional, j, problems);
   if (j.contains("stage_assignment")) {
     const json& list = j["stage_assignment"];
     bool per_layer = false;
-    for (const auto& layer : spec.layers) per_layer = per_layer || layer.stage.has_value();
+    for (const auto& layer : spec.layers)
+      per_layer = per_layer || layer.stage.has_value();
     if (per_layer) {
       problems.add("", "give either per-layer 'stage' or a model-level 'stage_assignment', not both");
     } else if (!list.is_array() || list.size() != spec.layers.size()) {
-      problems.add("", "'stage_assignment' has " + std::to_string(list.is_array() ? list.size() : 0) + " entries for " +
-                           std::to_string(spec.layers.size()) + " layers");
+      problems.add("", "'stage_assignment' has " + std::to_string(list.is_array() ? list.size() : 0) +
+                           " entries for " + std::to_string(spec.layers.size()) + " layers");
     } else {
       for (size_t i = 0; i < list.size(); ++i) {
         spec.layers[i].stage = parse_stage(list[i]);
@@ -574,7 +616,8 @@ Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages) {
   }
   for (size_t i = 0; i < stages.size(); ++i) {
     if (stages[i] < 0 || stages[i] > kMaxStage) {
-      problems.add("", "--stage-assignment entry " + std::to_string(i) + " is outside [0, " + std::to_string(kMaxStage) + "]");
+      problems.add("", "--stage-assignment entry " + std::to_string(i) + " is outside [0, " +
+                           std::to_string(kMaxStage) + "]");
       return problems.status();
     }
     spec.layers[i].stage = stages[i];
@@ -583,4 +626,4 @@ Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages) {
   return problems.empty() ? Status() : problems.status();
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

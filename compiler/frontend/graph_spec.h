@@ -18,17 +18,17 @@
 namespace ipu::frontend {
 
 struct InitializerSpec {
-  std::string type = "zeros";  // "glorot_uniform" or "zeros"
+  std::string type = "zeros"; // "glorot_uniform" or "zeros"
   uint64_t seed = 0;
 };
 
 struct LayerSpec {
   std::string name;
-  std::string type;  // Dense, Flatten, Conv2D, MaxPooling2D, AveragePooling2D, Dropout, BatchNormalization, Reshape,
-                    // Add, Concatenate
-  std::vector<std::string> inputs;  // one, or several for Add and Concatenate
+  std::string type; // Dense, Flatten, Conv2D, MaxPooling2D, AveragePooling2D, Dropout, BatchNormalization,
+                    // Reshape, Add, Concatenate
+  std::vector<std::string> inputs; // one, or several for Add and Concatenate
   int64_t units = 0;
-  std::string activation = "none";  // none, relu, sigmoid, tanh, softmax
+  std::string activation = "none"; // none, relu, sigmoid, tanh, softmax
   bool use_bias = true;
   InitializerSpec kernel_initializer{"glorot_uniform", 0};
   InitializerSpec bias_initializer;
@@ -37,29 +37,29 @@ struct LayerSpec {
   int64_t filters = 0;
   std::array<int64_t, 2> kernel_size{0, 0};
   std::array<int64_t, 2> pool_size{2, 2};
-  std::optional<std::array<int64_t, 2>> strides;  // default: 1 (Conv2D), pool_size (pooling)
-  std::string padding = "valid";                   // valid or same
-  double rate = 0.0;                               // Dropout
-  double epsilon = 1e-3;                           // BatchNormalization
-  std::vector<int64_t> target_shape;               // Reshape, per sample; one entry may be -1
-  int64_t axis = -1;                               // Concatenate, counting the batch axis (Keras)
+  std::optional<std::array<int64_t, 2>> strides; // default: 1 (Conv2D), pool_size (pooling)
+  std::string padding = "valid";                 // valid or same
+  double rate = 0.0;                             // Dropout
+  double epsilon = 1e-3;                         // BatchNormalization
+  std::vector<int64_t> target_shape;             // Reshape, per sample; one entry may be -1
+  int64_t axis = -1;                             // Concatenate, counting the batch axis (Keras)
 };
 
 struct InputSpec {
   std::string name;
-  std::vector<int64_t> shape;  // per sample, without the batch axis
+  std::vector<int64_t> shape; // per sample, without the batch axis
 };
 
 struct ModelSpec {
-  std::string path;  // for messages
+  std::string path; // for messages
   std::string name;
   InputSpec input;
-  std::vector<LayerSpec> layers;  // topological order
-  std::string output;             // name of the layer whose output the model returns
+  std::vector<LayerSpec> layers; // topological order
+  std::string output;            // name of the layer whose output the model returns
   passes::LossConfig loss;
   passes::OptimizerConfig optimizer;
   int num_stages = 1;
-  std::vector<int> stages;  // stage of each layer (all zero without annotations)
+  std::vector<int> stages; // stage of each layer (all zero without annotations)
 };
 
 // Parses and validates; reports every problem found at once, one per line, each starting with
@@ -78,4 +78,4 @@ Status apply_stage_assignment(ModelSpec& spec, const std::vector<int>& stages);
 // `training` refuses layers that only have inference semantics here (Dropout).
 StatusOr<ForwardGraph> build_forward_graph(const ModelSpec& spec, int64_t batch_size, bool training = false);
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

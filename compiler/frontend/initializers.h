@@ -12,6 +12,7 @@ namespace ipu::frontend {
 // Glorot uniform: `count` values from U(-limit, limit), limit = sqrt(6 / (fan_in + fan_out)).
 std::vector<float> glorot_uniform(int64_t fan_in, int64_t fan_out, int64_t count, uint64_t seed);
 
-std::vector<float> initial_values(const InitializerSpec& init, int64_t fan_in, int64_t fan_out, int64_t count);
+std::vector<float> initial_values(const InitializerSpec& init, int64_t fan_in, int64_t fan_out,
+                                  int64_t count);
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

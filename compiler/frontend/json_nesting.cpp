@@ -11,8 +11,10 @@ int json_nesting_depth(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -24,4 +26,4 @@ int json_nesting_depth(std::string_view text) {
   return deepest;
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

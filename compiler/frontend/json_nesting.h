@@ -14,4 +14,4 @@ inline constexpr int kMaxJsonNesting = 64;
 // Deepest nesting of arrays and objects, found without recursion (strings are skipped).
 int json_nesting_depth(std::string_view text);
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

@@ -68,11 +68,13 @@ std::string structure_bytes(onnx::ModelProto& model) {
   return out;
 }
 
-StatusOr<std::map<std::string, std::string>> onnx_weights(const onnx::ModelProto& model, const std::string& path) {
+StatusOr<std::map<std::string, std::string>> onnx_weights(const onnx::ModelProto& model,
+                                                          const std::string& path) {
   std::map<std::string, std::string> weights;
   for (const auto& init : model.graph().initializer()) {
     if (init.data_type() != onnx::TensorProto::FLOAT) continue;
-    IPU_ASSIGN_OR_RETURN(data::NpyArray array, data::decode_tensor_proto(init, path + ": initializer '" + init.name() + "'"));
+    IPU_ASSIGN_OR_RETURN(data::NpyArray array,
+                         data::decode_tensor_proto(init, path + ": initializer '" + init.name() + "'"));
     weights[init.name()] = std::move(array.data);
   }
   return weights;
@@ -94,10 +96,11 @@ ModelTraining onnx_training() {
   return t;
 }
 
-}  // namespace
+} // namespace
 
 LoadedModel::LoadedModel(std::string path, bool is_onnx)
-    : m_path(std::move(path)), m_is_onnx(is_onnx), m_spec(invalid_argument(m_path + ": not a JSON graph spec")) {}
+    : m_path(std::move(path)), m_is_onnx(is_onnx),
+      m_spec(invalid_argument(m_path + ": not a JSON graph spec")) {}
 LoadedModel::LoadedModel(LoadedModel&&) noexcept = default;
 LoadedModel& LoadedModel::operator=(LoadedModel&&) noexcept = default;
 LoadedModel::~LoadedModel() = default;
@@ -110,7 +113,7 @@ LoadedModel LoadedModel::parse(std::string_view text, const std::string& path) {
     auto proto = std::make_unique<onnx::ModelProto>();
     Status parsed = parse_onnx_model(text, path, *proto);
     if (!parsed.ok()) {
-      model.m_spec = parsed;  // forward_graph reports it
+      model.m_spec = parsed; // forward_graph reports it
       return model;
     }
     auto weights = onnx_weights(*proto, path);
@@ -126,7 +129,7 @@ LoadedModel LoadedModel::parse(std::string_view text, const std::string& path) {
       return model;
     }
   }
-  model.m_spec = parse_graph_spec(text, path);  // not JSON: parsing the text again says where and why
+  model.m_spec = parse_graph_spec(text, path); // not JSON: parsing the text again says where and why
   return model;
 }
 
@@ -147,7 +150,8 @@ int LoadedModel::stage_count(const std::vector<int>& stage_assignment) const {
 
 ModelTraining LoadedModel::training() const {
   if (m_is_onnx) return onnx_training();
-  return m_spec.ok() ? ModelTraining{"sparse_categorical_crossentropy", m_spec->loss, m_spec->optimizer} : ModelTraining{};
+  return m_spec.ok() ? ModelTraining{"sparse_categorical_crossentropy", m_spec->loss, m_spec->optimizer}
+                     : ModelTraining{};
 }
 
 StatusOr<ForwardGraph> LoadedModel::forward_graph(const OnnxImportOptions& options) && {
@@ -157,8 +161,9 @@ StatusOr<ForwardGraph> LoadedModel::forward_graph(const OnnxImportOptions& optio
   }
   if (!m_spec.ok()) return m_spec.status();
   ModelSpec& spec = *m_spec;
-  if (!options.stage_assignment.empty()) IPU_RETURN_IF_ERROR(apply_stage_assignment(spec, options.stage_assignment));
+  if (!options.stage_assignment.empty())
+    IPU_RETURN_IF_ERROR(apply_stage_assignment(spec, options.stage_assignment));
   return build_forward_graph(spec, options.batch_size, options.training);
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

@@ -35,13 +35,13 @@ struct ModelFingerprint {
 // and optimizer; an ONNX model names neither and trains with SGD at OptimizerConfig's defaults
 // (no momentum) under the loss the options give.
 struct ModelTraining {
-  std::string loss_name;  // empty: the model has no loss
+  std::string loss_name; // empty: the model has no loss
   passes::LossConfig loss;
   passes::OptimizerConfig optimizer;
 };
 
 class LoadedModel {
- public:
+public:
   // Never fails: bytes that do not parse are kept as a problem that forward_graph reports, and
   // every other question gets the answer for a model without stages, weights or training
   // settings. ONNX or JSON is chosen by looks_like_onnx.
@@ -81,16 +81,16 @@ class LoadedModel {
   // those of import_onnx and of parse_graph_spec, apply_stage_assignment and build_forward_graph.
   StatusOr<ForwardGraph> forward_graph(const OnnxImportOptions& options) &&;
 
- private:
+private:
   LoadedModel(std::string path, bool is_onnx);
 
   std::string m_path;
   bool m_is_onnx = false;
   ModelFingerprint m_fingerprint;
-  std::unique_ptr<onnx::ModelProto> m_onnx;  // null unless an ONNX model that parsed
+  std::unique_ptr<onnx::ModelProto> m_onnx; // null unless an ONNX model that parsed
   // JSON: the spec, or why the text is not one. ONNX: why the ModelProto does not parse, when
   // m_onnx is null.
   StatusOr<ModelSpec> m_spec;
 };
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

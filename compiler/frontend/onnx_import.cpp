@@ -4,10 +4,10 @@
 #include <onnx/onnx_pb.h>
 
 #include <limits>
-#include <string_view>
-#include <utility>
 #include <map>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "compiler/frontend/onnx_ops.h"
 #include "runtime/base/printable.h"
@@ -25,7 +25,7 @@ constexpr std::string_view kIpuAttribute = "__ipu_number";
 // Problems of one import, reported together. Unsupported ones make the whole result
 // Unsupported (exit 4); otherwise InvalidArgument (exit 3).
 class Problems {
- public:
+public:
   explicit Problems(std::string path) : m_path(std::move(path)) {}
   void add(const std::string& where, const Status& status) {
     (status.code() == StatusCode::kUnsupported ? m_unsupported : m_invalid) = true;
@@ -34,11 +34,12 @@ class Problems {
   bool empty() const { return m_lines.empty(); }
   Status status() const {
     std::string message;
-    for (const auto& line : m_lines) message += (message.empty() ? "" : "\n") + line;
+    for (const auto& line : m_lines)
+      message += (message.empty() ? "" : "\n") + line;
     return m_unsupported ? unsupported(message) : invalid_argument(message);
   }
 
- private:
+private:
   std::string m_path;
   std::vector<std::string> m_lines;
   bool m_unsupported = false;
@@ -59,7 +60,8 @@ int ai_onnx_opset(const onnx::ModelProto& model) {
 
 std::string versions_text(const std::vector<int>& versions) {
   std::string out;
-  for (int v : versions) out += (out.empty() ? "" : ", ") + std::to_string(v);
+  for (int v : versions)
+    out += (out.empty() ? "" : ", ") + std::to_string(v);
   return out;
 }
 
@@ -120,9 +122,11 @@ StatusOr<int> schema_version(const std::string& op_type, int opset, const OnnxOp
       }
     }
   }
-  if (version < 0) return invalid_argument("op " + op_type + " does not exist in opset " + std::to_string(opset));
+  if (version < 0)
+    return invalid_argument("op " + op_type + " does not exist in opset " + std::to_string(opset));
   if (std::find(def.versions.begin(), def.versions.end(), version) == def.versions.end()) {
-    return unsupported("version " + std::to_string(version) + " of " + op_type + " (opset " + std::to_string(opset) +
+    return unsupported("version " + std::to_string(version) + " of " + op_type + " (opset " +
+                       std::to_string(opset) +
                        ") is not supported; supported versions: " + versions_text(def.versions));
   }
   return version;
@@ -133,11 +137,12 @@ StatusOr<int> schema_version(const std::string& op_type, int opset, const OnnxOp
 // not read with the old meaning.
 Status check_attributes(const onnx::NodeProto& node, const OnnxOpDef& def, int opset, int version) {
   const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
-  if (schema && schema->since_version() != version) schema = nullptr;  // a version newer than libonnx's
+  if (schema && schema->since_version() != version) schema = nullptr; // a version newer than libonnx's
   std::string unknown;
   for (const auto& a : node.attribute()) {
-    if (a.name().rfind("__", 0) == 0) continue;  // framework annotations such as PopART's
-    const bool read = std::find(def.attributes.begin(), def.attributes.end(), a.name()) != def.attributes.end();
+    if (a.name().rfind("__", 0) == 0) continue; // framework annotations such as PopART's
+    const bool read =
+        std::find(def.attributes.begin(), def.attributes.end(), a.name()) != def.attributes.end();
     if (!read || (schema && !schema->attributes().count(a.name()))) {
       unknown += (unknown.empty() ? "'" : ", '") + a.name() + "'";
     }
@@ -149,15 +154,16 @@ Status check_attributes(const onnx::NodeProto& node, const OnnxOpDef& def, int o
 // Stages from PopART's attributes or the override, checked with PopART's rules: on every node or
 // none, non-negative, each stage on one IPU; plus ipucc's placement (stage s on IPU s of its
 // replica) and numbering without gaps. Data flow from a later stage is checked as nodes import.
-std::vector<int> node_stages(const onnx::GraphProto& graph, const OnnxImportOptions& options, Problems& problems,
-                             int& num_stages) {
+std::vector<int> node_stages(const onnx::GraphProto& graph, const OnnxImportOptions& options,
+                             Problems& problems, int& num_stages) {
   const int n = graph.node_size();
   std::vector<int> stages(static_cast<size_t>(n), 0);
   num_stages = 1;
   if (!options.stage_assignment.empty()) {
     if (static_cast<int>(options.stage_assignment.size()) != n) {
-      problems.add("", invalid_argument("--stage-assignment has " + std::to_string(options.stage_assignment.size()) +
-                                        " entries for " + std::to_string(n) + " nodes"));
+      problems.add("", invalid_argument("--stage-assignment has " +
+                                        std::to_string(options.stage_assignment.size()) + " entries for " +
+                                        std::to_string(n) + " nodes"));
       return stages;
     }
     stages = options.stage_assignment;
@@ -170,36 +176,40 @@ std::vector<int> node_stages(const onnx::GraphProto& graph, const OnnxImportOpti
         if (a.name() == kStageAttribute) stage = a.type() == onnx::AttributeProto::INT ? a.i() : -1;
         if (a.name() == kIpuAttribute) ipu = a.type() == onnx::AttributeProto::INT ? a.i() : -1;
       }
-      if (!stage && ipu) stage = ipu;  // virtual-graph only (no pipeline attribute): stage = IPU
+      if (!stage && ipu) stage = ipu; // virtual-graph only (no pipeline attribute): stage = IPU
       if (!stage) continue;
       ++annotated;
       if (*stage < 0 || *stage > kMaxStage) {
-        problems.add(node_label(node, i), invalid_argument(std::string(kStageAttribute) + " must be an integer in [0, " +
-                                                           std::to_string(kMaxStage) + "]"));
+        problems.add(node_label(node, i),
+                     invalid_argument(std::string(kStageAttribute) + " must be an integer in [0, " +
+                                      std::to_string(kMaxStage) + "]"));
         continue;
       }
       if (ipu && *ipu != *stage) {
         problems.add(node_label(node, i),
                      unsupported("stage " + std::to_string(*stage) + " on IPU " + std::to_string(*ipu) +
-                                 ": ipucc runs stage s on IPU s of its replica, so " + std::string(kIpuAttribute) +
-                                 " must equal " + std::string(kStageAttribute)));
+                                 ": ipucc runs stage s on IPU s of its replica, so " +
+                                 std::string(kIpuAttribute) + " must equal " + std::string(kStageAttribute)));
       }
       stages[static_cast<size_t>(i)] = static_cast<int>(*stage);
     }
     if (annotated != 0 && annotated != n) {
       problems.add("", invalid_argument("pipeline stage annotations must be on every node or on none (" +
-                                        std::to_string(annotated) + " of " + std::to_string(n) + " nodes have one)"));
+                                        std::to_string(annotated) + " of " + std::to_string(n) +
+                                        " nodes have one)"));
     }
   }
   std::set<int> used(stages.begin(), stages.end());
   for (int s : used) {
     if (s < 0 || s > kMaxStage) {
-      problems.add("", invalid_argument("stage " + std::to_string(s) + " is outside [0, " + std::to_string(kMaxStage) + "]"));
+      problems.add("", invalid_argument("stage " + std::to_string(s) + " is outside [0, " +
+                                        std::to_string(kMaxStage) + "]"));
       return stages;
     }
   }
   if (!used.empty() && *used.rbegin() != static_cast<int>(used.size()) - 1) {
-    problems.add("", invalid_argument("stages must be numbered 0.." + std::to_string(used.size() - 1) + " without gaps"));
+    problems.add("", invalid_argument("stages must be numbered 0.." + std::to_string(used.size() - 1) +
+                                      " without gaps"));
   }
   num_stages = std::max<int>(1, static_cast<int>(used.size()));
   return stages;
@@ -208,11 +218,16 @@ std::vector<int> node_stages(const onnx::GraphProto& graph, const OnnxImportOpti
 // The host dtype (npy code) of an ONNX element type that inputs and outputs may have, or "".
 std::string host_dtype(int elem_type) {
   switch (elem_type) {
-    case onnx::TensorProto::FLOAT: return "f4";
-    case onnx::TensorProto::INT64: return "i8";
-    case onnx::TensorProto::INT32: return "i4";
-    case onnx::TensorProto::BOOL: return "b1";
-    default: return "";
+  case onnx::TensorProto::FLOAT:
+    return "f4";
+  case onnx::TensorProto::INT64:
+    return "i8";
+  case onnx::TensorProto::INT32:
+    return "i4";
+  case onnx::TensorProto::BOOL:
+    return "b1";
+  default:
+    return "";
   }
 }
 
@@ -250,14 +265,17 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
       // Only a constant may be empty (an empty axes list, say); worded like
       // OnnxImportContext::constant_required, which scripts/conformance.sh recognises.
       return unsupported("graph input '" + in.name() + "' must be a compile-time constant: it has shape " +
-                         shape_text(shape) + " and empty tensors cannot be runtime inputs; bind it with "
-                         "--constant-input " + in.name() + "=FILE");
+                         shape_text(shape) +
+                         " and empty tensors cannot be runtime inputs; bind it with "
+                         "--constant-input " +
+                         in.name() + "=FILE");
     }
   }
   int64_t elements = 1;
   for (int64_t d : shape) {
     if (d > 0 && elements > kMaxInputElements / d) {
-      return invalid_argument(where + " holds more than " + std::to_string(kMaxInputElements) + " values per step");
+      return invalid_argument(where + " holds more than " + std::to_string(kMaxInputElements) +
+                              " values per step");
     }
     elements *= d;
   }
@@ -316,8 +334,8 @@ Status check_constant_input(const onnx::ValueInfoProto& in, const ConstantInput&
   std::string declared_text = tensor.has_shape() ? shape_text(declared) : "of any shape";
   if (declared_text.find("-1") != std::string::npos) declared_text += " (-1: any size)";
   return invalid_argument(where + ": the value is " + constant_type_name(bound.value.dtype) + " " +
-                          shape_text(bound.value.shape) + ", the input is " + element_type_name(tensor.elem_type()) +
-                          " " + declared_text);
+                          shape_text(bound.value.shape) + ", the input is " +
+                          element_type_name(tensor.elem_type()) + " " + declared_text);
 }
 
 // Whether a graph output is split over steps like the batched inputs: by its declared first
@@ -343,18 +361,24 @@ Status check_names_are_utf8(const onnx::GraphProto& g, const std::string& path) 
     lines.push_back(path + ": " + where + " '" + printable(name) + "': the name is not UTF-8");
   };
   check("graph", g.name());
-  for (const auto& init : g.initializer()) check("initializer", init.name());
-  for (const auto& in : g.input()) check("graph input", in.name());
-  for (const auto& out : g.output()) check("graph output", out.name());
+  for (const auto& init : g.initializer())
+    check("initializer", init.name());
+  for (const auto& in : g.input())
+    check("graph input", in.name());
+  for (const auto& out : g.output())
+    check("graph output", out.name());
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& node = g.node(i);
     check("node #" + std::to_string(i) + " (" + printable(node.op_type()) + ")", node.name());
-    for (const std::string& name : node.input()) check(node_label(node, i) + ": input", name);
-    for (const std::string& name : node.output()) check(node_label(node, i) + ": output", name);
+    for (const std::string& name : node.input())
+      check(node_label(node, i) + ": input", name);
+    for (const std::string& name : node.output())
+      check(node_label(node, i) + ": output", name);
   }
   if (lines.empty()) return Status();
   std::string message;
-  for (const auto& line : lines) message += (message.empty() ? "" : "\n") + line;
+  for (const auto& line : lines)
+    message += (message.empty() ? "" : "\n") + line;
   return invalid_argument(message);
 }
 
@@ -375,11 +399,11 @@ Status check_single_assignment(const onnx::GraphProto& g, const std::string& pat
   for (const auto& in : g.input()) {
     if (!inputs.insert(in.name()).second) report("graph input '" + in.name() + "' is listed twice");
   }
-  std::map<std::string, int> producer;  // value -> the node writing it
+  std::map<std::string, int> producer; // value -> the node writing it
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto& node = g.node(i);
     for (const std::string& name : node.output()) {
-      if (name.empty()) continue;  // an optional output left out
+      if (name.empty()) continue; // an optional output left out
       const std::string writes = node_label(node, i) + " writes '" + name + "'";
       if (initializers.count(name)) {
         report(writes + ", which is an initializer: a value of an ONNX graph has one producer (SSA form)");
@@ -401,14 +425,16 @@ Status check_single_assignment(const onnx::GraphProto& g, const std::string& pat
   }
   if (lines.empty()) return Status();
   std::string message;
-  for (const auto& line : lines) message += (message.empty() ? "" : "\n") + line;
+  for (const auto& line : lines)
+    message += (message.empty() ? "" : "\n") + line;
   return invalid_argument(message);
 }
 
 // Imports one node. A node whose input failed to import earlier is skipped silently (OK): its
 // producer's problem was reported.
 Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stage, int opset,
-                   const std::set<std::string>& declared_names, const std::map<std::string, int>& stage_of_output) {
+                   const std::set<std::string>& declared_names,
+                   const std::map<std::string, int>& stage_of_output) {
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     return unsupported("op " + node.op_type() + " of domain '" + node.domain() +
                        "' is not supported (ipucc implements ops of the ai.onnx domain)");
@@ -428,7 +454,8 @@ Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stag
     }
     if (ctx.is_known(name)) continue;
     if (from == stage_of_output.end() && !declared_names.count(name)) {
-      return invalid_argument("input '" + name + "' is not a graph input, an initializer or the output of an earlier node");
+      return invalid_argument("input '" + name +
+                              "' is not a graph input, an initializer or the output of an earlier node");
     }
     inputs_ready = false;
   }
@@ -437,7 +464,7 @@ Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stag
   return def->convert(ctx);
 }
 
-}  // namespace
+} // namespace
 
 bool looks_like_onnx(std::string_view bytes, const std::string& path) {
   if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
@@ -468,13 +495,15 @@ Status parse_onnx_model(std::string_view bytes, const std::string& path, onnx::M
   return Status();
 }
 
-StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options) {
+StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path,
+                                   const OnnxImportOptions& options) {
   onnx::ModelProto model;
   IPU_RETURN_IF_ERROR(parse_onnx_model(bytes, path, model));
   return import_onnx(std::move(model), path, options);
 }
 
-StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& path, const OnnxImportOptions& options) {
+StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& path,
+                                   const OnnxImportOptions& options) {
   if (!model.has_graph()) return invalid_argument(path + ": the ONNX model has no graph");
   // A model of another domain's ops only (ONNX's ai.onnx.preview.training tests import nothing
   // else) is valid, and its nodes unsupported, each named below; a node of the default domain
@@ -483,7 +512,8 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
   if (opset < 1) {
     for (const auto& node : model.graph().node()) {
       if (node.domain().empty() || node.domain() == "ai.onnx") {
-        return invalid_argument(path + ": the model imports no ai.onnx opset, which its " + node.op_type() + " nodes need");
+        return invalid_argument(path + ": the model imports no ai.onnx opset, which its " + node.op_type() +
+                                " nodes need");
       }
     }
   }
@@ -522,7 +552,7 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
   std::set<std::string> declared_names = initializer_names;
   std::set<std::string> bound_names;
   for (const auto& in : g.input()) {
-    if (initializer_names.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
+    if (initializer_names.count(in.name())) continue; // IR < 4 lists initializers as inputs too
     declared_names.insert(in.name());
     if (auto bound = options.constant_inputs.find(in.name()); bound != options.constant_inputs.end()) {
       bound_names.insert(in.name());
@@ -548,13 +578,15 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
     for (const auto& in : g.input()) {
       if (!initializer_names.count(in.name())) inputs += (inputs.empty() ? "'" : ", '") + in.name() + "'";
     }
-    problems.add("", invalid_argument("--constant-input " + name + "=" + bound.source + ": the model has no graph input '" +
-                                      name + "' (its inputs: " + (inputs.empty() ? "none" : inputs) + ")"));
+    problems.add("", invalid_argument("--constant-input " + name + "=" + bound.source +
+                                      ": the model has no graph input '" + name +
+                                      "' (its inputs: " + (inputs.empty() ? "none" : inputs) + ")"));
   }
   if (result.inputs.empty() && problems.empty()) {
-    problems.add("", unsupported(bound_names.empty() ? "the graph has no inputs"
-                                                     : "every graph input is bound by --constant-input; at least one "
-                                                       "must remain a runtime input"));
+    problems.add("", unsupported(bound_names.empty()
+                                     ? "the graph has no inputs"
+                                     : "every graph input is bound by --constant-input; at least one "
+                                       "must remain a runtime input"));
   }
 
   const std::vector<int> stages = node_stages(g, options, problems, result.num_stages);
@@ -565,12 +597,14 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
     Status status = import_node(ctx, node, stage, opset, declared_names, stage_of_output);
     if (!status.ok()) problems.add(node_label(node, i), status);
     // Registered even when the node failed, so its consumers are skipped rather than reported.
-    for (const std::string& name : node.output()) stage_of_output[name] = stage;
+    for (const std::string& name : node.output())
+      stage_of_output[name] = stage;
   }
 
   if (g.output_size() == 0) problems.add("", invalid_argument("the graph has no outputs"));
   bool any_batched = false;
-  for (const auto& in : result.inputs) any_batched = any_batched || in.batched;
+  for (const auto& in : result.inputs)
+    any_batched = any_batched || in.batched;
   for (const auto& out : g.output()) {
     if (!problems.empty()) break;
     StatusOr<int> value = ctx.output_value(out.name());
@@ -588,7 +622,8 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
                    unsupported("element type " + element_type_name(declared) + " is not supported"));
       continue;
     }
-    io.batched = output_is_batched(out, result.graph.value(*value).type.shape, any_batched, options.batch_size);
+    io.batched =
+        output_is_batched(out, result.graph.value(*value).type.shape, any_batched, options.batch_size);
     result.outputs.push_back(std::move(io));
   }
   if (!problems.empty()) return problems.status();
@@ -603,4 +638,4 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
   return result;
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

@@ -25,15 +25,15 @@ namespace ipu::frontend {
 // A graph input bound to a value at compile time (`--constant-input NAME=FILE`): it is imported
 // as a constant, like an integer initializer, and is no longer an input of the executable.
 struct ConstantInput {
-  data::NpyArray value;  // dtype and shape must match the input's declaration
-  std::string source;    // the file it came from, for messages
+  data::NpyArray value; // dtype and shape must match the input's declaration
+  std::string source;   // the file it came from, for messages
 };
 
 struct OnnxImportOptions {
   int64_t batch_size = 1;
-  std::vector<int> stage_assignment;  // per node, in node order; overrides the attributes
-  bool training = false;              // ops whose training semantics differ are refused
-  std::map<std::string, ConstantInput> constant_inputs;  // by graph input name
+  std::vector<int> stage_assignment;                    // per node, in node order; overrides the attributes
+  bool training = false;                                // ops whose training semantics differ are refused
+  std::map<std::string, ConstantInput> constant_inputs; // by graph input name
   // The target's memory per tile (0: unknown). A 2-D pool whose one plane would crowd a tile runs
   // as two 1-D pools over rows (convert_pool), since its vertices own whole planes.
   uint64_t bytes_per_tile = 0;
@@ -43,10 +43,12 @@ struct OnnxImportOptions {
 // constant input that names no graph input or whose value does not match its declaration; every
 // problem listed, each naming the file and the node), Unsupported (ops, opset versions,
 // attributes or types ipucc does not implement; every offending node listed).
-StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path, const OnnxImportOptions& options);
+StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& path,
+                                   const OnnxImportOptions& options);
 
 // import_onnx of a parsed model, which becomes the graph's source_onnx (without its weights' data).
-StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& path, const OnnxImportOptions& options);
+StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& path,
+                                   const OnnxImportOptions& options);
 
 // Parses `bytes` into `model`. InvalidArgument naming `path` when they are not a ModelProto or
 // exceed protobuf's 2 GiB limit.
@@ -61,4 +63,4 @@ int onnx_stage_count(const onnx::ModelProto& model, const std::vector<int>& stag
 // .onnx, or the content does not start like JSON.
 bool looks_like_onnx(std::string_view bytes, const std::string& path);
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

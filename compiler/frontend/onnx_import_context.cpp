@@ -27,7 +27,7 @@ int64_t int_element(const data::NpyArray& a, size_t i) {
   return read(uint32_t{});
 }
 
-}  // namespace
+} // namespace
 
 void OnnxImportContext::begin_node(const onnx::NodeProto& node, int stage, int version) {
   m_node = &node;
@@ -37,7 +37,8 @@ void OnnxImportContext::begin_node(const onnx::NodeProto& node, int stage, int v
 
 int OnnxImportContext::num_inputs() const {
   int n = m_node->input_size();
-  while (n > 0 && m_node->input(n - 1).empty()) --n;
+  while (n > 0 && m_node->input(n - 1).empty())
+    --n;
   return n;
 }
 
@@ -65,8 +66,10 @@ StatusOr<int> OnnxImportContext::materialize(const std::string& name, int stage)
     m_initializers.erase(init);
     return weight;
   }
-  if (auto constant = m_constants.find(name); constant != m_constants.end()) return make(constant->second, ir::Role::kConstant);
-  return invalid_argument("'" + name + "' is not a graph input, an initializer or the output of an earlier node");
+  if (auto constant = m_constants.find(name); constant != m_constants.end())
+    return make(constant->second, ir::Role::kConstant);
+  return invalid_argument("'" + name +
+                          "' is not a graph input, an initializer or the output of an earlier node");
 }
 
 StatusOr<int> OnnxImportContext::input(int index) {
@@ -88,7 +91,9 @@ std::string OnnxImportContext::host_dtype_of(const std::string& name) const {
   return recorded == m_dtypes.end() ? "f4" : recorded->second;
 }
 
-std::string OnnxImportContext::input_dtype(int index) const { return host_dtype_of(input_name(index)); }
+std::string OnnxImportContext::input_dtype(int index) const {
+  return host_dtype_of(input_name(index));
+}
 
 const data::NpyArray* OnnxImportContext::constant_input(int index) const {
   auto found = m_constants.find(input_name(index));
@@ -110,7 +115,8 @@ StatusOr<std::vector<int64_t>> OnnxImportContext::int_constant_input(int index) 
     return invalid_argument("input '" + name + "' must hold integers, it holds dtype '" + array->dtype + "'");
   }
   std::vector<int64_t> out(array->element_count());
-  for (size_t i = 0; i < out.size(); ++i) out[i] = int_element(*array, i);
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = int_element(*array, i);
   return out;
 }
 
@@ -118,10 +124,11 @@ Status OnnxImportContext::constant_required(int index) const {
   const std::string& name = input_name(index);
   auto value = m_values.find(name);
   if (value != m_values.end() && m_graph.value(value->second).role == ir::Role::kInput) {
-    return unsupported("graph input '" + name + "' must be a compile-time constant: bind it with --constant-input " +
-                       name + "=FILE");
+    return unsupported("graph input '" + name +
+                       "' must be a compile-time constant: bind it with --constant-input " + name + "=FILE");
   }
-  return unsupported("input '" + name + "' must be a constant known at compile time (an initializer or a Constant)");
+  return unsupported("input '" + name +
+                     "' must be a constant known at compile time (an initializer or a Constant)");
 }
 
 void OnnxImportContext::set_output(int index, int value, const std::string& dtype) {
@@ -132,17 +139,20 @@ void OnnxImportContext::set_output(int index, int value, const std::string& dtyp
 }
 
 void OnnxImportContext::set_constant_output(int index, data::NpyArray value) {
-  if (index < m_node->output_size() && !m_node->output(index).empty()) m_constants[m_node->output(index)] = std::move(value);
+  if (index < m_node->output_size() && !m_node->output(index).empty())
+    m_constants[m_node->output(index)] = std::move(value);
 }
 
 StatusOr<int> OnnxImportContext::add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs,
                                         const std::string& suffix) {
   const std::string name = (m_node->name().empty() ? m_node->op_type() : m_node->name()) + suffix;
-  IPU_ASSIGN_OR_RETURN(int op, m_graph.add_op(kind, name, std::move(inputs), std::move(attrs), ir::Phase::kForward, m_stage));
+  IPU_ASSIGN_OR_RETURN(
+      int op, m_graph.add_op(kind, name, std::move(inputs), std::move(attrs), ir::Phase::kForward, m_stage));
   return m_graph.op(op).outputs[0];
 }
 
-int OnnxImportContext::add_constant_tensor(const std::string& suffix, std::vector<int64_t> shape, std::vector<float> values) {
+int OnnxImportContext::add_constant_tensor(const std::string& suffix, std::vector<int64_t> shape,
+                                           std::vector<float> values) {
   const std::string name = (m_node->name().empty() ? m_node->op_type() : m_node->name()) + suffix;
   const int id = m_graph.add_value(name, {ir::DType::kFloat32, std::move(shape)}, ir::Role::kConstant);
   m_graph.value(id).initial = std::move(values);
@@ -164,7 +174,8 @@ std::string element_type_name(int elem_type) {
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i)
+    out += (i ? "," : "") + std::to_string(shape[i]);
   return out + "]";
 }
 
@@ -206,4 +217,4 @@ bool OnnxImportContext::is_known(const std::string& name) const {
   return m_values.count(name) || m_initializers.count(name) || m_constants.count(name);
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

@@ -20,9 +20,15 @@ Status unary(OnnxImportContext& ctx, OpKind kind) {
   return Status();
 }
 
-Status convert_relu(OnnxImportContext& ctx) { return unary(ctx, OpKind::kRelu); }
-Status convert_sigmoid(OnnxImportContext& ctx) { return unary(ctx, OpKind::kSigmoid); }
-Status convert_tanh(OnnxImportContext& ctx) { return unary(ctx, OpKind::kTanh); }
+Status convert_relu(OnnxImportContext& ctx) {
+  return unary(ctx, OpKind::kRelu);
+}
+Status convert_sigmoid(OnnxImportContext& ctx) {
+  return unary(ctx, OpKind::kSigmoid);
+}
+Status convert_tanh(OnnxImportContext& ctx) {
+  return unary(ctx, OpKind::kTanh);
+}
 
 Status convert_identity(OnnxImportContext& ctx) {
   if (const data::NpyArray* constant = ctx.constant_input(0)) {
@@ -38,13 +44,14 @@ Status convert_identity(OnnxImportContext& ctx) {
 // ratio 0, both the identity with a mask of all ones. A positive ratio in training mode draws a
 // random mask, which ipucc does not reproduce, so it is refused.
 Status convert_dropout(OnnxImportContext& ctx) {
-  if (ctx.training()) return unsupported("Dropout is implemented for inference only (compile with --mode infer)");
+  if (ctx.training())
+    return unsupported("Dropout is implemented for inference only (compile with --mode infer)");
   if (ctx.has_input(2)) {
     const data::NpyArray* mode = ctx.constant_input(2);
     if (!mode) return ctx.constant_required(2);
     if (mode->element_count() != 1) return invalid_argument("training_mode must be a scalar");
     if (mode->data.find_first_not_of('\0') != std::string::npos) {
-      float ratio = 0.5f;  // ONNX's default
+      float ratio = 0.5f; // ONNX's default
       if (ctx.has_input(1)) {
         const data::NpyArray* given = ctx.constant_input(1);
         if (!given) given = ctx.float_initializer_input(1);
@@ -54,9 +61,10 @@ Status convert_dropout(OnnxImportContext& ctx) {
         ratio = r[0];
       }
       if (ratio != 0.0f) {
-        return unsupported("Dropout in training mode with ratio " + std::to_string(ratio) +
-                           " draws a random mask; only the deterministic cases are supported (training_mode false, "
-                           "or ratio 0)");
+        return unsupported(
+            "Dropout in training mode with ratio " + std::to_string(ratio) +
+            " draws a random mask; only the deterministic cases are supported (training_mode false, "
+            "or ratio 0)");
       }
     }
   }
@@ -75,7 +83,8 @@ Status convert_dropout(OnnxImportContext& ctx) {
     } else {
       mask.dtype = "f4";
       const float one = 1.0f;
-      for (size_t i = 0; i < mask.element_count(); ++i) mask.data.append(reinterpret_cast<const char*>(&one), sizeof one);
+      for (size_t i = 0; i < mask.element_count(); ++i)
+        mask.data.append(reinterpret_cast<const char*>(&one), sizeof one);
     }
     ctx.set_constant_output(1, std::move(mask));
   }
@@ -94,7 +103,8 @@ Status convert_flatten(OnnxImportContext& ctx) {
                             std::to_string(rank) + " of the input");
   }
   int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < rank; ++i) (i < axis ? outer : inner) *= shape[static_cast<size_t>(i)];
+  for (int64_t i = 0; i < rank; ++i)
+    (i < axis ? outer : inner) *= shape[static_cast<size_t>(i)];
   IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, {outer, inner}));
   ctx.set_output(0, y);
   return Status();
@@ -112,7 +122,8 @@ Status convert_reshape(OnnxImportContext& ctx) {
   int inferred = -1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && !allow_zero) {
-      if (i >= in.size()) return invalid_argument("shape entry " + std::to_string(i) + " is 0 beyond the input's rank");
+      if (i >= in.size())
+        return invalid_argument("shape entry " + std::to_string(i) + " is 0 beyond the input's rank");
       target[i] = in[i];
     }
     if (target[i] == -1) {
@@ -122,8 +133,8 @@ Status convert_reshape(OnnxImportContext& ctx) {
       return invalid_argument("shape entry " + std::to_string(target[i]) + " is negative");
     } else if (target[i] > elements || (known *= target[i]) > elements) {
       // Bounded by the input's size on the way, so the product cannot overflow.
-      return invalid_argument("cannot reshape " + shape_text(in) + " (" + std::to_string(elements) + " elements) to " +
-                              shape_text(target));
+      return invalid_argument("cannot reshape " + shape_text(in) + " (" + std::to_string(elements) +
+                              " elements) to " + shape_text(target));
     }
   }
   if (inferred >= 0) {
@@ -132,8 +143,8 @@ Status convert_reshape(OnnxImportContext& ctx) {
     }
     target[static_cast<size_t>(inferred)] = elements / known;
   } else if (known != elements) {
-    return invalid_argument("cannot reshape " + shape_text(in) + " (" + std::to_string(elements) + " elements) to " +
-                            shape_text(target));
+    return invalid_argument("cannot reshape " + shape_text(in) + " (" + std::to_string(elements) +
+                            " elements) to " + shape_text(target));
   }
   IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, target));
   ctx.set_output(0, y);
@@ -145,18 +156,23 @@ Status convert_constant(OnnxImportContext& ctx) {
   for (std::string_view name : {"value", "value_float", "value_floats", "value_int", "value_ints"}) {
     if ((a = ctx.attribute(name))) break;
   }
-  if (!a) return unsupported("Constant without a value, value_float(s) or value_int(s) attribute is not supported");
+  if (!a)
+    return unsupported("Constant without a value, value_float(s) or value_int(s) attribute is not supported");
   data::NpyArray array;
   if (a->name() == "value") {
     IPU_ASSIGN_OR_RETURN(array, data::decode_tensor_proto(a->t(), "attribute 'value'"));
   } else if (a->name() == "value_float" || a->name() == "value_floats") {
-    std::vector<float> values = a->name() == "value_float" ? std::vector<float>{a->f()}
-                                                           : std::vector<float>(a->floats().begin(), a->floats().end());
-    array = data::make_npy_f32(a->name() == "value_float" ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(values.size())},
+    std::vector<float> values = a->name() == "value_float"
+                                    ? std::vector<float>{a->f()}
+                                    : std::vector<float>(a->floats().begin(), a->floats().end());
+    array = data::make_npy_f32(a->name() == "value_float"
+                                   ? std::vector<int64_t>{}
+                                   : std::vector<int64_t>{static_cast<int64_t>(values.size())},
                                values.data());
   } else {
-    std::vector<int64_t> values = a->name() == "value_int" ? std::vector<int64_t>{a->i()}
-                                                           : std::vector<int64_t>(a->ints().begin(), a->ints().end());
+    std::vector<int64_t> values = a->name() == "value_int"
+                                      ? std::vector<int64_t>{a->i()}
+                                      : std::vector<int64_t>(a->ints().begin(), a->ints().end());
     array.dtype = "i8";
     if (a->name() == "value_ints") array.shape = {static_cast<int64_t>(values.size())};
     array.data.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t));
@@ -165,11 +181,14 @@ Status convert_constant(OnnxImportContext& ctx) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 std::vector<OnnxOpDef> core_onnx_ops() {
   return {
-      {"Constant", {1, 9, 11, 12, 13, 19, 21, 23, 24, 25}, {"value", "value_float", "value_floats", "value_int", "value_ints"}, convert_constant},
+      {"Constant",
+       {1, 9, 11, 12, 13, 19, 21, 23, 24, 25},
+       {"value", "value_float", "value_floats", "value_int", "value_ints"},
+       convert_constant},
       {"Dropout", {7, 10, 12, 13, 22}, {"ratio", "seed"}, convert_dropout},
       {"Flatten", {1, 9, 11, 13, 21, 23, 24, 25}, {"axis"}, convert_flatten},
       {"Identity", {1, 13, 14, 16, 19, 21, 23, 24, 25}, {}, convert_identity},
@@ -210,4 +229,4 @@ const OnnxOpDef* find_onnx_op(std::string_view op_type) {
   return it == ops.end() ? nullptr : &*it;
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

@@ -17,25 +17,25 @@
 namespace onnx {
 class NodeProto;
 class AttributeProto;
-}  // namespace onnx
+} // namespace onnx
 
 namespace ipu::frontend {
 
 // What a converter sees of the import in progress.
 class OnnxImportContext {
- public:
+public:
   OnnxImportContext(ir::Graph& graph, bool training, uint64_t bytes_per_tile = 0)
       : m_graph(graph), m_training(training), m_bytes_per_tile(bytes_per_tile) {}
 
   ir::Graph& graph() { return m_graph; }
   bool training() const { return m_training; }
-  uint64_t bytes_per_tile() const { return m_bytes_per_tile; }  // 0: unknown
+  uint64_t bytes_per_tile() const { return m_bytes_per_tile; } // 0: unknown
 
   // Set by the importer before each node.
   void begin_node(const onnx::NodeProto& node, int stage, int version);
   const onnx::NodeProto& node() const { return *m_node; }
   int stage() const { return m_stage; }
-  int version() const { return m_version; }  // the op schema's since_version
+  int version() const { return m_version; } // the op schema's since_version
 
   // Number of inputs given (trailing empty names do not count).
   int num_inputs() const;
@@ -65,7 +65,8 @@ class OnnxImportContext {
   void set_output(int index, int value, const std::string& dtype = "f4");
   void set_constant_output(int index, data::NpyArray value);
   // Adds an IR op on this node's stage, named after the node (plus `suffix`).
-  StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {}, const std::string& suffix = "");
+  StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {},
+                       const std::string& suffix = "");
   // A float32 constant tensor computed at import (folded parameters, gather indices), named after
   // the node (plus `suffix`), on this node's stage.
   int add_constant_tensor(const std::string& suffix, std::vector<int64_t> shape, std::vector<float> values);
@@ -80,7 +81,9 @@ class OnnxImportContext {
   std::vector<int64_t> ints_attr(std::string_view name) const;
 
   // Import-wide tables.
-  void add_initializer(const std::string& name, data::NpyArray value) { m_initializers[name] = std::move(value); }
+  void add_initializer(const std::string& name, data::NpyArray value) {
+    m_initializers[name] = std::move(value);
+  }
   void add_constant(const std::string& name, data::NpyArray value) { m_constants[name] = std::move(value); }
   void bind(const std::string& name, int value, const std::string& dtype) {
     m_values[name] = value;
@@ -95,7 +98,7 @@ class OnnxImportContext {
   // The host dtype of a named value: that of its constant, else "f4".
   std::string host_dtype_of(const std::string& name) const;
 
- private:
+private:
   const std::string& input_name(int index) const;
   // The IR value of `name`, making a weight or constant tensor of it on first use (on `stage`).
   StatusOr<int> materialize(const std::string& name, int stage);
@@ -106,10 +109,10 @@ class OnnxImportContext {
   const onnx::NodeProto* m_node = nullptr;
   int m_stage = 0;
   int m_version = 0;
-  std::map<std::string, int> m_values;                 // ONNX name → IR value
-  std::map<std::string, data::NpyArray> m_initializers;  // float initializers not yet used
-  std::map<std::string, data::NpyArray> m_constants;     // compile-time constants
-  std::map<std::string, std::string> m_dtypes;           // host dtype of each value (default "f4")
+  std::map<std::string, int> m_values;                  // ONNX name → IR value
+  std::map<std::string, data::NpyArray> m_initializers; // float initializers not yet used
+  std::map<std::string, data::NpyArray> m_constants;    // compile-time constants
+  std::map<std::string, std::string> m_dtypes;          // host dtype of each value (default "f4")
   passes::StageCopies m_stage_copies;
 };
 
@@ -122,16 +125,16 @@ std::string element_type_name(int elem_type);
 
 struct OnnxOpDef {
   std::string_view op_type;
-  std::vector<int> versions;               // since_versions implemented, ascending
-  std::vector<std::string_view> attributes;  // every attribute the converter reads
+  std::vector<int> versions;                // since_versions implemented, ascending
+  std::vector<std::string_view> attributes; // every attribute the converter reads
   OnnxConvertFn convert;
 };
 
 // The entry for `op_type`, or null.
 const OnnxOpDef* find_onnx_op(std::string_view op_type);
 // The inputs of `op_type` whose float initializer values its converter may fold into compile-time
-// constants (BatchNormalization's scale, B, mean and var; Dropout's ratio), or null. Weight values stay out of the
-// cache key, so these must stay in it: model_fingerprint.cpp keeps their values as structure.
+// constants (BatchNormalization's scale, B, mean and var; Dropout's ratio), or null. Weight values stay out
+// of the cache key, so these must stay in it: model_fingerprint.cpp keeps their values as structure.
 const std::vector<int>* folded_float_inputs(std::string_view op_type);
 // Every entry: the families below, each defined in its own onnx_ops_*.cpp file (core: in
 // onnx_ops.cpp).
@@ -147,4 +150,4 @@ std::vector<OnnxOpDef> conv_onnx_ops();
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (onnx_ops_loss.cpp).
 std::vector<OnnxOpDef> loss_onnx_ops();
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

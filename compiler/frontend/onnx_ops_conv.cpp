@@ -19,13 +19,16 @@ namespace {
 using ir::OpKind;
 using ir::WindowAttrs;
 
-std::string ints_text(const std::vector<int64_t>& values) { return shape_text(values); }
+std::string ints_text(const std::vector<int64_t>& values) {
+  return shape_text(values);
+}
 
 // The spatial rank of an NCHW / NCL input: 1 or 2, else Unsupported.
 StatusOr<size_t> spatial_rank(OnnxImportContext& ctx, int x) {
   const size_t rank = ctx.shape(x).size();
   if (rank != 3 && rank != 4) {
-    return unsupported(ctx.node().op_type() + " of a rank-" + std::to_string(rank) + " input " + shape_text(ctx.shape(x)) +
+    return unsupported(ctx.node().op_type() + " of a rank-" + std::to_string(rank) + " input " +
+                       shape_text(ctx.shape(x)) +
                        ": only 1-D [N,C,L] and 2-D [N,C,H,W] inputs are supported");
   }
   return rank - 2;
@@ -44,8 +47,9 @@ StatusOr<std::vector<int64_t>> ints_of_length(OnnxImportContext& ctx, std::strin
   if (!ctx.attribute(name)) return std::vector<int64_t>(count, fallback);
   std::vector<int64_t> values = ctx.ints_attr(name);
   if (values.size() != count) {
-    return invalid_argument("'" + std::string(name) + "' " + ints_text(values) + " needs " + std::to_string(count) +
-                            " entries for " + std::to_string(count / (name == "pads" ? 2 : 1)) + " spatial axes");
+    return invalid_argument("'" + std::string(name) + "' " + ints_text(values) + " needs " +
+                            std::to_string(count) + " entries for " +
+                            std::to_string(count / (name == "pads" ? 2 : 1)) + " spatial axes");
   }
   for (int64_t v : values) {
     if (positive ? v <= 0 : v < 0) {
@@ -67,8 +71,9 @@ StatusOr<AxisWindows> read_axis_windows(OnnxImportContext& ctx, int x, const std
                                         bool dilations) {
   const size_t r = kernel.size();
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ints_of_length(ctx, "strides", r, 1, true));
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> dilation, dilations ? ints_of_length(ctx, "dilations", r, 1, true)
-                                                               : StatusOr<std::vector<int64_t>>(std::vector<int64_t>(r, 1)));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> dilation,
+                       dilations ? ints_of_length(ctx, "dilations", r, 1, true)
+                                 : StatusOr<std::vector<int64_t>>(std::vector<int64_t>(r, 1)));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ints_of_length(ctx, "pads", 2 * r, 0, false));
   const onnx::AttributeProto* auto_pad = ctx.attribute("auto_pad");
   const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
@@ -86,7 +91,8 @@ StatusOr<AxisWindows> read_axis_windows(OnnxImportContext& ctx, int x, const std
       // SAME: ceil(in / stride) outputs; the padding they need, the odd one at the end (UPPER)
       // or the beginning (LOWER).
       const int64_t in = shape[2 + i], out = (in + strides[i] - 1) / strides[i];
-      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
+      const int64_t total =
+          std::max<int64_t>(0, (out - 1) * strides[i] + (kernel[i] - 1) * dilation[i] + 1 - in);
       pads[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
       pads[i + r] = total - pads[i];
     }
@@ -112,7 +118,8 @@ WindowAttrs window_of_axes(const AxisWindows& a, const std::vector<size_t>& axes
 }
 
 // The window of a 1-D or 2-D Conv or pooling node, as 2-D attributes.
-StatusOr<WindowAttrs> read_window(OnnxImportContext& ctx, int x, const std::vector<int64_t>& kernel, bool dilations) {
+StatusOr<WindowAttrs> read_window(OnnxImportContext& ctx, int x, const std::vector<int64_t>& kernel,
+                                  bool dilations) {
   IPU_ASSIGN_OR_RETURN(AxisWindows axes, read_axis_windows(ctx, x, kernel, dilations));
   return kernel.size() == 1 ? window_of_axes(axes, {0}) : window_of_axes(axes, {0, 1});
 }
@@ -128,7 +135,8 @@ Status set_output_like_input(OnnxImportContext& ctx, int y, size_t rank) {
 }
 
 // `x` permuted: output axis k is input axis perm[k] (a StridedCopy view).
-StatusOr<int> permute(OnnxImportContext& ctx, int x, const std::vector<size_t>& perm, const std::string& suffix) {
+StatusOr<int> permute(OnnxImportContext& ctx, int x, const std::vector<size_t>& perm,
+                      const std::string& suffix) {
   const std::vector<int64_t> in = ctx.shape(x), s = ir::row_major_strides(in);
   std::vector<int64_t> shape, strides;
   for (size_t p : perm) {
@@ -149,7 +157,9 @@ Status convert_conv_3d(OnnxImportContext& ctx, int x, int w, const std::vector<i
   const int64_t group = ctx.int_attr("group", 1);
   const int64_t before = axes.pads[0], after = axes.pads[3], depth = in[2] + before + after;
   const int64_t span = (kernel[0] - 1) * axes.dilations[0] + 1;
-  if (depth < span) return invalid_argument("the depth window " + std::to_string(span) + " exceeds the padded depth " + std::to_string(depth));
+  if (depth < span)
+    return invalid_argument("the depth window " + std::to_string(span) + " exceeds the padded depth " +
+                            std::to_string(depth));
   const int64_t out_d = (depth - span) / axes.strides[0] + 1;
   int padded = x;
   if (before > 0 || after > 0) {
@@ -163,14 +173,18 @@ Status convert_conv_3d(OnnxImportContext& ctx, int x, int w, const std::vector<i
   }
   std::vector<float> taps;
   for (int64_t od = 0; od < out_d; ++od) {
-    for (int64_t kd = 0; kd < kernel[0]; ++kd) taps.push_back(static_cast<float>(od * axes.strides[0] + kd * axes.dilations[0]));
+    for (int64_t kd = 0; kd < kernel[0]; ++kd)
+      taps.push_back(static_cast<float>(od * axes.strides[0] + kd * axes.dilations[0]));
   }
   const int indices = ctx.add_constant_tensor("/depth_taps", {out_d, kernel[0]}, std::move(taps));
   ir::AxisAttrs gather;
   gather.axis = 2;
-  IPU_ASSIGN_OR_RETURN(int windows, ctx.add_op(OpKind::kGather, {padded, indices}, gather, "/depth_windows"));  // [N, C, OD, KD, H, W]
-  IPU_ASSIGN_OR_RETURN(int planes_first, permute(ctx, windows, {0, 2, 1, 3, 4, 5}, "/planes_first"));     // [N, OD, C, KD, H, W]
-  IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(planes_first, {in[0] * out_d, in[1] * kernel[0], in[3], in[4]}, "/planes"));
+  IPU_ASSIGN_OR_RETURN(int windows, ctx.add_op(OpKind::kGather, {padded, indices}, gather,
+                                               "/depth_windows")); // [N, C, OD, KD, H, W]
+  IPU_ASSIGN_OR_RETURN(int planes_first,
+                       permute(ctx, windows, {0, 2, 1, 3, 4, 5}, "/planes_first")); // [N, OD, C, KD, H, W]
+  IPU_ASSIGN_OR_RETURN(
+      int planes, ctx.reshape(planes_first, {in[0] * out_d, in[1] * kernel[0], in[3], in[4]}, "/planes"));
   IPU_ASSIGN_OR_RETURN(int kernel_2d, ctx.reshape(w, {ws[0], ws[1] * ws[2], ws[3], ws[4]}, "/kernel_2d"));
   ir::ConvAttrs attrs;
   attrs.window = window_of_axes(axes, {1, 2});
@@ -180,10 +194,10 @@ Status convert_conv_3d(OnnxImportContext& ctx, int x, int w, const std::vector<i
     IPU_ASSIGN_OR_RETURN(int b, ctx.input(2));
     inputs.push_back(b);
   }
-  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kConv, inputs, attrs));  // [N·OD, M, OH, OW]
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kConv, inputs, attrs)); // [N·OD, M, OH, OW]
   const std::vector<int64_t> ys = ctx.shape(y);
   IPU_ASSIGN_OR_RETURN(int split, ctx.reshape(y, {in[0], out_d, ys[1], ys[2], ys[3]}, "/depth_major"));
-  IPU_ASSIGN_OR_RETURN(int out, permute(ctx, split, {0, 2, 1, 3, 4}, "/output"));  // [N, M, OD, OH, OW]
+  IPU_ASSIGN_OR_RETURN(int out, permute(ctx, split, {0, 2, 1, 3, 4}, "/output")); // [N, M, OD, OH, OW]
   ctx.set_output(0, out);
   return Status();
 }
@@ -195,23 +209,26 @@ Status convert_conv(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int w, ctx.input(1));
   if (ctx.shape(x).size() == 5) {
     const std::vector<int64_t> ws = ctx.shape(w);
-    if (ws.size() != 5) return invalid_argument("kernel " + shape_text(ws) + " does not match the input " + shape_text(ctx.shape(x)));
+    if (ws.size() != 5)
+      return invalid_argument("kernel " + shape_text(ws) + " does not match the input " +
+                              shape_text(ctx.shape(x)));
     const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
     if (ctx.attribute("kernel_shape") && ctx.ints_attr("kernel_shape") != kernel) {
-      return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) + " differs from the kernel " +
-                              shape_text(ws));
+      return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) +
+                              " differs from the kernel " + shape_text(ws));
     }
     return convert_conv_3d(ctx, x, w, kernel);
   }
   IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
   const auto& ws = ctx.shape(w);
   if (ws.size() != r + 2) {
-    return invalid_argument("kernel " + shape_text(ws) + " does not match the input " + shape_text(ctx.shape(x)));
+    return invalid_argument("kernel " + shape_text(ws) + " does not match the input " +
+                            shape_text(ctx.shape(x)));
   }
   std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
   if (ctx.attribute("kernel_shape") && ctx.ints_attr("kernel_shape") != kernel) {
-    return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) + " differs from the kernel " +
-                            shape_text(ws));
+    return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) +
+                            " differs from the kernel " + shape_text(ws));
   }
   IPU_ASSIGN_OR_RETURN(WindowAttrs window, read_window(ctx, x, kernel, true));
   window.group = ctx.int_attr("group", 1);
@@ -238,13 +255,14 @@ Status convert_conv_transpose(OnnxImportContext& ctx) {
   const std::vector<int64_t> xs = ctx.shape(x), ws = ctx.shape(w);
   const int64_t group = ctx.int_attr("group", 1);
   if (ws.size() != r + 2 || group <= 0 || ws[0] != xs[1] || xs[1] % group != 0) {
-    return invalid_argument("kernel " + shape_text(ws) + " with group " + std::to_string(group) + " does not match the input " +
-                            shape_text(xs) + " (expected [C_in, C_out/group, k...])");
+    return invalid_argument("kernel " + shape_text(ws) + " with group " + std::to_string(group) +
+                            " does not match the input " + shape_text(xs) +
+                            " (expected [C_in, C_out/group, k...])");
   }
   const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
   if (ctx.attribute("kernel_shape") && ctx.ints_attr("kernel_shape") != kernel) {
-    return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) + " differs from the kernel " +
-                            shape_text(ws));
+    return invalid_argument("kernel_shape " + ints_text(ctx.ints_attr("kernel_shape")) +
+                            " differs from the kernel " + shape_text(ws));
   }
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ints_of_length(ctx, "strides", r, 1, true));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> dilations, ints_of_length(ctx, "dilations", r, 1, true));
@@ -257,7 +275,8 @@ Status convert_conv_transpose(OnnxImportContext& ctx) {
   }
   std::vector<int64_t> out_shape = ctx.ints_attr("output_shape");
   if (!out_shape.empty() && out_shape.size() != r) {
-    return invalid_argument("'output_shape' " + ints_text(out_shape) + " needs " + std::to_string(r) + " entries");
+    return invalid_argument("'output_shape' " + ints_text(out_shape) + " needs " + std::to_string(r) +
+                            " entries");
   }
   std::vector<int64_t> out = {xs[0], ws[1] * group};
   for (size_t i = 0; i < r; ++i) {
@@ -269,7 +288,8 @@ Status convert_conv_transpose(OnnxImportContext& ctx) {
       const int64_t target = !out_shape.empty() ? out_shape[i] : in * strides[i];
       const int64_t total = natural - target;
       if (total < 0) {
-        return unsupported("an output of " + std::to_string(target) + " beyond the " + std::to_string(natural) +
+        return unsupported("an output of " + std::to_string(target) + " beyond the " +
+                           std::to_string(natural) +
                            " positions the kernel reaches (negative padding) is not supported");
       }
       pads[i] = mode == "SAME_UPPER" ? total / 2 : total - total / 2;
@@ -278,11 +298,12 @@ Status convert_conv_transpose(OnnxImportContext& ctx) {
       pads[i] = pads[i + r] = 0;
     }
     if (extra[i] >= strides[i]) {
-      return unsupported("output_padding " + ints_text(extra) + " not below the strides " + ints_text(strides) +
-                         " is not supported");
+      return unsupported("output_padding " + ints_text(extra) + " not below the strides " +
+                         ints_text(strides) + " is not supported");
     }
     const int64_t size = natural - pads[i] - pads[i + r];
-    if (size <= 0) return invalid_argument("the pads leave no output positions on spatial axis " + std::to_string(i));
+    if (size <= 0)
+      return invalid_argument("the pads leave no output positions on spatial axis " + std::to_string(i));
     out.push_back(size);
   }
   AxisWindows axes{kernel, strides, dilations, pads};
@@ -297,7 +318,8 @@ Status convert_conv_transpose(OnnxImportContext& ctx) {
   if (ctx.has_input(2)) {
     IPU_ASSIGN_OR_RETURN(int b, ctx.input(2));
     if (ctx.shape(b) != std::vector<int64_t>{out[1]}) {
-      return invalid_argument("bias " + shape_text(ctx.shape(b)) + " does not match " + std::to_string(out[1]) + " output channels");
+      return invalid_argument("bias " + shape_text(ctx.shape(b)) + " does not match " +
+                              std::to_string(out[1]) + " output channels");
     }
     IPU_ASSIGN_OR_RETURN(b, ctx.reshape(b, {out[1], 1, 1}, "/bias_shape"));
     IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, y, b, format::BinaryKind::kAdd, "/bias"));
@@ -312,7 +334,7 @@ Status convert_conv_transpose(OnnxImportContext& ctx) {
 // of the averages over (H, W) is the average over the box.
 Status convert_pool_3d(OnnxImportContext& ctx, OpKind kind, int x, const AxisWindows& axes, bool ceil_mode,
                        bool count_include_pad) {
-  const std::vector<int64_t> in = ctx.shape(x);  // a copy: adding ops may move the shapes
+  const std::vector<int64_t> in = ctx.shape(x); // a copy: adding ops may move the shapes
   WindowAttrs hw = window_of_axes(axes, {1, 2});
   hw.ceil_mode = ceil_mode;
   hw.count_include_pad = count_include_pad;
@@ -331,7 +353,8 @@ Status convert_pool_3d(OnnxImportContext& ctx, OpKind kind, int x, const AxisWin
   d.count_include_pad = count_include_pad;
   IPU_ASSIGN_OR_RETURN(int pooled, ctx.add_op(kind, {depth_major}, d, "/d"));
   const int64_t out_d = ctx.shape(pooled)[2];
-  IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(pooled, {in[0], in[1], out_d, hw_shape[2], hw_shape[3]}, "/output_shape"));
+  IPU_ASSIGN_OR_RETURN(int y,
+                       ctx.reshape(pooled, {in[0], in[1], out_d, hw_shape[2], hw_shape[3]}, "/output_shape"));
   ctx.set_output(0, y);
   return Status();
 }
@@ -356,11 +379,12 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
   const int64_t before = window.pads[1], after = window.pads[3], span = (K - 1) * d + 1;
   const bool max = kind == OpKind::kMaxPool;
   const int64_t budget = static_cast<int64_t>(ctx.bytes_per_tile() / 4 / sizeof(float));
-  const int64_t per_segment = (budget - span + s) / (s + 1);  // S with (S − 1)·s + span + S <= budget
+  const int64_t per_segment = (budget - span + s) / (s + 1); // S with (S − 1)·s + span + S <= budget
   if ((!max && (before > 0 || after > 0 || window.ceil_mode)) || per_segment < 1) {
     return ctx.add_op(kind, {x}, window, suffix);
   }
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> pooled_shape, ir::window_output_shape({ir::DType::kFloat32, in}, window, in[1]));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> pooled_shape,
+                       ir::window_output_shape({ir::DType::kFloat32, in}, window, in[1]));
   const int64_t outputs = pooled_shape[3];
   const int64_t segments = (outputs + per_segment - 1) / per_segment;
   const int64_t segment_length = (per_segment - 1) * s + span;
@@ -377,10 +401,12 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
   IPU_ASSIGN_OR_RETURN(int padded, ctx.add_op(OpKind::kStridedCopy, {x}, pad, suffix + "/row_pads"));
   // Overlapping segments are one affine view of the row (segment j starts at j·S·s), which a
   // strided copy spreads over tiles by the ranges each part reads.
-  IPU_ASSIGN_OR_RETURN(int segments_view, add_strided_copy(ctx, padded, {in[0], in[1], segments, segment_length},
-                                                           {in[1] * padded_length, padded_length, per_segment * s, 1}, 0,
-                                                           suffix + "/segments"));
-  IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(segments_view, {in[0], in[1] * segments, 1, segment_length}, suffix + "/segment_planes"));
+  IPU_ASSIGN_OR_RETURN(int segments_view,
+                       add_strided_copy(ctx, padded, {in[0], in[1], segments, segment_length},
+                                        {in[1] * padded_length, padded_length, per_segment * s, 1}, 0,
+                                        suffix + "/segments"));
+  IPU_ASSIGN_OR_RETURN(int planes, ctx.reshape(segments_view, {in[0], in[1] * segments, 1, segment_length},
+                                               suffix + "/segment_planes"));
   WindowAttrs segment_window;
   segment_window.kernel = {1, K};
   segment_window.strides = {1, s};
@@ -389,11 +415,13 @@ StatusOr<int> pool_long_rows(OnnxImportContext& ctx, OpKind kind, int x, const W
   const std::vector<int64_t> joined = {in[0], in[1], 1, segments * per_segment};
   IPU_ASSIGN_OR_RETURN(int row, ctx.reshape(pooled, joined, suffix + "/joined"));
   if (outputs == joined[3]) return row;
-  return add_strided_copy(ctx, row, {in[0], in[1], 1, outputs}, ir::row_major_strides(joined), 0, suffix + "/crop");
+  return add_strided_copy(ctx, row, {in[0], in[1], 1, outputs}, ir::row_major_strides(joined), 0,
+                          suffix + "/crop");
 }
 
 // A pool along rows `x` [N, P, 1, L], split into segments when a row crowds a tile.
-StatusOr<int> pool_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window, const std::string& suffix) {
+StatusOr<int> pool_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window,
+                        const std::string& suffix) {
   if (plane_crowds_a_tile(ctx, x)) return pool_long_rows(ctx, kind, x, window, suffix);
   return ctx.add_op(kind, {x}, window, suffix);
 }
@@ -403,7 +431,7 @@ StatusOr<int> pool_rows(OnnxImportContext& ctx, OpKind kind, int x, const Window
 // made rows by a permutation), and back to [N, C, OH, OW]. Max and average pools are separable
 // (convert_pool_3d says why), and each pass keeps its axis' pads, ceil_mode and count_include_pad.
 StatusOr<int> pool_by_rows(OnnxImportContext& ctx, OpKind kind, int x, const WindowAttrs& window) {
-  const std::vector<int64_t> in = ctx.shape(x);  // a copy: adding ops may move the shapes
+  const std::vector<int64_t> in = ctx.shape(x); // a copy: adding ops may move the shapes
   WindowAttrs along_w, along_h;
   for (auto [attrs, axis] : {std::pair{&along_w, 1}, std::pair{&along_h, 0}}) {
     attrs->kernel = {1, window.kernel[axis]};
@@ -418,7 +446,8 @@ StatusOr<int> pool_by_rows(OnnxImportContext& ctx, OpKind kind, int x, const Win
   const int64_t out_w = ctx.shape(pooled_w)[3];
   IPU_ASSIGN_OR_RETURN(int grid, ctx.reshape(pooled_w, {in[0], in[1], in[2], out_w}, "/grid"));
   IPU_ASSIGN_OR_RETURN(int columns, permute(ctx, grid, {0, 1, 3, 2}, "/columns"));
-  IPU_ASSIGN_OR_RETURN(int column_rows, ctx.reshape(columns, {in[0], in[1] * out_w, 1, in[2]}, "/column_rows"));
+  IPU_ASSIGN_OR_RETURN(int column_rows,
+                       ctx.reshape(columns, {in[0], in[1] * out_w, 1, in[2]}, "/column_rows"));
   IPU_ASSIGN_OR_RETURN(int pooled_h, pool_rows(ctx, kind, column_rows, along_h, "/along_h"));
   const int64_t out_h = ctx.shape(pooled_h)[3];
   IPU_ASSIGN_OR_RETURN(int transposed, ctx.reshape(pooled_h, {in[0], in[1], out_w, out_h}, "/transposed"));
@@ -435,8 +464,8 @@ Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   }
   const std::vector<int64_t> kernel = ctx.ints_attr("kernel_shape");
   if (kernel.size() != r) {
-    return invalid_argument("'kernel_shape' " + ints_text(kernel) + " needs " + std::to_string(r) + " entries for input " +
-                            shape_text(ctx.shape(x)));
+    return invalid_argument("'kernel_shape' " + ints_text(kernel) + " needs " + std::to_string(r) +
+                            " entries for input " + shape_text(ctx.shape(x)));
   }
   for (int64_t k : kernel) {
     if (k <= 0) return invalid_argument("'kernel_shape' " + ints_text(kernel) + " must be positive");
@@ -457,7 +486,8 @@ Status convert_pool(OnnxImportContext& ctx, OpKind kind) {
   window.count_include_pad = ctx.int_attr("count_include_pad", 0) != 0;
   IPU_ASSIGN_OR_RETURN(int x2, as_2d(ctx, x, "/input_2d"));
   if (plane_crowds_a_tile(ctx, x2)) {
-    IPU_ASSIGN_OR_RETURN(int y, r == 2 ? pool_by_rows(ctx, kind, x2, window) : pool_long_rows(ctx, kind, x2, window, ""));
+    IPU_ASSIGN_OR_RETURN(int y, r == 2 ? pool_by_rows(ctx, kind, x2, window)
+                                       : pool_long_rows(ctx, kind, x2, window, ""));
     return set_output_like_input(ctx, y, r);
   }
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(kind, {x2}, window));
@@ -468,11 +498,14 @@ Status convert_max_pool(OnnxImportContext& ctx) {
   if (ctx.node().output_size() > 1 && !ctx.node().output(1).empty()) {
     return unsupported("the Indices output of MaxPool is not supported");
   }
-  if (ctx.int_attr("storage_order", 0) != 0) return unsupported("MaxPool with storage_order 1 is not supported");
+  if (ctx.int_attr("storage_order", 0) != 0)
+    return unsupported("MaxPool with storage_order 1 is not supported");
   return convert_pool(ctx, OpKind::kMaxPool);
 }
 
-Status convert_average_pool(OnnxImportContext& ctx) { return convert_pool(ctx, OpKind::kAveragePool); }
+Status convert_average_pool(OnnxImportContext& ctx) {
+  return convert_pool(ctx, OpKind::kAveragePool);
+}
 
 // Global pooling: one window over the whole plane, output [N, C, 1, 1] (or [N, C, 1]).
 Status convert_global_pool(OnnxImportContext& ctx, OpKind kind) {
@@ -487,22 +520,29 @@ Status convert_global_pool(OnnxImportContext& ctx, OpKind kind) {
   return set_output_like_input(ctx, y, r);
 }
 
-Status convert_global_average_pool(OnnxImportContext& ctx) { return convert_global_pool(ctx, OpKind::kAveragePool); }
-Status convert_global_max_pool(OnnxImportContext& ctx) { return convert_global_pool(ctx, OpKind::kMaxPool); }
+Status convert_global_average_pool(OnnxImportContext& ctx) {
+  return convert_global_pool(ctx, OpKind::kAveragePool);
+}
+Status convert_global_max_pool(OnnxImportContext& ctx) {
+  return convert_global_pool(ctx, OpKind::kMaxPool);
+}
 
 // Inference BatchNormalization, Y = (X − mean) / sqrt(var + epsilon) · scale + B per channel.
 // With scale, B, mean and var all initializers it is folded at compile time (in double) into
 // Y = X · s + t; otherwise the BatchNorm op reads them at run time.
 Status convert_batch_norm(OnnxImportContext& ctx) {
-  if (ctx.int_attr("training_mode", 0) != 0) return unsupported("BatchNormalization with training_mode 1 is not supported");
+  if (ctx.int_attr("training_mode", 0) != 0)
+    return unsupported("BatchNormalization with training_mode 1 is not supported");
   // Versions 6 and 7: `spatial` 1 (the default) is version 9's per-channel statistics; version
   // 6's is_test 0 asks for training-mode statistics.
-  if (ctx.int_attr("spatial", 1) != 1) return unsupported("BatchNormalization with spatial 0 (per-element statistics) is not supported");
+  if (ctx.int_attr("spatial", 1) != 1)
+    return unsupported("BatchNormalization with spatial 0 (per-element statistics) is not supported");
   if (ctx.version() == 6 && ctx.int_attr("is_test", 0) == 0) {
     return unsupported("BatchNormalization-6 with is_test 0 (training-mode statistics) is not supported");
   }
   for (int i = 1; i < ctx.node().output_size(); ++i) {
-    if (!ctx.node().output(i).empty()) return unsupported("the running mean and variance outputs of BatchNormalization are not supported");
+    if (!ctx.node().output(i).empty())
+      return unsupported("the running mean and variance outputs of BatchNormalization are not supported");
   }
   if (ctx.training()) {
     return unsupported("BatchNormalization is implemented for inference only (compile with --mode infer)");
@@ -514,7 +554,8 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
   const float epsilon = ctx.float_attr("epsilon", 1e-5f);
   const char* names[] = {"scale", "B", "mean", "var"};
   bool foldable = true;
-  for (int i = 1; i <= 4; ++i) foldable = foldable && ctx.float_initializer_input(i) != nullptr;
+  for (int i = 1; i <= 4; ++i)
+    foldable = foldable && ctx.float_initializer_input(i) != nullptr;
   if (!foldable) {
     std::vector<int> inputs = {x};
     for (int i = 1; i <= 4; ++i) {
@@ -539,7 +580,8 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
   }
   std::vector<float> scale(static_cast<size_t>(channels)), shift(static_cast<size_t>(channels));
   for (size_t c = 0; c < scale.size(); ++c) {
-    const double s = params[0][c] / std::sqrt(static_cast<double>(params[3][c]) + static_cast<double>(epsilon));
+    const double s =
+        params[0][c] / std::sqrt(static_cast<double>(params[3][c]) + static_cast<double>(epsilon));
     scale[c] = static_cast<float>(s);
     shift[c] = static_cast<float>(params[1][c] - params[2][c] * s);
   }
@@ -550,25 +592,35 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 std::vector<OnnxOpDef> conv_onnx_ops() {
   return {
-      {"AveragePool", {1, 7, 10, 11, 19, 22},
+      {"AveragePool",
+       {1, 7, 10, 11, 19, 22},
        {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"},
        convert_average_pool},
       // momentum only updates the running statistics in training mode, which is refused.
-      {"BatchNormalization", {6, 7, 9, 14, 15}, {"epsilon", "momentum", "training_mode", "spatial", "is_test"}, convert_batch_norm},
-      {"Conv", {1, 11, 22}, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}, convert_conv},
-      {"ConvTranspose", {1, 11, 22},
-       {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"},
+      {"BatchNormalization",
+       {6, 7, 9, 14, 15},
+       {"epsilon", "momentum", "training_mode", "spatial", "is_test"},
+       convert_batch_norm},
+      {"Conv",
+       {1, 11, 22},
+       {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
+       convert_conv},
+      {"ConvTranspose",
+       {1, 11, 22},
+       {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+        "strides"},
        convert_conv_transpose},
       {"GlobalAveragePool", {1, 22}, {}, convert_global_average_pool},
       {"GlobalMaxPool", {1}, {}, convert_global_max_pool},
-      {"MaxPool", {1, 8, 10, 11, 12, 22},
+      {"MaxPool",
+       {1, 8, 10, 11, 12, 22},
        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"},
        convert_max_pool},
   };
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

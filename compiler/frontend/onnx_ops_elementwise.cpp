@@ -17,16 +17,20 @@ using format::UnaryKind;
 
 StatusOr<int64_t> normalize_axis(int64_t axis, int64_t rank, const std::string& what) {
   if (axis < -rank || axis >= rank) {
-    return invalid_argument(what + " " + std::to_string(axis) + " is outside the rank " + std::to_string(rank));
+    return invalid_argument(what + " " + std::to_string(axis) + " is outside the rank " +
+                            std::to_string(rank));
   }
   return axis < 0 ? axis + rank : axis;
 }
 
-bool is_integer_dtype(const std::string& dtype) { return dtype != "f4"; }
+bool is_integer_dtype(const std::string& dtype) {
+  return dtype != "f4";
+}
 
 int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
   int64_t p = 1;
-  for (size_t i = begin; i < end && i < dims.size(); ++i) p *= dims[i];
+  for (size_t i = begin; i < end && i < dims.size(); ++i)
+    p *= dims[i];
   return p;
 }
 
@@ -45,8 +49,8 @@ StatusOr<int> add_binary(OnnxImportContext& ctx, int a, int b, BinaryKind kind, 
   return ctx.add_op(ir::OpKind::kBinary, {a, b}, attrs, suffix);
 }
 
-StatusOr<int> add_strided_copy(OnnxImportContext& ctx, int x, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                               int64_t offset, const std::string& suffix) {
+StatusOr<int> add_strided_copy(OnnxImportContext& ctx, int x, std::vector<int64_t> shape,
+                               std::vector<int64_t> strides, int64_t offset, const std::string& suffix) {
   ir::StridedCopyAttrs attrs;
   attrs.shape = std::move(shape);
   attrs.strides = std::move(strides);
@@ -56,7 +60,8 @@ StatusOr<int> add_strided_copy(OnnxImportContext& ctx, int x, std::vector<int64_
 
 Status check_not_empty(const std::vector<int64_t>& shape, const std::string& what) {
   for (int64_t d : shape) {
-    if (d <= 0) return unsupported(what + " " + shape_text(shape) + " is empty; empty tensors are not supported");
+    if (d <= 0)
+      return unsupported(what + " " + shape_text(shape) + " is empty; empty tensors are not supported");
   }
   return Status();
 }
@@ -73,27 +78,31 @@ namespace {
 
 // Unary math on float tensors (the kinds whose integer use ONNX does not define, or where
 // float arithmetic would differ, refuse integer inputs).
-template <UnaryKind K>
-Status convert_unary(OnnxImportContext& ctx) {
+template <UnaryKind K> Status convert_unary(OnnxImportContext& ctx) {
   const std::string dtype = ctx.input_dtype(0);
-  const bool exact_on_integers = K == UnaryKind::kAbs || K == UnaryKind::kNeg || K == UnaryKind::kSign ||
-                                 K == UnaryKind::kNot;
+  const bool exact_on_integers =
+      K == UnaryKind::kAbs || K == UnaryKind::kNeg || K == UnaryKind::kSign || K == UnaryKind::kNot;
   if (is_integer_dtype(dtype) && !exact_on_integers) {
     return unsupported(ctx.node().op_type() + " of dtype '" + dtype + "' is not supported (float32 only)");
   }
   float alpha = 0, beta = 0;
   switch (K) {
-    case UnaryKind::kElu: alpha = ctx.float_attr("alpha", 1.0f); break;
-    case UnaryKind::kSelu:
-      alpha = ctx.float_attr("alpha", 1.67326319217681884765625f);
-      beta = ctx.float_attr("gamma", 1.05070102214813232421875f);
-      break;
-    case UnaryKind::kLeakyRelu: alpha = ctx.float_attr("alpha", 0.01f); break;
-    case UnaryKind::kHardSigmoid:
-      alpha = ctx.float_attr("alpha", 0.2f);
-      beta = ctx.float_attr("beta", 0.5f);
-      break;
-    default: break;
+  case UnaryKind::kElu:
+    alpha = ctx.float_attr("alpha", 1.0f);
+    break;
+  case UnaryKind::kSelu:
+    alpha = ctx.float_attr("alpha", 1.67326319217681884765625f);
+    beta = ctx.float_attr("gamma", 1.05070102214813232421875f);
+    break;
+  case UnaryKind::kLeakyRelu:
+    alpha = ctx.float_attr("alpha", 0.01f);
+    break;
+  case UnaryKind::kHardSigmoid:
+    alpha = ctx.float_attr("alpha", 0.2f);
+    beta = ctx.float_attr("beta", 0.5f);
+    break;
+  default:
+    break;
   }
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int y, add_unary(ctx, x, K, alpha, beta));
@@ -109,7 +118,8 @@ Status convert_gelu(OnnxImportContext& ctx) {
   }
   if (is_integer_dtype(ctx.input_dtype(0))) return unsupported("Gelu of dtype '" + ctx.input_dtype(0) + "'");
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
-  IPU_ASSIGN_OR_RETURN(int y, add_unary(ctx, x, approximate == "tanh" ? UnaryKind::kGeluTanh : UnaryKind::kGelu));
+  IPU_ASSIGN_OR_RETURN(int y,
+                       add_unary(ctx, x, approximate == "tanh" ? UnaryKind::kGeluTanh : UnaryKind::kGelu));
   ctx.set_output(0, y);
   return Status();
 }
@@ -126,28 +136,31 @@ StatusOr<int> second_operand(OnnxImportContext& ctx, int a) {
   const std::vector<int64_t> as = ctx.shape(a), bs = ctx.shape(b);
   if (ctx.int_attr("broadcast", 0) == 0) {
     if (as != bs) {
-      return invalid_argument("without 'broadcast' (version " + std::to_string(ctx.version()) + ") the inputs must have one shape, got " +
-                              shape_text(as) + " and " + shape_text(bs));
+      return invalid_argument("without 'broadcast' (version " + std::to_string(ctx.version()) +
+                              ") the inputs must have one shape, got " + shape_text(as) + " and " +
+                              shape_text(bs));
     }
     return b;
   }
   const int64_t rank = static_cast<int64_t>(as.size()), b_rank = static_cast<int64_t>(bs.size());
   int64_t elements = 1;
-  for (int64_t d : bs) elements *= d;
+  for (int64_t d : bs)
+    elements *= d;
   int64_t axis = ctx.attribute("axis") ? ctx.int_attr("axis", 0) : rank - b_rank;
   if (axis < 0) axis += rank;
-  if (elements == 1) return ctx.reshape(b, std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(rank, 1)), 1), "/broadcast");
-  if (axis < 0 || axis + b_rank > rank ||
-      !std::equal(bs.begin(), bs.end(), as.begin() + axis)) {
-    return invalid_argument("B " + shape_text(bs) + " is not a run of A " + shape_text(as) + " at axis " + std::to_string(axis));
+  if (elements == 1)
+    return ctx.reshape(b, std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(rank, 1)), 1),
+                       "/broadcast");
+  if (axis < 0 || axis + b_rank > rank || !std::equal(bs.begin(), bs.end(), as.begin() + axis)) {
+    return invalid_argument("B " + shape_text(bs) + " is not a run of A " + shape_text(as) + " at axis " +
+                            std::to_string(axis));
   }
   std::vector<int64_t> padded(static_cast<size_t>(rank), 1);
   std::copy(bs.begin(), bs.end(), padded.begin() + axis);
   return ctx.reshape(b, padded, "/broadcast");
 }
 
-template <BinaryKind K>
-Status convert_binary(OnnxImportContext& ctx) {
+template <BinaryKind K> Status convert_binary(OnnxImportContext& ctx) {
   const std::string dtype = ctx.input_dtype(0);
   if (K == BinaryKind::kDiv && is_integer_dtype(dtype)) {
     return unsupported("Div of dtype '" + dtype + "' (integer division) is not supported");
@@ -175,7 +188,8 @@ Status convert_add(OnnxImportContext& ctx) {
   if (ctx.shape(x).size() < ctx.shape(bias).size()) std::swap(x, bias);
   const auto& xs = ctx.shape(x);
   const auto& bs = ctx.shape(bias);
-  const bool row = xs.size() == 2 && ((bs.size() == 1 && bs[0] == xs[1]) || (bs.size() == 2 && bs[0] == 1 && bs[1] == xs[1]));
+  const bool row = xs.size() == 2 &&
+                   ((bs.size() == 1 && bs[0] == xs[1]) || (bs.size() == 2 && bs[0] == 1 && bs[1] == xs[1]));
   int y = -1;
   if (row && !is_integer_dtype(ctx.input_dtype(0))) {
     IPU_ASSIGN_OR_RETURN(int flat, ctx.reshape(bias, {xs[1]}, "/bias_shape"));
@@ -189,8 +203,7 @@ Status convert_add(OnnxImportContext& ctx) {
 
 // Max, Min, Sum (and Mean, scaled) of any number of broadcast inputs, folded left to right.
 // Opset 6's versions do not broadcast: their inputs have one shape, where the two agree.
-template <BinaryKind K, bool kMean = false>
-Status convert_variadic(OnnxImportContext& ctx) {
+template <BinaryKind K, bool kMean = false> Status convert_variadic(OnnxImportContext& ctx) {
   const std::string dtype = ctx.input_dtype(0);
   if (kMean && is_integer_dtype(dtype)) return unsupported("Mean of dtype '" + dtype + "' is not supported");
   const int n = ctx.num_inputs();
@@ -199,8 +212,9 @@ Status convert_variadic(OnnxImportContext& ctx) {
   for (int i = 1; i < n; ++i) {
     IPU_ASSIGN_OR_RETURN(int x, ctx.input(i));
     if (ctx.version() < 8 && ctx.shape(x) != ctx.shape(y)) {
-      return invalid_argument("version " + std::to_string(ctx.version()) + " does not broadcast: input " + std::to_string(i) +
-                              " is " + shape_text(ctx.shape(x)) + ", input 0 " + shape_text(ctx.shape(y)));
+      return invalid_argument("version " + std::to_string(ctx.version()) + " does not broadcast: input " +
+                              std::to_string(i) + " is " + shape_text(ctx.shape(x)) + ", input 0 " +
+                              shape_text(ctx.shape(y)));
     }
     IPU_ASSIGN_OR_RETURN(y, add_binary(ctx, y, x, K, "/" + std::to_string(i)));
   }
@@ -214,14 +228,16 @@ Status convert_variadic(OnnxImportContext& ctx) {
 // PRelu: x where x ≥ 0, slope·x below, the slope broadcast to x (exporters write it per channel,
 // [C,1,1]): relu(x) + slope·(x − relu(x)), so a trained slope gets its gradient like any weight.
 Status convert_prelu(OnnxImportContext& ctx) {
-  if (is_integer_dtype(ctx.input_dtype(0))) return unsupported("PRelu of dtype '" + ctx.input_dtype(0) + "' is not supported");
+  if (is_integer_dtype(ctx.input_dtype(0)))
+    return unsupported("PRelu of dtype '" + ctx.input_dtype(0) + "' is not supported");
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int slope, ctx.input(1));
   const std::vector<int64_t> xs = ctx.shape(x), ss = ctx.shape(slope);
   IPU_ASSIGN_OR_RETURN(int positive, ctx.add_op(ir::OpKind::kRelu, {x}, {}, "/positive"));
   IPU_ASSIGN_OR_RETURN(int negative, add_binary(ctx, x, positive, BinaryKind::kSub, "/negative"));
   IPU_ASSIGN_OR_RETURN(int scaled, add_binary(ctx, slope, negative, BinaryKind::kMul, "/scaled"));
-  if (ctx.shape(scaled) != xs) return invalid_argument("slope " + shape_text(ss) + " does not broadcast to X " + shape_text(xs));
+  if (ctx.shape(scaled) != xs)
+    return invalid_argument("slope " + shape_text(ss) + " does not broadcast to X " + shape_text(xs));
   IPU_ASSIGN_OR_RETURN(int y, add_binary(ctx, positive, scaled, BinaryKind::kAdd));
   ctx.set_output(0, y);
   return Status();
@@ -238,8 +254,9 @@ Status convert_where(OnnxImportContext& ctx) {
 
 // A scalar bound of Clip given as input `index`, if constant.
 StatusOr<std::optional<float>> constant_bound(OnnxImportContext& ctx, int index) {
-  if (!ctx.has_input(index)) return std::optional<float>(index == 1 ? -std::numeric_limits<float>::infinity()
-                                                                    : std::numeric_limits<float>::infinity());
+  if (!ctx.has_input(index))
+    return std::optional<float>(index == 1 ? -std::numeric_limits<float>::infinity()
+                                           : std::numeric_limits<float>::infinity());
   const data::NpyArray* c = ctx.constant_input(index);
   if (!c) return std::optional<float>();
   IPU_ASSIGN_OR_RETURN(std::vector<float> v, data::to_floats(*c, "input " + std::to_string(index)));
@@ -281,17 +298,26 @@ Status convert_cast(OnnxImportContext& ctx) {
   const int64_t to = ctx.int_attr("to", 0);
   std::string out;
   switch (to) {
-    case onnx::TensorProto::FLOAT: out = "f4"; break;
-    case onnx::TensorProto::INT32: out = "i4"; break;
-    case onnx::TensorProto::INT64: out = "i8"; break;
-    case onnx::TensorProto::BOOL: out = "b1"; break;
-    default: {
-      return unsupported("Cast to element type " + element_type_name(static_cast<int>(to)) +
-                         " is not supported (FLOAT, INT32, INT64 and BOOL are)");
-    }
+  case onnx::TensorProto::FLOAT:
+    out = "f4";
+    break;
+  case onnx::TensorProto::INT32:
+    out = "i4";
+    break;
+  case onnx::TensorProto::INT64:
+    out = "i8";
+    break;
+  case onnx::TensorProto::BOOL:
+    out = "b1";
+    break;
+  default: {
+    return unsupported("Cast to element type " + element_type_name(static_cast<int>(to)) +
+                       " is not supported (FLOAT, INT32, INT64 and BOOL are)");
+  }
   }
   const std::string in = ctx.input_dtype(0);
-  if (in != "f4" && in != "i4" && in != "i8" && in != "b1") return unsupported("Cast from dtype '" + in + "'");
+  if (in != "f4" && in != "i4" && in != "i8" && in != "b1")
+    return unsupported("Cast from dtype '" + in + "'");
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   int y = x;
   if (out == "b1" && in != "b1") {
@@ -303,7 +329,7 @@ Status convert_cast(OnnxImportContext& ctx) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 std::vector<OnnxOpDef> elementwise_onnx_ops() {
   return {
@@ -349,4 +375,4 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
   };
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

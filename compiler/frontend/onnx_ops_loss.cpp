@@ -24,7 +24,8 @@ StatusOr<LossReduction> read_reduction(const OnnxImportContext& ctx) {
 // the loss gives it no gradient, so training leaves it as it is.
 StatusOr<int> class_weights(OnnxImportContext& ctx, int64_t classes) {
   if (!ctx.has_input(2)) return -1;
-  if (ctx.input_dtype(2) != "f4") return unsupported("weights of dtype '" + ctx.input_dtype(2) + "' (only float32)");
+  if (ctx.input_dtype(2) != "f4")
+    return unsupported("weights of dtype '" + ctx.input_dtype(2) + "' (only float32)");
   IPU_ASSIGN_OR_RETURN(int w, ctx.input(2));
   if (ctx.shape(w) != std::vector<int64_t>{classes}) {
     return invalid_argument("weights " + shape_text(ctx.shape(w)) + " must have one value per class, [" +
@@ -37,14 +38,15 @@ StatusOr<int> class_weights(OnnxImportContext& ctx, int64_t classes) {
 // the targets (input 1, [N, d1..dk]) and binds output 0.
 Status add_nll_loss(OnnxImportContext& ctx, int log_prob, const std::vector<int64_t>& in_shape) {
   if (!is_integer_dtype(ctx.input_dtype(1))) {
-    return invalid_argument("target must hold integers (int32 or int64), it holds '" + ctx.input_dtype(1) + "'");
+    return invalid_argument("target must hold integers (int32 or int64), it holds '" + ctx.input_dtype(1) +
+                            "'");
   }
   IPU_ASSIGN_OR_RETURN(int target, ctx.input(1));
   std::vector<int64_t> target_shape = {in_shape[0]};
   target_shape.insert(target_shape.end(), in_shape.begin() + 2, in_shape.end());
   if (ctx.shape(target) != target_shape) {
-    return invalid_argument("target " + shape_text(ctx.shape(target)) + " must be " + shape_text(target_shape) +
-                            " for input " + shape_text(in_shape));
+    return invalid_argument("target " + shape_text(ctx.shape(target)) + " must be " +
+                            shape_text(target_shape) + " for input " + shape_text(in_shape));
   }
   IPU_ASSIGN_OR_RETURN(LossReduction reduction, read_reduction(ctx));
   const int64_t N = in_shape[0], C = in_shape[1], D = product(in_shape, 2, in_shape.size());
@@ -65,9 +67,11 @@ Status add_nll_loss(OnnxImportContext& ctx, int log_prob, const std::vector<int6
 
 // The input's shape if it is a float [N, C, d1..dk] with no empty dimension.
 StatusOr<std::vector<int64_t>> loss_input_shape(OnnxImportContext& ctx, int x) {
-  if (ctx.input_dtype(0) != "f4") return unsupported("input of dtype '" + ctx.input_dtype(0) + "' (only float32)");
+  if (ctx.input_dtype(0) != "f4")
+    return unsupported("input of dtype '" + ctx.input_dtype(0) + "' (only float32)");
   const std::vector<int64_t>& shape = ctx.shape(x);
-  if (shape.size() < 2) return invalid_argument("input " + shape_text(shape) + " must be [N, C, d1, ..., dk]");
+  if (shape.size() < 2)
+    return invalid_argument("input " + shape_text(shape) + " must be [N, C, d1, ..., dk]");
   IPU_RETURN_IF_ERROR(check_not_empty(shape, "input"));
   return shape;
 }
@@ -75,14 +79,16 @@ StatusOr<std::vector<int64_t>> loss_input_shape(OnnxImportContext& ctx, int x) {
 Status convert_nll_loss(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, loss_input_shape(ctx, x));
-  IPU_ASSIGN_OR_RETURN(int x3, ctx.reshape(x, {shape[0], shape[1], product(shape, 2, shape.size())}, "/view"));
+  IPU_ASSIGN_OR_RETURN(int x3,
+                       ctx.reshape(x, {shape[0], shape[1], product(shape, 2, shape.size())}, "/view"));
   return add_nll_loss(ctx, x3, shape);
 }
 
 Status convert_softmax_cross_entropy(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, loss_input_shape(ctx, x));
-  IPU_ASSIGN_OR_RETURN(int x3, ctx.reshape(x, {shape[0], shape[1], product(shape, 2, shape.size())}, "/view"));
+  IPU_ASSIGN_OR_RETURN(int x3,
+                       ctx.reshape(x, {shape[0], shape[1], product(shape, 2, shape.size())}, "/view"));
   ir::SoftmaxAttrs attrs;
   attrs.kind = format::SoftmaxKind::kLogSoftmax;
   IPU_ASSIGN_OR_RETURN(int log_prob, ctx.add_op(ir::OpKind::kAxisSoftmax, {x3}, attrs, "/log_prob"));
@@ -94,7 +100,7 @@ Status convert_softmax_cross_entropy(OnnxImportContext& ctx) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 std::vector<OnnxOpDef> loss_onnx_ops() {
   return {
@@ -103,4 +109,4 @@ std::vector<OnnxOpDef> loss_onnx_ops() {
   };
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

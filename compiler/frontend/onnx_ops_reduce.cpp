@@ -25,10 +25,10 @@ StatusOr<int> add_reduce(OnnxImportContext& ctx, int x, ReduceKind kind, std::ve
 
 // The axes of a Reduce* node: an attribute before `input_since`, else the optional constant
 // input 1. Empty means all axes unless noop_with_empty_axes (then the node is the identity).
-template <ReduceKind K, int kInputSince>
-Status convert_reduce(OnnxImportContext& ctx) {
+template <ReduceKind K, int kInputSince> Status convert_reduce(OnnxImportContext& ctx) {
   const std::string dtype = ctx.input_dtype(0);
-  if (K == ReduceKind::kMean && is_integer_dtype(dtype)) return unsupported("ReduceMean of dtype '" + dtype + "'");
+  if (K == ReduceKind::kMean && is_integer_dtype(dtype))
+    return unsupported("ReduceMean of dtype '" + dtype + "'");
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   const std::vector<int64_t> in = ctx.shape(x);
   const int64_t rank = static_cast<int64_t>(in.size());
@@ -44,7 +44,8 @@ Status convert_reduce(OnnxImportContext& ctx) {
       ctx.set_output(0, x, dtype);
       return Status();
     }
-    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+    for (int64_t k = 0; k < rank; ++k)
+      axes.push_back(k);
   }
   for (int64_t& a : axes) {
     IPU_ASSIGN_OR_RETURN(a, normalize_axis(a, rank, "axis"));
@@ -61,11 +62,11 @@ Status convert_reduce(OnnxImportContext& ctx) {
 }
 
 // ArgMax / ArgMin along `axis`: int64 indices (as floats on the device).
-template <bool kMax>
-Status convert_arg(OnnxImportContext& ctx) {
+template <bool kMax> Status convert_arg(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   const std::vector<int64_t> in = ctx.shape(x);
-  IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.int_attr("axis", 0), static_cast<int64_t>(in.size()), "axis"));
+  IPU_ASSIGN_OR_RETURN(int64_t axis,
+                       normalize_axis(ctx.int_attr("axis", 0), static_cast<int64_t>(in.size()), "axis"));
   IPU_RETURN_IF_ERROR(check_not_empty(in, "input"));
   const bool last = ctx.int_attr("select_last_index", 0) != 0;
   const ReduceKind kind = kMax ? (last ? ReduceKind::kArgMaxLast : ReduceKind::kArgMax)
@@ -79,15 +80,16 @@ Status convert_arg(OnnxImportContext& ctx) {
 // normalize over the flattened trailing part; 13 normalizes over the single `axis` (default
 // -1). Either is an AxisSoftmax over the middle axis of [outer, n, inner]; a rank-2 softmax
 // over the last axis keeps the Softmax op of the Dense models.
-template <format::SoftmaxKind K>
-Status convert_softmax(OnnxImportContext& ctx) {
-  if (is_integer_dtype(ctx.input_dtype(0))) return unsupported("softmax of dtype '" + ctx.input_dtype(0) + "'");
+template <format::SoftmaxKind K> Status convert_softmax(OnnxImportContext& ctx) {
+  if (is_integer_dtype(ctx.input_dtype(0)))
+    return unsupported("softmax of dtype '" + ctx.input_dtype(0) + "'");
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   const std::vector<int64_t> in = ctx.shape(x);
   const int64_t rank = static_cast<int64_t>(in.size());
   const bool single_axis = ctx.version() >= 13;
   if (rank == 0) return unsupported("softmax of a scalar");
-  IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.int_attr("axis", single_axis ? -1 : 1), rank, "axis"));
+  IPU_ASSIGN_OR_RETURN(int64_t axis,
+                       normalize_axis(ctx.int_attr("axis", single_axis ? -1 : 1), rank, "axis"));
   IPU_RETURN_IF_ERROR(check_not_empty(in, "input"));
   const size_t a = static_cast<size_t>(axis);
   const int64_t outer = product(in, 0, a);
@@ -115,7 +117,8 @@ struct Normalized {
   int y, mean, inv_stddev;
 };
 
-StatusOr<Normalized> add_normalize(OnnxImportContext& ctx, int x, const std::vector<int64_t>& axes, float epsilon) {
+StatusOr<Normalized> add_normalize(OnnxImportContext& ctx, int x, const std::vector<int64_t>& axes,
+                                   float epsilon) {
   IPU_ASSIGN_OR_RETURN(int mean, add_reduce(ctx, x, ReduceKind::kMean, axes, true, "/mean"));
   IPU_ASSIGN_OR_RETURN(int centered, add_binary(ctx, x, mean, BinaryKind::kSub, "/center"));
   IPU_ASSIGN_OR_RETURN(int square, add_unary(ctx, centered, UnaryKind::kSquare, 0, 0, "/square"));
@@ -137,7 +140,8 @@ Status convert_layer_norm(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.int_attr("axis", -1), rank, "axis"));
   IPU_RETURN_IF_ERROR(check_not_empty(in, "input"));
   std::vector<int64_t> axes;
-  for (int64_t k = axis; k < rank; ++k) axes.push_back(k);
+  for (int64_t k = axis; k < rank; ++k)
+    axes.push_back(k);
   IPU_ASSIGN_OR_RETURN(Normalized n, add_normalize(ctx, x, axes, ctx.float_attr("epsilon", 1e-5f)));
   const int mean = n.mean, inv = n.inv_stddev;
   int y = n.y;
@@ -158,7 +162,8 @@ Status convert_layer_norm(OnnxImportContext& ctx) {
 Status convert_instance_norm(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   const std::vector<int64_t> in = ctx.shape(x);
-  if (in.size() < 3) return invalid_argument("input " + shape_text(in) + " has no spatial axis ([N, C, D1, ...])");
+  if (in.size() < 3)
+    return invalid_argument("input " + shape_text(in) + " has no spatial axis ([N, C, D1, ...])");
   IPU_RETURN_IF_ERROR(check_not_empty(in, "input"));
   std::vector<int64_t> axes, per_channel = {in[1]};
   for (size_t k = 2; k < in.size(); ++k) {
@@ -186,7 +191,8 @@ Status convert_instance_norm(OnnxImportContext& ctx) {
 // broadcast. A rank-2 right operand (a weight) keeps the tiled 2-D MatMul on a flattened left
 // operand.
 Status convert_matmul(OnnxImportContext& ctx) {
-  if (is_integer_dtype(ctx.input_dtype(0))) return unsupported("MatMul of dtype '" + ctx.input_dtype(0) + "'");
+  if (is_integer_dtype(ctx.input_dtype(0)))
+    return unsupported("MatMul of dtype '" + ctx.input_dtype(0) + "'");
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
   std::vector<int64_t> as = ctx.shape(a), bs = ctx.shape(b);
@@ -200,7 +206,8 @@ Status convert_matmul(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(b, ctx.reshape(b, bs, "/b_matrix"));
   const int64_t K = as.back();
   if (bs[bs.size() - 2] != K) {
-    return invalid_argument("inner dimensions differ: " + shape_text(ctx.shape(a)) + " · " + shape_text(ctx.shape(b)));
+    return invalid_argument("inner dimensions differ: " + shape_text(ctx.shape(a)) + " · " +
+                            shape_text(ctx.shape(b)));
   }
   int y = -1;
   std::vector<int64_t> out;
@@ -225,7 +232,8 @@ Status convert_matmul(OnnxImportContext& ctx) {
 Status convert_gemm(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int b, ctx.input(1));
-  if (ctx.shape(a).size() != 2 || ctx.shape(b).size() != 2) return invalid_argument("Gemm takes rank-2 A and B");
+  if (ctx.shape(a).size() != 2 || ctx.shape(b).size() != 2)
+    return invalid_argument("Gemm takes rank-2 A and B");
   ir::MatMulAttrs attrs;
   attrs.trans_a = ctx.int_attr("transA", 0) != 0;
   attrs.trans_b = ctx.int_attr("transB", 0) != 0;
@@ -240,7 +248,8 @@ Status convert_gemm(OnnxImportContext& ctx) {
     const auto& cs = ctx.shape(c);
     // Gemm-6 broadcasts C only with broadcast=1 (then as version 7 does); without, C is [M,N].
     if (ctx.version() < 7 && ctx.int_attr("broadcast", 0) == 0 && cs != ys) {
-      return invalid_argument("without 'broadcast' (version 6) C must be " + shape_text(ys) + ", got " + shape_text(cs));
+      return invalid_argument("without 'broadcast' (version 6) C must be " + shape_text(ys) + ", got " +
+                              shape_text(cs));
     }
     const bool row = (cs.size() == 1 && cs[0] == ys[1]) || (cs.size() == 2 && cs[0] == 1 && cs[1] == ys[1]);
     if (row && beta == 1.0f) {
@@ -257,7 +266,7 @@ Status convert_gemm(OnnxImportContext& ctx) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 std::vector<OnnxOpDef> reduce_onnx_ops() {
   return {
@@ -268,13 +277,28 @@ std::vector<OnnxOpDef> reduce_onnx_ops() {
       {"LayerNormalization", {17}, {"axis", "epsilon", "stash_type"}, convert_layer_norm},
       {"LogSoftmax", {1, 11, 13}, {"axis"}, convert_softmax<format::SoftmaxKind::kLogSoftmax>},
       {"MatMul", {1, 9, 13}, {}, convert_matmul},
-      {"ReduceMax", {1, 11, 12, 13, 18, 20}, {"axes", "keepdims", "noop_with_empty_axes"}, convert_reduce<ReduceKind::kMax, 18>},
-      {"ReduceMean", {1, 11, 13, 18}, {"axes", "keepdims", "noop_with_empty_axes"}, convert_reduce<ReduceKind::kMean, 18>},
-      {"ReduceMin", {1, 11, 12, 13, 18, 20}, {"axes", "keepdims", "noop_with_empty_axes"}, convert_reduce<ReduceKind::kMin, 18>},
-      {"ReduceProd", {1, 11, 13, 18}, {"axes", "keepdims", "noop_with_empty_axes"}, convert_reduce<ReduceKind::kProd, 18>},
-      {"ReduceSum", {1, 11, 13}, {"axes", "keepdims", "noop_with_empty_axes"}, convert_reduce<ReduceKind::kSum, 13>},
+      {"ReduceMax",
+       {1, 11, 12, 13, 18, 20},
+       {"axes", "keepdims", "noop_with_empty_axes"},
+       convert_reduce<ReduceKind::kMax, 18>},
+      {"ReduceMean",
+       {1, 11, 13, 18},
+       {"axes", "keepdims", "noop_with_empty_axes"},
+       convert_reduce<ReduceKind::kMean, 18>},
+      {"ReduceMin",
+       {1, 11, 12, 13, 18, 20},
+       {"axes", "keepdims", "noop_with_empty_axes"},
+       convert_reduce<ReduceKind::kMin, 18>},
+      {"ReduceProd",
+       {1, 11, 13, 18},
+       {"axes", "keepdims", "noop_with_empty_axes"},
+       convert_reduce<ReduceKind::kProd, 18>},
+      {"ReduceSum",
+       {1, 11, 13},
+       {"axes", "keepdims", "noop_with_empty_axes"},
+       convert_reduce<ReduceKind::kSum, 13>},
       {"Softmax", {1, 11, 13}, {"axis"}, convert_softmax<format::SoftmaxKind::kSoftmax>},
   };
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

@@ -31,13 +31,16 @@ Status convert_transpose(OnnxImportContext& ctx) {
   const int64_t rank = static_cast<int64_t>(in.size());
   std::vector<int64_t> perm = ctx.ints_attr("perm");
   if (!ctx.attribute("perm")) {
-    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
   }
   std::vector<bool> seen(in.size(), false);
-  if (static_cast<int64_t>(perm.size()) != rank) return invalid_argument("perm " + shape_text(perm) + " does not match the rank");
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return invalid_argument("perm " + shape_text(perm) + " does not match the rank");
   for (int64_t& p : perm) {
     IPU_ASSIGN_OR_RETURN(p, normalize_axis(p, rank, "perm entry"));
-    if (seen[static_cast<size_t>(p)]) return invalid_argument("perm " + shape_text(ctx.ints_attr("perm")) + " repeats an axis");
+    if (seen[static_cast<size_t>(p)])
+      return invalid_argument("perm " + shape_text(ctx.ints_attr("perm")) + " repeats an axis");
     seen[static_cast<size_t>(p)] = true;
   }
   IPU_RETURN_IF_ERROR(check_not_empty(in, "input"));
@@ -74,7 +77,8 @@ Status convert_slice(OnnxImportContext& ctx) {
     }
   }
   if (axes.empty()) {
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(static_cast<int64_t>(i));
   }
   if (steps.empty()) steps.assign(starts.size(), 1);
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
@@ -85,7 +89,8 @@ Status convert_slice(OnnxImportContext& ctx) {
   std::vector<bool> seen(in.size(), false);
   for (size_t i = 0; i < starts.size(); ++i) {
     IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axes[i], rank, "axis"));
-    if (seen[static_cast<size_t>(axis)]) return invalid_argument("axis " + std::to_string(axis) + " is sliced twice");
+    if (seen[static_cast<size_t>(axis)])
+      return invalid_argument("axis " + std::to_string(axis) + " is sliced twice");
     seen[static_cast<size_t>(axis)] = true;
     const int64_t d = in[static_cast<size_t>(axis)], step = steps[i];
     if (step == 0) return invalid_argument("step 0");
@@ -130,7 +135,8 @@ Status convert_tile(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, ctx.int_constant_input(1));
   const std::vector<int64_t> in = ctx.shape(x);
-  if (repeats.size() != in.size()) return invalid_argument("repeats " + shape_text(repeats) + " do not match the rank");
+  if (repeats.size() != in.size())
+    return invalid_argument("repeats " + shape_text(repeats) + " do not match the rank");
   const std::vector<int64_t> s = strides_of(in);
   std::vector<int64_t> shape, strides, out;
   for (size_t k = 0; k < in.size(); ++k) {
@@ -162,7 +168,8 @@ Status convert_concat(OnnxImportContext& ctx) {
   for (int i = 0; i < n; ++i) {
     IPU_ASSIGN_OR_RETURN(int x, ctx.input(i));
     if (i == 0) {
-      IPU_ASSIGN_OR_RETURN(axis, normalize_axis(ctx.int_attr("axis", 0), static_cast<int64_t>(ctx.shape(x).size()), "axis"));
+      IPU_ASSIGN_OR_RETURN(
+          axis, normalize_axis(ctx.int_attr("axis", 0), static_cast<int64_t>(ctx.shape(x).size()), "axis"));
     }
     if (ctx.graph().value(x).type.elements() > 0) inputs.push_back(x);
   }
@@ -182,7 +189,8 @@ Status convert_concat(OnnxImportContext& ctx) {
 Status convert_split(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   const std::vector<int64_t> in = ctx.shape(x);
-  IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(ctx.int_attr("axis", 0), static_cast<int64_t>(in.size()), "axis"));
+  IPU_ASSIGN_OR_RETURN(int64_t axis,
+                       normalize_axis(ctx.int_attr("axis", 0), static_cast<int64_t>(in.size()), "axis"));
   const int64_t d = in[static_cast<size_t>(axis)];
   const int outputs = ctx.node().output_size();
   std::vector<int64_t> sizes;
@@ -196,17 +204,20 @@ Status convert_split(OnnxImportContext& ctx) {
       const int64_t parts = ctx.int_attr("num_outputs", 0);
       if (parts != outputs) return invalid_argument("num_outputs differs from the number of outputs");
       const int64_t chunk = (d + parts - 1) / parts;
-      for (int64_t p = 0; p < parts; ++p) sizes.push_back(std::max<int64_t>(0, std::min(chunk, d - p * chunk)));
+      for (int64_t p = 0; p < parts; ++p)
+        sizes.push_back(std::max<int64_t>(0, std::min(chunk, d - p * chunk)));
     } else {
-      if (d % outputs != 0) return invalid_argument("axis of size " + std::to_string(d) + " does not split evenly");
+      if (d % outputs != 0)
+        return invalid_argument("axis of size " + std::to_string(d) + " does not split evenly");
       sizes.assign(static_cast<size_t>(outputs), d / outputs);
     }
   }
   int64_t total = 0;
-  for (int64_t s : sizes) total += s;
+  for (int64_t s : sizes)
+    total += s;
   if (static_cast<int>(sizes.size()) != outputs || total != d) {
-    return invalid_argument("split " + shape_text(sizes) + " does not cover axis " + std::to_string(axis) + " of " +
-                            shape_text(in) + " in " + std::to_string(outputs) + " outputs");
+    return invalid_argument("split " + shape_text(sizes) + " does not cover axis " + std::to_string(axis) +
+                            " of " + shape_text(in) + " in " + std::to_string(outputs) + " outputs");
   }
   const std::vector<int64_t> strides = strides_of(in);
   int64_t start = 0;
@@ -214,8 +225,9 @@ Status convert_split(OnnxImportContext& ctx) {
     std::vector<int64_t> shape = in;
     shape[static_cast<size_t>(axis)] = sizes[static_cast<size_t>(i)];
     IPU_RETURN_IF_ERROR(check_not_empty(shape, "output " + std::to_string(i)));
-    IPU_ASSIGN_OR_RETURN(int y, add_strided_copy(ctx, x, shape, strides, start * strides[static_cast<size_t>(axis)],
-                                                 "/" + std::to_string(i)));
+    IPU_ASSIGN_OR_RETURN(int y,
+                         add_strided_copy(ctx, x, shape, strides, start * strides[static_cast<size_t>(axis)],
+                                          "/" + std::to_string(i)));
     ctx.set_output(i, y, ctx.input_dtype(0));
     start += sizes[static_cast<size_t>(i)];
   }
@@ -236,8 +248,8 @@ int64_t pad_source_index(const std::string& mode, int64_t j, int64_t before, int
 
 // Pad in edge, reflect or wrap mode: along each padded axis, a Gather of the input by constant
 // indices (these modes repeat input elements, so they are not one affine view).
-StatusOr<int> pad_by_gather(OnnxImportContext& ctx, int x, const std::string& mode, const std::vector<int64_t>& before,
-                            const std::vector<int64_t>& after) {
+StatusOr<int> pad_by_gather(OnnxImportContext& ctx, int x, const std::string& mode,
+                            const std::vector<int64_t>& before, const std::vector<int64_t>& after) {
   for (size_t axis = 0; axis < before.size(); ++axis) {
     if (before[axis] < 0 || after[axis] < 0) {
       return unsupported("negative pads (cropping) are supported in constant mode only, not '" + mode + "'");
@@ -288,9 +300,11 @@ Status convert_pad(OnnxImportContext& ctx) {
     }
   }
   if (axes.empty()) {
-    for (int64_t k = 0; k < rank; ++k) axes.push_back(k);
+    for (int64_t k = 0; k < rank; ++k)
+      axes.push_back(k);
   }
-  if (pads.size() != 2 * axes.size()) return invalid_argument("pads " + shape_text(pads) + " do not match the axes");
+  if (pads.size() != 2 * axes.size())
+    return invalid_argument("pads " + shape_text(pads) + " do not match the axes");
   std::vector<int64_t> before(in.size(), 0), after(in.size(), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axes[i], rank, "axis"));
@@ -333,7 +347,8 @@ Status convert_squeeze(OnnxImportContext& ctx) {
   std::vector<bool> drop(in.size(), false);
   for (int64_t a : axes) {
     IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a, static_cast<int64_t>(in.size()), "axis"));
-    if (in[static_cast<size_t>(axis)] != 1) return invalid_argument("axis " + std::to_string(a) + " of " + shape_text(in) + " is not 1");
+    if (in[static_cast<size_t>(axis)] != 1)
+      return invalid_argument("axis " + std::to_string(a) + " of " + shape_text(in) + " is not 1");
     drop[static_cast<size_t>(axis)] = true;
   }
   std::vector<int64_t> shape;
@@ -353,12 +368,14 @@ Status convert_unsqueeze(OnnxImportContext& ctx) {
   std::vector<bool> inserted(static_cast<size_t>(rank), false);
   for (int64_t a : axes) {
     IPU_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(a, rank, "axis"));
-    if (inserted[static_cast<size_t>(axis)]) return invalid_argument("axis " + std::to_string(a) + " is repeated");
+    if (inserted[static_cast<size_t>(axis)])
+      return invalid_argument("axis " + std::to_string(a) + " is repeated");
     inserted[static_cast<size_t>(axis)] = true;
   }
   std::vector<int64_t> shape;
   size_t next = 0;
-  for (int64_t k = 0; k < rank; ++k) shape.push_back(inserted[static_cast<size_t>(k)] ? 1 : in[next++]);
+  for (int64_t k = 0; k < rank; ++k)
+    shape.push_back(inserted[static_cast<size_t>(k)] ? 1 : in[next++]);
   IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, shape));
   ctx.set_output(0, y, ctx.input_dtype(0));
   return Status();
@@ -419,14 +436,17 @@ Status convert_constant_of_shape(OnnxImportContext& ctx) {
     value = data::make_npy_f32({1}, &zero);
   }
   if (value.element_count() != 1) return invalid_argument("value must hold one element");
-  if (value.dtype != "f4" && !is_integer_dtype(value.dtype)) return unsupported("value of dtype '" + value.dtype + "'");
+  if (value.dtype != "f4" && !is_integer_dtype(value.dtype))
+    return unsupported("value of dtype '" + value.dtype + "'");
   const int64_t n = product(shape, 0, shape.size());
-  if (n > (int64_t{1} << 28)) return unsupported("a constant of " + std::to_string(n) + " elements is too large");
+  if (n > (int64_t{1} << 28))
+    return unsupported("a constant of " + std::to_string(n) + " elements is too large");
   data::NpyArray out;
   out.dtype = value.dtype;
   out.shape = shape;
   out.data.reserve(static_cast<size_t>(n) * value.data.size());
-  for (int64_t i = 0; i < n; ++i) out.data += value.data;
+  for (int64_t i = 0; i < n; ++i)
+    out.data += value.data;
   ctx.set_constant_output(0, std::move(out));
   return Status();
 }
@@ -436,7 +456,7 @@ Status convert_range(OnnxImportContext& ctx) {
   const data::NpyArray* arrays[3];
   for (int i = 0; i < 3; ++i) {
     arrays[i] = ctx.constant_input(i);
-    if (!arrays[i]) return ctx.constant_required(i);  // the output's shape depends on the values
+    if (!arrays[i]) return ctx.constant_required(i); // the output's shape depends on the values
   }
   double v[3];
   for (int i = 0; i < 3; ++i) {
@@ -447,15 +467,18 @@ Status convert_range(OnnxImportContext& ctx) {
   if (v[2] == 0) return invalid_argument("delta is 0");
   const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((v[1] - v[0]) / v[2])));
   IPU_RETURN_IF_ERROR(check_not_empty({n}, "the range"));
-  if (n > (int64_t{1} << 24)) return unsupported("a range of " + std::to_string(n) + " elements is too large");
+  if (n > (int64_t{1} << 24))
+    return unsupported("a range of " + std::to_string(n) + " elements is too large");
   const std::string dtype = arrays[0]->dtype;
   if (dtype == "f4") {
     std::vector<float> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<float>(v[0] + static_cast<double>(i) * v[2]);
+    for (int64_t i = 0; i < n; ++i)
+      out[static_cast<size_t>(i)] = static_cast<float>(v[0] + static_cast<double>(i) * v[2]);
     ctx.set_constant_output(0, data::make_npy_f32({n}, out.data()));
   } else if (dtype == "i8") {
     std::vector<int64_t> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<int64_t>(v[0]) + i * static_cast<int64_t>(v[2]);
+    for (int64_t i = 0; i < n; ++i)
+      out[static_cast<size_t>(i)] = static_cast<int64_t>(v[0]) + i * static_cast<int64_t>(v[2]);
     ctx.set_constant_output(0, make_i64_array(out, {n}));
   } else {
     return unsupported("Range of dtype '" + dtype + "' (FLOAT and INT64 are supported)");
@@ -463,7 +486,7 @@ Status convert_range(OnnxImportContext& ctx) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 std::vector<OnnxOpDef> shape_onnx_ops() {
   return {
@@ -484,4 +507,4 @@ std::vector<OnnxOpDef> shape_onnx_ops() {
   };
 }
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

@@ -17,15 +17,16 @@ bool is_integer_dtype(const std::string& dtype);
 // Product of dims[begin, end).
 int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end);
 
-StatusOr<int> add_unary(OnnxImportContext& ctx, int x, format::UnaryKind kind, float alpha = 0, float beta = 0,
-                        const std::string& suffix = "");
-StatusOr<int> add_binary(OnnxImportContext& ctx, int a, int b, format::BinaryKind kind, const std::string& suffix = "");
+StatusOr<int> add_unary(OnnxImportContext& ctx, int x, format::UnaryKind kind, float alpha = 0,
+                        float beta = 0, const std::string& suffix = "");
+StatusOr<int> add_binary(OnnxImportContext& ctx, int a, int b, format::BinaryKind kind,
+                         const std::string& suffix = "");
 // out[idx] = x[offset + Σ idx_k·strides_k] (a view of x; see ir StridedCopy).
-StatusOr<int> add_strided_copy(OnnxImportContext& ctx, int x, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                               int64_t offset, const std::string& suffix = "");
+StatusOr<int> add_strided_copy(OnnxImportContext& ctx, int x, std::vector<int64_t> shape,
+                               std::vector<int64_t> strides, int64_t offset, const std::string& suffix = "");
 // Error unless every dimension is positive: empty tensors are not supported on the device.
 Status check_not_empty(const std::vector<int64_t>& shape, const std::string& what);
 // An int64 array of `shape` holding `values`.
 data::NpyArray make_i64_array(const std::vector<int64_t>& values, std::vector<int64_t> shape);
 
-}  // namespace ipu::frontend
+} // namespace ipu::frontend

@@ -9,8 +9,8 @@ namespace ipu::ir {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-#define OP(name, text, definition, attrs) \
-  case OpKind::name:   \
+#define OP(name, text, definition, attrs)                                                                    \
+  case OpKind::name:                                                                                         \
     return text;
 #include "compiler/ir/ops.def"
 #undef OP
@@ -20,8 +20,8 @@ const char* op_kind_name(OpKind kind) {
 
 size_t attrs_family(OpKind kind) {
   switch (kind) {
-#define OP(name, text, definition, attrs) \
-  case OpKind::name:                      \
+#define OP(name, text, definition, attrs)                                                                    \
+  case OpKind::name:                                                                                         \
     return kAttrsIndex<attrs>;
 #include "compiler/ir/ops.def"
 #undef OP
@@ -43,13 +43,15 @@ bool has_fused_relu(const Op& op) {
 
 int64_t TensorType::elements() const {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    n *= d;
   return n;
 }
 
 std::string TensorType::to_string() const {
   std::string s = dtype == DType::kFloat32 ? "f32[" : "i32[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
@@ -63,21 +65,22 @@ int Graph::add_value(std::string name, TensorType type, Role role) {
   return m_values.back().id;
 }
 
-StatusOr<int> Graph::add_op(OpKind kind, std::string name, std::vector<int> inputs, OpAttrs attrs, Phase phase,
-                            int stage) {
+StatusOr<int> Graph::add_op(OpKind kind, std::string name, std::vector<int> inputs, OpAttrs attrs,
+                            Phase phase, int stage) {
   Op op;
   op.id = static_cast<int>(m_ops.size());
   op.kind = kind;
   op.name = std::move(name);
   op.inputs = std::move(inputs);
-  if (attrs.index() != attrs_family(kind)) std::abort();  // a rule built an op with another op's attributes
+  if (attrs.index() != attrs_family(kind)) std::abort(); // a rule built an op with another op's attributes
   op.attributes = std::move(attrs);
   op.phase = phase;
   op.stage = stage;
   const OpDef& def = op_def(kind);
   if (def.num_inputs != kVariadic && static_cast<int>(op.inputs.size()) != def.num_inputs) {
-    return internal_error(op.name + " (" + op_kind_name(kind) + "): expects " + std::to_string(def.num_inputs) +
-                          " inputs, got " + std::to_string(op.inputs.size()));
+    return internal_error(op.name + " (" + op_kind_name(kind) + "): expects " +
+                          std::to_string(def.num_inputs) + " inputs, got " +
+                          std::to_string(op.inputs.size()));
   }
   std::vector<TensorType> outputs;
   Status status = def.infer(*this, op, outputs);
@@ -121,7 +124,8 @@ void Graph::remove_ops(const std::vector<int>& ids) {
   for (Op& op : m_ops) {
     if (std::find(ids.begin(), ids.end(), op.id) != ids.end()) continue;
     op.id = static_cast<int>(kept.size());
-    for (int out : op.outputs) m_values[static_cast<size_t>(out)].producer = op.id;
+    for (int out : op.outputs)
+      m_values[static_cast<size_t>(out)].producer = op.id;
     kept.push_back(std::move(op));
   }
   m_ops = std::move(kept);
@@ -137,10 +141,11 @@ std::string Graph::to_string() const {
       out << (i ? ", " : "") << v.name << ":" << v.type.to_string();
     }
     out << " = " << op_kind_name(op.kind) << (has_fused_relu(op) ? "+Relu" : "") << "(";
-    for (size_t i = 0; i < op.inputs.size(); ++i) out << (i ? ", " : "") << value(op.inputs[i]).name;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      out << (i ? ", " : "") << value(op.inputs[i]).name;
     out << ")\n";
   }
   return out.str();
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -22,7 +22,18 @@ enum class OpKind {
 };
 const char* op_kind_name(OpKind kind);
 
-enum class Role { kInput, kLabel, kWeight, kOptimizerState, kActivation, kGradient, kLoss, kMetric, kAccumulator, kConstant };
+enum class Role {
+  kInput,
+  kLabel,
+  kWeight,
+  kOptimizerState,
+  kActivation,
+  kGradient,
+  kLoss,
+  kMetric,
+  kAccumulator,
+  kConstant
+};
 
 // Which part of a step an op belongs to: predict runs kForward, evaluate adds kLoss, train runs
 // all four.
@@ -32,7 +43,7 @@ struct TensorType {
   DType dtype = DType::kFloat32;
   std::vector<int64_t> shape;
   int64_t elements() const;
-  std::string to_string() const;  // "f32[32,784]"
+  std::string to_string() const; // "f32[32,784]"
 };
 
 struct Value {
@@ -40,30 +51,28 @@ struct Value {
   std::string name;
   TensorType type;
   Role role = Role::kActivation;
-  int producer = -1;            // op id, -1 for graph inputs, weights and state
-  std::vector<float> initial;   // weights, optimizer state and constants
+  int producer = -1;          // op id, -1 for graph inputs, weights and state
+  std::vector<float> initial; // weights, optimizer state and constants
   int stage = 0;
 };
 
 struct Op {
   int id = -1;
   OpKind kind{};
-  std::string name;  // the layer / node it came from, for messages
+  std::string name; // the layer / node it came from, for messages
   std::vector<int> inputs;
   std::vector<int> outputs;
-  OpAttrs attributes;  // of the family ops.def names for `kind` (Graph::add_op checks)
+  OpAttrs attributes; // of the family ops.def names for `kind` (Graph::add_op checks)
   Phase phase = Phase::kForward;
   int stage = 0;
 
   // The attributes as family T; aborts if the op carries another (a rule reading another op's).
-  template <class T>
-  const T& attrs() const {
+  template <class T> const T& attrs() const {
     const T* a = std::get_if<T>(&attributes);
     if (a == nullptr) std::abort();
     return *a;
   }
-  template <class T>
-  T& attrs() {
+  template <class T> T& attrs() {
     T* a = std::get_if<T>(&attributes);
     if (a == nullptr) std::abort();
     return *a;
@@ -80,7 +89,7 @@ bool has_fused_relu(const Op& op);
 size_t attrs_family(OpKind kind);
 
 class Graph {
- public:
+public:
   int add_value(std::string name, TensorType type, Role role);
   // Adds an op, running its shape rule to create typed outputs named "<name>:<i>". Returns the
   // op id, or the shape rule's error naming the op. Aborts if `attrs` is not of the family
@@ -104,11 +113,11 @@ class Graph {
   // renumbered in order and their outputs' producers updated.
   void remove_ops(const std::vector<int>& ids);
 
-  std::string to_string() const;  // one line per op, for `ipucc compile --dump-ir` and tests
+  std::string to_string() const; // one line per op, for `ipucc compile --dump-ir` and tests
 
- private:
+private:
   std::vector<Value> m_values;
   std::vector<Op> m_ops;
 };
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -23,7 +23,7 @@ struct NoAttrs {};
 struct MatMulAttrs {
   bool trans_a = false;
   bool trans_b = false;
-  bool fused_relu = false;  // applies Relu to the output (passes/fuse_epilogues.h)
+  bool fused_relu = false; // applies Relu to the output (passes/fuse_epilogues.h)
 };
 
 // Reshape: the output shape (same element count).
@@ -44,8 +44,8 @@ struct ActivationGradAttrs {
 struct SgdUpdateAttrs {
   float learning_rate = 0.0f;
   float momentum = 0.0f;
-  float gradient_scale = 1.0f;  // the gradient is multiplied by this first
-  bool clear_gradient = false;  // the gradient is an accumulator, zeroed after use
+  float gradient_scale = 1.0f; // the gradient is multiplied by this first
+  bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
 };
 
 // Unary: y = f(x; alpha, beta) (format::UnaryKind says which parameters a kind reads).
@@ -62,9 +62,9 @@ struct BinaryAttrs {
 // StridedCopy: output index i reads input element offset + Σ i[k]·strides[k] if i lies in the box
 // [lower, upper) (no box: every index), else `fill`.
 struct StridedCopyAttrs {
-  std::vector<int64_t> shape;    // output shape
-  std::vector<int64_t> strides;  // input stride per output axis
-  int64_t offset = 0;            // input element of output index 0
+  std::vector<int64_t> shape;   // output shape
+  std::vector<int64_t> strides; // input stride per output axis
+  int64_t offset = 0;           // input element of output index 0
   std::vector<int64_t> lower, upper;
   float fill = 0.0f;
 };
@@ -99,14 +99,14 @@ struct WindowAttrs {
   std::array<int64_t, 2> strides{1, 1};
   std::array<int64_t, 2> dilations{1, 1};
   std::array<int64_t, 4> pads{0, 0, 0, 0};
-  int64_t group = 1;               // Conv: channel groups
-  bool ceil_mode = false;          // pooling: output size rounds up
-  bool count_include_pad = false;  // AveragePool: padded positions count in the divisor
+  int64_t group = 1;              // Conv: channel groups
+  bool ceil_mode = false;         // pooling: output size rounds up
+  bool count_include_pad = false; // AveragePool: padded positions count in the divisor
 };
 
 struct ConvAttrs {
   WindowAttrs window;
-  bool fused_relu = false;  // applies Relu to the output (passes/fuse_epilogues.h)
+  bool fused_relu = false; // applies Relu to the output (passes/fuse_epilogues.h)
 };
 
 // ConvGradInput, MaxPoolGrad, AveragePoolGrad (the shape of dX) and ConvGradWeight (of dW): the
@@ -133,16 +133,14 @@ struct NllLossGradAttrs {
   std::vector<int64_t> dx_shape;
 };
 
-using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
-                             UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs,
-                             SoftmaxAttrs, WindowAttrs, ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs,
-                             NllLossGradAttrs>;
+using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs,
+                             SgdUpdateAttrs, UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs,
+                             GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs,
+                             WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
-template <class T, class V = OpAttrs>
-struct AttrsIndex;
-template <class T, class... Ts>
-struct AttrsIndex<T, std::variant<Ts...>> {
+template <class T, class V = OpAttrs> struct AttrsIndex;
+template <class T, class... Ts> struct AttrsIndex<T, std::variant<Ts...>> {
   static_assert((std::is_same_v<T, Ts> || ...), "not an op attribute family");
   static constexpr size_t value = [] {
     size_t i = 0;
@@ -150,7 +148,6 @@ struct AttrsIndex<T, std::variant<Ts...>> {
     return i;
   }();
 };
-template <class T>
-inline constexpr size_t kAttrsIndex = AttrsIndex<T>::value;
+template <class T> inline constexpr size_t kAttrsIndex = AttrsIndex<T>::value;
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -9,13 +9,15 @@ namespace ipu::ir {
 
 namespace {
 std::atomic<const OpTable*> g_op_table{nullptr};
-}  // namespace
+} // namespace
 
-void install_op_table(const OpTable& table) { g_op_table.store(&table); }
+void install_op_table(const OpTable& table) {
+  g_op_table.store(&table);
+}
 
 const OpDef& op_def(OpKind kind) {
   const OpTable* table = g_op_table.load();
-  if (table == nullptr) std::abort();  // a graph built before install_op_table (compiler/ops/op_table.h)
+  if (table == nullptr) std::abort(); // a graph built before install_op_table (compiler/ops/op_table.h)
   return *(*table)[static_cast<size_t>(kind)];
 }
 
@@ -28,7 +30,8 @@ bool GradContext::needs_gradient(int value) const {
 }
 
 Status GradContext::add_gradient(int value, int gradient) {
-  if (static_cast<size_t>(value) >= m_gradients.size()) m_gradients.resize(static_cast<size_t>(value) + 1, -1);
+  if (static_cast<size_t>(value) >= m_gradients.size())
+    m_gradients.resize(static_cast<size_t>(value) + 1, -1);
   int& slot = m_gradients[static_cast<size_t>(value)];
   if (slot == -1) {
     slot = gradient;
@@ -39,15 +42,17 @@ Status GradContext::add_gradient(int value, int gradient) {
   // complete when the producer reads it.
   if (m_graph.value(slot).type.shape != m_graph.value(gradient).type.shape) {
     return invalid_argument("gradients of '" + m_graph.value(value).name + "' have different shapes " +
-                            m_graph.value(slot).type.to_string() + " and " + m_graph.value(gradient).type.to_string());
+                            m_graph.value(slot).type.to_string() + " and " +
+                            m_graph.value(gradient).type.to_string());
   }
   const int producer = m_graph.value(gradient).producer;
   BinaryAttrs add;
   add.kind = format::BinaryKind::kAdd;
-  IPU_ASSIGN_OR_RETURN(int id, m_graph.add_op(OpKind::kBinary, m_graph.value(value).name + "/grad_sum", {slot, gradient},
-                                              add, Phase::kBackward, producer >= 0 ? m_graph.op(producer).stage : 0));
+  IPU_ASSIGN_OR_RETURN(int id, m_graph.add_op(OpKind::kBinary, m_graph.value(value).name + "/grad_sum",
+                                              {slot, gradient}, add, Phase::kBackward,
+                                              producer >= 0 ? m_graph.op(producer).stage : 0));
   slot = m_graph.op(id).outputs[0];
   return Status();
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -14,7 +14,7 @@ namespace ipu::ir {
 
 // Reverse-mode autodiff state handed to gradient rules.
 class GradContext {
- public:
+public:
   explicit GradContext(Graph& graph) : m_graph(graph), m_gradients(graph.values().size(), -1) {}
   Graph& graph() { return m_graph; }
   // Gradient of the loss with respect to `value`, or -1 when nothing depends on it.
@@ -26,7 +26,7 @@ class GradContext {
   // several ops) is added to it by a Binary Add op.
   Status add_gradient(int value, int gradient);
 
- private:
+private:
   Graph& m_graph;
   std::vector<int> m_gradients;
   std::vector<bool> m_needs;
@@ -39,9 +39,9 @@ inline constexpr int kVariadic = -1;
 
 struct OpDef {
   OpKind kind;
-  int num_inputs;  // or kVariadic: the shape rule checks the count
+  int num_inputs; // or kVariadic: the shape rule checks the count
   ShapeFn infer;
-  GradFn gradient;  // nullptr: not differentiable (gradient ops, metrics, updates)
+  GradFn gradient; // nullptr: not differentiable (gradient ops, metrics, updates)
 };
 
 inline constexpr size_t kOpKindCount = 0
@@ -60,4 +60,4 @@ void install_op_table(const OpTable& table);
 // The installed table's entry for `kind`; aborts if no table is installed.
 const OpDef& op_def(OpKind kind);
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -5,10 +5,13 @@
 namespace ipu::ir {
 
 namespace {
-std::string text(const std::vector<int64_t>& shape) { return TensorType{DType::kFloat32, shape}.to_string(); }
-}  // namespace
+std::string text(const std::vector<int64_t>& shape) {
+  return TensorType{DType::kFloat32, shape}.to_string();
+}
+} // namespace
 
-StatusOr<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+StatusOr<std::vector<int64_t>> broadcast_shapes(const std::vector<int64_t>& a,
+                                                const std::vector<int64_t>& b) {
   const size_t rank = std::max(a.size(), b.size());
   std::vector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
@@ -36,8 +39,9 @@ std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std
   const std::vector<int64_t> own = row_major_strides(in);
   std::vector<int64_t> strides(out.size(), 0);
   const size_t lead = out.size() - in.size();
-  for (size_t i = 0; i < in.size(); ++i) strides[lead + i] = in[i] == out[lead + i] && in[i] != 1 ? own[i] : 0;
+  for (size_t i = 0; i < in.size(); ++i)
+    strides[lead + i] = in[i] == out[lead + i] && in[i] != 1 ? own[i] : 0;
   return strides;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -16,4 +16,4 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
 // aligned on the right, 0 where `in` has no axis or a 1 against a larger output dimension.
 std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

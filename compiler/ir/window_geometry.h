@@ -21,7 +21,8 @@ inline StatusOr<int64_t> window_output_length(int64_t in, int64_t kernel, int64_
   const int64_t room = in + pad_begin + pad_end - extent;
   if (room < 0) {
     return invalid_argument("a window of extent " + std::to_string(extent) + " does not fit an input of " +
-                            std::to_string(in) + " with pads " + std::to_string(pad_begin) + "+" + std::to_string(pad_end));
+                            std::to_string(in) + " with pads " + std::to_string(pad_begin) + "+" +
+                            std::to_string(pad_end));
   }
   int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
   if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
@@ -29,12 +30,13 @@ inline StatusOr<int64_t> window_output_length(int64_t in, int64_t kernel, int64_
 }
 
 // [N, C, OH, OW] of a window over x [N, C, H, W] (C replaced by `channels`).
-inline StatusOr<std::vector<int64_t>> window_output_shape(const TensorType& x, const WindowAttrs& w, int64_t channels) {
+inline StatusOr<std::vector<int64_t>> window_output_shape(const TensorType& x, const WindowAttrs& w,
+                                                          int64_t channels) {
   if (x.shape.size() != 4) return invalid_argument("expects an NCHW input, got " + x.to_string());
-  IPU_ASSIGN_OR_RETURN(int64_t oh, window_output_length(x.shape[2], w.kernel[0], w.strides[0], w.dilations[0], w.pads[0],
-                                                        w.pads[2], w.ceil_mode));
-  IPU_ASSIGN_OR_RETURN(int64_t ow, window_output_length(x.shape[3], w.kernel[1], w.strides[1], w.dilations[1], w.pads[1],
-                                                        w.pads[3], w.ceil_mode));
+  IPU_ASSIGN_OR_RETURN(int64_t oh, window_output_length(x.shape[2], w.kernel[0], w.strides[0], w.dilations[0],
+                                                        w.pads[0], w.pads[2], w.ceil_mode));
+  IPU_ASSIGN_OR_RETURN(int64_t ow, window_output_length(x.shape[3], w.kernel[1], w.strides[1], w.dilations[1],
+                                                        w.pads[1], w.pads[3], w.ceil_mode));
   return std::vector<int64_t>{x.shape[0], channels, oh, ow};
 }
 
@@ -61,4 +63,4 @@ inline std::vector<int64_t> window_params(const std::vector<int64_t>& x, const s
                                  {P::kDilationW, w.dilations[1]}});
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -7,20 +7,32 @@
 namespace ipu::lowering {
 namespace {
 
-format::DType to_format(ir::DType dtype) { return dtype == ir::DType::kFloat32 ? format::FLOAT32 : format::INT32; }
+format::DType to_format(ir::DType dtype) {
+  return dtype == ir::DType::kFloat32 ? format::FLOAT32 : format::INT32;
+}
 
 format::TensorRole to_format(ir::Role role) {
   switch (role) {
-    case ir::Role::kInput: return format::INPUT;
-    case ir::Role::kLabel: return format::LABEL;
-    case ir::Role::kWeight: return format::WEIGHT;
-    case ir::Role::kOptimizerState: return format::OPTIMIZER_STATE;
-    case ir::Role::kActivation: return format::ACTIVATION;
-    case ir::Role::kGradient: return format::GRADIENT;
-    case ir::Role::kLoss: return format::LOSS;
-    case ir::Role::kMetric: return format::METRIC;
-    case ir::Role::kAccumulator: return format::ACCUMULATOR;
-    case ir::Role::kConstant: return format::CONSTANT;
+  case ir::Role::kInput:
+    return format::INPUT;
+  case ir::Role::kLabel:
+    return format::LABEL;
+  case ir::Role::kWeight:
+    return format::WEIGHT;
+  case ir::Role::kOptimizerState:
+    return format::OPTIMIZER_STATE;
+  case ir::Role::kActivation:
+    return format::ACTIVATION;
+  case ir::Role::kGradient:
+    return format::GRADIENT;
+  case ir::Role::kLoss:
+    return format::LOSS;
+  case ir::Role::kMetric:
+    return format::METRIC;
+  case ir::Role::kAccumulator:
+    return format::ACCUMULATOR;
+  case ir::Role::kConstant:
+    return format::CONSTANT;
   }
   return format::ROLE_UNSPECIFIED;
 }
@@ -48,11 +60,14 @@ format::Interval interval(uint32_t tile, uint64_t begin, uint64_t end) {
   return iv;
 }
 
-}  // namespace
+} // namespace
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
-LowerContext::LowerContext(const ir::Graph& graph, const target::TargetSpec& target, format::Executable& executable)
+LowerContext::LowerContext(const ir::Graph& graph, const target::TargetSpec& target,
+                           format::Executable& executable)
     : m_graph(graph), m_target(target), m_exe(executable), m_value_tensor(graph.values().size(), -1) {}
 
 uint32_t LowerContext::tensor(int value) {
@@ -62,32 +77,40 @@ uint32_t LowerContext::tensor(int value) {
   format::Tensor* t = m_exe.add_tensors();
   t->set_name(v.name);
   t->set_dtype(to_format(v.type.dtype));
-  for (int64_t d : v.type.shape) t->add_shape(d);
+  for (int64_t d : v.type.shape)
+    t->add_shape(d);
   t->set_role(to_format(v.role));
-  t->set_ipu(static_cast<uint32_t>(v.stage));  // stage s runs on IPU s of its replica
+  t->set_ipu(static_cast<uint32_t>(v.stage)); // stage s runs on IPU s of its replica
   // An empty initial value means zeros: optimizer state and zero-initialised biases cost no bytes,
   // which halves a trained model's executable and the time a cache hit spends reading it.
-  const bool all_zero = std::all_of(v.initial.begin(), v.initial.end(), [](float x) { return x == 0.0f && !std::signbit(x); });
+  const bool all_zero =
+      std::all_of(v.initial.begin(), v.initial.end(), [](float x) { return x == 0.0f && !std::signbit(x); });
   if (!all_zero) t->set_initial_value(v.initial.data(), v.initial.size() * sizeof(float));
   slot = m_exe.tensors_size() - 1;
   return static_cast<uint32_t>(slot);
 }
 
-void LowerContext::alias(int value, int source) { m_value_tensor.at(static_cast<size_t>(value)) = tensor(source); }
+void LowerContext::alias(int value, int source) {
+  m_value_tensor.at(static_cast<size_t>(value)) = tensor(source);
+}
 
 void LowerContext::set_mapping(uint32_t tensor_index, std::vector<format::Interval> intervals) {
   format::Tensor* t = m_exe.mutable_tensors(static_cast<int>(tensor_index));
   t->clear_mapping();
-  for (auto& iv : normalise(std::move(intervals))) *t->add_mapping() = iv;
+  for (auto& iv : normalise(std::move(intervals)))
+    *t->add_mapping() = iv;
 }
 
-void LowerContext::map_linearly(int value) { map_tensor_linearly(tensor(value)); }
+void LowerContext::map_linearly(int value) {
+  map_tensor_linearly(tensor(value));
+}
 
 void LowerContext::map_tensor_linearly(uint32_t index) {
   const format::Tensor& t = m_exe.tensors(static_cast<int>(index));
   if (t.mapping_size() > 0) return;
   int64_t elements = 1;
-  for (int64_t d : t.shape()) elements *= d;
+  for (int64_t d : t.shape())
+    elements *= d;
   const uint32_t tiles = m_target.tiles_per_ipu;
   // At least 64 elements per tile: finer slices cost more in descriptors than they save.
   const int64_t chunk = std::max<int64_t>(64, ceil_div(elements, tiles));
@@ -158,17 +181,20 @@ uint64_t LowerContext::bytes_off_tile(const Region& region, uint32_t tile) const
       if (it->tile() == tile) local += std::min(end, it->end()) - std::max(begin, it->begin());
     }
   }
-  return (total - local) * 4;  // every dtype the IR has is 4 bytes wide
+  return (total - local) * 4; // every dtype the IR has is 4 bytes wide
 }
 
-void LowerContext::emit(uint32_t tile, VertexSpec spec) {  // NOLINT(performance-unnecessary-value-param)
+void LowerContext::emit(uint32_t tile, VertexSpec spec) { // NOLINT(performance-unnecessary-value-param)
   const auto& m = m_target.cycles;
   format::Vertex* v = m_cs->add_vertices();
   v->set_codelet(static_cast<uint32_t>(spec.codelet));
   v->set_tile(tile);
-  for (uint32_t o : spec.operands) v->add_operands(o);
-  for (int64_t p : spec.params) v->add_params(p);
-  for (float f : spec.fparams) v->add_fparams(f);
+  for (uint32_t o : spec.operands)
+    v->add_operands(o);
+  for (int64_t p : spec.params)
+    v->add_params(p);
+  for (float f : spec.fparams)
+    v->add_fparams(f);
   const double cycles = m.vertex_overhead_cycles + spec.compute_cycles;
   v->set_cycles(static_cast<uint64_t>(cycles));
   // Ops that emit nothing (a reshape aliases its input) are not listed.
@@ -184,7 +210,8 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) {  // NOLINT(performance
     m_record.received_bytes[tile] += bytes;
     m_record.tensors.insert(r.tensor);
     if (bytes > 0) {
-      m_tile_received[tile][{r.tensor, r.row_begin, r.row_end, r.col_begin, r.col_end, r.row_stride}] += bytes;
+      m_tile_received[tile][{r.tensor, r.row_begin, r.row_end, r.col_begin, r.col_end, r.row_stride}] +=
+          bytes;
     }
   }
   for (const Region& w : spec.writes) {
@@ -197,7 +224,9 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) {  // NOLINT(performance
   }
 }
 
-void LowerContext::emit_after(uint32_t tile, VertexSpec vertex) { m_follow_ups.push_back({m_op_name, tile, std::move(vertex)}); }
+void LowerContext::emit_after(uint32_t tile, VertexSpec vertex) {
+  m_follow_ups.push_back({m_op_name, tile, std::move(vertex)});
+}
 
 std::optional<uint32_t> LowerContext::lower_follow_ups() {
   if (m_follow_ups.empty()) return std::nullopt;
@@ -215,7 +244,8 @@ uint32_t LowerContext::add_temporary(const std::string& name, const std::vector<
   format::Tensor* t = m_exe.add_tensors();
   t->set_name(name);
   t->set_dtype(format::FLOAT32);
-  for (int64_t d : shape) t->add_shape(d);
+  for (int64_t d : shape)
+    t->add_shape(d);
   t->set_role(format::ACTIVATION);
   t->set_ipu(static_cast<uint32_t>(m_cs_ipu));
   return static_cast<uint32_t>(m_exe.tensors_size() - 1);
@@ -234,7 +264,8 @@ std::optional<uint32_t> LowerContext::end_compute_set() {
     return std::nullopt;
   }
   const auto& m = m_target.cycles;
-  for (auto& [tensor_index, intervals] : m_pending_writes) set_mapping(tensor_index, std::move(intervals));
+  for (auto& [tensor_index, intervals] : m_pending_writes)
+    set_mapping(tensor_index, std::move(intervals));
   double compute = 0, exchange = 0, launch = 0;
   uint64_t exchange_bytes = 0;
   for (const auto& [tile, cycles] : m_tile_compute) {
@@ -272,4 +303,4 @@ std::optional<uint32_t> LowerContext::end_compute_set() {
   return static_cast<uint32_t>(m_exe.compute_sets_size() - 1);
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

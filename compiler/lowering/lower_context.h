@@ -13,9 +13,9 @@
 
 #include "compiler/ir/graph.h"
 #include "compiler/target/target.h"
-#include "runtime/format/executable.pb.h"
 #include "runtime/format/codelet.h"
 #include "runtime/format/codelet_params.h"
+#include "runtime/format/executable.pb.h"
 
 namespace ipu::lowering {
 
@@ -27,9 +27,11 @@ struct Region {
   int64_t col_begin = 0, col_end = 0;
   int64_t row_stride = 0;
 };
-inline Region flat_region(uint32_t tensor, int64_t begin, int64_t end) { return {tensor, 0, 1, begin, end, 0}; }
-inline Region block_region(uint32_t tensor, int64_t row_begin, int64_t row_end, int64_t col_begin, int64_t col_end,
-                           int64_t row_stride) {
+inline Region flat_region(uint32_t tensor, int64_t begin, int64_t end) {
+  return {tensor, 0, 1, begin, end, 0};
+}
+inline Region block_region(uint32_t tensor, int64_t row_begin, int64_t row_end, int64_t col_begin,
+                           int64_t col_end, int64_t row_stride) {
   return {tensor, row_begin, row_end, col_begin, col_end, row_stride};
 }
 
@@ -38,7 +40,7 @@ struct VertexSpec {
   std::vector<uint32_t> operands;
   std::vector<int64_t> params;
   std::vector<float> fparams;
-  double compute_cycles = 0;  // excluding the per-vertex overhead, which the context adds
+  double compute_cycles = 0; // excluding the per-vertex overhead, which the context adds
   std::vector<Region> reads;
   std::vector<Region> writes;
 };
@@ -54,12 +56,12 @@ struct StageCopy {
 
 // What the memory plan needs to know of one compute set.
 struct ComputeSetRecord {
-  std::map<uint32_t, uint64_t> received_bytes;  // tile -> bytes arriving over the exchange
-  std::set<uint32_t> tensors;                   // tensors read or written
+  std::map<uint32_t, uint64_t> received_bytes; // tile -> bytes arriving over the exchange
+  std::set<uint32_t> tensors;                  // tensors read or written
 };
 
 class LowerContext {
- public:
+public:
   LowerContext(const ir::Graph& graph, const target::TargetSpec& target, format::Executable& executable);
 
   const ir::Graph& graph() const { return m_graph; }
@@ -105,7 +107,7 @@ class LowerContext {
 
   const std::vector<ComputeSetRecord>& records() const { return m_records; }
 
- private:
+private:
   uint64_t bytes_off_tile(const Region& region, uint32_t tile) const;
   void set_mapping(uint32_t tensor, std::vector<format::Interval> intervals);
   void map_tensor_linearly(uint32_t tensor);
@@ -113,7 +115,7 @@ class LowerContext {
   const ir::Graph& m_graph;
   const target::TargetSpec& m_target;
   format::Executable& m_exe;
-  std::vector<int64_t> m_value_tensor;  // IR value id -> tensor index, -1 if none yet
+  std::vector<int64_t> m_value_tensor; // IR value id -> tensor index, -1 if none yet
   uint32_t m_linear_cursor = 0;
 
   // The open compute set.
@@ -138,10 +140,10 @@ class LowerContext {
   ComputeSetRecord m_record;
   std::vector<ComputeSetRecord> m_records;
   std::string m_op_name;
-  int m_op_index = -1;  // in the open compute set's ops; -1 until the op emits a vertex
+  int m_op_index = -1; // in the open compute set's ops; -1 until the op emits a vertex
   std::vector<StageCopy> m_stage_copies;
 };
 
 int64_t ceil_div(int64_t a, int64_t b);
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

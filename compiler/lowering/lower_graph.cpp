@@ -13,18 +13,22 @@ namespace {
 
 const char* phase_name(ir::Phase phase) {
   switch (phase) {
-    case ir::Phase::kForward: return "forward";
-    case ir::Phase::kLoss: return "loss";
-    case ir::Phase::kBackward: return "backward";
-    case ir::Phase::kUpdate: return "update";
+  case ir::Phase::kForward:
+    return "forward";
+  case ir::Phase::kLoss:
+    return "loss";
+  case ir::Phase::kBackward:
+    return "backward";
+  case ir::Phase::kUpdate:
+    return "update";
   }
   return "?";
 }
 
 // BSP schedule of one phase: an op runs one compute set after the last of its producers in the
 // same phase, so independent ops (e.g. the kernel and input gradients of a layer) share a set.
-StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& graph, const OpLowerings& lowerings,
-                                            ir::Phase phase, int stage) {
+StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& graph,
+                                            const OpLowerings& lowerings, ir::Phase phase, int stage) {
   std::map<int, int> level_of_op;
   std::map<int, std::vector<int>> ops_by_level;
   for (const ir::Op& op : graph.ops()) {
@@ -39,12 +43,14 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
   }
   std::vector<uint32_t> sets;
   for (const auto& [level, ops] : ops_by_level) {
-    ctx.begin_compute_set(std::string(phase_name(phase)) + "/" + std::to_string(stage) + "/" + std::to_string(level), stage);
+    ctx.begin_compute_set(
+        std::string(phase_name(phase)) + "/" + std::to_string(stage) + "/" + std::to_string(level), stage);
     for (int id : ops) {
       const ir::Op& op = graph.op(id);
       ctx.begin_op(op.name);
       Status status = lowerings[static_cast<size_t>(op.kind)](ctx, op);
-      if (!status.ok()) return status.with_context("lowering '" + op.name + "' (" + ir::op_kind_name(op.kind) + ")");
+      if (!status.ok())
+        return status.with_context("lowering '" + op.name + "' (" + ir::op_kind_name(op.kind) + ")");
     }
     if (auto index = ctx.end_compute_set()) sets.push_back(*index);
     if (auto index = ctx.lower_follow_ups()) sets.push_back(*index);
@@ -89,17 +95,22 @@ void estimate_inference(const ProgramBuilder& programs, const std::vector<StageC
 // Compute sets in the order the train program first runs them, for the memory plan's liveness.
 std::vector<uint32_t> concat_phases(const std::vector<StageComputeSets>& stages) {
   std::vector<uint32_t> order;
-  for (const auto& s : stages) order.insert(order.end(), s.forward.begin(), s.forward.end());
-  for (const auto& s : stages) order.insert(order.end(), s.loss.begin(), s.loss.end());
-  for (auto it = stages.rbegin(); it != stages.rend(); ++it) order.insert(order.end(), it->backward.begin(), it->backward.end());
-  for (const auto& s : stages) order.insert(order.end(), s.update.begin(), s.update.end());
+  for (const auto& s : stages)
+    order.insert(order.end(), s.forward.begin(), s.forward.end());
+  for (const auto& s : stages)
+    order.insert(order.end(), s.loss.begin(), s.loss.end());
+  for (auto it = stages.rbegin(); it != stages.rend(); ++it)
+    order.insert(order.end(), it->backward.begin(), it->backward.end());
+  for (const auto& s : stages)
+    order.insert(order.end(), s.update.begin(), s.update.end());
   return order;
 }
 
-}  // namespace
+} // namespace
 
-StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& io, const target::TargetSpec& target,
-                                     const LoweringOptions& options, const OpLowerings& lowerings) {
+StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& io,
+                                     const target::TargetSpec& target, const LoweringOptions& options,
+                                     const OpLowerings& lowerings) {
   LoweringResult result;
   format::Executable& exe = result.executable;
   *exe.mutable_target() = target.to_format();
@@ -123,10 +134,12 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     IPU_ASSIGN_OR_RETURN(sets.loss, lower_phase(ctx, graph, lowerings, ir::Phase::kLoss, s));
   }
   for (int s = S - 1; train && s >= 0; --s) {
-    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].backward, lower_phase(ctx, graph, lowerings, ir::Phase::kBackward, s));
+    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].backward,
+                         lower_phase(ctx, graph, lowerings, ir::Phase::kBackward, s));
   }
   for (int s = 0; train && s < S; ++s) {
-    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].update, lower_phase(ctx, graph, lowerings, ir::Phase::kUpdate, s));
+    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].update,
+                         lower_phase(ctx, graph, lowerings, ir::Phase::kUpdate, s));
   }
   // A value nothing wrote (an input, a copy between stages) still needs a home.
   for (const ir::Value& v : graph.values()) {
@@ -135,7 +148,8 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   }
   auto all_stages = [&](auto member) {
     std::vector<uint32_t> out;
-    for (const auto& sets : stages) out.insert(out.end(), (sets.*member).begin(), (sets.*member).end());
+    for (const auto& sets : stages)
+      out.insert(out.end(), (sets.*member).begin(), (sets.*member).end());
     return out;
   };
   const std::vector<uint32_t> update = all_stages(&StageComputeSets::update);
@@ -143,43 +157,56 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   ProgramBuilder programs(exe, target, options.replicas);
   StepStreams streams;
   streams.features = ctx.tensor(io.inputs.at(0).value);
-  streams.features_stream = programs.stream(std::string(format::kFeaturesStream), format::Stream::HOST_TO_DEVICE, streams.features);
+  streams.features_stream =
+      programs.stream(std::string(format::kFeaturesStream), format::Stream::HOST_TO_DEVICE, streams.features);
   // Every further input and output has its own stream; predict moves them all.
   auto bind = [&](const IoBinding& b, size_t i, bool input) {
     const uint32_t tensor = ctx.tensor(b.value);
     const std::string base(input ? format::kFeaturesStream : format::kPredictionsStream);
     const uint32_t stream = input && i == 0 ? streams.features_stream
                                             : programs.stream(i == 0 ? base : base + ":" + std::to_string(i),
-                                                              input ? format::Stream::HOST_TO_DEVICE : format::Stream::DEVICE_TO_HOST,
+                                                              input ? format::Stream::HOST_TO_DEVICE
+                                                                    : format::Stream::DEVICE_TO_HOST,
                                                               tensor);
     format::ModelIo* m = input ? exe.add_inputs() : exe.add_outputs();
     m->set_name(b.name);
     m->set_dtype(b.dtype);
-    for (int64_t d : graph.value(b.value).type.shape) m->add_shape(d);
+    for (int64_t d : graph.value(b.value).type.shape)
+      m->add_shape(d);
     m->set_batched(b.batched);
     m->set_stream(stream);
     return std::pair{stream, tensor};
   };
-  std::vector<std::pair<uint32_t, uint32_t>> input_streams, output_streams;  // (stream, tensor)
-  for (size_t i = 0; i < io.inputs.size(); ++i) input_streams.push_back(bind(io.inputs[i], i, true));
-  for (size_t i = 0; i < io.outputs.size(); ++i) output_streams.push_back(bind(io.outputs[i], i, false));
+  std::vector<std::pair<uint32_t, uint32_t>> input_streams, output_streams; // (stream, tensor)
+  for (size_t i = 0; i < io.inputs.size(); ++i)
+    input_streams.push_back(bind(io.inputs[i], i, true));
+  for (size_t i = 0; i < io.outputs.size(); ++i)
+    output_streams.push_back(bind(io.outputs[i], i, false));
 
   // Weights and optimizer state travel between host and device by name.
   format::Sequence to_device, to_host;
   for (const ir::Value& v : graph.values()) {
     if (v.role != ir::Role::kWeight && v.role != ir::Role::kOptimizerState) continue;
     const uint32_t t = ctx.tensor(v.id);
-    ProgramBuilder::stream_in(to_device, programs.stream(std::string(format::kToDeviceStreamPrefix) + v.name, format::Stream::HOST_TO_DEVICE, t), t);
-    ProgramBuilder::stream_out(to_host, programs.stream(std::string(format::kToHostStreamPrefix) + v.name, format::Stream::DEVICE_TO_HOST, t), t);
+    ProgramBuilder::stream_in(to_device,
+                              programs.stream(std::string(format::kToDeviceStreamPrefix) + v.name,
+                                              format::Stream::HOST_TO_DEVICE, t),
+                              t);
+    ProgramBuilder::stream_out(
+        to_host,
+        programs.stream(std::string(format::kToHostStreamPrefix) + v.name, format::Stream::DEVICE_TO_HOST, t),
+        t);
   }
-  programs.add(std::string(format::kWeightsFromHostProgram), ProgramBuilder::sequence(std::move(to_device)), 1);
+  programs.add(std::string(format::kWeightsFromHostProgram), ProgramBuilder::sequence(std::move(to_device)),
+               1);
 
   // Forward through the stages one after the other, copying activations across boundaries
   // directly (evaluate and predict keep one micro-batch in flight).
   auto forward_pass = [&](format::Sequence& seq, bool with_loss) {
     for (int s = 0; s < S; ++s) {
       for (const StageCopy& c : ctx.stage_copies()) {
-        if (c.phase == ir::Phase::kForward && c.destination_stage == s) ProgramBuilder::copy(seq, c.source, c.destination);
+        if (c.phase == ir::Phase::kForward && c.destination_stage == s)
+          ProgramBuilder::copy(seq, c.source, c.destination);
       }
       ProgramBuilder::execute(seq, stages[static_cast<size_t>(s)].forward);
       if (with_loss) ProgramBuilder::execute(seq, stages[static_cast<size_t>(s)].loss);
@@ -188,14 +215,18 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
 
   const uint64_t steps = options.steps_per_execution, K = options.micro_batches;
   std::vector<uint32_t> accumulators;
-  for (int acc : io.accumulators) accumulators.push_back(ctx.tensor(acc));
+  for (int acc : io.accumulators)
+    accumulators.push_back(ctx.tensor(acc));
   if (train) {
     streams.labels = ctx.tensor(io.loss->labels);
     streams.loss = ctx.tensor(io.loss->loss);
     streams.correct = ctx.tensor(io.loss->correct);
-    streams.labels_stream = programs.stream(std::string(format::kLabelsStream), format::Stream::HOST_TO_DEVICE, streams.labels);
-    streams.loss_stream = programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
-    streams.correct_stream = programs.stream(std::string(format::kCorrectStream), format::Stream::DEVICE_TO_HOST, streams.correct);
+    streams.labels_stream =
+        programs.stream(std::string(format::kLabelsStream), format::Stream::HOST_TO_DEVICE, streams.labels);
+    streams.loss_stream =
+        programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
+    streams.correct_stream =
+        programs.stream(std::string(format::kCorrectStream), format::Stream::DEVICE_TO_HOST, streams.correct);
     auto step_with = [&](bool backward) {
       format::Sequence step;
       ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
@@ -209,10 +240,11 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     };
     if (S > 1) {
       const PipelinePlan plan = plan_pipeline(S, static_cast<int>(K), options.schedule);
-      format::Sequence one_update = build_pipelined_update(ctx, programs, stages, streams, plan, accumulators,
-                                                           options.replicas, options.recompute,
-                                                           *exe.mutable_estimates()->mutable_schedule());
-      programs.add(std::string(format::kTrainProgram), ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
+      format::Sequence one_update =
+          build_pipelined_update(ctx, programs, stages, streams, plan, accumulators, options.replicas,
+                                 options.recompute, *exe.mutable_estimates()->mutable_schedule());
+      programs.add(std::string(format::kTrainProgram),
+                   ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
     } else if (accumulators.empty()) {
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
       estimate_single_stage(programs, stages[0], 1, estimate);
@@ -223,7 +255,8 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       format::Sequence finish;
       if (options.replicas > 1) {
         format::AllReduce* all_reduce = finish.add_steps()->mutable_all_reduce();
-        for (uint32_t acc : accumulators) all_reduce->add_tensors(acc);
+        for (uint32_t acc : accumulators)
+          all_reduce->add_tensors(acc);
       }
       ProgramBuilder::execute(finish, update);
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
@@ -231,17 +264,22 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));
       format::Sequence one_update;
       *one_update.add_steps() = ProgramBuilder::repeat(K, step_with(true));
-      for (auto& step : *finish.mutable_steps()) *one_update.add_steps() = std::move(step);
-      programs.add(std::string(format::kTrainProgram), ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
+      for (auto& step : *finish.mutable_steps())
+        *one_update.add_steps() = std::move(step);
+      programs.add(std::string(format::kTrainProgram),
+                   ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
     }
-    programs.add(std::string(format::kEvaluateProgram), ProgramBuilder::repeat(steps, step_with(false)), steps);
+    programs.add(std::string(format::kEvaluateProgram), ProgramBuilder::repeat(steps, step_with(false)),
+                 steps);
   }
   {
     format::Sequence step;
-    for (const auto& [stream, tensor] : input_streams) ProgramBuilder::stream_in(step, stream, tensor);
+    for (const auto& [stream, tensor] : input_streams)
+      ProgramBuilder::stream_in(step, stream, tensor);
     forward_pass(step, false);
     if (!train) estimate_inference(programs, stages, *exe.mutable_estimates()->mutable_schedule());
-    for (const auto& [stream, tensor] : output_streams) ProgramBuilder::stream_out(step, stream, tensor);
+    for (const auto& [stream, tensor] : output_streams)
+      ProgramBuilder::stream_out(step, stream, tensor);
     programs.add(std::string(format::kPredictProgram), ProgramBuilder::repeat(steps, std::move(step)), steps);
   }
   programs.add(std::string(format::kWeightsToHostProgram), ProgramBuilder::sequence(std::move(to_host)), 1);
@@ -254,7 +292,8 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   format::Estimates* e = exe.mutable_estimates();
   for (uint32_t ipu = 0; ipu < target.num_ipus; ++ipu) {
     uint64_t bytes = 0;
-    for (uint32_t t = 0; t < target.tiles_per_ipu; ++t) bytes += result.memory.peak_per_tile[ipu * target.tiles_per_ipu + t];
+    for (uint32_t t = 0; t < target.tiles_per_ipu; ++t)
+      bytes += result.memory.peak_per_tile[ipu * target.tiles_per_ipu + t];
     e->mutable_schedule()->add_peak_bytes(bytes);
   }
   e->set_peak_tile_bytes(result.memory.fullest.peak_bytes);
@@ -262,9 +301,10 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   e->set_total_bytes(result.memory.total_bytes);
   e->set_tiles_used(result.memory.tiles_used);
   uint64_t vertices = 0;
-  for (const auto& cs : exe.compute_sets()) vertices += static_cast<uint64_t>(cs.vertices_size());
+  for (const auto& cs : exe.compute_sets())
+    vertices += static_cast<uint64_t>(cs.vertices_size());
   e->set_vertices(vertices);
   return result;
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

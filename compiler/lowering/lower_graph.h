@@ -29,20 +29,20 @@ struct IoBinding {
 };
 
 struct GraphInterface {
-  std::vector<IoBinding> inputs;   // inputs[0] is fed by the "features" infeed (and trains)
-  std::vector<IoBinding> outputs;  // outputs[0] is streamed out as "predictions" (and trained)
-  std::optional<passes::LossValues> loss;  // present when the graph trains
-  std::vector<int> accumulators;           // gradient accumulators, all-reduced across replicas
+  std::vector<IoBinding> inputs;          // inputs[0] is fed by the "features" infeed (and trains)
+  std::vector<IoBinding> outputs;         // outputs[0] is streamed out as "predictions" (and trained)
+  std::optional<passes::LossValues> loss; // present when the graph trains
+  std::vector<int> accumulators;          // gradient accumulators, all-reduced across replicas
 };
 
 struct LoweringOptions {
   uint32_t batch_size = 1;
-  uint32_t steps_per_execution = 1;  // micro-batch steps per execution, a multiple of micro_batches
-  uint32_t micro_batches = 1;        // gradient accumulation steps per weight update
+  uint32_t steps_per_execution = 1; // micro-batch steps per execution, a multiple of micro_batches
+  uint32_t micro_batches = 1;       // gradient accumulation steps per weight update
   uint32_t replicas = 1;
-  uint32_t stages = 1;               // pipeline stages; stage s runs on IPU s of its replica
+  uint32_t stages = 1; // pipeline stages; stage s runs on IPU s of its replica
   Schedule schedule = Schedule::kGrouped;
-  bool recompute = false;            // recompute activations for the backward pass instead of stashing
+  bool recompute = false; // recompute activations for the backward pass instead of stashing
 };
 
 struct LoweringResult {
@@ -62,4 +62,4 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
                                      const target::TargetSpec& target, const LoweringOptions& options,
                                      const OpLowerings& lowerings);
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

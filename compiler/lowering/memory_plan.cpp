@@ -16,14 +16,16 @@ bool lives_whole_program(format::TensorRole role) {
 
 std::string with_commas(uint64_t n) {
   std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<size_t>(i), ",");
   return s;
 }
 
-}  // namespace
+} // namespace
 
 MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t>& order,
-                       const std::vector<lowering::ComputeSetRecord>& records, const target::TargetSpec& target) {
+                       const std::vector<lowering::ComputeSetRecord>& records,
+                       const target::TargetSpec& target) {
   const uint32_t tiles = target.total_tiles();
   std::vector<uint64_t> resident(tiles, 0), vertices(tiles, 0);
 
@@ -36,7 +38,8 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
     }
   }
   auto fixed_on = [&](uint32_t t) {
-    return resident[t] + vertices[t] * target.cycles.vertex_state_bytes + codelets[t].size() * target.cycles.codelet_code_bytes;
+    return resident[t] + vertices[t] * target.cycles.vertex_state_bytes +
+           codelets[t].size() * target.cycles.codelet_code_bytes;
   };
 
   // Live range of each temporary, in positions of `order`.
@@ -55,17 +58,19 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
     const uint64_t width = format::dtype_size(t.dtype());
     const bool whole = lives_whole_program(t.role());
     auto range = live.find(static_cast<uint32_t>(i));
-    if (!whole && range == live.end()) continue;  // an alias never touched on its own
+    if (!whole && range == live.end()) continue; // an alias never touched on its own
     for (const auto& iv : t.mapping()) {
       const uint64_t bytes = (iv.end() - iv.begin()) * width;
       if (whole) {
         resident[iv.tile()] += bytes;
       } else {
-        for (size_t pos = range->second.first; pos <= range->second.second; ++pos) temporaries[pos][iv.tile()] += bytes;
+        for (size_t pos = range->second.first; pos <= range->second.second; ++pos)
+          temporaries[pos][iv.tile()] += bytes;
       }
     }
   }
-  for (size_t pos = 0; pos < order.size(); ++pos) received[pos] = records[order[pos]].received_bytes;
+  for (size_t pos = 0; pos < order.size(); ++pos)
+    received[pos] = records[order[pos]].received_bytes;
 
   // Each tile's fullest moment: the position where its temporaries and receive buffers peak.
   MemoryPlan plan;
@@ -74,7 +79,8 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
   std::vector<uint64_t> moving(tiles, 0);
   for (size_t pos = 0; pos < order.size(); ++pos) {
     std::map<uint32_t, uint64_t> here = temporaries[pos];
-    for (const auto& [tile, bytes] : received[pos]) here[tile] += bytes;
+    for (const auto& [tile, bytes] : received[pos])
+      here[tile] += bytes;
     for (const auto& [tile, bytes] : here) {
       if (bytes > moving[tile]) {
         moving[tile] = bytes;
@@ -113,7 +119,8 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
       const format::Tensor& t = exe.tensors(i);
       const bool whole = lives_whole_program(t.role());
       auto range = live.find(static_cast<uint32_t>(i));
-      const bool live_then = whole || (pos && range != live.end() && range->second.first <= *pos && *pos <= range->second.second);
+      const bool live_then = whole || (pos && range != live.end() && range->second.first <= *pos &&
+                                       *pos <= range->second.second);
       if (!live_then) continue;
       uint64_t bytes = 0;
       for (const auto& iv : t.mapping()) {
@@ -123,14 +130,16 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
       usage.tensor_bytes += bytes;
       tensors.emplace_back(t.name(), bytes);
     }
-    std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::sort(tensors.begin(), tensors.end(),
+              [](const auto& a, const auto& b) { return a.second > b.second; });
     constexpr size_t kNamed = 3;
     usage.other_tensors = tensors.size() > kNamed ? tensors.size() - kNamed : 0;
     if (tensors.size() > kNamed) tensors.resize(kNamed);
     usage.largest_tensors = std::move(tensors);
   };
   break_down(plan.fullest);
-  for (size_t i = 0; i < std::min<size_t>(plan.overflowing.size(), 3); ++i) break_down(plan.overflowing[i]);
+  for (size_t i = 0; i < std::min<size_t>(plan.overflowing.size(), 3); ++i)
+    break_down(plan.overflowing[i]);
   return plan;
 }
 
@@ -150,11 +159,11 @@ std::string describe_overflow(const MemoryPlan& plan, const target::TargetSpec& 
       if (u.other_tensors > 0) out += " and " + std::to_string(u.other_tensors) + " more";
       out += ")";
     }
-    out += ", exchange buffers " + with_commas(u.exchange_bytes) + ", vertex state " + with_commas(u.vertex_state_bytes) +
-           " (" + std::to_string(u.vertices) + " vertices), code " + with_commas(u.code_bytes) + " (" +
-           std::to_string(u.codelets) + " codelets)";
+    out += ", exchange buffers " + with_commas(u.exchange_bytes) + ", vertex state " +
+           with_commas(u.vertex_state_bytes) + " (" + std::to_string(u.vertices) + " vertices), code " +
+           with_commas(u.code_bytes) + " (" + std::to_string(u.codelets) + " codelets)";
   }
   return out;
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

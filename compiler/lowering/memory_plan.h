@@ -17,15 +17,15 @@ namespace ipu::lowering {
 struct TileUsage {
   uint32_t tile = 0;
   uint64_t peak_bytes = 0;
-  std::string compute_set;          // the one running at that moment ("" if only resident data)
-  uint64_t tensor_bytes = 0;        // resident tensors and the activations live then
-  uint64_t exchange_bytes = 0;      // receive buffers of that compute set
-  uint64_t vertex_state_bytes = 0;  // descriptors of every vertex on the tile
+  std::string compute_set;         // the one running at that moment ("" if only resident data)
+  uint64_t tensor_bytes = 0;       // resident tensors and the activations live then
+  uint64_t exchange_bytes = 0;     // receive buffers of that compute set
+  uint64_t vertex_state_bytes = 0; // descriptors of every vertex on the tile
   uint64_t vertices = 0;
-  uint64_t code_bytes = 0;          // one copy of each codelet the tile runs
+  uint64_t code_bytes = 0; // one copy of each codelet the tile runs
   uint64_t codelets = 0;
-  std::vector<std::pair<std::string, uint64_t>> largest_tensors;  // of those tensors: name, bytes here
-  uint64_t other_tensors = 0;       // how many more there are
+  std::vector<std::pair<std::string, uint64_t>> largest_tensors; // of those tensors: name, bytes here
+  uint64_t other_tensors = 0;                                    // how many more there are
 };
 
 struct MemoryPlan {
@@ -33,12 +33,13 @@ struct MemoryPlan {
   TileUsage fullest;
   uint64_t total_bytes = 0;
   uint32_t tiles_used = 0;
-  std::vector<TileUsage> overflowing;  // tiles whose peak exceeds bytes_per_tile, fullest first
+  std::vector<TileUsage> overflowing; // tiles whose peak exceeds bytes_per_tile, fullest first
 };
 
 // `order` lists compute sets in the order the longest program runs them.
 MemoryPlan plan_memory(const format::Executable& executable, const std::vector<uint32_t>& order,
-                       const std::vector<lowering::ComputeSetRecord>& records, const target::TargetSpec& target);
+                       const std::vector<lowering::ComputeSetRecord>& records,
+                       const target::TargetSpec& target);
 
 // For each overflowing tile (at most `limit`), for the out-of-memory error, what fills it:
 // "tile 17 needs 700,000 bytes of 638,976 in compute set 'forward/0/1': tensors 450,000
@@ -46,4 +47,4 @@ MemoryPlan plan_memory(const format::Executable& executable, const std::vector<u
 // (10 vertices), code 9,216 (9 codelets)".
 std::string describe_overflow(const MemoryPlan& plan, const target::TargetSpec& target, size_t limit);
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

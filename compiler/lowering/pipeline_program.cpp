@@ -12,7 +12,8 @@ namespace {
 std::set<uint32_t> touched_by(const format::Executable& exe, const std::vector<uint32_t>& sets) {
   std::set<uint32_t> tensors;
   for (uint32_t cs : sets) {
-    for (const auto& v : exe.compute_sets(static_cast<int>(cs)).vertices()) tensors.insert(v.operands().begin(), v.operands().end());
+    for (const auto& v : exe.compute_sets(static_cast<int>(cs)).vertices())
+      tensors.insert(v.operands().begin(), v.operands().end());
   }
   return tensors;
 }
@@ -35,44 +36,47 @@ struct Slots {
 
 struct Boundary {
   StageCopy copy;
-  Slots receive;  // on the destination stage
+  Slots receive; // on the destination stage
 };
 
-}  // namespace
+} // namespace
 
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
-                                        uint32_t replicas, bool recompute, format::ScheduleEstimate& estimate) {
+                                        uint32_t replicas, bool recompute,
+                                        format::ScheduleEstimate& estimate) {
   const format::Executable& exe = ctx.executable();
   const int S = static_cast<int>(stages.size());
   std::vector<uint64_t> stash_bytes(static_cast<size_t>(S), 0);
   auto bytes = [&](uint32_t t) {
-    return format::element_count(exe.tensors(static_cast<int>(t))) * format::dtype_size(exe.tensors(static_cast<int>(t)).dtype());
+    return format::element_count(exe.tensors(static_cast<int>(t))) *
+           format::dtype_size(exe.tensors(static_cast<int>(t)).dtype());
   };
 
   // A stage's forward work includes the loss on the last stage.
   std::vector<std::vector<uint32_t>> forward(static_cast<size_t>(S));
-  for (int s = 0; s < S; ++s) forward[static_cast<size_t>(s)] = concat(stages[s].forward, stages[s].loss);
+  for (int s = 0; s < S; ++s)
+    forward[static_cast<size_t>(s)] = concat(stages[s].forward, stages[s].loss);
 
   // The stage's inputs: what arrives from the host or the previous stage rather than being computed.
   std::set<uint32_t> arriving = {io.features, io.labels};
-  for (const StageCopy& c : ctx.stage_copies()) arriving.insert(c.destination);
+  for (const StageCopy& c : ctx.stage_copies())
+    arriving.insert(c.destination);
 
   // What each stage's backward pass reads of its forward pass is stashed per micro-batch (with
   // recompute: only the inputs the forward pass is re-run from).
   std::vector<std::vector<Slots>> stash(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) {
     const std::set<uint32_t> in_forward = touched_by(exe, forward[static_cast<size_t>(s)]);
-    const std::set<uint32_t> in_backward =
-        recompute ? in_forward : touched_by(exe, stages[s].backward);
+    const std::set<uint32_t> in_backward = recompute ? in_forward : touched_by(exe, stages[s].backward);
     for (uint32_t t : in_forward) {
       if (!in_backward.count(t) || !per_micro_batch(exe.tensors(static_cast<int>(t)).role())) continue;
       if (recompute && !arriving.count(t)) continue;
       Slots slots{t, {}};
       for (int j = 0; j < plan.stash_depth[static_cast<size_t>(s)]; ++j) {
-        slots.buffers.push_back(ctx.add_buffer(exe.tensors(static_cast<int>(t)).name() + "/stash" + std::to_string(j), t,
-                                               format::STASH));
+        slots.buffers.push_back(ctx.add_buffer(
+            exe.tensors(static_cast<int>(t)).name() + "/stash" + std::to_string(j), t, format::STASH));
         stash_bytes[static_cast<size_t>(s)] += bytes(t);
       }
       stash[static_cast<size_t>(s)].push_back(std::move(slots));
@@ -88,8 +92,9 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
                                    : plan.backward_depth[static_cast<size_t>(boundary)];
     Boundary b{c, {c.destination, {}}};
     for (int j = 0; j < depth; ++j) {
-      b.receive.buffers.push_back(ctx.add_buffer(exe.tensors(static_cast<int>(c.destination)).name() + "/receive" +
-                                                     std::to_string(j), c.destination, format::STASH));
+      b.receive.buffers.push_back(
+          ctx.add_buffer(exe.tensors(static_cast<int>(c.destination)).name() + "/receive" + std::to_string(j),
+                         c.destination, format::STASH));
       stash_bytes[static_cast<size_t>(c.destination_stage)] += bytes(c.destination);
     }
     boundaries.push_back(std::move(b));
@@ -97,14 +102,16 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   auto boundaries_into = [&](int stage, bool forward_pass) {
     std::vector<const Boundary*> out;
     for (const Boundary& b : boundaries) {
-      if (b.copy.destination_stage == stage && (b.copy.phase == ir::Phase::kForward) == forward_pass) out.push_back(&b);
+      if (b.copy.destination_stage == stage && (b.copy.phase == ir::Phase::kForward) == forward_pass)
+        out.push_back(&b);
     }
     return out;
   };
   auto boundaries_from = [&](int stage, bool forward_pass) {
     std::vector<const Boundary*> out;
     for (const Boundary& b : boundaries) {
-      if (b.copy.source_stage == stage && (b.copy.phase == ir::Phase::kForward) == forward_pass) out.push_back(&b);
+      if (b.copy.source_stage == stage && (b.copy.phase == ir::Phase::kForward) == forward_pass)
+        out.push_back(&b);
     }
     return out;
   };
@@ -118,22 +125,29 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     double slowest = 0;
     for (const PipelineWork& w : slot) {
       const auto s = static_cast<size_t>(w.stage);
-      const std::vector<uint32_t> sets =
-          w.forward ? forward[s] : recompute ? concat(forward[s], stages[s].backward) : stages[s].backward;
+      const std::vector<uint32_t> sets = w.forward   ? forward[s]
+                                         : recompute ? concat(forward[s], stages[s].backward)
+                                                     : stages[s].backward;
       if (w.forward) {
         if (w.stage == 0) ProgramBuilder::stream_in(before, io.features_stream, io.features);
         if (w.stage == S - 1) ProgramBuilder::stream_in(before, io.labels_stream, io.labels);
-        for (const Boundary* b : boundaries_into(w.stage, true)) ProgramBuilder::copy(before, b->receive.at(w.micro_batch), b->receive.working);
-        for (const Slots& st : stash[s]) ProgramBuilder::copy(after, st.working, st.at(w.micro_batch));
-        for (const Boundary* b : boundaries_from(w.stage, true)) ProgramBuilder::copy(after, b->copy.source, b->receive.at(w.micro_batch));
+        for (const Boundary* b : boundaries_into(w.stage, true))
+          ProgramBuilder::copy(before, b->receive.at(w.micro_batch), b->receive.working);
+        for (const Slots& st : stash[s])
+          ProgramBuilder::copy(after, st.working, st.at(w.micro_batch));
+        for (const Boundary* b : boundaries_from(w.stage, true))
+          ProgramBuilder::copy(after, b->copy.source, b->receive.at(w.micro_batch));
         if (w.stage == S - 1) {
           ProgramBuilder::stream_out(after, io.loss_stream, io.loss);
           ProgramBuilder::stream_out(after, io.correct_stream, io.correct);
         }
       } else {
-        for (const Slots& st : stash[s]) ProgramBuilder::copy(before, st.at(w.micro_batch), st.working);
-        for (const Boundary* b : boundaries_into(w.stage, false)) ProgramBuilder::copy(before, b->receive.at(w.micro_batch), b->receive.working);
-        for (const Boundary* b : boundaries_from(w.stage, false)) ProgramBuilder::copy(after, b->copy.source, b->receive.at(w.micro_batch));
+        for (const Slots& st : stash[s])
+          ProgramBuilder::copy(before, st.at(w.micro_batch), st.working);
+        for (const Boundary* b : boundaries_into(w.stage, false))
+          ProgramBuilder::copy(before, b->receive.at(w.micro_batch), b->receive.working);
+        for (const Boundary* b : boundaries_from(w.stage, false))
+          ProgramBuilder::copy(after, b->copy.source, b->receive.at(w.micro_batch));
       }
       format::Sequence branch;
       ProgramBuilder::execute(branch, sets);
@@ -149,19 +163,22 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     }
     estimated->set_cycles(slowest + programs.estimate_cycles(ProgramBuilder::sequence(before)) +
                           programs.estimate_cycles(ProgramBuilder::sequence(after)));
-    for (auto& step : *before.mutable_steps()) *update.add_steps() = std::move(step);
+    for (auto& step : *before.mutable_steps())
+      *update.add_steps() = std::move(step);
     if (parallel.branches_size() == 1) {
       *update.add_steps() = parallel.branches(0);
     } else if (parallel.branches_size() > 1) {
       *update.add_steps()->mutable_parallel() = std::move(parallel);
     }
-    for (auto& step : *after.mutable_steps()) *update.add_steps() = std::move(step);
+    for (auto& step : *after.mutable_steps())
+      *update.add_steps() = std::move(step);
   }
 
   format::Sequence finish;
   if (replicas > 1) {
     format::AllReduce* all_reduce = finish.add_steps()->mutable_all_reduce();
-    for (uint32_t acc : accumulators) all_reduce->add_tensors(acc);
+    for (uint32_t acc : accumulators)
+      all_reduce->add_tensors(acc);
   }
   format::Parallel updates;
   for (const StageComputeSets& stage : stages) {
@@ -172,10 +189,13 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   }
   *finish.add_steps()->mutable_parallel() = std::move(updates);
   estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));
-  for (double b : busy) estimate.add_busy_cycles(b);
-  for (uint64_t b : stash_bytes) estimate.add_stash_bytes(b);
-  for (auto& step : *finish.mutable_steps()) *update.add_steps() = std::move(step);
+  for (double b : busy)
+    estimate.add_busy_cycles(b);
+  for (uint64_t b : stash_bytes)
+    estimate.add_stash_bytes(b);
+  for (auto& step : *finish.mutable_steps())
+    *update.add_steps() = std::move(step);
   return update;
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

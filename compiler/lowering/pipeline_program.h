@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "compiler/lowering/lower_context.h"
-#include "compiler/lowering/program_builder.h"
 #include "compiler/lowering/pipeline_schedule.h"
+#include "compiler/lowering/program_builder.h"
 
 namespace ipu::lowering {
 
@@ -34,6 +34,7 @@ struct StepStreams {
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
-                                        uint32_t replicas, bool recompute, format::ScheduleEstimate& estimate);
+                                        uint32_t replicas, bool recompute,
+                                        format::ScheduleEstimate& estimate);
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

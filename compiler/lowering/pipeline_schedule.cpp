@@ -12,13 +12,14 @@ int max_outstanding(const std::vector<int>& send, const std::vector<int>& consum
   int most = 0;
   for (int t = 0; t < slots; ++t) {
     int outstanding = 0;
-    for (size_t i = 0; i < send.size(); ++i) outstanding += send[i] <= t && consume[i] > t;
+    for (size_t i = 0; i < send.size(); ++i)
+      outstanding += send[i] <= t && consume[i] > t;
     most = std::max(most, outstanding);
   }
   return std::max(most, 1);
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<Schedule> parse_schedule(const std::string& name) {
   if (name == "grouped") return Schedule::kGrouped;
@@ -29,9 +30,12 @@ StatusOr<Schedule> parse_schedule(const std::string& name) {
 
 const char* schedule_name(Schedule schedule) {
   switch (schedule) {
-    case Schedule::kGrouped: return "grouped";
-    case Schedule::kInterleaved: return "interleaved";
-    case Schedule::kSequential: return "sequential";
+  case Schedule::kGrouped:
+    return "grouped";
+  case Schedule::kInterleaved:
+    return "interleaved";
+  case Schedule::kSequential:
+    return "sequential";
   }
   return "?";
 }
@@ -43,8 +47,10 @@ PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule) {
 
   if (schedule == Schedule::kSequential) {
     for (int m = 0; m < K; ++m) {
-      for (int s = 0; s < S; ++s) plan.slots.push_back({{s, true, m}});
-      for (int s = S - 1; s >= 0; --s) plan.slots.push_back({{s, false, m}});
+      for (int s = 0; s < S; ++s)
+        plan.slots.push_back({{s, true, m}});
+      for (int s = S - 1; s >= 0; --s)
+        plan.slots.push_back({{s, false, m}});
     }
   } else {
     std::vector<int> next_forward(S, 0), next_backward(S, 0);
@@ -52,9 +58,11 @@ PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule) {
       std::vector<PipelineWork> slot;
       for (int s = 0; s < S; ++s) {
         const int f = next_forward[s], b = next_backward[s];
-        const bool forward_ready = f < K && (s == 0 || (forward_at[s - 1][f] != kNotYet && forward_at[s - 1][f] < t));
-        const bool backward_ready = b < f && forward_at[s][b] < t &&
-                                    (s == S - 1 || (backward_at[s + 1][b] != kNotYet && backward_at[s + 1][b] < t));
+        const bool forward_ready =
+            f < K && (s == 0 || (forward_at[s - 1][f] != kNotYet && forward_at[s - 1][f] < t));
+        const bool backward_ready =
+            b < f && forward_at[s][b] < t &&
+            (s == S - 1 || (backward_at[s + 1][b] != kNotYet && backward_at[s + 1][b] < t));
         bool run_forward = false, run_backward = false;
         if (schedule == Schedule::kGrouped) {
           run_forward = forward_ready;
@@ -80,7 +88,8 @@ PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule) {
   // Record when each pass ran (the sequential order above did not).
   for (int t = 0; t < static_cast<int>(plan.slots.size()); ++t) {
     for (const PipelineWork& w : plan.slots[static_cast<size_t>(t)]) {
-      (w.forward ? forward_at : backward_at)[static_cast<size_t>(w.stage)][static_cast<size_t>(w.micro_batch)] = t;
+      (w.forward ? forward_at
+                 : backward_at)[static_cast<size_t>(w.stage)][static_cast<size_t>(w.micro_batch)] = t;
     }
   }
   const int slots = static_cast<int>(plan.slots.size());
@@ -94,4 +103,4 @@ PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule) {
   return plan;
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

@@ -40,4 +40,4 @@ struct PipelinePlan {
 
 PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule);
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

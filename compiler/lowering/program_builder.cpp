@@ -6,7 +6,8 @@
 
 namespace ipu::lowering {
 
-uint32_t ProgramBuilder::stream(const std::string& name, format::Stream::Direction direction, uint32_t like_tensor) {
+uint32_t ProgramBuilder::stream(const std::string& name, format::Stream::Direction direction,
+                                uint32_t like_tensor) {
   const format::Tensor& like = m_exe.tensors(static_cast<int>(like_tensor));
   format::Stream* s = m_exe.add_streams();
   s->set_name(name);
@@ -29,7 +30,8 @@ void ProgramBuilder::stream_out(format::Sequence& seq, uint32_t stream, uint32_t
 }
 
 void ProgramBuilder::execute(format::Sequence& seq, const std::vector<uint32_t>& sets) {
-  for (uint32_t cs : sets) seq.add_steps()->set_execute(cs);
+  for (uint32_t cs : sets)
+    seq.add_steps()->set_execute(cs);
 }
 
 void ProgramBuilder::copy(format::Sequence& seq, uint32_t source, uint32_t destination) {
@@ -84,7 +86,8 @@ double ProgramBuilder::copy_cycles(const format::Copy& copy) const {
 double ProgramBuilder::all_reduce_cycles(const format::AllReduce& all_reduce) const {
   if (m_replicas <= 1) return 0;
   double bytes = 0;
-  for (uint32_t t : all_reduce.tensors()) bytes += bytes_of(t);
+  for (uint32_t t : all_reduce.tensors())
+    bytes += bytes_of(t);
   const double r = m_replicas;
   return target::sync_cycles(m_target, m_exe.target().num_ipus()) +
          bytes * 2.0 * (r - 1.0) / r / m_target.cycles.ipu_link_bytes_per_cycle;
@@ -92,33 +95,39 @@ double ProgramBuilder::all_reduce_cycles(const format::AllReduce& all_reduce) co
 
 double ProgramBuilder::estimate_cycles(const std::vector<uint32_t>& compute_sets) const {
   double cycles = 0;
-  for (uint32_t cs : compute_sets) cycles += static_cast<double>(m_exe.compute_sets(static_cast<int>(cs)).cycles());
+  for (uint32_t cs : compute_sets)
+    cycles += static_cast<double>(m_exe.compute_sets(static_cast<int>(cs)).cycles());
   return cycles;
 }
 
 double ProgramBuilder::estimate_cycles(const format::Program& program) const {
   switch (program.kind_case()) {
-    case format::Program::kSequence: {
-      double cycles = 0;
-      for (const auto& step : program.sequence().steps()) cycles += estimate_cycles(step);
-      return cycles;
-    }
-    case format::Program::kParallel: {
-      double slowest = 0;
-      for (const auto& branch : program.parallel().branches()) slowest = std::max(slowest, estimate_cycles(branch));
-      return slowest;
-    }
-    case format::Program::kExecute:
-      return static_cast<double>(m_exe.compute_sets(static_cast<int>(program.execute())).cycles());
-    case format::Program::kRepeat:
-      return static_cast<double>(program.repeat().count()) * estimate_cycles(program.repeat().body());
-    case format::Program::kStreamIn:
-      return bytes_of(program.stream_in().tensor()) / m_target.cycles.host_bytes_per_cycle;
-    case format::Program::kStreamOut:
-      return bytes_of(program.stream_out().tensor()) / m_target.cycles.host_bytes_per_cycle;
-    case format::Program::kAllReduce: return all_reduce_cycles(program.all_reduce());
-    case format::Program::kCopy: return copy_cycles(program.copy());
-    case format::Program::KIND_NOT_SET: return 0;
+  case format::Program::kSequence: {
+    double cycles = 0;
+    for (const auto& step : program.sequence().steps())
+      cycles += estimate_cycles(step);
+    return cycles;
+  }
+  case format::Program::kParallel: {
+    double slowest = 0;
+    for (const auto& branch : program.parallel().branches())
+      slowest = std::max(slowest, estimate_cycles(branch));
+    return slowest;
+  }
+  case format::Program::kExecute:
+    return static_cast<double>(m_exe.compute_sets(static_cast<int>(program.execute())).cycles());
+  case format::Program::kRepeat:
+    return static_cast<double>(program.repeat().count()) * estimate_cycles(program.repeat().body());
+  case format::Program::kStreamIn:
+    return bytes_of(program.stream_in().tensor()) / m_target.cycles.host_bytes_per_cycle;
+  case format::Program::kStreamOut:
+    return bytes_of(program.stream_out().tensor()) / m_target.cycles.host_bytes_per_cycle;
+  case format::Program::kAllReduce:
+    return all_reduce_cycles(program.all_reduce());
+  case format::Program::kCopy:
+    return copy_cycles(program.copy());
+  case format::Program::KIND_NOT_SET:
+    return 0;
   }
   return 0;
 }
@@ -134,35 +143,36 @@ format::CycleBreakdown ProgramBuilder::estimate_breakdown(const format::Program&
     out.set_transfer(out.transfer() + times * b.transfer());
   };
   switch (program.kind_case()) {
-    case format::Program::kSequence:
-      for (const auto& step : program.sequence().steps()) add(estimate_breakdown(step), 1);
-      return out;
-    case format::Program::kParallel: {
-      double slowest = -1;
-      for (const auto& branch : program.parallel().branches()) {
-        const double cycles = estimate_cycles(branch);
-        if (cycles > slowest) {
-          slowest = cycles;
-          out = estimate_breakdown(branch);
-        }
+  case format::Program::kSequence:
+    for (const auto& step : program.sequence().steps())
+      add(estimate_breakdown(step), 1);
+    return out;
+  case format::Program::kParallel: {
+    double slowest = -1;
+    for (const auto& branch : program.parallel().branches()) {
+      const double cycles = estimate_cycles(branch);
+      if (cycles > slowest) {
+        slowest = cycles;
+        out = estimate_breakdown(branch);
       }
-      return out;
     }
-    case format::Program::kExecute: {
-      const format::ComputeSet& cs = m_exe.compute_sets(static_cast<int>(program.execute()));
-      out.set_compute(cs.compute_cycles());
-      out.set_vertex_launch(cs.launch_cycles());
-      out.set_exchange(cs.exchange_cycles());
-      out.set_sync(cs.sync_cycles());
-      return out;
-    }
-    case format::Program::kRepeat:
-      add(estimate_breakdown(program.repeat().body()), static_cast<double>(program.repeat().count()));
-      return out;
-    default:
-      out.set_transfer(estimate_cycles(program));
-      return out;
+    return out;
+  }
+  case format::Program::kExecute: {
+    const format::ComputeSet& cs = m_exe.compute_sets(static_cast<int>(program.execute()));
+    out.set_compute(cs.compute_cycles());
+    out.set_vertex_launch(cs.launch_cycles());
+    out.set_exchange(cs.exchange_cycles());
+    out.set_sync(cs.sync_cycles());
+    return out;
+  }
+  case format::Program::kRepeat:
+    add(estimate_breakdown(program.repeat().body()), static_cast<double>(program.repeat().count()));
+    return out;
+  default:
+    out.set_transfer(estimate_cycles(program));
+    return out;
   }
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

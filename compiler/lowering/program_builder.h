@@ -10,7 +10,7 @@
 namespace ipu::lowering {
 
 class ProgramBuilder {
- public:
+public:
   ProgramBuilder(format::Executable& exe, const target::TargetSpec& target, uint32_t replicas)
       : m_exe(exe), m_target(target), m_replicas(replicas) {}
 
@@ -34,7 +34,7 @@ class ProgramBuilder {
   // transfers (streams, copies, all-reduces) between them.
   format::CycleBreakdown estimate_breakdown(const format::Program& program) const;
 
- private:
+private:
   double bytes_of(uint32_t tensor) const;
   double copy_cycles(const format::Copy& copy) const;
   double all_reduce_cycles(const format::AllReduce& all_reduce) const;
@@ -44,4 +44,4 @@ class ProgramBuilder {
   uint32_t m_replicas;
 };
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

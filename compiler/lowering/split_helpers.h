@@ -13,8 +13,8 @@ namespace ipu::lowering {
 template <typename EmitChunk>
 void lower_split(LowerContext& context, int64_t items, double cycles_per_item, double bytes_per_item,
                  EmitChunk&& emit_chunk) {
-  Split split = plan_split(items, cycles_per_item, bytes_per_item, 2 * bytes_per_item,
-                                           context.target(), context.target().tiles_per_ipu);
+  Split split = plan_split(items, cycles_per_item, bytes_per_item, 2 * bytes_per_item, context.target(),
+                           context.target().tiles_per_ipu);
   std::vector<uint32_t> tiles = context.take_tiles(split.parts);
   for (int64_t p = 0; p < split.parts; ++p) {
     int64_t begin = p * split.chunk, end = std::min(items, begin + split.chunk);
@@ -22,4 +22,4 @@ void lower_split(LowerContext& context, int64_t items, double cycles_per_item, d
   }
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

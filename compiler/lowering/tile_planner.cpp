@@ -8,7 +8,9 @@
 namespace ipu::lowering {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Only a fraction of a tile is offered to one op's working set: the rest holds weights,
 // other activations, exchange buffers and code. poplibs' planners offer 0.6
@@ -16,7 +18,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // popops' SliceOptions).
 constexpr double kTileBudgetFraction = 0.6;
 
-}  // namespace
+} // namespace
 
 namespace detail {
 
@@ -28,12 +30,13 @@ Split make_split(int64_t items, int64_t parts) {
 // Candidate part counts: powers of two and the item count itself, so the search is cheap.
 std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts) {
   std::vector<int64_t> out;
-  for (int64_t p = 1; p <= std::min(items, max_parts); p *= 2) out.push_back(p);
+  for (int64_t p = 1; p <= std::min(items, max_parts); p *= 2)
+    out.push_back(p);
   if (items <= max_parts) out.push_back(items);
   return out;
 }
 
-}  // namespace detail
+} // namespace detail
 
 double tile_budget_bytes(const target::TargetSpec& target) {
   return kTileBudgetFraction * static_cast<double>(target.bytes_per_tile);
@@ -69,7 +72,8 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
                        bool split_k) {
   const auto& m = target.cycles;
   const double tile_bytes = static_cast<double>(target.bytes_per_tile);
-  const double operands_share = 4.0 * static_cast<double>(M * K + K * N + M * N) / static_cast<double>(target.tiles_per_ipu);
+  const double operands_share =
+      4.0 * static_cast<double>(M * K + K * N + M * N) / static_cast<double>(target.tiles_per_ipu);
   struct Candidate {
     MatMulPlan plan;
     double cost = 0, held = 0;
@@ -92,19 +96,22 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
         Candidate c;
         c.plan.grid = {make_split(M, pr), make_split(N, pc)};
         c.plan.k = k;
-        const double r = static_cast<double>(c.plan.grid.rows.chunk), cols = static_cast<double>(c.plan.grid.cols.chunk);
-        const double vertices = static_cast<double>(c.plan.grid.rows.parts * c.plan.grid.cols.parts * k.parts);
+        const double r = static_cast<double>(c.plan.grid.rows.chunk),
+                     cols = static_cast<double>(c.plan.grid.cols.chunk);
+        const double vertices =
+            static_cast<double>(c.plan.grid.rows.parts * c.plan.grid.cols.parts * k.parts);
         // A block of rows of A and a block of columns of B (their K range) arrive over the
         // exchange; the output (or partial) block is produced in place.
         const double in_bytes = 4.0 * (r * kc + kc * cols);
         c.held = in_bytes + 4.0 * r * cols;
-        c.cost = m.vertex_overhead_cycles + r * cols * kc / m.macs_per_cycle + in_bytes / m.exchange_bytes_per_cycle +
-                 m.vertex_spread_cycles * vertices;
+        c.cost = m.vertex_overhead_cycles + r * cols * kc / m.macs_per_cycle +
+                 in_bytes / m.exchange_bytes_per_cycle + m.vertex_spread_cycles * vertices;
         c.plan.reduce = reduce;
         if (k.parts > 1) {
           // A reduce vertex's tile still holds the partial block it computed.
           const double chunk = static_cast<double>(c.plan.reduce.chunk);
-          c.cost += target::sync_cycles(target, 1) + m.vertex_overhead_cycles + chunk * shares / m.vector_flops_per_cycle +
+          c.cost += target::sync_cycles(target, 1) + m.vertex_overhead_cycles +
+                    chunk * shares / m.vector_flops_per_cycle +
                     4.0 * chunk * shares / m.exchange_bytes_per_cycle +
                     m.vertex_spread_cycles * static_cast<double>(c.plan.reduce.parts);
           c.held = std::max(c.held, 4.0 * r * cols + 4.0 * chunk * (shares + 1));
@@ -128,4 +135,4 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
   return smallest->plan;
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

@@ -14,8 +14,8 @@
 namespace ipu::lowering {
 
 struct Split {
-  int64_t parts = 1;  // number of vertices
-  int64_t chunk = 0;  // items per vertex (the last may have fewer)
+  int64_t parts = 1; // number of vertices
+  int64_t chunk = 0; // items per vertex (the last may have fewer)
 };
 
 // Splits `items` independent units of work. Each unit costs `cycles_per_item` compute cycles,
@@ -75,7 +75,7 @@ double tile_budget_bytes(const target::TargetSpec& target);
 namespace detail {
 Split make_split(int64_t items, int64_t parts);
 std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts);
-}  // namespace detail
+} // namespace detail
 
 template <typename CostOfBlock>
 BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& target, int64_t max_tiles,
@@ -88,8 +88,10 @@ BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& targ
     for (int64_t pc : detail::candidate_parts(cols, max_tiles / pr)) {
       const BlockGrid grid{detail::make_split(rows, pr), detail::make_split(cols, pc)};
       const BlockCost block = cost_of_block(grid.rows.chunk, grid.cols.chunk);
-      const double cost = m.vertex_overhead_cycles + block.compute_cycles + block.received_bytes / m.exchange_bytes_per_cycle +
-                          m.vertex_spread_cycles * static_cast<double>(grid.rows.parts * grid.cols.parts) * (1 + block.extra_regions);
+      const double cost = m.vertex_overhead_cycles + block.compute_cycles +
+                          block.received_bytes / m.exchange_bytes_per_cycle +
+                          m.vertex_spread_cycles * static_cast<double>(grid.rows.parts * grid.cols.parts) *
+                              (1 + block.extra_regions);
       if (block.held_bytes <= budget && cost < best_cost * 0.999) {
         best = grid;
         best_cost = cost;
@@ -103,4 +105,4 @@ BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& targ
   return std::isinf(best_cost) ? smallest : best;
 }
 
-}  // namespace ipu::lowering
+} // namespace ipu::lowering

@@ -1,7 +1,7 @@
 // Relu, Sigmoid, Tanh, Softmax and their gradients.
 #include "compiler/ir/op_registry.h"
-#include "compiler/ops/op_table.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
 namespace {
@@ -21,9 +21,12 @@ Status infer_same(const Graph& g, const Op& op, std::vector<TensorType>& out) {
 
 ActivationKind activation_of(OpKind kind) {
   switch (kind) {
-    case OpKind::kSigmoid: return ActivationKind::kSigmoid;
-    case OpKind::kTanh: return ActivationKind::kTanh;
-    default: return ActivationKind::kRelu;
+  case OpKind::kSigmoid:
+    return ActivationKind::kSigmoid;
+  case OpKind::kTanh:
+    return ActivationKind::kTanh;
+  default:
+    return ActivationKind::kRelu;
   }
 }
 
@@ -37,8 +40,8 @@ Status grad_activation(GradContext& ctx, const Op& op) {
   if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
   ActivationGradAttrs attrs;
   attrs.activation = activation_of(op.kind);
-  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kActivationGrad, op.name + "/grad", {op.outputs[0], dy},
-                                                  attrs, Phase::kBackward, op.stage));
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kActivationGrad, op.name + "/grad",
+                                                  {op.outputs[0], dy}, attrs, Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
@@ -48,7 +51,8 @@ void emit_elementwise(LowerContext& ctx, const Op& op, ActivationKind kind, form
   static_assert(format::same_layout<P, format::params::ActivationGrad>);
   const int64_t n = ctx.graph().value(op.outputs[0]).type.elements();
   std::vector<uint32_t> inputs;
-  for (int in : op.inputs) inputs.push_back(ctx.tensor(in));
+  for (int in : op.inputs)
+    inputs.push_back(ctx.tensor(in));
   const uint32_t y = ctx.tensor(op.outputs[0]);
   const double per_element = cycles_per_element(ctx.target().cycles, kind);
   lowering::lower_split(ctx, n, per_element, 4.0 * static_cast<double>(inputs.size()),
@@ -60,7 +64,8 @@ void emit_elementwise(LowerContext& ctx, const Op& op, ActivationKind kind, form
                           v.params = format::make_params<P>(
                               {{P::kKind, static_cast<int64_t>(kind)}, {P::kBegin, begin}, {P::kEnd, end}});
                           v.compute_cycles = per_element * static_cast<double>(end - begin);
-                          for (uint32_t in : inputs) v.reads.push_back(lowering::flat_region(in, begin, end));
+                          for (uint32_t in : inputs)
+                            v.reads.push_back(lowering::flat_region(in, begin, end));
                           v.writes = {lowering::flat_region(y, begin, end)};
                           ctx.emit(tile, std::move(v));
                         });
@@ -79,7 +84,8 @@ Status lower_activation_grad(LowerContext& ctx, const Op& op) {
 // Softmax over the last axis of a rank-2 input.
 Status infer_softmax(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   if (g.value(op.inputs[0]).type.shape.size() != 2) {
-    return invalid_argument("expects a rank-2 input [batch, classes], got " + g.value(op.inputs[0]).type.to_string());
+    return invalid_argument("expects a rank-2 input [batch, classes], got " +
+                            g.value(op.inputs[0]).type.to_string());
   }
   return infer_same(g, op, out);
 }
@@ -87,8 +93,8 @@ Status infer_softmax(const Graph& g, const Op& op, std::vector<TensorType>& out)
 Status grad_softmax(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
-  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kSoftmaxGrad, op.name + "/grad", {op.outputs[0], dy}, {},
-                                                  Phase::kBackward, op.stage));
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kSoftmaxGrad, op.name + "/grad",
+                                                  {op.outputs[0], dy}, {}, Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
@@ -99,30 +105,35 @@ Status lower_rows(LowerContext& ctx, const Op& op, format::Codelet codelet) {
   const auto& shape = ctx.graph().value(op.outputs[0]).type.shape;
   const int64_t M = shape[0], C = shape[1];
   std::vector<uint32_t> inputs;
-  for (int in : op.inputs) inputs.push_back(ctx.tensor(in));
+  for (int in : op.inputs)
+    inputs.push_back(ctx.tensor(in));
   const uint32_t y = ctx.tensor(op.outputs[0]);
   const double per_row = static_cast<double>(C) * (ctx.target().cycles.transcendental_cycles + 3);
-  lowering::lower_split(ctx, M, per_row, 4.0 * static_cast<double>(C * static_cast<int64_t>(inputs.size())),
-                        [&](uint32_t tile, int64_t rb, int64_t re) {
-                          lowering::VertexSpec v;
-                          v.codelet = codelet;
-                          v.operands = inputs;
-                          v.operands.push_back(y);
-                          v.params = format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
-                          v.compute_cycles = per_row * static_cast<double>(re - rb);
-                          for (uint32_t in : inputs) v.reads.push_back(lowering::flat_region(in, rb * C, re * C));
-                          v.writes = {lowering::flat_region(y, rb * C, re * C)};
-                          ctx.emit(tile, std::move(v));
-                        });
+  lowering::lower_split(
+      ctx, M, per_row, 4.0 * static_cast<double>(C * static_cast<int64_t>(inputs.size())),
+      [&](uint32_t tile, int64_t rb, int64_t re) {
+        lowering::VertexSpec v;
+        v.codelet = codelet;
+        v.operands = inputs;
+        v.operands.push_back(y);
+        v.params = format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
+        v.compute_cycles = per_row * static_cast<double>(re - rb);
+        for (uint32_t in : inputs)
+          v.reads.push_back(lowering::flat_region(in, rb * C, re * C));
+        v.writes = {lowering::flat_region(y, rb * C, re * C)};
+        ctx.emit(tile, std::move(v));
+      });
   return Status();
 }
 
-Status lower_softmax(LowerContext& ctx, const Op& op) { return lower_rows(ctx, op, format::Codelet::kSoftmax); }
+Status lower_softmax(LowerContext& ctx, const Op& op) {
+  return lower_rows(ctx, op, format::Codelet::kSoftmax);
+}
 Status lower_softmax_grad(LowerContext& ctx, const Op& op) {
   return lower_rows(ctx, op, format::Codelet::kSoftmaxGrad);
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& relu_op() {
   static const OpDefinition def{{OpKind::kRelu, 1, infer_same, grad_activation}, lower_activation};
@@ -149,4 +160,4 @@ const OpDefinition& softmax_grad_op() {
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

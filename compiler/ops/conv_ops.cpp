@@ -6,10 +6,10 @@
 #include <limits>
 
 #include "compiler/ir/op_registry.h"
-#include "compiler/ops/op_table.h"
 #include "compiler/ir/window_geometry.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
 namespace {
@@ -18,18 +18,19 @@ using lowering::LowerContext;
 
 // Conv: Y [N, M, OH, OW] = X [N, C, H, W] ⊛ W [M, C/group, KH, KW] (+ B [M]).
 Status infer_conv(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  if (op.inputs.size() != 2 && op.inputs.size() != 3) return invalid_argument("expects X, W and an optional bias");
+  if (op.inputs.size() != 2 && op.inputs.size() != 3)
+    return invalid_argument("expects X, W and an optional bias");
   const TensorType& x = g.value(op.inputs[0]).type;
   const TensorType& w = g.value(op.inputs[1]).type;
   const WindowAttrs& win = window_of(op);
   if (x.shape.size() != 4 || w.shape.size() != 4) {
-    return invalid_argument("expects an NCHW input and an [M, C/group, KH, KW] kernel, got " + x.to_string() + " and " +
-                            w.to_string());
+    return invalid_argument("expects an NCHW input and an [M, C/group, KH, KW] kernel, got " + x.to_string() +
+                            " and " + w.to_string());
   }
   const int64_t group = win.group;
   if (group <= 0 || x.shape[1] % group != 0 || w.shape[0] % group != 0 || w.shape[1] * group != x.shape[1]) {
-    return invalid_argument("kernel " + w.to_string() + " with group " + std::to_string(group) + " does not match input " +
-                            x.to_string());
+    return invalid_argument("kernel " + w.to_string() + " with group " + std::to_string(group) +
+                            " does not match input " + x.to_string());
   }
   if (w.shape[2] != win.kernel[0] || w.shape[3] != win.kernel[1]) {
     return invalid_argument("kernel_shape differs from the kernel " + w.to_string());
@@ -37,7 +38,8 @@ Status infer_conv(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   if (op.inputs.size() == 3) {
     const TensorType& b = g.value(op.inputs[2]).type;
     if (b.shape != std::vector<int64_t>{w.shape[0]}) {
-      return invalid_argument("bias " + b.to_string() + " does not match " + std::to_string(w.shape[0]) + " output channels");
+      return invalid_argument("bias " + b.to_string() + " does not match " + std::to_string(w.shape[0]) +
+                              " output channels");
     }
   }
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, window_output_shape(x, win, w.shape[0]));
@@ -50,7 +52,8 @@ StatusOr<int> add_grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vect
   WindowGradAttrs attrs;
   attrs.window = window_of(op);
   attrs.shape = shape;
-  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(kind, op.name + suffix, std::move(inputs), attrs, Phase::kBackward, op.stage));
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(kind, op.name + suffix, std::move(inputs), attrs,
+                                                  Phase::kBackward, op.stage));
   return ctx.graph().op(id).outputs[0];
 }
 
@@ -62,11 +65,13 @@ Status grad_conv(GradContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const int x = op.inputs[0], w = op.inputs[1];
   if (ctx.needs_gradient(x)) {
-    IPU_ASSIGN_OR_RETURN(int dx, add_grad_op(ctx, op, OpKind::kConvGradInput, {dy, w}, g.value(x).type.shape, "/grad_input"));
+    IPU_ASSIGN_OR_RETURN(
+        int dx, add_grad_op(ctx, op, OpKind::kConvGradInput, {dy, w}, g.value(x).type.shape, "/grad_input"));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(x, dx));
   }
   if (ctx.needs_gradient(w)) {
-    IPU_ASSIGN_OR_RETURN(int dw, add_grad_op(ctx, op, OpKind::kConvGradWeight, {x, dy}, g.value(w).type.shape, "/grad_kernel"));
+    IPU_ASSIGN_OR_RETURN(int dw, add_grad_op(ctx, op, OpKind::kConvGradWeight, {x, dy}, g.value(w).type.shape,
+                                             "/grad_kernel"));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(w, dw));
   }
   if (op.inputs.size() == 3 && ctx.needs_gradient(op.inputs[2])) {
@@ -88,12 +93,13 @@ Status grad_conv_grad_input(GradContext& ctx, const Op& op) {
   if (ctx.needs_gradient(t)) {
     ConvAttrs attrs;
     attrs.window = window_of(op);
-    IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kConv, op.name + "/grad_input", {dz, w}, attrs, Phase::kBackward,
-                                                    op.stage));
+    IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kConv, op.name + "/grad_input", {dz, w}, attrs,
+                                                    Phase::kBackward, op.stage));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(t, ctx.graph().op(id).outputs[0]));
   }
   if (ctx.needs_gradient(w)) {
-    IPU_ASSIGN_OR_RETURN(int dw, add_grad_op(ctx, op, OpKind::kConvGradWeight, {dz, t}, g.value(w).type.shape, "/grad_kernel"));
+    IPU_ASSIGN_OR_RETURN(int dw, add_grad_op(ctx, op, OpKind::kConvGradWeight, {dz, t}, g.value(w).type.shape,
+                                             "/grad_kernel"));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(w, dw));
   }
   return Status();
@@ -106,7 +112,8 @@ Status infer_conv_grad_input(const Graph& g, const Op& op, std::vector<TensorTyp
   const TensorType& w = g.value(op.inputs[1]).type;
   if (x.shape.size() != 4 || w.shape.size() != 4) return invalid_argument("expects NCHW shapes");
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, window_of(op), w.shape[0]));
-  if (y != g.value(op.inputs[0]).type.shape) return invalid_argument("dY does not match the convolution's output");
+  if (y != g.value(op.inputs[0]).type.shape)
+    return invalid_argument("dY does not match the convolution's output");
   out.push_back(x);
   return Status();
 }
@@ -116,19 +123,21 @@ Status infer_conv_grad_weight(const Graph& g, const Op& op, std::vector<TensorTy
   const TensorType w{DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
   if (x.shape.size() != 4 || w.shape.size() != 4) return invalid_argument("expects NCHW shapes");
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, window_of(op), w.shape[0]));
-  if (y != g.value(op.inputs[1]).type.shape) return invalid_argument("dY does not match the convolution's output");
+  if (y != g.value(op.inputs[1]).type.shape)
+    return invalid_argument("dY does not match the convolution's output");
   out.push_back(w);
   return Status();
 }
 
 struct ConvDims {
   std::vector<int64_t> x, w, y;
-  int64_t K;  // rows of the column matrix: C/group · KH · KW
+  int64_t K; // rows of the column matrix: C/group · KH · KW
   int64_t plane() const { return y[2] * y[3]; }
   int64_t sample() const { return x[1] * x[2] * x[3]; }
 };
 
-ConvDims conv_dims(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& y) {
+ConvDims conv_dims(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                   const std::vector<int64_t>& y) {
   return {x, w, y, w[1] * w[2] * w[3]};
 }
 
@@ -147,25 +156,30 @@ struct GridCost {
 // an op may use (lowering::tile_budget_bytes); the
 // smallest working set if none does. `cost(chunks)` describes a vertex of those chunks.
 template <size_t D, typename Cost>
-std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, const target::TargetSpec& t, Cost&& cost) {
+std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, const target::TargetSpec& t,
+                                         Cost&& cost) {
   const auto& m = t.cycles;
   auto counts = [](int64_t n) {
     std::vector<int64_t> out;
-    for (int64_t p = 1; p < n; p *= 2) out.push_back(p);
+    for (int64_t p = 1; p < n; p *= 2)
+      out.push_back(p);
     out.push_back(n);
     return out;
   };
   std::array<lowering::Split, D> grid, best, smallest;
-  for (size_t a = 0; a < D; ++a) grid[a] = even_split(items[a], 1);
+  for (size_t a = 0; a < D; ++a)
+    grid[a] = even_split(items[a], 1);
   best = smallest = grid;
   double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
   // Every combination of candidate counts, axis 0 outermost.
   auto visit = [&](auto&& self, size_t axis, int64_t vertices) -> void {
     if (axis == D) {
       std::array<double, D> chunks;
-      for (size_t a = 0; a < D; ++a) chunks[a] = static_cast<double>(grid[a].chunk);
+      for (size_t a = 0; a < D; ++a)
+        chunks[a] = static_cast<double>(grid[a].chunk);
       const GridCost g = cost(chunks);
-      const double cycles = m.vertex_overhead_cycles + g.macs / m.macs_per_cycle + g.in_bytes / m.exchange_bytes_per_cycle +
+      const double cycles = m.vertex_overhead_cycles + g.macs / m.macs_per_cycle +
+                            g.in_bytes / m.exchange_bytes_per_cycle +
                             m.vertex_spread_cycles * static_cast<double>(vertices);
       if (g.bytes <= lowering::tile_budget_bytes(t) && cycles < best_cost * 0.999) {
         best = grid;
@@ -189,14 +203,17 @@ std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, co
 
 // Rows [r0, r1) (of `width` elements) of channel planes [c0, c1) of samples [nb, ne) in an
 // [N, channels, plane] tensor: one region if the channels are all there are, else one per sample.
-void add_plane_rows(std::vector<lowering::Region>& out, uint32_t tensor, int64_t nb, int64_t ne, int64_t channels,
-                    int64_t c0, int64_t c1, int64_t r0, int64_t r1, int64_t width, int64_t plane) {
+void add_plane_rows(std::vector<lowering::Region>& out, uint32_t tensor, int64_t nb, int64_t ne,
+                    int64_t channels, int64_t c0, int64_t c1, int64_t r0, int64_t r1, int64_t width,
+                    int64_t plane) {
   if (c0 == 0 && c1 == channels) {
-    out.push_back(lowering::block_region(tensor, nb * channels, ne * channels, r0 * width, r1 * width, plane));
+    out.push_back(
+        lowering::block_region(tensor, nb * channels, ne * channels, r0 * width, r1 * width, plane));
     return;
   }
   for (int64_t n = nb; n < ne; ++n) {
-    out.push_back(lowering::block_region(tensor, n * channels + c0, n * channels + c1, r0 * width, r1 * width, plane));
+    out.push_back(
+        lowering::block_region(tensor, n * channels + c0, n * channels + c1, r0 * width, r1 * width, plane));
   }
 }
 
@@ -249,19 +266,26 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
         v.operands = has_bias ? std::vector<uint32_t>{x, w, b, y} : std::vector<uint32_t>{x, w, y};
         using P = format::params::Conv;
         v.params = format::make_params<P>(window_params(d.x, d.y, win),
-                                          {{P::kM, M}, {P::kG, G}, {P::kNBegin, nb}, {P::kNEnd, ne}, {P::kMBegin, mb},
-                                           {P::kMEnd, me}, {P::kFusedRelu, op.attrs<ConvAttrs>().fused_relu ? 1 : 0},
-                                           {P::kOutRowBegin, ob}, {P::kOutRowEnd, oe}});
+                                          {{P::kM, M},
+                                           {P::kG, G},
+                                           {P::kNBegin, nb},
+                                           {P::kNEnd, ne},
+                                           {P::kMBegin, mb},
+                                           {P::kMEnd, me},
+                                           {P::kFusedRelu, op.attrs<ConvAttrs>().fused_relu ? 1 : 0},
+                                           {P::kOutRowBegin, ob},
+                                           {P::kOutRowEnd, oe}});
         // Optional params are left out where they say nothing: the row range of a whole plane, and
         // then a fused_relu of 0, so unsplit vertices are what they were before either existed.
         if (ob == 0 && oe == OH) {
           v.params.resize(P::kOutRowBegin);
           if (!op.attrs<ConvAttrs>().fused_relu) v.params.pop_back();
         }
-        v.compute_cycles =
-            static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * d.K) / ctx.target().cycles.macs_per_cycle;
+        v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * d.K) /
+                           ctx.target().cycles.macs_per_cycle;
         const auto [ib, ie] = input_rows(d, win, ob, oe);
-        add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W, in_plane);
+        add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W,
+                       in_plane);
         v.reads.push_back(lowering::flat_region(w, mb * d.K, me * d.K));
         if (has_bias) v.reads.push_back(lowering::flat_region(b, mb, me));
         add_plane_rows(v.writes, y, nb, ne, M, mb, me, ob, oe, OW, plane);
@@ -275,7 +299,8 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
 // One vertex per range of samples: each needs dY of its samples and the whole kernel.
 Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
-  const ConvDims d = conv_dims(op.attrs<WindowGradAttrs>().shape, g.value(op.inputs[1]).type.shape, g.value(op.inputs[0]).type.shape);
+  const ConvDims d = conv_dims(op.attrs<WindowGradAttrs>().shape, g.value(op.inputs[1]).type.shape,
+                               g.value(op.inputs[0]).type.shape);
   const uint32_t dy = ctx.tensor(op.inputs[0]), w = ctx.tensor(op.inputs[1]), dx = ctx.tensor(op.outputs[0]);
   const int64_t M = d.w[0], plane = d.plane();
   const double per_sample = static_cast<double>(M * d.K * plane) / ctx.target().cycles.macs_per_cycle;
@@ -285,10 +310,12 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
     v.codelet = format::Codelet::kConvGradInput;
     v.operands = {dy, w, dx};
     using P = format::params::ConvGradInput;
-    v.params = format::make_params<P>(window_params(d.x, d.y, window_of(op)),
-                                      {{P::kM, M}, {P::kG, window_of(op).group}, {P::kNBegin, nb}, {P::kNEnd, ne}});
+    v.params =
+        format::make_params<P>(window_params(d.x, d.y, window_of(op)),
+                               {{P::kM, M}, {P::kG, window_of(op).group}, {P::kNBegin, nb}, {P::kNEnd, ne}});
     v.compute_cycles = per_sample * static_cast<double>(ne - nb);
-    v.reads = {lowering::flat_region(dy, nb * M * plane, ne * M * plane), lowering::flat_region(w, 0, M * d.K)};
+    v.reads = {lowering::flat_region(dy, nb * M * plane, ne * M * plane),
+               lowering::flat_region(w, 0, M * d.K)};
     v.writes = {lowering::flat_region(dx, nb * d.sample(), ne * d.sample())};
     ctx.emit(tile, std::move(v));
   });
@@ -299,9 +326,11 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
 // (every sample) and dY of its output channels, so no tile needs the whole activation.
 Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
-  const ConvDims d = conv_dims(g.value(op.inputs[0]).type.shape, op.attrs<WindowGradAttrs>().shape, g.value(op.inputs[1]).type.shape);
+  const ConvDims d = conv_dims(g.value(op.inputs[0]).type.shape, op.attrs<WindowGradAttrs>().shape,
+                               g.value(op.inputs[1]).type.shape);
   const uint32_t x = ctx.tensor(op.inputs[0]), dy = ctx.tensor(op.inputs[1]), dw = ctx.tensor(op.outputs[0]);
-  const int64_t N = d.x[0], C = d.x[1], M = d.w[0], Cg = d.w[1], plane = d.plane(), in_plane = d.x[2] * d.x[3];
+  const int64_t N = d.x[0], C = d.x[1], M = d.w[0], Cg = d.w[1], plane = d.plane(),
+                in_plane = d.x[2] * d.x[3];
   const int64_t taps = d.w[2] * d.w[3], group = window_of(op).group;
   const double n = static_cast<double>(N), p = static_cast<double>(plane), t = static_cast<double>(taps);
   const auto [outs, ins] = plan_grid<2>({M, Cg}, ctx.target(), [&](const std::array<double, 2>& chunk) {
@@ -321,14 +350,16 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
       v.codelet = format::Codelet::kConvGradWeight;
       v.operands = {x, dy, dw};
       using P = format::params::ConvGradWeight;
-      v.params = format::make_params<P>(window_params(d.x, d.y, window_of(op)),
-                                        {{P::kM, M}, {P::kG, group}, {P::kMBegin, mb}, {P::kMEnd, me}, {P::kCBegin, cb},
-                                         {P::kCEnd, ce}});
-      v.compute_cycles = static_cast<double>(N * (me - mb) * (ce - cb) * taps * plane) / ctx.target().cycles.macs_per_cycle;
+      v.params = format::make_params<P>(
+          window_params(d.x, d.y, window_of(op)),
+          {{P::kM, M}, {P::kG, group}, {P::kMBegin, mb}, {P::kMEnd, me}, {P::kCBegin, cb}, {P::kCEnd, ce}});
+      v.compute_cycles =
+          static_cast<double>(N * (me - mb) * (ce - cb) * taps * plane) / ctx.target().cycles.macs_per_cycle;
       // X of channels [cb, ce) of each group the output channels belong to.
       const int64_t mg = M / group;
       for (int64_t gi = mb / mg; gi * mg < me; ++gi) {
-        v.reads.push_back(lowering::block_region(x, 0, N, (gi * Cg + cb) * in_plane, (gi * Cg + ce) * in_plane, C * in_plane));
+        v.reads.push_back(lowering::block_region(x, 0, N, (gi * Cg + cb) * in_plane,
+                                                 (gi * Cg + ce) * in_plane, C * in_plane));
       }
       v.reads.push_back(lowering::block_region(dy, 0, N, mb * plane, me * plane, M * plane));
       v.writes = {lowering::block_region(dw, mb, me, cb * taps, ce * taps, Cg * taps)};
@@ -344,7 +375,8 @@ struct ChannelDims {
 };
 ChannelDims channel_dims(const std::vector<int64_t>& shape) {
   int64_t s = 1;
-  for (size_t i = 2; i < shape.size(); ++i) s *= shape[i];
+  for (size_t i = 2; i < shape.size(); ++i)
+    s *= shape[i];
   return {shape[0], shape[1], s};
 }
 
@@ -360,17 +392,19 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
   const ChannelDims d = channel_dims(ctx.graph().value(op.inputs[0]).type.shape);
   const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
   const double per_channel = static_cast<double>(d.N * d.S) / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, d.C, per_channel, 4.0 * static_cast<double>(d.N * d.S), [&](uint32_t tile, int64_t cb, int64_t ce) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kChannelSum;
-    v.operands = {x, y};
-    using P = format::params::ChannelSum;
-    v.params = format::make_params<P>({{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kCBegin, cb}, {P::kCEnd, ce}});
-    v.compute_cycles = per_channel * static_cast<double>(ce - cb);
-    v.reads = {lowering::block_region(x, 0, d.N, cb * d.S, ce * d.S, d.C * d.S)};
-    v.writes = {lowering::flat_region(y, cb, ce)};
-    ctx.emit(tile, std::move(v));
-  });
+  lowering::lower_split(ctx, d.C, per_channel, 4.0 * static_cast<double>(d.N * d.S),
+                        [&](uint32_t tile, int64_t cb, int64_t ce) {
+                          lowering::VertexSpec v;
+                          v.codelet = format::Codelet::kChannelSum;
+                          v.operands = {x, y};
+                          using P = format::params::ChannelSum;
+                          v.params = format::make_params<P>(
+                              {{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kCBegin, cb}, {P::kCEnd, ce}});
+                          v.compute_cycles = per_channel * static_cast<double>(ce - cb);
+                          v.reads = {lowering::block_region(x, 0, d.N, cb * d.S, ce * d.S, d.C * d.S)};
+                          v.writes = {lowering::flat_region(y, cb, ce)};
+                          ctx.emit(tile, std::move(v));
+                        });
   return Status();
 }
 
@@ -389,36 +423,40 @@ Status infer_channel_affine(const Graph& g, const Op& op, std::vector<TensorType
 
 Status lower_channel_affine(LowerContext& ctx, const Op& op) {
   const ChannelDims d = channel_dims(ctx.graph().value(op.inputs[0]).type.shape);
-  const uint32_t x = ctx.tensor(op.inputs[0]), scale = ctx.tensor(op.inputs[1]), shift = ctx.tensor(op.inputs[2]),
-                 y = ctx.tensor(op.outputs[0]);
+  const uint32_t x = ctx.tensor(op.inputs[0]), scale = ctx.tensor(op.inputs[1]),
+                 shift = ctx.tensor(op.inputs[2]), y = ctx.tensor(op.outputs[0]);
   const double per_element = 2.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, d.N * d.C * d.S, per_element, 4.0, [&](uint32_t tile, int64_t begin, int64_t end) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kChannelAffine;
-    v.operands = {x, scale, shift, y};
-    using P = format::params::ChannelAffine;
-    v.params = format::make_params<P>({{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}});
-    v.compute_cycles = per_element * static_cast<double>(end - begin);
-    v.reads = {lowering::flat_region(x, begin, end), lowering::flat_region(scale, 0, d.C),
-               lowering::flat_region(shift, 0, d.C)};
-    v.writes = {lowering::flat_region(y, begin, end)};
-    ctx.emit(tile, std::move(v));
-  });
+  lowering::lower_split(
+      ctx, d.N * d.C * d.S, per_element, 4.0, [&](uint32_t tile, int64_t begin, int64_t end) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kChannelAffine;
+        v.operands = {x, scale, shift, y};
+        using P = format::params::ChannelAffine;
+        v.params = format::make_params<P>(
+            {{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}});
+        v.compute_cycles = per_element * static_cast<double>(end - begin);
+        v.reads = {lowering::flat_region(x, begin, end), lowering::flat_region(scale, 0, d.C),
+                   lowering::flat_region(shift, 0, d.C)};
+        v.writes = {lowering::flat_region(y, begin, end)};
+        ctx.emit(tile, std::move(v));
+      });
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& conv_op() {
   static const OpDefinition def{{OpKind::kConv, kVariadic, infer_conv, grad_conv}, lower_conv};
   return def;
 }
 const OpDefinition& conv_grad_input_op() {
-  static const OpDefinition def{{OpKind::kConvGradInput, 2, infer_conv_grad_input, grad_conv_grad_input}, lower_conv_grad_input};
+  static const OpDefinition def{{OpKind::kConvGradInput, 2, infer_conv_grad_input, grad_conv_grad_input},
+                                lower_conv_grad_input};
   return def;
 }
 const OpDefinition& conv_grad_weight_op() {
-  static const OpDefinition def{{OpKind::kConvGradWeight, 2, infer_conv_grad_weight, nullptr}, lower_conv_grad_weight};
+  static const OpDefinition def{{OpKind::kConvGradWeight, 2, infer_conv_grad_weight, nullptr},
+                                lower_conv_grad_weight};
   return def;
 }
 const OpDefinition& channel_sum_op() {
@@ -428,8 +466,9 @@ const OpDefinition& channel_sum_op() {
 // Not differentiable: it only carries BatchNormalization folded to constants, which training
 // refuses (compiler/frontend/onnx_ops_conv.cpp).
 const OpDefinition& channel_affine_op() {
-  static const OpDefinition def{{OpKind::kChannelAffine, 3, infer_channel_affine, nullptr}, lower_channel_affine};
+  static const OpDefinition def{{OpKind::kChannelAffine, 3, infer_channel_affine, nullptr},
+                                lower_channel_affine};
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

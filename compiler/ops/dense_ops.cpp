@@ -1,8 +1,8 @@
 // MatMul and BiasAdd: the two halves of a Dense layer.
 #include "compiler/ir/op_registry.h"
-#include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/op_table.h"
 #include "runtime/format/tensor_kinds.h"
 
 namespace ipu::ir {
@@ -17,7 +17,8 @@ struct MatMulDims {
 MatMulDims matmul_dims(const Graph& g, const Op& op) {
   const auto& a = g.value(op.inputs[0]).type.shape;
   const auto& b = g.value(op.inputs[1]).type.shape;
-  return {op.attrs<MatMulAttrs>().trans_a ? a[1] : a[0], op.attrs<MatMulAttrs>().trans_b ? b[0] : b[1], op.attrs<MatMulAttrs>().trans_a ? a[0] : a[1]};
+  return {op.attrs<MatMulAttrs>().trans_a ? a[1] : a[0], op.attrs<MatMulAttrs>().trans_b ? b[0] : b[1],
+          op.attrs<MatMulAttrs>().trans_a ? a[0] : a[1]};
 }
 
 // C[M,N] = op(A)[M,K] · op(B)[K,N], both rank 2, float32.
@@ -46,21 +47,25 @@ Status grad_matmul(GradContext& ctx, const Op& op) {
   if (dc < 0) return Status();
   const int a = op.inputs[0], b = op.inputs[1];
   const bool ta = op.attrs<MatMulAttrs>().trans_a, tb = op.attrs<MatMulAttrs>().trans_b;
-  auto add_matmul = [&](int lhs, bool trans_lhs, int rhs, bool trans_rhs, const char* suffix) -> StatusOr<int> {
+  auto add_matmul = [&](int lhs, bool trans_lhs, int rhs, bool trans_rhs,
+                        const char* suffix) -> StatusOr<int> {
     MatMulAttrs attrs;
     attrs.trans_a = trans_lhs;
     attrs.trans_b = trans_rhs;
-    IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kMatMul, op.name + suffix, {lhs, rhs}, attrs, Phase::kBackward, op.stage));
+    IPU_ASSIGN_OR_RETURN(
+        int id, g.add_op(OpKind::kMatMul, op.name + suffix, {lhs, rhs}, attrs, Phase::kBackward, op.stage));
     return g.op(id).outputs[0];
   };
   if (ctx.needs_gradient(a)) {
     // !ta: dA = dC·op(B)ᵀ = dC·Bᵀ (tb=0) or dC·B (tb=1); ta: dA = op(B)·dCᵀ = B·dCᵀ or Bᵀ·dCᵀ.
-    IPU_ASSIGN_OR_RETURN(int da, ta ? add_matmul(b, tb, dc, true, "/grad_input") : add_matmul(dc, false, b, !tb, "/grad_input"));
+    IPU_ASSIGN_OR_RETURN(int da, ta ? add_matmul(b, tb, dc, true, "/grad_input")
+                                    : add_matmul(dc, false, b, !tb, "/grad_input"));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(a, da));
   }
   if (ctx.needs_gradient(b)) {
     // !tb: dB = op(A)ᵀ·dC = Aᵀ·dC (ta=0) or A·dC; tb: dB = dCᵀ·op(A) = dCᵀ·A or dCᵀ·Aᵀ.
-    IPU_ASSIGN_OR_RETURN(int db, tb ? add_matmul(dc, true, a, ta, "/grad_kernel") : add_matmul(a, !ta, dc, false, "/grad_kernel"));
+    IPU_ASSIGN_OR_RETURN(int db, tb ? add_matmul(dc, true, a, ta, "/grad_kernel")
+                                    : add_matmul(a, !ta, dc, false, "/grad_kernel"));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(b, db));
   }
   return Status();
@@ -70,7 +75,8 @@ Status grad_matmul(GradContext& ctx, const Op& op) {
 // partial products to a [shares, M, N] temporary; a reduce compute set right after sums them into
 // C (Reduce, adding the shares in order in double precision), each of its vertices summing a
 // range of C's elements on a tile that computed partials.
-Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d, const lowering::MatMulPlan& plan) {
+Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d,
+                            const lowering::MatMulPlan& plan) {
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
   const bool ta = op.attrs<MatMulAttrs>().trans_a, tb = op.attrs<MatMulAttrs>().trans_b;
   const lowering::BlockGrid& grid = plan.grid;
@@ -88,12 +94,25 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
         v.codelet = format::Codelet::kMatMulPartial;
         v.operands = {a, b, partials};
         using P = format::params::MatMulPartial;
-        v.params = format::make_params<P>({{P::kM, d.M}, {P::kN, d.N}, {P::kK, d.K}, {P::kTransA, ta}, {P::kTransB, tb},
-                                           {P::kRowBegin, rb}, {P::kRowEnd, re}, {P::kColBegin, cb}, {P::kColEnd, ce},
-                                           {P::kKBegin, kb}, {P::kKEnd, ke}, {P::kParts, shares}, {P::kPart, s}});
-        v.compute_cycles = static_cast<double>((re - rb) * (ce - cb) * (ke - kb)) / ctx.target().cycles.macs_per_cycle;
-        v.reads.push_back(ta ? lowering::block_region(a, kb, ke, rb, re, d.M) : lowering::block_region(a, rb, re, kb, ke, d.K));
-        v.reads.push_back(tb ? lowering::block_region(b, cb, ce, kb, ke, d.K) : lowering::block_region(b, kb, ke, cb, ce, d.N));
+        v.params = format::make_params<P>({{P::kM, d.M},
+                                           {P::kN, d.N},
+                                           {P::kK, d.K},
+                                           {P::kTransA, ta},
+                                           {P::kTransB, tb},
+                                           {P::kRowBegin, rb},
+                                           {P::kRowEnd, re},
+                                           {P::kColBegin, cb},
+                                           {P::kColEnd, ce},
+                                           {P::kKBegin, kb},
+                                           {P::kKEnd, ke},
+                                           {P::kParts, shares},
+                                           {P::kPart, s}});
+        v.compute_cycles =
+            static_cast<double>((re - rb) * (ce - cb) * (ke - kb)) / ctx.target().cycles.macs_per_cycle;
+        v.reads.push_back(ta ? lowering::block_region(a, kb, ke, rb, re, d.M)
+                             : lowering::block_region(a, rb, re, kb, ke, d.K));
+        v.reads.push_back(tb ? lowering::block_region(b, cb, ce, kb, ke, d.K)
+                             : lowering::block_region(b, kb, ke, cb, ce, d.N));
         v.writes.push_back(lowering::block_region(partials, s * d.M + rb, s * d.M + re, cb, ce, d.N));
         ctx.emit(tiles[next++], std::move(v));
       }
@@ -108,8 +127,11 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
     v.operands = {partials, c};
     using R = format::params::Reduce;
     // C[i] = Σ_s partials[s·M·N + i]: out_dims [M·N] stride 1, reduced dims [shares] stride M·N.
-    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)}, {R::kOutRank, 1},
-                                       {R::kReducedRank, 1}, {R::kBegin, begin}, {R::kEnd, end}},
+    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)},
+                                       {R::kOutRank, 1},
+                                       {R::kReducedRank, 1},
+                                       {R::kBegin, begin},
+                                       {R::kEnd, end}},
                                       {elements, 1, shares, elements});
     v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
     v.reads.push_back(lowering::block_region(partials, 0, shares, begin, end, elements));
@@ -123,11 +145,12 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const MatMulDims d = matmul_dims(g, op);
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
-  const bool has_bias = op.inputs.size() == 3;  // a BiasAdd folded in (passes/fuse_epilogues.h)
+  const bool has_bias = op.inputs.size() == 3; // a BiasAdd folded in (passes/fuse_epilogues.h)
   const uint32_t bias = has_bias ? ctx.tensor(op.inputs[2]) : 0;
   // A fused epilogue (bias, Relu) applies to the whole sum, so such a MatMul keeps K whole.
   const lowering::MatMulPlan plan =
-      lowering::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu, !has_bias && !op.attrs<MatMulAttrs>().fused_relu);
+      lowering::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu,
+                            !has_bias && !op.attrs<MatMulAttrs>().fused_relu);
   if (plan.k.parts > 1) return lower_matmul_split_k(ctx, op, d, plan);
   const lowering::BlockGrid& grid = plan.grid;
   std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
@@ -142,18 +165,27 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
       v.codelet = format::Codelet::kMatMul;
       v.operands = has_bias ? std::vector<uint32_t>{a, b, bias, c} : std::vector<uint32_t>{a, b, c};
       using P = format::params::MatMul;
-      v.params = format::make_params<P>({{P::kM, d.M}, {P::kN, d.N}, {P::kK, d.K}, {P::kTransA, op.attrs<MatMulAttrs>().trans_a},
-                                         {P::kTransB, op.attrs<MatMulAttrs>().trans_b}, {P::kRowBegin, rb}, {P::kRowEnd, re},
-                                         {P::kColBegin, cb}, {P::kColEnd, ce}, {P::kAccumulate, 0}, {P::kFusedRelu, 1}});
+      v.params = format::make_params<P>({{P::kM, d.M},
+                                         {P::kN, d.N},
+                                         {P::kK, d.K},
+                                         {P::kTransA, op.attrs<MatMulAttrs>().trans_a},
+                                         {P::kTransB, op.attrs<MatMulAttrs>().trans_b},
+                                         {P::kRowBegin, rb},
+                                         {P::kRowEnd, re},
+                                         {P::kColBegin, cb},
+                                         {P::kColEnd, ce},
+                                         {P::kAccumulate, 0},
+                                         {P::kFusedRelu, 1}});
       // Without a fused Relu the optional flag is left out, as before fusion existed: the same
       // bytes and cache keys for models that do not fuse.
       if (!op.attrs<MatMulAttrs>().fused_relu) v.params.pop_back();
-      v.compute_cycles = static_cast<double>((re - rb) * (ce - cb) * d.K) / ctx.target().cycles.macs_per_cycle;
+      v.compute_cycles =
+          static_cast<double>((re - rb) * (ce - cb) * d.K) / ctx.target().cycles.macs_per_cycle;
       // op(A) rows [rb, re): rows of A, or columns of a transposed A.
       v.reads.push_back(op.attrs<MatMulAttrs>().trans_a ? lowering::block_region(a, 0, d.K, rb, re, d.M)
-                                         : lowering::block_region(a, rb, re, 0, d.K, d.K));
+                                                        : lowering::block_region(a, rb, re, 0, d.K, d.K));
       v.reads.push_back(op.attrs<MatMulAttrs>().trans_b ? lowering::block_region(b, cb, ce, 0, d.K, d.K)
-                                         : lowering::block_region(b, 0, d.K, cb, ce, d.N));
+                                                        : lowering::block_region(b, 0, d.K, cb, ce, d.N));
       if (has_bias) v.reads.push_back(lowering::flat_region(bias, cb, ce));
       v.writes.push_back(lowering::block_region(c, rb, re, cb, ce, d.N));
       ctx.emit(tiles[next++], std::move(v));
@@ -190,21 +222,22 @@ Status lower_bias_add(LowerContext& ctx, const Op& op) {
   const int64_t M = shape[0], N = shape[1];
   const uint32_t x = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
   const double per_row = static_cast<double>(N) / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, M, per_row, 4.0 * static_cast<double>(N), [&](uint32_t tile, int64_t rb, int64_t re) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kBiasAdd;
-    v.operands = {x, b, y};
-    using P = format::params::BiasAdd;
-    v.params = format::make_params<P>({{P::kM, M}, {P::kN, N}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
-    v.compute_cycles = per_row * static_cast<double>(re - rb);
-    v.reads = {lowering::flat_region(x, rb * N, re * N), lowering::flat_region(b, 0, N)};
-    v.writes = {lowering::flat_region(y, rb * N, re * N)};
-    ctx.emit(tile, std::move(v));
-  });
+  lowering::lower_split(
+      ctx, M, per_row, 4.0 * static_cast<double>(N), [&](uint32_t tile, int64_t rb, int64_t re) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kBiasAdd;
+        v.operands = {x, b, y};
+        using P = format::params::BiasAdd;
+        v.params = format::make_params<P>({{P::kM, M}, {P::kN, N}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
+        v.compute_cycles = per_row * static_cast<double>(re - rb);
+        v.reads = {lowering::flat_region(x, rb * N, re * N), lowering::flat_region(b, 0, N)};
+        v.writes = {lowering::flat_region(y, rb * N, re * N)};
+        ctx.emit(tile, std::move(v));
+      });
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& matmul_op() {
   static const OpDefinition def{{OpKind::kMatMul, 2, infer_matmul, grad_matmul}, lower_matmul};
@@ -215,4 +248,4 @@ const OpDefinition& bias_add_op() {
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -19,19 +19,28 @@ std::vector<int64_t> dims_or_one(const std::vector<int64_t>& shape) {
 
 bool is_transcendental(UnaryKind kind) {
   switch (kind) {
-    case UnaryKind::kExp: case UnaryKind::kLog: case UnaryKind::kErf: case UnaryKind::kGelu:
-    case UnaryKind::kGeluTanh: case UnaryKind::kSoftplus: case UnaryKind::kElu: case UnaryKind::kSelu:
-    case UnaryKind::kSigmoid: case UnaryKind::kTanh: case UnaryKind::kPowScalar:
-      return true;
-    default:
-      return false;
+  case UnaryKind::kExp:
+  case UnaryKind::kLog:
+  case UnaryKind::kErf:
+  case UnaryKind::kGelu:
+  case UnaryKind::kGeluTanh:
+  case UnaryKind::kSoftplus:
+  case UnaryKind::kElu:
+  case UnaryKind::kSelu:
+  case UnaryKind::kSigmoid:
+  case UnaryKind::kTanh:
+  case UnaryKind::kPowScalar:
+    return true;
+  default:
+    return false;
   }
 }
 
 Status infer_unary(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.dtype != DType::kFloat32) return invalid_argument("expects float32, got " + x.to_string());
-  if (const auto kind = static_cast<int64_t>(op.attrs<UnaryAttrs>().kind); kind < 0 || kind >= format::kUnaryKindCount) {
+  if (const auto kind = static_cast<int64_t>(op.attrs<UnaryAttrs>().kind);
+      kind < 0 || kind >= format::kUnaryKindCount) {
     return invalid_argument("unknown unary kind");
   }
   out.push_back(x);
@@ -46,73 +55,83 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
   const UnaryAttrs& unary = op.attrs<UnaryAttrs>();
   const float alpha = unary.alpha;
-  int derivative = -1;  // f'(x), or -1 when dX is computed directly
+  int derivative = -1; // f'(x), or -1 when dX is computed directly
   int dx = -1;
   switch (unary.kind) {
-    case UnaryKind::kIdentity: dx = dy; break;
-    case UnaryKind::kNeg: {
-      IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kNeg, dy, 0, 0, "/grad"));
-      break;
-    }
-    case UnaryKind::kAffine: {
-      IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, dy, alpha, 0, "/grad"));
-      break;
-    }
-    case UnaryKind::kAbs: {
-      IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kSign, x, 0, 0, "/grad_sign"));
-      break;
-    }
-    case UnaryKind::kExp: derivative = y; break;
-    case UnaryKind::kLog: {
-      IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kDiv, dy, x, "/grad"));
-      break;
-    }
-    case UnaryKind::kSqrt: {  // 1 / (2·√x)
-      IPU_ASSIGN_OR_RETURN(int half, grad_binary(ctx, op, BinaryKind::kDiv, dy, y, "/grad_div"));
-      IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, half, 0.5f, 0, "/grad"));
-      break;
-    }
-    case UnaryKind::kReciprocal: {  // −1/x² = −y²
-      IPU_ASSIGN_OR_RETURN(int sq, grad_unary(ctx, op, UnaryKind::kSquare, y, 0, 0, "/grad_square"));
-      IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kNeg, sq, 0, 0, "/grad_neg"));
-      break;
-    }
-    case UnaryKind::kSquare: {
-      IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, x, 2, 0, "/grad_twice"));
-      break;
-    }
-    case UnaryKind::kPowScalar: {  // a·x^(a−1)
-      IPU_ASSIGN_OR_RETURN(int p, grad_unary(ctx, op, UnaryKind::kPowScalar, x, alpha - 1.0f, 0, "/grad_pow"));
-      IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, p, alpha, 0, "/grad_scale"));
-      break;
-    }
-    case UnaryKind::kErf: {  // 2/√π · e^(−x²)
-      IPU_ASSIGN_OR_RETURN(int sq, grad_unary(ctx, op, UnaryKind::kSquare, x, 0, 0, "/grad_square"));
-      IPU_ASSIGN_OR_RETURN(int neg, grad_unary(ctx, op, UnaryKind::kNeg, sq, 0, 0, "/grad_neg"));
-      IPU_ASSIGN_OR_RETURN(int en, grad_unary(ctx, op, UnaryKind::kExp, neg, 0, 0, "/grad_exp_neg"));
-      IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, en, static_cast<float>(2.0 / std::sqrt(std::numbers::pi)), 0, "/grad_scale"));
-      break;
-    }
-    case UnaryKind::kTanh: {  // 1 − y²
-      IPU_ASSIGN_OR_RETURN(int sq, grad_unary(ctx, op, UnaryKind::kSquare, y, 0, 0, "/grad_square"));
-      IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, sq, -1, 1, "/grad_derivative"));
-      break;
-    }
-    case UnaryKind::kSoftsign: {  // 1 / (1 + |x|)²
-      IPU_ASSIGN_OR_RETURN(int abs, grad_unary(ctx, op, UnaryKind::kAbs, x, 0, 0, "/grad_abs"));
-      IPU_ASSIGN_OR_RETURN(int denominator, grad_unary(ctx, op, UnaryKind::kAffine, abs, 1, 1, "/grad_one_plus"));
-      IPU_ASSIGN_OR_RETURN(int squared, grad_unary(ctx, op, UnaryKind::kSquare, denominator, 0, 0, "/grad_square"));
-      IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kDiv, dy, squared, "/grad"));
-      break;
-    }
-    case UnaryKind::kSigmoid: {  // y·(1 − y)
-      IPU_ASSIGN_OR_RETURN(int one_minus, grad_unary(ctx, op, UnaryKind::kAffine, y, -1, 1, "/grad_complement"));
-      IPU_ASSIGN_OR_RETURN(derivative, grad_binary(ctx, op, BinaryKind::kMul, y, one_minus, "/grad_derivative"));
-      break;
-    }
-    default:
-      return unsupported("the gradient of this unary op kind " + std::to_string(static_cast<int64_t>(unary.kind)) +
-                         " is not implemented");
+  case UnaryKind::kIdentity:
+    dx = dy;
+    break;
+  case UnaryKind::kNeg: {
+    IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kNeg, dy, 0, 0, "/grad"));
+    break;
+  }
+  case UnaryKind::kAffine: {
+    IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, dy, alpha, 0, "/grad"));
+    break;
+  }
+  case UnaryKind::kAbs: {
+    IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kSign, x, 0, 0, "/grad_sign"));
+    break;
+  }
+  case UnaryKind::kExp:
+    derivative = y;
+    break;
+  case UnaryKind::kLog: {
+    IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kDiv, dy, x, "/grad"));
+    break;
+  }
+  case UnaryKind::kSqrt: { // 1 / (2·√x)
+    IPU_ASSIGN_OR_RETURN(int half, grad_binary(ctx, op, BinaryKind::kDiv, dy, y, "/grad_div"));
+    IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, half, 0.5f, 0, "/grad"));
+    break;
+  }
+  case UnaryKind::kReciprocal: { // −1/x² = −y²
+    IPU_ASSIGN_OR_RETURN(int sq, grad_unary(ctx, op, UnaryKind::kSquare, y, 0, 0, "/grad_square"));
+    IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kNeg, sq, 0, 0, "/grad_neg"));
+    break;
+  }
+  case UnaryKind::kSquare: {
+    IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, x, 2, 0, "/grad_twice"));
+    break;
+  }
+  case UnaryKind::kPowScalar: { // a·x^(a−1)
+    IPU_ASSIGN_OR_RETURN(int p, grad_unary(ctx, op, UnaryKind::kPowScalar, x, alpha - 1.0f, 0, "/grad_pow"));
+    IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, p, alpha, 0, "/grad_scale"));
+    break;
+  }
+  case UnaryKind::kErf: { // 2/√π · e^(−x²)
+    IPU_ASSIGN_OR_RETURN(int sq, grad_unary(ctx, op, UnaryKind::kSquare, x, 0, 0, "/grad_square"));
+    IPU_ASSIGN_OR_RETURN(int neg, grad_unary(ctx, op, UnaryKind::kNeg, sq, 0, 0, "/grad_neg"));
+    IPU_ASSIGN_OR_RETURN(int en, grad_unary(ctx, op, UnaryKind::kExp, neg, 0, 0, "/grad_exp_neg"));
+    IPU_ASSIGN_OR_RETURN(derivative,
+                         grad_unary(ctx, op, UnaryKind::kAffine, en,
+                                    static_cast<float>(2.0 / std::sqrt(std::numbers::pi)), 0, "/grad_scale"));
+    break;
+  }
+  case UnaryKind::kTanh: { // 1 − y²
+    IPU_ASSIGN_OR_RETURN(int sq, grad_unary(ctx, op, UnaryKind::kSquare, y, 0, 0, "/grad_square"));
+    IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kAffine, sq, -1, 1, "/grad_derivative"));
+    break;
+  }
+  case UnaryKind::kSoftsign: { // 1 / (1 + |x|)²
+    IPU_ASSIGN_OR_RETURN(int abs, grad_unary(ctx, op, UnaryKind::kAbs, x, 0, 0, "/grad_abs"));
+    IPU_ASSIGN_OR_RETURN(int denominator,
+                         grad_unary(ctx, op, UnaryKind::kAffine, abs, 1, 1, "/grad_one_plus"));
+    IPU_ASSIGN_OR_RETURN(int squared,
+                         grad_unary(ctx, op, UnaryKind::kSquare, denominator, 0, 0, "/grad_square"));
+    IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kDiv, dy, squared, "/grad"));
+    break;
+  }
+  case UnaryKind::kSigmoid: { // y·(1 − y)
+    IPU_ASSIGN_OR_RETURN(int one_minus,
+                         grad_unary(ctx, op, UnaryKind::kAffine, y, -1, 1, "/grad_complement"));
+    IPU_ASSIGN_OR_RETURN(derivative,
+                         grad_binary(ctx, op, BinaryKind::kMul, y, one_minus, "/grad_derivative"));
+    break;
+  }
+  default:
+    return unsupported("the gradient of this unary op kind " +
+                       std::to_string(static_cast<int64_t>(unary.kind)) + " is not implemented");
   }
   if (dx < 0) {
     IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kMul, dy, derivative, "/grad"));
@@ -124,7 +143,8 @@ Status lower_unary(LowerContext& ctx, const Op& op) {
   const UnaryAttrs& unary = op.attrs<UnaryAttrs>();
   const UnaryKind kind = unary.kind;
   const auto& c = ctx.target().cycles;
-  const double per = 1.0 / c.vector_flops_per_cycle + (is_transcendental(kind) ? c.transcendental_cycles : 0.0);
+  const double per =
+      1.0 / c.vector_flops_per_cycle + (is_transcendental(kind) ? c.transcendental_cycles : 0.0);
   using P = format::params::Unary;
   using F = format::fparams::Unary;
   lower_output_range(ctx, op, format::Codelet::kUnary, per,
@@ -142,7 +162,8 @@ Status infer_binary(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32) {
     return invalid_argument("expects float32, got " + a.to_string() + " and " + b.to_string());
   }
-  if (const auto kind = static_cast<int64_t>(op.attrs<BinaryAttrs>().kind); kind < 0 || kind >= format::kBinaryKindCount) {
+  if (const auto kind = static_cast<int64_t>(op.attrs<BinaryAttrs>().kind);
+      kind < 0 || kind >= format::kBinaryKindCount) {
     return invalid_argument("unknown binary kind");
   }
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, broadcast_shapes(a.shape, b.shape));
@@ -158,64 +179,65 @@ Status grad_binary_op(GradContext& ctx, const Op& op) {
   const int a = op.inputs[0], b = op.inputs[1], y = op.outputs[0];
   const bool need_a = ctx.needs_gradient(a), need_b = ctx.needs_gradient(b);
   if (!need_a && !need_b) return Status();
-  int da = -1, db = -1;  // full (broadcast-shaped) gradients
+  int da = -1, db = -1; // full (broadcast-shaped) gradients
   switch (op.attrs<BinaryAttrs>().kind) {
-    case BinaryKind::kAdd:
-      da = db = dy;
-      break;
-    case BinaryKind::kSub:
-      da = dy;
-      if (need_b) {
-        IPU_ASSIGN_OR_RETURN(db, grad_unary(ctx, op, UnaryKind::kNeg, dy, 0, 0, "/grad_b_neg"));
-      }
-      break;
-    case BinaryKind::kMul:
-      if (need_a) {
-        IPU_ASSIGN_OR_RETURN(da, grad_binary(ctx, op, BinaryKind::kMul, dy, b, "/grad_a"));
-      }
-      if (need_b) {
-        IPU_ASSIGN_OR_RETURN(db, grad_binary(ctx, op, BinaryKind::kMul, dy, a, "/grad_b"));
-      }
-      break;
-    case BinaryKind::kDiv: {  // dA = dY/B; dB = −dY·Y/B
-      IPU_ASSIGN_OR_RETURN(int q, grad_binary(ctx, op, BinaryKind::kDiv, dy, b, "/grad_a"));
-      da = q;
-      if (need_b) {
-        IPU_ASSIGN_OR_RETURN(int qy, grad_binary(ctx, op, BinaryKind::kMul, q, y, "/grad_b_mul"));
-        IPU_ASSIGN_OR_RETURN(db, grad_unary(ctx, op, UnaryKind::kNeg, qy, 0, 0, "/grad_b"));
-      }
-      break;
+  case BinaryKind::kAdd:
+    da = db = dy;
+    break;
+  case BinaryKind::kSub:
+    da = dy;
+    if (need_b) {
+      IPU_ASSIGN_OR_RETURN(db, grad_unary(ctx, op, UnaryKind::kNeg, dy, 0, 0, "/grad_b_neg"));
     }
-    case BinaryKind::kPow: {  // dA = dY·B·A^(B−1); dB = dY·Y·ln A
-      if (need_a) {
-        IPU_ASSIGN_OR_RETURN(int bm1, grad_unary(ctx, op, UnaryKind::kAffine, b, 1, -1, "/grad_a_exponent"));
-        IPU_ASSIGN_OR_RETURN(int p, grad_binary(ctx, op, BinaryKind::kPow, a, bm1, "/grad_a_pow"));
-        IPU_ASSIGN_OR_RETURN(int bp, grad_binary(ctx, op, BinaryKind::kMul, p, b, "/grad_a_scale"));
-        IPU_ASSIGN_OR_RETURN(da, grad_binary(ctx, op, BinaryKind::kMul, dy, bp, "/grad_a"));
-      }
-      if (need_b) {
-        IPU_ASSIGN_OR_RETURN(int ln, grad_unary(ctx, op, UnaryKind::kLog, a, 0, 0, "/grad_b_log"));
-        IPU_ASSIGN_OR_RETURN(int yl, grad_binary(ctx, op, BinaryKind::kMul, y, ln, "/grad_b_scale"));
-        IPU_ASSIGN_OR_RETURN(db, grad_binary(ctx, op, BinaryKind::kMul, dy, yl, "/grad_b"));
-      }
-      break;
+    break;
+  case BinaryKind::kMul:
+    if (need_a) {
+      IPU_ASSIGN_OR_RETURN(da, grad_binary(ctx, op, BinaryKind::kMul, dy, b, "/grad_a"));
     }
-    case BinaryKind::kMax:
-    case BinaryKind::kMin: {  // the gradient goes to the selected operand; ties to A
-      const bool max = op.attrs<BinaryAttrs>().kind == BinaryKind::kMax;
-      IPU_ASSIGN_OR_RETURN(int mask_a, grad_binary(ctx, op, max ? BinaryKind::kGreaterOrEqual : BinaryKind::kLessOrEqual,
-                                                   a, b, "/grad_mask"));
-      if (need_a) {
-        IPU_ASSIGN_OR_RETURN(da, grad_binary(ctx, op, BinaryKind::kMul, dy, mask_a, "/grad_a"));
-      }
-      if (need_b) {
-        IPU_ASSIGN_OR_RETURN(int mask_b, grad_unary(ctx, op, UnaryKind::kNot, mask_a, 0, 0, "/grad_mask_b"));
-        IPU_ASSIGN_OR_RETURN(db, grad_binary(ctx, op, BinaryKind::kMul, dy, mask_b, "/grad_b"));
-      }
-      break;
+    if (need_b) {
+      IPU_ASSIGN_OR_RETURN(db, grad_binary(ctx, op, BinaryKind::kMul, dy, a, "/grad_b"));
     }
-    default:
-      return Status();  // comparisons and logic: piecewise constant, no gradient flows
+    break;
+  case BinaryKind::kDiv: { // dA = dY/B; dB = −dY·Y/B
+    IPU_ASSIGN_OR_RETURN(int q, grad_binary(ctx, op, BinaryKind::kDiv, dy, b, "/grad_a"));
+    da = q;
+    if (need_b) {
+      IPU_ASSIGN_OR_RETURN(int qy, grad_binary(ctx, op, BinaryKind::kMul, q, y, "/grad_b_mul"));
+      IPU_ASSIGN_OR_RETURN(db, grad_unary(ctx, op, UnaryKind::kNeg, qy, 0, 0, "/grad_b"));
+    }
+    break;
+  }
+  case BinaryKind::kPow: { // dA = dY·B·A^(B−1); dB = dY·Y·ln A
+    if (need_a) {
+      IPU_ASSIGN_OR_RETURN(int bm1, grad_unary(ctx, op, UnaryKind::kAffine, b, 1, -1, "/grad_a_exponent"));
+      IPU_ASSIGN_OR_RETURN(int p, grad_binary(ctx, op, BinaryKind::kPow, a, bm1, "/grad_a_pow"));
+      IPU_ASSIGN_OR_RETURN(int bp, grad_binary(ctx, op, BinaryKind::kMul, p, b, "/grad_a_scale"));
+      IPU_ASSIGN_OR_RETURN(da, grad_binary(ctx, op, BinaryKind::kMul, dy, bp, "/grad_a"));
+    }
+    if (need_b) {
+      IPU_ASSIGN_OR_RETURN(int ln, grad_unary(ctx, op, UnaryKind::kLog, a, 0, 0, "/grad_b_log"));
+      IPU_ASSIGN_OR_RETURN(int yl, grad_binary(ctx, op, BinaryKind::kMul, y, ln, "/grad_b_scale"));
+      IPU_ASSIGN_OR_RETURN(db, grad_binary(ctx, op, BinaryKind::kMul, dy, yl, "/grad_b"));
+    }
+    break;
+  }
+  case BinaryKind::kMax:
+  case BinaryKind::kMin: { // the gradient goes to the selected operand; ties to A
+    const bool max = op.attrs<BinaryAttrs>().kind == BinaryKind::kMax;
+    IPU_ASSIGN_OR_RETURN(int mask_a,
+                         grad_binary(ctx, op, max ? BinaryKind::kGreaterOrEqual : BinaryKind::kLessOrEqual, a,
+                                     b, "/grad_mask"));
+    if (need_a) {
+      IPU_ASSIGN_OR_RETURN(da, grad_binary(ctx, op, BinaryKind::kMul, dy, mask_a, "/grad_a"));
+    }
+    if (need_b) {
+      IPU_ASSIGN_OR_RETURN(int mask_b, grad_unary(ctx, op, UnaryKind::kNot, mask_a, 0, 0, "/grad_mask_b"));
+      IPU_ASSIGN_OR_RETURN(db, grad_binary(ctx, op, BinaryKind::kMul, dy, mask_b, "/grad_b"));
+    }
+    break;
+  }
+  default:
+    return Status(); // comparisons and logic: piecewise constant, no gradient flows
   }
   if (need_a) {
     IPU_ASSIGN_OR_RETURN(int ga, unbroadcast(ctx, op, da, ctx.graph().value(a).type.shape, "/grad_a_reduce"));
@@ -242,7 +264,8 @@ std::vector<int64_t> broadcast_tail(const Graph& g, const Op& op, const std::vec
 // Each operand read at its broadcast strides: a vertex reads only the part its outputs map to.
 std::vector<InputAccess> broadcast_access(const Graph& g, const Op& op, const std::vector<int64_t>& dims) {
   std::vector<InputAccess> access;
-  for (int in : op.inputs) access.push_back({dims, broadcast_strides(g.value(in).type.shape, dims), 0});
+  for (int in : op.inputs)
+    access.push_back({dims, broadcast_strides(g.value(in).type.shape, dims), 0});
   return access;
 }
 
@@ -251,14 +274,17 @@ Status lower_binary(LowerContext& ctx, const Op& op) {
   const std::vector<int64_t> tail = broadcast_tail(ctx.graph(), op, dims);
   const BinaryKind kind = op.attrs<BinaryAttrs>().kind;
   const auto& c = ctx.target().cycles;
-  const double per = 1.0 / c.vector_flops_per_cycle + (kind == BinaryKind::kPow ? c.transcendental_cycles : 1.0);
+  const double per =
+      1.0 / c.vector_flops_per_cycle + (kind == BinaryKind::kPow ? c.transcendental_cycles : 1.0);
   lower_output_range(
       ctx, op, format::Codelet::kBinary, per, {},
       [&](int64_t begin, int64_t end) {
         using P = format::params::Binary;
-        return format::make_params<P>(
-            {{P::kKind, static_cast<int64_t>(kind)}, {P::kRank, static_cast<int64_t>(dims.size())}, {P::kBegin, begin}, {P::kEnd, end}},
-            tail);
+        return format::make_params<P>({{P::kKind, static_cast<int64_t>(kind)},
+                                       {P::kRank, static_cast<int64_t>(dims.size())},
+                                       {P::kBegin, begin},
+                                       {P::kEnd, end}},
+                                      tail);
       },
       broadcast_access(ctx.graph(), op, dims));
   return Status();
@@ -285,9 +311,11 @@ Status grad_where(GradContext& ctx, const Op& op) {
     const int branch = op.inputs[static_cast<size_t>(i)];
     if (!ctx.needs_gradient(branch)) continue;
     const std::string side = i == 1 ? "/grad_a" : "/grad_b";
-    IPU_ASSIGN_OR_RETURN(int mask, grad_unary(ctx, op, i == 1 ? UnaryKind::kNonZero : UnaryKind::kNot, c, 0, 0, side + "_mask"));
+    IPU_ASSIGN_OR_RETURN(int mask, grad_unary(ctx, op, i == 1 ? UnaryKind::kNonZero : UnaryKind::kNot, c, 0,
+                                              0, side + "_mask"));
     IPU_ASSIGN_OR_RETURN(int full, grad_binary(ctx, op, BinaryKind::kMul, dy, mask, side));
-    IPU_ASSIGN_OR_RETURN(int g, unbroadcast(ctx, op, full, ctx.graph().value(branch).type.shape, side + "_reduce"));
+    IPU_ASSIGN_OR_RETURN(int g,
+                         unbroadcast(ctx, op, full, ctx.graph().value(branch).type.shape, side + "_reduce"));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(branch, g));
   }
   return Status();
@@ -300,14 +328,14 @@ Status lower_where(LowerContext& ctx, const Op& op) {
       ctx, op, format::Codelet::kWhere, 1.0, {},
       [&](int64_t begin, int64_t end) {
         using P = format::params::Where;
-        return format::make_params<P>({{P::kRank, static_cast<int64_t>(dims.size())}, {P::kBegin, begin}, {P::kEnd, end}},
-                                      tail);
+        return format::make_params<P>(
+            {{P::kRank, static_cast<int64_t>(dims.size())}, {P::kBegin, begin}, {P::kEnd, end}}, tail);
       },
       broadcast_access(ctx.graph(), op, dims));
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& unary_op() {
   static const OpDefinition def{{OpKind::kUnary, 1, infer_unary, grad_unary_op}, lower_unary};
@@ -322,4 +350,4 @@ const OpDefinition& where_op() {
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -2,9 +2,9 @@
 // passes/fuse_layer_norm.h after autodiff, so it has no gradient rule: a training graph's
 // gradients read the parts it would replace, which then stay unfused.
 #include "compiler/ir/op_registry.h"
-#include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
 namespace {
@@ -14,12 +14,13 @@ using lowering::LowerContext;
 // Y = LayerNorm(X, γ, β) over X's last axis of n: X float32 of rank ≥ 1, γ and β n floats each.
 Status infer_layer_norm(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
-  if (x.dtype != DType::kFloat32 || x.shape.empty()) return invalid_argument("expects a float32 tensor, got " + x.to_string());
+  if (x.dtype != DType::kFloat32 || x.shape.empty())
+    return invalid_argument("expects a float32 tensor, got " + x.to_string());
   for (int i : {1, 2}) {
     const TensorType& p = g.value(op.inputs[static_cast<size_t>(i)]).type;
     if (p.dtype != DType::kFloat32 || p.elements() != x.shape.back()) {
-      return invalid_argument(std::string(i == 1 ? "scale " : "shift ") + p.to_string() + " does not match the last axis of " +
-                              x.to_string());
+      return invalid_argument(std::string(i == 1 ? "scale " : "shift ") + p.to_string() +
+                              " does not match the last axis of " + x.to_string());
     }
   }
   out.push_back(x);
@@ -29,32 +30,35 @@ Status infer_layer_norm(const Graph& g, const Op& op, std::vector<TensorType>& o
 Status lower_layer_norm(LowerContext& ctx, const Op& op) {
   const TensorType& type = ctx.graph().value(op.inputs[0]).type;
   const int64_t n = type.shape.back(), rows = type.elements() / n;
-  const uint32_t x = ctx.tensor(op.inputs[0]), gamma = ctx.tensor(op.inputs[1]), beta = ctx.tensor(op.inputs[2]);
+  const uint32_t x = ctx.tensor(op.inputs[0]), gamma = ctx.tensor(op.inputs[1]),
+                 beta = ctx.tensor(op.inputs[2]);
   const uint32_t y = ctx.tensor(op.outputs[0]);
   // Two passes to reduce, two to normalize, scale and shift.
   const double per_row = 6.0 * static_cast<double>(n) / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, rows, per_row, 4.0 * static_cast<double>(n), [&](uint32_t tile, int64_t rb, int64_t re) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kLayerNorm;
-    v.operands = {x, gamma, beta, y};
-    using P = format::params::LayerNorm;
-    using F = format::fparams::LayerNorm;
-    v.params = format::make_params<P>({{P::kRows, rows}, {P::kN, n}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
-    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
-    v.compute_cycles = per_row * static_cast<double>(re - rb);
-    v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(gamma, 0, n),
-               lowering::flat_region(beta, 0, n)};
-    v.writes = {lowering::flat_region(y, rb * n, re * n)};
-    ctx.emit(tile, std::move(v));
-  });
+  lowering::lower_split(
+      ctx, rows, per_row, 4.0 * static_cast<double>(n), [&](uint32_t tile, int64_t rb, int64_t re) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kLayerNorm;
+        v.operands = {x, gamma, beta, y};
+        using P = format::params::LayerNorm;
+        using F = format::fparams::LayerNorm;
+        v.params =
+            format::make_params<P>({{P::kRows, rows}, {P::kN, n}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
+        v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
+        v.compute_cycles = per_row * static_cast<double>(re - rb);
+        v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(gamma, 0, n),
+                   lowering::flat_region(beta, 0, n)};
+        v.writes = {lowering::flat_region(y, rb * n, re * n)};
+        ctx.emit(tile, std::move(v));
+      });
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& layer_norm_op() {
   static const OpDefinition def{{OpKind::kLayerNorm, 3, infer_layer_norm, nullptr}, lower_layer_norm};
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -1,7 +1,7 @@
 // SparseCrossEntropy (mean over the batch), its gradient, and the CountCorrect metric.
 #include "compiler/ir/op_registry.h"
-#include "compiler/ops/op_table.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
 namespace {
@@ -15,7 +15,8 @@ Status check_scores_labels(const Graph& g, const Op& op) {
     return invalid_argument("expects float32 scores [batch, classes], got " + s.to_string());
   }
   if (l.dtype != DType::kInt32 || l.shape != std::vector<int64_t>{s.shape[0]}) {
-    return invalid_argument("expects int32 labels [" + std::to_string(s.shape[0]) + "], got " + l.to_string());
+    return invalid_argument("expects int32 labels [" + std::to_string(s.shape[0]) + "], got " +
+                            l.to_string());
   }
   return Status();
 }
@@ -36,7 +37,8 @@ Status infer_scores_grad(const Graph& g, const Op& op, std::vector<TensorType>& 
 Status grad_sparse_cross_entropy(GradContext& ctx, const Op& op) {
   if (!ctx.needs_gradient(op.inputs[0])) return Status();
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kSparseCrossEntropyGrad, op.name + "/grad",
-                                                  {op.inputs[0], op.inputs[1]}, op.attributes, Phase::kBackward, op.stage));
+                                                  {op.inputs[0], op.inputs[1]}, op.attributes,
+                                                  Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
@@ -67,8 +69,9 @@ Status lower_sparse_cross_entropy(LowerContext& ctx, const Op& op) {
 
 Status lower_count_correct(LowerContext& ctx, const Op& op) {
   using P = format::params::CountCorrect;
-  return lower_scalar(ctx, op, format::Codelet::kCountCorrect,
-                      [](int64_t M, int64_t C) { return format::make_params<P>({{P::kM, M}, {P::kC, C}}); });
+  return lower_scalar(ctx, op, format::Codelet::kCountCorrect, [](int64_t M, int64_t C) {
+    return format::make_params<P>({{P::kM, M}, {P::kC, C}});
+  });
 }
 
 Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
@@ -77,29 +80,32 @@ Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
   const bool from_logits = op.attrs<CrossEntropyAttrs>().from_logits;
   const uint32_t s = ctx.tensor(op.inputs[0]), l = ctx.tensor(op.inputs[1]), ds = ctx.tensor(op.outputs[0]);
   const double per_row = static_cast<double>(C) * ctx.target().cycles.transcendental_cycles;
-  lowering::lower_split(ctx, M, per_row, 4.0 * static_cast<double>(C + 1), [&](uint32_t tile, int64_t rb, int64_t re) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kSparseCrossEntropyGrad;
-    v.operands = {s, l, ds};
-    using P = format::params::SparseCrossEntropyGrad;
-    v.params = format::make_params<P>(
-        {{P::kM, M}, {P::kC, C}, {P::kFromLogits, from_logits}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
-    v.compute_cycles = per_row * static_cast<double>(re - rb);
-    v.reads = {lowering::flat_region(s, rb * C, re * C), lowering::flat_region(l, rb, re)};
-    v.writes = {lowering::flat_region(ds, rb * C, re * C)};
-    ctx.emit(tile, std::move(v));
-  });
+  lowering::lower_split(
+      ctx, M, per_row, 4.0 * static_cast<double>(C + 1), [&](uint32_t tile, int64_t rb, int64_t re) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kSparseCrossEntropyGrad;
+        v.operands = {s, l, ds};
+        using P = format::params::SparseCrossEntropyGrad;
+        v.params = format::make_params<P>(
+            {{P::kM, M}, {P::kC, C}, {P::kFromLogits, from_logits}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
+        v.compute_cycles = per_row * static_cast<double>(re - rb);
+        v.reads = {lowering::flat_region(s, rb * C, re * C), lowering::flat_region(l, rb, re)};
+        v.writes = {lowering::flat_region(ds, rb * C, re * C)};
+        ctx.emit(tile, std::move(v));
+      });
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& sparse_cross_entropy_op() {
-  static const OpDefinition def{{OpKind::kSparseCrossEntropy, 2, infer_scalar, grad_sparse_cross_entropy}, lower_sparse_cross_entropy};
+  static const OpDefinition def{{OpKind::kSparseCrossEntropy, 2, infer_scalar, grad_sparse_cross_entropy},
+                                lower_sparse_cross_entropy};
   return def;
 }
 const OpDefinition& sparse_cross_entropy_grad_op() {
-  static const OpDefinition def{{OpKind::kSparseCrossEntropyGrad, 2, infer_scores_grad, nullptr}, lower_sparse_cross_entropy_grad};
+  static const OpDefinition def{{OpKind::kSparseCrossEntropyGrad, 2, infer_scores_grad, nullptr},
+                                lower_sparse_cross_entropy_grad};
   return def;
 }
 const OpDefinition& count_correct_op() {
@@ -107,4 +113,4 @@ const OpDefinition& count_correct_op() {
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -148,8 +148,10 @@ std::optional<std::vector<int64_t>> broadcast_axes_of(const Op& op, const std::v
     }
   }
   int64_t elements = 1, walked = 1;
-  for (int64_t d : in) elements *= d;
-  for (int64_t d : walked_dims) walked *= d;
+  for (int64_t d : in)
+    elements *= d;
+  for (int64_t d : walked_dims)
+    walked *= d;
   if (walked != elements || walked_strides != row_major_strides(walked_dims)) return std::nullopt;
   return repeated;
 }
@@ -190,15 +192,17 @@ StatusOr<int> strided_slice_gradient(GradContext& ctx, const Op& op, int dy, con
   for (size_t k = in.size(); k-- > 0;) {
     const int64_t n = shape[k];
     if (n == in[k] && walks[k].start == 0 && (walks[k].step == 1 || n == 1)) continue;
-    const int indices = g.add_value(op.name + "/grad_axis" + std::to_string(k) + "_indices", {DType::kFloat32, {n}},
-                                    Role::kConstant);
+    const int indices = g.add_value(op.name + "/grad_axis" + std::to_string(k) + "_indices",
+                                    {DType::kFloat32, {n}}, Role::kConstant);
     g.value(indices).stage = op.stage;
-    for (int64_t j = 0; j < n; ++j) g.value(indices).initial.push_back(static_cast<float>(walks[k].start + walks[k].step * j));
+    for (int64_t j = 0; j < n; ++j)
+      g.value(indices).initial.push_back(static_cast<float>(walks[k].start + walks[k].step * j));
     shape[k] = in[k];
     GatherGradAttrs attrs;
     attrs.axis = static_cast<int64_t>(k);
     attrs.data_shape = shape;
-    IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kGatherGrad, {dx, indices}, attrs, "/grad_axis" + std::to_string(k)));
+    IPU_ASSIGN_OR_RETURN(
+        dx, grad_op(ctx, op, OpKind::kGatherGrad, {dx, indices}, attrs, "/grad_axis" + std::to_string(k)));
   }
   return dx;
 }
@@ -231,7 +235,8 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
     StridedCopyAttrs back;
     back.shape = in;
     back.strides.assign(in.size(), 0);
-    for (size_t k = 0; k < perm->size(); ++k) back.strides[static_cast<size_t>((*perm)[k])] = dy_strides[k];
+    for (size_t k = 0; k < perm->size(); ++k)
+      back.strides[static_cast<size_t>((*perm)[k])] = dy_strides[k];
     IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, back, "/grad"));
     return ctx.add_gradient(x, dx);
   }
@@ -244,8 +249,9 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
     IPU_ASSIGN_OR_RETURN(int dx, strided_slice_gradient(ctx, op, dy, in, *walks));
     return ctx.add_gradient(x, dx);
   }
-  return unsupported("the gradient of this strided copy (neither a broadcast, a permutation, a pad nor a slice) is not "
-                     "implemented");
+  return unsupported(
+      "the gradient of this strided copy (neither a broadcast, a permutation, a pad nor a slice) is not "
+      "implemented");
 }
 
 // Output ranges per vertex, each reading only the input range its outputs map to (a slice or a
@@ -255,30 +261,33 @@ Status lower_strided_copy(LowerContext& ctx, const Op& op) {
   const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
   const CopyView v = copy_view(op);
   std::vector<int64_t> tail = v.dims;
-  for (const auto* list : {&v.strides, &v.lo, &v.hi}) tail.insert(tail.end(), list->begin(), list->end());
+  for (const auto* list : {&v.strides, &v.lo, &v.hi})
+    tail.insert(tail.end(), list->begin(), list->end());
   const Graph& g = ctx.graph();
   const int64_t in_elements = g.value(op.inputs[0]).type.elements();
   const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
-  lowering::lower_split(ctx, g.value(op.outputs[0]).type.elements(), 1.0, 4.0, [&](uint32_t tile, int64_t begin, int64_t end) {
-    lowering::VertexSpec vertex;
-    vertex.codelet = format::Codelet::kStridedCopy;
-    vertex.operands = {x, y};
-    using P = format::params::StridedCopy;
-    using F = format::fparams::StridedCopy;
-    vertex.params = format::make_params<P>({{P::kRank, static_cast<int64_t>(v.dims.size())},
-                                            {P::kOffset, attrs.offset},
-                                            {P::kBegin, begin},
-                                            {P::kEnd, end}},
-                                           tail);
-    vertex.fparams = format::make_fparams<F>({{F::kFill, attrs.fill}});
-    vertex.compute_cycles = static_cast<double>(end - begin);
-    const auto [lo, hi] = strided_extent(v.dims, v.strides, begin, end - 1);
-    const int64_t read_begin = std::clamp<int64_t>(attrs.offset + lo, 0, in_elements);
-    const int64_t read_end = std::clamp<int64_t>(attrs.offset + hi + 1, read_begin, in_elements);
-    if (read_end > read_begin) vertex.reads = {lowering::flat_region(x, read_begin, read_end)};  // else all fill
-    vertex.writes = {lowering::flat_region(y, begin, end)};
-    ctx.emit(tile, std::move(vertex));
-  });
+  lowering::lower_split(
+      ctx, g.value(op.outputs[0]).type.elements(), 1.0, 4.0, [&](uint32_t tile, int64_t begin, int64_t end) {
+        lowering::VertexSpec vertex;
+        vertex.codelet = format::Codelet::kStridedCopy;
+        vertex.operands = {x, y};
+        using P = format::params::StridedCopy;
+        using F = format::fparams::StridedCopy;
+        vertex.params = format::make_params<P>({{P::kRank, static_cast<int64_t>(v.dims.size())},
+                                                {P::kOffset, attrs.offset},
+                                                {P::kBegin, begin},
+                                                {P::kEnd, end}},
+                                               tail);
+        vertex.fparams = format::make_fparams<F>({{F::kFill, attrs.fill}});
+        vertex.compute_cycles = static_cast<double>(end - begin);
+        const auto [lo, hi] = strided_extent(v.dims, v.strides, begin, end - 1);
+        const int64_t read_begin = std::clamp<int64_t>(attrs.offset + lo, 0, in_elements);
+        const int64_t read_end = std::clamp<int64_t>(attrs.offset + hi + 1, read_begin, in_elements);
+        if (read_end > read_begin)
+          vertex.reads = {lowering::flat_region(x, read_begin, read_end)}; // else all fill
+        vertex.writes = {lowering::flat_region(y, begin, end)};
+        ctx.emit(tile, std::move(vertex));
+      });
   return Status();
 }
 
@@ -291,7 +300,8 @@ Status infer_concat(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   for (size_t i = 1; i < op.inputs.size(); ++i) {
     const std::vector<int64_t>& s = g.value(op.inputs[i]).type.shape;
     bool match = s.size() == shape.size();
-    for (size_t k = 0; match && k < s.size(); ++k) match = static_cast<int64_t>(k) == axis || s[k] == shape[k];
+    for (size_t k = 0; match && k < s.size(); ++k)
+      match = static_cast<int64_t>(k) == axis || s[k] == shape[k];
     if (!match) {
       return invalid_argument("cannot concatenate " + g.value(op.inputs[i]).type.to_string() + " with " +
                               g.value(op.inputs[0]).type.to_string() + " along axis " + std::to_string(axis));
@@ -317,7 +327,8 @@ Status grad_concat(GradContext& ctx, const Op& op) {
       slice.shape = in;
       slice.strides = strides;
       slice.offset = start * strides[static_cast<size_t>(op.attrs<AxisAttrs>().axis)];
-      IPU_ASSIGN_OR_RETURN(int dx, grad_op(ctx, op, OpKind::kStridedCopy, {dy}, slice, "/grad_" + std::to_string(i)));
+      IPU_ASSIGN_OR_RETURN(int dx,
+                           grad_op(ctx, op, OpKind::kStridedCopy, {dy}, slice, "/grad_" + std::to_string(i)));
       IPU_RETURN_IF_ERROR(ctx.add_gradient(x, dx));
     }
     start += in[static_cast<size_t>(op.attrs<AxisAttrs>().axis)];
@@ -340,20 +351,25 @@ Status lower_concat(LowerContext& ctx, const Op& op) {
   for (int in : op.inputs) {
     const uint32_t x = ctx.tensor(in);
     const int64_t x_row = g.value(in).type.shape[axis] * inner;
-    if (x_row == 0) continue;  // an empty input contributes nothing
+    if (x_row == 0) continue; // an empty input contributes nothing
     const double per_row = static_cast<double>(x_row) / ctx.target().cycles.vector_flops_per_cycle;
-    lowering::lower_split(ctx, rows, per_row, 4.0 * static_cast<double>(x_row), [&](uint32_t tile, int64_t rb, int64_t re) {
-      lowering::VertexSpec v;
-      v.codelet = format::Codelet::kBlockCopy;
-      v.operands = {x, y};
-      using P = format::params::BlockCopy;
-      v.params = format::make_params<P>({{P::kRows, rows}, {P::kXRow, x_row}, {P::kYRow, y_row}, {P::kYCol, col},
-                                         {P::kRowBegin, rb}, {P::kRowEnd, re}});
-      v.compute_cycles = per_row * static_cast<double>(re - rb);
-      v.reads = {lowering::flat_region(x, rb * x_row, re * x_row)};
-      v.writes = {lowering::block_region(y, rb, re, col, col + x_row, y_row)};
-      ctx.emit(tile, std::move(v));
-    });
+    lowering::lower_split(ctx, rows, per_row, 4.0 * static_cast<double>(x_row),
+                          [&](uint32_t tile, int64_t rb, int64_t re) {
+                            lowering::VertexSpec v;
+                            v.codelet = format::Codelet::kBlockCopy;
+                            v.operands = {x, y};
+                            using P = format::params::BlockCopy;
+                            v.params = format::make_params<P>({{P::kRows, rows},
+                                                               {P::kXRow, x_row},
+                                                               {P::kYRow, y_row},
+                                                               {P::kYCol, col},
+                                                               {P::kRowBegin, rb},
+                                                               {P::kRowEnd, re}});
+                            v.compute_cycles = per_row * static_cast<double>(re - rb);
+                            v.reads = {lowering::flat_region(x, rb * x_row, re * x_row)};
+                            v.writes = {lowering::block_region(y, rb, re, col, col + x_row, y_row)};
+                            ctx.emit(tile, std::move(v));
+                          });
     col += x_row;
   }
   return Status();
@@ -396,7 +412,8 @@ Status infer_gather_grad(const Graph& g, const Op& op, std::vector<TensorType>& 
   gathered.insert(gathered.end(), indices.begin(), indices.end());
   gathered.insert(gathered.end(), data.begin() + axis + 1, data.end());
   if (g.value(op.inputs[0]).type.shape != gathered) {
-    return invalid_argument("the gradient " + g.value(op.inputs[0]).type.to_string() + " is not shaped like a Gather output " +
+    return invalid_argument("the gradient " + g.value(op.inputs[0]).type.to_string() +
+                            " is not shaped like a Gather output " +
                             TensorType{DType::kFloat32, gathered}.to_string());
   }
   out.push_back({DType::kFloat32, data});
@@ -432,23 +449,27 @@ struct GatherBlock {
 // dY, viewed as [outer · read_rows_per_outer, inner]), all `read_rows_per_outer` rows of each
 // outer slice it touches, in its columns. cycles_of(rows, cols, outers) is a block's compute.
 template <typename CyclesOfBlock>
-void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codelet, const GatherView& v, int64_t rows,
-                         int64_t rows_per_outer, int64_t read_rows_per_outer, CyclesOfBlock&& cycles_of) {
-  using P = format::params::Gather;  // GatherGrad's layout is the same
+void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codelet, const GatherView& v,
+                         int64_t rows, int64_t rows_per_outer, int64_t read_rows_per_outer,
+                         CyclesOfBlock&& cycles_of) {
+  using P = format::params::Gather; // GatherGrad's layout is the same
   static_assert(format::same_layout<P, format::params::GatherGrad>);
   if (rows == 0 || v.inner == 0) return;
-  const uint32_t source = ctx.tensor(op.inputs[0]), indices = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
+  const uint32_t source = ctx.tensor(op.inputs[0]), indices = ctx.tensor(op.inputs[1]),
+                 y = ctx.tensor(op.outputs[0]);
   // Outer slices a block of `rows` rows can touch: one more than it fills when unaligned.
-  auto outers_spanned = [&](int64_t block_rows) { return std::min(v.outer, block_rows / rows_per_outer + 2); };
-  const lowering::BlockGrid grid =
-      lowering::plan_blocks(rows, v.inner, ctx.target(), ctx.target().tiles_per_ipu, [&](int64_t r, int64_t c) {
+  auto outers_spanned = [&](int64_t block_rows) {
+    return std::min(v.outer, block_rows / rows_per_outer + 2);
+  };
+  const lowering::BlockGrid grid = lowering::plan_blocks(
+      rows, v.inner, ctx.target(), ctx.target().tiles_per_ipu, [&](int64_t r, int64_t c) {
         const double cols = static_cast<double>(c);
         const double received = 4.0 * (static_cast<double>(outers_spanned(r) * read_rows_per_outer) * cols +
                                        static_cast<double>(v.count));
         // A block of whole rows is one region; one of part-rows, one region per row.
         const double regions = c == v.inner ? 1.0 : static_cast<double>(r);
-        return lowering::BlockCost{cycles_of(r, c, outers_spanned(r)), received, received + 4.0 * static_cast<double>(r) * cols,
-                                 regions - 1.0};
+        return lowering::BlockCost{cycles_of(r, c, outers_spanned(r)), received,
+                                   received + 4.0 * static_cast<double>(r) * cols, regions - 1.0};
       });
   const std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
   size_t next_tile = 0;
@@ -460,12 +481,18 @@ void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codele
       lowering::VertexSpec vertex;
       vertex.codelet = codelet;
       vertex.operands = {source, indices, y};
-      vertex.params = format::make_params<P>({{P::kOuter, v.outer}, {P::kN, v.n}, {P::kInner, v.inner},
-                                              {P::kIndexCount, v.count}, {P::kRowBegin, rb}, {P::kRowEnd, re},
-                                              {P::kColBegin, cb}, {P::kColEnd, ce}});
+      vertex.params = format::make_params<P>({{P::kOuter, v.outer},
+                                              {P::kN, v.n},
+                                              {P::kInner, v.inner},
+                                              {P::kIndexCount, v.count},
+                                              {P::kRowBegin, rb},
+                                              {P::kRowEnd, re},
+                                              {P::kColBegin, cb},
+                                              {P::kColEnd, ce}});
       vertex.compute_cycles = cycles_of(re - rb, ce - cb, o1 - o0);
-      vertex.reads = {lowering::block_region(source, o0 * read_rows_per_outer, o1 * read_rows_per_outer, cb, ce, v.inner),
-                      lowering::flat_region(indices, 0, v.count)};
+      vertex.reads = {
+          lowering::block_region(source, o0 * read_rows_per_outer, o1 * read_rows_per_outer, cb, ce, v.inner),
+          lowering::flat_region(indices, 0, v.count)};
       vertex.writes = {lowering::block_region(y, rb, re, cb, ce, v.inner)};
       ctx.emit(tiles[next_tile++], std::move(vertex));
     }
@@ -476,9 +503,11 @@ void lower_gather_blocks(LowerContext& ctx, const Op& op, format::Codelet codele
 Status lower_gather(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const GatherView v = gather_view(g.value(op.inputs[0]).type.shape, op.attrs<AxisAttrs>().axis,
-                                     g.value(op.inputs[1]).type.elements());
+                                   g.value(op.inputs[1]).type.elements());
   lower_gather_blocks(ctx, op, format::Codelet::kGather, v, v.outer * v.count, v.count, v.n,
-                      [](int64_t rows, int64_t cols, int64_t) { return 2.0 * static_cast<double>(rows) * static_cast<double>(cols); });
+                      [](int64_t rows, int64_t cols, int64_t) {
+                        return 2.0 * static_cast<double>(rows) * static_cast<double>(cols);
+                      });
   return Status();
 }
 
@@ -487,7 +516,8 @@ Status lower_gather(LowerContext& ctx, const Op& op) {
 // count / n per dX row, a cycle per element).
 Status lower_gather_grad(LowerContext& ctx, const Op& op) {
   const GatherGradAttrs& attrs = op.attrs<GatherGradAttrs>();
-  const GatherView v = gather_view(attrs.data_shape, attrs.axis, ctx.graph().value(op.inputs[1]).type.elements());
+  const GatherView v =
+      gather_view(attrs.data_shape, attrs.axis, ctx.graph().value(op.inputs[1]).type.elements());
   const double landing = static_cast<double>(v.count) / static_cast<double>(std::max<int64_t>(v.n, 1));
   lower_gather_blocks(ctx, op, format::Codelet::kGatherGrad, v, v.outer * v.n, v.n, v.count,
                       [&](int64_t rows, int64_t cols, int64_t outers) {
@@ -497,10 +527,11 @@ Status lower_gather_grad(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& strided_copy_op() {
-  static const OpDefinition def{{OpKind::kStridedCopy, 1, infer_strided_copy, grad_strided_copy}, lower_strided_copy};
+  static const OpDefinition def{{OpKind::kStridedCopy, 1, infer_strided_copy, grad_strided_copy},
+                                lower_strided_copy};
   return def;
 }
 const OpDefinition& concat_op() {
@@ -516,4 +547,4 @@ const OpDefinition& gather_grad_op() {
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

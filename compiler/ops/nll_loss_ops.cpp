@@ -15,13 +15,16 @@ using format::LossReduction;
 using lowering::LowerContext;
 
 // Both ops take their optional class weights as input 2.
-bool has_weights(const Op& op) { return op.inputs.size() == 3; }
+bool has_weights(const Op& op) {
+  return op.inputs.size() == 3;
+}
 
 Status check_weights(const Graph& g, const Op& op, size_t index, int64_t classes) {
   if (op.inputs.size() <= index) return Status();
   const TensorType& w = g.value(op.inputs[index]).type;
   if (w.dtype != DType::kFloat32 || w.shape != std::vector<int64_t>{classes}) {
-    return invalid_argument("expects f32 class weights [" + std::to_string(classes) + "], got " + w.to_string());
+    return invalid_argument("expects f32 class weights [" + std::to_string(classes) + "], got " +
+                            w.to_string());
   }
   return Status();
 }
@@ -43,7 +46,8 @@ std::vector<int64_t> loss_shape(const Op& op, int64_t N, int64_t D) {
 }
 
 Status infer_nll_loss(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  if (op.inputs.size() != 2 && op.inputs.size() != 3) return invalid_argument("takes input, target and optional weights");
+  if (op.inputs.size() != 2 && op.inputs.size() != 3)
+    return invalid_argument("takes input, target and optional weights");
   IPU_RETURN_IF_ERROR(check_reduction(op));
   const TensorType& x = g.value(op.inputs[0]).type;
   const TensorType& t = g.value(op.inputs[1]).type;
@@ -52,8 +56,8 @@ Status infer_nll_loss(const Graph& g, const Op& op, std::vector<TensorType>& out
   }
   const int64_t N = x.shape[0], C = x.shape[1], D = x.shape[2];
   if (t.shape != std::vector<int64_t>{N, D}) {
-    return invalid_argument("expects targets [" + std::to_string(N) + "," + std::to_string(D) + "] for input " +
-                            x.to_string() + ", got " + t.to_string());
+    return invalid_argument("expects targets [" + std::to_string(N) + "," + std::to_string(D) +
+                            "] for input " + x.to_string() + ", got " + t.to_string());
   }
   IPU_RETURN_IF_ERROR(check_weights(g, op, 2, C));
   out.push_back({DType::kFloat32, loss_shape(op, N, D)});
@@ -62,7 +66,8 @@ Status infer_nll_loss(const Graph& g, const Op& op, std::vector<TensorType>& out
 
 // NllLossGrad(T [N,D], dY, W [C] optional) → dX of shape dx_shape = [N, C, D].
 Status infer_nll_loss_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  if (op.inputs.size() != 2 && op.inputs.size() != 3) return invalid_argument("takes target, dY and optional weights");
+  if (op.inputs.size() != 2 && op.inputs.size() != 3)
+    return invalid_argument("takes target, dY and optional weights");
   IPU_RETURN_IF_ERROR(check_reduction(op));
   const std::vector<int64_t>& dx = op.attrs<NllLossGradAttrs>().dx_shape;
   if (dx.size() != 3) return invalid_argument("needs the input shape [N, C, D]");
@@ -118,7 +123,8 @@ Status lower_nll_loss(LowerContext& ctx, const Op& op) {
     v.codelet = format::Codelet::kNllLoss;
     v.operands = {x, t, y};
     using P = format::params::NllLoss;
-    v.params = format::make_params<P>(loss_params(op, N, C, D, weights), {{P::kBegin, begin}, {P::kEnd, end}});
+    v.params =
+        format::make_params<P>(loss_params(op, N, C, D, weights), {{P::kBegin, begin}, {P::kEnd, end}});
     v.compute_cycles = per_position * static_cast<double>(end - begin);
     // Positions [begin, end) read the input rows n that hold them.
     const int64_t row = C * D, first = begin / D, last = (end + D - 1) / D;
@@ -146,38 +152,42 @@ Status lower_nll_loss_grad(LowerContext& ctx, const Op& op) {
   const bool weights = has_weights(op);
   const LossReduction reduction = op.attrs<NllLossGradAttrs>().loss.reduction;
   const uint32_t t = ctx.tensor(op.inputs[0]), dy = ctx.tensor(op.inputs[1]), dx = ctx.tensor(op.outputs[0]);
-  const double per_row = static_cast<double>(row) / ctx.target().cycles.vector_flops_per_cycle + 4.0 * static_cast<double>(D);
-  lowering::lower_split(ctx, N, per_row, 4.0 * static_cast<double>(row + 2 * D), [&](uint32_t tile, int64_t rb, int64_t re) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kNllLossGrad;
-    v.operands = {t, dy, dx};
-    using P = format::params::NllLossGrad;
-    v.params = format::make_params<P>(loss_params(op, N, C, D, weights), {{P::kRowBegin, rb}, {P::kRowEnd, re}});
-    v.compute_cycles = per_row * static_cast<double>(re - rb);
-    // kMean divides by the weight of every position, so it reads all the targets.
-    const bool mean = reduction == LossReduction::kMean, none = reduction == LossReduction::kNone;
-    v.reads = {mean ? lowering::flat_region(t, 0, N * D) : lowering::flat_region(t, rb * D, re * D),
-               none ? lowering::flat_region(dy, rb * D, re * D) : lowering::flat_region(dy, 0, 1)};
-    if (weights) {
-      const uint32_t w = ctx.tensor(op.inputs[2]);
-      v.operands.push_back(w);
-      v.reads.push_back(lowering::flat_region(w, 0, C));
-    }
-    v.writes = {lowering::flat_region(dx, rb * row, re * row)};
-    ctx.emit(tile, std::move(v));
-  });
+  const double per_row =
+      static_cast<double>(row) / ctx.target().cycles.vector_flops_per_cycle + 4.0 * static_cast<double>(D);
+  lowering::lower_split(
+      ctx, N, per_row, 4.0 * static_cast<double>(row + 2 * D), [&](uint32_t tile, int64_t rb, int64_t re) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kNllLossGrad;
+        v.operands = {t, dy, dx};
+        using P = format::params::NllLossGrad;
+        v.params =
+            format::make_params<P>(loss_params(op, N, C, D, weights), {{P::kRowBegin, rb}, {P::kRowEnd, re}});
+        v.compute_cycles = per_row * static_cast<double>(re - rb);
+        // kMean divides by the weight of every position, so it reads all the targets.
+        const bool mean = reduction == LossReduction::kMean, none = reduction == LossReduction::kNone;
+        v.reads = {mean ? lowering::flat_region(t, 0, N * D) : lowering::flat_region(t, rb * D, re * D),
+                   none ? lowering::flat_region(dy, rb * D, re * D) : lowering::flat_region(dy, 0, 1)};
+        if (weights) {
+          const uint32_t w = ctx.tensor(op.inputs[2]);
+          v.operands.push_back(w);
+          v.reads.push_back(lowering::flat_region(w, 0, C));
+        }
+        v.writes = {lowering::flat_region(dx, rb * row, re * row)};
+        ctx.emit(tile, std::move(v));
+      });
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& nll_loss_op() {
   static const OpDefinition def{{OpKind::kNllLoss, kVariadic, infer_nll_loss, grad_nll_loss}, lower_nll_loss};
   return def;
 }
 const OpDefinition& nll_loss_grad_op() {
-  static const OpDefinition def{{OpKind::kNllLossGrad, kVariadic, infer_nll_loss_grad, nullptr}, lower_nll_loss_grad};
+  static const OpDefinition def{{OpKind::kNllLossGrad, kVariadic, infer_nll_loss_grad, nullptr},
+                                lower_nll_loss_grad};
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -13,22 +13,27 @@ struct Tables {
 const Tables& tables() {
   static const Tables built = [] {
     Tables t;
-#define OP(name, text, definition, attrs)                                      \
-  t.rules[static_cast<size_t>(OpKind::name)] = &definition().rules;           \
+#define OP(name, text, definition, attrs)                                                                    \
+  t.rules[static_cast<size_t>(OpKind::name)] = &definition().rules;                                          \
   t.lowerings[static_cast<size_t>(OpKind::name)] = definition().lower;
 #include "compiler/ir/ops.def"
 #undef OP
     for (size_t k = 0; k < kOpKindCount; ++k) {
-      if (static_cast<size_t>(t.rules[k]->kind) != k) std::abort();  // an ops.def line naming another op's definition
+      if (static_cast<size_t>(t.rules[k]->kind) != k)
+        std::abort(); // an ops.def line naming another op's definition
     }
     return t;
   }();
   return built;
 }
 
-}  // namespace
+} // namespace
 
-const OpTable& op_definitions() { return tables().rules; }
-const lowering::OpLowerings& op_lowerings() { return tables().lowerings; }
+const OpTable& op_definitions() {
+  return tables().rules;
+}
+const lowering::OpLowerings& op_lowerings() {
+  return tables().lowerings;
+}
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -23,4 +23,4 @@ struct OpDefinition {
 const OpTable& op_definitions();
 const lowering::OpLowerings& op_lowerings();
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -1,9 +1,9 @@
 // MaxPool and AveragePool over NCHW values (global pooling is a window over the whole plane) and
 // their gradients. Every vertex owns whole planes (n, c).
 #include "compiler/ir/op_registry.h"
-#include "compiler/ops/op_table.h"
 #include "compiler/ir/window_geometry.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
 namespace {
@@ -13,7 +13,8 @@ using lowering::LowerContext;
 Status infer_pool(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() != 4) return invalid_argument("expects an NCHW input, got " + x.to_string());
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, window_output_shape(x, op.attrs<WindowAttrs>(), x.shape[1]));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                       window_output_shape(x, op.attrs<WindowAttrs>(), x.shape[1]));
   out.push_back({DType::kFloat32, shape});
   return Status();
 }
@@ -22,8 +23,10 @@ Status infer_pool(const Graph& g, const Op& op, std::vector<TensorType>& out) {
 Status infer_pool_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType x{DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
   if (x.shape.size() != 4) return invalid_argument("expects an NCHW shape");
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, op.attrs<WindowGradAttrs>().window, x.shape[1]));
-  if (g.value(op.inputs.back()).type.shape != y) return invalid_argument("dY does not match the pooled shape");
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y,
+                       window_output_shape(x, op.attrs<WindowGradAttrs>().window, x.shape[1]));
+  if (g.value(op.inputs.back()).type.shape != y)
+    return invalid_argument("dY does not match the pooled shape");
   out.push_back(x);
   return Status();
 }
@@ -37,7 +40,8 @@ Status grad_pool(GradContext& ctx, const Op& op) {
   attrs.shape = ctx.graph().value(x).type.shape;
   // MaxPool routes dY to the window's maximum, so it reads X again; AveragePool needs only dY.
   const bool max = op.kind == OpKind::kMaxPool;
-  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(max ? OpKind::kMaxPoolGrad : OpKind::kAveragePoolGrad, op.name + "/grad",
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(max ? OpKind::kMaxPoolGrad : OpKind::kAveragePoolGrad,
+                                                  op.name + "/grad",
                                                   max ? std::vector<int>{x, dy} : std::vector<int>{dy}, attrs,
                                                   Phase::kBackward, op.stage));
   return ctx.add_gradient(x, ctx.graph().op(id).outputs[0]);
@@ -45,10 +49,14 @@ Status grad_pool(GradContext& ctx, const Op& op) {
 
 format::Codelet codelet_of(OpKind kind) {
   switch (kind) {
-    case OpKind::kMaxPool: return format::Codelet::kMaxPool;
-    case OpKind::kMaxPoolGrad: return format::Codelet::kMaxPoolGrad;
-    case OpKind::kAveragePool: return format::Codelet::kAveragePool;
-    default: return format::Codelet::kAveragePoolGrad;
+  case OpKind::kMaxPool:
+    return format::Codelet::kMaxPool;
+  case OpKind::kMaxPoolGrad:
+    return format::Codelet::kMaxPoolGrad;
+  case OpKind::kAveragePool:
+    return format::Codelet::kAveragePool;
+  default:
+    return format::Codelet::kAveragePoolGrad;
   }
 }
 
@@ -57,12 +65,15 @@ Status lower_pool(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const bool forward = op.kind == OpKind::kMaxPool || op.kind == OpKind::kAveragePool;
   const bool average = op.kind == OpKind::kAveragePool || op.kind == OpKind::kAveragePoolGrad;
-  const std::vector<int64_t>& x = forward ? g.value(op.inputs[0]).type.shape : op.attrs<WindowGradAttrs>().shape;
-  const std::vector<int64_t>& y = forward ? g.value(op.outputs[0]).type.shape : g.value(op.inputs.back()).type.shape;
+  const std::vector<int64_t>& x =
+      forward ? g.value(op.inputs[0]).type.shape : op.attrs<WindowGradAttrs>().shape;
+  const std::vector<int64_t>& y =
+      forward ? g.value(op.outputs[0]).type.shape : g.value(op.inputs.back()).type.shape;
   const WindowAttrs& win = window_of(op);
   const int64_t in_plane = x[2] * x[3], out_plane = y[2] * y[3];
   std::vector<uint32_t> inputs;
-  for (int in : op.inputs) inputs.push_back(ctx.tensor(in));
+  for (int in : op.inputs)
+    inputs.push_back(ctx.tensor(in));
   const uint32_t out = ctx.tensor(op.outputs[0]);
   const double per_plane = static_cast<double>(out_plane * win.kernel[0] * win.kernel[1]) /
                            ctx.target().cycles.vector_flops_per_cycle;
@@ -73,13 +84,13 @@ Status lower_pool(LowerContext& ctx, const Op& op) {
     v.operands = inputs;
     v.operands.push_back(out);
     if (average) {
-      using P = format::params::AveragePool;  // AveragePoolGrad's layout is the same
+      using P = format::params::AveragePool; // AveragePoolGrad's layout is the same
       static_assert(format::same_layout<P, format::params::AveragePoolGrad>);
-      v.params = format::make_params<P>(window_params(x, y, win), {{P::kCountIncludePad, win.count_include_pad},
-                                                                   {P::kPlaneBegin, pb},
-                                                                   {P::kPlaneEnd, pe}});
+      v.params = format::make_params<P>(
+          window_params(x, y, win),
+          {{P::kCountIncludePad, win.count_include_pad}, {P::kPlaneBegin, pb}, {P::kPlaneEnd, pe}});
     } else {
-      using P = format::params::MaxPool;  // MaxPoolGrad's layout is the same
+      using P = format::params::MaxPool; // MaxPoolGrad's layout is the same
       static_assert(format::same_layout<P, format::params::MaxPoolGrad>);
       v.params = format::make_params<P>(window_params(x, y, win), {{P::kPlaneBegin, pb}, {P::kPlaneEnd, pe}});
     }
@@ -95,7 +106,7 @@ Status lower_pool(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& max_pool_op() {
   static const OpDefinition def{{OpKind::kMaxPool, 1, infer_pool, grad_pool}, lower_pool};
@@ -114,4 +125,4 @@ const OpDefinition& average_pool_grad_op() {
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -15,12 +15,15 @@ using format::ReduceKind;
 using format::UnaryKind;
 using lowering::LowerContext;
 
-std::vector<int64_t> reduced_shape(const std::vector<int64_t>& in, const std::vector<int64_t>& axes, bool keep) {
+std::vector<int64_t> reduced_shape(const std::vector<int64_t>& in, const std::vector<int64_t>& axes,
+                                   bool keep) {
   std::vector<int64_t> out;
   for (size_t k = 0; k < in.size(); ++k) {
     const bool reduced = std::find(axes.begin(), axes.end(), static_cast<int64_t>(k)) != axes.end();
-    if (!reduced) out.push_back(in[k]);
-    else if (keep) out.push_back(1);
+    if (!reduced)
+      out.push_back(in[k]);
+    else if (keep)
+      out.push_back(1);
   }
   return out;
 }
@@ -37,7 +40,8 @@ Status infer_reduce(const Graph& g, const Op& op, std::vector<TensorType>& out) 
     if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(x.shape.size()) || (i > 0 && axes[i] <= axes[i - 1])) {
       return invalid_argument("reduced axes must be ascending axes of " + x.to_string());
     }
-    if (x.shape[static_cast<size_t>(axes[i])] == 0) return unsupported("reducing an empty axis of " + x.to_string());
+    if (x.shape[static_cast<size_t>(axes[i])] == 0)
+      return unsupported("reducing an empty axis of " + x.to_string());
   }
   if (kind >= static_cast<int64_t>(ReduceKind::kArgMax) && axes.size() != 1) {
     return invalid_argument("an arg reduction takes one axis");
@@ -71,9 +75,10 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
   const int x = op.inputs[0];
   const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
   const std::vector<int64_t>& axes = op.attrs<ReduceAttrs>().axes;
-  std::vector<int64_t> order;  // X's axes as the rows hold them: the kept ones, then the reduced
+  std::vector<int64_t> order; // X's axes as the rows hold them: the kept ones, then the reduced
   for (size_t k = 0; k < in.size(); ++k) {
-    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(k)) == axes.end()) order.push_back(static_cast<int64_t>(k));
+    if (std::find(axes.begin(), axes.end(), static_cast<int64_t>(k)) == axes.end())
+      order.push_back(static_cast<int64_t>(k));
   }
   order.insert(order.end(), axes.begin(), axes.end());
   const std::vector<int64_t> strides = row_major_strides(in);
@@ -83,9 +88,10 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
     to_rows.shape.push_back(in[static_cast<size_t>(a)]);
     to_rows.strides.push_back(strides[static_cast<size_t>(a)]);
   }
-  for (int64_t a : axes) n *= in[static_cast<size_t>(a)];
+  for (int64_t a : axes)
+    n *= in[static_cast<size_t>(a)];
   const int64_t rows = ctx.graph().value(x).type.elements() / n;
-  const bool in_place = std::is_sorted(order.begin(), order.end());  // the reduced axes are last
+  const bool in_place = std::is_sorted(order.begin(), order.end()); // the reduced axes are last
   int grouped = x;
   if (!in_place) {
     IPU_ASSIGN_OR_RETURN(grouped, grad_op(ctx, op, OpKind::kStridedCopy, {x}, to_rows, "/grad_rows"));
@@ -95,7 +101,8 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
   column.shape = {rows};
   IPU_ASSIGN_OR_RETURN(grouped, grad_op(ctx, op, OpKind::kReshape, {grouped}, matrix, "/grad_rows_2d"));
   IPU_ASSIGN_OR_RETURN(int per_row, grad_op(ctx, op, OpKind::kReshape, {dy}, column, "/grad_per_row"));
-  IPU_ASSIGN_OR_RETURN(int others, grad_op(ctx, op, OpKind::kReduceProdGrad, {grouped, per_row}, {}, "/grad_others"));
+  IPU_ASSIGN_OR_RETURN(int others,
+                       grad_op(ctx, op, OpKind::kReduceProdGrad, {grouped, per_row}, {}, "/grad_others"));
   if (in_place) return grad_op(ctx, op, OpKind::kReshape, {others}, ReshapeAttrs{in}, "/grad");
   StridedCopyAttrs as_x;
   as_x.shape = in;
@@ -105,7 +112,8 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
   IPU_ASSIGN_OR_RETURN(others, grad_op(ctx, op, OpKind::kReshape, {others}, as_rows, "/grad_rows_nd"));
   const std::vector<int64_t> row_strides = row_major_strides(to_rows.shape);
   as_x.strides.resize(in.size());
-  for (size_t m = 0; m < order.size(); ++m) as_x.strides[static_cast<size_t>(order[m])] = row_strides[m];
+  for (size_t m = 0; m < order.size(); ++m)
+    as_x.strides[static_cast<size_t>(order[m])] = row_strides[m];
   return grad_op(ctx, op, OpKind::kStridedCopy, {others}, as_x, "/grad");
 }
 
@@ -116,8 +124,8 @@ Status grad_reduce(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   const ReduceKind kind = op.attrs<ReduceAttrs>().kind;
-  const bool arg = kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin || kind == ReduceKind::kArgMaxLast ||
-                   kind == ReduceKind::kArgMinLast;
+  const bool arg = kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin ||
+                   kind == ReduceKind::kArgMaxLast || kind == ReduceKind::kArgMinLast;
   if (dy < 0 || !ctx.needs_gradient(x) || arg) return Status();
   if (kind == ReduceKind::kProd) {
     IPU_ASSIGN_OR_RETURN(int dx, grad_product(ctx, op, dy));
@@ -138,8 +146,10 @@ Status grad_reduce(GradContext& ctx, const Op& op) {
   IPU_ASSIGN_OR_RETURN(int dx, broadcast_to(ctx, op, g, in, "/grad"));
   if (kind == ReduceKind::kMean) {
     int64_t count = 1;
-    for (int64_t a : op.attrs<ReduceAttrs>().axes) count *= in[static_cast<size_t>(a)];
-    IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, dx, 1.0f / static_cast<float>(count), 0, "/grad_mean"));
+    for (int64_t a : op.attrs<ReduceAttrs>().axes)
+      count *= in[static_cast<size_t>(a)];
+    IPU_ASSIGN_OR_RETURN(
+        dx, grad_unary(ctx, op, UnaryKind::kAffine, dx, 1.0f / static_cast<float>(count), 0, "/grad_mean"));
   }
   return ctx.add_gradient(x, dx);
 }
@@ -151,30 +161,33 @@ Status lower_reduce(LowerContext& ctx, const Op& op) {
   std::vector<int64_t> out_dims, out_strides, red_dims, red_strides;
   int64_t count = 1;
   for (size_t k = 0; k < in.size(); ++k) {
-    const bool reduced = std::find(reduce.axes.begin(), reduce.axes.end(), static_cast<int64_t>(k)) != reduce.axes.end();
+    const bool reduced =
+        std::find(reduce.axes.begin(), reduce.axes.end(), static_cast<int64_t>(k)) != reduce.axes.end();
     (reduced ? red_dims : out_dims).push_back(in[k]);
     (reduced ? red_strides : out_strides).push_back(strides[k]);
     if (reduced) count *= in[k];
   }
   if (out_dims.empty()) out_dims = {1}, out_strides = {0};
   std::vector<int64_t> tail = out_dims;
-  for (const auto* list : {&out_strides, &red_dims, &red_strides}) tail.insert(tail.end(), list->begin(), list->end());
+  for (const auto* list : {&out_strides, &red_dims, &red_strides})
+    tail.insert(tail.end(), list->begin(), list->end());
   const double per = static_cast<double>(count) / ctx.target().cycles.vector_flops_per_cycle;
   // Output index → input offset over the kept axes, and the reduced axes' span beyond it.
   InputAccess access{out_dims, out_strides, 0};
-  for (size_t k = 0; k < red_dims.size(); ++k) access.span += (red_dims[k] - 1) * red_strides[k];
-  lower_output_range(
-      ctx, op, format::Codelet::kReduce, per, {},
-      [&](int64_t begin, int64_t end) {
-        using P = format::params::Reduce;
-        return format::make_params<P>({{P::kKind, static_cast<int64_t>(reduce.kind)},
-                                       {P::kOutRank, static_cast<int64_t>(out_dims.size())},
-                                       {P::kReducedRank, static_cast<int64_t>(red_dims.size())},
-                                       {P::kBegin, begin},
-                                       {P::kEnd, end}},
-                                      tail);
-      },
-      {access});
+  for (size_t k = 0; k < red_dims.size(); ++k)
+    access.span += (red_dims[k] - 1) * red_strides[k];
+  lower_output_range(ctx, op, format::Codelet::kReduce, per, {},
+                     [&](int64_t begin, int64_t end) {
+                       using P = format::params::Reduce;
+                       return format::make_params<P>(
+                           {{P::kKind, static_cast<int64_t>(reduce.kind)},
+                            {P::kOutRank, static_cast<int64_t>(out_dims.size())},
+                            {P::kReducedRank, static_cast<int64_t>(red_dims.size())},
+                            {P::kBegin, begin},
+                            {P::kEnd, end}},
+                           tail);
+                     },
+                     {access});
   return Status();
 }
 
@@ -184,7 +197,8 @@ Status infer_reduce_prod_grad(const Graph& g, const Op& op, std::vector<TensorTy
   const TensorType& x = g.value(op.inputs[0]).type;
   const TensorType& dy = g.value(op.inputs[1]).type;
   if (x.shape.size() != 2 || dy.shape != std::vector<int64_t>{x.shape[0]}) {
-    return invalid_argument("expects X [rows, n] and dY [rows], got " + x.to_string() + " and " + dy.to_string());
+    return invalid_argument("expects X [rows, n] and dY [rows], got " + x.to_string() + " and " +
+                            dy.to_string());
   }
   out.push_back(x);
   return Status();
@@ -195,17 +209,19 @@ Status lower_reduce_prod_grad(LowerContext& ctx, const Op& op) {
   const int64_t rows = s[0], n = s[1];
   const uint32_t x = ctx.tensor(op.inputs[0]), dy = ctx.tensor(op.inputs[1]), dx = ctx.tensor(op.outputs[0]);
   const double per_row = 3.0 * static_cast<double>(n) / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, rows, per_row, 4.0 * static_cast<double>(n + 1), [&](uint32_t tile, int64_t rb, int64_t re) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kReduceProdGrad;
-    v.operands = {x, dy, dx};
-    using P = format::params::ReduceProdGrad;
-    v.params = format::make_params<P>({{P::kRows, rows}, {P::kN, n}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
-    v.compute_cycles = per_row * static_cast<double>(re - rb);
-    v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(dy, rb, re)};
-    v.writes = {lowering::flat_region(dx, rb * n, re * n)};
-    ctx.emit(tile, std::move(v));
-  });
+  lowering::lower_split(
+      ctx, rows, per_row, 4.0 * static_cast<double>(n + 1), [&](uint32_t tile, int64_t rb, int64_t re) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kReduceProdGrad;
+        v.operands = {x, dy, dx};
+        using P = format::params::ReduceProdGrad;
+        v.params =
+            format::make_params<P>({{P::kRows, rows}, {P::kN, n}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
+        v.compute_cycles = per_row * static_cast<double>(re - rb);
+        v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(dy, rb, re)};
+        v.writes = {lowering::flat_region(dx, rb * n, re * n)};
+        ctx.emit(tile, std::move(v));
+      });
   return Status();
 }
 
@@ -214,7 +230,8 @@ Status lower_reduce_prod_grad(LowerContext& ctx, const Op& op) {
 Status infer_axis_softmax(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() != 3) return invalid_argument("expects [outer, n, inner], got " + x.to_string());
-  if (const auto kind = static_cast<int64_t>(op.attrs<SoftmaxAttrs>().kind); kind < 0 || kind >= format::kSoftmaxKindCount) {
+  if (const auto kind = static_cast<int64_t>(op.attrs<SoftmaxAttrs>().kind);
+      kind < 0 || kind >= format::kSoftmaxKindCount) {
     return invalid_argument("unknown softmax kind");
   }
   out.push_back(x);
@@ -252,14 +269,17 @@ Status lower_axis_softmax(LowerContext& ctx, const Op& op) {
   const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
   const double per_line = static_cast<double>(n) * (ctx.target().cycles.transcendental_cycles + 3);
   // Lines are split by whole outer rows so that each vertex's elements are contiguous.
-  lowering::lower_split(ctx, outer, per_line * static_cast<double>(inner), 4.0 * static_cast<double>(n * inner),
-                        [&](uint32_t tile, int64_t rb, int64_t re) {
+  lowering::lower_split(ctx, outer, per_line * static_cast<double>(inner),
+                        4.0 * static_cast<double>(n * inner), [&](uint32_t tile, int64_t rb, int64_t re) {
                           lowering::VertexSpec v;
                           v.codelet = format::Codelet::kAxisSoftmax;
                           v.operands = {x, y};
                           using P = format::params::AxisSoftmax;
-                          v.params = format::make_params<P>({{P::kKind, kind}, {P::kOuter, outer}, {P::kN, n},
-                                                             {P::kInner, inner}, {P::kBegin, rb * inner},
+                          v.params = format::make_params<P>({{P::kKind, kind},
+                                                             {P::kOuter, outer},
+                                                             {P::kN, n},
+                                                             {P::kInner, inner},
+                                                             {P::kBegin, rb * inner},
                                                              {P::kEnd, re * inner}});
                           v.compute_cycles = per_line * static_cast<double>((re - rb) * inner);
                           v.reads = {lowering::flat_region(x, rb * n * inner, re * n * inner)};
@@ -278,20 +298,23 @@ struct BatchDims {
 BatchDims batch_dims(const Graph& g, const Op& op) {
   const auto& a = g.value(op.inputs[0]).type.shape;
   const auto& b = g.value(op.inputs[1]).type.shape;
-  return {a[a.size() - 2], b[b.size() - 1], a[a.size() - 1], {a.begin(), a.end() - 2}, {b.begin(), b.end() - 2}};
+  return {
+      a[a.size() - 2], b[b.size() - 1], a[a.size() - 1], {a.begin(), a.end() - 2}, {b.begin(), b.end() - 2}};
 }
 
 Status infer_batch_matmul(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& a = g.value(op.inputs[0]).type;
   const TensorType& b = g.value(op.inputs[1]).type;
   if (a.shape.size() < 2 || b.shape.size() < 2) {
-    return invalid_argument("expects operands of rank 2 or more, got " + a.to_string() + " and " + b.to_string());
+    return invalid_argument("expects operands of rank 2 or more, got " + a.to_string() + " and " +
+                            b.to_string());
   }
   const BatchDims d = batch_dims(g, op);
   if (b.shape[b.shape.size() - 2] != d.K) {
     return invalid_argument("inner dimensions differ: " + a.to_string() + " · " + b.to_string());
   }
-  if (d.M == 0 || d.N == 0 || d.K == 0) return unsupported("empty matrices " + a.to_string() + " · " + b.to_string());
+  if (d.M == 0 || d.N == 0 || d.K == 0)
+    return unsupported("empty matrices " + a.to_string() + " · " + b.to_string());
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, broadcast_shapes(d.a_batch, d.b_batch));
   shape.push_back(d.M);
   shape.push_back(d.N);
@@ -321,13 +344,15 @@ Status grad_batch_matmul(GradContext& ctx, const Op& op) {
   if (ctx.needs_gradient(a)) {
     IPU_ASSIGN_OR_RETURN(int bt, transpose_last(ctx, op, b, "/grad_a_bt"));
     IPU_ASSIGN_OR_RETURN(int full, grad_op(ctx, op, OpKind::kBatchMatMul, {dc, bt}, {}, "/grad_a"));
-    IPU_ASSIGN_OR_RETURN(int da, unbroadcast(ctx, op, full, ctx.graph().value(a).type.shape, "/grad_a_reduce"));
+    IPU_ASSIGN_OR_RETURN(int da,
+                         unbroadcast(ctx, op, full, ctx.graph().value(a).type.shape, "/grad_a_reduce"));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(a, da));
   }
   if (ctx.needs_gradient(b)) {
     IPU_ASSIGN_OR_RETURN(int at, transpose_last(ctx, op, a, "/grad_b_at"));
     IPU_ASSIGN_OR_RETURN(int full, grad_op(ctx, op, OpKind::kBatchMatMul, {at, dc}, {}, "/grad_b"));
-    IPU_ASSIGN_OR_RETURN(int db, unbroadcast(ctx, op, full, ctx.graph().value(b).type.shape, "/grad_b_reduce"));
+    IPU_ASSIGN_OR_RETURN(int db,
+                         unbroadcast(ctx, op, full, ctx.graph().value(b).type.shape, "/grad_b_reduce"));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(b, db));
   }
   return Status();
@@ -336,8 +361,8 @@ Status grad_batch_matmul(GradContext& ctx, const Op& op) {
 // The elements of one operand that batches [begin, end) read: from the lowest matrix offset to the
 // end of the highest (exact for unbroadcast operands, whose matrices are adjacent; a broadcast
 // operand's matrices repeat inside the span).
-lowering::Region batch_span(uint32_t tensor, const std::vector<int64_t>& batch, const std::vector<int64_t>& strides,
-                            int64_t matrix, int64_t begin, int64_t end) {
+lowering::Region batch_span(uint32_t tensor, const std::vector<int64_t>& batch,
+                            const std::vector<int64_t>& strides, int64_t matrix, int64_t begin, int64_t end) {
   int64_t lowest = INT64_MAX, highest = 0;
   for (int64_t b = begin; b < end; ++b) {
     int64_t offset = 0, rest = b;
@@ -358,13 +383,16 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
   std::vector<int64_t> batch(out.begin(), out.end() - 2);
   if (batch.empty()) batch = {1};
   std::vector<int64_t> sa = broadcast_strides(d.a_batch, batch), sb = broadcast_strides(d.b_batch, batch);
-  for (int64_t& s : sa) s *= d.M * d.K;
-  for (int64_t& s : sb) s *= d.K * d.N;
+  for (int64_t& s : sa)
+    s *= d.M * d.K;
+  for (int64_t& s : sb)
+    s *= d.K * d.N;
   int64_t batches = 1;
-  for (int64_t n : batch) batches *= n;
+  for (int64_t n : batch)
+    batches *= n;
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
   const double per_batch = static_cast<double>(d.M * d.N * d.K) / ctx.target().cycles.macs_per_cycle;
-  std::vector<int64_t> tail = batch;  // BatchMatMul's tail: dims, then A's and B's strides
+  std::vector<int64_t> tail = batch; // BatchMatMul's tail: dims, then A's and B's strides
   tail.insert(tail.end(), sa.begin(), sa.end());
   tail.insert(tail.end(), sb.begin(), sb.end());
   lowering::lower_split(ctx, batches, per_batch, 4.0 * static_cast<double>(d.M * d.K + d.K * d.N),
@@ -373,9 +401,12 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
                           v.codelet = format::Codelet::kBatchMatMul;
                           v.operands = {a, b, c};
                           using P = format::params::BatchMatMul;
-                          v.params = format::make_params<P>({{P::kM, d.M}, {P::kN, d.N}, {P::kK, d.K},
+                          v.params = format::make_params<P>({{P::kM, d.M},
+                                                             {P::kN, d.N},
+                                                             {P::kK, d.K},
                                                              {P::kRank, static_cast<int64_t>(batch.size())},
-                                                             {P::kBegin, begin}, {P::kEnd, end}},
+                                                             {P::kBegin, begin},
+                                                             {P::kEnd, end}},
                                                             tail);
                           v.compute_cycles = per_batch * static_cast<double>(end - begin);
                           // Only the matrices of its own batches travel to the tile: with the whole of
@@ -388,23 +419,26 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& reduce_op() {
   static const OpDefinition def{{OpKind::kReduce, 1, infer_reduce, grad_reduce}, lower_reduce};
   return def;
 }
 const OpDefinition& reduce_prod_grad_op() {
-  static const OpDefinition def{{OpKind::kReduceProdGrad, 2, infer_reduce_prod_grad, nullptr}, lower_reduce_prod_grad};
+  static const OpDefinition def{{OpKind::kReduceProdGrad, 2, infer_reduce_prod_grad, nullptr},
+                                lower_reduce_prod_grad};
   return def;
 }
 const OpDefinition& axis_softmax_op() {
-  static const OpDefinition def{{OpKind::kAxisSoftmax, 1, infer_axis_softmax, grad_axis_softmax}, lower_axis_softmax};
+  static const OpDefinition def{{OpKind::kAxisSoftmax, 1, infer_axis_softmax, grad_axis_softmax},
+                                lower_axis_softmax};
   return def;
 }
 const OpDefinition& batch_matmul_op() {
-  static const OpDefinition def{{OpKind::kBatchMatMul, 2, infer_batch_matmul, grad_batch_matmul}, lower_batch_matmul};
+  static const OpDefinition def{{OpKind::kBatchMatMul, 2, infer_batch_matmul, grad_batch_matmul},
+                                lower_batch_matmul};
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

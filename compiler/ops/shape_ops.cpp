@@ -1,7 +1,7 @@
 // Reshape (Flatten): changes the shape, never the data, so it lowers to an alias.
 #include "compiler/ir/op_registry.h"
-#include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
+#include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
 namespace {
@@ -22,8 +22,8 @@ Status grad_reshape(GradContext& ctx, const Op& op) {
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
   ReshapeAttrs attrs;
   attrs.shape = ctx.graph().value(x).type.shape;
-  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kReshape, op.name + "/grad", {dy}, attrs, Phase::kBackward,
-                                                  op.stage));
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kReshape, op.name + "/grad", {dy}, attrs,
+                                                  Phase::kBackward, op.stage));
   return ctx.add_gradient(x, ctx.graph().op(id).outputs[0]);
 }
 
@@ -32,11 +32,11 @@ Status lower_reshape(lowering::LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& reshape_op() {
   static const OpDefinition def{{OpKind::kReshape, 1, infer_reshape, grad_reshape}, lower_reshape};
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

@@ -1,8 +1,8 @@
 // StageCopy: a value read on another pipeline stage travels there by an inter-IPU copy. It has
 // no vertices; the lowering records it and the pipeline schedule places the copy.
 #include "compiler/ir/op_registry.h"
-#include "compiler/ops/op_table.h"
 #include "compiler/lowering/lower_context.h"
+#include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
 namespace {
@@ -17,8 +17,8 @@ Status grad_stage_copy(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
-  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kStageCopy, op.name + "/grad", {dy}, {}, Phase::kBackward,
-                                                  ctx.graph().value(x).stage));
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kStageCopy, op.name + "/grad", {dy}, {},
+                                                  Phase::kBackward, ctx.graph().value(x).stage));
   return ctx.add_gradient(x, ctx.graph().op(id).outputs[0]);
 }
 
@@ -27,11 +27,11 @@ Status lower_stage_copy(lowering::LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const OpDefinition& stage_copy_op() {
   static const OpDefinition def{{OpKind::kStageCopy, 1, infer_stage_copy, grad_stage_copy}, lower_stage_copy};
   return def;
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

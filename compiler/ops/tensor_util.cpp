@@ -4,14 +4,15 @@
 
 namespace ipu::ir {
 
-std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
-                                           int64_t first, int64_t last) {
+std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims,
+                                           const std::vector<int64_t>& strides, int64_t first, int64_t last) {
   // Whole rows between the two end rows contribute their full span; the end rows recurse: O(rank²).
   std::pair<int64_t, int64_t> bounds{0, 0};
   int64_t base = 0;
   for (size_t axis = 0; axis < dims.size(); ++axis) {
     int64_t inner = 1;
-    for (size_t k = axis + 1; k < dims.size(); ++k) inner *= dims[k];
+    for (size_t k = axis + 1; k < dims.size(); ++k)
+      inner *= dims[k];
     const int64_t i_first = first / inner, i_last = last / inner;
     if (i_first == i_last) {
       base += i_first * strides[axis];
@@ -54,8 +55,8 @@ StatusOr<int> grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<i
   return ctx.graph().op(id).outputs[0];
 }
 
-StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind, int x, float alpha, float beta,
-                         const std::string& suffix) {
+StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind, int x, float alpha,
+                         float beta, const std::string& suffix) {
   UnaryAttrs attrs;
   attrs.kind = kind;
   attrs.alpha = alpha;
@@ -100,4 +101,4 @@ StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std:
   return grad_op(ctx, op, OpKind::kStridedCopy, {value}, copy, suffix);
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

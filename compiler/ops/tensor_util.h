@@ -21,8 +21,8 @@ Status check_rank(const TensorType& type);
 
 // The least and greatest Σ idx_k·strides_k over the indices of `dims` whose row-major positions
 // lie in [first, last] (inclusive): the part of an input that the outputs there read. Exact.
-std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
-                                           int64_t first, int64_t last);
+std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims,
+                                           const std::vector<int64_t>& strides, int64_t first, int64_t last);
 
 // How the outputs of an op read one input: output index idx (row-major over `dims`, the output's
 // elements) reads offsets Σ idx_k·strides_k up to `span` beyond (a reduction's other axes).
@@ -35,14 +35,15 @@ struct InputAccess {
 // make(begin, end). It reads an input of the output's shape at [begin, end), one with an
 // `access` entry at the range its outputs map to, and any other whole.
 template <typename Make>
-void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet, double cycles_per_element,
-                        const std::vector<float>& fparams, Make&& make, const std::vector<InputAccess>& access = {});
+void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet,
+                        double cycles_per_element, const std::vector<float>& fparams, Make&& make,
+                        const std::vector<InputAccess>& access = {});
 
 // Gradient helpers: each adds backward-phase ops named after `op` and returns the new value.
 StatusOr<int> grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs, OpAttrs attrs,
                       const std::string& suffix);
-StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind, int x, float alpha, float beta,
-                         const std::string& suffix);
+StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind, int x, float alpha,
+                         float beta, const std::string& suffix);
 StatusOr<int> grad_binary(GradContext& ctx, const Op& op, format::BinaryKind kind, int a, int b,
                           const std::string& suffix);
 // Sums `gradient` (shaped like the broadcast output) over the axes along which a value of
@@ -55,13 +56,15 @@ StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std:
                            const std::string& suffix);
 
 template <typename Make>
-void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet, double cycles_per_element,
-                        const std::vector<float>& fparams, Make&& make, const std::vector<InputAccess>& access) {
+void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet,
+                        double cycles_per_element, const std::vector<float>& fparams, Make&& make,
+                        const std::vector<InputAccess>& access) {
   const Graph& g = ctx.graph();
   const TensorType& out = g.value(op.outputs[0]).type;
   const int64_t n = out.elements();
   std::vector<uint32_t> inputs;
-  for (int in : op.inputs) inputs.push_back(ctx.tensor(in));
+  for (int in : op.inputs)
+    inputs.push_back(ctx.tensor(in));
   const uint32_t y = ctx.tensor(op.outputs[0]);
   lowering::lower_split(ctx, n, cycles_per_element, 4.0 * static_cast<double>(inputs.size()),
                         [&](uint32_t tile, int64_t begin, int64_t end) {
@@ -77,10 +80,13 @@ void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codel
                             if (t.shape == out.shape) {
                               v.reads.push_back(lowering::flat_region(inputs[i], begin, end));
                             } else if (i < access.size() && !access[i].dims.empty()) {
-                              const auto [lo, hi] = strided_extent(access[i].dims, access[i].strides, begin, end - 1);
+                              const auto [lo, hi] =
+                                  strided_extent(access[i].dims, access[i].strides, begin, end - 1);
                               const int64_t first = std::clamp<int64_t>(lo, 0, t.elements());
-                              const int64_t last = std::clamp<int64_t>(hi + access[i].span + 1, first, t.elements());
-                              if (last > first) v.reads.push_back(lowering::flat_region(inputs[i], first, last));
+                              const int64_t last =
+                                  std::clamp<int64_t>(hi + access[i].span + 1, first, t.elements());
+                              if (last > first)
+                                v.reads.push_back(lowering::flat_region(inputs[i], first, last));
                             } else {
                               v.reads.push_back(lowering::flat_region(inputs[i], 0, t.elements()));
                             }
@@ -90,4 +96,4 @@ void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codel
                         });
 }
 
-}  // namespace ipu::ir
+} // namespace ipu::ir

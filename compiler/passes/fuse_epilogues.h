@@ -22,4 +22,4 @@ namespace ipu::passes {
 // well as for inference. Returns the number of ops folded.
 int fuse_epilogues(ir::Graph& graph, const std::vector<int>& interface_values);
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

@@ -19,4 +19,4 @@ namespace ipu::passes {
 // Returns the number of GELUs fused.
 int fuse_gelu(ir::Graph& graph, const std::vector<int>& interface_values);
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

@@ -17,7 +17,7 @@ bool is_last_axis_mean(const ir::Graph& graph, const ir::Op& op) {
 }
 
 struct LayerNormMatch {
-  std::vector<int> ops;  // in order; the last becomes the LayerNorm
+  std::vector<int> ops; // in order; the last becomes the LayerNorm
   int x = -1, gamma = -1, beta = -1;
   float epsilon = 0.0f;
 };
@@ -29,7 +29,7 @@ LayerNormMatch match_layer_norm(const ir::Graph& graph, const ir::Op& mean, cons
   m.x = mean.inputs[0];
   const ir::TensorType& x = graph.value(m.x).type;
   if (x.dtype != ir::DType::kFloat32) return m;
-  auto next = [&](int op, auto&& accept) {  // the sole reader of `op`'s output, if it passes `accept`
+  auto next = [&](int op, auto&& accept) { // the sole reader of `op`'s output, if it passes `accept`
     const int reader = sole_reader(graph, graph.op(op).outputs[0], mean, iface);
     return reader >= 0 && accept(graph.op(reader)) ? reader : -1;
   };
@@ -51,7 +51,8 @@ LayerNormMatch match_layer_norm(const ir::Graph& graph, const ir::Op& mean, cons
   const int variance = next(pow, [&](const ir::Op& o) { return is_last_axis_mean(graph, o); });
   if (variance < 0) return m;
   const int shifted = next(variance, [&](const ir::Op& o) {
-    return is_binary(o, BinaryKind::kAdd) && scalar_constant(graph, other_input(o, graph.op(variance).outputs[0]));
+    return is_binary(o, BinaryKind::kAdd) &&
+           scalar_constant(graph, other_input(o, graph.op(variance).outputs[0]));
   });
   if (shifted < 0) return m;
   m.epsilon = *scalar_constant(graph, other_input(graph.op(shifted), graph.op(variance).outputs[0]));
@@ -60,11 +61,13 @@ LayerNormMatch match_layer_norm(const ir::Graph& graph, const ir::Op& mean, cons
   if (!is_binary(graph.op(div), BinaryKind::kDiv) || graph.op(div).inputs[0] != d) return m;
   const int64_t n = x.shape.back();
   const int scale = next(div, [&](const ir::Op& o) {
-    return is_binary(o, BinaryKind::kMul) && is_row_vector(graph.value(other_input(o, graph.op(div).outputs[0])).type, n);
+    return is_binary(o, BinaryKind::kMul) &&
+           is_row_vector(graph.value(other_input(o, graph.op(div).outputs[0])).type, n);
   });
   if (scale < 0) return m;
   const int shift = next(scale, [&](const ir::Op& o) {
-    return is_binary(o, BinaryKind::kAdd) && is_row_vector(graph.value(other_input(o, graph.op(scale).outputs[0])).type, n);
+    return is_binary(o, BinaryKind::kAdd) &&
+           is_row_vector(graph.value(other_input(o, graph.op(scale).outputs[0])).type, n);
   });
   if (shift < 0 || graph.value(graph.op(shift).outputs[0]).type.shape != x.shape) return m;
   m.gamma = other_input(graph.op(scale), graph.op(div).outputs[0]);
@@ -73,7 +76,7 @@ LayerNormMatch match_layer_norm(const ir::Graph& graph, const ir::Op& mean, cons
   return m;
 }
 
-}  // namespace
+} // namespace
 
 int fuse_layer_norm(ir::Graph& graph, const std::vector<int>& interface_values) {
   std::vector<int> removed;
@@ -82,7 +85,7 @@ int fuse_layer_norm(ir::Graph& graph, const std::vector<int>& interface_values) 
     const LayerNormMatch m = match_layer_norm(graph, graph.ops()[i], interface_values);
     if (m.ops.empty()) continue;
     for (size_t k = 0; k + 1 < m.ops.size(); ++k) {
-      graph.value(graph.op(m.ops[k]).outputs[0]).producer = -1;  // produced and read by nothing now: no tensor
+      graph.value(graph.op(m.ops[k]).outputs[0]).producer = -1; // produced and read by nothing now: no tensor
       removed.push_back(m.ops[k]);
     }
     ir::Op& last = graph.op(m.ops.back());
@@ -95,4 +98,4 @@ int fuse_layer_norm(ir::Graph& graph, const std::vector<int>& interface_values) 
   return fused;
 }
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

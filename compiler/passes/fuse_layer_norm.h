@@ -19,4 +19,4 @@ namespace ipu::passes {
 // intermediates, so it fuses inference graphs only. Returns the number of LayerNorms fused.
 int fuse_layer_norm(ir::Graph& graph, const std::vector<int>& interface_values);
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

@@ -8,7 +8,8 @@ bool is_interface(const std::vector<int>& interface_values, int value) {
   return std::find(interface_values.begin(), interface_values.end(), value) != interface_values.end();
 }
 
-int sole_reader(const ir::Graph& graph, int value, const ir::Op& near, const std::vector<int>& interface_values) {
+int sole_reader(const ir::Graph& graph, int value, const ir::Op& near,
+                const std::vector<int>& interface_values) {
   const std::vector<int> readers = graph.consumers(value);
   if (readers.size() != 1 || is_interface(interface_values, value)) return -1;
   const ir::Op& op = graph.op(readers[0]);
@@ -23,16 +24,20 @@ bool is_unary(const ir::Op& op, format::UnaryKind kind) {
   return op.kind == ir::OpKind::kUnary && op.attrs<ir::UnaryAttrs>().kind == kind;
 }
 
-int other_input(const ir::Op& op, int value) { return op.inputs[0] == value ? op.inputs[1] : op.inputs[0]; }
+int other_input(const ir::Op& op, int value) {
+  return op.inputs[0] == value ? op.inputs[1] : op.inputs[0];
+}
 
 std::optional<float> scalar_constant(const ir::Graph& graph, int value) {
   const ir::Value& v = graph.value(value);
-  if (v.role != ir::Role::kConstant || v.type.dtype != ir::DType::kFloat32 || v.initial.size() != 1) return std::nullopt;
+  if (v.role != ir::Role::kConstant || v.type.dtype != ir::DType::kFloat32 || v.initial.size() != 1)
+    return std::nullopt;
   return v.initial[0];
 }
 
 bool is_row_vector(const ir::TensorType& type, int64_t n) {
-  return type.dtype == ir::DType::kFloat32 && !type.shape.empty() && type.shape.back() == n && type.elements() == n;
+  return type.dtype == ir::DType::kFloat32 && !type.shape.empty() && type.shape.back() == n &&
+         type.elements() == n;
 }
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

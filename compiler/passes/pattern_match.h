@@ -15,7 +15,8 @@ bool is_interface(const std::vector<int>& interface_values, int value);
 
 // The one op reading `value`, if it runs in `near`'s phase and stage and `value` is not an
 // interface value; else -1.
-int sole_reader(const ir::Graph& graph, int value, const ir::Op& near, const std::vector<int>& interface_values);
+int sole_reader(const ir::Graph& graph, int value, const ir::Op& near,
+                const std::vector<int>& interface_values);
 
 // Whether `op` is a Binary of `kind`, a Unary of `kind` or a Reduce of `kind`.
 bool is_binary(const ir::Op& op, format::BinaryKind kind);
@@ -31,4 +32,4 @@ std::optional<float> scalar_constant(const ir::Graph& graph, int value);
 // Binary spreads over the rows of a [.., n] value.
 bool is_row_vector(const ir::TensorType& type, int64_t n);
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

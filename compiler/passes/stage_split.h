@@ -12,13 +12,13 @@
 namespace ipu::passes {
 
 class StageCopies {
- public:
+public:
   // `value` as seen from `stage`: the value itself, or its copy onto that stage (added on first
   // use, so a value read by several ops of one stage is copied once).
   StatusOr<int> value_on_stage(ir::Graph& graph, int value, int stage);
 
- private:
-  std::map<std::pair<int, int>, int> m_copies;  // (value, stage) -> copy
+private:
+  std::map<std::pair<int, int>, int> m_copies; // (value, stage) -> copy
 };
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

@@ -11,7 +11,8 @@ StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& co
   const ir::TensorType& type = graph.value(scores).type;
   if (type.shape.size() != 2) {
     return invalid_argument("the model output '" + graph.value(scores).name +
-                            "' must be [batch, classes] for sparse categorical cross-entropy, got " + type.to_string());
+                            "' must be [batch, classes] for sparse categorical cross-entropy, got " +
+                            type.to_string());
   }
   LossValues out;
   const int stage = graph.value(scores).stage;
@@ -19,25 +20,29 @@ StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& co
   graph.value(out.labels).stage = stage;
   ir::CrossEntropyAttrs attrs;
   attrs.from_logits = config.from_logits;
-  IPU_ASSIGN_OR_RETURN(int loss_op, graph.add_op(ir::OpKind::kSparseCrossEntropy, "loss", {scores, out.labels}, attrs,
-                                                 ir::Phase::kLoss, stage));
+  IPU_ASSIGN_OR_RETURN(int loss_op, graph.add_op(ir::OpKind::kSparseCrossEntropy, "loss",
+                                                 {scores, out.labels}, attrs, ir::Phase::kLoss, stage));
   out.loss = graph.op(loss_op).outputs[0];
-  IPU_ASSIGN_OR_RETURN(int correct_op, graph.add_op(ir::OpKind::kCountCorrect, "correct", {scores, out.labels}, {},
-                                                    ir::Phase::kLoss, stage));
+  IPU_ASSIGN_OR_RETURN(int correct_op, graph.add_op(ir::OpKind::kCountCorrect, "correct",
+                                                    {scores, out.labels}, {}, ir::Phase::kLoss, stage));
   out.correct = graph.op(correct_op).outputs[0];
   graph.value(out.correct).role = ir::Role::kMetric;
   return out;
 }
 
-StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConfig& config,
+StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
+                                                     const OptimizerConfig& config,
                                                      const AccumulationConfig& accumulation) {
   // A value needs a gradient when it depends on a weight; data inputs and labels do not.
   std::vector<bool> needs(graph.values().size(), false);
-  for (int w : graph.values_with_role(ir::Role::kWeight)) needs[static_cast<size_t>(w)] = true;
+  for (int w : graph.values_with_role(ir::Role::kWeight))
+    needs[static_cast<size_t>(w)] = true;
   for (const ir::Op& op : graph.ops()) {
     bool any = false;
-    for (int in : op.inputs) any = any || needs[static_cast<size_t>(in)];
-    for (int out : op.outputs) needs[static_cast<size_t>(out)] = any;
+    for (int in : op.inputs)
+      any = any || needs[static_cast<size_t>(in)];
+    for (int out : op.outputs)
+      needs[static_cast<size_t>(out)] = any;
   }
 
   ir::GradContext context(graph);
@@ -45,7 +50,7 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
   const int loss_op = graph.value(loss).producer;
   // Gradient rules append ops, so walk the forward ops by index, newest first.
   for (int id = loss_op; id >= 0; --id) {
-    const ir::Op op = graph.op(id);  // a copy: add_op may reallocate the op list
+    const ir::Op op = graph.op(id); // a copy: add_op may reallocate the op list
     if (op.phase != ir::Phase::kForward && id != loss_op) continue;
     const ir::OpDef& def = ir::op_def(op.kind);
     if (def.gradient == nullptr) continue;
@@ -56,27 +61,31 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
   // model value already has that name (an ONNX initializer "b/momentum" beside a weight "b"):
   // weights and state travel to the host and into checkpoints by name, so no two may share one.
   std::set<std::string> names;
-  for (const ir::Value& v : graph.values()) names.insert(v.name);
+  for (const ir::Value& v : graph.values())
+    names.insert(v.name);
   auto state_name = [&](const std::string& weight, const char* suffix) {
     std::string name = weight + suffix;
-    for (int n = 2; names.count(name) > 0; ++n) name = weight + suffix + "#" + std::to_string(n);
+    for (int n = 2; names.count(name) > 0; ++n)
+      name = weight + suffix + "#" + std::to_string(n);
     names.insert(name);
     return name;
   };
   std::vector<int> accumulators;
   for (int w : graph.values_with_role(ir::Role::kWeight)) {
     int gradient = context.gradient_of(w);
-    if (gradient < 0) continue;  // a weight the loss does not depend on stays as it is
+    if (gradient < 0) continue; // a weight the loss does not depend on stays as it is
     const ir::Value weight = graph.value(w);
     ir::SgdUpdateAttrs attrs;
     attrs.learning_rate = config.learning_rate;
     attrs.momentum = config.momentum;
     if (accumulation.enabled()) {
-      const int acc = graph.add_value(state_name(weight.name, "/accumulator"), weight.type, ir::Role::kAccumulator);
+      const int acc =
+          graph.add_value(state_name(weight.name, "/accumulator"), weight.type, ir::Role::kAccumulator);
       graph.value(acc).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
       graph.value(acc).stage = weight.stage;
-      IPU_RETURN_IF_ERROR(graph.add_op(ir::OpKind::kAccumulateGrad, weight.name + "/accumulate", {acc, gradient}, {},
-                                       ir::Phase::kBackward, weight.stage)
+      IPU_RETURN_IF_ERROR(graph
+                              .add_op(ir::OpKind::kAccumulateGrad, weight.name + "/accumulate",
+                                      {acc, gradient}, {}, ir::Phase::kBackward, weight.stage)
                               .status());
       accumulators.push_back(acc);
       gradient = acc;
@@ -86,16 +95,18 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     }
     std::vector<int> inputs = {w, gradient};
     if (config.momentum != 0.0f) {
-      int velocity = graph.add_value(state_name(weight.name, "/momentum"), weight.type, ir::Role::kOptimizerState);
+      int velocity =
+          graph.add_value(state_name(weight.name, "/momentum"), weight.type, ir::Role::kOptimizerState);
       graph.value(velocity).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
       graph.value(velocity).stage = weight.stage;
       inputs.push_back(velocity);
     }
-    IPU_RETURN_IF_ERROR(
-        graph.add_op(ir::OpKind::kSgdUpdate, weight.name + "/update", inputs, attrs, ir::Phase::kUpdate, weight.stage)
-            .status());
+    IPU_RETURN_IF_ERROR(graph
+                            .add_op(ir::OpKind::kSgdUpdate, weight.name + "/update", inputs, attrs,
+                                    ir::Phase::kUpdate, weight.stage)
+                            .status());
   }
   return accumulators;
 }
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

@@ -16,16 +16,16 @@ struct OptimizerConfig {
 };
 
 struct LossValues {
-  int labels = -1;   // int32 [batch] input
-  int loss = -1;     // f32 [1], mean over the batch
-  int correct = -1;  // f32 [1], number of correct predictions
+  int labels = -1;  // int32 [batch] input
+  int loss = -1;    // f32 [1], mean over the batch
+  int correct = -1; // f32 [1], number of correct predictions
 };
 
 // Adds the labels input, SparseCrossEntropy on `scores` ([batch, classes]) and CountCorrect.
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config);
 
 struct AccumulationConfig {
-  uint32_t micro_batches = 1;  // gradient accumulation steps per weight update
+  uint32_t micro_batches = 1; // gradient accumulation steps per weight update
   uint32_t replicas = 1;
   uint32_t stages = 1;
   // Gradients go through accumulators (summed over micro-batches, all-reduced over replicas)
@@ -38,7 +38,8 @@ struct AccumulationConfig {
 // (with a velocity state per weight when momentum is non-zero). With accumulation, each
 // gradient is added into an accumulator in the backward phase, and the update applies the mean
 // over the micro-batches and clears it. Returns the accumulators (empty without accumulation).
-StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss, const OptimizerConfig& config,
+StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
+                                                     const OptimizerConfig& config,
                                                      const AccumulationConfig& accumulation);
 
-}  // namespace ipu::passes
+} // namespace ipu::passes

@@ -5,7 +5,7 @@
 namespace ipu::target {
 
 double sync_cycles(const TargetSpec& target, uint32_t ipus) {
-  const uint32_t hops = 1 + ipus / 4;  // whole hops: 1 for 1 to 3 IPUs, 2 for 4 to 7
+  const uint32_t hops = 1 + ipus / 4; // whole hops: 1 for 1 to 3 IPUs, 2 for 4 to 7
   return std::ceil(target.cycles.sync_ns_per_hop * target.clock_hz / 1e9 * hops * 2);
 }
 
@@ -47,9 +47,11 @@ StatusOr<TargetSpec> target_preset(const std::string& arch) {
   return invalid_argument("unknown --arch '" + arch + "' (expected mk2 or mk1)");
 }
 
-Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu, std::optional<uint64_t> bytes_per_tile) {
+Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu,
+                       std::optional<uint64_t> bytes_per_tile) {
   if (tiles_per_ipu) {
-    if (*tiles_per_ipu == 0 || *tiles_per_ipu > 65536) return invalid_argument("--tiles-per-ipu must be in [1, 65536]");
+    if (*tiles_per_ipu == 0 || *tiles_per_ipu > 65536)
+      return invalid_argument("--tiles-per-ipu must be in [1, 65536]");
     target.tiles_per_ipu = *tiles_per_ipu;
   }
   if (bytes_per_tile) {
@@ -59,4 +61,4 @@ Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu
   return Status();
 }
 
-}  // namespace ipu::target
+} // namespace ipu::target

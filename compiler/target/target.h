@@ -41,15 +41,15 @@ struct CycleModel {
   // Global sync: ceil(15 ns × clock × hops × 2) with hops = 1 + ⌊N/4⌋ for N IPUs (poplibs'
   // setGlobalSyncLatency for its IPU model: one hop within a card plus one per card pair).
   double sync_ns_per_hop = 15;
-  double host_bytes_per_cycle = 12;  // 16 GB/s host link: an assumption under PCIe Gen4 x16's 31.5 GB/s
+  double host_bytes_per_cycle = 12; // 16 GB/s host link: an assumption under PCIe Gen4 x16's 31.5 GB/s
   // One IPU-Link direction: 128 Gbit/s at 85 % efficiency (poplibs' multi-IPU model), 13.6 GB/s
   // = 10.2 bytes per 1.33 GHz cycle.
   double ipu_link_bytes_per_cycle = 0.85 * 128e9 / 8 / 1.33e9;
-  uint64_t vertex_state_bytes = 32;      // tile memory per vertex descriptor (an assumption: Poplar's is closed)
-  uint64_t codelet_code_bytes = 1024;    // tile memory per distinct codelet used on a tile (an assumption)
+  uint64_t vertex_state_bytes = 32;   // tile memory per vertex descriptor (an assumption: Poplar's is closed)
+  uint64_t codelet_code_bytes = 1024; // tile memory per distinct codelet used on a tile (an assumption)
 };
 struct TargetSpec {
-  std::string arch;  // the preset ("mk2", "mk1"), also when tiles or memory are overridden
+  std::string arch; // the preset ("mk2", "mk1"), also when tiles or memory are overridden
   uint32_t num_ipus = 1;
   uint32_t tiles_per_ipu = 1472;
   uint64_t bytes_per_tile = 638976;
@@ -74,6 +74,7 @@ StatusOr<TargetSpec> target_preset(const std::string& arch);
 
 // Applies explicit overrides (for small test targets); validates ranges. The arch keeps the
 // preset's name: its cycle parameters still apply.
-Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu, std::optional<uint64_t> bytes_per_tile);
+Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu,
+                       std::optional<uint64_t> bytes_per_tile);
 
-}  // namespace ipu::target
+} // namespace ipu::target

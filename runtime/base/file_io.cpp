@@ -18,7 +18,7 @@ Status errno_status(const std::string& what, const std::string& path, int err) {
   return io_error(message);
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<std::string> read_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -84,4 +84,4 @@ Status write_file_atomic(const std::string& path, std::string_view content) {
   return Status();
 }
 
-}  // namespace ipu
+} // namespace ipu

@@ -16,4 +16,4 @@ StatusOr<std::string> read_file(const std::string& path);
 // left behind. Failures (a full disk too) are IoError, or NotFound for a missing directory.
 Status write_file_atomic(const std::string& path, std::string_view content);
 
-}  // namespace ipu
+} // namespace ipu

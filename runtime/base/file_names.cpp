@@ -11,7 +11,7 @@ constexpr size_t kMaxStem = 160;
 
 struct Stem {
   std::string text;
-  bool exact = true;  // spells the name: only '/' and ':' became '.'
+  bool exact = true; // spells the name: only '/' and ':' became '.'
 };
 
 Stem stem_of(const std::string& name) {
@@ -46,7 +46,7 @@ std::string lower(std::string text) {
   return text;
 }
 
-}  // namespace
+} // namespace
 
 // Files are compared ignoring ASCII case: a checkpoint may be copied to a case-insensitive file
 // system. Stems are ASCII, so ASCII case is all there is.
@@ -58,9 +58,10 @@ bool file_names_distinct(const std::map<std::string, std::string>& files) {
   return true;
 }
 
-std::map<std::string, std::string> distinct_file_names(const std::vector<std::string>& names, std::string_view extension) {
+std::map<std::string, std::string> distinct_file_names(const std::vector<std::string>& names,
+                                                       std::string_view extension) {
   std::map<std::string, Stem> stems;
-  std::map<std::string, int> stem_uses;  // by lowercased stem
+  std::map<std::string, int> stem_uses; // by lowercased stem
   for (const std::string& name : names) {
     const Stem& stem = stems[name] = stem_of(name);
     ++stem_uses[lower(stem.text)];
@@ -78,4 +79,4 @@ std::map<std::string, std::string> distinct_file_names(const std::vector<std::st
   return files;
 }
 
-}  // namespace ipu
+} // namespace ipu

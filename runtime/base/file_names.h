@@ -21,9 +21,10 @@ namespace ipu {
 // with it; should two suffixed names still meet, every suffix grows to 16 hex digits, then to all
 // 64. With a 4-byte extension, file names are at most 229 bytes, so a writer's temporary file
 // (+11 bytes) stays within the usual 255-byte limit.
-std::map<std::string, std::string> distinct_file_names(const std::vector<std::string>& names, std::string_view extension);
+std::map<std::string, std::string> distinct_file_names(const std::vector<std::string>& names,
+                                                       std::string_view extension);
 
 // Whether no two of the files (values) are one file on a case-insensitive file system.
 bool file_names_distinct(const std::map<std::string, std::string>& files);
 
-}  // namespace ipu
+} // namespace ipu

@@ -67,7 +67,7 @@ Status not_ours(const std::string& path, const std::string& why) {
   return io_error(path + ": " + why + "; refusing to replace it: choose another path or remove it yourself");
 }
 
-}  // namespace
+} // namespace
 
 Status check_output_parent(const std::string& path) {
   fs::path parent = fs::path(path).parent_path();
@@ -75,10 +75,12 @@ Status check_output_parent(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(parent, ec);
   if (!fs::exists(status)) {
-    return not_found(path + ": directory " + parent.string() + " does not exist (outputs do not create the directories above them)");
+    return not_found(path + ": directory " + parent.string() +
+                     " does not exist (outputs do not create the directories above them)");
   }
   if (!fs::is_directory(status)) return io_error(path + ": " + parent.string() + " is not a directory");
-  if (::access(parent.c_str(), W_OK | X_OK) != 0) return io_error(path + ": cannot write into directory " + parent.string());
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    return io_error(path + ": cannot write into directory " + parent.string());
   return Status();
 }
 
@@ -118,4 +120,4 @@ Status write_output_file(const std::string& path, std::string_view content) {
   return Status();
 }
 
-}  // namespace ipu
+} // namespace ipu

@@ -34,4 +34,4 @@ Status check_output_parent(const std::string& path);
 // of it), then the record that makes the file replaceable by a later run.
 Status write_output_file(const std::string& path, std::string_view content);
 
-}  // namespace ipu
+} // namespace ipu

@@ -11,17 +11,17 @@ size_t utf8_sequence_length(std::string_view text) {
   const unsigned char first = byte(0);
   if (first < 0x80) return 1;
   size_t length = 0;
-  unsigned char low = 0x80, high = 0xbf;  // the range of the second byte
+  unsigned char low = 0x80, high = 0xbf; // the range of the second byte
   if (first >= 0xc2 && first <= 0xdf) {
     length = 2;
   } else if (first >= 0xe0 && first <= 0xef) {
     length = 3;
-    if (first == 0xe0) low = 0xa0;   // overlong
-    if (first == 0xed) high = 0x9f;  // surrogates
+    if (first == 0xe0) low = 0xa0;  // overlong
+    if (first == 0xed) high = 0x9f; // surrogates
   } else if (first >= 0xf0 && first <= 0xf4) {
     length = 4;
-    if (first == 0xf0) low = 0x90;   // overlong
-    if (first == 0xf4) high = 0x8f;  // past U+10FFFF
+    if (first == 0xf0) low = 0x90;  // overlong
+    if (first == 0xf4) high = 0x8f; // past U+10FFFF
   } else {
     return 0;
   }
@@ -74,7 +74,7 @@ std::string escape(std::string_view text, bool whole_message) {
   return out;
 }
 
-}  // namespace
+} // namespace
 
 bool is_valid_utf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
@@ -85,8 +85,12 @@ bool is_valid_utf8(std::string_view text) {
   return true;
 }
 
-std::string printable(std::string_view text) { return escape(text, false); }
+std::string printable(std::string_view text) {
+  return escape(text, false);
+}
 
-std::string printable_message(std::string_view text) { return escape(text, true); }
+std::string printable_message(std::string_view text) {
+  return escape(text, true);
+}
 
-}  // namespace ipu
+} // namespace ipu

@@ -22,4 +22,4 @@ std::string printable(std::string_view text);
 // message's lines) and '\' and '\'' are left alone (the message's own quoting).
 std::string printable_message(std::string_view text);
 
-}  // namespace ipu
+} // namespace ipu

@@ -16,9 +16,13 @@ Sha256::Sha256() : m_impl(std::make_unique<Impl>()) {
   if (m_impl->ctx == nullptr || EVP_DigestInit_ex(m_impl->ctx, EVP_sha256(), nullptr) != 1) std::abort();
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(m_impl->ctx); }
+Sha256::~Sha256() {
+  EVP_MD_CTX_free(m_impl->ctx);
+}
 
-void Sha256::update(const void* data, size_t size) { EVP_DigestUpdate(m_impl->ctx, data, size); }
+void Sha256::update(const void* data, size_t size) {
+  EVP_DigestUpdate(m_impl->ctx, data, size);
+}
 
 std::array<uint8_t, 32> Sha256::finish() {
   std::array<uint8_t, 32> out{};
@@ -48,4 +52,4 @@ std::string sha256_hex(std::string_view data) {
   return to_hex(digest.data(), digest.size());
 }
 
-}  // namespace ipu
+} // namespace ipu

@@ -10,7 +10,7 @@
 namespace ipu {
 
 class Sha256 {
- public:
+public:
   Sha256();
   ~Sha256();
   Sha256(const Sha256&) = delete;
@@ -20,7 +20,7 @@ class Sha256 {
   void update(std::string_view text) { update(text.data(), text.size()); }
   std::array<uint8_t, 32> finish();
 
- private:
+private:
   struct Impl;
   std::unique_ptr<Impl> m_impl;
 };
@@ -29,4 +29,4 @@ std::array<uint8_t, 32> sha256(const void* data, size_t size);
 std::string sha256_hex(std::string_view data);
 std::string to_hex(const uint8_t* data, size_t size);
 
-}  // namespace ipu
+} // namespace ipu

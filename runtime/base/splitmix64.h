@@ -14,4 +14,4 @@ inline uint64_t splitmix64(uint64_t seed, uint64_t index) {
   return z ^ (z >> 31);
 }
 
-}  // namespace ipu
+} // namespace ipu

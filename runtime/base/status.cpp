@@ -4,18 +4,30 @@ namespace ipu {
 
 const char* status_code_name(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kUnsupported: return "unsupported";
-    case StatusCode::kResourceExhausted: return "resource exhausted";
-    case StatusCode::kDataLoss: return "data loss";
-    case StatusCode::kFailedPrecondition: return "failed precondition";
-    case StatusCode::kIoError: return "i/o error";
-    case StatusCode::kInternal: return "internal error";
-    case StatusCode::kOutOfRange: return "out of range";
-    case StatusCode::kNonFinite: return "non-finite";
-    case StatusCode::kBadOption: return "bad option";
+  case StatusCode::kOk:
+    return "ok";
+  case StatusCode::kInvalidArgument:
+    return "invalid argument";
+  case StatusCode::kNotFound:
+    return "not found";
+  case StatusCode::kUnsupported:
+    return "unsupported";
+  case StatusCode::kResourceExhausted:
+    return "resource exhausted";
+  case StatusCode::kDataLoss:
+    return "data loss";
+  case StatusCode::kFailedPrecondition:
+    return "failed precondition";
+  case StatusCode::kIoError:
+    return "i/o error";
+  case StatusCode::kInternal:
+    return "internal error";
+  case StatusCode::kOutOfRange:
+    return "out of range";
+  case StatusCode::kNonFinite:
+    return "non-finite";
+  case StatusCode::kBadOption:
+    return "bad option";
   }
   return "unknown";
 }
@@ -30,4 +42,4 @@ std::string Status::to_string() const {
   return m_message;
 }
 
-}  // namespace ipu
+} // namespace ipu

@@ -390,18 +390,23 @@ StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string&
     // An empty vector's data() may be null, which memcpy must not be given even for 0 bytes.
     if (count > 0) std::memcpy(out.data(), array.data.data(), count * sizeof(float));
   } else if (dt == "f8") {
-    for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(load<double>(array.data, i));
+    for (size_t i = 0; i < count; ++i)
+      out[i] = static_cast<float>(load<double>(array.data, i));
   } else if (dt == "f2") {
-    for (size_t i = 0; i < count; ++i) out[i] = half_to_float(load<uint16_t>(array.data, i));
+    for (size_t i = 0; i < count; ++i)
+      out[i] = half_to_float(load<uint16_t>(array.data, i));
   } else if (dt == "b1") {
-    for (size_t i = 0; i < count; ++i) out[i] = array.data[i] != 0 ? 1.0f : 0.0f;
+    for (size_t i = 0; i < count; ++i)
+      out[i] = array.data[i] != 0 ? 1.0f : 0.0f;
   } else {
-    for (size_t i = 0; i < count; ++i) out[i] = static_cast<float>(integer_at(array, i));
+    for (size_t i = 0; i < count; ++i)
+      out[i] = static_cast<float>(integer_at(array, i));
   }
   if (dt[0] == 'f') {
     for (size_t i = 0; i < count; ++i) {
       if (!std::isfinite(out[i])) {
-        return invalid_argument(name + ": element " + std::to_string(i) + " is not finite" + (dt == "f8" ? " in float32" : ""));
+        return invalid_argument(name + ": element " + std::to_string(i) + " is not finite" +
+                                (dt == "f8" ? " in float32" : ""));
       }
     }
   }

@@ -15,19 +15,32 @@ using onnx::TensorProto;
 // The npy dtype code of an ONNX element type, "" if not decodable.
 std::string dtype_of(int elem_type) {
   switch (elem_type) {
-    case TensorProto::FLOAT: return "f4";
-    case TensorProto::DOUBLE: return "f8";
-    case TensorProto::FLOAT16: return "f2";
-    case TensorProto::INT8: return "i1";
-    case TensorProto::INT16: return "i2";
-    case TensorProto::INT32: return "i4";
-    case TensorProto::INT64: return "i8";
-    case TensorProto::UINT8: return "u1";
-    case TensorProto::UINT16: return "u2";
-    case TensorProto::UINT32: return "u4";
-    case TensorProto::UINT64: return "u8";
-    case TensorProto::BOOL: return "b1";
-    default: return "";
+  case TensorProto::FLOAT:
+    return "f4";
+  case TensorProto::DOUBLE:
+    return "f8";
+  case TensorProto::FLOAT16:
+    return "f2";
+  case TensorProto::INT8:
+    return "i1";
+  case TensorProto::INT16:
+    return "i2";
+  case TensorProto::INT32:
+    return "i4";
+  case TensorProto::INT64:
+    return "i8";
+  case TensorProto::UINT8:
+    return "u1";
+  case TensorProto::UINT16:
+    return "u2";
+  case TensorProto::UINT32:
+    return "u4";
+  case TensorProto::UINT64:
+    return "u8";
+  case TensorProto::BOOL:
+    return "b1";
+  default:
+    return "";
   }
 }
 
@@ -40,8 +53,7 @@ int elem_type_of(const std::string& dtype) {
 }
 
 // Copies typed-field values into `out` as `T`, the element type of the array.
-template <typename T, typename Field>
-void copy_field(const Field& field, std::string& out) {
+template <typename T, typename Field> void copy_field(const Field& field, std::string& out) {
   out.resize(static_cast<size_t>(field.size()) * sizeof(T));
   for (int i = 0; i < field.size(); ++i) {
     const T value = static_cast<T>(field.Get(i));
@@ -64,7 +76,8 @@ void copy_typed_data(const TensorProto& t, const std::string& dtype, std::string
   if (dtype == "u1") return copy_field<uint8_t>(t.int32_data(), out);
   if (dtype == "b1") {
     copy_field<uint8_t>(t.int32_data(), out);
-    for (char& c : out) c = c != 0 ? 1 : 0;  // bool values must be 0 or 1
+    for (char& c : out)
+      c = c != 0 ? 1 : 0; // bool values must be 0 or 1
   }
 }
 
@@ -85,20 +98,21 @@ StatusOr<NpyArray> decode_tensor_proto(const TensorProto& t, const std::string& 
   for (int64_t d : t.dims()) {
     if (d < 0) return invalid_argument(where + ": negative dimension " + std::to_string(d));
     if (d > 0 && elements > kMaxTensorProtoBytes / itemsize / static_cast<uint64_t>(d)) {
-      return invalid_argument(where + ": larger than the supported " + std::to_string(kMaxTensorProtoBytes) + " bytes");
+      return invalid_argument(where + ": larger than the supported " + std::to_string(kMaxTensorProtoBytes) +
+                              " bytes");
     }
     elements *= static_cast<uint64_t>(d);
     array.shape.push_back(d);
   }
-  if (t.dims().empty()) elements = 1;  // a scalar
+  if (t.dims().empty()) elements = 1; // a scalar
   if (t.has_raw_data()) {
     array.data = t.raw_data();
   } else {
     copy_typed_data(t, array.dtype, array.data);
   }
   if (array.data.size() != elements * itemsize) {
-    return data_loss(where + ": holds " + std::to_string(array.data.size() / itemsize) + " values, its dims need " +
-                     std::to_string(elements));
+    return data_loss(where + ": holds " + std::to_string(array.data.size() / itemsize) +
+                     " values, its dims need " + std::to_string(elements));
   }
   return array;
 }
@@ -125,7 +139,8 @@ StatusOr<std::string> serialize_tensor_proto(const NpyArray& array, const std::s
   TensorProto tensor;
   tensor.set_name(name);
   tensor.set_data_type(elem_type);
-  for (int64_t d : array.shape) tensor.add_dims(d);
+  for (int64_t d : array.shape)
+    tensor.add_dims(d);
   tensor.set_raw_data(array.data);
   return tensor.SerializeAsString();
 }

@@ -25,4 +25,4 @@ struct HostTask {
 // rectangles. The result depends on the vertices and `task_cycles` alone, never the thread count.
 std::vector<HostTask> coalesce(const std::vector<kernels::PreparedVertex>& vertices, uint64_t task_cycles);
 
-}  // namespace ipu::engine
+} // namespace ipu::engine

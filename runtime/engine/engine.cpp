@@ -51,13 +51,13 @@ struct PreparedComputeSet {
   bool parallel = false;
 };
 
-}  // namespace
+} // namespace
 
 struct Engine::Impl {
   format::Executable executable;
   uint32_t replicas = 1;
-  std::vector<Buffer> buffers;  // [replica * tensors + tensor]
-  std::vector<size_t> sizes;    // per tensor
+  std::vector<Buffer> buffers; // [replica * tensors + tensor]
+  std::vector<size_t> sizes;   // per tensor
   std::vector<PreparedComputeSet> compute_sets;
   tbb::task_arena arena;
   // Each thread that runs vertices has its own scratch (kernel_context.h), dropped with the
@@ -87,7 +87,8 @@ struct Engine::Impl {
     }
   }
   std::optional<size_t> first_non_finite_in(uint32_t tensor, uint32_t replica) {
-    return first_non_finite({reinterpret_cast<const float*>(buffer(tensor, replica)), sizes[tensor] / sizeof(float)});
+    return first_non_finite(
+        {reinterpret_cast<const float*>(buffer(tensor, replica)), sizes[tensor] / sizeof(float)});
   }
   void all_reduce_mean(uint32_t tensor);
   std::byte* buffer(uint32_t tensor, uint32_t replica) {
@@ -98,15 +99,16 @@ struct Engine::Impl {
 Engine::Engine(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Engine::~Engine() = default;
 
-StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, const EngineOptions& options) {
+StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
+                                                 const EngineOptions& options) {
   IPU_RETURN_IF_ERROR(format::verify_executable(executable));
   for (int c = 0; c < executable.compute_sets_size(); ++c) {
     const format::ComputeSet& cs = executable.compute_sets(c);
     for (int v = 0; v < cs.vertices_size(); ++v) {
       Status status = kernels::validate_vertex(cs.vertices(v), executable);
       if (!status.ok()) {
-        return data_loss("compute set " + std::to_string(c) + " '" + cs.name() + "' vertex " + std::to_string(v) +
-                         ": " + status.message());
+        return data_loss("compute set " + std::to_string(c) + " '" + cs.name() + "' vertex " +
+                         std::to_string(v) + ": " + status.message());
       }
     }
   }
@@ -122,12 +124,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
     if (bytes > largest_bytes) largest_bytes = bytes, largest = &t;
   }
   total_bytes *= replicas;
-  const uint64_t host_bytes = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE));
+  const uint64_t host_bytes =
+      static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE));
   if (total_bytes > host_bytes / 2) {
-    return resource_exhausted("the executable's tensors need " + std::to_string(total_bytes) +
-                              " bytes of memory; this machine has " + std::to_string(host_bytes) + " (the largest, tensor '" +
-                              largest->name() + "', " + std::to_string(largest_bytes) + " bytes" +
-                              (replicas > 1 ? ", on each of " + std::to_string(replicas) + " replicas)" : ")"));
+    return resource_exhausted(
+        "the executable's tensors need " + std::to_string(total_bytes) +
+        " bytes of memory; this machine has " + std::to_string(host_bytes) + " (the largest, tensor '" +
+        largest->name() + "', " + std::to_string(largest_bytes) + " bytes" +
+        (replicas > 1 ? ", on each of " + std::to_string(replicas) + " replicas)" : ")"));
   }
 
   auto impl = std::make_unique<Impl>();
@@ -136,32 +140,38 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
   const format::Executable& exe = impl->executable;
   if (options.threads > 0) impl->arena.initialize(options.threads);
 
-  for (const format::Tensor& t : exe.tensors()) impl->sizes.push_back(format::element_count(t) * format::dtype_size(t.dtype()));
+  for (const format::Tensor& t : exe.tensors())
+    impl->sizes.push_back(format::element_count(t) * format::dtype_size(t.dtype()));
   for (uint32_t r = 0; r < replicas; ++r) {
     for (int i = 0; i < exe.tensors_size(); ++i) {
       const format::Tensor& t = exe.tensors(i);
       const size_t bytes = impl->sizes[static_cast<size_t>(i)];
       const size_t rounded = (bytes + 63) / 64 * 64;
       Buffer buffer(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
-      if (!buffer) return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for tensor '" + t.name() + "'");
+      if (!buffer)
+        return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for tensor '" +
+                                  t.name() + "'");
       std::memset(buffer.get(), 0, rounded);
       impl->buffers.push_back(std::move(buffer));
     }
   }
-  for (uint32_t t = 0; t < impl->sizes.size(); ++t) impl->reset_tensor(t);
+  for (uint32_t t = 0; t < impl->sizes.size(); ++t)
+    impl->reset_tensor(t);
 
   // Every replica runs the same plan on its own buffers; one compute set's host tasks are those
   // of all replicas, so replicas run concurrently.
   for (const format::ComputeSet& cs : exe.compute_sets()) {
     PreparedComputeSet all;
     uint64_t cycles = 0;
-    for (const format::Vertex& v : cs.vertices()) cycles += v.cycles();
+    for (const format::Vertex& v : cs.vertices())
+      cycles += v.cycles();
     for (uint32_t r = 0; r < replicas; ++r) {
       std::vector<kernels::PreparedVertex> prepared;
       for (const format::Vertex& v : cs.vertices()) {
         kernels::PreparedVertex pv;
         pv.num_operands = static_cast<uint32_t>(v.operands_size());
-        for (int i = 0; i < v.operands_size(); ++i) pv.operands[static_cast<size_t>(i)] = impl->buffer(v.operands(i), r);
+        for (int i = 0; i < v.operands_size(); ++i)
+          pv.operands[static_cast<size_t>(i)] = impl->buffer(v.operands(i), r);
         pv.num_params = static_cast<uint32_t>(v.params_size());
         std::copy(v.params().begin(), v.params().end(), pv.params.begin());
         std::copy(v.fparams().begin(), v.fparams().end(), pv.fparams.begin());
@@ -169,21 +179,25 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable, 
         pv.cycles = v.cycles();
         prepared.push_back(pv);
       }
-      for (const HostTask& task : coalesce(prepared, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet))) {
+      for (const HostTask& task :
+           coalesce(prepared, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet))) {
         all.vertices.push_back(task.work);
         all.kernels.push_back(kernels::find_kernel(task.work.codelet)->run);
         all.origins.push_back({static_cast<uint32_t>(task.first_vertex), r});
       }
     }
     all.faults.resize(all.vertices.size());
-    for (const kernels::KernelEntry& kernel : all.kernels) all.can_fault = all.can_fault || kernel.can_fault();
+    for (const kernels::KernelEntry& kernel : all.kernels)
+      all.can_fault = all.can_fault || kernel.can_fault();
     all.parallel = all.vertices.size() > 1 && cycles * replicas >= kParallelCycleThreshold;
     impl->compute_sets.push_back(std::move(all));
   }
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
-const format::Executable& Engine::executable() const { return m_impl->executable; }
+const format::Executable& Engine::executable() const {
+  return m_impl->executable;
+}
 
 std::optional<uint32_t> Engine::find_program(const std::string& name) const {
   for (int i = 0; i < m_impl->executable.programs_size(); ++i) {
@@ -206,7 +220,9 @@ std::optional<uint32_t> Engine::find_tensor(const std::string& name) const {
   return std::nullopt;
 }
 
-uint32_t Engine::replicas() const { return m_impl->replicas; }
+uint32_t Engine::replicas() const {
+  return m_impl->replicas;
+}
 
 std::span<std::byte> Engine::tensor_bytes(uint32_t tensor, uint32_t replica) {
   if (tensor >= m_impl->sizes.size() || replica >= m_impl->replicas) return {};
@@ -260,14 +276,17 @@ Status Engine::Impl::check_finite(uint32_t index) {
       const std::optional<size_t> element = first_non_finite_in(t, r);
       if (!element) continue;
       const float value = reinterpret_cast<const float*>(buffer(t, r))[*element];
-      const std::string what = std::string(std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf") + " at element " +
-                               std::to_string(*element);
+      const std::string what = std::string(std::isnan(value) ? "nan"
+                                           : value > 0       ? "inf"
+                                                             : "-inf") +
+                               " at element " + std::to_string(*element);
       const format::Tensor& tensor = executable.tensors(static_cast<int>(t));
       std::string where = "compute set '" + set.name() + "'";
       for (const format::Vertex& v : set.vertices()) {
         if (std::find(v.operands().begin(), v.operands().end(), t) == v.operands().end()) continue;
         const std::string codelet(format::codelet_name(static_cast<format::Codelet>(v.codelet())));
-        where += set.ops_size() > 0 ? " (node '" + set.ops(static_cast<int>(v.op())) + "', " + codelet + ")" : " (" + codelet + ")";
+        where += set.ops_size() > 0 ? " (node '" + set.ops(static_cast<int>(v.op())) + "', " + codelet + ")"
+                                    : " (" + codelet + ")";
         break;
       }
       if (replicas > 1) where += ", replica " + std::to_string(r);
@@ -284,7 +303,7 @@ Status Engine::Impl::run_compute_set(uint32_t index) {
 
 Status Engine::Impl::run_vertices(uint32_t index) {
   PreparedComputeSet& cs = compute_sets[index];
-  const uint64_t compute_set = ++compute_sets_run;  // scratch derived from inputs of earlier sets is stale
+  const uint64_t compute_set = ++compute_sets_run; // scratch derived from inputs of earlier sets is stale
   auto run_task = [&](size_t i) {
     kernels::KernelContext context{scratch.local(), compute_set, cs.faults[i]};
     cs.kernels[i](cs.vertices[i], context);
@@ -292,14 +311,16 @@ Status Engine::Impl::run_vertices(uint32_t index) {
   if (!cs.parallel) {
     for (size_t i = 0; i < cs.vertices.size(); ++i) {
       run_task(i);
-      if (cs.faults[i]) return fault_status(index, i);  // the lowest: later tasks need not run
+      if (cs.faults[i]) return fault_status(index, i); // the lowest: later tasks need not run
     }
     return Status();
   }
   arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, cs.vertices.size()), [&](const tbb::blocked_range<size_t>& r) {
-      for (size_t i = r.begin(); i != r.end(); ++i) run_task(i);
-    });
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, cs.vertices.size()),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        for (size_t i = r.begin(); i != r.end(); ++i)
+                          run_task(i);
+                      });
   });
   if (!cs.can_fault) return Status();
   for (size_t i = 0; i < cs.faults.size(); ++i) {
@@ -317,9 +338,11 @@ Status Engine::Impl::fault_status(uint32_t index, size_t task) {
   std::string where = std::string(format::codelet_name(static_cast<format::Codelet>(vertex.codelet()))) +
                       " in compute set '" + set.name() + "'";
   if (replicas > 1) where += ", replica " + std::to_string(origin.replica);
-  where = set.ops_size() > 0 ? "node '" + set.ops(static_cast<int>(vertex.op())) + "' (" + where + ")" : where;
+  where =
+      set.ops_size() > 0 ? "node '" + set.ops(static_cast<int>(vertex.op())) + "' (" + where + ")" : where;
   const std::string what = kernels::describe(compute_sets[index].faults[task]);
-  for (kernels::KernelFault& fault : compute_sets[index].faults) fault = kernels::KernelFault();
+  for (kernels::KernelFault& fault : compute_sets[index].faults)
+    fault = kernels::KernelFault();
   return out_of_range(where + ": " + what);
 }
 
@@ -330,64 +353,72 @@ void Engine::Impl::all_reduce_mean(uint32_t tensor) {
   float* first = reinterpret_cast<float*>(buffer(tensor, 0));
   for (uint32_t r = 1; r < replicas; ++r) {
     const float* other = reinterpret_cast<const float*>(buffer(tensor, r));
-    for (size_t i = 0; i < n; ++i) first[i] += other[i];
+    for (size_t i = 0; i < n; ++i)
+      first[i] += other[i];
   }
   const float scale = 1.0f / static_cast<float>(replicas);
-  for (size_t i = 0; i < n; ++i) first[i] *= scale;
-  for (uint32_t r = 1; r < replicas; ++r) std::memcpy(buffer(tensor, r), first, sizes[tensor]);
+  for (size_t i = 0; i < n; ++i)
+    first[i] *= scale;
+  for (uint32_t r = 1; r < replicas; ++r)
+    std::memcpy(buffer(tensor, r), first, sizes[tensor]);
 }
 
 Status Engine::Impl::run_program(const format::Program& program, HostStreams& streams) {
   switch (program.kind_case()) {
-    case format::Program::kSequence:
-      for (const format::Program& step : program.sequence().steps()) IPU_RETURN_IF_ERROR(run_program(step, streams));
-      return Status();
-    case format::Program::kExecute:
-      return run_compute_set(program.execute());
-    case format::Program::kCopy:
-      for (uint32_t r = 0; r < replicas; ++r) {
-        std::memcpy(buffer(program.copy().destination(), r), buffer(program.copy().source(), r),
-                    sizes[program.copy().source()]);
-      }
-      return Status();
-    case format::Program::kRepeat:
-      for (uint64_t i = 0; i < program.repeat().count(); ++i) IPU_RETURN_IF_ERROR(run_program(program.repeat().body(), streams));
-      return Status();
-    case format::Program::kStreamIn: {
-      const auto& st = program.stream_in();
-      if (!streams.pull) return failed_precondition("program reads stream " + std::to_string(st.stream()) + " but no host feeds it");
-      for (uint32_t r = 0; r < replicas; ++r) {
-        IPU_RETURN_IF_ERROR(streams.pull(st.stream(), r, {buffer(st.tensor(), r), sizes[st.tensor()]}));
-      }
-      return Status();
+  case format::Program::kSequence:
+    for (const format::Program& step : program.sequence().steps())
+      IPU_RETURN_IF_ERROR(run_program(step, streams));
+    return Status();
+  case format::Program::kExecute:
+    return run_compute_set(program.execute());
+  case format::Program::kCopy:
+    for (uint32_t r = 0; r < replicas; ++r) {
+      std::memcpy(buffer(program.copy().destination(), r), buffer(program.copy().source(), r),
+                  sizes[program.copy().source()]);
     }
-    case format::Program::kStreamOut: {
-      const auto& st = program.stream_out();
-      if (!streams.push) return Status();
-      for (uint32_t r = 0; r < replicas; ++r) {
-        IPU_RETURN_IF_ERROR(streams.push(st.stream(), r, {buffer(st.tensor(), r), sizes[st.tensor()]}));
-      }
-      return Status();
+    return Status();
+  case format::Program::kRepeat:
+    for (uint64_t i = 0; i < program.repeat().count(); ++i)
+      IPU_RETURN_IF_ERROR(run_program(program.repeat().body(), streams));
+    return Status();
+  case format::Program::kStreamIn: {
+    const auto& st = program.stream_in();
+    if (!streams.pull)
+      return failed_precondition("program reads stream " + std::to_string(st.stream()) +
+                                 " but no host feeds it");
+    for (uint32_t r = 0; r < replicas; ++r) {
+      IPU_RETURN_IF_ERROR(streams.pull(st.stream(), r, {buffer(st.tensor(), r), sizes[st.tensor()]}));
     }
-    case format::Program::kAllReduce:
-      for (uint32_t tensor : program.all_reduce().tensors()) all_reduce_mean(tensor);
-      return Status();
-    case format::Program::kParallel: {
-      // Branches touch disjoint tensors and never call the host (verified), so they may run at once.
-      const auto& branches = program.parallel().branches();
-      std::vector<Status> results(static_cast<size_t>(branches.size()));
-      arena.execute([&] {
-        tbb::parallel_for(0, branches.size(), [&](int i) {
-          results[static_cast<size_t>(i)] = run_program(branches[i], streams);
-        });
-      });
-      for (const Status& result : results) IPU_RETURN_IF_ERROR(result);
-      return Status();
+    return Status();
+  }
+  case format::Program::kStreamOut: {
+    const auto& st = program.stream_out();
+    if (!streams.push) return Status();
+    for (uint32_t r = 0; r < replicas; ++r) {
+      IPU_RETURN_IF_ERROR(streams.push(st.stream(), r, {buffer(st.tensor(), r), sizes[st.tensor()]}));
     }
-    case format::Program::KIND_NOT_SET:
-      break;
+    return Status();
+  }
+  case format::Program::kAllReduce:
+    for (uint32_t tensor : program.all_reduce().tensors())
+      all_reduce_mean(tensor);
+    return Status();
+  case format::Program::kParallel: {
+    // Branches touch disjoint tensors and never call the host (verified), so they may run at once.
+    const auto& branches = program.parallel().branches();
+    std::vector<Status> results(static_cast<size_t>(branches.size()));
+    arena.execute([&] {
+      tbb::parallel_for(0, branches.size(),
+                        [&](int i) { results[static_cast<size_t>(i)] = run_program(branches[i], streams); });
+    });
+    for (const Status& result : results)
+      IPU_RETURN_IF_ERROR(result);
+    return Status();
+  }
+  case format::Program::KIND_NOT_SET:
+    break;
   }
   return internal_error("unverified program node");
 }
 
-}  // namespace ipu::engine
+} // namespace ipu::engine

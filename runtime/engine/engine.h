@@ -17,7 +17,7 @@
 namespace ipu::engine {
 
 struct EngineOptions {
-  int threads = 0;  // TBB workers; 0 = all cores
+  int threads = 0; // TBB workers; 0 = all cores
 };
 
 // Host side of the streams. `pull` fills `destination` for a host-to-device stream; `push`
@@ -29,10 +29,11 @@ struct HostStreams {
 };
 
 class Engine {
- public:
+public:
   // Verifies the executable (structure and every vertex) and allocates device memory for every
   // replica, initialised from the tensors' initial values.
-  static StatusOr<std::unique_ptr<Engine>> create(format::Executable executable, const EngineOptions& options);
+  static StatusOr<std::unique_ptr<Engine>> create(format::Executable executable,
+                                                  const EngineOptions& options);
   ~Engine();
 
   const format::Executable& executable() const;
@@ -55,10 +56,10 @@ class Engine {
   // after each compute set, so it is off unless a run needs diagnosing.
   void set_finite_check(bool on);
 
- private:
+private:
   struct Impl;
   explicit Engine(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> m_impl;
 };
 
-}  // namespace ipu::engine
+} // namespace ipu::engine

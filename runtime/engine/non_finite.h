@@ -17,4 +17,4 @@ inline std::optional<size_t> first_non_finite(std::span<const float> values) {
   return std::nullopt;
 }
 
-}  // namespace ipu::engine
+} // namespace ipu::engine

@@ -4,8 +4,8 @@ namespace ipu::format {
 
 std::string_view codelet_name(Codelet codelet) {
   switch (codelet) {
-#define CODELET(name, id, text) \
-  case Codelet::name:           \
+#define CODELET(name, id, text)                                                                              \
+  case Codelet::name:                                                                                        \
     return text;
 #include "runtime/format/codelets.def"
 #undef CODELET
@@ -15,8 +15,8 @@ std::string_view codelet_name(Codelet codelet) {
 
 std::optional<Codelet> codelet_from_id(uint32_t id) {
   switch (id) {
-#define CODELET(name, id, text) \
-  case id:                      \
+#define CODELET(name, id, text)                                                                              \
+  case id:                                                                                                   \
     return Codelet::name;
 #include "runtime/format/codelets.def"
 #undef CODELET
@@ -24,4 +24,4 @@ std::optional<Codelet> codelet_from_id(uint32_t id) {
   return std::nullopt;
 }
 
-}  // namespace ipu::format
+} // namespace ipu::format

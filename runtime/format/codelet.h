@@ -27,4 +27,4 @@ inline constexpr int32_t kPaddedRowLabel = -1;
 enum class ActivationKind : int64_t { kRelu = 0, kSigmoid = 1, kTanh = 2 };
 inline constexpr int64_t kActivationKindCount = 3;
 
-}  // namespace ipu::format
+} // namespace ipu::format

@@ -25,23 +25,23 @@ namespace params {
 #define IPU_PARAM_NAMES(...) IPU_PARAM_NAMES_INNER(__VA_ARGS__)
 #define IPU_PARAM_NAMES_INNER(...) #__VA_ARGS__
 
-#define PARAMS(codelet, ...)                                                 \
-  struct codelet {                                                           \
-    static constexpr Codelet kCodelet = Codelet::k##codelet;                 \
-    enum Index { __VA_ARGS__, kCount };                                      \
-    static constexpr int kFixed = kCount;                                    \
-    static constexpr bool kHasTail = false;                                  \
-    static constexpr std::string_view kNames = IPU_PARAM_NAMES(__VA_ARGS__); \
+#define PARAMS(codelet, ...)                                                                                 \
+  struct codelet {                                                                                           \
+    static constexpr Codelet kCodelet = Codelet::k##codelet;                                                 \
+    enum Index { __VA_ARGS__, kCount };                                                                      \
+    static constexpr int kFixed = kCount;                                                                    \
+    static constexpr bool kHasTail = false;                                                                  \
+    static constexpr std::string_view kNames = IPU_PARAM_NAMES(__VA_ARGS__);                                 \
   };
-#define PARAMS_TAIL(codelet, tail, length, ...)                                  \
-  struct codelet {                                                               \
-    static constexpr Codelet kCodelet = Codelet::k##codelet;                     \
-    enum Index { __VA_ARGS__, tail };                                            \
-    static constexpr int kFixed = tail;                                          \
-    static constexpr bool kHasTail = true;                                       \
-    static constexpr std::string_view kNames = IPU_PARAM_NAMES(__VA_ARGS__);     \
-    static constexpr std::string_view kTailName = #tail;                         \
-    static constexpr int64_t count(const int64_t* p) { return tail + (length); } \
+#define PARAMS_TAIL(codelet, tail, length, ...)                                                              \
+  struct codelet {                                                                                           \
+    static constexpr Codelet kCodelet = Codelet::k##codelet;                                                 \
+    enum Index { __VA_ARGS__, tail };                                                                        \
+    static constexpr int kFixed = tail;                                                                      \
+    static constexpr bool kHasTail = true;                                                                   \
+    static constexpr std::string_view kNames = IPU_PARAM_NAMES(__VA_ARGS__);                                 \
+    static constexpr std::string_view kTailName = #tail;                                                     \
+    static constexpr int64_t count(const int64_t* p) { return tail + (length); }                             \
   };
 #define FPARAMS(codelet, ...)
 #include "runtime/format/codelet_params.def"
@@ -64,23 +64,23 @@ struct Loss {
   static constexpr std::string_view kNames = IPU_PARAM_NAMES(IPU_LOSS_PARAMS);
 };
 
-}  // namespace params
+} // namespace params
 
 namespace fparams {
 
 #define PARAMS(codelet, ...)
 #define PARAMS_TAIL(codelet, tail, length, ...)
-#define FPARAMS(codelet, ...)                                 \
-  struct codelet {                                            \
-    enum Index { __VA_ARGS__, kCount };                       \
-    static constexpr std::string_view kNames = #__VA_ARGS__;  \
+#define FPARAMS(codelet, ...)                                                                                \
+  struct codelet {                                                                                           \
+    enum Index { __VA_ARGS__, kCount };                                                                      \
+    static constexpr std::string_view kNames = #__VA_ARGS__;                                                 \
   };
 #include "runtime/format/codelet_params.def"
 #undef PARAMS
 #undef PARAMS_TAIL
 #undef FPARAMS
 
-}  // namespace fparams
+} // namespace fparams
 
 // codelet_params.def gives every codelet of codelets.def a layout (a misspelt name fails to
 // compile at its kCodelet, one named twice at its second struct).
@@ -97,12 +97,13 @@ static_assert(kCodeletsWithParams == 0
 #define CODELET(name, id, text) +1
 #include "runtime/format/codelets.def"
 #undef CODELET
-              , "runtime/format/codelet_params.def must give every codelet of codelets.def its params");
+              ,
+              "runtime/format/codelet_params.def must give every codelet of codelets.def its params");
 
 // Whether two codelets lay out their params alike (a lowering that writes either one, such as
 // Activation and ActivationGrad, asserts it).
 template <typename A, typename B>
-inline constexpr bool same_layout = A::kNames == B::kNames && A::kHasTail == B::kHasTail;
+inline constexpr bool same_layout = A::kNames == B::kNames&& A::kHasTail == B::kHasTail;
 
 // A param given by name, for make_params.
 struct NamedParam {
@@ -121,7 +122,8 @@ inline std::vector<int64_t> place_params(int fixed, const std::vector<int64_t>& 
                                          std::initializer_list<NamedParam> named) {
   std::vector<int64_t> p(static_cast<size_t>(fixed));
   std::vector<bool> given(static_cast<size_t>(fixed), false);
-  for (size_t i = 0; i < group.size() && i < p.size(); ++i) p[i] = group[i], given[i] = true;
+  for (size_t i = 0; i < group.size() && i < p.size(); ++i)
+    p[i] = group[i], given[i] = true;
   if (group.size() + named.size() != p.size()) std::abort();
   for (const NamedParam& n : named) {
     if (n.index < 0 || n.index >= fixed || given[static_cast<size_t>(n.index)]) std::abort();
@@ -130,28 +132,27 @@ inline std::vector<int64_t> place_params(int fixed, const std::vector<int64_t>& 
   }
   return p;
 }
-}  // namespace detail
+} // namespace detail
 
 // The params of a fixed layout, every one given by name (in any order).
 template <typename Layout>
-  requires(!Layout::kHasTail)
-std::vector<int64_t> make_params(std::initializer_list<NamedParam> named) {
+requires(!Layout::kHasTail) std::vector<int64_t> make_params(std::initializer_list<NamedParam> named) {
   return detail::place_params(Layout::kFixed, {}, named);
 }
 
 // The params of a fixed layout that starts with a shared group (params::Window, params::Loss):
 // `group` holds the group's values, `named` the rest.
 template <typename Layout>
-  requires(!Layout::kHasTail)
-std::vector<int64_t> make_params(const std::vector<int64_t>& group, std::initializer_list<NamedParam> named) {
+requires(!Layout::kHasTail) std::vector<int64_t> make_params(const std::vector<int64_t>& group,
+                                                             std::initializer_list<NamedParam> named) {
   return detail::place_params(Layout::kFixed, group, named);
 }
 
 // The params of a layout with a tail: the head by name, then `tail`, whose length must be the
 // layout's rule over the head.
 template <typename Layout>
-  requires(Layout::kHasTail)
-std::vector<int64_t> make_params(std::initializer_list<NamedParam> named, const std::vector<int64_t>& tail) {
+requires(Layout::kHasTail) std::vector<int64_t> make_params(std::initializer_list<NamedParam> named,
+                                                            const std::vector<int64_t>& tail) {
   std::vector<int64_t> p = detail::place_params(Layout::kFixed, {}, named);
   p.insert(p.end(), tail.begin(), tail.end());
   if (static_cast<int64_t>(p.size()) != Layout::count(p.data())) std::abort();
@@ -159,8 +160,7 @@ std::vector<int64_t> make_params(std::initializer_list<NamedParam> named, const 
 }
 
 // The float params of a codelet, every one given by name.
-template <typename Layout>
-std::vector<float> make_fparams(std::initializer_list<NamedFParam> named) {
+template <typename Layout> std::vector<float> make_fparams(std::initializer_list<NamedFParam> named) {
   std::vector<float> f(Layout::kCount);
   std::vector<bool> given(Layout::kCount, false);
   if (named.size() != f.size()) std::abort();
@@ -172,4 +172,4 @@ std::vector<float> make_fparams(std::initializer_list<NamedFParam> named) {
   return f;
 }
 
-}  // namespace ipu::format
+} // namespace ipu::format

@@ -22,22 +22,22 @@ struct HeaderLayout {
   static constexpr size_t kCompressionOffset = 12;
   static constexpr size_t kPayloadSizeOffset = 16;
   static constexpr size_t kCompressedSizeOffset = 24;
-  static constexpr size_t kChecksumOffset = 32;  // SHA-256 of the compressed payload
+  static constexpr size_t kChecksumOffset = 32; // SHA-256 of the compressed payload
 };
 
-template <typename T>
-void put_le(std::string& out, size_t offset, T value) {
-  for (size_t i = 0; i < sizeof(T); ++i) out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+template <typename T> void put_le(std::string& out, size_t offset, T value) {
+  for (size_t i = 0; i < sizeof(T); ++i)
+    out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
 }
 
-template <typename T>
-T get_le(std::string_view in, size_t offset) {
+template <typename T> T get_le(std::string_view in, size_t offset) {
   T value = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) value |= static_cast<T>(static_cast<uint8_t>(in[offset + i])) << (8 * i);
+  for (size_t i = 0; i < sizeof(T); ++i)
+    value |= static_cast<T>(static_cast<uint8_t>(in[offset + i])) << (8 * i);
   return value;
 }
 
-}  // namespace
+} // namespace
 
 std::string serialize_executable(const Executable& executable) {
   std::string payload;
@@ -83,8 +83,9 @@ StatusOr<Executable> parse_executable(std::string_view bytes, const std::string&
   uint64_t payload_size = get_le<uint64_t>(bytes, HeaderLayout::kPayloadSizeOffset);
   uint64_t compressed_size = get_le<uint64_t>(bytes, HeaderLayout::kCompressedSizeOffset);
   if (compressed_size != bytes.size() - kHeaderSize) {
-    return data_loss(origin + ": truncated or padded executable (header says " + std::to_string(compressed_size) +
-                     " payload bytes, file has " + std::to_string(bytes.size() - kHeaderSize) + ")");
+    return data_loss(origin + ": truncated or padded executable (header says " +
+                     std::to_string(compressed_size) + " payload bytes, file has " +
+                     std::to_string(bytes.size() - kHeaderSize) + ")");
   }
   if (payload_size == 0 || payload_size > kMaxPayloadBytes) {
     return data_loss(origin + ": implausible payload size " + std::to_string(payload_size));
@@ -111,9 +112,10 @@ StatusOr<Executable> parse_executable(std::string_view bytes, const std::string&
   if (!counted.ok()) return data_loss(origin + ": " + counted.status().message());
   const PayloadCensus& census = *counted;
   if (census.parsed_bytes() > parsed_bytes_budget(payload_size)) {
-    return data_loss(origin + ": the payload's " + std::to_string(payload_size) + " bytes would parse into about " +
-                     std::to_string(census.parsed_bytes()) + " bytes of objects (" + std::to_string(census.messages) +
-                     " messages), more than a compiled executable's " + std::to_string(parsed_bytes_budget(payload_size)));
+    return data_loss(
+        origin + ": the payload's " + std::to_string(payload_size) + " bytes would parse into about " +
+        std::to_string(census.parsed_bytes()) + " bytes of objects (" + std::to_string(census.messages) +
+        " messages), more than a compiled executable's " + std::to_string(parsed_bytes_budget(payload_size)));
   }
   if (census.source_onnx_bytes > source_onnx_budget(census.initial_value_bytes)) {
     return data_loss(origin + ": source_onnx holds " + std::to_string(census.source_onnx_bytes) +
@@ -136,4 +138,4 @@ Status write_executable_file(const std::string& path, const Executable& executab
   return write_file_atomic(path, serialize_executable(executable));
 }
 
-}  // namespace ipu::format
+} // namespace ipu::format

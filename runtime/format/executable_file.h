@@ -27,4 +27,4 @@ StatusOr<Executable> parse_executable(std::string_view bytes, const std::string&
 StatusOr<Executable> read_executable_file(const std::string& path);
 Status write_executable_file(const std::string& path, const Executable& executable);
 
-}  // namespace ipu::format
+} // namespace ipu::format

@@ -44,4 +44,4 @@ inline bool is_model_io_dtype(std::string_view dtype) {
   return dtype == "f4" || dtype == "i4" || dtype == "i8" || dtype == "b1";
 }
 
-}  // namespace ipu::format
+} // namespace ipu::format

@@ -13,8 +13,8 @@ namespace {
 
 using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
-using google::protobuf::io::CodedInputStream;
 using google::protobuf::internal::WireFormatLite;
+using google::protobuf::io::CodedInputStream;
 
 // protobuf's parser refuses messages nested deeper than this (its default recursion limit).
 constexpr int kMaxNesting = 100;
@@ -34,66 +34,69 @@ bool is_field(const FieldDescriptor* field, const Descriptor* in, std::string_vi
 }
 
 class CensusTaker {
- public:
+public:
   // Walks the message of `type` that ends at byte `end` of the input.
   Status walk(CodedInputStream& in, const Descriptor* type, int depth, int end) {
-    if (depth > kMaxNesting) return data_loss("payload nests messages deeper than " + std::to_string(kMaxNesting));
+    if (depth > kMaxNesting)
+      return data_loss("payload nests messages deeper than " + std::to_string(kMaxNesting));
     while (true) {
       const uint32_t tag = in.ReadTag();
       if (tag == 0) return in.CurrentPosition() == end ? Status() : malformed();
       const int number = WireFormatLite::GetTagFieldNumber(tag);
       const FieldDescriptor* field = type != nullptr ? type->FindFieldByNumber(number) : nullptr;
       switch (WireFormatLite::GetTagWireType(tag)) {
-        case WireFormatLite::WIRETYPE_VARINT: {
-          uint64_t ignored = 0;
-          if (!in.ReadVarint64(&ignored)) return malformed();
-          count_scalar(field);
-          break;
-        }
-        case WireFormatLite::WIRETYPE_FIXED32: {
-          uint32_t ignored = 0;
-          if (!in.ReadLittleEndian32(&ignored)) return malformed();
-          count_scalar(field);
-          break;
-        }
-        case WireFormatLite::WIRETYPE_FIXED64: {
-          uint64_t ignored = 0;
-          if (!in.ReadLittleEndian64(&ignored)) return malformed();
-          count_scalar(field);
-          break;
-        }
-        case WireFormatLite::WIRETYPE_LENGTH_DELIMITED: {
-          uint32_t length = 0;
-          if (!in.ReadVarint32(&length) || static_cast<int>(length) < 0 || static_cast<int>(length) > in.BytesUntilTotalBytesLimit()) {
-            return malformed();
-          }
-          if (field != nullptr && field->type() == FieldDescriptor::TYPE_MESSAGE) {
-            ++m_census.messages;
-            const int end_of_field = in.CurrentPosition() + static_cast<int>(length);
-            const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(length));
-            IPU_RETURN_IF_ERROR(walk(in, field->message_type(), depth + 1, end_of_field));
-            in.PopLimit(limit);
-            break;
-          }
-          if (field != nullptr && field->is_repeated() && field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
-            m_census.scalars += length;  // packed: at least a byte each
-          } else {
-            m_census.string_bytes += length;
-            if (is_field(field, Tensor::descriptor(), "initial_value")) m_census.initial_value_bytes += length;
-            if (is_field(field, Executable::descriptor(), "source_onnx")) m_census.source_onnx_bytes += length;
-          }
-          if (!in.Skip(static_cast<int>(length))) return malformed();
-          break;
-        }
-        default:  // groups are not in this schema, and the parser refuses them in proto3
+      case WireFormatLite::WIRETYPE_VARINT: {
+        uint64_t ignored = 0;
+        if (!in.ReadVarint64(&ignored)) return malformed();
+        count_scalar(field);
+        break;
+      }
+      case WireFormatLite::WIRETYPE_FIXED32: {
+        uint32_t ignored = 0;
+        if (!in.ReadLittleEndian32(&ignored)) return malformed();
+        count_scalar(field);
+        break;
+      }
+      case WireFormatLite::WIRETYPE_FIXED64: {
+        uint64_t ignored = 0;
+        if (!in.ReadLittleEndian64(&ignored)) return malformed();
+        count_scalar(field);
+        break;
+      }
+      case WireFormatLite::WIRETYPE_LENGTH_DELIMITED: {
+        uint32_t length = 0;
+        if (!in.ReadVarint32(&length) || static_cast<int>(length) < 0 ||
+            static_cast<int>(length) > in.BytesUntilTotalBytesLimit()) {
           return malformed();
+        }
+        if (field != nullptr && field->type() == FieldDescriptor::TYPE_MESSAGE) {
+          ++m_census.messages;
+          const int end_of_field = in.CurrentPosition() + static_cast<int>(length);
+          const CodedInputStream::Limit limit = in.PushLimit(static_cast<int>(length));
+          IPU_RETURN_IF_ERROR(walk(in, field->message_type(), depth + 1, end_of_field));
+          in.PopLimit(limit);
+          break;
+        }
+        if (field != nullptr && field->is_repeated() &&
+            field->cpp_type() != FieldDescriptor::CPPTYPE_STRING) {
+          m_census.scalars += length; // packed: at least a byte each
+        } else {
+          m_census.string_bytes += length;
+          if (is_field(field, Tensor::descriptor(), "initial_value")) m_census.initial_value_bytes += length;
+          if (is_field(field, Executable::descriptor(), "source_onnx")) m_census.source_onnx_bytes += length;
+        }
+        if (!in.Skip(static_cast<int>(length))) return malformed();
+        break;
+      }
+      default: // groups are not in this schema, and the parser refuses them in proto3
+        return malformed();
       }
     }
   }
 
   const PayloadCensus& census() const { return m_census; }
 
- private:
+private:
   // A repeated number costs its element; a singular one lives inside its message's object; an
   // unknown one is kept in the unknown field set, about as large as a repeated element.
   void count_scalar(const FieldDescriptor* field) {
@@ -104,7 +107,7 @@ class CensusTaker {
   PayloadCensus m_census;
 };
 
-}  // namespace
+} // namespace
 
 uint64_t PayloadCensus::parsed_bytes() const {
   return messages * kBytesPerMessage + scalars * kBytesPerScalar + string_bytes;
@@ -114,7 +117,9 @@ uint64_t parsed_bytes_budget(uint64_t payload_bytes) {
   return kParsedBytesFloor + kParsedBytesPerPayloadByte * payload_bytes;
 }
 
-uint64_t source_onnx_budget(uint64_t initial_value_bytes) { return kSourceOnnxSlack + 2 * initial_value_bytes; }
+uint64_t source_onnx_budget(uint64_t initial_value_bytes) {
+  return kSourceOnnxSlack + 2 * initial_value_bytes;
+}
 
 StatusOr<PayloadCensus> take_census(std::string_view payload) {
   CodedInputStream in(reinterpret_cast<const uint8_t*>(payload.data()), static_cast<int>(payload.size()));
@@ -124,4 +129,4 @@ StatusOr<PayloadCensus> take_census(std::string_view payload) {
   return taker.census();
 }
 
-}  // namespace ipu::format
+} // namespace ipu::format

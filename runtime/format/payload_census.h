@@ -31,4 +31,4 @@ StatusOr<PayloadCensus> take_census(std::string_view payload);
 uint64_t parsed_bytes_budget(uint64_t payload_bytes);
 uint64_t source_onnx_budget(uint64_t initial_value_bytes);
 
-}  // namespace ipu::format
+} // namespace ipu::format

@@ -20,24 +20,24 @@ enum class UnaryKind : int64_t {
   kFloor = 8,
   kSign = 9,
   kErf = 10,
-  kGelu = 11,          // x·Φ(x)
-  kGeluTanh = 12,      // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
-  kSoftplus = 13,      // log(1 + eˣ)
-  kElu = 14,           // alpha
-  kSelu = 15,          // alpha, beta = gamma
-  kLeakyRelu = 16,     // alpha
-  kHardSigmoid = 17,   // max(0, min(1, alpha·x + beta))
-  kClip = 18,          // min(max(x, alpha), beta)
-  kNot = 19,           // x == 0 ? 1 : 0
-  kTrunc = 20,         // toward zero (float → integer casts)
-  kNonZero = 21,       // x != 0 ? 1 : 0 (casts to bool)
-  kAffine = 22,        // alpha·x + beta
+  kGelu = 11,        // x·Φ(x)
+  kGeluTanh = 12,    // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+  kSoftplus = 13,    // log(1 + eˣ)
+  kElu = 14,         // alpha
+  kSelu = 15,        // alpha, beta = gamma
+  kLeakyRelu = 16,   // alpha
+  kHardSigmoid = 17, // max(0, min(1, alpha·x + beta))
+  kClip = 18,        // min(max(x, alpha), beta)
+  kNot = 19,         // x == 0 ? 1 : 0
+  kTrunc = 20,       // toward zero (float → integer casts)
+  kNonZero = 21,     // x != 0 ? 1 : 0 (casts to bool)
+  kAffine = 22,      // alpha·x + beta
   kRelu = 23,
   kSigmoid = 24,
   kTanh = 25,
-  kPowScalar = 26,     // x^alpha
+  kPowScalar = 26, // x^alpha
   kSquare = 27,
-  kSoftsign = 28,      // x / (1 + |x|)
+  kSoftsign = 28, // x / (1 + |x|)
 };
 inline constexpr int64_t kUnaryKindCount = 29;
 
@@ -88,4 +88,4 @@ inline constexpr int64_t kLossReductionCount = 3;
 // Ranks the strided codelets accept.
 inline constexpr int64_t kMaxTensorRank = 8;
 
-}  // namespace ipu::format
+} // namespace ipu::format

@@ -18,14 +18,16 @@ Status check_shape(const google::protobuf::RepeatedField<int64_t>& shape, const 
   uint64_t elements = 1;
   for (int64_t d : shape) {
     if (d <= 0) return data_loss(what + ": dimension " + std::to_string(d) + " is not positive");
-    if (elements > kMaxTensorElements / static_cast<uint64_t>(d)) return data_loss(what + ": too many elements");
+    if (elements > kMaxTensorElements / static_cast<uint64_t>(d))
+      return data_loss(what + ": too many elements");
     elements *= static_cast<uint64_t>(d);
   }
   return Status();
 }
 
 Status verify_target(const Target& t) {
-  if (t.num_ipus() == 0 || t.num_ipus() > 1024) return data_loss("target: invalid num_ipus " + std::to_string(t.num_ipus()));
+  if (t.num_ipus() == 0 || t.num_ipus() > 1024)
+    return data_loss("target: invalid num_ipus " + std::to_string(t.num_ipus()));
   if (t.tiles_per_ipu() == 0 || t.tiles_per_ipu() > 65536) {
     return data_loss("target: invalid tiles_per_ipu " + std::to_string(t.tiles_per_ipu()));
   }
@@ -45,33 +47,37 @@ Status verify_tensor(const Executable& exe, int index, uint64_t total_tiles) {
   IPU_RETURN_IF_ERROR(check_shape(t.shape(), label));
   const uint32_t ipus = ipus_per_replica(exe);
   if (t.ipu() >= ipus) {
-    return data_loss(label + ": on IPU " + std::to_string(t.ipu()) + " of the replica's " + std::to_string(ipus));
+    return data_loss(label + ": on IPU " + std::to_string(t.ipu()) + " of the replica's " +
+                     std::to_string(ipus));
   }
   const uint64_t elements = element_count(t);
   uint64_t next = 0;
   for (int i = 0; i < t.mapping_size(); ++i) {
     const Interval& iv = t.mapping(i);
     const bool on_its_ipu = iv.tile() / exe.target().tiles_per_ipu() == t.ipu();
-    if (iv.begin() != next || iv.end() <= iv.begin() || iv.end() > elements || iv.tile() >= total_tiles || !on_its_ipu) {
-      return data_loss(label + ": mapping interval " + std::to_string(i) + " [" + std::to_string(iv.begin()) + ", " +
-                       std::to_string(iv.end()) + ") on tile " + std::to_string(iv.tile()) +
+    if (iv.begin() != next || iv.end() <= iv.begin() || iv.end() > elements || iv.tile() >= total_tiles ||
+        !on_its_ipu) {
+      return data_loss(label + ": mapping interval " + std::to_string(i) + " [" + std::to_string(iv.begin()) +
+                       ", " + std::to_string(iv.end()) + ") on tile " + std::to_string(iv.tile()) +
                        " does not continue a cover of its " + std::to_string(elements) + " elements on IPU " +
                        std::to_string(t.ipu()));
     }
     next = iv.end();
   }
-  if (next != elements) return data_loss(label + ": mapping covers " + std::to_string(next) + " of " +
-                                         std::to_string(elements) + " elements");
+  if (next != elements)
+    return data_loss(label + ": mapping covers " + std::to_string(next) + " of " + std::to_string(elements) +
+                     " elements");
   if (!t.initial_value().empty() && t.initial_value().size() != elements * dtype_size(t.dtype())) {
-    return data_loss(label + ": initial value has " + std::to_string(t.initial_value().size()) + " bytes, expected " +
-                     std::to_string(elements * dtype_size(t.dtype())));
+    return data_loss(label + ": initial value has " + std::to_string(t.initial_value().size()) +
+                     " bytes, expected " + std::to_string(elements * dtype_size(t.dtype())));
   }
   return Status();
 }
 
 uint64_t element_count_of(const Stream& stream) {
   uint64_t n = 1;
-  for (int64_t d : stream.shape()) n *= static_cast<uint64_t>(d);
+  for (int64_t d : stream.shape())
+    n *= static_cast<uint64_t>(d);
   return n;
 }
 
@@ -89,18 +95,21 @@ Status verify_tile_bytes(const Executable& exe, uint64_t total_tiles) {
       const uint64_t bytes = (iv.end() - iv.begin()) * dtype_size(t.dtype());
       own[iv.tile()] += bytes;
       if (own[iv.tile()] > limit) {
-        return data_loss(tensor_label(exe, static_cast<uint64_t>(i)) + ": holds " + std::to_string(own[iv.tile()]) +
-                         " bytes on tile " + std::to_string(iv.tile()) + ", more than its " + std::to_string(limit));
+        return data_loss(tensor_label(exe, static_cast<uint64_t>(i)) + ": holds " +
+                         std::to_string(own[iv.tile()]) + " bytes on tile " + std::to_string(iv.tile()) +
+                         ", more than its " + std::to_string(limit));
       }
       if (stays) resident[iv.tile()] += bytes;
     }
-    for (const Interval& iv : t.mapping()) own[iv.tile()] = 0;
+    for (const Interval& iv : t.mapping())
+      own[iv.tile()] = 0;
   }
   for (uint64_t tile = 0; tile < total_tiles; ++tile) {
     if (resident[tile] > limit) {
-      return data_loss("tile " + std::to_string(tile) + " holds " + std::to_string(resident[tile]) +
-                       " bytes of tensors that live the whole program (weights, state, stream buffers), more than its " +
-                       std::to_string(limit));
+      return data_loss(
+          "tile " + std::to_string(tile) + " holds " + std::to_string(resident[tile]) +
+          " bytes of tensors that live the whole program (weights, state, stream buffers), more than its " +
+          std::to_string(limit));
     }
   }
   return Status();
@@ -114,7 +123,8 @@ ComputeSetTensors compute_set_tensors(const Executable& exe) {
   ComputeSetTensors out(static_cast<size_t>(exe.compute_sets_size()));
   for (int c = 0; c < exe.compute_sets_size(); ++c) {
     std::vector<uint32_t>& tensors = out[static_cast<size_t>(c)];
-    for (const Vertex& v : exe.compute_sets(c).vertices()) tensors.insert(tensors.end(), v.operands().begin(), v.operands().end());
+    for (const Vertex& v : exe.compute_sets(c).vertices())
+      tensors.insert(tensors.end(), v.operands().begin(), v.operands().end());
     std::sort(tensors.begin(), tensors.end());
     tensors.erase(std::unique(tensors.begin(), tensors.end()), tensors.end());
   }
@@ -130,7 +140,7 @@ constexpr uint64_t kMaxParallelCheckWork = uint64_t{1} << 26;
 struct ProgramCheck {
   const Executable& exe;
   const ComputeSetTensors& cs_tensors;
-  std::vector<uint64_t> stamp;  // per tensor
+  std::vector<uint64_t> stamp; // per tensor
   uint64_t next_stamp = 1;
   uint64_t parallel_work = 0;
 };
@@ -151,108 +161,111 @@ Status claim_branch_tensors(ProgramCheck& check, const Program& program, int dep
     return Status();
   };
   switch (program.kind_case()) {
-    case Program::kSequence:
-      for (const Program& step : program.sequence().steps()) {
-        IPU_RETURN_IF_ERROR(claim_branch_tensors(check, step, depth + 1, where, first, mine));
-      }
-      return Status();
-    case Program::kRepeat:
-      return claim_branch_tensors(check, program.repeat().body(), depth + 1, where, first, mine);
-    case Program::kParallel:
-      for (const Program& branch : program.parallel().branches()) {
-        IPU_RETURN_IF_ERROR(claim_branch_tensors(check, branch, depth + 1, where, first, mine));
-      }
-      return Status();
-    case Program::kExecute: {
-      const std::vector<uint32_t>& tensors = check.cs_tensors[program.execute()];
-      check.parallel_work += tensors.size() + 1;
-      if (check.parallel_work > kMaxParallelCheckWork) {
-        return data_loss(where + ": parallel branches name more than " + std::to_string(kMaxParallelCheckWork) +
-                         " tensors in all; the executable is too large to verify");
-      }
-      for (uint32_t t : tensors) IPU_RETURN_IF_ERROR(claim(t));
-      return Status();
+  case Program::kSequence:
+    for (const Program& step : program.sequence().steps()) {
+      IPU_RETURN_IF_ERROR(claim_branch_tensors(check, step, depth + 1, where, first, mine));
     }
-    case Program::kCopy:
-      IPU_RETURN_IF_ERROR(claim(program.copy().source()));
-      return claim(program.copy().destination());
-    default:
-      return data_loss(where + ": a parallel branch may only execute compute sets and copy tensors");
+    return Status();
+  case Program::kRepeat:
+    return claim_branch_tensors(check, program.repeat().body(), depth + 1, where, first, mine);
+  case Program::kParallel:
+    for (const Program& branch : program.parallel().branches()) {
+      IPU_RETURN_IF_ERROR(claim_branch_tensors(check, branch, depth + 1, where, first, mine));
+    }
+    return Status();
+  case Program::kExecute: {
+    const std::vector<uint32_t>& tensors = check.cs_tensors[program.execute()];
+    check.parallel_work += tensors.size() + 1;
+    if (check.parallel_work > kMaxParallelCheckWork) {
+      return data_loss(where + ": parallel branches name more than " + std::to_string(kMaxParallelCheckWork) +
+                       " tensors in all; the executable is too large to verify");
+    }
+    for (uint32_t t : tensors)
+      IPU_RETURN_IF_ERROR(claim(t));
+    return Status();
+  }
+  case Program::kCopy:
+    IPU_RETURN_IF_ERROR(claim(program.copy().source()));
+    return claim(program.copy().destination());
+  default:
+    return data_loss(where + ": a parallel branch may only execute compute sets and copy tensors");
   }
 }
 
 Status verify_program(ProgramCheck& check, const Program& program, int depth, const std::string& where) {
   const Executable& exe = check.exe;
-  if (depth > kMaxProgramDepth) return data_loss(where + ": programs nested deeper than " + std::to_string(kMaxProgramDepth));
+  if (depth > kMaxProgramDepth)
+    return data_loss(where + ": programs nested deeper than " + std::to_string(kMaxProgramDepth));
   const auto tensor_ok = [&](uint32_t index) { return index < static_cast<uint32_t>(exe.tensors_size()); };
   switch (program.kind_case()) {
-    case Program::kSequence:
-      for (const Program& step : program.sequence().steps()) {
-        IPU_RETURN_IF_ERROR(verify_program(check, step, depth + 1, where));
-      }
-      return Status();
-    case Program::kExecute:
-      if (program.execute() >= static_cast<uint32_t>(exe.compute_sets_size())) {
-        return data_loss(where + ": executes compute set " + std::to_string(program.execute()) + " of " +
-                         std::to_string(exe.compute_sets_size()));
-      }
-      return Status();
-    case Program::kCopy: {
-      const Copy& c = program.copy();
-      if (!tensor_ok(c.source()) || !tensor_ok(c.destination())) return data_loss(where + ": copy names a missing tensor");
-      const Tensor& s = exe.tensors(static_cast<int>(c.source()));
-      const Tensor& d = exe.tensors(static_cast<int>(c.destination()));
-      if (s.dtype() != d.dtype() || element_count(s) != element_count(d)) {
-        return data_loss(where + ": copy between tensors of different type or size");
-      }
-      return Status();
+  case Program::kSequence:
+    for (const Program& step : program.sequence().steps()) {
+      IPU_RETURN_IF_ERROR(verify_program(check, step, depth + 1, where));
     }
-    case Program::kRepeat:
-      if (!program.repeat().has_body()) return data_loss(where + ": repeat without a body");
-      return verify_program(check, program.repeat().body(), depth + 1, where);
-    case Program::kStreamIn:
-    case Program::kStreamOut: {
-      const bool in = program.kind_case() == Program::kStreamIn;
-      const StreamTransfer& st = in ? program.stream_in() : program.stream_out();
-      if (st.stream() >= static_cast<uint32_t>(exe.streams_size()) || !tensor_ok(st.tensor())) {
-        return data_loss(where + ": stream transfer names a missing stream or tensor");
-      }
-      const Stream& stream = exe.streams(static_cast<int>(st.stream()));
-      const Tensor& tensor = exe.tensors(static_cast<int>(st.tensor()));
-      if (stream.direction() != (in ? Stream::HOST_TO_DEVICE : Stream::DEVICE_TO_HOST)) {
-        return data_loss(where + ": stream '" + stream.name() + "' used against its direction");
-      }
-      const bool same_shape = std::equal(stream.shape().begin(), stream.shape().end(), tensor.shape().begin(),
-                                         tensor.shape().end());
-      if (stream.dtype() != tensor.dtype() || !same_shape) {
-        return data_loss(where + ": stream '" + stream.name() + "' does not match " +
-                         tensor_label(exe, st.tensor()));
-      }
-      return Status();
+    return Status();
+  case Program::kExecute:
+    if (program.execute() >= static_cast<uint32_t>(exe.compute_sets_size())) {
+      return data_loss(where + ": executes compute set " + std::to_string(program.execute()) + " of " +
+                       std::to_string(exe.compute_sets_size()));
     }
-    case Program::kParallel: {
-      // Branches (and the Parallel nodes inside them) are verified before this node takes its
-      // stamps, so every stamp an inner node left is older than this node's.
-      for (const Program& branch : program.parallel().branches()) {
-        IPU_RETURN_IF_ERROR(verify_program(check, branch, depth + 1, where));
-      }
-      const uint64_t first = check.next_stamp;
-      check.next_stamp += static_cast<uint64_t>(program.parallel().branches_size()) + 1;
-      uint64_t mine = first;
-      for (const Program& branch : program.parallel().branches()) {
-        IPU_RETURN_IF_ERROR(claim_branch_tensors(check, branch, depth + 1, where, first, ++mine));
-      }
-      return Status();
+    return Status();
+  case Program::kCopy: {
+    const Copy& c = program.copy();
+    if (!tensor_ok(c.source()) || !tensor_ok(c.destination()))
+      return data_loss(where + ": copy names a missing tensor");
+    const Tensor& s = exe.tensors(static_cast<int>(c.source()));
+    const Tensor& d = exe.tensors(static_cast<int>(c.destination()));
+    if (s.dtype() != d.dtype() || element_count(s) != element_count(d)) {
+      return data_loss(where + ": copy between tensors of different type or size");
     }
-    case Program::kAllReduce:
-      for (uint32_t index : program.all_reduce().tensors()) {
-        if (!tensor_ok(index) || exe.tensors(static_cast<int>(index)).dtype() != FLOAT32) {
-          return data_loss(where + ": all-reduce of a missing or non-float tensor");
-        }
+    return Status();
+  }
+  case Program::kRepeat:
+    if (!program.repeat().has_body()) return data_loss(where + ": repeat without a body");
+    return verify_program(check, program.repeat().body(), depth + 1, where);
+  case Program::kStreamIn:
+  case Program::kStreamOut: {
+    const bool in = program.kind_case() == Program::kStreamIn;
+    const StreamTransfer& st = in ? program.stream_in() : program.stream_out();
+    if (st.stream() >= static_cast<uint32_t>(exe.streams_size()) || !tensor_ok(st.tensor())) {
+      return data_loss(where + ": stream transfer names a missing stream or tensor");
+    }
+    const Stream& stream = exe.streams(static_cast<int>(st.stream()));
+    const Tensor& tensor = exe.tensors(static_cast<int>(st.tensor()));
+    if (stream.direction() != (in ? Stream::HOST_TO_DEVICE : Stream::DEVICE_TO_HOST)) {
+      return data_loss(where + ": stream '" + stream.name() + "' used against its direction");
+    }
+    const bool same_shape = std::equal(stream.shape().begin(), stream.shape().end(), tensor.shape().begin(),
+                                       tensor.shape().end());
+    if (stream.dtype() != tensor.dtype() || !same_shape) {
+      return data_loss(where + ": stream '" + stream.name() + "' does not match " +
+                       tensor_label(exe, st.tensor()));
+    }
+    return Status();
+  }
+  case Program::kParallel: {
+    // Branches (and the Parallel nodes inside them) are verified before this node takes its
+    // stamps, so every stamp an inner node left is older than this node's.
+    for (const Program& branch : program.parallel().branches()) {
+      IPU_RETURN_IF_ERROR(verify_program(check, branch, depth + 1, where));
+    }
+    const uint64_t first = check.next_stamp;
+    check.next_stamp += static_cast<uint64_t>(program.parallel().branches_size()) + 1;
+    uint64_t mine = first;
+    for (const Program& branch : program.parallel().branches()) {
+      IPU_RETURN_IF_ERROR(claim_branch_tensors(check, branch, depth + 1, where, first, ++mine));
+    }
+    return Status();
+  }
+  case Program::kAllReduce:
+    for (uint32_t index : program.all_reduce().tensors()) {
+      if (!tensor_ok(index) || exe.tensors(static_cast<int>(index)).dtype() != FLOAT32) {
+        return data_loss(where + ": all-reduce of a missing or non-float tensor");
       }
-      return Status();
-    case Program::KIND_NOT_SET:
-      return data_loss(where + ": empty program node");
+    }
+    return Status();
+  case Program::KIND_NOT_SET:
+    return data_loss(where + ": empty program node");
   }
   return data_loss(where + ": unknown program node");
 }
@@ -260,49 +273,53 @@ Status verify_program(ProgramCheck& check, const Program& program, int depth, co
 // How often one run of a program moves each stream and executes each compute set, per replica:
 // the sum over the nodes doing it of the product of the Repeat counts around them.
 struct RunCounts {
-  std::map<uint32_t, uint64_t> transfers;   // by stream
-  std::map<uint32_t, uint64_t> executions;  // by compute set
+  std::map<uint32_t, uint64_t> transfers;  // by stream
+  std::map<uint32_t, uint64_t> executions; // by compute set
 };
 
 // With no node repeated more than S times and no compute set run more than
 // kMaxExecutionsPerStep times a step, the vertices one run executes are bounded by S times the
 // file's: a small file cannot loop for 2^62 iterations nor execute a large compute set from
 // 20,000 nodes.
-Status count_runs(const Executable& exe, const Program& program, uint64_t runs, const std::string& where, RunCounts& counts) {
+Status count_runs(const Executable& exe, const Program& program, uint64_t runs, const std::string& where,
+                  RunCounts& counts) {
   const uint64_t S = exe.steps_per_execution();
   switch (program.kind_case()) {
-    case Program::kSequence:
-      for (const Program& step : program.sequence().steps()) IPU_RETURN_IF_ERROR(count_runs(exe, step, runs, where, counts));
-      return Status();
-    case Program::kParallel:
-      for (const Program& branch : program.parallel().branches()) IPU_RETURN_IF_ERROR(count_runs(exe, branch, runs, where, counts));
-      return Status();
-    case Program::kRepeat: {
-      const uint64_t count = program.repeat().count();
-      if (count > S || runs * count > S) {
-        const std::string around = runs > 1 ? " inside Repeats of " + std::to_string(runs) + " in all" : "";
-        return data_loss(where + ": a Repeat of " + std::to_string(count) + around +
-                         " makes its body run more than steps_per_execution (" + std::to_string(S) + ") times per run");
-      }
-      return count_runs(exe, program.repeat().body(), runs * count, where, counts);
+  case Program::kSequence:
+    for (const Program& step : program.sequence().steps())
+      IPU_RETURN_IF_ERROR(count_runs(exe, step, runs, where, counts));
+    return Status();
+  case Program::kParallel:
+    for (const Program& branch : program.parallel().branches())
+      IPU_RETURN_IF_ERROR(count_runs(exe, branch, runs, where, counts));
+    return Status();
+  case Program::kRepeat: {
+    const uint64_t count = program.repeat().count();
+    if (count > S || runs * count > S) {
+      const std::string around = runs > 1 ? " inside Repeats of " + std::to_string(runs) + " in all" : "";
+      return data_loss(where + ": a Repeat of " + std::to_string(count) + around +
+                       " makes its body run more than steps_per_execution (" + std::to_string(S) +
+                       ") times per run");
     }
-    case Program::kExecute: {
-      uint64_t& executions = counts.executions[program.execute()];
-      executions += runs;
-      if (executions > kMaxExecutionsPerStep * S) {
-        return data_loss(where + ": executes compute set " + std::to_string(program.execute()) + " more than " +
-                         std::to_string(kMaxExecutionsPerStep) + " times per step");
-      }
-      return Status();
+    return count_runs(exe, program.repeat().body(), runs * count, where, counts);
+  }
+  case Program::kExecute: {
+    uint64_t& executions = counts.executions[program.execute()];
+    executions += runs;
+    if (executions > kMaxExecutionsPerStep * S) {
+      return data_loss(where + ": executes compute set " + std::to_string(program.execute()) + " more than " +
+                       std::to_string(kMaxExecutionsPerStep) + " times per step");
     }
-    case Program::kStreamIn:
-      counts.transfers[program.stream_in().stream()] += runs;
-      return Status();
-    case Program::kStreamOut:
-      counts.transfers[program.stream_out().stream()] += runs;
-      return Status();
-    default:
-      return Status();
+    return Status();
+  }
+  case Program::kStreamIn:
+    counts.transfers[program.stream_in().stream()] += runs;
+    return Status();
+  case Program::kStreamOut:
+    counts.transfers[program.stream_out().stream()] += runs;
+    return Status();
+  default:
+    return Status();
   }
 }
 
@@ -316,32 +333,41 @@ const Stream* find_stream(const Executable& exe, std::string_view name, uint32_t
   return nullptr;
 }
 
-std::string stream_label(const Stream& s) { return "stream '" + s.name() + "'"; }
+std::string stream_label(const Stream& s) {
+  return "stream '" + s.name() + "'";
+}
 
-Status expect_stream(const Stream& s, DType dtype, const std::vector<int64_t>& shape, const std::string& why) {
+Status expect_stream(const Stream& s, DType dtype, const std::vector<int64_t>& shape,
+                     const std::string& why) {
   if (s.dtype() != dtype || !std::equal(s.shape().begin(), s.shape().end(), shape.begin(), shape.end())) {
     std::string text = "[";
-    for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-    return data_loss(stream_label(s) + ": must be " + (dtype == FLOAT32 ? "float32 " : "int32 ") + text + "]" + " (" + why + ")");
+    for (size_t i = 0; i < shape.size(); ++i)
+      text += (i ? "," : "") + std::to_string(shape[i]);
+    return data_loss(stream_label(s) + ": must be " + (dtype == FLOAT32 ? "float32 " : "int32 ") + text +
+                     "]" + " (" + why + ")");
   }
   return Status();
 }
 
 Status expect_batched(const Stream& s, uint32_t batch_size, const std::string& what) {
   if (s.shape_size() < 1 || s.shape(0) != batch_size) {
-    return data_loss(stream_label(s) + ": " + what + " must start with the micro-batch of " + std::to_string(batch_size) + " rows");
+    return data_loss(stream_label(s) + ": " + what + " must start with the micro-batch of " +
+                     std::to_string(batch_size) + " rows");
   }
   return Status();
 }
 
 // A model input or output: its stream exists, runs the right way, holds floats of its shape; a
 // batched one starts with the micro-batch.
-Status verify_model_io(const Executable& exe, const ModelIo& io, bool input, std::set<uint32_t>& streams_used) {
+Status verify_model_io(const Executable& exe, const ModelIo& io, bool input,
+                       std::set<uint32_t>& streams_used) {
   const std::string label = std::string(input ? "input" : "output") + " '" + io.name() + "'";
   if (io.stream() >= static_cast<uint32_t>(exe.streams_size())) {
-    return data_loss(label + ": names stream " + std::to_string(io.stream()) + " of " + std::to_string(exe.streams_size()));
+    return data_loss(label + ": names stream " + std::to_string(io.stream()) + " of " +
+                     std::to_string(exe.streams_size()));
   }
-  if (!streams_used.insert(io.stream()).second) return data_loss(label + ": shares its stream with another input or output");
+  if (!streams_used.insert(io.stream()).second)
+    return data_loss(label + ": shares its stream with another input or output");
   const Stream& s = exe.streams(static_cast<int>(io.stream()));
   if (s.direction() != (input ? Stream::HOST_TO_DEVICE : Stream::DEVICE_TO_HOST)) {
     return data_loss(label + ": " + stream_label(s) + " runs the wrong way");
@@ -354,35 +380,42 @@ Status verify_model_io(const Executable& exe, const ModelIo& io, bool input, std
   }
   // The stream may be the tensor of a reshape's input: the host copies elements, not shapes.
   uint64_t elements = 1;
-  for (int64_t d : io.shape()) elements *= static_cast<uint64_t>(d);
+  for (int64_t d : io.shape())
+    elements *= static_cast<uint64_t>(d);
   if (s.dtype() != FLOAT32 || element_count_of(s) != elements) {
-    return data_loss(label + ": " + stream_label(s) + " does not carry its " + std::to_string(elements) + " floats");
+    return data_loss(label + ": " + stream_label(s) + " does not carry its " + std::to_string(elements) +
+                     " floats");
   }
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 Status verify_host_contract(const Executable& exe) {
   const uint32_t B = exe.batch_size();
   std::set<uint32_t> io_streams;
-  for (const ModelIo& io : exe.inputs()) IPU_RETURN_IF_ERROR(verify_model_io(exe, io, true, io_streams));
-  for (const ModelIo& io : exe.outputs()) IPU_RETURN_IF_ERROR(verify_model_io(exe, io, false, io_streams));
+  for (const ModelIo& io : exe.inputs())
+    IPU_RETURN_IF_ERROR(verify_model_io(exe, io, true, io_streams));
+  for (const ModelIo& io : exe.outputs())
+    IPU_RETURN_IF_ERROR(verify_model_io(exe, io, false, io_streams));
   uint32_t features_index = 0;
   if (const Stream* features = find_stream(exe, kFeaturesStream, &features_index)) {
     if (features->direction() != Stream::HOST_TO_DEVICE || features->dtype() != FLOAT32) {
       return data_loss(stream_label(*features) + ": must carry floats to the device");
     }
     if (exe.inputs_size() > 0 && exe.inputs(0).stream() != features_index) {
-      return data_loss("input '" + exe.inputs(0).name() + "': the first input must be fed through " + stream_label(*features));
+      return data_loss("input '" + exe.inputs(0).name() + "': the first input must be fed through " +
+                       stream_label(*features));
     }
     // A data set feeds batched samples through it (a spec's input, or a model's batched first input).
-    if (exe.inputs_size() == 0) IPU_RETURN_IF_ERROR(expect_batched(*features, B, "the features of a data set"));
+    if (exe.inputs_size() == 0)
+      IPU_RETURN_IF_ERROR(expect_batched(*features, B, "the features of a data set"));
   }
   const bool has_predict = std::any_of(exe.programs().begin(), exe.programs().end(),
                                        [](const NamedProgram& p) { return p.name() == kPredictProgram; });
   if (has_predict && find_stream(exe, kPredictionsStream) == nullptr) {
-    return data_loss("program 'predict' has no stream '" + std::string(kPredictionsStream) + "' to return its outputs through");
+    return data_loss("program 'predict' has no stream '" + std::string(kPredictionsStream) +
+                     "' to return its outputs through");
   }
   if (exe.outputs_size() == 0) {
     if (const Stream* predictions = find_stream(exe, kPredictionsStream)) {
@@ -396,7 +429,8 @@ Status verify_host_contract(const Executable& exe) {
   if (labels != nullptr) IPU_RETURN_IF_ERROR(expect_stream(*labels, INT32, {B}, "a label per sample"));
   for (std::string_view name : {kLossStream, kCorrectStream}) {
     const Stream* s = find_stream(exe, name);
-    if (s != nullptr && (s->dtype() != FLOAT32 || s->direction() != Stream::DEVICE_TO_HOST || element_count_of(*s) != 1)) {
+    if (s != nullptr &&
+        (s->dtype() != FLOAT32 || s->direction() != Stream::DEVICE_TO_HOST || element_count_of(*s) != 1)) {
       return data_loss(stream_label(*s) + ": must carry one float to the host per step");
     }
   }
@@ -415,47 +449,55 @@ Status verify_host_contract(const Executable& exe) {
     RunCounts counts;
     IPU_RETURN_IF_ERROR(count_runs(exe, p.program(), 1, where, counts));
     for (const auto& [stream, count] : counts.transfers) {
-      if (stream >= static_cast<uint32_t>(exe.streams_size())) continue;  // verify_executable's to reject
+      if (stream >= static_cast<uint32_t>(exe.streams_size())) continue; // verify_executable's to reject
       const Stream& s = exe.streams(static_cast<int>(stream));
-      const bool weights = s.name().rfind(kToDeviceStreamPrefix, 0) == 0 || s.name().rfind(kToHostStreamPrefix, 0) == 0;
+      const bool weights =
+          s.name().rfind(kToDeviceStreamPrefix, 0) == 0 || s.name().rfind(kToHostStreamPrefix, 0) == 0;
       const uint64_t limit = weights ? 1 : exe.steps_per_execution();
       if (count > limit) {
-        return data_loss(where + ": moves " + stream_label(s) + " " + std::to_string(count) + " times per run, more than " +
-                         std::to_string(limit));
+        return data_loss(where + ": moves " + stream_label(s) + " " + std::to_string(count) +
+                         " times per run, more than " + std::to_string(limit));
       }
     }
     uint32_t labels_index = 0;
-    if (p.name() == kPredictProgram && find_stream(exe, kLabelsStream, &labels_index) && counts.transfers.count(labels_index)) {
+    if (p.name() == kPredictProgram && find_stream(exe, kLabelsStream, &labels_index) &&
+        counts.transfers.count(labels_index)) {
       return data_loss(where + ": streams labels, which prediction has none of");
     }
   }
   return Status();
 }
 
-uint32_t replica_count(const Executable& exe) { return std::max<uint32_t>(1, exe.pipeline().replicas()); }
+uint32_t replica_count(const Executable& exe) {
+  return std::max<uint32_t>(1, exe.pipeline().replicas());
+}
 
-uint32_t ipus_per_replica(const Executable& exe) { return exe.target().num_ipus() / replica_count(exe); }
+uint32_t ipus_per_replica(const Executable& exe) {
+  return exe.target().num_ipus() / replica_count(exe);
+}
 
 uint64_t dtype_size(DType dtype) {
   switch (dtype) {
-    case FLOAT32:
-    case INT32:
-      return 4;
-    default:
-      return 0;
+  case FLOAT32:
+  case INT32:
+    return 4;
+  default:
+    return 0;
   }
 }
 
 uint64_t element_count(const Tensor& tensor) {
   uint64_t n = 1;
-  for (int64_t d : tensor.shape()) n *= static_cast<uint64_t>(d);
+  for (int64_t d : tensor.shape())
+    n *= static_cast<uint64_t>(d);
   return n;
 }
 
 Status verify_executable(const Executable& exe) {
   IPU_RETURN_IF_ERROR(verify_target(exe.target()));
   if (exe.batch_size() == 0 || exe.batch_size() > kMaxBatchSize) {
-    return data_loss("batch_size " + std::to_string(exe.batch_size()) + " is outside [1, " + std::to_string(kMaxBatchSize) + "]");
+    return data_loss("batch_size " + std::to_string(exe.batch_size()) + " is outside [1, " +
+                     std::to_string(kMaxBatchSize) + "]");
   }
   if (exe.steps_per_execution() == 0 || exe.steps_per_execution() > kMaxStepsPerExecution) {
     return data_loss("steps_per_execution " + std::to_string(exe.steps_per_execution()) + " is outside [1, " +
@@ -467,13 +509,15 @@ Status verify_executable(const Executable& exe) {
                      std::to_string(exe.target().num_ipus()) + " IPUs");
   }
   const uint32_t accumulation = std::max<uint32_t>(1, exe.pipeline().gradient_accumulation());
-  if (accumulation > kMaxGradientAccumulation) return data_loss("gradient accumulation " + std::to_string(accumulation) + " is too large");
+  if (accumulation > kMaxGradientAccumulation)
+    return data_loss("gradient accumulation " + std::to_string(accumulation) + " is too large");
   if (exe.steps_per_execution() % accumulation != 0) {
-    return data_loss("gradient accumulation " + std::to_string(accumulation) + " does not divide steps_per_execution " +
-                     std::to_string(exe.steps_per_execution()));
+    return data_loss("gradient accumulation " + std::to_string(accumulation) +
+                     " does not divide steps_per_execution " + std::to_string(exe.steps_per_execution()));
   }
   const uint64_t total_tiles = uint64_t{ipus_per_replica(exe)} * exe.target().tiles_per_ipu();
-  for (int i = 0; i < exe.tensors_size(); ++i) IPU_RETURN_IF_ERROR(verify_tensor(exe, i, total_tiles));
+  for (int i = 0; i < exe.tensors_size(); ++i)
+    IPU_RETURN_IF_ERROR(verify_tensor(exe, i, total_tiles));
   for (int i = 0; i < exe.streams_size(); ++i) {
     const Stream& s = exe.streams(i);
     const std::string label = "stream " + std::to_string(i) + " '" + s.name() + "'";
@@ -487,13 +531,16 @@ Status verify_executable(const Executable& exe) {
     const ComputeSet& cs = exe.compute_sets(c);
     for (int v = 0; v < cs.vertices_size(); ++v) {
       const Vertex& vertex = cs.vertices(v);
-      const std::string label = "compute set " + std::to_string(c) + " '" + cs.name() + "' vertex " + std::to_string(v);
-      if (vertex.tile() >= total_tiles) return data_loss(label + ": tile " + std::to_string(vertex.tile()) + " of " +
-                                                         std::to_string(total_tiles));
+      const std::string label =
+          "compute set " + std::to_string(c) + " '" + cs.name() + "' vertex " + std::to_string(v);
+      if (vertex.tile() >= total_tiles)
+        return data_loss(label + ": tile " + std::to_string(vertex.tile()) + " of " +
+                         std::to_string(total_tiles));
       // Without op names every vertex says op 0 (the field's default).
       const auto ops = static_cast<uint32_t>(cs.ops_size());
       if (ops > 0 ? vertex.op() >= ops : vertex.op() != 0) {
-        return data_loss(label + ": names op " + std::to_string(vertex.op()) + " of " + std::to_string(cs.ops_size()));
+        return data_loss(label + ": names op " + std::to_string(vertex.op()) + " of " +
+                         std::to_string(cs.ops_size()));
       }
       for (uint32_t operand : vertex.operands()) {
         if (operand >= static_cast<uint32_t>(exe.tensors_size())) {
@@ -514,4 +561,4 @@ Status verify_executable(const Executable& exe) {
   return Status();
 }
 
-}  // namespace ipu::format
+} // namespace ipu::format

@@ -13,7 +13,7 @@ inline constexpr uint64_t kMaxTensorElements = uint64_t{1} << 32;
 inline constexpr uint32_t kMaxReplicas = 64;
 
 uint64_t element_count(const Tensor& tensor);
-uint64_t dtype_size(DType dtype);  // 0 for an unknown dtype
+uint64_t dtype_size(DType dtype); // 0 for an unknown dtype
 // Replicas the executable runs as (an unset field means 1).
 uint32_t replica_count(const Executable& executable);
 // IPUs one replica uses: tensors, vertices and tiles of the executable live on these.
@@ -31,4 +31,4 @@ Status verify_executable(const Executable& executable);
 // object otherwise. Safe on any parsed message, so it may run before verify_executable.
 Status verify_host_contract(const Executable& executable);
 
-}  // namespace ipu::format
+} // namespace ipu::format

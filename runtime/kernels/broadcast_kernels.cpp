@@ -15,11 +15,13 @@ using format::BinaryKind;
 using format::FLOAT32;
 using format::UnaryKind;
 
-float sign(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
+float sign(float x) {
+  return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+}
 
-template <typename F>
-void map(const float* x, float* y, int64_t begin, int64_t end, F f) {
-  for (int64_t i = begin; i < end; ++i) y[i] = f(x[i]);
+template <typename F> void map(const float* x, float* y, int64_t begin, int64_t end, F f) {
+  for (int64_t i = begin; i < end; ++i)
+    y[i] = f(x[i]);
 }
 
 // x·Φ(x) = (x · (erf(x / √2) + 1)) · 0.5, in float, in that order: the five ops of PyTorch's
@@ -30,9 +32,11 @@ void gelu(const float* x, float* y, int64_t n) {
   float t[kChunk];
   for (int64_t i = 0; i < n; i += kChunk) {
     const int64_t m = std::min(kChunk, n - i);
-    for (int64_t j = 0; j < m; ++j) t[j] = x[i + j] / std::numbers::sqrt2_v<float>;
+    for (int64_t j = 0; j < m; ++j)
+      t[j] = x[i + j] / std::numbers::sqrt2_v<float>;
     vector_erf(t, t, m);
-    for (int64_t j = 0; j < m; ++j) y[i + j] = x[i + j] * (t[j] + 1.0f) * 0.5f;
+    for (int64_t j = 0; j < m; ++j)
+      y[i + j] = x[i + j] * (t[j] + 1.0f) * 0.5f;
   }
 }
 
@@ -47,53 +51,102 @@ void run_unary(const PreparedVertex& v) {
   const int64_t b = v.params[P::kBegin], e = v.params[P::kEnd];
   const float alpha = v.fparams[F::kAlpha], beta = v.fparams[F::kBeta];
   switch (static_cast<UnaryKind>(v.params[P::kKind])) {
-    case UnaryKind::kIdentity: map(x, y, b, e, [](float t) { return t; }); break;
-    case UnaryKind::kAbs: map(x, y, b, e, [](float t) { return std::fabs(t); }); break;
-    case UnaryKind::kNeg: map(x, y, b, e, [](float t) { return -t; }); break;
-    case UnaryKind::kExp: vector_exp(x + b, y + b, e - b); break;
-    case UnaryKind::kLog: map(x, y, b, e, [](float t) { return std::log(t); }); break;
-    case UnaryKind::kSqrt: map(x, y, b, e, [](float t) { return std::sqrt(t); }); break;
-    case UnaryKind::kReciprocal: map(x, y, b, e, [](float t) { return 1.0f / t; }); break;
-    case UnaryKind::kCeil: map(x, y, b, e, [](float t) { return std::ceil(t); }); break;
-    case UnaryKind::kFloor: map(x, y, b, e, [](float t) { return std::floor(t); }); break;
-    case UnaryKind::kSign: map(x, y, b, e, sign); break;
-    case UnaryKind::kErf: vector_erf(x + b, y + b, e - b); break;
-    case UnaryKind::kGelu: gelu(x + b, y + b, e - b); break;
-    case UnaryKind::kGeluTanh:
-      map(x, y, b, e, [](float t) {
-        const double d = t;
-        return static_cast<float>(0.5 * d * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (d + 0.044715 * d * d * d))));
-      });
-      break;
-    case UnaryKind::kSoftplus:
-      // log(1 + eˣ) = max(x, 0) + log1p(e^-|x|): no overflow for large x.
-      map(x, y, b, e, [](float t) { return std::max(t, 0.0f) + std::log1p(std::exp(-std::fabs(t))); });
-      break;
-    case UnaryKind::kElu: map(x, y, b, e, [&](float t) { return t > 0.0f ? t : alpha * std::expm1(t); }); break;
-    case UnaryKind::kSelu:
-      map(x, y, b, e, [&](float t) { return beta * (t > 0.0f ? t : alpha * std::expm1(t)); });
-      break;
-    case UnaryKind::kLeakyRelu: map(x, y, b, e, [&](float t) { return t >= 0.0f ? t : alpha * t; }); break;
-    case UnaryKind::kHardSigmoid:
-      map(x, y, b, e, [&](float t) { return std::max(0.0f, std::min(1.0f, alpha * t + beta)); });
-      break;
-    case UnaryKind::kClip: map(x, y, b, e, [&](float t) { return std::min(std::max(t, alpha), beta); }); break;
-    case UnaryKind::kNot: map(x, y, b, e, [](float t) { return t == 0.0f ? 1.0f : 0.0f; }); break;
-    case UnaryKind::kTrunc: map(x, y, b, e, [](float t) { return std::trunc(t); }); break;
-    case UnaryKind::kNonZero: map(x, y, b, e, [](float t) { return t != 0.0f ? 1.0f : 0.0f; }); break;
-    case UnaryKind::kAffine: map(x, y, b, e, [&](float t) { return alpha * t + beta; }); break;
-    case UnaryKind::kRelu: map(x, y, b, e, [](float t) { return t > 0.0f ? t : 0.0f; }); break;
-    case UnaryKind::kSigmoid: map(x, y, b, e, [](float t) { return 1.0f / (1.0f + std::exp(-t)); }); break;
-    case UnaryKind::kTanh: map(x, y, b, e, [](float t) { return std::tanh(t); }); break;
-    case UnaryKind::kPowScalar:
-      if (alpha == 2.0f) {
-        map(x, y, b, e, [](float t) { return t * t; });  // exact square, as Binary kPow
-      } else {
-        map(x, y, b, e, [&](float t) { return std::pow(t, alpha); });
-      }
-      break;
-    case UnaryKind::kSquare: map(x, y, b, e, [](float t) { return t * t; }); break;
-    case UnaryKind::kSoftsign: map(x, y, b, e, [](float t) { return t / (1.0f + std::fabs(t)); }); break;
+  case UnaryKind::kIdentity:
+    map(x, y, b, e, [](float t) { return t; });
+    break;
+  case UnaryKind::kAbs:
+    map(x, y, b, e, [](float t) { return std::fabs(t); });
+    break;
+  case UnaryKind::kNeg:
+    map(x, y, b, e, [](float t) { return -t; });
+    break;
+  case UnaryKind::kExp:
+    vector_exp(x + b, y + b, e - b);
+    break;
+  case UnaryKind::kLog:
+    map(x, y, b, e, [](float t) { return std::log(t); });
+    break;
+  case UnaryKind::kSqrt:
+    map(x, y, b, e, [](float t) { return std::sqrt(t); });
+    break;
+  case UnaryKind::kReciprocal:
+    map(x, y, b, e, [](float t) { return 1.0f / t; });
+    break;
+  case UnaryKind::kCeil:
+    map(x, y, b, e, [](float t) { return std::ceil(t); });
+    break;
+  case UnaryKind::kFloor:
+    map(x, y, b, e, [](float t) { return std::floor(t); });
+    break;
+  case UnaryKind::kSign:
+    map(x, y, b, e, sign);
+    break;
+  case UnaryKind::kErf:
+    vector_erf(x + b, y + b, e - b);
+    break;
+  case UnaryKind::kGelu:
+    gelu(x + b, y + b, e - b);
+    break;
+  case UnaryKind::kGeluTanh:
+    map(x, y, b, e, [](float t) {
+      const double d = t;
+      return static_cast<float>(
+          0.5 * d * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (d + 0.044715 * d * d * d))));
+    });
+    break;
+  case UnaryKind::kSoftplus:
+    // log(1 + eˣ) = max(x, 0) + log1p(e^-|x|): no overflow for large x.
+    map(x, y, b, e, [](float t) { return std::max(t, 0.0f) + std::log1p(std::exp(-std::fabs(t))); });
+    break;
+  case UnaryKind::kElu:
+    map(x, y, b, e, [&](float t) { return t > 0.0f ? t : alpha * std::expm1(t); });
+    break;
+  case UnaryKind::kSelu:
+    map(x, y, b, e, [&](float t) { return beta * (t > 0.0f ? t : alpha * std::expm1(t)); });
+    break;
+  case UnaryKind::kLeakyRelu:
+    map(x, y, b, e, [&](float t) { return t >= 0.0f ? t : alpha * t; });
+    break;
+  case UnaryKind::kHardSigmoid:
+    map(x, y, b, e, [&](float t) { return std::max(0.0f, std::min(1.0f, alpha * t + beta)); });
+    break;
+  case UnaryKind::kClip:
+    map(x, y, b, e, [&](float t) { return std::min(std::max(t, alpha), beta); });
+    break;
+  case UnaryKind::kNot:
+    map(x, y, b, e, [](float t) { return t == 0.0f ? 1.0f : 0.0f; });
+    break;
+  case UnaryKind::kTrunc:
+    map(x, y, b, e, [](float t) { return std::trunc(t); });
+    break;
+  case UnaryKind::kNonZero:
+    map(x, y, b, e, [](float t) { return t != 0.0f ? 1.0f : 0.0f; });
+    break;
+  case UnaryKind::kAffine:
+    map(x, y, b, e, [&](float t) { return alpha * t + beta; });
+    break;
+  case UnaryKind::kRelu:
+    map(x, y, b, e, [](float t) { return t > 0.0f ? t : 0.0f; });
+    break;
+  case UnaryKind::kSigmoid:
+    map(x, y, b, e, [](float t) { return 1.0f / (1.0f + std::exp(-t)); });
+    break;
+  case UnaryKind::kTanh:
+    map(x, y, b, e, [](float t) { return std::tanh(t); });
+    break;
+  case UnaryKind::kPowScalar:
+    if (alpha == 2.0f) {
+      map(x, y, b, e, [](float t) { return t * t; }); // exact square, as Binary kPow
+    } else {
+      map(x, y, b, e, [&](float t) { return std::pow(t, alpha); });
+    }
+    break;
+  case UnaryKind::kSquare:
+    map(x, y, b, e, [](float t) { return t * t; });
+    break;
+  case UnaryKind::kSoftsign:
+    map(x, y, b, e, [](float t) { return t / (1.0f + std::fabs(t)); });
+    break;
   }
 }
 
@@ -101,29 +154,46 @@ Status validate_unary(const format::Vertex& v, const std::vector<OperandInfo>& o
   using P = format::params::Unary;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::Unary::kCount));
-  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= format::kUnaryKindCount) return invalid_argument("unknown unary kind");
+  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= format::kUnaryKindCount)
+    return invalid_argument("unknown unary kind");
   if (ops[0].elements != ops[1].elements) return invalid_argument("input and output sizes differ");
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
+                      "element");
 }
 
 float binary(BinaryKind kind, float a, float b) {
   switch (kind) {
-    case BinaryKind::kAdd: return a + b;
-    case BinaryKind::kSub: return a - b;
-    case BinaryKind::kMul: return a * b;
-    case BinaryKind::kDiv: return a / b;
-    // a·a is the correctly rounded square; powf is only within an ulp of it, and far slower.
-    case BinaryKind::kPow: return b == 2.0f ? a * a : std::pow(a, b);
-    case BinaryKind::kMax: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-    case BinaryKind::kMin: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-    case BinaryKind::kEqual: return a == b ? 1.0f : 0.0f;
-    case BinaryKind::kLess: return a < b ? 1.0f : 0.0f;
-    case BinaryKind::kGreater: return a > b ? 1.0f : 0.0f;
-    case BinaryKind::kLessOrEqual: return a <= b ? 1.0f : 0.0f;
-    case BinaryKind::kGreaterOrEqual: return a >= b ? 1.0f : 0.0f;
-    case BinaryKind::kAnd: return (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f;
-    case BinaryKind::kOr: return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
-    case BinaryKind::kXor: return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
+  case BinaryKind::kAdd:
+    return a + b;
+  case BinaryKind::kSub:
+    return a - b;
+  case BinaryKind::kMul:
+    return a * b;
+  case BinaryKind::kDiv:
+    return a / b;
+  // a·a is the correctly rounded square; powf is only within an ulp of it, and far slower.
+  case BinaryKind::kPow:
+    return b == 2.0f ? a * a : std::pow(a, b);
+  case BinaryKind::kMax:
+    return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+  case BinaryKind::kMin:
+    return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+  case BinaryKind::kEqual:
+    return a == b ? 1.0f : 0.0f;
+  case BinaryKind::kLess:
+    return a < b ? 1.0f : 0.0f;
+  case BinaryKind::kGreater:
+    return a > b ? 1.0f : 0.0f;
+  case BinaryKind::kLessOrEqual:
+    return a <= b ? 1.0f : 0.0f;
+  case BinaryKind::kGreaterOrEqual:
+    return a >= b ? 1.0f : 0.0f;
+  case BinaryKind::kAnd:
+    return (a != 0.0f && b != 0.0f) ? 1.0f : 0.0f;
+  case BinaryKind::kOr:
+    return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
+  case BinaryKind::kXor:
+    return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
   }
   return NAN;
 }
@@ -132,53 +202,71 @@ float binary(BinaryKind kind, float a, float b) {
 // row-major shape dims (idx = the multi-index of i; a stride of 0 broadcasts).
 //   operands: A, B, Y
 //   params:   format::params::Binary (kind is a BinaryKind), then dims[rank], sa[rank], sb[rank]
-template <BinaryKind K>
-void binary_loop(const PreparedVertex& v) {
+template <BinaryKind K> void binary_loop(const PreparedVertex& v) {
   using P = format::params::Binary;
   const int64_t rank = v.params[P::kRank];
   const int64_t* dims = &v.params[P::kDims];
   const float* a = v.f32(0);
   const float* b = v.f32(1);
   float* y = v.f32(2);
-  const int64_t sa = dims[2 * rank - 1], sb = dims[3 * rank - 1];  // innermost strides
+  const int64_t sa = dims[2 * rank - 1], sb = dims[3 * rank - 1]; // innermost strides
   // Contiguous and broadcast rows get loops the compiler vectorises; the results are the same
   // element by element as the general strided loop.
-  for_each_strided_run<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[P::kBegin], v.params[P::kEnd],
-                          [&](int64_t i, const std::array<int64_t, 2>& o, int64_t count) {
-    const float* pa = a + o[0];
-    const float* pb = b + o[1];
-    float* py = y + i;
-    if (sa == 1 && sb == 1) {
-      for (int64_t j = 0; j < count; ++j) py[j] = binary(K, pa[j], pb[j]);
-    } else if (sa == 1 && sb == 0) {
-      const float rhs = *pb;
-      for (int64_t j = 0; j < count; ++j) py[j] = binary(K, pa[j], rhs);
-    } else if (sa == 0 && sb == 1) {
-      const float lhs = *pa;
-      for (int64_t j = 0; j < count; ++j) py[j] = binary(K, lhs, pb[j]);
-    } else {
-      for (int64_t j = 0; j < count; ++j) py[j] = binary(K, pa[j * sa], pb[j * sb]);
-    }
-  });
+  for_each_strided_run<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[P::kBegin],
+                          v.params[P::kEnd], [&](int64_t i, const std::array<int64_t, 2>& o, int64_t count) {
+                            const float* pa = a + o[0];
+                            const float* pb = b + o[1];
+                            float* py = y + i;
+                            if (sa == 1 && sb == 1) {
+                              for (int64_t j = 0; j < count; ++j)
+                                py[j] = binary(K, pa[j], pb[j]);
+                            } else if (sa == 1 && sb == 0) {
+                              const float rhs = *pb;
+                              for (int64_t j = 0; j < count; ++j)
+                                py[j] = binary(K, pa[j], rhs);
+                            } else if (sa == 0 && sb == 1) {
+                              const float lhs = *pa;
+                              for (int64_t j = 0; j < count; ++j)
+                                py[j] = binary(K, lhs, pb[j]);
+                            } else {
+                              for (int64_t j = 0; j < count; ++j)
+                                py[j] = binary(K, pa[j * sa], pb[j * sb]);
+                            }
+                          });
 }
 
 void run_binary(const PreparedVertex& v) {
   switch (static_cast<BinaryKind>(v.params[format::params::Binary::kKind])) {
-    case BinaryKind::kAdd: return binary_loop<BinaryKind::kAdd>(v);
-    case BinaryKind::kSub: return binary_loop<BinaryKind::kSub>(v);
-    case BinaryKind::kMul: return binary_loop<BinaryKind::kMul>(v);
-    case BinaryKind::kDiv: return binary_loop<BinaryKind::kDiv>(v);
-    case BinaryKind::kPow: return binary_loop<BinaryKind::kPow>(v);
-    case BinaryKind::kMax: return binary_loop<BinaryKind::kMax>(v);
-    case BinaryKind::kMin: return binary_loop<BinaryKind::kMin>(v);
-    case BinaryKind::kEqual: return binary_loop<BinaryKind::kEqual>(v);
-    case BinaryKind::kLess: return binary_loop<BinaryKind::kLess>(v);
-    case BinaryKind::kGreater: return binary_loop<BinaryKind::kGreater>(v);
-    case BinaryKind::kLessOrEqual: return binary_loop<BinaryKind::kLessOrEqual>(v);
-    case BinaryKind::kGreaterOrEqual: return binary_loop<BinaryKind::kGreaterOrEqual>(v);
-    case BinaryKind::kAnd: return binary_loop<BinaryKind::kAnd>(v);
-    case BinaryKind::kOr: return binary_loop<BinaryKind::kOr>(v);
-    case BinaryKind::kXor: return binary_loop<BinaryKind::kXor>(v);
+  case BinaryKind::kAdd:
+    return binary_loop<BinaryKind::kAdd>(v);
+  case BinaryKind::kSub:
+    return binary_loop<BinaryKind::kSub>(v);
+  case BinaryKind::kMul:
+    return binary_loop<BinaryKind::kMul>(v);
+  case BinaryKind::kDiv:
+    return binary_loop<BinaryKind::kDiv>(v);
+  case BinaryKind::kPow:
+    return binary_loop<BinaryKind::kPow>(v);
+  case BinaryKind::kMax:
+    return binary_loop<BinaryKind::kMax>(v);
+  case BinaryKind::kMin:
+    return binary_loop<BinaryKind::kMin>(v);
+  case BinaryKind::kEqual:
+    return binary_loop<BinaryKind::kEqual>(v);
+  case BinaryKind::kLess:
+    return binary_loop<BinaryKind::kLess>(v);
+  case BinaryKind::kGreater:
+    return binary_loop<BinaryKind::kGreater>(v);
+  case BinaryKind::kLessOrEqual:
+    return binary_loop<BinaryKind::kLessOrEqual>(v);
+  case BinaryKind::kGreaterOrEqual:
+    return binary_loop<BinaryKind::kGreaterOrEqual>(v);
+  case BinaryKind::kAnd:
+    return binary_loop<BinaryKind::kAnd>(v);
+  case BinaryKind::kOr:
+    return binary_loop<BinaryKind::kOr>(v);
+  case BinaryKind::kXor:
+    return binary_loop<BinaryKind::kXor>(v);
   }
 }
 
@@ -191,11 +279,11 @@ Status validate_broadcast(const format::Vertex& v, const std::vector<OperandInfo
   IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), 0));
   const int64_t* dims = v.params().data() + P::kDims;
   IPU_RETURN_IF_ERROR(check_dims(rank, dims, ops.back().elements, "output"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops.back().elements),
-                                   "element"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd),
+                                   static_cast<int64_t>(ops.back().elements), "element"));
   for (int o = 0; o < inputs; ++o) {
-    IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank * (o + 1), 0, ops[static_cast<size_t>(o)].elements,
-                                      "input"));
+    IPU_RETURN_IF_ERROR(
+        check_strides(rank, dims, dims + rank * (o + 1), 0, ops[static_cast<size_t>(o)].elements, "input"));
     if (v.operands(o) == v.operands(inputs)) return invalid_argument("output aliases an input");
   }
   return Status();
@@ -204,7 +292,8 @@ Status validate_broadcast(const format::Vertex& v, const std::vector<OperandInfo
 Status validate_binary(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   using P = format::params::Binary;
-  if (v.params_size() <= P::kKind || v.params(P::kKind) < 0 || v.params(P::kKind) >= format::kBinaryKindCount) {
+  if (v.params_size() <= P::kKind || v.params(P::kKind) < 0 ||
+      v.params(P::kKind) >= format::kBinaryKindCount) {
     return invalid_argument("unknown binary kind");
   }
   return validate_broadcast<P>(v, ops, 2);
@@ -220,10 +309,10 @@ void run_where(const PreparedVertex& v) {
   const float* a = v.f32(1);
   const float* b = v.f32(2);
   float* y = v.f32(3);
-  for_each_strided<3>(rank, dims, {dims + rank, dims + 2 * rank, dims + 3 * rank}, {0, 0, 0}, v.params[P::kBegin],
-                      v.params[P::kEnd], [&](int64_t i, const std::array<int64_t, 3>& o) {
-                        y[i] = c[o[0]] != 0.0f ? a[o[1]] : b[o[2]];
-                      });
+  for_each_strided<3>(
+      rank, dims, {dims + rank, dims + 2 * rank, dims + 3 * rank}, {0, 0, 0}, v.params[P::kBegin],
+      v.params[P::kEnd],
+      [&](int64_t i, const std::array<int64_t, 3>& o) { y[i] = c[o[0]] != 0.0f ? a[o[1]] : b[o[2]]; });
 }
 
 Status validate_where(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -253,24 +342,27 @@ void run_strided_copy(const PreparedVertex& v) {
     s *= dims[k];
   }
   bool padded = false;
-  for (int64_t k = 0; k < rank; ++k) padded = padded || lo[k] > 0 || hi[k] < dims[k];
+  for (int64_t k = 0; k < rank; ++k)
+    padded = padded || lo[k] > 0 || hi[k] < dims[k];
   if (!padded) {
     // Whole runs of the innermost axis at a time (a Transpose keeps it or moves it: contiguous or
     // strided reads), instead of carrying the multi-index per element.
     const int64_t inner_stride = dims[2 * rank - 1];
-    for_each_strided_run<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin], v.params[P::kEnd],
+    for_each_strided_run<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin],
+                            v.params[P::kEnd],
                             [&](int64_t i, const std::array<int64_t, 1>& o, int64_t count) {
-      const float* source = x + o[0];
-      if (inner_stride == 1) {
-        std::copy_n(source, count, y + i);
-      } else {
-        for (int64_t j = 0; j < count; ++j) y[i + j] = source[j * inner_stride];
-      }
-    });
+                              const float* source = x + o[0];
+                              if (inner_stride == 1) {
+                                std::copy_n(source, count, y + i);
+                              } else {
+                                for (int64_t j = 0; j < count; ++j)
+                                  y[i + j] = source[j * inner_stride];
+                              }
+                            });
     return;
   }
-  for_each_strided<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin], v.params[P::kEnd],
-                      [&](int64_t i, const std::array<int64_t, 1>& o) {
+  for_each_strided<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin],
+                      v.params[P::kEnd], [&](int64_t i, const std::array<int64_t, 1>& o) {
                         int64_t rest = i;
                         bool inside = true;
                         for (int64_t k = 0; k < rank && inside; ++k) {
@@ -290,9 +382,10 @@ Status validate_strided_copy(const format::Vertex& v, const std::vector<OperandI
   IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), format::fparams::StridedCopy::kCount));
   const int64_t* dims = v.params().data() + P::kDims;
   IPU_RETURN_IF_ERROR(check_dims(rank, dims, ops[1].elements, "output"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[1].elements), "element"));
-  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank, v.params(P::kOffset), ops[0].elements, "input", dims + 2 * rank,
-                                    dims + 3 * rank));
+  IPU_RETURN_IF_ERROR(
+      expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[1].elements), "element"));
+  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank, v.params(P::kOffset), ops[0].elements, "input",
+                                    dims + 2 * rank, dims + 3 * rank));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
   return Status();
 }
@@ -306,7 +399,8 @@ void run_block_copy(const PreparedVertex& v) {
   const int64_t x_row = v.params[P::kXRow], y_row = v.params[P::kYRow], y_col = v.params[P::kYCol];
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r) std::copy_n(x + r * x_row, x_row, y + r * y_row + y_col);
+  for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r)
+    std::copy_n(x + r * x_row, x_row, y + r * y_row + y_col);
 }
 
 Status validate_block_copy(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -324,14 +418,15 @@ Status validate_block_copy(const format::Vertex& v, const std::vector<OperandInf
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& unary_kernel() {
   static const KernelDef def{Codelet::kUnary, run_unary, validate_unary, begin_end<format::params::Unary>()};
   return def;
 }
 const KernelDef& binary_kernel() {
-  static const KernelDef def{Codelet::kBinary, run_binary, validate_binary, begin_end<format::params::Binary>()};
+  static const KernelDef def{Codelet::kBinary, run_binary, validate_binary,
+                             begin_end<format::params::Binary>()};
   return def;
 }
 const KernelDef& where_kernel() {
@@ -344,9 +439,11 @@ const KernelDef& strided_copy_kernel() {
   return def;
 }
 const KernelDef& block_copy_kernel() {
-  static const KernelDef def{Codelet::kBlockCopy, run_block_copy, validate_block_copy,
+  static const KernelDef def{Codelet::kBlockCopy,
+                             run_block_copy,
+                             validate_block_copy,
                              {format::params::BlockCopy::kRowBegin, format::params::BlockCopy::kRowEnd}};
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -25,14 +25,16 @@ using dnnl::memory;
 // their windows reach to the last (clamped to the input), with the padding before and after
 // what the first and last window need beyond that.
 struct AxisView {
-  int64_t first;   // input row where the view starts
-  int64_t rows;    // of the input, from `first` (at least 0)
-  int64_t before;  // padding before them
-  int64_t after;   // padding after them
+  int64_t first;  // input row where the view starts
+  int64_t rows;   // of the input, from `first` (at least 0)
+  int64_t before; // padding before them
+  int64_t after;  // padding after them
 };
-AxisView axis_view(int64_t rows, int64_t begin, int64_t end, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation) {
-  const int64_t start = begin * stride - pad;                                   // the first window's first row
-  const int64_t reach = (end - 1) * stride + (kernel - 1) * dilation + 1 - pad;  // one past the last window's last row
+AxisView axis_view(int64_t rows, int64_t begin, int64_t end, int64_t kernel, int64_t stride, int64_t pad,
+                   int64_t dilation) {
+  const int64_t start = begin * stride - pad; // the first window's first row
+  const int64_t reach =
+      (end - 1) * stride + (kernel - 1) * dilation + 1 - pad; // one past the last window's last row
   const int64_t first = std::clamp<int64_t>(start, 0, rows);
   const int64_t last = std::clamp<int64_t>(reach, first, rows);
   return {first, last - first, first - start, reach - last};
@@ -43,7 +45,8 @@ struct InputView {
   AxisView rows, cols;
 };
 InputView input_view(const Window& w, const ConvBlock& b) {
-  return {axis_view(w.H, b.row_begin, b.row_end, w.KH, w.SH, w.PT, w.DH), axis_view(w.W, 0, w.OW, w.KW, w.SW, w.PL, w.DW)};
+  return {axis_view(w.H, b.row_begin, b.row_end, w.KH, w.SH, w.PT, w.DH),
+          axis_view(w.W, 0, w.OW, w.KW, w.SW, w.PL, w.DW)};
 }
 
 // Everything a plan depends on: the block's samples and output rows, the input view, the
@@ -52,19 +55,39 @@ InputView input_view(const Window& w, const ConvBlock& b) {
 using PlanKey = std::array<int64_t, 23>;
 
 PlanKey plan_key(const Window& w, const InputView& in, const ConvBlock& b) {
-  return {b.samples,      b.row_end - b.row_begin, in.rows.rows, in.rows.before,    in.rows.after, in.cols.rows,
-          in.cols.before, in.cols.after,           w.C,          w.H,               w.W,           w.OH,
-          w.OW,           w.KH,                    w.KW,         w.SH,              w.SW,          w.DH,
-          w.DW,           b.group_channels,        b.channels,   b.M,               b.bias != nullptr};
+  return {b.samples,
+          b.row_end - b.row_begin,
+          in.rows.rows,
+          in.rows.before,
+          in.rows.after,
+          in.cols.rows,
+          in.cols.before,
+          in.cols.after,
+          w.C,
+          w.H,
+          w.W,
+          w.OH,
+          w.OW,
+          w.KH,
+          w.KW,
+          w.SH,
+          w.SW,
+          w.DH,
+          w.DW,
+          b.group_channels,
+          b.channels,
+          b.M,
+          b.bias != nullptr};
 }
 
 // A layout conversion from our tensor into oneDNN's, or none when the primitive takes ours.
 struct Conversion {
-  memory ours;                      // our tensor's view; its handle is set per call
-  memory theirs;                    // the primitive's operand: ours itself, or a buffer
-  std::optional<dnnl::reorder> to;  // ours → theirs (or theirs → ours for the output)
+  memory ours;                     // our tensor's view; its handle is set per call
+  memory theirs;                   // the primitive's operand: ours itself, or a buffer
+  std::optional<dnnl::reorder> to; // ours → theirs (or theirs → ours for the output)
 
-  Conversion(const memory::desc& our_desc, const memory::desc& their_desc, const dnnl::engine& engine, bool output)
+  Conversion(const memory::desc& our_desc, const memory::desc& their_desc, const dnnl::engine& engine,
+             bool output)
       : ours(our_desc, engine, DNNL_MEMORY_NONE) {
     if (our_desc == their_desc) {
       theirs = ours;
@@ -83,9 +106,10 @@ struct Conversion {
 };
 
 // A 4-D float tensor whose channels, rows and columns lie `plane`, `row` and 1 apart.
-memory::desc strided(int64_t samples, int64_t channels, int64_t rows, int64_t cols, int64_t sample, int64_t plane,
-                     int64_t row) {
-  return memory::desc({samples, channels, rows, cols}, memory::data_type::f32, memory::dims{sample, plane, row, 1});
+memory::desc strided(int64_t samples, int64_t channels, int64_t rows, int64_t cols, int64_t sample,
+                     int64_t plane, int64_t row) {
+  return memory::desc({samples, channels, rows, cols}, memory::data_type::f32,
+                      memory::dims{sample, plane, row, 1});
 }
 
 // With AVX-512, oneDNN prefers its brgemm convolution, which blocks the input channels by the
@@ -102,41 +126,45 @@ void skip_brgemm(dnnl::convolution_forward::primitive_desc& desc) {
 dnnl::convolution_forward::primitive_desc describe(const Window& w, const InputView& in, const ConvBlock& b,
                                                    const dnnl::engine& engine) {
   using tag = memory::format_tag;
-  const memory::desc src({b.samples, b.group_channels, in.rows.rows, in.cols.rows}, memory::data_type::f32, tag::any);
+  const memory::desc src({b.samples, b.group_channels, in.rows.rows, in.cols.rows}, memory::data_type::f32,
+                         tag::any);
   const memory::desc weights({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32, tag::any);
-  const memory::desc dst({b.samples, b.channels, b.row_end - b.row_begin, w.OW}, memory::data_type::f32, tag::any);
+  const memory::desc dst({b.samples, b.channels, b.row_end - b.row_begin, w.OW}, memory::data_type::f32,
+                         tag::any);
   const memory::dims strides{w.SH, w.SW}, dilates{w.DH - 1, w.DW - 1}, before{in.rows.before, in.cols.before},
       after{in.rows.after, in.cols.after};
   const auto kind = dnnl::prop_kind::forward_inference;
   const auto algorithm = dnnl::algorithm::convolution_direct;
   dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // one buffer per plan, not an allocation per call
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); // one buffer per plan, not an allocation per call
   if (b.bias != nullptr) {
     const memory::desc bias({b.channels}, memory::data_type::f32, tag::x);
-    dnnl::convolution_forward::primitive_desc desc({kind, algorithm, src, weights, bias, dst, strides, dilates, before, after},
-                                                   attr, engine);
+    dnnl::convolution_forward::primitive_desc desc(
+        {kind, algorithm, src, weights, bias, dst, strides, dilates, before, after}, attr, engine);
     skip_brgemm(desc);
     return desc;
   }
-  dnnl::convolution_forward::primitive_desc desc({kind, algorithm, src, weights, dst, strides, dilates, before, after}, attr,
-                                                 engine);
+  dnnl::convolution_forward::primitive_desc desc(
+      {kind, algorithm, src, weights, dst, strides, dilates, before, after}, attr, engine);
   skip_brgemm(desc);
   return desc;
 }
 
 class Plan {
- public:
+public:
   Plan(const Window& w, const InputView& in, const ConvBlock& b, const dnnl::engine& engine)
-      : m_desc(describe(w, in, b, engine)),
-        m_conv(m_desc),
-        m_src(strided(b.samples, b.group_channels, in.rows.rows, in.cols.rows, w.C * w.in_plane(), w.in_plane(), w.W),
+      : m_desc(describe(w, in, b, engine)), m_conv(m_desc),
+        m_src(strided(b.samples, b.group_channels, in.rows.rows, in.cols.rows, w.C * w.in_plane(),
+                      w.in_plane(), w.W),
               m_desc.src_desc(), engine, false),
         m_weights(memory::desc({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32,
                                memory::format_tag::oihw),
                   m_desc.weights_desc(), engine, false),
-        m_dst(strided(b.samples, b.channels, b.row_end - b.row_begin, w.OW, b.M * w.out_plane(), w.out_plane(), w.OW),
+        m_dst(strided(b.samples, b.channels, b.row_end - b.row_begin, w.OW, b.M * w.out_plane(),
+                      w.out_plane(), w.OW),
               m_desc.dst_desc(), engine, true),
-        m_bias(memory::desc({b.channels}, memory::data_type::f32, memory::format_tag::x), engine, DNNL_MEMORY_NONE),
+        m_bias(memory::desc({b.channels}, memory::data_type::f32, memory::format_tag::x), engine,
+               DNNL_MEMORY_NONE),
         m_scratchpad(m_desc.scratchpad_desc(), engine) {}
 
   // `b`'s pointers are at the view's first input row and the block's first output row.
@@ -164,7 +192,7 @@ class Plan {
     stream.wait();
   }
 
- private:
+private:
   dnnl::convolution_forward::primitive_desc m_desc;
   dnnl::convolution_forward m_conv;
   Conversion m_src, m_weights, m_dst;
@@ -173,13 +201,13 @@ class Plan {
   uint64_t m_weights_compute_set = 0;
 };
 
-}  // namespace
+} // namespace
 
 // A worker thread's oneDNN state.
 class ConvWorkspace {
- public:
+public:
   ConvWorkspace() : m_engine(dnnl::engine::kind::cpu, 0), m_stream(m_engine) {
-    omp_set_num_threads(1);  // per thread: OpenMP's team size is a per-thread setting
+    omp_set_num_threads(1); // per thread: OpenMP's team size is a per-thread setting
   }
 
   void run(const Window& w, const InputView& in, const ConvBlock& b, uint64_t compute_set) {
@@ -189,13 +217,15 @@ class ConvWorkspace {
     it->second.run(b, compute_set, m_stream);
   }
 
- private:
+private:
   dnnl::engine m_engine;
   dnnl::stream m_stream;
   std::map<PlanKey, Plan> m_plans;
 };
 
-void ConvWorkspaceDeleter::operator()(ConvWorkspace* workspace) const { delete workspace; }
+void ConvWorkspaceDeleter::operator()(ConvWorkspace* workspace) const {
+  delete workspace;
+}
 
 ConvWorkspace& WorkerScratch::conv() {
   if (m_conv == nullptr) m_conv.reset(new ConvWorkspace());
@@ -215,15 +245,15 @@ void fill_bias(const Window& w, const ConvBlock& b) {
   }
 }
 
-}  // namespace
+} // namespace
 
 void conv_forward(KernelContext& context, const Window& w, const ConvBlock& b) {
   // Output rows whose windows lie wholly in the padding are the bias alone. oneDNN would pick
   // another implementation for a view padded by a whole window or more, summing the rows it
   // shares with a block that has no such rows in another order.
   const int64_t extent = (w.KH - 1) * w.DH + 1;
-  const int64_t first = w.PT >= extent ? (w.PT - extent) / w.SH + 1 : 0;  // the first window reaching row 0
-  const int64_t end = (w.H - 1 + w.PT) / w.SH + 1;                          // past the last reaching row H - 1
+  const int64_t first = w.PT >= extent ? (w.PT - extent) / w.SH + 1 : 0; // the first window reaching row 0
+  const int64_t end = (w.H - 1 + w.PT) / w.SH + 1;                       // past the last reaching row H - 1
   const int64_t lo = std::clamp(first, b.row_begin, b.row_end), hi = std::clamp(end, lo, b.row_end);
   ConvBlock inside = b;
   inside.row_begin = lo;
@@ -245,4 +275,4 @@ void conv_forward(KernelContext& context, const Window& w, const ConvBlock& b) {
   context.scratch.conv().run(w, in, inside, context.compute_set);
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

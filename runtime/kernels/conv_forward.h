@@ -32,4 +32,4 @@ struct ConvBlock {
 // on how vertices split the work.
 void conv_forward(KernelContext& context, const Window& w, const ConvBlock& block);
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -38,7 +38,8 @@ inline void copy_row(const float* in, int64_t n, float* out) {
     std::memcpy(out + i, in + i, 4 * sizeof(float));
     i += 4;
   }
-  for (; i < n; ++i) out[i] = in[i];
+  for (; i < n; ++i)
+    out[i] = in[i];
 }
 
 // The column matrix of one sample's channels [c0, c0 + channels): row (c, ky, kx), column (oy, ox).
@@ -67,7 +68,8 @@ void im2col(const Window& w, const float* x, int64_t channels, float* col) {
           if (w.SW == 1) {
             copy_row(x + in, width, out + inside.begin);
           } else {
-            for (int64_t i = 0; i < width; ++i) out[inside.begin + i] = x[in + i * w.SW];
+            for (int64_t i = 0; i < width; ++i)
+              out[inside.begin + i] = x[in + i * w.SW];
           }
         }
       }
@@ -98,7 +100,7 @@ void col2im_add(const Window& w, const float* col, int64_t channels, float* x) {
 
 struct ConvShape {
   Window w;
-  int64_t M, G, Cg, Mg, K;  // K: rows of the column matrix, Cg·KH·KW
+  int64_t M, G, Cg, Mg, K; // K: rows of the column matrix, Cg·KH·KW
 };
 
 ConvShape conv_shape(const PreparedVertex& v) {
@@ -113,13 +115,15 @@ StatusOr<ConvShape> validate_conv_shape(const format::Vertex& v, uint64_t x_elem
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   const int64_t M = v.params(Conv::kM), G = v.params(Conv::kG);
   // Bounded like the window's dimensions, so every SGEMM dimension fits BLAS's int.
-  if (M <= 0 || M > (int64_t{1} << 24)) return invalid_argument("output channels " + std::to_string(M) + " outside [1, 2^24]");
+  if (M <= 0 || M > (int64_t{1} << 24))
+    return invalid_argument("output channels " + std::to_string(M) + " outside [1, 2^24]");
   if (G <= 0 || w.C % G != 0 || M % G != 0) {
     return invalid_argument("channels " + std::to_string(w.C) + " and " + std::to_string(M) +
                             " are not both divisible by " + std::to_string(G) + " groups");
   }
   const int64_t K = w.C / G * w.taps();
-  if (K > (int64_t{1} << 28) / w.out_plane()) return invalid_argument("column buffer larger than 2^28 elements");
+  if (K > (int64_t{1} << 28) / w.out_plane())
+    return invalid_argument("column buffer larger than 2^28 elements");
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, x_elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({M, K}, w_elements, "W"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, M, w.OH, w.OW}, y_elements, "Y"));
@@ -163,9 +167,10 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
   for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
     const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
     if (hi <= lo) continue;
-    conv_forward(context, w, {v.f32(0) + (n_begin * w.C + g * s.Cg) * w.in_plane(), v.f32(1) + lo * s.K,
-                     has_bias ? v.f32(2) + lo : nullptr, y + (n_begin * s.M + lo) * plane, n_end - n_begin, s.Cg,
-                     hi - lo, s.M, rows.begin, rows.end});
+    conv_forward(context, w,
+                 {v.f32(0) + (n_begin * w.C + g * s.Cg) * w.in_plane(), v.f32(1) + lo * s.K,
+                  has_bias ? v.f32(2) + lo : nullptr, y + (n_begin * s.M + lo) * plane, n_end - n_begin, s.Cg,
+                  hi - lo, s.M, rows.begin, rows.end});
   }
   // Our own clamp rather than oneDNN's Relu post-op, which keeps a NaN: the unfused Relu kernel
   // makes it 0, and a fused model must compute what the unfused one did.
@@ -173,7 +178,8 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
     for (int64_t n = n_begin; n < n_end; ++n) {
       for (int64_t m = m_begin; m < m_end; ++m) {
         float* block = y + (n * s.M + m) * plane + rows.begin * w.OW;
-        for (int64_t i = 0; i < (rows.end - rows.begin) * w.OW; ++i) block[i] = block[i] > 0.0f ? block[i] : 0.0f;
+        for (int64_t i = 0; i < (rows.end - rows.begin) * w.OW; ++i)
+          block[i] = block[i] > 0.0f ? block[i] : 0.0f;
       }
     }
   }
@@ -191,15 +197,19 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
   if (has_rows) {
     IPU_RETURN_IF_ERROR(expect_param_count(v, Conv::kCount, 0));
     const int64_t flag = v.params(Conv::kFusedRelu);
-    if (flag != 0 && flag != 1) return invalid_argument("fused_relu must be 0 or 1, got " + std::to_string(flag));
+    if (flag != 0 && flag != 1)
+      return invalid_argument("fused_relu must be 0 or 1, got " + std::to_string(flag));
   } else {
     IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, Conv::kFusedRelu, "fused_relu"));
   }
-  IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[1].elements, ops.back().elements));
+  IPU_ASSIGN_OR_RETURN(ConvShape s,
+                       validate_conv_shape(v, ops[0].elements, ops[1].elements, ops.back().elements));
   if (has_bias) IPU_RETURN_IF_ERROR(expect_elements({s.M}, ops[2].elements, "B"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kNBegin), v.params(Conv::kNEnd), s.w.N, "sample"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kMBegin), v.params(Conv::kMEnd), s.M, "channel"));
-  if (has_rows) IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kOutRowBegin), v.params(Conv::kOutRowEnd), s.w.OH, "output row"));
+  if (has_rows)
+    IPU_RETURN_IF_ERROR(
+        expect_range(v.params(Conv::kOutRowBegin), v.params(Conv::kOutRowEnd), s.w.OH, "output row"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }
@@ -223,7 +233,8 @@ void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
       // col[K, plane] = W_gᵀ · dY[n, g]
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(s.K), static_cast<int>(plane),
                   static_cast<int>(s.Mg), 1.0f, weights + g * s.Mg * s.K, static_cast<int>(s.K),
-                  dy + (n * s.M + g * s.Mg) * plane, static_cast<int>(plane), 0.0f, col, static_cast<int>(plane));
+                  dy + (n * s.M + g * s.Mg) * plane, static_cast<int>(plane), 0.0f, col,
+                  static_cast<int>(plane));
       col2im_add(w, col, s.Cg, sample + g * s.Cg * w.in_plane());
     }
   }
@@ -232,8 +243,10 @@ void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
 Status validate_conv_grad_input(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, ConvGradInput::kCount, 0));
-  IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[2].elements, ops[1].elements, ops[0].elements));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(ConvGradInput::kNBegin), v.params(ConvGradInput::kNEnd), s.w.N, "sample"));
+  IPU_ASSIGN_OR_RETURN(ConvShape s,
+                       validate_conv_shape(v, ops[2].elements, ops[1].elements, ops[0].elements));
+  IPU_RETURN_IF_ERROR(
+      expect_range(v.params(ConvGradInput::kNBegin), v.params(ConvGradInput::kNEnd), s.w.N, "sample"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }
@@ -249,11 +262,14 @@ void run_conv_grad_weight(const PreparedVertex& v, KernelContext& context) {
   const float* x = v.f32(0);
   const float* dy = v.f32(1);
   float* dw = v.f32(2);
-  const int64_t plane = w.out_plane(), m_begin = v.params[ConvGradWeight::kMBegin], m_end = v.params[ConvGradWeight::kMEnd];
-  const int64_t c_begin = v.params[ConvGradWeight::kCBegin], c_end = v.params[ConvGradWeight::kCEnd], taps = w.taps();
+  const int64_t plane = w.out_plane(), m_begin = v.params[ConvGradWeight::kMBegin],
+                m_end = v.params[ConvGradWeight::kMEnd];
+  const int64_t c_begin = v.params[ConvGradWeight::kCBegin], c_end = v.params[ConvGradWeight::kCEnd],
+                taps = w.taps();
   const int64_t cols = (c_end - c_begin) * taps;
   if (cols == 0) return;
-  for (int64_t m = m_begin; m < m_end; ++m) std::fill(dw + m * s.K + c_begin * taps, dw + m * s.K + c_end * taps, 0.0f);
+  for (int64_t m = m_begin; m < m_end; ++m)
+    std::fill(dw + m * s.K + c_begin * taps, dw + m * s.K + c_end * taps, 0.0f);
   float* col = context.scratch.floats(static_cast<size_t>(cols * plane));
   for (int64_t n = 0; n < w.N; ++n) {
     for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
@@ -271,7 +287,8 @@ Status validate_conv_grad_weight(const format::Vertex& v, const std::vector<Oper
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   using P = ConvGradWeight;
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
-  IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[2].elements, ops[1].elements));
+  IPU_ASSIGN_OR_RETURN(ConvShape s,
+                       validate_conv_shape(v, ops[0].elements, ops[2].elements, ops[1].elements));
   IPU_RETURN_IF_ERROR(expect_range(v.params(P::kMBegin), v.params(P::kMEnd), s.M, "output channel"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(P::kCBegin), v.params(P::kCEnd), s.Cg, "input channel"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
@@ -290,7 +307,8 @@ void run_channel_sum(const PreparedVertex& v) {
     double sum = 0;
     for (int64_t n = 0; n < N; ++n) {
       const float* row = x + (n * C + c) * S;
-      for (int64_t i = 0; i < S; ++i) sum += row[i];
+      for (int64_t i = 0; i < S; ++i)
+        sum += row[i];
     }
     v.f32(1)[c] = static_cast<float>(sum);
   }
@@ -300,7 +318,8 @@ Status validate_channel_sum(const format::Vertex& v, const std::vector<OperandIn
   using P = format::params::ChannelSum;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(
+      expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kC)}, ops[1].elements, "y"));
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return expect_range(v.params(P::kCBegin), v.params(P::kCEnd), v.params(P::kC), "channel");
@@ -327,18 +346,24 @@ Status validate_channel_affine(const format::Vertex& v, const std::vector<Operan
   using P = format::params::ChannelAffine;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(
+      expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kC)}, ops[1].elements, "scale"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kC)}, ops[2].elements, "shift"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[3].elements, "Y"));
-  if (v.operands(3) == v.operands(1) || v.operands(3) == v.operands(2)) return invalid_argument("output aliases a parameter");
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
+  IPU_RETURN_IF_ERROR(
+      expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[3].elements, "Y"));
+  if (v.operands(3) == v.operands(1) || v.operands(3) == v.operands(2))
+    return invalid_argument("output aliases a parameter");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
+                      "element");
 }
 
 // Host tasks take all of a sample's output channels before more samples: one primitive call
 // then covers a sample's every channel and converts its input to oneDNN's layout once, where
 // tasks of a few channels over many samples would each convert every sample.
-bool channels_first(const PreparedVertex&) { return true; }
+bool channels_first(const PreparedVertex&) {
+  return true;
+}
 
 // oneDNN's direct convolution runs a block of 8 output channels at about a third of its speed on
 // 32 or more (as with AVX2, at batch 1), so a task takes at least 32 channels, or all there are,
@@ -349,30 +374,41 @@ bool too_few_channels(const PreparedVertex& task, const WorkRange& range) {
   return range.begin == Conv::kMBegin && channels < std::min(kMinTaskChannels, task.params[Conv::kM]);
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& conv_kernel() {
   static const KernelDef def = [] {
     // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
     openblas_set_num_threads(1);
-    return KernelDef{Codelet::kConv, run_conv, validate_conv, {Conv::kNBegin, Conv::kNEnd}, {Conv::kMBegin, Conv::kMEnd},
-                     channels_first, too_few_channels};
+    return KernelDef{Codelet::kConv,
+                     run_conv,
+                     validate_conv,
+                     {Conv::kNBegin, Conv::kNEnd},
+                     {Conv::kMBegin, Conv::kMEnd},
+                     channels_first,
+                     too_few_channels};
   }();
   return def;
 }
 const KernelDef& conv_grad_input_kernel() {
-  static const KernelDef def{Codelet::kConvGradInput, run_conv_grad_input, validate_conv_grad_input,
+  static const KernelDef def{Codelet::kConvGradInput,
+                             run_conv_grad_input,
+                             validate_conv_grad_input,
                              {ConvGradInput::kNBegin, ConvGradInput::kNEnd}};
   return def;
 }
 const KernelDef& conv_grad_weight_kernel() {
-  static const KernelDef def{Codelet::kConvGradWeight, run_conv_grad_weight, validate_conv_grad_weight,
+  static const KernelDef def{Codelet::kConvGradWeight,
+                             run_conv_grad_weight,
+                             validate_conv_grad_weight,
                              {ConvGradWeight::kMBegin, ConvGradWeight::kMEnd},
                              {ConvGradWeight::kCBegin, ConvGradWeight::kCEnd}};
   return def;
 }
 const KernelDef& channel_sum_kernel() {
-  static const KernelDef def{Codelet::kChannelSum, run_channel_sum, validate_channel_sum,
+  static const KernelDef def{Codelet::kChannelSum,
+                             run_channel_sum,
+                             validate_channel_sum,
                              {format::params::ChannelSum::kCBegin, format::params::ChannelSum::kCEnd}};
   return def;
 }
@@ -382,4 +418,4 @@ const KernelDef& channel_affine_kernel() {
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

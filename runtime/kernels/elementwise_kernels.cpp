@@ -19,7 +19,8 @@ void run_bias_add(const PreparedVertex& v) {
   for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r) {
     const float* x = v.f32(0) + r * N;
     float* y = v.f32(2) + r * N;
-    for (int64_t c = 0; c < N; ++c) y[c] = x[c] + b[c];
+    for (int64_t c = 0; c < N; ++c)
+      y[c] = x[c] + b[c];
   }
 }
 
@@ -42,15 +43,18 @@ void run_activation(const PreparedVertex& v) {
   float* y = v.f32(1);
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   switch (static_cast<ActivationKind>(v.params[P::kKind])) {
-    case ActivationKind::kRelu:
-      for (int64_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-      break;
-    case ActivationKind::kSigmoid:
-      for (int64_t i = begin; i < end; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
-      break;
-    case ActivationKind::kTanh:
-      for (int64_t i = begin; i < end; ++i) y[i] = std::tanh(x[i]);
-      break;
+  case ActivationKind::kRelu:
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    break;
+  case ActivationKind::kSigmoid:
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+    break;
+  case ActivationKind::kTanh:
+    for (int64_t i = begin; i < end; ++i)
+      y[i] = std::tanh(x[i]);
+    break;
   }
 }
 
@@ -58,9 +62,11 @@ Status validate_activation(const format::Vertex& v, const std::vector<OperandInf
   using P = format::params::Activation;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
-  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= kActivationKindCount) return invalid_argument("unknown activation kind");
+  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= kActivationKindCount)
+    return invalid_argument("unknown activation kind");
   if (ops[0].elements != ops[1].elements) return invalid_argument("input and output sizes differ");
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
+                      "element");
 }
 
 // ActivationGrad: dX[i] = dY[i] * f'(x) expressed through the activation's output Y.
@@ -73,15 +79,18 @@ void run_activation_grad(const PreparedVertex& v) {
   float* dx = v.f32(2);
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   switch (static_cast<ActivationKind>(v.params[P::kKind])) {
-    case ActivationKind::kRelu:
-      for (int64_t i = begin; i < end; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-      break;
-    case ActivationKind::kSigmoid:
-      for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
-      break;
-    case ActivationKind::kTanh:
-      for (int64_t i = begin; i < end; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
-      break;
+  case ActivationKind::kRelu:
+    for (int64_t i = begin; i < end; ++i)
+      dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    break;
+  case ActivationKind::kSigmoid:
+    for (int64_t i = begin; i < end; ++i)
+      dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+    break;
+  case ActivationKind::kTanh:
+    for (int64_t i = begin; i < end; ++i)
+      dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+    break;
   }
 }
 
@@ -89,11 +98,13 @@ Status validate_activation_grad(const format::Vertex& v, const std::vector<Opera
   using P = format::params::ActivationGrad;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
-  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= kActivationKindCount) return invalid_argument("unknown activation kind");
+  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= kActivationKindCount)
+    return invalid_argument("unknown activation kind");
   if (ops[0].elements != ops[1].elements || ops[0].elements != ops[2].elements) {
     return invalid_argument("operand sizes differ");
   }
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
+                      "element");
 }
 
 // SgdMomentum, Keras form on the gradient g = gradient_scale·G: V = momentum·V − lr·g; W += V.
@@ -105,10 +116,12 @@ void run_sgd_momentum(const PreparedVertex& v) {
   using F = format::fparams::SgdMomentum;
   float* w = v.f32(0);
   float* g = v.f32(1);
-  const float lr = v.fparams[F::kLearningRate], momentum = v.fparams[F::kMomentum], scale = v.fparams[F::kGradientScale];
+  const float lr = v.fparams[F::kLearningRate], momentum = v.fparams[F::kMomentum],
+              scale = v.fparams[F::kGradientScale];
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   if (v.num_operands == 2) {
-    for (int64_t i = begin; i < end; ++i) w[i] -= lr * (scale * g[i]);
+    for (int64_t i = begin; i < end; ++i)
+      w[i] -= lr * (scale * g[i]);
   } else {
     float* velocity = v.f32(2);
     for (int64_t i = begin; i < end; ++i) {
@@ -129,10 +142,12 @@ Status validate_sgd_momentum(const format::Vertex& v, const std::vector<OperandI
   }
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::SgdMomentum::kCount));
   if (ops[0].elements != ops[1].elements) return invalid_argument("gradient size differs from the weight");
-  if (v.operands(1) == v.operands(0) || (ops.size() == 3 && (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)))) {
+  if (v.operands(1) == v.operands(0) ||
+      (ops.size() == 3 && (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)))) {
     return invalid_argument("weight, gradient and velocity must be distinct tensors");
   }
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
+                      "element");
 }
 
 // Accumulate: A[i] += G[i] for i in [begin, end) (gradient accumulation over micro-batches).
@@ -141,7 +156,8 @@ void run_accumulate(const PreparedVertex& v) {
   using P = format::params::Accumulate;
   float* a = v.f32(0);
   const float* g = v.f32(1);
-  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i) a[i] += g[i];
+  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i)
+    a[i] += g[i];
 }
 
 Status validate_accumulate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -151,18 +167,22 @@ Status validate_accumulate(const format::Vertex& v, const std::vector<OperandInf
   if (ops[0].elements != ops[1].elements || v.operands(0) == v.operands(1)) {
     return invalid_argument("accumulator and gradient must be distinct tensors of one size");
   }
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
+                      "element");
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& bias_add_kernel() {
-  static const KernelDef def{Codelet::kBiasAdd, run_bias_add, validate_bias_add,
+  static const KernelDef def{Codelet::kBiasAdd,
+                             run_bias_add,
+                             validate_bias_add,
                              {format::params::BiasAdd::kRowBegin, format::params::BiasAdd::kRowEnd}};
   return def;
 }
 const KernelDef& activation_kernel() {
-  static const KernelDef def{Codelet::kActivation, run_activation, validate_activation, begin_end<format::params::Activation>()};
+  static const KernelDef def{Codelet::kActivation, run_activation, validate_activation,
+                             begin_end<format::params::Activation>()};
   return def;
 }
 const KernelDef& activation_grad_kernel() {
@@ -171,12 +191,14 @@ const KernelDef& activation_grad_kernel() {
   return def;
 }
 const KernelDef& accumulate_kernel() {
-  static const KernelDef def{Codelet::kAccumulate, run_accumulate, validate_accumulate, begin_end<format::params::Accumulate>()};
+  static const KernelDef def{Codelet::kAccumulate, run_accumulate, validate_accumulate,
+                             begin_end<format::params::Accumulate>()};
   return def;
 }
 const KernelDef& sgd_momentum_kernel() {
-  static const KernelDef def{Codelet::kSgdMomentum, run_sgd_momentum, validate_sgd_momentum, begin_end<format::params::SgdMomentum>()};
+  static const KernelDef def{Codelet::kSgdMomentum, run_sgd_momentum, validate_sgd_momentum,
+                             begin_end<format::params::SgdMomentum>()};
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "runtime/base/status.h"
-#include "runtime/format/executable.pb.h"
 #include "runtime/format/codelet.h"
 #include "runtime/format/codelet_params.h"
+#include "runtime/format/executable.pb.h"
 #include "runtime/kernels/kernel_context.h"
 #include "runtime/kernels/kernel_fault.h"
 
@@ -36,7 +36,7 @@ struct PreparedVertex {
   uint32_t num_operands = 0;
   uint32_t num_params = 0;
   uint32_t codelet = 0;
-  uint64_t cycles = 0;  // the compiler's estimate, used to size host tasks
+  uint64_t cycles = 0; // the compiler's estimate, used to size host tasks
 
   float* f32(size_t i) const { return static_cast<float*>(operands[i]); }
   const int32_t* i32(size_t i) const { return static_cast<const int32_t*>(operands[i]); }
@@ -56,9 +56,9 @@ using ContextKernelFn = void (*)(const PreparedVertex& vertex, KernelContext& co
 // Either kind of kernel, called the same way; a KernelDef names its function alone, or as
 // KernelEntry::fallible(run) if it may report a fault.
 class KernelEntry {
- public:
-  KernelEntry(KernelFn run) : m_run(run) {}                  // NOLINT(google-explicit-constructor)
-  KernelEntry(ContextKernelFn run) : m_with_context(run) {}  // NOLINT(google-explicit-constructor)
+public:
+  KernelEntry(KernelFn run) : m_run(run) {}                 // NOLINT(google-explicit-constructor)
+  KernelEntry(ContextKernelFn run) : m_with_context(run) {} // NOLINT(google-explicit-constructor)
   static KernelEntry fallible(ContextKernelFn run) {
     KernelEntry entry(run);
     entry.m_can_fault = true;
@@ -74,7 +74,7 @@ class KernelEntry {
   }
   bool can_fault() const { return m_can_fault; }
 
- private:
+private:
   KernelFn m_run = nullptr;
   ContextKernelFn m_with_context = nullptr;
   bool m_can_fault = false;
@@ -90,8 +90,7 @@ struct WorkRange {
   int end = -1;
 };
 // The range of a layout whose work is its [kBegin, kEnd) (format::params).
-template <typename Layout>
-constexpr WorkRange begin_end() {
+template <typename Layout> constexpr WorkRange begin_end() {
   return {Layout::kBegin, Layout::kEnd};
 }
 
@@ -126,4 +125,4 @@ Status validate_vertex(const format::Vertex& vertex, const format::Executable& e
 #include "runtime/kernels/kernels.def"
 #undef KERNEL
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -21,7 +21,7 @@ struct ConvWorkspaceDeleter {
 // Buffers one worker thread reuses across the vertices it runs. The engine keeps one per thread
 // that runs its compute sets and drops them with itself.
 class WorkerScratch {
- public:
+public:
   // At least `elements` floats, whose contents are unspecified: one buffer, so a kernel asks
   // for it once per vertex.
   float* floats(size_t elements) {
@@ -32,7 +32,7 @@ class WorkerScratch {
   // Made on first use, on the thread that uses it (oneDNN's team size is a per-thread setting).
   ConvWorkspace& conv();
 
- private:
+private:
   std::vector<float> m_floats;
   std::unique_ptr<ConvWorkspace, ConvWorkspaceDeleter> m_conv;
 };
@@ -49,4 +49,4 @@ struct KernelContext {
   KernelFault& fault;
 };
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -16,7 +16,8 @@ constexpr size_t kKernels = 0
 #include "runtime/kernels/kernels.def"
 #undef KERNEL
     ;
-static_assert(kKernels == kCodelets, "runtime/kernels/kernels.def must give every codelet of codelets.def a kernel");
+static_assert(kKernels == kCodelets,
+              "runtime/kernels/kernels.def must give every codelet of codelets.def a kernel");
 
 const KernelDef* find_kernel(uint32_t codelet_id) {
   // One entry per codelet, indexed by id; filled once.
@@ -30,7 +31,7 @@ const KernelDef* find_kernel(uint32_t codelet_id) {
       if (t[id] != nullptr && static_cast<uint32_t>(t[id]->codelet) != id) std::abort();
     }
     // A codelet without a kernel (another one named twice in its place).
-#define CODELET(name, id, text) \
+#define CODELET(name, id, text)                                                                              \
   if (t[id] == nullptr) std::abort();
 #include "runtime/format/codelets.def"
 #undef CODELET
@@ -46,7 +47,8 @@ bool try_merge(const KernelDef& def, PreparedVertex& into, const PreparedVertex&
   }
   auto same_except = [&](const WorkRange& range) {
     for (uint32_t i = 0; i < into.num_params; ++i) {
-      if (static_cast<int>(i) != range.begin && static_cast<int>(i) != range.end && into.params[i] != next.params[i]) {
+      if (static_cast<int>(i) != range.begin && static_cast<int>(i) != range.end &&
+          into.params[i] != next.params[i]) {
         return false;
       }
     }
@@ -65,7 +67,8 @@ bool try_merge(const KernelDef& def, PreparedVertex& into, const PreparedVertex&
 Status validate_vertex(const format::Vertex& vertex, const format::Executable& executable) {
   const KernelDef* def = find_kernel(vertex.codelet());
   if (def == nullptr) return invalid_argument("unknown codelet id " + std::to_string(vertex.codelet()));
-  if (static_cast<size_t>(vertex.operands_size()) > kMaxOperands || static_cast<size_t>(vertex.params_size()) > kMaxParams ||
+  if (static_cast<size_t>(vertex.operands_size()) > kMaxOperands ||
+      static_cast<size_t>(vertex.params_size()) > kMaxParams ||
       static_cast<size_t>(vertex.fparams_size()) > kMaxFloatParams) {
     return invalid_argument("too many operands or parameters");
   }
@@ -74,13 +77,15 @@ Status validate_vertex(const format::Vertex& vertex, const format::Executable& e
   for (uint32_t index : vertex.operands()) {
     const format::Tensor& t = executable.tensors(static_cast<int>(index));
     uint64_t elements = 1;
-    for (int64_t d : t.shape()) elements *= static_cast<uint64_t>(d);
+    for (int64_t d : t.shape())
+      elements *= static_cast<uint64_t>(d);
     operands.push_back({t.dtype(), elements});
   }
   Status status = def->validate(vertex, operands);
-  if (!status.ok()) return status.with_context(std::string(codelet_name(def->codelet)) + " vertex on tile " +
-                                               std::to_string(vertex.tile()));
+  if (!status.ok())
+    return status.with_context(std::string(codelet_name(def->codelet)) + " vertex on tile " +
+                               std::to_string(vertex.tile()));
   return status;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -15,7 +15,8 @@ using format::FLOAT32;
 // double, rounded once.
 float mean(const float* x, int64_t n) {
   double sum = 0.0;
-  for (int64_t j = 0; j < n; ++j) sum += x[j];
+  for (int64_t j = 0; j < n; ++j)
+    sum += x[j];
   return static_cast<float>(sum / static_cast<double>(n));
 }
 
@@ -54,21 +55,25 @@ Status validate_layer_norm(const format::Vertex& v, const std::vector<OperandInf
   using P = format::params::LayerNorm;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::LayerNorm::kCount));
-  if (v.params(P::kN) < 1) return invalid_argument("rows of " + std::to_string(v.params(P::kN)) + " elements");
+  if (v.params(P::kN) < 1)
+    return invalid_argument("rows of " + std::to_string(v.params(P::kN)) + " elements");
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kN)}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN)}, ops[1].elements, "gamma"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN)}, ops[2].elements, "beta"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kN)}, ops[3].elements, "Y"));
-  if (v.operands(3) == v.operands(1) || v.operands(3) == v.operands(2)) return invalid_argument("output aliases a parameter");
+  if (v.operands(3) == v.operands(1) || v.operands(3) == v.operands(2))
+    return invalid_argument("output aliases a parameter");
   return expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kRows), "row");
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& layer_norm_kernel() {
-  static const KernelDef def{Codelet::kLayerNorm, run_layer_norm, validate_layer_norm,
+  static const KernelDef def{Codelet::kLayerNorm,
+                             run_layer_norm,
+                             validate_layer_norm,
                              {format::params::LayerNorm::kRowBegin, format::params::LayerNorm::kRowEnd}};
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -32,9 +32,13 @@ struct LossParams {
 };
 
 LossParams loss_params(const PreparedVertex& v) {
-  return {v.params[L::kN],          v.params[L::kC],           v.params[L::kD],
-          static_cast<LossReduction>(v.params[L::kReduction]), v.params[L::kHasIgnore] != 0,
-          v.params[L::kIgnoreIndex], v.params[L::kHasWeights] != 0};
+  return {v.params[L::kN],
+          v.params[L::kC],
+          v.params[L::kD],
+          static_cast<LossReduction>(v.params[L::kReduction]),
+          v.params[L::kHasIgnore] != 0,
+          v.params[L::kIgnoreIndex],
+          v.params[L::kHasWeights] != 0};
 }
 
 enum class TargetState { kValid, kIgnored, kOutOfRange };
@@ -71,14 +75,17 @@ void run_nll_loss(const PreparedVertex& v, KernelContext& context) {
     int64_t cls = 0;
     double loss = 0.0;
     switch (classify(targets[i], p, cls)) {
-      case TargetState::kIgnored: break;
-      case TargetState::kOutOfRange: context.fault = target_fault(targets, i, p); return;
-      case TargetState::kValid: {
-        const double weight = w ? static_cast<double>(w[cls]) : 1.0;
-        loss = -static_cast<double>(x[(n * p.C + cls) * p.D + d]) * weight;
-        weight_total += weight;
-        break;
-      }
+    case TargetState::kIgnored:
+      break;
+    case TargetState::kOutOfRange:
+      context.fault = target_fault(targets, i, p);
+      return;
+    case TargetState::kValid: {
+      const double weight = w ? static_cast<double>(w[cls]) : 1.0;
+      loss = -static_cast<double>(x[(n * p.C + cls) * p.D + d]) * weight;
+      weight_total += weight;
+      break;
+    }
     }
     if (p.reduction == LossReduction::kNone) {
       y[i] = static_cast<float>(loss);
@@ -99,13 +106,15 @@ Status validate_loss_params(const format::Vertex& v, const std::vector<OperandIn
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   const int64_t reduction = v.params(L::kReduction), has_ignore = v.params(L::kHasIgnore);
   if (reduction < 0 || reduction >= format::kLossReductionCount) return invalid_argument("unknown reduction");
-  if ((has_ignore != 0 && has_ignore != 1) || (v.params(L::kHasWeights) != 0 && v.params(L::kHasWeights) != 1)) {
+  if ((has_ignore != 0 && has_ignore != 1) ||
+      (v.params(L::kHasWeights) != 0 && v.params(L::kHasWeights) != 1)) {
     return invalid_argument("has_ignore and has_weights must be 0 or 1");
   }
   const bool has_weights = v.params(L::kHasWeights) != 0;
   const size_t count = weights_at + (has_weights ? 1 : 0);
   if (ops.size() != count) {
-    return invalid_argument("expects " + std::to_string(count) + " operands, got " + std::to_string(ops.size()));
+    return invalid_argument("expects " + std::to_string(count) + " operands, got " +
+                            std::to_string(ops.size()));
   }
   for (const OperandInfo& op : ops) {
     if (op.dtype != FLOAT32) return invalid_argument("every operand must be f32");
@@ -127,17 +136,20 @@ uint64_t loss_elements(const format::Vertex& v) {
 Status validate_nll_loss(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using P = NllLoss;
   IPU_RETURN_IF_ERROR(validate_loss_params<P>(v, ops, 1, 3));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kD)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(
+      expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kD)}, ops[0].elements, "X"));
   if (ops[2].elements != loss_elements(v)) return invalid_argument("Y has the wrong number of elements");
   const int64_t positions = v.params(P::kN) * v.params(P::kD);
   const int64_t begin = v.params(P::kBegin), end = v.params(P::kEnd);
   IPU_RETURN_IF_ERROR(expect_range(begin, end, positions, "position"));
   // A reduction sums every position in one vertex; partial sums would overwrite each other.
-  if (v.params(P::kReduction) != static_cast<int64_t>(LossReduction::kNone) && (begin != 0 || end != positions)) {
+  if (v.params(P::kReduction) != static_cast<int64_t>(LossReduction::kNone) &&
+      (begin != 0 || end != positions)) {
     return invalid_argument("a reduced loss must cover every position");
   }
   for (int i : {0, 1, 3}) {
-    if (i < v.operands_size() && v.operands(2) == v.operands(i)) return invalid_argument("output aliases an input");
+    if (i < v.operands_size() && v.operands(2) == v.operands(i))
+      return invalid_argument("output aliases an input");
   }
   return Status();
 }
@@ -192,24 +204,29 @@ Status validate_nll_loss_grad(const format::Vertex& v, const std::vector<Operand
   using P = NllLossGrad;
   IPU_RETURN_IF_ERROR(validate_loss_params<P>(v, ops, 0, 3));
   if (ops[1].elements != loss_elements(v)) return invalid_argument("dY has the wrong number of elements");
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kD)}, ops[2].elements, "dX"));
+  IPU_RETURN_IF_ERROR(
+      expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kD)}, ops[2].elements, "dX"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kN), "row"));
   for (int i : {0, 1, 3}) {
-    if (i < v.operands_size() && v.operands(2) == v.operands(i)) return invalid_argument("output aliases an input");
+    if (i < v.operands_size() && v.operands(2) == v.operands(i))
+      return invalid_argument("output aliases an input");
   }
   return Status();
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& nll_loss_kernel() {
-  static const KernelDef def{Codelet::kNllLoss, KernelEntry::fallible(run_nll_loss), validate_nll_loss, begin_end<NllLoss>()};
+  static const KernelDef def{Codelet::kNllLoss, KernelEntry::fallible(run_nll_loss), validate_nll_loss,
+                             begin_end<NllLoss>()};
   return def;
 }
 const KernelDef& nll_loss_grad_kernel() {
-  static const KernelDef def{Codelet::kNllLossGrad, KernelEntry::fallible(run_nll_loss_grad), validate_nll_loss_grad,
+  static const KernelDef def{Codelet::kNllLossGrad,
+                             KernelEntry::fallible(run_nll_loss_grad),
+                             validate_nll_loss_grad,
                              {NllLossGrad::kRowBegin, NllLossGrad::kRowEnd}};
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

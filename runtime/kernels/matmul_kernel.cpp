@@ -17,7 +17,8 @@ namespace {
 using P = format::params::MatMul;
 
 // The block's product itself: c (+)= op(A)·op(B), scaled onto c by beta.
-void product(const PreparedVertex& v, int64_t rows, int64_t cols, const float* a, const float* b, float beta, float* c) {
+void product(const PreparedVertex& v, int64_t rows, int64_t cols, const float* a, const float* b, float beta,
+             float* c) {
   const auto& p = v.params;
   const int64_t M = p[P::kM], N = p[P::kN], K = p[P::kK];
   const bool trans_a = p[P::kTransA] != 0, trans_b = p[P::kTransB] != 0;
@@ -25,10 +26,10 @@ void product(const PreparedVertex& v, int64_t rows, int64_t cols, const float* a
     // One row of C (batch 1): SGEMM would pack the whole of B for a single product per
     // column, which costs as much as the product itself; SGEMV streams B once.
     const int incx = static_cast<int>(trans_a ? M : 1);
-    if (trans_b) {  // c = B[cols, K] · a
+    if (trans_b) { // c = B[cols, K] · a
       cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(cols), static_cast<int>(K), 1.0f, b,
                   static_cast<int>(K), a, incx, beta, c, 1);
-    } else {  // c = B[K, cols]ᵀ · a
+    } else { // c = B[K, cols]ᵀ · a
       cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(K), static_cast<int>(cols), 1.0f, b,
                   static_cast<int>(N), a, incx, beta, c, 1);
     }
@@ -36,7 +37,8 @@ void product(const PreparedVertex& v, int64_t rows, int64_t cols, const float* a
   }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(K), 1.0f, a,
-              static_cast<int>(trans_a ? M : K), b, static_cast<int>(trans_b ? K : N), beta, c, static_cast<int>(N));
+              static_cast<int>(trans_a ? M : K), b, static_cast<int>(trans_b ? K : N), beta, c,
+              static_cast<int>(N));
 }
 
 void run(const PreparedVertex& v) {
@@ -58,10 +60,12 @@ void run(const PreparedVertex& v) {
   for (int64_t r = 0; r < rows; ++r) {
     float* row = c + r * N;
     if (has_bias) {
-      for (int64_t j = 0; j < cols; ++j) row[j] += bias[j];
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] += bias[j];
     }
     if (relu) {
-      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+      for (int64_t j = 0; j < cols; ++j)
+        row[j] = row[j] > 0.0f ? row[j] : 0.0f;
     }
   }
 }
@@ -83,7 +87,8 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
     if (p[P::kAccumulate] != 0) return invalid_argument("a bias cannot be accumulated");
   }
   IPU_RETURN_IF_ERROR(expect_elements({p[P::kM], p[P::kN]}, ops.back().elements, "C"));
-  if (p[P::kM] > INT32_MAX || p[P::kN] > INT32_MAX || p[P::kK] > INT32_MAX) return invalid_argument("dimension exceeds BLAS limits");
+  if (p[P::kM] > INT32_MAX || p[P::kN] > INT32_MAX || p[P::kK] > INT32_MAX)
+    return invalid_argument("dimension exceeds BLAS limits");
   IPU_RETURN_IF_ERROR(expect_range(p[P::kRowBegin], p[P::kRowEnd], p[P::kM], "row"));
   IPU_RETURN_IF_ERROR(expect_range(p[P::kColBegin], p[P::kColEnd], p[P::kN], "column"));
   const int c = v.operands_size() - 1;
@@ -97,7 +102,9 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
 // its rows of op(A) and its columns of op(B), so a task of r rows and c columns packs K·(r + c)
 // values for r·c·K products: all rows of a few columns suits a wide C (batch 1, big weights),
 // all columns of a few rows a tall one (a transformer's batch × sequence rows).
-bool rows_first(const PreparedVertex& v) { return v.params[P::kM] < v.params[P::kN]; }
+bool rows_first(const PreparedVertex& v) {
+  return v.params[P::kM] < v.params[P::kN];
+}
 
 // MatMulPartial: partials[part][block] = op(A)[block rows, k_begin:k_end] · op(B)[k_begin:k_end,
 // block cols], one share of a MatMul split over K (the compiler sums the shares with a Reduce).
@@ -115,16 +122,20 @@ void run(const PreparedVertex& v) {
   float* c = v.f32(2) + p[Q::kPart] * M * N + p[Q::kRowBegin] * N + p[Q::kColBegin];
   if (rows == 0 || cols == 0) return;
   if (depth == 0) {
-    for (int64_t r = 0; r < rows; ++r) std::fill_n(c + r * N, cols, 0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill_n(c + r * N, cols, 0.0f);
     return;
   }
   const bool trans_a = p[Q::kTransA] != 0, trans_b = p[Q::kTransB] != 0;
   // op(A)[r, k] is A[r, k] or A[k, r]; op(B)[k, c] is B[k, c] or B[c, k].
-  const float* a = v.f32(0) + (trans_a ? p[Q::kKBegin] * M + p[Q::kRowBegin] : p[Q::kRowBegin] * K + p[Q::kKBegin]);
-  const float* b = v.f32(1) + (trans_b ? p[Q::kColBegin] * K + p[Q::kKBegin] : p[Q::kKBegin] * N + p[Q::kColBegin]);
+  const float* a =
+      v.f32(0) + (trans_a ? p[Q::kKBegin] * M + p[Q::kRowBegin] : p[Q::kRowBegin] * K + p[Q::kKBegin]);
+  const float* b =
+      v.f32(1) + (trans_b ? p[Q::kColBegin] * K + p[Q::kKBegin] : p[Q::kKBegin] * N + p[Q::kColBegin]);
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
               static_cast<int>(rows), static_cast<int>(cols), static_cast<int>(depth), 1.0f, a,
-              static_cast<int>(trans_a ? M : K), b, static_cast<int>(trans_b ? K : N), 0.0f, c, static_cast<int>(N));
+              static_cast<int>(trans_a ? M : K), b, static_cast<int>(trans_b ? K : N), 0.0f, c,
+              static_cast<int>(N));
 }
 
 Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -132,7 +143,8 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, Q::kCount, 0));
   const auto& p = v.params();
-  if (p[Q::kM] > INT32_MAX || p[Q::kN] > INT32_MAX || p[Q::kK] > INT32_MAX) return invalid_argument("dimension exceeds BLAS limits");
+  if (p[Q::kM] > INT32_MAX || p[Q::kN] > INT32_MAX || p[Q::kK] > INT32_MAX)
+    return invalid_argument("dimension exceeds BLAS limits");
   IPU_RETURN_IF_ERROR(expect_elements({p[Q::kM], p[Q::kK]}, ops[0].elements, "A"));
   IPU_RETURN_IF_ERROR(expect_elements({p[Q::kK], p[Q::kN]}, ops[1].elements, "B"));
   IPU_RETURN_IF_ERROR(expect_range(p[Q::kPart], p[Q::kPart] + 1, p[Q::kParts], "part"));
@@ -140,24 +152,26 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_range(p[Q::kRowBegin], p[Q::kRowEnd], p[Q::kM], "row"));
   IPU_RETURN_IF_ERROR(expect_range(p[Q::kColBegin], p[Q::kColEnd], p[Q::kN], "column"));
   IPU_RETURN_IF_ERROR(expect_range(p[Q::kKBegin], p[Q::kKEnd], p[Q::kK], "K"));
-  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1))
+    return invalid_argument("output aliases an input");
   return Status();
 }
 
-}  // namespace partial
+} // namespace partial
 
-}  // namespace
+} // namespace
 
 const KernelDef& matmul_kernel() {
   static const KernelDef def = [] {
     // Vertices already run in parallel on TBB's threads; OpenBLAS must not add its own.
     openblas_set_num_threads(1);
-    return KernelDef{Codelet::kMatMul, run, validate, {P::kColBegin, P::kColEnd}, {P::kRowBegin, P::kRowEnd}, rows_first};
+    return KernelDef{Codelet::kMatMul,           run,       validate, {P::kColBegin, P::kColEnd},
+                     {P::kRowBegin, P::kRowEnd}, rows_first};
   }();
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels
 
 namespace ipu::kernels {
 
@@ -165,9 +179,13 @@ const KernelDef& matmul_partial_kernel() {
   using Q = partial::Q;
   static const KernelDef def = [] {
     openblas_set_num_threads(1);
-    return KernelDef{Codelet::kMatMulPartial, partial::run, partial::validate, {Q::kColBegin, Q::kColEnd}, {Q::kRowBegin, Q::kRowEnd}};
+    return KernelDef{Codelet::kMatMulPartial,
+                     partial::run,
+                     partial::validate,
+                     {Q::kColBegin, Q::kColEnd},
+                     {Q::kRowBegin, Q::kRowEnd}};
   }();
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

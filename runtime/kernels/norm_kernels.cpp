@@ -18,21 +18,28 @@ using format::params::ChannelsLayout;
 // The BatchNorm codelets (layout P, fparams F): `full` operands hold N·C·S elements, `per_channel`
 // ones C; the work range `range` is over channels or flat elements.
 template <typename P, typename F>
-Status validate_ncs(const format::Vertex& v, const std::vector<OperandInfo>& ops, std::initializer_list<size_t> full,
-                    std::initializer_list<size_t> per_channel, WorkRange range, bool channel_range) {
+Status validate_ncs(const format::Vertex& v, const std::vector<OperandInfo>& ops,
+                    std::initializer_list<size_t> full, std::initializer_list<size_t> per_channel,
+                    WorkRange range, bool channel_range) {
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, F::kCount));
   const int64_t N = v.params(P::kN), C = v.params(P::kC), S = v.params(P::kS);
-  for (size_t i : full) IPU_RETURN_IF_ERROR(expect_elements({N, C, S}, ops[i].elements, "tensor operand"));
-  for (size_t i : per_channel) IPU_RETURN_IF_ERROR(expect_elements({C}, ops[i].elements, "per-channel operand"));
+  for (size_t i : full)
+    IPU_RETURN_IF_ERROR(expect_elements({N, C, S}, ops[i].elements, "tensor operand"));
+  for (size_t i : per_channel)
+    IPU_RETURN_IF_ERROR(expect_elements({C}, ops[i].elements, "per-channel operand"));
   // The output (last operand) must not alias any input.
   for (int i = 0; i + 1 < v.operands_size(); ++i) {
-    if (v.operands(i) == v.operands(v.operands_size() - 1)) return invalid_argument("output aliases an input");
+    if (v.operands(i) == v.operands(v.operands_size() - 1))
+      return invalid_argument("output aliases an input");
   }
   if (channel_range) return expect_range(v.params(range.begin), v.params(range.end), C, "channel");
-  return expect_range(v.params(range.begin), v.params(range.end), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(range.begin), v.params(range.end), static_cast<int64_t>(ops[0].elements),
+                      "element");
 }
 
-float inv_std(const float* var, int64_t c, float epsilon) { return 1.0f / std::sqrt(var[c] + epsilon); }
+float inv_std(const float* var, int64_t c, float epsilon) {
+  return 1.0f / std::sqrt(var[c] + epsilon);
+}
 
 // BatchNorm: Y = (X − mean[c]) / sqrt(var[c] + epsilon) · scale[c] + B[c] for flat elements
 // [begin, end).
@@ -52,8 +59,8 @@ void run_batch_norm(const PreparedVertex& v) {
 
 Status validate_batch_norm(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
-  return validate_ncs<BatchNorm, format::fparams::BatchNorm>(v, ops, {0, 5}, {1, 2, 3, 4}, begin_end<BatchNorm>(),
-                                                             false);
+  return validate_ncs<BatchNorm, format::fparams::BatchNorm>(v, ops, {0, 5}, {1, 2, 3, 4},
+                                                             begin_end<BatchNorm>(), false);
 }
 
 // BatchNormGradInput: dX = dY · scale[c] / sqrt(var[c] + epsilon) for flat elements [begin, end).
@@ -73,8 +80,8 @@ void run_batch_norm_grad_input(const PreparedVertex& v) {
 
 Status validate_batch_norm_grad_input(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
-  return validate_ncs<BatchNormGradInput, format::fparams::BatchNormGradInput>(v, ops, {0, 3}, {1, 2},
-                                                                               begin_end<BatchNormGradInput>(), false);
+  return validate_ncs<BatchNormGradInput, format::fparams::BatchNormGradInput>(
+      v, ops, {0, 3}, {1, 2}, begin_end<BatchNormGradInput>(), false);
 }
 
 // BatchNormGradScale: dscale[c] = Σ over n, s of dY · (X − mean[c]) / sqrt(var[c] + epsilon) for
@@ -89,9 +96,11 @@ void run_batch_norm_grad_scale(const PreparedVertex& v) {
     double sum = 0;
     for (int64_t n = 0; n < N; ++n) {
       const int64_t row = (n * C + c) * S;
-      for (int64_t s = 0; s < S; ++s) sum += static_cast<double>(dy[row + s]) * (x[row + s] - mean[c]);
+      for (int64_t s = 0; s < S; ++s)
+        sum += static_cast<double>(dy[row + s]) * (x[row + s] - mean[c]);
     }
-    v.f32(4)[c] = static_cast<float>(sum) * inv_std(var, c, v.fparams[format::fparams::BatchNormGradScale::kEpsilon]);
+    v.f32(4)[c] =
+        static_cast<float>(sum) * inv_std(var, c, v.fparams[format::fparams::BatchNormGradScale::kEpsilon]);
   }
 }
 
@@ -123,25 +132,31 @@ Status validate_channels_layout(const format::Vertex& v, const std::vector<Opera
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
   using P = ChannelsLayout;
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[1].elements, "Y"));
+  IPU_RETURN_IF_ERROR(
+      expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
+  IPU_RETURN_IF_ERROR(
+      expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[1].elements, "Y"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
+                      "element");
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& batch_norm_kernel() {
-  static const KernelDef def{Codelet::kBatchNorm, run_batch_norm, validate_batch_norm, begin_end<BatchNorm>()};
+  static const KernelDef def{Codelet::kBatchNorm, run_batch_norm, validate_batch_norm,
+                             begin_end<BatchNorm>()};
   return def;
 }
 const KernelDef& batch_norm_grad_input_kernel() {
-  static const KernelDef def{Codelet::kBatchNormGradInput, run_batch_norm_grad_input, validate_batch_norm_grad_input,
-                             begin_end<BatchNormGradInput>()};
+  static const KernelDef def{Codelet::kBatchNormGradInput, run_batch_norm_grad_input,
+                             validate_batch_norm_grad_input, begin_end<BatchNormGradInput>()};
   return def;
 }
 const KernelDef& batch_norm_grad_scale_kernel() {
-  static const KernelDef def{Codelet::kBatchNormGradScale, run_batch_norm_grad_scale, validate_batch_norm_grad_scale,
+  static const KernelDef def{Codelet::kBatchNormGradScale,
+                             run_batch_norm_grad_scale,
+                             validate_batch_norm_grad_scale,
                              {BatchNormGradScale::kCBegin, BatchNormGradScale::kCEnd}};
   return def;
 }
@@ -151,4 +166,4 @@ const KernelDef& channels_layout_kernel() {
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

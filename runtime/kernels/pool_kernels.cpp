@@ -13,13 +13,13 @@ using format::FLOAT32;
 
 // Calls f(input offset within the plane) for every tap of output (oy, ox) inside the input.
 // Taps go row by row, left to right.
-template <typename F>
-void for_each_tap(const Window& w, int64_t oy, int64_t ox, F&& f) {
+template <typename F> void for_each_tap(const Window& w, int64_t oy, int64_t ox, F&& f) {
   const int64_t first_iy = oy * w.SH - w.PT, first_ix = ox * w.SW - w.PL;
   const IndexRange rows = in_bounds(first_iy, w.DH, w.H, w.KH), cols = in_bounds(first_ix, w.DW, w.W, w.KW);
   for (int64_t ky = rows.begin; ky < rows.end; ++ky) {
     const int64_t row = (first_iy + ky * w.DH) * w.W + first_ix;
-    for (int64_t kx = cols.begin; kx < cols.end; ++kx) f(row + kx * w.DW);
+    for (int64_t kx = cols.begin; kx < cols.end; ++kx)
+      f(row + kx * w.DW);
   }
 }
 
@@ -58,8 +58,7 @@ using format::params::AveragePoolGrad;
 using format::params::MaxPool;
 using format::params::MaxPoolGrad;
 
-template <typename P>
-Status validate_planes(const format::Vertex& v, const Window& w) {
+template <typename P> Status validate_planes(const format::Vertex& v, const Window& w) {
   return expect_range(v.params(P::kPlaneBegin), v.params(P::kPlaneEnd), w.N * w.C, "plane");
 }
 
@@ -93,7 +92,8 @@ void max_pool_interior_row(const Window& w, const float* x, int64_t oy, IndexRan
       // x[base + ox·stride] is tap (ky, kx) of output ox; base alone may lie before the row.
       const int64_t base = (first_iy + ky * w.DH) * w.W + kx * w.DW - w.PL;
       if (ky == 0 && kx == 0) {
-        for (int64_t ox = cols.begin; ox < cols.end; ++ox) y[ox] = x[base + ox * stride];
+        for (int64_t ox = cols.begin; ox < cols.end; ++ox)
+          y[ox] = x[base + ox * stride];
         continue;
       }
       for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
@@ -129,7 +129,7 @@ void run_max_pool(const PreparedVertex& v) {
   const IndexRange inner_rows = in_bounds(-w.PT, w.SH, w.H - (w.KH - 1) * w.DH, w.OH);
   const IndexRange inner_cols = in_bounds(-w.PL, w.SW, w.W - (w.KW - 1) * w.DW, w.OW);
   const bool two_by_two = w.KH == 2 && w.KW == 2 && w.DH == 1 && w.DW == 1;
-  const auto run_interior = two_by_two && w.SW == 2 ? max_pool_interior_row_2x2<2>
+  const auto run_interior = two_by_two && w.SW == 2   ? max_pool_interior_row_2x2<2>
                             : two_by_two && w.SW == 1 ? max_pool_interior_row_2x2<1>
                             : w.SW == 2               ? max_pool_interior_row<2>
                             : w.SW == 1               ? max_pool_interior_row<1>
@@ -142,16 +142,17 @@ void run_max_pool(const PreparedVertex& v) {
       const bool inner = oy >= inner_rows.begin && oy < inner_rows.end && inner_cols.begin < inner_cols.end;
       const IndexRange fast = inner ? inner_cols : IndexRange{0, 0};
       if (inner) run_interior(w, x, oy, fast, out);
-      for (int64_t ox = 0; ox < fast.begin; ++ox) out[ox] = max_of_window(w, x, oy, ox);
-      for (int64_t ox = fast.end; ox < w.OW; ++ox) out[ox] = max_of_window(w, x, oy, ox);
+      for (int64_t ox = 0; ox < fast.begin; ++ox)
+        out[ox] = max_of_window(w, x, oy, ox);
+      for (int64_t ox = fast.end; ox < w.OW; ++ox)
+        out[ox] = max_of_window(w, x, oy, ox);
     }
   }
 }
 
 // MaxPool and AveragePool (layout P): X [N,C,H,W] → Y [N,C,OH,OW] over planes [plane_begin,
 // plane_end).
-template <typename P>
-Status validate_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+template <typename P> Status validate_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
@@ -192,7 +193,8 @@ Status validate_max_pool_grad(const format::Vertex& v, const std::vector<Operand
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "dY"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[2].elements, "dX"));
-  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1))
+    return invalid_argument("output aliases an input");
   return validate_planes<MaxPoolGrad>(v, w);
 }
 
@@ -253,27 +255,33 @@ Status validate_average_pool_grad(const format::Vertex& v, const std::vector<Ope
   return validate_planes<AveragePoolGrad>(v, w);
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& max_pool_kernel() {
-  static const KernelDef def{Codelet::kMaxPool, run_max_pool, validate_max_pool,
-                             {MaxPool::kPlaneBegin, MaxPool::kPlaneEnd}};
+  static const KernelDef def{
+      Codelet::kMaxPool, run_max_pool, validate_max_pool, {MaxPool::kPlaneBegin, MaxPool::kPlaneEnd}};
   return def;
 }
 const KernelDef& max_pool_grad_kernel() {
-  static const KernelDef def{Codelet::kMaxPoolGrad, run_max_pool_grad, validate_max_pool_grad,
+  static const KernelDef def{Codelet::kMaxPoolGrad,
+                             run_max_pool_grad,
+                             validate_max_pool_grad,
                              {MaxPoolGrad::kPlaneBegin, MaxPoolGrad::kPlaneEnd}};
   return def;
 }
 const KernelDef& average_pool_kernel() {
-  static const KernelDef def{Codelet::kAveragePool, run_average_pool, validate_average_pool,
+  static const KernelDef def{Codelet::kAveragePool,
+                             run_average_pool,
+                             validate_average_pool,
                              {AveragePool::kPlaneBegin, AveragePool::kPlaneEnd}};
   return def;
 }
 const KernelDef& average_pool_grad_kernel() {
-  static const KernelDef def{Codelet::kAveragePoolGrad, run_average_pool_grad, validate_average_pool_grad,
+  static const KernelDef def{Codelet::kAveragePoolGrad,
+                             run_average_pool_grad,
+                             validate_average_pool_grad,
                              {AveragePoolGrad::kPlaneBegin, AveragePoolGrad::kPlaneEnd}};
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

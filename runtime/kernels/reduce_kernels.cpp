@@ -31,7 +31,8 @@ void run_reduce(const PreparedVertex& v) {
   const int64_t* red_dims = out_strides + out_rank;
   const int64_t* red_strides = red_dims + red_rank;
   int64_t count = 1;
-  for (int64_t k = 0; k < red_rank; ++k) count *= red_dims[k];
+  for (int64_t k = 0; k < red_rank; ++k)
+    count *= red_dims[k];
   const float* x = v.f32(0);
   float* y = v.f32(1);
   if ((kind == ReduceKind::kSum || kind == ReduceKind::kMean) && red_rank == 1) {
@@ -39,49 +40,65 @@ void run_reduce(const PreparedVertex& v) {
     const int64_t stride = red_strides[0];
     for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],
                         [&](int64_t i, const std::array<int64_t, 1>& base) {
-      double acc = 0.0;
-      for (int64_t j = 0; j < count; ++j) acc += x[base[0] + j * stride];
-      y[i] = static_cast<float>(kind == ReduceKind::kMean ? acc / static_cast<double>(count) : acc);
-    });
+                          double acc = 0.0;
+                          for (int64_t j = 0; j < count; ++j)
+                            acc += x[base[0] + j * stride];
+                          y[i] = static_cast<float>(
+                              kind == ReduceKind::kMean ? acc / static_cast<double>(count) : acc);
+                        });
     return;
   }
   for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],
                       [&](int64_t i, const std::array<int64_t, 1>& base) {
-    double acc = kind == ReduceKind::kProd ? 1.0 : 0.0;
-    float best = 0.0f;
-    int64_t best_at = -1;
-    for_each_strided<1>(red_rank, red_dims, {red_strides}, base, 0, count,
-                        [&](int64_t j, const std::array<int64_t, 1>& o) {
-      const float t = x[o[0]];
-      switch (kind) {
-        case ReduceKind::kSum:
-        case ReduceKind::kMean: acc += t; break;
-        case ReduceKind::kProd: acc *= t; break;
-        case ReduceKind::kMax:
-        case ReduceKind::kArgMax:
-          if (best_at < 0 || t > best || std::isnan(t)) best = t, best_at = j;
-          break;
-        case ReduceKind::kMin:
-        case ReduceKind::kArgMin:
-          if (best_at < 0 || t < best || std::isnan(t)) best = t, best_at = j;
-          break;
-        case ReduceKind::kArgMaxLast:
-          if (best_at < 0 || t >= best) best = t, best_at = j;
-          break;
-        case ReduceKind::kArgMinLast:
-          if (best_at < 0 || t <= best) best = t, best_at = j;
-          break;
-      }
-    });
-    switch (kind) {
-      case ReduceKind::kSum:
-      case ReduceKind::kProd: y[i] = static_cast<float>(acc); break;
-      case ReduceKind::kMean: y[i] = static_cast<float>(acc / static_cast<double>(count)); break;
-      case ReduceKind::kMax:
-      case ReduceKind::kMin: y[i] = best; break;
-      default: y[i] = static_cast<float>(best_at); break;
-    }
-  });
+                        double acc = kind == ReduceKind::kProd ? 1.0 : 0.0;
+                        float best = 0.0f;
+                        int64_t best_at = -1;
+                        for_each_strided<1>(red_rank, red_dims, {red_strides}, base, 0, count,
+                                            [&](int64_t j, const std::array<int64_t, 1>& o) {
+                                              const float t = x[o[0]];
+                                              switch (kind) {
+                                              case ReduceKind::kSum:
+                                              case ReduceKind::kMean:
+                                                acc += t;
+                                                break;
+                                              case ReduceKind::kProd:
+                                                acc *= t;
+                                                break;
+                                              case ReduceKind::kMax:
+                                              case ReduceKind::kArgMax:
+                                                if (best_at < 0 || t > best || std::isnan(t))
+                                                  best = t, best_at = j;
+                                                break;
+                                              case ReduceKind::kMin:
+                                              case ReduceKind::kArgMin:
+                                                if (best_at < 0 || t < best || std::isnan(t))
+                                                  best = t, best_at = j;
+                                                break;
+                                              case ReduceKind::kArgMaxLast:
+                                                if (best_at < 0 || t >= best) best = t, best_at = j;
+                                                break;
+                                              case ReduceKind::kArgMinLast:
+                                                if (best_at < 0 || t <= best) best = t, best_at = j;
+                                                break;
+                                              }
+                                            });
+                        switch (kind) {
+                        case ReduceKind::kSum:
+                        case ReduceKind::kProd:
+                          y[i] = static_cast<float>(acc);
+                          break;
+                        case ReduceKind::kMean:
+                          y[i] = static_cast<float>(acc / static_cast<double>(count));
+                          break;
+                        case ReduceKind::kMax:
+                        case ReduceKind::kMin:
+                          y[i] = best;
+                          break;
+                        default:
+                          y[i] = static_cast<float>(best_at);
+                          break;
+                        }
+                      });
 }
 
 Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -90,9 +107,11 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
   if (v.params_size() < P::kOutDims) {
     return invalid_argument("expects at least " + std::to_string(P::kOutDims) + " parameters");
   }
-  const int64_t kind = v.params(P::kKind), out_rank = v.params(P::kOutRank), red_rank = v.params(P::kReducedRank);
+  const int64_t kind = v.params(P::kKind), out_rank = v.params(P::kOutRank),
+                red_rank = v.params(P::kReducedRank);
   if (kind < 0 || kind >= format::kReduceKindCount) return invalid_argument("unknown reduce kind");
-  if (out_rank < 1 || out_rank > format::kMaxTensorRank || red_rank < 1 || red_rank > format::kMaxTensorRank) {
+  if (out_rank < 1 || out_rank > format::kMaxTensorRank || red_rank < 1 ||
+      red_rank > format::kMaxTensorRank) {
     return invalid_argument("ranks must be in [1, 8]");
   }
   if (kind >= static_cast<int64_t>(ReduceKind::kArgMax) && red_rank != 1) {
@@ -101,7 +120,8 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
   IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), 0));
   const int64_t* p = v.params().data() + P::kOutDims;
   IPU_RETURN_IF_ERROR(check_dims(out_rank, p, ops[1].elements, "output"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[1].elements), "element"));
+  IPU_RETURN_IF_ERROR(
+      expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[1].elements), "element"));
   // The combined box (output axes, then reduced axes) must stay inside X.
   std::array<int64_t, 2 * format::kMaxTensorRank> dims{}, strides{};
   uint64_t red_count = 1;
@@ -118,7 +138,8 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
     dims[static_cast<size_t>(out_rank + k)] = d;
     strides[static_cast<size_t>(out_rank + k)] = p[2 * out_rank + red_rank + k];
   }
-  IPU_RETURN_IF_ERROR(check_strides(out_rank + red_rank, dims.data(), strides.data(), 0, ops[0].elements, "input"));
+  IPU_RETURN_IF_ERROR(
+      check_strides(out_rank + red_rank, dims.data(), strides.data(), 0, ops[0].elements, "input"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
   return Status();
 }
@@ -139,17 +160,22 @@ void run_axis_softmax(const PreparedVertex& v, KernelContext& context) {
   for (int64_t l = v.params[P::kBegin]; l < v.params[P::kEnd]; ++l) {
     const int64_t base = (l / inner) * n * inner + l % inner;
     float max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j) max = std::max(max, x[base + j * inner]);
-    for (int64_t j = 0; j < n; ++j) line[j] = x[base + j * inner] - max;
+    for (int64_t j = 0; j < n; ++j)
+      max = std::max(max, x[base + j * inner]);
+    for (int64_t j = 0; j < n; ++j)
+      line[j] = x[base + j * inner] - max;
     vector_exp(line, line, n);
     double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j) sum += line[j];
+    for (int64_t j = 0; j < n; ++j)
+      sum += line[j];
     if (log) {
       const float log_sum = static_cast<float>(std::log(sum));
-      for (int64_t j = 0; j < n; ++j) y[base + j * inner] = (x[base + j * inner] - max) - log_sum;
+      for (int64_t j = 0; j < n; ++j)
+        y[base + j * inner] = (x[base + j * inner] - max) - log_sum;
     } else {
       const float scale = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < n; ++j) y[base + j * inner] = line[j] * scale;
+      for (int64_t j = 0; j < n; ++j)
+        y[base + j * inner] = line[j] * scale;
     }
   }
 }
@@ -158,10 +184,13 @@ Status validate_axis_softmax(const format::Vertex& v, const std::vector<OperandI
   using P = format::params::AxisSoftmax;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
-  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= format::kSoftmaxKindCount) return invalid_argument("unknown softmax kind");
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kOuter), v.params(P::kN), v.params(P::kInner)}, ops[0].elements, "X"));
+  if (v.params(P::kKind) < 0 || v.params(P::kKind) >= format::kSoftmaxKindCount)
+    return invalid_argument("unknown softmax kind");
+  IPU_RETURN_IF_ERROR(
+      expect_elements({v.params(P::kOuter), v.params(P::kN), v.params(P::kInner)}, ops[0].elements, "X"));
   if (ops[1].elements != ops[0].elements) return invalid_argument("output size differs from the input");
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), v.params(P::kOuter) * v.params(P::kInner), "line");
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), v.params(P::kOuter) * v.params(P::kInner),
+                      "line");
 }
 
 // BatchMatMul: C[b] = A[Σ idx_k·sa_k] · B[Σ idx_k·sb_k] for batches b in [begin, end) of the
@@ -176,12 +205,13 @@ void run_batch_matmul(const PreparedVertex& v) {
   const float* a = v.f32(0);
   const float* b = v.f32(1);
   float* c = v.f32(2);
-  for_each_strided<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[P::kBegin], v.params[P::kEnd],
-                      [&](int64_t batch, const std::array<int64_t, 2>& o) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M), static_cast<int>(N),
-                static_cast<int>(K), 1.0f, a + o[0], static_cast<int>(K), b + o[1], static_cast<int>(N), 0.0f,
-                c + batch * M * N, static_cast<int>(N));
-  });
+  for_each_strided<2>(rank, dims, {dims + rank, dims + 2 * rank}, {0, 0}, v.params[P::kBegin],
+                      v.params[P::kEnd], [&](int64_t batch, const std::array<int64_t, 2>& o) {
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(M),
+                                    static_cast<int>(N), static_cast<int>(K), 1.0f, a + o[0],
+                                    static_cast<int>(K), b + o[1], static_cast<int>(N), 0.0f,
+                                    c + batch * M * N, static_cast<int>(N));
+                      });
 }
 
 Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -192,25 +222,32 @@ Status validate_batch_matmul(const format::Vertex& v, const std::vector<OperandI
   IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), 0));
   const int64_t M = v.params(P::kM), N = v.params(P::kN), K = v.params(P::kK);
   for (int64_t d : {M, N, K}) {
-    if (d <= 0 || d > INT32_MAX) return invalid_argument("matrix dimension " + std::to_string(d) + " is invalid");
+    if (d <= 0 || d > INT32_MAX)
+      return invalid_argument("matrix dimension " + std::to_string(d) + " is invalid");
   }
   const int64_t* dims = v.params().data() + P::kDims;
   int64_t batches = 1;
   for (int64_t k = 0; k < rank; ++k) {
-    if (dims[k] <= 0 || batches > (int64_t{1} << 40) / dims[k]) return invalid_argument("invalid batch dimension");
+    if (dims[k] <= 0 || batches > (int64_t{1} << 40) / dims[k])
+      return invalid_argument("invalid batch dimension");
     batches *= dims[k];
   }
-  if (M > (int64_t{1} << 40) / N || batches > (int64_t{1} << 40) / (M * N)) return invalid_argument("too large");
-  if (ops[2].elements != static_cast<uint64_t>(batches * M * N)) return invalid_argument("C size does not match");
+  if (M > (int64_t{1} << 40) / N || batches > (int64_t{1} << 40) / (M * N))
+    return invalid_argument("too large");
+  if (ops[2].elements != static_cast<uint64_t>(batches * M * N))
+    return invalid_argument("C size does not match");
   if (ops[0].elements < static_cast<uint64_t>(M) * static_cast<uint64_t>(K) ||
       ops[1].elements < static_cast<uint64_t>(K) * static_cast<uint64_t>(N)) {
     return invalid_argument("A or B is smaller than one matrix");
   }
   // The last matrix starting at the largest offset must end inside its operand.
-  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + rank, 0, ops[0].elements - static_cast<uint64_t>(M * K) + 1, "A"));
-  IPU_RETURN_IF_ERROR(check_strides(rank, dims, dims + 2 * rank, 0, ops[1].elements - static_cast<uint64_t>(K * N) + 1, "B"));
+  IPU_RETURN_IF_ERROR(
+      check_strides(rank, dims, dims + rank, 0, ops[0].elements - static_cast<uint64_t>(M * K) + 1, "A"));
+  IPU_RETURN_IF_ERROR(
+      check_strides(rank, dims, dims + 2 * rank, 0, ops[1].elements - static_cast<uint64_t>(K * N) + 1, "B"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(P::kBegin), v.params(P::kEnd), batches, "batch"));
-  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1))
+    return invalid_argument("output aliases an input");
   return Status();
 }
 
@@ -253,7 +290,8 @@ void run_gather(const PreparedVertex& v, KernelContext& context) {
 // rows [outer, index_count, inner], one of them the input (operand 0) and the other the output
 // (operand 2), whose [rows, inner] view the block lies in.
 template <typename P>
-Status validate_gather_layout(const format::Vertex& v, const std::vector<OperandInfo>& ops, bool writes_table) {
+Status validate_gather_layout(const format::Vertex& v, const std::vector<OperandInfo>& ops,
+                              bool writes_table) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   const size_t table = writes_table ? 2 : 0, rows = writes_table ? 0 : 2;
@@ -262,7 +300,8 @@ Status validate_gather_layout(const format::Vertex& v, const std::vector<Operand
   IPU_RETURN_IF_ERROR(expect_elements({outer, n, inner}, ops[table].elements, writes_table ? "dX" : "X"));
   IPU_RETURN_IF_ERROR(expect_elements({count}, ops[1].elements, "indices"));
   IPU_RETURN_IF_ERROR(expect_elements({outer, count, inner}, ops[rows].elements, writes_table ? "dY" : "Y"));
-  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1))
+    return invalid_argument("output aliases an input");
   const int64_t output_rows = outer * (writes_table ? n : count);
   IPU_RETURN_IF_ERROR(expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), output_rows, "row"));
   return expect_range(v.params(P::kColBegin), v.params(P::kColEnd), inner, "column");
@@ -292,14 +331,16 @@ void run_gather_grad(const PreparedVertex& v, KernelContext& context) {
     }
   }
   if (row_begin == row_end) return;
-  for (int64_t row = row_begin; row < row_end; ++row) std::fill(dx + row * inner + col_begin, dx + row * inner + col_end, 0.0f);
+  for (int64_t row = row_begin; row < row_end; ++row)
+    std::fill(dx + row * inner + col_begin, dx + row * inner + col_end, 0.0f);
   for (int64_t o = row_begin / n; o <= (row_end - 1) / n; ++o) {
     for (int64_t j = 0; j < count; ++j) {
       const int64_t row = o * n + resolve_index(indices[j], n);
       if (row < row_begin || row >= row_end) continue;
-      const float* source = dy + (o * count + j) * inner;  // dY's row j of outer slice o
+      const float* source = dy + (o * count + j) * inner; // dY's row j of outer slice o
       float* target = dx + row * inner;
-      for (int64_t e = col_begin; e < col_end; ++e) target[e] += source[e];
+      for (int64_t e = col_begin; e < col_end; ++e)
+        target[e] += source[e];
     }
   }
 }
@@ -309,19 +350,18 @@ Status validate_gather_grad(const format::Vertex& v, const std::vector<OperandIn
 }
 
 // A block's rows and columns, the two ranges a Gather or GatherGrad vertex merges along.
-template <typename P>
-constexpr WorkRange rows() {
+template <typename P> constexpr WorkRange rows() {
   return {P::kRowBegin, P::kRowEnd};
 }
-template <typename P>
-constexpr WorkRange columns() {
+template <typename P> constexpr WorkRange columns() {
   return {P::kColBegin, P::kColEnd};
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& reduce_kernel() {
-  static const KernelDef def{Codelet::kReduce, run_reduce, validate_reduce, begin_end<format::params::Reduce>()};
+  static const KernelDef def{Codelet::kReduce, run_reduce, validate_reduce,
+                             begin_end<format::params::Reduce>()};
   return def;
 }
 const KernelDef& axis_softmax_kernel() {
@@ -331,22 +371,23 @@ const KernelDef& axis_softmax_kernel() {
 }
 const KernelDef& batch_matmul_kernel() {
   static const KernelDef def = [] {
-    openblas_set_num_threads(1);  // TBB owns the threads (see matmul_kernel.cpp)
+    openblas_set_num_threads(1); // TBB owns the threads (see matmul_kernel.cpp)
     return KernelDef{Codelet::kBatchMatMul, run_batch_matmul, validate_batch_matmul,
                      begin_end<format::params::BatchMatMul>()};
   }();
   return def;
 }
 const KernelDef& gather_kernel() {
-  static const KernelDef def{Codelet::kGather, KernelEntry::fallible(run_gather), validate_gather, rows<format::params::Gather>(),
-                             columns<format::params::Gather>()};
+  static const KernelDef def{Codelet::kGather, KernelEntry::fallible(run_gather), validate_gather,
+                             rows<format::params::Gather>(), columns<format::params::Gather>()};
   return def;
 }
 
 const KernelDef& gather_grad_kernel() {
-  static const KernelDef def{Codelet::kGatherGrad, KernelEntry::fallible(run_gather_grad), validate_gather_grad,
-                             rows<format::params::GatherGrad>(), columns<format::params::GatherGrad>()};
+  static const KernelDef def{Codelet::kGatherGrad, KernelEntry::fallible(run_gather_grad),
+                             validate_gather_grad, rows<format::params::GatherGrad>(),
+                             columns<format::params::GatherGrad>()};
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -39,16 +39,20 @@ Status validate_reduce_prod_grad(const format::Vertex& v, const std::vector<Oper
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kN)}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows)}, ops[1].elements, "dY"));
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kRows), v.params(P::kN)}, ops[2].elements, "dX"));
-  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)) return invalid_argument("output aliases an input");
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1))
+    return invalid_argument("output aliases an input");
   return expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kRows), "row");
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& reduce_prod_grad_kernel() {
-  static const KernelDef def{Codelet::kReduceProdGrad, run_reduce_prod_grad, validate_reduce_prod_grad,
-                             {format::params::ReduceProdGrad::kRowBegin, format::params::ReduceProdGrad::kRowEnd}};
+  static const KernelDef def{
+      Codelet::kReduceProdGrad,
+      run_reduce_prod_grad,
+      validate_reduce_prod_grad,
+      {format::params::ReduceProdGrad::kRowBegin, format::params::ReduceProdGrad::kRowEnd}};
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

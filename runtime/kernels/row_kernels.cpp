@@ -17,7 +17,8 @@ constexpr float kProbabilityEpsilon = 1e-7f;
 float log_sum_exp(const float* x, int64_t n) {
   float max = *std::max_element(x, x + n);
   double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i] - max));
+  for (int64_t i = 0; i < n; ++i)
+    sum += std::exp(static_cast<double>(x[i] - max));
   return max + static_cast<float>(std::log(sum));
 }
 
@@ -39,7 +40,8 @@ void run_softmax(const PreparedVertex& v) {
     const float* x = v.f32(0) + r * C;
     float* y = v.f32(1) + r * C;
     float lse = log_sum_exp(x, C);
-    for (int64_t c = 0; c < C; ++c) y[c] = std::exp(x[c] - lse);
+    for (int64_t c = 0; c < C; ++c)
+      y[c] = std::exp(x[c] - lse);
   }
 }
 
@@ -60,8 +62,10 @@ void run_softmax_grad(const PreparedVertex& v) {
     const float* dy = v.f32(1) + r * C;
     float* dx = v.f32(2) + r * C;
     float dot = 0.0f;
-    for (int64_t c = 0; c < C; ++c) dot += dy[c] * y[c];
-    for (int64_t c = 0; c < C; ++c) dx[c] = y[c] * (dy[c] - dot);
+    for (int64_t c = 0; c < C; ++c)
+      dot += dy[c] * y[c];
+    for (int64_t c = 0; c < C; ++c)
+      dx[c] = y[c] * (dy[c] - dot);
   }
 }
 
@@ -76,7 +80,9 @@ Status validate_softmax_grad(const format::Vertex& v, const std::vector<OperandI
 
 // The host checks a data set's labels before they reach the device; a label out of range here
 // came another way (a hand-written executable) and is a fault all the same.
-bool label_in_range(int32_t label, int64_t classes) { return label >= 0 && label < classes; }
+bool label_in_range(int32_t label, int64_t classes) {
+  return label >= 0 && label < classes;
+}
 
 KernelFault label_fault(const int32_t* labels, int64_t row, int64_t classes) {
   return out_of_range("label", "labels", row, labels[row], 0, classes);
@@ -101,7 +107,8 @@ void run_sparse_cross_entropy(const PreparedVertex& v, KernelContext& context) {
     if (from_logits) {
       total += static_cast<double>(log_sum_exp(s, C) - s[labels[r]]);
     } else {
-      total -= std::log(static_cast<double>(std::clamp(s[labels[r]], kProbabilityEpsilon, 1.0f - kProbabilityEpsilon)));
+      total -= std::log(
+          static_cast<double>(std::clamp(s[labels[r]], kProbabilityEpsilon, 1.0f - kProbabilityEpsilon)));
     }
   }
   *v.f32(2) = static_cast<float>(total / static_cast<double>(M));
@@ -138,7 +145,8 @@ void run_sparse_cross_entropy_grad(const PreparedVertex& v, KernelContext& conte
     }
     if (from_logits) {
       float lse = log_sum_exp(s, C);
-      for (int64_t c = 0; c < C; ++c) ds[c] = std::exp(s[c] - lse) * scale;
+      for (int64_t c = 0; c < C; ++c)
+        ds[c] = std::exp(s[c] - lse) * scale;
       ds[label] -= scale;
     } else {
       std::fill(ds, ds + C, 0.0f);
@@ -186,12 +194,14 @@ Status validate_count_correct(const format::Vertex& v, const std::vector<Operand
 //   operands: X [M,N], y [N];  params: format::params::ColumnSum
 void run_column_sum(const PreparedVertex& v) {
   using P = format::params::ColumnSum;
-  const int64_t M = v.params[P::kM], N = v.params[P::kN], begin = v.params[P::kColBegin], end = v.params[P::kColEnd];
+  const int64_t M = v.params[P::kM], N = v.params[P::kN], begin = v.params[P::kColBegin],
+                end = v.params[P::kColEnd];
   float* y = v.f32(1);
   std::fill(y + begin, y + end, 0.0f);
   for (int64_t r = 0; r < M; ++r) {
     const float* x = v.f32(0) + r * N;
-    for (int64_t c = begin; c < end; ++c) y[c] += x[c];
+    for (int64_t c = begin; c < end; ++c)
+      y[c] += x[c];
   }
 }
 
@@ -202,36 +212,46 @@ Status validate_column_sum(const format::Vertex& v, const std::vector<OperandInf
   return expect_range(v.params(P::kColBegin), v.params(P::kColEnd), v.params(P::kN), "column");
 }
 
-}  // namespace
+} // namespace
 
 const KernelDef& softmax_kernel() {
-  static const KernelDef def{Codelet::kSoftmax, run_softmax, validate_softmax,
+  static const KernelDef def{Codelet::kSoftmax,
+                             run_softmax,
+                             validate_softmax,
                              {format::params::Softmax::kRowBegin, format::params::Softmax::kRowEnd}};
   return def;
 }
 const KernelDef& softmax_grad_kernel() {
-  static const KernelDef def{Codelet::kSoftmaxGrad, run_softmax_grad, validate_softmax_grad,
+  static const KernelDef def{Codelet::kSoftmaxGrad,
+                             run_softmax_grad,
+                             validate_softmax_grad,
                              {format::params::SoftmaxGrad::kRowBegin, format::params::SoftmaxGrad::kRowEnd}};
   return def;
 }
 const KernelDef& sparse_cross_entropy_kernel() {
-  static const KernelDef def{Codelet::kSparseCrossEntropy, KernelEntry::fallible(run_sparse_cross_entropy), validate_sparse_cross_entropy};
+  static const KernelDef def{Codelet::kSparseCrossEntropy, KernelEntry::fallible(run_sparse_cross_entropy),
+                             validate_sparse_cross_entropy};
   return def;
 }
 const KernelDef& sparse_cross_entropy_grad_kernel() {
-  static const KernelDef def{Codelet::kSparseCrossEntropyGrad, KernelEntry::fallible(run_sparse_cross_entropy_grad),
-                             validate_sparse_cross_entropy_grad,
-                             {format::params::SparseCrossEntropyGrad::kRowBegin, format::params::SparseCrossEntropyGrad::kRowEnd}};
+  static const KernelDef def{
+      Codelet::kSparseCrossEntropyGrad,
+      KernelEntry::fallible(run_sparse_cross_entropy_grad),
+      validate_sparse_cross_entropy_grad,
+      {format::params::SparseCrossEntropyGrad::kRowBegin, format::params::SparseCrossEntropyGrad::kRowEnd}};
   return def;
 }
 const KernelDef& count_correct_kernel() {
-  static const KernelDef def{Codelet::kCountCorrect, KernelEntry::fallible(run_count_correct), validate_count_correct};
+  static const KernelDef def{Codelet::kCountCorrect, KernelEntry::fallible(run_count_correct),
+                             validate_count_correct};
   return def;
 }
 const KernelDef& column_sum_kernel() {
-  static const KernelDef def{Codelet::kColumnSum, run_column_sum, validate_column_sum,
+  static const KernelDef def{Codelet::kColumnSum,
+                             run_column_sum,
+                             validate_column_sum,
                              {format::params::ColumnSum::kColBegin, format::params::ColumnSum::kColEnd}};
   return def;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -25,15 +25,18 @@ void for_each_strided(int64_t rank, const int64_t* dims, const std::array<const 
   for (int64_t k = rank - 1; k >= 0; --k) {
     idx[static_cast<size_t>(k)] = rest % dims[k];
     rest /= dims[k];
-    for (size_t o = 0; o < NOps; ++o) off[o] += idx[static_cast<size_t>(k)] * strides[o][k];
+    for (size_t o = 0; o < NOps; ++o)
+      off[o] += idx[static_cast<size_t>(k)] * strides[o][k];
   }
   for (int64_t i = begin; i < end; ++i) {
     f(i, off);
     for (int64_t k = rank - 1; k >= 0; --k) {
       const size_t uk = static_cast<size_t>(k);
-      for (size_t o = 0; o < NOps; ++o) off[o] += strides[o][k];
+      for (size_t o = 0; o < NOps; ++o)
+        off[o] += strides[o][k];
       if (++idx[uk] < dims[k]) break;
-      for (size_t o = 0; o < NOps; ++o) off[o] -= dims[k] * strides[o][k];
+      for (size_t o = 0; o < NOps; ++o)
+        off[o] -= dims[k] * strides[o][k];
       idx[uk] = 0;
     }
   }
@@ -53,20 +56,24 @@ void for_each_strided_run(int64_t rank, const int64_t* dims, const std::array<co
   for (int64_t k = last; k >= 0; --k) {
     idx[static_cast<size_t>(k)] = rest % dims[k];
     rest /= dims[k];
-    for (size_t o = 0; o < NOps; ++o) off[o] += idx[static_cast<size_t>(k)] * strides[o][k];
+    for (size_t o = 0; o < NOps; ++o)
+      off[o] += idx[static_cast<size_t>(k)] * strides[o][k];
   }
   for (int64_t i = begin; i < end;) {
     const int64_t count = std::min(end - i, row - idx[static_cast<size_t>(last)]);
     f(i, off, count);
     i += count;
     // Back to the row's start, then carry into the outer axes.
-    for (size_t o = 0; o < NOps; ++o) off[o] -= idx[static_cast<size_t>(last)] * strides[o][last];
+    for (size_t o = 0; o < NOps; ++o)
+      off[o] -= idx[static_cast<size_t>(last)] * strides[o][last];
     idx[static_cast<size_t>(last)] = 0;
     for (int64_t k = last - 1; k >= 0; --k) {
       const size_t uk = static_cast<size_t>(k);
-      for (size_t o = 0; o < NOps; ++o) off[o] += strides[o][k];
+      for (size_t o = 0; o < NOps; ++o)
+        off[o] += strides[o][k];
       if (++idx[uk] < dims[k]) break;
-      for (size_t o = 0; o < NOps; ++o) off[o] -= dims[k] * strides[o][k];
+      for (size_t o = 0; o < NOps; ++o)
+        off[o] -= dims[k] * strides[o][k];
       idx[uk] = 0;
     }
   }
@@ -76,7 +83,8 @@ void for_each_strided_run(int64_t rank, const int64_t* dims, const std::array<co
 Status check_dims(int64_t rank, const int64_t* dims, uint64_t elements, const char* what);
 // Checks that base + Σ idx_k·stride_k lies in [0, elements) for every idx_k in [lo_k, hi_k)
 // (lo/hi null: [0, dims_k)); an empty box reads nothing and passes.
-Status check_strides(int64_t rank, const int64_t* dims, const int64_t* strides, int64_t base, uint64_t elements,
-                     const char* what, const int64_t* lo = nullptr, const int64_t* hi = nullptr);
+Status check_strides(int64_t rank, const int64_t* dims, const int64_t* strides, int64_t base,
+                     uint64_t elements, const char* what, const int64_t* lo = nullptr,
+                     const int64_t* hi = nullptr);
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

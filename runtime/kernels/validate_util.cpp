@@ -13,7 +13,8 @@ Status expect_operands(const format::Vertex& vertex, const std::vector<OperandIn
     if (operands[i].dtype != dtype) {
       return invalid_argument("operand " + std::to_string(i) + " (tensor " +
                               std::to_string(vertex.operands(static_cast<int>(i))) + ") has dtype " +
-                              format::DType_Name(operands[i].dtype) + ", expected " + format::DType_Name(dtype));
+                              format::DType_Name(operands[i].dtype) + ", expected " +
+                              format::DType_Name(dtype));
     }
     ++i;
   }
@@ -33,14 +34,15 @@ Status expect_params_with_optional_flag(const format::Vertex& vertex, int params
   if (vertex.params_size() != params + 1) return expect_param_count(vertex, params, 0);
   if (vertex.fparams_size() != 0) return expect_param_count(vertex, params + 1, 0);
   const int64_t value = vertex.params(params);
-  if (value != 0 && value != 1) return invalid_argument(std::string(flag) + " must be 0 or 1, got " + std::to_string(value));
+  if (value != 0 && value != 1)
+    return invalid_argument(std::string(flag) + " must be 0 or 1, got " + std::to_string(value));
   return Status();
 }
 
 Status expect_range(int64_t begin, int64_t end, int64_t limit, const char* what) {
   if (begin < 0 || begin > end || end > limit) {
-    return invalid_argument(std::string(what) + " range [" + std::to_string(begin) + ", " + std::to_string(end) +
-                            ") is outside [0, " + std::to_string(limit) + ")");
+    return invalid_argument(std::string(what) + " range [" + std::to_string(begin) + ", " +
+                            std::to_string(end) + ") is outside [0, " + std::to_string(limit) + ")");
   }
   return Status();
 }
@@ -54,10 +56,10 @@ Status expect_elements(std::initializer_list<int64_t> dims, uint64_t elements, c
     product *= static_cast<uint64_t>(d);
   }
   if (product != elements) {
-    return invalid_argument(std::string(operand) + " has " + std::to_string(elements) + " elements, parameters say " +
-                            std::to_string(product));
+    return invalid_argument(std::string(operand) + " has " + std::to_string(elements) +
+                            " elements, parameters say " + std::to_string(product));
   }
   return Status();
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

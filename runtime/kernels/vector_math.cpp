@@ -15,10 +15,10 @@ namespace {
 
 constexpr int64_t kLanes = 4;
 
-template <typename F>
-void apply(const float* x, float* y, int64_t n, F f) {
+template <typename F> void apply(const float* x, float* y, int64_t n, F f) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) _mm_storeu_ps(y + i, f(_mm_loadu_ps(x + i)));
+  for (; i + kLanes <= n; i += kLanes)
+    _mm_storeu_ps(y + i, f(_mm_loadu_ps(x + i)));
   if (i == n) return;
   // As in vector_math_avx2.cpp: the tail goes through the vector function too.
   const size_t rest = static_cast<size_t>(n - i) * sizeof(float);
@@ -28,13 +28,14 @@ void apply(const float* x, float* y, int64_t n, F f) {
   std::memcpy(y + i, lanes, rest);
 }
 
-}  // namespace
+} // namespace
 
 VectorIsa best_vector_isa() {
   static const VectorIsa isa = [] {
-    __builtin_cpu_init();  // may run before libgcc's own initialisation (static constructors)
+    __builtin_cpu_init(); // may run before libgcc's own initialisation (static constructors)
     // libgcc reports AVX2 only if the OS also saves the YMM registers.
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? VectorIsa::kAvx2Fma : VectorIsa::kSse2;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? VectorIsa::kAvx2Fma
+                                                                           : VectorIsa::kSse2;
   }();
   return isa;
 }
@@ -49,4 +50,4 @@ void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa) {
   apply(x, y, n, [](__m128 v) { return Sleef_erff4_u10(v); });
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -18,4 +18,4 @@ VectorIsa best_vector_isa();
 void vector_exp(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
 void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

@@ -10,10 +10,10 @@ namespace {
 
 constexpr int64_t kLanes = 8;
 
-template <typename F>
-void apply(const float* x, float* y, int64_t n, F f) {
+template <typename F> void apply(const float* x, float* y, int64_t n, F f) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
+  for (; i + kLanes <= n; i += kLanes)
+    _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
   if (i == n) return;
   // The tail runs through the same vector function in a zero-padded register rather than a
   // scalar one, which may round differently: that keeps results independent of range ends.
@@ -24,7 +24,7 @@ void apply(const float* x, float* y, int64_t n, F f) {
   memcpy(y + i, lanes, rest);
 }
 
-}  // namespace
+} // namespace
 
 void exp(const float* x, float* y, int64_t n) {
   apply(x, y, n, [](__m256 v) { return Sleef_expf8_u10avx2(v); });
@@ -34,4 +34,4 @@ void erf(const float* x, float* y, int64_t n) {
   apply(x, y, n, [](__m256 v) { return Sleef_erff8_u10avx2(v); });
 }
 
-}  // namespace ipu::kernels::avx2
+} // namespace ipu::kernels::avx2

@@ -9,4 +9,4 @@ namespace ipu::kernels::avx2 {
 void exp(const float* x, float* y, int64_t n);
 void erf(const float* x, float* y, int64_t n);
 
-}  // namespace ipu::kernels::avx2
+} // namespace ipu::kernels::avx2

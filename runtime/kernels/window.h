@@ -19,8 +19,9 @@ struct Window {
 
   static Window from(const std::array<int64_t, kMaxParams>& p) {
     using P = format::params::Window;
-    return {p[P::kN],       p[P::kC],       p[P::kH],        p[P::kW],         p[P::kOH],        p[P::kOW],
-            p[P::kKH],      p[P::kKW],      p[P::kStrideH],  p[P::kStrideW],   p[P::kPadTop],    p[P::kPadLeft],
+    return {p[P::kN],         p[P::kC],        p[P::kH],         p[P::kW],
+            p[P::kOH],        p[P::kOW],       p[P::kKH],        p[P::kKW],
+            p[P::kStrideH],   p[P::kStrideW],  p[P::kPadTop],    p[P::kPadLeft],
             p[P::kPadBottom], p[P::kPadRight], p[P::kDilationH], p[P::kDilationW]};
   }
   int64_t in_plane() const { return H * W; }
@@ -35,7 +36,7 @@ struct IndexRange {
   int64_t begin, end;
 };
 inline IndexRange in_bounds(int64_t first, int64_t step, int64_t extent, int64_t count) {
-  if (first >= 0 && first + (count - 1) * step < extent) return {0, count};  // the common case, no division
+  if (first >= 0 && first + (count - 1) * step < extent) return {0, count}; // the common case, no division
   const int64_t begin = first >= 0 ? 0 : (-first + step - 1) / step;
   const int64_t end = first > extent - 1 ? 0 : (extent - 1 - first) / step + 1;
   const int64_t b = std::min(begin, count), e = std::min(end, count);
@@ -47,17 +48,21 @@ inline IndexRange in_bounds(int64_t first, int64_t step, int64_t extent, int64_t
 inline StatusOr<Window> validate_window(const format::Vertex& v) {
   if (v.params_size() < kWindowParams) return invalid_argument("too few window parameters");
   std::array<int64_t, kMaxParams> p{};
-  for (int i = 0; i < kWindowParams; ++i) p[static_cast<size_t>(i)] = v.params(i);
+  for (int i = 0; i < kWindowParams; ++i)
+    p[static_cast<size_t>(i)] = v.params(i);
   const Window w = Window::from(p);
   constexpr int64_t kMaxExtent = int64_t{1} << 24;
   for (int64_t d : {w.N, w.C, w.H, w.W, w.OH, w.OW, w.KH, w.KW, w.SH, w.SW, w.DH, w.DW}) {
-    if (d <= 0 || d > kMaxExtent) return invalid_argument("window dimension " + std::to_string(d) + " is outside [1, 2^24]");
+    if (d <= 0 || d > kMaxExtent)
+      return invalid_argument("window dimension " + std::to_string(d) + " is outside [1, 2^24]");
   }
   for (int64_t pad : {w.PT, w.PL, w.PB, w.PR}) {
-    if (pad < 0 || pad > kMaxExtent) return invalid_argument("pad " + std::to_string(pad) + " is outside [0, 2^24]");
+    if (pad < 0 || pad > kMaxExtent)
+      return invalid_argument("pad " + std::to_string(pad) + " is outside [0, 2^24]");
   }
-  if (w.KH * w.KW > kMaxExtent || w.OH * w.OW > (int64_t{1} << 30)) return invalid_argument("window too large");
+  if (w.KH * w.KW > kMaxExtent || w.OH * w.OW > (int64_t{1} << 30))
+    return invalid_argument("window too large");
   return w;
 }
 
-}  // namespace ipu::kernels
+} // namespace ipu::kernels

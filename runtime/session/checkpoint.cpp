@@ -31,7 +31,7 @@ Status not_a_checkpoint(const std::string& dir, const std::string& why) {
                   "); refusing to replace it: choose another path or remove it yourself");
 }
 
-}  // namespace
+} // namespace
 
 std::map<std::string, std::string> checkpoint_file_names(const std::vector<std::string>& names) {
   return distinct_file_names(names, ".npy");
@@ -45,7 +45,8 @@ Status check_checkpoint_destination(const std::string& dir) {
   auto text = read_file(dir + "/index.json");
   if (!text.ok()) return not_a_checkpoint(dir, "no readable index.json");
   const nlohmann::json index = nlohmann::json::parse(*text, nullptr, false);
-  if (index.is_discarded() || !index.is_object()) return not_a_checkpoint(dir, "index.json is not a checkpoint index");
+  if (index.is_discarded() || !index.is_object())
+    return not_a_checkpoint(dir, "index.json is not a checkpoint index");
   std::set<std::string> ours = {"index.json"};
   for (const auto& [name, file] : index.items()) {
     if (!file.is_string()) return not_a_checkpoint(dir, "index.json is not a checkpoint index");
@@ -53,7 +54,8 @@ Status check_checkpoint_destination(const std::string& dir) {
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (!ours.count(name) || !entry.is_regular_file(ec)) return not_a_checkpoint(dir, "it holds '" + name + "', which its index does not name");
+    if (!ours.count(name) || !entry.is_regular_file(ec))
+      return not_a_checkpoint(dir, "it holds '" + name + "', which its index does not name");
   }
   if (ec) return io_error(dir + ": cannot list: " + ec.message());
   return Status();
@@ -74,7 +76,8 @@ Status write_checkpoint(const std::string& dir, const std::map<std::string, Name
   const std::string tmp = dir + ".tmp-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec) return io_error(dir + ": cannot create checkpoint directory: " + ec.message());
+  if (!fs::create_directory(tmp, ec) || ec)
+    return io_error(dir + ": cannot create checkpoint directory: " + ec.message());
   nlohmann::json index = nlohmann::json::object();
   for (const auto& [name, tensor] : tensors) {
     const std::string& file = files.at(name);
@@ -107,7 +110,8 @@ Status write_checkpoint(const std::string& dir, const std::map<std::string, Name
 StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& dir) {
   IPU_ASSIGN_OR_RETURN(std::string text, read_file(dir + "/index.json"));
   nlohmann::json index = nlohmann::json::parse(text, nullptr, false);
-  if (index.is_discarded() || !index.is_object()) return data_loss(dir + "/index.json: not a checkpoint index");
+  if (index.is_discarded() || !index.is_object())
+    return data_loss(dir + "/index.json: not a checkpoint index");
   std::map<std::string, NamedTensor> out;
   std::map<std::string, std::string> name_of_file;
   for (const auto& [name, file] : index.items()) {
@@ -125,7 +129,8 @@ StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& 
     }
     const std::string path = dir + "/" + file_name;
     IPU_ASSIGN_OR_RETURN(data::NpyArray array, data::read_npy(path));
-    if (array.dtype != "f4") return invalid_argument(path + ": expected float32 values, got '" + array.dtype + "'");
+    if (array.dtype != "f4")
+      return invalid_argument(path + ": expected float32 values, got '" + array.dtype + "'");
     NamedTensor tensor;
     tensor.shape = array.shape;
     tensor.values.resize(array.element_count());
@@ -135,4 +140,4 @@ StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& 
   return out;
 }
 
-}  // namespace ipu::session
+} // namespace ipu::session

@@ -41,4 +41,4 @@ Status write_checkpoint(const std::string& dir, const std::map<std::string, Name
 // file (one of the two tensors was lost when the checkpoint was written), is DataLoss.
 StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& dir);
 
-}  // namespace ipu::session
+} // namespace ipu::session

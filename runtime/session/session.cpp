@@ -1,9 +1,9 @@
 #include "runtime/session/session.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <future>
-#include <cmath>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -20,30 +20,35 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "," : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
 // What the outfeed returned during one execution.
 struct Outfeed {
-  std::vector<float> losses;  // one per step: the mean over the replicas
-  int64_t steps_started = 0;  // steps whose features were fed (the step running when a run stops)
+  std::vector<float> losses; // one per step: the mean over the replicas
+  int64_t steps_started = 0; // steps whose features were fed (the step running when a run stops)
   double pending_loss = 0;
   double correct = 0;
   std::vector<float> predictions;
 };
 
-}  // namespace
+} // namespace
 
 bool sample_shape_fits(const std::vector<int64_t>& got, const std::vector<int64_t>& expected) {
   if (got == expected) return true;
   uint64_t expected_size = 1, got_size = 1;
-  for (int64_t d : expected) expected_size *= static_cast<uint64_t>(d);
-  for (int64_t d : got) got_size *= static_cast<uint64_t>(d);
+  for (int64_t d : expected)
+    expected_size *= static_cast<uint64_t>(d);
+  for (int64_t d : got)
+    got_size *= static_cast<uint64_t>(d);
   if (got_size != expected_size) return false;
   // A flat sample is accepted either way round (Flatten is the usual first layer), and so is one
   // that differs only in size-1 axes (HWC data with one channel feeding a CHW model).
@@ -67,7 +72,7 @@ struct Session::Impl {
   // all finite (before the first, host_state): where a diagnosis of a NaN starts from.
   std::map<uint32_t, std::vector<std::byte>> last_finite_state;
   uint32_t replicas = 1;
-  int64_t batch = 0;  // samples per step: the micro-batch of every replica
+  int64_t batch = 0; // samples per step: the micro-batch of every replica
   int64_t steps_per_execution = 1;
 
   std::optional<uint32_t> stream_features, stream_labels, stream_loss, stream_correct, stream_predictions;
@@ -84,7 +89,8 @@ struct Session::Impl {
 Session::Session(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
 Session::~Session() = default;
 
-StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable, const engine::EngineOptions& options) {
+StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable,
+                                                   const engine::EngineOptions& options) {
   // Everything the host copies is proved to fit before the engine verifies the rest and
   // allocates the device.
   IPU_RETURN_IF_ERROR(format::verify_host_contract(executable));
@@ -109,13 +115,15 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
-const format::Executable& Session::executable() const { return m_impl->engine->executable(); }
+const format::Executable& Session::executable() const {
+  return m_impl->engine->executable();
+}
 
 StatusOr<uint32_t> Session::Impl::program(std::string_view name) const {
   auto index = engine->find_program(std::string(name));
   if (!index) {
-    return failed_precondition("this executable has no '" + std::string(name) + "' program (compiled with --mode " +
-                               engine->executable().mode() + ")");
+    return failed_precondition("this executable has no '" + std::string(name) +
+                               "' program (compiled with --mode " + engine->executable().mode() + ")");
   }
   return *index;
 }
@@ -124,7 +132,9 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
   const format::Stream& features = engine->executable().streams(static_cast<int>(*stream_features));
   if (features.shape_size() < 1 || engine->executable().inputs_size() > 1 ||
       (engine->executable().inputs_size() == 1 && !engine->executable().inputs(0).batched())) {
-    return invalid_argument(data.source + ": a data set feeds models with one batched input; give this one's inputs with --input");
+    return invalid_argument(
+        data.source +
+        ": a data set feeds models with one batched input; give this one's inputs with --input");
   }
   std::vector<int64_t> expected(features.shape().begin() + 1, features.shape().end());
   if (!sample_shape_fits(data.sample_shape, expected)) {
@@ -156,7 +166,8 @@ Status Session::Impl::sync_weights(std::string_view name) {
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
     auto t = tensor_of(stream);
     if (!t || !host_state.count(*t) || host_state[*t].size() != destination.size()) {
-      return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() + "' names no weight");
+      return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() +
+                       "' names no weight");
     }
     std::memcpy(destination.data(), host_state[*t].data(), destination.size());
     return Status();
@@ -166,7 +177,8 @@ Status Session::Impl::sync_weights(std::string_view name) {
     if (replica != 0) return Status();
     auto t = tensor_of(stream);
     if (!t || !host_state.count(*t) || host_state[*t].size() != source.size()) {
-      return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() + "' names no weight");
+      return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() +
+                       "' names no weight");
     }
     std::memcpy(host_state[*t].data(), source.data(), source.size());
     return Status();
@@ -180,19 +192,22 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
   // Transfers come step by step, replica-major within a step: the feed's layout.
   // verify_host_contract proves a transfer is one step's rows and a run takes at most S steps, so
   // these copies stay inside the feed; the checks make a broken proof an error, not a stray read.
-  auto take_step = [](const auto& values, size_t& step, std::span<std::byte> destination, const char* what) -> Status {
+  auto take_step = [](const auto& values, size_t& step, std::span<std::byte> destination,
+                      const char* what) -> Status {
     const size_t bytes = values.size() * sizeof(values[0]);
     if ((step + 1) * destination.size() > bytes) {
       return data_loss(std::string("the executable streams more ") + what + " than an execution holds");
     }
-    std::memcpy(destination.data(), reinterpret_cast<const std::byte*>(values.data()) + step * destination.size(),
+    std::memcpy(destination.data(),
+                reinterpret_cast<const std::byte*>(values.data()) + step * destination.size(),
                 destination.size());
     ++step;
     return Status();
   };
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
     if (stream == *stream_features) return take_step(feed.features, features_step, destination, "features");
-    if (stream_labels && stream == *stream_labels) return take_step(feed.labels, labels_step, destination, "labels");
+    if (stream_labels && stream == *stream_labels)
+      return take_step(feed.labels, labels_step, destination, "labels");
     return failed_precondition("the host feeds no stream " + std::to_string(stream));
   };
   streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
@@ -217,7 +232,8 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
 bool Session::Impl::keep_state_if_finite() {
   for (const auto& [tensor, bytes] : last_finite_state) {
     const std::span<std::byte> device = engine->tensor_bytes(tensor);
-    if (engine::first_non_finite({reinterpret_cast<const float*>(device.data()), device.size() / sizeof(float)})) {
+    if (engine::first_non_finite(
+            {reinterpret_cast<const float*>(device.data()), device.size() / sizeof(float)})) {
       return false;
     }
   }
@@ -240,29 +256,37 @@ void Session::Impl::restore_last_finite_state() {
       engine->reset_tensor(t);
       continue;
     }
-    for (uint32_t r = 0; r < replicas; ++r) std::memcpy(engine->tensor_bytes(t, r).data(), kept->second.data(), kept->second.size());
+    for (uint32_t r = 0; r < replicas; ++r)
+      std::memcpy(engine->tensor_bytes(t, r).data(), kept->second.data(), kept->second.size());
   }
 }
 
 // An execution left a NaN or an infinity in a loss or the weights: run it again from the state
 // before it, with the engine's finite check on, to name the step and the first tensor that went
 // non-finite. Runs are deterministic, so the replay meets what the execution met.
-Status Session::Impl::diagnose_non_finite(uint32_t program, const ExecutionFeed& feed, int epoch, int64_t steps_before) {
+Status Session::Impl::diagnose_non_finite(uint32_t program, const ExecutionFeed& feed, int epoch,
+                                          int64_t steps_before) {
   restore_last_finite_state();
   engine->set_finite_check(true);
   Outfeed replay;
   Status found = run_execution(program, feed, replay);
   engine->set_finite_check(false);
   restore_last_finite_state();
-  const std::string where = "epoch " + std::to_string(epoch) + ", step " + std::to_string(steps_before + replay.steps_started);
-  if (found.code() == StatusCode::kNonFinite) return found.with_context(where + ": training stopped at a NaN or an infinity");
+  const std::string where =
+      "epoch " + std::to_string(epoch) + ", step " + std::to_string(steps_before + replay.steps_started);
+  if (found.code() == StatusCode::kNonFinite)
+    return found.with_context(where + ": training stopped at a NaN or an infinity");
   if (!found.ok()) return found.with_context("epoch " + std::to_string(epoch));
-  return non_finite("epoch " + std::to_string(epoch) + ": training stopped at a NaN or an infinity in the loss or the weights between steps " +
-                    std::to_string(steps_before + 1) + " and " + std::to_string(steps_before + steps_per_execution) +
+  return non_finite("epoch " + std::to_string(epoch) +
+                    ": training stopped at a NaN or an infinity in the loss or the weights between steps " +
+                    std::to_string(steps_before + 1) + " and " +
+                    std::to_string(steps_before + steps_per_execution) +
                     " (the replay to find its tensor did not meet it)");
 }
 
-int64_t Session::samples_per_step() const { return m_impl->batch; }
+int64_t Session::samples_per_step() const {
+  return m_impl->batch;
+}
 
 int64_t Session::default_steps_per_epoch(const data::Dataset& data) const {
   const int64_t batches = static_cast<int64_t>(data.num_samples) / m_impl->batch;
@@ -279,21 +303,23 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   int64_t steps = static_cast<int64_t>(data.num_samples) / B;
   if (options.steps_per_epoch) {
     if (*options.steps_per_epoch < 1 || *options.steps_per_epoch > steps) {
-      return invalid_argument("--steps-per-epoch " + std::to_string(*options.steps_per_epoch) + " is outside [1, " +
-                              std::to_string(steps) + "] (" + data.source + " has " + std::to_string(data.num_samples) +
-                              " samples, batch " + std::to_string(B) + ")");
+      return invalid_argument("--steps-per-epoch " + std::to_string(*options.steps_per_epoch) +
+                              " is outside [1, " + std::to_string(steps) + "] (" + data.source + " has " +
+                              std::to_string(data.num_samples) + " samples, batch " + std::to_string(B) +
+                              ")");
     }
     steps = *options.steps_per_epoch;
     if (steps % S != 0) {
-      return invalid_argument("--steps-per-epoch " + std::to_string(steps) + " is not a multiple of steps_per_execution " +
-                              std::to_string(S));
+      return invalid_argument("--steps-per-epoch " + std::to_string(steps) +
+                              " is not a multiple of steps_per_execution " + std::to_string(S));
     }
   } else {
     steps = default_steps_per_epoch(data);
   }
   if (steps < S) {
-    return invalid_argument(data.source + ": " + std::to_string(data.num_samples) + " samples are fewer than one execution (" +
-                            std::to_string(S) + " steps of batch " + std::to_string(B) + ")");
+    return invalid_argument(data.source + ": " + std::to_string(data.num_samples) +
+                            " samples are fewer than one execution (" + std::to_string(S) +
+                            " steps of batch " + std::to_string(B) + ")");
   }
 
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
@@ -301,9 +327,12 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
     const auto start = Clock::now();
-    const std::vector<uint32_t> order = data::epoch_order(data.num_samples, options.shuffle, options.seed, epoch - 1);
+    const std::vector<uint32_t> order =
+        data::epoch_order(data.num_samples, options.shuffle, options.seed, epoch - 1);
     const int64_t executions = steps / S;
-    auto prepare = [&](int64_t e) { return gather_execution(data, order, static_cast<size_t>(e * S * B), S, B); };
+    auto prepare = [&](int64_t e) {
+      return gather_execution(data, order, static_cast<size_t>(e * S * B), S, B);
+    };
     std::future<ExecutionFeed> next = std::async(std::launch::async, prepare, 0);
     EpochResult r;
     r.epoch = epoch;
@@ -319,7 +348,8 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       if (!s.keep_state_if_finite() || !finite_losses) {
         return s.diagnose_non_finite(train, feed, epoch, r.steps);
       }
-      for (float l : out.losses) loss_sum += l;
+      for (float l : out.losses)
+        loss_sum += l;
       correct += out.correct;
       if (step_log) step_log->losses.insert(step_log->losses.end(), out.losses.begin(), out.losses.end());
       r.steps += S;
@@ -360,13 +390,14 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
     ExecutionFeed feed = gather_execution(data, order, static_cast<size_t>(e * S * B), S, B);
     Outfeed out;
     IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
-    for (float l : out.losses) loss_sum += static_cast<double>(l) * static_cast<double>(B);
+    for (float l : out.losses)
+      loss_sum += static_cast<double>(l) * static_cast<double>(B);
     correct += out.correct;
     r.steps += std::min(S, steps - e * S);
     r.samples += feed.valid_samples;
     if (progress) {
-      progress({1, 1, r.steps, steps, loss_sum / static_cast<double>(r.samples), correct / static_cast<double>(r.samples),
-                seconds_since(start), e + 1 == executions});
+      progress({1, 1, r.steps, steps, loss_sum / static_cast<double>(r.samples),
+                correct / static_cast<double>(r.samples), seconds_since(start), e + 1 == executions});
     }
   }
   r.loss = loss_sum / static_cast<double>(r.samples);
@@ -386,14 +417,17 @@ StatusOr<PredictResult> Session::predict(const data::Dataset& data) {
   PredictResult r;
   const format::Stream& stream = s.engine->executable().streams(static_cast<int>(*s.stream_predictions));
   r.shape = {static_cast<int64_t>(data.num_samples)};
-  for (int i = 1; i < stream.shape_size(); ++i) r.shape.push_back(stream.shape(i));
+  for (int i = 1; i < stream.shape_size(); ++i)
+    r.shape.push_back(stream.shape(i));
   // The last execution is padded with zeros; its padded rows are dropped.
   for (size_t first = 0; first < data.num_samples; first += static_cast<size_t>(S * B)) {
     ExecutionFeed feed = gather_execution(data, order, first, S, B);
     Outfeed out;
     IPU_RETURN_IF_ERROR(s.run_execution(predict, feed, out));
-    const size_t keep = static_cast<size_t>(feed.valid_samples) * (out.predictions.size() / static_cast<size_t>(S * B));
-    r.values.insert(r.values.end(), out.predictions.begin(), out.predictions.begin() + static_cast<long>(keep));
+    const size_t keep =
+        static_cast<size_t>(feed.valid_samples) * (out.predictions.size() / static_cast<size_t>(S * B));
+    r.values.insert(r.values.end(), out.predictions.begin(),
+                    out.predictions.begin() + static_cast<long>(keep));
   }
   r.samples = static_cast<int64_t>(data.num_samples);
   r.seconds = seconds_since(start);
@@ -420,7 +454,8 @@ StatusOr<std::vector<float>> device_values(const data::NpyArray& array, const fo
 }
 
 // Converts device floats to the output's host dtype.
-data::NpyArray host_array(const format::ModelIo& io, std::vector<int64_t> shape, const std::vector<float>& values) {
+data::NpyArray host_array(const format::ModelIo& io, std::vector<int64_t> shape,
+                          const std::vector<float>& values) {
   if (io.dtype() == "b1" || io.dtype() == "i8" || io.dtype() == "i4") {
     data::NpyArray a;
     a.dtype = io.dtype();
@@ -429,14 +464,14 @@ data::NpyArray host_array(const format::ModelIo& io, std::vector<int64_t> shape,
     a.data.resize(values.size() * item);
     for (size_t i = 0; i < values.size(); ++i) {
       const int64_t v = io.dtype() == "b1" ? (values[i] != 0.0f) : std::llround(values[i]);
-      std::memcpy(a.data.data() + i * item, &v, item);  // little-endian: the low bytes
+      std::memcpy(a.data.data() + i * item, &v, item); // little-endian: the low bytes
     }
     return a;
   }
   return data::make_npy_f32(std::move(shape), values.data());
 }
 
-}  // namespace
+} // namespace
 
 StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) {
   Impl& s = *m_impl;
@@ -457,23 +492,25 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
     std::vector<int64_t> got = inputs[i].shape;
     if (io.batched() && !got.empty()) {
       if (samples && *samples != got[0]) {
-        return invalid_argument("input '" + io.name() + "' has " + std::to_string(got[0]) + " samples, an earlier input " +
-                                std::to_string(*samples));
+        return invalid_argument("input '" + io.name() + "' has " + std::to_string(got[0]) +
+                                " samples, an earlier input " + std::to_string(*samples));
       }
       samples = got[0];
       got[0] = want.empty() ? 0 : want[0];
     }
     if (got != want || (samples && *samples < 1)) {
       std::string expected = shape_text(want);
-      if (io.batched()) expected = "[N" + expected.substr(1 + std::to_string(want[0]).size());  // "[N,28,28,1]"
-      return invalid_argument("input '" + io.name() + "' has shape " + shape_text(inputs[i].shape) + ", the model expects " +
-                              expected);
+      if (io.batched())
+        expected = "[N" + expected.substr(1 + std::to_string(want[0]).size()); // "[N,28,28,1]"
+      return invalid_argument("input '" + io.name() + "' has shape " + shape_text(inputs[i].shape) +
+                              ", the model expects " + expected);
     }
     IPU_ASSIGN_OR_RETURN(values[i], device_values(inputs[i], io));
     input_of_stream[io.stream()] = i;
   }
   std::map<uint32_t, size_t> output_of_stream;
-  for (int j = 0; j < exe.outputs_size(); ++j) output_of_stream[exe.outputs(j).stream()] = static_cast<size_t>(j);
+  for (int j = 0; j < exe.outputs_size(); ++j)
+    output_of_stream[exe.outputs(j).stream()] = static_cast<size_t>(j);
 
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   const auto start = Clock::now();
@@ -481,16 +518,18 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   const int64_t steps = samples ? (N + B * R - 1) / (B * R) : 1;
   std::vector<std::vector<float>> collected(output_of_stream.size());
   for (int64_t first_step = 0; first_step < steps; first_step += S) {
-    std::map<uint32_t, int64_t> transfers;  // per stream, this execution
+    std::map<uint32_t, int64_t> transfers; // per stream, this execution
     engine::HostStreams streams;
     streams.pull = [&](uint32_t stream, uint32_t replica, std::span<std::byte> destination) -> Status {
       auto found = input_of_stream.find(stream);
-      if (found == input_of_stream.end()) return failed_precondition("the host feeds no stream " + std::to_string(stream));
+      if (found == input_of_stream.end())
+        return failed_precondition("the host feeds no stream " + std::to_string(stream));
       const std::vector<float>& v = values[found->second];
       const int64_t step = first_step + transfers[stream]++ / R;
       const size_t count = destination.size() / sizeof(float);
       if (!exe.inputs(static_cast<int>(found->second)).batched()) {
-        if (destination.size() != v.size() * sizeof(float)) return data_loss("input stream " + std::to_string(stream) + " does not match its input");
+        if (destination.size() != v.size() * sizeof(float))
+          return data_loss("input stream " + std::to_string(stream) + " does not match its input");
         std::memcpy(destination.data(), v.data(), destination.size());
         return Status();
       }
@@ -526,7 +565,8 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
       v.resize(static_cast<size_t>(N) * row);
     } else {
       size_t elements = 1;
-      for (int64_t d : shape) elements *= static_cast<size_t>(d);
+      for (int64_t d : shape)
+        elements *= static_cast<size_t>(d);
       v.resize(elements);
     }
     r.outputs.push_back(host_array(io, std::move(shape), v));
@@ -536,7 +576,9 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   return r;
 }
 
-Status Session::save_weights(const std::string& dir) const { return write_checkpoint(dir, named_weights()); }
+Status Session::save_weights(const std::string& dir) const {
+  return write_checkpoint(dir, named_weights());
+}
 
 std::map<std::string, NamedTensor> Session::named_weights() const {
   const format::Executable& exe = m_impl->engine->executable();
@@ -560,14 +602,13 @@ Status Session::load_weights(const std::string& dir) {
     const format::Tensor& t = exe.tensors(static_cast<int>(index));
     auto it = tensors.find(t.name());
     if (it == tensors.end()) {
-      if (t.role() == format::OPTIMIZER_STATE) continue;  // a fresh optimizer is fine
+      if (t.role() == format::OPTIMIZER_STATE) continue; // a fresh optimizer is fine
       return invalid_argument(dir + ": checkpoint has no weight '" + printable(t.name()) + "'");
     }
     std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
     if (it->second.shape != shape) {
       return invalid_argument(dir + ": weight '" + printable(t.name()) + "' has shape " +
-                              shape_text(it->second.shape) +
-                              ", the executable expects " + shape_text(shape));
+                              shape_text(it->second.shape) + ", the executable expects " + shape_text(shape));
     }
   }
   for (auto& [index, bytes] : m_impl->host_state) {
@@ -577,4 +618,4 @@ Status Session::load_weights(const std::string& dir) {
   return Status();
 }
 
-}  // namespace ipu::session
+} // namespace ipu::session

@@ -26,17 +26,17 @@ bool sample_shape_fits(const std::vector<int64_t>& got, const std::vector<int64_
 
 struct FitOptions {
   int epochs = 1;
-  std::optional<int64_t> steps_per_epoch;  // default: whole batches of the data set
+  std::optional<int64_t> steps_per_epoch; // default: whole batches of the data set
   bool shuffle = false;
   uint64_t seed = 0;
 };
 
 struct EpochResult {
-  int epoch = 0;  // 1-based
+  int epoch = 0; // 1-based
   int64_t steps = 0;
   int64_t samples = 0;
-  double loss = 0;      // mean of the step losses
-  double accuracy = 0;  // correct / samples
+  double loss = 0;     // mean of the step losses
+  double accuracy = 0; // correct / samples
   double seconds = 0;
 };
 
@@ -50,7 +50,7 @@ struct EvaluateResult {
 
 struct PredictResult {
   int64_t samples = 0;
-  std::vector<int64_t> shape;  // [samples, ...output shape]
+  std::vector<int64_t> shape; // [samples, ...output shape]
   std::vector<float> values;
   double seconds = 0;
 };
@@ -58,7 +58,7 @@ struct PredictResult {
 // The model outputs of `Session::infer`, in the executable's output order, in their host dtypes.
 struct InferResult {
   std::vector<data::NpyArray> outputs;
-  int64_t samples = 0;  // batched samples run (1 for a model without batched inputs)
+  int64_t samples = 0; // batched samples run (1 for a model without batched inputs)
   double seconds = 0;
 };
 
@@ -66,10 +66,10 @@ struct InferResult {
 struct Progress {
   int epoch = 0;
   int epochs = 0;
-  int64_t step = 0;  // steps done in this epoch
+  int64_t step = 0; // steps done in this epoch
   int64_t steps = 0;
-  double loss = 0;      // running mean over the epoch
-  double accuracy = 0;  // running over the epoch
+  double loss = 0;     // running mean over the epoch
+  double accuracy = 0; // running over the epoch
   double seconds = 0;
   bool epoch_done = false;
 };
@@ -81,10 +81,11 @@ struct StepLog {
 };
 
 class Session {
- public:
+public:
   // Verifies the executable and allocates the device; the host copy of the weights starts as
   // the executable's initial values.
-  static StatusOr<std::unique_ptr<Session>> create(format::Executable executable, const engine::EngineOptions& options);
+  static StatusOr<std::unique_ptr<Session>> create(format::Executable executable,
+                                                   const engine::EngineOptions& options);
   ~Session();
 
   const format::Executable& executable() const;
@@ -94,8 +95,8 @@ class Session {
   int64_t default_steps_per_epoch(const data::Dataset& data) const;
   // Samples one step consumes: the micro-batch of every replica.
   int64_t samples_per_step() const;
-  StatusOr<std::vector<EpochResult>> fit(const data::Dataset& data, const FitOptions& options, const ProgressFn& progress,
-                                         StepLog* step_log);
+  StatusOr<std::vector<EpochResult>> fit(const data::Dataset& data, const FitOptions& options,
+                                         const ProgressFn& progress, StepLog* step_log);
   StatusOr<EvaluateResult> evaluate(const data::Dataset& data, const ProgressFn& progress);
   StatusOr<PredictResult> predict(const data::Dataset& data);
   // Runs the predict program on every model input (format::ModelIo), given in the executable's
@@ -111,10 +112,10 @@ class Session {
   std::map<std::string, NamedTensor> named_weights() const;
   Status load_weights(const std::string& dir);
 
- private:
+private:
   struct Impl;
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> m_impl;
 };
 
-}  // namespace ipu::session
+} // namespace ipu::session

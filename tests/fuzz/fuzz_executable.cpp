@@ -22,10 +22,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string>
-#include <string_view>
 #include <functional>
 #include <numeric>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/base/sha256.h"
@@ -38,19 +38,20 @@
 namespace {
 
 constexpr char kMagic[8] = {'I', 'P', 'U', 'C', 'C', 'E', 'X', '\x1a'};
-constexpr uint64_t kMaxFuzzedDevice = uint64_t{256} << 20;  // bytes of tensors in one engine
-constexpr uint64_t kMaxFuzzedVertexRuns = uint64_t{1} << 16;  // per program run
-constexpr uint64_t kMaxFuzzedSamples = 4096;                  // of synthetic data per run
+constexpr uint64_t kMaxFuzzedDevice = uint64_t{256} << 20;   // bytes of tensors in one engine
+constexpr uint64_t kMaxFuzzedVertexRuns = uint64_t{1} << 16; // per program run
+constexpr uint64_t kMaxFuzzedSamples = 4096;                 // of synthetic data per run
 
 void put_le(std::string& out, size_t offset, uint64_t value, size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i) out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+  for (size_t i = 0; i < bytes; ++i)
+    out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
 }
 
 // Wraps raw protobuf bytes into a well-formed frame (zstd level 1, correct sizes and checksum).
 std::string reframe(std::string_view payload) {
   std::string out(ipu::format::kHeaderSize + ZSTD_compressBound(payload.size()), '\0');
-  size_t n = ZSTD_compress(out.data() + ipu::format::kHeaderSize, out.size() - ipu::format::kHeaderSize, payload.data(),
-                           payload.size(), 1);
+  size_t n = ZSTD_compress(out.data() + ipu::format::kHeaderSize, out.size() - ipu::format::kHeaderSize,
+                           payload.data(), payload.size(), 1);
   if (ZSTD_isError(n)) return {};
   out.resize(ipu::format::kHeaderSize + n);
   std::memcpy(out.data(), kMagic, sizeof kMagic);
@@ -78,15 +79,18 @@ ipu::data::Dataset synthetic_data(const ipu::format::Executable& exe, size_t sam
   ipu::data::Dataset data;
   data.source = "fuzz";
   for (const auto& s : exe.streams()) {
-    if (s.name() == ipu::format::kFeaturesStream) data.sample_shape.assign(s.shape().begin() + (s.shape_size() > 0 ? 1 : 0), s.shape().end());
+    if (s.name() == ipu::format::kFeaturesStream)
+      data.sample_shape.assign(s.shape().begin() + (s.shape_size() > 0 ? 1 : 0), s.shape().end());
   }
   data.num_samples = samples;
   data.features.resize(samples * data.sample_size());
-  for (size_t i = 0; i < data.features.size(); ++i) data.features[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
+  for (size_t i = 0; i < data.features.size(); ++i)
+    data.features[i] = static_cast<float>(i % 7) * 0.25f - 0.5f;
   data.num_classes = static_cast<int>(exe.num_classes());
   if (data.num_classes > 0) {
     data.labels.resize(samples);
-    for (size_t i = 0; i < samples; ++i) data.labels[i] = static_cast<int32_t>(i % static_cast<size_t>(data.num_classes));
+    for (size_t i = 0; i < samples; ++i)
+      data.labels[i] = static_cast<int32_t>(i % static_cast<size_t>(data.num_classes));
   }
   return data;
 }
@@ -97,10 +101,13 @@ ipu::data::Dataset synthetic_data(const ipu::format::Executable& exe, size_t sam
 void run_accepted(ipu::format::Executable exe) {
   if (!ipu::format::verify_host_contract(exe).ok()) return;
   uint64_t vertices = 0;
-  for (const auto& cs : exe.compute_sets()) vertices += static_cast<uint64_t>(cs.vertices_size());
+  for (const auto& cs : exe.compute_sets())
+    vertices += static_cast<uint64_t>(cs.vertices_size());
   const uint64_t replicas = ipu::format::replica_count(exe), S = exe.steps_per_execution();
   const uint64_t samples = S * exe.batch_size() * replicas;
-  if (vertices * S * ipu::format::kMaxExecutionsPerStep * replicas > kMaxFuzzedVertexRuns || samples > kMaxFuzzedSamples) return;
+  if (vertices * S * ipu::format::kMaxExecutionsPerStep * replicas > kMaxFuzzedVertexRuns ||
+      samples > kMaxFuzzedSamples)
+    return;
   ipu::engine::EngineOptions options;
   options.threads = 1;
   auto session = ipu::session::Session::create(std::move(exe), options);
@@ -114,8 +121,12 @@ void run_accepted(ipu::format::Executable exe) {
   std::vector<ipu::data::NpyArray> inputs;
   for (const auto& io : s.executable().inputs()) {
     std::vector<int64_t> shape(io.shape().begin(), io.shape().end());
-    inputs.push_back(ipu::data::make_npy_f32(shape, std::vector<float>(static_cast<size_t>(
-        std::max<int64_t>(1, std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()))), 0.5f).data()));
+    inputs.push_back(ipu::data::make_npy_f32(
+        shape, std::vector<float>(
+                   static_cast<size_t>(std::max<int64_t>(
+                       1, std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()))),
+                   0.5f)
+                   .data()));
   }
   (void)s.infer(inputs);
 }
@@ -125,7 +136,7 @@ void check(std::string_view bytes) {
   if (!parsed.ok()) {
     if (parsed.status().code() != ipu::StatusCode::kDataLoss &&
         parsed.status().code() != ipu::StatusCode::kFailedPrecondition) {
-      std::abort();  // parse errors are documented as DataLoss or FailedPrecondition only
+      std::abort(); // parse errors are documented as DataLoss or FailedPrecondition only
     }
     return;
   }
@@ -137,7 +148,7 @@ void check(std::string_view bytes) {
   if (engine.ok() && !verified.ok()) std::abort();
 }
 
-}  // namespace
+} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -23,7 +23,8 @@ namespace {
 // by 4096, so no kernel exceeds 4M floats.
 bool small_enough(const ipu::frontend::ModelSpec& spec) {
   double elements = 1;
-  for (int64_t d : spec.input.shape) elements *= static_cast<double>(d);
+  for (int64_t d : spec.input.shape)
+    elements *= static_cast<double>(d);
   if (elements > 4096) return false;
   for (const auto& layer : spec.layers) {
     if (layer.units > 1024) return false;
@@ -31,7 +32,7 @@ bool small_enough(const ipu::frontend::ModelSpec& spec) {
   return true;
 }
 
-}  // namespace
+} // namespace
 
 // The frontends' graphs run each op's shape rule: install the op table once, as the driver does.
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -50,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // A parsed spec is internally consistent.
-  if (spec->layers.empty() || spec->stages.size() != spec->layers.size() || spec->num_stages < 1) std::abort();
+  if (spec->layers.empty() || spec->stages.size() != spec->layers.size() || spec->num_stages < 1)
+    std::abort();
   for (int stage : spec->stages) {
     if (stage < 0 || stage >= spec->num_stages) std::abort();
   }

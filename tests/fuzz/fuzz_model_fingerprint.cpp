@@ -17,8 +17,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const char* path : {"fuzz.onnx", "fuzz.json"}) {
     const ipu::frontend::LoadedModel model = ipu::frontend::LoadedModel::parse(bytes, path);
     const ipu::frontend::ModelFingerprint& first = model.fingerprint();
-    const ipu::frontend::ModelFingerprint again = ipu::frontend::LoadedModel::parse(bytes, path).fingerprint();
-    if (first.structure_sha256 != again.structure_sha256 || first.weights_sha256 != again.weights_sha256) std::abort();
+    const ipu::frontend::ModelFingerprint again =
+        ipu::frontend::LoadedModel::parse(bytes, path).fingerprint();
+    if (first.structure_sha256 != again.structure_sha256 || first.weights_sha256 != again.weights_sha256)
+      std::abort();
     auto weights = model.weights();
     (void)weights;
   }

@@ -31,21 +31,31 @@ std::vector<double> values_of(const ipu::data::NpyArray& a) {
       std::memcpy(&v, p, sizeof v);
       return static_cast<double>(v);
     };
-    if (a.dtype == "f4") out[i] = load(float{});
-    else if (a.dtype == "f8") out[i] = load(double{});
-    else if (a.dtype == "i8") out[i] = load(int64_t{});
-    else if (a.dtype == "i4") out[i] = load(int32_t{});
-    else if (a.dtype == "i2") out[i] = load(int16_t{});
-    else if (a.dtype == "i1") out[i] = load(int8_t{});
-    else if (a.dtype == "u8") out[i] = load(uint64_t{});
-    else if (a.dtype == "u4") out[i] = load(uint32_t{});
-    else if (a.dtype == "u2" || a.dtype == "f2") out[i] = a.dtype == "u2" ? load(uint16_t{}) : NAN;
-    else out[i] = load(uint8_t{});  // u1, b1
+    if (a.dtype == "f4")
+      out[i] = load(float{});
+    else if (a.dtype == "f8")
+      out[i] = load(double{});
+    else if (a.dtype == "i8")
+      out[i] = load(int64_t{});
+    else if (a.dtype == "i4")
+      out[i] = load(int32_t{});
+    else if (a.dtype == "i2")
+      out[i] = load(int16_t{});
+    else if (a.dtype == "i1")
+      out[i] = load(int8_t{});
+    else if (a.dtype == "u8")
+      out[i] = load(uint64_t{});
+    else if (a.dtype == "u4")
+      out[i] = load(uint32_t{});
+    else if (a.dtype == "u2" || a.dtype == "f2")
+      out[i] = a.dtype == "u2" ? load(uint16_t{}) : NAN;
+    else
+      out[i] = load(uint8_t{}); // u1, b1
   }
   return out;
 }
 
-}  // namespace
+} // namespace
 
 // NOLINTNEXTLINE(bugprone-exception-escape): a test tool; an escaping exception aborts, which fails the test.
 int main(int argc, char** argv) {
@@ -56,8 +66,10 @@ int main(int argc, char** argv) {
   double rtol = 1e-3, atol = 1e-7;
   for (int i = 3; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--rtol") rtol = std::atof(argv[i + 1]);
-    else if (flag == "--atol") atol = std::atof(argv[i + 1]);
+    if (flag == "--rtol")
+      rtol = std::atof(argv[i + 1]);
+    else if (flag == "--atol")
+      atol = std::atof(argv[i + 1]);
     else {
       std::fprintf(stderr, "compare_tensors: unknown flag %s\n", argv[i]);
       return 2;
@@ -71,10 +83,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  nlohmann::json out = {{"ok", false}, {"reason", ""}, {"max_abs", 0.0}, {"max_rel", 0.0}, {"elements", want->element_count()}};
+  nlohmann::json out = {
+      {"ok", false}, {"reason", ""}, {"max_abs", 0.0}, {"max_rel", 0.0}, {"elements", want->element_count()}};
   const bool f16 = got->dtype == "f2" || want->dtype == "f2";
   if (got->shape != want->shape) {
-    out["reason"] = "shape " + nlohmann::json(got->shape).dump() + " != " + nlohmann::json(want->shape).dump();
+    out["reason"] =
+        "shape " + nlohmann::json(got->shape).dump() + " != " + nlohmann::json(want->shape).dump();
   } else if (f16) {
     out["reason"] = "float16 is not compared";
   } else {

@@ -11,7 +11,7 @@
 namespace ipu::testing {
 
 class TempDir {
- public:
+public:
   TempDir() {
     std::string pattern = (std::filesystem::temp_directory_path() / "ipucc_test_XXXXXX").string();
     REQUIRE(::mkdtemp(pattern.data()) != nullptr);
@@ -27,8 +27,8 @@ class TempDir {
   const std::string& path() const { return m_path; }
   std::string file(const std::string& name) const { return m_path + "/" + name; }
 
- private:
+private:
   std::string m_path;
 };
 
-}  // namespace ipu::testing
+} // namespace ipu::testing

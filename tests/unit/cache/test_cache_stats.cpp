@@ -102,7 +102,8 @@ TEST_CASE("cache stats json round trip and malformed text") {
   CHECK(spaced->misses == 3);
   CHECK(spaced->hits == 0);
 
-  for (const char* bad : {"", "[]", "{\"hits\": -1}", "{\"hits\": 1", "{\"hits\" 1}", "{\"hits\": 99999999999999999999}"}) {
+  for (const char* bad :
+       {"", "[]", "{\"hits\": -1}", "{\"hits\": 1", "{\"hits\" 1}", "{\"hits\": 99999999999999999999}"}) {
     CAPTURE(bad);
     CHECK(ipu::cache::parse_stats_json(bad).status().code() == StatusCode::kDataLoss);
   }
@@ -117,7 +118,7 @@ TEST_CASE("cache stats damaged file is reported then replaced") {
   CacheStats miss;
   miss.misses = 1;
   auto status = ipu::cache::add_stats(dir.handle(), miss);
-  CHECK_FALSE(status.ok());  // reported, so the caller can warn
+  CHECK_FALSE(status.ok()); // reported, so the caller can warn
   auto again = ipu::cache::read_stats(dir.handle());
   REQUIRE(again.ok());
   CHECK(again->misses == 1);
@@ -141,10 +142,12 @@ TEST_CASE("cache stats concurrent updates are not lost") {
     threads.emplace_back([&] {
       CacheStats one;
       one.hits = 1;
-      for (int i = 0; i < 25; ++i) CHECK(ipu::cache::add_stats(handle, one).ok());
+      for (int i = 0; i < 25; ++i)
+        CHECK(ipu::cache::add_stats(handle, one).ok());
     });
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : threads)
+    t.join();
   auto stats = ipu::cache::read_stats(dir.handle());
   REQUIRE(stats.ok());
   CHECK(stats->hits == 100);

@@ -495,8 +495,12 @@ TEST_CASE("local store total is rescanned when the size file is missing or damag
   Manifest a = sample_manifest("a");
   REQUIRE(store.put(a, kBytes).ok());
   const uint64_t bytes = disk_bytes(store, a.key());
-  SUBCASE("missing") { REQUIRE(::unlink((tmp.path() + "/size").c_str()) == 0); }
-  SUBCASE("damaged") { REQUIRE(ipu::write_file_atomic(tmp.path() + "/size", "nonsense").ok()); }
+  SUBCASE("missing") {
+    REQUIRE(::unlink((tmp.path() + "/size").c_str()) == 0);
+  }
+  SUBCASE("damaged") {
+    REQUIRE(ipu::write_file_atomic(tmp.path() + "/size", "nonsense").ok());
+  }
   auto total = store.total_bytes();
   REQUIRE(total.ok());
   CHECK(*total == bytes);
@@ -510,7 +514,8 @@ TEST_CASE("local store evict_to removes least recently used entries first") {
   Manifest middle = sample_manifest("middle");
   Manifest newest = sample_manifest("newest");
   const std::string payload(1000, 'x');
-  for (const Manifest* m : {&newest, &oldest, &middle}) REQUIRE(store.put(*m, payload).ok());
+  for (const Manifest* m : {&newest, &oldest, &middle})
+    REQUIRE(store.put(*m, payload).ok());
   set_mtime(store.entry_path(oldest.key()), 1000);
   set_mtime(store.entry_path(middle.key()), 2000);
   set_mtime(store.entry_path(newest.key()), 3000);
@@ -580,7 +585,8 @@ namespace {
 // touch.
 std::vector<std::string> files_below(const std::string& dir) {
   std::vector<std::string> out;
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) out.push_back(fs::relative(entry.path(), dir).string());
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    out.push_back(fs::relative(entry.path(), dir).string());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -748,7 +754,8 @@ TEST_CASE("local store refuses a directory that others can write") {
     auto refused = LocalStore::open(cache);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().code() == StatusCode::kIoError);
-    CHECK(contains(refused.status().message(), cache + ": " + what + "; refusing a cache directory others can write"));
+    CHECK(contains(refused.status().message(),
+                   cache + ": " + what + "; refusing a cache directory others can write"));
   }
   REQUIRE(::chmod(cache.c_str(), 0755) == 0);
   REQUIRE(LocalStore::open(cache).ok());
@@ -764,7 +771,8 @@ TEST_CASE("local store refuses a directory that others can write") {
   CHECK_FALSE(store.put(m, kBytes).ok());
   REQUIRE(::chmod(shard.c_str(), 0755) == 0);
   REQUIRE(::chmod((cache + "/entries").c_str(), 0777) == 0);
-  CHECK(contains(LocalStore::open(cache).status().message(), cache + "/entries: writable by its group and others"));
+  CHECK(contains(LocalStore::open(cache).status().message(),
+                 cache + "/entries: writable by its group and others"));
 }
 
 TEST_CASE("local store refuses a directory another user owns") {

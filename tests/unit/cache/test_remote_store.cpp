@@ -34,7 +34,7 @@ bool send_all(int fd, const std::string& data) {
 // A hostile or broken HTTP server on 127.0.0.1 for one test: each connection's request path goes
 // to the handler, which answers on the socket; the connection is then closed.
 class TestServer {
- public:
+public:
   using Handler = std::function<void(int fd, const std::string& path)>;
 
   explicit TestServer(Handler handler) : m_handler(std::move(handler)) {
@@ -51,7 +51,7 @@ class TestServer {
     m_thread = std::thread([this] { serve(); });
   }
   ~TestServer() {
-    ::shutdown(m_listen, SHUT_RDWR);  // wakes the accept
+    ::shutdown(m_listen, SHUT_RDWR); // wakes the accept
     m_thread.join();
     ::close(m_listen);
   }
@@ -60,7 +60,7 @@ class TestServer {
 
   std::string url() const { return "http://127.0.0.1:" + std::to_string(m_port) + "/cache"; }
 
- private:
+private:
   void serve() {
     while (true) {
       int fd = ::accept(m_listen, nullptr, nullptr);
@@ -89,12 +89,13 @@ class TestServer {
 void send_endless_body(int fd, std::atomic<uint64_t>& sent) {
   if (!send_all(fd, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")) return;
   const std::string chunk(64 << 10, 'x');
-  while (sent < (uint64_t{256} << 20) && send_all(fd, chunk)) sent += chunk.size();
+  while (sent < (uint64_t{256} << 20) && send_all(fd, chunk))
+    sent += chunk.size();
 }
 
 void send_body(int fd, const std::string& body) {
-  send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
-                   body);
+  send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                   "\r\nConnection: close\r\n\r\n" + body);
 }
 
 bool contains(const std::string& haystack, const std::string& needle) {
@@ -105,7 +106,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("remote store refuses a manifest past its cap without reading the rest") {
   std::atomic<uint64_t> sent{0};
@@ -178,7 +179,7 @@ TEST_CASE("remote store fetches an entry within its caps") {
 TEST_CASE("remote store gives up on a server that does not answer") {
   TestServer server([&](int fd, const std::string&) {
     char byte;
-    (void)::recv(fd, &byte, 1, 0);  // until the client gives up and closes
+    (void)::recv(fd, &byte, 1, 0); // until the client gives up and closes
   });
   RemoteLimits limits;
   limits.manifest_timeout_ms = 300;

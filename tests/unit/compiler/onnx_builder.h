@@ -12,7 +12,7 @@
 namespace ipu::testing {
 
 class OnnxBuilder {
- public:
+public:
   explicit OnnxBuilder(int opset = 13) {
     m_model.set_ir_version(7);
     auto* op_set = m_model.add_opset_import();
@@ -22,7 +22,8 @@ class OnnxBuilder {
   }
 
   // A float input whose first axis is the dynamic batch ("N") unless `fixed_batch` > 0.
-  OnnxBuilder& input(const std::string& name, const std::vector<int64_t>& sample_shape, int64_t fixed_batch = 0) {
+  OnnxBuilder& input(const std::string& name, const std::vector<int64_t>& sample_shape,
+                     int64_t fixed_batch = 0) {
     auto* type = add_value_info(m_model.mutable_graph()->add_input(), name);
     auto* dim = type->mutable_shape()->add_dim();
     if (fixed_batch > 0) {
@@ -30,7 +31,8 @@ class OnnxBuilder {
     } else {
       dim->set_dim_param("N");
     }
-    for (int64_t d : sample_shape) type->mutable_shape()->add_dim()->set_dim_value(d);
+    for (int64_t d : sample_shape)
+      type->mutable_shape()->add_dim()->set_dim_value(d);
     return *this;
   }
 
@@ -39,12 +41,15 @@ class OnnxBuilder {
     return *this;
   }
 
-  OnnxBuilder& floats(const std::string& name, const std::vector<int64_t>& dims, const std::vector<float>& values) {
+  OnnxBuilder& floats(const std::string& name, const std::vector<int64_t>& dims,
+                      const std::vector<float>& values) {
     auto* t = m_model.mutable_graph()->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float v : values) t->add_float_data(v);
+    for (int64_t d : dims)
+      t->add_dims(d);
+    for (float v : values)
+      t->add_float_data(v);
     return *this;
   }
 
@@ -53,17 +58,20 @@ class OnnxBuilder {
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::INT64);
     t->add_dims(static_cast<int64_t>(values.size()));
-    t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t)));
+    t->set_raw_data(
+        std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(int64_t)));
     return *this;
   }
 
-  onnx::NodeProto& node(const std::string& op_type, const std::string& name, const std::vector<std::string>& inputs,
-                        const std::vector<std::string>& outputs) {
+  onnx::NodeProto& node(const std::string& op_type, const std::string& name,
+                        const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
     auto* n = m_model.mutable_graph()->add_node();
     n->set_op_type(op_type);
     n->set_name(name);
-    for (auto& i : inputs) n->add_input(i);
-    for (auto& o : outputs) n->add_output(o);
+    for (auto& i : inputs)
+      n->add_input(i);
+    for (auto& o : outputs)
+      n->add_output(o);
     return *n;
   }
 
@@ -85,7 +93,8 @@ class OnnxBuilder {
     auto* a = node.add_attribute();
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a->add_ints(v);
+    for (int64_t v : values)
+      a->add_ints(v);
   }
 
   static void string_attr(onnx::NodeProto& node, const std::string& name, const std::string& value) {
@@ -98,7 +107,7 @@ class OnnxBuilder {
   onnx::ModelProto& model() { return m_model; }
   std::string bytes() const { return m_model.SerializeAsString(); }
 
- private:
+private:
   static onnx::TypeProto_Tensor* add_value_info(onnx::ValueInfoProto* info, const std::string& name) {
     info->set_name(name);
     auto* type = info->mutable_type()->mutable_tensor_type();
@@ -112,8 +121,9 @@ class OnnxBuilder {
 // `n` deterministic values in [-scale, scale).
 inline std::vector<float> wave(size_t n, float scale, float phase) {
   std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = scale * std::sin(1.3f * static_cast<float>(i) + phase);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = scale * std::sin(1.3f * static_cast<float>(i) + phase);
   return out;
 }
 
-}  // namespace ipu::testing
+} // namespace ipu::testing

@@ -10,14 +10,18 @@
 namespace ipu::testing {
 namespace {
 
-std::string mlp_spec(const std::string& hidden_activation, const std::string& output_activation, bool from_logits) {
+std::string mlp_spec(const std::string& hidden_activation, const std::string& output_activation,
+                     bool from_logits) {
   return R"({"type": "sequential", "input": {"shape": [2, 3]},
     "layers": [{"name": "flatten", "type": "Flatten"},
-               {"name": "hidden", "type": "Dense", "units": 5, "activation": ")" + hidden_activation + R"(",
+               {"name": "hidden", "type": "Dense", "units": 5, "activation": ")" +
+         hidden_activation + R"(",
                 "bias_initializer": {"type": "glorot_uniform", "seed": 3}},
-               {"name": "out", "type": "Dense", "units": 4, "activation": ")" + output_activation + R"(",
+               {"name": "out", "type": "Dense", "units": 4, "activation": ")" +
+         output_activation + R"(",
                 "bias_initializer": {"type": "glorot_uniform", "seed": 4}}],
-    "loss": {"type": "sparse_categorical_crossentropy", "from_logits": )" + (from_logits ? "true" : "false") + R"(},
+    "loss": {"type": "sparse_categorical_crossentropy", "from_logits": )" +
+         (from_logits ? "true" : "false") + R"(},
     "optimizer": {"type": "sgd", "learning_rate": 1.0, "momentum": 0.0}})";
 }
 
@@ -28,7 +32,8 @@ void check_gradients(const std::string& model, const compiler::CompileOptions& o
   const uint32_t batch = options.batch_size;
   auto engine = compile_and_load(model, options);
   std::vector<float> features(batch * features_per_sample);
-  for (size_t i = 0; i < features.size(); ++i) features[i] = std::sin(0.7f * static_cast<float>(i) + 0.3f);
+  for (size_t i = 0; i < features.size(); ++i)
+    features[i] = std::sin(0.7f * static_cast<float>(i) + 0.3f);
   const std::vector<int32_t> labels = {1, 3, 0};
 
   // Finite differences first, in double around the float weights.
@@ -69,9 +74,15 @@ void check_spec_gradients(const std::string& spec) {
 }
 
 TEST_CASE("gradients of Dense + activations match finite differences") {
-  SUBCASE("relu hidden, logits") { check_spec_gradients(mlp_spec("relu", "none", true)); }
-  SUBCASE("sigmoid hidden, logits") { check_spec_gradients(mlp_spec("sigmoid", "none", true)); }
-  SUBCASE("tanh hidden, softmax + probabilities") { check_spec_gradients(mlp_spec("tanh", "softmax", false)); }
+  SUBCASE("relu hidden, logits") {
+    check_spec_gradients(mlp_spec("relu", "none", true));
+  }
+  SUBCASE("sigmoid hidden, logits") {
+    check_spec_gradients(mlp_spec("sigmoid", "none", true));
+  }
+  SUBCASE("tanh hidden, softmax + probabilities") {
+    check_spec_gradients(mlp_spec("tanh", "softmax", false));
+  }
 }
 
 // ONNX Gemm keeps weights in either layout; every transpose combination has its own gradient
@@ -115,10 +126,18 @@ compiler::CompileOptions onnx_training_options() {
 
 TEST_CASE("gradients of ONNX Gemm in every transpose form match finite differences") {
   const auto options = onnx_training_options();
-  SUBCASE("plain") { check_gradients(gemm_model(false, false), options, {"w1", "b1", "w2", "b2"}); }
-  SUBCASE("transB") { check_gradients(gemm_model(true, true), options, {"w1", "b1", "w2", "b2"}); }
-  SUBCASE("mixed") { check_gradients(gemm_model(true, false), options, {"w1", "b1", "w2", "b2"}); }
-  SUBCASE("transA") { check_gradients(gemm_trans_a_model(), options, {"w1", "w2", "b2"}); }
+  SUBCASE("plain") {
+    check_gradients(gemm_model(false, false), options, {"w1", "b1", "w2", "b2"});
+  }
+  SUBCASE("transB") {
+    check_gradients(gemm_model(true, true), options, {"w1", "b1", "w2", "b2"});
+  }
+  SUBCASE("mixed") {
+    check_gradients(gemm_model(true, false), options, {"w1", "b1", "w2", "b2"});
+  }
+  SUBCASE("transA") {
+    check_gradients(gemm_trans_a_model(), options, {"w1", "w2", "b2"});
+  }
 }
 
 // Broadcasting binary ops, unary math and Where between weights of different shapes: each
@@ -200,7 +219,8 @@ TEST_CASE("gradients of InstanceNormalization and PRelu match finite differences
   b.floats("b3", {4}, wave(4, 0.3f, 0.4f));
   b.node("MatMul", "fc0", {"x", "w0"}, {"h"});
   b.node("Reshape", "view", {"h", "planes"}, {"h3"});
-  OnnxBuilder::float_attr(b.node("InstanceNormalization", "norm", {"h3", "scale", "shift"}, {"n"}), "epsilon", 0.01f);
+  OnnxBuilder::float_attr(b.node("InstanceNormalization", "norm", {"h3", "scale", "shift"}, {"n"}), "epsilon",
+                          0.01f);
   b.node("PRelu", "act", {"n", "slope"}, {"a"});
   b.node("Flatten", "flatten", {"a"}, {"f"});
   OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
@@ -270,8 +290,10 @@ TEST_CASE("gradients of ReduceMax and ReduceMin match finite differences; none f
 // test's absolute tolerance; `zeros` are set to exactly 0.
 std::vector<float> product_values(size_t n, float phase, const std::vector<size_t>& zeros) {
   std::vector<float> out = wave(n, 0.3f, phase);
-  for (size_t i = 0; i < n; ++i) out[i] += i % 3 == 1 ? -1.0f : 1.0f;
-  for (size_t i : zeros) out[i] = 0.0f;
+  for (size_t i = 0; i < n; ++i)
+    out[i] += i % 3 == 1 ? -1.0f : 1.0f;
+  for (size_t i : zeros)
+    out[i] = 0.0f;
   return out;
 }
 
@@ -289,7 +311,8 @@ TEST_CASE("gradients of ReduceProd, with zeros in a group, match finite differen
   b.floats("w", {6}, product_values(6, 0.5f, {}));
   b.floats("wo", {19, 4}, wave(76, 0.6f, 0.1f));
   b.ints("row", {1, -1}).ints("grid", {-1, 2, 3}).ints("flat", {-1, 3}).ints("one", {-1, 1});
-  auto reduce = [&](const std::string& name, const std::string& in, const std::vector<int64_t>& axes, bool keep) {
+  auto reduce = [&](const std::string& name, const std::string& in, const std::vector<int64_t>& axes,
+                    bool keep) {
     auto& node = b.node("ReduceProd", name, {in}, {name});
     OnnxBuilder::ints_attr(node, "axes", axes);
     OnnxBuilder::int_attr(node, "keepdims", keep);
@@ -301,16 +324,17 @@ TEST_CASE("gradients of ReduceProd, with zeros in a group, match finite differen
   b.node("Reshape", "p_outer_row", {"p_outer", "row"}, {"a"});
   b.node("Reshape", "p_rows_row", {"p_rows", "row"}, {"c"});
   b.node("Reshape", "q_rows_row", {"q_rows", "row"}, {"d"});
-  OnnxBuilder::int_attr(b.node("Concat", "weights_cat", {"a", "c", "d", "q_columns"}, {"wcat"}), "axis", 1);  // [1, 16]
+  OnnxBuilder::int_attr(b.node("Concat", "weights_cat", {"a", "c", "d", "q_columns"}, {"wcat"}), "axis",
+                        1); // [1, 16]
   b.node("Mul", "xw", {"x", "w"}, {"xw"});
   b.node("Reshape", "xw_grid", {"xw", "grid"}, {"g"});
   reduce("per_sample", "g", {1}, true);
   reduce("per_sample_all", "g", {1, 2}, false);
   b.node("Reshape", "per_sample_flat", {"per_sample", "flat"}, {"e"});
   b.node("Reshape", "per_sample_all_col", {"per_sample_all", "one"}, {"f"});
-  b.node("Add", "shift", {"e", "a"}, {"s"});        // [N, 3] + [1, 3]
-  b.node("Add", "spread", {"wcat", "f"}, {"t"});    // [1, 16] + [N, 1]
-  OnnxBuilder::int_attr(b.node("Concat", "cat", {"s", "t"}, {"h"}), "axis", 1);  // [N, 19]
+  b.node("Add", "shift", {"e", "a"}, {"s"});                                    // [N, 3] + [1, 3]
+  b.node("Add", "spread", {"wcat", "f"}, {"t"});                                // [1, 16] + [N, 1]
+  OnnxBuilder::int_attr(b.node("Concat", "cat", {"s", "t"}, {"h"}), "axis", 1); // [N, 19]
   b.node("MatMul", "out", {"h", "wo"}, {"logits"});
   check_gradients(b.bytes(), onnx_training_options(), {"p", "q", "w", "wo"});
 }
@@ -341,7 +365,8 @@ TEST_CASE("gradients of Tile, Expand and Pad (padding and cropping) match finite
   check_gradients(b.bytes(), onnx_training_options(), {"w", "wo"});
 }
 
-TEST_CASE("gradients of Gather (an embedding with repeated and negative indices, and an activation's axis 1) match finite differences") {
+TEST_CASE("gradients of Gather (an embedding with repeated and negative indices, and an activation's axis 1) "
+          "match finite differences") {
   // Rows 1 (twice), 4 (as -1) and 3 of a [5, 3] table, added to every sample of x·w1; columns
   // 5, 0 and 5 again of x·w.
   OnnxBuilder b(13);
@@ -362,7 +387,8 @@ TEST_CASE("gradients of Gather (an embedding with repeated and negative indices,
   check_gradients(b.bytes(), onnx_training_options(), {"table", "w", "w1", "wo"});
 }
 
-TEST_CASE("gradients of Slice with steps beyond 1 (forwards and backwards, on two axes) match finite differences") {
+TEST_CASE(
+    "gradients of Slice with steps beyond 1 (forwards and backwards, on two axes) match finite differences") {
   // xw [N, 6] viewed as [N, 2, 3]: every other column from 0 (step 2), the columns from the last
   // backwards by 2, and (of the [N, 6] view) elements 5, 2 (step -3) and 1, 4 (step 3).
   OnnxBuilder b(13);
@@ -416,56 +442,57 @@ std::string conv_model(Middle middle, const std::string& first_activation = "Tan
     auto* a = node.add_attribute();
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a->add_ints(v);
+    for (int64_t v : values)
+      a->add_ints(v);
   };
   ints(conv1, "pads", {1, 1, 1, 1});
   b.node(first_activation, "act1", {"c1"}, {"a1"});
   int64_t flat = 0;
   switch (middle) {
-    case Middle::kConvGroups: {  // grouped, strided, dilated, asymmetric pads: [N,4,5,5] → [N,2,2,3]
-      b.floats("w2", {2, 2, 2, 2}, wave(16, 0.5f, 0.3f));
-      b.floats("b2", {2}, wave(2, 0.3f, 0.9f));
-      auto& conv2 = b.node("Conv", "conv2", {"a1", "w2", "b2"}, {"m"});
-      OnnxBuilder::int_attr(conv2, "group", 2);
-      ints(conv2, "strides", {2, 2});
-      ints(conv2, "dilations", {2, 1});
-      ints(conv2, "pads", {0, 1, 1, 0});
-      flat = 2 * 2 * 3;
-      break;
-    }
-    case Middle::kDepthwiseStrided: {  // depthwise, no bias, SAME_UPPER: [N,4,5,5] → [N,4,3,3]
-      b.floats("w2", {4, 1, 2, 2}, wave(16, 0.5f, 0.3f));
-      auto& conv2 = b.node("Conv", "conv2", {"a1", "w2"}, {"m"});
-      OnnxBuilder::int_attr(conv2, "group", 4);
-      ints(conv2, "strides", {2, 2});
-      auto* pad = conv2.add_attribute();
-      pad->set_name("auto_pad");
-      pad->set_type(onnx::AttributeProto::STRING);
-      pad->set_s("SAME_UPPER");
-      flat = 4 * 3 * 3;
-      break;
-    }
-    case Middle::kMaxPool: {  // [N,4,5,5] → [N,4,3,3] with ceil_mode
-      auto& pool = b.node("MaxPool", "pool", {"a1"}, {"m"});
-      ints(pool, "kernel_shape", {2, 2});
-      ints(pool, "strides", {2, 2});
-      OnnxBuilder::int_attr(pool, "ceil_mode", 1);
-      flat = 4 * 3 * 3;
-      break;
-    }
-    case Middle::kAveragePool: {  // [N,4,5,5] → [N,4,3,3], padded windows counted
-      auto& pool = b.node("AveragePool", "pool", {"a1"}, {"m"});
-      ints(pool, "kernel_shape", {3, 3});
-      ints(pool, "strides", {2, 2});
-      ints(pool, "pads", {1, 1, 1, 1});
-      OnnxBuilder::int_attr(pool, "count_include_pad", 1);
-      flat = 4 * 3 * 3;
-      break;
-    }
-    case Middle::kGlobalAveragePool:  // [N,4,5,5] → [N,4,1,1]
-      b.node("GlobalAveragePool", "pool", {"a1"}, {"m"});
-      flat = 4;
-      break;
+  case Middle::kConvGroups: { // grouped, strided, dilated, asymmetric pads: [N,4,5,5] → [N,2,2,3]
+    b.floats("w2", {2, 2, 2, 2}, wave(16, 0.5f, 0.3f));
+    b.floats("b2", {2}, wave(2, 0.3f, 0.9f));
+    auto& conv2 = b.node("Conv", "conv2", {"a1", "w2", "b2"}, {"m"});
+    OnnxBuilder::int_attr(conv2, "group", 2);
+    ints(conv2, "strides", {2, 2});
+    ints(conv2, "dilations", {2, 1});
+    ints(conv2, "pads", {0, 1, 1, 0});
+    flat = 2 * 2 * 3;
+    break;
+  }
+  case Middle::kDepthwiseStrided: { // depthwise, no bias, SAME_UPPER: [N,4,5,5] → [N,4,3,3]
+    b.floats("w2", {4, 1, 2, 2}, wave(16, 0.5f, 0.3f));
+    auto& conv2 = b.node("Conv", "conv2", {"a1", "w2"}, {"m"});
+    OnnxBuilder::int_attr(conv2, "group", 4);
+    ints(conv2, "strides", {2, 2});
+    auto* pad = conv2.add_attribute();
+    pad->set_name("auto_pad");
+    pad->set_type(onnx::AttributeProto::STRING);
+    pad->set_s("SAME_UPPER");
+    flat = 4 * 3 * 3;
+    break;
+  }
+  case Middle::kMaxPool: { // [N,4,5,5] → [N,4,3,3] with ceil_mode
+    auto& pool = b.node("MaxPool", "pool", {"a1"}, {"m"});
+    ints(pool, "kernel_shape", {2, 2});
+    ints(pool, "strides", {2, 2});
+    OnnxBuilder::int_attr(pool, "ceil_mode", 1);
+    flat = 4 * 3 * 3;
+    break;
+  }
+  case Middle::kAveragePool: { // [N,4,5,5] → [N,4,3,3], padded windows counted
+    auto& pool = b.node("AveragePool", "pool", {"a1"}, {"m"});
+    ints(pool, "kernel_shape", {3, 3});
+    ints(pool, "strides", {2, 2});
+    ints(pool, "pads", {1, 1, 1, 1});
+    OnnxBuilder::int_attr(pool, "count_include_pad", 1);
+    flat = 4 * 3 * 3;
+    break;
+  }
+  case Middle::kGlobalAveragePool: // [N,4,5,5] → [N,4,1,1]
+    b.node("GlobalAveragePool", "pool", {"a1"}, {"m"});
+    flat = 4;
+    break;
   }
   b.node("Flatten", "flatten", {"m"}, {"f"});
   b.floats("w3", {4, flat}, wave(static_cast<size_t>(4 * flat), 0.5f, 0.2f));
@@ -483,12 +510,18 @@ TEST_CASE("gradients of Conv and pooling match finite differences") {
   SUBCASE("depthwise Conv without bias, SAME_UPPER") {
     check_gradients(conv_model(Middle::kDepthwiseStrided), options, {"w1", "b1", "w2", "w3", "b3"}, 50);
   }
-  SUBCASE("MaxPool with ceil_mode") { check_gradients(conv_model(Middle::kMaxPool), options, base, 50); }
+  SUBCASE("MaxPool with ceil_mode") {
+    check_gradients(conv_model(Middle::kMaxPool), options, base, 50);
+  }
   SUBCASE("Conv with the Relu after it fused in") {
     check_gradients(conv_model(Middle::kMaxPool, "Relu"), options, base, 50);
   }
-  SUBCASE("AveragePool with count_include_pad") { check_gradients(conv_model(Middle::kAveragePool), options, base, 50); }
-  SUBCASE("GlobalAveragePool") { check_gradients(conv_model(Middle::kGlobalAveragePool), options, base, 50); }
+  SUBCASE("AveragePool with count_include_pad") {
+    check_gradients(conv_model(Middle::kAveragePool), options, base, 50);
+  }
+  SUBCASE("GlobalAveragePool") {
+    check_gradients(conv_model(Middle::kGlobalAveragePool), options, base, 50);
+  }
 }
 
 // Keras layers of the JSON spec: channels-last input [N, 3, 3, 2] → Conv2D (same, tanh) →
@@ -504,8 +537,8 @@ TEST_CASE("gradients of Conv2D, BatchNormalization and pooling spec layers match
                {"name": "out", "type": "Dense", "units": 4, "bias_initializer": {"type": "glorot_uniform", "seed": 4}}],
     "loss": {"type": "sparse_categorical_crossentropy", "from_logits": true},
     "optimizer": {"type": "sgd", "learning_rate": 1.0, "momentum": 0.0}})";
-  check_gradients(spec, small_target_options(3), {"conv/kernel", "conv/bias", "norm/gamma", "norm/beta", "out/kernel", "out/bias"},
-                  18);
+  check_gradients(spec, small_target_options(3),
+                  {"conv/kernel", "conv/bias", "norm/gamma", "norm/beta", "out/kernel", "out/bias"}, 18);
 }
 
 // x [N, 12] → Reshape [N, 2, 2, 3] → ConvTranspose (stride 2, asymmetric pads, output_padding,
@@ -526,7 +559,7 @@ TEST_CASE("gradients of ConvTranspose match finite differences") {
     OnnxBuilder::ints_attr(up, "pads", {1, 0, 0, 1});
     OnnxBuilder::ints_attr(up, "output_padding", {1, 1});
     OnnxBuilder::int_attr(up, "group", group);
-    b.node("Tanh", "act", {"u"}, {"a"});  // [N, 2, 4, 6]
+    b.node("Tanh", "act", {"u"}, {"a"}); // [N, 2, 4, 6]
     b.node("Flatten", "flatten", {"a"}, {"f"});
     OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
     check_gradients(b.bytes(), onnx_training_options(), {"w1", "b1", "w3", "b3"}, 12);
@@ -539,7 +572,7 @@ TEST_CASE("gradients of ConvTranspose match finite differences") {
   auto& up = b.node("ConvTranspose", "up", {"x", "w1"}, {"u"});
   OnnxBuilder::ints_attr(up, "strides", {2});
   OnnxBuilder::ints_attr(up, "dilations", {2});
-  b.node("Tanh", "act", {"u"}, {"a"});  // [N, 3, 7]: 2·(3 − 1) + (2 − 1)·2 + 1
+  b.node("Tanh", "act", {"u"}, {"a"}); // [N, 3, 7]: 2·(3 − 1) + (2 − 1)·2 + 1
   b.node("Flatten", "flatten", {"a"}, {"f"});
   OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w3", "b3"}, {"logits"}), "transB", 1);
   check_gradients(b.bytes(), onnx_training_options(), {"w1", "w3", "b3"}, 6);
@@ -571,11 +604,13 @@ TEST_CASE("gradients of a 1-D Conv match finite differences") {
   b.floats("w1", {3, 2, 3}, wave(18, 0.5f, 0.1f));
   b.floats("b1", {3}, wave(3, 0.3f, 0.5f));
   auto& conv = b.node("Conv", "conv1", {"x", "w1", "b1"}, {"c1"});
-  for (auto [name, values] : {std::pair<const char*, std::vector<int64_t>>{"strides", {2}}, {"pads", {1, 1}}}) {
+  for (auto [name, values] :
+       {std::pair<const char*, std::vector<int64_t>>{"strides", {2}}, {"pads", {1, 1}}}) {
     auto* a = conv.add_attribute();
     a->set_name(name);
     a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t v : values) a->add_ints(v);
+    for (int64_t v : values)
+      a->add_ints(v);
   }
   b.node("Tanh", "act1", {"c1"}, {"a1"});
   b.node("Flatten", "flatten", {"a1"}, {"f"});
@@ -590,7 +625,8 @@ TEST_CASE("gradients of a 1-D Conv match finite differences") {
 // depends on z and d loss / d z reaches the loss op as its output gradient. The targets (batch
 // 3) include the ignore index 2 and every class; the class weights are an initializer, which the
 // loss gives no gradient.
-std::string inner_loss_model(const std::string& op_type, const std::string& reduction, bool weights, bool ignore) {
+std::string inner_loss_model(const std::string& op_type, const std::string& reduction, bool weights,
+                             bool ignore) {
   OnnxBuilder b(13);
   b.input("x", {6}).output("logits");
   b.floats("w1", {6, 12}, wave(72, 0.6f, 0.2f));
@@ -601,7 +637,8 @@ std::string inner_loss_model(const std::string& op_type, const std::string& redu
   b.ints("targets", {0, 2, 1, 1, 2, 0, 0, 1, 1, 0, 2, 2});
   auto* targets = b.model().mutable_graph()->mutable_initializer(b.model().graph().initializer_size() - 1);
   targets->clear_dims();
-  for (int64_t d : {3, 2, 2}) targets->add_dims(d);
+  for (int64_t d : {3, 2, 2})
+    targets->add_dims(d);
   b.node("MatMul", "scores", {"x", "w1"}, {"h"});
   b.node("Reshape", "view", {"h", "scores_shape"}, {"h4"});
   std::vector<std::string> inputs = {"h4", "targets"};
@@ -637,8 +674,10 @@ TEST_CASE("gradients of NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss ma
   SUBCASE("NLL sum, class weights") {
     check_gradients(inner_loss_model("NegativeLogLikelihoodLoss", "sum", true, false), options, weights);
   }
-  SUBCASE("NLL mean") { check_gradients(inner_loss_model("NegativeLogLikelihoodLoss", "mean", false, false), options, weights); }
+  SUBCASE("NLL mean") {
+    check_gradients(inner_loss_model("NegativeLogLikelihoodLoss", "mean", false, false), options, weights);
+  }
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

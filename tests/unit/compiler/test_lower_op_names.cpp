@@ -30,7 +30,7 @@ TEST_CASE("lowering names the op of every vertex, forwards and backwards") {
       REQUIRE(v.op() < static_cast<uint32_t>(cs.ops_size()));
       used.insert(v.op());
     }
-    CHECK(used.size() == static_cast<size_t>(cs.ops_size()));  // no op is listed without a vertex
+    CHECK(used.size() == static_cast<size_t>(cs.ops_size())); // no op is listed without a vertex
     named.insert(cs.ops().begin(), cs.ops().end());
   }
   CHECK(named.count("hidden/matmul") == 1);
@@ -62,10 +62,10 @@ TEST_CASE("optimizer state never takes the name of a model's weight") {
     if (t.role() == format::WEIGHT || t.role() == format::OPTIMIZER_STATE) names.insert(t.name());
   }
   CHECK(names.count("b/momentum") == 1);
-  CHECK(names.count("b/momentum#2") == 1);  // b's velocity
+  CHECK(names.count("b/momentum#2") == 1); // b's velocity
   CHECK(names.count("b/momentum/momentum") == 1);
   CHECK(format::verify_host_contract(result->executable).ok());
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

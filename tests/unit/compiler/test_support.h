@@ -26,8 +26,8 @@ struct StepOutputs {
   std::vector<float> loss, correct, predictions;
 };
 
-inline StepOutputs run_step(engine::Engine& engine, const std::string& program, const std::vector<float>& features,
-                            const std::vector<int32_t>& labels) {
+inline StepOutputs run_step(engine::Engine& engine, const std::string& program,
+                            const std::vector<float>& features, const std::vector<int32_t>& labels) {
   StepOutputs out;
   const auto& exe = engine.executable();
   engine::HostStreams streams;
@@ -54,7 +54,8 @@ inline std::span<float> tensor_floats(engine::Engine& engine, const std::string&
   return {reinterpret_cast<float*>(bytes.data()), bytes.size() / sizeof(float)};
 }
 
-inline std::unique_ptr<engine::Engine> compile_and_load(const std::string& spec, const compiler::CompileOptions& options) {
+inline std::unique_ptr<engine::Engine> compile_and_load(const std::string& spec,
+                                                        const compiler::CompileOptions& options) {
   auto compiled = compiler::compile_model(spec, options);
   if (!compiled.ok()) throw std::runtime_error(compiled.status().message());
   auto engine = engine::Engine::create(std::move(compiled->executable), {});
@@ -62,4 +63,4 @@ inline std::unique_ptr<engine::Engine> compile_and_load(const std::string& spec,
   return std::move(*engine);
 }
 
-}  // namespace ipu::testing
+} // namespace ipu::testing

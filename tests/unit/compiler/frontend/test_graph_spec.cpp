@@ -7,8 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,7 +25,9 @@ using ipu::frontend::parse_graph_spec;
 
 const std::string kPath = "specs/model.json";
 
-ipu::StatusOr<ModelSpec> parse(const std::string& text) { return parse_graph_spec(text, kPath); }
+ipu::StatusOr<ModelSpec> parse(const std::string& text) {
+  return parse_graph_spec(text, kPath);
+}
 
 ModelSpec parse_ok(const std::string& text) {
   auto spec = parse(text);
@@ -57,7 +59,8 @@ std::string expect_problems(const std::string& text, std::initializer_list<std::
   INFO("message: " << message);
   CHECK(spec.status().code() == code);
   // Every line starts with the file: "PATH: ..." or, for JSON syntax, "PATH:LINE:COLUMN: ...".
-  for (const std::string& line : lines(message)) CHECK(line.rfind(kPath + ":", 0) == 0);
+  for (const std::string& line : lines(message))
+    CHECK(line.rfind(kPath + ":", 0) == 0);
   for (const std::string& fragment : fragments) {
     CAPTURE(fragment);
     CHECK(message.find(fragment) != std::string::npos);
@@ -67,19 +70,21 @@ std::string expect_problems(const std::string& text, std::initializer_list<std::
 
 // A sequential spec around `layers` (a JSON array body) with extra top-level members.
 std::string seq(const std::string& layers, const std::string& extra = "") {
-  return R"({"name": "m", "type": "sequential", "input": {"name": "image", "shape": [2, 3]}, "layers": [)" + layers + "]" +
-         (extra.empty() ? "" : ", " + extra) + "}";
+  return R"({"name": "m", "type": "sequential", "input": {"name": "image", "shape": [2, 3]}, "layers": [)" +
+         layers + "]" + (extra.empty() ? "" : ", " + extra) + "}";
 }
 
 // A functional spec around `nodes` with the given outputs and extra members.
-std::string func(const std::string& nodes, const std::string& outputs = R"(["out"])", const std::string& extra = "") {
-  return R"({"name": "f", "type": "functional", "inputs": [{"name": "image", "shape": [2, 3]}], "nodes": [)" + nodes +
-         "], \"outputs\": " + outputs + (extra.empty() ? "" : ", " + extra) + "}";
+std::string func(const std::string& nodes, const std::string& outputs = R"(["out"])",
+                 const std::string& extra = "") {
+  return R"({"name": "f", "type": "functional", "inputs": [{"name": "image", "shape": [2, 3]}], "nodes": [)" +
+         nodes + "], \"outputs\": " + outputs + (extra.empty() ? "" : ", " + extra) + "}";
 }
 
 const std::string kFlatten = R"({"name": "flat", "type": "Flatten"})";
 std::string dense(const std::string& name, int units = 4, const std::string& more = "") {
-  return R"({"name": ")" + name + R"(", "type": "Dense", "units": )" + std::to_string(units) + (more.empty() ? "" : ", " + more) + "}";
+  return R"({"name": ")" + name + R"(", "type": "Dense", "units": )" + std::to_string(units) +
+         (more.empty() ? "" : ", " + more) + "}";
 }
 std::string fnode(const std::string& name, const std::string& input, const std::string& more = "") {
   return R"({"name": ")" + name + R"(", "type": "Dense", "inputs": [")" + input + R"("], "units": 4)" +
@@ -95,7 +100,8 @@ std::string run_in_child(const std::function<bool()>& body) {
   REQUIRE(child >= 0);
   if (child == 0) {
     // doctest's crash handlers would report from the child too: die plainly instead.
-    for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE}) signal(sig, SIG_DFL);
+    for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE})
+      signal(sig, SIG_DFL);
     int code = 2;
     try {
       code = body() ? 0 : 1;
@@ -105,7 +111,8 @@ std::string run_in_child(const std::function<bool()>& body) {
   }
   int status = 0;
   REQUIRE(waitpid(child, &status, 0) == child);
-  return WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status)) : "exit " + std::to_string(WEXITSTATUS(status));
+  return WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                             : "exit " + std::to_string(WEXITSTATUS(status));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -144,7 +151,7 @@ TEST_CASE("graph spec: a sequential spec parses with every attribute") {
   CHECK(spec.layers[1].bias_initializer.type == "zeros");
   CHECK_FALSE(spec.layers[2].use_bias);
   CHECK(spec.layers[2].kernel_initializer.seed == 42);
-  CHECK(spec.layers[3].activation == "none");  // "linear" is an alias
+  CHECK(spec.layers[3].activation == "none"); // "linear" is an alias
   CHECK(spec.layers[3].kernel_initializer.type == "zeros");
   CHECK(spec.layers[3].bias_initializer.type == "glorot_uniform");
   CHECK(spec.layers[3].bias_initializer.seed == 3);
@@ -157,8 +164,8 @@ TEST_CASE("graph spec: a sequential spec parses with every attribute") {
 }
 
 TEST_CASE("graph spec: a functional spec parses") {
-  const ModelSpec spec = parse_ok(func(kFflatten + ", " + fnode("h", "flat", R"("activation": "sigmoid")") + ", " +
-                                       fnode("out", "h", R"("activation": "none")")));
+  const ModelSpec spec = parse_ok(func(kFflatten + ", " + fnode("h", "flat", R"("activation": "sigmoid")") +
+                                       ", " + fnode("out", "h", R"("activation": "none")")));
   CHECK(spec.name == "f");
   CHECK(spec.input.name == "image");
   REQUIRE(spec.layers.size() == 3);
@@ -183,12 +190,13 @@ TEST_CASE("graph spec: defaults for names and a loss given as a string") {
   CHECK(spec.layers[1].name == "layer1");
   CHECK(spec.layers[1].inputs == std::vector<std::string>{"layer0"});
   CHECK(spec.output == "layer1");
-  CHECK_FALSE(spec.loss.from_logits);  // Keras's default for the string form
+  CHECK_FALSE(spec.loss.from_logits); // Keras's default for the string form
 }
 
 TEST_CASE("graph spec: a functional output may be any layer, and layers may branch") {
-  const ModelSpec spec = parse_ok(func(kFflatten + ", " + fnode("a", "flat") + ", " + fnode("b", "flat") + ", " + fnode("out", "a"),
-                                       R"(["b"])"));
+  const ModelSpec spec = parse_ok(
+      func(kFflatten + ", " + fnode("a", "flat") + ", " + fnode("b", "flat") + ", " + fnode("out", "a"),
+           R"(["b"])"));
   CHECK(spec.output == "b");
   CHECK(spec.layers[2].inputs == std::vector<std::string>{"flat"});
 }
@@ -201,54 +209,73 @@ TEST_CASE("graph spec: malformed documents") {
   // nlohmann's own messages count), and what the parser expected.
   expect_problems("{not json", {"specs/model.json:1:3: not valid JSON: ", "invalid literal"});
   expect_problems("", {"specs/model.json:1:1: not valid JSON: ", "unexpected end of input"});
-  expect_problems("{\n  \"type\": \"sequential\",\n  \"layers\": [1,,2]\n}", {"specs/model.json:3:16: not valid JSON: "});
-  expect_problems("{\"type\": \"sequential\"", {"specs/model.json:1:22: not valid JSON: ", "unexpected end of input"});
+  expect_problems("{\n  \"type\": \"sequential\",\n  \"layers\": [1,,2]\n}",
+                  {"specs/model.json:3:16: not valid JSON: "});
+  expect_problems("{\"type\": \"sequential\"",
+                  {"specs/model.json:1:22: not valid JSON: ", "unexpected end of input"});
   // A number no double holds is reported where it ends, like any other error (the fuzzer found that
   // json::parse throws it as out_of_range, without a position).
-  expect_problems("{\n  \"layers\": [4.9e1300]}", {"specs/model.json:2:21: not valid JSON: ", "number overflow parsing '4.9e1300'"});
+  expect_problems("{\n  \"layers\": [4.9e1300]}",
+                  {"specs/model.json:2:21: not valid JSON: ", "number overflow parsing '4.9e1300'"});
   expect_problems("[1, 2]", {"specs/model.json: the spec must be a JSON object"});
   expect_problems("\"sequential\"", {"must be a JSON object"});
   expect_problems(R"({"layers": []})", {"specs/model.json: 'type' must be \"sequential\" or \"functional\""});
   expect_problems(R"({"type": "graph", "layers": []})", {"'type' must be"});
   expect_problems(R"({"type": 3})", {"'type' must be"});
-  expect_problems(R"({"type": "sequential", "input": {"shape": [2]}})", {"specs/model.json: missing 'layers' list"});
+  expect_problems(R"({"type": "sequential", "input": {"shape": [2]}})",
+                  {"specs/model.json: missing 'layers' list"});
   // A misspelt top-level key is reported, with the others, rather than silently ignored.
-  expect_problems(R"({"type": "sequential", "input": {"shape": [2]}, "layers": [], "optimiser": {}, "Loss": 1})",
-                  {"specs/model.json: unknown top-level key 'Loss' (expected input, inputs, layers, loss, name, nodes, "
-                   "optimizer, outputs, stage_assignment, type)",
-                   "unknown top-level key 'optimiser'"});
-  expect_problems(R"({"type": "sequential", "input": {"shape": [2]}, "layers": {}})", {"missing 'layers' list"});
-  expect_problems(R"({"type": "functional", "inputs": [{"shape": [2]}], "outputs": ["x"]})", {"missing 'nodes' list"});
+  expect_problems(
+      R"({"type": "sequential", "input": {"shape": [2]}, "layers": [], "optimiser": {}, "Loss": 1})",
+      {"specs/model.json: unknown top-level key 'Loss' (expected input, inputs, layers, loss, name, nodes, "
+       "optimizer, outputs, stage_assignment, type)",
+       "unknown top-level key 'optimiser'"});
+  expect_problems(R"({"type": "sequential", "input": {"shape": [2]}, "layers": {}})",
+                  {"missing 'layers' list"});
+  expect_problems(R"({"type": "functional", "inputs": [{"shape": [2]}], "outputs": ["x"]})",
+                  {"missing 'nodes' list"});
 }
 
 // ---------------------------------------------------------------------------------------------
 // Every validation problem, with the file and the layer
 
 TEST_CASE("graph spec: input problems") {
-  expect_problems(R"({"type": "sequential", "layers": [{"type": "Dense", "units": 1}]})", {"specs/model.json: missing 'input'"});
-  expect_problems(R"({"type": "sequential", "input": {"name": "x"}, "layers": [{"type": "Dense", "units": 1}]})",
-                  {"specs/model.json: input: needs a non-empty 'shape'"});
-  expect_problems(R"({"type": "sequential", "input": {"shape": []}, "layers": [{"type": "Dense", "units": 1}]})",
-                  {"input: needs a non-empty 'shape'"});
+  expect_problems(R"({"type": "sequential", "layers": [{"type": "Dense", "units": 1}]})",
+                  {"specs/model.json: missing 'input'"});
+  expect_problems(
+      R"({"type": "sequential", "input": {"name": "x"}, "layers": [{"type": "Dense", "units": 1}]})",
+      {"specs/model.json: input: needs a non-empty 'shape'"});
+  expect_problems(
+      R"({"type": "sequential", "input": {"shape": []}, "layers": [{"type": "Dense", "units": 1}]})",
+      {"input: needs a non-empty 'shape'"});
   expect_problems(R"({"type": "sequential", "input": [2, 3], "layers": [{"type": "Dense", "units": 1}]})",
                   {"input: needs a non-empty 'shape'"});
-  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2, 0]}, "layers": [{"type": "Dense", "units": 1}]})",
-                  {"specs/model.json: input 'x': shape dimensions must be positive integers"});
-  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2, -1]}, "layers": [{"type": "Dense", "units": 1}]})",
-                  {"input 'x': shape dimensions must be positive integers"});
-  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2.5]}, "layers": [{"type": "Dense", "units": 1}]})",
-                  {"input 'x': shape dimensions must be positive integers"});
-  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": ["2"]}, "layers": [{"type": "Dense", "units": 1}]})",
-                  {"input 'x': shape dimensions must be positive integers"});
+  expect_problems(
+      R"({"type": "sequential", "input": {"name": "x", "shape": [2, 0]}, "layers": [{"type": "Dense", "units": 1}]})",
+      {"specs/model.json: input 'x': shape dimensions must be positive integers"});
+  expect_problems(
+      R"({"type": "sequential", "input": {"name": "x", "shape": [2, -1]}, "layers": [{"type": "Dense", "units": 1}]})",
+      {"input 'x': shape dimensions must be positive integers"});
+  expect_problems(
+      R"({"type": "sequential", "input": {"name": "x", "shape": [2.5]}, "layers": [{"type": "Dense", "units": 1}]})",
+      {"input 'x': shape dimensions must be positive integers"});
+  expect_problems(
+      R"({"type": "sequential", "input": {"name": "x", "shape": ["2"]}, "layers": [{"type": "Dense", "units": 1}]})",
+      {"input 'x': shape dimensions must be positive integers"});
   // A dtype Keras has but ipucc does not run is unsupported (exit 4), like an ONNX type; one that
   // is not a dtype at all is invalid.
-  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2], "dtype": "int8"}, "layers": [{"type": "Dense", "units": 1}]})",
-                  {"specs/model.json: input 'x': dtype \"int8\" is not supported (float32 only)"}, StatusCode::kUnsupported);
-  expect_problems(R"({"type": "sequential", "input": {"name": "x", "shape": [2], "dtype": 4}, "layers": [{"type": "Dense", "units": 1}]})",
-                  {"specs/model.json: input 'x': 'dtype' must be a string such as \"float32\""});
-  expect_problems(R"({"type": "functional", "nodes": [], "outputs": []})", {"specs/model.json: 'inputs' must list exactly one input"});
-  expect_problems(R"({"type": "functional", "inputs": [{"shape": [1]}, {"shape": [2]}], "nodes": [], "outputs": []})",
-                  {"'inputs' must list exactly one input"});
+  expect_problems(
+      R"({"type": "sequential", "input": {"name": "x", "shape": [2], "dtype": "int8"}, "layers": [{"type": "Dense", "units": 1}]})",
+      {"specs/model.json: input 'x': dtype \"int8\" is not supported (float32 only)"},
+      StatusCode::kUnsupported);
+  expect_problems(
+      R"({"type": "sequential", "input": {"name": "x", "shape": [2], "dtype": 4}, "layers": [{"type": "Dense", "units": 1}]})",
+      {"specs/model.json: input 'x': 'dtype' must be a string such as \"float32\""});
+  expect_problems(R"({"type": "functional", "nodes": [], "outputs": []})",
+                  {"specs/model.json: 'inputs' must list exactly one input"});
+  expect_problems(
+      R"({"type": "functional", "inputs": [{"shape": [1]}, {"shape": [2]}], "nodes": [], "outputs": []})",
+      {"'inputs' must list exactly one input"});
   expect_problems(R"({"type": "functional", "inputs": {"shape": [1]}, "nodes": [], "outputs": []})",
                   {"'inputs' must list exactly one input"});
 }
@@ -264,43 +291,61 @@ TEST_CASE("graph spec: layer problems name the file and the layer") {
       {R"({"name": "d1", "type": 7})", "layer 'd1': missing 'type'"},
       {R"({"type": 7})", "layer 'layer0': missing 'type'"},
       {R"({"name": "c1", "type": "LSTM"})",
-       "specs/model.json: layer 'c1' (LSTM): unknown layer type (supported: Add, AveragePooling2D, BatchNormalization, "
+       "specs/model.json: layer 'c1' (LSTM): unknown layer type (supported: Add, AveragePooling2D, "
+       "BatchNormalization, "
        "Concatenate, Conv2D, Dense, Dropout, Flatten, MaxPool2D, MaxPooling2D, Reshape)"},
-      {dense("d1", 4, R"("kernel_sizes": 3)"), "specs/model.json: layer 'd1' (Dense): unknown attribute 'kernel_sizes'"},
-      {dense("d1", 4, R"("kernel_size": 3)"), "specs/model.json: layer 'd1' (Dense): 'kernel_size' does not apply to Dense"},
-      {R"({"name": "d1", "type": "Dense"})", "specs/model.json: layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
+      {dense("d1", 4, R"("kernel_sizes": 3)"),
+       "specs/model.json: layer 'd1' (Dense): unknown attribute 'kernel_sizes'"},
+      {dense("d1", 4, R"("kernel_size": 3)"),
+       "specs/model.json: layer 'd1' (Dense): 'kernel_size' does not apply to Dense"},
+      {R"({"name": "d1", "type": "Dense"})",
+       "specs/model.json: layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
       {dense("d1", 0), "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
       {dense("d1", -3), "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
-      {R"({"name": "d1", "type": "Dense", "units": 2.5})", "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
-      {R"({"name": "d1", "type": "Dense", "units": "8"})", "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
-      {dense("d1", 4, R"("activation": "gelu")"),
-       "specs/model.json: layer 'd1' (Dense): unknown activation \"gelu\" (expected none, relu, sigmoid, tanh or softmax)"},
+      {R"({"name": "d1", "type": "Dense", "units": 2.5})",
+       "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
+      {R"({"name": "d1", "type": "Dense", "units": "8"})",
+       "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]"},
+      {dense("d1", 4, R"("activation": "gelu")"), "specs/model.json: layer 'd1' (Dense): unknown activation "
+                                                  "\"gelu\" (expected none, relu, sigmoid, tanh or softmax)"},
       {dense("d1", 4, R"("activation": 1)"), "layer 'd1' (Dense): unknown activation 1"},
-      {dense("d1", 4, R"("use_bias": "yes")"), "specs/model.json: layer 'd1' (Dense): 'use_bias' must be true or false"},
+      {dense("d1", 4, R"("use_bias": "yes")"),
+       "specs/model.json: layer 'd1' (Dense): 'use_bias' must be true or false"},
       {dense("d1", 4, R"("kernel_initializer": "he_normal")"),
-       "specs/model.json: layer 'd1' (Dense): unknown initializer 'he_normal' (expected glorot_uniform or zeros)"},
-      {dense("d1", 4, R"("bias_initializer": {"type": "ones"})"), "layer 'd1' (Dense): unknown initializer 'ones'"},
+       "specs/model.json: layer 'd1' (Dense): unknown initializer 'he_normal' (expected glorot_uniform or "
+       "zeros)"},
+      {dense("d1", 4, R"("bias_initializer": {"type": "ones"})"),
+       "layer 'd1' (Dense): unknown initializer 'ones'"},
       {dense("d1", 4, R"("kernel_initializer": 5)"),
        "layer 'd1' (Dense): an initializer is a name or {\"type\": ..., \"seed\": ...}"},
-      {dense("d1", 4, R"("kernel_initializer": {"seed": 1})"), "layer 'd1' (Dense): an initializer is a name or"},
+      {dense("d1", 4, R"("kernel_initializer": {"seed": 1})"),
+       "layer 'd1' (Dense): an initializer is a name or"},
       {dense("d1", 4, R"("kernel_initializer": {"type": "glorot_uniform", "seed": -1})"),
        "specs/model.json: layer 'd1' (Dense): initializer 'seed' must be a non-negative integer"},
       {dense("d1", 4, R"("kernel_initializer": {"type": "glorot_uniform", "seed": 1.5})"),
        "layer 'd1' (Dense): initializer 'seed' must be a non-negative integer"},
-      {R"({"name": "f", "type": "Flatten", "units": 3})", "specs/model.json: layer 'f' (Flatten): 'units' does not apply to Flatten"},
-      {R"({"name": "f", "type": "Flatten", "activation": "relu"})", "layer 'f' (Flatten): 'activation' does not apply to Flatten"},
-      {R"({"name": "f", "type": "Flatten", "use_bias": true})", "layer 'f' (Flatten): 'use_bias' does not apply to Flatten"},
-      {R"({"name": "f", "type": "Flatten", "kernel_initializer": "zeros"})", "'kernel_initializer' does not apply to Flatten"},
-      {R"({"name": "f", "type": "Flatten", "bias_initializer": "zeros"})", "'bias_initializer' does not apply to Flatten"},
-      {dense("d1", 4, R"("stage": -1)"), "specs/model.json: layer 'd1' (Dense): 'stage' must be an integer in [0, 1023]"},
+      {R"({"name": "f", "type": "Flatten", "units": 3})",
+       "specs/model.json: layer 'f' (Flatten): 'units' does not apply to Flatten"},
+      {R"({"name": "f", "type": "Flatten", "activation": "relu"})",
+       "layer 'f' (Flatten): 'activation' does not apply to Flatten"},
+      {R"({"name": "f", "type": "Flatten", "use_bias": true})",
+       "layer 'f' (Flatten): 'use_bias' does not apply to Flatten"},
+      {R"({"name": "f", "type": "Flatten", "kernel_initializer": "zeros"})",
+       "'kernel_initializer' does not apply to Flatten"},
+      {R"({"name": "f", "type": "Flatten", "bias_initializer": "zeros"})",
+       "'bias_initializer' does not apply to Flatten"},
+      {dense("d1", 4, R"("stage": -1)"),
+       "specs/model.json: layer 'd1' (Dense): 'stage' must be an integer in [0, 1023]"},
       {dense("d1", 4, R"("stage": "0")"), "layer 'd1' (Dense): 'stage' must be an integer in [0, 1023]"},
       {dense("d1", 4, R"("stage": 0.5)"), "layer 'd1' (Dense): 'stage' must be an integer in [0, 1023]"},
       {dense("d1", 4, R"("inputs": ["image"])"),
-       "specs/model.json: layer 'd1' (Dense): 'inputs' belongs to functional specs; a sequential layer reads the previous one"},
+       "specs/model.json: layer 'd1' (Dense): 'inputs' belongs to functional specs; a sequential layer reads "
+       "the previous one"},
       {dense("d1") + ", " + dense("d1"), "specs/model.json: layer 'd1' (Dense): name is used twice"},
-      {dense("image"), "layer 'image' (Dense): name is used twice"},  // clashes with the input
+      {dense("image"), "layer 'image' (Dense): name is used twice"}, // clashes with the input
   };
-  for (const Case& c : cases) expect_problems(seq(c.layers), {c.message});
+  for (const Case& c : cases)
+    expect_problems(seq(c.layers), {c.message});
 }
 
 TEST_CASE("graph spec: functional wiring problems") {
@@ -312,17 +357,23 @@ TEST_CASE("graph spec: functional wiring problems") {
                   {"layer 'out' (Dense): 'inputs' must list exactly one input name"});
   expect_problems(func(R"({"name": "out", "type": "Dense", "units": 2, "inputs": [1]})"),
                   {"layer 'out' (Dense): 'inputs' must list exactly one input name"});
-  expect_problems(func(fnode("out", "ghost")),
-                  {"specs/model.json: layer 'out' (Dense): input 'ghost' is not the model input or an earlier layer"});
+  expect_problems(
+      func(fnode("out", "ghost")),
+      {"specs/model.json: layer 'out' (Dense): input 'ghost' is not the model input or an earlier layer"});
   // Reading a later node (a cycle or a forward reference) is the same error.
-  expect_problems(func(fnode("a", "out") + ", " + fnode("out", "a")), {"layer 'a' (Dense): input 'out' is not the model input or an earlier layer"});
+  expect_problems(func(fnode("a", "out") + ", " + fnode("out", "a")),
+                  {"layer 'a' (Dense): input 'out' is not the model input or an earlier layer"});
   expect_problems(func(fnode("out", "out")), {"layer 'out' (Dense): input 'out' is not the model input"});
-  expect_problems(func(fnode("out", "image"), R"("out")"), {"specs/model.json: 'outputs' must list exactly one layer name"});
-  expect_problems(func(fnode("out", "image"), R"(["out", "out"])"), {"'outputs' must list exactly one layer name"});
-  expect_problems(func(fnode("out", "image"), R"([3])"), {"'outputs' must list exactly one layer name"});
-  expect_problems(R"({"type": "functional", "inputs": [{"shape": [2]}], "nodes": [)" + fnode("out", "input") + "]}",
+  expect_problems(func(fnode("out", "image"), R"("out")"),
+                  {"specs/model.json: 'outputs' must list exactly one layer name"});
+  expect_problems(func(fnode("out", "image"), R"(["out", "out"])"),
                   {"'outputs' must list exactly one layer name"});
-  expect_problems(func(fnode("out", "image"), R"(["nope"])"), {"specs/model.json: output 'nope' names no layer"});
+  expect_problems(func(fnode("out", "image"), R"([3])"), {"'outputs' must list exactly one layer name"});
+  expect_problems(R"({"type": "functional", "inputs": [{"shape": [2]}], "nodes": [)" + fnode("out", "input") +
+                      "]}",
+                  {"'outputs' must list exactly one layer name"});
+  expect_problems(func(fnode("out", "image"), R"(["nope"])"),
+                  {"specs/model.json: output 'nope' names no layer"});
   expect_problems(func(""), {"specs/model.json: the model has no layers"});
   expect_problems(seq(""), {"specs/model.json: the model has no layers"});
 }
@@ -332,7 +383,8 @@ TEST_CASE("graph spec: loss and optimizer problems") {
   // A loss or optimizer Keras has but ipucc does not implement is unsupported (exit 4), as an ONNX
   // op is; a value that names none is invalid (exit 3).
   expect_problems(seq(layers, R"("loss": "mse")"),
-                  {"specs/model.json: loss: unsupported loss \"mse\" (ipucc trains with sparse_categorical_crossentropy)"},
+                  {"specs/model.json: loss: unsupported loss \"mse\" (ipucc trains with "
+                   "sparse_categorical_crossentropy)"},
                   StatusCode::kUnsupported);
   expect_problems(seq(layers, R"("loss": {"type": "categorical_crossentropy"})"), {"loss: unsupported loss"},
                   StatusCode::kUnsupported);
@@ -344,19 +396,27 @@ TEST_CASE("graph spec: loss and optimizer problems") {
   expect_problems(seq(layers, R"("optimizer": "sgd")"),
                   {"specs/model.json: optimizer: must be {\"type\": NAME, ...}, got \"sgd\""});
   expect_problems(seq(layers, R"("optimizer": {"type": "adam"})"),
-                  {"specs/model.json: optimizer: unsupported optimizer \"adam\" (ipucc trains with sgd)"}, StatusCode::kUnsupported);
+                  {"specs/model.json: optimizer: unsupported optimizer \"adam\" (ipucc trains with sgd)"},
+                  StatusCode::kUnsupported);
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 0})"),
                   {"specs/model.json: optimizer: 'learning_rate' must be a positive number"});
-  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": -0.1})"), {"'learning_rate' must be a positive number"});
-  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": "0.1"})"), {"'learning_rate' must be a positive number"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": -0.1})"),
+                  {"'learning_rate' must be a positive number"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": "0.1"})"),
+                  {"'learning_rate' must be a positive number"});
   // Positive as a double but 0 or infinite as the float32 the device computes with.
-  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e-46})"), {"that float32 holds"});
-  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e39})"), {"that float32 holds"});
-  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e-44})")).optimizer.learning_rate > 0.0f);
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e-46})"),
+                  {"that float32 holds"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e39})"),
+                  {"that float32 holds"});
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 1e-44})"))
+            .optimizer.learning_rate > 0.0f);
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": 1})"),
                   {"specs/model.json: optimizer: 'momentum' must be in [0, 1)"});
-  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": -0.5})"), {"'momentum' must be in [0, 1)"});
-  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": null})"), {"'momentum' must be in [0, 1)"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": -0.5})"),
+                  {"'momentum' must be in [0, 1)"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "momentum": null})"),
+                  {"'momentum' must be in [0, 1)"});
   // Momentum 0 is plain SGD and fine.
   CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "momentum": 0})")).optimizer.momentum == 0.0f);
 }
@@ -373,10 +433,12 @@ TEST_CASE("graph spec: deeply nested documents are refused before anything recur
   // 100000 nested arrays would overflow the stack of any recursive consumer (json::dump in a
   // message, for one). The parse runs in a child process so that a crash fails only this test.
   const int depth = 100000;
-  const std::string spec = seq(dense("out"), "\"loss\": " + std::string(depth, '[') + std::string(depth, ']'));
+  const std::string spec =
+      seq(dense("out"), "\"loss\": " + std::string(depth, '[') + std::string(depth, ']'));
   CHECK(run_in_child([&] {
           auto result = parse(spec);
-          return !result.ok() && result.status().message().find("nested more than 64 levels deep") != std::string::npos;
+          return !result.ok() &&
+                 result.status().message().find("nested more than 64 levels deep") != std::string::npos;
         }) == "exit 0");
   // Brackets inside strings do not count.
   CHECK(parse(seq(kFlatten + ", " + dense("out"), "\"name\": \"" + std::string(100, '[') + "\"")).ok());
@@ -385,14 +447,16 @@ TEST_CASE("graph spec: deeply nested documents are refused before anything recur
 TEST_CASE("graph spec: several problems are all reported at once") {
   const std::string message = expect_problems(
       seq(R"({"name": "flat", "type": "Flatten", "units": 3}, )" + dense("d1", 0) + ", " +
-              dense("d2", 4, R"("activation": "gelu", "colour": "red")") + ", " + R"({"name": "x", "type": "Pool"})" + ", " +
-              dense("d2"),
+              dense("d2", 4, R"("activation": "gelu", "colour": "red")") + ", " +
+              R"({"name": "x", "type": "Pool"})" + ", " + dense("d2"),
           R"("loss": "mse", "optimizer": {"type": "sgd", "learning_rate": -1, "momentum": 2})"),
-      {"layer 'flat' (Flatten): 'units' does not apply to Flatten", "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]",
+      {"layer 'flat' (Flatten): 'units' does not apply to Flatten",
+       "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]",
        "layer 'd2' (Dense): unknown attribute 'colour'", "layer 'd2' (Dense): unknown activation \"gelu\"",
-       "layer 'x' (Pool): unknown layer type", "layer 'd2' (Dense): name is used twice", "loss: unsupported loss",
-       "optimizer: 'learning_rate' must be a positive number", "optimizer: 'momentum' must be in [0, 1)"},
-      StatusCode::kUnsupported);  // the unsupported loss among invalid problems: as the ONNX importer reports
+       "layer 'x' (Pool): unknown layer type", "layer 'd2' (Dense): name is used twice",
+       "loss: unsupported loss", "optimizer: 'learning_rate' must be a positive number",
+       "optimizer: 'momentum' must be in [0, 1)"},
+      StatusCode::kUnsupported); // the unsupported loss among invalid problems: as the ONNX importer reports
   CHECK(lines(message).size() == 9);
 }
 
@@ -401,14 +465,16 @@ TEST_CASE("graph spec: several problems are all reported at once") {
 
 TEST_CASE("graph spec: per-layer stages") {
   SUBCASE("valid, contiguous from 0") {
-    const ModelSpec spec = parse_ok(seq(R"({"name": "flat", "type": "Flatten", "stage": 0}, )" + dense("d1", 4, R"("stage": 0)") +
-                                        ", " + dense("d2", 4, R"("stage": 1)") + ", " + dense("d3", 4, R"("stage": 2)")));
+    const ModelSpec spec = parse_ok(
+        seq(R"({"name": "flat", "type": "Flatten", "stage": 0}, )" + dense("d1", 4, R"("stage": 0)") + ", " +
+            dense("d2", 4, R"("stage": 1)") + ", " + dense("d3", 4, R"("stage": 2)")));
     CHECK(spec.num_stages == 3);
     CHECK(spec.stages == std::vector<int>{0, 0, 1, 2});
   }
   SUBCASE("all or none") {
-    expect_problems(seq(kFlatten + ", " + dense("d1", 4, R"("stage": 0)") + ", " + dense("d2")),
-                    {"specs/model.json: stage annotations must be on every layer or on none (1 of 3 have one)"});
+    expect_problems(
+        seq(kFlatten + ", " + dense("d1", 4, R"("stage": 0)") + ", " + dense("d2")),
+        {"specs/model.json: stage annotations must be on every layer or on none (1 of 3 have one)"});
   }
   SUBCASE("gaps") {
     expect_problems(seq(dense("d1", 4, R"("stage": 0)") + ", " + dense("d2", 4, R"("stage": 2)")),
@@ -423,11 +489,12 @@ TEST_CASE("graph spec: per-layer stages") {
   }
   SUBCASE("decreasing across an edge (functional), while a parallel branch may stay behind") {
     // b is on stage 0 and reads the input; c on stage 1 reads a (stage 1); out on stage 0 reads c.
-    expect_problems(func(fnode("a", "image", R"("stage": 1)") + ", " + fnode("b", "image", R"("stage": 0)") + ", " +
-                         fnode("c", "a", R"("stage": 1)") + ", " + fnode("out", "c", R"("stage": 0)")),
+    expect_problems(func(fnode("a", "image", R"("stage": 1)") + ", " + fnode("b", "image", R"("stage": 0)") +
+                         ", " + fnode("c", "a", R"("stage": 1)") + ", " + fnode("out", "c", R"("stage": 0)")),
                     {"layer 'out' (Dense): stage 0 reads 'c' from later stage 1"});
-    const ModelSpec ok = parse_ok(func(fnode("a", "image", R"("stage": 1)") + ", " + fnode("b", "image", R"("stage": 0)") + ", " +
-                                       fnode("out", "a", R"("stage": 1)")));
+    const ModelSpec ok =
+        parse_ok(func(fnode("a", "image", R"("stage": 1)") + ", " + fnode("b", "image", R"("stage": 0)") +
+                      ", " + fnode("out", "a", R"("stage": 1)")));
     CHECK(ok.stages == std::vector<int>{1, 0, 1});
     CHECK(ok.num_stages == 2);
   }
@@ -444,22 +511,30 @@ TEST_CASE("graph spec: model-level stage_assignment") {
   SUBCASE("list length") {
     expect_problems(seq(layers, R"("stage_assignment": [0, 1])"),
                     {"specs/model.json: 'stage_assignment' has 2 entries for 3 layers"});
-    expect_problems(seq(layers, R"("stage_assignment": [0, 0, 0, 0])"), {"'stage_assignment' has 4 entries for 3 layers"});
-    expect_problems(seq(layers, R"("stage_assignment": 1)"), {"'stage_assignment' has 0 entries for 3 layers"});
+    expect_problems(seq(layers, R"("stage_assignment": [0, 0, 0, 0])"),
+                    {"'stage_assignment' has 4 entries for 3 layers"});
+    expect_problems(seq(layers, R"("stage_assignment": 1)"),
+                    {"'stage_assignment' has 0 entries for 3 layers"});
   }
   SUBCASE("entries") {
     expect_problems(seq(layers, R"("stage_assignment": [0, -1, 1])"),
                     {"specs/model.json: 'stage_assignment' entry 1 must be an integer in [0, 1023]"});
-    expect_problems(seq(layers, R"("stage_assignment": [0, 1, "1"])"), {"'stage_assignment' entry 2 must be an integer in [0, 1023]"});
-    expect_problems(seq(layers, R"("stage_assignment": [0.0, 1, 1])"), {"'stage_assignment' entry 0 must be an integer in [0, 1023]"});
+    expect_problems(seq(layers, R"("stage_assignment": [0, 1, "1"])"),
+                    {"'stage_assignment' entry 2 must be an integer in [0, 1023]"});
+    expect_problems(seq(layers, R"("stage_assignment": [0.0, 1, 1])"),
+                    {"'stage_assignment' entry 0 must be an integer in [0, 1023]"});
   }
   SUBCASE("the same stage rules apply") {
-    expect_problems(seq(layers, R"("stage_assignment": [0, 2, 2])"), {"stages must be numbered 0..1 without gaps"});
-    expect_problems(seq(layers, R"("stage_assignment": [1, 0, 0])"), {"layer 'd1' (Dense): stage 0 reads 'flat' from later stage 1"});
+    expect_problems(seq(layers, R"("stage_assignment": [0, 2, 2])"),
+                    {"stages must be numbered 0..1 without gaps"});
+    expect_problems(seq(layers, R"("stage_assignment": [1, 0, 0])"),
+                    {"layer 'd1' (Dense): stage 0 reads 'flat' from later stage 1"});
   }
   SUBCASE("both per-layer stages and a list") {
-    expect_problems(seq(kFlatten + ", " + dense("d1", 4, R"("stage": 0)") + ", " + dense("d2"), R"("stage_assignment": [0, 0, 1])"),
-                    {"specs/model.json: give either per-layer 'stage' or a model-level 'stage_assignment', not both"});
+    expect_problems(
+        seq(kFlatten + ", " + dense("d1", 4, R"("stage": 0)") + ", " + dense("d2"),
+            R"("stage_assignment": [0, 0, 1])"),
+        {"specs/model.json: give either per-layer 'stage' or a model-level 'stage_assignment', not both"});
   }
 }
 
@@ -468,7 +543,8 @@ TEST_CASE("graph spec: a stage number beyond the supported range is rejected, no
   CHECK_FALSE(parse(seq(dense("d1", 4, R"("stage": 2147483647)"))).ok());
   auto spec = parse(seq(dense("d1", 4, R"("stage": 4294967296)")));
   CHECK_FALSE(spec.ok());
-  auto listed = parse(seq(dense("d1") + ", " + dense("d2"), R"("stage_assignment": [4294967296, 4294967296])"));
+  auto listed =
+      parse(seq(dense("d1") + ", " + dense("d2"), R"("stage_assignment": [4294967296, 4294967296])"));
   CHECK_FALSE(listed.ok());
 }
 
@@ -484,7 +560,8 @@ TEST_CASE("graph spec: apply_stage_assignment") {
     CHECK(spec.stages == std::vector<int>{0, 0, 0});
   }
   SUBCASE("overrides stages from the spec") {
-    ModelSpec staged = parse_ok(seq(kFlatten + ", " + dense("d1") + ", " + dense("d2"), R"("stage_assignment": [0, 1, 1])"));
+    ModelSpec staged =
+        parse_ok(seq(kFlatten + ", " + dense("d1") + ", " + dense("d2"), R"("stage_assignment": [0, 1, 1])"));
     REQUIRE(apply_stage_assignment(staged, {0, 0, 1}).ok());
     CHECK(staged.stages == std::vector<int>{0, 0, 1});
   }
@@ -550,11 +627,13 @@ TEST_CASE("build_forward_graph: shapes, weights and determinism") {
   auto again = build_forward_graph(spec, 2);
   REQUIRE(again.ok());
   REQUIRE(again->graph.values().size() == g.values().size());
-  for (size_t i = 0; i < g.values().size(); ++i) CHECK(again->graph.values()[i].initial == g.values()[i].initial);
+  for (size_t i = 0; i < g.values().size(); ++i)
+    CHECK(again->graph.values()[i].initial == g.values()[i].initial);
 }
 
 TEST_CASE("build_forward_graph: staged layers carry their stage") {
-  const ModelSpec spec = parse_ok(seq(kFlatten + ", " + dense("d1") + ", " + dense("d2"), R"("stage_assignment": [0, 0, 1])"));
+  const ModelSpec spec =
+      parse_ok(seq(kFlatten + ", " + dense("d1") + ", " + dense("d2"), R"("stage_assignment": [0, 0, 1])"));
   auto built = build_forward_graph(spec, 4);
   REQUIRE(built.ok());
   int copies = 0;
@@ -568,7 +647,8 @@ TEST_CASE("build_forward_graph: staged layers carry their stage") {
       continue;
     }
     CHECK(op.stage == (op.name.rfind("d2/", 0) == 0 ? 1 : 0));
-    for (int input : op.inputs) CHECK(built->graph.value(input).stage == op.stage);
+    for (int input : op.inputs)
+      CHECK(built->graph.value(input).stage == op.stage);
   }
   CHECK(copies == 1);
 }
@@ -579,8 +659,10 @@ TEST_CASE("build_forward_graph: a Dense on a rank-3 input names the file and lay
   REQUIRE_FALSE(built.ok());
   CHECK(built.status().code() == StatusCode::kInvalidArgument);
   const std::string message = built.status().message();
-  CHECK(message.find("specs/model.json: layer 'd1' (Dense): expects a rank-2 input [batch, features], got f32[2,2,3]") !=
-        std::string::npos);
+  CHECK(
+      message.find(
+          "specs/model.json: layer 'd1' (Dense): expects a rank-2 input [batch, features], got f32[2,2,3]") !=
+      std::string::npos);
   // d2 depends on d1 and is not reported again.
   CHECK(lines(message).size() == 1);
 
@@ -613,14 +695,16 @@ TEST_CASE("build_forward_graph: a kernel too large to initialise is an error nam
   ipu::StatusOr<ipu::frontend::ForwardGraph> built = ipu::invalid_argument("not run");
   CHECK_NOTHROW(built = build_forward_graph(spec, 2));
   REQUIRE_FALSE(built.ok());
-  CHECK(built.status().message().find("layer 'wide' (Dense): a kernel of 1048576 x 1024 weights") != std::string::npos);
+  CHECK(built.status().message().find("layer 'wide' (Dense): a kernel of 1048576 x 1024 weights") !=
+        std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Convolution layers
 
 std::string image_seq(const std::string& layers) {
-  return R"({"name": "m", "type": "sequential", "input": {"name": "image", "shape": [6, 6, 2]}, "layers": [)" + layers + "]}";
+  return R"({"name": "m", "type": "sequential", "input": {"name": "image", "shape": [6, 6, 2]}, "layers": [)" +
+         layers + "]}";
 }
 
 TEST_CASE("graph spec: convolution, pooling, normalization, dropout and reshape layers parse") {
@@ -654,9 +738,12 @@ TEST_CASE("graph spec: convolution layer problems name the file and the layer") 
       {R"({"name": "c", "type": "Conv2D", "kernel_size": 3})",
        "specs/model.json: layer 'c' (Conv2D): 'filters' must be an integer in [1, 65536]"},
       {R"({"name": "c", "type": "Conv2D", "filters": 4})",
-       "specs/model.json: layer 'c' (Conv2D): 'kernel_size' must be an integer or two integers in [1, 65536]"},
-      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": [3, 0]})", "layer 'c' (Conv2D): 'kernel_size' must be"},
-      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": [3, 3, 3]})", "layer 'c' (Conv2D): 'kernel_size' must be"},
+       "specs/model.json: layer 'c' (Conv2D): 'kernel_size' must be an integer or two integers in [1, "
+       "65536]"},
+      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": [3, 0]})",
+       "layer 'c' (Conv2D): 'kernel_size' must be"},
+      {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": [3, 3, 3]})",
+       "layer 'c' (Conv2D): 'kernel_size' must be"},
       {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": 3, "padding": "causal"})",
        "specs/model.json: layer 'c' (Conv2D): 'padding' must be \"valid\" or \"same\", got \"causal\""},
       {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": 3, "strides": -1})",
@@ -664,20 +751,26 @@ TEST_CASE("graph spec: convolution layer problems name the file and the layer") 
       {R"({"name": "c", "type": "Conv2D", "filters": 4, "kernel_size": 3, "activation": "gelu"})",
        "layer 'c' (Conv2D): unknown activation \"gelu\""},
       {R"({"name": "p", "type": "MaxPooling2D", "pool_size": "2"})",
-       "specs/model.json: layer 'p' (MaxPooling2D): 'pool_size' must be an integer or two integers in [1, 65536]"},
+       "specs/model.json: layer 'p' (MaxPooling2D): 'pool_size' must be an integer or two integers in [1, "
+       "65536]"},
       {R"({"name": "p", "type": "MaxPooling2D", "filters": 2})",
        "specs/model.json: layer 'p' (MaxPooling2D): 'filters' does not apply to MaxPooling2D"},
-      {R"({"name": "d", "type": "Dropout"})", "specs/model.json: layer 'd' (Dropout): 'rate' must be a number in [0, 1)"},
-      {R"({"name": "d", "type": "Dropout", "rate": 1})", "layer 'd' (Dropout): 'rate' must be a number in [0, 1)"},
+      {R"({"name": "d", "type": "Dropout"})",
+       "specs/model.json: layer 'd' (Dropout): 'rate' must be a number in [0, 1)"},
+      {R"({"name": "d", "type": "Dropout", "rate": 1})",
+       "layer 'd' (Dropout): 'rate' must be a number in [0, 1)"},
       {R"({"name": "b", "type": "BatchNormalization", "epsilon": 0})",
        "specs/model.json: layer 'b' (BatchNormalization): 'epsilon' must be a number in (0, 1]"},
       {R"({"name": "b", "type": "BatchNormalization", "momentum": 0.9})",
        "layer 'b' (BatchNormalization): unknown attribute 'momentum'"},
       {R"({"name": "r", "type": "Reshape", "target_shape": [-1, -1]})",
-       "specs/model.json: layer 'r' (Reshape): 'target_shape' must list positive integers per sample (one may be -1)"},
-      {R"({"name": "r", "type": "Reshape"})", "layer 'r' (Reshape): 'target_shape' must list positive integers"},
+       "specs/model.json: layer 'r' (Reshape): 'target_shape' must list positive integers per sample (one "
+       "may be -1)"},
+      {R"({"name": "r", "type": "Reshape"})",
+       "layer 'r' (Reshape): 'target_shape' must list positive integers"},
   };
-  for (const auto& [layers, message] : cases) expect_problems(image_seq(layers), {message});
+  for (const auto& [layers, message] : cases)
+    expect_problems(image_seq(layers), {message});
 }
 
 TEST_CASE("build_forward_graph: a Keras CNN converts layouts only at its ends") {
@@ -701,7 +794,8 @@ TEST_CASE("build_forward_graph: a Keras CNN converts layouts only at its ends") 
       CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 3, 6, 6});
       CHECK(ipu::ir::window_of(op).pads == std::array<int64_t, 4>{1, 1, 1, 1});
     }
-    if (op.kind == ipu::ir::OpKind::kMaxPool) CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 3, 3, 3});
+    if (op.kind == ipu::ir::OpKind::kMaxPool)
+      CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 3, 3, 3});
   }
   // Into NCHW before the Conv2D, back to NHWC before the Flatten: Keras's flattening order.
   CHECK(to_first == 1);
@@ -715,26 +809,30 @@ TEST_CASE("build_forward_graph: a Keras CNN converts layouts only at its ends") 
   // Dropout is refused when training; a Conv2D on a flat input names the layer.
   auto training = build_forward_graph(spec, 2, /*training=*/true);
   REQUIRE_FALSE(training.ok());
-  CHECK(training.status().message().find("specs/model.json: layer 'd' (Dropout): Dropout is applied at inference only") !=
+  CHECK(training.status().message().find(
+            "specs/model.json: layer 'd' (Dropout): Dropout is applied at inference only") !=
         std::string::npos);
   const ModelSpec flat = parse_ok(image_seq(R"({"name": "f", "type": "Flatten"},
       {"name": "c", "type": "Conv2D", "filters": 3, "kernel_size": 3})"));
   // A target_shape whose product would overflow is a mismatch, not undefined behaviour.
-  const ModelSpec huge = parse_ok(image_seq(R"({"name": "r", "type": "Reshape", "target_shape": [268435456, 268435456, 268435456]})"));
+  const ModelSpec huge = parse_ok(
+      image_seq(R"({"name": "r", "type": "Reshape", "target_shape": [268435456, 268435456, 268435456]})"));
   auto reshaped = build_forward_graph(huge, 2);
   REQUIRE_FALSE(reshaped.ok());
-  CHECK(reshaped.status().message().find("layer 'r' (Reshape): cannot reshape f32[2,6,6,2] to a target_shape of 72 elements") !=
+  CHECK(reshaped.status().message().find(
+            "layer 'r' (Reshape): cannot reshape f32[2,6,6,2] to a target_shape of 72 elements") !=
         std::string::npos);
   auto bad = build_forward_graph(flat, 2);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message().find("specs/model.json: layer 'c' (Conv2D): expects a rank-4 input [batch, height, width, "
-                                    "channels], got f32[2,72]") != std::string::npos);
+  CHECK(bad.status().message().find(
+            "specs/model.json: layer 'c' (Conv2D): expects a rank-4 input [batch, height, width, "
+            "channels], got f32[2,72]") != std::string::npos);
 }
 
 // A functional spec over a [6, 6, 2] image.
 std::string image_func(const std::string& nodes, const std::string& output) {
-  return R"({"name": "f", "type": "functional", "inputs": [{"name": "image", "shape": [6, 6, 2]}], "nodes": [)" + nodes +
-         R"(], "outputs": [")" + output + R"("]})";
+  return R"({"name": "f", "type": "functional", "inputs": [{"name": "image", "shape": [6, 6, 2]}], "nodes": [)" +
+         nodes + R"(], "outputs": [")" + output + R"("]})";
 }
 
 TEST_CASE("graph spec: Add and Concatenate merge several inputs in the functional form") {
@@ -750,12 +848,15 @@ TEST_CASE("graph spec: Add and Concatenate merge several inputs in the functiona
   REQUIRE(built.ok());
   // Three inputs are two additions; the concatenation is [2, 4] ++ [2, 6] on axis 1.
   int adds = 0;
-  for (const auto& op : built->graph.ops()) adds += op.kind == ipu::ir::OpKind::kBinary;
+  for (const auto& op : built->graph.ops())
+    adds += op.kind == ipu::ir::OpKind::kBinary;
   CHECK(adds == 2);
   CHECK(built->graph.value(built->scores()).type.shape == std::vector<int64_t>{2, 10});
   // Keras's default axis is the last one.
-  CHECK(parse_ok(func(fnode("a", "image") + R"(, {"name": "out", "type": "Concatenate", "inputs": ["a", "a"]})"))
-            .layers[1].axis == -1);
+  CHECK(parse_ok(
+            func(fnode("a", "image") + R"(, {"name": "out", "type": "Concatenate", "inputs": ["a", "a"]})"))
+            .layers[1]
+            .axis == -1);
 }
 
 TEST_CASE("graph spec: merge layer problems name the file and the layer") {
@@ -765,9 +866,11 @@ TEST_CASE("graph spec: merge layer problems name the file and the layer") {
                   {"layer 'out' (Add): 'inputs' must list 2 to 64 input names"});
   expect_problems(func(fnode("a", "image") + R"(, {"name": "out", "type": "Add", "inputs": ["a", "ghost"]})"),
                   {"layer 'out' (Add): input 'ghost' is not the model input or an earlier layer"});
-  expect_problems(func(fnode("a", "image") + R"(, {"name": "out", "type": "Add", "inputs": ["a", "a"], "axis": 1})"),
-                  {"layer 'out' (Add): 'axis' does not apply to Add"});
-  expect_problems(func(fnode("a", "image") + R"(, {"name": "out", "type": "Concatenate", "inputs": ["a", "a"], "axis": "x"})"),
+  expect_problems(
+      func(fnode("a", "image") + R"(, {"name": "out", "type": "Add", "inputs": ["a", "a"], "axis": 1})"),
+      {"layer 'out' (Add): 'axis' does not apply to Add"});
+  expect_problems(func(fnode("a", "image") +
+                       R"(, {"name": "out", "type": "Concatenate", "inputs": ["a", "a"], "axis": "x"})"),
                   {"layer 'out' (Concatenate): 'axis' must be an integer"});
   expect_problems(seq(dense("a") + R"(, {"name": "out", "type": "Add"})"),
                   {"layer 'out' (Add): Add merges several layers: use the functional form"});
@@ -778,18 +881,23 @@ TEST_CASE("graph spec: merge layer problems name the file and the layer") {
     REQUIRE_FALSE(built.ok());
     return built.status().message();
   };
-  CHECK(built_error(func(kFflatten + ", " + fnode("a", "flat") + R"(, {"name": "out", "type": "Add", "inputs": ["a", "flat"]})"))
-            .find("specs/model.json: layer 'out' (Add): inputs of shapes f32[2,4] and f32[2,6] cannot be added") !=
-        std::string::npos);
-  CHECK(built_error(func(kFflatten + R"(, {"name": "out", "type": "Concatenate", "inputs": ["image", "flat"]})"))
-            .find("layer 'out' (Concatenate): inputs of shapes f32[2,2,3] and f32[2,6] cannot be concatenated") !=
-        std::string::npos);
+  CHECK(built_error(func(kFflatten + ", " + fnode("a", "flat") +
+                         R"(, {"name": "out", "type": "Add", "inputs": ["a", "flat"]})"))
+            .find("specs/model.json: layer 'out' (Add): inputs of shapes f32[2,4] and f32[2,6] cannot be "
+                  "added") != std::string::npos);
+  CHECK(
+      built_error(
+          func(kFflatten + R"(, {"name": "out", "type": "Concatenate", "inputs": ["image", "flat"]})"))
+          .find(
+              "layer 'out' (Concatenate): inputs of shapes f32[2,2,3] and f32[2,6] cannot be concatenated") !=
+      std::string::npos);
   for (const char* axis : {"0", "3", "-3"}) {
     CAPTURE(axis);
-    CHECK(built_error(func(R"({"name": "out", "type": "Concatenate", "inputs": ["image", "image"], "axis": )" +
-                           std::string(axis) + "}"))
-              .find("layer 'out' (Concatenate): 'axis' " + std::string(axis) + " is not a sample axis of a rank-3 input") !=
-          std::string::npos);
+    CHECK(
+        built_error(func(R"({"name": "out", "type": "Concatenate", "inputs": ["image", "image"], "axis": )" +
+                         std::string(axis) + "}"))
+            .find("layer 'out' (Concatenate): 'axis' " + std::string(axis) +
+                  " is not a sample axis of a rank-3 input") != std::string::npos);
   }
 }
 
@@ -815,7 +923,7 @@ TEST_CASE("build_forward_graph: merges of convolutions stay channels first") {
       CHECK(g.value(op.outputs[0]).type.shape == std::vector<int64_t>{2, 8, 6, 6});
     }
   }
-  CHECK(to_last == 1);  // only before the Flatten
+  CHECK(to_last == 1); // only before the Flatten
   CHECK(g.value(built->scores()).type.shape == std::vector<int64_t>{2, 288});
   // A merge of a channels-first and a channels-last value meets channels last.
   const ModelSpec mixed = parse_ok(image_func(
@@ -828,4 +936,4 @@ TEST_CASE("build_forward_graph: merges of convolutions stay channels first") {
   CHECK(merged->graph.value(merged->scores()).type.shape == std::vector<int64_t>{2, 6, 6, 2});
 }
 
-}  // namespace
+} // namespace

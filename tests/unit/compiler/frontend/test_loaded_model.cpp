@@ -19,13 +19,16 @@ ModelFingerprint fingerprint_model(const std::string& text, const std::string& p
   return LoadedModel::parse(text, path).fingerprint();
 }
 
-auto model_weights(const std::string& text, const std::string& path) { return LoadedModel::parse(text, path).weights(); }
+auto model_weights(const std::string& text, const std::string& path) {
+  return LoadedModel::parse(text, path).weights();
+}
 
 // x [N,6] → Gemm(transB) with W [4,6] and b [4] → y; `phase` picks the weight values.
 OnnxBuilder gemm(float phase, int64_t units = 4) {
   OnnxBuilder b;
   b.input("x", {6}).output("y");
-  b.floats("W", {units, 6}, wave(static_cast<size_t>(units) * 6, 0.5f, phase)).floats("b", {units}, wave(4, 0.1f, phase));
+  b.floats("W", {units, 6}, wave(static_cast<size_t>(units) * 6, 0.5f, phase))
+      .floats("b", {units}, wave(4, 0.1f, phase));
   OnnxBuilder::int_attr(b.node("Gemm", "fc", {"x", "W", "b"}, {"y"}), "transB", 1);
   return b;
 }
@@ -47,7 +50,8 @@ TEST_CASE("ONNX fingerprint: initializers folded into constants are structure, n
   // The compiled program holds BatchNormalization's folded statistics, so other statistics are
   // another program (a hit would run stale constants); another kernel is only other weights.
   const auto base = fingerprint_model(batch_norm_conv(0.0f, 0.0f).bytes(), "m.onnx");
-  CHECK(fingerprint_model(batch_norm_conv(0.5f, 0.0f).bytes(), "m.onnx").structure_sha256 != base.structure_sha256);
+  CHECK(fingerprint_model(batch_norm_conv(0.5f, 0.0f).bytes(), "m.onnx").structure_sha256 !=
+        base.structure_sha256);
   const auto other_kernel = fingerprint_model(batch_norm_conv(0.0f, 1.0f).bytes(), "m.onnx");
   CHECK(other_kernel.structure_sha256 == base.structure_sha256);
   CHECK(other_kernel.weights_sha256 != base.weights_sha256);
@@ -103,19 +107,22 @@ TEST_CASE("ONNX LoadedModel::weights: FLOAT initializers by name as little-endia
 
 TEST_CASE("JSON fingerprint: parsed content, not formatting") {
   const std::string spec = R"({"name": "m", "layers": [{"type": "Dense", "units": 4}], "seed": 1})";
-  const std::string spaced = "{\n  \"seed\": 1,\n  \"layers\": [ {\"units\": 4, \"type\": \"Dense\"} ],\n  \"name\": \"m\"\n}\n";
+  const std::string spaced =
+      "{\n  \"seed\": 1,\n  \"layers\": [ {\"units\": 4, \"type\": \"Dense\"} ],\n  \"name\": \"m\"\n}\n";
   const auto a = fingerprint_model(spec, "a.json");
   CHECK(a.structure_sha256 == fingerprint_model(spaced, "b.json").structure_sha256);
   CHECK(a.weights_sha256 == fingerprint_model(spaced, "b.json").weights_sha256);
   // Initializer seeds are structure: a spec's weights are a function of them.
-  CHECK(a.structure_sha256 != fingerprint_model(R"({"name": "m", "layers": [{"type": "Dense", "units": 4}], "seed": 2})",
-                                                "a.json").structure_sha256);
+  CHECK(a.structure_sha256 !=
+        fingerprint_model(R"({"name": "m", "layers": [{"type": "Dense", "units": 4}], "seed": 2})", "a.json")
+            .structure_sha256);
   auto weights = model_weights(spec, "a.json");
   REQUIRE(weights.ok());
   CHECK(weights->empty());
   // Text that is not JSON is keyed by its bytes, so the compile reports the problem.
-  CHECK(fingerprint_model("{\"name\": ", "a.json").structure_sha256 != fingerprint_model("{\"name\":  ", "a.json").structure_sha256);
+  CHECK(fingerprint_model("{\"name\": ", "a.json").structure_sha256 !=
+        fingerprint_model("{\"name\":  ", "a.json").structure_sha256);
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

@@ -17,7 +17,9 @@ using frontend::OnnxImportOptions;
 
 const std::string kPath = "models/reduce.onnx";
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // y = ReduceSum(x [2,3], axes), axes an INT64 [1] graph input (ONNX's node tests feed it so).
 OnnxBuilder reduce_sum_model() {
@@ -66,9 +68,10 @@ TEST_CASE("a bound graph input is a constant and no longer a model input") {
 TEST_CASE("an unbound shape input is unsupported, naming the node, the input and the flag") {
   auto imported = import_bound({});
   REQUIRE(imported.status().code() == StatusCode::kUnsupported);
-  CHECK(contains(imported.status().message(),
-                 "models/reduce.onnx: node 'sum' (ReduceSum): graph input 'axes' must be a compile-time constant: bind "
-                 "it with --constant-input axes=FILE"));
+  CHECK(contains(
+      imported.status().message(),
+      "models/reduce.onnx: node 'sum' (ReduceSum): graph input 'axes' must be a compile-time constant: bind "
+      "it with --constant-input axes=FILE"));
 }
 
 TEST_CASE("a binding must name a graph input and match its type and shape") {
@@ -76,14 +79,15 @@ TEST_CASE("a binding must name a graph input and match its type and shape") {
     auto imported = import_bound({{"axes", ConstantInput{int_array("i8", {1}), "axes.npy"}},
                                   {"nope", ConstantInput{int_array("i8", {1}), "nope.npy"}}});
     REQUIRE(imported.status().code() == StatusCode::kInvalidArgument);
-    CHECK(contains(imported.status().message(),
-                   "--constant-input nope=nope.npy: the model has no graph input 'nope' (its inputs: 'x', 'axes')"));
+    CHECK(contains(
+        imported.status().message(),
+        "--constant-input nope=nope.npy: the model has no graph input 'nope' (its inputs: 'x', 'axes')"));
   }
   SUBCASE("element type") {
     auto imported = import_bound({{"axes", ConstantInput{int_array("i4", {1}), "axes.npy"}}});
     REQUIRE(imported.status().code() == StatusCode::kInvalidArgument);
-    CHECK(contains(imported.status().message(),
-                   "input 'axes' bound by --constant-input to axes.npy: the value is INT32 [1], the input is INT64 [1]"));
+    CHECK(contains(imported.status().message(), "input 'axes' bound by --constant-input to axes.npy: the "
+                                                "value is INT32 [1], the input is INT64 [1]"));
   }
   SUBCASE("shape") {
     auto imported = import_bound({{"axes", ConstantInput{int_array("i8", {0, 1}), "axes.npy"}}});
@@ -95,12 +99,12 @@ TEST_CASE("a binding must name a graph input and match its type and shape") {
     x.dtype = "f4";
     x.shape = {2, 3};
     x.data.assign(6 * sizeof(float), '\0');
-    auto imported = import_bound({{"axes", ConstantInput{int_array("i8", {1}), "axes.npy"}},
-                                  {"x", ConstantInput{x, "x.npy"}}});
+    auto imported = import_bound(
+        {{"axes", ConstantInput{int_array("i8", {1}), "axes.npy"}}, {"x", ConstantInput{x, "x.npy"}}});
     REQUIRE(imported.status().code() == StatusCode::kUnsupported);
     CHECK(contains(imported.status().message(), "every graph input is bound by --constant-input"));
   }
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

@@ -17,11 +17,14 @@ using frontend::OnnxImportOptions;
 
 const std::string kPath = "models/net.onnx";
 
-StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2, std::vector<int> stages = {}) {
+StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2,
+                                        std::vector<int> stages = {}) {
   return import_onnx(b.bytes(), kPath, OnnxImportOptions{batch, std::move(stages), false, {}});
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // x [N,2,3] → Flatten → Gemm(transB) with W [4,6], b [4] → Relu → y [N,4].
 OnnxBuilder small_mlp() {
@@ -70,13 +73,14 @@ TEST_CASE("every unsupported node is listed at once and its consumers are not") 
 }
 
 TEST_CASE("an op version outside the implemented ones is unsupported, naming the versions") {
-  OnnxBuilder b(1);  // Add-1 had 'consumed_inputs' and its own broadcasting
+  OnnxBuilder b(1); // Add-1 had 'consumed_inputs' and its own broadcasting
   b.input("x", {3}).output("y").floats("W", {3}, wave(3, 1.0f, 0.0f));
   b.node("Add", "a", {"x", "W"}, {"y"});
   auto imported = import(b);
   REQUIRE_FALSE(imported.ok());
   CHECK(imported.status().code() == StatusCode::kUnsupported);
-  CHECK(contains(imported.status().message(), "version 1 of Add (opset 1) is not supported; supported versions: 6, 7, 13, 14"));
+  CHECK(contains(imported.status().message(),
+                 "version 1 of Add (opset 1) is not supported; supported versions: 6, 7, 13, 14"));
 }
 
 // Opset 6-8 versions whose semantics equal a later one import as it (docs/onnx.md): explicit
@@ -103,7 +107,9 @@ TEST_CASE("opset 6 ops import where they mean what a later version means") {
     auto imported = import(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(imported.status().code() == StatusCode::kInvalidArgument);
-    CHECK(contains(imported.status().message(), "node 'm' (Mul): without 'broadcast' (version 6) the inputs must have one shape, got [2,3] and [3]"));
+    CHECK(contains(
+        imported.status().message(),
+        "node 'm' (Mul): without 'broadcast' (version 6) the inputs must have one shape, got [2,3] and [3]"));
   }
   SUBCASE("B must be a run of A's dims at axis") {
     OnnxBuilder b(6);
@@ -121,11 +127,15 @@ TEST_CASE("opset 6 ops import where they mean what a later version means") {
     b.node("Sum", "sum", {"x", "B"}, {"y"});
     auto imported = import(b);
     REQUIRE_FALSE(imported.ok());
-    CHECK(contains(imported.status().message(), "version 6 does not broadcast: input 1 is [1,3], input 0 [2,3]"));
+    CHECK(contains(imported.status().message(),
+                   "version 6 does not broadcast: input 1 is [1,3], input 0 [2,3]"));
   }
   SUBCASE("Gemm-6 without broadcast needs C of the output's shape") {
     OnnxBuilder b(6);
-    b.input("x", {3}).output("y").floats("W", {3, 2}, wave(6, 1.0f, 0.0f)).floats("C", {2}, wave(2, 1.0f, 0.0f));
+    b.input("x", {3})
+        .output("y")
+        .floats("W", {3, 2}, wave(6, 1.0f, 0.0f))
+        .floats("C", {2}, wave(2, 1.0f, 0.0f));
     b.node("Gemm", "g", {"x", "W", "C"}, {"y"});
     auto refused = import(b);
     REQUIRE_FALSE(refused.ok());
@@ -138,7 +148,8 @@ TEST_CASE("opset 6 ops import where they mean what a later version means") {
   SUBCASE("BatchNormalization-7 with spatial 0 is refused by name") {
     OnnxBuilder b(7);
     b.input("x", {2, 3, 3}).output("y");
-    for (const char* name : {"scale", "bias", "mean", "var"}) b.floats(name, {2}, wave(2, 1.0f, 1.0f));
+    for (const char* name : {"scale", "bias", "mean", "var"})
+      b.floats(name, {2}, wave(2, 1.0f, 1.0f));
     auto& bn = b.node("BatchNormalization", "bn", {"x", "scale", "bias", "mean", "var"}, {"y"});
     OnnxBuilder::int_attr(bn, "spatial", 0);
     auto imported = import(b);
@@ -174,7 +185,7 @@ TEST_CASE("ops of another domain are unsupported, naming the node and the domain
     REQUIRE_FALSE(imported.ok());
     CHECK(imported.status().code() == StatusCode::kUnsupported);
     CHECK(contains(imported.status().message(), kPath + ": node 'step' (Momentum): op Momentum of domain "
-                                                "'ai.onnx.preview.training' is not supported"));
+                                                        "'ai.onnx.preview.training' is not supported"));
   }
   // A default-domain node without the ai.onnx import is a malformed model.
   OnnxBuilder b;
@@ -184,7 +195,8 @@ TEST_CASE("ops of another domain are unsupported, naming the node and the domain
   auto imported = import(b);
   REQUIRE_FALSE(imported.ok());
   CHECK(imported.status().code() == StatusCode::kInvalidArgument);
-  CHECK(contains(imported.status().message(), "the model imports no ai.onnx opset, which its Relu nodes need"));
+  CHECK(
+      contains(imported.status().message(), "the model imports no ai.onnx opset, which its Relu nodes need"));
 }
 
 TEST_CASE("malformed models are invalid input naming the file") {
@@ -307,9 +319,10 @@ TEST_CASE("an input with a zero dimension must be bound: empty tensors cannot be
   b.node("Relu", "r", {"x"}, {"y"});
   auto imported = import(b);
   REQUIRE(imported.status().code() == StatusCode::kUnsupported);
-  CHECK(contains(imported.status().message(),
-                 "graph input 'x' must be a compile-time constant: it has shape [2,0,3] and empty tensors cannot be "
-                 "runtime inputs; bind it with --constant-input x=FILE"));
+  CHECK(contains(
+      imported.status().message(),
+      "graph input 'x' must be a compile-time constant: it has shape [2,0,3] and empty tensors cannot be "
+      "runtime inputs; bind it with --constant-input x=FILE"));
   CHECK_FALSE(contains(imported.status().message(), "node 'r'"));
 }
 
@@ -326,7 +339,8 @@ TEST_CASE("Reshape takes a constant shape with 0 and -1 and rejects a mismatch")
   bad.node("Reshape", "r", {"x", "shape"}, {"y"});
   auto failed = import(bad, 7);
   REQUIRE_FALSE(failed.ok());
-  CHECK(contains(failed.status().message(), "node 'r' (Reshape): cannot reshape [7,2,3] (42 elements) to [5,5]"));
+  CHECK(contains(failed.status().message(),
+                 "node 'r' (Reshape): cannot reshape [7,2,3] (42 elements) to [5,5]"));
 }
 
 // PopART's attributes on the small MLP's three nodes.
@@ -334,8 +348,10 @@ OnnxBuilder staged_mlp(const std::vector<std::pair<int, int>>& stage_ipu) {
   OnnxBuilder b = small_mlp();
   auto& graph = *b.model().mutable_graph();
   for (int i = 0; i < graph.node_size() && i < static_cast<int>(stage_ipu.size()); ++i) {
-    if (stage_ipu[i].first >= 0) OnnxBuilder::int_attr(*graph.mutable_node(i), "__pipeline_stage", stage_ipu[i].first);
-    if (stage_ipu[i].second >= 0) OnnxBuilder::int_attr(*graph.mutable_node(i), "__ipu_number", stage_ipu[i].second);
+    if (stage_ipu[i].first >= 0)
+      OnnxBuilder::int_attr(*graph.mutable_node(i), "__pipeline_stage", stage_ipu[i].first);
+    if (stage_ipu[i].second >= 0)
+      OnnxBuilder::int_attr(*graph.mutable_node(i), "__ipu_number", stage_ipu[i].second);
   }
   return b;
 }
@@ -387,7 +403,8 @@ TEST_CASE("Dropout is the identity for inference and refused for training") {
   auto training = import_onnx(b.bytes(), kPath, OnnxImportOptions{2, {}, true, {}});
   REQUIRE_FALSE(training.ok());
   CHECK(training.status().code() == StatusCode::kUnsupported);
-  CHECK(contains(training.status().message(), "node 'd' (Dropout): Dropout is implemented for inference only"));
+  CHECK(
+      contains(training.status().message(), "node 'd' (Dropout): Dropout is implemented for inference only"));
 }
 
 // training_mode true is deterministic only with ratio 0; the mask is then all ones.
@@ -481,5 +498,5 @@ TEST_CASE("looks_like_onnx goes by the extension, then by the content") {
   CHECK(frontend::looks_like_onnx("\x08\x07", "model"));
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

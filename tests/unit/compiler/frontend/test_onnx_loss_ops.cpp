@@ -16,16 +16,19 @@ using format::LossReduction;
 using frontend::import_onnx;
 using frontend::OnnxImportOptions;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // x [2, 3, 4] (fixed) and int64 targets y [2, 4]; one loss node writing `outputs`.
-OnnxBuilder loss_model(const std::string& op_type, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
-                       int opset = 13) {
+OnnxBuilder loss_model(const std::string& op_type, const std::vector<std::string>& inputs,
+                       const std::vector<std::string>& outputs, int opset = 13) {
   OnnxBuilder b(opset);
   b.input("x", {3, 4}, 2).input("y", {4}, 2);
   b.model().mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
       onnx::TensorProto::INT64);
-  for (const auto& o : outputs) b.output(o);
+  for (const auto& o : outputs)
+    b.output(o);
   b.node(op_type, "loss", inputs, outputs);
   return b;
 }
@@ -34,7 +37,9 @@ StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b) {
   return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{2, {}, false, {}});
 }
 
-const ir::Op& producer(const frontend::ForwardGraph& g, int value) { return g.graph.op(g.graph.value(value).producer); }
+const ir::Op& producer(const frontend::ForwardGraph& g, int value) {
+  return g.graph.op(g.graph.value(value).producer);
+}
 
 // The NllLoss op of the import (there is one).
 const ir::Op& nll_op(const frontend::ForwardGraph& g) {
@@ -95,7 +100,8 @@ TEST_CASE("loss converters reject what ONNX does not define") {
     auto imported = import(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(imported.status().code() == StatusCode::kInvalidArgument);
-    CHECK(contains(imported.status().message(), "node 'loss' (NegativeLogLikelihoodLoss): reduction 'max' is not one of none, sum, mean"));
+    CHECK(contains(imported.status().message(),
+                   "node 'loss' (NegativeLogLikelihoodLoss): reduction 'max' is not one of none, sum, mean"));
   }
   SUBCASE("float targets") {
     OnnxBuilder b = loss_model("SoftmaxCrossEntropyLoss", {"x", "y"}, {"z"});
@@ -124,5 +130,5 @@ TEST_CASE("loss converters reject what ONNX does not define") {
   }
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

@@ -20,10 +20,14 @@ StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2)
   return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{batch, {}, false, {}});
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // The shape of the model's first output.
-std::vector<int64_t> output_shape(const frontend::ForwardGraph& g) { return g.graph.value(g.scores()).type.shape; }
+std::vector<int64_t> output_shape(const frontend::ForwardGraph& g) {
+  return g.graph.value(g.scores()).type.shape;
+}
 
 // The kind of the op producing the model's first output.
 ir::OpKind output_op(const frontend::ForwardGraph& g) {
@@ -55,7 +59,8 @@ TEST_CASE("a bias row keeps BiasAdd; other Adds broadcast") {
   auto imported = import(b);
   REQUIRE(imported.ok());
   CHECK(output_op(*imported) == ir::OpKind::kBiasAdd);
-  CHECK(imported->graph.op(imported->graph.value(imported->outputs[1].value).producer).kind == ir::OpKind::kBinary);
+  CHECK(imported->graph.op(imported->graph.value(imported->outputs[1].value).producer).kind ==
+        ir::OpKind::kBinary);
 }
 
 TEST_CASE("Softmax coerces to 2-D before version 13 and takes one axis from 13") {
@@ -105,7 +110,9 @@ TEST_CASE("Transpose, Slice with negative steps, Split and Unsqueeze give ONNX's
   auto imported = import(b);
   INFO(imported.status().message());
   REQUIRE(imported.ok());
-  auto shape = [&](int i) { return imported->graph.value(imported->outputs[static_cast<size_t>(i)].value).type.shape; };
+  auto shape = [&](int i) {
+    return imported->graph.value(imported->outputs[static_cast<size_t>(i)].value).type.shape;
+  };
   CHECK(shape(0) == std::vector<int64_t>{4, 2, 3});
   CHECK(shape(1) == std::vector<int64_t>{2, 2, 3});
   CHECK(shape(2) == std::vector<int64_t>{2, 3, 1});
@@ -118,7 +125,9 @@ TEST_CASE("Shape and Size fold to constants; Cast records the output dtype") {
   b.input("x", {3}).output("s").output("c");
   b.node("Shape", "shape", {"x"}, {"s"});
   OnnxBuilder::int_attr(b.node("Cast", "cast", {"x"}, {"c"}), "to", onnx::TensorProto::INT64);
-  for (int i = 0; i < 2; ++i) b.model().mutable_graph()->mutable_output(i)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  for (int i = 0; i < 2; ++i)
+    b.model().mutable_graph()->mutable_output(i)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::INT64);
   auto imported = import(b);
   INFO(imported.status().message());
   REQUIRE(imported.ok());
@@ -162,15 +171,17 @@ TEST_CASE("forms whose semantics are not implemented are unsupported with the re
   b.node("Div", "idiv", {"x", "x"}, {"a"});
   OnnxBuilder::string_attr(b.node("Pad", "pad", {"x", "pads"}, {"p"}), "mode", "reflect");
   OnnxBuilder::int_attr(b.node("Cast", "cast", {"x"}, {"c"}), "to", onnx::TensorProto::DOUBLE);
-  b.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  b.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::INT64);
   auto imported = import(b);
   REQUIRE_FALSE(imported.ok());
   CHECK(imported.status().code() == StatusCode::kUnsupported);
   const std::string m = imported.status().message();
   CHECK(contains(m, "node 'idiv' (Div): Div of dtype 'i8' (integer division) is not supported"));
-  CHECK(contains(m, "node 'pad' (Pad): negative pads (cropping) are supported in constant mode only, not 'reflect'"));
+  CHECK(contains(
+      m, "node 'pad' (Pad): negative pads (cropping) are supported in constant mode only, not 'reflect'"));
   CHECK(contains(m, "node 'cast' (Cast): Cast to element type DOUBLE is not supported"));
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

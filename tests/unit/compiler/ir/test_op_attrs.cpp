@@ -18,7 +18,7 @@ TEST_CASE("ir::attrs_family is the family ops.def names for each op") {
   CHECK(attrs_family(OpKind::kMaxPool) == kAttrsIndex<WindowAttrs>);
   CHECK(attrs_family(OpKind::kConvGradWeight) == kAttrsIndex<WindowGradAttrs>);
   CHECK(attrs_family(OpKind::kRelu) == kAttrsIndex<NoAttrs>);
-  CHECK(kAttrsIndex<NoAttrs> == 0);  // `{}` as an op's attributes means none
+  CHECK(kAttrsIndex<NoAttrs> == 0); // `{}` as an op's attributes means none
 }
 
 TEST_CASE("ir::Op::attrs reads the family an op was added with") {
@@ -57,11 +57,12 @@ TEST_CASE("ir::window_of reads the window of a pooling op and of a gradient") {
   WindowGradAttrs grad;
   grad.window = window;
   grad.shape = {1, 1, 4, 4};
-  auto pool_grad = g.add_op(OpKind::kAveragePoolGrad, "pool/grad", {g.op(*pool).outputs[0]}, grad, Phase::kBackward);
+  auto pool_grad =
+      g.add_op(OpKind::kAveragePoolGrad, "pool/grad", {g.op(*pool).outputs[0]}, grad, Phase::kBackward);
   REQUIRE(pool_grad.ok());
   CHECK(window_of(g.op(*pool_grad)).kernel == std::array<int64_t, 2>{2, 2});
   CHECK(g.value(g.op(*pool_grad).outputs[0]).type.shape == grad.shape);
 }
 
-}  // namespace
-}  // namespace ipu::ir
+} // namespace
+} // namespace ipu::ir

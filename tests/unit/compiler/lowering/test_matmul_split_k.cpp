@@ -26,7 +26,8 @@ std::string matmul_model(int64_t M, int64_t N, int64_t K) {
 int count_codelet(const format::Executable& exe, format::Codelet codelet) {
   int n = 0;
   for (const auto& cs : exe.compute_sets()) {
-    for (const auto& v : cs.vertices()) n += v.codelet() == static_cast<uint32_t>(codelet);
+    for (const auto& v : cs.vertices())
+      n += v.codelet() == static_cast<uint32_t>(codelet);
   }
   return n;
 }
@@ -68,7 +69,8 @@ TEST_CASE("a 2048³ MatMul fits one mk2 IPU at 40-90 % of fp32 peak") {
           doctest::Approx(static_cast<double>(cs.cycles())).epsilon(1e-5));
   }
   const auto& t = exe.target();
-  const double peak_flops = 2.0 * t.tiles_per_ipu() * target::target_preset("mk2")->cycles.macs_per_cycle * t.clock_hz();
+  const double peak_flops =
+      2.0 * t.tiles_per_ipu() * target::target_preset("mk2")->cycles.macs_per_cycle * t.clock_hz();
   const double flops = 2.0 * static_cast<double>(n * n * n) / (device / t.clock_hz());
   MESSAGE("2048³: ", flops / 1e12, " TFLOPS, ", 100 * flops / peak_flops, " % of peak, peak tile ",
           exe.estimates().peak_tile_bytes(), " bytes");
@@ -85,8 +87,8 @@ TEST_CASE("a 2048³ MatMul fits one mk2 IPU at 40-90 % of fp32 peak") {
 }
 
 // Runs predict on A and B and returns C.
-std::vector<float> predict(const std::string& model, compiler::CompileOptions options, const std::vector<float>& a,
-                           const std::vector<float>& b, int* partial_vertices) {
+std::vector<float> predict(const std::string& model, compiler::CompileOptions options,
+                           const std::vector<float>& a, const std::vector<float>& b, int* partial_vertices) {
   auto compiled = compiler::compile_model(model, options);
   if (!compiled.ok()) throw std::runtime_error(compiled.status().message());
   *partial_vertices = count_codelet(compiled->executable, format::Codelet::kMatMulPartial);
@@ -114,7 +116,8 @@ std::vector<float> predict(const std::string& model, compiler::CompileOptions op
 TEST_CASE("a MatMul split over K computes the unsplit product within fp32 rounding") {
   const int64_t M = 24, N = 20, K = 3000;
   const std::string model = matmul_model(M, N, K);
-  const std::vector<float> a = wave(static_cast<size_t>(M * K), 1.0f, 0.3f), b = wave(static_cast<size_t>(K * N), 1.0f, 0.7f);
+  const std::vector<float> a = wave(static_cast<size_t>(M * K), 1.0f, 0.3f),
+                           b = wave(static_cast<size_t>(K * N), 1.0f, 0.7f);
   auto options = small_target_options(1);
   options.model_path = "test.onnx";
   options.mode = compiler::Mode::kInfer;
@@ -134,7 +137,8 @@ TEST_CASE("a MatMul split over K computes the unsplit product within fp32 roundi
     for (int64_t j = 0; j < N; ++j) {
       // fp32 rounding of a K-term dot product: K ulps of Σ|a·b|.
       double magnitude = 0;
-      for (int64_t k = 0; k < K; ++k) magnitude += std::fabs(a[static_cast<size_t>(i * K + k)] * b[static_cast<size_t>(k * N + j)]);
+      for (int64_t k = 0; k < K; ++k)
+        magnitude += std::fabs(a[static_cast<size_t>(i * K + k)] * b[static_cast<size_t>(k * N + j)]);
       const size_t at = static_cast<size_t>(i * N + j);
       CAPTURE(at);
       CHECK(std::fabs(split[at] - whole[at]) <= static_cast<double>(K) * 0x1p-24 * magnitude);
@@ -142,5 +146,5 @@ TEST_CASE("a MatMul split over K computes the unsplit product within fp32 roundi
   }
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

@@ -24,7 +24,7 @@ TEST_CASE("memory plan: a model that overflows names the tile, the bytes and the
   CHECK(m.find("out of memory") != std::string::npos);
   CHECK(m.find("tile ") != std::string::npos);
   CHECK(m.find("bytes of 16,384") != std::string::npos);
-  CHECK(m.find("wide/kernel") != std::string::npos);  // 128 KiB of weights, the largest tensor
+  CHECK(m.find("wide/kernel") != std::string::npos); // 128 KiB of weights, the largest tensor
 }
 
 // The report says what fills a tile at its fullest moment, by category, and the categories add
@@ -43,7 +43,7 @@ TEST_CASE("memory plan: an overflowing tile's bytes are broken down into categor
   }
   auto plan_options = small_target_options(8);
   plan_options.tiles_per_ipu = 2;
-  plan_options.bytes_per_tile = 1 << 30;  // compiles, so the plan can be read
+  plan_options.bytes_per_tile = 1 << 30; // compiles, so the plan can be read
   auto fits = compiler::compile_model(kSpec, plan_options);
   REQUIRE(fits.ok());
   const lowering::TileUsage& u = fits->memory.fullest;
@@ -53,7 +53,8 @@ TEST_CASE("memory plan: an overflowing tile's bytes are broken down into categor
   CHECK(u.vertex_state_bytes == u.vertices * 32);
   CHECK(!u.compute_set.empty());
   uint64_t named = 0;
-  for (const auto& [name, bytes] : u.largest_tensors) named += bytes;
+  for (const auto& [name, bytes] : u.largest_tensors)
+    named += bytes;
   CHECK(named <= u.tensor_bytes);
 }
 
@@ -154,8 +155,9 @@ TEST_CASE("memory plan: a Conv over a plane larger than a tile splits its output
       }
     }
   }
-  for (int64_t rows : rows_per_channel) CHECK(rows == side);
+  for (int64_t rows : rows_per_channel)
+    CHECK(rows == side);
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

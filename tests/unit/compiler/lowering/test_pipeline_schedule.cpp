@@ -52,10 +52,11 @@ TEST_CASE("pipeline schedule: grouped is shortest, interleaved stashes least, se
   CHECK(sequential.slots.size() == static_cast<size_t>(2 * S * K));
   CHECK(grouped.slots.size() < sequential.slots.size());
   CHECK(interleaved.slots.size() < sequential.slots.size());
-  CHECK(grouped.stash_depth[0] == K);          // every micro-batch is in flight on stage 0
-  CHECK(interleaved.stash_depth[0] == S);      // at most S in flight
-  CHECK(interleaved.stash_depth[S - 1] == 1);  // the last stage turns each around at once
-  for (int s = 0; s < S; ++s) CHECK(sequential.stash_depth[s] == 1);
+  CHECK(grouped.stash_depth[0] == K);         // every micro-batch is in flight on stage 0
+  CHECK(interleaved.stash_depth[0] == S);     // at most S in flight
+  CHECK(interleaved.stash_depth[S - 1] == 1); // the last stage turns each around at once
+  for (int s = 0; s < S; ++s)
+    CHECK(sequential.stash_depth[s] == 1);
 }
 
 TEST_CASE("pipeline schedule: names parse") {
@@ -65,5 +66,5 @@ TEST_CASE("pipeline schedule: names parse") {
   CHECK_FALSE(parse_schedule("fast").ok());
 }
 
-}  // namespace
-}  // namespace ipu::lowering
+} // namespace
+} // namespace ipu::lowering

@@ -5,7 +5,9 @@
 namespace ipu::lowering {
 namespace {
 
-target::TargetSpec mk2() { return *target::target_preset("mk2"); }
+target::TargetSpec mk2() {
+  return *target::target_preset("mk2");
+}
 
 TEST_CASE("tile planner: tiny elementwise ops stay on few tiles") {
   // A relu over a [32,256] activation: 8192 elements at half a cycle each.
@@ -36,7 +38,8 @@ TEST_CASE("tile planner: splits respect tile memory") {
   Split s = plan_split(1 << 20, 0.5, 0.0, 8.0, small, 1472);
   CHECK(static_cast<double>(s.chunk) * 8.0 <= 0.5 * 64 * 1024);
   BlockGrid g = plan_matmul(256, 256, 256, small, 1472).grid;
-  const double in_bytes = 4.0 * (static_cast<double>(g.rows.chunk) * 256 + 256.0 * static_cast<double>(g.cols.chunk));
+  const double in_bytes =
+      4.0 * (static_cast<double>(g.rows.chunk) * 256 + 256.0 * static_cast<double>(g.cols.chunk));
   CHECK(in_bytes <= 0.5 * 64 * 1024);
 }
 
@@ -49,5 +52,5 @@ TEST_CASE("tile planner: when no split fits, the smallest working set is chosen"
   CHECK(g.rows.parts * g.cols.parts <= 1472);
 }
 
-}  // namespace
-}  // namespace ipu::lowering
+} // namespace
+} // namespace ipu::lowering

@@ -13,8 +13,8 @@
 namespace ipu::ir {
 namespace {
 
-std::pair<int64_t, int64_t> enumerated(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides, int64_t first,
-                                       int64_t last) {
+std::pair<int64_t, int64_t> enumerated(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                                       int64_t first, int64_t last) {
   std::pair<int64_t, int64_t> bounds{INT64_MAX, INT64_MIN};
   for (int64_t flat = first; flat <= last; ++flat) {
     int64_t rest = flat, offset = 0;
@@ -35,7 +35,7 @@ TEST_CASE("strided_extent is the least and greatest offset of every range of out
     int64_t elements = 1;
     for (size_t k = 0; k < rank; ++k) {
       dims.push_back(1 + static_cast<int64_t>(rng() % 5));
-      strides.push_back(static_cast<int64_t>(rng() % 13) - 4);  // negative (reversed), 0 (broadcast), positive
+      strides.push_back(static_cast<int64_t>(rng() % 13) - 4); // negative (reversed), 0 (broadcast), positive
       elements *= dims.back();
     }
     const int64_t a = static_cast<int64_t>(rng() % static_cast<uint64_t>(elements));
@@ -49,5 +49,5 @@ TEST_CASE("strided_extent is the least and greatest offset of every range of out
   CHECK(strided_extent({3, 4}, {1, 3}, 4, 5) == std::pair<int64_t, int64_t>{1, 4});
 }
 
-}  // namespace
-}  // namespace ipu::ir
+} // namespace
+} // namespace ipu::ir

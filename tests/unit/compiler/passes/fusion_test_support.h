@@ -23,9 +23,10 @@ inline compiler::CompileResult compile_for_inference(const std::string& onnx_mod
 inline int vertices_of(const format::Executable& exe, format::Codelet codelet) {
   int count = 0;
   for (const auto& cs : exe.compute_sets()) {
-    for (const auto& v : cs.vertices()) count += v.codelet() == static_cast<uint32_t>(codelet);
+    for (const auto& v : cs.vertices())
+      count += v.codelet() == static_cast<uint32_t>(codelet);
   }
   return count;
 }
 
-}  // namespace ipu::testing
+} // namespace ipu::testing

@@ -12,8 +12,8 @@
 namespace {
 
 using namespace ipu;
-using ipu::testing::OnnxBuilder;
 using ipu::testing::compile_for_inference;
+using ipu::testing::OnnxBuilder;
 using ipu::testing::vertices_of;
 
 // x [N,1,4,4] → Conv (2 channels, 3x3) → `c`, read by a Relu and, if `c_also_read`, by an Add
@@ -33,7 +33,9 @@ std::string conv_relu_model(bool c_also_read, bool c_is_output) {
   return b.bytes();
 }
 
-int activation_vertices(const format::Executable& exe) { return vertices_of(exe, format::Codelet::kActivation); }
+int activation_vertices(const format::Executable& exe) {
+  return vertices_of(exe, format::Codelet::kActivation);
+}
 
 // x [N,3] → Gemm (bias, transB) → `h` → `activation` → y.
 std::string gemm_model(const std::string& activation) {
@@ -57,7 +59,8 @@ TEST_CASE("fuse_epilogues: a Conv output read elsewhere, or a graph output, stay
   for (const auto& read_and_output : {std::pair{true, false}, std::pair{false, true}}) {
     const bool also_read = read_and_output.first;
     CAPTURE(also_read);
-    const compiler::CompileResult result = compile_for_inference(conv_relu_model(also_read, read_and_output.second));
+    const compiler::CompileResult result =
+        compile_for_inference(conv_relu_model(also_read, read_and_output.second));
     CHECK(result.ir_text.find("Conv+Relu") == std::string::npos);
     CHECK(result.ir_text.find("= Relu(") != std::string::npos);
     CHECK(activation_vertices(result.executable) > 0);
@@ -84,18 +87,22 @@ std::string matmul_add_model(const std::vector<int64_t>& bias_shape, bool bias_f
   b.input("x", {3, 4}).output("y");
   b.floats("w", {4, 5}, std::vector<float>(20, 0.5f));
   int64_t bias_elements = 1;
-  for (int64_t d : bias_shape) bias_elements *= d;
+  for (int64_t d : bias_shape)
+    bias_elements *= d;
   b.floats("b", bias_shape, std::vector<float>(static_cast<size_t>(bias_elements), -0.25f));
   b.node("MatMul", "mm", {"x", "w"}, {"h"});
-  b.node("Add", "add", bias_first ? std::vector<std::string>{"b", "h"} : std::vector<std::string>{"h", "b"}, {"y"});
+  b.node("Add", "add", bias_first ? std::vector<std::string>{"b", "h"} : std::vector<std::string>{"h", "b"},
+         {"y"});
   return b.bytes();
 }
 
 TEST_CASE("fuse_epilogues: a bias vector added after a reshaped MatMul folds into the MatMul") {
-  for (const auto& shape_and_order : {std::pair{std::vector<int64_t>{5}, false}, std::pair{std::vector<int64_t>{1, 1, 5}, true}}) {
+  for (const auto& shape_and_order :
+       {std::pair{std::vector<int64_t>{5}, false}, std::pair{std::vector<int64_t>{1, 1, 5}, true}}) {
     const bool bias_first = shape_and_order.second;
     CAPTURE(bias_first);
-    const compiler::CompileResult result = compile_for_inference(matmul_add_model(shape_and_order.first, bias_first));
+    const compiler::CompileResult result =
+        compile_for_inference(matmul_add_model(shape_and_order.first, bias_first));
     INFO(result.ir_text);
     CHECK(result.ir_text.find("= MatMul(mm/flatten, w, b)") != std::string::npos);
     CHECK(result.ir_text.find("add:f32[2,3,5] = Reshape(mm)") != std::string::npos);
@@ -150,8 +157,8 @@ TEST_CASE("fuse_epilogues: the fused op takes the folded op's place in the op or
   reshape_attrs.shape = {4};
   auto bias = g.add_op(ir::OpKind::kReshape, "fc/bias_shape", {c}, reshape_attrs, ir::Phase::kForward);
   REQUIRE(bias.ok());
-  auto add = g.add_op(ir::OpKind::kBiasAdd, "fc/bias_add", {g.op(*matmul).outputs[0], g.op(*bias).outputs[0]}, {},
-                      ir::Phase::kForward);
+  auto add = g.add_op(ir::OpKind::kBiasAdd, "fc/bias_add", {g.op(*matmul).outputs[0], g.op(*bias).outputs[0]},
+                      {}, ir::Phase::kForward);
   REQUIRE(add.ok());
   const int y = g.op(*add).outputs[0], b = g.op(*bias).outputs[0];
 
@@ -164,4 +171,4 @@ TEST_CASE("fuse_epilogues: the fused op takes the folded op's place in the op or
   CHECK(g.value(y).producer == 1);
 }
 
-}  // namespace
+} // namespace

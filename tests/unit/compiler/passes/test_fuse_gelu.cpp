@@ -13,14 +13,14 @@
 namespace {
 
 using namespace ipu;
-using ipu::testing::OnnxBuilder;
 using ipu::testing::compile_for_inference;
+using ipu::testing::OnnxBuilder;
 using ipu::testing::vertices_of;
 
 struct GeluSpelling {
   float divisor = std::numbers::sqrt2_v<float>;
-  bool operands_swapped = false;  // Add(1, e), Mul(a, x), Mul(0.5, m)
-  bool erf_is_output = false;     // the Erf's output is a graph output too
+  bool operands_swapped = false; // Add(1, e), Mul(a, x), Mul(0.5, m)
+  bool erf_is_output = false;    // the Erf's output is a graph output too
 };
 
 // x [N,6] → (x · (erf(x / divisor) + 1)) · 0.5 → y, with constants from Constant nodes.
@@ -68,4 +68,4 @@ TEST_CASE("fuse_gelu: another divisor, or an intermediate read elsewhere, keeps 
   }
 }
 
-}  // namespace
+} // namespace

@@ -12,14 +12,14 @@
 namespace {
 
 using namespace ipu;
-using ipu::testing::OnnxBuilder;
 using ipu::testing::compile_for_inference;
+using ipu::testing::OnnxBuilder;
 using ipu::testing::vertices_of;
 
 struct LayerNormSpelling {
-  int64_t axis = -1;              // of both ReduceMeans
+  int64_t axis = -1; // of both ReduceMeans
   float exponent = 2.0f;
-  bool operands_swapped = false;  // Add(ε, v), Mul(γ, n), Add(β, m)
+  bool operands_swapped = false; // Add(ε, v), Mul(γ, n), Add(β, m)
   bool centered_is_output = false;
 };
 
@@ -53,10 +53,12 @@ std::string layer_norm_model(const LayerNormSpelling& s) {
   return b.bytes();
 }
 
-TEST_CASE("fuse_layer_norm: PyTorch's nine LayerNorm ops become one LayerNorm, with operands in either order") {
+TEST_CASE(
+    "fuse_layer_norm: PyTorch's nine LayerNorm ops become one LayerNorm, with operands in either order") {
   for (bool swapped : {false, true}) {
     CAPTURE(swapped);
-    const compiler::CompileResult result = compile_for_inference(layer_norm_model({.operands_swapped = swapped}));
+    const compiler::CompileResult result =
+        compile_for_inference(layer_norm_model({.operands_swapped = swapped}));
     INFO(result.ir_text);
     CHECK(result.ir_text == "forward stage 0: shift:f32[2,4,8] = LayerNorm(x, gamma, beta)\n");
     CHECK(vertices_of(result.executable, format::Codelet::kLayerNorm) > 0);
@@ -76,4 +78,4 @@ TEST_CASE("fuse_layer_norm: another axis or exponent, or an intermediate read el
   }
 }
 
-}  // namespace
+} // namespace

@@ -20,8 +20,10 @@ TEST_CASE("cycle model: presets give the published peaks") {
   // GC200: 62.5 TFLOPS fp32 (AMP), 8 TB/s IPU-Exchange; GC2: 31.1 TFLOPS fp32.
   const double mk2_flops = 2 * mk2.cycles.macs_per_cycle * mk2.tiles_per_ipu * mk2.clock_hz;
   CHECK(mk2_flops == doctest::Approx(62.5e12).epsilon(0.01));
-  CHECK(2 * mk1.cycles.macs_per_cycle * mk1.tiles_per_ipu * mk1.clock_hz == doctest::Approx(31.1e12).epsilon(0.01));
-  CHECK(mk2.cycles.exchange_bytes_per_cycle * mk2.tiles_per_ipu * mk2.clock_hz == doctest::Approx(8e12).epsilon(0.03));
+  CHECK(2 * mk1.cycles.macs_per_cycle * mk1.tiles_per_ipu * mk1.clock_hz ==
+        doctest::Approx(31.1e12).epsilon(0.01));
+  CHECK(mk2.cycles.exchange_bytes_per_cycle * mk2.tiles_per_ipu * mk2.clock_hz ==
+        doctest::Approx(8e12).epsilon(0.03));
   // One IPU-Link direction: 0.85 × 128 Gbit/s.
   CHECK(mk2.cycles.ipu_link_bytes_per_cycle * mk2.clock_hz == doctest::Approx(0.85 * 16e9));
   CHECK(mk1.cycles.ipu_link_bytes_per_cycle * mk1.clock_hz == doctest::Approx(0.85 * 16e9));
@@ -31,10 +33,10 @@ TEST_CASE("cycle model: presets give the published peaks") {
 
 TEST_CASE("cycle model: a sync takes ceil(15 ns × clock × (1 + N/4) × 2)") {
   const target::TargetSpec mk2 = preset("mk2"), mk1 = preset("mk1");
-  CHECK(target::sync_cycles(mk2, 1) == 40);   // 39.9
+  CHECK(target::sync_cycles(mk2, 1) == 40); // 39.9
   CHECK(target::sync_cycles(mk2, 3) == 40);
-  CHECK(target::sync_cycles(mk2, 4) == 80);   // 79.8
-  CHECK(target::sync_cycles(mk2, 8) == 120);  // 119.7
+  CHECK(target::sync_cycles(mk2, 4) == 80);  // 79.8
+  CHECK(target::sync_cycles(mk2, 8) == 120); // 119.7
   CHECK(target::sync_cycles(mk2, 16) == 200);
   CHECK(target::sync_cycles(mk1, 1) == 48);
 }
@@ -58,7 +60,7 @@ TEST_CASE("cycle model: a compute set's estimate, with and without a shared exch
     format::Executable exe;
     exe.mutable_target()->set_num_ipus(1);
     lowering::LowerContext ctx(graph, t, exe);
-    ctx.map_linearly(w);  // 1,024 elements on each tile
+    ctx.map_linearly(w); // 1,024 elements on each tile
     ctx.begin_compute_set("cs", 0);
     ctx.begin_op("reader");
     for (uint32_t tile : {first_tile, second_tile}) {
@@ -81,5 +83,5 @@ TEST_CASE("cycle model: a compute set's estimate, with and without a shared exch
   CHECK(estimate(0, 1, 0) == 40 + 1536 + 113);
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

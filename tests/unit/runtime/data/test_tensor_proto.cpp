@@ -15,8 +15,7 @@ using ipu::data::decode_tensor_proto;
 using ipu::data::parse_tensor_proto;
 using onnx::TensorProto;
 
-template <typename T>
-std::vector<T> values_of(const ipu::data::NpyArray& a) {
+template <typename T> std::vector<T> values_of(const ipu::data::NpyArray& a) {
   std::vector<T> out(a.data.size() / sizeof(T));
   std::memcpy(out.data(), a.data.data(), a.data.size());
   return out;
@@ -27,7 +26,8 @@ TEST_CASE("float tensors decode from float_data and from raw_data alike") {
   typed.set_data_type(TensorProto::FLOAT);
   typed.add_dims(2);
   typed.add_dims(2);
-  for (float v : {1.5f, -2.0f, 0.25f, 8.0f}) typed.add_float_data(v);
+  for (float v : {1.5f, -2.0f, 0.25f, 8.0f})
+    typed.add_float_data(v);
   auto a = decode_tensor_proto(typed, "t");
   REQUIRE(a.ok());
   CHECK(a->dtype == "f4");
@@ -47,7 +47,8 @@ TEST_CASE("integer and bool tensors use their ONNX typed fields") {
   TensorProto i64;
   i64.set_data_type(TensorProto::INT64);
   i64.add_dims(3);
-  for (int64_t v : {int64_t{-1}, int64_t{0}, int64_t{1} << 40}) i64.add_int64_data(v);
+  for (int64_t v : {int64_t{-1}, int64_t{0}, int64_t{1} << 40})
+    i64.add_int64_data(v);
   auto a = decode_tensor_proto(i64, "t");
   REQUIRE(a.ok());
   CHECK(values_of<int64_t>(*a) == std::vector<int64_t>{-1, 0, int64_t{1} << 40});
@@ -55,13 +56,14 @@ TEST_CASE("integer and bool tensors use their ONNX typed fields") {
   TensorProto flags;
   flags.set_data_type(TensorProto::BOOL);
   flags.add_dims(3);
-  for (int v : {0, 1, 5}) flags.add_int32_data(v);
+  for (int v : {0, 1, 5})
+    flags.add_int32_data(v);
   auto b = decode_tensor_proto(flags, "t");
   REQUIRE(b.ok());
   CHECK(b->dtype == "b1");
   CHECK(b->data == std::string("\0\1\1", 3));
 
-  TensorProto scalar;  // no dims: one element
+  TensorProto scalar; // no dims: one element
   scalar.set_data_type(TensorProto::INT32);
   scalar.add_int32_data(7);
   auto c = decode_tensor_proto(scalar, "t");
@@ -114,4 +116,4 @@ TEST_CASE("serialize_tensor_proto round-trips through parse_tensor_proto") {
   CHECK(ipu::data::serialize_tensor_proto(array, "x").status().code() == StatusCode::kUnsupported);
 }
 
-}  // namespace
+} // namespace

@@ -34,28 +34,31 @@ std::vector<PreparedVertex> matmul_grid(float* a, float* b, float* c, int64_t M,
   for (int64_t j = 0; j < 4; ++j) {
     for (int64_t i = 0; i < 4; ++i) {
       grid.push_back(vertex(Codelet::kMatMul, {a, b, c},
-                            {M, N, K, 0, 0, i * M / 4, (i + 1) * M / 4, j * N / 4, (j + 1) * N / 4, 0}, {}, 10));
+                            {M, N, K, 0, 0, i * M / 4, (i + 1) * M / 4, j * N / 4, (j + 1) * N / 4, 0}, {},
+                            10));
     }
   }
   return grid;
 }
 
 void run_all(const std::vector<PreparedVertex>& vertices) {
-  for (const PreparedVertex& v : vertices) run(v);
+  for (const PreparedVertex& v : vertices)
+    run(v);
 }
 
 void run_all(const std::vector<ipu::engine::HostTask>& tasks) {
-  for (const auto& t : tasks) run(t.work);
+  for (const auto& t : tasks)
+    run(t.work);
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("coalesce: a tall MatMul's tasks span every column and split the rows") {
   const int64_t M = 64, N = 16, K = 8;
   auto a = values(M * K, 1), b = values(K * N, 2);
   std::vector<float> c(M * N), expected(M * N);
   const auto grid = matmul_grid(a.data(), b.data(), c.data(), M, N, K);
-  const auto tasks = coalesce(grid, 80);  // two rows of blocks per task
+  const auto tasks = coalesce(grid, 80); // two rows of blocks per task
   REQUIRE(tasks.size() == 2);
   CHECK(block_of(tasks[0].work) == Block{0, 32, 0, 16});
   CHECK(block_of(tasks[1].work) == Block{32, 64, 0, 16});
@@ -65,7 +68,8 @@ TEST_CASE("coalesce: a tall MatMul's tasks span every column and split the rows"
   expected = c;
   std::fill(c.begin(), c.end(), NAN);
   run_all(tasks);
-  for (size_t i = 0; i < c.size(); ++i) CHECK(std::abs(c[i] - expected[i]) <= 1e-5f * (1 + std::abs(expected[i])));
+  for (size_t i = 0; i < c.size(); ++i)
+    CHECK(std::abs(c[i] - expected[i]) <= 1e-5f * (1 + std::abs(expected[i])));
 }
 
 TEST_CASE("coalesce: a wide MatMul's tasks span every row and split the columns") {
@@ -105,7 +109,7 @@ TEST_CASE("coalesce: ranges merge out of list order, within the cap, and never a
     CHECK(tasks[0].work.cycles == 12);
     CHECK(tasks[1].work.params[1] == 16);
     CHECK(tasks[1].first_vertex == 2);
-    CHECK(tasks[2].work.cycles == 30);  // larger than the cap on its own: stays whole
+    CHECK(tasks[2].work.cycles == 30); // larger than the cap on its own: stays whole
   }
   SUBCASE("a gap") {
     CHECK(coalesce({relu(y.data(), 0, 8, 5), relu(y.data(), 9, 16, 5)}, 100).size() == 2);
@@ -121,10 +125,11 @@ TEST_CASE("coalesce: a Conv's tasks span every output channel and split the samp
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t m = 0; m < M; m += 2) {
       grid.push_back(vertex(Codelet::kConv, {x.data(), w.data(), y.data()},
-                            {N, 1, 4, 4, 2, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, M, 1, n, n + 1, m, m + 2}, {}, 10));
+                            {N, 1, 4, 4, 2, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, M, 1, n, n + 1, m, m + 2}, {},
+                            10));
     }
   }
-  const auto tasks = coalesce(grid, 80);  // two samples' worth of vertices per task
+  const auto tasks = coalesce(grid, 80); // two samples' worth of vertices per task
   REQUIRE(tasks.size() == 4);
   for (size_t t = 0; t < tasks.size(); ++t) {
     CAPTURE(t);
@@ -142,15 +147,18 @@ TEST_CASE("coalesce: a Conv's tasks span every output channel and split the samp
 TEST_CASE("coalesce: a Conv's tasks at batch 1 take at least 32 channels") {
   for (int64_t M : {int64_t{40}, int64_t{12}}) {
     CAPTURE(M);
-    std::vector<float> x = values(4 * 4, 8), w = values(static_cast<size_t>(M * 9), 9), y(static_cast<size_t>(M * 4));
+    std::vector<float> x = values(4 * 4, 8), w = values(static_cast<size_t>(M * 9), 9),
+                       y(static_cast<size_t>(M * 4));
     std::vector<PreparedVertex> channels;
     for (int64_t m = 0; m < M; m += 2) {
       channels.push_back(vertex(Codelet::kConv, {x.data(), w.data(), y.data()},
-                                {1, 1, 4, 4, 2, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, M, 1, 0, 1, m, m + 2}, {}, 10));
+                                {1, 1, 4, 4, 2, 2, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, M, 1, 0, 1, m, m + 2}, {},
+                                10));
     }
-    const auto tasks = coalesce(channels, 40);  // four vertices, 8 channels, by the target alone
+    const auto tasks = coalesce(channels, 40); // four vertices, 8 channels, by the target alone
     std::vector<std::pair<int64_t, int64_t>> ranges;
-    for (const auto& t : tasks) ranges.emplace_back(t.work.params[20], t.work.params[21]);
+    for (const auto& t : tasks)
+      ranges.emplace_back(t.work.params[20], t.work.params[21]);
     using Ranges = std::vector<std::pair<int64_t, int64_t>>;
     CHECK(ranges == (M == 40 ? Ranges{{0, 32}, {32, 40}} : Ranges{{0, 12}}));
   }

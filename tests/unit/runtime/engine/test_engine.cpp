@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "runtime/engine/engine.h"
-#include "runtime/format/host_contract.h"
 #include "runtime/format/codelet.h"
+#include "runtime/format/host_contract.h"
 
 namespace {
 
@@ -26,10 +26,12 @@ using ipu::format::Executable;
 using ipu::format::Stream;
 namespace fmt = ipu::format;
 
-constexpr uint32_t id(fmt::Codelet c) { return static_cast<uint32_t>(c); }
+constexpr uint32_t id(fmt::Codelet c) {
+  return static_cast<uint32_t>(c);
+}
 
 class Builder {
- public:
+public:
   explicit Builder(uint32_t tiles = 4) {
     auto* t = m_exe.mutable_target();
     t->set_arch("custom");
@@ -43,7 +45,8 @@ class Builder {
     m_exe.set_steps_per_execution(1);
   }
 
-  uint32_t tensor(const std::string& name, fmt::DType dtype, const std::vector<int64_t>& shape, const std::vector<float>& init = {}) {
+  uint32_t tensor(const std::string& name, fmt::DType dtype, const std::vector<int64_t>& shape,
+                  const std::vector<float>& init = {}) {
     auto* t = m_exe.add_tensors();
     t->set_name(name);
     t->set_dtype(dtype);
@@ -78,14 +81,18 @@ class Builder {
     return static_cast<uint32_t>(m_exe.compute_sets_size() - 1);
   }
 
-  void vertex(uint32_t cs, fmt::Codelet codelet, std::initializer_list<uint32_t> operands, std::initializer_list<int64_t> params,
-              std::initializer_list<float> fparams = {}, uint64_t cycles = 100, uint32_t tile = 0) {
+  void vertex(uint32_t cs, fmt::Codelet codelet, std::initializer_list<uint32_t> operands,
+              std::initializer_list<int64_t> params, std::initializer_list<float> fparams = {},
+              uint64_t cycles = 100, uint32_t tile = 0) {
     auto* v = m_exe.mutable_compute_sets(static_cast<int>(cs))->add_vertices();
     v->set_codelet(id(codelet));
     v->set_tile(tile % m_exe.target().tiles_per_ipu());
-    for (uint32_t o : operands) v->add_operands(o);
-    for (int64_t p : params) v->add_params(p);
-    for (float f : fparams) v->add_fparams(f);
+    for (uint32_t o : operands)
+      v->add_operands(o);
+    for (int64_t p : params)
+      v->add_params(p);
+    for (float f : fparams)
+      v->add_fparams(f);
     v->set_cycles(cycles);
   }
 
@@ -97,7 +104,7 @@ class Builder {
 
   Executable& exe() { return m_exe; }
 
- private:
+private:
   Executable m_exe;
 };
 
@@ -111,7 +118,9 @@ void stream_out(fmt::Sequence* seq, uint32_t stream, uint32_t tensor) {
   st->set_stream(stream);
   st->set_tensor(tensor);
 }
-void execute(fmt::Sequence* seq, uint32_t cs) { seq->add_steps()->set_execute(cs); }
+void execute(fmt::Sequence* seq, uint32_t cs) {
+  seq->add_steps()->set_execute(cs);
+}
 void copy(fmt::Sequence* seq, uint32_t source, uint32_t destination) {
   auto* c = seq->add_steps()->mutable_copy();
   c->set_source(source);
@@ -142,13 +151,14 @@ struct Recorder {
     bool pull;
     uint32_t stream;
     size_t bytes;
-    std::vector<float> data;  // pushed values, or the values supplied to a pull
+    std::vector<float> data; // pushed values, or the values supplied to a pull
   };
   std::vector<Event> events;
   // Values handed out by pulls: the n-th pull of any stream fills with `next_pull(n)`.
   std::function<std::vector<float>(size_t n, size_t count)> next_pull = [](size_t n, size_t count) {
     std::vector<float> v(count);
-    for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(n * 10 + i) - 3.5f;
+    for (size_t i = 0; i < count; ++i)
+      v[i] = static_cast<float>(n * 10 + i) - 3.5f;
     return v;
   };
   size_t pulls = 0;
@@ -170,7 +180,8 @@ struct Recorder {
 };
 
 std::vector<float> relu(std::vector<float> v) {
-  for (float& x : v) x = x > 0 ? x : 0;
+  for (float& x : v)
+    x = x > 0 ? x : 0;
   return v;
 }
 
@@ -214,7 +225,7 @@ TEST_CASE("engine: lookups and initial values") {
   CHECK(engine->executable().tensors_size() == 2);
   HostStreams none;
   CHECK(engine->run(2, none).code() == StatusCode::kInvalidArgument);
-  CHECK(engine->run(0, none).ok());  // an empty sequence
+  CHECK(engine->run(0, none).ok()); // an empty sequence
 }
 
 TEST_CASE("engine: an executable larger than host memory is refused before allocating") {
@@ -224,13 +235,14 @@ TEST_CASE("engine: an executable larger than host memory is refused before alloc
   b.exe().mutable_target()->set_bytes_per_tile(fmt::kMaxBytesPerTile);
   for (int i = 0; i < 4; ++i) {
     const uint32_t huge = b.tensor("huge" + std::to_string(i), fmt::FLOAT32, {65536, 65536});
-    b.exe().mutable_tensors(static_cast<int>(huge))->set_role(fmt::ACTIVATION);  // not resident on one tile
+    b.exe().mutable_tensors(static_cast<int>(huge))->set_role(fmt::ACTIVATION); // not resident on one tile
   }
   auto engine = Engine::create(b.exe(), EngineOptions{});
   REQUIRE_FALSE(engine.ok());
   CHECK(engine.status().code() == StatusCode::kResourceExhausted);
   CHECK(engine.status().message().find("bytes of memory; this machine has") != std::string::npos);
-  CHECK(engine.status().message().find("(the largest, tensor 'huge0', 17179869184 bytes)") != std::string::npos);
+  CHECK(engine.status().message().find("(the largest, tensor 'huge0', 17179869184 bytes)") !=
+        std::string::npos);
 }
 
 TEST_CASE("engine: steps run in program order") {
@@ -240,7 +252,7 @@ TEST_CASE("engine: steps run in program order") {
   execute(seq, t.relu_cs);
   stream_out(seq, t.out_y, t.y);
   stream_in(seq, t.in, t.x);
-  stream_out(seq, t.out_y, t.y);  // y not recomputed yet: still relu of the first input
+  stream_out(seq, t.out_y, t.y); // y not recomputed yet: still relu of the first input
   execute(seq, t.relu_cs);
   stream_out(seq, t.out_y, t.y);
   auto engine = load(t.b.exe());
@@ -285,7 +297,8 @@ TEST_CASE("engine: Repeat runs its body count times") {
       CHECK(rec.events[2 * i + 1].stream == t.out_y);
       const auto r = relu(rec.events[2 * i].data);
       CHECK(rec.events[2 * i + 1].data == r);
-      for (size_t k = 0; k < 8; ++k) sum[k] += r[k];
+      for (size_t k = 0; k < 8; ++k)
+        sum[k] += r[k];
     }
     CHECK(rec.events.back().stream == t.out_z);
     CHECK(rec.events.back().data == sum);
@@ -325,12 +338,14 @@ TEST_CASE("engine: stream callbacks receive the right stream indices and sizes")
 
   std::vector<std::pair<uint32_t, size_t>> calls;
   std::vector<std::byte> big_payload(30 * sizeof(float));
-  for (size_t i = 0; i < big_payload.size(); ++i) big_payload[i] = static_cast<std::byte>(i * 3 + 1);
+  for (size_t i = 0; i < big_payload.size(); ++i)
+    big_payload[i] = static_cast<std::byte>(i * 3 + 1);
   std::vector<std::byte> pushed;
   HostStreams streams;
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> dst) -> Status {
     calls.emplace_back(stream, dst.size());
-    if (stream == s_big_in) std::memcpy(dst.data(), big_payload.data(), std::min(dst.size(), big_payload.size()));
+    if (stream == s_big_in)
+      std::memcpy(dst.data(), big_payload.data(), std::min(dst.size(), big_payload.size()));
     return Status();
   };
   streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> src) -> Status {
@@ -371,7 +386,7 @@ TEST_CASE("engine: Copy moves whole tensors, including across shapes of equal si
   copy(seq, src, dst);
   stream_out(seq, out, dst);
   copy(seq, flat, src);
-  copy(seq, src, flat);  // flat keeps 9s: src was overwritten with them first
+  copy(seq, src, flat); // flat keeps 9s: src was overwritten with them first
   auto engine = load(b.exe());
   Recorder rec;
   HostStreams streams = rec.streams();
@@ -410,7 +425,7 @@ TEST_CASE("engine: an error from a pull callback propagates and stops the progra
   CHECK(s.code() == StatusCode::kIoError);
   CHECK(s.message() == "features.npy: read failed");
   CHECK(pulls == 3);
-  CHECK(pushes == 2);  // the failing iteration pushes nothing, and the final stream-out never runs
+  CHECK(pushes == 2); // the failing iteration pushes nothing, and the final stream-out never runs
 
   SUBCASE("so does an error from a push callback") {
     pulls = pushes = 0;
@@ -436,8 +451,10 @@ Executable parallel_workload() {
   Builder b(16);
   const int64_t M = 64, K = 48, N = 40;
   std::vector<float> a(M * K), w(K * N);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37f * static_cast<float>(i));
-  for (size_t i = 0; i < w.size(); ++i) w[i] = std::cos(0.11f * static_cast<float>(i)) * 0.3f;
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = std::cos(0.11f * static_cast<float>(i)) * 0.3f;
   const uint32_t ta = b.tensor("a", fmt::FLOAT32, {M, K}, a);
   const uint32_t tw = b.tensor("w", fmt::FLOAT32, {K, N}, w);
   const uint32_t tc = b.tensor("c", fmt::FLOAT32, {M, N});
@@ -449,11 +466,13 @@ Executable parallel_workload() {
   uint32_t tile = 0;
   for (int64_t r = 0; r < M; r += 8) {
     for (int64_t c = 0; c < N; c += 8) {
-      b.vertex(mm, fmt::Codelet::kMatMul, {ta, tw, tc}, {M, N, K, 0, 0, r, r + 8, c, c + 8, 0}, {}, 3000, tile++);
+      b.vertex(mm, fmt::Codelet::kMatMul, {ta, tw, tc}, {M, N, K, 0, 0, r, r + 8, c, c + 8, 0}, {}, 3000,
+               tile++);
     }
   }
   const uint32_t sm = b.compute_set("softmax");
-  for (int64_t r = 0; r < M; ++r) b.vertex(sm, fmt::Codelet::kSoftmax, {tc, ts}, {M, N, r, r + 1}, {}, 1000, tile++);
+  for (int64_t r = 0; r < M; ++r)
+    b.vertex(sm, fmt::Codelet::kSoftmax, {tc, ts}, {M, N, r, r + 1}, {}, 1000, tile++);
   const uint32_t th = b.compute_set("tanh");
   for (int64_t i = 0; i < 80; ++i) {
     b.vertex(th, fmt::Codelet::kActivation, {tc, tt}, {2, i * 32, (i + 1) * 32}, {}, 500, tile++);
@@ -464,7 +483,7 @@ Executable parallel_workload() {
   execute(body, sm);
   execute(body, th);
   stream_out(body, out, ts);
-  stream_in(body, in, ta);  // the next iteration multiplies a perturbed input
+  stream_in(body, in, ta); // the next iteration multiplies a perturbed input
   return b.exe();
 }
 
@@ -475,7 +494,8 @@ std::vector<std::vector<float>> run_workload(int threads) {
   int step = 0;
   streams.pull = [&](uint32_t, uint32_t, std::span<std::byte> dst) -> Status {
     std::vector<float> v(dst.size() / sizeof(float));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(0.01f * static_cast<float>(i) + static_cast<float>(step));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = std::sin(0.01f * static_cast<float>(i) + static_cast<float>(step));
     ++step;
     std::memcpy(dst.data(), v.data(), dst.size());
     return Status();
@@ -493,7 +513,8 @@ std::vector<std::vector<float>> run_workload(int threads) {
 bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0) return false;
+    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0)
+      return false;
   }
   return true;
 }
@@ -504,7 +525,8 @@ TEST_CASE("engine: results are bitwise identical with 1 and 2 threads") {
   // Sanity: the softmax rows sum to one and the matmul is right at one spot.
   for (size_t r = 0; r < 64; ++r) {
     double sum = 0;
-    for (size_t c = 0; c < 40; ++c) sum += one[0][r * 40 + c];
+    for (size_t c = 0; c < 40; ++c)
+      sum += one[0][r * 40 + c];
     CHECK(std::abs(sum - 1.0) < 1e-4);
   }
   {
@@ -518,20 +540,24 @@ TEST_CASE("engine: results are bitwise identical with 1 and 2 threads") {
     std::vector<double> row(40);
     double max = -1e300, sum = 0;
     for (size_t c = 0; c < 40; ++c) {
-      for (size_t k = 0; k < 48; ++k) row[c] += static_cast<double>(a[k]) * w[k * 40 + c];
+      for (size_t k = 0; k < 48; ++k)
+        row[c] += static_cast<double>(a[k]) * w[k * 40 + c];
       max = std::max(max, row[c]);
     }
-    for (double v : row) sum += std::exp(v - max);
-    for (size_t c = 0; c < 40; ++c) CHECK(std::abs(one[0][c] - std::exp(row[c] - max) / sum) < 1e-5);
+    for (double v : row)
+      sum += std::exp(v - max);
+    for (size_t c = 0; c < 40; ++c)
+      CHECK(std::abs(one[0][c] - std::exp(row[c] - max) / sum) < 1e-5);
     CHECK(one[3].size() == 64 * 40);
   }
   for (int threads : {2, 0}) {
     CAPTURE(threads);
-    for (int attempt = 0; attempt < 3; ++attempt) CHECK(bitwise_equal(run_workload(threads), one));
+    for (int attempt = 0; attempt < 3; ++attempt)
+      CHECK(bitwise_equal(run_workload(threads), one));
   }
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -551,7 +577,8 @@ TEST_CASE("engine: replicas pull their own data and an all-reduce leaves every r
   HostStreams streams;
   streams.pull = [&](uint32_t, uint32_t replica, std::span<std::byte> dst) -> Status {
     std::vector<float> v(dst.size() / sizeof(float));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(replica * 8 + i) - 6.0f;
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<float>(replica * 8 + i) - 6.0f;
     pulled[replica] = v;
     std::memcpy(dst.data(), v.data(), dst.size());
     return Status();
@@ -564,7 +591,8 @@ TEST_CASE("engine: replicas pull their own data and an all-reduce leaves every r
   const std::vector<float> a = relu(pulled[0]), b = relu(pulled[1]);
   for (uint32_t r = 0; r < 2; ++r) {
     REQUIRE(pushed[r].size() == 8);
-    for (size_t i = 0; i < 8; ++i) CHECK(pushed[r][i] == (a[i] + b[i]) * 0.5f);
+    for (size_t i = 0; i < 8; ++i)
+      CHECK(pushed[r][i] == (a[i] + b[i]) * 0.5f);
   }
 }
 
@@ -589,7 +617,8 @@ TEST_CASE("engine: parallel branches run on their own tensors") {
 
   SUBCASE("branches that share a tensor are refused") {
     Executable bad = b.exe();
-    auto* branch = bad.mutable_programs(0)->mutable_program()->mutable_sequence()->mutable_steps(0)->mutable_parallel();
+    auto* branch =
+        bad.mutable_programs(0)->mutable_program()->mutable_sequence()->mutable_steps(0)->mutable_parallel();
     auto* c = branch->add_branches()->mutable_copy();
     c->set_source(x1);
     c->set_destination(x2);
@@ -605,17 +634,19 @@ TEST_CASE("engine: parallel branches run on their own tensors") {
     s->set_direction(Stream::HOST_TO_DEVICE);
     s->set_dtype(fmt::FLOAT32);
     s->add_shape(8);
-    auto* branch = bad.mutable_programs(0)->mutable_program()->mutable_sequence()->mutable_steps(0)->mutable_parallel();
+    auto* branch =
+        bad.mutable_programs(0)->mutable_program()->mutable_sequence()->mutable_steps(0)->mutable_parallel();
     auto* st = branch->mutable_branches(0)->mutable_stream_in();
     st->set_stream(in);
     st->set_tensor(x1);
     auto refused = Engine::create(bad, {});
     REQUIRE_FALSE(refused.ok());
-    CHECK(refused.status().message().find("may only execute compute sets and copy tensors") != std::string::npos);
+    CHECK(refused.status().message().find("may only execute compute sets and copy tensors") !=
+          std::string::npos);
   }
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -626,7 +657,8 @@ struct GatherFaults {
   uint32_t cs = 0;
   GatherFaults() {
     std::vector<float> table(8 * 64);
-    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i);
+    for (size_t i = 0; i < table.size(); ++i)
+      table[i] = static_cast<float>(i);
     const uint32_t x = b.tensor("table", fmt::FLOAT32, {8, 64}, table);
     const uint32_t idx = b.tensor("indices", fmt::FLOAT32, {16});
     const uint32_t y = b.tensor("rows", fmt::FLOAT32, {16, 64});
@@ -662,7 +694,8 @@ Status run_gather(Engine& engine, const std::function<std::vector<float>(uint32_
 
 std::vector<float> valid_indices(uint32_t = 0) {
   std::vector<float> v(16);
-  for (size_t j = 0; j < v.size(); ++j) v[j] = static_cast<float>(j % 16) - 8.0f;
+  for (size_t j = 0; j < v.size(); ++j)
+    v[j] = static_cast<float>(j % 16) - 8.0f;
   return v;
 }
 
@@ -671,8 +704,8 @@ TEST_CASE("engine: a kernel fault stops the run with the lowest faulting vertex,
   g.name_ops();
   auto bad = [](uint32_t) {
     std::vector<float> v = valid_indices();
-    v[5] = 50;   // vertex 5
-    v[11] = -9;  // vertex 11, which a second thread may well reach first
+    v[5] = 50;  // vertex 5
+    v[11] = -9; // vertex 11, which a second thread may well reach first
     v[14] = 8;
     return v;
   };
@@ -683,8 +716,10 @@ TEST_CASE("engine: a kernel fault stops the run with the lowest faulting vertex,
       int pushes = 0;
       const Status s = run_gather(*engine, bad, pushes);
       CHECK(s.code() == StatusCode::kOutOfRange);
-      CHECK(s.message() == "node 'Gather_3' (Gather in compute set 'forward/0/0'): index 50 at indices[5] is outside [-8, 8)");
-      CHECK(pushes == 0);  // nothing after the faulting compute set runs
+      CHECK(
+          s.message() ==
+          "node 'Gather_3' (Gather in compute set 'forward/0/0'): index 50 at indices[5] is outside [-8, 8)");
+      CHECK(pushes == 0); // nothing after the faulting compute set runs
     }
     // The engine is left clean: a run with valid data succeeds.
     int pushes = 0;
@@ -701,17 +736,19 @@ TEST_CASE("engine: a fault without op names names the compute set, and the repli
     if (replica == 1) v[2] = 1e30f;
     return v;
   };
-  Status s = run_gather(*load(g.b.exe()), [&](uint32_t) { return bad_in_replica_1(1); }, pushes);
+  Status s = run_gather(
+      *load(g.b.exe()), [&](uint32_t) { return bad_in_replica_1(1); }, pushes);
   CHECK(s.message() == "Gather in compute set 'forward/0/0': index 1e+30 at indices[2] is outside [-8, 8)");
 
   g.b.exe().mutable_target()->set_num_ipus(2);
   g.b.exe().mutable_pipeline()->set_replicas(2);
   s = run_gather(*load(g.b.exe()), bad_in_replica_1, pushes);
-  CHECK(s.message() == "Gather in compute set 'forward/0/0', replica 1: index 1e+30 at indices[2] is outside [-8, 8)");
+  CHECK(s.message() ==
+        "Gather in compute set 'forward/0/0', replica 1: index 1e+30 at indices[2] is outside [-8, 8)");
   CHECK(pushes == 0);
 }
 
-}  // namespace
+} // namespace
 
 namespace {
 
@@ -750,7 +787,7 @@ Status run_with(Engine& engine, float x3) {
   return engine.run(0, streams);
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("engine: the finite check names the first tensor a compute set made non-finite") {
   Overflowing o;
@@ -763,10 +800,11 @@ TEST_CASE("engine: the finite check names the first tensor a compute set made no
   SUBCASE("on, it stops the run at the overflow, not at the -inf the mask held from the start") {
     auto engine = load(o.b.exe());
     engine->set_finite_check(true);
-    CHECK(run_with(*engine, 3e38f).ok());  // z[3] = 3e38: finite
+    CHECK(run_with(*engine, 3e38f).ok()); // z[3] = 3e38: finite
     const Status s = run_with(*engine, 3e38f);
     CHECK(s.code() == StatusCode::kNonFinite);
-    CHECK(s.message() == "tensor 'z' went non-finite in compute set 'accumulate' (node 'z/accumulate', Accumulate): inf at element 3");
+    CHECK(s.message() == "tensor 'z' went non-finite in compute set 'accumulate' (node 'z/accumulate', "
+                         "Accumulate): inf at element 3");
     // Reset to its initial value, z is finite again, and a later run with the check off is not checked.
     engine->reset_tensor(o.z);
     CHECK(floats(engine->tensor_bytes(o.z)) == std::vector<float>(8, 0.0f));

@@ -19,15 +19,14 @@ namespace params = ipu::format::params;
 
 // What the contract says of one codelet.
 struct Declared {
-  std::string names;         // "kM, kN, ..."
-  std::string tail;          // the tail's first index name, or empty
+  std::string names; // "kM, kN, ..."
+  std::string tail;  // the tail's first index name, or empty
   int64_t (*count)(const int64_t*) = nullptr;
   int fixed = 0;
-  std::string fparams;       // "kEpsilon", or empty
+  std::string fparams; // "kEpsilon", or empty
 };
 
-template <typename P>
-Declared declared() {
+template <typename P> Declared declared() {
   Declared d{std::string(P::kNames), "", nullptr, P::kFixed, ""};
   if constexpr (P::kHasTail) {
     d.tail = std::string(P::kTailName);
@@ -56,13 +55,15 @@ std::string trim(const std::string& s) {
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::stringstream in(s);
-  for (std::string item; std::getline(in, item, sep);) out.push_back(trim(item));
+  for (std::string item; std::getline(in, item, sep);)
+    out.push_back(trim(item));
   return out;
 }
 
 // kRowBegin and row_begin, kOH and OH, name the same param.
 std::string key(std::string name) {
-  if (name.size() > 1 && name[0] == 'k' && std::isupper(static_cast<unsigned char>(name[1]))) name = name.substr(1);
+  if (name.size() > 1 && name[0] == 'k' && std::isupper(static_cast<unsigned char>(name[1])))
+    name = name.substr(1);
   std::string k;
   for (char c : name) {
     if (c != '_') k += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -73,7 +74,8 @@ std::string key(std::string name) {
 std::vector<std::string> keys(const std::string& list) {
   std::vector<std::string> out;
   if (trim(list).empty()) return out;
-  for (const std::string& name : split(list, ',')) out.push_back(key(name));
+  for (const std::string& name : split(list, ','))
+    out.push_back(key(name));
   return out;
 }
 
@@ -89,7 +91,7 @@ std::vector<std::vector<std::string>> table_rows(const std::string& doc) {
   return rows;
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("docs/executable_format.md lists each codelet's params as codelet_params.def declares them") {
   std::ifstream file(std::string(IPUCC_SOURCE_DIR) + "/docs/executable_format.md");
@@ -108,7 +110,8 @@ TEST_CASE("docs/executable_format.md lists each codelet's params as codelet_para
   const auto declared = declared_codelets();
   std::map<std::string, int> documented;
   for (const auto& cells : rows) {
-    if (cells.size() != 6 || cells[0].empty() || !std::isdigit(static_cast<unsigned char>(cells[0][0]))) continue;
+    if (cells.size() != 6 || cells[0].empty() || !std::isdigit(static_cast<unsigned char>(cells[0][0])))
+      continue;
     const std::string& name = cells[1];
     CAPTURE(name);
     ++documented[name];
@@ -124,10 +127,12 @@ TEST_CASE("docs/executable_format.md lists each codelet's params as codelet_para
     std::vector<std::pair<std::string, std::string>> tail;
     for (std::string entry : split(cells[3], ',')) {
       const std::string optional = " (optional)";
-      if (entry.size() > optional.size() && entry.ends_with(optional)) entry.resize(entry.size() - optional.size());
+      if (entry.size() > optional.size() && entry.ends_with(optional))
+        entry.resize(entry.size() - optional.size());
       const size_t bracket = entry.find('[');
       if (bracket != std::string::npos) {
-        tail.push_back({key(entry.substr(0, bracket)), key(entry.substr(bracket + 1, entry.size() - bracket - 2))});
+        tail.push_back(
+            {key(entry.substr(0, bracket)), key(entry.substr(bracket + 1, entry.size() - bracket - 2))});
       } else if (groups.count(entry) != 0) {
         fixed.insert(fixed.end(), groups[entry].begin(), groups[entry].end());
       } else {
@@ -144,12 +149,13 @@ TEST_CASE("docs/executable_format.md lists each codelet's params as codelet_para
     // contract's rule, for head values that tell the params apart.
     std::vector<int64_t> head(static_cast<size_t>(d.fixed));
     int64_t documented_length = 0;
-    for (size_t i = 0; i < head.size(); ++i) head[i] = static_cast<int64_t>(i) + 2;
+    for (size_t i = 0; i < head.size(); ++i)
+      head[i] = static_cast<int64_t>(i) + 2;
     for (const auto& array_and_length : tail) {
       const auto& length = array_and_length.second;
       const auto at = std::find(fixed.begin(), fixed.end(), length);
-      REQUIRE_MESSAGE(at != fixed.end(),
-                      "tail array " << array_and_length.first << " is as long as an unknown param " << length);
+      REQUIRE_MESSAGE(at != fixed.end(), "tail array " << array_and_length.first
+                                                       << " is as long as an unknown param " << length);
       documented_length += head[static_cast<size_t>(at - fixed.begin())];
     }
     CHECK(d.count(head.data()) - d.fixed == documented_length);
@@ -166,9 +172,10 @@ TEST_CASE("make_params puts each named param at its index, after a group and bef
   CHECK(ipu::format::make_params<P>({{P::kRowEnd, 4}, {P::kM, 8}, {P::kRowBegin, 2}, {P::kN, 3}}) ==
         std::vector<int64_t>{8, 3, 2, 4});
   using B = params::Binary;
-  CHECK(ipu::format::make_params<B>({{B::kKind, 1}, {B::kRank, 1}, {B::kBegin, 0}, {B::kEnd, 5}}, {5, 1, 0}) ==
-        std::vector<int64_t>{1, 1, 0, 5, 5, 1, 0});
+  CHECK(ipu::format::make_params<B>({{B::kKind, 1}, {B::kRank, 1}, {B::kBegin, 0}, {B::kEnd, 5}},
+                                    {5, 1, 0}) == std::vector<int64_t>{1, 1, 0, 5, 5, 1, 0});
   using L = params::NllLoss;
   const std::vector<int64_t> loss = {2, 3, 1, 0, 0, 0, 0};
-  CHECK(ipu::format::make_params<L>(loss, {{L::kBegin, 0}, {L::kEnd, 2}}) == std::vector<int64_t>{2, 3, 1, 0, 0, 0, 0, 0, 2});
+  CHECK(ipu::format::make_params<L>(loss, {{L::kBegin, 0}, {L::kEnd, 2}}) ==
+        std::vector<int64_t>{2, 3, 1, 0, 0, 0, 0, 0, 2});
 }

@@ -63,7 +63,8 @@ Executable sample_executable() {
     iv->set_end(8);
     if (i == 0) {
       std::string bytes(32, '\0');
-      for (size_t b = 0; b < bytes.size(); ++b) bytes[b] = static_cast<char>(b * 7 + 1);
+      for (size_t b = 0; b < bytes.size(); ++b)
+        bytes[b] = static_cast<char>(b * 7 + 1);
       t->set_initial_value(bytes);
     }
   }
@@ -119,15 +120,15 @@ Executable sample_executable() {
   return exe;
 }
 
-template <typename T>
-void put_le(std::string& out, size_t offset, T value) {
-  for (size_t i = 0; i < sizeof(T); ++i) out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
+template <typename T> void put_le(std::string& out, size_t offset, T value) {
+  for (size_t i = 0; i < sizeof(T); ++i)
+    out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
 }
 
-template <typename T>
-T get_le(const std::string& in, size_t offset) {
+template <typename T> T get_le(const std::string& in, size_t offset) {
   T value = 0;
-  for (size_t i = 0; i < sizeof(T); ++i) value |= static_cast<T>(static_cast<uint8_t>(in[offset + i])) << (8 * i);
+  for (size_t i = 0; i < sizeof(T); ++i)
+    value |= static_cast<T>(static_cast<uint8_t>(in[offset + i])) << (8 * i);
   return value;
 }
 
@@ -260,8 +261,9 @@ TEST_CASE("executable file: every header byte matters") {
       CAPTURE(int{mask});
       std::string bytes = good;
       bytes[i] = static_cast<char>(static_cast<uint8_t>(bytes[i]) ^ mask);
-      const StatusCode expected = i >= kVersionOffset && i < kVersionOffset + 4 ? StatusCode::kFailedPrecondition
-                                                                                 : StatusCode::kDataLoss;
+      const StatusCode expected = i >= kVersionOffset && i < kVersionOffset + 4
+                                      ? StatusCode::kFailedPrecondition
+                                      : StatusCode::kDataLoss;
       expect_code(bytes, expected);
     }
   }
@@ -279,11 +281,21 @@ TEST_CASE("executable file: a flipped payload byte fails the checksum") {
 
 TEST_CASE("executable file: truncated or padded") {
   const std::string good = serialize_executable(sample_executable());
-  SUBCASE("truncated by one byte") { expect_code(good.substr(0, good.size() - 1), StatusCode::kDataLoss, "truncated"); }
-  SUBCASE("truncated to the header") { expect_code(good.substr(0, kHeaderSize), StatusCode::kDataLoss, "truncated"); }
-  SUBCASE("truncated halfway") { expect_code(good.substr(0, good.size() / 2 + kHeaderSize / 2), StatusCode::kDataLoss); }
-  SUBCASE("padded by one byte") { expect_code(good + '\0', StatusCode::kDataLoss, "padded"); }
-  SUBCASE("padded by a second copy") { expect_code(good + good, StatusCode::kDataLoss, "padded"); }
+  SUBCASE("truncated by one byte") {
+    expect_code(good.substr(0, good.size() - 1), StatusCode::kDataLoss, "truncated");
+  }
+  SUBCASE("truncated to the header") {
+    expect_code(good.substr(0, kHeaderSize), StatusCode::kDataLoss, "truncated");
+  }
+  SUBCASE("truncated halfway") {
+    expect_code(good.substr(0, good.size() / 2 + kHeaderSize / 2), StatusCode::kDataLoss);
+  }
+  SUBCASE("padded by one byte") {
+    expect_code(good + '\0', StatusCode::kDataLoss, "padded");
+  }
+  SUBCASE("padded by a second copy") {
+    expect_code(good + good, StatusCode::kDataLoss, "padded");
+  }
   SUBCASE("truncated, with the compressed size and checksum made consistent") {
     // The frame is self-consistent, so only decompression can notice.
     std::string bytes = good.substr(0, good.size() - 3);
@@ -313,7 +325,8 @@ TEST_CASE("executable file: the payload size lies") {
 TEST_CASE("executable file: compressed garbage with a correct checksum") {
   SUBCASE("random bytes") {
     std::string garbage(100, '\0');
-    for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>((i * 131 + 17) & 0xff);
+    for (size_t i = 0; i < garbage.size(); ++i)
+      garbage[i] = static_cast<char>((i * 131 + 17) & 0xff);
     expect_code(frame(garbage, 100), StatusCode::kDataLoss, "decompress");
   }
   SUBCASE("zstd magic followed by garbage") {
@@ -336,19 +349,16 @@ TEST_CASE("executable file: a valid zstd frame holding bytes that are not an Exe
   // Each is a malformed protobuf encoding: a truncated varint, field number 0, a length running
   // past the end, a truncated fixed64, an end-group tag without a start.
   const std::string payloads[] = {
-      std::string("\x08\xff\xff", 3),
-      std::string("\x00\x01", 2),
-      std::string("\x12\x40hello", 7),
-      std::string("\x31\x01\x02", 3),
-      std::string("\x0c", 1),
-      std::string(30, '\xff'),
+      std::string("\x08\xff\xff", 3), std::string("\x00\x01", 2), std::string("\x12\x40hello", 7),
+      std::string("\x31\x01\x02", 3), std::string("\x0c", 1),     std::string(30, '\xff'),
   };
   for (const std::string& payload : payloads) {
     CAPTURE(payload.size());
     Executable probe;
-    REQUIRE_FALSE(probe.ParseFromString(payload));  // the premise of the test
-    expect_code(frame(zstd_compress(payload), payload.size()), StatusCode::kDataLoss, "not a valid executable");
+    REQUIRE_FALSE(probe.ParseFromString(payload)); // the premise of the test
+    expect_code(frame(zstd_compress(payload), payload.size()), StatusCode::kDataLoss,
+                "not a valid executable");
   }
 }
 
-}  // namespace
+} // namespace

@@ -17,7 +17,9 @@ namespace {
 // The format version the golden files were written with.
 constexpr uint32_t kGoldenFormatVersion = 1;
 
-std::string golden(const std::string& file) { return std::string(IPUCC_SOURCE_DIR) + "/tests/data/golden_executables/" + file; }
+std::string golden(const std::string& file) {
+  return std::string(IPUCC_SOURCE_DIR) + "/tests/data/golden_executables/" + file;
+}
 
 TEST_CASE("golden executables load and predict what they predicted when written") {
   for (const char* name : {"mlp_replicated", "mlp_staged", "gemm_infer"}) {
@@ -49,4 +51,4 @@ TEST_CASE("golden executables load and predict what they predicted when written"
   }
 }
 
-}  // namespace
+} // namespace

@@ -30,8 +30,8 @@ constexpr uint32_t kSparseCrossEntropy = static_cast<uint32_t>(fmt::Codelet::kSp
 constexpr uint32_t kColumnSum = static_cast<uint32_t>(fmt::Codelet::kColumnSum);
 constexpr uint32_t kSgdMomentum = static_cast<uint32_t>(fmt::Codelet::kSgdMomentum);
 
-fmt::Tensor* add_tensor(Executable& exe, const std::string& name, fmt::DType dtype, std::initializer_list<int64_t> shape,
-                        uint32_t tile = 0) {
+fmt::Tensor* add_tensor(Executable& exe, const std::string& name, fmt::DType dtype,
+                        std::initializer_list<int64_t> shape, uint32_t tile = 0) {
   fmt::Tensor* t = exe.add_tensors();
   t->set_name(name);
   t->set_dtype(dtype);
@@ -96,7 +96,8 @@ Executable tiny_executable() {
   v->add_params(8);
   v->set_cycles(100);
 
-  for (auto [name, direction] : {std::pair{"features", Stream::HOST_TO_DEVICE}, {"predictions", Stream::DEVICE_TO_HOST}}) {
+  for (auto [name, direction] :
+       {std::pair{"features", Stream::HOST_TO_DEVICE}, {"predictions", Stream::DEVICE_TO_HOST}}) {
     auto* s = exe.add_streams();
     s->set_name(name);
     s->set_direction(direction);
@@ -166,8 +167,10 @@ TEST_CASE("verifier: target and top-level sizes") {
   expect_rejected([](Executable& e) { e.mutable_target()->set_tiles_per_ipu(0); }, "tiles_per_ipu");
   expect_rejected([](Executable& e) { e.mutable_target()->set_tiles_per_ipu(65537); }, "tiles_per_ipu");
   expect_rejected([](Executable& e) { e.mutable_target()->set_bytes_per_tile(0); }, "bytes_per_tile");
-  expect_rejected([](Executable& e) { e.mutable_target()->set_worker_threads_per_tile(0); }, "worker_threads");
-  expect_rejected([](Executable& e) { e.mutable_target()->set_worker_threads_per_tile(65); }, "worker_threads");
+  expect_rejected([](Executable& e) { e.mutable_target()->set_worker_threads_per_tile(0); },
+                  "worker_threads");
+  expect_rejected([](Executable& e) { e.mutable_target()->set_worker_threads_per_tile(65); },
+                  "worker_threads");
   expect_rejected([](Executable& e) { e.clear_target(); }, "target");
   expect_rejected([](Executable& e) { e.set_batch_size(0); }, "batch_size");
   expect_rejected([](Executable& e) { e.set_steps_per_execution(0); }, "steps_per_execution");
@@ -180,10 +183,14 @@ TEST_CASE("verifier: target and top-level sizes") {
 }
 
 TEST_CASE("verifier: tensor dtype, shape and IPU") {
-  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_dtype(fmt::DTYPE_UNSPECIFIED); }, "tensor 1 'y': unknown dtype");
-  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_dtype(static_cast<fmt::DType>(7)); }, "tensor 1 'y': unknown dtype");
-  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_shape(1, 0); }, "tensor 1 'y': dimension 0 is not positive");
-  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_shape(0, -2); }, "tensor 1 'y': dimension -2 is not positive");
+  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_dtype(fmt::DTYPE_UNSPECIFIED); },
+                  "tensor 1 'y': unknown dtype");
+  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_dtype(static_cast<fmt::DType>(7)); },
+                  "tensor 1 'y': unknown dtype");
+  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_shape(1, 0); },
+                  "tensor 1 'y': dimension 0 is not positive");
+  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_shape(0, -2); },
+                  "tensor 1 'y': dimension -2 is not positive");
   expect_rejected(
       [](Executable& e) {
         e.mutable_tensors(1)->set_shape(0, int64_t{1} << 20);
@@ -194,21 +201,28 @@ TEST_CASE("verifier: tensor dtype, shape and IPU") {
       [](Executable& e) {
         auto* t = e.mutable_tensors(1);
         t->clear_shape();
-        for (int i = 0; i < 4; ++i) t->add_shape(int64_t{1} << 20);  // would wrap a uint64 product
+        for (int i = 0; i < 4; ++i)
+          t->add_shape(int64_t{1} << 20); // would wrap a uint64 product
       },
       "too many elements");
-  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_ipu(1); }, "tensor 1 'y': on IPU 1 of the replica's 1");
+  expect_rejected([](Executable& e) { e.mutable_tensors(1)->set_ipu(1); },
+                  "tensor 1 'y': on IPU 1 of the replica's 1");
 }
 
 TEST_CASE("verifier: tensor mappings must cover the tensor exactly, in order") {
-  expect_rejected([](Executable& e) { e.mutable_tensors(0)->clear_mapping(); }, "tensor 0 'x': mapping covers 0 of 8");
-  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_end(7); }, "mapping covers 7 of 8");
+  expect_rejected([](Executable& e) { e.mutable_tensors(0)->clear_mapping(); },
+                  "tensor 0 'x': mapping covers 0 of 8");
+  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_end(7); },
+                  "mapping covers 7 of 8");
   // Gap between intervals.
-  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_begin(5); }, "mapping interval 1 [5, 8)");
+  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_begin(5); },
+                  "mapping interval 1 [5, 8)");
   // Overlap.
-  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_begin(3); }, "mapping interval 1 [3, 8)");
+  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_begin(3); },
+                  "mapping interval 1 [3, 8)");
   // Past the end.
-  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_end(9); }, "mapping interval 1 [4, 9)");
+  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_end(9); },
+                  "mapping interval 1 [4, 9)");
   // Empty interval.
   expect_rejected(
       [](Executable& e) {
@@ -218,14 +232,18 @@ TEST_CASE("verifier: tensor mappings must cover the tensor exactly, in order") {
       },
       "mapping interval 2");
   // Does not start at 0.
-  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(0)->set_begin(1); }, "mapping interval 0");
+  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(0)->set_begin(1); },
+                  "mapping interval 0");
   // Out of order.
-  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping()->SwapElements(0, 1); }, "mapping interval 0");
+  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping()->SwapElements(0, 1); },
+                  "mapping interval 0");
   // A tile past the target's 4.
   expect_rejected([](Executable& e) { e.mutable_tensors(1)->mutable_mapping(0)->set_tile(4); }, "on tile 4");
-  expect_rejected([](Executable& e) { e.mutable_tensors(1)->mutable_mapping(0)->set_tile(0xffffffffu); }, "on tile 4294967295");
+  expect_rejected([](Executable& e) { e.mutable_tensors(1)->mutable_mapping(0)->set_tile(0xffffffffu); },
+                  "on tile 4294967295");
   // Interval ends wrapping around.
-  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_end(~uint64_t{0}); }, "mapping interval 1");
+  expect_rejected([](Executable& e) { e.mutable_tensors(0)->mutable_mapping(1)->set_end(~uint64_t{0}); },
+                  "mapping interval 1");
 }
 
 TEST_CASE("verifier: a mapping interval on another IPU's tiles") {
@@ -249,25 +267,31 @@ TEST_CASE("verifier: initial values") {
 TEST_CASE("verifier: streams") {
   expect_rejected([](Executable& e) { e.mutable_streams(0)->set_direction(Stream::DIRECTION_UNSPECIFIED); },
                   "stream 0 'features': unknown direction");
-  expect_rejected([](Executable& e) { e.mutable_streams(0)->set_direction(static_cast<Stream::Direction>(3)); },
-                  "stream 0 'features': unknown direction");
+  expect_rejected(
+      [](Executable& e) { e.mutable_streams(0)->set_direction(static_cast<Stream::Direction>(3)); },
+      "stream 0 'features': unknown direction");
   expect_rejected([](Executable& e) { e.mutable_streams(1)->set_dtype(fmt::DTYPE_UNSPECIFIED); },
                   "stream 1 'predictions': unknown dtype");
-  expect_rejected([](Executable& e) { e.mutable_streams(1)->set_shape(0, 0); }, "stream 1 'predictions': dimension 0");
-  expect_rejected([](Executable& e) { e.mutable_streams(1)->set_shape(0, -1); }, "stream 1 'predictions': dimension -1");
+  expect_rejected([](Executable& e) { e.mutable_streams(1)->set_shape(0, 0); },
+                  "stream 1 'predictions': dimension 0");
+  expect_rejected([](Executable& e) { e.mutable_streams(1)->set_shape(0, -1); },
+                  "stream 1 'predictions': dimension -1");
   expect_rejected(
       [](Executable& e) {
-        for (int i = 0; i < 3; ++i) e.mutable_streams(1)->add_shape(int64_t{1} << 30);
+        for (int i = 0; i < 3; ++i)
+          e.mutable_streams(1)->add_shape(int64_t{1} << 30);
       },
       "stream 1 'predictions': too many elements");
 }
 
 TEST_CASE("verifier: vertices name existing tiles and tensors") {
   auto vertex = [](Executable& e) { return e.mutable_compute_sets(0)->mutable_vertices(0); };
-  expect_rejected([&](Executable& e) { vertex(e)->set_tile(4); }, "compute set 0 'relu' vertex 0: tile 4 of 4");
+  expect_rejected([&](Executable& e) { vertex(e)->set_tile(4); },
+                  "compute set 0 'relu' vertex 0: tile 4 of 4");
   expect_rejected([&](Executable& e) { vertex(e)->set_operands(1, 2); },
                   "compute set 0 'relu' vertex 0: operand names tensor 2 of 2");
-  expect_rejected([&](Executable& e) { vertex(e)->set_operands(0, 0xffffffffu); }, "operand names tensor 4294967295");
+  expect_rejected([&](Executable& e) { vertex(e)->set_operands(0, 0xffffffffu); },
+                  "operand names tensor 4294967295");
   expect_rejected(
       [&](Executable& e) {
         auto* v = e.mutable_compute_sets(0)->add_vertices();
@@ -279,7 +303,8 @@ TEST_CASE("verifier: vertices name existing tiles and tensors") {
 
 TEST_CASE("verifier: vertices name an op of their compute set, or op 0 when it lists none") {
   auto vertex = [](Executable& e) { return e.mutable_compute_sets(0)->mutable_vertices(0); };
-  expect_rejected([&](Executable& e) { vertex(e)->set_op(1); }, "compute set 0 'relu' vertex 0: names op 1 of 0");
+  expect_rejected([&](Executable& e) { vertex(e)->set_op(1); },
+                  "compute set 0 'relu' vertex 0: names op 1 of 0");
   expect_accepted([&](Executable& e) { e.mutable_compute_sets(0)->add_ops("act"); });
   expect_accepted([&](Executable& e) {
     e.mutable_compute_sets(0)->add_ops("act");
@@ -295,20 +320,24 @@ TEST_CASE("verifier: vertices name an op of their compute set, or op 0 when it l
 }
 
 TEST_CASE("verifier: program nodes") {
-  expect_rejected([](Executable& e) { *e.add_programs() = e.programs(0); }, "program 'predict' defined twice");
+  expect_rejected([](Executable& e) { *e.add_programs() = e.programs(0); },
+                  "program 'predict' defined twice");
   expect_rejected([](Executable& e) { predict_steps_add(e)->set_execute(1); },
                   "program 'predict': executes compute set 1 of 1");
   expect_rejected([](Executable& e) { predict_steps_add(e); }, "program 'predict': empty program node");
-  expect_rejected([](Executable& e) { e.mutable_programs(0)->clear_program(); }, "program 'predict': empty program node");
+  expect_rejected([](Executable& e) { e.mutable_programs(0)->clear_program(); },
+                  "program 'predict': empty program node");
   expect_rejected([](Executable& e) { predict_steps_add(e)->mutable_repeat()->set_count(2); },
                   "program 'predict': repeat without a body");
-  expect_rejected([](Executable& e) { predict_steps_add(e)->mutable_repeat()->mutable_body()->set_execute(5); },
-                  "executes compute set 5");
-  expect_rejected([](Executable& e) { predict_steps_add(e)->mutable_repeat()->mutable_body(); }, "empty program node");
+  expect_rejected(
+      [](Executable& e) { predict_steps_add(e)->mutable_repeat()->mutable_body()->set_execute(5); },
+      "executes compute set 5");
+  expect_rejected([](Executable& e) { predict_steps_add(e)->mutable_repeat()->mutable_body(); },
+                  "empty program node");
   expect_accepted([](Executable& e) {
     auto* r = predict_steps_add(e)->mutable_repeat();
     r->set_count(0);
-    r->mutable_body()->mutable_sequence();  // an empty sequence is a valid no-op
+    r->mutable_body()->mutable_sequence(); // an empty sequence is a valid no-op
   });
 }
 
@@ -355,8 +384,10 @@ TEST_CASE("verifier: stream transfers") {
   expect_rejected([&](Executable& e) { stream_in(e, 0, 2); }, "names a missing stream or tensor");
   expect_rejected([&](Executable& e) { stream_out(e, 7, 1); }, "names a missing stream or tensor");
   // Direction.
-  expect_rejected([&](Executable& e) { stream_in(e, 1, 0); }, "stream 'predictions' used against its direction");
-  expect_rejected([&](Executable& e) { stream_out(e, 0, 1); }, "stream 'features' used against its direction");
+  expect_rejected([&](Executable& e) { stream_in(e, 1, 0); },
+                  "stream 'predictions' used against its direction");
+  expect_rejected([&](Executable& e) { stream_out(e, 0, 1); },
+                  "stream 'features' used against its direction");
   // Dtype.
   expect_rejected([&](Executable& e) { e.mutable_streams(0)->set_dtype(fmt::INT32); },
                   "stream 'features' does not match tensor 0 'x'");
@@ -376,34 +407,44 @@ TEST_CASE("verifier: a stream whose shape differs from its tensor's, with equal 
 }
 
 Program* nest(Program* p, int depth) {
-  for (int i = 0; i < depth; ++i) p = p->mutable_sequence()->add_steps();
+  for (int i = 0; i < depth; ++i)
+    p = p->mutable_sequence()->add_steps();
   return p;
 }
 
 TEST_CASE("verifier: program nesting depth is bounded") {
   // The node at depth d is wrapped in d sequences; kMaxProgramDepth is the deepest allowed.
-  expect_accepted([](Executable& e) { nest(e.mutable_programs(0)->mutable_program(), fmt::kMaxProgramDepth)->set_execute(0); });
+  expect_accepted([](Executable& e) {
+    nest(e.mutable_programs(0)->mutable_program(), fmt::kMaxProgramDepth)->set_execute(0);
+  });
   expect_rejected(
-      [](Executable& e) { nest(e.mutable_programs(0)->mutable_program(), fmt::kMaxProgramDepth + 1)->set_execute(0); },
+      [](Executable& e) {
+        nest(e.mutable_programs(0)->mutable_program(), fmt::kMaxProgramDepth + 1)->set_execute(0);
+      },
       "programs nested deeper than 64");
   // Repeats count as nesting too.
   expect_rejected(
       [](Executable& e) {
         Program* p = e.mutable_programs(0)->mutable_program();
-        for (int i = 0; i <= fmt::kMaxProgramDepth; ++i) p = p->mutable_repeat()->mutable_body();
+        for (int i = 0; i <= fmt::kMaxProgramDepth; ++i)
+          p = p->mutable_repeat()->mutable_body();
         p->set_execute(0);
       },
       "programs nested deeper than 64");
 }
 
 TEST_CASE("verifier: sizes beyond what ipucc compile writes") {
-  expect_rejected([](Executable& e) { e.set_batch_size(fmt::kMaxBatchSize + 1); }, "batch_size 1048577 is outside");
+  expect_rejected([](Executable& e) { e.set_batch_size(fmt::kMaxBatchSize + 1); },
+                  "batch_size 1048577 is outside");
   expect_rejected([](Executable& e) { e.set_steps_per_execution(fmt::kMaxStepsPerExecution + 1); },
                   "steps_per_execution 16777217 is outside");
   expect_rejected([](Executable& e) { e.mutable_target()->set_bytes_per_tile(fmt::kMaxBytesPerTile + 1); },
                   "target: invalid bytes_per_tile");
-  expect_rejected([](Executable& e) { e.mutable_pipeline()->set_gradient_accumulation(fmt::kMaxGradientAccumulation + 1); },
-                  "gradient accumulation 65537");
+  expect_rejected(
+      [](Executable& e) {
+        e.mutable_pipeline()->set_gradient_accumulation(fmt::kMaxGradientAccumulation + 1);
+      },
+      "gradient accumulation 65537");
 }
 
 TEST_CASE("verifier: tensors that live the whole program fit their tiles") {
@@ -442,7 +483,8 @@ TEST_CASE("verifier: checking parallel branches is linear, and bounded") {
     v->add_operands(static_cast<uint32_t>(exe.tensors_size() - 1));
   }
   auto* seq = exe.mutable_programs(0)->mutable_program()->mutable_sequence();
-  for (int i = 0; i < 20000; ++i) seq->add_steps()->mutable_parallel()->add_branches()->set_execute(1);
+  for (int i = 0; i < 20000; ++i)
+    seq->add_steps()->mutable_parallel()->add_branches()->set_execute(1);
   ipu::Status status = verify_executable(exe);
   REQUIRE_FALSE(status.ok());
   CHECK(status.message().find("too large to verify") != std::string::npos);
@@ -458,7 +500,8 @@ TEST_CASE("verifier: checking parallel branches is linear, and bounded") {
   expect_accepted([](Executable& e) {
     auto* outer = predict_steps_add(e)->mutable_parallel();
     outer->add_branches()->mutable_parallel()->add_branches()->set_execute(0);
-    predict_steps_add(e)->mutable_parallel()->add_branches()->set_execute(0);  // a later node may touch it again
+    predict_steps_add(e)->mutable_parallel()->add_branches()->set_execute(
+        0); // a later node may touch it again
   });
 }
 
@@ -493,12 +536,14 @@ void repeat_predict(Executable& e, uint64_t count) {
   *p->mutable_repeat()->mutable_body() = body;
 }
 
-fmt::ModelIo* add_io(Executable& e, bool input, uint32_t stream, std::initializer_list<int64_t> shape, bool batched) {
+fmt::ModelIo* add_io(Executable& e, bool input, uint32_t stream, std::initializer_list<int64_t> shape,
+                     bool batched) {
   fmt::ModelIo* io = input ? e.add_inputs() : e.add_outputs();
   io->set_name(input ? "x" : "y");
   io->set_dtype("f4");
   io->set_stream(stream);
-  for (int64_t d : shape) io->add_shape(d);
+  for (int64_t d : shape)
+    io->add_shape(d);
   io->set_batched(batched);
   return io;
 }
@@ -510,7 +555,8 @@ TEST_CASE("host contract: a run repeats nothing more than steps_per_execution ti
     repeat_predict(e, 4);
   });
   // The host holds S steps of features: a fifth would be read past them.
-  expect_contract_rejected([](Executable& e) { repeat_predict(e, 2); }, "a Repeat of 2 makes its body run more than steps_per_execution (1)");
+  expect_contract_rejected([](Executable& e) { repeat_predict(e, 2); },
+                           "a Repeat of 2 makes its body run more than steps_per_execution (1)");
   expect_contract_rejected(
       [](Executable& e) {
         e.set_steps_per_execution(4);
@@ -519,8 +565,9 @@ TEST_CASE("host contract: a run repeats nothing more than steps_per_execution ti
       },
       "a Repeat of 4 inside Repeats of 2 in all makes its body run more than steps_per_execution (4)");
   // 2^62 iterations of nothing, and 40 nested Repeat(2), would run for ever.
-  expect_contract_rejected([](Executable& e) { predict_steps_add(e)->mutable_repeat()->set_count(uint64_t{1} << 62); },
-                           "a Repeat of 4611686018427387904");
+  expect_contract_rejected(
+      [](Executable& e) { predict_steps_add(e)->mutable_repeat()->set_count(uint64_t{1} << 62); },
+      "a Repeat of 4611686018427387904");
   expect_contract_rejected(
       [](Executable& e) {
         e.set_steps_per_execution(fmt::kMaxStepsPerExecution);
@@ -533,8 +580,9 @@ TEST_CASE("host contract: a run repeats nothing more than steps_per_execution ti
       },
       "makes its body run more than steps_per_execution (16777216)");
   // Two transfers of a stream in one step are two steps' worth.
-  expect_contract_rejected([](Executable& e) { *predict_steps_add(e) = e.programs(0).program().sequence().steps(0); },
-                           "moves stream 'features' 2 times per run, more than 1");
+  expect_contract_rejected(
+      [](Executable& e) { *predict_steps_add(e) = e.programs(0).program().sequence().steps(0); },
+      "moves stream 'features' 2 times per run, more than 1");
 }
 
 TEST_CASE("host contract: the streams the host knows by name") {
@@ -553,16 +601,22 @@ TEST_CASE("host contract: the streams the host knows by name") {
     s->set_name(name);
     s->set_direction(direction);
     s->set_dtype(dtype);
-    for (int64_t d : shape) s->add_shape(d);
+    for (int64_t d : shape)
+      s->add_shape(d);
   };
-  expect_contract_accepted([&](Executable& e) { add_stream(e, "labels", Stream::HOST_TO_DEVICE, fmt::INT32, {2}); });
-  expect_contract_rejected([&](Executable& e) { add_stream(e, "labels", Stream::HOST_TO_DEVICE, fmt::INT32, {1000000}); },
-                           "stream 'labels': must be int32 [2] (a label per sample)");
-  expect_contract_accepted([&](Executable& e) { add_stream(e, "loss", Stream::DEVICE_TO_HOST, fmt::FLOAT32, {}); });
-  expect_contract_rejected([&](Executable& e) { add_stream(e, "loss", Stream::DEVICE_TO_HOST, fmt::INT32, {1}); },
-                           "stream 'loss': must carry one float to the host per step");
-  expect_contract_rejected([&](Executable& e) { add_stream(e, "correct", Stream::DEVICE_TO_HOST, fmt::FLOAT32, {4}); },
-                           "stream 'correct': must carry one float to the host per step");
+  expect_contract_accepted(
+      [&](Executable& e) { add_stream(e, "labels", Stream::HOST_TO_DEVICE, fmt::INT32, {2}); });
+  expect_contract_rejected(
+      [&](Executable& e) { add_stream(e, "labels", Stream::HOST_TO_DEVICE, fmt::INT32, {1000000}); },
+      "stream 'labels': must be int32 [2] (a label per sample)");
+  expect_contract_accepted(
+      [&](Executable& e) { add_stream(e, "loss", Stream::DEVICE_TO_HOST, fmt::FLOAT32, {}); });
+  expect_contract_rejected(
+      [&](Executable& e) { add_stream(e, "loss", Stream::DEVICE_TO_HOST, fmt::INT32, {1}); },
+      "stream 'loss': must carry one float to the host per step");
+  expect_contract_rejected(
+      [&](Executable& e) { add_stream(e, "correct", Stream::DEVICE_TO_HOST, fmt::FLOAT32, {4}); },
+      "stream 'correct': must carry one float to the host per step");
   // Prediction returns its outputs through `predictions` (the fuzzer found a session reading a
   // stream that was not there).
   expect_contract_rejected([](Executable& e) { e.mutable_streams(1)->set_name("outputs"); },
@@ -580,7 +634,9 @@ TEST_CASE("host contract: the streams the host knows by name") {
 }
 
 TEST_CASE("host contract: weights and optimizer state have names of their own") {
-  auto weight = [](Executable& e, const char* name, fmt::TensorRole role) { add_tensor(e, name, fmt::FLOAT32, {1}, 3)->set_role(role); };
+  auto weight = [](Executable& e, const char* name, fmt::TensorRole role) {
+    add_tensor(e, name, fmt::FLOAT32, {1}, 3)->set_role(role);
+  };
   expect_contract_accepted([&](Executable& e) {
     weight(e, "b", fmt::WEIGHT);
     weight(e, "b/momentum", fmt::OPTIMIZER_STATE);
@@ -604,14 +660,29 @@ TEST_CASE("host contract: model inputs and outputs match their streams") {
     add_io(e, true, 0, {2, 2, 2}, true);
     add_io(e, false, 1, {8}, false);
   });
-  expect_contract_rejected([](Executable& e) { add_io(e, false, 1, {int64_t{1} << 40}, false); }, "output 'y': too many elements");
-  expect_contract_rejected([](Executable& e) { add_io(e, false, 1, {-1}, false); }, "output 'y': dimension -1 is not positive");
+  expect_contract_rejected([](Executable& e) { add_io(e, false, 1, {int64_t{1} << 40}, false); },
+                           "output 'y': too many elements");
+  expect_contract_rejected([](Executable& e) { add_io(e, false, 1, {-1}, false); },
+                           "output 'y': dimension -1 is not positive");
   expect_contract_rejected([](Executable& e) { add_io(e, true, 0, {}, true); },
                            "input 'x': is batched but its shape does not start with the micro-batch of 2");
-  expect_contract_rejected([](Executable& e) { add_io(e, true, 0, {4}, false); }, "input 'x': stream 'features' does not carry its 4 floats");
-  expect_contract_rejected([](Executable& e) { add_io(e, true, 1, {2, 4}, true); }, "input 'x': stream 'predictions' runs the wrong way");
-  expect_contract_rejected([](Executable& e) { add_io(e, false, 9, {2, 4}, true); }, "output 'y': names stream 9 of 2");
-  expect_contract_rejected([](Executable& e) { add_io(e, true, 0, {2, 4}, true)->set_dtype("f8"); }, "input 'x': unknown dtype 'f8'");
+  expect_contract_rejected([](Executable& e) { add_io(e, true, 0, {4}, false); },
+                           "input 'x': stream 'features' does not carry its 4 floats");
+  expect_contract_rejected(
+      [](Executable& e) {
+        add_io(e, true, 1, {2, 4}, true);
+      },
+      "input 'x': stream 'predictions' runs the wrong way");
+  expect_contract_rejected(
+      [](Executable& e) {
+        add_io(e, false, 9, {2, 4}, true);
+      },
+      "output 'y': names stream 9 of 2");
+  expect_contract_rejected(
+      [](Executable& e) {
+        add_io(e, true, 0, {2, 4}, true)->set_dtype("f8");
+      },
+      "input 'x': unknown dtype 'f8'");
   expect_contract_rejected(
       [](Executable& e) {
         add_io(e, true, 0, {2, 4}, true);
@@ -640,18 +711,24 @@ void expect_vertex_rejected(const std::function<void(Executable&)>& mutate, cons
   CHECK(engine.status().message().find(fragment) != std::string::npos);
 }
 
-fmt::Vertex* the_vertex(Executable& e) { return e.mutable_compute_sets(0)->mutable_vertices(0); }
+fmt::Vertex* the_vertex(Executable& e) {
+  return e.mutable_compute_sets(0)->mutable_vertices(0);
+}
 
 // Replaces the relu vertex by a fresh one of `codelet` on `operands` with `params`.
 fmt::Vertex* replace_vertex(Executable& e, uint32_t codelet, std::initializer_list<uint32_t> operands,
-                            std::initializer_list<int64_t> params, std::initializer_list<float> fparams = {}) {
+                            std::initializer_list<int64_t> params,
+                            std::initializer_list<float> fparams = {}) {
   fmt::Vertex* v = the_vertex(e);
   v->Clear();
   v->set_codelet(codelet);
   v->set_tile(1);
-  for (uint32_t o : operands) v->add_operands(o);
-  for (int64_t p : params) v->add_params(p);
-  for (float f : fparams) v->add_fparams(f);
+  for (uint32_t o : operands)
+    v->add_operands(o);
+  for (int64_t p : params)
+    v->add_params(p);
+  for (float f : fparams)
+    v->add_fparams(f);
   return v;
 }
 
@@ -666,16 +743,22 @@ void expect_vertex_accepted(const std::function<void(Executable&)>& mutate) {
 TEST_CASE("engine load: unknown codelets") {
   for (uint32_t id : {0u, 14u, 63u, 64u, 1000u, 0xffffffffu}) {
     CAPTURE(id);
-    expect_vertex_rejected([id](Executable& e) { the_vertex(e)->set_codelet(id); }, "unknown codelet id " + std::to_string(id));
+    expect_vertex_rejected([id](Executable& e) { the_vertex(e)->set_codelet(id); },
+                           "unknown codelet id " + std::to_string(id));
   }
 }
 
 TEST_CASE("engine load: element ranges of an elementwise vertex") {
-  expect_vertex_accepted([](Executable& e) { the_vertex(e)->set_params(1, 8); });  // empty range [8, 8)
-  expect_vertex_rejected([](Executable& e) { the_vertex(e)->set_params(2, 9); }, "element range [0, 9) is outside [0, 8)");
+  expect_vertex_accepted([](Executable& e) { the_vertex(e)->set_params(1, 8); }); // empty range [8, 8)
+  expect_vertex_rejected([](Executable& e) { the_vertex(e)->set_params(2, 9); },
+                         "element range [0, 9) is outside [0, 8)");
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->set_params(1, -1); }, "element range [-1, 8)");
-  expect_vertex_rejected([](Executable& e) { the_vertex(e)->set_params(1, 5); the_vertex(e)->set_params(2, 4); },
-                         "element range [5, 4)");
+  expect_vertex_rejected(
+      [](Executable& e) {
+        the_vertex(e)->set_params(1, 5);
+        the_vertex(e)->set_params(2, 4);
+      },
+      "element range [5, 4)");
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->set_params(2, INT64_MAX); }, "element range");
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->set_params(1, INT64_MIN); }, "element range");
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->set_params(0, 3); }, "unknown activation kind");
@@ -684,24 +767,29 @@ TEST_CASE("engine load: element ranges of an elementwise vertex") {
 
 TEST_CASE("engine load: operand and parameter counts") {
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->add_operands(1); }, "expects 2 operands, got 3");
-  expect_vertex_rejected([](Executable& e) { the_vertex(e)->mutable_operands()->RemoveLast(); }, "expects 2 operands, got 1");
+  expect_vertex_rejected([](Executable& e) { the_vertex(e)->mutable_operands()->RemoveLast(); },
+                         "expects 2 operands, got 1");
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->clear_operands(); }, "expects 2 operands, got 0");
-  expect_vertex_rejected([](Executable& e) { the_vertex(e)->add_params(0); }, "expects 3 integer and 0 float parameters, got 4 and 0");
+  expect_vertex_rejected([](Executable& e) { the_vertex(e)->add_params(0); },
+                         "expects 3 integer and 0 float parameters, got 4 and 0");
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->add_fparams(1.0f); }, "got 3 and 1");
   expect_vertex_rejected([](Executable& e) { the_vertex(e)->clear_params(); }, "got 0 and 0");
   expect_vertex_rejected(
       [](Executable& e) {
-        for (size_t i = 0; i <= ipu::kernels::kMaxOperands; ++i) the_vertex(e)->add_operands(0);
+        for (size_t i = 0; i <= ipu::kernels::kMaxOperands; ++i)
+          the_vertex(e)->add_operands(0);
       },
       "too many operands or parameters");
   expect_vertex_rejected(
       [](Executable& e) {
-        for (size_t i = 0; i <= ipu::kernels::kMaxParams; ++i) the_vertex(e)->add_params(0);
+        for (size_t i = 0; i <= ipu::kernels::kMaxParams; ++i)
+          the_vertex(e)->add_params(0);
       },
       "too many operands or parameters");
   expect_vertex_rejected(
       [](Executable& e) {
-        for (size_t i = 0; i <= ipu::kernels::kMaxFloatParams; ++i) the_vertex(e)->add_fparams(0);
+        for (size_t i = 0; i <= ipu::kernels::kMaxFloatParams; ++i)
+          the_vertex(e)->add_fparams(0);
       },
       "too many operands or parameters");
 }
@@ -744,11 +832,26 @@ TEST_CASE("engine load: row ranges") {
       "b has 4 elements, parameters say 8");
   // Softmax over [2,4].
   expect_vertex_accepted([](Executable& e) { replace_vertex(e, kSoftmax, {0, 1}, {2, 4, 0, 2}); });
-  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSoftmax, {0, 1}, {2, 4, 0, 3}); }, "row range [0, 3)");
-  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSoftmax, {0, 1}, {4, 4, 0, 2}); },
-                         "scores has 8 elements, parameters say 16");
-  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSoftmax, {0, 1}, {0, 4, 0, 0}); }, "dimension 0 is invalid");
-  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSoftmax, {0, 1}, {-2, -4, 0, 0}); }, "dimension -2 is invalid");
+  expect_vertex_rejected(
+      [](Executable& e) {
+        replace_vertex(e, kSoftmax, {0, 1}, {2, 4, 0, 3});
+      },
+      "row range [0, 3)");
+  expect_vertex_rejected(
+      [](Executable& e) {
+        replace_vertex(e, kSoftmax, {0, 1}, {4, 4, 0, 2});
+      },
+      "scores has 8 elements, parameters say 16");
+  expect_vertex_rejected(
+      [](Executable& e) {
+        replace_vertex(e, kSoftmax, {0, 1}, {0, 4, 0, 0});
+      },
+      "dimension 0 is invalid");
+  expect_vertex_rejected(
+      [](Executable& e) {
+        replace_vertex(e, kSoftmax, {0, 1}, {-2, -4, 0, 0});
+      },
+      "dimension -2 is invalid");
   // ColumnSum of x [2,4] into c [4].
   expect_vertex_accepted([](Executable& e) {
     add_tensor(e, "c", fmt::FLOAT32, {4});
@@ -790,17 +893,25 @@ TEST_CASE("engine load: losses and optimizers") {
       },
       "labels has 2 elements, parameters say 1");
   // SgdMomentum: W, G[, V] of equal size.
-  expect_vertex_accepted([](Executable& e) { replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8, 0}, {0.1f, 0.0f, 1.0f}); });
-  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8, 0}, {0.1f}); },
-                         "expects 3 integer and 3 float parameters");
+  expect_vertex_accepted([](Executable& e) {
+    replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8, 0}, {0.1f, 0.0f, 1.0f});
+  });
+  expect_vertex_rejected(
+      [](Executable& e) {
+        replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8, 0}, {0.1f});
+      },
+      "expects 3 integer and 3 float parameters");
   expect_vertex_rejected(
       [](Executable& e) {
         add_tensor(e, "v", fmt::FLOAT32, {4});
         replace_vertex(e, kSgdMomentum, {0, 1, 2}, {0, 8, 0}, {0.1f, 0.9f, 1.0f});
       },
       "velocity size differs from the weight");
-  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kSgdMomentum, {0}, {0, 8, 0}, {0.1f, 0.9f, 1.0f}); },
-                         "expects 3 operands, got 1");
+  expect_vertex_rejected(
+      [](Executable& e) {
+        replace_vertex(e, kSgdMomentum, {0}, {0, 8, 0}, {0.1f, 0.9f, 1.0f});
+      },
+      "expects 3 operands, got 1");
 }
 
 TEST_CASE("engine load: matmul dimensions against tensor sizes") {
@@ -812,29 +923,72 @@ TEST_CASE("engine load: matmul dimensions against tensor sizes") {
   };
   expect_vertex_accepted([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0}); });
   expect_vertex_accepted([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 1, 2, 1, 2, 1}); });
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 3, 0, 0, 0, 2, 0, 3, 0}); }, "A has 8 elements, parameters say 6");
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {4, 3, 2, 0, 0, 0, 2, 0, 3, 0}); }, "B has 12 elements, parameters say 6");
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {1, 6, 8, 0, 0, 0, 1, 0, 6, 0}); }, "B has 12 elements, parameters say 48");
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 3, 0, 3, 0}); }, "row range [0, 3) is outside [0, 2)");
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 2, 4, 0}); }, "column range [2, 4) is outside [0, 3)");
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3}); }, "expects 10 integer");
-  expect_vertex_accepted([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 1}); });  // a fused Relu
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 2}); }, "fused_relu must be 0 or 1");
-  expect_vertex_rejected([&](Executable& e) { matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 0, 0}); }, "expects 10 integer");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        matmul(e, {2, 3, 3, 0, 0, 0, 2, 0, 3, 0});
+      },
+      "A has 8 elements, parameters say 6");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        matmul(e, {4, 3, 2, 0, 0, 0, 2, 0, 3, 0});
+      },
+      "B has 12 elements, parameters say 6");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        matmul(e, {1, 6, 8, 0, 0, 0, 1, 0, 6, 0});
+      },
+      "B has 12 elements, parameters say 48");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        matmul(e, {2, 3, 4, 0, 0, 0, 3, 0, 3, 0});
+      },
+      "row range [0, 3) is outside [0, 2)");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        matmul(e, {2, 3, 4, 0, 0, 0, 2, 2, 4, 0});
+      },
+      "column range [2, 4) is outside [0, 3)");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3});
+      },
+      "expects 10 integer");
+  expect_vertex_accepted([&](Executable& e) {
+    matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 1});
+  }); // a fused Relu
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 2});
+      },
+      "fused_relu must be 0 or 1");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 0, 0});
+      },
+      "expects 10 integer");
   // A folded bias: operands A, B, bias [N], C.
-  auto with_bias = [&](Executable& e, std::initializer_list<int64_t> params, std::initializer_list<int64_t> bias_shape) {
+  auto with_bias = [&](Executable& e, std::initializer_list<int64_t> params,
+                       std::initializer_list<int64_t> bias_shape) {
     add_tensor(e, "w", fmt::FLOAT32, {4, 3});
     add_tensor(e, "out", fmt::FLOAT32, {2, 3});
     add_tensor(e, "bias", fmt::FLOAT32, bias_shape);
     replace_vertex(e, kMatMul, {0, 2, 4, 3}, params);
   };
   expect_vertex_accepted([&](Executable& e) { with_bias(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0, 1}, {3}); });
-  expect_vertex_rejected([&](Executable& e) { with_bias(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0}, {4}); }, "bias has 4 elements");
-  expect_vertex_rejected([&](Executable& e) { with_bias(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 1}, {3}); }, "a bias cannot be accumulated");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        with_bias(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0}, {4});
+      },
+      "bias has 4 elements");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        with_bias(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 1}, {3});
+      },
+      "a bias cannot be accumulated");
   expect_vertex_rejected(
       [&](Executable& e) {
         matmul(e, {2, 3, 4, 0, 0, 0, 2, 0, 3, 0});
-        the_vertex(e)->set_operands(2, 1);  // C = y [2,4], 8 elements, not M*N = 6
+        the_vertex(e)->set_operands(2, 1); // C = y [2,4], 8 elements, not M*N = 6
       },
       "C has 8 elements, parameters say 6");
   expect_vertex_rejected(
@@ -871,14 +1025,16 @@ TEST_CASE("engine load: the error names a later compute set and vertex") {
   Executable exe = tiny_executable();
   auto* cs = exe.add_compute_sets();
   cs->set_name("second");
-  for (int i = 0; i < 3; ++i) *cs->add_vertices() = exe.compute_sets(0).vertices(0);
+  for (int i = 0; i < 3; ++i)
+    *cs->add_vertices() = exe.compute_sets(0).vertices(0);
   cs->mutable_vertices(2)->set_params(2, 100);
   REQUIRE(verify_executable(exe).ok());
   auto engine = ipu::engine::Engine::create(exe, {});
   REQUIRE_FALSE(engine.ok());
   CHECK(engine.status().code() == StatusCode::kDataLoss);
-  CHECK(engine.status().message().find("compute set 1 'second' vertex 2: Activation vertex on tile 0: element range [0, 100)") !=
+  CHECK(engine.status().message().find(
+            "compute set 1 'second' vertex 2: Activation vertex on tile 0: element range [0, 100)") !=
         std::string::npos);
 }
 
-}  // namespace
+} // namespace

@@ -19,13 +19,17 @@ inline const KernelDef& kernel(format::Codelet c) {
   return *def;
 }
 
-inline PreparedVertex vertex(format::Codelet c, const std::vector<void*>& operands, const std::vector<int64_t>& params,
-                             const std::vector<float>& fparams = {}, uint64_t cycles = 10) {
+inline PreparedVertex vertex(format::Codelet c, const std::vector<void*>& operands,
+                             const std::vector<int64_t>& params, const std::vector<float>& fparams = {},
+                             uint64_t cycles = 10) {
   PreparedVertex v;
   v.codelet = static_cast<uint32_t>(c);
-  for (void* o : operands) v.operands[v.num_operands++] = o;
-  for (int64_t p : params) v.params[v.num_params++] = p;
-  for (size_t i = 0; i < fparams.size(); ++i) v.fparams[i] = fparams[i];
+  for (void* o : operands)
+    v.operands[v.num_operands++] = o;
+  for (int64_t p : params)
+    v.params[v.num_params++] = p;
+  for (size_t i = 0; i < fparams.size(); ++i)
+    v.fparams[i] = fparams[i];
   v.cycles = cycles;
   return v;
 }
@@ -58,8 +62,8 @@ inline void run(format::Codelet c, const std::vector<void*>& operands, const std
 }
 
 // Validates a vertex whose operands are float tensors of the given element counts.
-inline Status validate(format::Codelet c, const std::vector<uint64_t>& sizes, const std::vector<int64_t>& params,
-                       const std::vector<float>& fparams = {}) {
+inline Status validate(format::Codelet c, const std::vector<uint64_t>& sizes,
+                       const std::vector<int64_t>& params, const std::vector<float>& fparams = {}) {
   format::Vertex v;
   v.set_codelet(static_cast<uint32_t>(c));
   std::vector<OperandInfo> ops;
@@ -67,8 +71,10 @@ inline Status validate(format::Codelet c, const std::vector<uint64_t>& sizes, co
     v.add_operands(static_cast<uint32_t>(i));
     ops.push_back({format::FLOAT32, sizes[i]});
   }
-  for (int64_t p : params) v.add_params(p);
-  for (float f : fparams) v.add_fparams(f);
+  for (int64_t p : params)
+    v.add_params(p);
+  for (float f : fparams)
+    v.add_fparams(f);
   return kernel(c).validate(v, ops);
 }
 
@@ -83,4 +89,4 @@ inline std::vector<float> values(size_t n, uint32_t seed) {
   return out;
 }
 
-}  // namespace ipu::kernels::testing
+} // namespace ipu::kernels::testing

@@ -29,7 +29,9 @@ struct Geometry {
   int64_t N, C, H, W, KH, KW, SH, SW, PT, PL, PB, PR, DH, DW;
   int64_t OH() const { return (H + PT + PB - DH * (KH - 1) - 1) / SH + 1; }
   int64_t OW() const { return (W + PL + PR - DW * (KW - 1) - 1) / SW + 1; }
-  std::vector<int64_t> params() const { return {N, C, H, W, OH(), OW(), KH, KW, SH, SW, PT, PL, PB, PR, DH, DW}; }
+  std::vector<int64_t> params() const {
+    return {N, C, H, W, OH(), OW(), KH, KW, SH, SW, PT, PL, PB, PR, DH, DW};
+  }
   // Input row/column of output (oy, ox) at tap (ky, kx); may lie outside the input.
   int64_t iy(int64_t oy, int64_t ky) const { return oy * SH - PT + ky * DH; }
   int64_t ix(int64_t ox, int64_t kx) const { return ox * SW - PL + kx * DW; }
@@ -42,11 +44,11 @@ std::vector<int64_t> with(std::vector<int64_t> p, std::initializer_list<int64_t>
 }
 
 const Geometry kGeometries[] = {
-    {2, 4, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  // same padding
-    {3, 2, 7, 5, 3, 2, 2, 1, 0, 1, 2, 0, 1, 1},  // strides and asymmetric pads
-    {2, 4, 6, 6, 2, 3, 1, 2, 1, 0, 0, 2, 2, 1},  // dilations
-    {2, 3, 1, 9, 1, 4, 1, 2, 0, 1, 0, 1, 1, 1},  // 1-D as H = 1
-    {2, 2, 4, 5, 3, 3, 2, 3, 2, 2, 2, 2, 2, 2},  // pads wider than a tap, strides 2 and 3, dilation 2
+    {2, 4, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // same padding
+    {3, 2, 7, 5, 3, 2, 2, 1, 0, 1, 2, 0, 1, 1}, // strides and asymmetric pads
+    {2, 4, 6, 6, 2, 3, 1, 2, 1, 0, 0, 2, 2, 1}, // dilations
+    {2, 3, 1, 9, 1, 4, 1, 2, 0, 1, 0, 1, 1, 1}, // 1-D as H = 1
+    {2, 2, 4, 5, 3, 3, 2, 3, 2, 2, 2, 2, 2, 2}, // pads wider than a tap, strides 2 and 3, dilation 2
     // The pooling kernels' fast paths for windows wholly inside the input, each beside edge
     // windows that take the general path:
     {2, 3, 6, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},  // 2×2 at stride 2 (the common CNN pool), all inside
@@ -57,9 +59,10 @@ const Geometry kGeometries[] = {
 
 // Geometries where oneDNN's view of the input differs from ours (conv_forward.cpp, axis_view).
 const Geometry kConvGeometries[] = {
-    {2, 3, 8, 9, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1},  // the last window stops a row short of the input
-    {1, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, 1},  // pads beyond the kernel: first and last windows wholly outside
-    {1, 2, 2, 3, 1, 1, 5, 5, 1, 1, 0, 0, 1, 1},  // the only window lies in the padding: bias alone
+    {2, 3, 8, 9, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1}, // the last window stops a row short of the input
+    {1, 2, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1,
+     1}, // pads beyond the kernel: first and last windows wholly outside
+    {1, 2, 2, 3, 1, 1, 5, 5, 1, 1, 0, 0, 1, 1}, // the only window lies in the padding: bias alone
 };
 
 std::vector<Geometry> conv_geometries() {
@@ -79,9 +82,15 @@ TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, w
       auto w = values(static_cast<size_t>(M * Cg * g.KH * g.KW), 2);
       auto b = values(static_cast<size_t>(M), 3);
       auto dy = values(static_cast<size_t>(g.N * M * OH * OW), 4);
-      auto xi = [&](int64_t n, int64_t c, int64_t y, int64_t xx) { return static_cast<size_t>(((n * g.C + c) * g.H + y) * g.W + xx); };
-      auto wi = [&](int64_t m, int64_t c, int64_t ky, int64_t kx) { return static_cast<size_t>(((m * Cg + c) * g.KH + ky) * g.KW + kx); };
-      auto yi = [&](int64_t n, int64_t m, int64_t oy, int64_t ox) { return static_cast<size_t>(((n * M + m) * OH + oy) * OW + ox); };
+      auto xi = [&](int64_t n, int64_t c, int64_t y, int64_t xx) {
+        return static_cast<size_t>(((n * g.C + c) * g.H + y) * g.W + xx);
+      };
+      auto wi = [&](int64_t m, int64_t c, int64_t ky, int64_t kx) {
+        return static_cast<size_t>(((m * Cg + c) * g.KH + ky) * g.KW + kx);
+      };
+      auto yi = [&](int64_t n, int64_t m, int64_t oy, int64_t ox) {
+        return static_cast<size_t>(((n * M + m) * OH + oy) * OW + ox);
+      };
       std::vector<double> y_want(dy.size()), dx_want(x.size()), dw_want(w.size());
       for (int64_t n = 0; n < g.N; ++n) {
         for (int64_t m = 0; m < M; ++m) {
@@ -124,13 +133,15 @@ TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, w
       check_close(dw, dw_want);
       // Without a bias.
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, M}));
-      for (size_t i = 0; i < y.size(); ++i) y_want[i] -= b[i / static_cast<size_t>(OH * OW) % static_cast<size_t>(M)];
+      for (size_t i = 0; i < y.size(); ++i)
+        y_want[i] -= b[i / static_cast<size_t>(OH * OW) % static_cast<size_t>(M)];
       check_close(y, y_want);
       // With a fused Relu, split over channels as before, and the rest over output rows too.
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, 1, 1}));
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 1, M, 1, 0, OH / 2}));
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 1, M, 1, OH / 2, OH}));
-      for (double& v : y_want) v = std::max(v, 0.0);
+      for (double& v : y_want)
+        v = std::max(v, 0.0);
       check_close(y, y_want);
     }
   }
@@ -172,7 +183,8 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
             dmax_want[best_at] += dy[o];
             const int64_t count = include_pad ? padded : inside;
             avg_want[o] = sum / static_cast<double>(count);
-            for (size_t i : taps) davg_want[i] += dy[o] / static_cast<double>(count);
+            for (size_t i : taps)
+              davg_want[i] += dy[o] / static_cast<double>(count);
           }
         }
       }
@@ -203,17 +215,20 @@ TEST_CASE("kernels: Conv reuses converted weights within a compute set, converts
   ipu::kernels::WorkerScratch worker, other_engines_worker;
   auto conv = [&](ipu::kernels::WorkerScratch& scratch, uint64_t compute_set, std::vector<float>& weights) {
     std::vector<float> y(static_cast<size_t>(M * plane));
-    const auto v = vertex(Codelet::kConv, {const_cast<float*>(x.data()), weights.data(), y.data()}, with(p, {0, 1, 0, M}));
+    const auto v = vertex(Codelet::kConv, {const_cast<float*>(x.data()), weights.data(), y.data()},
+                          with(p, {0, 1, 0, M}));
     REQUIRE(!run_for_fault(v, scratch, compute_set));
     return y;
   };
   const std::vector<float> first = conv(worker, 1, w);
-  for (float& v : w) v = -v;  // the same tensor, new values (which no compute set does to its input)
+  for (float& v : w)
+    v = -v; // the same tensor, new values (which no compute set does to its input)
   const std::vector<float> reused = conv(worker, 1, w);
   const std::vector<float> later = conv(worker, 2, w);
   const std::vector<float> elsewhere = conv(other_engines_worker, 1, w);
-  std::vector<float> other = w;  // another tensor within the same compute set
-  for (float& v : other) v = -v;
+  std::vector<float> other = w; // another tensor within the same compute set
+  for (float& v : other)
+    v = -v;
   const std::vector<float> other_tensor = conv(worker, 2, other);
   for (size_t i = 0; i < first.size(); ++i) {
     CHECK(reused[i] == first[i]);
@@ -227,16 +242,17 @@ TEST_CASE("kernels: Conv reuses converted weights within a compute set, converts
 // in one order however vertices split samples, channels and output rows, so results are bitwise
 // the same for any split (and so for any --threads).
 TEST_CASE("kernels: Conv gives bitwise the same results however vertices split the work") {
-  for (const Geometry& g : {Geometry{4, 16, 12, 12, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1},
-                            Geometry{3, 1, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1},
-                            Geometry{2, 24, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
-                            Geometry{1, 3, 30, 30, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1},     // ResNet's stem
-                            Geometry{2, 64, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // its 3×3 blocks
-                            Geometry{1, 16, 13, 11, 3, 3, 2, 2, 1, 1, 6, 1, 2, 1},  // a last row wholly in the padding
-                            // ResNet's last stages: oneDNN's brgemm convolution (AVX-512) summed 512
-                            // input channels in an order that depended on the block (conv_forward.cpp)
-                            Geometry{1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
-                            Geometry{1, 256, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}) {
+  for (const Geometry& g :
+       {Geometry{4, 16, 12, 12, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1},
+        Geometry{3, 1, 14, 14, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1},
+        Geometry{2, 24, 9, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+        Geometry{1, 3, 30, 30, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1},  // ResNet's stem
+        Geometry{2, 64, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // its 3×3 blocks
+        Geometry{1, 16, 13, 11, 3, 3, 2, 2, 1, 1, 6, 1, 2, 1}, // a last row wholly in the padding
+        // ResNet's last stages: oneDNN's brgemm convolution (AVX-512) summed 512
+        // input channels in an order that depended on the block (conv_forward.cpp)
+        Geometry{1, 512, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        Geometry{1, 256, 14, 14, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}}) {
     CAPTURE(g.C);
     const int64_t M = 40, plane = g.OH() * g.OW();
     auto x = values(static_cast<size_t>(g.N * g.C * g.H * g.W), 9);
@@ -260,7 +276,8 @@ TEST_CASE("kernels: Conv gives bitwise the same results however vertices split t
         const int64_t oe = std::min(g.OH(), ob + step);
         run(Codelet::kConv, {x.data(), w.data(), b.data(), rows.data()}, with(p, {0, g.N, 0, 24, 0, ob, oe}));
         for (int64_t n = 0; n < g.N; ++n) {
-          run(Codelet::kConv, {x.data(), w.data(), b.data(), rows.data()}, with(p, {n, n + 1, 24, M, 0, ob, oe}));
+          run(Codelet::kConv, {x.data(), w.data(), b.data(), rows.data()},
+              with(p, {n, n + 1, 24, M, 0, ob, oe}));
         }
       }
       CHECK(std::memcmp(whole.data(), rows.data(), whole.size() * sizeof(float)) == 0);
@@ -300,7 +317,8 @@ TEST_CASE("kernels: MaxPool NaN taps and windows outside the input") {
   run(Codelet::kMaxPool, {x.data(), y.data()}, p);
   CHECK(std::isnan(y[0]));
   CHECK(y[4] == 2.0f);
-  for (size_t i : {1, 2, 3, 5, 6, 7}) CHECK(y[i] == -inf);
+  for (size_t i : {1, 2, 3, 5, 6, 7})
+    CHECK(y[i] == -inf);
   // The same rule where windows larger than 2×2 lie wholly inside the input: one 3×3 window per
   // plane, NaN first in plane 0 and last in plane 1 (after its maximum).
   const std::vector<int64_t> q{1, 2, 3, 3, 1, 1, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 0, 2};
@@ -337,19 +355,25 @@ TEST_CASE("kernels: BatchNorm, its gradients and ChannelsLayout") {
   const float eps = 0.01f;
   auto x = values(static_cast<size_t>(N * C * S), 10), dy = values(static_cast<size_t>(N * C * S), 11);
   auto scale = values(C, 12), bias = values(C, 13), mean = values(C, 14), var = values(C, 15);
-  for (float& v : var) v = std::abs(v) + 0.5f;
+  for (float& v : var)
+    v = std::abs(v) + 0.5f;
   std::vector<float> y(x.size()), dx(x.size()), dscale(C), last(x.size()), first(x.size());
-  auto run_eps = [&](Codelet c, const std::vector<void*>& ops, const std::vector<int64_t>& params) { run(c, ops, params, {eps}); };
+  auto run_eps = [&](Codelet c, const std::vector<void*>& ops, const std::vector<int64_t>& params) {
+    run(c, ops, params, {eps});
+  };
   for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 5}, {5, N * C * S}}) {
-    run_eps(Codelet::kBatchNorm, {x.data(), scale.data(), bias.data(), mean.data(), var.data(), y.data()}, {N, C, S, b, e});
+    run_eps(Codelet::kBatchNorm, {x.data(), scale.data(), bias.data(), mean.data(), var.data(), y.data()},
+            {N, C, S, b, e});
     run_eps(Codelet::kBatchNormGradInput, {dy.data(), scale.data(), var.data(), dx.data()}, {N, C, S, b, e});
     run(Codelet::kChannelsLayout, {x.data(), last.data()}, {N, C, S, b, e, 1});
   }
   for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, N * C * S}}) {
     run(Codelet::kChannelsLayout, {last.data(), first.data()}, {N, C, S, b, e, 0});
   }
-  run_eps(Codelet::kBatchNormGradScale, {x.data(), dy.data(), mean.data(), var.data(), dscale.data()}, {N, C, S, 0, 1});
-  run_eps(Codelet::kBatchNormGradScale, {x.data(), dy.data(), mean.data(), var.data(), dscale.data()}, {N, C, S, 1, C});
+  run_eps(Codelet::kBatchNormGradScale, {x.data(), dy.data(), mean.data(), var.data(), dscale.data()},
+          {N, C, S, 0, 1});
+  run_eps(Codelet::kBatchNormGradScale, {x.data(), dy.data(), mean.data(), var.data(), dscale.data()},
+          {N, C, S, 1, C});
   std::vector<double> y_want(x.size()), dx_want(x.size()), ds_want(C), last_want(x.size());
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t c = 0; c < C; ++c) {
@@ -373,8 +397,10 @@ TEST_CASE("kernels: BatchNorm, its gradients and ChannelsLayout") {
 ipu::format::Vertex make_vertex(Codelet c, int operands, const std::vector<int64_t>& params) {
   ipu::format::Vertex v;
   v.set_codelet(static_cast<uint32_t>(c));
-  for (int i = 0; i < operands; ++i) v.add_operands(static_cast<uint32_t>(i));
-  for (int64_t p : params) v.add_params(p);
+  for (int i = 0; i < operands; ++i)
+    v.add_operands(static_cast<uint32_t>(i));
+  for (int64_t p : params)
+    v.add_params(p);
   return v;
 }
 
@@ -386,28 +412,33 @@ TEST_CASE("kernels: the window codelets refuse parameters that would leave their
   const std::vector<OperandInfo> conv_ops = {{FLOAT32, xs}, {FLOAT32, ws}, {FLOAT32, 8}, {FLOAT32, ys}};
   auto conv_status = [&](const std::vector<int64_t>& params, const std::vector<OperandInfo>& ops = {}) {
     const auto& o = ops.empty() ? conv_ops : ops;
-    return kernel(Codelet::kConv).validate(make_vertex(Codelet::kConv, static_cast<int>(o.size()), params), o);
+    return kernel(Codelet::kConv)
+        .validate(make_vertex(Codelet::kConv, static_cast<int>(o.size()), params), o);
   };
   CHECK(conv_status(with(p, {0, 2, 0, 8})).ok());
-  CHECK_FALSE(conv_status(with(p, {0, 3, 0, 8})).ok());   // samples past N
-  CHECK_FALSE(conv_status(with(p, {0, 2, 4, 9})).ok());   // channels past M
-  CHECK(conv_status(with(p, {0, 2, 0, 8, 1})).ok());      // a fused Relu
-  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 2})).ok());  // fused_relu neither 0 nor 1
-  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 1, 0})).ok());  // a parameter too many
-  CHECK(conv_status(with(p, {0, 2, 0, 8, 0, 1, 4})).ok());     // output rows [1, 4) of 5
-  CHECK(conv_status(with(p, {0, 2, 0, 8, 1, 5, 5})).ok());     // no rows, with a fused Relu
-  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 3, 6})).ok());  // rows past OH
-  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 4, 3})).ok());  // rows that end before they begin
-  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 2, 0, 5})).ok());  // fused_relu neither 0 nor 1
-  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 0, 5, 0})).ok());  // a parameter too many
-  CHECK_FALSE(conv_status(with(g.params(), {8, 3, 0, 2, 0, 8})).ok());  // 4 channels in 3 groups
-  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws - 1}, {FLOAT32, 8}, {FLOAT32, ys}}).ok());
-  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws}, {FLOAT32, 8}, {FLOAT32, ys + 1}}).ok());
+  CHECK_FALSE(conv_status(with(p, {0, 3, 0, 8})).ok());                // samples past N
+  CHECK_FALSE(conv_status(with(p, {0, 2, 4, 9})).ok());                // channels past M
+  CHECK(conv_status(with(p, {0, 2, 0, 8, 1})).ok());                   // a fused Relu
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 2})).ok());             // fused_relu neither 0 nor 1
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 1, 0})).ok());          // a parameter too many
+  CHECK(conv_status(with(p, {0, 2, 0, 8, 0, 1, 4})).ok());             // output rows [1, 4) of 5
+  CHECK(conv_status(with(p, {0, 2, 0, 8, 1, 5, 5})).ok());             // no rows, with a fused Relu
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 3, 6})).ok());       // rows past OH
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 4, 3})).ok());       // rows that end before they begin
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 2, 0, 5})).ok());       // fused_relu neither 0 nor 1
+  CHECK_FALSE(conv_status(with(p, {0, 2, 0, 8, 0, 0, 5, 0})).ok());    // a parameter too many
+  CHECK_FALSE(conv_status(with(g.params(), {8, 3, 0, 2, 0, 8})).ok()); // 4 channels in 3 groups
+  CHECK_FALSE(
+      conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws - 1}, {FLOAT32, 8}, {FLOAT32, ys}})
+          .ok());
+  CHECK_FALSE(
+      conv_status(with(p, {0, 2, 0, 8}), {{FLOAT32, xs}, {FLOAT32, ws}, {FLOAT32, 8}, {FLOAT32, ys + 1}})
+          .ok());
   auto bad = g.params();
-  bad[8] = 0;  // stride 0
+  bad[8] = 0; // stride 0
   CHECK_FALSE(conv_status(with(bad, {8, 2, 0, 2, 0, 8})).ok());
   bad = g.params();
-  bad[10] = -1;  // negative pad
+  bad[10] = -1; // negative pad
   CHECK_FALSE(conv_status(with(bad, {8, 2, 0, 2, 0, 8})).ok());
 
   const std::vector<OperandInfo> pool_ops = {{FLOAT32, xs}, {FLOAT32, 2 * 4 * 5 * 6}};
@@ -418,8 +449,8 @@ TEST_CASE("kernels: the window codelets refuse parameters that would leave their
   CHECK_FALSE(pool_status(with(g.params(), {0, 9})).ok());
   CHECK_FALSE(pool_status(with(g.params(), {3, 2})).ok());
   auto big = g.params();
-  big[4] = 6;  // OH that does not match Y's size
+  big[4] = 6; // OH that does not match Y's size
   CHECK_FALSE(pool_status(with(big, {0, 8})).ok());
 }
 
-}  // namespace
+} // namespace

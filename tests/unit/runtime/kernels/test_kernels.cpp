@@ -27,7 +27,8 @@ bool close(double got, double want, double rel = 1e-5, double abs = 1e-6) {
   return std::abs(got - want) <= abs + rel * std::abs(want);
 }
 
-void check_close(const std::vector<float>& got, const std::vector<double>& want, double rel = 1e-5, double abs = 1e-6) {
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double rel = 1e-5,
+                 double abs = 1e-6) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
@@ -72,14 +73,16 @@ TEST_CASE("kernels: MatMul on blocks, all transpose combinations, with and witho
         // Four blocks that tile the output unevenly, plus an empty one.
         const int64_t blocks[][4] = {{0, 2, 0, 3}, {0, 2, 3, 7}, {2, 5, 0, 4}, {2, 5, 4, 7}, {1, 1, 0, 7}};
         for (const auto& blk : blocks) {
-          run(vertex(Codelet::kMatMul, {const_cast<float*>(a.data()), const_cast<float*>(b.data()), out.data()},
+          run(vertex(Codelet::kMatMul,
+                     {const_cast<float*>(a.data()), const_cast<float*>(b.data()), out.data()},
                      {c.M, c.N, c.K, trans_a, trans_b, blk[0], blk[1], blk[2], blk[3], accumulate}));
         }
         std::vector<double> want(out.size());
         for (int64_t i = 0; i < c.M; ++i) {
           for (int64_t j = 0; j < c.N; ++j) {
             double sum = accumulate ? c0[static_cast<size_t>(i * c.N + j)] : 0.0;
-            for (int64_t k = 0; k < c.K; ++k) sum += op_a(a, c, i, k) * op_b(b, c, k, j);
+            for (int64_t k = 0; k < c.K; ++k)
+              sum += op_a(a, c, i, k) * op_b(b, c, k, j);
             want[static_cast<size_t>(i * c.N + j)] = sum;
           }
         }
@@ -96,7 +99,8 @@ TEST_CASE("kernels: MatMul touches only its block and overwrites stale values wi
   std::vector<float> out(static_cast<size_t>(c.M * c.N), kSentinel);
   // The block is rows [1,3), columns [2,5); its elements start as NaN to prove beta = 0 ignores them.
   for (int64_t i = 1; i < 3; ++i) {
-    for (int64_t j = 2; j < 5; ++j) out[static_cast<size_t>(i * c.N + j)] = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t j = 2; j < 5; ++j)
+      out[static_cast<size_t>(i * c.N + j)] = std::numeric_limits<float>::quiet_NaN();
   }
   run(vertex(Codelet::kMatMul, {const_cast<float*>(a.data()), const_cast<float*>(b.data()), out.data()},
              {c.M, c.N, c.K, 0, 1, 1, 3, 2, 5, 0}));
@@ -107,7 +111,8 @@ TEST_CASE("kernels: MatMul touches only its block and overwrites stale values wi
       const float got = out[static_cast<size_t>(i * c.N + j)];
       if (i >= 1 && i < 3 && j >= 2 && j < 5) {
         double want = 0.0;
-        for (int64_t k = 0; k < c.K; ++k) want += op_a(a, c, i, k) * op_b(b, c, k, j);
+        for (int64_t k = 0; k < c.K; ++k)
+          want += op_a(a, c, i, k) * op_b(b, c, k, j);
         CHECK(close(got, want));
       } else {
         CHECK(got == kSentinel);
@@ -133,14 +138,16 @@ TEST_CASE("kernels: MatMul with a folded bias and Relu, all transpose combinatio
         const int64_t blocks[][4] = {{0, 1, 0, 7}, {1, 3, 0, 4}, {1, 3, 4, 7}, {3, 4, 2, 7}, {3, 4, 0, 2}};
         for (const auto& blk : blocks) {
           run(vertex(Codelet::kMatMul,
-                     {const_cast<float*>(a.data()), const_cast<float*>(b.data()), const_cast<float*>(bias.data()), out.data()},
+                     {const_cast<float*>(a.data()), const_cast<float*>(b.data()),
+                      const_cast<float*>(bias.data()), out.data()},
                      {c.M, c.N, c.K, trans_a, trans_b, blk[0], blk[1], blk[2], blk[3], 0, relu}));
         }
         std::vector<double> want(out.size());
         for (int64_t i = 0; i < c.M; ++i) {
           for (int64_t j = 0; j < c.N; ++j) {
             double sum = bias[static_cast<size_t>(j)];
-            for (int64_t k = 0; k < c.K; ++k) sum += op_a(a, c, i, k) * op_b(b, c, k, j);
+            for (int64_t k = 0; k < c.K; ++k)
+              sum += op_a(a, c, i, k) * op_b(b, c, k, j);
             want[static_cast<size_t>(i * c.N + j)] = relu ? std::max(sum, 0.0) : sum;
           }
         }
@@ -167,7 +174,8 @@ TEST_CASE("kernels: MatMul on single-row blocks, all transpose combinations, wit
         std::vector<float> out = c0;
         for (int64_t i = 0; i < c.M; ++i) {
           for (const auto& cols : {std::pair<int64_t, int64_t>{0, 2}, {2, 6}}) {
-            run(vertex(Codelet::kMatMul, {const_cast<float*>(a.data()), const_cast<float*>(b.data()), out.data()},
+            run(vertex(Codelet::kMatMul,
+                       {const_cast<float*>(a.data()), const_cast<float*>(b.data()), out.data()},
                        {c.M, c.N, c.K, trans_a, trans_b, i, i + 1, cols.first, cols.second, accumulate}));
           }
         }
@@ -175,7 +183,8 @@ TEST_CASE("kernels: MatMul on single-row blocks, all transpose combinations, wit
         for (int64_t i = 0; i < c.M; ++i) {
           for (int64_t j = 0; j < c.N; ++j) {
             double sum = accumulate ? c0[static_cast<size_t>(i * c.N + j)] : 0.0;
-            for (int64_t k = 0; k < c.K; ++k) sum += op_a(a, c, i, k) * op_b(b, c, k, j);
+            for (int64_t k = 0; k < c.K; ++k)
+              sum += op_a(a, c, i, k) * op_b(b, c, k, j);
             want[static_cast<size_t>(i * c.N + j)] = sum;
           }
         }
@@ -199,7 +208,8 @@ TEST_CASE("kernels: BiasAdd on a row range, in place and out of place") {
   const auto x = values(M * N, 6);
   const auto bias = values(N, 7);
   std::vector<float> y(M * N, kSentinel);
-  run(vertex(Codelet::kBiasAdd, {const_cast<float*>(x.data()), const_cast<float*>(bias.data()), y.data()}, {M, N, 1, 3}));
+  run(vertex(Codelet::kBiasAdd, {const_cast<float*>(x.data()), const_cast<float*>(bias.data()), y.data()},
+             {M, N, 1, 3}));
   for (int64_t r = 0; r < M; ++r) {
     for (int64_t c = 0; c < N; ++c) {
       const size_t i = static_cast<size_t>(r * N + c);
@@ -211,30 +221,36 @@ TEST_CASE("kernels: BiasAdd on a row range, in place and out of place") {
     }
   }
   std::vector<float> inplace = x;
-  run(vertex(Codelet::kBiasAdd, {inplace.data(), const_cast<float*>(bias.data()), inplace.data()}, {M, N, 0, M}));
-  for (size_t i = 0; i < inplace.size(); ++i) CHECK(close(inplace[i], static_cast<double>(x[i]) + bias[i % N]));
+  run(vertex(Codelet::kBiasAdd, {inplace.data(), const_cast<float*>(bias.data()), inplace.data()},
+             {M, N, 0, M}));
+  for (size_t i = 0; i < inplace.size(); ++i)
+    CHECK(close(inplace[i], static_cast<double>(x[i]) + bias[i % N]));
 }
 
 double activate(ActivationKind kind, double x) {
   switch (kind) {
-    case ActivationKind::kRelu: return x > 0 ? x : 0;
-    case ActivationKind::kSigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case ActivationKind::kTanh: return std::tanh(x);
+  case ActivationKind::kRelu:
+    return x > 0 ? x : 0;
+  case ActivationKind::kSigmoid:
+    return 1.0 / (1.0 + std::exp(-x));
+  case ActivationKind::kTanh:
+    return std::tanh(x);
   }
   return NAN;
 }
 
 double derivative(ActivationKind kind, double x) {
   switch (kind) {
-    case ActivationKind::kRelu: return x > 0 ? 1 : 0;
-    case ActivationKind::kSigmoid: {
-      const double s = activate(kind, x);
-      return s * (1 - s);
-    }
-    case ActivationKind::kTanh: {
-      const double t = std::tanh(x);
-      return 1 - t * t;
-    }
+  case ActivationKind::kRelu:
+    return x > 0 ? 1 : 0;
+  case ActivationKind::kSigmoid: {
+    const double s = activate(kind, x);
+    return s * (1 - s);
+  }
+  case ActivationKind::kTanh: {
+    const double t = std::tanh(x);
+    return 1 - t * t;
+  }
   }
   return NAN;
 }
@@ -246,7 +262,8 @@ const char* kind_name(ActivationKind kind) {
 TEST_CASE("kernels: Activation and ActivationGrad for relu, sigmoid and tanh") {
   std::vector<float> x = values(40, 8);
   // Edges: zero, large magnitudes (saturation, exp overflow), tiny values.
-  for (float e : {0.0f, -0.0f, 30.0f, -30.0f, 100.0f, -100.0f, 1e-6f, -1e-6f}) x.push_back(e);
+  for (float e : {0.0f, -0.0f, 30.0f, -30.0f, 100.0f, -100.0f, 1e-6f, -1e-6f})
+    x.push_back(e);
   const int64_t n = static_cast<int64_t>(x.size());
   const auto dy = values(x.size(), 9);
   for (ActivationKind kind : {ActivationKind::kRelu, ActivationKind::kSigmoid, ActivationKind::kTanh}) {
@@ -275,7 +292,8 @@ TEST_CASE("kernels: Activation and ActivationGrad for relu, sigmoid and tanh") {
     // In place: y = f(y).
     std::vector<float> inplace = x;
     run(vertex(Codelet::kActivation, {inplace.data(), inplace.data()}, {static_cast<int64_t>(kind), 0, n}));
-    for (size_t k = 0; k < x.size(); ++k) CHECK(close(inplace[k], activate(kind, x[k]), 1e-6, 1e-7));
+    for (size_t k = 0; k < x.size(); ++k)
+      CHECK(close(inplace[k], activate(kind, x[k]), 1e-6, 1e-7));
   }
 }
 
@@ -285,7 +303,8 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
   const float lr = 0.05f, momentum = 0.9f;
   SUBCASE("plain SGD: W -= lr * G on its range only") {
     std::vector<float> w = w0;
-    run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data())}, {2, 9, 0}, {lr, momentum, 1.0f}));
+    run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data())}, {2, 9, 0},
+               {lr, momentum, 1.0f}));
     for (size_t i = 0; i < n; ++i) {
       if (i >= 2 && i < 9) {
         CHECK(close(w[i], static_cast<double>(w0[i]) - static_cast<double>(lr) * g[i]));
@@ -298,8 +317,10 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
     std::vector<float> w = w0, v = v0;
     std::vector<double> want_w(w0.begin(), w0.end()), want_v(v0.begin(), v0.end());
     for (int step = 0; step < 2; ++step) {
-      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {0, 6, 0}, {lr, momentum, 1.0f}));
-      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {6, 12, 0}, {lr, momentum, 1.0f}));
+      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {0, 6, 0},
+                 {lr, momentum, 1.0f}));
+      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {6, 12, 0},
+                 {lr, momentum, 1.0f}));
       for (size_t i = 0; i < n; ++i) {
         want_v[i] = static_cast<double>(momentum) * want_v[i] - static_cast<double>(lr) * g[i];
         want_w[i] += want_v[i];
@@ -313,7 +334,8 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
     run(vertex(Codelet::kSgdMomentum, {w.data(), acc.data()}, {3, 7, 1}, {lr, 0.0f, 0.25f}));
     for (size_t i = 0; i < n; ++i) {
       const bool in_range = i >= 3 && i < 7;
-      CHECK(close(w[i], in_range ? static_cast<double>(w0[i]) - static_cast<double>(lr) * 0.25 * g[i] : w0[i]));
+      CHECK(
+          close(w[i], in_range ? static_cast<double>(w0[i]) - static_cast<double>(lr) * 0.25 * g[i] : w0[i]));
       CHECK(acc[i] == (in_range ? 0.0f : g[i]));
     }
   }
@@ -336,9 +358,12 @@ std::vector<double> softmax_ref(const std::vector<float>& x, int64_t M, int64_t 
   std::vector<double> y(x.size());
   for (int64_t r = 0; r < M; ++r) {
     double max = -INFINITY, sum = 0;
-    for (int64_t c = 0; c < C; ++c) max = std::max(max, static_cast<double>(x[static_cast<size_t>(r * C + c)]));
-    for (int64_t c = 0; c < C; ++c) sum += std::exp(x[static_cast<size_t>(r * C + c)] - max);
-    for (int64_t c = 0; c < C; ++c) y[static_cast<size_t>(r * C + c)] = std::exp(x[static_cast<size_t>(r * C + c)] - max) / sum;
+    for (int64_t c = 0; c < C; ++c)
+      max = std::max(max, static_cast<double>(x[static_cast<size_t>(r * C + c)]));
+    for (int64_t c = 0; c < C; ++c)
+      sum += std::exp(x[static_cast<size_t>(r * C + c)] - max);
+    for (int64_t c = 0; c < C; ++c)
+      y[static_cast<size_t>(r * C + c)] = std::exp(x[static_cast<size_t>(r * C + c)] - max) / sum;
   }
   return y;
 }
@@ -347,8 +372,10 @@ TEST_CASE("kernels: Softmax is stable and SoftmaxGrad matches the Jacobian produ
   const int64_t M = 4, C = 5;
   std::vector<float> x = values(M * C, 13);
   // Row 2: huge logits that overflow a naive exp; row 3: equal logits.
-  for (int64_t c = 0; c < C; ++c) x[static_cast<size_t>(2 * C + c)] = 1000.0f + static_cast<float>(c);
-  for (int64_t c = 0; c < C; ++c) x[static_cast<size_t>(3 * C + c)] = -7.0f;
+  for (int64_t c = 0; c < C; ++c)
+    x[static_cast<size_t>(2 * C + c)] = 1000.0f + static_cast<float>(c);
+  for (int64_t c = 0; c < C; ++c)
+    x[static_cast<size_t>(3 * C + c)] = -7.0f;
   std::vector<float> y(x.size(), kSentinel);
   run(vertex(Codelet::kSoftmax, {x.data(), y.data()}, {M, C, 0, 1}));
   run(vertex(Codelet::kSoftmax, {x.data(), y.data()}, {M, C, 1, M}));
@@ -356,7 +383,8 @@ TEST_CASE("kernels: Softmax is stable and SoftmaxGrad matches the Jacobian produ
   check_close(y, want, 1e-5, 1e-7);
   for (int64_t r = 0; r < M; ++r) {
     double sum = 0;
-    for (int64_t c = 0; c < C; ++c) sum += y[static_cast<size_t>(r * C + c)];
+    for (int64_t c = 0; c < C; ++c)
+      sum += y[static_cast<size_t>(r * C + c)];
     CHECK(close(sum, 1.0, 1e-5));
   }
 
@@ -365,7 +393,8 @@ TEST_CASE("kernels: Softmax is stable and SoftmaxGrad matches the Jacobian produ
   run(vertex(Codelet::kSoftmaxGrad, {y.data(), const_cast<float*>(dy.data()), dx.data()}, {M, C, 1, 3}));
   for (int64_t r = 0; r < M; ++r) {
     double dot = 0;
-    for (int64_t c = 0; c < C; ++c) dot += static_cast<double>(dy[static_cast<size_t>(r * C + c)]) * want[static_cast<size_t>(r * C + c)];
+    for (int64_t c = 0; c < C; ++c)
+      dot += static_cast<double>(dy[static_cast<size_t>(r * C + c)]) * want[static_cast<size_t>(r * C + c)];
     for (int64_t c = 0; c < C; ++c) {
       const size_t i = static_cast<size_t>(r * C + c);
       CAPTURE(r);
@@ -381,7 +410,8 @@ TEST_CASE("kernels: Softmax is stable and SoftmaxGrad matches the Jacobian produ
 
 constexpr double kEpsilon = 1e-7;
 
-double sce_ref(const std::vector<float>& s, const std::vector<int32_t>& labels, int64_t M, int64_t C, bool from_logits) {
+double sce_ref(const std::vector<float>& s, const std::vector<int32_t>& labels, int64_t M, int64_t C,
+               bool from_logits) {
   double total = 0;
   const auto p = from_logits ? softmax_ref(s, M, C) : std::vector<double>(s.begin(), s.end());
   for (int64_t r = 0; r < M; ++r) {
@@ -391,14 +421,15 @@ double sce_ref(const std::vector<float>& s, const std::vector<int32_t>& labels, 
   return total / static_cast<double>(M);
 }
 
-std::vector<double> sce_grad_ref(const std::vector<float>& s, const std::vector<int32_t>& labels, int64_t M, int64_t C,
-                                 bool from_logits) {
+std::vector<double> sce_grad_ref(const std::vector<float>& s, const std::vector<int32_t>& labels, int64_t M,
+                                 int64_t C, bool from_logits) {
   std::vector<double> g(s.size(), 0.0);
   const auto p = softmax_ref(s, M, C);
   for (int64_t r = 0; r < M; ++r) {
     const size_t l = static_cast<size_t>(r * C + labels[static_cast<size_t>(r)]);
     if (from_logits) {
-      for (int64_t c = 0; c < C; ++c) g[static_cast<size_t>(r * C + c)] = p[static_cast<size_t>(r * C + c)] / M;
+      for (int64_t c = 0; c < C; ++c)
+        g[static_cast<size_t>(r * C + c)] = p[static_cast<size_t>(r * C + c)] / M;
       g[l] -= 1.0 / M;
     } else {
       // d/dp of -log(clip(p)): zero where the clip is active.
@@ -414,19 +445,23 @@ TEST_CASE("kernels: SparseCrossEntropy and its gradient from logits") {
   const auto s = values(M * C, 15);
   const std::vector<int32_t> labels = {2, 0, 3};
   float loss = kSentinel;
-  run(vertex(Codelet::kSparseCrossEntropy, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &loss}, {M, C, 1}));
+  run(vertex(Codelet::kSparseCrossEntropy,
+             {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &loss}, {M, C, 1}));
   CHECK(close(loss, sce_ref(s, labels, M, C, true)));
 
   std::vector<float> ds(s.size(), kSentinel);
-  run(vertex(Codelet::kSparseCrossEntropyGrad, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), ds.data()},
+  run(vertex(Codelet::kSparseCrossEntropyGrad,
+             {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), ds.data()},
              {M, C, 1, 0, 2}));
-  run(vertex(Codelet::kSparseCrossEntropyGrad, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), ds.data()},
+  run(vertex(Codelet::kSparseCrossEntropyGrad,
+             {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), ds.data()},
              {M, C, 1, 2, 3}));
   check_close(ds, sce_grad_ref(s, labels, M, C, true), 1e-5, 1e-7);
   // Each row's gradient sums to zero.
   for (int64_t r = 0; r < M; ++r) {
     double sum = 0;
-    for (int64_t c = 0; c < C; ++c) sum += ds[static_cast<size_t>(r * C + c)];
+    for (int64_t c = 0; c < C; ++c)
+      sum += ds[static_cast<size_t>(r * C + c)];
     CHECK(std::abs(sum) < 1e-6);
   }
 }
@@ -438,7 +473,8 @@ TEST_CASE("kernels: SparseCrossEntropy and its gradient from probabilities clip 
   const std::vector<float> p = {0.2f, 0.5f, 0.3f, 0.0f, 1.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0.5f, 1e-9f, 0.5f};
   const std::vector<int32_t> labels = {1, 0, 2, 1};
   float loss = kSentinel;
-  run(vertex(Codelet::kSparseCrossEntropy, {const_cast<float*>(p.data()), const_cast<int32_t*>(labels.data()), &loss}, {M, C, 0}));
+  run(vertex(Codelet::kSparseCrossEntropy,
+             {const_cast<float*>(p.data()), const_cast<int32_t*>(labels.data()), &loss}, {M, C, 0}));
   const double want = sce_ref(p, labels, M, C, false);
   CHECK(std::isfinite(loss));
   CHECK(close(loss, want, 1e-5));
@@ -446,20 +482,22 @@ TEST_CASE("kernels: SparseCrossEntropy and its gradient from probabilities clip 
   CHECK(close(want, (-std::log(0.5) - 2 * std::log(1e-7) - std::log(1 - 1e-7)) / 4, 1e-12));
 
   std::vector<float> dp(p.size(), kSentinel);
-  run(vertex(Codelet::kSparseCrossEntropyGrad, {const_cast<float*>(p.data()), const_cast<int32_t*>(labels.data()), dp.data()},
+  run(vertex(Codelet::kSparseCrossEntropyGrad,
+             {const_cast<float*>(p.data()), const_cast<int32_t*>(labels.data()), dp.data()},
              {M, C, 0, 0, M}));
   check_close(dp, sce_grad_ref(p, labels, M, C, false), 1e-5, 1e-7);
   CHECK(close(dp[1], -1.0 / (4 * 0.5)));
-  CHECK(dp[3] == 0.0f);   // clipped at 0
-  CHECK(dp[8] == 0.0f);   // clipped at 1
-  CHECK(dp[10] == 0.0f);  // clipped below epsilon
+  CHECK(dp[3] == 0.0f);  // clipped at 0
+  CHECK(dp[8] == 0.0f);  // clipped at 1
+  CHECK(dp[10] == 0.0f); // clipped below epsilon
 }
 
 TEST_CASE("kernels: SparseCrossEntropy, its gradient and CountCorrect report the first label out of range") {
   const int64_t M = 4, C = 4;
   const auto s = values(M * C, 16);
   // -1 is format::kPaddedRowLabel, not out of range (below).
-  for (int32_t bad : {-2, 4, 1000000, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()}) {
+  for (int32_t bad :
+       {-2, 4, 1000000, std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()}) {
     CAPTURE(bad);
     const std::vector<int32_t> labels = {1, bad, 2, -7};
     auto check = [&](const ipu::kernels::KernelFault& fault) {
@@ -474,19 +512,23 @@ TEST_CASE("kernels: SparseCrossEntropy, its gradient and CountCorrect report the
     for (int64_t from_logits : {0, 1}) {
       CAPTURE(from_logits);
       float loss = 0.0f;
-      check(run_for_fault(vertex(Codelet::kSparseCrossEntropy, {scores, label_data, &loss}, {M, C, from_logits})));
+      check(run_for_fault(
+          vertex(Codelet::kSparseCrossEntropy, {scores, label_data, &loss}, {M, C, from_logits})));
       std::vector<float> ds(s.size());
-      check(run_for_fault(vertex(Codelet::kSparseCrossEntropyGrad, {scores, label_data, ds.data()}, {M, C, from_logits, 0, M})));
+      check(run_for_fault(vertex(Codelet::kSparseCrossEntropyGrad, {scores, label_data, ds.data()},
+                                 {M, C, from_logits, 0, M})));
       // A vertex whose rows hold valid labels computes them.
-      run(vertex(Codelet::kSparseCrossEntropyGrad, {scores, label_data, ds.data()}, {M, C, from_logits, 2, 3}));
+      run(vertex(Codelet::kSparseCrossEntropyGrad, {scores, label_data, ds.data()},
+                 {M, C, from_logits, 2, 3}));
     }
     float correct = 0.0f;
     check(run_for_fault(vertex(Codelet::kCountCorrect, {scores, label_data, &correct}, {M, C})));
   }
   const std::vector<int32_t> labels = {0, 1, 9, 2};
   float loss = 0.0f;
-  CHECK(describe(run_for_fault(vertex(Codelet::kSparseCrossEntropy, {const_cast<float*>(s.data()),
-                                      const_cast<int32_t*>(labels.data()), &loss}, {M, C, 1}))) ==
+  CHECK(describe(run_for_fault(
+            vertex(Codelet::kSparseCrossEntropy,
+                   {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &loss}, {M, C, 1}))) ==
         "label 9 at labels[2] is outside [0, 4)");
 }
 
@@ -503,11 +545,13 @@ TEST_CASE("kernels: padded rows add nothing to SparseCrossEntropy, its gradient 
   for (int64_t from_logits : {0, 1}) {
     CAPTURE(from_logits);
     float loss = kSentinel;
-    run(vertex(Codelet::kSparseCrossEntropy, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &loss},
+    run(vertex(Codelet::kSparseCrossEntropy,
+               {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &loss},
                {M, C, from_logits}));
     CHECK(close(loss, sce_ref(real, real_labels, 2, C, from_logits != 0) * 2 / M, 1e-5));
     std::vector<float> ds(s.size(), kSentinel);
-    run(vertex(Codelet::kSparseCrossEntropyGrad, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), ds.data()},
+    run(vertex(Codelet::kSparseCrossEntropyGrad,
+               {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), ds.data()},
                {M, C, from_logits, 0, M}));
     for (int64_t c = 0; c < C; ++c) {
       CHECK(ds[static_cast<size_t>(C + c)] == 0.0f);
@@ -517,26 +561,28 @@ TEST_CASE("kernels: padded rows add nothing to SparseCrossEntropy, its gradient 
   // Every row's argmax is some class: a padded row is still never correct.
   float correct = kSentinel;
   const std::vector<int32_t> all_pad(static_cast<size_t>(M), pad);
-  run(vertex(Codelet::kCountCorrect, {const_cast<float*>(s.data()), const_cast<int32_t*>(all_pad.data()), &correct}, {M, C}));
+  run(vertex(Codelet::kCountCorrect,
+             {const_cast<float*>(s.data()), const_cast<int32_t*>(all_pad.data()), &correct}, {M, C}));
   CHECK(correct == 0.0f);
 }
 
 TEST_CASE("kernels: CountCorrect counts rows whose first maximum is the label") {
   const int64_t M = 5, C = 4;
   const std::vector<float> s = {
-      0.1f, 0.9f, 0.0f, 0.0f,   // argmax 1
-      3.0f, 1.0f, 3.0f, 0.0f,   // tie between 0 and 2: the first (0) wins
-      -1.0f, -2.0f, -3.0f, -0.5f,  // argmax 3
-      2.0f, 2.0f, 2.0f, 2.0f,   // all equal: 0
-      0.0f, 5.0f, 5.0f, 1.0f,   // tie between 1 and 2: 1
+      0.1f,  0.9f,  0.0f,  0.0f,  // argmax 1
+      3.0f,  1.0f,  3.0f,  0.0f,  // tie between 0 and 2: the first (0) wins
+      -1.0f, -2.0f, -3.0f, -0.5f, // argmax 3
+      2.0f,  2.0f,  2.0f,  2.0f,  // all equal: 0
+      0.0f,  5.0f,  5.0f,  1.0f,  // tie between 1 and 2: 1
   };
   auto count = [&](const std::vector<int32_t>& labels) {
     float correct = kSentinel;
-    run(vertex(Codelet::kCountCorrect, {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &correct}, {M, C}));
+    run(vertex(Codelet::kCountCorrect,
+               {const_cast<float*>(s.data()), const_cast<int32_t*>(labels.data()), &correct}, {M, C}));
     return correct;
   };
   CHECK(count({1, 0, 3, 0, 1}) == 5.0f);
-  CHECK(count({1, 2, 3, 3, 2}) == 2.0f);  // the later maxima do not count
+  CHECK(count({1, 2, 3, 3, 2}) == 2.0f); // the later maxima do not count
   CHECK(count({0, 1, 0, 1, 0}) == 0.0f);
 }
 
@@ -550,7 +596,8 @@ TEST_CASE("kernels: ColumnSum over a column range") {
     CAPTURE(c);
     if (c >= 1 && c < 5) {
       double sum = 0;
-      for (int64_t r = 0; r < M; ++r) sum += x[static_cast<size_t>(r * N + c)];
+      for (int64_t r = 0; r < M; ++r)
+        sum += x[static_cast<size_t>(r * N + c)];
       CHECK(close(y[static_cast<size_t>(c)], sum));
     } else {
       CHECK(y[static_cast<size_t>(c)] == kSentinel);
@@ -566,7 +613,8 @@ TEST_CASE("kernels: the registry knows every codelet and nothing else") {
     CHECK(static_cast<uint32_t>(def->codelet) == id);
     CHECK(static_cast<bool>(def->validate));
   }
-  for (uint32_t id : {0u, 14u, 63u, 64u, 65u, 0xffffffffu}) CHECK(find_kernel(id) == nullptr);
+  for (uint32_t id : {0u, 14u, 63u, 64u, 65u, 0xffffffffu})
+    CHECK(find_kernel(id) == nullptr);
 }
 
 TEST_CASE("kernels: exactly the kernels that read indices or labels can fault") {
@@ -574,8 +622,8 @@ TEST_CASE("kernels: exactly the kernels that read indices or labels can fault") 
                     Codelet::kGather, Codelet::kGatherGrad, Codelet::kNllLoss, Codelet::kNllLossGrad}) {
     CHECK(kernel(c).run.can_fault());
   }
-  for (Codelet c : {Codelet::kMatMul, Codelet::kSoftmax, Codelet::kReduce, Codelet::kStridedCopy, Codelet::kConv,
-                    Codelet::kMaxPool, Codelet::kReduceProdGrad}) {
+  for (Codelet c : {Codelet::kMatMul, Codelet::kSoftmax, Codelet::kReduce, Codelet::kStridedCopy,
+                    Codelet::kConv, Codelet::kMaxPool, Codelet::kReduceProdGrad}) {
     CHECK_FALSE(kernel(c).run.can_fault());
   }
 }
@@ -627,20 +675,26 @@ TEST_CASE("try_merge: adjacent ranges merge; gaps, reversed order and other diff
   SUBCASE("different codelet") {
     std::vector<float> dx(16);
     PreparedVertex into = relu(0, 4);
-    CHECK_FALSE(try_merge(act, into, vertex(Codelet::kActivationGrad, {x.data(), y.data(), dx.data()}, {0, 4, 8})));
+    CHECK_FALSE(
+        try_merge(act, into, vertex(Codelet::kActivationGrad, {x.data(), y.data(), dx.data()}, {0, 4, 8})));
   }
   SUBCASE("different float parameters") {
     const auto& sgd = kernel(Codelet::kSgdMomentum);
     PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {0, 4, 0}, {0.1f, 0.9f, 1.0f});
-    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.2f, 0.9f, 1.0f})));
-    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.1f, 0.8f, 1.0f})));
-    CHECK(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.1f, 0.9f, 1.0f})));
+    CHECK_FALSE(try_merge(
+        sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.2f, 0.9f, 1.0f})));
+    CHECK_FALSE(try_merge(
+        sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.1f, 0.8f, 1.0f})));
+    CHECK(try_merge(sgd, into,
+                    vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.1f, 0.9f, 1.0f})));
   }
   SUBCASE("with and without velocity") {
     const auto& sgd = kernel(Codelet::kSgdMomentum);
     std::vector<float> v(16);
     PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {0, 4, 0}, {0.1f, 0.9f, 1.0f});
-    CHECK_FALSE(try_merge(sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data(), v.data()}, {4, 8, 0}, {0.1f, 0.9f, 1.0f})));
+    CHECK_FALSE(try_merge(
+        sgd, into,
+        vertex(Codelet::kSgdMomentum, {x.data(), y.data(), v.data()}, {4, 8, 0}, {0.1f, 0.9f, 1.0f})));
   }
   SUBCASE("kernels without a work range never merge") {
     int32_t labels[2] = {0, 1};
@@ -648,7 +702,7 @@ TEST_CASE("try_merge: adjacent ranges merge; gaps, reversed order and other diff
     for (Codelet c : {Codelet::kSparseCrossEntropy, Codelet::kCountCorrect}) {
       const auto& def = kernel(c);
       PreparedVertex into = vertex(c, {x.data(), labels, &out}, {2, 8, 1});
-      if (c == Codelet::kCountCorrect) into.num_params = 2;  // M, C
+      if (c == Codelet::kCountCorrect) into.num_params = 2; // M, C
       const PreparedVertex next = into;
       CHECK_FALSE(try_merge(def, into, next));
     }
@@ -659,7 +713,8 @@ TEST_CASE("try_merge: MatMul blocks merge along columns or rows, not diagonally"
   std::vector<float> a(6 * 5), b(5 * 8), c(6 * 8);
   const auto& mm = kernel(Codelet::kMatMul);
   auto block = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t accumulate = 0) {
-    return vertex(Codelet::kMatMul, {a.data(), b.data(), c.data()}, {6, 8, 5, 0, 0, r0, r1, c0, c1, accumulate});
+    return vertex(Codelet::kMatMul, {a.data(), b.data(), c.data()},
+                  {6, 8, 5, 0, 0, r0, r1, c0, c1, accumulate});
   };
   SUBCASE("along columns, same rows") {
     PreparedVertex into = block(0, 3, 0, 4);
@@ -699,7 +754,8 @@ TEST_CASE("try_merge: MatMul blocks merge along columns or rows, not diagonally"
 
 // Runs `first` then `second` on fresh copies of the buffers, then their merge, and checks the
 // outputs are bitwise identical. `reset` restores every buffer to its initial content.
-void check_merge_equivalent(const PreparedVertex& first, const PreparedVertex& second, const std::function<void()>& reset,
+void check_merge_equivalent(const PreparedVertex& first, const PreparedVertex& second,
+                            const std::function<void()>& reset,
                             const std::function<std::vector<float>()>& outputs) {
   const auto& def = kernel(static_cast<Codelet>(first.codelet));
   reset();
@@ -722,10 +778,11 @@ TEST_CASE("try_merge: a merged vertex computes exactly what the two did") {
       const auto a = values(M * K, 20), b = values(K * N, 21), c0 = values(M * N, 22);
       std::vector<float> c;
       auto mm = [&](int64_t r0, int64_t r1, int64_t c0_, int64_t c1) {
-        return vertex(Codelet::kMatMul, {const_cast<float*>(a.data()), const_cast<float*>(b.data()), c.data()},
+        return vertex(Codelet::kMatMul,
+                      {const_cast<float*>(a.data()), const_cast<float*>(b.data()), c.data()},
                       {M, N, K, trans & 1, trans >> 1, r0, r1, c0_, c1, 1});
       };
-      c = c0;  // so the vertices' pointers are stable
+      c = c0; // so the vertices' pointers are stable
       auto reset = [&] { std::copy(c0.begin(), c0.end(), c.begin()); };
       auto out = [&] { return c; };
       check_merge_equivalent(mm(1, 4, 0, 3), mm(1, 4, 3, 8), reset, out);
@@ -748,33 +805,42 @@ TEST_CASE("try_merge: a merged vertex computes exactly what the two did") {
     reset();
     auto all = [&] {
       std::vector<float> out = x;
-      for (const auto* buf : {&v, &y, &dx, &col}) out.insert(out.end(), buf->begin(), buf->end());
+      for (const auto* buf : {&v, &y, &dx, &col})
+        out.insert(out.end(), buf->begin(), buf->end());
       return out;
     };
     for (int64_t kind = 0; kind < 3; ++kind) {
       check_merge_equivalent(vertex(Codelet::kActivation, {x.data(), y.data()}, {kind, 0, 7}),
                              vertex(Codelet::kActivation, {x.data(), y.data()}, {kind, 7, 24}), reset, all);
-      check_merge_equivalent(vertex(Codelet::kActivationGrad, {x.data(), g.data(), dx.data()}, {kind, 3, 10}),
-                             vertex(Codelet::kActivationGrad, {x.data(), g.data(), dx.data()}, {kind, 10, 11}), reset, all);
+      check_merge_equivalent(
+          vertex(Codelet::kActivationGrad, {x.data(), g.data(), dx.data()}, {kind, 3, 10}),
+          vertex(Codelet::kActivationGrad, {x.data(), g.data(), dx.data()}, {kind, 10, 11}), reset, all);
     }
     check_merge_equivalent(vertex(Codelet::kBiasAdd, {x.data(), bias.data(), y.data()}, {M, C, 0, 1}),
-                           vertex(Codelet::kBiasAdd, {x.data(), bias.data(), y.data()}, {M, C, 1, 4}), reset, all);
+                           vertex(Codelet::kBiasAdd, {x.data(), bias.data(), y.data()}, {M, C, 1, 4}), reset,
+                           all);
     check_merge_equivalent(vertex(Codelet::kSoftmax, {x.data(), y.data()}, {M, C, 0, 2}),
                            vertex(Codelet::kSoftmax, {x.data(), y.data()}, {M, C, 2, 3}), reset, all);
     check_merge_equivalent(vertex(Codelet::kSoftmaxGrad, {x.data(), g.data(), dx.data()}, {M, C, 1, 2}),
-                           vertex(Codelet::kSoftmaxGrad, {x.data(), g.data(), dx.data()}, {M, C, 2, 4}), reset, all);
+                           vertex(Codelet::kSoftmaxGrad, {x.data(), g.data(), dx.data()}, {M, C, 2, 4}),
+                           reset, all);
     for (int64_t from_logits : {0, 1}) {
-      check_merge_equivalent(
-          vertex(Codelet::kSparseCrossEntropyGrad, {x.data(), labels.data(), dx.data()}, {M, C, from_logits, 0, 3}),
-          vertex(Codelet::kSparseCrossEntropyGrad, {x.data(), labels.data(), dx.data()}, {M, C, from_logits, 3, 4}), reset, all);
+      check_merge_equivalent(vertex(Codelet::kSparseCrossEntropyGrad, {x.data(), labels.data(), dx.data()},
+                                    {M, C, from_logits, 0, 3}),
+                             vertex(Codelet::kSparseCrossEntropyGrad, {x.data(), labels.data(), dx.data()},
+                                    {M, C, from_logits, 3, 4}),
+                             reset, all);
     }
     check_merge_equivalent(vertex(Codelet::kColumnSum, {x.data(), col.data()}, {M, C, 0, 2}),
                            vertex(Codelet::kColumnSum, {x.data(), col.data()}, {M, C, 2, 6}), reset, all);
-    check_merge_equivalent(vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {0, 5, 0}, {0.1f, 0.0f, 1.0f}),
-                           vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {5, 20, 0}, {0.1f, 0.0f, 1.0f}), reset, all);
-    check_merge_equivalent(vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {2, 5, 0}, {0.1f, 0.9f, 1.0f}),
-                           vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {5, 24, 0}, {0.1f, 0.9f, 1.0f}), reset, all);
+    check_merge_equivalent(
+        vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {0, 5, 0}, {0.1f, 0.0f, 1.0f}),
+        vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {5, 20, 0}, {0.1f, 0.0f, 1.0f}), reset, all);
+    check_merge_equivalent(
+        vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {2, 5, 0}, {0.1f, 0.9f, 1.0f}),
+        vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {5, 24, 0}, {0.1f, 0.9f, 1.0f}), reset,
+        all);
   }
 }
 
-}  // namespace
+} // namespace

@@ -24,13 +24,20 @@ struct Case {
   bool weighted = false;
 
   std::vector<int64_t> params(int64_t begin, int64_t end) const {
-    return {N, C, D, static_cast<int64_t>(reduction), ignore_index ? 1 : 0, ignore_index.value_or(0), weighted ? 1 : 0,
-            begin, end};
+    return {N,
+            C,
+            D,
+            static_cast<int64_t>(reduction),
+            ignore_index ? 1 : 0,
+            ignore_index.value_or(0),
+            weighted ? 1 : 0,
+            begin,
+            end};
   }
 };
 
-const std::vector<float> kInput = {-0.1f, -1.2f, -2.3f, -0.4f, -0.5f, -1.6f,   // n = 0: [C=3, D=2]
-                                   -0.7f, -0.8f, -1.9f, -1.0f, -2.1f, -0.2f};  // n = 1
+const std::vector<float> kInput = {-0.1f, -1.2f, -2.3f, -0.4f, -0.5f, -1.6f,  // n = 0: [C=3, D=2]
+                                   -0.7f, -0.8f, -1.9f, -1.0f, -2.1f, -0.2f}; // n = 1
 const std::vector<float> kWeights = {0.5f, 2.0f, 1.5f};
 
 // ONNX's definition, position by position: loss_p = −x[n, t, d]·w[t], 0 where t is ignored.
@@ -89,7 +96,8 @@ std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (auto reduction : {LossReduction::kNone, LossReduction::kSum, LossReduction::kMean}) {
     for (bool weighted : {false, true}) {
-      for (std::optional<int64_t> ii : {std::optional<int64_t>(), std::optional<int64_t>(2), std::optional<int64_t>(-1)}) {
+      for (std::optional<int64_t> ii :
+           {std::optional<int64_t>(), std::optional<int64_t>(2), std::optional<int64_t>(-1)}) {
         Case c;
         c.reduction = reduction;
         c.weighted = weighted;
@@ -118,7 +126,7 @@ TEST_CASE("loss kernels: NllLossGrad is the derivative of the reference loss") {
   const std::vector<float> t = {0, 2, 1, 2};
   for (const Case& base : all_cases()) {
     Case c = base;
-    if (c.ignore_index == -1) continue;  // no target is -1 here
+    if (c.ignore_index == -1) continue; // no target is -1 here
     CAPTURE(static_cast<int>(c.reduction));
     CAPTURE(c.weighted);
     CAPTURE(c.ignore_index.value_or(99));
@@ -134,7 +142,8 @@ TEST_CASE("loss kernels: NllLossGrad is the derivative of the reference loss") {
     std::vector<double> want(kInput.size());
     for (size_t i = 0; i < kInput.size(); ++i) {
       const std::vector<double> plus = perturbed_loss(c, t, i, h), minus = perturbed_loss(c, t, i, -h);
-      for (size_t k = 0; k < plus.size(); ++k) want[i] += dy[k] * (plus[k] - minus[k]) / (2 * h);
+      for (size_t k = 0; k < plus.size(); ++k)
+        want[i] += dy[k] * (plus[k] - minus[k]) / (2 * h);
     }
     check_close(dx, want);
   }
@@ -143,8 +152,9 @@ TEST_CASE("loss kernels: NllLossGrad is the derivative of the reference loss") {
 // The first target outside [0, C) that is not the ignore index, as NllLoss and NllLossGrad report it.
 ipu::kernels::KernelFault loss_fault(const Case& c, Codelet codelet, std::vector<float> targets) {
   std::vector<float> x = kInput, w = kWeights, y(12), dy(4, 1.0f), dx(12);
-  std::vector<void*> operands = codelet == Codelet::kNllLoss ? std::vector<void*>{x.data(), targets.data(), y.data()}
-                                                             : std::vector<void*>{targets.data(), dy.data(), dx.data()};
+  std::vector<void*> operands = codelet == Codelet::kNllLoss
+                                    ? std::vector<void*>{x.data(), targets.data(), y.data()}
+                                    : std::vector<void*>{targets.data(), dy.data(), dx.data()};
   if (c.weighted) operands.push_back(w.data());
   const int64_t end = codelet == Codelet::kNllLoss ? c.N * c.D : c.N;
   return run_for_fault(vertex(codelet, operands, c.params(0, end)));
@@ -201,4 +211,4 @@ TEST_CASE("loss kernels: validators reject inconsistent sizes and partial reduct
   CHECK(!validate(Codelet::kNllLossGrad, {4, 1, 10}, c.params(0, 2)).ok());
 }
 
-}  // namespace
+} // namespace

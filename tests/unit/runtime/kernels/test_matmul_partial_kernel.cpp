@@ -21,10 +21,12 @@ TEST_CASE("kernels: MatMulPartial shares over K sum to the product") {
     // op(A)[i, k] and op(B)[k, j] over the stored layouts.
     std::vector<float> at(a.size()), bt(b.size());
     for (int64_t i = 0; i < M; ++i) {
-      for (int64_t k = 0; k < K; ++k) at[static_cast<size_t>(ta ? k * M + i : i * K + k)] = a[static_cast<size_t>(i * K + k)];
+      for (int64_t k = 0; k < K; ++k)
+        at[static_cast<size_t>(ta ? k * M + i : i * K + k)] = a[static_cast<size_t>(i * K + k)];
     }
     for (int64_t k = 0; k < K; ++k) {
-      for (int64_t j = 0; j < N; ++j) bt[static_cast<size_t>(tb ? j * K + k : k * N + j)] = b[static_cast<size_t>(k * N + j)];
+      for (int64_t j = 0; j < N; ++j)
+        bt[static_cast<size_t>(tb ? j * K + k : k * N + j)] = b[static_cast<size_t>(k * N + j)];
     }
     std::vector<float> partials(static_cast<size_t>(parts * M * N), 99.0f);
     const int64_t k_cuts[] = {0, 3, 6, K};
@@ -38,8 +40,10 @@ TEST_CASE("kernels: MatMulPartial shares over K sum to the product") {
     for (int64_t i = 0; i < M; ++i) {
       for (int64_t j = 0; j < N; ++j) {
         double expected = 0, sum = 0;
-        for (int64_t k = 0; k < K; ++k) expected += a[static_cast<size_t>(i * K + k)] * b[static_cast<size_t>(k * N + j)];
-        for (int64_t part = 0; part < parts; ++part) sum += partials[static_cast<size_t>(part * M * N + i * N + j)];
+        for (int64_t k = 0; k < K; ++k)
+          expected += a[static_cast<size_t>(i * K + k)] * b[static_cast<size_t>(k * N + j)];
+        for (int64_t part = 0; part < parts; ++part)
+          sum += partials[static_cast<size_t>(part * M * N + i * N + j)];
         CHECK(sum == doctest::Approx(expected).epsilon(1e-5));
       }
     }
@@ -57,15 +61,17 @@ TEST_CASE("kernels: MatMulPartial's validator rejects bad params") {
     return p;
   };
   using Q = ipu::format::params::MatMulPartial;
-  CHECK(!validate(Codelet::kMatMulPartial, sizes, with(Q::kPart, parts)).ok());       // no such share
+  CHECK(!validate(Codelet::kMatMulPartial, sizes, with(Q::kPart, parts)).ok()); // no such share
   CHECK(!validate(Codelet::kMatMulPartial, sizes, with(Q::kPart, -1)).ok());
-  CHECK(!validate(Codelet::kMatMulPartial, sizes, with(Q::kParts, parts + 1)).ok());  // partials too small
+  CHECK(!validate(Codelet::kMatMulPartial, sizes, with(Q::kParts, parts + 1)).ok()); // partials too small
   CHECK(!validate(Codelet::kMatMulPartial, sizes, with(Q::kKEnd, K + 1)).ok());      // past K
-  CHECK(!validate(Codelet::kMatMulPartial, sizes, {M, N, K, 0, 0, 0, M, 0, N, 5, 3, parts, 2}).ok());  // K range reversed
+  CHECK(!validate(Codelet::kMatMulPartial, sizes, {M, N, K, 0, 0, 0, M, 0, N, 5, 3, parts, 2})
+             .ok()); // K range reversed
   CHECK(!validate(Codelet::kMatMulPartial, sizes, with(Q::kRowEnd, M + 1)).ok());
   CHECK(!validate(Codelet::kMatMulPartial, sizes, with(Q::kColBegin, N + 1)).ok());
-  CHECK(!validate(Codelet::kMatMulPartial, {M * K, K * N - 1, parts * M * N}, good).ok());  // B too small
-  CHECK(!validate(Codelet::kMatMulPartial, sizes, {M, N, K, 0, 0, 0, M, 0, N, 0, K, parts}).ok());  // a param short
+  CHECK(!validate(Codelet::kMatMulPartial, {M * K, K * N - 1, parts * M * N}, good).ok()); // B too small
+  CHECK(!validate(Codelet::kMatMulPartial, sizes, {M, N, K, 0, 0, 0, M, 0, N, 0, K, parts})
+             .ok()); // a param short
 }
 
-}  // namespace
+} // namespace

@@ -55,14 +55,19 @@ TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
       {UnaryKind::kExp, 0, 0, [](double t, double, double) { return std::exp(t); }},
       {UnaryKind::kSqrt, 0, 0, [](double t, double, double) { return t < 0 ? NAN : std::sqrt(t); }},
       {UnaryKind::kErf, 0, 0, [](double t, double, double) { return std::erf(t); }},
-      {UnaryKind::kGelu, 0, 0, [](double t, double, double) { return 0.5 * t * (1 + std::erf(t / std::sqrt(2.0))); }},
+      {UnaryKind::kGelu, 0, 0,
+       [](double t, double, double) { return 0.5 * t * (1 + std::erf(t / std::sqrt(2.0))); }},
       {UnaryKind::kSoftplus, 0, 0, [](double t, double, double) { return std::log(1 + std::exp(t)); }},
-      {UnaryKind::kElu, 0.7f, 0, [](double t, double a, double) { return t > 0 ? t : a * (std::exp(t) - 1); }},
-      {UnaryKind::kSelu, 1.5f, 1.1f, [](double t, double a, double g) { return g * (t > 0 ? t : a * (std::exp(t) - 1)); }},
+      {UnaryKind::kElu, 0.7f, 0,
+       [](double t, double a, double) { return t > 0 ? t : a * (std::exp(t) - 1); }},
+      {UnaryKind::kSelu, 1.5f, 1.1f,
+       [](double t, double a, double g) { return g * (t > 0 ? t : a * (std::exp(t) - 1)); }},
       {UnaryKind::kLeakyRelu, 0.1f, 0, [](double t, double a, double) { return t >= 0 ? t : a * t; }},
-      {UnaryKind::kHardSigmoid, 0.2f, 0.5f, [](double t, double a, double b) { return std::clamp(a * t + b, 0.0, 1.0); }},
+      {UnaryKind::kHardSigmoid, 0.2f, 0.5f,
+       [](double t, double a, double b) { return std::clamp(a * t + b, 0.0, 1.0); }},
       {UnaryKind::kSoftsign, 0, 0, [](double t, double, double) { return t / (1 + std::abs(t)); }},
-      {UnaryKind::kClip, -0.5f, 1.0f, [](double t, double a, double b) { return std::min(std::max(t, a), b); }},
+      {UnaryKind::kClip, -0.5f, 1.0f,
+       [](double t, double a, double b) { return std::min(std::max(t, a), b); }},
       {UnaryKind::kTrunc, 0, 0, [](double t, double, double) { return std::trunc(t); }},
       {UnaryKind::kAffine, 3, -1, [](double t, double a, double b) { return a * t + b; }},
       {UnaryKind::kSign, 0, 0, [](double t, double, double) { return t > 0 ? 1.0 : (t < 0 ? -1.0 : 0.0); }},
@@ -73,10 +78,11 @@ TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
     auto in = x;
     for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 17}, {17, 40}}) {
       run(vertex(Codelet::kUnary, {in.data(), y.data()}, {static_cast<int64_t>(c.kind), b, e},
-                                         {c.alpha, c.beta}));
+                 {c.alpha, c.beta}));
     }
     std::vector<double> want;
-    for (float t : x) want.push_back(c.f(t, c.alpha, c.beta));
+    for (float t : x)
+      want.push_back(c.f(t, c.alpha, c.beta));
     check_close(y, want, 2e-6);
     CHECK(validate(Codelet::kUnary, {40, 40}, {static_cast<int64_t>(c.kind), 0, 40}, {c.alpha, c.beta}).ok());
   }
@@ -89,7 +95,8 @@ TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
 // (compiler/passes/fuse_gelu.h): the kernel must give bitwise what those ops' kernels give.
 TEST_CASE("tensor kernels: Unary Gelu is bitwise the Div, Erf, Add, Mul, Mul it replaces") {
   auto x = values(600, 5);
-  for (size_t i = 0; i < x.size(); ++i) x[i] *= static_cast<float>(i % 7);  // up to ±6: both tails
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] *= static_cast<float>(i % 7); // up to ±6: both tails
   x.insert(x.end(), {0.0f, -0.0f, 1e-30f, -9.5f, 9.5f, INFINITY, -INFINITY});
   const auto n = static_cast<int64_t>(x.size());
   auto binary_by = [&](BinaryKind kind, std::vector<float>& a, float scalar, std::vector<float>& y) {
@@ -100,10 +107,12 @@ TEST_CASE("tensor kernels: Unary Gelu is bitwise the Div, Erf, Add, Mul, Mul it 
   binary_by(BinaryKind::kDiv, x, std::numbers::sqrt2_v<float>, t);
   run(vertex(Codelet::kUnary, {t.data(), e.data()}, {static_cast<int64_t>(UnaryKind::kErf), 0, n}, {0, 0}));
   binary_by(BinaryKind::kAdd, e, 1.0f, a);
-  run(vertex(Codelet::kBinary, {x.data(), a.data(), m.data()}, {static_cast<int64_t>(BinaryKind::kMul), 1, 0, n, n, 1, 1}));
+  run(vertex(Codelet::kBinary, {x.data(), a.data(), m.data()},
+             {static_cast<int64_t>(BinaryKind::kMul), 1, 0, n, n, 1, 1}));
   binary_by(BinaryKind::kMul, m, 0.5f, chain);
   for (auto [b, end] : {std::pair<int64_t, int64_t>{0, 300}, {300, n}}) {
-    run(vertex(Codelet::kUnary, {x.data(), fused.data()}, {static_cast<int64_t>(UnaryKind::kGelu), b, end}, {0, 0}));
+    run(vertex(Codelet::kUnary, {x.data(), fused.data()}, {static_cast<int64_t>(UnaryKind::kGelu), b, end},
+               {0, 0}));
   }
   CHECK(std::memcmp(chain.data(), fused.data(), chain.size() * sizeof(float)) == 0);
 }
@@ -111,12 +120,14 @@ TEST_CASE("tensor kernels: Unary Gelu is bitwise the Div, Erf, Add, Mul, Mul it 
 TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") {
   auto a = values(8, 2), b = values(3, 3);
   const std::vector<int64_t> dims{2, 3, 4}, sa{4, 0, 1}, sb{0, 1, 0};
-  for (BinaryKind kind : {BinaryKind::kAdd, BinaryKind::kSub, BinaryKind::kDiv, BinaryKind::kMax, BinaryKind::kLess}) {
+  for (BinaryKind kind :
+       {BinaryKind::kAdd, BinaryKind::kSub, BinaryKind::kDiv, BinaryKind::kMax, BinaryKind::kLess}) {
     CAPTURE(static_cast<int>(kind));
     std::vector<float> y(24, -99.0f);
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 5}, {5, 24}}) {
       std::vector<int64_t> p{static_cast<int64_t>(kind), 3, begin, end};
-      for (const auto* l : {&dims, &sa, &sb}) p.insert(p.end(), l->begin(), l->end());
+      for (const auto* l : {&dims, &sa, &sb})
+        p.insert(p.end(), l->begin(), l->end());
       run(vertex(Codelet::kBinary, {a.data(), b.data(), y.data()}, p));
     }
     std::vector<double> want;
@@ -125,11 +136,21 @@ TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") 
         for (int k = 0; k < 4; ++k) {
           const double x = a[static_cast<size_t>(i * 4 + k)], z = b[static_cast<size_t>(j)];
           switch (kind) {
-            case BinaryKind::kAdd: want.push_back(x + z); break;
-            case BinaryKind::kSub: want.push_back(x - z); break;
-            case BinaryKind::kDiv: want.push_back(x / z); break;
-            case BinaryKind::kMax: want.push_back(std::max(x, z)); break;
-            default: want.push_back(static_cast<float>(x) < static_cast<float>(z) ? 1 : 0); break;
+          case BinaryKind::kAdd:
+            want.push_back(x + z);
+            break;
+          case BinaryKind::kSub:
+            want.push_back(x - z);
+            break;
+          case BinaryKind::kDiv:
+            want.push_back(x / z);
+            break;
+          case BinaryKind::kMax:
+            want.push_back(std::max(x, z));
+            break;
+          default:
+            want.push_back(static_cast<float>(x) < static_cast<float>(z) ? 1 : 0);
+            break;
           }
         }
       }
@@ -139,13 +160,13 @@ TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") 
   std::vector<int64_t> ok{0, 3, 0, 24, 2, 3, 4, 4, 0, 1, 0, 1, 0};
   CHECK(validate(Codelet::kBinary, {8, 3, 24}, ok).ok());
   auto bad = ok;
-  bad[8] = 5;  // A's stride 5 on axis 1 reaches element 4 + 2·5 + 3 = 17 of 8
+  bad[8] = 5; // A's stride 5 on axis 1 reaches element 4 + 2·5 + 3 = 17 of 8
   CHECK(!validate(Codelet::kBinary, {8, 3, 24}, bad).ok());
   bad = ok;
-  bad[11] = 2;  // B's stride 2 on an axis of 3 reads element 4 of 3
+  bad[11] = 2; // B's stride 2 on an axis of 3 reads element 4 of 3
   CHECK(!validate(Codelet::kBinary, {8, 3, 24}, bad).ok());
   bad = ok;
-  bad[1] = 9;  // rank beyond the limit
+  bad[1] = 9; // rank beyond the limit
   CHECK(!validate(Codelet::kBinary, {8, 3, 24}, bad).ok());
   bad = ok;
   bad[3] = 25;
@@ -174,12 +195,15 @@ TEST_CASE("tensor kernels: Binary rows of every innermost stride form, over rang
     std::vector<float> y(15, -99.0f);
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 12}, {12, 15}}) {
       std::vector<int64_t> p{static_cast<int64_t>(BinaryKind::kSub), 2, begin, end};
-      for (const auto* l : {&dims, &f.sa, &f.sb}) p.insert(p.end(), l->begin(), l->end());
-      run(vertex(Codelet::kBinary, {const_cast<float*>(f.a->data()), const_cast<float*>(f.b->data()), y.data()}, p));
+      for (const auto* l : {&dims, &f.sa, &f.sb})
+        p.insert(p.end(), l->begin(), l->end());
+      run(vertex(Codelet::kBinary,
+                 {const_cast<float*>(f.a->data()), const_cast<float*>(f.b->data()), y.data()}, p));
     }
     for (int64_t i = 0; i < 3; ++i) {
       for (int64_t j = 0; j < 5; ++j) {
-        const float want = (*f.a)[static_cast<size_t>(i * f.sa[0] + j * f.sa[1])] - (*f.b)[static_cast<size_t>(i * f.sb[0] + j * f.sb[1])];
+        const float want = (*f.a)[static_cast<size_t>(i * f.sa[0] + j * f.sa[1])] -
+                           (*f.b)[static_cast<size_t>(i * f.sb[0] + j * f.sb[1])];
         CHECK(y[static_cast<size_t>(i * 5 + j)] == want);
       }
     }
@@ -191,7 +215,8 @@ TEST_CASE("tensor kernels: Pow by 2 is the exact square, in Binary and Unary") {
   std::vector<float> two{2.0f}, y(15), u(15);
   std::vector<int64_t> p{static_cast<int64_t>(BinaryKind::kPow), 2, 0, 15, 3, 5, 5, 1, 0, 0};
   run(vertex(Codelet::kBinary, {a.data(), two.data(), y.data()}, p));
-  run(vertex(Codelet::kUnary, {a.data(), u.data()}, {static_cast<int64_t>(UnaryKind::kPowScalar), 0, 15}, {2.0f, 0.0f}));
+  run(vertex(Codelet::kUnary, {a.data(), u.data()}, {static_cast<int64_t>(UnaryKind::kPowScalar), 0, 15},
+             {2.0f, 0.0f}));
   for (size_t i = 0; i < a.size(); ++i) {
     CHECK(y[i] == a[i] * a[i]);
     CHECK(u[i] == a[i] * a[i]);
@@ -201,20 +226,19 @@ TEST_CASE("tensor kernels: Pow by 2 is the exact square, in Binary and Unary") {
 TEST_CASE("tensor kernels: Where selects per broadcast element") {
   std::vector<float> c{1, 0, 1}, a{10, 20, 30, 40, 50, 60}, b{-1};
   std::vector<float> y(6);
-  run(vertex(Codelet::kWhere, {c.data(), a.data(), b.data(), y.data()},
-                                     {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 0}));
+  run(vertex(Codelet::kWhere, {c.data(), a.data(), b.data(), y.data()}, {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 0}));
   CHECK(y == std::vector<float>{10, -1, 30, 40, -1, 60});
   CHECK(validate(Codelet::kWhere, {3, 6, 1, 6}, {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 0}).ok());
   CHECK(!validate(Codelet::kWhere, {3, 6, 1, 6}, {2, 0, 6, 2, 3, 0, 1, 3, 1, 0, 1}).ok());
 }
 
 TEST_CASE("tensor kernels: StridedCopy transposes, reverses and pads") {
-  auto x = values(6, 4);  // [2,3]
+  auto x = values(6, 4); // [2,3]
   std::vector<float> t(6);
-  run(vertex(Codelet::kStridedCopy, {x.data(), t.data()},
-                                           {2, 0, 0, 6, 3, 2, 1, 3, 0, 0, 3, 2}, {0}));
+  run(vertex(Codelet::kStridedCopy, {x.data(), t.data()}, {2, 0, 0, 6, 3, 2, 1, 3, 0, 0, 3, 2}, {0}));
   for (int i = 0; i < 3; ++i) {
-    for (int j = 0; j < 2; ++j) CHECK(t[static_cast<size_t>(i * 2 + j)] == x[static_cast<size_t>(j * 3 + i)]);
+    for (int j = 0; j < 2; ++j)
+      CHECK(t[static_cast<size_t>(i * 2 + j)] == x[static_cast<size_t>(j * 3 + i)]);
   }
   // Row 1 reversed: offset 5, stride -1.
   std::vector<float> r(3);
@@ -227,7 +251,7 @@ TEST_CASE("tensor kernels: StridedCopy transposes, reverses and pads") {
   CHECK(p == std::vector<float>{7, x[0], x[1], x[2], 7, 7, x[3], x[4], x[5], 7});
   CHECK(validate(Codelet::kStridedCopy, {6, 10}, pad, {7}).ok());
   auto bad = pad;
-  bad[11] = 5;  // the box reaches the padding column, which would read x[-1 + 4·1 + 3] = x[6]
+  bad[11] = 5; // the box reaches the padding column, which would read x[-1 + 4·1 + 3] = x[6]
   CHECK(!validate(Codelet::kStridedCopy, {6, 10}, bad, {7}).ok());
   CHECK(!validate(Codelet::kStridedCopy, {6, 3}, {1, 5, 0, 3, 3, 1, 0, 3}, {0}).ok());
 }
@@ -251,11 +275,13 @@ TEST_CASE("tensor kernels: StridedCopy over ranges that split rows, with the inn
     run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), whole.data()}, params(0, 60), {0}));
     for (int64_t begin = 0; begin < 60; begin += 7) {
       const int64_t end = std::min<int64_t>(60, begin + 7);
-      run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), split.data()}, params(begin, end), {0}));
+      run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), split.data()}, params(begin, end),
+                 {0}));
     }
     for (int64_t i = 0; i < 60; ++i) {
       const int64_t a = i / (l.dims[1] * l.dims[2]), b = i / l.dims[2] % l.dims[1], c = i % l.dims[2];
-      CHECK(whole[static_cast<size_t>(i)] == x[static_cast<size_t>(a * l.strides[0] + b * l.strides[1] + c * l.strides[2])]);
+      CHECK(whole[static_cast<size_t>(i)] ==
+            x[static_cast<size_t>(a * l.strides[0] + b * l.strides[1] + c * l.strides[2])]);
     }
     CHECK(split == whole);
   }
@@ -270,12 +296,12 @@ TEST_CASE("tensor kernels: BlockCopy places a Concat input into its columns") {
 }
 
 TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over strided axes") {
-  auto x = values(24, 5);  // [2,3,4]
+  auto x = values(24, 5); // [2,3,4]
   // Reduce axes 0 and 2: output [3] with stride 4; reduced dims [2,4] strides [12,1].
   std::vector<float> y(3);
   for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMean, ReduceKind::kMax, ReduceKind::kMin}) {
     run(vertex(Codelet::kReduce, {x.data(), y.data()},
-                                        {static_cast<int64_t>(kind), 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}));
+               {static_cast<int64_t>(kind), 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}));
     std::vector<double> want;
     for (int j = 0; j < 3; ++j) {
       double sum = 0, mx = -1e9, mn = 1e9;
@@ -287,16 +313,19 @@ TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over str
           mn = std::min(mn, t);
         }
       }
-      want.push_back(kind == ReduceKind::kSum ? sum : kind == ReduceKind::kMean ? sum / 8 : kind == ReduceKind::kMax ? mx : mn);
+      want.push_back(kind == ReduceKind::kSum    ? sum
+                     : kind == ReduceKind::kMean ? sum / 8
+                     : kind == ReduceKind::kMax  ? mx
+                                                 : mn);
     }
     check_close(y, want);
   }
   std::vector<float> ties{1, 3, 3, 0}, idx(1);
   run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
-                                      {static_cast<int64_t>(ReduceKind::kArgMax), 1, 1, 0, 1, 1, 0, 4, 1}));
+             {static_cast<int64_t>(ReduceKind::kArgMax), 1, 1, 0, 1, 1, 0, 4, 1}));
   CHECK(idx[0] == 1);
   run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
-                                      {static_cast<int64_t>(ReduceKind::kArgMaxLast), 1, 1, 0, 1, 1, 0, 4, 1}));
+             {static_cast<int64_t>(ReduceKind::kArgMaxLast), 1, 1, 0, 1, 1, 0, 4, 1}));
   CHECK(idx[0] == 2);
   CHECK(validate(Codelet::kReduce, {24, 3}, {0, 1, 2, 0, 3, 3, 4, 2, 4, 12, 1}).ok());
   CHECK(!validate(Codelet::kReduce, {24, 3}, {0, 1, 2, 0, 3, 3, 4, 2, 4, 13, 1}).ok());
@@ -311,13 +340,14 @@ TEST_CASE("tensor kernels: Reduce sums and averages over a single strided axis")
     std::vector<float> y(8, -99.0f);
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 8}}) {
       run(vertex(Codelet::kReduce, {x.data(), y.data()},
-                                          {static_cast<int64_t>(kind), 2, 1, begin, end, 2, 4, 12, 1, 3, 4}));
+                 {static_cast<int64_t>(kind), 2, 1, begin, end, 2, 4, 12, 1, 3, 4}));
     }
     std::vector<double> want;
     for (int i = 0; i < 2; ++i) {
       for (int k = 0; k < 4; ++k) {
         double sum = 0;
-        for (int j = 0; j < 3; ++j) sum += x[static_cast<size_t>(i * 12 + j * 4 + k)];
+        for (int j = 0; j < 3; ++j)
+          sum += x[static_cast<size_t>(i * 12 + j * 4 + k)];
         want.push_back(kind == ReduceKind::kSum ? sum : sum / 3);
       }
     }
@@ -326,7 +356,7 @@ TEST_CASE("tensor kernels: Reduce sums and averages over a single strided axis")
 }
 
 TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
-  auto x = values(24, 6);  // [2,3,4] over axis 1
+  auto x = values(24, 6); // [2,3,4] over axis 1
   std::vector<float> y(24), l(24);
   run(vertex(Codelet::kAxisSoftmax, {x.data(), y.data()}, {0, 2, 3, 4, 0, 8}));
   run(vertex(Codelet::kAxisSoftmax, {x.data(), l.data()}, {1, 2, 3, 4, 0, 8}));
@@ -334,7 +364,8 @@ TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
   for (int o = 0; o < 2; ++o) {
     for (int i = 0; i < 4; ++i) {
       double sum = 0;
-      for (int j = 0; j < 3; ++j) sum += std::exp(x[static_cast<size_t>(o * 12 + j * 4 + i)]);
+      for (int j = 0; j < 3; ++j)
+        sum += std::exp(x[static_cast<size_t>(o * 12 + j * 4 + i)]);
       for (int j = 0; j < 3; ++j) {
         const size_t at = static_cast<size_t>(o * 12 + j * 4 + i);
         want[at] = std::exp(x[at]) / sum;
@@ -352,7 +383,8 @@ TEST_CASE("tensor kernels: AxisSoftmax on the last axis, of lengths off the vect
     // Two lines of spread values (large ones would overflow an unshifted exp), the second with a
     // -inf when it has other elements (a line of only -inf has no softmax).
     std::vector<float> x(static_cast<size_t>(2 * n));
-    for (int64_t j = 0; j < 2 * n; ++j) x[static_cast<size_t>(j)] = 95.0f - 7.3f * static_cast<float>(j % 29);
+    for (int64_t j = 0; j < 2 * n; ++j)
+      x[static_cast<size_t>(j)] = 95.0f - 7.3f * static_cast<float>(j % 29);
     if (n > 1) x[static_cast<size_t>(n)] = -INFINITY;
     for (int64_t kind : {0, 1}) {
       INFO("n = " << n << ", kind " << kind);
@@ -361,8 +393,10 @@ TEST_CASE("tensor kernels: AxisSoftmax on the last axis, of lengths off the vect
       std::vector<double> want(x.size());
       for (int64_t line = 0; line < 2; ++line) {
         double max = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < n; ++j) max = std::max(max, static_cast<double>(x[static_cast<size_t>(line * n + j)]));
-        for (int64_t j = 0; j < n; ++j) sum += std::exp(x[static_cast<size_t>(line * n + j)] - max);
+        for (int64_t j = 0; j < n; ++j)
+          max = std::max(max, static_cast<double>(x[static_cast<size_t>(line * n + j)]));
+        for (int64_t j = 0; j < n; ++j)
+          sum += std::exp(x[static_cast<size_t>(line * n + j)] - max);
         for (int64_t j = 0; j < n; ++j) {
           const double t = x[static_cast<size_t>(line * n + j)] - max;
           want[static_cast<size_t>(line * n + j)] = kind == 0 ? std::exp(t) / sum : t - std::log(sum);
@@ -391,7 +425,9 @@ TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,
       for (int r = 0; r < M; ++r) {
         for (int s = 0; s < N; ++s) {
           double sum = 0;
-          for (int k = 0; k < K; ++k) sum += a[static_cast<size_t>(j * M * K + r * K + k)] * b[static_cast<size_t>(i * K * N + k * N + s)];
+          for (int k = 0; k < K; ++k)
+            sum +=
+                a[static_cast<size_t>(j * M * K + r * K + k)] * b[static_cast<size_t>(i * K * N + k * N + s)];
           want.push_back(sum);
         }
       }
@@ -400,17 +436,17 @@ TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,
   check_close(c, want);
   CHECK(validate(Codelet::kBatchMatMul, {16, 36, 36}, p).ok());
   auto bad = p;
-  bad[10] = K * N + 1;  // the last B matrix would end past B
+  bad[10] = K * N + 1; // the last B matrix would end past B
   CHECK(!validate(Codelet::kBatchMatMul, {16, 36, 36}, bad).ok());
 }
 
 TEST_CASE("tensor kernels: Gather with negative indices") {
-  std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 0, -3}, y(6);  // [2,3] along axis 1
+  std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 0, -3}, y(6); // [2,3] along axis 1
   run(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6, 0, 1}));
   CHECK(y == std::vector<float>{2, 0, 0, 5, 3, 3});
-  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 7, 0, 1}).ok());  // past Y's rows
-  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6, 0, 2}).ok());  // past its columns
-  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6}).ok());        // the old layout
+  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 7, 0, 1}).ok()); // past Y's rows
+  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6, 0, 2}).ok()); // past its columns
+  CHECK(!validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6}).ok());       // the old layout
   CHECK(validate(Codelet::kGather, {6, 3, 6}, {2, 3, 1, 3, 0, 6, 0, 1}).ok());
 }
 
@@ -418,7 +454,8 @@ TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside 
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (float bad : {3.0f, -4.0f, 1e30f, -1e30f, nan}) {
     CAPTURE(bad);
-    std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, bad, 0, 7}, y(8), dy(8, 1.0f), dx(6);  // [2,3] along axis 1
+    std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, bad, 0, 7}, y(8), dy(8, 1.0f),
+        dx(6); // [2,3] along axis 1
     const ipu::kernels::KernelFault fault =
         run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 4, 0, 8, 0, 1}));
     REQUIRE(fault);
@@ -428,8 +465,8 @@ TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside 
     CHECK(fault.high == 3);
     // Every GatherGrad vertex reads every index, so each reports the same one.
     for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 6}}) {
-      const ipu::kernels::KernelFault grad =
-          run_for_fault(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end, 0, 1}));
+      const ipu::kernels::KernelFault grad = run_for_fault(
+          vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end, 0, 1}));
       REQUIRE(grad);
       CHECK(grad.element == 1);
     }
@@ -437,7 +474,8 @@ TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside 
   // The message names the value as the model gave it: integers as integers, anything else as a float.
   std::vector<float> x{0, 1, 2, 3, 4, 5}, idx{-1, 17, 0}, y(6);
   auto message = [&] {
-    return describe(run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6, 0, 1})));
+    return describe(
+        run_for_fault(vertex(Codelet::kGather, {x.data(), idx.data(), y.data()}, {2, 3, 1, 3, 0, 6, 0, 1})));
   };
   CHECK(message() == "index 17 at indices[1] is outside [-3, 3)");
   idx[1] = -1e30f;
@@ -449,7 +487,7 @@ TEST_CASE("tensor kernels: Gather and GatherGrad report the first index outside 
 TEST_CASE("tensor kernels: GatherGrad sums dY into the rows its indices read") {
   // X [2, 3] gathered along axis 1 with indices {-1, 0, 2, 1}: dX row r gets every dY column j
   // whose index names r (2 twice, as -1 and 2).
-  std::vector<float> idx{-1, 0, 2, 1}, dy{1, 2, 3, 4, 10, 20, 30, 40};  // [2, 4]
+  std::vector<float> idx{-1, 0, 2, 1}, dy{1, 2, 3, 4, 10, 20, 30, 40}; // [2, 4]
   auto reference = [&](int64_t o, int64_t r) {
     float sum = 0;
     for (int64_t j = 0; j < 4; ++j) {
@@ -464,30 +502,35 @@ TEST_CASE("tensor kernels: GatherGrad sums dY into the rows its indices read") {
     run(vertex(Codelet::kGatherGrad, {dy.data(), idx.data(), dx.data()}, {2, 3, 1, 4, begin, end, 0, 1}));
   }
   for (int64_t o = 0; o < 2; ++o) {
-    for (int64_t r = 0; r < 3; ++r) CHECK(dx[static_cast<size_t>(o * 3 + r)] == reference(o, r));
+    for (int64_t r = 0; r < 3; ++r)
+      CHECK(dx[static_cast<size_t>(o * 3 + r)] == reference(o, r));
   }
   CHECK(dx[2] == 1 + 3);
   CHECK(validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 6, 0, 1}).ok());
-  CHECK(!validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 7, 0, 1}).ok());  // past dX
-  CHECK(!validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 6, 1, 2}).ok());  // past its columns
-  CHECK(!validate(Codelet::kGatherGrad, {6, 4, 6}, {2, 3, 1, 4, 0, 6, 0, 1}).ok());  // dY too small
+  CHECK(!validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 7, 0, 1}).ok()); // past dX
+  CHECK(!validate(Codelet::kGatherGrad, {8, 4, 6}, {2, 3, 1, 4, 0, 6, 1, 2}).ok()); // past its columns
+  CHECK(!validate(Codelet::kGatherGrad, {6, 4, 6}, {2, 3, 1, 4, 0, 6, 0, 1}).ok()); // dY too small
 }
 
 // Blocks of rows × columns of one [outer, n, inner] table, in every split, give bitwise what one
 // vertex gives: Gather copies the same floats, GatherGrad sums each element in index order.
 TEST_CASE("tensor kernels: Gather and GatherGrad give the same result in any block split") {
   const int64_t outer = 2, n = 5, inner = 7, count = 6;
-  std::vector<float> table(static_cast<size_t>(outer * n * inner)), dy(static_cast<size_t>(outer * count * inner));
-  for (size_t i = 0; i < table.size(); ++i) table[i] = 0.37f * static_cast<float>(i) - 3.1f;
-  for (size_t i = 0; i < dy.size(); ++i) dy[i] = 0.1f / (1.0f + static_cast<float>(i % 11)) - 0.02f * static_cast<float>(i % 5);
-  std::vector<float> idx{4, -1, 0, 2, 4, -5};  // row 4 three times (4, -1, 4), row 0 twice (0, -5)
+  std::vector<float> table(static_cast<size_t>(outer * n * inner)),
+      dy(static_cast<size_t>(outer * count * inner));
+  for (size_t i = 0; i < table.size(); ++i)
+    table[i] = 0.37f * static_cast<float>(i) - 3.1f;
+  for (size_t i = 0; i < dy.size(); ++i)
+    dy[i] = 0.1f / (1.0f + static_cast<float>(i % 11)) - 0.02f * static_cast<float>(i % 5);
+  std::vector<float> idx{4, -1, 0, 2, 4, -5}; // row 4 three times (4, -1, 4), row 0 twice (0, -5)
   auto split = [&](Codelet codelet, int64_t rows, int64_t row_chunk, int64_t col_chunk) {
     const bool grad = codelet == Codelet::kGatherGrad;
     std::vector<float> out(static_cast<size_t>(rows * inner), 99.0f);
     for (int64_t rb = 0; rb < rows; rb += row_chunk) {
       for (int64_t cb = 0; cb < inner; cb += col_chunk) {
         run(vertex(codelet, {grad ? dy.data() : table.data(), idx.data(), out.data()},
-                   {outer, n, inner, count, rb, std::min(rows, rb + row_chunk), cb, std::min(inner, cb + col_chunk)}));
+                   {outer, n, inner, count, rb, std::min(rows, rb + row_chunk), cb,
+                    std::min(inner, cb + col_chunk)}));
       }
     }
     return out;
@@ -504,14 +547,15 @@ TEST_CASE("tensor kernels: Gather and GatherGrad give the same result in any blo
       }
     }
     if (codelet == Codelet::kGather) {
-      CHECK(whole[static_cast<size_t>((1 * count + 1) * inner + 2)] == table[static_cast<size_t>((1 * n + 4) * inner + 2)]);
+      CHECK(whole[static_cast<size_t>((1 * count + 1) * inner + 2)] ==
+            table[static_cast<size_t>((1 * n + 4) * inner + 2)]);
     } else {
       // dX[1, 4, 3]: dY rows 0, 1 and 4 of outer slice 1, summed in that order.
       const auto at = [&](int64_t j) { return dy[static_cast<size_t>((1 * count + j) * inner + 3)]; };
       CHECK(whole[static_cast<size_t>((1 * n + 4) * inner + 3)] == ((0.0f + at(0)) + at(1)) + at(4));
-      CHECK(whole[static_cast<size_t>((0 * n + 1) * inner + 0)] == 0.0f);  // a row no index names
+      CHECK(whole[static_cast<size_t>((0 * n + 1) * inner + 0)] == 0.0f); // a row no index names
     }
   }
 }
 
-}  // namespace
+} // namespace

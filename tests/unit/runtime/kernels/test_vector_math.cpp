@@ -28,12 +28,15 @@ std::vector<VectorIsa> isas() {
 // Values from -120 to 120 in uneven steps, around 0 densely, and the special values.
 std::vector<float> sweep() {
   std::vector<float> x;
-  for (float t = -120.0f; t <= 120.0f; t += 0.0371f) x.push_back(t);
-  for (float t = -1e-3f; t <= 1e-3f; t += 1.7e-6f) x.push_back(t);
+  for (float t = -120.0f; t <= 120.0f; t += 0.0371f)
+    x.push_back(t);
+  for (float t = -1e-3f; t <= 1e-3f; t += 1.7e-6f)
+    x.push_back(t);
   const float inf = std::numeric_limits<float>::infinity();
-  for (float t : {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.3f, -103.9f, -104.0f, 3.9f, -3.9f, 9.0f, -9.0f,
-                  inf, -inf, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max(),
-                  std::numeric_limits<float>::lowest(), std::numeric_limits<float>::denorm_min()}) {
+  for (float t :
+       {0.0f, -0.0f, 1e-30f, -1e-30f, 88.72f, 88.73f, -87.3f, -103.9f, -104.0f, 3.9f, -3.9f, 9.0f, -9.0f, inf,
+        -inf, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::max(),
+        std::numeric_limits<float>::lowest(), std::numeric_limits<float>::denorm_min()}) {
     x.push_back(t);
   }
   return x;
@@ -53,11 +56,13 @@ void check_within_one_ulp(VectorFn fn, VectorIsa isa, double (*reference)(double
   fn(x.data(), y.data(), static_cast<int64_t>(x.size()), isa);
   for (size_t i = 0; i < x.size(); ++i) {
     const double want = reference(x[i]);
-    INFO(name << "(" << x[i] << ") with isa " << static_cast<int>(isa) << ": got " << y[i] << ", want " << want);
+    INFO(name << "(" << x[i] << ") with isa " << static_cast<int>(isa) << ": got " << y[i] << ", want "
+              << want);
     if (std::isnan(want)) {
       CHECK(std::isnan(y[i]));
-    } else if (std::fabs(want) > std::numeric_limits<float>::max()) {  // overflows float
-      CHECK(y[i] == std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(want > 0 ? 1 : -1)));
+    } else if (std::fabs(want) > std::numeric_limits<float>::max()) { // overflows float
+      CHECK(y[i] ==
+            std::copysign(std::numeric_limits<float>::infinity(), static_cast<float>(want > 0 ? 1 : -1)));
     } else {
       CHECK(ulps(y[i], want) <= 1.0);
     }
@@ -67,13 +72,15 @@ void check_within_one_ulp(VectorFn fn, VectorIsa isa, double (*reference)(double
 // Each element's result is bitwise the same computed alone, within any range, and in place.
 void check_position_independent(VectorFn fn, VectorIsa isa) {
   std::vector<float> x;
-  for (int i = 0; i < 37; ++i) x.push_back(-4.0f + 0.23f * static_cast<float>(i));
+  for (int i = 0; i < 37; ++i)
+    x.push_back(-4.0f + 0.23f * static_cast<float>(i));
   std::vector<float> whole(x.size());
   fn(x.data(), whole.data(), static_cast<int64_t>(x.size()), isa);
   for (size_t begin = 0; begin < x.size(); ++begin) {
     for (size_t n = 0; begin + n <= x.size() && n <= 9; ++n) {
-      std::vector<float> part(x.begin() + static_cast<std::ptrdiff_t>(begin), x.begin() + static_cast<std::ptrdiff_t>(begin + n));
-      fn(part.data(), part.data(), static_cast<int64_t>(n), isa);  // in place
+      std::vector<float> part(x.begin() + static_cast<std::ptrdiff_t>(begin),
+                              x.begin() + static_cast<std::ptrdiff_t>(begin + n));
+      fn(part.data(), part.data(), static_cast<int64_t>(n), isa); // in place
       INFO("range [" << begin << ", " << begin + n << ") with isa " << static_cast<int>(isa));
       // An empty part has no data pointer to compare (memcmp must not see a null one).
       CHECK((n == 0 || std::memcmp(part.data(), whole.data() + begin, n * sizeof(float)) == 0));
@@ -81,14 +88,18 @@ void check_position_independent(VectorFn fn, VectorIsa isa) {
   }
 }
 
-}  // namespace
+} // namespace
 
 TEST_CASE("vector_math: exp is within 1 ULP of the exact result, specials included") {
-  for (VectorIsa isa : isas()) check_within_one_ulp(vector_exp, isa, [](double t) { return std::exp(t); }, "exp");
+  for (VectorIsa isa : isas())
+    check_within_one_ulp(
+        vector_exp, isa, [](double t) { return std::exp(t); }, "exp");
 }
 
 TEST_CASE("vector_math: erf is within 1 ULP of the exact result, specials included") {
-  for (VectorIsa isa : isas()) check_within_one_ulp(vector_erf, isa, [](double t) { return std::erf(t); }, "erf");
+  for (VectorIsa isa : isas())
+    check_within_one_ulp(
+        vector_erf, isa, [](double t) { return std::erf(t); }, "erf");
 }
 
 TEST_CASE("vector_math: results do not depend on the range or its tail length, in place or not") {

@@ -29,7 +29,8 @@ bool contains(const std::string& text, const std::string& part) {
 }
 
 std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : text)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
 }
 
@@ -63,7 +64,8 @@ NamedTensor tensor_for(size_t seed, const std::vector<int64_t>& shape = {2, 3}) 
   t.shape = shape;
   const uint32_t bits[] = {0x80000000u, 0x00000001u, 0x7f800000u, 0xff800000u, 0x7fc12345u, 0x3f800000u};
   int64_t count = 1;
-  for (int64_t d : shape) count *= d;
+  for (int64_t d : shape)
+    count *= d;
   for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
     float v;
     const uint32_t b = bits[(i + seed) % 6] ^ static_cast<uint32_t>(seed << 8);
@@ -138,7 +140,8 @@ TEST_CASE("a checkpoint of hostile names reads back bit for bit") {
   const std::string dir = tmp.file("ckpt");
   std::map<std::string, NamedTensor> tensors;
   size_t seed = 0;
-  for (const std::string& name : hostile_names()) tensors[name] = tensor_for(seed++);
+  for (const std::string& name : hostile_names())
+    tensors[name] = tensor_for(seed++);
   REQUIRE(write_checkpoint(dir, tensors).ok());
 
   // Only the index and one file per tensor, all inside the directory.
@@ -227,7 +230,7 @@ TEST_CASE("a name that is not UTF-8 is refused before anything is written") {
   TempDir tmp;
   const std::string dir = tmp.file("ckpt");
   const std::map<std::string, NamedTensor> tensors = {{"ok/kernel", tensor_for(0)},
-                                                       {"bad\xff/kernel", tensor_for(1)}};
+                                                      {"bad\xff/kernel", tensor_for(1)}};
   Status written = write_checkpoint(dir, tensors);
   REQUIRE_FALSE(written.ok());
   CHECK(written.code() == StatusCode::kInvalidArgument);
@@ -235,5 +238,5 @@ TEST_CASE("a name that is not UTF-8 is refused before anything is written") {
   CHECK_FALSE(std::filesystem::exists(dir));
 }
 
-}  // namespace
-}  // namespace ipu::testing
+} // namespace
+} // namespace ipu::testing

@@ -23,4 +23,4 @@ TEST_CASE("session::sample_shape_fits accepts the same bytes in another shape on
   CHECK_FALSE(sample_shape_fits({783}, {28, 28, 1}));
 }
 
-}  // namespace
+} // namespace
