@@ -87,7 +87,7 @@ TEST_CASE("a 2048³ MatMul fits one mk2 IPU at 40-90 % of fp32 peak") {
 }
 
 // Runs predict on A and B and returns C.
-std::vector<float> predict(const std::string& model, compiler::CompileOptions options,
+std::vector<float> predict(const std::string& model, const compiler::CompileOptions& options,
                            const std::vector<float>& a, const std::vector<float>& b, int* partial_vertices) {
   auto compiled = compiler::compile_model(model, options);
   if (!compiled.ok()) throw std::runtime_error(compiled.status().message());
