@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test: unit and end-to-end tests (ctest), the lint (clang-tidy, and
-# clang-format once enforced: scripts/lint.sh), the same tests under ASan and UBSan, the
+# Sets up, builds and runs every test: unit and end-to-end tests (ctest), the lint (clang-format and
+# clang-tidy: scripts/lint.sh), the same tests under ASan and UBSan, the
 # runtime-only build that proves the runtime links without the compiler, and a short run of every
 # fuzzer.
 set -euo pipefail
