@@ -290,6 +290,18 @@ def cmd_norm_prelu_onnx(a):
     write_npy(a.reference, "f4", x["shape"], out)
 
 
+def cmd_softsign_onnx(a):
+    # x [N,2,3] -Softsign-> y = x / (1 + |x|), and its reference output (docs/adding_an_op.md's
+    # worked example; the shared ONNX node tests have none for it).
+    graph = (pb_bytes(1, onnx_node("Softsign", "act", ["x"], ["y"])) + pb_bytes(2, "softsign") +
+             pb_bytes(11, onnx_value_info("x", ["N", 2, 3])) + pb_bytes(12, onnx_value_info("y", ["N", 2, 3])))
+    model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13))
+    with open(a.path, "wb") as f:
+        f.write(model)
+    x = read_npy(a.input)
+    write_npy(a.reference, "f4", x["shape"], [v / (1 + abs(v)) for v in x["values"]])
+
+
 def cmd_ssa_onnx(a):
     first_output = {"two-writers": "y", "shadow-input": "x", "shadow-initializer": "w"}[a.case]
     nodes = [onnx_node("Relu", "first", ["x"], [first_output]), onnx_node("Add", "second", ["x", "w"], ["y"])]
@@ -573,7 +585,7 @@ def main():
     # Models built with their reference output: NAME-onnx MODEL INPUT.npy REFERENCE.npy [--seed S].
     for name, func in (("opset6", cmd_opset6_onnx), ("norm-prelu", cmd_norm_prelu_onnx),
                        ("conv-transpose", cmd_conv_transpose_onnx), ("conv3d", cmd_conv3d_onnx),
-                       ("layer-norm", cmd_layer_norm_onnx)):
+                       ("layer-norm", cmd_layer_norm_onnx), ("softsign", cmd_softsign_onnx)):
         p = sub.add_parser(name + "-onnx")
         p.add_argument("path")
         p.add_argument("input")

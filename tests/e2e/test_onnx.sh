@@ -212,6 +212,12 @@ test_conv_transpose_matches_its_reference() {
   expect_matches_reference conv-transpose 3,4,3,2 8 1e-6
 }
 
+# Softsign, the op docs/adding_an_op.md adds as its worked example, against its definition (its
+# gradient: tests/unit/compiler/test_gradients.cpp).
+test_softsign_matches_its_reference() {
+  expect_matches_reference softsign 5,2,3 10 1e-6
+}
+
 # A 3-D Conv (depth dilation and pads, strided H, asymmetric pads, a bias) against a reference
 # computed here by its definition (its gradients: tests/unit/compiler/test_gradients.cpp).
 test_conv3d_matches_its_reference() {
