@@ -45,8 +45,9 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
            ->check(CLI::IsMember({"train", "infer"})));
   keep(cmd->add_option("--loss", f.loss, "Loss to train with (required for ONNX models; overrides a spec's)")
            ->check(CLI::IsMember({"sparse_categorical_crossentropy"})));
-  keep(cmd->add_option("--optimizer", f.optimizer, "Optimizer (ONNX models: default sgd)")
-           ->check(CLI::IsMember({"sgd"})));
+  keep(cmd->add_option("--optimizer", f.optimizer,
+                       "Optimizer: sgd, adam or adamw (ONNX models: default sgd; overrides the spec's)")
+           ->check(CLI::IsMember({"sgd", "adam", "adamw"})));
   // The device computes in float32: a rate that rounds to 0 or to infinity there is refused, not
   // trained with (1e-46 was read as 0, and the spec's rate silently used instead).
   const CLI::Validator positive_float32(
@@ -59,10 +60,18 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
         return "";
       },
       "POSITIVE FLOAT32");
-  keep(cmd->add_option("--learning-rate", f.learning_rate, "SGD learning rate (overrides the spec)")
+  keep(cmd->add_option("--learning-rate", f.learning_rate, "Learning rate (overrides the spec)")
            ->check(positive_float32));
   keep(cmd->add_option("--momentum", f.momentum, "SGD momentum (overrides the spec)")
            ->check(CLI::Range(0.0, 0.999999)));
+  keep(cmd->add_option("--beta1", f.beta_1, "Adam/AdamW beta_1, in [0, 1) (default 0.9)")
+           ->check(CLI::Range(0.0, 0.999999)));
+  keep(cmd->add_option("--beta2", f.beta_2, "Adam/AdamW beta_2, in [0, 1) (default 0.999)")
+           ->check(CLI::Range(0.0, 0.999999)));
+  keep(cmd->add_option("--epsilon", f.epsilon, "Adam/AdamW epsilon (default 1e-7)")->check(positive_float32));
+  keep(cmd->add_option("--weight-decay", f.weight_decay,
+                       "Adam: L2 added to the gradient; AdamW: decoupled decay (default 0, AdamW 0.004)")
+           ->check(CLI::NonNegativeNumber));
   keep(cmd->add_option("--stage-assignment", f.stage_assignment,
                        "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));

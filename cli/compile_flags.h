@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct CompileFlags {
   std::string optimizer;
   float learning_rate = 0; // 0: the spec's
   float momentum = -1;     // negative: the spec's
+  // Adam's and AdamW's; unset: the spec's or Keras's defaults.
+  std::optional<float> beta_1;
+  std::optional<float> beta_2;
+  std::optional<float> epsilon;
+  std::optional<float> weight_decay;
   std::vector<int> stage_assignment;
   std::vector<std::string> constant_inputs; // NAME=FILE, each checked for that form by CLI11
 };

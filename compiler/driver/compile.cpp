@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <cmath>
 
 #include "compiler/lowering/lower_graph.h"
 #include "compiler/lowering/pipeline_schedule.h"
@@ -63,10 +64,17 @@ Status validate_options(const CompileOptions& o) {
   if (o.loss && *o.loss != "sparse_categorical_crossentropy") {
     return bad_option("--loss must be sparse_categorical_crossentropy, got '" + *o.loss + "'");
   }
-  if (o.optimizer && *o.optimizer != "sgd")
-    return bad_option("--optimizer must be sgd, got '" + *o.optimizer + "'");
+  if (o.optimizer && !passes::optimizer_kind(*o.optimizer))
+    return bad_option("--optimizer must be sgd, adam or adamw, got '" + *o.optimizer + "'");
   if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
   if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return bad_option("--momentum must be in [0, 1)");
+  for (const auto& [flag, beta] : {std::pair{"--beta1", o.beta_1}, std::pair{"--beta2", o.beta_2}}) {
+    if (beta && !(*beta >= 0 && *beta < 1)) return bad_option(std::string(flag) + " must be in [0, 1)");
+  }
+  if (o.epsilon && !(*o.epsilon > 0 && std::isfinite(*o.epsilon)))
+    return bad_option("--epsilon must be positive");
+  if (o.weight_decay && !(*o.weight_decay >= 0 && std::isfinite(*o.weight_decay)))
+    return bad_option("--weight-decay must be non-negative");
   return Status();
 }
 
@@ -77,9 +85,27 @@ struct Model {
   passes::OptimizerConfig optimizer;
 };
 
-passes::OptimizerConfig with_overrides(passes::OptimizerConfig optimizer, const CompileOptions& options) {
+// The model's optimizer with the options' changes; refuses a flag the resulting optimizer has no
+// use for (--momentum with Adam, --beta1 with SGD) rather than ignoring it.
+StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimizer,
+                                                 const CompileOptions& options) {
+  if (options.optimizer) {
+    const std::optional<passes::OptimizerKind> kind = passes::optimizer_kind(*options.optimizer);
+    if (!kind) return bad_option("--optimizer must be sgd, adam or adamw, got '" + *options.optimizer + "'");
+    if (*kind != optimizer.kind) optimizer = passes::default_optimizer(*kind);
+  }
+  const bool sgd = optimizer.kind == passes::OptimizerKind::kSgd;
+  const std::string name = passes::optimizer_name(optimizer.kind);
+  if (sgd && (options.beta_1 || options.beta_2 || options.epsilon || options.weight_decay)) {
+    return bad_option("--beta1, --beta2, --epsilon and --weight-decay apply to adam and adamw, not sgd");
+  }
+  if (!sgd && options.momentum) return bad_option("--momentum applies to sgd, not " + name);
   if (options.learning_rate) optimizer.learning_rate = *options.learning_rate;
   if (options.momentum) optimizer.momentum = *options.momentum;
+  if (options.beta_1) optimizer.beta_1 = *options.beta_1;
+  if (options.beta_2) optimizer.beta_2 = *options.beta_2;
+  if (options.epsilon) optimizer.epsilon = *options.epsilon;
+  if (options.weight_decay) optimizer.weight_decay = *options.weight_decay;
   return optimizer;
 }
 
@@ -99,7 +125,10 @@ StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& o
                                      options.mode == Mode::kTrain, options.constant_inputs, bytes_per_tile};
   IPU_ASSIGN_OR_RETURN(model.forward, std::move(loaded).forward_graph(import));
   model.loss = training.loss;
-  model.optimizer = with_overrides(training.optimizer, options);
+  // Inference builds no update: its training flags are ignored, as its cache key ignores them.
+  if (options.mode == Mode::kTrain) {
+    IPU_ASSIGN_OR_RETURN(model.optimizer, with_overrides(training.optimizer, options));
+  }
   return model;
 }
 
@@ -133,11 +162,20 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   // key as leaving it out. Inference builds no training ops: these options change nothing there.
   if (o.mode == Mode::kTrain) {
     const frontend::ModelTraining training = model.training();
-    const passes::OptimizerConfig optimizer = with_overrides(training.optimizer, o);
+    // Options the compile will refuse leave the model's optimizer in the key: no entry is stored.
+    const StatusOr<passes::OptimizerConfig> overridden = with_overrides(training.optimizer, o);
+    const passes::OptimizerConfig optimizer = overridden.ok() ? *overridden : training.optimizer;
     out.emplace_back("loss", o.loss.value_or(training.loss_name.empty() ? "none" : training.loss_name));
-    out.emplace_back("optimizer", o.optimizer.value_or("sgd"));
+    out.emplace_back("optimizer", passes::optimizer_name(optimizer.kind));
     out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
     out.emplace_back("momentum", float_key(optimizer.momentum));
+    // Only Adam's keys carry its arguments, so SGD's keys are what they were before Adam.
+    if (optimizer.kind != passes::OptimizerKind::kSgd) {
+      out.emplace_back("beta_1", float_key(optimizer.beta_1));
+      out.emplace_back("beta_2", float_key(optimizer.beta_2));
+      out.emplace_back("epsilon", float_key(optimizer.epsilon));
+      out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
+    }
   } else {
     for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"})
       out.emplace_back(name, "unused");

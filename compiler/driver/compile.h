@@ -31,10 +31,16 @@ struct CompileOptions {
   uint32_t replicas = 1;
   uint32_t num_ipus = 16; // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
-  std::optional<std::string> loss;      // overrides the spec's loss; required to train ONNX models
-  std::optional<std::string> optimizer; // "sgd"; ONNX models train with SGD when not given
-  std::optional<float> learning_rate;   // overrides the spec's optimizer
-  std::optional<float> momentum;
+  std::optional<std::string> loss; // overrides the spec's loss; required to train ONNX models
+  // "sgd", "adam" or "adamw"; ONNX models train with SGD when not given. One that differs from
+  // the spec's replaces it, with its Keras defaults (the spec's arguments are not its own).
+  std::optional<std::string> optimizer;
+  std::optional<float> learning_rate; // overrides the optimizer's
+  std::optional<float> momentum;      // SGD only
+  std::optional<float> beta_1;        // Adam and AdamW only, as the three below
+  std::optional<float> beta_2;
+  std::optional<float> epsilon;
+  std::optional<float> weight_decay;
   std::vector<int> stage_assignment; // overrides the spec's stages when non-empty
   std::string schedule = "grouped";  // pipeline schedule: grouped, interleaved, sequential
   bool recompute = false;            // pipelines: recompute activations instead of stashing them

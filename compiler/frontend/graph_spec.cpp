@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -364,11 +365,44 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
       problems.add("optimizer", "must be {\"type\": NAME, ...}, got " + describe(opt));
       return;
     }
-    if (opt["type"] != "sgd") {
-      problems.add_unsupported("optimizer",
-                               "unsupported optimizer " + describe(opt["type"]) + " (ipucc trains with sgd)");
+    const std::optional<passes::OptimizerKind> kind = passes::optimizer_kind(opt["type"].get<std::string>());
+    if (!kind) {
+      problems.add_unsupported("optimizer", "unsupported optimizer " + describe(opt["type"]) +
+                                                " (ipucc trains with sgd, adam or adamw)");
       return;
     }
+    spec.optimizer = passes::default_optimizer(*kind);
+    // Adam's arguments, as Keras names them; any other (amsgrad, momentum) is refused rather
+    // than ignored. (SGD specs have always been read leniently, and still are.)
+    if (*kind != passes::OptimizerKind::kSgd) {
+      const std::set<std::string> known = {"type",   "learning_rate", "beta_1",
+                                           "beta_2", "epsilon",       "weight_decay"};
+      for (const auto& [key, value] : opt.items()) {
+        if (known.count(key) == 0) {
+          problems.add("optimizer", "unknown argument '" + key + "' for " + passes::optimizer_name(*kind));
+        }
+      }
+    }
+    // A beta in [0, 1), epsilon positive, weight decay non-negative: all finite float32 values.
+    auto read_float = [&](const char* key, double low, bool low_open, double high, bool high_open,
+                          const char* range, float& into) {
+      if (!opt.contains(key)) return;
+      const json& value = opt[key];
+      const bool ok = value.is_number() && std::isfinite(value.get<float>()) &&
+                      (low_open ? value.get<double>() > low : value.get<double>() >= low) &&
+                      (high_open ? value.get<double>() < high : value.get<double>() <= high);
+      if (!ok) {
+        problems.add("optimizer", std::string("'") + key + "' must be " + range);
+      } else {
+        into = value.get<float>();
+      }
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    read_float("beta_1", 0, false, 1, true, "in [0, 1)", spec.optimizer.beta_1);
+    read_float("beta_2", 0, false, 1, true, "in [0, 1)", spec.optimizer.beta_2);
+    read_float("epsilon", 0, true, inf, true, "a positive number that float32 holds", spec.optimizer.epsilon);
+    read_float("weight_decay", 0, false, inf, true, "a non-negative number that float32 holds",
+               spec.optimizer.weight_decay);
     if (opt.contains("learning_rate")) {
       // The device computes in float32: a rate that rounds to 0 or infinity there is no rate.
       const bool positive_float32 = opt["learning_rate"].is_number() &&

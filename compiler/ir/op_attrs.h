@@ -127,6 +127,18 @@ struct NllLossAttrs {
   std::optional<int64_t> ignore_index;
 };
 
+// Adam (decoupled_weight_decay false: the decay is added to the gradient) or AdamW (true).
+struct AdamUpdateAttrs {
+  float learning_rate = 0.0f;
+  float beta_1 = 0.0f;
+  float beta_2 = 0.0f;
+  float epsilon = 0.0f;
+  float weight_decay = 0.0f;
+  bool decoupled_weight_decay = false;
+  float gradient_scale = 1.0f; // the gradient is multiplied by this first
+  bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
+};
+
 // NllLossGrad: its loss's attributes and the shape of dX, [N, C, D].
 struct NllLossGradAttrs {
   NllLossAttrs loss;
@@ -134,8 +146,8 @@ struct NllLossGradAttrs {
 };
 
 using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs,
-                             SgdUpdateAttrs, UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs,
-                             GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs,
+                             SgdUpdateAttrs, AdamUpdateAttrs, UnaryAttrs, BinaryAttrs, StridedCopyAttrs,
+                             AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs,
                              WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).

@@ -1,5 +1,5 @@
-// ColumnSum (bias gradients), AccumulateGrad (gradient accumulation) and SgdUpdate (Keras SGD
-// with momentum, in place).
+// ColumnSum (bias gradients), AccumulateGrad (gradient accumulation), SgdUpdate (Keras SGD
+// with momentum, in place) and AdamUpdate (Adam and AdamW, in place; docs/training.md).
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/op_table.h"
@@ -75,6 +75,60 @@ Status lower_sgd_update(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
+// Inputs: weight, gradient, first moment, second moment, step count [1]. Updates all but the
+// gradient in place (the gradient too when it is an accumulator); no outputs.
+Status infer_adam_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
+  const auto& w = g.value(op.inputs[0]).type;
+  for (size_t i = 1; i < 4; ++i) {
+    if (g.value(op.inputs[i]).type.shape != w.shape)
+      return invalid_argument("weight, gradient and moment shapes differ");
+  }
+  if (g.value(op.inputs[4]).type.elements() != 1) return invalid_argument("the step count must be a scalar");
+  return Status();
+}
+
+// The Adam vertices all read the step count; StepCount advances it in the compute set after
+// theirs, so every vertex of the update sees the same step.
+Status lower_adam_update(LowerContext& ctx, const Op& op) {
+  const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
+  const AdamUpdateAttrs& adam = op.attrs<AdamUpdateAttrs>();
+  std::vector<uint32_t> operands;
+  for (int in : op.inputs)
+    operands.push_back(ctx.tensor(in));
+  const uint32_t step = operands[4];
+  const double per_element = 12.0 / ctx.target().cycles.vector_flops_per_cycle;
+  lowering::lower_split(ctx, n, per_element, 16.0, [&](uint32_t tile, int64_t begin, int64_t end) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kAdam;
+    v.operands = operands;
+    using P = format::params::Adam;
+    using F = format::fparams::Adam;
+    v.params = format::make_params<P>({{P::kBegin, begin},
+                                       {P::kEnd, end},
+                                       {P::kClearGradient, adam.clear_gradient},
+                                       {P::kDecoupledWeightDecay, adam.decoupled_weight_decay}});
+    v.fparams = format::make_fparams<F>({{F::kLearningRate, adam.learning_rate},
+                                         {F::kBeta1, adam.beta_1},
+                                         {F::kBeta2, adam.beta_2},
+                                         {F::kEpsilon, adam.epsilon},
+                                         {F::kWeightDecay, adam.weight_decay},
+                                         {F::kGradientScale, adam.gradient_scale}});
+    v.compute_cycles = per_element * static_cast<double>(end - begin);
+    for (size_t i = 0; i < 4; ++i)
+      v.reads.push_back(lowering::flat_region(operands[i], begin, end));
+    v.reads.push_back(lowering::flat_region(step, 0, 1));
+    ctx.emit(tile, std::move(v));
+  });
+  lowering::VertexSpec count;
+  count.codelet = format::Codelet::kStepCount;
+  count.operands = {step};
+  using P = format::params::StepCount;
+  count.params = format::make_params<P>({{P::kIncrement, 1}});
+  count.reads = {lowering::flat_region(step, 0, 1)};
+  ctx.emit_after(ctx.take_tiles(1)[0], std::move(count));
+  return Status();
+}
+
 // Inputs: accumulator, gradient. Adds the gradient into the accumulator in place; no outputs.
 Status infer_accumulate_grad(const Graph& g, const Op& op, std::vector<TensorType>&) {
   if (g.value(op.inputs[0]).type.shape != g.value(op.inputs[1]).type.shape) {
@@ -105,6 +159,11 @@ Status lower_accumulate_grad(LowerContext& ctx, const Op& op) {
 const OpDefinition& accumulate_grad_op() {
   static const OpDefinition def{{OpKind::kAccumulateGrad, 2, infer_accumulate_grad, nullptr},
                                 lower_accumulate_grad};
+  return def;
+}
+
+const OpDefinition& adam_update_op() {
+  static const OpDefinition def{{OpKind::kAdamUpdate, 5, infer_adam_update, nullptr}, lower_adam_update};
   return def;
 }
 

@@ -7,6 +7,33 @@
 
 namespace ipu::passes {
 
+std::optional<OptimizerKind> optimizer_kind(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::kSgd;
+  if (name == "adam") return OptimizerKind::kAdam;
+  if (name == "adamw") return OptimizerKind::kAdamW;
+  return std::nullopt;
+}
+
+const char* optimizer_name(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::kSgd:
+    return "sgd";
+  case OptimizerKind::kAdam:
+    return "adam";
+  case OptimizerKind::kAdamW:
+    return "adamw";
+  }
+  return "?";
+}
+
+OptimizerConfig default_optimizer(OptimizerKind kind) {
+  OptimizerConfig config;
+  config.kind = kind;
+  if (kind != OptimizerKind::kSgd) config.learning_rate = 0.001f;
+  if (kind == OptimizerKind::kAdamW) config.weight_decay = 0.004f;
+  return config;
+}
+
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config) {
   const ir::TensorType& type = graph.value(scores).type;
   if (type.shape.size() != 2) {
@@ -75,9 +102,8 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     int gradient = context.gradient_of(w);
     if (gradient < 0) continue; // a weight the loss does not depend on stays as it is
     const ir::Value weight = graph.value(w);
-    ir::SgdUpdateAttrs attrs;
-    attrs.learning_rate = config.learning_rate;
-    attrs.momentum = config.momentum;
+    float gradient_scale = 1.0f;
+    bool clear_gradient = false;
     if (accumulation.enabled()) {
       const int acc =
           graph.add_value(state_name(weight.name, "/accumulator"), weight.type, ir::Role::kAccumulator);
@@ -90,19 +116,46 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
       accumulators.push_back(acc);
       gradient = acc;
       // Replicas average their accumulators before the update; the update averages the micro-batches.
-      attrs.gradient_scale = 1.0f / static_cast<float>(accumulation.micro_batches);
-      attrs.clear_gradient = true;
+      gradient_scale = 1.0f / static_cast<float>(accumulation.micro_batches);
+      clear_gradient = true;
     }
+    // Optimizer state starts at zero, shaped like its weight unless given a shape.
+    auto add_state = [&](const char* suffix, const ir::TensorType& type) {
+      const int state = graph.add_value(state_name(weight.name, suffix), type, ir::Role::kOptimizerState);
+      graph.value(state).initial.assign(static_cast<size_t>(type.elements()), 0.0f);
+      graph.value(state).stage = weight.stage;
+      return state;
+    };
     std::vector<int> inputs = {w, gradient};
-    if (config.momentum != 0.0f) {
-      int velocity =
-          graph.add_value(state_name(weight.name, "/momentum"), weight.type, ir::Role::kOptimizerState);
-      graph.value(velocity).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
-      graph.value(velocity).stage = weight.stage;
-      inputs.push_back(velocity);
+    if (config.kind == OptimizerKind::kSgd) {
+      ir::SgdUpdateAttrs attrs;
+      attrs.learning_rate = config.learning_rate;
+      attrs.momentum = config.momentum;
+      attrs.gradient_scale = gradient_scale;
+      attrs.clear_gradient = clear_gradient;
+      if (config.momentum != 0.0f) inputs.push_back(add_state("/momentum", weight.type));
+      IPU_RETURN_IF_ERROR(graph
+                              .add_op(ir::OpKind::kSgdUpdate, weight.name + "/update", inputs, attrs,
+                                      ir::Phase::kUpdate, weight.stage)
+                              .status());
+      continue;
     }
+    ir::AdamUpdateAttrs attrs;
+    attrs.learning_rate = config.learning_rate;
+    attrs.beta_1 = config.beta_1;
+    attrs.beta_2 = config.beta_2;
+    attrs.epsilon = config.epsilon;
+    attrs.weight_decay = config.weight_decay;
+    attrs.decoupled_weight_decay = config.kind == OptimizerKind::kAdamW;
+    attrs.gradient_scale = gradient_scale;
+    attrs.clear_gradient = clear_gradient;
+    inputs.push_back(add_state("/adam_m", weight.type));
+    inputs.push_back(add_state("/adam_v", weight.type));
+    // One step count per weight, as torch keeps one per parameter: each lives beside its
+    // weight's update (on its pipeline stage), and a checkpoint carries it with the moments.
+    inputs.push_back(add_state("/adam_step", {ir::DType::kFloat32, {1}}));
     IPU_RETURN_IF_ERROR(graph
-                            .add_op(ir::OpKind::kSgdUpdate, weight.name + "/update", inputs, attrs,
+                            .add_op(ir::OpKind::kAdamUpdate, weight.name + "/update", inputs, attrs,
                                     ir::Phase::kUpdate, weight.stage)
                             .status());
   }

@@ -2,6 +2,9 @@
 // autodiff, and the optimizer's update ops and state.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "compiler/ir/graph.h"
 
 namespace ipu::passes {
@@ -10,10 +13,27 @@ struct LossConfig {
   bool from_logits = true;
 };
 
+enum class OptimizerKind { kSgd, kAdam, kAdamW };
+
+// "sgd", "adam" or "adamw"; nullopt for any other name.
+std::optional<OptimizerKind> optimizer_kind(const std::string& name);
+const char* optimizer_name(OptimizerKind kind);
+
+// Keras's names and defaults (docs/training.md): momentum is SGD's; the betas, epsilon and weight
+// decay are Adam's and AdamW's.
 struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kSgd;
   float learning_rate = 0.01f;
   float momentum = 0.0f;
+  float beta_1 = 0.9f;
+  float beta_2 = 0.999f;
+  float epsilon = 1e-7f;
+  float weight_decay = 0.0f;
 };
+
+// Keras's defaults for `kind`: learning rate 0.01 (SGD) or 0.001 (Adam, AdamW), weight decay
+// 0.004 for AdamW.
+OptimizerConfig default_optimizer(OptimizerKind kind);
 
 struct LossValues {
   int labels = -1;  // int32 [batch] input
@@ -34,8 +54,9 @@ struct AccumulationConfig {
   bool enabled() const { return micro_batches > 1 || replicas > 1 || stages > 1; }
 };
 
-// Differentiates `loss` with respect to every weight and appends one SGD update per weight
-// (with a velocity state per weight when momentum is non-zero). With accumulation, each
+// Differentiates `loss` with respect to every weight and appends one update per weight: SGD
+// (with a velocity state per weight when momentum is non-zero) or Adam/AdamW (first and second
+// moments and a step count per weight). With accumulation, each
 // gradient is added into an accumulator in the backward phase, and the update applies the mean
 // over the micro-batches and clears it. Returns the accumulators (empty without accumulation).
 StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,

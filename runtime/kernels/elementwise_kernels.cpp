@@ -150,6 +150,79 @@ Status validate_sgd_momentum(const format::Vertex& v, const std::vector<OperandI
                       "element");
 }
 
+// Adam and AdamW as torch.optim.Adam / AdamW compute them (docs/training.md), on the gradient
+// g = gradient_scale·G, at step t = S[0] + 1 (S counts the updates done; StepCount advances it
+// after every vertex of the update has read it):
+//   Adam:  g += weight_decay·W          AdamW: W −= lr·weight_decay·W
+//   M = β1·M + (1 − β1)·g;  V = β2·V + (1 − β2)·g²
+//   W −= (lr / (1 − β1^t)) · M / (sqrt(V) / sqrt(1 − β2^t) + ε)
+// With clear_gradient, G (an accumulator) is zeroed after use.
+//   operands: W, G, M, V (same size, distinct), S [1]
+//   params:   format::params::Adam;  fparams: format::fparams::Adam
+void run_adam(const PreparedVertex& v) {
+  using P = format::params::Adam;
+  using F = format::fparams::Adam;
+  float* w = v.f32(0);
+  float* g = v.f32(1);
+  float* m = v.f32(2);
+  float* second = v.f32(3);
+  const float lr = v.fparams[F::kLearningRate], beta1 = v.fparams[F::kBeta1], beta2 = v.fparams[F::kBeta2],
+              epsilon = v.fparams[F::kEpsilon], decay = v.fparams[F::kWeightDecay],
+              scale = v.fparams[F::kGradientScale];
+  const bool decoupled = v.params[P::kDecoupledWeightDecay] != 0;
+  // The bias corrections in double: β^t for large t is where float32 would lose digits.
+  const double t = static_cast<double>(v.f32(4)[0]) + 1.0;
+  const auto step_size = static_cast<float>(lr / (1.0 - std::pow(static_cast<double>(beta1), t)));
+  const auto root_correction = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(beta2), t)));
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
+  for (int64_t i = begin; i < end; ++i) {
+    float grad = scale * g[i];
+    if (decoupled) {
+      w[i] -= lr * decay * w[i];
+    } else {
+      grad += decay * w[i];
+    }
+    m[i] = beta1 * m[i] + (1.0f - beta1) * grad;
+    second[i] = beta2 * second[i] + (1.0f - beta2) * grad * grad;
+    w[i] -= step_size * m[i] / (std::sqrt(second[i]) / root_correction + epsilon);
+  }
+  if (v.params[P::kClearGradient] != 0) std::fill(g + begin, g + end, 0.0f);
+}
+
+Status validate_adam(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::Adam;
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::Adam::kCount));
+  for (int i = 1; i < 4; ++i) {
+    if (ops[static_cast<size_t>(i)].elements != ops[0].elements) {
+      return invalid_argument("gradient and moment sizes differ from the weight");
+    }
+  }
+  if (ops[4].elements != 1) return invalid_argument("the step count must have one element");
+  for (int i = 0; i < 5; ++i) {
+    for (int j = i + 1; j < 5; ++j) {
+      if (v.operands(i) == v.operands(j)) {
+        return invalid_argument("weight, gradient, moments and step count must be distinct tensors");
+      }
+    }
+  }
+  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
+                      "element");
+}
+
+// StepCount: S[0] += increment (the step count of an optimizer with bias correction).
+//   operands: S [1] f32 (exact up to 2^24 steps);  params: format::params::StepCount
+void run_step_count(const PreparedVertex& v) {
+  v.f32(0)[0] += static_cast<float>(v.params[format::params::StepCount::kIncrement]);
+}
+
+Status validate_step_count(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, format::params::StepCount::kCount, 0));
+  if (ops[0].elements != 1) return invalid_argument("the step count must have one element");
+  return Status();
+}
+
 // Accumulate: A[i] += G[i] for i in [begin, end) (gradient accumulation over micro-batches).
 //   operands: A, G (same size, distinct);  params: format::params::Accumulate
 void run_accumulate(const PreparedVertex& v) {
@@ -198,6 +271,15 @@ const KernelDef& accumulate_kernel() {
 const KernelDef& sgd_momentum_kernel() {
   static const KernelDef def{Codelet::kSgdMomentum, run_sgd_momentum, validate_sgd_momentum,
                              begin_end<format::params::SgdMomentum>()};
+  return def;
+}
+
+const KernelDef& adam_kernel() {
+  static const KernelDef def{Codelet::kAdam, run_adam, validate_adam, begin_end<format::params::Adam>()};
+  return def;
+}
+const KernelDef& step_count_kernel() {
+  static const KernelDef def{Codelet::kStepCount, run_step_count, validate_step_count};
   return def;
 }
 

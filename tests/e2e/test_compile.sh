@@ -217,6 +217,28 @@ test_options_equal_to_the_models_values_share_the_key() {
     "$plain" "ONNX key with the default training values"
 }
 
+# Adam's and AdamW's arguments are keyed as the compile uses them: Keras's defaults spelled out are
+# the same program, anything else another one; an SGD spec's learning rate is not Adam's.
+test_adam_options_are_keyed() {
+  local adam
+  adam=$(key_of "$MLP" "${SMALL[@]}" --optimizer adam)
+  expect_ne "$adam" "$(key_of "$MLP" "${SMALL[@]}")" "adam against the spec's sgd"
+  expect_ne "$adam" "$(key_of "$MLP" "${SMALL[@]}" --optimizer adamw)" "adam against adamw"
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --optimizer adam --learning-rate 0.001 --beta1 0.9 --beta2 0.999 \
+                 --epsilon 1e-7 --weight-decay 0)" "$adam" "adam with Keras's defaults spelled out"
+  local -a changes=("--learning-rate 0.01" "--beta1 0.8" "--beta2 0.99" "--epsilon 1e-8" "--weight-decay 0.01")
+  local change
+  for change in "${changes[@]}"; do
+    # shellcheck disable=SC2086 # a flag and its value
+    expect_ne "$(key_of "$MLP" "${SMALL[@]}" --optimizer adam $change)" "$adam" "adam with $change"
+  done
+  # A spec saying adam is keyed like the flag (its text differs, so compare what the key holds).
+  "$PYTHON" -c 'import json, sys; m = json.load(open(sys.argv[1])); m["optimizer"] = {"type": "adam"}; json.dump(m, open("adam.json", "w"))' "$MLP"
+  expect_exit 0 "$IPUCC" compile adam.json "${SMALL[@]}" --optimizer adam --beta2 0.999 --json
+  expect_exit 0 "$IPUCC" compile adam.json "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "an adam spec with its own beta_2 given as a flag"
+}
+
 # Options that cannot change a program (a schedule or --recompute for a model without stages,
 # --recompute in inference) are not part of the key: they make no second entry.
 test_options_that_change_nothing_share_the_key() {

@@ -149,8 +149,8 @@ test_other_spec_problems() {
   expect_compile_error 3 "dup.json: layer 'dense1' (Dense): name is used twice" -- "$IPUCC" compile dup.json "${SMALL[@]}"
   edit_model "$SEQ" loss.json 'm["loss"] = "mse"'
   expect_compile_error 4 "loss.json: loss: unsupported loss" -- "$IPUCC" compile loss.json "${SMALL[@]}"
-  edit_model "$SEQ" opt.json 'm["optimizer"] = {"type": "adam"}'
-  expect_compile_error 4 "opt.json: optimizer: unsupported optimizer \"adam\"" -- "$IPUCC" compile opt.json "${SMALL[@]}"
+  edit_model "$SEQ" opt.json 'm["optimizer"] = {"type": "lamb"}'
+  expect_compile_error 4 "opt.json: optimizer: unsupported optimizer \"lamb\"" -- "$IPUCC" compile opt.json "${SMALL[@]}"
   edit_model "$SEQ" dtype.json 'm["input"]["dtype"] = "float16"'
   expect_compile_error 4 "dtype.json: input" "dtype \"float16\" is not supported" -- "$IPUCC" compile dtype.json "${SMALL[@]}"
   edit_model "$SEQ" shape.json 'm["input"]["shape"] = [28, 0, 1]'
@@ -175,6 +175,13 @@ test_bad_flags_are_usage_errors() {
     "--learning-rate:--learning-rate 1e39"
     "--batch-size:--batch-size 1048577"
     "--momentum:--momentum 1.5"
+    "--optimizer:--optimizer lamb"
+    "--beta1:--optimizer adam --beta1 1"
+    "--beta2:--optimizer adam --beta2 -0.1"
+    "--epsilon:--optimizer adam --epsilon 0"
+    "--weight-decay:--optimizer adamw --weight-decay -1"
+    "--momentum:--optimizer adam --momentum 0.9"
+    "--beta1:--beta1 0.8"
     "--steps-per-execution:--steps-per-execution 0"
     "--stage-assignment:--stage-assignment a,b"
   )

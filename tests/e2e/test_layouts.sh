@@ -58,6 +58,21 @@ test_replicas_with_accumulation_equal_the_large_batch() {
   same_weights big both 1e-6
 }
 
+# Adam (and AdamW's decoupled decay) sees the same averaged gradient whichever way the samples of
+# an update are split: 4 replicas of one micro-batch == one replica accumulating 4. (Not compared
+# with one batch of 32: its float32 gradient sums in another order, and Adam turns the rounding of
+# a near-zero gradient into a step of up to ±lr, 5e-5 of the largest weight here; docs/training.md.)
+test_adam_replicas_equal_accumulation() {
+  local optimizer
+  for optimizer in adam adamw; do
+    train "$optimizer-replicas" $UPDATES --batch-size 8 --replicas 4 --num-ipus 4 --steps-per-execution 4 \
+      --optimizer $optimizer
+    train "$optimizer-accumulated" $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 \
+      --steps-per-execution 16 --optimizer $optimizer
+    same_weights "$optimizer-accumulated" "$optimizer-replicas" 1e-6
+  done
+}
+
 test_steps_per_execution_changes_nothing() {
   train one $UPDATES --batch-size 32 --steps-per-execution 1
   train eight $UPDATES --batch-size 32 --steps-per-execution 8

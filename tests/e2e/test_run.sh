@@ -115,6 +115,35 @@ s, a, b = (json.load(open(f))["losses"] for f in ("straight.json", "first.json",
 sys.exit(0 if s == a + b else 1)' || fail "resumed training differs from uninterrupted training"
 }
 
+# Adam's moments and step count are checkpoint state: 1 + 1 epochs through --save-weights and
+# --weights end bit for bit where 2 epochs straight do (the step count says 32, so the bias
+# correction of the resumed half is that of updates 17 to 32, not 1 to 16).
+test_adam_resumes_bitwise_from_a_checkpoint() {
+  compile_to adam.ipuexe --batch-size 16 --steps-per-execution 4 --optimizer adam
+  local run=("$IPURUN" train adam.ipuexe --data synthetic:2048 --steps-per-epoch 16 "${QUIET[@]}")
+  expect_exit 0 "${run[@]}" --epochs 2 --step-log straight.json --save-weights straight
+  expect_exit 0 "${run[@]}" --epochs 1 --step-log first.json --save-weights half
+  expect_exit 0 "${run[@]}" --epochs 1 --step-log second.json --weights half --save-weights resumed
+  "$PYTHON" - <<'EOF2' || fail "resumed Adam training differs from uninterrupted training"
+import json, os
+s, a, b = (json.load(open(f))["losses"] for f in ("straight.json", "first.json", "second.json"))
+assert s == a + b, "step losses differ"
+def files(ckpt):
+    index = json.load(open(os.path.join(ckpt, "index.json")))
+    return {n: open(os.path.join(ckpt, f), "rb").read() for n, f in index.items()}
+straight, resumed = files("straight"), files("resumed")
+assert sorted(straight) == sorted(resumed)
+assert {"dense1/kernel/adam_m", "dense1/kernel/adam_v", "dense1/kernel/adam_step"} <= set(straight), sorted(straight)
+for n in straight:
+    assert straight[n] == resumed[n], "%r differs after the round trip" % n
+EOF2
+  # A one-element little-endian float32 .npy: the value is its last 4 bytes.
+  expect_exit 0 "$PYTHON" -c 'import json, os, struct, sys
+index = json.load(open("straight/index.json"))
+data = open(os.path.join("straight", index["dense1/kernel/adam_step"]), "rb").read()
+sys.exit(0 if struct.unpack("<f", data[-4:])[0] == 32.0 else 1)'
+}
+
 # named_layers_spec OUT [UNITS]: a sequential MLP whose hidden Dense layers (tanh, so none dies;
 # UNITS wide, default 8) are named as a model may name them: 'a/b' and 'a.b' (one file under the
 # old '/' -> '.' rule), 'Case' and 'case' (one file on a case-insensitive file system), '..', '/',

@@ -395,9 +395,10 @@ TEST_CASE("graph spec: loss and optimizer problems") {
                   {"specs/model.json: loss: 'from_logits' must be true or false"});
   expect_problems(seq(layers, R"("optimizer": "sgd")"),
                   {"specs/model.json: optimizer: must be {\"type\": NAME, ...}, got \"sgd\""});
-  expect_problems(seq(layers, R"("optimizer": {"type": "adam"})"),
-                  {"specs/model.json: optimizer: unsupported optimizer \"adam\" (ipucc trains with sgd)"},
-                  StatusCode::kUnsupported);
+  expect_problems(
+      seq(layers, R"("optimizer": {"type": "lamb"})"),
+      {"specs/model.json: optimizer: unsupported optimizer \"lamb\" (ipucc trains with sgd, adam or adamw)"},
+      StatusCode::kUnsupported);
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 0})"),
                   {"specs/model.json: optimizer: 'learning_rate' must be a positive number"});
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": -0.1})"),
@@ -419,6 +420,38 @@ TEST_CASE("graph spec: loss and optimizer problems") {
                   {"'momentum' must be in [0, 1)"});
   // Momentum 0 is plain SGD and fine.
   CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "momentum": 0})")).optimizer.momentum == 0.0f);
+}
+
+TEST_CASE("graph spec: adam and adamw take Keras's arguments and defaults") {
+  const std::string layers = kFlatten + ", " + dense("out");
+  const ModelSpec adam = parse_ok(seq(layers, R"("optimizer": {"type": "adam"})"));
+  CHECK(adam.optimizer.kind == ipu::passes::OptimizerKind::kAdam);
+  CHECK(adam.optimizer.learning_rate == 0.001f);
+  CHECK(adam.optimizer.beta_1 == 0.9f);
+  CHECK(adam.optimizer.beta_2 == 0.999f);
+  CHECK(adam.optimizer.epsilon == 1e-7f);
+  CHECK(adam.optimizer.weight_decay == 0.0f);
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "adamw"})")).optimizer.weight_decay == 0.004f);
+  const ModelSpec given = parse_ok(seq(
+      layers,
+      R"("optimizer": {"type": "adamw", "learning_rate": 0.01, "beta_1": 0.8, "beta_2": 0.99, "epsilon": 1e-8, "weight_decay": 0.1})"));
+  CHECK(given.optimizer.kind == ipu::passes::OptimizerKind::kAdamW);
+  CHECK(given.optimizer.learning_rate == 0.01f);
+  CHECK(given.optimizer.beta_1 == 0.8f);
+  CHECK(given.optimizer.beta_2 == 0.99f);
+  CHECK(given.optimizer.epsilon == 1e-8f);
+  CHECK(given.optimizer.weight_decay == 0.1f);
+  expect_problems(seq(layers, R"("optimizer": {"type": "adam", "beta_1": 1})"),
+                  {"specs/model.json: optimizer: 'beta_1' must be in [0, 1)"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "adam", "beta_2": -0.1})"),
+                  {"'beta_2' must be in [0, 1)"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "adam", "epsilon": 0})"),
+                  {"'epsilon' must be a positive number"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "adamw", "weight_decay": -1})"),
+                  {"'weight_decay' must be a non-negative number"});
+  // An argument ipucc does not implement is refused, not ignored.
+  expect_problems(seq(layers, R"("optimizer": {"type": "adam", "amsgrad": true})"),
+                  {"optimizer: unknown argument 'amsgrad' for adam"});
 }
 
 TEST_CASE("graph spec: an optimizer whose type is not a string is a problem, not an exception") {

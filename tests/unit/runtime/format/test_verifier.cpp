@@ -29,6 +29,8 @@ constexpr uint32_t kSoftmax = static_cast<uint32_t>(fmt::Codelet::kSoftmax);
 constexpr uint32_t kSparseCrossEntropy = static_cast<uint32_t>(fmt::Codelet::kSparseCrossEntropy);
 constexpr uint32_t kColumnSum = static_cast<uint32_t>(fmt::Codelet::kColumnSum);
 constexpr uint32_t kSgdMomentum = static_cast<uint32_t>(fmt::Codelet::kSgdMomentum);
+constexpr uint32_t kAdam = static_cast<uint32_t>(fmt::Codelet::kAdam);
+constexpr uint32_t kStepCount = static_cast<uint32_t>(fmt::Codelet::kStepCount);
 
 fmt::Tensor* add_tensor(Executable& exe, const std::string& name, fmt::DType dtype,
                         std::initializer_list<int64_t> shape, uint32_t tile = 0) {
@@ -741,7 +743,7 @@ void expect_vertex_accepted(const std::function<void(Executable&)>& mutate) {
 }
 
 TEST_CASE("engine load: unknown codelets") {
-  for (uint32_t id : {0u, 14u, 63u, 64u, 1000u, 0xffffffffu}) {
+  for (uint32_t id : {0u, 16u, 63u, 64u, 1000u, 0xffffffffu}) {
     CAPTURE(id);
     expect_vertex_rejected([id](Executable& e) { the_vertex(e)->set_codelet(id); },
                            "unknown codelet id " + std::to_string(id));
@@ -912,6 +914,40 @@ TEST_CASE("engine load: losses and optimizers") {
         replace_vertex(e, kSgdMomentum, {0}, {0, 8, 0}, {0.1f, 0.9f, 1.0f});
       },
       "expects 3 operands, got 1");
+  // Adam: W, G, M, V of equal size, distinct, and a one-element step count.
+  auto adam_state = [](Executable& e, std::initializer_list<int64_t> step_shape) {
+    add_tensor(e, "m", fmt::FLOAT32, {8});
+    add_tensor(e, "v", fmt::FLOAT32, {8});
+    add_tensor(e, "step", fmt::FLOAT32, step_shape);
+  };
+  expect_vertex_accepted([&](Executable& e) {
+    adam_state(e, {1});
+    replace_vertex(e, kAdam, {0, 1, 2, 3, 4}, {0, 8, 0, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+  });
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        adam_state(e, {8});
+        replace_vertex(e, kAdam, {0, 1, 2, 3, 4}, {0, 8, 0, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+      },
+      "the step count must have one element");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        adam_state(e, {1});
+        replace_vertex(e, kAdam, {0, 1, 2, 2, 4}, {0, 8, 0, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+      },
+      "must be distinct tensors");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        adam_state(e, {1});
+        replace_vertex(e, kAdam, {0, 1, 2, 3, 4}, {0, 8, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+      },
+      "expects 4 integer and 6 float parameters");
+  expect_vertex_accepted([&](Executable& e) {
+    adam_state(e, {1});
+    replace_vertex(e, kStepCount, {4}, {1});
+  });
+  expect_vertex_rejected([](Executable& e) { replace_vertex(e, kStepCount, {0}, {1}); },
+                         "the step count must have one element");
 }
 
 TEST_CASE("engine load: matmul dimensions against tensor sizes") {

@@ -297,6 +297,60 @@ TEST_CASE("kernels: Activation and ActivationGrad for relu, sigmoid and tanh") {
   }
 }
 
+// torch.optim.Adam / AdamW's step in double, the oracle of the Adam codelet (docs/training.md).
+void adam_reference(std::vector<double>& w, const std::vector<float>& g, double scale, std::vector<double>& m,
+                    std::vector<double>& v, double t, double lr, double beta1, double beta2, double eps,
+                    double decay, bool decoupled) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    double grad = scale * g[i];
+    if (decoupled) {
+      w[i] -= lr * decay * w[i];
+    } else {
+      grad += decay * w[i];
+    }
+    m[i] = beta1 * m[i] + (1 - beta1) * grad;
+    v[i] = beta2 * v[i] + (1 - beta2) * grad * grad;
+    const double m_hat = m[i] / (1 - std::pow(beta1, t)), v_hat = v[i] / (1 - std::pow(beta2, t));
+    w[i] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+  }
+}
+
+TEST_CASE("kernels: Adam and AdamW follow torch's equations, and StepCount advances the step") {
+  const size_t n = 12;
+  const auto w0 = values(n, 20), g = values(n, 21);
+  const float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f, decay = 0.05f;
+  for (int decoupled = 0; decoupled < 2; ++decoupled) {
+    CAPTURE(decoupled);
+    std::vector<float> w = w0, m(n, 0.0f), v(n, 0.0f), step = {0.0f};
+    std::vector<double> want_w(w0.begin(), w0.end()), want_m(n, 0.0), want_v(n, 0.0);
+    // Three updates, each split over two vertices that read the same step, then StepCount.
+    for (int t = 1; t <= 3; ++t) {
+      for (int64_t half = 0; half < 2; ++half) {
+        run(vertex(Codelet::kAdam, {w.data(), const_cast<float*>(g.data()), m.data(), v.data(), step.data()},
+                   {half * 6, half * 6 + 6, 0, decoupled}, {lr, beta1, beta2, eps, decay, 1.0f}));
+      }
+      run(vertex(Codelet::kStepCount, {step.data()}, {1}));
+      adam_reference(want_w, g, 1.0, want_m, want_v, t, lr, beta1, beta2, eps, decay, decoupled != 0);
+    }
+    CHECK(step[0] == 3.0f);
+    check_close(m, want_m);
+    check_close(v, want_v);
+    check_close(w, want_w);
+  }
+  SUBCASE("from an accumulator: the gradient is scaled, then cleared on the vertex's range") {
+    std::vector<float> w = w0, acc = g, m(n, 0.0f), v(n, 0.0f), step = {4.0f};
+    run(vertex(Codelet::kAdam, {w.data(), acc.data(), m.data(), v.data(), step.data()}, {3, 7, 1, 0},
+               {lr, beta1, beta2, eps, 0.0f, 0.25f}));
+    std::vector<double> want_w(w0.begin(), w0.end()), want_m(n, 0.0), want_v(n, 0.0);
+    adam_reference(want_w, g, 0.25, want_m, want_v, 5, lr, beta1, beta2, eps, 0.0, false);
+    for (size_t i = 0; i < n; ++i) {
+      const bool in_range = i >= 3 && i < 7;
+      CHECK(close(w[i], in_range ? want_w[i] : w0[i]));
+      CHECK(acc[i] == (in_range ? 0.0f : g[i]));
+    }
+  }
+}
+
 TEST_CASE("kernels: SgdMomentum with and without velocity") {
   const size_t n = 12;
   const auto w0 = values(n, 10), g = values(n, 11), v0 = values(n, 12);
@@ -606,14 +660,14 @@ TEST_CASE("kernels: ColumnSum over a column range") {
 }
 
 TEST_CASE("kernels: the registry knows every codelet and nothing else") {
-  for (uint32_t id = 1; id <= 13; ++id) {
+  for (uint32_t id = 1; id <= 15; ++id) {
     CAPTURE(id);
     const KernelDef* def = find_kernel(id);
     REQUIRE(def != nullptr);
     CHECK(static_cast<uint32_t>(def->codelet) == id);
     CHECK(static_cast<bool>(def->validate));
   }
-  for (uint32_t id : {0u, 14u, 63u, 64u, 65u, 0xffffffffu})
+  for (uint32_t id : {0u, 16u, 63u, 64u, 65u, 0xffffffffu})
     CHECK(find_kernel(id) == nullptr);
 }
 
