@@ -3,8 +3,9 @@
 # models/<MODEL>.json (checked by tests/e2e/test_torch_parity.sh). Needs the built tools and the
 # peers (Debian's python3-torch and numpy at /usr/bin/python3: scripts/setup-peers.sh).
 #
-#   bash scripts/reference/make_fixture.sh [MODEL]    # default mlp_functional; mlp_residual
-#                                                     # IPUCC/IPURUN default to build/cli/*
+#   bash scripts/reference/make_fixture.sh [MODEL [OPTIMIZER]]
+#       MODEL: default mlp_functional; mlp_residual. OPTIMIZER: the spec's (SGD, the default), or
+#       adam / adamw at Keras's defaults (ipucc --optimizer; fixture <MODEL>_b16_<OPTIMIZER>). IPUCC/IPURUN default to build/cli/*
 #
 # The initial weights come from the tiny-learning-rate trick (see torch_reference.py): compile the
 # model with --learning-rate 1e-30 --momentum 0, train one step of the same batch size on the first
@@ -16,10 +17,13 @@ IPUCC=${IPUCC:-$root/build/cli/ipucc}
 IPURUN=${IPURUN:-$root/build/cli/ipurun}
 PY=${TORCH_PYTHON:-/usr/bin/python3}
 name=${1:-mlp_functional}
+optimizer=${2:-}
 model=$root/models/$name.json
 batch=16
 steps=20
-out=$root/tests/data/torch_reference/${name}_b16
+out=$root/tests/data/torch_reference/${name}_b16${optimizer:+_$optimizer}
+update_args=()
+[[ -z $optimizer ]] || update_args=(--update "$optimizer")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/torch-fixture.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -29,6 +33,6 @@ trap 'rm -rf "$work"' EXIT
 
 rm -rf "$out"
 "$PY" "$root/scripts/reference/torch_reference.py" train --model "$model" --init "$work/init" \
-  --batch-size $batch --steps $steps --out "$out" \
+  --batch-size $batch --steps $steps --out "$out" "${update_args[@]}" \
   --init-description "ipucc's initial weights of models/$name.json (--batch-size $batch), obtained with the trick: compile with --learning-rate 1e-30 --momentum 0, ipurun train --data synthetic:$batch --steps-per-epoch 1 --save-weights init"
 du -sh "$out"

@@ -37,6 +37,12 @@ Semantics mirrored from ipucc (runtime/kernels/row_kernels.cpp, elementwise_kern
     torch.optim.SGD instead (b = m*b + g; w -= lr*b), identical for a constant learning rate
     (v = -lr*b); the optimizer state written with --optimizer-state is v in both cases, the
     'NAME/momentum' tensors of ipurun's checkpoints.
+  * Adam and AdamW (--update adam|adamw): torch.optim.Adam / torch.optim.AdamW in float64 with
+    betas (--beta1, --beta2), eps (--epsilon) and weight_decay (--weight-decay), Keras's defaults
+    as ipucc's (lr 0.001, 0.9, 0.999, 1e-7; weight decay 0, AdamW 0.004), the spec's optimizer
+    arguments not used (as `ipucc compile --optimizer adam` does with an SGD spec). The state
+    written with --optimizer-state is exp_avg, exp_avg_sq and step, ipurun's 'NAME/adam_m',
+    'NAME/adam_v' and 'NAME/adam_step'.
   * The learning rate and momentum are the float32 values ipucc stores (the spec's numbers, or
     --learning-rate/--momentum, rounded to float32 then used in float64), unless
     --exact-hyperparameters.
@@ -284,8 +290,16 @@ def make_data(args, count):
 def cmd_train(args):
     torch.set_num_threads(args.threads)
     model = parse_spec(args.model)
-    lr_spec = args.learning_rate if args.learning_rate is not None else model["learning_rate"]
-    m_spec = args.momentum if args.momentum is not None else model["momentum"]
+    adam = args.update != "sgd"
+    if adam:
+        lr_spec, m_spec = (args.learning_rate if args.learning_rate is not None else 0.001), 0.0
+        adam_spec = {"beta_1": args.beta1, "beta_2": args.beta2, "epsilon": args.epsilon,
+                     "weight_decay": args.weight_decay if args.weight_decay is not None
+                     else (0.004 if args.update == "adamw" else 0.0)}
+        adam_hyper = {k: hyper(v, args.exact_hyperparameters) for k, v in adam_spec.items()}
+    else:
+        lr_spec = args.learning_rate if args.learning_rate is not None else model["learning_rate"]
+        m_spec = args.momentum if args.momentum is not None else model["momentum"]
     if lr_spec is None:
         sys.exit("torch_reference: the spec has no learning_rate; pass --learning-rate")
     m_spec = 0.0 if m_spec is None else m_spec
@@ -296,7 +310,11 @@ def cmd_train(args):
     names = weight_names(model)
     velocity = {n: torch.zeros_like(params[n], requires_grad=False) for n in names}
     opt = None
-    if args.optimizer == "torch":
+    if adam:
+        kind = torch.optim.Adam if args.update == "adam" else torch.optim.AdamW
+        opt = kind([params[n] for n in names], lr=lr, betas=(adam_hyper["beta_1"], adam_hyper["beta_2"]),
+                   eps=adam_hyper["epsilon"], weight_decay=adam_hyper["weight_decay"])
+    elif args.optimizer == "torch":
         opt = torch.optim.SGD([params[n] for n in names], lr=lr, momentum=momentum)
     losses, margins, clamped_total = [], [], 0
     for s in range(steps):
@@ -319,11 +337,17 @@ def cmd_train(args):
                     params[n].add_(velocity[n])
                 else:
                     params[n].sub_(lr * g)
-    if opt is not None and momentum > 0:
+    if opt is not None and not adam and momentum > 0:
         for n in names:
             velocity[n] = -lr * opt.state[params[n]]["momentum_buffer"]
     out = {n: params[n].detach().numpy().astype(np.float32) for n in names}
-    if args.optimizer_state and momentum > 0:
+    if args.optimizer_state and adam:
+        for n in names:
+            state = opt.state[params[n]]
+            out[n + "/adam_m"] = state["exp_avg"].numpy().astype(np.float32)
+            out[n + "/adam_v"] = state["exp_avg_sq"].numpy().astype(np.float32)
+            out[n + "/adam_step"] = np.array([float(state["step"])], dtype=np.float32)
+    elif args.optimizer_state and momentum > 0:
         for n in names:
             out[n + "/momentum"] = velocity[n].numpy().astype(np.float32)
     write_checkpoint(args.out, out)
@@ -340,11 +364,16 @@ def cmd_train(args):
         "loss": {"type": "sparse_categorical_crossentropy", "from_logits": model["from_logits"],
                  "clamp": None if model["from_logits"] else [EPS32, ONE_MINUS_EPS32],
                  "clamped_samples": clamped_total},
-        "optimizer": {"type": "sgd", "form": "keras: v = m*v - lr*g; w += v",
-                      "implementation": "by hand" if args.optimizer == "manual" else "torch.optim.SGD",
-                      "learning_rate": lr, "momentum": momentum,
-                      "learning_rate_spec": lr_spec, "momentum_spec": m_spec,
-                      "hyperparameters": "as given" if args.exact_hyperparameters else "rounded to float32 like ipucc"},
+        "optimizer": ({"type": args.update, "implementation": "torch.optim." + kind.__name__,
+                       "learning_rate": lr, "learning_rate_spec": lr_spec, **adam_hyper,
+                       "spec": adam_spec,
+                       "hyperparameters": "as given" if args.exact_hyperparameters else "rounded to float32 like ipucc"}
+                      if adam else
+                      {"type": "sgd", "form": "keras: v = m*v - lr*g; w += v",
+                       "implementation": "by hand" if args.optimizer == "manual" else "torch.optim.SGD",
+                       "learning_rate": lr, "momentum": momentum,
+                       "learning_rate_spec": lr_spec, "momentum_spec": m_spec,
+                       "hyperparameters": "as given" if args.exact_hyperparameters else "rounded to float32 like ipucc"}),
         "precision": "float64 (inputs, weights, activations, gradients, optimizer); weights written as float32",
         "torch_version": torch.__version__,
         "tensors": sorted(out),
@@ -420,7 +449,14 @@ def main():
                    help="use lr/momentum as given instead of their float32 roundings")
     t.add_argument("--optimizer", choices=("manual", "torch"), default="manual",
                    help="Keras-form SGD by hand (default) or torch.optim.SGD")
-    t.add_argument("--optimizer-state", action="store_true", help="also write the NAME/momentum tensors")
+    t.add_argument("--optimizer-state", action="store_true",
+                   help="also write the optimizer state (NAME/momentum, or NAME/adam_m, adam_v, adam_step)")
+    t.add_argument("--update", choices=("sgd", "adam", "adamw"), default="sgd",
+                   help="the optimizer, like ipucc --optimizer (adam, adamw: torch.optim.Adam/AdamW)")
+    t.add_argument("--beta1", type=float, default=0.9, help="Adam/AdamW (like ipucc --beta1)")
+    t.add_argument("--beta2", type=float, default=0.999, help="Adam/AdamW (like ipucc --beta2)")
+    t.add_argument("--epsilon", type=float, default=1e-7, help="Adam/AdamW (like ipucc --epsilon)")
+    t.add_argument("--weight-decay", type=float, help="Adam/AdamW (default 0, AdamW 0.004, like ipucc)")
     t.add_argument("--init-description", help="how the initial weights were made (recorded in reference.json)")
 
     c = sub.add_parser("check-init", parents=[common], help="verify the tiny-learning-rate trick")
