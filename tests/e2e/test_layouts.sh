@@ -59,7 +59,8 @@ test_replicas_with_accumulation_equal_the_large_batch() {
 }
 
 # Adam (and AdamW's decoupled decay) sees the same averaged gradient whichever way the samples of
-# an update are split: 4 replicas of one micro-batch == one replica accumulating 4. (Not compared
+# an update are split: 4 replicas of one micro-batch == one replica accumulating 4 (bitwise when
+# written; 1e-6 so that another all-reduce order is no failure). (Not compared
 # with one batch of 32: its float32 gradient sums in another order, and Adam turns the rounding of
 # a near-zero gradient into a step of up to ±lr, 5e-5 of the largest weight here; docs/training.md.)
 test_adam_replicas_equal_accumulation() {
