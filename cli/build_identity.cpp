@@ -1,11 +1,7 @@
 #include "cli/build_identity.h"
 
-#ifndef IPUCC_GIT_COMMIT
-#define IPUCC_GIT_COMMIT "unknown"
-#endif
-#ifndef IPUCC_VERSION
-#define IPUCC_VERSION "0.0.0"
-#endif
+// IPUCC_VERSION and IPUCC_GIT_COMMIT come from CMake (the top-level CMakeLists.txt resolves the
+// commit, "unknown" outside a git checkout), so the two identities can never disagree.
 
 namespace ipu::cli {
 
