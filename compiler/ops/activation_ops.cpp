@@ -1,6 +1,7 @@
 // Relu, Sigmoid, Tanh, Softmax and their gradients.
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
@@ -30,10 +31,6 @@ ActivationKind activation_of(OpKind kind) {
   }
 }
 
-double cycles_per_element(const target::CycleModel& m, ActivationKind kind) {
-  return kind == ActivationKind::kRelu ? 1.0 / m.vector_flops_per_cycle : m.transcendental_cycles;
-}
-
 // The gradient is expressed through the output, so the input need not stay alive.
 Status grad_activation(GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
@@ -54,7 +51,8 @@ void emit_elementwise(LowerContext& ctx, const Op& op, ActivationKind kind, form
   for (int in : op.inputs)
     inputs.push_back(ctx.tensor(in));
   const uint32_t y = ctx.tensor(op.outputs[0]);
-  const double per_element = cycles_per_element(ctx.target().cycles, kind);
+  const double per_element =
+      activation_cycles_per_element(ctx.target().cycles, kind, codelet == format::Codelet::kActivationGrad);
   lowering::lower_split(ctx, n, per_element, 4.0 * static_cast<double>(inputs.size()),
                         [&](uint32_t tile, int64_t begin, int64_t end) {
                           lowering::VertexSpec v;
@@ -108,7 +106,11 @@ Status lower_rows(LowerContext& ctx, const Op& op, format::Codelet codelet) {
   for (int in : op.inputs)
     inputs.push_back(ctx.tensor(in));
   const uint32_t y = ctx.tensor(op.outputs[0]);
-  const double per_row = static_cast<double>(C) * (ctx.target().cycles.transcendental_cycles + 3);
+  // The gradient, y·(dy − Σ dy·y), is a multiply, a sum, a subtract and a multiply per element.
+  const double per_element = codelet == format::Codelet::kSoftmax
+                                 ? softmax_cycles_per_element(ctx.target().cycles)
+                                 : 4.0 / ctx.target().cycles.vector_flops_per_cycle;
+  const double per_row = static_cast<double>(C) * per_element;
   lowering::lower_split(
       ctx, M, per_row, 4.0 * static_cast<double>(C * static_cast<int64_t>(inputs.size())),
       [&](uint32_t tile, int64_t rb, int64_t re) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
@@ -15,25 +16,6 @@ using lowering::LowerContext;
 
 std::vector<int64_t> dims_or_one(const std::vector<int64_t>& shape) {
   return shape.empty() ? std::vector<int64_t>{1} : shape;
-}
-
-bool is_transcendental(UnaryKind kind) {
-  switch (kind) {
-  case UnaryKind::kExp:
-  case UnaryKind::kLog:
-  case UnaryKind::kErf:
-  case UnaryKind::kGelu:
-  case UnaryKind::kGeluTanh:
-  case UnaryKind::kSoftplus:
-  case UnaryKind::kElu:
-  case UnaryKind::kSelu:
-  case UnaryKind::kSigmoid:
-  case UnaryKind::kTanh:
-  case UnaryKind::kPowScalar:
-    return true;
-  default:
-    return false;
-  }
 }
 
 Status infer_unary(const Graph& g, const Op& op, std::vector<TensorType>& out) {
@@ -142,9 +124,7 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
 Status lower_unary(LowerContext& ctx, const Op& op) {
   const UnaryAttrs& unary = op.attrs<UnaryAttrs>();
   const UnaryKind kind = unary.kind;
-  const auto& c = ctx.target().cycles;
-  const double per =
-      1.0 / c.vector_flops_per_cycle + (is_transcendental(kind) ? c.transcendental_cycles : 0.0);
+  const double per = unary_cycles_per_element(ctx.target().cycles, kind, unary.alpha);
   using P = format::params::Unary;
   using F = format::fparams::Unary;
   lower_output_range(ctx, op, format::Codelet::kUnary, per,
@@ -273,9 +253,7 @@ Status lower_binary(LowerContext& ctx, const Op& op) {
   const std::vector<int64_t> dims = dims_or_one(ctx.graph().value(op.outputs[0]).type.shape);
   const std::vector<int64_t> tail = broadcast_tail(ctx.graph(), op, dims);
   const BinaryKind kind = op.attrs<BinaryAttrs>().kind;
-  const auto& c = ctx.target().cycles;
-  const double per =
-      1.0 / c.vector_flops_per_cycle + (kind == BinaryKind::kPow ? c.transcendental_cycles : 1.0);
+  const double per = binary_cycles_per_element(ctx.target().cycles, kind);
   lower_output_range(
       ctx, op, format::Codelet::kBinary, per, {},
       [&](int64_t begin, int64_t end) {

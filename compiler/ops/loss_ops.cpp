@@ -1,6 +1,7 @@
 // SparseCrossEntropy (mean over the batch), its gradient, and the CountCorrect metric.
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
@@ -44,7 +45,8 @@ Status grad_sparse_cross_entropy(GradContext& ctx, const Op& op) {
 
 // Whole-batch reductions to a scalar are tiny: one vertex, with the params make(M, C) gives.
 template <typename Make>
-Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, Make make) {
+Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, double cycles_per_element,
+                    Make make) {
   const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
   const int64_t M = shape[0], C = shape[1];
   const uint32_t s = ctx.tensor(op.inputs[0]), l = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
@@ -52,7 +54,7 @@ Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, Ma
   v.codelet = codelet;
   v.operands = {s, l, y};
   v.params = make(M, C);
-  v.compute_cycles = static_cast<double>(M * C) * ctx.target().cycles.transcendental_cycles;
+  v.compute_cycles = static_cast<double>(M * C) * cycles_per_element;
   v.reads = {lowering::flat_region(s, 0, M * C), lowering::flat_region(l, 0, M)};
   v.writes = {lowering::flat_region(y, 0, 1)};
   ctx.emit(ctx.take_tiles(1)[0], std::move(v));
@@ -62,14 +64,18 @@ Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, Ma
 Status lower_sparse_cross_entropy(LowerContext& ctx, const Op& op) {
   using P = format::params::SparseCrossEntropy;
   const bool from_logits = op.attrs<CrossEntropyAttrs>().from_logits;
-  return lower_scalar(ctx, op, format::Codelet::kSparseCrossEntropy, [&](int64_t M, int64_t C) {
+  // A softmax per row, then the label's log: the log is once per row, lost in the softmax.
+  const double per_element = softmax_cycles_per_element(ctx.target().cycles);
+  return lower_scalar(ctx, op, format::Codelet::kSparseCrossEntropy, per_element, [&](int64_t M, int64_t C) {
     return format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kFromLogits, from_logits}});
   });
 }
 
 Status lower_count_correct(LowerContext& ctx, const Op& op) {
   using P = format::params::CountCorrect;
-  return lower_scalar(ctx, op, format::Codelet::kCountCorrect, [](int64_t M, int64_t C) {
+  // An argmax: one compare-and-select per element.
+  const double per_element = 1.0 / ctx.target().cycles.vector_flops_per_cycle;
+  return lower_scalar(ctx, op, format::Codelet::kCountCorrect, per_element, [](int64_t M, int64_t C) {
     return format::make_params<P>({{P::kM, M}, {P::kC, C}});
   });
 }
@@ -79,7 +85,9 @@ Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
   const int64_t M = shape[0], C = shape[1];
   const bool from_logits = op.attrs<CrossEntropyAttrs>().from_logits;
   const uint32_t s = ctx.tensor(op.inputs[0]), l = ctx.tensor(op.inputs[1]), ds = ctx.tensor(op.outputs[0]);
-  const double per_row = static_cast<double>(C) * ctx.target().cycles.transcendental_cycles;
+  // The softmax again, minus the one-hot label.
+  const double per_row = static_cast<double>(C) * (softmax_cycles_per_element(ctx.target().cycles) +
+                                                   1.0 / ctx.target().cycles.vector_flops_per_cycle);
   lowering::lower_split(
       ctx, M, per_row, 4.0 * static_cast<double>(C + 1), [&](uint32_t tile, int64_t rb, int64_t re) {
         lowering::VertexSpec v;

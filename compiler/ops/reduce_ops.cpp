@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
@@ -267,7 +268,7 @@ Status lower_axis_softmax(LowerContext& ctx, const Op& op) {
   const int64_t outer = s[0], n = s[1], inner = s[2];
   const auto kind = static_cast<int64_t>(op.attrs<SoftmaxAttrs>().kind);
   const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
-  const double per_line = static_cast<double>(n) * (ctx.target().cycles.transcendental_cycles + 3);
+  const double per_line = static_cast<double>(n) * softmax_cycles_per_element(ctx.target().cycles);
   // Lines are split by whole outer rows so that each vertex's elements are contiguous.
   lowering::lower_split(ctx, outer, per_line * static_cast<double>(inner),
                         4.0 * static_cast<double>(n * inner), [&](uint32_t tile, int64_t rb, int64_t re) {

@@ -10,6 +10,27 @@
 
 namespace ipu::target {
 
+// Tile cycles per fp32 element of the functions that are not one vector instruction, from popops'
+// unaryOpPerfInfo and binaryOpPerfInfo (lib/popops/popopsCycleEstimators.hpp: simulator averages
+// on random inputs). Those give worker cycles per unrolled loop of `unroll` elements with no
+// further loop overhead; six workers each taking a sixth of the elements, one issue per worker
+// every sixth tile cycle, make that the same number of tile cycles per element per tile:
+// cycles / unroll.
+struct FunctionCycles {
+  double exp = 6.0 / 2;      // EXPONENT float {6 cycles, unroll 2}
+  double log = 12.0 / 2;     // LOGARITHM float {12, 2}
+  double tanh = 12.0 / 2;    // TANH float {12, 2}
+  double sigmoid = 12.0 / 2; // SIGMOID float {12, 2}
+  double sqrt = 10.0 / 2;    // SQRT float {10, 2}
+  double rsqrt = 8.0 / 2;    // RSQRT float {8, 2}
+  double inverse = 6.0 / 2;  // INVERSE float {6, 2}
+  double erf = 41;           // ERF float {41, 1}
+  double gelu_erf = 22;      // GELU_ERF float {22, 1}
+  double divide = 10.0 / 2;  // DIVIDE float {10, 2}
+  double power = 312;        // POWER float {312, 1}
+  double compare = 14.0 / 4; // EQUAL, LESS_THAN, ... float {14, 4} (a bool result per element)
+};
+
 // Parameters of the cycle estimate. Each cites its source; docs/cycle_model.md gives the
 // formulas, and docs/cycle_model_sources.md the evidence. Cycles are tile clock cycles.
 struct CycleModel {
@@ -28,10 +49,7 @@ struct CycleModel {
   // fp32 elementwise results per tile per cycle: popops' float BinaryOp1D loop issues a 2-float
   // vector every 3 worker cycles on each of 6 barrel-scheduled workers, ≈ 0.67 per tile cycle.
   double vector_flops_per_cycle = 2.0 / 3.0;
-  // Extra cycles per element of exp, log, tanh and the like: popops' unaryOpPerfInfo charges
-  // float EXP 6 and LOG, TANH, SIGMOID 12 worker cycles per 2 elements, i.e. 3 to 6 tile cycles
-  // per element over 6 workers; the middle of that range.
-  double transcendental_cycles = 4.5;
+  FunctionCycles functions;
   // Bytes a tile receives per cycle over the exchange: the GC200's 8 TB/s IPU-Exchange ÷
   // (1472 tiles × 1.33 GHz) ≈ 4 (derived; poplibs' Mk1-era default was also 4).
   double exchange_bytes_per_cycle = 4;

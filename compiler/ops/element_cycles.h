@@ -1,0 +1,27 @@
+// Cycles per fp32 element of the elementwise codelets, from the per-function costs of
+// target::FunctionCycles (popops' cycle estimator tables). One place, so every op that applies a
+// function (the generic Unary and Binary codelets, activations, softmax, losses) charges the same.
+#pragma once
+
+#include "compiler/target/target.h"
+#include "runtime/format/codelet.h"
+#include "runtime/format/tensor_kinds.h"
+
+namespace ipu::ir {
+
+// y = f(x; alpha): `alpha` matters for PowScalar only, whose constant exponents popops rewrites
+// (0.5 → SQRT, −0.5 → RSQRT, ±1 → copy/INVERSE, 2 → SQUARE) before falling back to POWER.
+double unary_cycles_per_element(const target::CycleModel& model, format::UnaryKind kind, double alpha);
+
+double binary_cycles_per_element(const target::CycleModel& model, format::BinaryKind kind);
+
+// The Activation codelet's forward (`gradient` false) or its gradient from the output
+// (sigmoid y(1−y)·dy, tanh (1−y²)·dy, relu a select: vector operations only).
+double activation_cycles_per_element(const target::CycleModel& model, format::ActivationKind kind,
+                                     bool gradient);
+
+// A softmax over a row, per element: max, subtract, exp, sum, scale (popnn's softmax is these
+// popops passes).
+double softmax_cycles_per_element(const target::CycleModel& model);
+
+} // namespace ipu::ir
