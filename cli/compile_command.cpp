@@ -66,15 +66,19 @@ nlohmann::json estimates_json(const format::Executable& exe) {
 
 // One line per compute set: what the BSP schedule does each step and what it costs.
 void print_plan(const format::Executable& exe) {
-  std::printf("%-4s %-14s %9s %7s %10s %12s\n", "cs", "name", "vertices", "tiles", "cycles", "exchange_B");
+  std::printf("%-4s %-14s %9s %7s %10s %12s  %s\n", "cs", "name", "vertices", "tiles", "cycles", "exchange_B",
+              "ops");
   for (int i = 0; i < exe.compute_sets_size(); ++i) {
     const auto& cs = exe.compute_sets(i);
     std::set<uint32_t> tiles;
     for (const auto& v : cs.vertices())
       tiles.insert(v.tile());
-    std::printf("%-4d %-14s %9d %7zu %10llu %12llu\n", i, cs.name().c_str(), cs.vertices_size(), tiles.size(),
-                static_cast<unsigned long long>(cs.cycles()),
-                static_cast<unsigned long long>(cs.exchange_bytes()));
+    // The first op names the set; a fused or merged set says how many more it runs.
+    std::string ops = cs.ops().empty() ? "-" : cs.ops(0);
+    if (cs.ops_size() > 1) ops += " (+" + std::to_string(cs.ops_size() - 1) + ")";
+    std::printf("%-4d %-14s %9d %7zu %10llu %12llu  %s\n", i, cs.name().c_str(), cs.vertices_size(),
+                tiles.size(), static_cast<unsigned long long>(cs.cycles()),
+                static_cast<unsigned long long>(cs.exchange_bytes()), ops.c_str());
   }
 }
 

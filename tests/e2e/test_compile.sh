@@ -115,6 +115,12 @@ test_human_readable_output() {
   expect_stdout_contains "(hit, "
 }
 
+test_dump_plan_names_each_compute_sets_ops() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --dump-plan
+  expect_stdout_contains "exchange_B  ops"
+  grep -qE '^0 +forward/0/1 .* dense1/matmul$' "$STDOUT" || fail "the first compute set does not name dense1/matmul"
+}
+
 test_force_recompiles() {
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
   local key entry inode
