@@ -254,9 +254,12 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
       "implemented");
 }
 
-// Output ranges per vertex, each reading only the input range its outputs map to (a slice or a
-// window of a long row reads its part, not the whole input; the box's fill reads nothing, so
-// the range is a bound).
+// Output ranges per vertex, each reading only the input elements its outputs map to: a slice or a
+// window of a long row reads its part, a transpose or a head split its rows and columns, not the
+// whole range between them (the exchange moves exactly those, as Poplar's does); the box's fill
+// reads nothing. Past kMaxReadRegions regions a vertex reads the range they span.
+constexpr size_t kMaxReadRegions = 64;
+
 Status lower_strided_copy(LowerContext& ctx, const Op& op) {
   const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
   const CopyView v = copy_view(op);
@@ -280,11 +283,8 @@ Status lower_strided_copy(LowerContext& ctx, const Op& op) {
                                                tail);
         vertex.fparams = format::make_fparams<F>({{F::kFill, attrs.fill}});
         vertex.compute_cycles = static_cast<double>(end - begin);
-        const auto [lo, hi] = strided_extent(v.dims, v.strides, begin, end - 1);
-        const int64_t read_begin = std::clamp<int64_t>(attrs.offset + lo, 0, in_elements);
-        const int64_t read_end = std::clamp<int64_t>(attrs.offset + hi + 1, read_begin, in_elements);
-        if (read_end > read_begin)
-          vertex.reads = {lowering::flat_region(x, read_begin, read_end)}; // else all fill
+        vertex.reads = strided_read_regions(x, v.dims, v.strides, attrs.offset, v.lo, v.hi, in_elements,
+                                            begin, end, kMaxReadRegions);
         vertex.writes = {lowering::flat_region(y, begin, end)};
         ctx.emit(tile, std::move(vertex));
       });

@@ -1,6 +1,7 @@
 #include "compiler/ops/tensor_util.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace ipu::ir {
 
@@ -38,6 +39,127 @@ std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims,
     return bounds;
   }
   return {base, base};
+}
+
+namespace {
+
+// Grows regions from the reads of successive output rows: a run continues the last region when
+// it is contiguous with it or the next row of its block, a column (a strided row) when it is the
+// next column of its block.
+class ReadBlocks {
+public:
+  explicit ReadBlocks(uint32_t tensor) : m_tensor(tensor) {}
+
+  // Elements [first, first + width).
+  void add_run(int64_t first, int64_t width) {
+    if (m_last == Kind::kRun) {
+      lowering::Region& r = m_regions.back();
+      const int64_t rows = r.row_end - r.row_begin, r_width = r.col_end - r.col_begin;
+      if (rows == 1 && first == r.col_end) {
+        r.col_end += width;
+        return;
+      }
+      if (width == r_width) {
+        if (rows == 1 && first >= r.col_end) {
+          r.row_stride = first - r.col_begin;
+          r.row_end = 2;
+          return;
+        }
+        if (rows > 1 && first == r.col_begin + rows * r.row_stride) {
+          ++r.row_end;
+          return;
+        }
+      }
+    }
+    m_regions.push_back(lowering::block_region(m_tensor, 0, 1, first, first + width, 0));
+    m_last = Kind::kRun;
+  }
+
+  // `count` elements first + k·stride, stride > 1.
+  void add_column(int64_t first, int64_t count, int64_t stride) {
+    if (m_last == Kind::kColumn) {
+      lowering::Region& r = m_regions.back();
+      if (r.row_end == count && r.row_stride == stride && first == r.col_end &&
+          r.col_end - r.col_begin < stride) {
+        ++r.col_end;
+        return;
+      }
+    }
+    m_regions.push_back(lowering::block_region(m_tensor, 0, count, first, first + 1, stride));
+    m_last = Kind::kColumn;
+  }
+
+  size_t size() const { return m_regions.size(); }
+
+  std::vector<lowering::Region> take() { return std::move(m_regions); }
+
+private:
+  enum class Kind { kNone, kRun, kColumn };
+  uint32_t m_tensor;
+  std::vector<lowering::Region> m_regions;
+  Kind m_last = Kind::kNone;
+};
+
+// Whether distinct indices of `dims` read distinct offsets Σ idx_k·strides_k: true when, the
+// axes sorted by |stride|, each stride exceeds the farthest the smaller ones reach (mixed radix).
+bool one_to_one(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+  std::vector<std::pair<int64_t, int64_t>> axes; // |stride|, size
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] > 1) axes.emplace_back(std::abs(strides[k]), dims[k]);
+  }
+  std::sort(axes.begin(), axes.end());
+  int64_t reach = 0;
+  for (const auto& [stride, size] : axes) {
+    if (stride <= reach) return false;
+    reach += stride * (size - 1);
+  }
+  return true;
+}
+
+} // namespace
+
+std::vector<lowering::Region> strided_read_regions(uint32_t tensor, const std::vector<int64_t>& dims,
+                                                   const std::vector<int64_t>& strides, int64_t offset,
+                                                   const std::vector<int64_t>& lo,
+                                                   const std::vector<int64_t>& hi, int64_t in_elements,
+                                                   int64_t begin, int64_t end, size_t max_regions) {
+  if (end <= begin) return {};
+  const size_t rank = dims.size();
+  // The bound: what a read that repeats elements (a broadcast, overlapping windows) or needs too
+  // many regions counts instead, as its rows' regions would count elements more than once.
+  const auto [lo_offset, hi_offset] = strided_extent(dims, strides, begin, end - 1);
+  const int64_t bound_begin = std::clamp<int64_t>(offset + lo_offset, 0, in_elements);
+  const int64_t bound_end = std::clamp<int64_t>(offset + hi_offset + 1, bound_begin, in_elements);
+  std::vector<lowering::Region> bound;
+  if (bound_end > bound_begin) bound.push_back(lowering::flat_region(tensor, bound_begin, bound_end));
+  if (!one_to_one(dims, strides)) return bound;
+
+  const int64_t row_length = dims.back(), stride = strides.back();
+  ReadBlocks blocks(tensor);
+  for (int64_t row = begin / row_length; row * row_length < end && blocks.size() <= max_regions; ++row) {
+    int64_t rest = row, base = offset;
+    bool inside = true;
+    for (size_t k = rank - 1; k-- > 0;) {
+      const int64_t i = rest % dims[k];
+      rest /= dims[k];
+      inside = inside && lo[k] <= i && i < hi[k];
+      base += i * strides[k];
+    }
+    const int64_t k0 = std::max({begin - row * row_length, int64_t{0}, lo.back()});
+    const int64_t k1 = std::min({end - row * row_length, row_length, hi.back()});
+    if (!inside || k1 <= k0) continue; // fill only
+    if (stride == 1) {
+      blocks.add_run(base + k0, k1 - k0);
+    } else if (stride > 0) {
+      blocks.add_column(base + k0 * stride, k1 - k0, stride);
+    } else if (stride == -1) { // a reversed row, from its lowest element
+      blocks.add_run(base + (k1 - 1) * stride, k1 - k0);
+    } else {
+      blocks.add_column(base + (k1 - 1) * stride, k1 - k0, -stride);
+    }
+  }
+  if (blocks.size() > max_regions) return bound;
+  return blocks.take();
 }
 
 Status check_rank(const TensorType& type) {

@@ -24,6 +24,19 @@ Status check_rank(const TensorType& type);
 std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims,
                                            const std::vector<int64_t>& strides, int64_t first, int64_t last);
 
+// The input elements that the outputs [begin, end) of a strided copy read, as at most
+// `max_regions` regions of `tensor`: out[idx] = in[offset + Σ idx_k·strides_k] where idx lies in
+// the box [lo, hi) (outside it the output is a fill, which reads nothing). Each output row (the
+// last axis) reads a run or a strided column; successive rows that continue a block (a
+// transpose's rows, a head split's slices) join it. A read that repeats elements (a broadcast,
+// overlapping windows) or needs more regions than that is the range strided_extent bounds,
+// clamped to the input's `in_elements`. Empty when every output is a fill.
+std::vector<lowering::Region> strided_read_regions(uint32_t tensor, const std::vector<int64_t>& dims,
+                                                   const std::vector<int64_t>& strides, int64_t offset,
+                                                   const std::vector<int64_t>& lo,
+                                                   const std::vector<int64_t>& hi, int64_t in_elements,
+                                                   int64_t begin, int64_t end, size_t max_regions);
+
 // How the outputs of an op read one input: output index idx (row-major over `dims`, the output's
 // elements) reads offsets Σ idx_k·strides_k up to `span` beyond (a reduction's other axes).
 struct InputAccess {
