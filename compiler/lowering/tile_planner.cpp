@@ -44,20 +44,25 @@ double tile_budget_bytes(const target::TargetSpec& target) {
 
 using detail::make_split;
 
+double split_cycles(const Split& split, double cycles_per_item, double exchange_bytes_per_item,
+                    const target::TargetSpec& target) {
+  const auto& m = target.cycles;
+  const double chunk = static_cast<double>(split.chunk);
+  return m.vertex_overhead_cycles + chunk * cycles_per_item +
+         chunk * exchange_bytes_per_item / m.exchange_bytes_per_cycle +
+         m.vertex_spread_cycles * static_cast<double>(split.parts);
+}
+
 Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_per_item, double bytes_per_item,
                  const target::TargetSpec& target, int64_t max_parts) {
   if (items <= 0) return {1, 0};
-  const auto& m = target.cycles;
   const double budget = tile_budget_bytes(target);
   Split best = make_split(items, 1);
   double best_cost = std::numeric_limits<double>::infinity();
   for (int64_t parts : detail::candidate_parts(items, std::max<int64_t>(1, max_parts))) {
-    Split s = make_split(items, parts);
-    double chunk = static_cast<double>(s.chunk);
-    double cost = m.vertex_overhead_cycles + chunk * cycles_per_item +
-                  chunk * exchange_bytes_per_item / m.exchange_bytes_per_cycle +
-                  m.vertex_spread_cycles * static_cast<double>(s.parts);
-    bool fits = chunk * bytes_per_item <= budget;
+    const Split s = make_split(items, parts);
+    const double cost = split_cycles(s, cycles_per_item, exchange_bytes_per_item, target);
+    const bool fits = static_cast<double>(s.chunk) * bytes_per_item <= budget;
     // Prefer any split that fits; among those the cheapest; ties go to fewer tiles.
     if (fits && cost < best_cost * 0.999) {
       best = s;

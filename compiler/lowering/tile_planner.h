@@ -23,6 +23,11 @@ struct Split {
 Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_per_item, double bytes_per_item,
                  const target::TargetSpec& target, int64_t max_parts);
 
+// The estimated cycles of a split (plan_split's measure): its slowest vertex's launch, compute
+// and received bytes, plus the per-vertex charge for every vertex.
+double split_cycles(const Split& split, double cycles_per_item, double exchange_bytes_per_item,
+                    const target::TargetSpec& target);
+
 struct BlockGrid {
   Split rows;
   Split cols;
@@ -64,7 +69,7 @@ struct MatMulPlan {
 // none fits, poplin widens its memory bound; ours widens it once, to the tile less its share of
 // the MatMul's own operands and result. When none fits that either, the plan whose vertex holds
 // the fewest bytes (the memory plan then reports it). `split_k` false keeps K whole (a fused
-// epilogue needs the whole sum).
+// Relu needs the whole sum).
 MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles,
                        bool split_k = true);
 

@@ -74,10 +74,13 @@ Status grad_matmul(GradContext& ctx, const Op& op) {
 // K split into plan.k.parts shares: each output block's shares run on distinct tiles and write
 // partial products to a [shares, M, N] temporary; a reduce compute set right after sums them into
 // C (Reduce, adding the shares in order in double precision), each of its vertices summing a
-// range of C's elements on a tile that computed partials.
+// range of C's elements on a tile that computed partials. A folded bias goes to the first share,
+// which adds it to its partial block, so the sum is the biased product without a third step.
 Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d,
                             const lowering::MatMulPlan& plan) {
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
+  const bool has_bias = op.inputs.size() == 3;
+  const uint32_t bias = has_bias ? ctx.tensor(op.inputs[2]) : 0;
   const bool ta = op.attrs<MatMulAttrs>().trans_a, tb = op.attrs<MatMulAttrs>().trans_b;
   const lowering::BlockGrid& grid = plan.grid;
   const int64_t shares = plan.k.parts;
@@ -92,7 +95,9 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
         const int64_t kb = s * plan.k.chunk, ke = std::min(d.K, kb + plan.k.chunk);
         lowering::VertexSpec v;
         v.codelet = format::Codelet::kMatMulPartial;
-        v.operands = {a, b, partials};
+        const bool adds_bias = has_bias && s == 0;
+        v.operands =
+            adds_bias ? std::vector<uint32_t>{a, b, bias, partials} : std::vector<uint32_t>{a, b, partials};
         using P = format::params::MatMulPartial;
         v.params = format::make_params<P>({{P::kM, d.M},
                                            {P::kN, d.N},
@@ -113,6 +118,7 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
                              : lowering::block_region(a, rb, re, kb, ke, d.K));
         v.reads.push_back(tb ? lowering::block_region(b, cb, ce, kb, ke, d.K)
                              : lowering::block_region(b, kb, ke, cb, ce, d.N));
+        if (adds_bias) v.reads.push_back(lowering::flat_region(bias, cb, ce));
         v.writes.push_back(lowering::block_region(partials, s * d.M + rb, s * d.M + re, cb, ce, d.N));
         ctx.emit(tiles[next++], std::move(v));
       }
@@ -147,10 +153,10 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
   const bool has_bias = op.inputs.size() == 3; // a BiasAdd folded in (passes/fuse_epilogues.h)
   const uint32_t bias = has_bias ? ctx.tensor(op.inputs[2]) : 0;
-  // A fused epilogue (bias, Relu) applies to the whole sum, so such a MatMul keeps K whole.
-  const lowering::MatMulPlan plan =
-      lowering::plan_matmul(d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu,
-                            !has_bias && !op.attrs<MatMulAttrs>().fused_relu);
+  // A fused Relu applies to the whole sum, so such a MatMul keeps K whole (a bias rides with the
+  // first K share).
+  const lowering::MatMulPlan plan = lowering::plan_matmul(
+      d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu, !op.attrs<MatMulAttrs>().fused_relu);
   if (plan.k.parts > 1) return lower_matmul_split_k(ctx, op, d, plan);
   const lowering::BlockGrid& grid = plan.grid;
   std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);

@@ -3,7 +3,9 @@
 // with numpy-broadcast batch axes.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 
+#include "compiler/lowering/tile_planner.h"
 #include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
@@ -377,9 +379,41 @@ lowering::Region batch_span(uint32_t tensor, const std::vector<int64_t>& batch,
   return lowering::flat_region(tensor, lowest, highest + matrix);
 }
 
+// How many equal row blocks each product's M rows split into, and the split of the
+// batches × blocks over vertices: the cheapest by plan_split's measure among the divisors of M.
+// A vertex receives its rows of A and its batches' whole B, so splitting rows pays when there are
+// fewer products than tiles (attention's heads) and stops paying when B dominates.
+struct RowBlocks {
+  int64_t count = 1;
+  lowering::Split split;
+};
+RowBlocks plan_row_blocks(const BatchDims& d, int64_t batches, size_t batch_rank,
+                          const target::TargetSpec& target) {
+  RowBlocks best;
+  double best_cycles = std::numeric_limits<double>::infinity();
+  // The row blocks become a batch axis of their own, within the codelets' rank.
+  const int64_t most = static_cast<int64_t>(batch_rank) < format::kMaxTensorRank ? d.M : 1;
+  for (int64_t blocks = 1; blocks <= most; ++blocks) {
+    if (d.M % blocks != 0) continue;
+    const int64_t rows = d.M / blocks, items = batches * blocks;
+    const double cycles_per_item = static_cast<double>(rows * d.N * d.K) / target.cycles.macs_per_cycle;
+    const double bytes_per_item = 4.0 * static_cast<double>(rows * d.K + d.K * d.N);
+    const lowering::Split split = lowering::plan_split(items, cycles_per_item, bytes_per_item,
+                                                       2 * bytes_per_item, target, target.tiles_per_ipu);
+    const double cycles = lowering::split_cycles(split, cycles_per_item, bytes_per_item, target);
+    const bool fits =
+        static_cast<double>(split.chunk) * 2 * bytes_per_item <= lowering::tile_budget_bytes(target);
+    if ((fits || blocks == 1) && cycles < best_cycles * 0.999) {
+      best = {blocks, split};
+      best_cycles = cycles;
+    }
+  }
+  return best;
+}
+
 Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
-  const BatchDims d = batch_dims(g, op);
+  BatchDims d = batch_dims(g, op);
   const std::vector<int64_t>& out = g.value(op.outputs[0]).type.shape;
   std::vector<int64_t> batch(out.begin(), out.end() - 2);
   if (batch.empty()) batch = {1};
@@ -391,32 +425,44 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
   int64_t batches = 1;
   for (int64_t n : batch)
     batches *= n;
+  // Row blocks are one more batch axis: A's blocks are rows·K apart, every block of a product
+  // reads its whole B (stride 0), and C's blocks stay where the product's rows are.
+  const RowBlocks row_blocks = plan_row_blocks(d, batches, batch.size(), ctx.target());
+  if (row_blocks.count > 1) {
+    d.M /= row_blocks.count;
+    batch.push_back(row_blocks.count);
+    sa.push_back(d.M * d.K);
+    sb.push_back(0);
+    batches *= row_blocks.count;
+  }
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
   const double per_batch = static_cast<double>(d.M * d.N * d.K) / ctx.target().cycles.macs_per_cycle;
   std::vector<int64_t> tail = batch; // BatchMatMul's tail: dims, then A's and B's strides
   tail.insert(tail.end(), sa.begin(), sa.end());
   tail.insert(tail.end(), sb.begin(), sb.end());
-  lowering::lower_split(ctx, batches, per_batch, 4.0 * static_cast<double>(d.M * d.K + d.K * d.N),
-                        [&](uint32_t tile, int64_t begin, int64_t end) {
-                          lowering::VertexSpec v;
-                          v.codelet = format::Codelet::kBatchMatMul;
-                          v.operands = {a, b, c};
-                          using P = format::params::BatchMatMul;
-                          v.params = format::make_params<P>({{P::kM, d.M},
-                                                             {P::kN, d.N},
-                                                             {P::kK, d.K},
-                                                             {P::kRank, static_cast<int64_t>(batch.size())},
-                                                             {P::kBegin, begin},
-                                                             {P::kEnd, end}},
-                                                            tail);
-                          v.compute_cycles = per_batch * static_cast<double>(end - begin);
-                          // Only the matrices of its own batches travel to the tile: with the whole of
-                          // A and B on every tile, attention at batch 32 overflows tile memory.
-                          v.reads = {batch_span(a, batch, sa, d.M * d.K, begin, end),
-                                     batch_span(b, batch, sb, d.K * d.N, begin, end)};
-                          v.writes = {lowering::flat_region(c, begin * d.M * d.N, end * d.M * d.N)};
-                          ctx.emit(tile, std::move(v));
-                        });
+  const lowering::Split split = row_blocks.split;
+  std::vector<uint32_t> tiles = ctx.take_tiles(split.parts);
+  for (int64_t p = 0; p < split.parts; ++p) {
+    const int64_t begin = p * split.chunk, end = std::min(batches, begin + split.chunk);
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kBatchMatMul;
+    v.operands = {a, b, c};
+    using P = format::params::BatchMatMul;
+    v.params = format::make_params<P>({{P::kM, d.M},
+                                       {P::kN, d.N},
+                                       {P::kK, d.K},
+                                       {P::kRank, static_cast<int64_t>(batch.size())},
+                                       {P::kBegin, begin},
+                                       {P::kEnd, end}},
+                                      tail);
+    v.compute_cycles = per_batch * static_cast<double>(end - begin);
+    // Only the matrices of its own batches travel to the tile: with the whole of A and B on
+    // every tile, attention at batch 32 overflows tile memory.
+    v.reads = {batch_span(a, batch, sa, d.M * d.K, begin, end),
+               batch_span(b, batch, sb, d.K * d.N, begin, end)};
+    v.writes = {lowering::flat_region(c, begin * d.M * d.N, end * d.M * d.N)};
+    ctx.emit(tiles[static_cast<size_t>(p)], std::move(v));
+  }
   return Status();
 }
 

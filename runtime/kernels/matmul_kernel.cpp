@@ -108,24 +108,18 @@ bool rows_first(const PreparedVertex& v) {
 
 // MatMulPartial: partials[part][block] = op(A)[block rows, k_begin:k_end] · op(B)[k_begin:k_end,
 // block cols], one share of a MatMul split over K (the compiler sums the shares with a Reduce).
-//   operands: A (f32), B (f32), partials (f32 [parts, M, N])
+// With a bias, the share adds bias[block cols] to its rows: the compiler gives a folded bias to
+// the first share only, so the sum of the shares is the biased product.
+//   operands: A (f32), B (f32), bias (f32 [N], optional), partials (f32 [parts, M, N])
 //   params:   format::params::MatMulPartial
 namespace partial {
 
 using Q = format::params::MatMulPartial;
 
-void run(const PreparedVertex& v) {
+// The share's product into its block c of the partials (row stride N).
+void product_share(const PreparedVertex& v, int64_t rows, int64_t cols, int64_t depth, float* c) {
   const auto& p = v.params;
   const int64_t M = p[Q::kM], N = p[Q::kN], K = p[Q::kK];
-  const int64_t rows = p[Q::kRowEnd] - p[Q::kRowBegin], cols = p[Q::kColEnd] - p[Q::kColBegin];
-  const int64_t depth = p[Q::kKEnd] - p[Q::kKBegin];
-  float* c = v.f32(2) + p[Q::kPart] * M * N + p[Q::kRowBegin] * N + p[Q::kColBegin];
-  if (rows == 0 || cols == 0) return;
-  if (depth == 0) {
-    for (int64_t r = 0; r < rows; ++r)
-      std::fill_n(c + r * N, cols, 0.0f);
-    return;
-  }
   const bool trans_a = p[Q::kTransA] != 0, trans_b = p[Q::kTransB] != 0;
   // op(A)[r, k] is A[r, k] or A[k, r]; op(B)[k, c] is B[k, c] or B[c, k].
   const float* a =
@@ -138,9 +132,36 @@ void run(const PreparedVertex& v) {
               static_cast<int>(N));
 }
 
+void run(const PreparedVertex& v) {
+  const auto& p = v.params;
+  const int64_t M = p[Q::kM], N = p[Q::kN];
+  const int64_t rows = p[Q::kRowEnd] - p[Q::kRowBegin], cols = p[Q::kColEnd] - p[Q::kColBegin];
+  const int64_t depth = p[Q::kKEnd] - p[Q::kKBegin];
+  const bool has_bias = v.num_operands == 4;
+  float* c = v.f32(has_bias ? 3 : 2) + p[Q::kPart] * M * N + p[Q::kRowBegin] * N + p[Q::kColBegin];
+  if (rows == 0 || cols == 0) return;
+  if (depth == 0) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::fill_n(c + r * N, cols, 0.0f);
+  } else {
+    product_share(v, rows, cols, depth, c);
+  }
+  if (!has_bias) return;
+  const float* bias = v.f32(2) + p[Q::kColBegin];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; ++j)
+      c[r * N + j] += bias[j];
+  }
+}
+
 Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using format::FLOAT32;
-  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  const bool has_bias = ops.size() == 4;
+  if (has_bias) {
+    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
+  } else {
+    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
+  }
   IPU_RETURN_IF_ERROR(expect_param_count(v, Q::kCount, 0));
   const auto& p = v.params();
   if (p[Q::kM] > INT32_MAX || p[Q::kN] > INT32_MAX || p[Q::kK] > INT32_MAX)
@@ -148,12 +169,15 @@ Status validate(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_elements({p[Q::kM], p[Q::kK]}, ops[0].elements, "A"));
   IPU_RETURN_IF_ERROR(expect_elements({p[Q::kK], p[Q::kN]}, ops[1].elements, "B"));
   IPU_RETURN_IF_ERROR(expect_range(p[Q::kPart], p[Q::kPart] + 1, p[Q::kParts], "part"));
-  IPU_RETURN_IF_ERROR(expect_elements({p[Q::kParts], p[Q::kM], p[Q::kN]}, ops[2].elements, "partials"));
+  if (has_bias) IPU_RETURN_IF_ERROR(expect_elements({p[Q::kN]}, ops[2].elements, "bias"));
+  IPU_RETURN_IF_ERROR(expect_elements({p[Q::kParts], p[Q::kM], p[Q::kN]}, ops.back().elements, "partials"));
   IPU_RETURN_IF_ERROR(expect_range(p[Q::kRowBegin], p[Q::kRowEnd], p[Q::kM], "row"));
   IPU_RETURN_IF_ERROR(expect_range(p[Q::kColBegin], p[Q::kColEnd], p[Q::kN], "column"));
   IPU_RETURN_IF_ERROR(expect_range(p[Q::kKBegin], p[Q::kKEnd], p[Q::kK], "K"));
-  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1))
-    return invalid_argument("output aliases an input");
+  const int out = v.operands_size() - 1;
+  for (int i = 0; i < out; ++i) {
+    if (v.operands(out) == v.operands(i)) return invalid_argument("output aliases an input");
+  }
   return Status();
 }
 

@@ -15,11 +15,18 @@
 namespace ipu::testing {
 namespace {
 
-// C = A · B for inputs A [M, K] and B [K, N] of fixed shape.
-std::string matmul_model(int64_t M, int64_t N, int64_t K) {
+// C = A · B for inputs A [M, K] and B [K, N] of fixed shape, plus a bias row when `bias` is given
+// (the compiler folds it into the MatMul).
+std::string matmul_model(int64_t M, int64_t N, int64_t K, const std::vector<float>& bias = {}) {
   OnnxBuilder b;
   b.input("A", {K}, M).input("B", {N}, K).output("C");
-  b.node("MatMul", "product", {"A", "B"}, {"C"});
+  if (bias.empty()) {
+    b.node("MatMul", "product", {"A", "B"}, {"C"});
+  } else {
+    b.floats("bias", {N}, bias);
+    b.node("MatMul", "product", {"A", "B"}, {"AB"});
+    b.node("Add", "biased", {"AB", "bias"}, {"C"});
+  }
   return b.bytes();
 }
 
@@ -113,9 +120,12 @@ std::vector<float> predict(const std::string& model, const compiler::CompileOpti
   return c;
 }
 
-TEST_CASE("a MatMul split over K computes the unsplit product within fp32 rounding") {
+// The product split over K (on 64 KiB tiles) against the same product in one vertex.
+void check_split_matches_whole(bool with_bias) {
   const int64_t M = 24, N = 20, K = 3000;
-  const std::string model = matmul_model(M, N, K);
+  const std::vector<float> bias =
+      with_bias ? wave(static_cast<size_t>(N), 50.0f, 0.9f) : std::vector<float>{};
+  const std::string model = matmul_model(M, N, K, bias);
   const std::vector<float> a = wave(static_cast<size_t>(M * K), 1.0f, 0.3f),
                            b = wave(static_cast<size_t>(K * N), 1.0f, 0.7f);
   auto options = small_target_options(1);
@@ -139,11 +149,20 @@ TEST_CASE("a MatMul split over K computes the unsplit product within fp32 roundi
       double magnitude = 0;
       for (int64_t k = 0; k < K; ++k)
         magnitude += std::fabs(a[static_cast<size_t>(i * K + k)] * b[static_cast<size_t>(k * N + j)]);
+      if (with_bias) magnitude += std::fabs(bias[static_cast<size_t>(j)]);
       const size_t at = static_cast<size_t>(i * N + j);
       CAPTURE(at);
       CHECK(std::fabs(split[at] - whole[at]) <= static_cast<double>(K) * 0x1p-24 * magnitude);
     }
   }
+}
+
+TEST_CASE("a MatMul split over K computes the unsplit product within fp32 rounding") {
+  check_split_matches_whole(false);
+}
+
+TEST_CASE("a MatMul with a folded bias splits over K too, its first share adding the bias") {
+  check_split_matches_whole(true);
 }
 
 } // namespace

@@ -1,5 +1,5 @@
 // MatMulPartial (codelet 13): the shares of a MatMul split over K, summed, give the product, with
-// and without transposed operands; and its validator.
+// and without transposed operands, and with a bias the first share adds; and its validator.
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -48,6 +48,28 @@ TEST_CASE("kernels: MatMulPartial shares over K sum to the product") {
       }
     }
   }
+}
+
+TEST_CASE("kernels: a MatMulPartial share with a bias adds it to its block") {
+  const int64_t M = 3, N = 4, K = 6, parts = 2;
+  std::vector<float> a = values(M * K, 5), b = values(K * N, 6), bias = values(N, 7);
+  std::vector<float> with_bias(static_cast<size_t>(parts * M * N), 99.0f), without = with_bias;
+  run(Codelet::kMatMulPartial, {a.data(), b.data(), bias.data(), with_bias.data()},
+      {M, N, K, 0, 0, 0, M, 1, N, 0, 3, parts, 0});
+  run(Codelet::kMatMulPartial, {a.data(), b.data(), without.data()},
+      {M, N, K, 0, 0, 0, M, 1, N, 0, 3, parts, 0});
+  for (int64_t i = 0; i < M; ++i) {
+    // Column 0 is outside the block: untouched by either.
+    CHECK(with_bias[static_cast<size_t>(i * N)] == 99.0f);
+    for (int64_t j = 1; j < N; ++j) {
+      const auto at = static_cast<size_t>(i * N + j);
+      CHECK(with_bias[at] == without[at] + bias[static_cast<size_t>(j)]);
+    }
+  }
+  // The bias is [N] floats.
+  const std::vector<int64_t> params = {M, N, K, 0, 0, 0, M, 0, N, 0, K, parts, 0};
+  CHECK(validate(Codelet::kMatMulPartial, {M * K, K * N, N, parts * M * N}, params).ok());
+  CHECK(!validate(Codelet::kMatMulPartial, {M * K, K * N, N - 1, parts * M * N}, params).ok());
 }
 
 TEST_CASE("kernels: MatMulPartial's validator rejects bad params") {
