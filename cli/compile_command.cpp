@@ -6,6 +6,7 @@
 
 #include "cli/compile_flags.h"
 #include "cli/compile_options.h"
+#include "cli/compile_report.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
@@ -126,9 +127,24 @@ int run_compile(const CompileCommandFlags& flags) {
     request.remote_url = *remote;
     request.remote_read_only = remote_cache_read_only(flags.cache);
   }
+  // The HTML report shows the memory plan, which only a compile gives: asking for it compiles even
+  // on a hit, as --dump-ir does.
+  const bool html_report = has_suffix(flags.report, ".html");
+  compiler::CompileReport report;
+  if (html_report) request.report = &report;
   auto compiled =
       compile_cache::compile_through_cache(request, [](const std::string& w) { print_warning(kTool, w); });
-  if (!compiled.ok()) return fail(kTool, compiled.status());
+  if (!compiled.ok()) {
+    // Out of memory is when the report helps most: it is written before the error, whose exit
+    // code stays the compile's.
+    const bool planned = !report.memory.peak_per_tile.empty();
+    if (html_report && planned && compiled.status().code() == StatusCode::kResourceExhausted) {
+      Status written =
+          write_output_file(flags.report, compile_report_html(report, compiled.status().message()));
+      if (!written.ok()) print_error(kTool, written.message());
+    }
+    return fail(kTool, compiled.status());
+  }
   const std::string& key = compiled->key;
   const std::string& bytes = compiled->bytes;
   const format::Executable& executable = compiled->executable;
@@ -141,9 +157,8 @@ int run_compile(const CompileCommandFlags& flags) {
     if (!written.ok()) return fail(kTool, written, kExitIoError);
   }
   if (!flags.report.empty()) {
-    const bool html = has_suffix(flags.report, ".html");
-    Status written =
-        write_output_file(flags.report, html ? schedule_html(executable) : schedule_svg(executable));
+    Status written = write_output_file(flags.report, html_report ? compile_report_html(report, "")
+                                                                 : schedule_svg(executable));
     if (!written.ok()) return fail(kTool, written, kExitIoError);
   }
 
@@ -210,7 +225,10 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("-o,--output", flags->output, "Also write the executable to this file");
   cmd->add_flag("--json", flags->json, "Print one JSON object (docs/json.md)");
   cmd->add_flag("--force", flags->force, "Compile even when the cache has the executable");
-  cmd->add_option("--report", flags->report, "Draw the compiled schedule into FILE.svg or FILE.html");
+  cmd->add_option(
+      "--report", flags->report,
+      "Draw the pipeline schedule into FILE.svg, or tile memory, schedule and cycle estimate into "
+      "FILE.html (compiles even on a hit; written also when the model does not fit)");
   cmd->add_flag("--dump-ir", flags->dump_ir,
                 "Print the IR after the training passes (compiles even on a hit)");
   cmd->add_flag("--dump-plan", flags->dump_plan, "Print the compute sets: vertices, tiles, cycles, exchange");

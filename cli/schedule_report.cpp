@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cli/html_escape.h"
+
 namespace ipu::cli {
 namespace {
 
@@ -84,10 +86,10 @@ std::string schedule_svg(const format::Executable& exe) {
   const double height = kTop + kRow * t.stages + 40;
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(kLeft + kWidth + 20) +
                     "\" height=\"" + number(height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
-  svg += "<text x=\"" + number(kLeft) + "\" y=\"18\" font-size=\"13\">" + exe.model_name() + ": " +
-         exe.pipeline().schedule() + ", " + std::to_string(exe.pipeline().num_stages()) + " stage(s), " +
-         std::to_string(exe.pipeline().gradient_accumulation()) + " micro-batches per update, " +
-         number(total) + " cycles</text>\n";
+  svg += "<text x=\"" + number(kLeft) + "\" y=\"18\" font-size=\"13\">" + html_escape(exe.model_name()) +
+         ": " + exe.pipeline().schedule() + ", " + std::to_string(exe.pipeline().num_stages()) +
+         " stage(s), " + std::to_string(exe.pipeline().gradient_accumulation()) +
+         " micro-batches per update, " + number(total) + " cycles</text>\n";
   for (int s = 0; s < t.stages; ++s) {
     svg += "<text x=\"4\" y=\"" + number(kTop + kRow * s + 24) + "\">IPU " + std::to_string(s) + "</text>\n";
     svg += "<line x1=\"" + number(kLeft) + "\" x2=\"" + number(kLeft + kWidth) + "\" y1=\"" +
@@ -121,13 +123,6 @@ std::string schedule_svg(const format::Executable& exe) {
          "\">F = forward, B = backward (blue, orange) by micro-batch; green = all-reduce and weight "
          "update</text>\n";
   return svg + "</svg>\n";
-}
-
-std::string schedule_html(const format::Executable& exe) {
-  nlohmann::json numbers = schedule_json(exe);
-  return "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>" + exe.model_name() +
-         " schedule</title></head>\n<body>\n" + schedule_svg(exe) + "<pre>" + numbers.dump(2) +
-         "</pre>\n</body></html>\n";
 }
 
 } // namespace ipu::cli

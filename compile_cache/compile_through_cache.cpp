@@ -277,8 +277,9 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     if (!created.ok()) return created.status();
     remote.emplace(std::move(*created), request.remote_read_only, warn);
   }
-  // --force and --dump-ir compile whatever the cache holds and are not counted as lookups.
-  if (session && !request.force && !request.keep_ir) {
+  // --force, --dump-ir and an HTML report compile whatever the cache holds and are not counted as
+  // lookups.
+  if (session && !request.force && !request.keep_ir && request.report == nullptr) {
     bool hit = session->try_hit(out);
     bool remote_hit = false;
     bool in_local_cache = hit;
@@ -320,7 +321,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   }
 
   IPU_ASSIGN_OR_RETURN(compiler::CompileResult compiled,
-                       compiler::compile_model(std::move(model), request.options));
+                       compiler::compile_model(std::move(model), request.options, request.report));
   out.executable = std::move(compiled.executable);
   for (const auto& [name, value] : manifest.entries()) {
     auto* entry = out.executable.add_manifest();

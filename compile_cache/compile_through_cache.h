@@ -29,9 +29,12 @@ struct CachedCompileRequest {
   bool use_cache = true;            // false: neither read nor write the cache
   bool force = false;               // compile even on a hit (the result is stored)
   bool keep_ir = false;             // compile even on a hit and return the IR text (--dump-ir)
-  uint64_t max_size = 0;            // eviction limit after a store
-  std::string remote_url;           // "": no remote cache (docs/cache.md, "Remote cache")
-  bool remote_read_only = false;    // look the remote cache up, never upload
+  // When set: compile even on a hit and fill it (compiler::compile_model), also when the compile
+  // fails because a tile overflows (--report FILE.html).
+  compiler::CompileReport* report = nullptr;
+  uint64_t max_size = 0;         // eviction limit after a store
+  std::string remote_url;        // "": no remote cache (docs/cache.md, "Remote cache")
+  bool remote_read_only = false; // look the remote cache up, never upload
 };
 
 struct CachedCompile {

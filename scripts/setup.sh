@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of ipucc from Debian's archive (python3-onnx: e2e tests
-# write small ONNX models; clang-format and clang-tidy: scripts/lint.sh). Idempotent.
+# write small ONNX models; chromium: tests/e2e/test_report.sh loads the HTML report headless;
+# clang-format and clang-tidy: scripts/lint.sh). Idempotent.
 set -euo pipefail
 "$(dirname "$0")/apt-install.sh" \
   cmake ninja-build g++ pkg-config \
@@ -20,4 +21,5 @@ set -euo pipefail
   dataset-fashion-mnist \
   python3 \
   python3-onnx \
+  chromium \
   clang-format clang-tidy

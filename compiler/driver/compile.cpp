@@ -191,11 +191,13 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   return out;
 }
 
-StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options) {
-  return compile_model(frontend::LoadedModel::parse(model_text, options.model_path), options);
+StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options,
+                                      CompileReport* report) {
+  return compile_model(frontend::LoadedModel::parse(model_text, options.model_path), options, report);
 }
 
-StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const CompileOptions& given) {
+StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const CompileOptions& given,
+                                      CompileReport* report) {
   ir::install_op_table(
       ir::op_definitions()); // every graph the frontends and passes build runs the ops' rules
   const CompileOptions options = with_model_defaults(loaded, given);
@@ -288,6 +290,14 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   pipeline->set_schedule(stages > 1 ? options.schedule : "none");
   for (uint32_t s = 0; s < stages; ++s)
     pipeline->add_stage_ipu(s);
+  if (report) {
+    report->executable = exe;
+    report->memory = lowering::report_memory(exe, result.memory, target);
+  }
+  if (!result.memory.overflowing.empty()) {
+    return resource_exhausted(lowering::describe_overflow(result.memory, target, 3))
+        .with_context(options.model_path);
+  }
   return result;
 }
 

@@ -12,6 +12,7 @@
 #include "compiler/frontend/loaded_model.h"
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/lowering/memory_plan.h"
+#include "compiler/lowering/memory_report.h"
 #include "runtime/format/executable.pb.h"
 
 namespace ipu::compiler {
@@ -77,13 +78,24 @@ struct CompileResult {
   std::string ir_text; // the IR after the training passes, for --dump-ir
 };
 
+// What `ipucc compile --report` draws: the program as lowered (compute sets, programs, their cycle
+// estimates, the pipeline schedule) and where its memory goes.
+struct CompileReport {
+  format::Executable executable;
+  lowering::MemoryReport memory;
+};
+
 // Errors: BadOption (an option value, or one the model cannot take), InvalidArgument (a bad
 // model, every problem listed), Unsupported,
 // ResourceExhausted (a tile overflows; the message has the per-tile report). `model` is loaded
-// from options.model_path.
-StatusOr<CompileResult> compile_model(frontend::LoadedModel model, const CompileOptions& options);
+// from options.model_path. `report`, when given, is filled once the program is lowered and its
+// memory planned: also when the compile then fails with ResourceExhausted, which is when a user
+// most needs it.
+StatusOr<CompileResult> compile_model(frontend::LoadedModel model, const CompileOptions& options,
+                                      CompileReport* report = nullptr);
 
 // compile_model of model bytes, loaded as options.model_path (the unit tests' models).
-StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options);
+StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options,
+                                      CompileReport* report = nullptr);
 
 } // namespace ipu::compiler

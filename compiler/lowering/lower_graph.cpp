@@ -286,9 +286,6 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
 
   std::vector<uint32_t> order = concat_phases(stages);
   result.memory = plan_memory(exe, order, ctx.records(), target);
-  if (!result.memory.overflowing.empty()) {
-    return resource_exhausted(describe_overflow(result.memory, target, 3));
-  }
   format::Estimates* e = exe.mutable_estimates();
   for (uint32_t ipu = 0; ipu < target.num_ipus; ++ipu) {
     uint64_t bytes = 0;

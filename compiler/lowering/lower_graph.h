@@ -56,8 +56,8 @@ using LowerFn = Status (*)(LowerContext& context, const ir::Op& op);
 // layer above this one, which hands them in (ops/op_table.h: op_lowerings).
 using OpLowerings = std::array<LowerFn, ir::kOpKindCount>;
 
-// Fills everything but the manifest and model metadata. Returns ResourceExhausted with a per-tile
-// report when a tile overflows.
+// Fills everything but the manifest and model metadata. A plan in which tiles overflow is
+// returned too (memory.overflowing): the driver reports it after it has described the program.
 StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& interface,
                                      const target::TargetSpec& target, const LoweringOptions& options,
                                      const OpLowerings& lowerings);

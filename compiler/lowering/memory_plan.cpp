@@ -75,6 +75,7 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
   // Each tile's fullest moment: the position where its temporaries and receive buffers peak.
   MemoryPlan plan;
   plan.peak_per_tile.resize(tiles);
+  plan.split_per_tile.resize(tiles);
   std::vector<std::optional<size_t>> peak_at(tiles);
   std::vector<uint64_t> moving(tiles, 0);
   for (size_t pos = 0; pos < order.size(); ++pos) {
@@ -90,6 +91,15 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
   }
   for (uint32_t t = 0; t < tiles; ++t) {
     plan.peak_per_tile[t] = fixed_on(t) + moving[t];
+    TileSplit& split = plan.split_per_tile[t];
+    split.vertex_state_bytes = vertices[t] * target.cycles.vertex_state_bytes;
+    split.code_bytes = codelets[t].size() * target.cycles.codelet_code_bytes;
+    split.tensor_bytes = resident[t];
+    if (peak_at[t]) {
+      const size_t pos = *peak_at[t];
+      if (auto it = temporaries[pos].find(t); it != temporaries[pos].end()) split.tensor_bytes += it->second;
+      if (auto it = received[pos].find(t); it != received[pos].end()) split.exchange_bytes = it->second;
+    }
     plan.total_bytes += plan.peak_per_tile[t];
     if (plan.peak_per_tile[t] > 0) ++plan.tiles_used;
     TileUsage usage;
@@ -140,6 +150,27 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
   break_down(plan.fullest);
   for (size_t i = 0; i < std::min<size_t>(plan.overflowing.size(), 3); ++i)
     break_down(plan.overflowing[i]);
+  for (uint32_t ipu = 0; ipu < target.num_ipus; ++ipu) {
+    std::vector<uint32_t> used;
+    for (uint32_t t = ipu * target.tiles_per_ipu; t < (ipu + 1) * target.tiles_per_ipu; ++t) {
+      if (plan.peak_per_tile[t] > 0) used.push_back(t);
+    }
+    const size_t shown = std::min(kBrokenDownPerIpu, used.size());
+    // The lowest tile number first among equals, so the choice does not depend on the sort.
+    std::partial_sort(used.begin(), used.begin() + static_cast<std::ptrdiff_t>(shown), used.end(),
+                      [&](uint32_t a, uint32_t b) {
+                        return plan.peak_per_tile[a] != plan.peak_per_tile[b]
+                                   ? plan.peak_per_tile[a] > plan.peak_per_tile[b]
+                                   : a < b;
+                      });
+    for (size_t i = 0; i < shown; ++i) {
+      TileUsage usage;
+      usage.tile = used[i];
+      usage.peak_bytes = plan.peak_per_tile[used[i]];
+      break_down(usage);
+      plan.fullest_per_ipu.push_back(std::move(usage));
+    }
+  }
   return plan;
 }
 

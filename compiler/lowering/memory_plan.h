@@ -28,9 +28,24 @@ struct TileUsage {
   uint64_t other_tensors = 0;                                    // how many more there are
 };
 
+// A tile's bytes at its fullest moment by the categories of TileUsage; they add up to its peak.
+struct TileSplit {
+  uint64_t tensor_bytes = 0;
+  uint64_t exchange_bytes = 0;
+  uint64_t vertex_state_bytes = 0;
+  uint64_t code_bytes = 0;
+};
+
+// How many of each IPU's fullest tiles the plan breaks down (fullest_per_ipu).
+constexpr size_t kBrokenDownPerIpu = 3;
+
 struct MemoryPlan {
   std::vector<uint64_t> peak_per_tile;
+  std::vector<TileSplit> split_per_tile; // what fills each tile then
   TileUsage fullest;
+  // Each IPU's kBrokenDownPerIpu fullest tiles that hold anything, broken down, IPU by IPU and
+  // fullest first within an IPU (the tiles `ipucc compile --report` details).
+  std::vector<TileUsage> fullest_per_ipu;
   uint64_t total_bytes = 0;
   uint32_t tiles_used = 0;
   std::vector<TileUsage> overflowing; // tiles whose peak exceeds bytes_per_tile, fullest first

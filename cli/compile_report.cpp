@@ -1,0 +1,231 @@
+#include "cli/compile_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "cli/html_escape.h"
+#include "cli/schedule_report.h"
+
+namespace ipu::cli {
+namespace {
+
+// Colour steps of the tile map: a tile's peak over its capacity, in tenths; past capacity is its
+// own colour, and a tile that holds nothing another.
+constexpr int kSteps = 10;
+constexpr uint32_t kMapColumns = 64;
+
+constexpr const char* kStyle = R"(body{font-family:sans-serif;font-size:13px;margin:16px;color:#222}
+h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:14px 0 6px}h3{font-size:13px;margin:10px 0 4px}
+.page{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}#memory{flex:1 1 900px;min-width:0}
+#time{flex:1 1 560px;min-width:0}.scroll{overflow-x:auto}
+.fails{color:#a00;font-weight:bold}pre.failure{background:#fee;border:1px solid #d99;padding:6px;white-space:pre-wrap}
+.tilemap{display:grid;gap:1px;margin:4px 0}.tile{display:block;width:10px;height:10px}
+.b0{background:#f0f5fb}.b1{background:#d6e4f2}.b2{background:#bcd3ea}.b3{background:#a1c1e1}
+.b4{background:#87afd8}.b5{background:#6d9dcf}.b6{background:#538bc6}.b7{background:#3a78b8}
+.b8{background:#2d629a}.b9{background:#204c7c}.over{background:#d62728}.empty{background:#e6e6e6}
+.legend span{display:inline-block;padding:1px 6px;margin-right:2px;font-size:11px}
+table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
+td.name,th.name{text-align:left;min-width:110px;max-width:360px;overflow-wrap:break-word}
+table.fullest{font-size:12px}
+.bar{display:flex;width:160px;height:10px;background:#f4f4f4;border:1px solid #ccc}
+.bar span{display:block;height:10px}.c-tensors{background:#4e79a7}.c-exchange{background:#f28e2b}
+.c-vertex{background:#59a14f}.c-code{background:#b07aa1}
+)";
+
+std::string with_commas(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+std::string cycles_text(double cycles) {
+  return with_commas(static_cast<uint64_t>(std::llround(std::max(0.0, cycles))));
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1f%%",
+                whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / whole);
+  return buffer;
+}
+
+std::string colour_class(uint64_t bytes, uint64_t capacity) {
+  if (bytes == 0) return "empty";
+  if (bytes > capacity) return "over";
+  const auto step = static_cast<int>(static_cast<double>(bytes) * kSteps / static_cast<double>(capacity));
+  return "b" + std::to_string(std::min(step, kSteps - 1));
+}
+
+std::string split_text(const lowering::TileSplit& s) {
+  return "tensors " + with_commas(s.tensor_bytes) + ", exchange buffers " + with_commas(s.exchange_bytes) +
+         ", vertex state " + with_commas(s.vertex_state_bytes) + ", code " + with_commas(s.code_bytes);
+}
+
+// The four categories as a bar over the tile's capacity (or its peak, when that is larger).
+std::string split_bar(const lowering::TileSplit& s, uint64_t capacity) {
+  const uint64_t total = s.tensor_bytes + s.exchange_bytes + s.vertex_state_bytes + s.code_bytes;
+  const double scale = 100.0 / static_cast<double>(std::max<uint64_t>({total, capacity, 1}));
+  std::string out = "<div class=\"bar\">";
+  const std::pair<const char*, uint64_t> parts[] = {{"c-tensors", s.tensor_bytes},
+                                                    {"c-exchange", s.exchange_bytes},
+                                                    {"c-vertex", s.vertex_state_bytes},
+                                                    {"c-code", s.code_bytes}};
+  for (const auto& [cls, bytes] : parts) {
+    char width[32];
+    std::snprintf(width, sizeof width, "%.2f%%", static_cast<double>(bytes) * scale);
+    out += "<span class=\"" + std::string(cls) + "\" style=\"width:" + width + "\"></span>";
+  }
+  return out + "</div>";
+}
+
+std::string legend() {
+  std::string out =
+      "<p class=\"legend\">Peak bytes of a tile over its capacity: <span class=\"empty\">empty</span>";
+  for (int i = 0; i < kSteps; ++i) {
+    out += "<span class=\"b" + std::to_string(i) + "\"" + (i >= kSteps / 2 ? " style=\"color:#fff\"" : "") +
+           ">" + std::to_string(i * 100 / kSteps) + "%</span>";
+  }
+  return out + "<span class=\"over\" style=\"color:#fff\">over 100%</span></p>\n";
+}
+
+std::string fullest_table(const lowering::MemoryReport& m, uint32_t ipu) {
+  std::string out = "<table class=\"fullest\">\n<tr><th>tile</th><th>peak bytes</th><th>of capacity</th>"
+                    "<th class=\"name\">compute set then</th><th>tensors</th><th>exchange buffers</th>"
+                    "<th>vertex state</th><th>code</th><th class=\"name\">split</th>"
+                    "<th class=\"name\">largest tensors there</th></tr>\n";
+  for (const lowering::TileUsage& u : m.fullest_per_ipu) {
+    if (u.tile / m.tiles_per_ipu != ipu) continue;
+    const lowering::TileSplit& s = m.split_per_tile[u.tile];
+    std::string tensors;
+    for (const auto& [name, bytes] : u.largest_tensors)
+      tensors += (tensors.empty() ? "" : "<br>") + html_escape(name) + " " + with_commas(bytes);
+    if (u.other_tensors > 0) tensors += "<br>and " + std::to_string(u.other_tensors) + " more";
+    out += "<tr class=\"fullest-tile\" data-tile=\"" + std::to_string(u.tile) + "\" data-bytes=\"" +
+           std::to_string(u.peak_bytes) + "\"><td>" + std::to_string(u.tile) + "</td><td>" +
+           with_commas(u.peak_bytes) + "</td><td>" + percent(u.peak_bytes, m.bytes_per_tile) +
+           "</td><td class=\"name\">" +
+           (u.compute_set.empty() ? "(resident data only)" : html_escape(u.compute_set)) + "</td><td>" +
+           with_commas(u.tensor_bytes) + "</td><td>" + with_commas(u.exchange_bytes) + "</td><td>" +
+           with_commas(u.vertex_state_bytes) + " (" + with_commas(u.vertices) + " vertices)</td><td>" +
+           with_commas(u.code_bytes) + " (" + with_commas(u.codelets) + " codelets)</td><td class=\"name\">" +
+           split_bar(s, m.bytes_per_tile) + "</td><td class=\"name\">" + tensors + "</td></tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+std::string ipu_section(const lowering::MemoryReport& m, uint32_t ipu) {
+  uint64_t sum = 0, peak = 0;
+  uint32_t used = 0, over = 0, fullest = ipu * m.tiles_per_ipu;
+  for (uint32_t t = ipu * m.tiles_per_ipu; t < (ipu + 1) * m.tiles_per_ipu; ++t) {
+    const uint64_t bytes = m.peak_per_tile[t];
+    sum += bytes;
+    used += bytes > 0 ? 1 : 0;
+    over += bytes > m.bytes_per_tile ? 1 : 0;
+    if (bytes > peak) {
+      peak = bytes;
+      fullest = t;
+    }
+  }
+  std::string out =
+      "<section class=\"ipu\" id=\"ipu-" + std::to_string(ipu) + "\">\n<h2>IPU " + std::to_string(ipu) +
+      "</h2>\n<p>" + with_commas(used) + " of " + with_commas(m.tiles_per_ipu) + " tiles used, " +
+      with_commas(sum) + " bytes at their peaks; fullest tile " + std::to_string(fullest) + " holds " +
+      with_commas(peak) + " of " + with_commas(m.bytes_per_tile) + " bytes (" +
+      percent(peak, m.bytes_per_tile) + ")" +
+      (over > 0 ? "; <span class=\"fails\">" + with_commas(over) + " tile(s) out of memory</span>"
+                : std::string()) +
+      "</p>\n";
+  out += "<div class=\"tilemap\" style=\"grid-template-columns:repeat(" +
+         std::to_string(std::min(kMapColumns, std::max(1u, m.tiles_per_ipu))) + ",10px)\">\n";
+  for (uint32_t t = ipu * m.tiles_per_ipu; t < (ipu + 1) * m.tiles_per_ipu; ++t) {
+    const uint64_t bytes = m.peak_per_tile[t];
+    out += "<i class=\"tile " + colour_class(bytes, m.bytes_per_tile) + "\" data-tile=\"" +
+           std::to_string(t) + "\" data-bytes=\"" + std::to_string(bytes) + "\" title=\"tile " +
+           std::to_string(t) + ": " + with_commas(bytes) + " of " + with_commas(m.bytes_per_tile) +
+           " bytes (" + percent(bytes, m.bytes_per_tile) + "); " + split_text(m.split_per_tile[t]) +
+           "\"></i>";
+    if ((t + 1) % kMapColumns == 0) out += "\n";
+  }
+  out += "</div>\n<h3>Fullest tiles at their fullest moment</h3>\n<div class=\"scroll\">" +
+         fullest_table(m, ipu) + "</div>\n</section>\n";
+  return out;
+}
+
+std::string tensors_section(const lowering::MemoryReport& m) {
+  std::string out =
+      "<section id=\"tensors\">\n<h2>Largest tensors</h2>\n<table>\n<tr><th class=\"name\">tensor</th>"
+      "<th class=\"name\">role</th><th>bytes</th><th>tiles</th><th>most on one tile</th></tr>\n";
+  for (const lowering::TensorFootprint& t : m.largest_tensors) {
+    out += "<tr><td class=\"name\">" + html_escape(t.name) + "</td><td class=\"name\">" +
+           html_escape(t.role) + "</td><td>" + with_commas(t.bytes) + "</td><td>" + with_commas(t.tiles) +
+           "</td><td>" + with_commas(t.largest_part) + "</td></tr>\n";
+  }
+  return out + "</table>\n</section>\n";
+}
+
+std::string schedule_section(const format::Executable& exe) {
+  const nlohmann::json numbers = schedule_json(exe);
+  std::string out = "<section id=\"schedule\">\n<h2>Pipeline schedule</h2>\n<div class=\"scroll\">" +
+                    schedule_svg(exe) +
+                    "</div>\n<table>\n<tr><th>IPU</th><th>busy cycles/step</th><th>idle cycles/step</th>"
+                    "<th>stash bytes</th></tr>\n";
+  for (const auto& ipu : numbers["ipus"]) {
+    out += "<tr><td>" + std::to_string(ipu["ipu"].get<int>()) + "</td><td>" +
+           cycles_text(ipu["busy_cycles"].get<double>()) + "</td><td>" +
+           cycles_text(ipu["idle_cycles"].get<double>()) + "</td><td>" +
+           with_commas(ipu["stash_bytes"].get<uint64_t>()) + "</td></tr>\n";
+  }
+  char bubble[32];
+  std::snprintf(bubble, sizeof bubble, "%.1f%%", 100.0 * numbers["bubble_fraction"].get<double>());
+  return out + "</table>\n<p>bubble " + bubble + "</p>\n</section>\n";
+}
+
+std::string cycles_section(const format::Executable& exe) {
+  std::string out = "<section id=\"cycles\">\n<h2>Estimated cycles per step</h2>\n<table>\n<tr>"
+                    "<th class=\"name\">program</th><th>total</th><th>compute</th><th>vertex launch</th>"
+                    "<th>exchange</th><th>sync</th><th>transfer</th></tr>\n";
+  for (const auto& p : exe.programs()) {
+    if (!p.program().has_repeat()) continue;
+    const auto& b = p.breakdown_per_step();
+    out += "<tr><td class=\"name\">" + html_escape(p.name()) + "</td><td>" +
+           with_commas(p.cycles_per_step()) + "</td><td>" + cycles_text(b.compute()) + "</td><td>" +
+           cycles_text(b.vertex_launch()) + "</td><td>" + cycles_text(b.exchange()) + "</td><td>" +
+           cycles_text(b.sync()) + "</td><td>" + cycles_text(b.transfer()) + "</td></tr>\n";
+  }
+  char clock[32];
+  std::snprintf(clock, sizeof clock, "%.2f GHz", exe.target().clock_hz() / 1e9);
+  return out + "</table>\n<p>at " + clock + " (docs/cycle_model.md)</p>\n</section>\n";
+}
+
+} // namespace
+
+std::string compile_report_html(const compiler::CompileReport& report, const std::string& failure) {
+  const format::Executable& exe = report.executable;
+  const lowering::MemoryReport& m = report.memory;
+  const std::string model = html_escape(exe.model_name());
+  std::string out =
+      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + model +
+      ": ipucc compile report</title>\n<style>" + kStyle + "</style></head>\n<body>\n<h1>" + model +
+      "</h1>\n<p>" + html_escape(exe.mode()) + ", " + html_escape(exe.target().arch()) + ", " +
+      std::to_string(m.ipus) + " IPU(s) of " + with_commas(m.tiles_per_ipu) + " tiles of " +
+      with_commas(m.bytes_per_tile) + " bytes, batch " + std::to_string(exe.batch_size()) + "; " +
+      (m.overflowing_tiles > 0 ? "<span class=\"fails\">does not fit: " + with_commas(m.overflowing_tiles) +
+                                     " tile(s) out of memory</span>"
+                               : std::string("fits")) +
+      "</p>\n";
+  if (!failure.empty()) out += "<pre class=\"failure\">" + html_escape(failure) + "</pre>\n";
+  out += "<div class=\"page\">\n<div id=\"memory\">\n<h2>Tile memory</h2>\n" + legend() +
+         "<p>Split: <span class=\"c-tensors\">&nbsp;&nbsp;</span> tensors <span "
+         "class=\"c-exchange\">&nbsp;&nbsp;"
+         "</span> exchange buffers <span class=\"c-vertex\">&nbsp;&nbsp;</span> vertex state "
+         "<span class=\"c-code\">&nbsp;&nbsp;</span> code</p>\n";
+  for (uint32_t ipu = 0; ipu < m.ipus; ++ipu)
+    out += ipu_section(m, ipu);
+  out += tensors_section(m) + "</div>\n<div id=\"time\">\n" + schedule_section(exe) + cycles_section(exe) +
+         "</div>\n</div>\n</body></html>\n";
+  return out;
+}
+
+} // namespace ipu::cli

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# `ipucc compile --report FILE.html` (cli/compile_report.h, docs/report.md): one self-contained page
+# with a tile memory map per IPU, the fullest tiles broken down, the largest tensors, the pipeline
+# schedule and the cycle estimate, written also when the model does not fit. Each page is loaded
+# in headless Chromium, which must take a screenshot and whose DOM must hold one cell per tile
+# and the fullest tile's numbers.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SEQ=$MODELS/mlp_sequential.json
+STAGED=$MODELS/mlp_sequential_staged.json
+CHROMIUM=${CHROMIUM:-chromium}
+
+# load_in_chromium PAGE: a screenshot of PAGE into PAGE.png and its DOM, as Chromium built it, into
+# PAGE.dom.
+load_in_chromium() {
+  local page=$1
+  command -v "$CHROMIUM" > /dev/null || fail "$CHROMIUM is not installed (scripts/setup.sh installs it)"
+  local flags=(--headless --no-sandbox --disable-gpu --no-first-run --user-data-dir="$E2E_TMP/chromium")
+  timeout 120 "$CHROMIUM" "${flags[@]}" --window-size=1600,1200 --screenshot="$E2E_TMP/$page.png" \
+    "file://$E2E_TMP/$page" > chromium.log 2>&1 || fail "chromium could not screenshot $page: $(tail -n 5 chromium.log)"
+  timeout 120 "$CHROMIUM" "${flags[@]}" --dump-dom "file://$E2E_TMP/$page" > "$page.dom" 2> chromium.log ||
+    fail "chromium could not load $page: $(tail -n 5 chromium.log)"
+  "$PYTHON" - "$page.png" <<'PY' || fail "$page.png is not a screenshot"
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+width, height = struct.unpack(">II", data[16:24])
+assert (width, height) == (1600, 1200), (width, height)
+assert len(data) > 10000, f"{len(data)} bytes: a blank page"
+PY
+}
+
+# check_dom PAGE TILES TILE BYTES: PAGE.dom holds TILES tile cells, and its first fullest-tile row
+# (the fullest tile of IPU 0) is tile TILE with BYTES bytes, as is that tile's cell.
+check_dom() {
+  "$PYTHON" - "$@" <<'PY' || fail "the DOM of $1 is not the report expected"
+import html.parser, sys
+page, tiles, tile, peak = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+class Dom(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.cells, self.fullest, self.row, self.text = {}, [], None, []
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "i" and "tile" in classes:
+            self.cells[a["data-tile"]] = int(a["data-bytes"])
+        if tag == "tr" and "fullest-tile" in classes:
+            self.row = [a["data-tile"], int(a["data-bytes"]), ""]
+            self.fullest.append(self.row)
+    def handle_endtag(self, tag):
+        if tag == "tr":
+            self.row = None
+    def handle_data(self, data):
+        if self.row is not None:
+            self.row[2] += data + "|"
+dom = Dom()
+dom.feed(open(page + ".dom", encoding="utf-8").read())
+assert len(dom.cells) == tiles, f"{len(dom.cells)} tile cells, expected {tiles}"
+assert dom.fullest, "no fullest-tile rows"
+first_tile, first_bytes, text = dom.fullest[0]
+assert (first_tile, first_bytes) == (tile, int(peak)), (first_tile, first_bytes, tile, peak)
+assert dom.cells[tile] == int(peak), (dom.cells[tile], peak)
+assert max(dom.cells.values()) == int(peak), "a cell holds more than the fullest tile"
+# The row shows the numbers as the compile prints them.
+assert f"{tile}|{int(peak):,}|" in text, text
+PY
+}
+
+test_a_fitting_compile_draws_every_tile_of_every_ipu() {
+  expect_exit 0 "$IPUCC" compile "$STAGED" --gradient-accumulation 4 --steps-per-execution 4 --no-cache --json \
+    --report report.html
+  expect_file report.html
+  local tiles ipus fullest peak
+  tiles=$(json_get "$STDOUT" 'd["target"]["tiles_per_ipu"]')
+  ipus=$(json_get "$STDOUT" 'd["pipeline"]["stages"]')
+  fullest=$(json_get "$STDOUT" 'd["estimates"]["fullest_tile"]')
+  peak=$(json_get "$STDOUT" 'd["estimates"]["peak_tile_bytes"]')
+  expect_eq "$ipus" 2 "IPUs of the staged model"
+  load_in_chromium report.html
+  "$PYTHON" - "$fullest" "$tiles" <<'PY' || fail "the fullest tile must be on IPU 0 for this check"
+import sys
+assert int(sys.argv[1]) < int(sys.argv[2])
+PY
+  check_dom report.html "$((tiles * ipus))" "$fullest" "$peak"
+  grep -q 'id="ipu-1"' report.html.dom || fail "no section for IPU 1"
+  grep -q '<h2>Pipeline schedule</h2>' report.html.dom || fail "no pipeline schedule"
+  grep -q '<h2>Estimated cycles per step</h2>' report.html.dom || fail "no cycle estimate"
+  grep -q 'dense1/kernel' report.html.dom || fail "the largest tensors are not named"
+  grep -q '; fits</p>' report.html.dom || fail "the report does not say the model fits"
+}
+
+test_a_compile_that_does_not_fit_writes_the_report_then_fails_as_before() {
+  expect_error 5 "tile(s) out of memory" -- "$IPUCC" compile "$SEQ" --tiles-per-ipu 2 --bytes-per-tile 4096 \
+    --report oom.html -o never.ipuexe
+  expect_no_file never.ipuexe
+  expect_file oom.html
+  local first tile bytes
+  first=$(grep -m 1 -E '^\s+tile [0-9]+ needs' "$STDERR")
+  tile=$(sed -E 's/^\s+tile ([0-9]+) needs.*/\1/' <<< "$first")
+  bytes=$(sed -E 's/^\s+tile [0-9]+ needs ([0-9,]+) bytes.*/\1/' <<< "$first" | tr -d ,)
+  load_in_chromium oom.html
+  check_dom oom.html 2 "$tile" "$bytes"
+  grep -q 'does not fit: 2 tile(s) out of memory' oom.html.dom || fail "the report does not say what failed"
+  grep -q 'class="tile over"' oom.html.dom || fail "no tile is drawn as over capacity"
+}
+
+# The report needs the memory plan, which only a compile gives: a cached model is compiled again.
+test_a_cached_model_still_gets_the_whole_report() {
+  expect_exit 0 "$IPUCC" compile "$SEQ" --tiles-per-ipu 16
+  expect_exit 0 "$IPUCC" compile "$SEQ" --tiles-per-ipu 16 --report cached.html
+  expect_exit 0 "$PYTHON" -c "
+text = open('cached.html', encoding='utf-8').read()
+assert text.count('<i class=\"tile ') == 16, text.count('<i class=\"tile ')
+assert 'fullest-tile' in text"
+}
+
+run_tests "$@"
