@@ -6,7 +6,11 @@ BERT-base's shape without its embeddings and heads (85 M parameters, 340 MB of f
 Weights are random with a fixed seed; the model is for memory and cycle estimates, so it is
 not committed (make it with this script).
 
-usage: /usr/bin/python3 scripts/make_bert_encoder.py OUT.onnx [--layers N] [--hidden D] [--seq T]
+With --classes C it ends in BERT's sequence-classification head (the first token through the
+pooler's Dense + tanh, then a Dense to C logits), so it trains with sparse categorical
+cross-entropy as a fine-tuning run does.
+
+usage: /usr/bin/python3 scripts/make_bert_encoder.py OUT.onnx [--layers N] [--hidden D] [--seq T] [--classes C]
 """
 import argparse
 import math
@@ -41,6 +45,16 @@ class EncoderLayer(nn.Module):
         return x + self.ff_out(self.gelu(self.ff_in(self.norm_ff(x))))
 
 
+class ClassificationHead(nn.Module):
+    def __init__(self, hidden, classes):
+        super().__init__()
+        self.pooler = nn.Linear(hidden, hidden)
+        self.classifier = nn.Linear(hidden, classes)
+
+    def forward(self, x):  # [B, T, D] -> [B, classes]
+        return self.classifier(torch.tanh(self.pooler(x[:, 0])))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
@@ -48,9 +62,13 @@ def main():
     parser.add_argument("--hidden", type=int, default=768)
     parser.add_argument("--heads", type=int, default=12)
     parser.add_argument("--seq", type=int, default=128)
+    parser.add_argument("--classes", type=int, default=0, help="end in a classification head with this many classes")
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = nn.Sequential(*(EncoderLayer(args.hidden, args.heads, 4 * args.hidden, args.seq) for _ in range(args.layers))).eval()
+    layers = [EncoderLayer(args.hidden, args.heads, 4 * args.hidden, args.seq) for _ in range(args.layers)]
+    if args.classes:
+        layers.append(ClassificationHead(args.hidden, args.classes))
+    model = nn.Sequential(*layers).eval()
     example = torch.randn(1, args.seq, args.hidden)
     torch.onnx.export(model, example, args.out, opset_version=14, input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
