@@ -11,6 +11,8 @@ SMALL=(--tiles-per-ipu 64)
 TRAIN=(--data synthetic:1000 --epochs 2 --shuffle --seed 7 --progress none --threads 1)
 MPIRUN=(mpirun --oversubscribe --bind-to none -np)
 [[ $(id -u) == 0 ]] && MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np)
+# Under the sanitizer build (scripts/test.sh), Open MPI's own allocations are not ipurun's leaks.
+export LSAN_OPTIONS="suppressions=$SRC/tests/e2e/lsan_openmpi.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 # digest DIR STEPS_JSON: one SHA-256 over every checkpoint file and the step losses.
 digest() {
