@@ -145,8 +145,17 @@ StatusOr<ResolvedExecutable> resolve(const RunFlags& f, uint64_t max_size) {
 int load(const RunFlags& f, Loaded& out, collectives::Collectives* job) {
   uint64_t max_size = 0;
   if (int code = check_usage(f, max_size)) return code;
+  // Several instances given a model: instance 0 finds or compiles it first, and the others then
+  // find its entry in the cache, so one compiles (an instance that fails ends the job).
+  const bool first_compiles = job != nullptr && job->size() > 1 && names_a_model(f.executable);
+  if (first_compiles && job->rank() != 0) {
+    if (Status waited = job->barrier(); !waited.ok()) return fail(g_tool, waited);
+  }
   auto resolved = resolve(f, max_size);
   if (!resolved.ok()) return fail(g_tool, resolved.status());
+  if (first_compiles && job->rank() == 0) {
+    if (Status waited = job->barrier(); !waited.ok()) return fail(g_tool, waited);
+  }
   out.origin = resolved->origin;
   out.key = resolved->key;
   out.cache = resolved->cache;

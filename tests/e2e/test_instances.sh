@@ -7,8 +7,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MODEL=$MODELS/mlp_sequential.json
 SMALL=(--tiles-per-ipu 64)
-# Shuffled, and 1000 samples do not fill the last step of 32: every instance must still agree.
-TRAIN=(--data synthetic:1000 --epochs 2 --shuffle --seed 7 --progress none --threads 1)
+# Shuffled, and 500 samples do not fill the last step of 32: every instance must still agree.
+TRAIN=(--data synthetic:500 --epochs 2 --shuffle --seed 7 --progress none --threads 1)
 MPIRUN=(mpirun --oversubscribe --bind-to none -np)
 [[ $(id -u) == 0 ]] && MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np)
 # Under the sanitizer build (scripts/test.sh), Open MPI's own allocations are not ipurun's leaks.
@@ -55,6 +55,12 @@ test_two_pipeline_stages_are_bitwise_the_one_process_run() {
 
 test_gradient_accumulation_is_bitwise_the_one_process_run() {
   same_for_every_instance_count accumulated --gradient-accumulation 2 --steps-per-execution 4
+}
+
+test_one_instance_compiles_a_model_for_all() {
+  expect_exit 0 "$IPURUN" train "$MODEL" "${SMALL[@]}" --batch-size 8 --replicas 4 --instances 2 "${TRAIN[@]}"
+  expect_eq "$(grep -c "compiled in" "$STDERR")" 1 "compiles"
+  expect_stderr_contains "ipurun: instance 1: cache hit"
 }
 
 test_instances_must_divide_the_replicas() {
