@@ -21,27 +21,41 @@ void SingleInstance::abort(int exit_code) {
   std::exit(exit_code);
 }
 
-Status all_reduce_mean_in_replica_order(Collectives& collectives, std::span<float* const> local,
-                                        size_t elements) {
-  const size_t local_replicas = local.size();
-  std::vector<float> sent(local_replicas * elements);
-  for (size_t r = 0; r < local_replicas; ++r)
-    std::memcpy(sent.data() + r * elements, local[r], elements * sizeof(float));
+Status all_reduce_mean_in_replica_order(Collectives& collectives, std::span<const ReplicaTensor> tensors) {
+  if (tensors.empty()) return Status();
+  const size_t local_replicas = tensors.front().local.size();
+  size_t per_replica = 0; // elements of every tensor, one replica's copies side by side
+  for (const ReplicaTensor& t : tensors) {
+    if (t.local.size() != local_replicas)
+      return internal_error("all-reduce tensors of unequal replica counts");
+    per_replica += t.elements;
+  }
+  std::vector<float> sent(local_replicas * per_replica);
+  for (size_t r = 0, offset = 0; r < local_replicas; ++r) {
+    for (const ReplicaTensor& t : tensors) {
+      std::memcpy(sent.data() + offset, t.local[r], t.elements * sizeof(float));
+      offset += t.elements;
+    }
+  }
+  // [instance][local replica] is [replica]: every replica's copies, in replica order.
   std::vector<float> all(sent.size() * static_cast<size_t>(collectives.size()));
   IPU_RETURN_IF_ERROR(collectives.all_gather(std::as_bytes(std::span<const float>(sent)),
                                              std::as_writable_bytes(std::span<float>(all))));
   const size_t replicas = local_replicas * static_cast<size_t>(collectives.size());
-  float* sum = all.data(); // replica 0's copy accumulates, as the single-process sum does
+  float* sum = all.data(); // replica 0's copies accumulate, as the single-process sum does
   for (size_t r = 1; r < replicas; ++r) {
-    const float* other = all.data() + r * elements;
-    for (size_t i = 0; i < elements; ++i)
+    const float* other = all.data() + r * per_replica;
+    for (size_t i = 0; i < per_replica; ++i)
       sum[i] += other[i];
   }
   const float scale = 1.0f / static_cast<float>(replicas);
-  for (size_t i = 0; i < elements; ++i)
+  for (size_t i = 0; i < per_replica; ++i)
     sum[i] *= scale;
-  for (float* replica : local)
-    std::memcpy(replica, sum, elements * sizeof(float));
+  for (const ReplicaTensor& t : tensors) {
+    for (float* replica : t.local)
+      std::memcpy(replica, sum, t.elements * sizeof(float));
+    sum += t.elements;
+  }
   return Status();
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <span>
+#include <vector>
 
 #include "runtime/base/status.h"
 
@@ -42,12 +43,18 @@ public:
   [[noreturn]] void abort(int exit_code) override;
 };
 
-// The mean over every replica of the job of a float tensor, written back into each of this
-// instance's replicas. `local` holds this instance's replicas' copies (consecutive replicas,
-// ranks in replica order). The sum runs in global replica order, replica 0 first, then scales by
-// 1/R: the order a single process sums in, so the result is bitwise the same for any number of
-// instances (an MPI_SUM reduction fixes no order).
-Status all_reduce_mean_in_replica_order(Collectives& collectives, std::span<float* const> local,
-                                        size_t elements);
+// One float tensor of an all-reduce: this instance's replicas' copies (consecutive replicas, in
+// order) and its element count.
+struct ReplicaTensor {
+  std::vector<float*> local;
+  size_t elements = 0;
+};
+
+// The mean over every replica of the job of each tensor, written back into each of this
+// instance's replicas; instances hold consecutive replicas, ranks in replica order. One
+// all-gather carries every tensor. Each element is summed in global replica order, replica 0
+// first, then scaled by 1/R: the order a single process sums in, so the result is bitwise the same
+// for any number of instances (an MPI_SUM reduction fixes no order).
+Status all_reduce_mean_in_replica_order(Collectives& collectives, std::span<const ReplicaTensor> tensors);
 
 } // namespace ipu::collectives

@@ -93,7 +93,8 @@ struct Engine::Impl {
     return first_non_finite(
         {reinterpret_cast<const float*>(buffer(tensor, replica)), sizes[tensor] / sizeof(float)});
   }
-  Status all_reduce_mean(uint32_t tensor);
+  void all_reduce_mean(uint32_t tensor);
+  Status all_reduce_mean_across_instances(const format::AllReduce& all_reduce);
   std::byte* buffer(uint32_t tensor, uint32_t replica) {
     return buffers[replica * sizes.size() + tensor].get();
   }
@@ -363,16 +364,9 @@ Status Engine::Impl::fault_status(uint32_t index, size_t task) {
   return out_of_range(where + ": " + what);
 }
 
-// Sums in replica order, so the result is the same on every run, every thread count and every
-// number of instances.
-Status Engine::Impl::all_reduce_mean(uint32_t tensor) {
-  if (total_replicas == 1) return Status();
-  if (replicas != total_replicas) {
-    std::vector<float*> local;
-    for (uint32_t r = 0; r < replicas; ++r)
-      local.push_back(reinterpret_cast<float*>(buffer(tensor, r)));
-    return collectives::all_reduce_mean_in_replica_order(*collectives, local, sizes[tensor] / sizeof(float));
-  }
+// Sums in replica order, so the result is the same on every run and every thread count.
+void Engine::Impl::all_reduce_mean(uint32_t tensor) {
+  if (replicas == 1) return;
   const size_t n = sizes[tensor] / sizeof(float);
   float* first = reinterpret_cast<float*>(buffer(tensor, 0));
   for (uint32_t r = 1; r < replicas; ++r) {
@@ -385,7 +379,20 @@ Status Engine::Impl::all_reduce_mean(uint32_t tensor) {
     first[i] *= scale;
   for (uint32_t r = 1; r < replicas; ++r)
     std::memcpy(buffer(tensor, r), first, sizes[tensor]);
-  return Status();
+}
+
+// With several instances: every tensor of the node in one collective, each summed in the order
+// all_reduce_mean sums in, whatever the number of instances.
+Status Engine::Impl::all_reduce_mean_across_instances(const format::AllReduce& all_reduce) {
+  std::vector<collectives::ReplicaTensor> tensors;
+  for (uint32_t tensor : all_reduce.tensors()) {
+    collectives::ReplicaTensor t;
+    for (uint32_t r = 0; r < replicas; ++r)
+      t.local.push_back(reinterpret_cast<float*>(buffer(tensor, r)));
+    t.elements = sizes[tensor] / sizeof(float);
+    tensors.push_back(std::move(t));
+  }
+  return collectives::all_reduce_mean_in_replica_order(*collectives, tensors);
 }
 
 Status Engine::Impl::run_program(const format::Program& program, HostStreams& streams) {
@@ -425,8 +432,9 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
     return Status();
   }
   case format::Program::kAllReduce:
+    if (replicas != total_replicas) return all_reduce_mean_across_instances(program.all_reduce());
     for (uint32_t tensor : program.all_reduce().tensors())
-      IPU_RETURN_IF_ERROR(all_reduce_mean(tensor));
+      all_reduce_mean(tensor);
     return Status();
   case format::Program::kParallel: {
     // Branches touch disjoint tensors and never call the host (verified), so they may run at once.

@@ -201,28 +201,28 @@ Status Session::Impl::broadcast_host_state() {
 Status Session::Impl::combine_outfeed(Outfeed& out) {
   std::vector<float> all = out.replica_losses;
   if (collectives && collectives->size() > 1) {
+    // One all-gather per execution: this instance's losses, then its count of correct rows.
     const size_t instances = static_cast<size_t>(collectives->size());
-    all.resize(out.replica_losses.size() * instances);
-    IPU_RETURN_IF_ERROR(collectives->all_gather(std::as_bytes(std::span<const float>(out.replica_losses)),
-                                                std::as_writable_bytes(std::span<float>(all))));
-    // [instance][step][local replica] → [step][replica]
     const size_t per_instance = out.replica_losses.size(), steps = per_instance / replicas;
-    std::vector<float> ordered(all.size());
-    for (size_t i = 0; i < instances; ++i) {
-      for (size_t step = 0; step < steps; ++step) {
-        for (size_t r = 0; r < replicas; ++r) {
-          ordered[(step * instances + i) * replicas + r] = all[i * per_instance + step * replicas + r];
-        }
-      }
-    }
-    all = std::move(ordered);
-    // Counts of correct rows are whole numbers, exact in double in any order.
-    std::vector<double> correct(instances);
-    IPU_RETURN_IF_ERROR(collectives->all_gather(std::as_bytes(std::span<const double>(&out.correct, 1)),
-                                                std::as_writable_bytes(std::span<double>(correct))));
+    const size_t loss_bytes = per_instance * sizeof(float), sent_bytes = loss_bytes + sizeof(double);
+    std::vector<std::byte> sent(sent_bytes), received(sent_bytes * instances);
+    std::memcpy(sent.data(), out.replica_losses.data(), loss_bytes);
+    std::memcpy(sent.data() + loss_bytes, &out.correct, sizeof(double));
+    IPU_RETURN_IF_ERROR(collectives->all_gather(sent, received));
+    // [instance][step][local replica] → [step][replica]
+    all.assign(per_instance * instances, 0.0f);
     out.correct = 0;
-    for (double c : correct)
-      out.correct += c;
+    for (size_t i = 0; i < instances; ++i) {
+      const std::byte* from = received.data() + i * sent_bytes;
+      for (size_t step = 0; step < steps; ++step) {
+        std::memcpy(all.data() + (step * instances + i) * replicas, from + step * replicas * sizeof(float),
+                    replicas * sizeof(float));
+      }
+      // Counts of correct rows are whole numbers, exact in double in any order.
+      double correct = 0;
+      std::memcpy(&correct, from + loss_bytes, sizeof(double));
+      out.correct += correct;
+    }
   }
   for (size_t first = 0; first + total_replicas <= all.size(); first += total_replicas) {
     double sum = 0;

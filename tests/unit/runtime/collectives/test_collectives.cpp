@@ -82,11 +82,12 @@ TEST_CASE("collectives::all_reduce_mean_in_replica_order is one process's sum fo
       std::vector<std::vector<float>> mine;
       for (int r = rank * per_instance; r < (rank + 1) * per_instance; ++r)
         mine.push_back(replica_values(r));
-      std::vector<float*> local;
+      ReplicaTensor tensor;
       for (auto& v : mine)
-        local.push_back(v.data());
+        tensor.local.push_back(v.data());
+      tensor.elements = kElements;
       ScriptedInstance job(rank, others);
-      REQUIRE(all_reduce_mean_in_replica_order(job, local, kElements).ok());
+      REQUIRE(all_reduce_mean_in_replica_order(job, std::span<const ReplicaTensor>(&tensor, 1)).ok());
       for (const auto& v : mine) {
         for (size_t i = 0; i < kElements; ++i)
           CHECK(std::bit_cast<uint32_t>(v[i]) == std::bit_cast<uint32_t>(expected[i])); // bitwise
