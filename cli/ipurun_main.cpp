@@ -4,11 +4,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/build_identity.h"
 #include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
+#include "cli/instances.h"
 #include "cli/json_output.h"
 #include "cli/onnx_export.h"
 #include "cli/progress_bar.h"
@@ -21,13 +24,17 @@
 #include "runtime/base/printable.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/npy.h"
+#include "runtime/format/verifier.h"
 #include "runtime/session/checkpoint.h"
 #include "runtime/session/session.h"
 
 namespace ipu::cli {
 namespace {
 
-constexpr const char* kTool = "ipurun";
+constexpr const char* kToolName = "ipurun"; // the "tool" of every JSON document
+// "ipurun", or "ipurun: instance I" in a job of several instances, so every message says whose it is.
+std::string g_tool_name = kToolName;
+const char* g_tool = g_tool_name.c_str();
 
 struct RunFlags {
   std::string executable;
@@ -50,6 +57,8 @@ struct RunFlags {
   std::string save_weights;
   std::string export_onnx;
   std::string step_log;
+  int instances = 0; // --instances: launch this many through mpirun (0: as started)
+  std::string log_dir;
   // predict
   std::vector<std::string> inputs;
   std::string output;
@@ -87,7 +96,7 @@ int check_usage(const RunFlags& f, uint64_t& max_size) {
   if (!names_a_model(f.executable)) {
     for (const CLI::Option* option : f.compile_options) {
       if (option->count() > 0) {
-        print_error(kTool, option->get_name() + " applies only when EXECUTABLE is a model (.onnx or .json)");
+        print_error(g_tool, option->get_name() + " applies only when EXECUTABLE is a model (.onnx or .json)");
         return kExitUsage;
       }
     }
@@ -96,13 +105,13 @@ int check_usage(const RunFlags& f, uint64_t& max_size) {
   if (f.cache.no_cache) return kExitOk;
   StatusOr<uint64_t> limit = cache_max_size(f.cache);
   if (!limit.ok()) {
-    print_error(kTool, limit.status().message());
+    print_error(g_tool, limit.status().message());
     return kExitUsage;
   }
   max_size = *limit;
   StatusOr<std::string> remote = remote_cache_url(f.cache);
   if (!remote.ok()) {
-    print_error(kTool, remote.status().message());
+    print_error(g_tool, remote.status().message());
     return kExitUsage;
   }
   return kExitOk;
@@ -115,17 +124,17 @@ StatusOr<ResolvedExecutable> resolve(const RunFlags& f, uint64_t max_size) {
   const std::string default_mode = f.command == "predict" ? "infer" : "train";
   IPU_ASSIGN_OR_RETURN(ResolvedExecutable resolved,
                        executable_for_model(f.executable, f.compile, f.cache, max_size, default_mode,
-                                            [](const std::string& w) { print_warning(kTool, w); }));
-  if (!resolved.note.empty()) print_note(kTool, resolved.note);
+                                            [](const std::string& w) { print_warning(g_tool, w); }));
+  if (!resolved.note.empty()) print_note(g_tool, resolved.note);
   // Say which happened, on stderr so --json output stays one document.
   const compile_cache::CacheOutcome outcome = *resolved.cache; // executable_for_model always sets it
   if (outcome == compile_cache::CacheOutcome::kHit) {
-    std::fprintf(stderr, "%s: cache hit %s\n", kTool, resolved.key.substr(0, 16).c_str());
+    std::fprintf(stderr, "%s: cache hit %s\n", g_tool, resolved.key.substr(0, 16).c_str());
   } else if (outcome == compile_cache::CacheOutcome::kRemoteHit) {
-    std::fprintf(stderr, "%s: remote cache hit %s (not compiled)\n", kTool,
+    std::fprintf(stderr, "%s: remote cache hit %s (not compiled)\n", g_tool,
                  resolved.key.substr(0, 16).c_str());
   } else {
-    std::fprintf(stderr, "%s: cache %s %s, compiled in %.2f s\n", kTool,
+    std::fprintf(stderr, "%s: cache %s %s, compiled in %.2f s\n", g_tool,
                  compile_cache::cache_outcome_name(outcome).c_str(), resolved.key.substr(0, 16).c_str(),
                  resolved.compile_seconds);
   }
@@ -133,25 +142,35 @@ StatusOr<ResolvedExecutable> resolve(const RunFlags& f, uint64_t max_size) {
 }
 
 // Executable, weights and data: everything a command needs, with exit codes on failure.
-int load(const RunFlags& f, Loaded& out) {
+int load(const RunFlags& f, Loaded& out, collectives::Collectives* job) {
   uint64_t max_size = 0;
   if (int code = check_usage(f, max_size)) return code;
+  // Several instances given a model: instance 0 finds or compiles it first, and the others then
+  // find its entry in the cache, so one compiles (an instance that fails ends the job).
+  const bool first_compiles = job != nullptr && job->size() > 1 && names_a_model(f.executable);
+  if (first_compiles && job->rank() != 0) {
+    if (Status waited = job->barrier(); !waited.ok()) return fail(g_tool, waited);
+  }
   auto resolved = resolve(f, max_size);
-  if (!resolved.ok()) return fail(kTool, resolved.status());
+  if (!resolved.ok()) return fail(g_tool, resolved.status());
+  if (first_compiles && job->rank() == 0) {
+    if (Status waited = job->barrier(); !waited.ok()) return fail(g_tool, waited);
+  }
   out.origin = resolved->origin;
   out.key = resolved->key;
   out.cache = resolved->cache;
-  auto session = session::Session::create(std::move(resolved->executable), engine::EngineOptions{f.threads});
-  if (!session.ok()) return fail(kTool, session.status().with_context(out.origin));
+  auto session =
+      session::Session::create(std::move(resolved->executable), engine::EngineOptions{f.threads, job});
+  if (!session.ok()) return fail(g_tool, session.status().with_context(out.origin));
   out.session = std::move(*session);
   if (!f.weights.empty()) {
     Status loaded = out.session->load_weights(f.weights);
-    if (!loaded.ok()) return fail(kTool, loaded, input_exit_code(loaded));
+    if (!loaded.ok()) return fail(g_tool, loaded, input_exit_code(loaded));
   }
   // predict reads --input itself (run_predict_inputs); a model without inputs needs no data.
   if (!f.inputs.empty() || f.data.empty()) return kExitOk;
   auto data = data::open_dataset(f.data);
-  if (!data.ok()) return fail(kTool, data.status(), input_exit_code(data.status()));
+  if (!data.ok()) return fail(g_tool, data.status(), input_exit_code(data.status()));
   out.data = std::move(*data);
   return kExitOk;
 }
@@ -175,7 +194,7 @@ void add_cache_fields(nlohmann::json& out, const Loaded& loaded) {
 
 int write_json_file(const std::string& path, const nlohmann::json& value) {
   Status s = write_output_file(path, value.dump(1) + "\n");
-  return s.ok() ? kExitOk : fail(kTool, s, kExitIoError);
+  return s.ok() ? kExitOk : fail(g_tool, s, kExitIoError);
 }
 
 // Every output path the flags name is checked before any work (compiling, training), so a typo
@@ -183,16 +202,16 @@ int write_json_file(const std::string& path, const nlohmann::json& value) {
 int check_outputs(const RunFlags& f) {
   if (!f.output.empty()) {
     Status named = check_output_extension(f.output);
-    if (!named.ok()) return fail(kTool, named, kExitUsage);
+    if (!named.ok()) return fail(g_tool, named, kExitUsage);
   }
   if (!f.save_weights.empty()) {
     Status destination = session::check_checkpoint_destination(f.save_weights);
-    if (!destination.ok()) return fail(kTool, destination, kExitIoError);
+    if (!destination.ok()) return fail(g_tool, destination, kExitIoError);
   }
   for (const std::string* path : {&f.history, &f.step_log, &f.export_onnx, &f.output}) {
     if (path->empty()) continue;
     Status writable = check_output_file(*path);
-    if (!writable.ok()) return fail(kTool, writable, kExitIoError);
+    if (!writable.ok()) return fail(g_tool, writable, kExitIoError);
   }
   if (!f.output_dir.empty()) {
     std::error_code ec;
@@ -201,7 +220,7 @@ int check_outputs(const RunFlags& f) {
                                                              ? Status()
                                                              : io_error(f.output_dir + ": not a directory"))
                                                       : check_output_parent(f.output_dir);
-    if (!writable.ok()) return fail(kTool, writable, kExitIoError);
+    if (!writable.ok()) return fail(g_tool, writable, kExitIoError);
   }
   return kExitOk;
 }
@@ -213,50 +232,59 @@ void note_samples_left_out(const session::Session& session, const data::Dataset&
   const int64_t used = steps * session.samples_per_step();
   const int64_t total = static_cast<int64_t>(data.num_samples);
   if (steps == 0 || used == total) return;
-  print_note(kTool, data.source + ": each epoch trains on " + std::to_string(used) + " of its " +
-                        std::to_string(total) + " samples (" + std::to_string(steps) +
-                        " steps: whole executions of whole batches); the last " +
-                        std::to_string(total - used) + " of each epoch's order are left out" +
-                        " (with --shuffle, different ones each epoch)");
+  print_note(g_tool, data.source + ": each epoch trains on " + std::to_string(used) + " of its " +
+                         std::to_string(total) + " samples (" + std::to_string(steps) +
+                         " steps: whole executions of whole batches); the last " +
+                         std::to_string(total - used) + " of each epoch's order are left out" +
+                         " (with --shuffle, different ones each epoch)");
 }
 
-int run_train(const RunFlags& f) {
-  if (int code = check_outputs(f)) return code;
+// In a job of several instances (docs/distributed.md) every instance trains its replicas; only
+// instance 0 reports and writes outputs, the others log progress to --log-dir if given.
+int run_train(const RunFlags& f, collectives::Collectives* job, std::string& instance_log) {
+  const bool reporter = job == nullptr || job->rank() == 0;
+  if (reporter) {
+    if (int code = check_outputs(f)) return code;
+  }
   Loaded loaded;
-  if (int code = load(f, loaded)) return code;
+  if (int code = load(f, loaded, job)) return code;
   if (!f.export_onnx.empty()) {
     Status exportable = check_exportable(loaded.session->executable());
-    if (!exportable.ok()) return fail(kTool, exportable.with_context(loaded.origin), kExitUsage);
+    if (!exportable.ok()) return fail(g_tool, exportable.with_context(loaded.origin), kExitUsage);
   }
-  if (f.steps_per_epoch == 0) note_samples_left_out(*loaded.session, loaded.data);
+  if (f.steps_per_epoch == 0 && reporter) note_samples_left_out(*loaded.session, loaded.data);
   session::FitOptions options;
   options.epochs = f.epochs;
   if (f.steps_per_epoch > 0) options.steps_per_epoch = f.steps_per_epoch;
   options.shuffle = f.shuffle;
   options.seed = f.seed;
   session::StepLog step_log;
-  auto results = loaded.session->fit(loaded.data, options, make_progress_printer(progress_style(f), ""),
-                                     f.step_log.empty() ? nullptr : &step_log);
+  const session::ProgressFn progress = reporter            ? make_progress_printer(progress_style(f), "")
+                                       : f.log_dir.empty() ? nullptr
+                                                           : make_progress_log(instance_log);
+  auto results = loaded.session->fit(loaded.data, options, progress,
+                                     f.step_log.empty() || !reporter ? nullptr : &step_log);
   if (!results.ok()) {
     Status failed = with_origin(results.status(), loaded.origin);
     // Weights that went non-finite are worth nothing: the last checkpoint stays as it was.
     if (failed.code() == StatusCode::kNonFinite && !f.save_weights.empty()) {
       failed = Status(failed.code(), failed.message() + "; nothing was written to " + f.save_weights);
     }
-    return fail(kTool, failed);
+    return fail(g_tool, failed);
   }
+  if (!reporter) return kExitOk;
 
   // The trained weights are the most valuable output: write them before anything else can fail.
   if (!f.save_weights.empty()) {
     Status saved = loaded.session->save_weights(f.save_weights);
-    if (!saved.ok()) return fail(kTool, saved, kExitIoError);
+    if (!saved.ok()) return fail(g_tool, saved, kExitIoError);
   }
   if (!f.export_onnx.empty()) {
     Status exported =
         export_onnx(loaded.session->executable(), loaded.session->named_weights(), f.export_onnx);
     if (!exported.ok()) {
       // A damaged stored model is a bad executable (check_exportable ran before training).
-      return fail(kTool, exported,
+      return fail(g_tool, exported,
                   exported.code() == StatusCode::kIoError ? kExitIoError : kExitBadExecutable);
     }
   }
@@ -264,7 +292,7 @@ int run_train(const RunFlags& f) {
   for (const auto& r : *results)
     epochs.push_back(epoch_json(r));
   if (!f.history.empty()) {
-    nlohmann::json history = json_document(kTool, "history");
+    nlohmann::json history = json_document(kToolName, "history");
     history["loss"] = nlohmann::json::array();
     history["accuracy"] = nlohmann::json::array();
     for (const auto& r : *results) {
@@ -275,17 +303,20 @@ int run_train(const RunFlags& f) {
     if (int code = write_json_file(f.history, history)) return code;
   }
   if (!f.step_log.empty()) {
-    nlohmann::json log = json_document(kTool, "step_log");
+    nlohmann::json log = json_document(kToolName, "step_log");
     log["losses"] = step_log.losses;
     if (int code = write_json_file(f.step_log, log)) return code;
   }
   if (f.json) {
-    nlohmann::json out = json_document(kTool, "train");
+    nlohmann::json out = json_document(kToolName, "train");
     out["executable"] = loaded.origin;
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
     out["batch_size"] = loaded.session->executable().batch_size();
     out["steps_per_execution"] = loaded.session->executable().steps_per_execution();
+    const int instances = job ? job->size() : 1;
+    out["instances"] = instances;
+    out["replicas_per_instance"] = format::replica_count(loaded.session->executable()) / instances;
     out["epochs"] = epochs;
     out["final"] = {{"loss", results->back().loss}, {"accuracy", results->back().accuracy}};
     double samples = 0, seconds = 0;
@@ -299,13 +330,13 @@ int run_train(const RunFlags& f) {
   return kExitOk;
 }
 
-int run_evaluate(const RunFlags& f) {
+int run_evaluate(const RunFlags& f, collectives::Collectives* job) {
   Loaded loaded;
-  if (int code = load(f, loaded)) return code;
+  if (int code = load(f, loaded, job)) return code;
   auto result = loaded.session->evaluate(loaded.data, make_progress_printer(progress_style(f), "val_"));
-  if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
+  if (!result.ok()) return fail(g_tool, with_origin(result.status(), loaded.origin));
   if (f.json) {
-    nlohmann::json out = json_document(kTool, "evaluate");
+    nlohmann::json out = json_document(kToolName, "evaluate");
     out["executable"] = loaded.origin;
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
@@ -329,10 +360,10 @@ int prepare_output_dir(const RunFlags& f, const std::vector<std::string>& output
   std::error_code ec;
   std::filesystem::create_directory(f.output_dir, ec);
   if (ec)
-    return fail(kTool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
+    return fail(g_tool, io_error(f.output_dir + ": cannot create directory: " + ec.message()), kExitIoError);
   for (const auto& [name, path] : output_dir_paths(f.output_dir, output_names)) {
     Status writable = check_output_file(path);
-    if (!writable.ok()) return fail(kTool, writable, kExitIoError);
+    if (!writable.ok()) return fail(g_tool, writable, kExitIoError);
   }
   return kExitOk;
 }
@@ -341,7 +372,7 @@ int prepare_output_dir(const RunFlags& f, const std::vector<std::string>& output
 int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   const format::Executable& exe = loaded.session->executable();
   if (!f.output.empty() && exe.outputs_size() != 1) {
-    return fail(kTool,
+    return fail(g_tool,
                 invalid_argument("--output takes one array, the model has " +
                                  std::to_string(exe.outputs_size()) + " outputs; use --output-dir"),
                 kExitUsage);
@@ -351,10 +382,10 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
     output_names.push_back(io.name());
   if (int code = prepare_output_dir(f, output_names)) return code;
   auto inputs = read_inputs(f.inputs, exe);
-  if (!inputs.ok()) return fail(kTool, inputs.status(), input_exit_code(inputs.status()));
+  if (!inputs.ok()) return fail(g_tool, inputs.status(), input_exit_code(inputs.status()));
   auto result = loaded.session->infer(*inputs);
   if (!result.ok())
-    return fail(kTool, with_origin(result.status(), loaded.origin), input_exit_code(result.status()));
+    return fail(g_tool, with_origin(result.status(), loaded.origin), input_exit_code(result.status()));
   nlohmann::json outputs = nlohmann::json::array();
   const std::map<std::string, std::string> dir_paths = output_dir_paths(f.output_dir, output_names);
   for (int j = 0; j < exe.outputs_size(); ++j) {
@@ -363,7 +394,7 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
     const std::string path = !f.output_dir.empty() ? dir_paths.at(name) : f.output;
     if (!path.empty()) {
       Status written = write_output(path, array, name);
-      if (!written.ok()) return fail(kTool, written, kExitIoError);
+      if (!written.ok()) return fail(g_tool, written, kExitIoError);
     }
     outputs.push_back({{"name", name},
                        {"dtype", array.dtype},
@@ -371,7 +402,7 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
                        {"file", path.empty() ? nlohmann::json() : nlohmann::json(path)}});
   }
   if (f.json) {
-    nlohmann::json out = json_document(kTool, "predict");
+    nlohmann::json out = json_document(kToolName, "predict");
     out["executable"] = loaded.origin;
     add_cache_fields(out, loaded);
     out["inputs"] = f.inputs;
@@ -391,15 +422,15 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   return kExitOk;
 }
 
-int run_predict(const RunFlags& f) {
+int run_predict(const RunFlags& f, collectives::Collectives* job) {
   if (int code = check_outputs(f)) return code;
   Loaded loaded;
-  if (int code = load(f, loaded)) return code;
+  if (int code = load(f, loaded, job)) return code;
   if (f.inputs.empty() && f.data.empty()) {
     const format::Executable& exe = loaded.session->executable();
     if (exe.inputs_size() > 0) {
-      print_error(kTool, "predict needs --data or --input: the samples to predict (the model's inputs: " +
-                             input_names(exe) + ")");
+      print_error(g_tool, "predict needs --data or --input: the samples to predict (the model's inputs: " +
+                              input_names(exe) + ")");
       return kExitUsage;
     }
   }
@@ -408,16 +439,16 @@ int run_predict(const RunFlags& f) {
   const std::string output_name = exe.outputs_size() > 0 ? exe.outputs(0).name() : "predictions";
   if (int code = prepare_output_dir(f, {output_name})) return code;
   auto result = loaded.session->predict(loaded.data);
-  if (!result.ok()) return fail(kTool, with_origin(result.status(), loaded.origin));
+  if (!result.ok()) return fail(g_tool, with_origin(result.status(), loaded.origin));
   const std::string output =
       f.output_dir.empty() ? f.output : output_dir_paths(f.output_dir, {output_name}).at(output_name);
   if (!output.empty()) {
     Status written =
         write_output(output, data::make_npy_f32(result->shape, result->values.data()), output_name);
-    if (!written.ok()) return fail(kTool, written, kExitIoError);
+    if (!written.ok()) return fail(g_tool, written, kExitIoError);
   }
   if (f.json) {
-    nlohmann::json out = json_document(kTool, "predict");
+    nlohmann::json out = json_document(kToolName, "predict");
     out["executable"] = loaded.origin;
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
@@ -484,6 +515,15 @@ int main(int argc, char** argv) {
                     "Write the trained weights to this checkpoint directory");
   train->add_option("--export-onnx", flags.export_onnx,
                     "Write the ONNX model the executable was compiled from, with the trained weights");
+  CLI::Option* instances =
+      train
+          ->add_option("--instances", flags.instances,
+                       "Train as this many instances on this host, started through mpirun; each runs its "
+                       "share of the executable's replicas (docs/distributed.md)")
+          ->check(CLI::Range(1, 1024));
+  train->add_option("--log-dir", flags.log_dir,
+                    "In a job of several instances: instance I (I > 0) writes its progress and errors to "
+                    "DIR/instance-I.log");
 
   CLI::App* evaluate = app.add_subcommand("evaluate", "Evaluate loss and accuracy (Keras evaluate)");
   add_common(evaluate, flags);
@@ -504,15 +544,53 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return fail_usage(kTool, app, e);
+    return fail_usage(g_tool, app, e);
   }
   flags.command = train->parsed() ? "train" : evaluate->parsed() ? "evaluate" : "predict";
   // predict checks once it knows the model's inputs (run_predict): a model without any needs none.
   if (flags.data.empty() && flags.command != "predict") {
-    print_error(kTool, flags.command + " needs --data: the samples to " + flags.command + " on");
+    print_error(g_tool, flags.command + " needs --data: the samples to " + flags.command + " on");
     return kExitUsage;
   }
-  if (flags.command == "train") return run_train(flags);
-  if (flags.command == "evaluate") return run_evaluate(flags);
-  return run_predict(flags);
+  if (instances->count() > 0) {
+    if (inside_mpi_job()) {
+      print_error(g_tool, "--instances starts mpirun itself; under mpirun, its -np sets the instances");
+      return kExitUsage;
+    }
+    // The same command line for every instance, without --instances.
+    std::vector<std::string> arguments;
+    for (int i = 1; i < argc; ++i) {
+      const std::string word = argv[i];
+      if (word == "--instances") {
+        ++i;
+      } else if (word.rfind("--instances=", 0) != 0) {
+        arguments.push_back(word);
+      }
+    }
+    return launch_instances(g_tool, flags.instances, arguments);
+  }
+  auto job = join_instances();
+  if (!job.ok()) return fail(g_tool, job.status());
+  ipu::collectives::Collectives* collectives = job->get();
+  const bool several = collectives != nullptr && collectives->size() > 1;
+  if (several) {
+    g_tool_name = "ipurun: instance " + std::to_string(collectives->rank());
+    g_tool = g_tool_name.c_str();
+  }
+  std::string instance_log;
+  const int code = flags.command == "train"      ? run_train(flags, collectives, instance_log)
+                   : flags.command == "evaluate" ? run_evaluate(flags, collectives)
+                                                 : run_predict(flags, collectives);
+  if (several && collectives->rank() > 0 && !flags.log_dir.empty()) {
+    if (code != kExitOk)
+      instance_log += "exited with " + std::to_string(code) + " (see its error on stderr)\n";
+    std::error_code ignored; // a directory that cannot be made fails the write, which says so
+    std::filesystem::create_directory(flags.log_dir, ignored);
+    const std::string path = flags.log_dir + "/instance-" + std::to_string(collectives->rank()) + ".log";
+    ipu::Status logged = ipu::write_output_file(path, instance_log);
+    if (!logged.ok()) print_warning(g_tool, logged.message());
+  }
+  // An instance that cannot go on ends the job, so no other waits for it in a collective.
+  if (several && code != kExitOk) collectives->abort(code);
+  return code;
 }

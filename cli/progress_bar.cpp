@@ -11,6 +11,26 @@ ProgressStyle default_progress_style() {
   return ::isatty(STDERR_FILENO) ? ProgressStyle::kBar : ProgressStyle::kPlain;
 }
 
+namespace {
+
+std::string plain_line(const session::Progress& p, const std::string& prefix) {
+  const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f\n",
+                p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds,
+                per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
+  return line;
+}
+
+} // namespace
+
+session::ProgressFn make_progress_log(std::string& log) {
+  return [&log](const session::Progress& p) {
+    if (p.epoch_done) log += plain_line(p, "");
+  };
+}
+
 session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefix) {
   if (style == ProgressStyle::kNone) return nullptr;
   // A terminal redraw costs a write; ten a second is enough for a person.
@@ -18,11 +38,7 @@ session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefi
   return [style, prefix = std::string(prefix), last_draw = -1.0](const session::Progress& p) mutable {
     const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
     if (style == ProgressStyle::kPlain) {
-      if (!p.epoch_done) return;
-      std::fprintf(stderr,
-                   "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f\n",
-                   p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps),
-                   p.seconds, per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
+      if (p.epoch_done) std::fputs(plain_line(p, prefix).c_str(), stderr);
       return;
     }
     if (p.step == p.steps && !p.epoch_done) return; // the final line comes with epoch_done

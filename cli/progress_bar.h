@@ -1,6 +1,8 @@
 // Keras-style progress: a redrawn bar on a terminal, one plain line per epoch otherwise.
 #pragma once
 
+#include <string>
+
 #include "runtime/session/session.h"
 
 namespace ipu::cli {
@@ -9,5 +11,7 @@ enum class ProgressStyle { kBar, kPlain, kNone };
 
 ProgressStyle default_progress_style(); // bar when stderr is a terminal
 session::ProgressFn make_progress_printer(ProgressStyle style, const char* metric_prefix);
+// Plain lines, one per epoch, appended to `log` (an instance's --log-dir file, written at its end).
+session::ProgressFn make_progress_log(std::string& log);
 
 } // namespace ipu::cli

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of ipucc from Debian's archive (python3-onnx: e2e tests
 # write small ONNX models; chromium: tests/e2e/test_report.sh loads the HTML report headless;
-# clang-format and clang-tidy: scripts/lint.sh). Idempotent.
+# clang-format and clang-tidy: scripts/lint.sh; openmpi-bin: mpirun, which ipurun --instances
+# starts). Idempotent.
 set -euo pipefail
 "$(dirname "$0")/apt-install.sh" \
   cmake ninja-build g++ pkg-config \
@@ -18,6 +19,7 @@ set -euo pipefail
   libsleef-dev \
   libdnnl-dev \
   libcurl4-openssl-dev nginx-light \
+  libopenmpi-dev openmpi-bin \
   dataset-fashion-mnist \
   python3 \
   python3-onnx \

@@ -17,8 +17,9 @@ IPUCC_BUILD_DIR=$root/build-sanitize IPUCC_BUILD_TYPE=RelWithDebInfo "$root/scri
 (cd "$root/build-sanitize" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   ctest --output-on-failure -j "$(nproc)")
 
-echo "== runtime-only build (IPUCC_BUILD_COMPILER=OFF)"
-IPUCC_BUILD_DIR=$root/build-runtime-only "$root/scripts/build.sh" -DIPUCC_BUILD_COMPILER=OFF -DIPUCC_WERROR=ON
+echo "== runtime-only build (IPUCC_BUILD_COMPILER=OFF, IPUCC_WITH_MPI=OFF)"
+IPUCC_BUILD_DIR=$root/build-runtime-only "$root/scripts/build.sh" -DIPUCC_BUILD_COMPILER=OFF -DIPUCC_WITH_MPI=OFF \
+  -DIPUCC_WERROR=ON
 (cd "$root/build-runtime-only" && ctest --output-on-failure -j "$(nproc)")
 
 echo "== fuzzers (libFuzzer, ${FUZZ_SECONDS:-120}s each)"

@@ -55,7 +55,10 @@ struct PreparedComputeSet {
 
 struct Engine::Impl {
   format::Executable executable;
-  uint32_t replicas = 1;
+  uint32_t replicas = 1; // on this instance
+  uint32_t first_replica = 0;
+  uint32_t total_replicas = 1; // of the job
+  collectives::Collectives* collectives = nullptr;
   std::vector<Buffer> buffers; // [replica * tensors + tensor]
   std::vector<size_t> sizes;   // per tensor
   std::vector<PreparedComputeSet> compute_sets;
@@ -91,6 +94,7 @@ struct Engine::Impl {
         {reinterpret_cast<const float*>(buffer(tensor, replica)), sizes[tensor] / sizeof(float)});
   }
   void all_reduce_mean(uint32_t tensor);
+  Status all_reduce_mean_across_instances(const format::AllReduce& all_reduce);
   std::byte* buffer(uint32_t tensor, uint32_t replica) {
     return buffers[replica * sizes.size() + tensor].get();
   }
@@ -115,7 +119,13 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
 
   // The device's memory lives in host memory: refuse an executable that cannot fit before
   // allocating any of it (a hostile file may declare huge tensors).
-  const uint32_t replicas = format::replica_count(executable);
+  const uint32_t total_replicas = format::replica_count(executable);
+  const uint32_t instances = options.collectives ? static_cast<uint32_t>(options.collectives->size()) : 1;
+  if (total_replicas % instances != 0) {
+    return bad_option("the executable's " + std::to_string(total_replicas) +
+                      " replica(s) do not divide over " + std::to_string(instances) + " instances");
+  }
+  const uint32_t replicas = total_replicas / instances;
   uint64_t total_bytes = 0, largest_bytes = 0;
   const format::Tensor* largest = nullptr;
   for (const format::Tensor& t : executable.tensors()) {
@@ -137,6 +147,10 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
   auto impl = std::make_unique<Impl>();
   impl->executable = std::move(executable);
   impl->replicas = replicas;
+  impl->total_replicas = total_replicas;
+  impl->collectives = options.collectives;
+  if (options.collectives)
+    impl->first_replica = static_cast<uint32_t>(options.collectives->rank()) * replicas;
   const format::Executable& exe = impl->executable;
   if (options.threads > 0) impl->arena.initialize(options.threads);
 
@@ -224,6 +238,10 @@ uint32_t Engine::replicas() const {
   return m_impl->replicas;
 }
 
+uint32_t Engine::first_replica() const {
+  return m_impl->first_replica;
+}
+
 std::span<std::byte> Engine::tensor_bytes(uint32_t tensor, uint32_t replica) {
   if (tensor >= m_impl->sizes.size() || replica >= m_impl->replicas) return {};
   return {m_impl->buffer(tensor, replica), m_impl->sizes[tensor]};
@@ -289,7 +307,7 @@ Status Engine::Impl::check_finite(uint32_t index) {
                                     : " (" + codelet + ")";
         break;
       }
-      if (replicas > 1) where += ", replica " + std::to_string(r);
+      if (total_replicas > 1) where += ", replica " + std::to_string(first_replica + r);
       return non_finite("tensor '" + tensor.name() + "' went non-finite in " + where + ": " + what);
     }
   }
@@ -337,7 +355,7 @@ Status Engine::Impl::fault_status(uint32_t index, size_t task) {
   const format::Vertex& vertex = set.vertices(static_cast<int>(origin.vertex));
   std::string where = std::string(format::codelet_name(static_cast<format::Codelet>(vertex.codelet()))) +
                       " in compute set '" + set.name() + "'";
-  if (replicas > 1) where += ", replica " + std::to_string(origin.replica);
+  if (total_replicas > 1) where += ", replica " + std::to_string(first_replica + origin.replica);
   where =
       set.ops_size() > 0 ? "node '" + set.ops(static_cast<int>(vertex.op())) + "' (" + where + ")" : where;
   const std::string what = kernels::describe(compute_sets[index].faults[task]);
@@ -361,6 +379,20 @@ void Engine::Impl::all_reduce_mean(uint32_t tensor) {
     first[i] *= scale;
   for (uint32_t r = 1; r < replicas; ++r)
     std::memcpy(buffer(tensor, r), first, sizes[tensor]);
+}
+
+// With several instances: every tensor of the node in one collective, each summed in the order
+// all_reduce_mean sums in, whatever the number of instances.
+Status Engine::Impl::all_reduce_mean_across_instances(const format::AllReduce& all_reduce) {
+  std::vector<collectives::ReplicaTensor> tensors;
+  for (uint32_t tensor : all_reduce.tensors()) {
+    collectives::ReplicaTensor t;
+    for (uint32_t r = 0; r < replicas; ++r)
+      t.local.push_back(reinterpret_cast<float*>(buffer(tensor, r)));
+    t.elements = sizes[tensor] / sizeof(float);
+    tensors.push_back(std::move(t));
+  }
+  return collectives::all_reduce_mean_in_replica_order(*collectives, tensors);
 }
 
 Status Engine::Impl::run_program(const format::Program& program, HostStreams& streams) {
@@ -400,6 +432,7 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
     return Status();
   }
   case format::Program::kAllReduce:
+    if (replicas != total_replicas) return all_reduce_mean_across_instances(program.all_reduce());
     for (uint32_t tensor : program.all_reduce().tensors())
       all_reduce_mean(tensor);
     return Status();

@@ -12,12 +12,16 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/collectives/collectives.h"
 #include "runtime/format/executable.pb.h"
 
 namespace ipu::engine {
 
 struct EngineOptions {
   int threads = 0; // TBB workers; 0 = all cores
+  // The job's instances (docs/distributed.md); null for one process. With I instances this one
+  // runs replicas [rank·R/I, (rank+1)·R/I) of the executable's R, and AllReduce averages over all R.
+  collectives::Collectives* collectives = nullptr;
 };
 
 // Host side of the streams. `pull` fills `destination` for a host-to-device stream; `push`
@@ -43,7 +47,10 @@ public:
 
   Status run(uint32_t program, HostStreams& streams);
 
+  // The replicas this instance runs (all of them for one process), and the first one's number.
   uint32_t replicas() const;
+  uint32_t first_replica() const;
+  // `replica` counts this instance's replicas from 0.
   std::span<std::byte> tensor_bytes(uint32_t tensor, uint32_t replica = 0);
   // Sets `tensor` on every replica back to its initial value (the executable's, else zeros).
   void reset_tensor(uint32_t tensor);

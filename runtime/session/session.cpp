@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "runtime/base/printable.h"
+#include "runtime/collectives/collectives.h"
 #include "runtime/engine/non_finite.h"
 #include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
@@ -33,12 +34,27 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 // What the outfeed returned during one execution.
 struct Outfeed {
-  std::vector<float> losses; // one per step: the mean over the replicas
-  int64_t steps_started = 0; // steps whose features were fed (the step running when a run stops)
-  double pending_loss = 0;
+  std::vector<float> losses;         // one per step: the mean over the replicas of the job
+  int64_t steps_started = 0;         // steps whose features were fed (the step running when a run stops)
+  std::vector<float> replica_losses; // this instance's, step by step, replica-major within a step
   double correct = 0;
   std::vector<float> predictions;
 };
+
+// This instance's share of an epoch's order: of each of the epoch's `steps` steps of `batch`
+// samples, the `count` rows from `offset` on, which its replicas train on. Every instance draws
+// the same global order, so the job trains on the samples one process would, step by step.
+std::vector<uint32_t> instance_order(const std::vector<uint32_t>& order, int64_t steps, int64_t batch,
+                                     int64_t offset, int64_t count) {
+  if (count == batch) return order;
+  std::vector<uint32_t> mine;
+  mine.reserve(static_cast<size_t>(steps * count));
+  for (int64_t step = 0; step < steps; ++step) {
+    const auto first = order.begin() + step * batch + offset;
+    mine.insert(mine.end(), first, first + count);
+  }
+  return mine;
+}
 
 } // namespace
 
@@ -71,13 +87,22 @@ struct Session::Impl {
   // During fit: the device's weights and optimizer state after the last execution that left them
   // all finite (before the first, host_state): where a diagnosis of a NaN starts from.
   std::map<uint32_t, std::vector<std::byte>> last_finite_state;
+  // Null for one process; else the job's instances, of which this one runs `replicas` of the
+  // executable's `total_replicas`, from `first_replica` on (docs/distributed.md).
+  collectives::Collectives* collectives = nullptr;
   uint32_t replicas = 1;
-  int64_t batch = 0; // samples per step: the micro-batch of every replica
+  uint32_t total_replicas = 1;
+  uint32_t first_replica = 0;
+  int64_t batch = 0;        // samples per step on this instance: the micro-batch of each of its replicas
+  int64_t global_batch = 0; // samples per step of the job
   int64_t steps_per_execution = 1;
 
   std::optional<uint32_t> stream_features, stream_labels, stream_loss, stream_correct, stream_predictions;
 
   Status check_data(const data::Dataset& data, bool need_labels) const;
+  Status check_one_instance(std::string_view what) const;
+  Status broadcast_host_state();
+  Status combine_outfeed(Outfeed& out);
   Status sync_weights(std::string_view program);
   Status run_execution(uint32_t program, const ExecutionFeed& feed, Outfeed& out);
   bool keep_state_if_finite();
@@ -97,8 +122,12 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   auto impl = std::make_unique<Impl>();
   IPU_ASSIGN_OR_RETURN(impl->engine, engine::Engine::create(std::move(executable), options));
   const format::Executable& exe = impl->engine->executable();
+  impl->collectives = options.collectives;
   impl->replicas = impl->engine->replicas();
+  impl->first_replica = impl->engine->first_replica();
+  impl->total_replicas = format::replica_count(exe);
   impl->batch = int64_t{exe.batch_size()} * impl->replicas;
+  impl->global_batch = int64_t{exe.batch_size()} * impl->total_replicas;
   impl->steps_per_execution = exe.steps_per_execution();
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const format::Tensor& t = exe.tensors(i);
@@ -150,6 +179,56 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
                                 std::to_string(i) + " is outside [0, " + std::to_string(classes) + ")");
       }
     }
+  }
+  return Status();
+}
+
+Status Session::Impl::check_one_instance(std::string_view what) const {
+  if (!collectives || collectives->size() == 1) return Status();
+  return unsupported(std::string(what) + " runs as one instance; run it without mpirun or --instances");
+}
+
+// Instance 0's weights and optimizer state (its --weights checkpoint, or the executable's) to all.
+Status Session::Impl::broadcast_host_state() {
+  if (!collectives || collectives->size() == 1) return Status();
+  for (auto& [tensor, bytes] : host_state)
+    IPU_RETURN_IF_ERROR(collectives->broadcast(bytes, 0));
+  return Status();
+}
+
+// Every step's loss is the mean over all the job's replicas, summed in replica order (and in
+// double, as one process sums), so it does not depend on the number of instances.
+Status Session::Impl::combine_outfeed(Outfeed& out) {
+  std::vector<float> all = out.replica_losses;
+  if (collectives && collectives->size() > 1) {
+    // One all-gather per execution: this instance's losses, then its count of correct rows.
+    const size_t instances = static_cast<size_t>(collectives->size());
+    const size_t per_instance = out.replica_losses.size(), steps = per_instance / replicas;
+    const size_t loss_bytes = per_instance * sizeof(float), sent_bytes = loss_bytes + sizeof(double);
+    std::vector<std::byte> sent(sent_bytes), received(sent_bytes * instances);
+    std::memcpy(sent.data(), out.replica_losses.data(), loss_bytes);
+    std::memcpy(sent.data() + loss_bytes, &out.correct, sizeof(double));
+    IPU_RETURN_IF_ERROR(collectives->all_gather(sent, received));
+    // [instance][step][local replica] → [step][replica]
+    all.assign(per_instance * instances, 0.0f);
+    out.correct = 0;
+    for (size_t i = 0; i < instances; ++i) {
+      const std::byte* from = received.data() + i * sent_bytes;
+      for (size_t step = 0; step < steps; ++step) {
+        std::memcpy(all.data() + (step * instances + i) * replicas, from + step * replicas * sizeof(float),
+                    replicas * sizeof(float));
+      }
+      // Counts of correct rows are whole numbers, exact in double in any order.
+      double correct = 0;
+      std::memcpy(&correct, from + loss_bytes, sizeof(double));
+      out.correct += correct;
+    }
+  }
+  for (size_t first = 0; first + total_replicas <= all.size(); first += total_replicas) {
+    double sum = 0;
+    for (size_t r = 0; r < total_replicas; ++r)
+      sum += all[first + r];
+    out.losses.push_back(static_cast<float>(sum / total_replicas));
   }
   return Status();
 }
@@ -210,12 +289,10 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
       return take_step(feed.labels, labels_step, destination, "labels");
     return failed_precondition("the host feeds no stream " + std::to_string(stream));
   };
-  streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
+  streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> source) -> Status {
     const float* values = reinterpret_cast<const float*>(source.data());
     if (stream_loss && stream == *stream_loss) {
-      if (replica == 0) out.pending_loss = 0;
-      out.pending_loss += values[0];
-      if (replica + 1 == replicas) out.losses.push_back(static_cast<float>(out.pending_loss / replicas));
+      out.replica_losses.push_back(values[0]);
     } else if (stream_correct && stream == *stream_correct) {
       out.correct += values[0];
     } else if (stream_predictions && stream == *stream_predictions) {
@@ -225,7 +302,8 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
   };
   Status status = engine->run(index, streams);
   out.steps_started = static_cast<int64_t>(features_step / replicas);
-  return status;
+  IPU_RETURN_IF_ERROR(status);
+  return combine_outfeed(out);
 }
 
 // Replicas hold identical weights after every update, so replica 0's are checked and kept.
@@ -285,11 +363,11 @@ Status Session::Impl::diagnose_non_finite(uint32_t program, const ExecutionFeed&
 }
 
 int64_t Session::samples_per_step() const {
-  return m_impl->batch;
+  return m_impl->global_batch;
 }
 
 int64_t Session::default_steps_per_epoch(const data::Dataset& data) const {
-  const int64_t batches = static_cast<int64_t>(data.num_samples) / m_impl->batch;
+  const int64_t batches = static_cast<int64_t>(data.num_samples) / m_impl->global_batch;
   return batches - batches % m_impl->steps_per_execution;
 }
 
@@ -299,7 +377,8 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   IPU_ASSIGN_OR_RETURN(uint32_t train, s.program(format::kTrainProgram));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
   if (options.epochs < 1) return invalid_argument("--epochs must be at least 1");
-  const int64_t S = s.steps_per_execution, B = s.batch;
+  // B counts the job's samples per step; this instance feeds Bi of them to its replicas.
+  const int64_t S = s.steps_per_execution, B = s.global_batch, Bi = s.batch;
   int64_t steps = static_cast<int64_t>(data.num_samples) / B;
   if (options.steps_per_epoch) {
     if (*options.steps_per_epoch < 1 || *options.steps_per_epoch > steps) {
@@ -322,16 +401,18 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
                             " steps of batch " + std::to_string(B) + ")");
   }
 
+  IPU_RETURN_IF_ERROR(s.broadcast_host_state());
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   s.last_finite_state = s.host_state;
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
     const auto start = Clock::now();
     const std::vector<uint32_t> order =
-        data::epoch_order(data.num_samples, options.shuffle, options.seed, epoch - 1);
+        instance_order(data::epoch_order(data.num_samples, options.shuffle, options.seed, epoch - 1), steps,
+                       B, static_cast<int64_t>(s.first_replica) * B / s.total_replicas, Bi);
     const int64_t executions = steps / S;
     auto prepare = [&](int64_t e) {
-      return gather_execution(data, order, static_cast<size_t>(e * S * B), S, B);
+      return gather_execution(data, order, static_cast<size_t>(e * S * Bi), S, Bi);
     };
     std::future<ExecutionFeed> next = std::async(std::launch::async, prepare, 0);
     EpochResult r;
@@ -372,6 +453,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
 StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const ProgressFn& progress) {
   Impl& s = *m_impl;
   IPU_ASSIGN_OR_RETURN(uint32_t evaluate, s.program(format::kEvaluateProgram));
+  IPU_RETURN_IF_ERROR(s.check_one_instance("evaluate"));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
   const int64_t S = s.steps_per_execution, B = s.batch;
   if (data.num_samples == 0) return invalid_argument(data.source + ": has no samples");
@@ -409,6 +491,7 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
 StatusOr<PredictResult> Session::predict(const data::Dataset& data) {
   Impl& s = *m_impl;
   IPU_ASSIGN_OR_RETURN(uint32_t predict, s.program(format::kPredictProgram));
+  IPU_RETURN_IF_ERROR(s.check_one_instance("predict"));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/false));
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   const int64_t S = s.steps_per_execution, B = s.batch;
@@ -477,6 +560,7 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   Impl& s = *m_impl;
   const format::Executable& exe = s.engine->executable();
   IPU_ASSIGN_OR_RETURN(uint32_t predict, s.program(format::kPredictProgram));
+  IPU_RETURN_IF_ERROR(s.check_one_instance("predict"));
   if (static_cast<int>(inputs.size()) != exe.inputs_size()) {
     return invalid_argument("the model has " + std::to_string(exe.inputs_size()) + " input(s), " +
                             std::to_string(inputs.size()) + " given");

@@ -90,10 +90,12 @@ public:
 
   const format::Executable& executable() const;
 
+  // With several instances (EngineOptions::collectives) only fit runs; each instance trains on its
+  // replicas' rows of every step of the one global order (docs/distributed.md).
   // The steps of an epoch without --steps-per-epoch: whole executions of whole batches, as Keras
   // on IPU runs them; the samples past the last one are left out of that epoch.
   int64_t default_steps_per_epoch(const data::Dataset& data) const;
-  // Samples one step consumes: the micro-batch of every replica.
+  // Samples one step consumes: the micro-batch of every replica of the job (of every instance).
   int64_t samples_per_step() const;
   StatusOr<std::vector<EpochResult>> fit(const data::Dataset& data, const FitOptions& options,
                                          const ProgressFn& progress, StepLog* step_log);

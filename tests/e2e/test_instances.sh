@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# ipurun as several instances over Open MPI (docs/distributed.md): an executable of R = 4 replicas
+# trained by I = 1, 2 and 4 instances gives final weights and per-step losses with the SHA-256 of
+# one process's run, for SGD, Adam, 2 pipeline stages and gradient accumulation; a killed instance
+# ends the job promptly, naming it, with exit code 9 and no checkpoint.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+MODEL=$MODELS/mlp_sequential.json
+SMALL=(--tiles-per-ipu 64)
+# Shuffled, and 500 samples do not fill the last step of 32: every instance must still agree.
+TRAIN=(--data synthetic:500 --epochs 2 --shuffle --seed 7 --progress none --threads 1)
+MPIRUN=(mpirun --oversubscribe --bind-to none -np)
+[[ $(id -u) == 0 ]] && MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np)
+# Under the sanitizer build (scripts/test.sh), Open MPI's own allocations are not ipurun's leaks.
+export LSAN_OPTIONS="suppressions=$SRC/tests/e2e/lsan_openmpi.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+
+# digest DIR STEPS_JSON: one SHA-256 over every checkpoint file and the step losses.
+digest() {
+  { (cd "$1" && sha256sum -- *); json_get "$2" 'd["losses"]' | sha256sum; } | sha256sum | cut -d' ' -f1
+}
+
+# same_for_every_instance_count NAME COMPILE_FLAGS...: one process, then mpirun with 1, 2 and 4
+# instances, and `ipurun --instances 2`: all five digests equal.
+same_for_every_instance_count() {
+  local name=$1
+  shift
+  command -v mpirun > /dev/null || fail "mpirun is missing (openmpi-bin, scripts/setup.sh)"
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o "$name.ipuexe" --batch-size 8 --replicas 4 "$@"
+  expect_exit 0 "$IPURUN" train "$name.ipuexe" "${TRAIN[@]}" --save-weights one --step-log one.json
+  local want instances
+  want=$(digest one one.json)
+  for instances in 1 2 4; do
+    expect_exit 0 "${MPIRUN[@]}" "$instances" "$IPURUN" train "$name.ipuexe" "${TRAIN[@]}" \
+      --save-weights "i$instances" --step-log "i$instances.json" --json
+    expect_eq "$(digest "i$instances" "i$instances.json")" "$want" "$instances instances' digest"
+    expect_json "$STDOUT" "d['instances'] == $instances and d['replicas_per_instance'] == $((4 / instances))"
+  done
+  expect_exit 0 "$IPURUN" train "$name.ipuexe" --instances 2 "${TRAIN[@]}" --save-weights launched \
+    --step-log launched.json
+  expect_eq "$(digest launched launched.json)" "$want" "ipurun --instances 2 digest"
+}
+
+test_sgd_is_bitwise_the_one_process_run() {
+  same_for_every_instance_count sgd --steps-per-execution 2
+}
+
+test_adam_is_bitwise_the_one_process_run() {
+  same_for_every_instance_count adam --steps-per-execution 2 --optimizer adam
+}
+
+test_two_pipeline_stages_are_bitwise_the_one_process_run() {
+  same_for_every_instance_count staged --num-ipus 8 --stage-assignment 0,0,1,1,1,1 --schedule grouped \
+    --gradient-accumulation 2 --steps-per-execution 2
+}
+
+test_gradient_accumulation_is_bitwise_the_one_process_run() {
+  same_for_every_instance_count accumulated --gradient-accumulation 2 --steps-per-execution 4
+}
+
+test_one_instance_compiles_a_model_for_all() {
+  expect_exit 0 "$IPURUN" train "$MODEL" "${SMALL[@]}" --batch-size 8 --replicas 4 --instances 2 "${TRAIN[@]}"
+  expect_eq "$(grep -c "compiled in" "$STDERR")" 1 "compiles"
+  expect_stderr_contains "ipurun: instance 1: cache hit"
+}
+
+test_instances_must_divide_the_replicas() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o r4.ipuexe --batch-size 8 --replicas 4
+  expect_exit 2 "$IPURUN" train r4.ipuexe --instances 3 "${TRAIN[@]}"
+  expect_stderr_contains "replica(s) do not divide over 3 instances"
+}
+
+test_evaluate_runs_as_one_instance() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o r4.ipuexe --batch-size 8 --replicas 4
+  expect_exit 4 "${MPIRUN[@]}" 2 "$IPURUN" evaluate r4.ipuexe --data synthetic:64
+  expect_stderr_contains "evaluate runs as one instance"
+}
+
+test_other_instances_log_to_the_log_dir() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o r4.ipuexe --batch-size 8 --replicas 4
+  expect_exit 0 "$IPURUN" train r4.ipuexe --instances 2 "${TRAIN[@]}" --log-dir logs --history history.json
+  expect_file logs/instance-1.log
+  expect_no_file logs/instance-0.log
+  grep -q "^Epoch 2/2: " logs/instance-1.log || fail "instance 1 logged no epochs"
+  expect_json history.json "len(d['loss']) == 2"
+}
+
+test_a_killed_instance_ends_the_job() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o r4.ipuexe --batch-size 8 --replicas 4
+  local start=$SECONDS rc=0 pid victim=
+  "$IPURUN" train r4.ipuexe --instances 2 --data synthetic:60000 --epochs 100 --progress none \
+    --save-weights trained > "$STDOUT" 2> "$STDERR" < /dev/null &
+  pid=$!
+  # Instance 1 is the ipurun whose environment names it rank 1; kill it once it trains.
+  for _ in $(seq 100); do
+    for candidate in $(pgrep -f "$IPURUN train r4.ipuexe --data" || true); do
+      tr '\0' '\n' < "/proc/$candidate/environ" 2> /dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$candidate
+    done
+    [[ -n $victim ]] && break
+    sleep 0.1
+  done
+  [[ -n $victim ]] || fail "instance 1 never started"
+  sleep 2
+  kill -KILL "$victim"
+  wait "$pid" || rc=$?
+  ((SECONDS - start < 30)) || fail "the job took $((SECONDS - start)) s to end"
+  expect_eq "$rc" 9 "exit code"
+  expect_stderr_contains "rank 1"
+  expect_stderr_contains "an instance of the job ended abnormally"
+  expect_no_file trained
+}
+
+run_tests "$@"
