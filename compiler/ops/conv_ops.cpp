@@ -397,6 +397,8 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   const double t = static_cast<double>(taps),
                extent = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
   const auto& cycles = ctx.target().cycles;
+  const auto dw_size = static_cast<double>(M * Cg * taps);
+  const auto tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
   const auto [outs, ins, samples,
               rows] = plan_grid<4>({M, Cg, N, OH}, ctx.target(), [&](const std::array<double, 4>& chunk) {
     const double mc = chunk[0], cc = chunk[1], nb = chunk[2], r = chunk[3];
@@ -407,12 +409,12 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
     const double in_bytes =
         4.0 * (nb * groups * cc * in_rows * static_cast<double>(W) + nb * mc * r * static_cast<double>(OW));
     const double shares = std::ceil(static_cast<double>(N) / nb) * std::ceil(static_cast<double>(OH) / r);
-    // A split into shares pays for the reduce: each share's partial block received once more
-    // and summed, spread as the vertices are.
-    const double reduce = shares > 1 ? shares * mc * cc * t : 0.0;
+    // A split into shares pays for its reduce compute set: every element of dW summed over the
+    // shares, the elements spread over the tiles, each tile receiving the shares of its elements.
+    const double reduce = shares > 1 ? shares * dw_size / std::min(dw_size, tile_count) : 0.0;
     return GridCost{nb * mc * cc * t * r * static_cast<double>(OW) +
                         reduce * cycles.macs_per_cycle / cycles.vector_flops_per_cycle,
-                    in_bytes + 4.0 * reduce / shares,
+                    in_bytes + 4.0 * reduce,
                     in_bytes + 4.0 * (mc * cc * t + cc * t * r * static_cast<double>(OW))};
   });
   const int64_t shares = samples.parts * rows.parts;
@@ -508,23 +510,77 @@ Status infer_channel_sum(const Graph& g, const Op& op, std::vector<TensorType>& 
   return Status();
 }
 
+// Channels × samples: a vertex receives its channels of its samples. Split over samples, each
+// vertex sums its share into a [shares, C] temporary and a '<level>/reduce' compute set adds the
+// shares (Reduce, in order, in double precision): within float rounding of the unsplit sum, which
+// adds every sample in one double. A first convolution's bias at 112×112 and batch 16 would
+// otherwise have one vertex receive 802,816 bytes of one channel.
 Status lower_channel_sum(LowerContext& ctx, const Op& op) {
   const ChannelDims d = channel_dims(ctx.graph().value(op.inputs[0]).type.shape);
   const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
-  const double per_channel = static_cast<double>(d.N * d.S) / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, d.C, per_channel, 4.0 * static_cast<double>(d.N * d.S),
-                        [&](uint32_t tile, int64_t cb, int64_t ce) {
-                          lowering::VertexSpec v;
-                          v.codelet = format::Codelet::kChannelSum;
-                          v.operands = {x, y};
-                          using P = format::params::ChannelSum;
-                          v.params = format::make_params<P>(
-                              {{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kCBegin, cb}, {P::kCEnd, ce}});
-                          v.compute_cycles = per_channel * static_cast<double>(ce - cb);
-                          v.reads = {lowering::block_region(x, 0, d.N, cb * d.S, ce * d.S, d.C * d.S)};
-                          v.writes = {lowering::flat_region(y, cb, ce)};
-                          ctx.emit(tile, std::move(v));
-                        });
+  const auto& cycles = ctx.target().cycles;
+  const double per_element = cycles.macs_per_cycle / cycles.vector_flops_per_cycle;
+  const auto C = static_cast<double>(d.C), N = static_cast<double>(d.N), S = static_cast<double>(d.S);
+  const double tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
+  const auto [channels, samples] =
+      plan_grid<2>({d.C, d.N}, ctx.target(), [&](const std::array<double, 2>& chunk) {
+        const double cc = chunk[0], nb = chunk[1], shares = std::ceil(N / nb);
+        const double reduce = shares > 1 ? shares * C / std::min(C, tile_count) : 0.0;
+        const double in_bytes = 4.0 * cc * nb * S;
+        return GridCost{(cc * nb * S + reduce) * per_element, in_bytes + 4.0 * reduce, in_bytes + 4.0 * cc};
+      });
+  const int64_t shares = samples.parts;
+  const uint32_t target = shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, d.C}) : y;
+  std::vector<uint32_t> tiles = ctx.take_tiles(channels.parts * shares);
+  size_t next = 0;
+  for (int64_t i = 0; i < channels.parts; ++i) {
+    const int64_t cb = i * channels.chunk, ce = std::min(d.C, cb + channels.chunk);
+    for (int64_t part = 0; part < shares; ++part) {
+      const int64_t nb = part * samples.chunk, ne = std::min(d.N, nb + samples.chunk);
+      lowering::VertexSpec v;
+      v.codelet = format::Codelet::kChannelSum;
+      v.operands = {x, target};
+      using P = format::params::ChannelSum;
+      v.params = format::make_params<P>({{P::kN, d.N},
+                                         {P::kC, d.C},
+                                         {P::kS, d.S},
+                                         {P::kCBegin, cb},
+                                         {P::kCEnd, ce},
+                                         {P::kNBegin, nb},
+                                         {P::kNEnd, ne},
+                                         {P::kParts, shares},
+                                         {P::kPart, part}});
+      // Unsplit over samples, the share is left out, as vertices were before it existed.
+      if (shares == 1) v.params.resize(P::kNBegin);
+      v.compute_cycles = static_cast<double>((ce - cb) * (ne - nb) * d.S) / cycles.vector_flops_per_cycle;
+      v.reads = {lowering::block_region(x, nb, ne, cb * d.S, ce * d.S, d.C * d.S)};
+      v.writes = {lowering::flat_region(target, part * d.C + cb, part * d.C + ce)};
+      ctx.emit(tiles[next++], std::move(v));
+    }
+  }
+  if (shares == 1) return Status();
+  const double cycles_per_element = static_cast<double>(shares) / cycles.vector_flops_per_cycle;
+  const lowering::Split reduce = lowering::plan_split(
+      d.C, cycles_per_element, 4.0 * static_cast<double>(shares), 4.0 * static_cast<double>(shares + 1),
+      ctx.target(), static_cast<int64_t>(tiles.size()));
+  for (int64_t p = 0; p < reduce.parts; ++p) {
+    const int64_t begin = p * reduce.chunk, end = std::min(d.C, begin + reduce.chunk);
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kReduce;
+    v.operands = {target, y};
+    using R = format::params::Reduce;
+    // y[c] = Σ_s partials[s·C + c]: out_dims [C] stride 1, reduced dims [shares] stride C.
+    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)},
+                                       {R::kOutRank, 1},
+                                       {R::kReducedRank, 1},
+                                       {R::kBegin, begin},
+                                       {R::kEnd, end}},
+                                      {d.C, 1, shares, d.C});
+    v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
+    v.reads.push_back(lowering::block_region(target, 0, shares, begin, end, d.C));
+    v.writes.push_back(lowering::flat_region(y, begin, end));
+    ctx.emit_after(tiles[static_cast<size_t>(p) % tiles.size()], std::move(v));
+  }
   return Status();
 }
 

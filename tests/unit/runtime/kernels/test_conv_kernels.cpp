@@ -428,6 +428,24 @@ TEST_CASE("kernels: ChannelSum and ChannelAffine") {
   }
   check_close(sum, sum_want);
   check_close(y, y_want);
+  // Split over samples into partials (as the compiler splits a large bias gradient), summed: the
+  // same sums within float rounding; the one-share form gives the old layout's bits.
+  std::vector<float> partials(2 * C, -7.0f), one(C, -7.0f);
+  run(Codelet::kChannelSum, {x.data(), partials.data()}, {N, C, S, 0, 2, 0, 1, 2, 0});
+  run(Codelet::kChannelSum, {x.data(), partials.data()}, {N, C, S, 2, C, 0, 1, 2, 0});
+  run(Codelet::kChannelSum, {x.data(), partials.data()}, {N, C, S, 0, C, 1, N, 2, 1});
+  std::vector<double> summed(C);
+  for (size_t c = 0; c < static_cast<size_t>(C); ++c)
+    summed[c] = static_cast<double>(partials[c]) + partials[static_cast<size_t>(C) + c];
+  check_close(sum, summed);
+  run(Codelet::kChannelSum, {x.data(), one.data()}, {N, C, S, 0, C, 0, N, 1, 0});
+  CHECK(std::memcmp(one.data(), sum.data(), sum.size() * sizeof(float)) == 0);
+  const auto xs = static_cast<uint64_t>(N * C * S), cs = static_cast<uint64_t>(C);
+  CHECK(validate(Codelet::kChannelSum, {xs, 2 * cs}, {N, C, S, 0, C, 1, N, 2, 1}).ok());
+  CHECK_FALSE(validate(Codelet::kChannelSum, {xs, cs}, {N, C, S, 0, C, 1, N, 2, 1}).ok());     // size
+  CHECK_FALSE(validate(Codelet::kChannelSum, {xs, 2 * cs}, {N, C, S, 0, C, 1, N, 2, 2}).ok()); // part
+  CHECK_FALSE(validate(Codelet::kChannelSum, {xs, 2 * cs}, {N, C, S, 0, C, 1, N + 1, 2, 1}).ok());
+  CHECK_FALSE(validate(Codelet::kChannelSum, {xs, cs}, {N, C, S, 0, C, 0, N}).ok()); // half a share
 }
 
 TEST_CASE("kernels: BatchNorm, its gradients and ChannelsLayout") {
