@@ -42,24 +42,28 @@ inline void copy_row(const float* in, int64_t n, float* out) {
     out[i] = in[i];
 }
 
-// The column matrix of one sample's channels [c0, c0 + channels): row (c, ky, kx), column (oy, ox).
-// Each row is a strided copy of an input plane: the output rows and columns whose tap lies
-// inside the input are found once per row, so the copy loop has no bounds checks.
-void im2col(const Window& w, const float* x, int64_t channels, float* col) {
+// The column matrix of one sample's channels [c0, c0 + channels) for output rows
+// [oy_begin, oy_end): row (c, ky, kx), column (oy − oy_begin, ox). Each row is a strided copy of
+// an input plane: the output rows and columns whose tap lies inside the input are found once per
+// row, so the copy loop has no bounds checks.
+void im2col(const Window& w, const float* x, int64_t channels, int64_t oy_begin, int64_t oy_end, float* col) {
+  const int64_t cols = (oy_end - oy_begin) * w.OW;
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t ky = 0; ky < w.KH; ++ky) {
-      const IndexRange rows = in_bounds(ky * w.DH - w.PT, w.SH, w.H, w.OH);
+      const IndexRange all_rows = in_bounds(ky * w.DH - w.PT, w.SH, w.H, w.OH);
+      const int64_t first = std::clamp(all_rows.begin, oy_begin, oy_end);
+      const IndexRange rows{first, std::clamp(all_rows.end, first, oy_end)};
       for (int64_t kx = 0; kx < w.KW; ++kx) {
-        float* row = col + ((c * w.KH + ky) * w.KW + kx) * w.out_plane();
+        float* row = col + ((c * w.KH + ky) * w.KW + kx) * cols;
         const int64_t first_ix = kx * w.DW - w.PL;
         const IndexRange inside = in_bounds(first_ix, w.SW, w.W, w.OW);
         const int64_t width = inside.end - inside.begin;
-        std::fill(row, row + rows.begin * w.OW, 0.0f);
-        std::fill(row + rows.end * w.OW, row + w.out_plane(), 0.0f);
+        std::fill(row, row + (rows.begin - oy_begin) * w.OW, 0.0f);
+        std::fill(row + (rows.end - oy_begin) * w.OW, row + cols, 0.0f);
         // The input offset of tap (ky, kx) of output (oy, inside.begin), for the first row.
         int64_t in = (c * w.H + rows.begin * w.SH - w.PT + ky * w.DH) * w.W + first_ix + inside.begin * w.SW;
         for (int64_t oy = rows.begin; oy < rows.end; ++oy, in += w.SH * w.W) {
-          float* out = row + oy * w.OW;
+          float* out = row + (oy - oy_begin) * w.OW;
           if (width < w.OW) {
             std::fill(out, out + inside.begin, 0.0f);
             std::fill(out + inside.end, out + w.OW, 0.0f);
@@ -77,20 +81,25 @@ void im2col(const Window& w, const float* x, int64_t channels, float* col) {
   }
 }
 
-// The adjoint of im2col: adds every column entry back onto the input position it came from.
-void col2im_add(const Window& w, const float* col, int64_t channels, float* x) {
-  const int64_t plane = w.out_plane();
+// The adjoint of im2col over output rows [oy_begin, oy_end), the columns of `col`: adds every
+// column entry back onto the input position it came from if that lies in input rows
+// [iy_begin, iy_end) (within [0, H)). Each input position takes its taps in (ky, kx) order
+// whatever the ranges, so a split over rows adds what the whole plane adds, in the same order.
+void col2im_add(const Window& w, const float* col, int64_t channels, int64_t oy_begin, int64_t oy_end,
+                int64_t iy_begin, int64_t iy_end, float* x) {
+  const int64_t cols = (oy_end - oy_begin) * w.OW;
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t ky = 0; ky < w.KH; ++ky) {
       for (int64_t kx = 0; kx < w.KW; ++kx) {
-        const float* row = col + ((c * w.KH + ky) * w.KW + kx) * plane;
-        for (int64_t oy = 0; oy < w.OH; ++oy) {
+        const float* row = col + ((c * w.KH + ky) * w.KW + kx) * cols;
+        for (int64_t oy = oy_begin; oy < oy_end; ++oy) {
           const int64_t iy = oy * w.SH - w.PT + ky * w.DH;
-          if (iy < 0 || iy >= w.H) continue;
+          if (iy < iy_begin || iy >= iy_end) continue;
           float* in = x + (c * w.H + iy) * w.W;
+          const float* from = row + (oy - oy_begin) * w.OW;
           for (int64_t ox = 0; ox < w.OW; ++ox) {
             const int64_t ix = ox * w.SW - w.PL + kx * w.DW;
-            if (ix >= 0 && ix < w.W) in[ix] += row[oy * w.OW + ox];
+            if (ix >= 0 && ix < w.W) in[ix] += from[ox];
           }
         }
       }
@@ -214,8 +223,34 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
   return Status();
 }
 
+// The block of dX a ConvGradInput vertex computes: input channels [c_begin, c_end) and input rows
+// [row_begin, row_end) if it gives them, else every channel and the whole plane (executables from
+// before these splits).
+struct GradInputBlock {
+  int64_t c_begin, c_end, row_begin, row_end;
+};
+GradInputBlock grad_input_block(const PreparedVertex& v, const Window& w) {
+  using P = ConvGradInput;
+  if (v.num_params > P::kInRowEnd) {
+    return {v.params[P::kCBegin], v.params[P::kCEnd], v.params[P::kInRowBegin], v.params[P::kInRowEnd]};
+  }
+  return {0, w.C, 0, w.H};
+}
+
+// The output rows [begin, end) whose windows reach input rows [row_begin, row_end): the rows of dY a
+// block of dX needs. Empty (begin >= end) when no window reaches them.
+IndexRange output_rows_reaching(const Window& w, int64_t row_begin, int64_t row_end) {
+  // oy·SH − PT + ky·DH lies in [row_begin, row_end) for some tap ky in [0, KH).
+  const int64_t low = row_begin + w.PT - (w.KH - 1) * w.DH;
+  const int64_t begin = low <= 0 ? 0 : (low + w.SH - 1) / w.SH;
+  const int64_t end = std::min(w.OH, (row_end - 1 + w.PT) / w.SH + 1);
+  return {std::min(begin, w.OH), end};
+}
+
 // ConvGradInput: dX[n] = the adjoint of the convolution applied to dY[n], for samples
-// [n_begin, n_end).
+// [n_begin, n_end), input channels [c_begin, c_end) and input rows [in_row_begin, in_row_end)
+// (the last four optional together). Reads only its channels' slice of the kernel and the rows of
+// dY whose windows reach its rows; the sums are those of the whole plane, in the same order.
 //   operands: dY [N,M,OH,OW], W [M,C/G,KH,KW], dX [N,C,H,W]
 //   params:   format::params::ConvGradInput
 void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
@@ -224,44 +259,75 @@ void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
   const float* dy = v.f32(0);
   const float* weights = v.f32(1);
   float* dx = v.f32(2);
-  const int64_t plane = w.out_plane();
-  float* col = context.scratch.floats(static_cast<size_t>(s.K * plane));
+  const int64_t plane = w.out_plane(), taps = w.taps();
+  const GradInputBlock b = grad_input_block(v, w);
+  const IndexRange out = output_rows_reaching(w, b.row_begin, b.row_end);
+  const int64_t cols = std::max<int64_t>(0, out.end - out.begin) * w.OW;
+  float* col = context.scratch.floats(static_cast<size_t>(std::min(s.Cg, b.c_end - b.c_begin) * taps * cols));
   for (int64_t n = v.params[ConvGradInput::kNBegin]; n < v.params[ConvGradInput::kNEnd]; ++n) {
-    float* sample = dx + n * w.C * w.in_plane();
-    std::fill(sample, sample + w.C * w.in_plane(), 0.0f);
-    for (int64_t g = 0; g < s.G; ++g) {
-      // col[K, plane] = W_gᵀ · dY[n, g]
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(s.K), static_cast<int>(plane),
-                  static_cast<int>(s.Mg), 1.0f, weights + g * s.Mg * s.K, static_cast<int>(s.K),
-                  dy + (n * s.M + g * s.Mg) * plane, static_cast<int>(plane), 0.0f, col,
-                  static_cast<int>(plane));
-      col2im_add(w, col, s.Cg, sample + g * s.Cg * w.in_plane());
+    for (int64_t g = b.c_begin / s.Cg; g * s.Cg < b.c_end; ++g) {
+      const int64_t lo = std::max(b.c_begin, g * s.Cg), hi = std::min(b.c_end, (g + 1) * s.Cg);
+      float* block = dx + (n * w.C + lo) * w.in_plane();
+      for (int64_t c = 0; c < hi - lo; ++c) {
+        std::fill(block + (c * w.H + b.row_begin) * w.W, block + (c * w.H + b.row_end) * w.W, 0.0f);
+      }
+      if (cols == 0) continue;
+      // col[(hi − lo)·taps, rows·OW] = W[g's outputs, lo..hi]ᵀ · dY[n, g's outputs, out rows]
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>((hi - lo) * taps),
+                  static_cast<int>(cols), static_cast<int>(s.Mg), 1.0f,
+                  weights + g * s.Mg * s.K + (lo - g * s.Cg) * taps, static_cast<int>(s.K),
+                  dy + (n * s.M + g * s.Mg) * plane + out.begin * w.OW, static_cast<int>(plane), 0.0f, col,
+                  static_cast<int>(cols));
+      col2im_add(w, col, hi - lo, out.begin, out.end, b.row_begin, b.row_end, block);
     }
   }
 }
 
 Status validate_conv_grad_input(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = ConvGradInput;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, ConvGradInput::kCount, 0));
+  // The block params are optional together: without them the params end at n_end.
+  const bool has_block = v.params_size() == P::kCount;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, has_block ? P::kCount : P::kCBegin, 0));
   IPU_ASSIGN_OR_RETURN(ConvShape s,
                        validate_conv_shape(v, ops[2].elements, ops[1].elements, ops[0].elements));
-  IPU_RETURN_IF_ERROR(
-      expect_range(v.params(ConvGradInput::kNBegin), v.params(ConvGradInput::kNEnd), s.w.N, "sample"));
+  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kNBegin), v.params(P::kNEnd), s.w.N, "sample"));
+  if (has_block) {
+    IPU_RETURN_IF_ERROR(expect_range(v.params(P::kCBegin), v.params(P::kCEnd), s.w.C, "input channel"));
+    IPU_RETURN_IF_ERROR(expect_range(v.params(P::kInRowBegin), v.params(P::kInRowEnd), s.w.H, "input row"));
+  }
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }
 
+// The share of dW's sums a ConvGradWeight vertex takes: samples [n_begin, n_end) and output rows
+// [row_begin, row_end), written to partial `part` of `parts`; without the optional tail, every
+// sample and row into dW itself.
+struct GradWeightShare {
+  int64_t n_begin, n_end, row_begin, row_end, part;
+};
+GradWeightShare grad_weight_share(const PreparedVertex& v, const Window& w) {
+  using P = ConvGradWeight;
+  if (v.num_params > P::kPart) {
+    return {v.params[P::kNBegin], v.params[P::kNEnd], v.params[P::kOutRowBegin], v.params[P::kOutRowEnd],
+            v.params[P::kPart]};
+  }
+  return {0, w.N, 0, w.OH, 0};
+}
+
 // ConvGradWeight: dW[m, c] = sum over samples of dY[n, m] · im2col(X[n, c])ᵀ for output channels
 // [m_begin, m_end) and channels [c_begin, c_end) within each group (so a vertex reads only those
-// channels of X).
-//   operands: X [N,C,H,W], dY [N,M,OH,OW], dW [M,C/G,KH,KW]
+// channels of X). With the optional tail it sums only its samples and output rows (reading the
+// input rows their windows reach) into partial `part`, which a Reduce then adds up.
+//   operands: X [N,C,H,W], dY [N,M,OH,OW], dW [M,C/G,KH,KW] (with the tail [parts,M,C/G,KH,KW])
 //   params:   format::params::ConvGradWeight
 void run_conv_grad_weight(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const float* x = v.f32(0);
   const float* dy = v.f32(1);
-  float* dw = v.f32(2);
+  const GradWeightShare share = grad_weight_share(v, w);
+  float* dw = v.f32(2) + share.part * s.M * s.K;
   const int64_t plane = w.out_plane(), m_begin = v.params[ConvGradWeight::kMBegin],
                 m_end = v.params[ConvGradWeight::kMEnd];
   const int64_t c_begin = v.params[ConvGradWeight::kCBegin], c_end = v.params[ConvGradWeight::kCEnd],
@@ -270,15 +336,19 @@ void run_conv_grad_weight(const PreparedVertex& v, KernelContext& context) {
   if (cols == 0) return;
   for (int64_t m = m_begin; m < m_end; ++m)
     std::fill(dw + m * s.K + c_begin * taps, dw + m * s.K + c_end * taps, 0.0f);
-  float* col = context.scratch.floats(static_cast<size_t>(cols * plane));
-  for (int64_t n = 0; n < w.N; ++n) {
+  const int64_t positions = (share.row_end - share.row_begin) * w.OW;
+  if (positions == 0) return;
+  float* col = context.scratch.floats(static_cast<size_t>(cols * positions));
+  for (int64_t n = share.n_begin; n < share.n_end; ++n) {
     for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
       const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
       if (hi <= lo) continue;
-      im2col(w, x + (n * w.C + g * s.Cg + c_begin) * w.in_plane(), c_end - c_begin, col);
+      im2col(w, x + (n * w.C + g * s.Cg + c_begin) * w.in_plane(), c_end - c_begin, share.row_begin,
+             share.row_end, col);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(hi - lo), static_cast<int>(cols),
-                  static_cast<int>(plane), 1.0f, dy + (n * s.M + lo) * plane, static_cast<int>(plane), col,
-                  static_cast<int>(plane), 1.0f, dw + lo * s.K + c_begin * taps, static_cast<int>(s.K));
+                  static_cast<int>(positions), 1.0f, dy + (n * s.M + lo) * plane + share.row_begin * w.OW,
+                  static_cast<int>(plane), col, static_cast<int>(positions), 1.0f,
+                  dw + lo * s.K + c_begin * taps, static_cast<int>(s.K));
     }
   }
 }
@@ -286,41 +356,70 @@ void run_conv_grad_weight(const PreparedVertex& v, KernelContext& context) {
 Status validate_conv_grad_weight(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   using P = ConvGradWeight;
-  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  // The share params are optional together: without them the params end at c_end.
+  const bool has_share = v.params_size() == P::kCount;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, has_share ? P::kCount : P::kNBegin, 0));
+  const int64_t parts = has_share ? v.params(P::kParts) : 1;
+  if (parts <= 0 || parts > (int64_t{1} << 16))
+    return invalid_argument("parts " + std::to_string(parts) + " outside [1, 2^16]");
+  if (ops[2].elements % static_cast<uint64_t>(parts) != 0)
+    return invalid_argument("dW does not hold " + std::to_string(parts) + " equal partials");
   IPU_ASSIGN_OR_RETURN(ConvShape s,
-                       validate_conv_shape(v, ops[0].elements, ops[2].elements, ops[1].elements));
+                       validate_conv_shape(v, ops[0].elements, ops[2].elements / static_cast<uint64_t>(parts),
+                                           ops[1].elements));
   IPU_RETURN_IF_ERROR(expect_range(v.params(P::kMBegin), v.params(P::kMEnd), s.M, "output channel"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(P::kCBegin), v.params(P::kCEnd), s.Cg, "input channel"));
+  if (has_share) {
+    IPU_RETURN_IF_ERROR(expect_range(v.params(P::kNBegin), v.params(P::kNEnd), s.w.N, "sample"));
+    IPU_RETURN_IF_ERROR(
+        expect_range(v.params(P::kOutRowBegin), v.params(P::kOutRowEnd), s.w.OH, "output row"));
+    if (v.params(P::kPart) < 0 || v.params(P::kPart) >= parts)
+      return invalid_argument("part " + std::to_string(v.params(P::kPart)) + " outside [0, parts)");
+  }
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }
 
 // ChannelSum: y[c] = sum over n and s of X[n, c, s] for channels [c_begin, c_end) (the gradient
-// of a per-channel bias or shift).
-//   operands: X [N,C,S], y [C]
+// of a per-channel bias or shift). With the optional tail it sums samples [n_begin, n_end) only,
+// into y[part·C + c] of a [parts, C] operand, which a Reduce then adds up.
+//   operands: X [N,C,S], y [C] (with the tail [parts, C])
 //   params:   format::params::ChannelSum
 void run_channel_sum(const PreparedVertex& v) {
   using P = format::params::ChannelSum;
   const int64_t N = v.params[P::kN], C = v.params[P::kC], S = v.params[P::kS];
+  const bool has_share = v.num_params > P::kPart;
+  const int64_t n_begin = has_share ? v.params[P::kNBegin] : 0, n_end = has_share ? v.params[P::kNEnd] : N;
   const float* x = v.f32(0);
+  float* y = v.f32(1) + (has_share ? v.params[P::kPart] * C : 0);
   for (int64_t c = v.params[P::kCBegin]; c < v.params[P::kCEnd]; ++c) {
     double sum = 0;
-    for (int64_t n = 0; n < N; ++n) {
+    for (int64_t n = n_begin; n < n_end; ++n) {
       const float* row = x + (n * C + c) * S;
       for (int64_t i = 0; i < S; ++i)
         sum += row[i];
     }
-    v.f32(1)[c] = static_cast<float>(sum);
+    y[c] = static_cast<float>(sum);
   }
 }
 
 Status validate_channel_sum(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using P = format::params::ChannelSum;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  // The share params are optional together: without them the params end at c_end.
+  const bool has_share = v.params_size() == P::kCount;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, has_share ? P::kCount : P::kNBegin, 0));
   IPU_RETURN_IF_ERROR(
       expect_elements({v.params(P::kN), v.params(P::kC), v.params(P::kS)}, ops[0].elements, "X"));
-  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kC)}, ops[1].elements, "y"));
+  const int64_t parts = has_share ? v.params(P::kParts) : 1;
+  if (parts <= 0 || parts > (int64_t{1} << 16))
+    return invalid_argument("parts " + std::to_string(parts) + " outside [1, 2^16]");
+  IPU_RETURN_IF_ERROR(expect_elements({parts, v.params(P::kC)}, ops[1].elements, "y"));
+  if (has_share) {
+    IPU_RETURN_IF_ERROR(expect_range(v.params(P::kNBegin), v.params(P::kNEnd), v.params(P::kN), "sample"));
+    if (v.params(P::kPart) < 0 || v.params(P::kPart) >= parts)
+      return invalid_argument("part " + std::to_string(v.params(P::kPart)) + " outside [0, parts)");
+  }
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return expect_range(v.params(P::kCBegin), v.params(P::kCEnd), v.params(P::kC), "channel");
 }

@@ -147,6 +147,86 @@ TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, w
   }
 }
 
+// The splits the compiler makes of the backward convolution (compiler/ops/conv_ops.cpp) against
+// one vertex doing all the work: ConvGradInput over samples × input channels × input rows gives
+// the same bits; ConvGradWeight over samples × output rows into partials, summed, gives the single
+// vertex's sums within float rounding, and its one-share form the same bits as the old layout.
+TEST_CASE("kernels: every split of ConvGradInput and ConvGradWeight gives the single vertex's result") {
+  for (const Geometry& g : conv_geometries()) {
+    for (int64_t groups : {int64_t{1}, int64_t{2}, g.C}) {
+      if (g.C % groups != 0) continue;
+      const int64_t M = 2 * groups, Cg = g.C / groups, OH = g.OH();
+      CAPTURE(g.H);
+      CAPTURE(groups);
+      auto x = values(static_cast<size_t>(g.N * g.C * g.H * g.W), 11);
+      auto w = values(static_cast<size_t>(M * Cg * g.KH * g.KW), 12);
+      auto dy = values(static_cast<size_t>(g.N * M * OH * g.OW()), 13);
+      const std::vector<int64_t> p = with(g.params(), {M, groups});
+      std::vector<float> dx_one(x.size(), -7.0f), dx(x.size(), -7.0f);
+      run(Codelet::kConvGradInput, {dy.data(), w.data(), dx_one.data()}, with(p, {0, g.N}));
+      // Channels split across a group boundary and rows into three blocks, the first one row.
+      const std::pair<int64_t, int64_t> channel_blocks[] = {{0, 1}, {1, g.C}};
+      const std::pair<int64_t, int64_t> row_blocks[] = {{0, 1}, {1, (g.H + 1) / 2}, {(g.H + 1) / 2, g.H}};
+      for (auto [nb, ne] : {std::pair<int64_t, int64_t>{0, 1}, {1, g.N}}) {
+        for (auto [cb, ce] : channel_blocks) {
+          for (auto [rb, re] : row_blocks) {
+            run(Codelet::kConvGradInput, {dy.data(), w.data(), dx.data()}, with(p, {nb, ne, cb, ce, rb, re}));
+          }
+        }
+      }
+      CHECK(std::memcmp(dx.data(), dx_one.data(), dx.size() * sizeof(float)) == 0);
+
+      std::vector<float> dw_one(w.size(), -7.0f), dw_tail(w.size(), -7.0f);
+      run(Codelet::kConvGradWeight, {x.data(), dy.data(), dw_one.data()}, with(p, {0, M, 0, Cg}));
+      run(Codelet::kConvGradWeight, {x.data(), dy.data(), dw_tail.data()},
+          with(p, {0, M, 0, Cg, 0, g.N, 0, OH, 1, 0}));
+      CHECK(std::memcmp(dw_tail.data(), dw_one.data(), w.size() * sizeof(float)) == 0);
+      // Four shares: samples in two, output rows in two (the second may be empty at OH = 1).
+      const int64_t parts = 4, half = (OH + 1) / 2;
+      std::vector<float> partials(static_cast<size_t>(parts) * w.size(), -7.0f);
+      for (int64_t part = 0; part < parts; ++part) {
+        const int64_t nb = part / 2 == 0 ? 0 : 1, ne = part / 2 == 0 ? 1 : g.N;
+        const int64_t ob = part % 2 == 0 ? 0 : half, oe = part % 2 == 0 ? half : OH;
+        // Output channels split across a group boundary, input channels whole.
+        run(Codelet::kConvGradWeight, {x.data(), dy.data(), partials.data()},
+            with(p, {0, 1, 0, Cg, nb, ne, ob, oe, parts, part}));
+        run(Codelet::kConvGradWeight, {x.data(), dy.data(), partials.data()},
+            with(p, {1, M, 0, Cg, nb, ne, ob, oe, parts, part}));
+      }
+      std::vector<double> summed(w.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        for (int64_t part = 0; part < parts; ++part)
+          summed[i] += partials[static_cast<size_t>(part) * w.size() + i];
+      }
+      check_close(dw_one, summed);
+    }
+  }
+}
+
+TEST_CASE("kernels: ConvGradInput and ConvGradWeight refuse blocks and shares outside their operands") {
+  const Geometry g{2, 4, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const auto p = with(g.params(), {8, 2});
+  const uint64_t xs = 2 * 4 * 5 * 6, ws = 8 * 2 * 9, ys = 2 * 8 * 5 * 6;
+  CHECK(validate(Codelet::kConvGradInput, {ys, ws, xs}, with(p, {0, 2})).ok());
+  CHECK(validate(Codelet::kConvGradInput, {ys, ws, xs}, with(p, {0, 2, 1, 3, 2, 5})).ok());
+  CHECK_FALSE(
+      validate(Codelet::kConvGradInput, {ys, ws, xs}, with(p, {0, 2, 1, 5, 0, 5})).ok()); // channels past C
+  CHECK_FALSE(
+      validate(Codelet::kConvGradInput, {ys, ws, xs}, with(p, {0, 2, 0, 4, 3, 6})).ok());   // rows past H
+  CHECK_FALSE(validate(Codelet::kConvGradInput, {ys, ws, xs}, with(p, {0, 2, 0, 4})).ok()); // half a block
+  CHECK(validate(Codelet::kConvGradWeight, {xs, ys, ws}, with(p, {0, 8, 0, 2})).ok());
+  CHECK(validate(Codelet::kConvGradWeight, {xs, ys, 3 * ws}, with(p, {0, 8, 0, 2, 1, 2, 0, 5, 3, 2})).ok());
+  CHECK_FALSE(validate(Codelet::kConvGradWeight, {xs, ys, 3 * ws}, with(p, {0, 8, 0, 2, 1, 2, 0, 5, 3, 3}))
+                  .ok()); // part
+  CHECK_FALSE(validate(Codelet::kConvGradWeight, {xs, ys, 2 * ws}, with(p, {0, 8, 0, 2, 1, 2, 0, 5, 3, 0}))
+                  .ok()); // size
+  CHECK_FALSE(validate(Codelet::kConvGradWeight, {xs, ys, 3 * ws}, with(p, {0, 8, 0, 2, 1, 3, 0, 5, 3, 0}))
+                  .ok()); // samples
+  CHECK_FALSE(validate(Codelet::kConvGradWeight, {xs, ys, 3 * ws}, with(p, {0, 8, 0, 2, 1, 2, 0, 6, 3, 0}))
+                  .ok()); // rows
+  CHECK_FALSE(validate(Codelet::kConvGradWeight, {xs, ys, ws}, with(p, {0, 8, 0, 2, 0, 2, 0, 5, 0, 0})).ok());
+}
+
 TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops") {
   for (const Geometry& g : kGeometries) {
     for (bool include_pad : {false, true}) {
@@ -348,6 +428,24 @@ TEST_CASE("kernels: ChannelSum and ChannelAffine") {
   }
   check_close(sum, sum_want);
   check_close(y, y_want);
+  // Split over samples into partials (as the compiler splits a large bias gradient), summed: the
+  // same sums within float rounding; the one-share form gives the old layout's bits.
+  std::vector<float> partials(2 * C, -7.0f), one(C, -7.0f);
+  run(Codelet::kChannelSum, {x.data(), partials.data()}, {N, C, S, 0, 2, 0, 1, 2, 0});
+  run(Codelet::kChannelSum, {x.data(), partials.data()}, {N, C, S, 2, C, 0, 1, 2, 0});
+  run(Codelet::kChannelSum, {x.data(), partials.data()}, {N, C, S, 0, C, 1, N, 2, 1});
+  std::vector<double> summed(C);
+  for (size_t c = 0; c < static_cast<size_t>(C); ++c)
+    summed[c] = static_cast<double>(partials[c]) + partials[static_cast<size_t>(C) + c];
+  check_close(sum, summed);
+  run(Codelet::kChannelSum, {x.data(), one.data()}, {N, C, S, 0, C, 0, N, 1, 0});
+  CHECK(std::memcmp(one.data(), sum.data(), sum.size() * sizeof(float)) == 0);
+  const auto xs = static_cast<uint64_t>(N * C * S), cs = static_cast<uint64_t>(C);
+  CHECK(validate(Codelet::kChannelSum, {xs, 2 * cs}, {N, C, S, 0, C, 1, N, 2, 1}).ok());
+  CHECK_FALSE(validate(Codelet::kChannelSum, {xs, cs}, {N, C, S, 0, C, 1, N, 2, 1}).ok());     // size
+  CHECK_FALSE(validate(Codelet::kChannelSum, {xs, 2 * cs}, {N, C, S, 0, C, 1, N, 2, 2}).ok()); // part
+  CHECK_FALSE(validate(Codelet::kChannelSum, {xs, 2 * cs}, {N, C, S, 0, C, 1, N + 1, 2, 1}).ok());
+  CHECK_FALSE(validate(Codelet::kChannelSum, {xs, cs}, {N, C, S, 0, C, 0, N}).ok()); // half a share
 }
 
 TEST_CASE("kernels: BatchNorm, its gradients and ChannelsLayout") {
