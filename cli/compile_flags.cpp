@@ -46,8 +46,9 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--loss", f.loss, "Loss to train with (required for ONNX models; overrides a spec's)")
            ->check(CLI::IsMember({"sparse_categorical_crossentropy"})));
   keep(cmd->add_option("--optimizer", f.optimizer,
-                       "Optimizer: sgd, adam or adamw (ONNX models: default sgd; overrides the spec's)")
-           ->check(CLI::IsMember({"sgd", "adam", "adamw"})));
+                       "Optimizer: sgd, adam, adamw, rmsprop, adagrad or adamax (ONNX models: default sgd; "
+                       "overrides the spec's)")
+           ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax"})));
   // The device computes in float32: a rate that rounds to 0 or to infinity there is refused, not
   // trained with (1e-46 was read as 0, and the spec's rate silently used instead).
   const CLI::Validator positive_float32(
@@ -62,15 +63,34 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
       "POSITIVE FLOAT32");
   keep(cmd->add_option("--learning-rate", f.learning_rate, "Learning rate (overrides the spec)")
            ->check(positive_float32));
-  keep(cmd->add_option("--momentum", f.momentum, "SGD momentum (overrides the spec)")
+  keep(cmd->add_option("--momentum", f.momentum, "SGD or RMSProp momentum (overrides the spec)")
            ->check(CLI::Range(0.0, 0.999999)));
-  keep(cmd->add_option("--beta1", f.beta_1, "Adam/AdamW beta_1, in [0, 1) (default 0.9)")
+  keep(cmd->add_option("--dampening", f.dampening, "SGD dampening of the momentum, in [0, 1] (default 0)")
+           ->check(CLI::Range(0.0, 1.0)));
+  // Flag callbacks, so that a flag not given leaves the spec's value (CLI11's add_flag gave an
+  // optional<bool> a value even when its flag was absent).
+  keep(cmd->add_flag_callback(
+      "--nesterov", [&f] { f.nesterov = true; }, "SGD: Nesterov momentum (default off)"));
+  keep(cmd->add_flag_callback(
+      "--no-nesterov", [&f] { f.nesterov = false; }, "SGD: no Nesterov momentum"));
+  keep(cmd->add_option("--beta1", f.beta_1, "Adam/AdamW/AdaMax beta_1, in [0, 1) (default 0.9)")
            ->check(CLI::Range(0.0, 0.999999)));
-  keep(cmd->add_option("--beta2", f.beta_2, "Adam/AdamW beta_2, in [0, 1) (default 0.999)")
+  keep(cmd->add_option("--beta2", f.beta_2, "Adam/AdamW/AdaMax beta_2, in [0, 1) (default 0.999)")
            ->check(CLI::Range(0.0, 0.999999)));
-  keep(cmd->add_option("--epsilon", f.epsilon, "Adam/AdamW epsilon (default 1e-7)")->check(positive_float32));
+  keep(cmd->add_option("--epsilon", f.epsilon, "Epsilon of every optimizer but SGD (default 1e-7)")
+           ->check(positive_float32));
   keep(cmd->add_option("--weight-decay", f.weight_decay,
-                       "Adam: L2 added to the gradient; AdamW: decoupled decay (default 0, AdamW 0.004)")
+                       "L2 added to the gradient; AdamW: decoupled decay (default 0, AdamW 0.004)")
+           ->check(CLI::NonNegativeNumber));
+  keep(cmd->add_option("--rho", f.rho, "RMSProp's discount of the square average, in [0, 1) (default 0.9)")
+           ->check(CLI::Range(0.0, 0.999999)));
+  keep(cmd->add_flag_callback(
+      "--centered", [&f] { f.centered = true; },
+      "RMSProp: normalise by the gradient's variance, not its mean square (default off)"));
+  keep(cmd->add_flag_callback(
+      "--no-centered", [&f] { f.centered = false; }, "RMSProp: not centered"));
+  keep(cmd->add_option("--initial-accumulator-value", f.initial_accumulator_value,
+                       "Adagrad's starting sum of squared gradients (default 0.1)")
            ->check(CLI::NonNegativeNumber));
   keep(cmd->add_option("--stage-assignment", f.stage_assignment,
                        "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")

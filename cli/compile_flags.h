@@ -31,11 +31,17 @@ struct CompileFlags {
   std::string optimizer;
   float learning_rate = 0; // 0: the spec's
   float momentum = -1;     // negative: the spec's
-  // Adam's and AdamW's; unset: the spec's or Keras's defaults.
+  // The optimizers' arguments (compiler::CompileOptions says which each applies to); unset: the
+  // spec's or Keras's defaults.
+  std::optional<float> dampening;
+  std::optional<bool> nesterov;
   std::optional<float> beta_1;
   std::optional<float> beta_2;
   std::optional<float> epsilon;
   std::optional<float> weight_decay;
+  std::optional<float> rho;
+  std::optional<bool> centered;
+  std::optional<float> initial_accumulator_value;
   std::vector<int> stage_assignment;
   std::vector<std::string> constant_inputs; // NAME=FILE, each checked for that form by CLI11
 };

@@ -26,10 +26,15 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   if (!f.optimizer.empty()) o.optimizer = f.optimizer;
   if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
   if (f.momentum >= 0) o.momentum = f.momentum;
+  o.dampening = f.dampening;
+  o.nesterov = f.nesterov;
   o.beta_1 = f.beta_1;
   o.beta_2 = f.beta_2;
   o.epsilon = f.epsilon;
   o.weight_decay = f.weight_decay;
+  o.rho = f.rho;
+  o.centered = f.centered;
+  o.initial_accumulator_value = f.initial_accumulator_value;
   o.stage_assignment = f.stage_assignment;
   for (const std::string& binding : f.constant_inputs) {
     // The flag's check guarantees NAME=FILE; a name never holds '=', a path may.

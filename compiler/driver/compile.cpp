@@ -1,5 +1,6 @@
 #include "compiler/driver/compile.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -27,6 +28,10 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 std::string float_key(float value) {
   char buffer[32]; // a float's shortest form has at most 15 characters (-1.17549435e-38)
   return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
+}
+
+Status unknown_optimizer(const std::string& name) {
+  return bad_option("--optimizer must be sgd, adam, adamw, rmsprop, adagrad or adamax, got '" + name + "'");
 }
 
 // Each bound input as NAME=DTYPE[SHAPE]:SHA256(bytes), names length-prefixed so no two binding
@@ -64,13 +69,18 @@ Status validate_options(const CompileOptions& o) {
   if (o.loss && *o.loss != "sparse_categorical_crossentropy") {
     return bad_option("--loss must be sparse_categorical_crossentropy, got '" + *o.loss + "'");
   }
-  if (o.optimizer && !passes::optimizer_kind(*o.optimizer))
-    return bad_option("--optimizer must be sgd, adam or adamw, got '" + *o.optimizer + "'");
+  if (o.optimizer && !passes::optimizer_kind(*o.optimizer)) return unknown_optimizer(*o.optimizer);
   if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
   if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return bad_option("--momentum must be in [0, 1)");
-  for (const auto& [flag, beta] : {std::pair{"--beta1", o.beta_1}, std::pair{"--beta2", o.beta_2}}) {
-    if (beta && !(*beta >= 0 && *beta < 1)) return bad_option(std::string(flag) + " must be in [0, 1)");
+  for (const auto& [flag, value] :
+       {std::pair{"--beta1", o.beta_1}, std::pair{"--beta2", o.beta_2}, std::pair{"--rho", o.rho}}) {
+    if (value && !(*value >= 0 && *value < 1)) return bad_option(std::string(flag) + " must be in [0, 1)");
   }
+  if (o.dampening && !(*o.dampening >= 0 && *o.dampening <= 1))
+    return bad_option("--dampening must be in [0, 1]");
+  if (o.initial_accumulator_value &&
+      !(*o.initial_accumulator_value >= 0 && std::isfinite(*o.initial_accumulator_value)))
+    return bad_option("--initial-accumulator-value must be non-negative");
   if (o.epsilon && !(*o.epsilon > 0 && std::isfinite(*o.epsilon)))
     return bad_option("--epsilon must be positive");
   if (o.weight_decay && !(*o.weight_decay >= 0 && std::isfinite(*o.weight_decay)))
@@ -86,26 +96,60 @@ struct Model {
 };
 
 // The model's optimizer with the options' changes; refuses a flag the resulting optimizer has no
-// use for (--momentum with Adam, --beta1 with SGD) rather than ignoring it.
+// use for (--momentum with Adam, --beta1 with SGD) rather than ignoring it, and Nesterov momentum
+// without momentum or with dampening (as torch.optim.SGD does).
 StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimizer,
                                                  const CompileOptions& options) {
+  using K = passes::OptimizerKind;
   if (options.optimizer) {
-    const std::optional<passes::OptimizerKind> kind = passes::optimizer_kind(*options.optimizer);
-    if (!kind) return bad_option("--optimizer must be sgd, adam or adamw, got '" + *options.optimizer + "'");
+    const std::optional<K> kind = passes::optimizer_kind(*options.optimizer);
+    if (!kind) return unknown_optimizer(*options.optimizer);
     if (*kind != optimizer.kind) optimizer = passes::default_optimizer(*kind);
   }
-  const bool sgd = optimizer.kind == passes::OptimizerKind::kSgd;
-  const std::string name = passes::optimizer_name(optimizer.kind);
-  if (sgd && (options.beta_1 || options.beta_2 || options.epsilon || options.weight_decay)) {
-    return bad_option("--beta1, --beta2, --epsilon and --weight-decay apply to adam and adamw, not sgd");
+  struct FlagUse {
+    const char* flag;
+    bool given;
+    std::vector<K> kinds;
+  };
+  const std::vector<K> adam_family = {K::kAdam, K::kAdamW, K::kAdaMax};
+  const std::vector<FlagUse> uses = {
+      {"--momentum", options.momentum.has_value(), {K::kSgd, K::kRmsProp}},
+      {"--dampening", options.dampening.has_value(), {K::kSgd}},
+      {"--nesterov", options.nesterov.has_value(), {K::kSgd}},
+      {"--beta1", options.beta_1.has_value(), adam_family},
+      {"--beta2", options.beta_2.has_value(), adam_family},
+      {"--epsilon", options.epsilon.has_value(), {K::kAdam, K::kAdamW, K::kAdaMax, K::kRmsProp, K::kAdagrad}},
+      {"--rho", options.rho.has_value(), {K::kRmsProp}},
+      {"--centered", options.centered.has_value(), {K::kRmsProp}},
+      {"--initial-accumulator-value", options.initial_accumulator_value.has_value(), {K::kAdagrad}},
+  };
+  for (const FlagUse& use : uses) {
+    if (!use.given || std::find(use.kinds.begin(), use.kinds.end(), optimizer.kind) != use.kinds.end())
+      continue;
+    std::string applies;
+    for (size_t i = 0; i < use.kinds.size(); ++i) {
+      applies += (i == 0 ? "" : i + 1 == use.kinds.size() ? " and " : ", ");
+      applies += passes::optimizer_name(use.kinds[i]);
+    }
+    return bad_option(std::string(use.flag) + " applies to " + applies + ", not " +
+                      passes::optimizer_name(optimizer.kind));
   }
-  if (!sgd && options.momentum) return bad_option("--momentum applies to sgd, not " + name);
   if (options.learning_rate) optimizer.learning_rate = *options.learning_rate;
   if (options.momentum) optimizer.momentum = *options.momentum;
+  if (options.dampening) optimizer.dampening = *options.dampening;
+  if (options.nesterov) optimizer.nesterov = *options.nesterov;
   if (options.beta_1) optimizer.beta_1 = *options.beta_1;
   if (options.beta_2) optimizer.beta_2 = *options.beta_2;
   if (options.epsilon) optimizer.epsilon = *options.epsilon;
   if (options.weight_decay) optimizer.weight_decay = *options.weight_decay;
+  if (options.rho) optimizer.rho = *options.rho;
+  if (options.centered) optimizer.centered = *options.centered;
+  if (options.initial_accumulator_value)
+    optimizer.initial_accumulator_value = *options.initial_accumulator_value;
+  if (optimizer.nesterov && (optimizer.momentum == 0.0f || optimizer.dampening != 0.0f)) {
+    return bad_option("--nesterov needs a momentum and no dampening (as torch.optim.SGD), got momentum " +
+                      float_key(optimizer.momentum) + ", dampening " + float_key(optimizer.dampening));
+  }
   return optimizer;
 }
 
@@ -169,13 +213,28 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     out.emplace_back("optimizer", passes::optimizer_name(optimizer.kind));
     out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
     out.emplace_back("momentum", float_key(optimizer.momentum));
-    // Only Adam's keys carry its arguments, so SGD's keys are what they were before Adam.
-    if (optimizer.kind != passes::OptimizerKind::kSgd) {
+    // Each optimizer keys the arguments it uses, so the keys of plain SGD (no dampening, Nesterov or
+    // weight decay) and of Adam are what they were before the other optimizers.
+    using K = passes::OptimizerKind;
+    const bool plain_sgd = optimizer.kind == K::kSgd && optimizer.dampening == 0.0f && !optimizer.nesterov &&
+                           optimizer.weight_decay == 0.0f;
+    if (optimizer.kind == K::kSgd && !plain_sgd) {
+      out.emplace_back("dampening", float_key(optimizer.dampening));
+      out.emplace_back("nesterov", optimizer.nesterov ? "1" : "0");
+    }
+    if (optimizer.kind == K::kAdam || optimizer.kind == K::kAdamW || optimizer.kind == K::kAdaMax) {
       out.emplace_back("beta_1", float_key(optimizer.beta_1));
       out.emplace_back("beta_2", float_key(optimizer.beta_2));
-      out.emplace_back("epsilon", float_key(optimizer.epsilon));
-      out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
     }
+    if (optimizer.kind == K::kRmsProp) {
+      out.emplace_back("rho", float_key(optimizer.rho));
+      out.emplace_back("centered", optimizer.centered ? "1" : "0");
+    }
+    if (optimizer.kind == K::kAdagrad) {
+      out.emplace_back("initial_accumulator_value", float_key(optimizer.initial_accumulator_value));
+    }
+    if (optimizer.kind != K::kSgd) out.emplace_back("epsilon", float_key(optimizer.epsilon));
+    if (!plain_sgd) out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
   } else {
     for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"})
       out.emplace_back(name, "unused");

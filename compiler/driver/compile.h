@@ -33,18 +33,25 @@ struct CompileOptions {
   uint32_t num_ipus = 16; // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
   std::optional<std::string> loss; // overrides the spec's loss; required to train ONNX models
-  // "sgd", "adam" or "adamw"; ONNX models train with SGD when not given. One that differs from
-  // the spec's replaces it, with its Keras defaults (the spec's arguments are not its own).
+  // "sgd", "adam", "adamw", "rmsprop", "adagrad" or "adamax"; ONNX models train with SGD when
+  // not given. One that differs from the spec's replaces it, with its Keras defaults (the spec's
+  // arguments are not its own). The arguments below override the optimizer's; each applies to the
+  // optimizers docs/training.md lists it for, and is refused with any other.
   std::optional<std::string> optimizer;
-  std::optional<float> learning_rate; // overrides the optimizer's
-  std::optional<float> momentum;      // SGD only
-  std::optional<float> beta_1;        // Adam and AdamW only, as the three below
+  std::optional<float> learning_rate;
+  std::optional<float> momentum;  // SGD, RMSProp
+  std::optional<float> dampening; // SGD
+  std::optional<bool> nesterov;   // SGD
+  std::optional<float> beta_1;    // Adam, AdamW, AdaMax
   std::optional<float> beta_2;
-  std::optional<float> epsilon;
-  std::optional<float> weight_decay;
-  std::vector<int> stage_assignment; // overrides the spec's stages when non-empty
-  std::string schedule = "grouped";  // pipeline schedule: grouped, interleaved, sequential
-  bool recompute = false;            // pipelines: recompute activations instead of stashing them
+  std::optional<float> epsilon;                   // all but SGD
+  std::optional<float> weight_decay;              // all
+  std::optional<float> rho;                       // RMSProp
+  std::optional<bool> centered;                   // RMSProp
+  std::optional<float> initial_accumulator_value; // Adagrad
+  std::vector<int> stage_assignment;              // overrides the spec's stages when non-empty
+  std::string schedule = "grouped";               // pipeline schedule: grouped, interleaved, sequential
+  bool recompute = false;                         // pipelines: recompute activations instead of stashing them
   // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
   std::map<std::string, frontend::ConstantInput> constant_inputs;
 };

@@ -367,22 +367,43 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
     }
     const std::optional<passes::OptimizerKind> kind = passes::optimizer_kind(opt["type"].get<std::string>());
     if (!kind) {
-      problems.add_unsupported("optimizer", "unsupported optimizer " + describe(opt["type"]) +
-                                                " (ipucc trains with sgd, adam or adamw)");
+      problems.add_unsupported("optimizer",
+                               "unsupported optimizer " + describe(opt["type"]) +
+                                   " (ipucc trains with sgd, adam, adamw, rmsprop, adagrad or adamax)");
       return;
     }
     spec.optimizer = passes::default_optimizer(*kind);
-    // Adam's arguments, as Keras names them; any other (amsgrad, momentum) is refused rather
-    // than ignored. (SGD specs have always been read leniently, and still are.)
+    // The optimizer's arguments, as Keras names them; any other (amsgrad, momentum for Adam) is
+    // refused rather than ignored. (SGD specs have always been read leniently, and still are.)
     if (*kind != passes::OptimizerKind::kSgd) {
-      const std::set<std::string> known = {"type",   "learning_rate", "beta_1",
-                                           "beta_2", "epsilon",       "weight_decay"};
+      std::set<std::string> known = {"type", "learning_rate", "epsilon", "weight_decay"};
+      switch (*kind) {
+      case passes::OptimizerKind::kRmsProp:
+        known.insert({"rho", "momentum", "centered"});
+        break;
+      case passes::OptimizerKind::kAdagrad:
+        known.insert("initial_accumulator_value");
+        break;
+      default:
+        known.insert({"beta_1", "beta_2"});
+        break;
+      }
       for (const auto& [key, value] : opt.items()) {
         if (known.count(key) == 0) {
           problems.add("optimizer", "unknown argument '" + key + "' for " + passes::optimizer_name(*kind));
         }
       }
     }
+    auto read_bool = [&](const char* key, bool& into) {
+      if (!opt.contains(key)) return;
+      if (!opt[key].is_boolean()) {
+        problems.add("optimizer", std::string("'") + key + "' must be true or false");
+      } else {
+        into = opt[key].get<bool>();
+      }
+    };
+    read_bool("nesterov", spec.optimizer.nesterov);
+    read_bool("centered", spec.optimizer.centered);
     // A beta in [0, 1), epsilon positive, weight decay non-negative: all finite float32 values.
     auto read_float = [&](const char* key, double low, bool low_open, double high, bool high_open,
                           const char* range, float& into) {
@@ -403,6 +424,10 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
     read_float("epsilon", 0, true, inf, true, "a positive number that float32 holds", spec.optimizer.epsilon);
     read_float("weight_decay", 0, false, inf, true, "a non-negative number that float32 holds",
                spec.optimizer.weight_decay);
+    read_float("dampening", 0, false, 1, false, "in [0, 1]", spec.optimizer.dampening);
+    read_float("rho", 0, false, 1, true, "in [0, 1)", spec.optimizer.rho);
+    read_float("initial_accumulator_value", 0, false, inf, true, "a non-negative number that float32 holds",
+               spec.optimizer.initial_accumulator_value);
     if (opt.contains("learning_rate")) {
       // The device computes in float32: a rate that rounds to 0 or infinity there is no rate.
       const bool positive_float32 = opt["learning_rate"].is_number() &&

@@ -44,6 +44,9 @@ struct ActivationGradAttrs {
 struct SgdUpdateAttrs {
   float learning_rate = 0.0f;
   float momentum = 0.0f;
+  float dampening = 0.0f;    // with momentum; the first step is undampened (torch)
+  float weight_decay = 0.0f; // L2, added to the gradient
+  bool nesterov = false;
   float gradient_scale = 1.0f; // the gradient is multiplied by this first
   bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
 };
@@ -139,16 +142,40 @@ struct AdamUpdateAttrs {
   bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
 };
 
+// RMSProp (torch.optim.RMSprop; Keras's rho is torch's alpha).
+struct RmsPropUpdateAttrs {
+  float learning_rate = 0.0f;
+  float rho = 0.0f;
+  float momentum = 0.0f;
+  float epsilon = 0.0f;
+  float weight_decay = 0.0f;
+  bool centered = false;
+  float gradient_scale = 1.0f; // the gradient is multiplied by this first
+  bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
+};
+
+// Adagrad (torch.optim.Adagrad without lr_decay) or AdaMax (torch.optim.Adamax; beta_1, beta_2).
+struct AdaptiveUpdateAttrs {
+  float learning_rate = 0.0f;
+  float beta_1 = 0.0f;
+  float beta_2 = 0.0f;
+  float epsilon = 0.0f;
+  float weight_decay = 0.0f;
+  float gradient_scale = 1.0f; // the gradient is multiplied by this first
+  bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
+};
+
 // NllLossGrad: its loss's attributes and the shape of dX, [N, C, D].
 struct NllLossGradAttrs {
   NllLossAttrs loss;
   std::vector<int64_t> dx_shape;
 };
 
-using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs,
-                             SgdUpdateAttrs, AdamUpdateAttrs, UnaryAttrs, BinaryAttrs, StridedCopyAttrs,
-                             AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs,
-                             WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs>;
+using OpAttrs =
+    std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
+                 AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs, UnaryAttrs, BinaryAttrs,
+                 StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs,
+                 ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
 template <class T, class V = OpAttrs> struct AttrsIndex;

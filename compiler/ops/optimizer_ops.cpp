@@ -1,5 +1,6 @@
-// ColumnSum (bias gradients), AccumulateGrad (gradient accumulation), SgdUpdate (Keras SGD
-// with momentum, in place) and AdamUpdate (Adam and AdamW, in place; docs/training.md).
+// ColumnSum (bias gradients), AccumulateGrad (gradient accumulation) and the optimizers' updates,
+// all in place: SgdUpdate (SGD with momentum, dampening, Nesterov and weight decay), AdamUpdate
+// (Adam and AdamW), RmsPropUpdate, AdagradUpdate and AdaMaxUpdate (docs/training.md).
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/op_table.h"
@@ -36,22 +37,166 @@ Status lower_column_sum(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-// Inputs: weight, gradient[, velocity] (velocity only with momentum). Updates weight and velocity in place;
-// no outputs.
-Status infer_sgd_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
+// Inputs: weight, gradient, `elementwise - 2` state tensors shaped like the weight, then, with
+// `step`, a one-element step count. Checked for every update op but SgdUpdate's plain form.
+Status check_update_inputs(const Graph& g, const Op& op, size_t elementwise, bool step) {
+  if (op.inputs.size() != elementwise + (step ? 1 : 0))
+    return invalid_argument("expects " + std::to_string(elementwise + (step ? 1 : 0)) + " inputs");
   const auto& w = g.value(op.inputs[0]).type;
-  for (int in : op.inputs) {
-    if (g.value(in).type.shape != w.shape)
-      return invalid_argument("weight, gradient and velocity shapes differ");
+  for (size_t i = 1; i < elementwise; ++i) {
+    if (g.value(op.inputs[i]).type.shape != w.shape)
+      return invalid_argument("weight, gradient and optimizer state shapes differ");
   }
-  if (op.inputs.size() != 2 && op.inputs.size() != 3)
-    return invalid_argument("expects weight, gradient[, velocity]");
+  if (step && g.value(op.inputs.back()).type.elements() != 1)
+    return invalid_argument("the step count must be a scalar");
   return Status();
 }
 
+// Emits one `codelet` vertex per slice of the weight, each reading its slice of the first
+// `elementwise` operands and, with `step` (the last operand), the step count; a StepCount vertex
+// in the compute set after theirs then advances the count, so every slice reads the same step.
+// `params(begin, end)` gives a vertex's integer params.
+template <typename Params>
+void lower_update(LowerContext& ctx, const Op& op, format::Codelet codelet, double flops_per_element,
+                  size_t elementwise, bool step, Params&& params, const std::vector<float>& fparams) {
+  const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
+  std::vector<uint32_t> operands;
+  for (int in : op.inputs)
+    operands.push_back(ctx.tensor(in));
+  const double per_element = flops_per_element / ctx.target().cycles.vector_flops_per_cycle;
+  const double bytes_per_element = 4.0 * static_cast<double>(elementwise);
+  lowering::lower_split(ctx, n, per_element, bytes_per_element,
+                        [&](uint32_t tile, int64_t begin, int64_t end) {
+                          lowering::VertexSpec v;
+                          v.codelet = codelet;
+                          v.operands = operands;
+                          v.params = params(begin, end);
+                          v.fparams = fparams;
+                          v.compute_cycles = per_element * static_cast<double>(end - begin);
+                          for (size_t i = 0; i < elementwise; ++i)
+                            v.reads.push_back(lowering::flat_region(operands[i], begin, end));
+                          if (step) v.reads.push_back(lowering::flat_region(operands.back(), 0, 1));
+                          ctx.emit(tile, std::move(v));
+                        });
+  if (!step) return;
+  lowering::VertexSpec count;
+  count.codelet = format::Codelet::kStepCount;
+  count.operands = {operands.back()};
+  using P = format::params::StepCount;
+  count.params = format::make_params<P>({{P::kIncrement, 1}});
+  count.reads = {lowering::flat_region(operands.back(), 0, 1)};
+  ctx.emit_after(ctx.take_tiles(1)[0], std::move(count));
+}
+
+// Inputs: weight, gradient, square average, momentum buffer (momentum ≠ 0), gradient average
+// (centered). Updates all but the gradient in place (the gradient too when it is an
+// accumulator); no outputs.
+Status infer_rms_prop_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
+  const RmsPropUpdateAttrs& a = op.attrs<RmsPropUpdateAttrs>();
+  return check_update_inputs(g, op, 3 + (a.momentum != 0.0f ? 1 : 0) + (a.centered ? 1 : 0), false);
+}
+
+Status lower_rms_prop_update(LowerContext& ctx, const Op& op) {
+  const RmsPropUpdateAttrs& a = op.attrs<RmsPropUpdateAttrs>();
+  using P = format::params::RmsProp;
+  using F = format::fparams::RmsProp;
+  lower_update(
+      ctx, op, format::Codelet::kRmsProp, a.centered ? 12.0 : 9.0, op.inputs.size(), false,
+      [&](int64_t begin, int64_t end) {
+        return format::make_params<P>({{P::kBegin, begin},
+                                       {P::kEnd, end},
+                                       {P::kClearGradient, a.clear_gradient},
+                                       {P::kCentered, a.centered}});
+      },
+      format::make_fparams<F>({{F::kLearningRate, a.learning_rate},
+                               {F::kRho, a.rho},
+                               {F::kMomentum, a.momentum},
+                               {F::kEpsilon, a.epsilon},
+                               {F::kWeightDecay, a.weight_decay},
+                               {F::kGradientScale, a.gradient_scale}}));
+  return Status();
+}
+
+// Inputs: weight, gradient, sum of squared gradients. Updates the weight and the sum in place
+// (the gradient too when it is an accumulator); no outputs.
+Status infer_adagrad_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
+  return check_update_inputs(g, op, 3, false);
+}
+
+Status lower_adagrad_update(LowerContext& ctx, const Op& op) {
+  const AdaptiveUpdateAttrs& a = op.attrs<AdaptiveUpdateAttrs>();
+  using P = format::params::Adagrad;
+  using F = format::fparams::Adagrad;
+  lower_update(
+      ctx, op, format::Codelet::kAdagrad, 8.0, 3, false,
+      [&](int64_t begin, int64_t end) {
+        return format::make_params<P>(
+            {{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, a.clear_gradient}});
+      },
+      format::make_fparams<F>({{F::kLearningRate, a.learning_rate},
+                               {F::kEpsilon, a.epsilon},
+                               {F::kWeightDecay, a.weight_decay},
+                               {F::kGradientScale, a.gradient_scale}}));
+  return Status();
+}
+
+// Inputs: weight, gradient, first moment, infinity norm, step count [1]. Updates all but the
+// gradient in place (the gradient too when it is an accumulator); no outputs.
+Status infer_ada_max_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
+  return check_update_inputs(g, op, 4, true);
+}
+
+Status lower_ada_max_update(LowerContext& ctx, const Op& op) {
+  const AdaptiveUpdateAttrs& a = op.attrs<AdaptiveUpdateAttrs>();
+  using P = format::params::AdaMax;
+  using F = format::fparams::AdaMax;
+  lower_update(
+      ctx, op, format::Codelet::kAdaMax, 10.0, 4, true,
+      [&](int64_t begin, int64_t end) {
+        return format::make_params<P>(
+            {{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, a.clear_gradient}});
+      },
+      format::make_fparams<F>({{F::kLearningRate, a.learning_rate},
+                               {F::kBeta1, a.beta_1},
+                               {F::kBeta2, a.beta_2},
+                               {F::kEpsilon, a.epsilon},
+                               {F::kWeightDecay, a.weight_decay},
+                               {F::kGradientScale, a.gradient_scale}}));
+  return Status();
+}
+
+// Inputs: weight, gradient, velocity (momentum ≠ 0), step count [1] (momentum and dampening ≠ 0).
+// Updates weight, velocity and step in place; no outputs.
+Status infer_sgd_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
+  const SgdUpdateAttrs& sgd = op.attrs<SgdUpdateAttrs>();
+  const bool momentum = sgd.momentum != 0.0f;
+  return check_update_inputs(g, op, momentum ? 3 : 2, momentum && sgd.dampening != 0.0f);
+}
+
+// Plain SGD (no dampening, Nesterov or weight decay) keeps the SgdMomentum codelet, so its
+// executables and results are what they were; the rest lowers to Sgd.
 Status lower_sgd_update(LowerContext& ctx, const Op& op) {
   const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
   const SgdUpdateAttrs& sgd = op.attrs<SgdUpdateAttrs>();
+  if (sgd.dampening != 0.0f || sgd.nesterov || sgd.weight_decay != 0.0f) {
+    const bool momentum = sgd.momentum != 0.0f;
+    using P = format::params::Sgd;
+    using F = format::fparams::Sgd;
+    lower_update(
+        ctx, op, format::Codelet::kSgd, 6.0, momentum ? 3 : 2, momentum && sgd.dampening != 0.0f,
+        [&](int64_t begin, int64_t end) {
+          return format::make_params<P>({{P::kBegin, begin},
+                                         {P::kEnd, end},
+                                         {P::kClearGradient, sgd.clear_gradient},
+                                         {P::kNesterov, sgd.nesterov}});
+        },
+        format::make_fparams<F>({{F::kLearningRate, sgd.learning_rate},
+                                 {F::kMomentum, sgd.momentum},
+                                 {F::kDampening, sgd.dampening},
+                                 {F::kWeightDecay, sgd.weight_decay},
+                                 {F::kGradientScale, sgd.gradient_scale}}));
+    return Status();
+  }
   std::vector<uint32_t> operands;
   for (int in : op.inputs)
     operands.push_back(ctx.tensor(in));
@@ -164,6 +309,22 @@ const OpDefinition& accumulate_grad_op() {
 
 const OpDefinition& adam_update_op() {
   static const OpDefinition def{{OpKind::kAdamUpdate, 5, infer_adam_update, nullptr}, lower_adam_update};
+  return def;
+}
+
+const OpDefinition& rms_prop_update_op() {
+  static const OpDefinition def{{OpKind::kRmsPropUpdate, kVariadic, infer_rms_prop_update, nullptr},
+                                lower_rms_prop_update};
+  return def;
+}
+const OpDefinition& adagrad_update_op() {
+  static const OpDefinition def{{OpKind::kAdagradUpdate, 3, infer_adagrad_update, nullptr},
+                                lower_adagrad_update};
+  return def;
+}
+const OpDefinition& ada_max_update_op() {
+  static const OpDefinition def{{OpKind::kAdaMaxUpdate, 5, infer_ada_max_update, nullptr},
+                                lower_ada_max_update};
   return def;
 }
 

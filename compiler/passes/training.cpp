@@ -11,6 +11,9 @@ std::optional<OptimizerKind> optimizer_kind(const std::string& name) {
   if (name == "sgd") return OptimizerKind::kSgd;
   if (name == "adam") return OptimizerKind::kAdam;
   if (name == "adamw") return OptimizerKind::kAdamW;
+  if (name == "rmsprop") return OptimizerKind::kRmsProp;
+  if (name == "adagrad") return OptimizerKind::kAdagrad;
+  if (name == "adamax") return OptimizerKind::kAdaMax;
   return std::nullopt;
 }
 
@@ -22,6 +25,12 @@ const char* optimizer_name(OptimizerKind kind) {
     return "adam";
   case OptimizerKind::kAdamW:
     return "adamw";
+  case OptimizerKind::kRmsProp:
+    return "rmsprop";
+  case OptimizerKind::kAdagrad:
+    return "adagrad";
+  case OptimizerKind::kAdaMax:
+    return "adamax";
   }
   return "?";
 }
@@ -119,45 +128,95 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
       gradient_scale = 1.0f / static_cast<float>(accumulation.micro_batches);
       clear_gradient = true;
     }
-    // Optimizer state starts at zero, shaped like its weight unless given a shape.
-    auto add_state = [&](const char* suffix, const ir::TensorType& type) {
+    // Optimizer state starts at `initial` (zero unless given), shaped like its weight unless
+    // given a shape.
+    auto add_state = [&](const char* suffix, const ir::TensorType& type, float initial = 0.0f) {
       const int state = graph.add_value(state_name(weight.name, suffix), type, ir::Role::kOptimizerState);
-      graph.value(state).initial.assign(static_cast<size_t>(type.elements()), 0.0f);
+      graph.value(state).initial.assign(static_cast<size_t>(type.elements()), initial);
       graph.value(state).stage = weight.stage;
       return state;
     };
+    // One step count per weight, as torch keeps one per parameter: each lives beside its
+    // weight's update (on its pipeline stage), and a checkpoint carries it with the moments.
+    const ir::TensorType step_type{ir::DType::kFloat32, {1}};
     std::vector<int> inputs = {w, gradient};
-    if (config.kind == OptimizerKind::kSgd) {
+    auto add_update = [&](ir::OpKind kind, const ir::OpAttrs& attrs) {
+      return graph.add_op(kind, weight.name + "/update", inputs, attrs, ir::Phase::kUpdate, weight.stage)
+          .status();
+    };
+    switch (config.kind) {
+    case OptimizerKind::kSgd: {
       ir::SgdUpdateAttrs attrs;
       attrs.learning_rate = config.learning_rate;
       attrs.momentum = config.momentum;
+      attrs.dampening = config.dampening;
+      attrs.weight_decay = config.weight_decay;
+      attrs.nesterov = config.nesterov;
       attrs.gradient_scale = gradient_scale;
       attrs.clear_gradient = clear_gradient;
-      if (config.momentum != 0.0f) inputs.push_back(add_state("/momentum", weight.type));
-      IPU_RETURN_IF_ERROR(graph
-                              .add_op(ir::OpKind::kSgdUpdate, weight.name + "/update", inputs, attrs,
-                                      ir::Phase::kUpdate, weight.stage)
-                              .status());
-      continue;
+      if (config.momentum != 0.0f) {
+        inputs.push_back(add_state("/momentum", weight.type));
+        // torch's first step is undampened, so with dampening the update must know the step.
+        if (config.dampening != 0.0f) inputs.push_back(add_state("/momentum_step", step_type));
+      }
+      IPU_RETURN_IF_ERROR(add_update(ir::OpKind::kSgdUpdate, attrs));
+      break;
     }
-    ir::AdamUpdateAttrs attrs;
-    attrs.learning_rate = config.learning_rate;
-    attrs.beta_1 = config.beta_1;
-    attrs.beta_2 = config.beta_2;
-    attrs.epsilon = config.epsilon;
-    attrs.weight_decay = config.weight_decay;
-    attrs.decoupled_weight_decay = config.kind == OptimizerKind::kAdamW;
-    attrs.gradient_scale = gradient_scale;
-    attrs.clear_gradient = clear_gradient;
-    inputs.push_back(add_state("/adam_m", weight.type));
-    inputs.push_back(add_state("/adam_v", weight.type));
-    // One step count per weight, as torch keeps one per parameter: each lives beside its
-    // weight's update (on its pipeline stage), and a checkpoint carries it with the moments.
-    inputs.push_back(add_state("/adam_step", {ir::DType::kFloat32, {1}}));
-    IPU_RETURN_IF_ERROR(graph
-                            .add_op(ir::OpKind::kAdamUpdate, weight.name + "/update", inputs, attrs,
-                                    ir::Phase::kUpdate, weight.stage)
-                            .status());
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW: {
+      ir::AdamUpdateAttrs attrs;
+      attrs.learning_rate = config.learning_rate;
+      attrs.beta_1 = config.beta_1;
+      attrs.beta_2 = config.beta_2;
+      attrs.epsilon = config.epsilon;
+      attrs.weight_decay = config.weight_decay;
+      attrs.decoupled_weight_decay = config.kind == OptimizerKind::kAdamW;
+      attrs.gradient_scale = gradient_scale;
+      attrs.clear_gradient = clear_gradient;
+      inputs.push_back(add_state("/adam_m", weight.type));
+      inputs.push_back(add_state("/adam_v", weight.type));
+      inputs.push_back(add_state("/adam_step", step_type));
+      IPU_RETURN_IF_ERROR(add_update(ir::OpKind::kAdamUpdate, attrs));
+      break;
+    }
+    case OptimizerKind::kRmsProp: {
+      ir::RmsPropUpdateAttrs attrs;
+      attrs.learning_rate = config.learning_rate;
+      attrs.rho = config.rho;
+      attrs.momentum = config.momentum;
+      attrs.epsilon = config.epsilon;
+      attrs.weight_decay = config.weight_decay;
+      attrs.centered = config.centered;
+      attrs.gradient_scale = gradient_scale;
+      attrs.clear_gradient = clear_gradient;
+      inputs.push_back(add_state("/rmsprop_v", weight.type));
+      if (config.momentum != 0.0f) inputs.push_back(add_state("/rmsprop_momentum", weight.type));
+      if (config.centered) inputs.push_back(add_state("/rmsprop_mean_grad", weight.type));
+      IPU_RETURN_IF_ERROR(add_update(ir::OpKind::kRmsPropUpdate, attrs));
+      break;
+    }
+    case OptimizerKind::kAdagrad:
+    case OptimizerKind::kAdaMax: {
+      ir::AdaptiveUpdateAttrs attrs;
+      attrs.learning_rate = config.learning_rate;
+      attrs.beta_1 = config.beta_1;
+      attrs.beta_2 = config.beta_2;
+      attrs.epsilon = config.epsilon;
+      attrs.weight_decay = config.weight_decay;
+      attrs.gradient_scale = gradient_scale;
+      attrs.clear_gradient = clear_gradient;
+      if (config.kind == OptimizerKind::kAdagrad) {
+        inputs.push_back(add_state("/adagrad_sum", weight.type, config.initial_accumulator_value));
+        IPU_RETURN_IF_ERROR(add_update(ir::OpKind::kAdagradUpdate, attrs));
+      } else {
+        inputs.push_back(add_state("/adamax_m", weight.type));
+        inputs.push_back(add_state("/adamax_u", weight.type));
+        inputs.push_back(add_state("/adamax_step", step_type));
+        IPU_RETURN_IF_ERROR(add_update(ir::OpKind::kAdaMaxUpdate, attrs));
+      }
+      break;
+    }
+    }
   }
   return accumulators;
 }

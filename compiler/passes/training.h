@@ -13,25 +13,30 @@ struct LossConfig {
   bool from_logits = true;
 };
 
-enum class OptimizerKind { kSgd, kAdam, kAdamW };
+enum class OptimizerKind { kSgd, kAdam, kAdamW, kRmsProp, kAdagrad, kAdaMax };
 
-// "sgd", "adam" or "adamw"; nullopt for any other name.
+// "sgd", "adam", "adamw", "rmsprop", "adagrad" or "adamax" (Keras's names); nullopt for any other.
 std::optional<OptimizerKind> optimizer_kind(const std::string& name);
 const char* optimizer_name(OptimizerKind kind);
 
-// Keras's names and defaults (docs/training.md): momentum is SGD's; the betas, epsilon and weight
-// decay are Adam's and AdamW's.
+// The optimizers' arguments under Keras's names (dampening is torch's), each used by the
+// optimizers docs/training.md lists it for; the defaults are Keras's (default_optimizer).
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kSgd;
   float learning_rate = 0.01f;
-  float momentum = 0.0f;
-  float beta_1 = 0.9f;
+  float momentum = 0.0f;  // SGD, RMSProp
+  float dampening = 0.0f; // SGD
+  bool nesterov = false;  // SGD
+  float beta_1 = 0.9f;    // Adam, AdamW, AdaMax
   float beta_2 = 0.999f;
-  float epsilon = 1e-7f;
-  float weight_decay = 0.0f;
+  float epsilon = 1e-7f;                  // all but SGD
+  float weight_decay = 0.0f;              // all; decoupled for AdamW, added to the gradient otherwise
+  float rho = 0.9f;                       // RMSProp
+  bool centered = false;                  // RMSProp
+  float initial_accumulator_value = 0.1f; // Adagrad
 };
 
-// Keras's defaults for `kind`: learning rate 0.01 (SGD) or 0.001 (Adam, AdamW), weight decay
+// Keras's defaults for `kind`: learning rate 0.01 (SGD) or 0.001 (the others), weight decay
 // 0.004 for AdamW.
 OptimizerConfig default_optimizer(OptimizerKind kind);
 
@@ -54,11 +59,12 @@ struct AccumulationConfig {
   bool enabled() const { return micro_batches > 1 || replicas > 1 || stages > 1; }
 };
 
-// Differentiates `loss` with respect to every weight and appends one update per weight: SGD
-// (with a velocity state per weight when momentum is non-zero) or Adam/AdamW (first and second
-// moments and a step count per weight). With accumulation, each
-// gradient is added into an accumulator in the backward phase, and the update applies the mean
-// over the micro-batches and clears it. Returns the accumulators (empty without accumulation).
+// Differentiates `loss` with respect to every weight and appends one update per weight with its
+// optimizer state (docs/training.md): SGD (a velocity when momentum is non-zero, and a step count
+// when dampening is too), Adam/AdamW and AdaMax (two moments and a step count), RMSProp (a
+// square average, a momentum buffer, a gradient average when centered) or Adagrad (a sum). With accumulation,
+// each gradient is added into an accumulator in the backward phase, and the update applies the mean over the
+// micro-batches and clears it. Returns the accumulators (empty without accumulation).
 StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
                                                      const OptimizerConfig& config,
                                                      const AccumulationConfig& accumulation);

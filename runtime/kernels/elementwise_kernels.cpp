@@ -223,6 +223,183 @@ Status validate_step_count(const format::Vertex& v, const std::vector<OperandInf
   return Status();
 }
 
+// The operands of an optimizer update vertex: `elementwise` float32 tensors of the weight's size
+// (W, G, then per-element state), then, with `has_step`, a one-element float32 step count; all
+// distinct. The vertex's [begin, end) lies inside the weight.
+Status validate_update(const format::Vertex& v, const std::vector<OperandInfo>& ops, size_t elementwise,
+                       bool has_step, int64_t begin, int64_t end) {
+  const size_t count = elementwise + (has_step ? 1 : 0);
+  if (ops.size() != count) {
+    return invalid_argument("expects " + std::to_string(count) + " operands, got " +
+                            std::to_string(ops.size()));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (ops[i].dtype != FLOAT32) return invalid_argument("operand " + std::to_string(i) + " must be float32");
+    if (i < elementwise && ops[i].elements != ops[0].elements) {
+      return invalid_argument("gradient and state sizes differ from the weight");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (v.operands(static_cast<int>(i)) == v.operands(static_cast<int>(j))) {
+        return invalid_argument("weight, gradient and optimizer state must be distinct tensors");
+      }
+    }
+  }
+  if (has_step && ops[count - 1].elements != 1)
+    return invalid_argument("the step count must have one element");
+  return expect_range(begin, end, static_cast<int64_t>(ops[0].elements), "element");
+}
+
+// SGD as torch.optim.SGD computes it (docs/training.md), with its buffer b kept in Keras's form
+// V = −lr·b (the 'NAME/momentum' state of plain SGD), on g = gradient_scale·G + weight_decay·W:
+//   momentum 0:  W −= lr·g
+//   else:        V = m·V − lr·(1 − dampening)·g, or V = −lr·g at the first step (S[0] = 0)
+//                W += m·V − lr·g with nesterov, else W += V
+// With clear_gradient, G (an accumulator) is zeroed after use.
+//   operands: W, G, V (momentum ≠ 0), S [1] (momentum and dampening ≠ 0; StepCount advances it)
+//   params:   format::params::Sgd;  fparams: format::fparams::Sgd
+void run_sgd(const PreparedVertex& v) {
+  using P = format::params::Sgd;
+  using F = format::fparams::Sgd;
+  float* w = v.f32(0);
+  float* g = v.f32(1);
+  const float lr = v.fparams[F::kLearningRate], momentum = v.fparams[F::kMomentum],
+              dampening = v.fparams[F::kDampening], decay = v.fparams[F::kWeightDecay],
+              scale = v.fparams[F::kGradientScale];
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
+  if (v.num_operands == 2) {
+    for (int64_t i = begin; i < end; ++i)
+      w[i] -= lr * (scale * g[i] + decay * w[i]);
+  } else {
+    float* velocity = v.f32(2);
+    const bool first = v.num_operands == 4 && v.f32(3)[0] == 0.0f;
+    const float damped_lr = first ? lr : lr * (1.0f - dampening);
+    const bool nesterov = v.params[P::kNesterov] != 0;
+    for (int64_t i = begin; i < end; ++i) {
+      const float grad = scale * g[i] + decay * w[i];
+      velocity[i] = momentum * velocity[i] - damped_lr * grad;
+      w[i] += nesterov ? momentum * velocity[i] - lr * grad : velocity[i];
+    }
+  }
+  if (v.params[P::kClearGradient] != 0) std::fill(g + begin, g + end, 0.0f);
+}
+
+Status validate_sgd(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::Sgd;
+  using F = format::fparams::Sgd;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, F::kCount));
+  const bool momentum = v.fparams(F::kMomentum) != 0.0f;
+  const bool step = momentum && v.fparams(F::kDampening) != 0.0f;
+  return validate_update(v, ops, momentum ? 3 : 2, step, v.params(P::kBegin), v.params(P::kEnd));
+}
+
+// RMSProp as torch.optim.RMSprop computes it (docs/training.md; Keras's rho is torch's alpha),
+// on g = gradient_scale·G + weight_decay·W:
+//   A = ρ·A + (1 − ρ)·g²;  centered: Ḡ = ρ·Ḡ + (1 − ρ)·g, d = sqrt(A − Ḡ²) + ε, else d = sqrt(A) + ε
+//   momentum ≠ 0: B = m·B + g/d, W −= lr·B;  else W −= lr·g/d
+// With clear_gradient, G (an accumulator) is zeroed after use.
+//   operands: W, G, A, B (momentum ≠ 0), Ḡ (centered)
+//   params:   format::params::RmsProp;  fparams: format::fparams::RmsProp
+void run_rms_prop(const PreparedVertex& v) {
+  using P = format::params::RmsProp;
+  using F = format::fparams::RmsProp;
+  float* w = v.f32(0);
+  float* g = v.f32(1);
+  float* square_avg = v.f32(2);
+  const float lr = v.fparams[F::kLearningRate], rho = v.fparams[F::kRho], momentum = v.fparams[F::kMomentum],
+              epsilon = v.fparams[F::kEpsilon], decay = v.fparams[F::kWeightDecay],
+              scale = v.fparams[F::kGradientScale];
+  float* buffer = momentum != 0.0f ? v.f32(3) : nullptr;
+  float* grad_avg = v.params[P::kCentered] != 0 ? v.f32(v.num_operands - 1) : nullptr;
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
+  for (int64_t i = begin; i < end; ++i) {
+    const float grad = scale * g[i] + decay * w[i];
+    square_avg[i] = rho * square_avg[i] + (1.0f - rho) * grad * grad;
+    float variance = square_avg[i];
+    if (grad_avg != nullptr) {
+      grad_avg[i] = rho * grad_avg[i] + (1.0f - rho) * grad;
+      variance -= grad_avg[i] * grad_avg[i];
+    }
+    const float step = grad / (std::sqrt(variance) + epsilon);
+    if (buffer != nullptr) {
+      buffer[i] = momentum * buffer[i] + step;
+      w[i] -= lr * buffer[i];
+    } else {
+      w[i] -= lr * step;
+    }
+  }
+  if (v.params[P::kClearGradient] != 0) std::fill(g + begin, g + end, 0.0f);
+}
+
+Status validate_rms_prop(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::RmsProp;
+  using F = format::fparams::RmsProp;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, F::kCount));
+  const size_t elementwise =
+      3 + (v.fparams(F::kMomentum) != 0.0f ? 1 : 0) + (v.params(P::kCentered) != 0 ? 1 : 0);
+  return validate_update(v, ops, elementwise, false, v.params(P::kBegin), v.params(P::kEnd));
+}
+
+// Adagrad as torch.optim.Adagrad computes it (lr_decay 0; docs/training.md), on
+// g = gradient_scale·G + weight_decay·W:   A += g²;  W −= lr·g / (sqrt(A) + ε)
+// With clear_gradient, G (an accumulator) is zeroed after use.
+//   operands: W, G, A;  params: format::params::Adagrad;  fparams: format::fparams::Adagrad
+void run_adagrad(const PreparedVertex& v) {
+  using P = format::params::Adagrad;
+  using F = format::fparams::Adagrad;
+  float* w = v.f32(0);
+  float* g = v.f32(1);
+  float* sum = v.f32(2);
+  const float lr = v.fparams[F::kLearningRate], epsilon = v.fparams[F::kEpsilon],
+              decay = v.fparams[F::kWeightDecay], scale = v.fparams[F::kGradientScale];
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
+  for (int64_t i = begin; i < end; ++i) {
+    const float grad = scale * g[i] + decay * w[i];
+    sum[i] += grad * grad;
+    w[i] -= lr * grad / (std::sqrt(sum[i]) + epsilon);
+  }
+  if (v.params[P::kClearGradient] != 0) std::fill(g + begin, g + end, 0.0f);
+}
+
+Status validate_adagrad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::Adagrad;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::Adagrad::kCount));
+  return validate_update(v, ops, 3, false, v.params(P::kBegin), v.params(P::kEnd));
+}
+
+// AdaMax as torch.optim.Adamax computes it (docs/training.md), at step t = S[0] + 1, on
+// g = gradient_scale·G + weight_decay·W:
+//   M = β1·M + (1 − β1)·g;  U = max(β2·U, |g| + ε);  W −= (lr / (1 − β1^t))·M / U
+// With clear_gradient, G (an accumulator) is zeroed after use.
+//   operands: W, G, M, U, S [1];  params: format::params::AdaMax;  fparams: format::fparams::AdaMax
+void run_ada_max(const PreparedVertex& v) {
+  using P = format::params::AdaMax;
+  using F = format::fparams::AdaMax;
+  float* w = v.f32(0);
+  float* g = v.f32(1);
+  float* m = v.f32(2);
+  float* u = v.f32(3);
+  const float lr = v.fparams[F::kLearningRate], beta1 = v.fparams[F::kBeta1], beta2 = v.fparams[F::kBeta2],
+              epsilon = v.fparams[F::kEpsilon], decay = v.fparams[F::kWeightDecay],
+              scale = v.fparams[F::kGradientScale];
+  // The bias correction in double, as Adam's.
+  const double t = static_cast<double>(v.f32(4)[0]) + 1.0;
+  const auto step_size = static_cast<float>(lr / (1.0 - std::pow(static_cast<double>(beta1), t)));
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
+  for (int64_t i = begin; i < end; ++i) {
+    const float grad = scale * g[i] + decay * w[i];
+    m[i] = beta1 * m[i] + (1.0f - beta1) * grad;
+    u[i] = std::max(beta2 * u[i], std::abs(grad) + epsilon);
+    w[i] -= step_size * m[i] / u[i];
+  }
+  if (v.params[P::kClearGradient] != 0) std::fill(g + begin, g + end, 0.0f);
+}
+
+Status validate_ada_max(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::AdaMax;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::AdaMax::kCount));
+  return validate_update(v, ops, 4, true, v.params(P::kBegin), v.params(P::kEnd));
+}
+
 // Accumulate: A[i] += G[i] for i in [begin, end) (gradient accumulation over micro-batches).
 //   operands: A, G (same size, distinct);  params: format::params::Accumulate
 void run_accumulate(const PreparedVertex& v) {
@@ -280,6 +457,25 @@ const KernelDef& adam_kernel() {
 }
 const KernelDef& step_count_kernel() {
   static const KernelDef def{Codelet::kStepCount, run_step_count, validate_step_count};
+  return def;
+}
+const KernelDef& sgd_kernel() {
+  static const KernelDef def{Codelet::kSgd, run_sgd, validate_sgd, begin_end<format::params::Sgd>()};
+  return def;
+}
+const KernelDef& rms_prop_kernel() {
+  static const KernelDef def{Codelet::kRmsProp, run_rms_prop, validate_rms_prop,
+                             begin_end<format::params::RmsProp>()};
+  return def;
+}
+const KernelDef& adagrad_kernel() {
+  static const KernelDef def{Codelet::kAdagrad, run_adagrad, validate_adagrad,
+                             begin_end<format::params::Adagrad>()};
+  return def;
+}
+const KernelDef& ada_max_kernel() {
+  static const KernelDef def{Codelet::kAdaMax, run_ada_max, validate_ada_max,
+                             begin_end<format::params::AdaMax>()};
   return def;
 }
 

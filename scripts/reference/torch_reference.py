@@ -43,6 +43,17 @@ Semantics mirrored from ipucc (runtime/kernels/row_kernels.cpp, elementwise_kern
     arguments not used (as `ipucc compile --optimizer adam` does with an SGD spec). The state
     written with --optimizer-state is exp_avg, exp_avg_sq and step, ipurun's 'NAME/adam_m',
     'NAME/adam_v' and 'NAME/adam_step'.
+  * SGD with dampening, Nesterov momentum or weight decay (--dampening, --nesterov,
+    --weight-decay with --update sgd): torch.optim.SGD with those arguments and the spec's (or
+    given) learning rate and momentum; its state is written as ipurun's Keras-form velocity
+    'NAME/momentum' = -lr*momentum_buffer, and 'NAME/momentum_step' (the step count) when dampening
+    is set.
+  * RMSProp, Adagrad and AdaMax (--update rmsprop|adagrad|adamax): torch.optim.RMSprop (Keras's
+    rho as alpha; --rho, --momentum, --centered), torch.optim.Adagrad (lr_decay 0;
+    --initial-accumulator-value) and torch.optim.Adamax (--beta1, --beta2), each with --epsilon and
+    --weight-decay, at Keras's defaults as ipucc's (lr 0.001; rho 0.9; initial accumulator 0.1;
+    epsilon 1e-7). State: 'NAME/rmsprop_v', 'NAME/rmsprop_momentum', 'NAME/rmsprop_mean_grad';
+    'NAME/adagrad_sum'; 'NAME/adamax_m', 'NAME/adamax_u', 'NAME/adamax_step'.
   * The learning rate and momentum are the float32 values ipucc stores (the spec's numbers, or
     --learning-rate/--momentum, rounded to float32 then used in float64), unless
     --exact-hyperparameters.
@@ -291,12 +302,21 @@ def cmd_train(args):
     torch.set_num_threads(args.threads)
     model = parse_spec(args.model)
     adam = args.update != "sgd"
+    torch_sgd = not adam and (args.dampening or args.nesterov or args.weight_decay)
     if adam:
+        defaults = {"learning_rate": 0.001, "beta_1": args.beta1, "beta_2": args.beta2, "epsilon": args.epsilon,
+                    "weight_decay": 0.004 if args.update == "adamw" else 0.0, "rho": args.rho,
+                    "momentum": 0.0, "centered": args.centered,
+                    "initial_accumulator_value": args.initial_accumulator_value}
+        used = {"adam": ("beta_1", "beta_2", "epsilon", "weight_decay"),
+                "adamw": ("beta_1", "beta_2", "epsilon", "weight_decay"),
+                "adamax": ("beta_1", "beta_2", "epsilon", "weight_decay"),
+                "rmsprop": ("rho", "momentum", "epsilon", "centered", "weight_decay"),
+                "adagrad": ("initial_accumulator_value", "epsilon", "weight_decay")}[args.update]
+        given = {"weight_decay": args.weight_decay, "momentum": args.momentum}
+        adam_spec = {k: given[k] if given.get(k) is not None else defaults[k] for k in used}
+        adam_hyper = {k: v if isinstance(v, bool) else hyper(v, args.exact_hyperparameters) for k, v in adam_spec.items()}
         lr_spec, m_spec = (args.learning_rate if args.learning_rate is not None else 0.001), 0.0
-        adam_spec = {"beta_1": args.beta1, "beta_2": args.beta2, "epsilon": args.epsilon,
-                     "weight_decay": args.weight_decay if args.weight_decay is not None
-                     else (0.004 if args.update == "adamw" else 0.0)}
-        adam_hyper = {k: hyper(v, args.exact_hyperparameters) for k, v in adam_spec.items()}
     else:
         lr_spec = args.learning_rate if args.learning_rate is not None else model["learning_rate"]
         m_spec = args.momentum if args.momentum is not None else model["momentum"]
@@ -310,12 +330,25 @@ def cmd_train(args):
     names = weight_names(model)
     velocity = {n: torch.zeros_like(params[n], requires_grad=False) for n in names}
     opt = None
+    weights = [params[n] for n in names]
     if adam:
-        kind = torch.optim.Adam if args.update == "adam" else torch.optim.AdamW
-        opt = kind([params[n] for n in names], lr=lr, betas=(adam_hyper["beta_1"], adam_hyper["beta_2"]),
-                   eps=adam_hyper["epsilon"], weight_decay=adam_hyper["weight_decay"])
-    elif args.optimizer == "torch":
-        opt = torch.optim.SGD([params[n] for n in names], lr=lr, momentum=momentum)
+        h = adam_hyper
+        if args.update in ("adam", "adamw", "adamax"):
+            kind = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "adamax": torch.optim.Adamax}[args.update]
+            opt = kind(weights, lr=lr, betas=(h["beta_1"], h["beta_2"]), eps=h["epsilon"], weight_decay=h["weight_decay"])
+        elif args.update == "rmsprop":
+            kind = torch.optim.RMSprop
+            opt = kind(weights, lr=lr, alpha=h["rho"], eps=h["epsilon"], weight_decay=h["weight_decay"],
+                       momentum=h["momentum"], centered=h["centered"])
+        else:
+            kind = torch.optim.Adagrad
+            opt = kind(weights, lr=lr, eps=h["epsilon"], weight_decay=h["weight_decay"],
+                       initial_accumulator_value=h["initial_accumulator_value"])
+    elif args.optimizer == "torch" or torch_sgd:
+        sgd_hyper = {"dampening": hyper(args.dampening or 0.0, args.exact_hyperparameters),
+                     "nesterov": bool(args.nesterov),
+                     "weight_decay": hyper(args.weight_decay or 0.0, args.exact_hyperparameters)}
+        opt = torch.optim.SGD(weights, lr=lr, momentum=momentum, **sgd_hyper)
     losses, margins, clamped_total = [], [], 0
     for s in range(steps):
         xb, yb = X[s * B:(s + 1) * B], y[s * B:(s + 1) * B]
@@ -342,14 +375,25 @@ def cmd_train(args):
             velocity[n] = -lr * opt.state[params[n]]["momentum_buffer"]
     out = {n: params[n].detach().numpy().astype(np.float32) for n in names}
     if args.optimizer_state and adam:
+        state_names = {"adam": (("adam_m", "exp_avg"), ("adam_v", "exp_avg_sq")),
+                       "adamw": (("adam_m", "exp_avg"), ("adam_v", "exp_avg_sq")),
+                       "adamax": (("adamax_m", "exp_avg"), ("adamax_u", "exp_inf")),
+                       "rmsprop": (("rmsprop_v", "square_avg"), ("rmsprop_momentum", "momentum_buffer"),
+                                   ("rmsprop_mean_grad", "grad_avg")),
+                       "adagrad": (("adagrad_sum", "sum"),)}[args.update]
         for n in names:
             state = opt.state[params[n]]
-            out[n + "/adam_m"] = state["exp_avg"].numpy().astype(np.float32)
-            out[n + "/adam_v"] = state["exp_avg_sq"].numpy().astype(np.float32)
-            out[n + "/adam_step"] = np.array([float(state["step"])], dtype=np.float32)
+            for ours, theirs in state_names:
+                if theirs in state:
+                    out[n + "/" + ours] = state[theirs].numpy().astype(np.float32)
+            step_name = {"adam": "adam_step", "adamw": "adam_step", "adamax": "adamax_step"}.get(args.update)
+            if step_name:
+                out[n + "/" + step_name] = np.array([float(state["step"])], dtype=np.float32)
     elif args.optimizer_state and momentum > 0:
         for n in names:
             out[n + "/momentum"] = velocity[n].numpy().astype(np.float32)
+            if torch_sgd and args.dampening:
+                out[n + "/momentum_step"] = np.array([float(steps)], dtype=np.float32)
     write_checkpoint(args.out, out)
     reference = {
         "description": "float64 PyTorch reference of `ipurun train` (scripts/reference/torch_reference.py); "
@@ -366,12 +410,16 @@ def cmd_train(args):
                  "clamped_samples": clamped_total},
         "optimizer": ({"type": args.update, "implementation": "torch.optim." + kind.__name__,
                        "learning_rate": lr, "learning_rate_spec": lr_spec, **adam_hyper,
+                       "ipucc_flags": args.ipucc_flags,
                        "spec": adam_spec,
                        "hyperparameters": "as given" if args.exact_hyperparameters else "rounded to float32 like ipucc"}
                       if adam else
                       {"type": "sgd", "form": "keras: v = m*v - lr*g; w += v",
-                       "implementation": "by hand" if args.optimizer == "manual" else "torch.optim.SGD",
+                       "implementation": "by hand" if opt is None else "torch.optim.SGD",
                        "learning_rate": lr, "momentum": momentum,
+                       **({"dampening": sgd_hyper["dampening"], "nesterov": sgd_hyper["nesterov"],
+                           "weight_decay": sgd_hyper["weight_decay"], "ipucc_flags": args.ipucc_flags}
+                          if torch_sgd else {}),
                        "learning_rate_spec": lr_spec, "momentum_spec": m_spec,
                        "hyperparameters": "as given" if args.exact_hyperparameters else "rounded to float32 like ipucc"}),
         "precision": "float64 (inputs, weights, activations, gradients, optimizer); weights written as float32",
@@ -451,12 +499,18 @@ def main():
                    help="Keras-form SGD by hand (default) or torch.optim.SGD")
     t.add_argument("--optimizer-state", action="store_true",
                    help="also write the optimizer state (NAME/momentum, or NAME/adam_m, adam_v, adam_step)")
-    t.add_argument("--update", choices=("sgd", "adam", "adamw"), default="sgd",
-                   help="the optimizer, like ipucc --optimizer (adam, adamw: torch.optim.Adam/AdamW)")
-    t.add_argument("--beta1", type=float, default=0.9, help="Adam/AdamW (like ipucc --beta1)")
-    t.add_argument("--beta2", type=float, default=0.999, help="Adam/AdamW (like ipucc --beta2)")
-    t.add_argument("--epsilon", type=float, default=1e-7, help="Adam/AdamW (like ipucc --epsilon)")
-    t.add_argument("--weight-decay", type=float, help="Adam/AdamW (default 0, AdamW 0.004, like ipucc)")
+    t.add_argument("--update", choices=("sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax"), default="sgd",
+                   help="the optimizer, like ipucc --optimizer (torch.optim's of that name)")
+    t.add_argument("--beta1", type=float, default=0.9, help="Adam/AdamW/AdaMax (like ipucc --beta1)")
+    t.add_argument("--beta2", type=float, default=0.999, help="Adam/AdamW/AdaMax (like ipucc --beta2)")
+    t.add_argument("--epsilon", type=float, default=1e-7, help="all but SGD (like ipucc --epsilon)")
+    t.add_argument("--weight-decay", type=float, help="any optimizer (default 0, AdamW 0.004, like ipucc)")
+    t.add_argument("--dampening", type=float, help="SGD (like ipucc --dampening)")
+    t.add_argument("--nesterov", action="store_true", help="SGD (like ipucc --nesterov)")
+    t.add_argument("--rho", type=float, default=0.9, help="RMSProp (torch's alpha; like ipucc --rho)")
+    t.add_argument("--centered", action="store_true", help="RMSProp (like ipucc --centered)")
+    t.add_argument("--initial-accumulator-value", type=float, default=0.1, help="Adagrad (like ipucc)")
+    t.add_argument("--ipucc-flags", default="", help="the ipucc compile flags this run mirrors (recorded)")
     t.add_argument("--init-description", help="how the initial weights were made (recorded in reference.json)")
 
     c = sub.add_parser("check-init", parents=[common], help="verify the tiny-learning-rate trick")

@@ -245,6 +245,37 @@ test_adam_options_are_keyed() {
   expect_json "$STDOUT" 'd["cache"] == "hit"' "an adam spec with its own beta_2 given as a flag"
 }
 
+# Every other optimizer keys the arguments it uses: defaults spelled out are the same program, a
+# change another one. Plain SGD's key is unchanged by flags that leave it plain.
+test_other_optimizer_options_are_keyed() {
+  local plain variant base change optimizer defaults changes
+  local -a change_list
+  plain=$(key_of "$MLP" "${SMALL[@]}")
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --optimizer sgd --no-nesterov --dampening 0 --weight-decay 0)" "$plain" \
+    "sgd with its defaults spelled out"
+  for change in "--nesterov" "--dampening 0.5" "--weight-decay 0.001"; do
+    # shellcheck disable=SC2086 # a flag and its value
+    expect_ne "$(key_of "$MLP" "${SMALL[@]}" $change)" "$plain" "sgd with $change"
+  done
+  for variant in "rmsprop:--rho 0.9 --momentum 0 --epsilon 1e-7 --no-centered --weight-decay 0:--rho 0.8|--momentum 0.5|--centered|--epsilon 1e-6" \
+    "adagrad:--initial-accumulator-value 0.1 --epsilon 1e-7:--initial-accumulator-value 0|--weight-decay 0.01" \
+    "adamax:--beta1 0.9 --beta2 0.999 --epsilon 1e-7:--beta2 0.99|--learning-rate 0.002"; do
+    IFS=: read -r optimizer defaults changes <<<"$variant"
+    base=$(key_of "$MLP" "${SMALL[@]}" --optimizer "$optimizer")
+    expect_ne "$base" "$plain" "$optimizer against the spec's sgd"
+    # shellcheck disable=SC2086 # flags and their values
+    expect_eq "$(key_of "$MLP" "${SMALL[@]}" --optimizer "$optimizer" $defaults)" "$base" \
+      "$optimizer with Keras's defaults spelled out"
+    IFS='|' read -r -a change_list <<<"$changes"
+    for change in "${change_list[@]}"; do
+      # shellcheck disable=SC2086
+      expect_ne "$(key_of "$MLP" "${SMALL[@]}" --optimizer "$optimizer" $change)" "$base" "$optimizer with $change"
+    done
+  done
+  expect_ne "$(key_of "$MLP" "${SMALL[@]}" --optimizer adamax)" "$(key_of "$MLP" "${SMALL[@]}" --optimizer adam)" \
+    "adamax against adam"
+}
+
 # Options that cannot change a program (a schedule or --recompute for a model without stages,
 # --recompute in inference) are not part of the key: they make no second entry.
 test_options_that_change_nothing_share_the_key() {

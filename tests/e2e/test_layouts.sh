@@ -5,7 +5,8 @@
 #   R replicas at micro-batch B                  == one replica at R·B (mean loss)
 #   any steps_per_execution                      == any other (bitwise)
 # plus the validation errors of the layout options. The tutorial MLP (softmax output, SGD with
-# momentum 0.9) trains from identical initial weights on synthetic data in order.
+# momentum 0.9) trains from identical initial weights on synthetic data in order; the other
+# optimizers are checked for replicas 4 × accumulation 1 == replicas 1 × accumulation 4.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MODEL=$MODELS/mlp_sequential.json
@@ -71,6 +72,24 @@ test_adam_replicas_equal_accumulation() {
     train "$optimizer-accumulated" $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 \
       --steps-per-execution 16 --optimizer $optimizer
     same_weights "$optimizer-accumulated" "$optimizer-replicas" 1e-6
+  done
+}
+
+# The same for every other optimizer and the state each keeps (momentum, dampening's step count,
+# RMSProp's three averages, Adagrad's sum, AdaMax's moments and step): each update sees the mean
+# gradient of the same 32 samples, so the weights and state agree (bitwise when written).
+test_other_optimizers_replicas_equal_accumulation() {
+  local variant name
+  for variant in "sgd --nesterov --weight-decay 0.001" "sgd --dampening 0.5 --weight-decay 0.001" \
+    "rmsprop --centered --momentum 0.5" "adagrad" "adamax"; do
+    name=${variant%% *}-$(printf '%s' "$variant" | cksum | cut -d' ' -f1)
+    # shellcheck disable=SC2086 # the optimizer and its flags, one word each
+    train "$name-replicas" $UPDATES --batch-size 8 --replicas 4 --num-ipus 4 --steps-per-execution 4 \
+      --optimizer $variant
+    # shellcheck disable=SC2086
+    train "$name-accumulated" $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 \
+      --steps-per-execution 16 --optimizer $variant
+    same_weights "$name-accumulated" "$name-replicas" 1e-6
   done
 }
 

@@ -144,6 +144,41 @@ data = open(os.path.join("straight", index["dense1/kernel/adam_step"]), "rb").re
 sys.exit(0 if struct.unpack("<f", data[-4:])[0] == 32.0 else 1)'
 }
 
+# Every other optimizer's state is checkpoint state too: 1 + 1 epochs equal 2, bit for bit, with
+# the state tensors each optimizer keeps (and a step count of 32 where it keeps one).
+test_other_optimizers_resume_bitwise_from_a_checkpoint() {
+  local variant state
+  for variant in "sgd --dampening 0.5 --weight-decay 0.001:momentum,momentum_step" \
+    "sgd --nesterov:momentum" "rmsprop --centered --momentum 0.5:rmsprop_v,rmsprop_momentum,rmsprop_mean_grad" \
+    "adagrad:adagrad_sum" "adamax:adamax_m,adamax_u,adamax_step"; do
+    state=${variant#*:}
+    rm -rf straight half resumed
+    # shellcheck disable=SC2086 # the optimizer and its flags, one word each
+    compile_to other.ipuexe --batch-size 16 --steps-per-execution 4 --optimizer ${variant%%:*}
+    local run=("$IPURUN" train other.ipuexe --data synthetic:2048 --steps-per-epoch 16 "${QUIET[@]}")
+    expect_exit 0 "${run[@]}" --epochs 2 --step-log straight.json --save-weights straight
+    expect_exit 0 "${run[@]}" --epochs 1 --step-log first.json --save-weights half
+    expect_exit 0 "${run[@]}" --epochs 1 --step-log second.json --weights half --save-weights resumed
+    "$PYTHON" - "$state" <<'EOF2' || fail "resumed training with --optimizer ${variant%%:*} differs from uninterrupted training"
+import json, os, struct, sys
+s, a, b = (json.load(open(f))["losses"] for f in ("straight.json", "first.json", "second.json"))
+assert s == a + b, "step losses differ"
+def files(ckpt):
+    index = json.load(open(os.path.join(ckpt, "index.json")))
+    return {n: open(os.path.join(ckpt, f), "rb").read() for n, f in index.items()}
+straight, resumed = files("straight"), files("resumed")
+assert sorted(straight) == sorted(resumed)
+state = {"dense1/kernel/" + n for n in sys.argv[1].split(",")}
+assert state <= set(straight), (state, sorted(straight))
+for n in straight:
+    assert straight[n] == resumed[n], "%r differs after the round trip" % n
+for n in state:
+    if n.endswith("_step"):
+        assert struct.unpack("<f", straight[n][-4:])[0] == 32.0, n
+EOF2
+  done
+}
+
 # named_layers_spec OUT [UNITS]: a sequential MLP whose hidden Dense layers (tanh, so none dies;
 # UNITS wide, default 8) are named as a model may name them: 'a/b' and 'a.b' (one file under the
 # old '/' -> '.' rule), 'Case' and 'case' (one file on a case-insensitive file system), '..', '/',

@@ -95,6 +95,32 @@ test_adam_trains_like_torch() {
   compare trained steps.json "$fixture" --weight-tol 2e-4 --loss-tol 1e-6
 }
 
+# Every other optimizer's fixture, trained with the ipucc flags its reference.json records
+# (make_fixture.sh mlp_functional OPTIMIZER [VARIANT FLAG...]). Tolerances on the weights, from
+# what was measured when written (docs/training.md, "Parity with PyTorch"):
+#   SGD with Nesterov momentum or dampening (and weight decay), Adagrad: 4.7e-7 to 4.9e-7, as plain
+#   SGD, checked at 1e-6;
+#   AdamW, AdaMax, RMSProp: 6.6e-5, 6.8e-5 and 2.3e-4 (centered, momentum 0.5): each divides by a
+#   running gradient size that can be near epsilon, as Adam does, checked at 5e-4.
+# The losses agree to 9.1e-7 or better, checked at 2e-6.
+test_other_optimizers_train_like_torch() {
+  local fixture flags entry weight_tol
+  for entry in sgd_nesterov:1e-6 sgd_dampening:1e-6 adagrad:1e-6 adamw:5e-4 adamax:5e-4 rmsprop_centered:5e-4; do
+    fixture=$FIXTURE_DIR/mlp_functional_b16_${entry%%:*}
+    weight_tol=${entry#*:}
+    compile_and_init "$MODEL" "$fixture"
+    flags=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["optimizer"]["ipucc_flags"])' \
+      "$fixture/reference.json")
+    # shellcheck disable=SC2086 # the recorded flags, one word each
+    expect_exit 0 "$IPUCC" compile "$MODEL" --batch-size $BATCH $flags --no-cache -o other.ipuexe
+    rm -rf trained
+    expect_exit 0 "$IPURUN" train other.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
+      --step-log steps.json --save-weights trained --progress none
+    echo "      ${entry%%:*} ($flags):" >&3
+    compare trained steps.json "$fixture" --weight-tol "$weight_tol" --loss-tol 2e-6
+  done
+}
+
 # The trick is sound: starting from init/ trains exactly like starting from the executable's own
 # initial weights (so the fixture, made from init/, describes what `ipurun train` does).
 test_init_trick_matches_builtin_init() {

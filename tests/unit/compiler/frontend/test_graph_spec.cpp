@@ -397,7 +397,8 @@ TEST_CASE("graph spec: loss and optimizer problems") {
                   {"specs/model.json: optimizer: must be {\"type\": NAME, ...}, got \"sgd\""});
   expect_problems(
       seq(layers, R"("optimizer": {"type": "lamb"})"),
-      {"specs/model.json: optimizer: unsupported optimizer \"lamb\" (ipucc trains with sgd, adam or adamw)"},
+      {"specs/model.json: optimizer: unsupported optimizer \"lamb\" (ipucc trains with sgd, adam, adamw, "
+       "rmsprop, adagrad or adamax)"},
       StatusCode::kUnsupported);
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 0})"),
                   {"specs/model.json: optimizer: 'learning_rate' must be a positive number"});
@@ -452,6 +453,48 @@ TEST_CASE("graph spec: adam and adamw take Keras's arguments and defaults") {
   // An argument ipucc does not implement is refused, not ignored.
   expect_problems(seq(layers, R"("optimizer": {"type": "adam", "amsgrad": true})"),
                   {"optimizer: unknown argument 'amsgrad' for adam"});
+}
+
+TEST_CASE("graph spec: sgd, rmsprop, adagrad and adamax take Keras's arguments and defaults") {
+  using ipu::passes::OptimizerKind;
+  const std::string layers = kFlatten + ", " + dense("out");
+  const ModelSpec sgd = parse_ok(seq(
+      layers,
+      R"("optimizer": {"type": "sgd", "momentum": 0.9, "nesterov": true, "weight_decay": 0.01, "dampening": 0})"));
+  CHECK(sgd.optimizer.nesterov);
+  CHECK(sgd.optimizer.weight_decay == 0.01f);
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "dampening": 0.5})")).optimizer.dampening ==
+        0.5f);
+  const ModelSpec rmsprop = parse_ok(seq(layers, R"("optimizer": {"type": "rmsprop"})"));
+  CHECK(rmsprop.optimizer.kind == OptimizerKind::kRmsProp);
+  CHECK(rmsprop.optimizer.learning_rate == 0.001f);
+  CHECK(rmsprop.optimizer.rho == 0.9f);
+  CHECK(rmsprop.optimizer.momentum == 0.0f);
+  CHECK(rmsprop.optimizer.epsilon == 1e-7f);
+  CHECK_FALSE(rmsprop.optimizer.centered);
+  const ModelSpec centered = parse_ok(
+      seq(layers, R"("optimizer": {"type": "rmsprop", "rho": 0.8, "momentum": 0.5, "centered": true})"));
+  CHECK(centered.optimizer.rho == 0.8f);
+  CHECK(centered.optimizer.momentum == 0.5f);
+  CHECK(centered.optimizer.centered);
+  const ModelSpec adagrad = parse_ok(seq(layers, R"("optimizer": {"type": "adagrad"})"));
+  CHECK(adagrad.optimizer.kind == OptimizerKind::kAdagrad);
+  CHECK(adagrad.optimizer.initial_accumulator_value == 0.1f);
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "adagrad", "initial_accumulator_value": 0})"))
+            .optimizer.initial_accumulator_value == 0.0f);
+  const ModelSpec adamax = parse_ok(seq(layers, R"("optimizer": {"type": "adamax", "beta_2": 0.99})"));
+  CHECK(adamax.optimizer.kind == OptimizerKind::kAdaMax);
+  CHECK(adamax.optimizer.beta_2 == 0.99f);
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "nesterov": 1})"),
+                  {"optimizer: 'nesterov' must be true or false"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "dampening": 1.5})"),
+                  {"optimizer: 'dampening' must be in [0, 1]"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "rmsprop", "rho": 1})"),
+                  {"optimizer: 'rho' must be in [0, 1)"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "adagrad", "beta_1": 0.9})"),
+                  {"optimizer: unknown argument 'beta_1' for adagrad"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "adamax", "momentum": 0.9})"),
+                  {"optimizer: unknown argument 'momentum' for adamax"});
 }
 
 TEST_CASE("graph spec: an optimizer whose type is not a string is a problem, not an exception") {

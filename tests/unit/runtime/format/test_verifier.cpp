@@ -31,6 +31,10 @@ constexpr uint32_t kColumnSum = static_cast<uint32_t>(fmt::Codelet::kColumnSum);
 constexpr uint32_t kSgdMomentum = static_cast<uint32_t>(fmt::Codelet::kSgdMomentum);
 constexpr uint32_t kAdam = static_cast<uint32_t>(fmt::Codelet::kAdam);
 constexpr uint32_t kStepCount = static_cast<uint32_t>(fmt::Codelet::kStepCount);
+constexpr uint32_t kSgd = static_cast<uint32_t>(fmt::Codelet::kSgd);
+constexpr uint32_t kRmsProp = static_cast<uint32_t>(fmt::Codelet::kRmsProp);
+constexpr uint32_t kAdagrad = static_cast<uint32_t>(fmt::Codelet::kAdagrad);
+constexpr uint32_t kAdaMax = static_cast<uint32_t>(fmt::Codelet::kAdaMax);
 
 fmt::Tensor* add_tensor(Executable& exe, const std::string& name, fmt::DType dtype,
                         std::initializer_list<int64_t> shape, uint32_t tile = 0) {
@@ -743,7 +747,7 @@ void expect_vertex_accepted(const std::function<void(Executable&)>& mutate) {
 }
 
 TEST_CASE("engine load: unknown codelets") {
-  for (uint32_t id : {0u, 16u, 63u, 64u, 1000u, 0xffffffffu}) {
+  for (uint32_t id : {0u, 30u, 63u, 64u, 1000u, 0xffffffffu}) {
     CAPTURE(id);
     expect_vertex_rejected([id](Executable& e) { the_vertex(e)->set_codelet(id); },
                            "unknown codelet id " + std::to_string(id));
@@ -948,6 +952,51 @@ TEST_CASE("engine load: losses and optimizers") {
   });
   expect_vertex_rejected([](Executable& e) { replace_vertex(e, kStepCount, {0}, {1}); },
                          "the step count must have one element");
+  // Sgd: the velocity only with momentum, the step count only with dampening too.
+  expect_vertex_accepted([&](Executable& e) {
+    adam_state(e, {1});
+    replace_vertex(e, kSgd, {0, 1, 2, 4}, {0, 8, 0, 1}, {0.1f, 0.9f, 0.5f, 0.01f, 1.0f});
+  });
+  expect_vertex_accepted([&](Executable& e) {
+    replace_vertex(e, kSgd, {0, 1}, {0, 8, 0, 0}, {0.1f, 0.0f, 0.0f, 0.01f, 1.0f});
+  });
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        adam_state(e, {1});
+        replace_vertex(e, kSgd, {0, 1, 2}, {0, 8, 0, 0}, {0.1f, 0.9f, 0.5f, 0.0f, 1.0f});
+      },
+      "expects 4 operands, got 3");
+  // RmsProp: the momentum buffer and gradient average only when asked for.
+  expect_vertex_accepted([&](Executable& e) {
+    adam_state(e, {1});
+    replace_vertex(e, kRmsProp, {0, 1, 2, 3}, {0, 8, 0, 1}, {0.001f, 0.9f, 0.0f, 1e-7f, 0.0f, 1.0f});
+  });
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        adam_state(e, {1});
+        replace_vertex(e, kRmsProp, {0, 1, 2, 4}, {0, 8, 0, 0}, {0.001f, 0.9f, 0.5f, 1e-7f, 0.0f, 1.0f});
+      },
+      "gradient and state sizes differ from the weight");
+  expect_vertex_accepted([&](Executable& e) {
+    adam_state(e, {1});
+    replace_vertex(e, kAdagrad, {0, 1, 2}, {0, 8, 0}, {0.001f, 1e-7f, 0.0f, 1.0f});
+  });
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        adam_state(e, {1});
+        replace_vertex(e, kAdagrad, {0, 1, 1}, {0, 8, 0}, {0.001f, 1e-7f, 0.0f, 1.0f});
+      },
+      "must be distinct tensors");
+  expect_vertex_accepted([&](Executable& e) {
+    adam_state(e, {1});
+    replace_vertex(e, kAdaMax, {0, 1, 2, 3, 4}, {0, 8, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+  });
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        adam_state(e, {8});
+        replace_vertex(e, kAdaMax, {0, 1, 2, 3, 4}, {0, 8, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+      },
+      "the step count must have one element");
 }
 
 TEST_CASE("engine load: matmul dimensions against tensor sizes") {

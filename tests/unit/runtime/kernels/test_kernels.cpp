@@ -351,6 +351,148 @@ TEST_CASE("kernels: Adam and AdamW follow torch's equations, and StepCount advan
   }
 }
 
+// torch.optim.SGD's step in double (buffer b; the kernel keeps V = −lr·b), the oracle of Sgd.
+void sgd_reference(std::vector<double>& w, const std::vector<float>& g, std::vector<double>& b, int t,
+                   double lr, double momentum, double dampening, double decay, bool nesterov) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    double grad = g[i] + decay * w[i];
+    if (momentum != 0) {
+      b[i] = t == 1 ? grad : momentum * b[i] + (1 - dampening) * grad;
+      grad = nesterov ? grad + momentum * b[i] : b[i];
+    }
+    w[i] -= lr * grad;
+  }
+}
+
+TEST_CASE("kernels: Sgd follows torch.optim.SGD with dampening, Nesterov and weight decay") {
+  const size_t n = 12;
+  const auto w0 = values(n, 30), g = values(n, 31);
+  const float lr = 0.1f, momentum = 0.9f, decay = 0.01f;
+  struct Case {
+    float dampening;
+    int nesterov;
+  };
+  for (const Case c : {Case{0.0f, 1}, Case{0.5f, 0}, Case{0.0f, 0}}) {
+    CAPTURE(c.dampening);
+    CAPTURE(c.nesterov);
+    std::vector<float> w = w0, velocity(n, 0.0f), step = {0.0f};
+    std::vector<double> want_w(w0.begin(), w0.end()), want_b(n, 0.0);
+    std::vector<void*> operands = {w.data(), const_cast<float*>(g.data()), velocity.data()};
+    if (c.dampening != 0.0f) operands.push_back(step.data());
+    for (int t = 1; t <= 3; ++t) {
+      for (int64_t half = 0; half < 2; ++half) {
+        run(vertex(Codelet::kSgd, operands, {half * 6, half * 6 + 6, 0, c.nesterov},
+                   {lr, momentum, c.dampening, decay, 1.0f}));
+      }
+      if (c.dampening != 0.0f) run(vertex(Codelet::kStepCount, {step.data()}, {1}));
+      sgd_reference(want_w, g, want_b, t, lr, momentum, c.dampening, decay, c.nesterov != 0);
+    }
+    check_close(w, want_w);
+    std::vector<double> want_v(n);
+    for (size_t i = 0; i < n; ++i)
+      want_v[i] = -lr * want_b[i];
+    check_close(velocity, want_v);
+  }
+  SUBCASE("without momentum: weight decay alone, no state") {
+    std::vector<float> w = w0;
+    run(vertex(Codelet::kSgd, {w.data(), const_cast<float*>(g.data())}, {0, 12, 0, 0},
+               {lr, 0.0f, 0.0f, decay, 1.0f}));
+    std::vector<double> want_w(w0.begin(), w0.end()), unused(n, 0.0);
+    sgd_reference(want_w, g, unused, 1, lr, 0.0, 0.0, decay, false);
+    check_close(w, want_w);
+  }
+}
+
+// torch.optim.RMSprop's step in double, the oracle of RmsProp.
+void rms_prop_reference(std::vector<double>& w, const std::vector<float>& g, std::vector<double>& square,
+                        std::vector<double>& buffer, std::vector<double>& mean, double lr, double rho,
+                        double momentum, double eps, double decay, bool centered) {
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double grad = g[i] + decay * w[i];
+    square[i] = rho * square[i] + (1 - rho) * grad * grad;
+    double variance = square[i];
+    if (centered) {
+      mean[i] = rho * mean[i] + (1 - rho) * grad;
+      variance -= mean[i] * mean[i];
+    }
+    const double step = grad / (std::sqrt(variance) + eps);
+    if (momentum != 0) {
+      buffer[i] = momentum * buffer[i] + step;
+      w[i] -= lr * buffer[i];
+    } else {
+      w[i] -= lr * step;
+    }
+  }
+}
+
+TEST_CASE("kernels: RmsProp follows torch.optim.RMSprop, plain, with momentum and centered") {
+  const size_t n = 12;
+  const auto w0 = values(n, 40), g = values(n, 41);
+  const float lr = 0.01f, rho = 0.9f, eps = 1e-7f, decay = 0.01f;
+  for (const float momentum : {0.0f, 0.5f}) {
+    for (int centered = 0; centered < 2; ++centered) {
+      CAPTURE(momentum);
+      CAPTURE(centered);
+      std::vector<float> w = w0, square(n, 0.0f), buffer(n, 0.0f), mean(n, 0.0f);
+      std::vector<double> want_w(w0.begin(), w0.end()), want_square(n, 0.0), want_buffer(n, 0.0),
+          want_mean(n, 0.0);
+      std::vector<void*> operands = {w.data(), const_cast<float*>(g.data()), square.data()};
+      if (momentum != 0.0f) operands.push_back(buffer.data());
+      if (centered != 0) operands.push_back(mean.data());
+      for (int t = 1; t <= 3; ++t) {
+        run(vertex(Codelet::kRmsProp, operands, {0, 12, 0, centered}, {lr, rho, momentum, eps, decay, 1.0f}));
+        rms_prop_reference(want_w, g, want_square, want_buffer, want_mean, lr, rho, momentum, eps, decay,
+                           centered != 0);
+      }
+      check_close(square, want_square);
+      check_close(w, want_w);
+    }
+  }
+}
+
+TEST_CASE("kernels: Adagrad and AdaMax follow torch's equations") {
+  const size_t n = 12;
+  const auto w0 = values(n, 50), g = values(n, 51);
+  const float lr = 0.01f, eps = 1e-7f, decay = 0.01f, beta1 = 0.9f, beta2 = 0.999f;
+  SUBCASE("Adagrad: a sum of squares from the initial accumulator value") {
+    std::vector<float> w = w0, sum(n, 0.1f);
+    std::vector<double> want_w(w0.begin(), w0.end()), want_sum(n, 0.1);
+    for (int t = 1; t <= 3; ++t) {
+      run(vertex(Codelet::kAdagrad, {w.data(), const_cast<float*>(g.data()), sum.data()}, {0, 12, 0},
+                 {lr, eps, decay, 1.0f}));
+      for (size_t i = 0; i < n; ++i) {
+        const double grad = g[i] + decay * want_w[i];
+        want_sum[i] += grad * grad;
+        want_w[i] -= lr * grad / (std::sqrt(want_sum[i]) + eps);
+      }
+    }
+    check_close(sum, want_sum);
+    check_close(w, want_w);
+  }
+  SUBCASE("AdaMax: the infinity norm, bias-corrected first moment and the step count") {
+    std::vector<float> w = w0, m(n, 0.0f), u(n, 0.0f), step = {0.0f};
+    std::vector<double> want_w(w0.begin(), w0.end()), want_m(n, 0.0), want_u(n, 0.0);
+    for (int t = 1; t <= 3; ++t) {
+      for (int64_t half = 0; half < 2; ++half) {
+        run(vertex(Codelet::kAdaMax,
+                   {w.data(), const_cast<float*>(g.data()), m.data(), u.data(), step.data()},
+                   {half * 6, half * 6 + 6, 0}, {lr, beta1, beta2, eps, decay, 1.0f}));
+      }
+      run(vertex(Codelet::kStepCount, {step.data()}, {1}));
+      for (size_t i = 0; i < n; ++i) {
+        const double grad = g[i] + decay * want_w[i];
+        want_m[i] = beta1 * want_m[i] + (1 - beta1) * grad;
+        want_u[i] = std::max(beta2 * want_u[i], std::abs(grad) + eps);
+        want_w[i] -= lr / (1 - std::pow(beta1, t)) * want_m[i] / want_u[i];
+      }
+    }
+    CHECK(step[0] == 3.0f);
+    check_close(m, want_m);
+    check_close(u, want_u);
+    check_close(w, want_w);
+  }
+}
+
 TEST_CASE("kernels: SgdMomentum with and without velocity") {
   const size_t n = 12;
   const auto w0 = values(n, 10), g = values(n, 11), v0 = values(n, 12);
@@ -660,14 +802,14 @@ TEST_CASE("kernels: ColumnSum over a column range") {
 }
 
 TEST_CASE("kernels: the registry knows every codelet and nothing else") {
-  for (uint32_t id = 1; id <= 15; ++id) {
+  for (uint32_t id = 1; id <= 19; ++id) {
     CAPTURE(id);
     const KernelDef* def = find_kernel(id);
     REQUIRE(def != nullptr);
     CHECK(static_cast<uint32_t>(def->codelet) == id);
     CHECK(static_cast<bool>(def->validate));
   }
-  for (uint32_t id : {0u, 16u, 63u, 64u, 65u, 0xffffffffu})
+  for (uint32_t id : {0u, 30u, 63u, 64u, 65u, 0xffffffffu})
     CHECK(find_kernel(id) == nullptr);
 }
 
