@@ -37,6 +37,7 @@ struct CompileFlags {
   std::optional<float> epsilon;
   std::optional<float> weight_decay;
   std::vector<int> stage_assignment;
+  uint32_t pipeline_stages = 0;             // 0: not given
   std::vector<std::string> constant_inputs; // NAME=FILE, each checked for that form by CLI11
 };
 

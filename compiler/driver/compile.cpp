@@ -6,6 +6,7 @@
 
 #include "compiler/lowering/lower_graph.h"
 #include "compiler/lowering/pipeline_schedule.h"
+#include "compiler/lowering/stage_partition.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/fuse_epilogues.h"
 #include "compiler/passes/fuse_gelu.h"
@@ -50,6 +51,7 @@ Status validate_options(const CompileOptions& o) {
   if (o.steps_per_execution == 0 || o.steps_per_execution > (1u << 24)) {
     return bad_option("--steps-per-execution must be in [1, 16777216]");
   }
+  if (o.pipeline_stages > 1024) return bad_option("--pipeline-stages must be in [1, 1024]");
   if (o.gradient_accumulation == 0 || o.replicas == 0) {
     return bad_option("--gradient-accumulation and --replicas must be at least 1");
   }
@@ -109,8 +111,10 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   return optimizer;
 }
 
-StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& options,
-                           uint64_t bytes_per_tile) {
+// `Loaded` is LoadedModel (consumed: the compile) or const LoadedModel& (copied: the automatic
+// pipeline split's measuring compile).
+template <typename Loaded>
+StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint64_t bytes_per_tile) {
   if (loaded.is_onnx()) {
     if (options.mode == Mode::kTrain && !options.loss) {
       return bad_option(options.model_path + ": an ONNX model has no loss; give --loss "
@@ -123,7 +127,7 @@ StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& o
   const frontend::ModelTraining training = loaded.training();
   frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment,
                                      options.mode == Mode::kTrain, options.constant_inputs, bytes_per_tile};
-  IPU_ASSIGN_OR_RETURN(model.forward, std::move(loaded).forward_graph(import));
+  IPU_ASSIGN_OR_RETURN(model.forward, std::forward<Loaded>(loaded).forward_graph(import));
   model.loss = training.loss;
   // Inference builds no update: its training flags are ignored, as its cache key ignores them.
   if (options.mode == Mode::kTrain) {
@@ -132,85 +136,19 @@ StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& o
   return model;
 }
 
-} // namespace
+// A model after the training passes and fusion, and its lowering.
+struct LoweredModel {
+  frontend::ForwardGraph forward;
+  lowering::LoweringResult lowered;
+  double passes_seconds = 0;
+  double lowering_seconds = 0;
+};
 
-CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options) {
-  if (options.gradient_accumulation == 0) {
-    const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
-    options.gradient_accumulation =
-        fills_pipeline ? static_cast<uint32_t>(model.stage_count(options.stage_assignment)) : 1;
-  }
-  if (options.steps_per_execution == 0) options.steps_per_execution = options.gradient_accumulation;
-  return options;
-}
-
-std::vector<std::pair<std::string, std::string>> codegen_options(const frontend::LoadedModel& model,
-                                                                 const CompileOptions& options) {
-  const CompileOptions o = with_model_defaults(model, options);
-  std::vector<std::pair<std::string, std::string>> out = {
-      {"arch", o.arch},
-      {"tiles_per_ipu", o.tiles_per_ipu ? std::to_string(*o.tiles_per_ipu) : "preset"},
-      {"bytes_per_tile", o.bytes_per_tile ? std::to_string(*o.bytes_per_tile) : "preset"},
-      {"batch_size", std::to_string(o.batch_size)},
-      {"steps_per_execution", std::to_string(o.steps_per_execution)},
-      {"gradient_accumulation", std::to_string(o.gradient_accumulation)},
-      {"replicas", std::to_string(o.replicas)},
-      {"num_ipus", std::to_string(o.num_ipus)},
-      {"mode", o.mode == Mode::kTrain ? "train" : "infer"},
-  };
-  // The values the compile will use, so an option equal to the model's own value is the same
-  // key as leaving it out. Inference builds no training ops: these options change nothing there.
-  if (o.mode == Mode::kTrain) {
-    const frontend::ModelTraining training = model.training();
-    // Options the compile will refuse leave the model's optimizer in the key: no entry is stored.
-    const StatusOr<passes::OptimizerConfig> overridden = with_overrides(training.optimizer, o);
-    const passes::OptimizerConfig optimizer = overridden.ok() ? *overridden : training.optimizer;
-    out.emplace_back("loss", o.loss.value_or(training.loss_name.empty() ? "none" : training.loss_name));
-    out.emplace_back("optimizer", passes::optimizer_name(optimizer.kind));
-    out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
-    out.emplace_back("momentum", float_key(optimizer.momentum));
-    // Only Adam's keys carry its arguments, so SGD's keys are what they were before Adam.
-    if (optimizer.kind != passes::OptimizerKind::kSgd) {
-      out.emplace_back("beta_1", float_key(optimizer.beta_1));
-      out.emplace_back("beta_2", float_key(optimizer.beta_2));
-      out.emplace_back("epsilon", float_key(optimizer.epsilon));
-      out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
-    }
-  } else {
-    for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"})
-      out.emplace_back(name, "unused");
-  }
-  std::string stages;
-  for (int s : o.stage_assignment)
-    stages += (stages.empty() ? "" : ",") + std::to_string(s);
-  out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
-  const bool pipelined = model.stage_count(o.stage_assignment) > 1;
-  out.emplace_back("schedule", pipelined ? o.schedule : "none");
-  out.emplace_back("recompute", pipelined && o.mode == Mode::kTrain && o.recompute ? "1" : "0");
-  out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
-  return out;
-}
-
-StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options) {
-  return compile_model(frontend::LoadedModel::parse(model_text, options.model_path), options);
-}
-
-StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const CompileOptions& given) {
-  ir::install_op_table(
-      ir::op_definitions()); // every graph the frontends and passes build runs the ops' rules
-  const CompileOptions options = with_model_defaults(loaded, given);
-  IPU_RETURN_IF_ERROR(validate_options(options));
-  IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
-  IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile));
-  if (options.num_ipus == 0 || options.num_ipus > 1024) return bad_option("--num-ipus must be in [1, 1024]");
-
-  CompileResult result;
+StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, target::TargetSpec target,
+                                   bool allow_overflow) {
+  LoweredModel out;
   auto start = std::chrono::steady_clock::now();
-  IPU_ASSIGN_OR_RETURN(Model model, load_model(std::move(loaded), options, target.bytes_per_tile));
   frontend::ForwardGraph& forward = model.forward;
-  result.timings.frontend_seconds = seconds_since(start);
-
-  start = std::chrono::steady_clock::now();
   // Stage s runs on IPU s of its replica; replicas take disjoint IPUs.
   const uint32_t stages = static_cast<uint32_t>(forward.num_stages);
   const uint32_t ipus_needed = stages * options.replicas;
@@ -257,8 +195,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   passes::fuse_epilogues(forward.graph, interface_values);
   passes::fuse_gelu(forward.graph, interface_values);
   passes::fuse_layer_norm(forward.graph, interface_values);
-  result.timings.passes_seconds = seconds_since(start);
-  result.ir_text = forward.graph.to_string();
+  out.passes_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
   lowering::LoweringOptions lowering_options{options.batch_size,
@@ -267,13 +204,198 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
                                              options.replicas,
                                              stages,
                                              schedule,
-                                             options.recompute};
+                                             options.recompute,
+                                             allow_overflow};
   auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options, ir::op_lowerings());
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
-  result.timings.lowering_seconds = seconds_since(start);
+  out.lowered = std::move(*lowered);
+  out.lowering_seconds = seconds_since(start);
+  out.forward = std::move(model.forward);
+  return out;
+}
 
-  result.executable = std::move(lowered->executable);
-  result.memory = std::move(lowered->memory);
+// Stages the measuring compile of the automatic split may use: consecutive layers share one when
+// a model has more (lowering a stage per IPU costs a plan of its tiles each).
+constexpr size_t kMaxMeasuredStages = 256;
+
+struct ChosenStages {
+  std::vector<int> assignment;          // stage of each layer or node
+  std::vector<std::string> first_units; // of each stage
+};
+
+// --pipeline-stages N: lowers the model with every layer (or group of layers) a stage of its own
+// on an IPU of its own, which gives each its cycles per micro-batch (forward and backward when
+// training, from the same estimates the compile reports) and its fullest tile, and each cut the
+// bytes crossing it (the values copied between stages, and in training their gradients back,
+// each over one IPU-Link as the program's copies are estimated); then
+// lowering::partition_stages picks the cuts.
+StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const CompileOptions& options,
+                                     const target::TargetSpec& target) {
+  if (!options.stage_assignment.empty()) {
+    return bad_option("--pipeline-stages chooses the stages: give it or --stage-assignment, not both");
+  }
+  const std::vector<std::string> units = loaded.stage_units();
+  const size_t groups = std::min(units.size(), kMaxMeasuredStages);
+  CompileOptions measure = options;
+  measure.pipeline_stages = 0;
+  measure.stage_assignment.clear();
+  for (size_t i = 0; i < units.size(); ++i)
+    measure.stage_assignment.push_back(static_cast<int>(i * groups / units.size()));
+  measure.gradient_accumulation = 1;
+  measure.steps_per_execution = 1;
+  measure.replicas = 1;
+  measure.num_ipus = static_cast<uint32_t>(std::max<size_t>(1, groups));
+  measure.schedule = "sequential"; // one micro-batch, no stashes beyond it
+  measure.recompute = false;
+  IPU_ASSIGN_OR_RETURN(Model model, load_model(loaded, measure, target.bytes_per_tile));
+  IPU_ASSIGN_OR_RETURN(LoweredModel measured, lower_model(std::move(model), measure, target, true));
+
+  const bool train = options.mode == Mode::kTrain;
+  const format::ScheduleEstimate& estimate = measured.lowered.executable.estimates().schedule();
+  lowering::StagePartitionProblem problem;
+  problem.stages = static_cast<int>(options.pipeline_stages);
+  problem.bytes_per_tile = target.bytes_per_tile;
+  problem.unit_kind = loaded.is_onnx() ? "node" : "layer";
+  std::vector<size_t> group_begin;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (i == 0 || measure.stage_assignment[i] != measure.stage_assignment[i - 1]) {
+      const auto g = static_cast<int>(group_begin.size());
+      group_begin.push_back(i);
+      problem.units.push_back({units[i], g < estimate.busy_cycles_size() ? estimate.busy_cycles(g) : 0,
+                               g < estimate.peak_tile_bytes_size() ? estimate.peak_tile_bytes(g) : 0});
+    }
+  }
+  // Bytes over each cut: a value crosses every cut between its stage and the last that reads it.
+  std::vector<double> cut_bytes(problem.units.empty() ? 0 : problem.units.size() - 1, 0);
+  const ir::Graph& graph = measured.forward.graph;
+  std::map<int, std::pair<int, int>> crossing; // value -> (its stage, last stage reading it)
+  for (const ir::Op& op : graph.ops()) {
+    if (op.kind != ir::OpKind::kStageCopy || op.phase != ir::Phase::kForward) continue;
+    const int value = op.inputs.at(0);
+    auto [it, inserted] = crossing.try_emplace(value, graph.value(value).stage, op.stage);
+    it->second.second = std::max(it->second.second, op.stage);
+  }
+  for (const auto& [value, stages] : crossing) {
+    const double bytes = 4.0 * static_cast<double>(graph.value(value).type.elements()); // f32 and i32
+    for (int cut = stages.first; cut < stages.second; ++cut)
+      cut_bytes.at(static_cast<size_t>(cut)) += bytes;
+  }
+  for (double bytes : cut_bytes) {
+    problem.forward_cut_cycles.push_back(bytes / target.cycles.ipu_link_bytes_per_cycle);
+    problem.backward_cut_cycles.push_back(train ? problem.forward_cut_cycles.back() : 0);
+  }
+
+  StatusOr<lowering::StagePartition> partition = lowering::partition_stages(problem);
+  if (!partition.ok()) return partition.status().with_context(options.model_path);
+  ChosenStages chosen;
+  chosen.assignment.assign(units.size(), 0);
+  for (size_t s = 0; s < partition->first_unit.size(); ++s) {
+    const size_t begin = group_begin[static_cast<size_t>(partition->first_unit[s])];
+    chosen.first_units.push_back(units[begin]);
+    for (size_t i = begin; i < units.size(); ++i)
+      chosen.assignment[i] = static_cast<int>(s);
+  }
+  return chosen;
+}
+
+} // namespace
+
+CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options) {
+  if (options.gradient_accumulation == 0) {
+    const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
+    const auto stages = options.pipeline_stages > 0
+                            ? options.pipeline_stages
+                            : static_cast<uint32_t>(model.stage_count(options.stage_assignment));
+    options.gradient_accumulation = fills_pipeline ? stages : 1;
+  }
+  if (options.steps_per_execution == 0) options.steps_per_execution = options.gradient_accumulation;
+  return options;
+}
+
+std::vector<std::pair<std::string, std::string>> codegen_options(const frontend::LoadedModel& model,
+                                                                 const CompileOptions& options) {
+  const CompileOptions o = with_model_defaults(model, options);
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"arch", o.arch},
+      {"tiles_per_ipu", o.tiles_per_ipu ? std::to_string(*o.tiles_per_ipu) : "preset"},
+      {"bytes_per_tile", o.bytes_per_tile ? std::to_string(*o.bytes_per_tile) : "preset"},
+      {"batch_size", std::to_string(o.batch_size)},
+      {"steps_per_execution", std::to_string(o.steps_per_execution)},
+      {"gradient_accumulation", std::to_string(o.gradient_accumulation)},
+      {"replicas", std::to_string(o.replicas)},
+      {"num_ipus", std::to_string(o.num_ipus)},
+      {"mode", o.mode == Mode::kTrain ? "train" : "infer"},
+  };
+  // The values the compile will use, so an option equal to the model's own value is the same
+  // key as leaving it out. Inference builds no training ops: these options change nothing there.
+  if (o.mode == Mode::kTrain) {
+    const frontend::ModelTraining training = model.training();
+    // Options the compile will refuse leave the model's optimizer in the key: no entry is stored.
+    const StatusOr<passes::OptimizerConfig> overridden = with_overrides(training.optimizer, o);
+    const passes::OptimizerConfig optimizer = overridden.ok() ? *overridden : training.optimizer;
+    out.emplace_back("loss", o.loss.value_or(training.loss_name.empty() ? "none" : training.loss_name));
+    out.emplace_back("optimizer", passes::optimizer_name(optimizer.kind));
+    out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
+    out.emplace_back("momentum", float_key(optimizer.momentum));
+    // Only Adam's keys carry its arguments, so SGD's keys are what they were before Adam.
+    if (optimizer.kind != passes::OptimizerKind::kSgd) {
+      out.emplace_back("beta_1", float_key(optimizer.beta_1));
+      out.emplace_back("beta_2", float_key(optimizer.beta_2));
+      out.emplace_back("epsilon", float_key(optimizer.epsilon));
+      out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
+    }
+  } else {
+    for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"})
+      out.emplace_back(name, "unused");
+  }
+  std::string stages;
+  for (int s : o.stage_assignment)
+    stages += (stages.empty() ? "" : ",") + std::to_string(s);
+  out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
+  if (o.pipeline_stages > 0) out.emplace_back("pipeline_stages", std::to_string(o.pipeline_stages));
+  const bool pipelined =
+      o.pipeline_stages > 0 ? o.pipeline_stages > 1 : model.stage_count(o.stage_assignment) > 1;
+  out.emplace_back("schedule", pipelined ? o.schedule : "none");
+  out.emplace_back("recompute", pipelined && o.mode == Mode::kTrain && o.recompute ? "1" : "0");
+  out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
+  return out;
+}
+
+StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options) {
+  return compile_model(frontend::LoadedModel::parse(model_text, options.model_path), options);
+}
+
+StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const CompileOptions& given) {
+  ir::install_op_table(
+      ir::op_definitions()); // every graph the frontends and passes build runs the ops' rules
+  CompileOptions options = with_model_defaults(loaded, given);
+  IPU_RETURN_IF_ERROR(validate_options(options));
+  IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
+  IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile));
+  if (options.num_ipus == 0 || options.num_ipus > 1024) return bad_option("--num-ipus must be in [1, 1024]");
+
+  CompileResult result;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> first_units;
+  if (options.pipeline_stages > 0) {
+    IPU_ASSIGN_OR_RETURN(ChosenStages chosen, choose_stages(loaded, options, target));
+    options.stage_assignment = std::move(chosen.assignment);
+    first_units = std::move(chosen.first_units);
+  }
+  const double choosing_seconds = seconds_since(start);
+  start = std::chrono::steady_clock::now();
+  IPU_ASSIGN_OR_RETURN(Model model, load_model(std::move(loaded), options, target.bytes_per_tile));
+  result.timings.frontend_seconds = seconds_since(start);
+  IPU_ASSIGN_OR_RETURN(LoweredModel lowered, lower_model(std::move(model), options, target, false));
+  result.timings.passes_seconds = lowered.passes_seconds;
+  // The automatic split's measuring compile is lowering work too.
+  result.timings.lowering_seconds = lowered.lowering_seconds + choosing_seconds;
+  const frontend::ForwardGraph& forward = lowered.forward;
+  result.ir_text = forward.graph.to_string();
+  const auto stages = static_cast<uint32_t>(forward.num_stages);
+
+  result.executable = std::move(lowered.lowered.executable);
+  result.memory = std::move(lowered.lowered.memory);
   format::Executable& exe = result.executable;
   exe.set_format_version(format::kFormatVersion);
   exe.set_model_name(forward.name);
@@ -288,6 +410,8 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   pipeline->set_schedule(stages > 1 ? options.schedule : "none");
   for (uint32_t s = 0; s < stages; ++s)
     pipeline->add_stage_ipu(s);
+  for (const std::string& unit : first_units)
+    pipeline->add_stage_first_unit(unit);
   return result;
 }
 

@@ -43,6 +43,10 @@ struct LoweringOptions {
   uint32_t stages = 1; // pipeline stages; stage s runs on IPU s of its replica
   Schedule schedule = Schedule::kGrouped;
   bool recompute = false; // recompute activations for the backward pass instead of stashing
+  // Return the plan of a graph whose tiles overflow instead of refusing it: the automatic
+  // pipeline split lowers each layer on an IPU of its own to learn its cycles and bytes, and a
+  // layer too big for one IPU is an answer there, not an error.
+  bool allow_overflow = false;
 };
 
 struct LoweringResult {
@@ -57,7 +61,7 @@ using LowerFn = Status (*)(LowerContext& context, const ir::Op& op);
 using OpLowerings = std::array<LowerFn, ir::kOpKindCount>;
 
 // Fills everything but the manifest and model metadata. Returns ResourceExhausted with a per-tile
-// report when a tile overflows.
+// report when a tile overflows (unless options.allow_overflow).
 StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& interface,
                                      const target::TargetSpec& target, const LoweringOptions& options,
                                      const OpLowerings& lowerings);

@@ -22,10 +22,13 @@ public:
     }
   }
   size_t size() const { return m_problem.units.size(); }
-  double cut(size_t after) const { return m_problem.cut_cycles.at(after); }
+  // Both directions of the cut after unit `after`: what a split moves there.
+  double cut(size_t after) const {
+    return m_problem.forward_cut_cycles.at(after) + m_problem.backward_cut_cycles.at(after);
+  }
   double cycles(size_t begin, size_t end) const {
-    return m_cycles[end] - m_cycles[begin] + (begin > 0 ? cut(begin - 1) : 0) +
-           (end < size() ? cut(end - 1) : 0);
+    return m_cycles[end] - m_cycles[begin] + (begin > 0 ? m_problem.backward_cut_cycles.at(begin - 1) : 0) +
+           (end < size() ? m_problem.forward_cut_cycles.at(end - 1) : 0);
   }
   uint64_t bytes(size_t begin, size_t end) const { return m_bytes[end] - m_bytes[begin]; }
   bool fits(size_t begin, size_t end) const { return bytes(begin, end) <= m_problem.bytes_per_tile; }

@@ -1,7 +1,7 @@
 // The automatic pipeline split (ipucc compile --pipeline-stages N, docs/pipelining.md): the
 // model's layers in topological order form a chain, and N - 1 cuts divide it into N stages, one
 // per IPU. The cuts minimise the slowest stage's estimated cycles (a pipeline runs at the pace of
-// its slowest stage), counting the IPU-Link transfers each cut adds to the stages on both sides,
+// its slowest stage), counting the IPU-Link transfers each cut adds to the stages it separates,
 // and keep every stage within one IPU's tile memory. Among splits equally fast at the slowest
 // stage it takes the one whose cuts move the fewest cycles of data, then the earliest cuts.
 #pragma once
@@ -24,9 +24,11 @@ struct StageUnit {
 
 struct StagePartitionProblem {
   std::vector<StageUnit> units;
-  // cut_cycles[i]: the transfer cycles of a cut between units i and i + 1 (units.size() - 1 of
-  // them), charged to both stages it separates.
-  std::vector<double> cut_cycles;
+  // For a cut between units i and i + 1 (units.size() - 1 of each): the cycles of sending the
+  // values crossing it forward, charged to the stage before it, and of sending their gradients
+  // back (training; else 0), charged to the stage after it, as the pipelined program does.
+  std::vector<double> forward_cut_cycles;
+  std::vector<double> backward_cut_cycles;
   int stages = 1;
   uint64_t bytes_per_tile = 0;     // a stage's summed tile_bytes may not exceed it
   std::string unit_kind = "layer"; // "layer" or "node", for messages

@@ -10,7 +10,8 @@ StagePartitionProblem chain(const std::vector<double>& cycles, const std::vector
   StagePartitionProblem p;
   for (size_t i = 0; i < cycles.size(); ++i)
     p.units.push_back({std::string(1, static_cast<char>('a' + i)), cycles[i], bytes.empty() ? 0 : bytes[i]});
-  p.cut_cycles.assign(cycles.size() - 1, 0);
+  p.forward_cut_cycles.assign(cycles.size() - 1, 0);
+  p.backward_cut_cycles = p.forward_cut_cycles;
   p.bytes_per_tile = 1000;
   return p;
 }
@@ -46,10 +47,10 @@ TEST_CASE("lowering::partition_stages minimises the slowest stage") {
   }
 }
 
-TEST_CASE("lowering::partition_stages charges the transfers of a cut to both sides") {
+TEST_CASE("lowering::partition_stages charges a cut's transfers to the stages sending them") {
   StagePartitionProblem p = chain({2, 2, 2, 2});
   SUBCASE("a costly cut in the middle moves the split") {
-    p.cut_cycles = {0, 5, 0};
+    p.forward_cut_cycles = p.backward_cut_cycles = {0, 5, 0};
     // Cutting in the middle costs 4 + 5 on each side; after a or after c, 6 on the larger side.
     // Both reach 6 and move nothing: the earlier cut wins.
     const StagePartition s = split(p, 2);
@@ -57,15 +58,23 @@ TEST_CASE("lowering::partition_stages charges the transfers of a cut to both sid
     CHECK(s.stage_cycles == std::vector<double>{2, 6});
   }
   SUBCASE("among equally fast splits, the one moving less data") {
-    p.cut_cycles = {1, 0, 1};
+    p.forward_cut_cycles = p.backward_cut_cycles = {1, 0, 1};
     // {a}{bcd}: 3 and 7; {ab}{cd}: 4 and 4; {abc}{d}: 7 and 3.
     CHECK(split(p, 2).first_unit == std::vector<int>{0, 2});
     p.units[3].cycles = 3;
-    p.cut_cycles = {0, 1, 0};
+    p.forward_cut_cycles = p.backward_cut_cycles = {0, 1, 0};
     // {ab}{cd}: 5 and 6; {abc}{d}: 6 and 3, the same bottleneck and no data moved.
     const StagePartition s = split(p, 2);
     CHECK(s.first_unit == std::vector<int>{0, 3});
     CHECK(s.stage_cycles == std::vector<double>{6, 3});
+  }
+  SUBCASE("inference sends forward only: the stage before a cut pays for it") {
+    p.forward_cut_cycles = {3, 3, 3};
+    p.backward_cut_cycles = {0, 0, 0};
+    // {a}{bcd}: 5 and 6; {ab}{cd}: 7 and 4; {abc}{d}: 9 and 2.
+    const StagePartition s = split(p, 2);
+    CHECK(s.first_unit == std::vector<int>{0, 1});
+    CHECK(s.stage_cycles == std::vector<double>{5, 6});
   }
 }
 
