@@ -226,8 +226,8 @@ struct ChosenStages {
 // --pipeline-stages N: lowers the model with every layer (or group of layers) a stage of its own
 // on an IPU of its own, which gives each its cycles per micro-batch (forward and backward when
 // training, from the same estimates the compile reports) and its fullest tile, and each cut the
-// bytes crossing it (the values copied between stages, and in training their gradients back,
-// each over one IPU-Link as the program's copies are estimated); then
+// bytes crossing it (the values copied between stages, and in training the gradients copied
+// back, each over one IPU-Link as the program's copies are estimated); then
 // lowering::partition_stages picks the cuts.
 StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const CompileOptions& options,
                                      const target::TargetSpec& target) {
@@ -250,7 +250,6 @@ StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const 
   IPU_ASSIGN_OR_RETURN(Model model, load_model(loaded, measure, target.bytes_per_tile));
   IPU_ASSIGN_OR_RETURN(LoweredModel measured, lower_model(std::move(model), measure, target, true));
 
-  const bool train = options.mode == Mode::kTrain;
   const format::ScheduleEstimate& estimate = measured.lowered.executable.estimates().schedule();
   lowering::StagePartitionProblem problem;
   problem.stages = static_cast<int>(options.pipeline_stages);
@@ -265,24 +264,27 @@ StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const 
                                g < estimate.peak_tile_bytes_size() ? estimate.peak_tile_bytes(g) : 0});
     }
   }
-  // Bytes over each cut: a value crosses every cut between its stage and the last that reads it.
-  std::vector<double> cut_bytes(problem.units.empty() ? 0 : problem.units.size() - 1, 0);
+  // Bytes over each cut, each way: a value crosses every cut between its stage and the farthest
+  // that reads it, forward (activations) or backward (the gradients that autodiff sends back).
+  const size_t cuts = problem.units.empty() ? 0 : problem.units.size() - 1;
+  std::vector<double> forward_bytes(cuts, 0), backward_bytes(cuts, 0);
   const ir::Graph& graph = measured.forward.graph;
-  std::map<int, std::pair<int, int>> crossing; // value -> (its stage, last stage reading it)
+  std::map<std::pair<int, bool>, std::pair<int, int>> crossing; // (value, forward) -> stage span
   for (const ir::Op& op : graph.ops()) {
-    if (op.kind != ir::OpKind::kStageCopy || op.phase != ir::Phase::kForward) continue;
+    if (op.kind != ir::OpKind::kStageCopy) continue;
     const int value = op.inputs.at(0);
-    auto [it, inserted] = crossing.try_emplace(value, graph.value(value).stage, op.stage);
-    it->second.second = std::max(it->second.second, op.stage);
+    const int from = graph.value(value).stage;
+    auto [it, inserted] = crossing.try_emplace({value, op.phase == ir::Phase::kForward}, from, from);
+    it->second = {std::min(it->second.first, op.stage), std::max(it->second.second, op.stage)};
   }
-  for (const auto& [value, stages] : crossing) {
-    const double bytes = 4.0 * static_cast<double>(graph.value(value).type.elements()); // f32 and i32
-    for (int cut = stages.first; cut < stages.second; ++cut)
-      cut_bytes.at(static_cast<size_t>(cut)) += bytes;
+  for (const auto& [key, span] : crossing) {
+    const double bytes = 4.0 * static_cast<double>(graph.value(key.first).type.elements()); // f32 and i32
+    for (int cut = span.first; cut < span.second; ++cut)
+      (key.second ? forward_bytes : backward_bytes).at(static_cast<size_t>(cut)) += bytes;
   }
-  for (double bytes : cut_bytes) {
-    problem.forward_cut_cycles.push_back(bytes / target.cycles.ipu_link_bytes_per_cycle);
-    problem.backward_cut_cycles.push_back(train ? problem.forward_cut_cycles.back() : 0);
+  for (size_t c = 0; c < cuts; ++c) {
+    problem.forward_cut_cycles.push_back(forward_bytes[c] / target.cycles.ipu_link_bytes_per_cycle);
+    problem.backward_cut_cycles.push_back(backward_bytes[c] / target.cycles.ipu_link_bytes_per_cycle);
   }
 
   StatusOr<lowering::StagePartition> partition = lowering::partition_stages(problem);
