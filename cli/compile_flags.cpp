@@ -95,6 +95,11 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--stage-assignment", f.stage_assignment,
                        "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));
+  keep(
+      cmd->add_option("--pipeline-stages", f.pipeline_stages,
+                      "Split the model into N pipeline stages chosen to balance estimated cycles within each "
+                      "IPU's memory (overrides the spec's stages)")
+          ->check(CLI::Range(1, 1024)));
   const CLI::Validator name_equals_file(
       [](std::string& value) {
         const size_t eq = value.find('=');

@@ -36,6 +36,7 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   o.centered = f.centered;
   o.initial_accumulator_value = f.initial_accumulator_value;
   o.stage_assignment = f.stage_assignment;
+  o.pipeline_stages = f.pipeline_stages;
   for (const std::string& binding : f.constant_inputs) {
     // The flag's check guarantees NAME=FILE; a name never holds '=', a path may.
     const size_t eq = binding.find('=');

@@ -40,7 +40,73 @@ double program_cycles_per_step(const format::Executable& exe) {
   return 0;
 }
 
+// Estimated cycles of each stage's passes for one micro-batch: forward, and backward when
+// training (the busy cycles of its IPU over the micro-batches of an update), with the copies it
+// sends and receives across stage boundaries: what the automatic split balances.
+std::vector<double> stage_cycles(const format::Executable& exe) {
+  const auto& est = exe.estimates().schedule();
+  const double micro_batches =
+      exe.mode() == "train" ? std::max<uint32_t>(1, exe.pipeline().gradient_accumulation()) : 1;
+  std::vector<double> out;
+  for (int i = 0; i < est.busy_cycles_size(); ++i) {
+    const double crossing = i < est.crossing_cycles_size() ? est.crossing_cycles(i) : 0;
+    out.push_back((est.busy_cycles(i) + crossing) / micro_batches);
+  }
+  return out;
+}
+
+std::string with_commas(double value) {
+  std::string s = number(value);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+// "a, b and c"
+std::string listed(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return out;
+}
+
 } // namespace
+
+double stage_imbalance(const format::Executable& exe) {
+  const std::vector<double> cycles = stage_cycles(exe);
+  double total = 0, slowest = 0;
+  for (double c : cycles) {
+    total += c;
+    slowest = std::max(slowest, c);
+  }
+  return total > 0 ? slowest * static_cast<double>(cycles.size()) / total : 1.0;
+}
+
+std::string stage_split_note(const std::string& model_path, const format::Executable& exe) {
+  const format::PipelineInfo& pipeline = exe.pipeline();
+  if (pipeline.num_stages() <= 1) return "";
+  const auto& est = exe.estimates().schedule();
+  std::vector<std::string> cycles, bytes, firsts;
+  for (double c : stage_cycles(exe))
+    cycles.push_back(with_commas(c));
+  for (uint64_t b : est.peak_tile_bytes())
+    bytes.push_back(with_commas(static_cast<double>(b)));
+  for (int s = 1; s < pipeline.stage_first_unit_size(); ++s)
+    firsts.push_back("'" + pipeline.stage_first_unit(s) + "'");
+  const bool train = exe.mode() == "train";
+  std::string note = model_path + ": ";
+  if (!firsts.empty()) {
+    note += std::to_string(pipeline.num_stages()) + " pipeline stages chosen to balance estimated cycles " +
+            "within each IPU's tile memory, starting at " + listed(firsts) + "; ";
+  }
+  char ratio[32];
+  std::snprintf(ratio, sizeof ratio, "%.2f", stage_imbalance(exe));
+  note += std::string("stage imbalance: slowest stage ") + ratio + "× the mean (" + listed(cycles) +
+          " cycles per micro-batch" + (train ? ", forward and backward" : "") + "; fullest tiles " +
+          listed(bytes) + " of " + with_commas(static_cast<double>(exe.target().bytes_per_tile())) +
+          " bytes)";
+  return note;
+}
 
 nlohmann::json schedule_json(const format::Executable& exe) {
   const auto& est = exe.estimates().schedule();
@@ -49,14 +115,22 @@ nlohmann::json schedule_json(const format::Executable& exe) {
   const double micro_batches = train ? std::max<uint32_t>(1, exe.pipeline().gradient_accumulation()) : 1;
   const double per_update = t.slots + t.update;
   double busy_total = 0;
+  const std::vector<double> per_stage = stage_cycles(exe);
   nlohmann::json ipus = nlohmann::json::array();
   for (int i = 0; i < est.busy_cycles_size(); ++i) {
     busy_total += est.busy_cycles(i);
-    ipus.push_back({{"ipu", i},
-                    {"busy_cycles", est.busy_cycles(i) / micro_batches},
-                    {"idle_cycles", (t.slots - est.busy_cycles(i)) / micro_batches},
-                    {"peak_bytes", i < est.peak_bytes_size() ? est.peak_bytes(i) : 0},
-                    {"stash_bytes", i < est.stash_bytes_size() ? est.stash_bytes(i) : 0}});
+    ipus.push_back(
+        {{"ipu", i},
+         {"busy_cycles", est.busy_cycles(i) / micro_batches},
+         {"idle_cycles", (t.slots - est.busy_cycles(i)) / micro_batches},
+         {"peak_bytes", i < est.peak_bytes_size() ? est.peak_bytes(i) : 0},
+         {"crossing_cycles", (i < est.crossing_cycles_size() ? est.crossing_cycles(i) : 0) / micro_batches},
+         {"stage_cycles", i < static_cast<int>(per_stage.size()) ? per_stage[static_cast<size_t>(i)] : 0},
+         {"peak_tile_bytes", i < est.peak_tile_bytes_size() ? est.peak_tile_bytes(i) : 0},
+         {"first_unit", i < exe.pipeline().stage_first_unit_size()
+                            ? nlohmann::json(exe.pipeline().stage_first_unit(i))
+                            : nlohmann::json()},
+         {"stash_bytes", i < est.stash_bytes_size() ? est.stash_bytes(i) : 0}});
   }
   // One number per step, the program's: the slots and the update are its compute, and what the
   // program runs besides (each step's infeed and outfeed, copies between stages, the all-reduce
@@ -69,6 +143,8 @@ nlohmann::json schedule_json(const format::Executable& exe) {
           {"gradient_accumulation", exe.pipeline().gradient_accumulation()},
           {"replicas", exe.pipeline().replicas()},
           {"schedule", exe.pipeline().schedule()},
+          {"split", exe.pipeline().stage_first_unit_size() > 0 ? "automatic" : "given"},
+          {"stage_imbalance", stage_imbalance(exe)},
           {"cycles_per_step", cycles},
           {"compute_cycles_per_step", compute},
           {"transfer_cycles_per_step", std::max(0.0, cycles - compute)},

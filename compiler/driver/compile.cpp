@@ -7,6 +7,7 @@
 
 #include "compiler/lowering/lower_graph.h"
 #include "compiler/lowering/pipeline_schedule.h"
+#include "compiler/lowering/stage_partition.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/passes/fuse_epilogues.h"
 #include "compiler/passes/fuse_gelu.h"
@@ -55,6 +56,7 @@ Status validate_options(const CompileOptions& o) {
   if (o.steps_per_execution == 0 || o.steps_per_execution > (1u << 24)) {
     return bad_option("--steps-per-execution must be in [1, 16777216]");
   }
+  if (o.pipeline_stages > 1024) return bad_option("--pipeline-stages must be in [1, 1024]");
   if (o.gradient_accumulation == 0 || o.replicas == 0) {
     return bad_option("--gradient-accumulation and --replicas must be at least 1");
   }
@@ -153,8 +155,10 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   return optimizer;
 }
 
-StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& options,
-                           uint64_t bytes_per_tile) {
+// `Loaded` is LoadedModel (consumed: the compile) or const LoadedModel& (copied: the automatic
+// pipeline split's measuring compile).
+template <typename Loaded>
+StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint64_t bytes_per_tile) {
   if (loaded.is_onnx()) {
     if (options.mode == Mode::kTrain && !options.loss) {
       return bad_option(options.model_path + ": an ONNX model has no loss; give --loss "
@@ -167,7 +171,7 @@ StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& o
   const frontend::ModelTraining training = loaded.training();
   frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment,
                                      options.mode == Mode::kTrain, options.constant_inputs, bytes_per_tile};
-  IPU_ASSIGN_OR_RETURN(model.forward, std::move(loaded).forward_graph(import));
+  IPU_ASSIGN_OR_RETURN(model.forward, std::forward<Loaded>(loaded).forward_graph(import));
   model.loss = training.loss;
   // Inference builds no update: its training flags are ignored, as its cache key ignores them.
   if (options.mode == Mode::kTrain) {
@@ -176,13 +180,177 @@ StatusOr<Model> load_model(frontend::LoadedModel loaded, const CompileOptions& o
   return model;
 }
 
+// A model after the training passes and fusion, and its lowering.
+struct LoweredModel {
+  frontend::ForwardGraph forward;
+  lowering::LoweringResult lowered;
+  double passes_seconds = 0;
+  double lowering_seconds = 0;
+};
+
+StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, target::TargetSpec target) {
+  LoweredModel out;
+  auto start = std::chrono::steady_clock::now();
+  frontend::ForwardGraph& forward = model.forward;
+  // Stage s runs on IPU s of its replica; replicas take disjoint IPUs.
+  const uint32_t stages = static_cast<uint32_t>(forward.num_stages);
+  const uint32_t ipus_needed = stages * options.replicas;
+  if (ipus_needed > options.num_ipus) {
+    return bad_option(options.model_path + ": " + std::to_string(stages) + " stage(s) x " +
+                      std::to_string(options.replicas) + " replica(s) need " + std::to_string(ipus_needed) +
+                      " IPUs, the target has " + std::to_string(options.num_ipus) + " (--num-ipus)");
+  }
+  IPU_ASSIGN_OR_RETURN(lowering::Schedule schedule, lowering::parse_schedule(options.schedule));
+  if (stages > 1 && schedule != lowering::Schedule::kSequential && options.mode == Mode::kTrain &&
+      options.gradient_accumulation < stages) {
+    return bad_option(options.model_path + ": the " + options.schedule +
+                      " schedule needs --gradient-accumulation >= " + std::to_string(stages) +
+                      " (the number of stages) to fill the pipeline, got " +
+                      std::to_string(options.gradient_accumulation));
+  }
+  target.num_ipus = stages; // the lowering plans one replica
+  lowering::GraphInterface io;
+  for (const auto& in : forward.inputs)
+    io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
+  for (const auto& out : forward.outputs)
+    io.outputs.push_back({out.value, out.name, out.dtype, out.batched});
+  if (options.mode == Mode::kTrain &&
+      (io.inputs.size() != 1 || io.outputs.size() != 1 || !forward.inputs[0].batched)) {
+    return unsupported(options.model_path +
+                       ": training needs a model with one batched input and one output; this one has " +
+                       std::to_string(io.inputs.size()) + " input(s) and " +
+                       std::to_string(io.outputs.size()) + " output(s) (--mode infer runs it)");
+  }
+  if (options.mode == Mode::kTrain) {
+    IPU_ASSIGN_OR_RETURN(passes::LossValues loss,
+                         passes::add_loss(forward.graph, forward.scores(), model.loss));
+    IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
+                                              forward.graph, loss.loss, model.optimizer,
+                                              {options.gradient_accumulation, options.replicas, stages}));
+    io.loss = loss;
+  }
+  // After autodiff, so gradients are taken of the unfused graph.
+  std::vector<int> interface_values;
+  for (const lowering::IoBinding& b : io.inputs)
+    interface_values.push_back(b.value);
+  for (const lowering::IoBinding& b : io.outputs)
+    interface_values.push_back(b.value);
+  passes::fuse_epilogues(forward.graph, interface_values);
+  passes::fuse_gelu(forward.graph, interface_values);
+  passes::fuse_layer_norm(forward.graph, interface_values);
+  out.passes_seconds = seconds_since(start);
+
+  start = std::chrono::steady_clock::now();
+  lowering::LoweringOptions lowering_options{options.batch_size,
+                                             options.steps_per_execution,
+                                             options.gradient_accumulation,
+                                             options.replicas,
+                                             stages,
+                                             schedule,
+                                             options.recompute};
+  auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options, ir::op_lowerings());
+  if (!lowered.ok()) return lowered.status().with_context(options.model_path);
+  out.lowered = std::move(*lowered);
+  out.lowering_seconds = seconds_since(start);
+  out.forward = std::move(model.forward);
+  return out;
+}
+
+// Stages the measuring compile of the automatic split may use: consecutive layers share one when
+// a model has more (lowering a stage per IPU costs a plan of its tiles each).
+constexpr size_t kMaxMeasuredStages = 256;
+
+struct ChosenStages {
+  std::vector<int> assignment;          // stage of each layer or node
+  std::vector<std::string> first_units; // of each stage
+};
+
+// --pipeline-stages N: lowers the model with every layer (or group of layers) a stage of its own
+// on an IPU of its own, which gives each its cycles per micro-batch (forward and backward when
+// training, from the same estimates the compile reports) and its fullest tile, and each cut the
+// bytes crossing it (the values copied between stages, and in training the gradients copied
+// back, each over one IPU-Link as the program's copies are estimated); then
+// lowering::partition_stages picks the cuts.
+StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const CompileOptions& options,
+                                     const target::TargetSpec& target) {
+  if (!options.stage_assignment.empty()) {
+    return bad_option("--pipeline-stages chooses the stages: give it or --stage-assignment, not both");
+  }
+  const std::vector<std::string> units = loaded.stage_units();
+  const size_t groups = std::min(units.size(), kMaxMeasuredStages);
+  CompileOptions measure = options;
+  measure.pipeline_stages = 0;
+  measure.stage_assignment.clear();
+  for (size_t i = 0; i < units.size(); ++i)
+    measure.stage_assignment.push_back(static_cast<int>(i * groups / units.size()));
+  measure.gradient_accumulation = 1;
+  measure.steps_per_execution = 1;
+  measure.replicas = 1;
+  measure.num_ipus = static_cast<uint32_t>(std::max<size_t>(1, groups));
+  measure.schedule = "sequential"; // one micro-batch, no stashes beyond it
+  measure.recompute = false;
+  IPU_ASSIGN_OR_RETURN(Model model, load_model(loaded, measure, target.bytes_per_tile));
+  IPU_ASSIGN_OR_RETURN(LoweredModel measured, lower_model(std::move(model), measure, target));
+
+  const format::ScheduleEstimate& estimate = measured.lowered.executable.estimates().schedule();
+  lowering::StagePartitionProblem problem;
+  problem.stages = static_cast<int>(options.pipeline_stages);
+  problem.bytes_per_tile = target.bytes_per_tile;
+  problem.unit_kind = loaded.is_onnx() ? "node" : "layer";
+  std::vector<size_t> group_begin;
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (i == 0 || measure.stage_assignment[i] != measure.stage_assignment[i - 1]) {
+      const auto g = static_cast<int>(group_begin.size());
+      group_begin.push_back(i);
+      problem.units.push_back({units[i], g < estimate.busy_cycles_size() ? estimate.busy_cycles(g) : 0,
+                               g < estimate.peak_tile_bytes_size() ? estimate.peak_tile_bytes(g) : 0});
+    }
+  }
+  // Bytes over each cut, each way: a value crosses every cut between its stage and the farthest
+  // that reads it, forward (activations) or backward (the gradients that autodiff sends back).
+  const size_t cuts = problem.units.empty() ? 0 : problem.units.size() - 1;
+  std::vector<double> forward_bytes(cuts, 0), backward_bytes(cuts, 0);
+  const ir::Graph& graph = measured.forward.graph;
+  std::map<std::pair<int, bool>, std::pair<int, int>> crossing; // (value, forward) -> stage span
+  for (const ir::Op& op : graph.ops()) {
+    if (op.kind != ir::OpKind::kStageCopy) continue;
+    const int value = op.inputs.at(0);
+    const int from = graph.value(value).stage;
+    auto [it, inserted] = crossing.try_emplace({value, op.phase == ir::Phase::kForward}, from, from);
+    it->second = {std::min(it->second.first, op.stage), std::max(it->second.second, op.stage)};
+  }
+  for (const auto& [key, span] : crossing) {
+    const double bytes = 4.0 * static_cast<double>(graph.value(key.first).type.elements()); // f32 and i32
+    for (int cut = span.first; cut < span.second; ++cut)
+      (key.second ? forward_bytes : backward_bytes).at(static_cast<size_t>(cut)) += bytes;
+  }
+  for (size_t c = 0; c < cuts; ++c) {
+    problem.forward_cut_cycles.push_back(forward_bytes[c] / target.cycles.ipu_link_bytes_per_cycle);
+    problem.backward_cut_cycles.push_back(backward_bytes[c] / target.cycles.ipu_link_bytes_per_cycle);
+  }
+
+  StatusOr<lowering::StagePartition> partition = lowering::partition_stages(problem);
+  if (!partition.ok()) return partition.status().with_context(options.model_path);
+  ChosenStages chosen;
+  chosen.assignment.assign(units.size(), 0);
+  for (size_t s = 0; s < partition->first_unit.size(); ++s) {
+    const size_t begin = group_begin[static_cast<size_t>(partition->first_unit[s])];
+    chosen.first_units.push_back(units[begin]);
+    for (size_t i = begin; i < units.size(); ++i)
+      chosen.assignment[i] = static_cast<int>(s);
+  }
+  return chosen;
+}
+
 } // namespace
 
 CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options) {
   if (options.gradient_accumulation == 0) {
     const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
-    options.gradient_accumulation =
-        fills_pipeline ? static_cast<uint32_t>(model.stage_count(options.stage_assignment)) : 1;
+    const auto stages = options.pipeline_stages > 0
+                            ? options.pipeline_stages
+                            : static_cast<uint32_t>(model.stage_count(options.stage_assignment));
+    options.gradient_accumulation = fills_pipeline ? stages : 1;
   }
   if (options.steps_per_execution == 0) options.steps_per_execution = options.gradient_accumulation;
   return options;
@@ -243,7 +411,9 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   for (int s : o.stage_assignment)
     stages += (stages.empty() ? "" : ",") + std::to_string(s);
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
-  const bool pipelined = model.stage_count(o.stage_assignment) > 1;
+  if (o.pipeline_stages > 0) out.emplace_back("pipeline_stages", std::to_string(o.pipeline_stages));
+  const bool pipelined =
+      o.pipeline_stages > 0 ? o.pipeline_stages > 1 : model.stage_count(o.stage_assignment) > 1;
   out.emplace_back("schedule", pipelined ? o.schedule : "none");
   out.emplace_back("recompute", pipelined && o.mode == Mode::kTrain && o.recompute ? "1" : "0");
   out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
@@ -259,7 +429,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
                                       CompileReport* report) {
   ir::install_op_table(
       ir::op_definitions()); // every graph the frontends and passes build runs the ops' rules
-  const CompileOptions options = with_model_defaults(loaded, given);
+  CompileOptions options = with_model_defaults(loaded, given);
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
   IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile));
@@ -267,74 +437,26 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
 
   CompileResult result;
   auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> first_units;
+  if (options.pipeline_stages > 0) {
+    IPU_ASSIGN_OR_RETURN(ChosenStages chosen, choose_stages(loaded, options, target));
+    options.stage_assignment = std::move(chosen.assignment);
+    first_units = std::move(chosen.first_units);
+  }
+  const double choosing_seconds = seconds_since(start);
+  start = std::chrono::steady_clock::now();
   IPU_ASSIGN_OR_RETURN(Model model, load_model(std::move(loaded), options, target.bytes_per_tile));
-  frontend::ForwardGraph& forward = model.forward;
   result.timings.frontend_seconds = seconds_since(start);
-
-  start = std::chrono::steady_clock::now();
-  // Stage s runs on IPU s of its replica; replicas take disjoint IPUs.
-  const uint32_t stages = static_cast<uint32_t>(forward.num_stages);
-  const uint32_t ipus_needed = stages * options.replicas;
-  if (ipus_needed > options.num_ipus) {
-    return bad_option(options.model_path + ": " + std::to_string(stages) + " stage(s) x " +
-                      std::to_string(options.replicas) + " replica(s) need " + std::to_string(ipus_needed) +
-                      " IPUs, the target has " + std::to_string(options.num_ipus) + " (--num-ipus)");
-  }
-  IPU_ASSIGN_OR_RETURN(lowering::Schedule schedule, lowering::parse_schedule(options.schedule));
-  if (stages > 1 && schedule != lowering::Schedule::kSequential && options.mode == Mode::kTrain &&
-      options.gradient_accumulation < stages) {
-    return bad_option(options.model_path + ": the " + options.schedule +
-                      " schedule needs --gradient-accumulation >= " + std::to_string(stages) +
-                      " (the number of stages) to fill the pipeline, got " +
-                      std::to_string(options.gradient_accumulation));
-  }
-  target.num_ipus = stages; // the lowering plans one replica
-  lowering::GraphInterface io;
-  for (const auto& in : forward.inputs)
-    io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
-  for (const auto& out : forward.outputs)
-    io.outputs.push_back({out.value, out.name, out.dtype, out.batched});
-  if (options.mode == Mode::kTrain &&
-      (io.inputs.size() != 1 || io.outputs.size() != 1 || !forward.inputs[0].batched)) {
-    return unsupported(options.model_path +
-                       ": training needs a model with one batched input and one output; this one has " +
-                       std::to_string(io.inputs.size()) + " input(s) and " +
-                       std::to_string(io.outputs.size()) + " output(s) (--mode infer runs it)");
-  }
-  if (options.mode == Mode::kTrain) {
-    IPU_ASSIGN_OR_RETURN(passes::LossValues loss,
-                         passes::add_loss(forward.graph, forward.scores(), model.loss));
-    IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
-                                              forward.graph, loss.loss, model.optimizer,
-                                              {options.gradient_accumulation, options.replicas, stages}));
-    io.loss = loss;
-  }
-  // After autodiff, so gradients are taken of the unfused graph.
-  std::vector<int> interface_values;
-  for (const lowering::IoBinding& b : io.inputs)
-    interface_values.push_back(b.value);
-  for (const lowering::IoBinding& b : io.outputs)
-    interface_values.push_back(b.value);
-  passes::fuse_epilogues(forward.graph, interface_values);
-  passes::fuse_gelu(forward.graph, interface_values);
-  passes::fuse_layer_norm(forward.graph, interface_values);
-  result.timings.passes_seconds = seconds_since(start);
+  IPU_ASSIGN_OR_RETURN(LoweredModel lowered, lower_model(std::move(model), options, target));
+  result.timings.passes_seconds = lowered.passes_seconds;
+  // The automatic split's measuring compile is lowering work too.
+  result.timings.lowering_seconds = lowered.lowering_seconds + choosing_seconds;
+  const frontend::ForwardGraph& forward = lowered.forward;
   result.ir_text = forward.graph.to_string();
+  const auto stages = static_cast<uint32_t>(forward.num_stages);
 
-  start = std::chrono::steady_clock::now();
-  lowering::LoweringOptions lowering_options{options.batch_size,
-                                             options.steps_per_execution,
-                                             options.gradient_accumulation,
-                                             options.replicas,
-                                             stages,
-                                             schedule,
-                                             options.recompute};
-  auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options, ir::op_lowerings());
-  if (!lowered.ok()) return lowered.status().with_context(options.model_path);
-  result.timings.lowering_seconds = seconds_since(start);
-
-  result.executable = std::move(lowered->executable);
-  result.memory = std::move(lowered->memory);
+  result.executable = std::move(lowered.lowered.executable);
+  result.memory = std::move(lowered.lowered.memory);
   format::Executable& exe = result.executable;
   exe.set_format_version(format::kFormatVersion);
   exe.set_model_name(forward.name);
@@ -349,6 +471,8 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   pipeline->set_schedule(stages > 1 ? options.schedule : "none");
   for (uint32_t s = 0; s < stages; ++s)
     pipeline->add_stage_ipu(s);
+  for (const std::string& unit : first_units)
+    pipeline->add_stage_first_unit(unit);
   if (report) {
     report->executable = exe;
     report->memory = lowering::report_memory(exe, result.memory, target);

@@ -50,15 +50,19 @@ struct CompileOptions {
   std::optional<bool> centered;                   // RMSProp
   std::optional<float> initial_accumulator_value; // Adagrad
   std::vector<int> stage_assignment;              // overrides the spec's stages when non-empty
-  std::string schedule = "grouped";               // pipeline schedule: grouped, interleaved, sequential
-  bool recompute = false;                         // pipelines: recompute activations instead of stashing them
+  // N > 0: the compiler splits the model into N pipeline stages itself (overriding the spec's),
+  // balancing their estimated cycles within each IPU's memory (docs/pipelining.md).
+  uint32_t pipeline_stages = 0;
+  std::string schedule = "grouped"; // pipeline schedule: grouped, interleaved, sequential
+  bool recompute = false;           // pipelines: recompute activations instead of stashing them
   // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
   std::map<std::string, frontend::ConstantInput> constant_inputs;
 };
 
 // Options left at 0 take their values from the model, as Keras on IPU chooses them:
 // gradient_accumulation the smallest that fills the pipeline (its stage count when training under
-// the grouped or interleaved schedule, else 1), steps_per_execution one update (that count).
+// the grouped or interleaved schedule, else 1; --pipeline-stages N counts as N stages),
+// steps_per_execution one update (that count).
 // compile_model and codegen_options resolve them first, so a default and the same value given
 // explicitly are one cache entry.
 CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options);
@@ -68,7 +72,8 @@ CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOp
 // hyperparameters are keyed by the values the compile of `model` will use (the model's own
 // unless overridden), and not at all in inference; the pipeline schedule and recompute only for a
 // model with stages (and recompute only when training), so options that cannot change the
-// program do not make a second entry.
+// program do not make a second entry. pipeline_stages is keyed only when given, so keys without
+// it are those of before it existed; the split it chooses is a function of what else is keyed.
 std::vector<std::pair<std::string, std::string>> codegen_options(const frontend::LoadedModel& model,
                                                                  const CompileOptions& options);
 

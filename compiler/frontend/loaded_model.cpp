@@ -148,6 +148,21 @@ int LoadedModel::stage_count(const std::vector<int>& stage_assignment) const {
   return std::max(1, spec.num_stages);
 }
 
+std::vector<std::string> LoadedModel::stage_units() const {
+  std::vector<std::string> units;
+  if (m_is_onnx) {
+    if (!m_onnx) return units;
+    for (int i = 0; i < m_onnx->graph().node_size(); ++i) {
+      const std::string& name = m_onnx->graph().node(i).name();
+      units.push_back(name.empty() ? "#" + std::to_string(i) : name);
+    }
+  } else if (m_spec.ok()) {
+    for (const LayerSpec& layer : m_spec->layers)
+      units.push_back(layer.name);
+  }
+  return units;
+}
+
 ModelTraining LoadedModel::training() const {
   if (m_is_onnx) return onnx_training();
   return m_spec.ok() ? ModelTraining{"sparse_categorical_crossentropy", m_spec->loss, m_spec->optimizer}
@@ -161,6 +176,18 @@ StatusOr<ForwardGraph> LoadedModel::forward_graph(const OnnxImportOptions& optio
   }
   if (!m_spec.ok()) return m_spec.status();
   ModelSpec& spec = *m_spec;
+  if (!options.stage_assignment.empty())
+    IPU_RETURN_IF_ERROR(apply_stage_assignment(spec, options.stage_assignment));
+  return build_forward_graph(spec, options.batch_size, options.training);
+}
+
+StatusOr<ForwardGraph> LoadedModel::forward_graph(const OnnxImportOptions& options) const& {
+  if (m_is_onnx) {
+    if (!m_onnx) return m_spec.status();
+    return import_onnx(onnx::ModelProto(*m_onnx), m_path, options);
+  }
+  if (!m_spec.ok()) return m_spec.status();
+  ModelSpec spec = *m_spec;
   if (!options.stage_assignment.empty())
     IPU_RETURN_IF_ERROR(apply_stage_assignment(spec, options.stage_assignment));
   return build_forward_graph(spec, options.batch_size, options.training);

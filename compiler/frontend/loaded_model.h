@@ -72,6 +72,10 @@ public:
   // a model without stages or whose stages are not valid (forward_graph says why).
   int stage_count(const std::vector<int>& stage_assignment) const;
 
+  // What a stage assignment numbers, in order: the spec's layers or the ONNX graph's nodes (a
+  // node without a name as "#INDEX"); empty for a model that does not parse.
+  std::vector<std::string> stage_units() const;
+
   // The defaults of a model that does not parse: its compile fails, so nothing is stored under
   // a key made from them.
   ModelTraining training() const;
@@ -80,6 +84,9 @@ public:
   // training). Consumes the model: an ONNX model moves into its graph's source_onnx. Errors:
   // those of import_onnx and of parse_graph_spec, apply_stage_assignment and build_forward_graph.
   StatusOr<ForwardGraph> forward_graph(const OnnxImportOptions& options) &&;
+  // The same from a copy, leaving the model as it is: the automatic pipeline split builds a graph
+  // to measure before the one it compiles.
+  StatusOr<ForwardGraph> forward_graph(const OnnxImportOptions& options) const&;
 
 private:
   LoadedModel(std::string path, bool is_onnx);

@@ -1,5 +1,6 @@
 #include "compiler/lowering/lower_graph.h"
 
+#include <algorithm>
 #include <map>
 
 #include "compiler/ir/op_registry.h"
@@ -288,10 +289,13 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   result.memory = plan_memory(exe, order, ctx.records(), target);
   format::Estimates* e = exe.mutable_estimates();
   for (uint32_t ipu = 0; ipu < target.num_ipus; ++ipu) {
-    uint64_t bytes = 0;
-    for (uint32_t t = 0; t < target.tiles_per_ipu; ++t)
+    uint64_t bytes = 0, fullest = 0;
+    for (uint32_t t = 0; t < target.tiles_per_ipu; ++t) {
       bytes += result.memory.peak_per_tile[ipu * target.tiles_per_ipu + t];
+      fullest = std::max(fullest, result.memory.peak_per_tile[ipu * target.tiles_per_ipu + t]);
+    }
     e->mutable_schedule()->add_peak_bytes(bytes);
+    e->mutable_schedule()->add_peak_tile_bytes(fullest);
   }
   e->set_peak_tile_bytes(result.memory.fullest.peak_bytes);
   e->set_fullest_tile(result.memory.fullest.tile);

@@ -14,14 +14,14 @@ bool lives_whole_program(format::TensorRole role) {
   return role != format::ACTIVATION && role != format::GRADIENT;
 }
 
+} // namespace
+
 std::string with_commas(uint64_t n) {
   std::string s = std::to_string(n);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
     s.insert(static_cast<size_t>(i), ",");
   return s;
 }
-
-} // namespace
 
 MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t>& order,
                        const std::vector<lowering::ComputeSetRecord>& records,

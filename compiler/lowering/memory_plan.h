@@ -56,6 +56,9 @@ MemoryPlan plan_memory(const format::Executable& executable, const std::vector<u
                        const std::vector<lowering::ComputeSetRecord>& records,
                        const target::TargetSpec& target);
 
+// 869712 as "869,712", as the memory messages print bytes.
+std::string with_commas(uint64_t n);
+
 // For each overflowing tile (at most `limit`), for the out-of-memory error, what fills it:
 // "tile 17 needs 700,000 bytes of 638,976 in compute set 'forward/0/1': tensors 450,000
 // (largest: fc1/kernel 401,408, ... and 3 more), exchange buffers 240,000, vertex state 320

@@ -118,6 +118,9 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
 
   format::Sequence update;
   std::vector<double> busy(static_cast<size_t>(S), 0);
+  // Per stage: its passes' copies across stage boundaries, in and out (the automatic split
+  // charges a cut's transfers to the stages on both sides; the imbalance report does the same).
+  std::vector<double> crossing_cycles(static_cast<size_t>(S), 0);
   for (const auto& slot : plan.slots) {
     format::Sequence before, after;
     format::Parallel parallel;
@@ -125,6 +128,11 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     double slowest = 0;
     for (const PipelineWork& w : slot) {
       const auto s = static_cast<size_t>(w.stage);
+      format::Sequence crossing;
+      auto crossing_copy = [&](format::Sequence& seq, uint32_t source, uint32_t destination) {
+        ProgramBuilder::copy(seq, source, destination);
+        ProgramBuilder::copy(crossing, source, destination);
+      };
       const std::vector<uint32_t> sets = w.forward   ? forward[s]
                                          : recompute ? concat(forward[s], stages[s].backward)
                                                      : stages[s].backward;
@@ -132,11 +140,11 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
         if (w.stage == 0) ProgramBuilder::stream_in(before, io.features_stream, io.features);
         if (w.stage == S - 1) ProgramBuilder::stream_in(before, io.labels_stream, io.labels);
         for (const Boundary* b : boundaries_into(w.stage, true))
-          ProgramBuilder::copy(before, b->receive.at(w.micro_batch), b->receive.working);
+          crossing_copy(before, b->receive.at(w.micro_batch), b->receive.working);
         for (const Slots& st : stash[s])
           ProgramBuilder::copy(after, st.working, st.at(w.micro_batch));
         for (const Boundary* b : boundaries_from(w.stage, true))
-          ProgramBuilder::copy(after, b->copy.source, b->receive.at(w.micro_batch));
+          crossing_copy(after, b->copy.source, b->receive.at(w.micro_batch));
         if (w.stage == S - 1) {
           ProgramBuilder::stream_out(after, io.loss_stream, io.loss);
           ProgramBuilder::stream_out(after, io.correct_stream, io.correct);
@@ -145,9 +153,9 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
         for (const Slots& st : stash[s])
           ProgramBuilder::copy(before, st.at(w.micro_batch), st.working);
         for (const Boundary* b : boundaries_into(w.stage, false))
-          ProgramBuilder::copy(before, b->receive.at(w.micro_batch), b->receive.working);
+          crossing_copy(before, b->receive.at(w.micro_batch), b->receive.working);
         for (const Boundary* b : boundaries_from(w.stage, false))
-          ProgramBuilder::copy(after, b->copy.source, b->receive.at(w.micro_batch));
+          crossing_copy(after, b->copy.source, b->receive.at(w.micro_batch));
       }
       format::Sequence branch;
       ProgramBuilder::execute(branch, sets);
@@ -159,6 +167,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
       work->set_micro_batch(static_cast<uint32_t>(w.micro_batch));
       work->set_cycles(cycles);
       busy[s] += cycles;
+      crossing_cycles[s] += programs.estimate_cycles(ProgramBuilder::sequence(std::move(crossing)));
       slowest = std::max(slowest, cycles);
     }
     estimated->set_cycles(slowest + programs.estimate_cycles(ProgramBuilder::sequence(before)) +
@@ -193,6 +202,8 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     estimate.add_busy_cycles(b);
   for (uint64_t b : stash_bytes)
     estimate.add_stash_bytes(b);
+  for (double c : crossing_cycles)
+    estimate.add_crossing_cycles(c);
   for (auto& step : *finish.mutable_steps())
     *update.add_steps() = std::move(step);
   return update;

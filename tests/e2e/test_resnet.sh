@@ -2,7 +2,8 @@
 # torchvision's ResNet-18 (random weights, eval mode, opset 13; scripts/make_resnet18.py) compiles
 # for inference on one mk2 IPU with its default tile memory at batch 1 and 16 -- its Conv vertices
 # split the output rows of 112x112 and 56x56 planes, so none receives a whole sample -- and
-# predicts torch's logits within 1e-5 of the largest. Needs Debian's python3-torch and
+# predicts torch's logits within 1e-5 of the largest, also split automatically into four pipeline
+# stages. Needs Debian's python3-torch and
 # python3-torchvision (scripts/setup-peers.sh); skipped without them.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -49,6 +50,30 @@ test_resnet18_trains_at_micro_batch_4_on_one_ipu() {
   expect_exit 0 "$IPURUN" train train.ipuexe --data npy:model/resnet18.input.npy,labels.npy --epochs 2 \
     --step-log steps.json --progress none
   expect_json steps.json 'len(d["losses"]) == 2 and all(abs(l) < 1e30 for l in d["losses"])' "two finite losses"
+}
+
+# --pipeline-stages 4 splits its 65 nodes (docs/pipelining.md): the pipelined model still
+# predicts torch's logits, and its slowest stage is faster, and its stages more even, than four
+# stages of equal node counts.
+test_resnet18_automatic_four_stage_split() {
+  make_resnet
+  predict_and_compare 1 --pipeline-stages 4
+  expect_exit 0 "$IPUCC" compile model/resnet18.onnx --mode infer --batch-size 1 --pipeline-stages 4 --json
+  cp "$STDOUT" auto.json
+  expect_json auto.json 'd["pipeline"]["stages"] == 4 and d["pipeline"]["split"] == "automatic"'
+  local nodes
+  nodes=$(/usr/bin/python3 -c 'import onnx, sys; print(len(onnx.load(sys.argv[1]).graph.node))' model/resnet18.onnx)
+  expect_exit 0 "$IPUCC" compile model/resnet18.onnx --mode infer --batch-size 1 --json --stage-assignment \
+    "$("$PYTHON" -c 'import sys; u = int(sys.argv[1]); print(",".join(str(i * 4 // u) for i in range(u)))' "$nodes")"
+  cp "$STDOUT" naive.json
+  "$PYTHON" - auto.json naive.json <<'PY' || fail "the automatic split is less balanced than equal node counts"
+import json, sys
+auto, naive = (json.load(open(f))["pipeline"] for f in sys.argv[1:])
+slowest = lambda p: max(i["stage_cycles"] for i in p["ipus"])
+print(f'slowest stage {slowest(auto):.0f} vs {slowest(naive):.0f}, imbalance '
+      f'{auto["stage_imbalance"]:.3f} vs {naive["stage_imbalance"]:.3f}', file=sys.stderr)
+sys.exit(0 if slowest(auto) <= slowest(naive) and auto["stage_imbalance"] <= naive["stage_imbalance"] else 1)
+PY
 }
 
 run_tests "$@"

@@ -1,0 +1,131 @@
+#include <doctest/doctest.h>
+
+#include "compiler/lowering/stage_partition.h"
+
+namespace ipu::lowering {
+namespace {
+
+// A chain of units named a, b, c, ... with these cycles and bytes, free cuts and room enough.
+StagePartitionProblem chain(const std::vector<double>& cycles, const std::vector<uint64_t>& bytes = {}) {
+  StagePartitionProblem p;
+  for (size_t i = 0; i < cycles.size(); ++i)
+    p.units.push_back({std::string(1, static_cast<char>('a' + i)), cycles[i], bytes.empty() ? 0 : bytes[i]});
+  p.forward_cut_cycles.assign(cycles.size() - 1, 0);
+  p.backward_cut_cycles = p.forward_cut_cycles;
+  p.bytes_per_tile = 1000;
+  return p;
+}
+
+StagePartition split(StagePartitionProblem p, int stages) {
+  p.stages = stages;
+  StatusOr<StagePartition> out = partition_stages(p);
+  REQUIRE(out.ok());
+  return *out;
+}
+
+TEST_CASE("lowering::partition_stages minimises the slowest stage") {
+  SUBCASE("equal units split evenly") {
+    const StagePartition s = split(chain({1, 1, 1, 1}), 2);
+    CHECK(s.first_unit == std::vector<int>{0, 2});
+    CHECK(s.stage_cycles == std::vector<double>{2, 2});
+  }
+  SUBCASE("one heavy unit takes a stage to itself") {
+    const StagePartition s = split(chain({4, 1, 1, 1, 1}), 2);
+    CHECK(s.first_unit == std::vector<int>{0, 1});
+    CHECK(s.stage_cycles == std::vector<double>{4, 4});
+  }
+  SUBCASE("four stages of a long chain, not equal unit counts") {
+    // 20 cycles in four stages of exactly 5: the only split with no stage slower than 5.
+    const StagePartition s = split(chain({5, 1, 1, 1, 1, 1, 2, 3, 4, 1}), 4);
+    CHECK(s.first_unit == std::vector<int>{0, 1, 6, 8});
+    CHECK(s.stage_cycles == std::vector<double>{5, 5, 5, 5});
+  }
+  SUBCASE("one stage holds everything") {
+    const StagePartition s = split(chain({1, 2, 3}), 1);
+    CHECK(s.first_unit == std::vector<int>{0});
+    CHECK(s.stage_cycles == std::vector<double>{6});
+  }
+}
+
+TEST_CASE("lowering::partition_stages charges a cut's transfers to the stages sending them") {
+  StagePartitionProblem p = chain({2, 2, 2, 2});
+  SUBCASE("a costly cut in the middle moves the split") {
+    p.forward_cut_cycles = p.backward_cut_cycles = {0, 5, 0};
+    // Cutting in the middle costs 4 + 5 on each side; after a or after c, 6 on the larger side.
+    // Both reach 6 and move nothing: the earlier cut wins.
+    const StagePartition s = split(p, 2);
+    CHECK(s.first_unit == std::vector<int>{0, 1});
+    CHECK(s.stage_cycles == std::vector<double>{2, 6});
+  }
+  SUBCASE("among equally fast splits, the one moving less data") {
+    p.forward_cut_cycles = p.backward_cut_cycles = {1, 0, 1};
+    // {a}{bcd}: 3 and 7; {ab}{cd}: 4 and 4; {abc}{d}: 7 and 3.
+    CHECK(split(p, 2).first_unit == std::vector<int>{0, 2});
+    p.units[3].cycles = 3;
+    p.forward_cut_cycles = p.backward_cut_cycles = {0, 1, 0};
+    // {ab}{cd}: 5 and 6; {abc}{d}: 6 and 3, the same bottleneck and no data moved.
+    const StagePartition s = split(p, 2);
+    CHECK(s.first_unit == std::vector<int>{0, 3});
+    CHECK(s.stage_cycles == std::vector<double>{6, 3});
+  }
+  SUBCASE("inference sends forward only: the stage before a cut pays for it") {
+    p.forward_cut_cycles = {3, 3, 3};
+    p.backward_cut_cycles = {0, 0, 0};
+    // {a}{bcd}: 5 and 6; {ab}{cd}: 7 and 4; {abc}{d}: 9 and 2.
+    const StagePartition s = split(p, 2);
+    CHECK(s.first_unit == std::vector<int>{0, 1});
+    CHECK(s.stage_cycles == std::vector<double>{5, 6});
+  }
+}
+
+TEST_CASE("lowering::partition_stages keeps each stage within one IPU's tile memory") {
+  SUBCASE("memory pushes the cut off the balance") {
+    StagePartitionProblem p = chain({1, 1, 1, 1}, {30, 10, 5, 5});
+    p.bytes_per_tile = 35;
+    const StagePartition s = split(p, 2);
+    CHECK(s.first_unit == std::vector<int>{0, 1});
+    CHECK(s.stage_cycles == std::vector<double>{1, 3});
+    CHECK(s.stage_tile_bytes == std::vector<uint64_t>{30, 20});
+  }
+  SUBCASE("no split fits: the error names the fullest stage of the closest split") {
+    StagePartitionProblem p = chain({1, 1, 1, 1}, {10, 10, 10, 10});
+    p.bytes_per_tile = 15;
+    p.stages = 3;
+    const StatusOr<StagePartition> out = partition_stages(p);
+    REQUIRE(!out.ok());
+    CHECK(out.status().code() == StatusCode::kResourceExhausted);
+    CHECK(out.status().message() ==
+          "no split into 3 pipeline stages fits one IPU each: in the best, stage 2 (layers 'c' to 'd') needs "
+          "about 20 bytes on its fullest tile, more than 15 (the sum of its layers' fullest tiles, each "
+          "lowered "
+          "alone); give more stages or a smaller --batch-size");
+  }
+  SUBCASE("a unit too big for an IPU is named alone") {
+    StagePartitionProblem p = chain({1, 1}, {5, 2000});
+    p.unit_kind = "node";
+    p.stages = 2;
+    const StatusOr<StagePartition> out = partition_stages(p);
+    REQUIRE(!out.ok());
+    CHECK(out.status().message().find("in the best, node 'b' alone needs about 2,000 bytes") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("lowering::partition_stages refuses more stages than units") {
+  StagePartitionProblem p = chain({1, 1});
+  p.stages = 3;
+  const StatusOr<StagePartition> out = partition_stages(p);
+  REQUIRE(!out.ok());
+  CHECK(out.status().code() == StatusCode::kBadOption);
+  CHECK(out.status().message() == "--pipeline-stages 3 needs at least as many layers, the model has 2");
+}
+
+TEST_CASE("lowering::stage_imbalance is the slowest stage over the mean") {
+  CHECK(stage_imbalance({1, 3}) == doctest::Approx(1.5));
+  CHECK(stage_imbalance({2, 2, 2}) == doctest::Approx(1.0));
+  CHECK(stage_imbalance({}) == 1.0);
+  CHECK(stage_imbalance({0, 0}) == 1.0);
+}
+
+} // namespace
+} // namespace ipu::lowering
