@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The automatic pipeline split (ipucc compile --pipeline-stages N, docs/pipelining.md): the cuts
-# it chooses train exactly as the same split given by hand, are no less balanced than cutting
-# into equal layer counts, are keyed in the cache, and are explained on stderr and in --json; a
+# it chooses train exactly as the same split given by hand, have a slowest stage no slower than
+# cutting into equal layer counts, are keyed in the cache, and are explained on stderr and in --json; a
 # split the user gives gets its imbalance reported the same way; a model that fits no split is
 # refused naming the stage and its bytes.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -62,10 +62,9 @@ test_automatic_split_trains_as_the_same_split_given_by_hand() {
 }
 
 # The split minimises the slowest stage (compute plus the copies it sends), which sets the
-# pipeline's pace, so it is never slower there than equal layer counts. The imbalance (slowest
-# over mean) is no worse either, unless both splits share the slowest stage (a layer no cut can
-# divide): then the one moving less data has the smaller mean.
-test_automatic_split_is_no_less_balanced_than_equal_layer_counts() {
+# pipeline's pace, so it is never slower there than equal layer counts, and on these models it
+# is faster in at least two of the four cases.
+test_automatic_split_is_no_slower_than_equal_layer_counts() {
   local model n units better=0
   for model in "$MLP" "$CNN"; do
     units=$(layers "$model" | wc -l)
@@ -78,13 +77,15 @@ test_automatic_split_is_no_less_balanced_than_equal_layer_counts() {
 import json, sys
 auto, naive = (json.load(open(f))["pipeline"] for f in sys.argv[1:3])
 slowest = lambda p: max(i["stage_cycles"] for i in p["ipus"])
+# Its imbalance (slowest over mean) may exceed equal counts' when it also moves fewer bytes,
+# which lowers the mean: it is reported, not compared.
 a, b = slowest(auto), slowest(naive)
-ok = a <= b + 1e-6 and (auto["stage_imbalance"] <= naive["stage_imbalance"] + 1e-9 or abs(a - b) < 1e-6)
+ok = a <= b + 1e-6
 print(f'{sys.argv[3]}: slowest stage {a:.0f} vs {b:.0f} of equal layer counts, imbalance '
       f'{auto["stage_imbalance"]:.3f} vs {naive["stage_imbalance"]:.3f}', file=sys.stderr)
 sys.exit(0 if ok else 1)
 PY
-      if "$PYTHON" -c 'import json, sys; a, b = (json.load(open(f))["pipeline"]["stage_imbalance"] for f in sys.argv[1:]); sys.exit(0 if a < b - 0.01 else 1)' auto.json naive.json; then
+      if "$PYTHON" -c 'import json, sys; a, b = (max(i["stage_cycles"] for i in json.load(open(f))["pipeline"]["ipus"]) for f in sys.argv[1:]); sys.exit(0 if a < 0.99 * b else 1)' auto.json naive.json; then
         better=$((better + 1))
       fi
     done

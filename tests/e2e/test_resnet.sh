@@ -53,8 +53,8 @@ test_resnet18_trains_at_micro_batch_4_on_one_ipu() {
 }
 
 # --pipeline-stages 4 splits its 65 nodes (docs/pipelining.md): the pipelined model still
-# predicts torch's logits, and its slowest stage is faster, and its stages more even, than four
-# stages of equal node counts.
+# predicts torch's logits, and its slowest stage, which sets the pipeline's pace, is no slower
+# than that of four stages of equal node counts.
 test_resnet18_automatic_four_stage_split() {
   make_resnet
   predict_and_compare 1 --pipeline-stages 4
@@ -66,13 +66,13 @@ test_resnet18_automatic_four_stage_split() {
   expect_exit 0 "$IPUCC" compile model/resnet18.onnx --mode infer --batch-size 1 --json --stage-assignment \
     "$("$PYTHON" -c 'import sys; u = int(sys.argv[1]); print(",".join(str(i * 4 // u) for i in range(u)))' "$nodes")"
   cp "$STDOUT" naive.json
-  "$PYTHON" - auto.json naive.json <<'PY' || fail "the automatic split is less balanced than equal node counts"
+  "$PYTHON" - auto.json naive.json <<'PY' || fail "the automatic split's slowest stage is slower than equal node counts'"
 import json, sys
 auto, naive = (json.load(open(f))["pipeline"] for f in sys.argv[1:])
 slowest = lambda p: max(i["stage_cycles"] for i in p["ipus"])
 print(f'slowest stage {slowest(auto):.0f} vs {slowest(naive):.0f}, imbalance '
       f'{auto["stage_imbalance"]:.3f} vs {naive["stage_imbalance"]:.3f}', file=sys.stderr)
-sys.exit(0 if slowest(auto) <= slowest(naive) and auto["stage_imbalance"] <= naive["stage_imbalance"] else 1)
+sys.exit(0 if slowest(auto) <= slowest(naive) else 1)
 PY
 }
 
