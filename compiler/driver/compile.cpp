@@ -473,6 +473,8 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
     pipeline->add_stage_ipu(s);
   for (const std::string& unit : first_units)
     pipeline->add_stage_first_unit(unit);
+  // The memory plan covers one replica's IPUs, one per stage, as lower_model planned it.
+  target.num_ipus = stages;
   if (report) {
     report->executable = exe;
     report->memory = lowering::report_memory(exe, result.memory, target);

@@ -245,7 +245,7 @@ std::vector<int64_t> broadcast_tail(const Graph& g, const Op& op, const std::vec
 std::vector<InputAccess> broadcast_access(const Graph& g, const Op& op, const std::vector<int64_t>& dims) {
   std::vector<InputAccess> access;
   for (int in : op.inputs)
-    access.push_back({dims, broadcast_strides(g.value(in).type.shape, dims), 0});
+    access.push_back({dims, broadcast_strides(g.value(in).type.shape, dims)});
   return access;
 }
 

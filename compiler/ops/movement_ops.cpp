@@ -257,8 +257,7 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
 // Output ranges per vertex, each reading only the input elements its outputs map to: a slice or a
 // window of a long row reads its part, a transpose or a head split its rows and columns, not the
 // whole range between them (the exchange moves exactly those, as Poplar's does); the box's fill
-// reads nothing. Past kMaxReadRegions regions a vertex reads the range they span.
-constexpr size_t kMaxReadRegions = 64;
+// reads nothing. Past kMaxStridedReadRegions regions a vertex reads the range they span.
 
 Status lower_strided_copy(LowerContext& ctx, const Op& op) {
   const StridedCopyAttrs& attrs = op.attrs<StridedCopyAttrs>();
@@ -284,7 +283,7 @@ Status lower_strided_copy(LowerContext& ctx, const Op& op) {
         vertex.fparams = format::make_fparams<F>({{F::kFill, attrs.fill}});
         vertex.compute_cycles = static_cast<double>(end - begin);
         vertex.reads = strided_read_regions(x, v.dims, v.strides, attrs.offset, v.lo, v.hi, in_elements,
-                                            begin, end, kMaxReadRegions);
+                                            begin, end, kMaxStridedReadRegions);
         vertex.writes = {lowering::flat_region(y, begin, end)};
         ctx.emit(tile, std::move(vertex));
       });

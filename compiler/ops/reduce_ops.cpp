@@ -175,10 +175,8 @@ Status lower_reduce(LowerContext& ctx, const Op& op) {
   for (const auto* list : {&out_strides, &red_dims, &red_strides})
     tail.insert(tail.end(), list->begin(), list->end());
   const double per = static_cast<double>(count) / ctx.target().cycles.vector_flops_per_cycle;
-  // Output index → input offset over the kept axes, and the reduced axes' span beyond it.
-  InputAccess access{out_dims, out_strides, 0};
-  for (size_t k = 0; k < red_dims.size(); ++k)
-    access.span += (red_dims[k] - 1) * red_strides[k];
+  // Output index → input offset over the kept axes, and every offset of the reduced axes.
+  const InputAccess access{out_dims, out_strides, red_dims, red_strides};
   lower_output_range(ctx, op, format::Codelet::kReduce, per, {},
                      [&](int64_t begin, int64_t end) {
                        using P = format::params::Reduce;

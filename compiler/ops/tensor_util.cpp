@@ -162,6 +162,46 @@ std::vector<lowering::Region> strided_read_regions(uint32_t tensor, const std::v
   return blocks.take();
 }
 
+std::vector<lowering::Region> reduction_read_regions(uint32_t tensor, const InputAccess& access,
+                                                     int64_t in_elements, int64_t begin, int64_t end) {
+  if (end <= begin) return {};
+  // The reduced axes as one: size-1 axes dropped, an axis continuing the next one's stride merged.
+  int64_t count = 1, stride = 0;
+  bool one_axis = true;
+  for (size_t k = access.reduced_dims.size(); k-- > 0;) {
+    const int64_t dim = access.reduced_dims[k], step = access.reduced_strides[k];
+    if (dim == 1) continue;
+    if (count == 1) {
+      count = dim, stride = step;
+    } else if (step == count * stride) {
+      count *= dim;
+    } else {
+      one_axis = false;
+    }
+  }
+  std::vector<int64_t> lo(access.dims.size(), 0);
+  std::vector<lowering::Region> kept =
+      strided_read_regions(tensor, access.dims, access.strides, 0, lo, access.dims, in_elements, begin, end,
+                           kMaxStridedReadRegions);
+  bool exact = one_axis && stride >= 0;
+  for (lowering::Region& r : kept) {
+    if (count == 1 || !exact) break;
+    // A run repeated down the reduced axis: a block, if its rows do not overlap.
+    exact = r.row_end - r.row_begin == 1 && r.col_end - r.col_begin <= stride &&
+            r.col_begin + (count - 1) * stride + (r.col_end - r.col_begin) <= in_elements;
+    if (exact) r = lowering::block_region(tensor, 0, count, r.col_begin, r.col_end, stride);
+  }
+  if (exact) return kept;
+  int64_t span = 0;
+  for (size_t k = 0; k < access.reduced_dims.size(); ++k)
+    span += (access.reduced_dims[k] - 1) * access.reduced_strides[k];
+  const auto [lo_offset, hi_offset] = strided_extent(access.dims, access.strides, begin, end - 1);
+  const int64_t first = std::clamp<int64_t>(lo_offset, 0, in_elements);
+  const int64_t last = std::clamp<int64_t>(hi_offset + span + 1, first, in_elements);
+  if (last <= first) return {};
+  return {lowering::flat_region(tensor, first, last)};
+}
+
 Status check_rank(const TensorType& type) {
   if (static_cast<int64_t>(type.shape.size()) > format::kMaxTensorRank) {
     return unsupported("rank " + std::to_string(type.shape.size()) + " of " + type.to_string() +

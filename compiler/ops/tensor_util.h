@@ -31,6 +31,9 @@ std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims,
 // transpose's rows, a head split's slices) join it. A read that repeats elements (a broadcast,
 // overlapping windows) or needs more regions than that is the range strided_extent bounds,
 // clamped to the input's `in_elements`. Empty when every output is a fill.
+// The regions a vertex's read may take before it counts the range they span instead: each is a
+// descriptor in the vertex and the exchange.
+inline constexpr size_t kMaxStridedReadRegions = 64;
 std::vector<lowering::Region> strided_read_regions(uint32_t tensor, const std::vector<int64_t>& dims,
                                                    const std::vector<int64_t>& strides, int64_t offset,
                                                    const std::vector<int64_t>& lo,
@@ -38,11 +41,20 @@ std::vector<lowering::Region> strided_read_regions(uint32_t tensor, const std::v
                                                    int64_t begin, int64_t end, size_t max_regions);
 
 // How the outputs of an op read one input: output index idx (row-major over `dims`, the output's
-// elements) reads offsets Σ idx_k·strides_k up to `span` beyond (a reduction's other axes).
+// elements) reads offsets Σ idx_k·strides_k, plus every offset of the axes it reduces over
+// (`reduced_dims` at `reduced_strides`: a reduction's other axes).
 struct InputAccess {
   std::vector<int64_t> dims, strides;
-  int64_t span = 0;
+  std::vector<int64_t> reduced_dims = {}, reduced_strides = {};
 };
+
+// The input elements that the outputs [begin, end) of a reduction read (kept axes `dims` at
+// `strides`, each output reading all of the reduced axes): the kept axes' runs, each repeated
+// down the reduced axis as a block, when the reduced axes make one evenly strided axis (a column
+// sum of a [rows, n] matrix: one block of rows × its columns); otherwise the range they span,
+// clamped to `in_elements`.
+std::vector<lowering::Region> reduction_read_regions(uint32_t tensor, const InputAccess& access,
+                                                     int64_t in_elements, int64_t begin, int64_t end);
 
 // Splits the output of `op` (n elements) over tiles; each vertex gets params from
 // make(begin, end). It reads an input of the output's shape at [begin, end), one with an
@@ -93,13 +105,9 @@ void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codel
                             if (t.shape == out.shape) {
                               v.reads.push_back(lowering::flat_region(inputs[i], begin, end));
                             } else if (i < access.size() && !access[i].dims.empty()) {
-                              const auto [lo, hi] =
-                                  strided_extent(access[i].dims, access[i].strides, begin, end - 1);
-                              const int64_t first = std::clamp<int64_t>(lo, 0, t.elements());
-                              const int64_t last =
-                                  std::clamp<int64_t>(hi + access[i].span + 1, first, t.elements());
-                              if (last > first)
-                                v.reads.push_back(lowering::flat_region(inputs[i], first, last));
+                              for (const lowering::Region& r :
+                                   reduction_read_regions(inputs[i], access[i], t.elements(), begin, end))
+                                v.reads.push_back(r);
                             } else {
                               v.reads.push_back(lowering::flat_region(inputs[i], 0, t.elements()));
                             }

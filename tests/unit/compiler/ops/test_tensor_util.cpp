@@ -152,5 +152,31 @@ TEST_CASE("strided_read_regions: a head split reads one block per head, a transp
   CHECK(strided_read_regions(0, {4}, {1}, 0, {2}, {4}, 4, 0, 2, 64).empty());
 }
 
+TEST_CASE("reduction_read_regions: a column sum reads its columns of every row, once") {
+  // [6, 10] summed over rows: outputs 3..7 read columns 3..7 of all 6 rows, one block.
+  const InputAccess columns{{10}, {1}, {6}, {10}};
+  auto regions = reduction_read_regions(4, columns, 60, 3, 7);
+  REQUIRE(regions.size() == 1);
+  const auto [elements, count] = covered(regions);
+  CHECK(count == 24);
+  std::set<int64_t> want;
+  for (int64_t row = 0; row < 6; ++row) {
+    for (int64_t col = 3; col < 7; ++col)
+      want.insert(row * 10 + col);
+  }
+  CHECK(elements == want);
+  // [2, 3, 10] summed over its first two axes (one evenly strided axis of 6): the same block.
+  CHECK(covered(reduction_read_regions(4, {{10}, {1}, {2, 3}, {30, 10}}, 60, 3, 7)).first == want);
+  // [3, 4, 5] summed over axes 0 and 2 (not one axis): the range the reads span.
+  regions = reduction_read_regions(4, {{4}, {5}, {3, 5}, {20, 1}}, 60, 1, 2);
+  REQUIRE(regions.size() == 1);
+  CHECK(regions[0].col_begin == 5);
+  CHECK(regions[0].col_end == 50);
+  // A row sum reads its rows whole.
+  regions = reduction_read_regions(4, {{6}, {10}, {10}, {1}}, 60, 2, 4);
+  REQUIRE(regions.size() == 1);
+  CHECK(covered(regions).second == 20);
+}
+
 } // namespace
 } // namespace ipu::ir
