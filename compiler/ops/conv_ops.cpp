@@ -10,6 +10,7 @@
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/op_table.h"
+#include "compiler/ops/tensor_util.h"
 #include "runtime/format/tensor_kinds.h"
 
 namespace ipu::ir {
@@ -470,24 +471,7 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   const lowering::Split reduce = lowering::plan_split(
       elements, cycles_per_element, 4.0 * static_cast<double>(shares), 4.0 * static_cast<double>(shares + 1),
       ctx.target(), static_cast<int64_t>(tiles.size()));
-  for (int64_t p = 0; p < reduce.parts; ++p) {
-    const int64_t begin = p * reduce.chunk, end = std::min(elements, begin + reduce.chunk);
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kReduce;
-    v.operands = {target, dw};
-    using R = format::params::Reduce;
-    // dW[i] = Σ_s partials[s·E + i] for E = dW's elements: out_dims [E] stride 1, reduced [shares] stride E.
-    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)},
-                                       {R::kOutRank, 1},
-                                       {R::kReducedRank, 1},
-                                       {R::kBegin, begin},
-                                       {R::kEnd, end}},
-                                      {elements, 1, shares, elements});
-    v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
-    v.reads.push_back(lowering::block_region(target, 0, shares, begin, end, elements));
-    v.writes.push_back(lowering::flat_region(dw, begin, end));
-    ctx.emit_after(tiles[static_cast<size_t>(p) % tiles.size()], std::move(v));
-  }
+  emit_sum_of_shares(ctx, target, dw, shares, elements, reduce, tiles);
   return Status();
 }
 
@@ -563,24 +547,7 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
   const lowering::Split reduce = lowering::plan_split(
       d.C, cycles_per_element, 4.0 * static_cast<double>(shares), 4.0 * static_cast<double>(shares + 1),
       ctx.target(), static_cast<int64_t>(tiles.size()));
-  for (int64_t p = 0; p < reduce.parts; ++p) {
-    const int64_t begin = p * reduce.chunk, end = std::min(d.C, begin + reduce.chunk);
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kReduce;
-    v.operands = {target, y};
-    using R = format::params::Reduce;
-    // y[c] = Σ_s partials[s·C + c]: out_dims [C] stride 1, reduced dims [shares] stride C.
-    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)},
-                                       {R::kOutRank, 1},
-                                       {R::kReducedRank, 1},
-                                       {R::kBegin, begin},
-                                       {R::kEnd, end}},
-                                      {d.C, 1, shares, d.C});
-    v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
-    v.reads.push_back(lowering::block_region(target, 0, shares, begin, end, d.C));
-    v.writes.push_back(lowering::flat_region(y, begin, end));
-    ctx.emit_after(tiles[static_cast<size_t>(p) % tiles.size()], std::move(v));
-  }
+  emit_sum_of_shares(ctx, target, y, shares, d.C, reduce, tiles);
   return Status();
 }
 

@@ -3,6 +3,7 @@
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/op_table.h"
+#include "compiler/ops/tensor_util.h"
 #include "runtime/format/tensor_kinds.h"
 
 namespace ipu::ir {
@@ -124,26 +125,7 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
       }
     }
   }
-  const int64_t elements = d.M * d.N;
-  const double cycles_per_element = static_cast<double>(shares) / ctx.target().cycles.vector_flops_per_cycle;
-  for (int64_t p = 0; p < plan.reduce.parts; ++p) {
-    const int64_t begin = p * plan.reduce.chunk, end = std::min(elements, begin + plan.reduce.chunk);
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kReduce;
-    v.operands = {partials, c};
-    using R = format::params::Reduce;
-    // C[i] = Σ_s partials[s·M·N + i]: out_dims [M·N] stride 1, reduced dims [shares] stride M·N.
-    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)},
-                                       {R::kOutRank, 1},
-                                       {R::kReducedRank, 1},
-                                       {R::kBegin, begin},
-                                       {R::kEnd, end}},
-                                      {elements, 1, shares, elements});
-    v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
-    v.reads.push_back(lowering::block_region(partials, 0, shares, begin, end, elements));
-    v.writes.push_back(lowering::flat_region(c, begin, end));
-    ctx.emit_after(tiles[static_cast<size_t>(p) % tiles.size()], std::move(v));
-  }
+  emit_sum_of_shares(ctx, partials, c, shares, d.M * d.N, plan.reduce, tiles);
   return Status();
 }
 

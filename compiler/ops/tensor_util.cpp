@@ -202,6 +202,29 @@ std::vector<lowering::Region> reduction_read_regions(uint32_t tensor, const Inpu
   return {lowering::flat_region(tensor, first, last)};
 }
 
+void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t out, int64_t shares,
+                        int64_t elements, const lowering::Split& reduce, const std::vector<uint32_t>& tiles) {
+  const double cycles_per_element = static_cast<double>(shares) / ctx.target().cycles.vector_flops_per_cycle;
+  for (int64_t p = 0; p < reduce.parts; ++p) {
+    const int64_t begin = p * reduce.chunk, end = std::min(elements, begin + reduce.chunk);
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kReduce;
+    v.operands = {partials, out};
+    using R = format::params::Reduce;
+    // out_dims [elements] stride 1, reduced dims [shares] stride elements.
+    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)},
+                                       {R::kOutRank, 1},
+                                       {R::kReducedRank, 1},
+                                       {R::kBegin, begin},
+                                       {R::kEnd, end}},
+                                      {elements, 1, shares, elements});
+    v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
+    v.reads.push_back(lowering::block_region(partials, 0, shares, begin, end, elements));
+    v.writes.push_back(lowering::flat_region(out, begin, end));
+    ctx.emit_after(tiles[static_cast<size_t>(p) % tiles.size()], std::move(v));
+  }
+}
+
 Status check_rank(const TensorType& type) {
   if (static_cast<int64_t>(type.shape.size()) > format::kMaxTensorRank) {
     return unsupported("rank " + std::to_string(type.shape.size()) + " of " + type.to_string() +

@@ -40,6 +40,13 @@ std::vector<lowering::Region> strided_read_regions(uint32_t tensor, const std::v
                                                    const std::vector<int64_t>& hi, int64_t in_elements,
                                                    int64_t begin, int64_t end, size_t max_regions);
 
+// Sums the shares of a [shares, elements] partials temporary into `out` (out[i] = Σ_s
+// partials[s·elements + i], a Reduce in order) in the compute set after the open one: `reduce`
+// splits out's elements over vertices, placed in turn on `tiles` (those that computed partials).
+// A MatMul split over K and the convolution gradients split over samples or rows end so.
+void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t out, int64_t shares,
+                        int64_t elements, const lowering::Split& reduce, const std::vector<uint32_t>& tiles);
+
 // How the outputs of an op read one input: output index idx (row-major over `dims`, the output's
 // elements) reads offsets Σ idx_k·strides_k, plus every offset of the axes it reduces over
 // (`reduced_dims` at `reduced_strides`: a reduction's other axes).
