@@ -11,6 +11,7 @@
 #include "cli/compile_flags.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
+#include "cli/fit_callbacks.h"
 #include "cli/instances.h"
 #include "cli/json_output.h"
 #include "cli/onnx_export.h"
@@ -57,6 +58,9 @@ struct RunFlags {
   std::string save_weights;
   std::string export_onnx;
   std::string step_log;
+  std::string validation_data;
+  double validation_split = 0; // 0: none
+  CallbackFlags callbacks;
   int instances = 0; // --instances: launch this many through mpirun (0: as started)
   std::string log_dir;
   // predict
@@ -73,13 +77,20 @@ ProgressStyle progress_style(const RunFlags& f) {
 }
 
 nlohmann::json epoch_json(const session::EpochResult& r) {
-  return {{"epoch", r.epoch},
-          {"loss", r.loss},
-          {"accuracy", r.accuracy},
-          {"steps", r.steps},
-          {"samples", r.samples},
-          {"seconds", r.seconds},
-          {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
+  nlohmann::json epoch = {{"epoch", r.epoch},
+                          {"loss", r.loss},
+                          {"accuracy", r.accuracy},
+                          {"steps", r.steps},
+                          {"samples", r.samples},
+                          {"seconds", r.seconds},
+                          {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
+  if (r.validation) {
+    epoch["val_loss"] = r.validation->loss;
+    epoch["val_accuracy"] = r.validation->accuracy;
+    epoch["val_samples"] = r.validation->samples;
+    epoch["val_seconds"] = r.validation->seconds;
+  }
+  return epoch;
 }
 
 struct Loaded {
@@ -243,8 +254,14 @@ void note_samples_left_out(const session::Session& session, const data::Dataset&
 // instance 0 reports and writes outputs, the others log progress to --log-dir if given.
 int run_train(const RunFlags& f, collectives::Collectives* job, std::string& instance_log) {
   const bool reporter = job == nullptr || job->rank() == 0;
+  auto parsed_callbacks =
+      FitCallbacks::from_flags(f.callbacks, !f.validation_data.empty() || f.validation_split > 0);
+  if (!parsed_callbacks.ok()) return fail(g_tool, parsed_callbacks.status(), kExitUsage);
+  FitCallbacks callbacks = std::move(*parsed_callbacks);
   if (reporter) {
     if (int code = check_outputs(f)) return code;
+    Status writable = callbacks.check_outputs();
+    if (!writable.ok()) return fail(g_tool, writable, kExitIoError);
   }
   Loaded loaded;
   if (int code = load(f, loaded, job)) return code;
@@ -252,12 +269,25 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     Status exportable = check_exportable(loaded.session->executable());
     if (!exportable.ok()) return fail(g_tool, exportable.with_context(loaded.origin), kExitUsage);
   }
+  // Validation data: another data set, or the last samples of this one (before any shuffle).
+  std::optional<data::Dataset> validation;
+  if (!f.validation_data.empty()) {
+    auto opened = data::open_dataset(f.validation_data);
+    if (!opened.ok()) return fail(g_tool, opened.status(), input_exit_code(opened.status()));
+    validation = std::move(*opened);
+  } else if (f.validation_split > 0) {
+    auto split = data::split_off_validation(loaded.data, f.validation_split);
+    if (!split.ok()) return fail(g_tool, split.status(), kExitUsage);
+    validation = std::move(*split);
+  }
   if (f.steps_per_epoch == 0 && reporter) note_samples_left_out(*loaded.session, loaded.data);
   session::FitOptions options;
   options.epochs = f.epochs;
   if (f.steps_per_epoch > 0) options.steps_per_epoch = f.steps_per_epoch;
   options.shuffle = f.shuffle;
   options.seed = f.seed;
+  if (validation) options.validation = &*validation;
+  if (callbacks.any()) options.on_epoch_end = callbacks.epoch_end(*loaded.session);
   session::StepLog step_log;
   const session::ProgressFn progress = reporter            ? make_progress_printer(progress_style(f), "")
                                        : f.log_dir.empty() ? nullptr
@@ -272,7 +302,9 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     }
     return fail(g_tool, failed);
   }
+  if (Status restored = callbacks.finish(*loaded.session); !restored.ok()) return fail(g_tool, restored);
   if (!reporter) return kExitOk;
+  if (auto note = callbacks.early_stopping_note()) print_note(g_tool, *note);
 
   // The trained weights are the most valuable output: write them before anything else can fail.
   if (!f.save_weights.empty()) {
@@ -298,6 +330,10 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     for (const auto& r : *results) {
       history["loss"].push_back(r.loss);
       history["accuracy"].push_back(r.accuracy);
+      if (r.validation) {
+        history["val_loss"].push_back(r.validation->loss);
+        history["val_accuracy"].push_back(r.validation->accuracy);
+      }
     }
     history["epochs"] = epochs;
     if (int code = write_json_file(f.history, history)) return code;
@@ -319,6 +355,11 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     out["replicas_per_instance"] = format::replica_count(loaded.session->executable()) / instances;
     out["epochs"] = epochs;
     out["final"] = {{"loss", results->back().loss}, {"accuracy", results->back().accuracy}};
+    if (results->back().validation) {
+      out["final"]["val_loss"] = results->back().validation->loss;
+      out["final"]["val_accuracy"] = results->back().validation->accuracy;
+    }
+    out["early_stopping"] = callbacks.early_stopping_json();
     double samples = 0, seconds = 0;
     for (const auto& r : *results) {
       samples += static_cast<double>(r.samples);
@@ -521,6 +562,26 @@ int main(int argc, char** argv) {
                        "Train as this many instances on this host, started through mpirun; each runs its "
                        "share of the executable's replicas (docs/distributed.md)")
           ->check(CLI::Range(1, 1024));
+  CLI::Option* validation_data =
+      train->add_option("--validation-data", flags.validation_data,
+                        "Evaluate this data set (a --data spec) after every epoch: val_loss, val_accuracy");
+  train
+      ->add_option("--validation-split", flags.validation_split,
+                   "Keep the last FRACTION of --data's samples (before any shuffle) for validation, as Keras")
+      ->check(CLI::Range(0.0, 1.0))
+      ->excludes(validation_data);
+  train
+      ->add_option(
+          "--early-stopping", flags.callbacks.early_stopping,
+          "Keras EarlyStopping, its arguments as NAME=VALUE,...: monitor (val_loss), min_delta, patience, "
+          "mode, baseline, restore_best_weights, start_from_epoch (docs/training.md)")
+      ->expected(0, 1);
+  train->add_option(
+      "--model-checkpoint", flags.callbacks.model_checkpoint,
+      "Keras ModelCheckpoint: filepath=DIR (with {epoch} or {epoch:02d}), save_best_only, monitor, "
+      "mode; writes a --save-weights checkpoint after each epoch (or each best one)");
+  train->add_option("--csv-logger", flags.callbacks.csv_logger,
+                    "Keras CSVLogger: filename=FILE[,separator=C]; one row per epoch, written as it ends");
   train->add_option("--log-dir", flags.log_dir,
                     "In a job of several instances: instance I (I > 0) writes its progress and errors to "
                     "DIR/instance-I.log");

@@ -13,14 +13,23 @@ ProgressStyle default_progress_style() {
 
 namespace {
 
+// What follows the training values on an epoch's last line when the epoch was validated.
+std::string validation_text(const session::Progress& p) {
+  if (!p.validation) return "";
+  char text[96];
+  std::snprintf(text, sizeof text, " - val_loss: %.4f - val_accuracy: %.4f", p.validation->loss,
+                p.validation->accuracy);
+  return text;
+}
+
 std::string plain_line(const session::Progress& p, const std::string& prefix) {
   const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
   char line[256];
   std::snprintf(line, sizeof line,
-                "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f\n",
-                p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds,
+                "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f", p.epoch,
+                p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds,
                 per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
-  return line;
+  return line + validation_text(p) + "\n";
 }
 
 } // namespace
@@ -53,7 +62,7 @@ session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefi
     std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f",
                  p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps),
                  bar.c_str(), p.seconds, per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
-    if (p.epoch_done) std::fputc('\n', stderr);
+    if (p.epoch_done) std::fprintf(stderr, "%s\n", validation_text(p).c_str());
     std::fflush(stderr);
   };
 }

@@ -1,6 +1,7 @@
 #include "runtime/data/dataset.h"
 
 #include <cassert>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -45,6 +46,32 @@ size_t Dataset::sample_size() const {
   for (int64_t d : sample_shape)
     size *= static_cast<size_t>(d);
   return size;
+}
+
+StatusOr<Dataset> split_off_validation(Dataset& data, double fraction) {
+  if (!(fraction > 0.0 && fraction < 1.0)) {
+    return invalid_argument("--validation-split " + std::to_string(fraction) + " is not between 0 and 1");
+  }
+  const auto kept = static_cast<size_t>(std::floor(static_cast<double>(data.num_samples) * (1.0 - fraction)));
+  if (kept == 0 || kept == data.num_samples) {
+    return invalid_argument(data.source + ": --validation-split " + std::to_string(fraction) + " of " +
+                            std::to_string(data.num_samples) + " samples leaves " +
+                            (kept == 0 ? "nothing to train on" : "nothing to validate on"));
+  }
+  Dataset validation;
+  validation.source = data.source + " (validation split)";
+  validation.sample_shape = data.sample_shape;
+  validation.num_samples = data.num_samples - kept;
+  validation.num_classes = data.num_classes;
+  const auto first_feature = static_cast<std::ptrdiff_t>(kept * data.sample_size());
+  validation.features.assign(data.features.begin() + first_feature, data.features.end());
+  data.features.resize(static_cast<size_t>(first_feature));
+  if (data.has_labels()) {
+    validation.labels.assign(data.labels.begin() + static_cast<std::ptrdiff_t>(kept), data.labels.end());
+    data.labels.resize(kept);
+  }
+  data.num_samples = kept;
+  return validation;
 }
 
 StatusOr<Dataset> open_dataset(const std::string& spec) {

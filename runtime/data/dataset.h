@@ -33,6 +33,12 @@ struct Dataset {
 //   "npy:FEATURES.npy"               features only (prediction)
 StatusOr<Dataset> open_dataset(const std::string& spec);
 
+// Keras's validation_split: moves the last samples of `data` (in its stored order, before any
+// shuffling) into a data set of their own and returns it; `data` keeps the first
+// floor(num_samples * (1 - fraction)). InvalidArgument unless 0 < fraction < 1 and both parts
+// keep at least one sample.
+StatusOr<Dataset> split_off_validation(Dataset& data, double fraction);
+
 // Sample order of one epoch. Identity when !shuffle; otherwise a permutation that depends only on
 // (seed, epoch): std::mt19937_64 seeded with splitmix64(seed, epoch) drives a Fisher-Yates shuffle
 // written here (std::shuffle and the std distributions are implementation-defined, and the order

@@ -101,6 +101,8 @@ struct Session::Impl {
 
   Status check_data(const data::Dataset& data, bool need_labels) const;
   Status check_one_instance(std::string_view what) const;
+  Status check_evaluable(const data::Dataset& data, std::string_view what) const;
+  StatusOr<EvaluateResult> evaluate_on_device(const data::Dataset& data, const ProgressFn& progress);
   Status broadcast_host_state();
   Status combine_outfeed(Outfeed& out);
   Status sync_weights(std::string_view program);
@@ -376,6 +378,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   Impl& s = *m_impl;
   IPU_ASSIGN_OR_RETURN(uint32_t train, s.program(format::kTrainProgram));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
+  if (options.validation) IPU_RETURN_IF_ERROR(s.check_evaluable(*options.validation, "validation"));
   if (options.epochs < 1) return invalid_argument("--epochs must be at least 1");
   // B counts the job's samples per step; this instance feeds Bi of them to its replicas.
   const int64_t S = s.steps_per_execution, B = s.global_batch, Bi = s.batch;
@@ -437,14 +440,27 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       r.samples += S * B;
       if (progress) {
         progress({epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
-                  correct / static_cast<double>(r.samples), seconds_since(start), false});
+                  correct / static_cast<double>(r.samples), seconds_since(start), false, std::nullopt});
       }
     }
     r.loss = loss_sum / static_cast<double>(r.steps);
     r.accuracy = correct / static_cast<double>(r.samples);
     r.seconds = seconds_since(start);
-    if (progress) progress({epoch, options.epochs, r.steps, steps, r.loss, r.accuracy, r.seconds, true});
+    // The evaluate program leaves the weights and optimizer state as training left them.
+    if (options.validation) {
+      StatusOr<EvaluateResult> validated = s.evaluate_on_device(*options.validation, nullptr);
+      if (!validated.ok())
+        return validated.status().with_context("epoch " + std::to_string(epoch) + ": validation");
+      r.validation = *validated;
+    }
+    if (progress)
+      progress({epoch, options.epochs, r.steps, steps, r.loss, r.accuracy, r.seconds, true, r.validation});
     results.push_back(r);
+    if (options.on_epoch_end) {
+      IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsToHostProgram));
+      IPU_ASSIGN_OR_RETURN(FitDecision decision, options.on_epoch_end(r));
+      if (decision == FitDecision::kStop) break;
+    }
   }
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsToHostProgram));
   return results;
@@ -452,16 +468,29 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
 
 StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const ProgressFn& progress) {
   Impl& s = *m_impl;
-  IPU_ASSIGN_OR_RETURN(uint32_t evaluate, s.program(format::kEvaluateProgram));
-  IPU_RETURN_IF_ERROR(s.check_one_instance("evaluate"));
-  IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
-  const int64_t S = s.steps_per_execution, B = s.batch;
+  IPU_RETURN_IF_ERROR(s.check_evaluable(data, "evaluate"));
+  IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
+  return s.evaluate_on_device(data, progress);
+}
+
+Status Session::Impl::check_evaluable(const data::Dataset& data, std::string_view what) const {
+  IPU_RETURN_IF_ERROR(program(format::kEvaluateProgram).status());
+  IPU_RETURN_IF_ERROR(check_one_instance(what));
+  IPU_RETURN_IF_ERROR(check_data(data, /*need_labels=*/true));
   if (data.num_samples == 0) return invalid_argument(data.source + ": has no samples");
+  return Status();
+}
+
+// The evaluate program over every sample of `data`, with the weights the device holds.
+StatusOr<EvaluateResult> Session::Impl::evaluate_on_device(const data::Dataset& data,
+                                                           const ProgressFn& progress) {
+  Impl& s = *this;
+  IPU_ASSIGN_OR_RETURN(uint32_t evaluate, s.program(format::kEvaluateProgram));
+  const int64_t S = s.steps_per_execution, B = s.batch;
   // Every sample counts: the last execution is padded with rows the loss and the count of
   // correct rows skip (format::kPaddedRowLabel), and the steps it runs past the data cost only time.
   const int64_t steps = (static_cast<int64_t>(data.num_samples) + B - 1) / B;
   const int64_t executions = (steps + S - 1) / S;
-  IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   const auto start = Clock::now();
   const std::vector<uint32_t> order = data::epoch_order(data.num_samples, false, 0, 0);
   EvaluateResult r;
@@ -479,7 +508,8 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
     r.samples += feed.valid_samples;
     if (progress) {
       progress({1, 1, r.steps, steps, loss_sum / static_cast<double>(r.samples),
-                correct / static_cast<double>(r.samples), seconds_since(start), e + 1 == executions});
+                correct / static_cast<double>(r.samples), seconds_since(start), e + 1 == executions,
+                std::nullopt});
     }
   }
   r.loss = loss_sum / static_cast<double>(r.samples);
@@ -680,6 +710,10 @@ std::map<std::string, NamedTensor> Session::named_weights() const {
 
 Status Session::load_weights(const std::string& dir) {
   IPU_ASSIGN_OR_RETURN(auto tensors, read_checkpoint(dir));
+  return set_weights(tensors, dir);
+}
+
+Status Session::set_weights(const std::map<std::string, NamedTensor>& tensors, const std::string& source) {
   const format::Executable& exe = m_impl->engine->executable();
   // Check everything first so a bad checkpoint changes nothing.
   for (const auto& [index, bytes] : m_impl->host_state) {
@@ -687,11 +721,11 @@ Status Session::load_weights(const std::string& dir) {
     auto it = tensors.find(t.name());
     if (it == tensors.end()) {
       if (t.role() == format::OPTIMIZER_STATE) continue; // a fresh optimizer is fine
-      return invalid_argument(dir + ": checkpoint has no weight '" + printable(t.name()) + "'");
+      return invalid_argument(source + ": checkpoint has no weight '" + printable(t.name()) + "'");
     }
     std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
     if (it->second.shape != shape) {
-      return invalid_argument(dir + ": weight '" + printable(t.name()) + "' has shape " +
+      return invalid_argument(source + ": weight '" + printable(t.name()) + "' has shape " +
                               shape_text(it->second.shape) + ", the executable expects " + shape_text(shape));
     }
   }

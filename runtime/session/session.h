@@ -24,11 +24,12 @@ namespace ipu::session {
 // ([28,28,1] feeds [1,28,28]): in all three the bytes are laid out identically.
 bool sample_shape_fits(const std::vector<int64_t>& got, const std::vector<int64_t>& expected);
 
-struct FitOptions {
-  int epochs = 1;
-  std::optional<int64_t> steps_per_epoch; // default: whole batches of the data set
-  bool shuffle = false;
-  uint64_t seed = 0;
+struct EvaluateResult {
+  int64_t steps = 0;
+  int64_t samples = 0;
+  double loss = 0;
+  double accuracy = 0;
+  double seconds = 0;
 };
 
 struct EpochResult {
@@ -37,15 +38,27 @@ struct EpochResult {
   int64_t samples = 0;
   double loss = 0;     // mean of the step losses
   double accuracy = 0; // correct / samples
-  double seconds = 0;
+  double seconds = 0;  // training only; the validation pass has its own
+  // The validation data evaluated with the weights at the end of the epoch (Keras's val_loss,
+  // val_accuracy), when fit was given validation data.
+  std::optional<EvaluateResult> validation;
 };
 
-struct EvaluateResult {
-  int64_t steps = 0;
-  int64_t samples = 0;
-  double loss = 0;
-  double accuracy = 0;
-  double seconds = 0;
+// Whether fit goes on after an epoch: a callback (early stopping) may end it.
+enum class FitDecision { kContinue, kStop };
+// Called after every epoch, once its validation has run and the host copy of the weights holds
+// the epoch's (so save_weights and named_weights see them). An error ends fit with that error.
+using EpochEndFn = std::function<StatusOr<FitDecision>(const EpochResult&)>;
+
+struct FitOptions {
+  int epochs = 1;
+  std::optional<int64_t> steps_per_epoch; // default: whole batches of the data set
+  bool shuffle = false;
+  uint64_t seed = 0;
+  // Evaluated after every epoch by the executable's evaluate program, every sample counted as
+  // evaluate counts them. Not owned; must outlive fit. One instance only.
+  const data::Dataset* validation = nullptr;
+  EpochEndFn on_epoch_end;
 };
 
 struct PredictResult {
@@ -72,6 +85,7 @@ struct Progress {
   double accuracy = 0; // running over the epoch
   double seconds = 0;
   bool epoch_done = false;
+  std::optional<EvaluateResult> validation; // with epoch_done, when fit validates
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
@@ -113,6 +127,11 @@ public:
   // The host copy of every weight and optimizer state tensor, by tensor name.
   std::map<std::string, NamedTensor> named_weights() const;
   Status load_weights(const std::string& dir);
+  // Replaces the host copy of the weights and optimizer state with `tensors` (as named_weights
+  // gives them), as load_weights does from a checkpoint: every weight must be there with its
+  // shape; optimizer state not there keeps its values. The next fit, evaluate or predict starts
+  // from them. `source` names the tensors in errors.
+  Status set_weights(const std::map<std::string, NamedTensor>& tensors, const std::string& source);
 
 private:
   struct Impl;

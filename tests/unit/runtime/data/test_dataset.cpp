@@ -48,6 +48,35 @@ bool is_permutation_of_iota(const std::vector<uint32_t>& order) {
   return true;
 }
 
+TEST_CASE("data::split_off_validation moves the last samples out, as Keras's validation_split") {
+  Dataset data;
+  data.source = "five";
+  data.sample_shape = {2};
+  data.num_samples = 5;
+  data.features = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  data.labels = {0, 1, 2, 3, 4};
+  data.num_classes = 5;
+  // floor(5 · 0.7) = 3 samples stay.
+  auto validation = ipu::data::split_off_validation(data, 0.3);
+  REQUIRE(validation.ok());
+  CHECK(data.num_samples == 3);
+  CHECK(data.features == std::vector<float>{0, 1, 2, 3, 4, 5});
+  CHECK(data.labels == std::vector<int32_t>{0, 1, 2});
+  CHECK(validation->num_samples == 2);
+  CHECK(validation->features == std::vector<float>{6, 7, 8, 9});
+  CHECK(validation->labels == std::vector<int32_t>{3, 4});
+  CHECK(validation->sample_shape == data.sample_shape);
+  CHECK(validation->num_classes == 5);
+
+  for (double fraction : {0.0, 1.0, -0.5, 0.99}) {
+    CAPTURE(fraction);
+    Dataset copy = data;
+    auto refused = ipu::data::split_off_validation(copy, fraction);
+    CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+    CHECK(copy.num_samples == 3);
+  }
+}
+
 } // namespace
 
 TEST_CASE("dataset: sample_size is the product of sample_shape") {

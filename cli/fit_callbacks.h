@@ -1,0 +1,84 @@
+// ipurun train's Keras callbacks: --early-stopping, --model-checkpoint and --csv-logger. Each flag
+// takes its Keras callback's arguments by their Keras names, as a comma-separated list of
+// NAME=VALUE (a bare NAME means NAME=true):
+//
+//   --early-stopping monitor=val_loss,patience=3,min_delta=0.001,restore_best_weights
+//   --model-checkpoint filepath=ckpt/epoch{epoch:02d},save_best_only,monitor=val_accuracy
+//   --csv-logger filename=training.csv
+//
+// The decisions are runtime/session/callbacks.h's; this file parses the flags, checks what the
+// callbacks will write before training starts, and carries the decisions out after each epoch.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/base/status.h"
+#include "runtime/session/callbacks.h"
+#include "runtime/session/checkpoint.h"
+#include "runtime/session/session.h"
+
+namespace ipu::cli {
+
+// The callback flags as given (empty: not given; an empty list of arguments is "given").
+struct CallbackFlags {
+  std::optional<std::string> early_stopping;
+  std::optional<std::string> model_checkpoint;
+  std::optional<std::string> csv_logger;
+};
+
+// The `{epoch}` or `{epoch:0Nd}` fields of a ModelCheckpoint filepath filled with `epoch`
+// (1-based, as Keras fills them). InvalidArgument for any other `{...}` field.
+StatusOr<std::string> checkpoint_path(const std::string& filepath, int epoch);
+
+class FitCallbacks {
+public:
+  // Parses the flags; `validated` says whether fit has validation data, so a callback monitoring
+  // val_loss without it is refused here (Keras only warns, every epoch). InvalidArgument names the
+  // flag and the argument.
+  static StatusOr<FitCallbacks> from_flags(const CallbackFlags& flags, bool validated);
+
+  // Checks every path the callbacks write (runtime/base/output_file.h), before training.
+  Status check_outputs() const;
+
+  bool any() const { return m_early_stopping || m_checkpoint || m_csv; }
+
+  // Runs after each epoch of `session`'s fit: CSV row, checkpoint, early stopping, in that order
+  // (Keras runs callbacks in the order given; this is the order a Keras user usually gives them).
+  session::EpochEndFn epoch_end(session::Session& session);
+
+  // After fit: restores the best epoch's weights if restore_best_weights asked for them.
+  Status finish(session::Session& session);
+
+  // For --json and the note on stderr: what early stopping did (null when it was not asked for).
+  nlohmann::json early_stopping_json() const;
+  std::optional<std::string> early_stopping_note() const;
+
+private:
+  Status log_csv(const session::EpochResult& epoch);
+  Status checkpoint(session::Session& session, const session::EpochResult& epoch);
+
+  std::optional<session::EarlyStopping> m_early_stopping;
+  std::optional<std::map<std::string, session::NamedTensor>> m_best_weights;
+  struct Checkpoint {
+    std::string filepath;
+    bool save_best_only = false;
+    std::string monitor = "val_loss";
+    std::optional<session::BestValue> best;
+  };
+  std::optional<Checkpoint> m_checkpoint;
+  struct CsvLog {
+    std::string filename;
+    char separator = ',';
+    std::vector<std::string> columns;
+    std::string text;
+  };
+  std::optional<CsvLog> m_csv;
+  bool m_restored = false;
+};
+
+} // namespace ipu::cli
