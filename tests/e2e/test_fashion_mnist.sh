@@ -25,11 +25,15 @@ test_tutorial_mlp_with_adam_reaches_87_percent() {
   expect_exit 0 "$IPUCC" compile "$MODELS/mlp_functional.json" --batch-size 32 --steps-per-execution 16 \
     --optimizer adam --learning-rate 0.001 -o adam.ipuexe
   expect_exit 0 "$IPURUN" train adam.ipuexe --data "mnist:$FASHION" --shuffle --seed 1 --epochs 5 \
-    --progress none --history history.json --save-weights weights
+    --validation-data "mnist:$FASHION:test" --progress none --history history.json --save-weights weights
   expect_json history.json 'len(d["epochs"]) == 5 and d["epochs"][4]["loss"] < d["epochs"][0]["loss"]' \
     "five epochs, the loss falling"
+  expect_json history.json 'len(d["val_loss"]) == 5 and d["val_accuracy"][4] > d["val_accuracy"][0]' \
+    "validation curves in the History"
   expect_exit 0 "$IPURUN" evaluate adam.ipuexe --data "mnist:$FASHION:test" --weights weights --json --progress none
   expect_json "$STDOUT" 'd["accuracy"] >= 0.87' "test accuracy after five epochs of Adam"
+  expect_eq "$(json_get "$STDOUT" 'repr(d["accuracy"])')" "$(json_get history.json 'repr(d["val_accuracy"][4])')" \
+    "the last epoch's val_accuracy and evaluate of its weights"
 }
 
 run_tests "$@"
