@@ -51,6 +51,7 @@ struct RunFlags {
   std::string weights;
   // train
   int epochs = 1;
+  int initial_epoch = 0;
   int64_t steps_per_epoch = 0;
   bool shuffle = false;
   uint64_t seed = 0;
@@ -254,6 +255,12 @@ void note_samples_left_out(const session::Session& session, const data::Dataset&
 // instance 0 reports and writes outputs, the others log progress to --log-dir if given.
 int run_train(const RunFlags& f, collectives::Collectives* job, std::string& instance_log) {
   const bool reporter = job == nullptr || job->rank() == 0;
+  if (f.initial_epoch >= f.epochs) {
+    print_error(g_tool, "--initial-epoch " + std::to_string(f.initial_epoch) +
+                            " leaves no epoch to train: --epochs " + std::to_string(f.epochs) +
+                            " is the number of the last epoch, as Keras counts it");
+    return kExitUsage;
+  }
   auto parsed_callbacks =
       FitCallbacks::from_flags(f.callbacks, !f.validation_data.empty() || f.validation_split > 0);
   if (!parsed_callbacks.ok()) return fail(g_tool, parsed_callbacks.status(), kExitUsage);
@@ -283,6 +290,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   if (f.steps_per_epoch == 0 && reporter) note_samples_left_out(*loaded.session, loaded.data);
   session::FitOptions options;
   options.epochs = f.epochs;
+  options.initial_epoch = f.initial_epoch;
   if (f.steps_per_epoch > 0) options.steps_per_epoch = f.steps_per_epoch;
   options.shuffle = f.shuffle;
   options.seed = f.seed;
@@ -542,7 +550,13 @@ int main(int argc, char** argv) {
 
   CLI::App* train = app.add_subcommand("train", "Train (Keras fit)");
   add_common(train, flags);
-  train->add_option("--epochs", flags.epochs, "Epochs")->check(CLI::Range(1, 1000000));
+  train->add_option("--epochs", flags.epochs, "Epochs: the number of the last epoch, as Keras counts")
+      ->check(CLI::Range(1, 1000000));
+  train
+      ->add_option("--initial-epoch", flags.initial_epoch,
+                   "Epochs done before (resuming from their checkpoint with --weights): train epochs "
+                   "INITIAL+1 ... --epochs, shuffled as one uninterrupted run shuffles them")
+      ->check(CLI::Range(0, 1000000));
   train
       ->add_option("--steps-per-epoch", flags.steps_per_epoch,
                    "Steps per epoch (default: whole batches of the data)")

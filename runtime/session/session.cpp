@@ -380,6 +380,11 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
   if (options.validation) IPU_RETURN_IF_ERROR(s.check_evaluable(*options.validation, "validation"));
   if (options.epochs < 1) return invalid_argument("--epochs must be at least 1");
+  if (options.initial_epoch < 0 || options.initial_epoch >= options.epochs) {
+    return invalid_argument("--initial-epoch " + std::to_string(options.initial_epoch) +
+                            " leaves no epoch to train: --epochs " + std::to_string(options.epochs) +
+                            " is the number of the last epoch, as Keras counts it");
+  }
   // B counts the job's samples per step; this instance feeds Bi of them to its replicas.
   const int64_t S = s.steps_per_execution, B = s.global_batch, Bi = s.batch;
   int64_t steps = static_cast<int64_t>(data.num_samples) / B;
@@ -408,7 +413,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   s.last_finite_state = s.host_state;
   std::vector<EpochResult> results;
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+  for (int epoch = options.initial_epoch + 1; epoch <= options.epochs; ++epoch) {
     const auto start = Clock::now();
     const std::vector<uint32_t> order =
         instance_order(data::epoch_order(data.num_samples, options.shuffle, options.seed, epoch - 1), steps,

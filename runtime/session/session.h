@@ -51,7 +51,11 @@ enum class FitDecision { kContinue, kStop };
 using EpochEndFn = std::function<StatusOr<FitDecision>(const EpochResult&)>;
 
 struct FitOptions {
-  int epochs = 1;
+  int epochs = 1; // the number of the last epoch (1-based), as Keras's fit(epochs=...)
+  // Keras's initial_epoch: the epochs done before (by the run whose checkpoint this one starts
+  // from); fit trains epochs initial_epoch + 1 ... epochs, each shuffled as it would have been in
+  // one uninterrupted run.
+  int initial_epoch = 0;
   std::optional<int64_t> steps_per_epoch; // default: whole batches of the data set
   bool shuffle = false;
   uint64_t seed = 0;

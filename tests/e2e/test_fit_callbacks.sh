@@ -102,6 +102,27 @@ for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
 PY
 }
 
+test_resuming_at_the_initial_epoch_equals_one_run() {
+  compile_mlp
+  local common=(--data synthetic:1024 --shuffle --seed 5 "${QUIET[@]}")
+  expect_exit 0 "$IPURUN" train mlp.ipuexe "${common[@]}" --epochs 3 --save-weights whole --history whole.json
+  expect_exit 0 "$IPURUN" train mlp.ipuexe "${common[@]}" --epochs 1 --save-weights first
+  expect_exit 0 "$IPURUN" train mlp.ipuexe "${common[@]}" --weights first --initial-epoch 1 --epochs 3 \
+    --save-weights resumed --history resumed.json
+  expect_json resumed.json '[e["epoch"] for e in d["epochs"]] == [2, 3]' "epochs numbered as one run numbers them"
+  expect_eq "$(json_get resumed.json 'd["loss"]')" "$(json_get whole.json 'd["loss"][1:]')" "losses of epochs 2 and 3"
+  "$PYTHON" - whole resumed <<'PY' || fail "the resumed run's weights and Adam state differ from one run's"
+import json, os, sys
+a, b = sys.argv[1], sys.argv[2]
+ia, ib = json.load(open(os.path.join(a, "index.json"))), json.load(open(os.path.join(b, "index.json")))
+assert set(ia) == set(ib) and any("adam" in n for n in ia)
+for name in ia:
+    assert open(os.path.join(a, ia[name]), "rb").read() == open(os.path.join(b, ib[name]), "rb").read(), name
+PY
+  expect_error 2 "--initial-epoch 3 leaves no epoch to train" -- \
+    "$IPURUN" train mlp.ipuexe --data synthetic:256 --initial-epoch 3 --epochs 3
+}
+
 test_callback_flags_are_checked_before_training() {
   compile_mlp
   expect_error 2 "--early-stopping: monitor 'val_loss'" "--validation-data" -- \
