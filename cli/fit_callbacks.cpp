@@ -226,10 +226,10 @@ Status FitCallbacks::checkpoint(session::Session& session, const session::EpochR
   return session.save_weights(path).with_context("--model-checkpoint, epoch " + std::to_string(epoch.epoch));
 }
 
-session::EpochEndFn FitCallbacks::epoch_end(session::Session& session) {
-  return [this, &session](const session::EpochResult& epoch) -> StatusOr<session::FitDecision> {
-    if (m_csv) IPU_RETURN_IF_ERROR(log_csv(epoch));
-    if (m_checkpoint) IPU_RETURN_IF_ERROR(checkpoint(session, epoch));
+session::EpochEndFn FitCallbacks::epoch_end(session::Session& session, bool writes_files) {
+  return [this, &session, writes_files](const session::EpochResult& epoch) -> StatusOr<session::FitDecision> {
+    if (m_csv && writes_files) IPU_RETURN_IF_ERROR(log_csv(epoch));
+    if (m_checkpoint && writes_files) IPU_RETURN_IF_ERROR(checkpoint(session, epoch));
     if (!m_early_stopping) return session::FitDecision::kContinue;
     const double value = session::epoch_logs(epoch).at(m_early_stopping->options().monitor);
     const session::EarlyStopping::Verdict verdict = m_early_stopping->on_epoch_end(epoch.epoch - 1, value);

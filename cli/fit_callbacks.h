@@ -49,7 +49,9 @@ public:
 
   // Runs after each epoch of `session`'s fit: CSV row, checkpoint, early stopping, in that order
   // (Keras runs callbacks in the order given; this is the order a Keras user usually gives them).
-  session::EpochEndFn epoch_end(session::Session& session);
+  // In a job of several instances every instance decides (on the same values, so alike) and only
+  // the one that `writes_files` writes the CSV log and checkpoints.
+  session::EpochEndFn epoch_end(session::Session& session, bool writes_files);
 
   // After fit: restores the best epoch's weights if restore_best_weights asked for them.
   Status finish(session::Session& session);

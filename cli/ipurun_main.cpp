@@ -295,7 +295,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   options.shuffle = f.shuffle;
   options.seed = f.seed;
   if (validation) options.validation = &*validation;
-  if (callbacks.any()) options.on_epoch_end = callbacks.epoch_end(*loaded.session);
+  if (callbacks.any()) options.on_epoch_end = callbacks.epoch_end(*loaded.session, reporter);
   session::StepLog step_log;
   const session::ProgressFn progress = reporter            ? make_progress_printer(progress_style(f), "")
                                        : f.log_dir.empty() ? nullptr

@@ -56,6 +56,21 @@ std::vector<uint32_t> instance_order(const std::vector<uint32_t>& order, int64_t
   return mine;
 }
 
+// Sample indices of `samples` in order, as one instance feeds them: of each step's `batch` rows
+// of the job, `count` from `offset` on; rows past the last sample are left out, so they become
+// the padding gather_execution adds (only the last steps have any, and only at their ends).
+std::vector<uint32_t> instance_rows(size_t samples, int64_t steps, int64_t batch, int64_t offset,
+                                    int64_t count) {
+  std::vector<uint32_t> mine;
+  for (int64_t step = 0; step < steps; ++step) {
+    for (int64_t row = step * batch + offset; row < step * batch + offset + count; ++row) {
+      if (static_cast<size_t>(row) >= samples) return mine;
+      mine.push_back(static_cast<uint32_t>(row));
+    }
+  }
+  return mine;
+}
+
 } // namespace
 
 bool sample_shape_fits(const std::vector<int64_t>& got, const std::vector<int64_t>& expected) {
@@ -101,7 +116,7 @@ struct Session::Impl {
 
   Status check_data(const data::Dataset& data, bool need_labels) const;
   Status check_one_instance(std::string_view what) const;
-  Status check_evaluable(const data::Dataset& data, std::string_view what) const;
+  Status check_evaluable(const data::Dataset& data) const;
   StatusOr<EvaluateResult> evaluate_on_device(const data::Dataset& data, const ProgressFn& progress);
   Status broadcast_host_state();
   Status combine_outfeed(Outfeed& out);
@@ -378,7 +393,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   Impl& s = *m_impl;
   IPU_ASSIGN_OR_RETURN(uint32_t train, s.program(format::kTrainProgram));
   IPU_RETURN_IF_ERROR(s.check_data(data, /*need_labels=*/true));
-  if (options.validation) IPU_RETURN_IF_ERROR(s.check_evaluable(*options.validation, "validation"));
+  if (options.validation) IPU_RETURN_IF_ERROR(s.check_evaluable(*options.validation));
   if (options.epochs < 1) return invalid_argument("--epochs must be at least 1");
   if (options.initial_epoch < 0 || options.initial_epoch >= options.epochs) {
     return invalid_argument("--initial-epoch " + std::to_string(options.initial_epoch) +
@@ -473,44 +488,48 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
 
 StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const ProgressFn& progress) {
   Impl& s = *m_impl;
-  IPU_RETURN_IF_ERROR(s.check_evaluable(data, "evaluate"));
+  IPU_RETURN_IF_ERROR(s.check_one_instance("evaluate"));
+  IPU_RETURN_IF_ERROR(s.check_evaluable(data));
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
   return s.evaluate_on_device(data, progress);
 }
 
-Status Session::Impl::check_evaluable(const data::Dataset& data, std::string_view what) const {
+Status Session::Impl::check_evaluable(const data::Dataset& data) const {
   IPU_RETURN_IF_ERROR(program(format::kEvaluateProgram).status());
-  IPU_RETURN_IF_ERROR(check_one_instance(what));
   IPU_RETURN_IF_ERROR(check_data(data, /*need_labels=*/true));
   if (data.num_samples == 0) return invalid_argument(data.source + ": has no samples");
   return Status();
 }
 
-// The evaluate program over every sample of `data`, with the weights the device holds.
+// The evaluate program over every sample of `data`, with the weights the device holds. In a job of
+// several instances each feeds its replicas' rows of every step, as fit does, and the outfeed
+// gathers every replica's loss and count: the result is one process's.
 StatusOr<EvaluateResult> Session::Impl::evaluate_on_device(const data::Dataset& data,
                                                            const ProgressFn& progress) {
   Impl& s = *this;
   IPU_ASSIGN_OR_RETURN(uint32_t evaluate, s.program(format::kEvaluateProgram));
-  const int64_t S = s.steps_per_execution, B = s.batch;
+  const int64_t S = s.steps_per_execution, B = s.global_batch, Bi = s.batch;
+  const auto N = static_cast<int64_t>(data.num_samples);
   // Every sample counts: the last execution is padded with rows the loss and the count of
   // correct rows skip (format::kPaddedRowLabel), and the steps it runs past the data cost only time.
-  const int64_t steps = (static_cast<int64_t>(data.num_samples) + B - 1) / B;
+  const int64_t steps = (N + B - 1) / B;
   const int64_t executions = (steps + S - 1) / S;
   const auto start = Clock::now();
-  const std::vector<uint32_t> order = data::epoch_order(data.num_samples, false, 0, 0);
+  const std::vector<uint32_t> order = instance_rows(
+      data.num_samples, steps, B, static_cast<int64_t>(s.first_replica) * B / s.total_replicas, Bi);
   EvaluateResult r;
-  // A step's loss is the mean over its B rows (over the replicas' rows), padded rows adding 0:
-  // times B it is the sum over its real rows.
+  // A step's loss is the mean over the job's B rows (over every replica's rows), padded rows
+  // adding 0: times B it is the sum over its real rows.
   double loss_sum = 0, correct = 0;
   for (int64_t e = 0; e < executions; ++e) {
-    ExecutionFeed feed = gather_execution(data, order, static_cast<size_t>(e * S * B), S, B);
+    ExecutionFeed feed = gather_execution(data, order, static_cast<size_t>(e * S * Bi), S, Bi);
     Outfeed out;
     IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
     for (float l : out.losses)
       loss_sum += static_cast<double>(l) * static_cast<double>(B);
     correct += out.correct;
     r.steps += std::min(S, steps - e * S);
-    r.samples += feed.valid_samples;
+    r.samples += std::min(S * B, N - e * S * B);
     if (progress) {
       progress({1, 1, r.steps, steps, loss_sum / static_cast<double>(r.samples),
                 correct / static_cast<double>(r.samples), seconds_since(start), e + 1 == executions,

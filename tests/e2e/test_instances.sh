@@ -42,6 +42,21 @@ same_for_every_instance_count() {
   expect_eq "$(digest launched launched.json)" "$want" "ipurun --instances 2 digest"
 }
 
+# Validation after each epoch runs on every instance's replicas too: 300 samples leave the last
+# step of 32 partly padded, on some instances wholly.
+test_validation_is_the_one_process_validation() {
+  command -v mpirun > /dev/null || fail "mpirun is missing (openmpi-bin, scripts/setup.sh)"
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o val.ipuexe --batch-size 8 --replicas 4
+  expect_exit 0 "$IPURUN" train val.ipuexe "${TRAIN[@]}" --validation-data synthetic:300 --history one.json
+  expect_exit 0 "${MPIRUN[@]}" 2 "$IPURUN" train val.ipuexe "${TRAIN[@]}" --validation-data synthetic:300 \
+    --history two.json --csv-logger filename=log.csv --early-stopping patience=5
+  # Callbacks decide alike on every instance; the CSV log has the two epochs.
+  expect_eq "$(wc -l < log.csv)" 3 "CSV log lines"
+  expect_eq "$(json_get two.json '[d["val_loss"], d["val_accuracy"], d["loss"]]')" \
+    "$(json_get one.json '[d["val_loss"], d["val_accuracy"], d["loss"]]')" "two instances' validation"
+  expect_json two.json 'all(e["val_samples"] == 300 for e in d["epochs"])'
+}
+
 test_sgd_is_bitwise_the_one_process_run() {
   same_for_every_instance_count sgd --steps-per-execution 2
 }
