@@ -138,6 +138,7 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
   }
   if (config.global_clipnorm > 0.0f) {
     std::vector<int> gradients;
+    gradients.reserve(updates.size());
     for (const auto& [w, gradient] : updates)
       gradients.push_back(gradient);
     IPU_ASSIGN_OR_RETURN(std::vector<int> clipped,
