@@ -45,10 +45,11 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
            ->check(CLI::IsMember({"train", "infer"})));
   keep(cmd->add_option("--loss", f.loss, "Loss to train with (required for ONNX models; overrides a spec's)")
            ->check(CLI::IsMember({"sparse_categorical_crossentropy"})));
-  keep(cmd->add_option("--optimizer", f.optimizer,
-                       "Optimizer: sgd, adam, adamw, rmsprop, adagrad or adamax (ONNX models: default sgd; "
-                       "overrides the spec's)")
-           ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax"})));
+  keep(cmd->add_option(
+              "--optimizer", f.optimizer,
+              "Optimizer: sgd, adam, adamw, rmsprop, adagrad, adamax or lamb (ONNX models: default sgd; "
+              "overrides the spec's)")
+           ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax", "lamb"})));
   // The device computes in float32: a rate that rounds to 0 or to infinity there is refused, not
   // trained with (1e-46 was read as 0, and the spec's rate silently used instead).
   const CLI::Validator positive_float32(
@@ -73,11 +74,11 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
       "--nesterov", [&f] { f.nesterov = true; }, "SGD: Nesterov momentum (default off)"));
   keep(cmd->add_flag_callback(
       "--no-nesterov", [&f] { f.nesterov = false; }, "SGD: no Nesterov momentum"));
-  keep(cmd->add_option("--beta1", f.beta_1, "Adam/AdamW/AdaMax beta_1, in [0, 1) (default 0.9)")
+  keep(cmd->add_option("--beta1", f.beta_1, "Adam/AdamW/AdaMax/LAMB beta_1, in [0, 1) (default 0.9)")
            ->check(CLI::Range(0.0, 0.999999)));
-  keep(cmd->add_option("--beta2", f.beta_2, "Adam/AdamW/AdaMax beta_2, in [0, 1) (default 0.999)")
+  keep(cmd->add_option("--beta2", f.beta_2, "Adam/AdamW/AdaMax/LAMB beta_2, in [0, 1) (default 0.999)")
            ->check(CLI::Range(0.0, 0.999999)));
-  keep(cmd->add_option("--epsilon", f.epsilon, "Epsilon of every optimizer but SGD (default 1e-7)")
+  keep(cmd->add_option("--epsilon", f.epsilon, "Epsilon of every optimizer but SGD (default 1e-7, LAMB 1e-6)")
            ->check(positive_float32));
   keep(cmd->add_option("--weight-decay", f.weight_decay,
                        "L2 added to the gradient; AdamW: decoupled decay (default 0, AdamW 0.004)")
@@ -91,6 +92,10 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
       "--no-centered", [&f] { f.centered = false; }, "RMSProp: not centered"));
   keep(cmd->add_option("--initial-accumulator-value", f.initial_accumulator_value,
                        "Adagrad's starting sum of squared gradients (default 0.1)")
+           ->check(CLI::NonNegativeNumber));
+  keep(cmd->add_option("--global-clipnorm", f.global_clipnorm,
+                       "Clip the gradients' global norm to this before the update, any optimizer "
+                       "(Keras's global_clipnorm; 0: no clipping, the default)")
            ->check(CLI::NonNegativeNumber));
   keep(cmd->add_option("--stage-assignment", f.stage_assignment,
                        "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")

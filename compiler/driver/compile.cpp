@@ -32,7 +32,8 @@ std::string float_key(float value) {
 }
 
 Status unknown_optimizer(const std::string& name) {
-  return bad_option("--optimizer must be sgd, adam, adamw, rmsprop, adagrad or adamax, got '" + name + "'");
+  return bad_option("--optimizer must be sgd, adam, adamw, rmsprop, adagrad, adamax or lamb, got '" + name +
+                    "'");
 }
 
 // Each bound input as NAME=DTYPE[SHAPE]:SHA256(bytes), names length-prefixed so no two binding
@@ -87,6 +88,8 @@ Status validate_options(const CompileOptions& o) {
     return bad_option("--epsilon must be positive");
   if (o.weight_decay && !(*o.weight_decay >= 0 && std::isfinite(*o.weight_decay)))
     return bad_option("--weight-decay must be non-negative");
+  if (o.global_clipnorm && !(*o.global_clipnorm >= 0 && std::isfinite(*o.global_clipnorm)))
+    return bad_option("--global-clipnorm must be non-negative (0: no clipping)");
   return Status();
 }
 
@@ -113,14 +116,16 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
     bool given;
     std::vector<K> kinds;
   };
-  const std::vector<K> adam_family = {K::kAdam, K::kAdamW, K::kAdaMax};
+  const std::vector<K> adam_family = {K::kAdam, K::kAdamW, K::kAdaMax, K::kLamb};
   const std::vector<FlagUse> uses = {
       {"--momentum", options.momentum.has_value(), {K::kSgd, K::kRmsProp}},
       {"--dampening", options.dampening.has_value(), {K::kSgd}},
       {"--nesterov", options.nesterov.has_value(), {K::kSgd}},
       {"--beta1", options.beta_1.has_value(), adam_family},
       {"--beta2", options.beta_2.has_value(), adam_family},
-      {"--epsilon", options.epsilon.has_value(), {K::kAdam, K::kAdamW, K::kAdaMax, K::kRmsProp, K::kAdagrad}},
+      {"--epsilon",
+       options.epsilon.has_value(),
+       {K::kAdam, K::kAdamW, K::kAdaMax, K::kLamb, K::kRmsProp, K::kAdagrad}},
       {"--rho", options.rho.has_value(), {K::kRmsProp}},
       {"--centered", options.centered.has_value(), {K::kRmsProp}},
       {"--initial-accumulator-value", options.initial_accumulator_value.has_value(), {K::kAdagrad}},
@@ -148,6 +153,7 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   if (options.centered) optimizer.centered = *options.centered;
   if (options.initial_accumulator_value)
     optimizer.initial_accumulator_value = *options.initial_accumulator_value;
+  if (options.global_clipnorm) optimizer.global_clipnorm = *options.global_clipnorm;
   if (optimizer.nesterov && (optimizer.momentum == 0.0f || optimizer.dampening != 0.0f)) {
     return bad_option("--nesterov needs a momentum and no dampening (as torch.optim.SGD), got momentum " +
                       float_key(optimizer.momentum) + ", dampening " + float_key(optimizer.dampening));
@@ -313,7 +319,8 @@ StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const 
   const ir::Graph& graph = measured.forward.graph;
   std::map<std::pair<int, bool>, std::pair<int, int>> crossing; // (value, forward) -> stage span
   for (const ir::Op& op : graph.ops()) {
-    if (op.kind != ir::OpKind::kStageCopy) continue;
+    // Clipping's squared norms cross once per update, 4 bytes each: not a micro-batch's traffic.
+    if (op.kind != ir::OpKind::kStageCopy || op.phase == ir::Phase::kClip) continue;
     const int value = op.inputs.at(0);
     const int from = graph.value(value).stage;
     auto [it, inserted] = crossing.try_emplace({value, op.phase == ir::Phase::kForward}, from, from);
@@ -390,7 +397,8 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
       out.emplace_back("dampening", float_key(optimizer.dampening));
       out.emplace_back("nesterov", optimizer.nesterov ? "1" : "0");
     }
-    if (optimizer.kind == K::kAdam || optimizer.kind == K::kAdamW || optimizer.kind == K::kAdaMax) {
+    if (optimizer.kind == K::kAdam || optimizer.kind == K::kAdamW || optimizer.kind == K::kAdaMax ||
+        optimizer.kind == K::kLamb) {
       out.emplace_back("beta_1", float_key(optimizer.beta_1));
       out.emplace_back("beta_2", float_key(optimizer.beta_2));
     }
@@ -403,6 +411,9 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     }
     if (optimizer.kind != K::kSgd) out.emplace_back("epsilon", float_key(optimizer.epsilon));
     if (!plain_sgd) out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
+    // Keyed only when clipping, so the keys of runs without it are what they were before it.
+    if (optimizer.global_clipnorm > 0.0f)
+      out.emplace_back("global_clipnorm", float_key(optimizer.global_clipnorm));
   } else {
     for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"})
       out.emplace_back(name, "unused");

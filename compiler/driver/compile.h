@@ -33,7 +33,7 @@ struct CompileOptions {
   uint32_t num_ipus = 16; // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
   std::optional<std::string> loss; // overrides the spec's loss; required to train ONNX models
-  // "sgd", "adam", "adamw", "rmsprop", "adagrad" or "adamax"; ONNX models train with SGD when
+  // "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax" or "lamb"; ONNX models train with SGD when
   // not given. One that differs from the spec's replaces it, with its Keras defaults (the spec's
   // arguments are not its own). The arguments below override the optimizer's; each applies to the
   // optimizers docs/training.md lists it for, and is refused with any other.
@@ -42,13 +42,14 @@ struct CompileOptions {
   std::optional<float> momentum;  // SGD, RMSProp
   std::optional<float> dampening; // SGD
   std::optional<bool> nesterov;   // SGD
-  std::optional<float> beta_1;    // Adam, AdamW, AdaMax
+  std::optional<float> beta_1;    // Adam, AdamW, AdaMax, LAMB
   std::optional<float> beta_2;
   std::optional<float> epsilon;                   // all but SGD
   std::optional<float> weight_decay;              // all
   std::optional<float> rho;                       // RMSProp
   std::optional<bool> centered;                   // RMSProp
   std::optional<float> initial_accumulator_value; // Adagrad
+  std::optional<float> global_clipnorm;           // all; 0 turns the spec's clipping off
   std::vector<int> stage_assignment;              // overrides the spec's stages when non-empty
   // N > 0: the compiler splits the model into N pipeline stages itself (overriding the spec's),
   // balancing their estimated cycles within each IPU's memory (docs/pipelining.md).

@@ -369,14 +369,15 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
     if (!kind) {
       problems.add_unsupported("optimizer",
                                "unsupported optimizer " + describe(opt["type"]) +
-                                   " (ipucc trains with sgd, adam, adamw, rmsprop, adagrad or adamax)");
+                                   " (ipucc trains with sgd, adam, adamw, rmsprop, adagrad, adamax or lamb)");
       return;
     }
     spec.optimizer = passes::default_optimizer(*kind);
     // The optimizer's arguments, as Keras names them; any other (amsgrad, momentum for Adam) is
     // refused rather than ignored. (SGD specs have always been read leniently, and still are.)
     if (*kind != passes::OptimizerKind::kSgd) {
-      std::set<std::string> known = {"type", "learning_rate", "epsilon", "weight_decay"};
+      std::set<std::string> known = {
+          "type", "learning_rate", "epsilon", "weight_decay", "global_clipnorm", "clipnorm", "clipvalue"};
       switch (*kind) {
       case passes::OptimizerKind::kRmsProp:
         known.insert({"rho", "momentum", "centered"});
@@ -428,6 +429,17 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
     read_float("rho", 0, false, 1, true, "in [0, 1)", spec.optimizer.rho);
     read_float("initial_accumulator_value", 0, false, inf, true, "a non-negative number that float32 holds",
                spec.optimizer.initial_accumulator_value);
+    // Keras writes null for no clipping; its per-weight clipnorm and clipvalue are not implemented,
+    // and refused rather than ignored (SGD specs are otherwise read leniently).
+    if (!opt.contains("global_clipnorm") || !opt["global_clipnorm"].is_null())
+      read_float("global_clipnorm", 0, true, inf, true, "a positive number that float32 holds (or null)",
+                 spec.optimizer.global_clipnorm);
+    for (const char* key : {"clipnorm", "clipvalue"}) {
+      if (opt.contains(key) && !opt[key].is_null())
+        problems.add_unsupported("optimizer",
+                                 std::string("'") + key +
+                                     "' (per-weight clipping) is not supported; 'global_clipnorm' is");
+    }
     if (opt.contains("learning_rate")) {
       // The device computes in float32: a rate that rounds to 0 or infinity there is no rate.
       const bool positive_float32 = opt["learning_rate"].is_number() &&

@@ -85,7 +85,8 @@ StatusOr<int> Graph::add_op(OpKind kind, std::string name, std::vector<int> inpu
   std::vector<TensorType> outputs;
   Status status = def.infer(*this, op, outputs);
   if (!status.ok()) return status.with_context("'" + op.name + "' (" + op_kind_name(kind) + ")");
-  static constexpr Role kOutputRole[] = {Role::kActivation, Role::kLoss, Role::kGradient, Role::kGradient};
+  static constexpr Role kOutputRole[] = {Role::kActivation, Role::kLoss, Role::kGradient, Role::kGradient,
+                                         Role::kGradient};
   for (size_t i = 0; i < outputs.size(); ++i) {
     int id = add_value(op.name + (outputs.size() > 1 ? ":" + std::to_string(i) : ""), outputs[i],
                        kOutputRole[static_cast<int>(phase)]);
@@ -133,7 +134,7 @@ void Graph::remove_ops(const std::vector<int>& ids) {
 
 std::string Graph::to_string() const {
   std::ostringstream out;
-  static const char* kPhase[] = {"forward", "loss", "backward", "update"};
+  static const char* kPhase[] = {"forward", "loss", "backward", "clip", "update"};
   for (const Op& op : m_ops) {
     out << kPhase[static_cast<int>(op.phase)] << " stage " << op.stage << ": ";
     for (size_t i = 0; i < op.outputs.size(); ++i) {

@@ -36,8 +36,9 @@ enum class Role {
 };
 
 // Which part of a step an op belongs to: predict runs kForward, evaluate adds kLoss, train runs
-// all four.
-enum class Phase { kForward, kLoss, kBackward, kUpdate };
+// all of them. kClip (the gradients' global norm, for clipping) runs on every stage before any
+// stage's kUpdate, so that every update sees the norm over all stages' gradients.
+enum class Phase { kForward, kLoss, kBackward, kClip, kUpdate };
 
 struct TensorType {
   DType dtype = DType::kFloat32;

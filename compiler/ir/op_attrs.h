@@ -165,17 +165,39 @@ struct AdaptiveUpdateAttrs {
   bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
 };
 
+// SquaredNorm: Σ (scale·x)² over all its inputs; `scale` is the update's gradient_scale (the mean
+// over micro-batches), so the norm is the norm of the gradients the optimizer applies.
+struct SquaredNormAttrs {
+  float scale = 1.0f;
+};
+
+// ClipFactor: min(1, clip_norm / (sqrt(Σ squared norms) + 1e-6)) (Keras's global_clipnorm).
+struct ClipFactorAttrs {
+  float clip_norm = 0.0f;
+};
+
+// LambMoments (the moments and the update direction u) and LambApply (W −= lr·trust ratio·u).
+struct LambAttrs {
+  float learning_rate = 0.0f;
+  float beta_1 = 0.0f;
+  float beta_2 = 0.0f;
+  float epsilon = 0.0f;
+  float weight_decay = 0.0f;
+  float gradient_scale = 1.0f; // the gradient is multiplied by this first
+  bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
+};
+
 // NllLossGrad: its loss's attributes and the shape of dX, [N, C, D].
 struct NllLossGradAttrs {
   NllLossAttrs loss;
   std::vector<int64_t> dx_shape;
 };
 
-using OpAttrs =
-    std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
-                 AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs, UnaryAttrs, BinaryAttrs,
-                 StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs,
-                 ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs>;
+using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs,
+                             SgdUpdateAttrs, AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs,
+                             UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs, GatherGradAttrs,
+                             ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs, WindowGradAttrs, NormAttrs,
+                             NllLossAttrs, NllLossGradAttrs, SquaredNormAttrs, ClipFactorAttrs, LambAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
 template <class T, class V = OpAttrs> struct AttrsIndex;

@@ -20,6 +20,8 @@ const char* phase_name(ir::Phase phase) {
     return "loss";
   case ir::Phase::kBackward:
     return "backward";
+  case ir::Phase::kClip:
+    return "clip";
   case ir::Phase::kUpdate:
     return "update";
   }
@@ -103,6 +105,8 @@ std::vector<uint32_t> concat_phases(const std::vector<StageComputeSets>& stages)
   for (auto it = stages.rbegin(); it != stages.rend(); ++it)
     order.insert(order.end(), it->backward.begin(), it->backward.end());
   for (const auto& s : stages)
+    order.insert(order.end(), s.clip.begin(), s.clip.end());
+  for (const auto& s : stages)
     order.insert(order.end(), s.update.begin(), s.update.end());
   return order;
 }
@@ -139,6 +143,10 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
                          lower_phase(ctx, graph, lowerings, ir::Phase::kBackward, s));
   }
   for (int s = 0; train && s < S; ++s) {
+    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].clip,
+                         lower_phase(ctx, graph, lowerings, ir::Phase::kClip, s));
+  }
+  for (int s = 0; train && s < S; ++s) {
     IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].update,
                          lower_phase(ctx, graph, lowerings, ir::Phase::kUpdate, s));
   }
@@ -153,7 +161,14 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       out.insert(out.end(), (sets.*member).begin(), (sets.*member).end());
     return out;
   };
-  const std::vector<uint32_t> update = all_stages(&StageComputeSets::update);
+  // Without pipelining (one stage, so no copies between stages): the gradients' norm, then the
+  // update. A pipeline places its stages' norms and the copies between them itself.
+  const std::vector<uint32_t> update = [&] {
+    std::vector<uint32_t> sets = all_stages(&StageComputeSets::clip);
+    for (uint32_t cs : all_stages(&StageComputeSets::update))
+      sets.push_back(cs);
+    return sets;
+  }();
 
   ProgramBuilder programs(exe, target, options.replicas);
   StepStreams streams;

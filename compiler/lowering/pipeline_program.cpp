@@ -86,6 +86,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   // Activations cross forward boundaries, gradients backward ones, through receive buffers.
   std::vector<Boundary> boundaries;
   for (const StageCopy& c : ctx.stage_copies()) {
+    if (c.phase == ir::Phase::kClip) continue; // once per update, in `finish`
     const bool forward_copy = c.phase == ir::Phase::kForward;
     const int boundary = std::min(c.source_stage, c.destination_stage);
     const int depth = forward_copy ? plan.forward_depth[static_cast<size_t>(boundary)]
@@ -188,6 +189,19 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     format::AllReduce* all_reduce = finish.add_steps()->mutable_all_reduce();
     for (uint32_t acc : accumulators)
       all_reduce->add_tensors(acc);
+  }
+  // With clipping: every stage's share of the gradients' squared norm, then each share to every
+  // other stage (4 bytes over the IPU links), so each stage computes the same clip factor.
+  format::Parallel norms;
+  for (const StageComputeSets& stage : stages) {
+    if (stage.clip.empty()) continue;
+    format::Sequence branch;
+    ProgramBuilder::execute(branch, stage.clip);
+    *norms.add_branches()->mutable_sequence() = std::move(branch);
+  }
+  if (norms.branches_size() > 0) *finish.add_steps()->mutable_parallel() = std::move(norms);
+  for (const StageCopy& c : ctx.stage_copies()) {
+    if (c.phase == ir::Phase::kClip) ProgramBuilder::copy(finish, c.source, c.destination);
   }
   format::Parallel updates;
   for (const StageComputeSets& stage : stages) {

@@ -16,7 +16,8 @@
 namespace ipu::lowering {
 
 struct StageComputeSets {
-  std::vector<uint32_t> forward, loss, backward, update;
+  // clip: the stage's share of the gradients' global norm (ir::Phase::kClip), before any update.
+  std::vector<uint32_t> forward, loss, backward, clip, update;
 };
 
 struct StepStreams {

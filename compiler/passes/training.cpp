@@ -4,6 +4,8 @@
 #include <string>
 
 #include "compiler/ir/op_registry.h"
+#include "compiler/passes/clip_gradients.h"
+#include "compiler/passes/lamb_update.h"
 
 namespace ipu::passes {
 
@@ -14,6 +16,7 @@ std::optional<OptimizerKind> optimizer_kind(const std::string& name) {
   if (name == "rmsprop") return OptimizerKind::kRmsProp;
   if (name == "adagrad") return OptimizerKind::kAdagrad;
   if (name == "adamax") return OptimizerKind::kAdaMax;
+  if (name == "lamb") return OptimizerKind::kLamb;
   return std::nullopt;
 }
 
@@ -31,6 +34,8 @@ const char* optimizer_name(OptimizerKind kind) {
     return "adagrad";
   case OptimizerKind::kAdaMax:
     return "adamax";
+  case OptimizerKind::kLamb:
+    return "lamb";
   }
   return "?";
 }
@@ -40,6 +45,7 @@ OptimizerConfig default_optimizer(OptimizerKind kind) {
   config.kind = kind;
   if (kind != OptimizerKind::kSgd) config.learning_rate = 0.001f;
   if (kind == OptimizerKind::kAdamW) config.weight_decay = 0.004f;
+  if (kind == OptimizerKind::kLamb) config.epsilon = 1e-6f;
   return config;
 }
 
@@ -106,14 +112,17 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     names.insert(name);
     return name;
   };
+  // Replicas average their accumulators before the update; the update averages the micro-batches.
+  const bool accumulate = accumulation.enabled();
+  const float gradient_scale = accumulate ? 1.0f / static_cast<float>(accumulation.micro_batches) : 1.0f;
+  const bool clear_gradient = accumulate;
   std::vector<int> accumulators;
+  std::vector<std::pair<int, int>> updates; // (weight, the gradient its update reads)
   for (int w : graph.values_with_role(ir::Role::kWeight)) {
     int gradient = context.gradient_of(w);
     if (gradient < 0) continue; // a weight the loss does not depend on stays as it is
     const ir::Value weight = graph.value(w);
-    float gradient_scale = 1.0f;
-    bool clear_gradient = false;
-    if (accumulation.enabled()) {
+    if (accumulate) {
       const int acc =
           graph.add_value(state_name(weight.name, "/accumulator"), weight.type, ir::Role::kAccumulator);
       graph.value(acc).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
@@ -124,10 +133,21 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
                               .status());
       accumulators.push_back(acc);
       gradient = acc;
-      // Replicas average their accumulators before the update; the update averages the micro-batches.
-      gradient_scale = 1.0f / static_cast<float>(accumulation.micro_batches);
-      clear_gradient = true;
     }
+    updates.emplace_back(w, gradient);
+  }
+  if (config.global_clipnorm > 0.0f) {
+    std::vector<int> gradients;
+    gradients.reserve(updates.size());
+    for (const auto& [w, gradient] : updates)
+      gradients.push_back(gradient);
+    IPU_ASSIGN_OR_RETURN(std::vector<int> clipped,
+                         clip_by_global_norm(graph, gradients, gradient_scale, config.global_clipnorm));
+    for (size_t i = 0; i < updates.size(); ++i)
+      updates[i].second = clipped[i];
+  }
+  for (const auto& [w, gradient] : updates) {
+    const ir::Value weight = graph.value(w);
     // Optimizer state starts at `initial` (zero unless given), shaped like its weight unless
     // given a shape.
     auto add_state = [&](const char* suffix, const ir::TensorType& type, float initial = 0.0f) {
@@ -214,6 +234,21 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
         inputs.push_back(add_state("/adamax_step", step_type));
         IPU_RETURN_IF_ERROR(add_update(ir::OpKind::kAdaMaxUpdate, attrs));
       }
+      break;
+    }
+    case OptimizerKind::kLamb: {
+      ir::LambAttrs attrs;
+      attrs.learning_rate = config.learning_rate;
+      attrs.beta_1 = config.beta_1;
+      attrs.beta_2 = config.beta_2;
+      attrs.epsilon = config.epsilon;
+      attrs.weight_decay = config.weight_decay;
+      attrs.gradient_scale = gradient_scale;
+      attrs.clear_gradient = clear_gradient;
+      const int m = add_state("/lamb_m", weight.type);
+      const int v = add_state("/lamb_v", weight.type);
+      const int step = add_state("/lamb_step", step_type);
+      IPU_RETURN_IF_ERROR(add_lamb_update(graph, w, gradient, m, v, step, attrs));
       break;
     }
     }

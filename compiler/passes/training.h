@@ -13,9 +13,9 @@ struct LossConfig {
   bool from_logits = true;
 };
 
-enum class OptimizerKind { kSgd, kAdam, kAdamW, kRmsProp, kAdagrad, kAdaMax };
+enum class OptimizerKind { kSgd, kAdam, kAdamW, kRmsProp, kAdagrad, kAdaMax, kLamb };
 
-// "sgd", "adam", "adamw", "rmsprop", "adagrad" or "adamax" (Keras's names); nullopt for any other.
+// "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax" or "lamb" (Keras's names); nullopt for any other.
 std::optional<OptimizerKind> optimizer_kind(const std::string& name);
 const char* optimizer_name(OptimizerKind kind);
 
@@ -27,17 +27,20 @@ struct OptimizerConfig {
   float momentum = 0.0f;  // SGD, RMSProp
   float dampening = 0.0f; // SGD
   bool nesterov = false;  // SGD
-  float beta_1 = 0.9f;    // Adam, AdamW, AdaMax
+  float beta_1 = 0.9f;    // Adam, AdamW, AdaMax, LAMB
   float beta_2 = 0.999f;
   float epsilon = 1e-7f;                  // all but SGD
   float weight_decay = 0.0f;              // all; decoupled for AdamW, added to the gradient otherwise
   float rho = 0.9f;                       // RMSProp
   bool centered = false;                  // RMSProp
   float initial_accumulator_value = 0.1f; // Adagrad
+  // All: the gradients' global norm is clipped to this before the update (Keras's
+  // global_clipnorm); 0 does not clip.
+  float global_clipnorm = 0.0f;
 };
 
 // Keras's defaults for `kind`: learning rate 0.01 (SGD) or 0.001 (the others), weight decay
-// 0.004 for AdamW.
+// 0.004 for AdamW, epsilon 1e-6 for LAMB.
 OptimizerConfig default_optimizer(OptimizerKind kind);
 
 struct LossValues {
@@ -61,7 +64,7 @@ struct AccumulationConfig {
 
 // Differentiates `loss` with respect to every weight and appends one update per weight with its
 // optimizer state (docs/training.md): SGD (a velocity when momentum is non-zero, and a step count
-// when dampening is too), Adam/AdamW and AdaMax (two moments and a step count), RMSProp (a
+// when dampening is too), Adam/AdamW, AdaMax and LAMB (two moments and a step count), RMSProp (a
 // square average, a momentum buffer, a gradient average when centered) or Adagrad (a sum). With accumulation,
 // each gradient is added into an accumulator in the backward phase, and the update applies the mean over the
 // micro-batches and clears it. Returns the accumulators (empty without accumulation).

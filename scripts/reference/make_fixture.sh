@@ -5,7 +5,7 @@
 #
 #   bash scripts/reference/make_fixture.sh [MODEL [OPTIMIZER [VARIANT FLAG...]]]
 #       MODEL: default mlp_functional; mlp_residual. OPTIMIZER: the spec's (SGD, the default), or
-#       sgd, adam, adamw, rmsprop, adagrad, adamax at Keras's defaults (ipucc --optimizer; fixture
+#       sgd, adam, adamw, rmsprop, adagrad, adamax, lamb at Keras's defaults (ipucc --optimizer; fixture
 #       <MODEL>_b16_<OPTIMIZER>). VARIANT FLAG...: the fixture <MODEL>_b16_<OPTIMIZER>_<VARIANT>
 #       trained with those ipucc compile flags (which torch_reference.py takes under the same
 #       names), recorded in its reference.json as optimizer.ipucc_flags, e.g.

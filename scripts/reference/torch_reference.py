@@ -54,6 +54,13 @@ Semantics mirrored from ipucc (runtime/kernels/row_kernels.cpp, elementwise_kern
     --weight-decay, at Keras's defaults as ipucc's (lr 0.001; rho 0.9; initial accumulator 0.1;
     epsilon 1e-7). State: 'NAME/rmsprop_v', 'NAME/rmsprop_momentum', 'NAME/rmsprop_mean_grad';
     'NAME/adagrad_sum'; 'NAME/adamax_m', 'NAME/adamax_u', 'NAME/adamax_step'.
+  * LAMB (--update lamb): torch.optim has no LAMB, so class Lamb below computes the paper's
+    equations (You et al. 2019, Algorithm 2, φ the identity) in float64: Adam's moments and bias
+    corrections, u = m̂/(sqrt(v̂) + eps) + weight_decay·W, W -= lr·(‖W‖/‖u‖)·u (ratio 1 when either
+    norm is 0), at Keras's defaults as ipucc's (lr 0.001, 0.9, 0.999, epsilon 1e-6). State:
+    'NAME/lamb_m', 'NAME/lamb_v', 'NAME/lamb_step'.
+  * --global-clipnorm C (any update): torch.nn.utils.clip_grad_norm_ on all gradients after the
+    backward pass, before the update (ipucc --global-clipnorm).
   * The learning rate and momentum are the float32 values ipucc stores (the spec's numbers, or
     --learning-rate/--momentum, rounded to float32 then used in float64), unless
     --exact-hyperparameters.
@@ -289,6 +296,33 @@ def hyper(value, exact):
     return float(value) if exact else float(np.float32(value))
 
 
+class Lamb:
+    """LAMB in float64 from the paper's equations (torch.optim has none); the state per weight is
+    named as torch.optim.Adam's (exp_avg, exp_avg_sq, step)."""
+
+    def __init__(self, params, lr, betas, eps, weight_decay):
+        self.params, self.lr, self.betas, self.eps, self.weight_decay = params, lr, betas, eps, weight_decay
+        self.state = {p: {"exp_avg": torch.zeros_like(p.detach()), "exp_avg_sq": torch.zeros_like(p.detach()),
+                          "step": 0} for p in params}
+
+    @torch.no_grad()
+    def step(self):
+        b1, b2 = self.betas
+        for p in self.params:
+            st = self.state[p]
+            st["step"] += 1
+            t = st["step"]
+            g = p.grad
+            st["exp_avg"].mul_(b1).add_((1 - b1) * g)
+            st["exp_avg_sq"].mul_(b2).add_((1 - b2) * g * g)
+            m_hat = st["exp_avg"] / (1 - b1 ** t)
+            v_hat = st["exp_avg_sq"] / (1 - b2 ** t)
+            u = m_hat / (v_hat.sqrt() + self.eps) + self.weight_decay * p
+            w_norm, u_norm = float(p.norm()), float(u.norm())
+            ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
+            p.sub_(self.lr * ratio * u)
+
+
 def make_data(args, count):
     module = load_synthetic_module(args.synthetic_module or os.path.join(peers_dir(), "synthetic_mnist.py"))
     X, y = module.make(count)
@@ -304,13 +338,15 @@ def cmd_train(args):
     adam = args.update != "sgd"
     torch_sgd = not adam and (args.dampening or args.nesterov or args.weight_decay)
     if adam:
-        defaults = {"learning_rate": 0.001, "beta_1": args.beta1, "beta_2": args.beta2, "epsilon": args.epsilon,
+        epsilon = args.epsilon if args.epsilon is not None else 1e-6 if args.update == "lamb" else 1e-7
+        defaults = {"learning_rate": 0.001, "beta_1": args.beta1, "beta_2": args.beta2, "epsilon": epsilon,
                     "weight_decay": 0.004 if args.update == "adamw" else 0.0, "rho": args.rho,
                     "momentum": 0.0, "centered": args.centered,
                     "initial_accumulator_value": args.initial_accumulator_value}
         used = {"adam": ("beta_1", "beta_2", "epsilon", "weight_decay"),
                 "adamw": ("beta_1", "beta_2", "epsilon", "weight_decay"),
                 "adamax": ("beta_1", "beta_2", "epsilon", "weight_decay"),
+                "lamb": ("beta_1", "beta_2", "epsilon", "weight_decay"),
                 "rmsprop": ("rho", "momentum", "epsilon", "centered", "weight_decay"),
                 "adagrad": ("initial_accumulator_value", "epsilon", "weight_decay")}[args.update]
         given = {"weight_decay": args.weight_decay, "momentum": args.momentum}
@@ -328,6 +364,16 @@ def cmd_train(args):
     X, y = make_data(args, B * steps)
     params = load_params(model, args.init)
     names = weight_names(model)
+    zeroed = 0
+    if args.update == "lamb":
+        # The trick's initial weights hold zero-initialised biases as ~1e-31, which LAMB's trust
+        # ratio ‖W‖/‖u‖ would turn into steps 1e-30 times too small, where ipucc's float32 ‖W‖²
+        # (1e-62) is 0 and its ratio 1, as for the exact zeros ipucc's own initial weights hold.
+        with torch.no_grad():
+            for n in names:
+                tiny = params[n].abs() < args.tiny_init
+                zeroed += int(tiny.sum())
+                params[n][tiny] = 0.0
     velocity = {n: torch.zeros_like(params[n], requires_grad=False) for n in names}
     opt = None
     weights = [params[n] for n in names]
@@ -335,6 +381,9 @@ def cmd_train(args):
         h = adam_hyper
         if args.update in ("adam", "adamw", "adamax"):
             kind = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW, "adamax": torch.optim.Adamax}[args.update]
+            opt = kind(weights, lr=lr, betas=(h["beta_1"], h["beta_2"]), eps=h["epsilon"], weight_decay=h["weight_decay"])
+        elif args.update == "lamb":
+            kind = Lamb
             opt = kind(weights, lr=lr, betas=(h["beta_1"], h["beta_2"]), eps=h["epsilon"], weight_decay=h["weight_decay"])
         elif args.update == "rmsprop":
             kind = torch.optim.RMSprop
@@ -350,6 +399,8 @@ def cmd_train(args):
                      "weight_decay": hyper(args.weight_decay or 0.0, args.exact_hyperparameters)}
         opt = torch.optim.SGD(weights, lr=lr, momentum=momentum, **sgd_hyper)
     losses, margins, clamped_total = [], [], 0
+    clip = hyper(args.global_clipnorm, args.exact_hyperparameters) if args.global_clipnorm else None
+    norms = []
     for s in range(steps):
         xb, yb = X[s * B:(s + 1) * B], y[s * B:(s + 1) * B]
         for n in names:
@@ -359,6 +410,9 @@ def cmd_train(args):
         clamped_total += clamped
         loss.backward()
         losses.append(float(loss))
+        if clip is not None:
+            # torch's factor min(1, clip / (norm + 1e-6)), applied to every gradient in place.
+            norms.append(float(torch.nn.utils.clip_grad_norm_(weights, clip)))
         if opt is not None:
             opt.step()
             continue
@@ -378,6 +432,7 @@ def cmd_train(args):
         state_names = {"adam": (("adam_m", "exp_avg"), ("adam_v", "exp_avg_sq")),
                        "adamw": (("adam_m", "exp_avg"), ("adam_v", "exp_avg_sq")),
                        "adamax": (("adamax_m", "exp_avg"), ("adamax_u", "exp_inf")),
+                       "lamb": (("lamb_m", "exp_avg"), ("lamb_v", "exp_avg_sq")),
                        "rmsprop": (("rmsprop_v", "square_avg"), ("rmsprop_momentum", "momentum_buffer"),
                                    ("rmsprop_mean_grad", "grad_avg")),
                        "adagrad": (("adagrad_sum", "sum"),)}[args.update]
@@ -386,7 +441,8 @@ def cmd_train(args):
             for ours, theirs in state_names:
                 if theirs in state:
                     out[n + "/" + ours] = state[theirs].numpy().astype(np.float32)
-            step_name = {"adam": "adam_step", "adamw": "adam_step", "adamax": "adamax_step"}.get(args.update)
+            step_name = {"adam": "adam_step", "adamw": "adam_step", "adamax": "adamax_step",
+                         "lamb": "lamb_step"}.get(args.update)
             if step_name:
                 out[n + "/" + step_name] = np.array([float(state["step"])], dtype=np.float32)
     elif args.optimizer_state and momentum > 0:
@@ -408,7 +464,8 @@ def cmd_train(args):
         "loss": {"type": "sparse_categorical_crossentropy", "from_logits": model["from_logits"],
                  "clamp": None if model["from_logits"] else [EPS32, ONE_MINUS_EPS32],
                  "clamped_samples": clamped_total},
-        "optimizer": ({"type": args.update, "implementation": "torch.optim." + kind.__name__,
+        "optimizer": ({"type": args.update, "implementation": ("by hand from the LAMB paper's equations (class Lamb)" if kind is Lamb
+                                          else "torch.optim." + kind.__name__),
                        "learning_rate": lr, "learning_rate_spec": lr_spec, **adam_hyper,
                        "ipucc_flags": args.ipucc_flags,
                        "spec": adam_spec,
@@ -419,13 +476,22 @@ def cmd_train(args):
                        "learning_rate": lr, "momentum": momentum,
                        **({"dampening": sgd_hyper["dampening"], "nesterov": sgd_hyper["nesterov"],
                            "weight_decay": sgd_hyper["weight_decay"], "ipucc_flags": args.ipucc_flags}
-                          if torch_sgd else {}),
+                          if torch_sgd else {"ipucc_flags": args.ipucc_flags} if args.ipucc_flags else {}),
                        "learning_rate_spec": lr_spec, "momentum_spec": m_spec,
                        "hyperparameters": "as given" if args.exact_hyperparameters else "rounded to float32 like ipucc"}),
         "precision": "float64 (inputs, weights, activations, gradients, optimizer); weights written as float32",
         "torch_version": torch.__version__,
         "tensors": sorted(out),
         "losses": losses,
+        **({"init_tiny_zeroed": {"count": zeroed, "below": args.tiny_init,
+                                 "why": "the trick's ~1e-31 biases stand for zero-initialised ones (LAMB's "
+                                        "trust ratio is 1 for a zero weight; ipucc's float32 squared norm of "
+                                        "1e-31 is 0)"}}
+           if args.update == "lamb" else {}),
+        **({"clipping": {"global_clipnorm": clip, "implementation": "torch.nn.utils.clip_grad_norm_ (float64)",
+                         "norms_before_clipping": norms,
+                         "clipped_steps": sum(1 for n in norms if clip / (n + 1e-6) < 1.0)}}
+           if clip is not None else {}),
         "relu_margin": {
             "description": "per step, min over the batch of |pre-activation| of each ReLU layer (in order); "
                            "float32 runs may take the other branch where this is near their rounding noise",
@@ -499,17 +565,22 @@ def main():
                    help="Keras-form SGD by hand (default) or torch.optim.SGD")
     t.add_argument("--optimizer-state", action="store_true",
                    help="also write the optimizer state (NAME/momentum, or NAME/adam_m, adam_v, adam_step)")
-    t.add_argument("--update", choices=("sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax"), default="sgd",
+    t.add_argument("--update", choices=("sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax", "lamb"), default="sgd",
                    help="the optimizer, like ipucc --optimizer (torch.optim's of that name)")
     t.add_argument("--beta1", type=float, default=0.9, help="Adam/AdamW/AdaMax (like ipucc --beta1)")
     t.add_argument("--beta2", type=float, default=0.999, help="Adam/AdamW/AdaMax (like ipucc --beta2)")
-    t.add_argument("--epsilon", type=float, default=1e-7, help="all but SGD (like ipucc --epsilon)")
+    t.add_argument("--epsilon", type=float, help="all but SGD (like ipucc --epsilon; default 1e-7, LAMB 1e-6)")
     t.add_argument("--weight-decay", type=float, help="any optimizer (default 0, AdamW 0.004, like ipucc)")
     t.add_argument("--dampening", type=float, help="SGD (like ipucc --dampening)")
     t.add_argument("--nesterov", action="store_true", help="SGD (like ipucc --nesterov)")
     t.add_argument("--rho", type=float, default=0.9, help="RMSProp (torch's alpha; like ipucc --rho)")
     t.add_argument("--centered", action="store_true", help="RMSProp (like ipucc --centered)")
     t.add_argument("--initial-accumulator-value", type=float, default=0.1, help="Adagrad (like ipucc)")
+    t.add_argument("--global-clipnorm", type=float,
+                   help="any optimizer: clip the gradients' global norm first, torch.nn.utils.clip_grad_norm_ "
+                        "(like ipucc --global-clipnorm)")
+    t.add_argument("--tiny-init", type=float, default=1e-20,
+                   help="LAMB: initial weights below this in magnitude start at 0 (the trick's zero biases)")
     t.add_argument("--ipucc-flags", default="", help="the ipucc compile flags this run mirrors (recorded)")
     t.add_argument("--init-description", help="how the initial weights were made (recorded in reference.json)")
 

@@ -274,6 +274,13 @@ test_other_optimizer_options_are_keyed() {
   done
   expect_ne "$(key_of "$MLP" "${SMALL[@]}" --optimizer adamax)" "$(key_of "$MLP" "${SMALL[@]}" --optimizer adam)" \
     "adamax against adam"
+  # Clipping is keyed with any optimizer, and --global-clipnorm 0 (no clipping) is the plain key.
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --global-clipnorm 0)" "$plain" "sgd with no clipping spelled out"
+  expect_ne "$(key_of "$MLP" "${SMALL[@]}" --global-clipnorm 1)" "$plain" "sgd with clipping"
+  expect_ne "$(key_of "$MLP" "${SMALL[@]}" --global-clipnorm 1)" "$(key_of "$MLP" "${SMALL[@]}" --global-clipnorm 2)" \
+    "two clip norms"
+  expect_ne "$(key_of "$MLP" "${SMALL[@]}" --optimizer adam --global-clipnorm 1)" \
+    "$(key_of "$MLP" "${SMALL[@]}" --optimizer adam)" "adam with clipping"
 }
 
 # Options that cannot change a program (a schedule or --recompute for a model without stages,

@@ -149,8 +149,8 @@ test_other_spec_problems() {
   expect_compile_error 3 "dup.json: layer 'dense1' (Dense): name is used twice" -- "$IPUCC" compile dup.json "${SMALL[@]}"
   edit_model "$SEQ" loss.json 'm["loss"] = "mse"'
   expect_compile_error 4 "loss.json: loss: unsupported loss" -- "$IPUCC" compile loss.json "${SMALL[@]}"
-  edit_model "$SEQ" opt.json 'm["optimizer"] = {"type": "lamb"}'
-  expect_compile_error 4 "opt.json: optimizer: unsupported optimizer \"lamb\"" -- "$IPUCC" compile opt.json "${SMALL[@]}"
+  edit_model "$SEQ" opt.json 'm["optimizer"] = {"type": "lion"}'
+  expect_compile_error 4 "opt.json: optimizer: unsupported optimizer \"lion\"" -- "$IPUCC" compile opt.json "${SMALL[@]}"
   edit_model "$SEQ" dtype.json 'm["input"]["dtype"] = "float16"'
   expect_compile_error 4 "dtype.json: input" "dtype \"float16\" is not supported" -- "$IPUCC" compile dtype.json "${SMALL[@]}"
   edit_model "$SEQ" shape.json 'm["input"]["shape"] = [28, 0, 1]'
@@ -175,7 +175,7 @@ test_bad_flags_are_usage_errors() {
     "--learning-rate:--learning-rate 1e39"
     "--batch-size:--batch-size 1048577"
     "--momentum:--momentum 1.5"
-    "--optimizer:--optimizer lamb"
+    "--optimizer:--optimizer lion"
     "--beta1:--optimizer adam --beta1 1"
     "--beta2:--optimizer adam --beta2 -0.1"
     "--epsilon:--optimizer adam --epsilon 0"
@@ -191,6 +191,7 @@ test_bad_flags_are_usage_errors() {
     "--centered:--optimizer adamax --centered"
     "--momentum:--optimizer adagrad --momentum 0.5"
     "--initial-accumulator-value:--optimizer adagrad --initial-accumulator-value -1"
+    "--global-clipnorm:--global-clipnorm -1"
     "--epsilon:--epsilon 1e-8"
     "--steps-per-execution:--steps-per-execution 0"
     "--stage-assignment:--stage-assignment a,b"

@@ -76,12 +76,12 @@ test_adam_replicas_equal_accumulation() {
 }
 
 # The same for every other optimizer and the state each keeps (momentum, dampening's step count,
-# RMSProp's three averages, Adagrad's sum, AdaMax's moments and step): each update sees the mean
+# RMSProp's three averages, Adagrad's sum, AdaMax's and LAMB's moments and step): each update sees the mean
 # gradient of the same 32 samples, so the weights and state agree (bitwise when written).
 test_other_optimizers_replicas_equal_accumulation() {
   local variant name
   for variant in "sgd --nesterov --weight-decay 0.001" "sgd --dampening 0.5 --weight-decay 0.001" \
-    "rmsprop --centered --momentum 0.5" "adagrad" "adamax"; do
+    "rmsprop --centered --momentum 0.5" "adagrad" "adamax" "lamb --weight-decay 0.01"; do
     name=${variant%% *}-$(printf '%s' "$variant" | cksum | cut -d' ' -f1)
     # shellcheck disable=SC2086 # the optimizer and its flags, one word each
     train "$name-replicas" $UPDATES --batch-size 8 --replicas 4 --num-ipus 4 --steps-per-execution 4 \
@@ -91,6 +91,31 @@ test_other_optimizers_replicas_equal_accumulation() {
       --steps-per-execution 16 --optimizer $variant
     same_weights "$name-accumulated" "$name-replicas" 1e-6
   done
+}
+
+# Clipping by global norm (--global-clipnorm) sees the gradients after the mean over micro-batches
+# and replicas: replicas 4 × accumulation 1 take bitwise the same steps as replicas 1 ×
+# accumulation 4, with SGD, Adam and LAMB; a 4-stage pipeline (each stage's squared norm copied to
+# the others) equals the unpipelined model to 1e-6 with SGD and with LAMB (its stages' shares are
+# added in another order); and the clip is active (the weights differ from an unclipped run's).
+test_global_norm_clipping_across_layouts() {
+  local optimizer
+  for optimizer in sgd adam lamb; do
+    train "clip-$optimizer-replicas" $UPDATES --batch-size 8 --replicas 4 --num-ipus 4 --steps-per-execution 4 \
+      --optimizer $optimizer --global-clipnorm 0.05
+    train "clip-$optimizer-accumulated" $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 \
+      --steps-per-execution 16 --optimizer $optimizer --global-clipnorm 0.05
+    same_weights "clip-$optimizer-accumulated" "clip-$optimizer-replicas" 0
+  done
+  train clip-piped $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 16 \
+    --optimizer sgd --global-clipnorm 0.05 --stage-assignment 0,0,1,2,3,3
+  same_weights clip-sgd-accumulated clip-piped 1e-6
+  train clip-lamb-piped $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 16 \
+    --optimizer lamb --global-clipnorm 0.05 --stage-assignment 0,0,1,2,3,3
+  same_weights clip-lamb-accumulated clip-lamb-piped 1e-6
+  train unclipped $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 16 \
+    --optimizer sgd
+  expect_exit 1 "$PYTHON" "$COMPARE" --reference unclipped --checkpoint clip-sgd-accumulated --weight-tol 1e-3
 }
 
 test_steps_per_execution_changes_nothing() {

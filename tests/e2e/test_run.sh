@@ -145,12 +145,14 @@ sys.exit(0 if struct.unpack("<f", data[-4:])[0] == 32.0 else 1)'
 }
 
 # Every other optimizer's state is checkpoint state too: 1 + 1 epochs equal 2, bit for bit, with
-# the state tensors each optimizer keeps (and a step count of 32 where it keeps one).
+# the state tensors each optimizer keeps (and a step count of 32 where it keeps one); LAMB with
+# clipping by global norm, which keeps no state of its own.
 test_other_optimizers_resume_bitwise_from_a_checkpoint() {
   local variant state
   for variant in "sgd --dampening 0.5 --weight-decay 0.001:momentum,momentum_step" \
     "sgd --nesterov:momentum" "rmsprop --centered --momentum 0.5:rmsprop_v,rmsprop_momentum,rmsprop_mean_grad" \
-    "adagrad:adagrad_sum" "adamax:adamax_m,adamax_u,adamax_step"; do
+    "adagrad:adagrad_sum" "adamax:adamax_m,adamax_u,adamax_step" \
+    "lamb --weight-decay 0.01 --global-clipnorm 0.5:lamb_m,lamb_v,lamb_step"; do
     state=${variant#*:}
     rm -rf straight half resumed
     # shellcheck disable=SC2086 # the optimizer and its flags, one word each

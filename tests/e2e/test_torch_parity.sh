@@ -121,6 +121,35 @@ test_other_optimizers_train_like_torch() {
   done
 }
 
+# Clipping by global norm and LAMB against float64 torch (torch.nn.utils.clip_grad_norm_; LAMB by
+# hand from the paper's equations, as torch.optim has none): fixtures
+# mlp_functional_b16_{sgd_clip,lamb_wd,lamb_clip} (make_fixture.sh mlp_functional sgd clip
+# --global-clipnorm 1; ... lamb wd --weight-decay 0.01; ... lamb clip --weight-decay 0.01
+# --global-clipnorm 1), trained with the flags each records. The clip is active at every step
+# (the gradients' norm is 1.5 to 3.0), as the fixtures record. Measured when written
+# (docs/training.md): SGD with clipping 4.8e-7 (checked at 1e-6); LAMB 6.1e-6 and 1.5e-5, both on
+# a bias, its kernels within 1.1e-6 (checked at 5e-5: LAMB divides each gradient by its running
+# size, as Adam does). Losses agree to 9.2e-8 or better (checked at 2e-6).
+test_clipping_and_lamb_train_like_torch() {
+  local fixture flags entry weight_tol
+  for entry in sgd_clip:1e-6 lamb_wd:5e-5 lamb_clip:5e-5; do
+    fixture=$FIXTURE_DIR/mlp_functional_b16_${entry%%:*}
+    weight_tol=${entry#*:}
+    compile_and_init "$MODEL" "$fixture"
+    flags=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["optimizer"]["ipucc_flags"])' \
+      "$fixture/reference.json")
+    [[ $flags != *clipnorm* ]] ||
+      expect_json "$fixture/reference.json" "d['clipping']['clipped_steps'] == $STEPS" "clipped at every step"
+    # shellcheck disable=SC2086 # the recorded flags, one word each
+    expect_exit 0 "$IPUCC" compile "$MODEL" --batch-size $BATCH $flags --no-cache -o other.ipuexe
+    rm -rf trained
+    expect_exit 0 "$IPURUN" train other.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
+      --step-log steps.json --save-weights trained --progress none
+    echo "      ${entry%%:*} ($flags):" >&3
+    compare trained steps.json "$fixture" --weight-tol "$weight_tol" --loss-tol 2e-6
+  done
+}
+
 # The trick is sound: starting from init/ trains exactly like starting from the executable's own
 # initial weights (so the fixture, made from init/, describes what `ipurun train` does).
 test_init_trick_matches_builtin_init() {

@@ -396,9 +396,9 @@ TEST_CASE("graph spec: loss and optimizer problems") {
   expect_problems(seq(layers, R"("optimizer": "sgd")"),
                   {"specs/model.json: optimizer: must be {\"type\": NAME, ...}, got \"sgd\""});
   expect_problems(
-      seq(layers, R"("optimizer": {"type": "lamb"})"),
-      {"specs/model.json: optimizer: unsupported optimizer \"lamb\" (ipucc trains with sgd, adam, adamw, "
-       "rmsprop, adagrad or adamax)"},
+      seq(layers, R"("optimizer": {"type": "lion"})"),
+      {"specs/model.json: optimizer: unsupported optimizer \"lion\" (ipucc trains with sgd, adam, adamw, "
+       "rmsprop, adagrad, adamax or lamb)"},
       StatusCode::kUnsupported);
   expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": 0})"),
                   {"specs/model.json: optimizer: 'learning_rate' must be a positive number"});
@@ -495,6 +495,25 @@ TEST_CASE("graph spec: sgd, rmsprop, adagrad and adamax take Keras's arguments a
                   {"optimizer: unknown argument 'beta_1' for adagrad"});
   expect_problems(seq(layers, R"("optimizer": {"type": "adamax", "momentum": 0.9})"),
                   {"optimizer: unknown argument 'momentum' for adamax"});
+}
+
+TEST_CASE("graph spec: every optimizer takes Keras's global_clipnorm; per-weight clipping is refused") {
+  const std::string layers = kFlatten + ", " + dense("out");
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd"})")).optimizer.global_clipnorm == 0.0f);
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "global_clipnorm": 1.5})"))
+            .optimizer.global_clipnorm == 1.5f);
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "adam", "global_clipnorm": 0.5})"))
+            .optimizer.global_clipnorm == 0.5f);
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "rmsprop", "global_clipnorm": null})"))
+            .optimizer.global_clipnorm == 0.0f);
+  expect_problems(seq(layers, R"("optimizer": {"type": "adagrad", "global_clipnorm": 0})"),
+                  {"optimizer: 'global_clipnorm' must be a positive number that float32 holds (or null)"});
+  expect_problems(seq(layers, R"("optimizer": {"type": "sgd", "clipnorm": 1})"),
+                  {"optimizer: 'clipnorm' (per-weight clipping) is not supported; 'global_clipnorm' is"},
+                  StatusCode::kUnsupported);
+  expect_problems(seq(layers, R"("optimizer": {"type": "adam", "clipvalue": 0.5})"),
+                  {"optimizer: 'clipvalue' (per-weight clipping) is not supported; 'global_clipnorm' is"},
+                  StatusCode::kUnsupported);
 }
 
 TEST_CASE("graph spec: an optimizer whose type is not a string is a problem, not an exception") {

@@ -1,0 +1,60 @@
+#include "compiler/passes/clip_gradients.h"
+
+#include <map>
+#include <string>
+
+namespace ipu::passes {
+
+StatusOr<std::vector<int>> clip_by_global_norm(ir::Graph& graph, const std::vector<int>& gradients,
+                                               float gradient_scale, float clip_norm) {
+  std::map<int, std::vector<int>> by_stage;
+  for (int g : gradients)
+    by_stage[graph.value(g).stage].push_back(g);
+  // Each stage's share of the squared norm, in stage order.
+  std::vector<std::pair<int, int>> squares; // (stage, value)
+  for (const auto& [stage, values] : by_stage) {
+    ir::SquaredNormAttrs attrs;
+    attrs.scale = gradient_scale;
+    IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kSquaredNorm,
+                                              "global_norm/squared@stage" + std::to_string(stage), values,
+                                              attrs, ir::Phase::kClip, stage));
+    squares.emplace_back(stage, graph.op(op).outputs[0]);
+  }
+  std::map<int, int> factor_of_stage;
+  for (const auto& [stage, values] : by_stage) {
+    std::vector<int> inputs;
+    for (const auto& [from, value] : squares) {
+      if (from == stage) {
+        inputs.push_back(value);
+        continue;
+      }
+      IPU_ASSIGN_OR_RETURN(int copy, graph.add_op(ir::OpKind::kStageCopy,
+                                                  graph.value(value).name + "@stage" + std::to_string(stage),
+                                                  {value}, {}, ir::Phase::kClip, stage));
+      inputs.push_back(graph.op(copy).outputs[0]);
+    }
+    int all = inputs[0];
+    if (inputs.size() > 1) {
+      IPU_ASSIGN_OR_RETURN(int concat, graph.add_op(ir::OpKind::kConcat,
+                                                    "global_norm/squares@stage" + std::to_string(stage),
+                                                    inputs, ir::AxisAttrs{0}, ir::Phase::kUpdate, stage));
+      all = graph.op(concat).outputs[0];
+    }
+    ir::ClipFactorAttrs attrs;
+    attrs.clip_norm = clip_norm;
+    IPU_ASSIGN_OR_RETURN(int factor, graph.add_op(ir::OpKind::kClipFactor,
+                                                  "global_norm/clip_factor@stage" + std::to_string(stage),
+                                                  {all}, attrs, ir::Phase::kUpdate, stage));
+    factor_of_stage[stage] = graph.op(factor).outputs[0];
+  }
+  std::vector<int> scaled;
+  for (int g : gradients) {
+    const int stage = graph.value(g).stage;
+    IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kScaleGradient, graph.value(g).name + "/clipped",
+                                              {g, factor_of_stage.at(stage)}, {}, ir::Phase::kUpdate, stage));
+    scaled.push_back(graph.op(op).outputs[0]);
+  }
+  return scaled;
+}
+
+} // namespace ipu::passes
