@@ -151,6 +151,8 @@ int run_compile(const CompileCommandFlags& flags) {
   const compiler::CompileTimings& timings = compiled->timings;
   if (const std::string note = model_defaults_note(flags.compile, flags.model, executable); !note.empty())
     print_note(kTool, note);
+  for (const std::string& note : compiled->notes)
+    print_note(kTool, note);
   if (const std::string note = stage_split_note(flags.model, executable); !note.empty())
     print_note(kTool, note);
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());

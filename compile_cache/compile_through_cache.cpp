@@ -331,6 +331,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   set_recorded_weights(out.executable, fingerprint.weights_sha256);
   out.executable.set_compiler_build(compiler_build_identity());
   out.timings = compiled.timings;
+  out.notes = std::move(compiled.notes);
   if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
   out.bytes = format::serialize_executable(out.executable);
   if (session && session->writable()) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "cache/manifest.h"
 #include "compile_cache/cache_outcome.h"
@@ -45,7 +46,8 @@ struct CachedCompile {
   format::Executable executable;
   compiler::CompileTimings timings; // zero on a hit
   std::string ir_text;
-  double seconds = 0; // wall time of the whole call
+  std::vector<std::string> notes; // the compile's (compiler::CompileResult::notes); none on a hit
+  double seconds = 0;             // wall time of the whole call
 };
 
 // Called once per problem that only degrades caching (unusable directory, corrupt entry,

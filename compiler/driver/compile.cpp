@@ -4,6 +4,8 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <optional>
+#include <utility>
 
 #include "compiler/lowering/lower_graph.h"
 #include "compiler/lowering/pipeline_schedule.h"
@@ -194,7 +196,8 @@ struct LoweredModel {
   double lowering_seconds = 0;
 };
 
-StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, target::TargetSpec target) {
+StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, target::TargetSpec target,
+                                   bool measure_unit_memory = false) {
   LoweredModel out;
   auto start = std::chrono::steady_clock::now();
   frontend::ForwardGraph& forward = model.forward;
@@ -253,7 +256,8 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                                              options.replicas,
                                              stages,
                                              schedule,
-                                             options.recompute};
+                                             options.recompute,
+                                             measure_unit_memory};
   auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options, ir::op_lowerings());
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
   out.lowered = std::move(*lowered);
@@ -266,23 +270,29 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
 // a model has more (lowering a stage per IPU costs a plan of its tiles each).
 constexpr size_t kMaxMeasuredStages = 256;
 
-struct ChosenStages {
-  std::vector<int> assignment;          // stage of each layer or node
-  std::vector<std::string> first_units; // of each stage
+// The automatic split's chain, measured: the problem lowering::partition_stages solves, and
+// the layers or nodes each of its units groups.
+struct MeasuredChain {
+  lowering::StagePartitionProblem problem;
+  std::vector<std::string> units;  // the model's layers or nodes
+  std::vector<size_t> group_begin; // per unit of the chain, its first layer or node
 };
 
 // --pipeline-stages N: lowers the model with every layer (or group of layers) a stage of its own
 // on an IPU of its own, which gives each its cycles per micro-batch (forward and backward when
-// training, from the same estimates the compile reports) and its fullest tile, and each cut the
-// bytes crossing it (the values copied between stages, and in training the gradients copied
-// back, each over one IPU-Link as the program's copies are estimated); then
-// lowering::partition_stages picks the cuts.
-StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const CompileOptions& options,
-                                     const target::TargetSpec& target) {
+// training, from the same estimates the compile reports), what it holds on each tile and for how
+// long (lowering::UnitMemory), and each cut the bytes crossing it (the values copied between
+// stages, and in training the gradients copied back, each over one IPU-Link as the program's
+// copies are estimated). The stash and receive-buffer depths come from the compile's own
+// schedule.
+StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const CompileOptions& options,
+                                      const target::TargetSpec& target) {
   if (!options.stage_assignment.empty()) {
     return bad_option("--pipeline-stages chooses the stages: give it or --stage-assignment, not both");
   }
-  const std::vector<std::string> units = loaded.stage_units();
+  MeasuredChain chain;
+  chain.units = loaded.stage_units();
+  const std::vector<std::string>& units = chain.units;
   const size_t groups = std::min(units.size(), kMaxMeasuredStages);
   CompileOptions measure = options;
   measure.pipeline_stages = 0;
@@ -296,26 +306,41 @@ StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const 
   measure.schedule = "sequential"; // one micro-batch, no stashes beyond it
   measure.recompute = false;
   IPU_ASSIGN_OR_RETURN(Model model, load_model(loaded, measure, target.bytes_per_tile));
-  IPU_ASSIGN_OR_RETURN(LoweredModel measured, lower_model(std::move(model), measure, target));
+  IPU_ASSIGN_OR_RETURN(LoweredModel measured, lower_model(std::move(model), measure, target, true));
 
   const format::ScheduleEstimate& estimate = measured.lowered.executable.estimates().schedule();
-  lowering::StagePartitionProblem problem;
+  lowering::StagePartitionProblem& problem = chain.problem;
   problem.stages = static_cast<int>(options.pipeline_stages);
   problem.bytes_per_tile = target.bytes_per_tile;
+  problem.code_bytes_per_codelet = target.cycles.codelet_code_bytes;
   problem.unit_kind = loaded.is_onnx() ? "node" : "layer";
-  std::vector<size_t> group_begin;
+  const bool train = options.mode == Mode::kTrain;
+  if (train && problem.stages > 1) {
+    IPU_ASSIGN_OR_RETURN(lowering::Schedule schedule, lowering::parse_schedule(options.schedule));
+    const lowering::PipelinePlan plan =
+        lowering::plan_pipeline(problem.stages, static_cast<int>(options.gradient_accumulation), schedule);
+    problem.stash_depth = plan.stash_depth;
+    problem.forward_depth = plan.forward_depth;
+    problem.backward_depth = plan.backward_depth;
+  }
+  problem.accumulates = train && (options.gradient_accumulation > 1 || options.replicas > 1);
+  std::vector<lowering::UnitMemory>& memory = measured.lowered.unit_memory;
   for (size_t i = 0; i < units.size(); ++i) {
     if (i == 0 || measure.stage_assignment[i] != measure.stage_assignment[i - 1]) {
-      const auto g = static_cast<int>(group_begin.size());
-      group_begin.push_back(i);
+      const auto g = static_cast<int>(chain.group_begin.size());
+      chain.group_begin.push_back(i);
       problem.units.push_back({units[i], g < estimate.busy_cycles_size() ? estimate.busy_cycles(g) : 0,
-                               g < estimate.peak_tile_bytes_size() ? estimate.peak_tile_bytes(g) : 0});
+                               static_cast<size_t>(g) < memory.size()
+                                   ? std::move(memory[static_cast<size_t>(g)])
+                                   : lowering::UnitMemory()});
     }
   }
   // Bytes over each cut, each way: a value crosses every cut between its stage and the farthest
   // that reads it, forward (activations) or backward (the gradients that autodiff sends back).
   const size_t cuts = problem.units.empty() ? 0 : problem.units.size() - 1;
   std::vector<double> forward_bytes(cuts, 0), backward_bytes(cuts, 0);
+  problem.forward_cut_tile_bytes.assign(cuts, 0);
+  problem.backward_cut_tile_bytes.assign(cuts, 0);
   const ir::Graph& graph = measured.forward.graph;
   std::map<std::pair<int, bool>, std::pair<int, int>> crossing; // (value, forward) -> stage span
   for (const ir::Op& op : graph.ops()) {
@@ -327,26 +352,71 @@ StatusOr<ChosenStages> choose_stages(const frontend::LoadedModel& loaded, const 
     it->second = {std::min(it->second.first, op.stage), std::max(it->second.second, op.stage)};
   }
   for (const auto& [key, span] : crossing) {
-    const double bytes = 4.0 * static_cast<double>(graph.value(key.first).type.elements()); // f32 and i32
-    for (int cut = span.first; cut < span.second; ++cut)
-      (key.second ? forward_bytes : backward_bytes).at(static_cast<size_t>(cut)) += bytes;
+    const int64_t elements = graph.value(key.first).type.elements();
+    const double bytes = 4.0 * static_cast<double>(elements); // f32 and i32
+    for (int cut = span.first; cut < span.second; ++cut) {
+      const auto c = static_cast<size_t>(cut);
+      (key.second ? forward_bytes : backward_bytes).at(c) += bytes;
+      (key.second ? problem.forward_cut_tile_bytes : problem.backward_cut_tile_bytes).at(c) +=
+          lowering::linear_tile_share(elements, target.tiles_per_ipu);
+    }
   }
   for (size_t c = 0; c < cuts; ++c) {
     problem.forward_cut_cycles.push_back(forward_bytes[c] / target.cycles.ipu_link_bytes_per_cycle);
     problem.backward_cut_cycles.push_back(backward_bytes[c] / target.cycles.ipu_link_bytes_per_cycle);
   }
+  return chain;
+}
 
-  StatusOr<lowering::StagePartition> partition = lowering::partition_stages(problem);
-  if (!partition.ok()) return partition.status().with_context(options.model_path);
+// A split of the chain as the compile takes it: the stage of each layer or node.
+struct ChosenStages {
+  lowering::StagePartition partition;
+  std::vector<int> assignment;          // stage of each layer or node
+  std::vector<std::string> first_units; // of each stage
+};
+
+StatusOr<ChosenStages> choose_stages(const MeasuredChain& chain, const std::string& model_path) {
+  StatusOr<lowering::StagePartition> partition = lowering::partition_stages(chain.problem);
+  if (!partition.ok()) return partition.status().with_context(model_path);
   ChosenStages chosen;
-  chosen.assignment.assign(units.size(), 0);
+  chosen.assignment.assign(chain.units.size(), 0);
   for (size_t s = 0; s < partition->first_unit.size(); ++s) {
-    const size_t begin = group_begin[static_cast<size_t>(partition->first_unit[s])];
-    chosen.first_units.push_back(units[begin]);
-    for (size_t i = begin; i < units.size(); ++i)
+    const size_t begin = chain.group_begin[static_cast<size_t>(partition->first_unit[s])];
+    chosen.first_units.push_back(chain.units[begin]);
+    for (size_t i = begin; i < chain.units.size(); ++i)
       chosen.assignment[i] = static_cast<int>(s);
   }
+  chosen.partition = std::move(*partition);
   return chosen;
+}
+
+// Splits the automatic split may try before it gives up: each is a whole compile.
+constexpr int kMaxSplitAttempts = 4;
+
+// After the memory plan of `chosen` overflowed: refuses its overflowing stages in `chain` (so the
+// next choice holds none of them whole) and says why, for the notes.
+std::string refuse_overflowing_stages(MeasuredChain& chain, const ChosenStages& chosen,
+                                      const lowering::MemoryPlan& plan, const target::TargetSpec& target) {
+  const std::vector<int>& first = chosen.partition.first_unit;
+  std::string firsts, why;
+  for (size_t s = 0; s < first.size(); ++s) {
+    firsts += (s == 0 ? "'" : ", '") + chosen.first_units[s] + "'";
+    const uint32_t base = static_cast<uint32_t>(s) * target.tiles_per_ipu;
+    uint32_t fullest = base;
+    for (uint32_t t = base; t < base + target.tiles_per_ipu; ++t) {
+      if (plan.peak_per_tile[t] > plan.peak_per_tile[fullest]) fullest = t;
+    }
+    const uint64_t peak = plan.peak_per_tile[fullest];
+    if (peak <= target.bytes_per_tile) continue;
+    const int end = s + 1 < first.size() ? first[s + 1] : static_cast<int>(chain.problem.units.size());
+    chain.problem.refused.emplace_back(first[s], end);
+    why += std::string(why.empty() ? "" : "; ") + "stage " + std::to_string(s) + " needs " +
+           lowering::with_commas(peak) + " bytes on tile " + std::to_string(fullest - base) + " (bound " +
+           lowering::with_commas(chosen.partition.stage_tile_bytes[s]) + ")";
+  }
+  return "the split starting at " + firsts + " does not fit its memory plan: " + why + " of " +
+         lowering::with_commas(target.bytes_per_tile) + "; trying the next best split without " +
+         (why.find(';') == std::string::npos ? "that stage" : "those stages");
 }
 
 } // namespace
@@ -448,20 +518,44 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
 
   CompileResult result;
   auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> first_units;
+  std::optional<MeasuredChain> chain;
   if (options.pipeline_stages > 0) {
-    IPU_ASSIGN_OR_RETURN(ChosenStages chosen, choose_stages(loaded, options, target));
-    options.stage_assignment = std::move(chosen.assignment);
-    first_units = std::move(chosen.first_units);
+    IPU_ASSIGN_OR_RETURN(chain, measure_chain(loaded, options, target));
   }
-  const double choosing_seconds = seconds_since(start);
-  start = std::chrono::steady_clock::now();
-  IPU_ASSIGN_OR_RETURN(Model model, load_model(std::move(loaded), options, target.bytes_per_tile));
-  result.timings.frontend_seconds = seconds_since(start);
-  IPU_ASSIGN_OR_RETURN(LoweredModel lowered, lower_model(std::move(model), options, target));
-  result.timings.passes_seconds = lowered.passes_seconds;
+  double choosing_seconds = seconds_since(start);
+  // With an automatic split the memory plan judges the choice: a split that overflows gives way
+  // to the next best without its overflowing stages. Each try loads the model anew.
+  std::vector<std::string> first_units;
+  LoweredModel lowered;
+  auto lower_loaded = [&](StatusOr<Model> model) -> Status {
+    if (!model.ok()) return model.status();
+    result.timings.frontend_seconds += seconds_since(start);
+    IPU_ASSIGN_OR_RETURN(lowered, lower_model(std::move(*model), options, target));
+    result.timings.passes_seconds += lowered.passes_seconds;
+    result.timings.lowering_seconds += lowered.lowering_seconds;
+    return Status();
+  };
+  if (!chain) {
+    start = std::chrono::steady_clock::now();
+    IPU_RETURN_IF_ERROR(lower_loaded(load_model(std::move(loaded), options, target.bytes_per_tile)));
+  }
+  for (int attempt = 1; chain; ++attempt) {
+    start = std::chrono::steady_clock::now();
+    StatusOr<ChosenStages> chosen = choose_stages(*chain, options.model_path);
+    if (!chosen.ok()) {
+      if (result.notes.empty()) return chosen.status();
+      return Status(chosen.status().code(), chosen.status().message() + " (" + result.notes.back() + ")");
+    }
+    options.stage_assignment = chosen->assignment;
+    first_units = chosen->first_units;
+    choosing_seconds += seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    IPU_RETURN_IF_ERROR(lower_loaded(load_model(std::as_const(loaded), options, target.bytes_per_tile)));
+    if (lowered.lowered.memory.overflowing.empty() || attempt == kMaxSplitAttempts) break;
+    result.notes.push_back(refuse_overflowing_stages(*chain, *chosen, lowered.lowered.memory, target));
+  }
   // The automatic split's measuring compile is lowering work too.
-  result.timings.lowering_seconds = lowered.lowering_seconds + choosing_seconds;
+  result.timings.lowering_seconds += choosing_seconds;
   const frontend::ForwardGraph& forward = lowered.forward;
   result.ir_text = forward.graph.to_string();
   const auto stages = static_cast<uint32_t>(forward.num_stages);
@@ -491,9 +585,15 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
     report->memory = lowering::report_memory(exe, result.memory, target);
   }
   if (!result.memory.overflowing.empty()) {
-    return resource_exhausted(lowering::describe_overflow(result.memory, target, 3))
-        .with_context(options.model_path);
+    std::string message = lowering::describe_overflow(result.memory, target, 3);
+    if (!result.notes.empty()) {
+      message += "\n(the automatic split tried " + std::to_string(result.notes.size() + 1) +
+                 " splits, this one last; before it, " + result.notes.front() + ")";
+    }
+    return resource_exhausted(message).with_context(options.model_path);
   }
+  for (std::string& note : result.notes)
+    note = options.model_path + ": " + note;
   return result;
 }
 

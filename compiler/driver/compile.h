@@ -89,6 +89,9 @@ struct CompileResult {
   lowering::MemoryPlan memory;
   CompileTimings timings;
   std::string ir_text; // the IR after the training passes, for --dump-ir
+  // What the user should hear about how the compile went: the automatic pipeline splits whose
+  // memory plan overflowed before the one taken, and why.
+  std::vector<std::string> notes;
 };
 
 // What `ipucc compile --report` draws: the program as lowered (compute sets, programs, their cycle

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
+
+#include "compiler/lowering/tile_planner.h"
 
 namespace ipu::lowering {
 namespace {
@@ -156,9 +159,53 @@ void LowerContext::begin_op(const std::string& name) {
   m_op_index = -1;
 }
 
+uint32_t LowerContext::lightest_window(uint32_t width) const {
+  const uint32_t tiles = m_target.tiles_per_ipu;
+  const uint32_t base = static_cast<uint32_t>(m_cs_ipu) * tiles;
+  // Bytes each tile receives so far, twice over, so every window is a contiguous run, in grains
+  // of 1/16 of an op's working-set budget: finer differences do not matter to memory, and among
+  // windows equal at that grain the one round robin would take keeps the layout it gave.
+  const auto grain = static_cast<uint64_t>(std::max(1.0, tile_budget_bytes(m_target) / 16));
+  std::vector<uint64_t> received(2 * static_cast<size_t>(tiles), 0);
+  for (const auto& [tile, bytes] : m_record.received_bytes) {
+    if (tile < base || tile >= base + tiles) continue;
+    received[tile - base] = received[tile - base + tiles] = bytes / grain;
+  }
+  std::vector<uint64_t> prefix(received.size() + 1, 0);
+  for (size_t i = 0; i < received.size(); ++i)
+    prefix[i + 1] = prefix[i] + received[i];
+  // The fullest tile of each window by a sliding maximum (a deque of decreasing loads). Windows
+  // start where the previous op's would modulo an exchange bus, so the neighbouring vertices that
+  // receive the same data (the rows of one MatMul block) still share a bus (target::exchange_cycles).
+  const uint32_t bus = std::max<uint32_t>(1, m_target.cycles.tiles_per_exchange_bus);
+  std::deque<size_t> fullest;
+  uint32_t best = m_tile_cursor;
+  std::array<uint64_t, 3> best_key = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+  for (size_t end = 0; end < received.size(); ++end) {
+    while (!fullest.empty() && received[fullest.back()] <= received[end])
+      fullest.pop_back();
+    fullest.push_back(end);
+    if (end + 1 < width) continue;
+    const size_t start = end + 1 - width;
+    if (start >= tiles) break;
+    while (fullest.front() < start)
+      fullest.pop_front();
+    if (start % bus != m_tile_cursor % bus) continue;
+    const std::array<uint64_t, 3> key = {received[fullest.front()], prefix[end + 1] - prefix[start],
+                                         (start + tiles - m_tile_cursor) % tiles};
+    if (key < best_key) {
+      best_key = key;
+      best = static_cast<uint32_t>(start);
+    }
+  }
+  return best;
+}
+
 std::vector<uint32_t> LowerContext::take_tiles(int64_t count) {
   std::vector<uint32_t> tiles;
   const uint32_t base = static_cast<uint32_t>(m_cs_ipu) * m_target.tiles_per_ipu;
+  if (count > 0 && count < m_target.tiles_per_ipu && !m_record.received_bytes.empty())
+    m_tile_cursor = lightest_window(static_cast<uint32_t>(count));
   for (int64_t i = 0; i < count; ++i) {
     tiles.push_back(base + m_tile_cursor);
     m_tile_cursor = (m_tile_cursor + 1) % m_target.tiles_per_ipu;

@@ -87,8 +87,13 @@ public:
   // Returns its index, or nullopt if no vertex was emitted.
   std::optional<uint32_t> end_compute_set();
 
-  // Tiles for one op's vertices: the next `count` tiles of the current IPU, round robin, so
-  // that ops sharing a compute set use different tiles where possible.
+  // Tiles for one op's vertices: `count` consecutive tiles of the current IPU (wrapping round),
+  // the window where the earlier ops of the open compute set receive the fewest bytes (at its
+  // fullest tile, then in all, counted in grains of 1/16 of an op's working-set budget): ops that
+  // share a compute set then spread their exchange receive buffers over the tiles instead of
+  // stacking them (as Poplar spreads concurrent ops' vertices). Among equally light windows, the
+  // one right after the previous op's (round robin), so an op alone in its compute set starts at
+  // tile 0.
   std::vector<uint32_t> take_tiles(int64_t count);
   // By value: every caller hands its spec over with std::move, a move rather than a copy.
   void emit(uint32_t tile, VertexSpec vertex);
@@ -109,6 +114,7 @@ public:
 
 private:
   uint64_t bytes_off_tile(const Region& region, uint32_t tile) const;
+  uint32_t lightest_window(uint32_t width) const;
   void set_mapping(uint32_t tensor, std::vector<format::Interval> intervals);
   void map_tensor_linearly(uint32_t tensor);
 

@@ -302,6 +302,15 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
 
   std::vector<uint32_t> order = concat_phases(stages);
   result.memory = plan_memory(exe, order, ctx.records(), target);
+  if (options.measure_unit_memory) {
+    size_t backward_begin = 0, update_begin = 0;
+    for (const StageComputeSets& sets : stages) {
+      backward_begin += sets.forward.size() + sets.loss.size();
+      update_begin += sets.forward.size() + sets.loss.size() + sets.backward.size();
+    }
+    result.unit_memory = measure_unit_memory(exe, order, ctx.records(), ctx.stage_copies(), backward_begin,
+                                             update_begin, target);
+  }
   format::Estimates* e = exe.mutable_estimates();
   for (uint32_t ipu = 0; ipu < target.num_ipus; ++ipu) {
     uint64_t bytes = 0, fullest = 0;

@@ -14,6 +14,7 @@
 #include "compiler/lowering/memory_plan.h"
 #include "compiler/lowering/pipeline_program.h"
 #include "compiler/lowering/pipeline_schedule.h"
+#include "compiler/lowering/stage_memory.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
 #include "runtime/format/executable.pb.h"
@@ -43,11 +44,14 @@ struct LoweringOptions {
   uint32_t stages = 1; // pipeline stages; stage s runs on IPU s of its replica
   Schedule schedule = Schedule::kGrouped;
   bool recompute = false; // recompute activations for the backward pass instead of stashing
+  // Fill LoweringResult::unit_memory (the automatic pipeline split's measuring compile).
+  bool measure_unit_memory = false;
 };
 
 struct LoweringResult {
   format::Executable executable;
   MemoryPlan memory;
+  std::vector<UnitMemory> unit_memory; // per stage, when asked for (LoweringOptions)
 };
 
 // An op's lowering: emits its vertices into the context's open compute set.

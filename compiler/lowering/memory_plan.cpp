@@ -8,13 +8,22 @@
 #include "runtime/format/verifier.h"
 
 namespace ipu::lowering {
-namespace {
 
 bool lives_whole_program(format::TensorRole role) {
   return role != format::ACTIVATION && role != format::GRADIENT;
 }
 
-} // namespace
+std::map<uint32_t, std::pair<size_t, size_t>>
+temporary_live_ranges(const std::vector<uint32_t>& order, const std::vector<ComputeSetRecord>& records) {
+  std::map<uint32_t, std::pair<size_t, size_t>> live;
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    for (uint32_t tensor : records[order[pos]].tensors) {
+      auto [it, inserted] = live.try_emplace(tensor, pos, pos);
+      if (!inserted) it->second.second = pos;
+    }
+  }
+  return live;
+}
 
 std::string with_commas(uint64_t n) {
   std::string s = std::to_string(n);
@@ -43,13 +52,7 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
   };
 
   // Live range of each temporary, in positions of `order`.
-  std::map<uint32_t, std::pair<size_t, size_t>> live;
-  for (size_t pos = 0; pos < order.size(); ++pos) {
-    for (uint32_t tensor : records[order[pos]].tensors) {
-      auto [it, inserted] = live.try_emplace(tensor, pos, pos);
-      if (!inserted) it->second.second = pos;
-    }
-  }
+  const std::map<uint32_t, std::pair<size_t, size_t>> live = temporary_live_ranges(order, records);
 
   // Per position of `order`, per tile: bytes of live temporaries, and of receive buffers.
   std::vector<std::map<uint32_t, uint64_t>> temporaries(order.size()), received(order.size());

@@ -4,7 +4,9 @@
 // data received over the exchange lives during its compute set.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/lowering/lower_context.h"
@@ -50,6 +52,14 @@ struct MemoryPlan {
   uint32_t tiles_used = 0;
   std::vector<TileUsage> overflowing; // tiles whose peak exceeds bytes_per_tile, fullest first
 };
+
+// Whether a tensor of this role lives all program long (weights, optimizer state, stashes, ...);
+// activations and gradients are temporaries, live across the compute sets that touch them.
+bool lives_whole_program(format::TensorRole role);
+
+// The positions in `order` of the first and last compute set that touches each temporary.
+std::map<uint32_t, std::pair<size_t, size_t>>
+temporary_live_ranges(const std::vector<uint32_t>& order, const std::vector<ComputeSetRecord>& records);
 
 // `order` lists compute sets in the order the longest program runs them.
 MemoryPlan plan_memory(const format::Executable& executable, const std::vector<uint32_t>& order,

@@ -1,6 +1,7 @@
 #include "compiler/lowering/stage_partition.h"
 
 #include <algorithm>
+#include <bitset>
 #include <limits>
 
 #include "compiler/lowering/memory_plan.h"
@@ -10,16 +11,22 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
-// Costs of the stage holding units [begin, end), from prefix sums.
+template <typename T> T at_or_zero(const std::vector<T>& values, size_t i) {
+  return i < values.size() ? values[i] : T{};
+}
+
+// Costs of the stage holding units [begin, end), from prefix sums and, for memory, the fullest
+// tile of every run of units (computed once: O(units² × tiles)).
 class Chain {
 public:
   explicit Chain(const StagePartitionProblem& p) : m_problem(p) {
     m_cycles.push_back(0);
-    m_bytes.push_back(0);
+    m_accumulators.push_back(0);
     for (const StageUnit& u : p.units) {
       m_cycles.push_back(m_cycles.back() + u.cycles);
-      m_bytes.push_back(m_bytes.back() + u.tile_bytes);
+      m_accumulators.push_back(m_accumulators.back() + u.memory.accumulator_tile_bytes);
     }
+    measure_fullest_tiles();
   }
   size_t size() const { return m_problem.units.size(); }
   // Both directions of the cut after unit `after`: what a split moves there.
@@ -30,18 +37,93 @@ public:
     return m_cycles[end] - m_cycles[begin] + (begin > 0 ? m_problem.backward_cut_cycles.at(begin - 1) : 0) +
            (end < size() ? m_problem.forward_cut_cycles.at(end - 1) : 0);
   }
-  uint64_t bytes(size_t begin, size_t end) const { return m_bytes[end] - m_bytes[begin]; }
-  bool fits(size_t begin, size_t end) const { return bytes(begin, end) <= m_problem.bytes_per_tile; }
+  // The memory bound of units [begin, end) as stage `stage` (stage_partition.h).
+  uint64_t bytes(size_t begin, size_t end, size_t stage) const {
+    const StagePartitionProblem& p = m_problem;
+    const size_t run = begin * (size() + 1) + end;
+    uint64_t out =
+        m_fullest_tile[run] + static_cast<uint64_t>(at_or_zero(p.stash_depth, stage)) * m_stash[run];
+    if (p.accumulates) out += m_accumulators[end] - m_accumulators[begin];
+    if (begin > 0) {
+      out += static_cast<uint64_t>(at_or_zero(p.forward_depth, stage - 1)) *
+             at_or_zero(p.forward_cut_tile_bytes, begin - 1);
+    }
+    if (end < size()) {
+      out += static_cast<uint64_t>(at_or_zero(p.backward_depth, stage)) *
+             at_or_zero(p.backward_cut_tile_bytes, end - 1);
+    }
+    return out;
+  }
+  bool refused(size_t begin, size_t end) const {
+    return std::any_of(m_problem.refused.begin(), m_problem.refused.end(), [&](const std::pair<int, int>& r) {
+      return begin <= static_cast<size_t>(r.first) && static_cast<size_t>(r.second) <= end;
+    });
+  }
+  bool fits(size_t begin, size_t end, size_t stage) const {
+    return !refused(begin, end) && bytes(begin, end, stage) <= m_problem.bytes_per_tile;
+  }
 
 private:
+  // m_fullest_tile[begin * (n + 1) + end]: the fullest tile of units [begin, end) together, by
+  // the per-tile sums and peaks of the header's bound; m_stash[...]: one micro-batch's stash
+  // slot of theirs on any tile. Activations a unit receives from an earlier unit count only when
+  // that unit is in an earlier stage: within the stage the producer's own tensor serves.
+  void measure_fullest_tiles() {
+    const size_t n = size();
+    size_t tiles = 0;
+    uint32_t codelet_words = 1;
+    for (const StageUnit& u : m_problem.units) {
+      tiles = std::max(tiles, u.memory.resident.size());
+      for (const auto& ids : u.memory.codelets) {
+        for (uint32_t id : ids)
+          codelet_words = std::max(codelet_words, id / 64 + 1);
+      }
+    }
+    m_fullest_tile.assign(n * (n + 1), 0);
+    m_stash.assign(n * (n + 1), 0);
+    const bool accumulates = m_problem.accumulates;
+    for (size_t begin = 0; begin < n; ++begin) {
+      std::vector<uint64_t> lasting(tiles, 0), peak(tiles, 0), code(tiles * codelet_words, 0);
+      uint64_t stash = 0;
+      for (size_t end = begin + 1; end <= n; ++end) {
+        const UnitMemory& m = m_problem.units[end - 1].memory;
+        stash += m.stash_tile_bytes;
+        for (const UnitMemory::Arrival& a : m.arrivals) {
+          if (a.source_unit >= begin) continue;
+          stash += a.stash_tile_bytes;
+          for (const auto& [tile, bytes] : a.tile_bytes) {
+            if (tile < tiles) lasting[tile] += bytes;
+          }
+        }
+        m_stash[begin * (n + 1) + end] = stash;
+        uint64_t fullest = 0;
+        for (size_t t = 0; t < tiles; ++t) {
+          if (t < m.resident.size()) {
+            const uint64_t held = m.held_for_update[t];
+            lasting[t] += m.resident[t] + m.carried[t] + (accumulates ? 0 : held);
+            peak[t] = std::max(peak[t], m.transient[t] + (accumulates ? held : 0));
+            for (uint32_t id : m.codelets[t])
+              code[t * codelet_words + id / 64] |= uint64_t{1} << (id % 64);
+          }
+          uint64_t codelets = 0;
+          for (uint32_t w = 0; w < codelet_words; ++w)
+            codelets += std::bitset<64>(code[t * codelet_words + w]).count();
+          fullest = std::max(fullest, lasting[t] + peak[t] + codelets * m_problem.code_bytes_per_codelet);
+        }
+        m_fullest_tile[begin * (n + 1) + end] = fullest;
+      }
+    }
+  }
+
   const StagePartitionProblem& m_problem;
   std::vector<double> m_cycles;
-  std::vector<uint64_t> m_bytes;
+  std::vector<uint64_t> m_stash, m_accumulators, m_fullest_tile;
 };
 
 // best[k][i]: the best value of splitting the first i units into k stages, and where its last
-// stage begins. `combine(previous, begin, end)` gives the value of adding stage [begin, end) to
-// a split of the first `begin` units worth `previous`, or infinity if that stage is not allowed.
+// stage begins. `combine(previous, stage, begin, end)` gives the value of adding stage number
+// `stage` = [begin, end) to a split of the first `begin` units worth `previous`, or infinity if
+// that stage is not allowed.
 template <typename Combine>
 std::vector<int> best_split(const Chain& chain, int stages, Combine combine, double& value) {
   const size_t n = chain.size(), k_max = static_cast<size_t>(stages);
@@ -52,7 +134,7 @@ std::vector<int> best_split(const Chain& chain, int stages, Combine combine, dou
     for (size_t i = k; i <= n; ++i) {
       for (size_t j = k - 1; j < i; ++j) {
         if (best[k - 1][j] == kInfinity) continue;
-        const double v = combine(best[k - 1][j], j, i);
+        const double v = combine(best[k - 1][j], k - 1, j, i);
         if (v < best[k][i]) {
           best[k][i] = v;
           begin_of_last[k][i] = j;
@@ -94,8 +176,8 @@ StatusOr<StagePartition> partition_stages(const StagePartitionProblem& p) {
   double bottleneck = 0;
   best_split(
       chain, p.stages,
-      [&](double previous, size_t begin, size_t end) {
-        return chain.fits(begin, end) ? std::max(previous, chain.cycles(begin, end)) : kInfinity;
+      [&](double previous, size_t stage, size_t begin, size_t end) {
+        return chain.fits(begin, end, stage) ? std::max(previous, chain.cycles(begin, end)) : kInfinity;
       },
       bottleneck);
   if (bottleneck == kInfinity) {
@@ -103,36 +185,44 @@ StatusOr<StagePartition> partition_stages(const StagePartitionProblem& p) {
     double fullest = 0;
     const std::vector<int> first = best_split(
         chain, p.stages,
-        [&](double previous, size_t begin, size_t end) {
-          return std::max(previous, static_cast<double>(chain.bytes(begin, end)));
+        [&](double previous, size_t stage, size_t begin, size_t end) {
+          if (chain.refused(begin, end)) return kInfinity;
+          return std::max(previous, static_cast<double>(chain.bytes(begin, end, stage)));
         },
         fullest);
+    if (fullest == kInfinity) {
+      return resource_exhausted("no split into " + std::to_string(p.stages) +
+                                " pipeline stages is left that the memory plan did not refuse; give more "
+                                "stages or a smaller --batch-size");
+    }
+    auto stage_bytes = [&](size_t s) {
+      return chain.bytes(static_cast<size_t>(first[s]), end_of(first, s), s);
+    };
     size_t worst = 0;
     for (size_t s = 0; s < first.size(); ++s) {
-      if (chain.bytes(static_cast<size_t>(first[s]), end_of(first, s)) >
-          chain.bytes(static_cast<size_t>(first[worst]), end_of(first, worst)))
-        worst = s;
+      if (stage_bytes(s) > stage_bytes(worst)) worst = s;
     }
     const size_t begin = static_cast<size_t>(first[worst]), end = end_of(first, worst);
     return resource_exhausted(
         "no split into " + std::to_string(p.stages) + " pipeline stages fits one IPU each: in the best, " +
-        describe_stage(p, worst, begin, end) + " needs about " + with_commas(chain.bytes(begin, end)) +
-        " bytes on its fullest tile, more than " + with_commas(p.bytes_per_tile) + " (the sum of its " +
-        p.unit_kind + "s' fullest tiles, each lowered alone); give more stages or a smaller --batch-size");
+        describe_stage(p, worst, begin, end) + " needs about " + with_commas(stage_bytes(worst)) +
+        " bytes on its fullest tile, more than " + with_commas(p.bytes_per_tile) + " (its " + p.unit_kind +
+        "s' resident data and activations kept for the backward pass added up per tile, the largest of " +
+        "their short-lived peaks, and its stash slots); give more stages or a smaller --batch-size");
   }
   double moved = 0;
   StagePartition out;
   out.first_unit = best_split(
       chain, p.stages,
-      [&](double previous, size_t begin, size_t end) {
-        if (!chain.fits(begin, end) || chain.cycles(begin, end) > bottleneck) return kInfinity;
+      [&](double previous, size_t stage, size_t begin, size_t end) {
+        if (!chain.fits(begin, end, stage) || chain.cycles(begin, end) > bottleneck) return kInfinity;
         return previous + (begin > 0 ? chain.cut(begin - 1) : 0);
       },
       moved);
   for (size_t s = 0; s < out.first_unit.size(); ++s) {
     const size_t begin = static_cast<size_t>(out.first_unit[s]), end = end_of(out.first_unit, s);
     out.stage_cycles.push_back(chain.cycles(begin, end));
-    out.stage_tile_bytes.push_back(chain.bytes(begin, end));
+    out.stage_tile_bytes.push_back(chain.bytes(begin, end, s));
   }
   return out;
 }

@@ -2,14 +2,26 @@
 // model's layers in topological order form a chain, and N - 1 cuts divide it into N stages, one
 // per IPU. The cuts minimise the slowest stage's estimated cycles (a pipeline runs at the pace of
 // its slowest stage), counting the IPU-Link transfers each cut adds to the stages it separates,
-// and keep every stage within one IPU's tile memory. Among splits equally fast at the slowest
-// stage it takes the one whose cuts move the fewest cycles of data, then the earliest cuts.
+// and keep every stage's memory bound within one IPU's tile memory. Among splits equally fast at
+// the slowest stage it takes the one whose cuts move the fewest cycles of data, then the earliest
+// cuts.
+//
+// A stage's memory bound, on each tile, adds up over its units what lives all program long and
+// what lives from the forward into the backward pass (and, without accumulators, the weight
+// gradients kept for the update), but counts only the largest of its units' short-lived peaks
+// (temporaries and receive buffers: the units run one after another), and each codelet's code
+// once; its fullest tile gives the bound. On top come, spread over the tiles, its stash slots
+// (one per micro-batch the schedule keeps in flight), its gradient accumulators, and the receive
+// buffers of its cuts. The driver compiles the chosen split and lets its memory plan judge; a
+// stage the plan finds too big is refused (`refused`) and the next best split tried.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "compiler/lowering/stage_memory.h"
 #include "runtime/base/status.h"
 
 namespace ipu::lowering {
@@ -18,8 +30,8 @@ namespace ipu::lowering {
 // own.
 struct StageUnit {
   std::string name;
-  double cycles = 0;       // per micro-batch: forward, plus backward when training
-  uint64_t tile_bytes = 0; // its fullest tile's peak
+  double cycles = 0; // per micro-batch: forward, plus backward when training
+  UnitMemory memory;
 };
 
 struct StagePartitionProblem {
@@ -29,20 +41,34 @@ struct StagePartitionProblem {
   // back (training; else 0), charged to the stage after it, as the pipelined program does.
   std::vector<double> forward_cut_cycles;
   std::vector<double> backward_cut_cycles;
+  // Per cut, the most bytes one receive buffer of the values crossing it puts on a tile
+  // (linear_tile_share), forward on the stage after it and backward on the stage before it.
+  std::vector<uint64_t> forward_cut_tile_bytes;
+  std::vector<uint64_t> backward_cut_tile_bytes;
   int stages = 1;
-  uint64_t bytes_per_tile = 0;     // a stage's summed tile_bytes may not exceed it
+  // The schedule's depths (PipelinePlan): per stage, the micro-batches it stashes; per boundary,
+  // the receive buffers of each direction. Empty: none (inference, or a single stage).
+  std::vector<int> stash_depth;
+  std::vector<int> forward_depth;
+  std::vector<int> backward_depth;
+  bool accumulates = false; // gradients are summed into accumulators (not held for the update)
+  uint64_t bytes_per_tile = 0;
+  uint64_t code_bytes_per_codelet = 0;
   std::string unit_kind = "layer"; // "layer" or "node", for messages
+  // Stages [first unit, end) that the memory plan of an earlier choice found too big: no stage
+  // may hold all the units of one.
+  std::vector<std::pair<int, int>> refused;
 };
 
 struct StagePartition {
   std::vector<int> first_unit;            // per stage, ascending; first_unit[0] == 0
   std::vector<double> stage_cycles;       // its units' cycles plus the cuts at its ends
-  std::vector<uint64_t> stage_tile_bytes; // the sum of its units' tile_bytes
+  std::vector<uint64_t> stage_tile_bytes; // its memory bound (above)
 };
 
 // Errors: BadOption when there are fewer units than stages; ResourceExhausted when no split
 // keeps every stage within bytes_per_tile, naming the fullest stage of the split that comes
-// closest and its bytes.
+// closest and its bound.
 StatusOr<StagePartition> partition_stages(const StagePartitionProblem& problem);
 
 // The slowest stage over the mean, 1 for a perfect balance (and for no stages or no cycles).

@@ -5,11 +5,26 @@
 namespace ipu::lowering {
 namespace {
 
-// A chain of units named a, b, c, ... with these cycles and bytes, free cuts and room enough.
+// What a unit holds on each of `tiles` tiles: nothing.
+UnitMemory empty_memory(size_t tiles) {
+  UnitMemory m;
+  m.resident.assign(tiles, 0);
+  m.carried.assign(tiles, 0);
+  m.held_for_update.assign(tiles, 0);
+  m.transient.assign(tiles, 0);
+  m.codelets.resize(tiles);
+  return m;
+}
+
+// A chain of units named a, b, c, ... with these cycles and resident bytes on a one-tile IPU,
+// free cuts and room enough.
 StagePartitionProblem chain(const std::vector<double>& cycles, const std::vector<uint64_t>& bytes = {}) {
   StagePartitionProblem p;
-  for (size_t i = 0; i < cycles.size(); ++i)
-    p.units.push_back({std::string(1, static_cast<char>('a' + i)), cycles[i], bytes.empty() ? 0 : bytes[i]});
+  for (size_t i = 0; i < cycles.size(); ++i) {
+    UnitMemory m = empty_memory(1);
+    m.resident[0] = bytes.empty() ? 0 : bytes[i];
+    p.units.push_back({std::string(1, static_cast<char>('a' + i)), cycles[i], std::move(m)});
+  }
   p.forward_cut_cycles.assign(cycles.size() - 1, 0);
   p.backward_cut_cycles = p.forward_cut_cycles;
   p.bytes_per_tile = 1000;
@@ -96,9 +111,9 @@ TEST_CASE("lowering::partition_stages keeps each stage within one IPU's tile mem
     CHECK(out.status().code() == StatusCode::kResourceExhausted);
     CHECK(out.status().message() ==
           "no split into 3 pipeline stages fits one IPU each: in the best, stage 2 (layers 'c' to 'd') needs "
-          "about 20 bytes on its fullest tile, more than 15 (the sum of its layers' fullest tiles, each "
-          "lowered "
-          "alone); give more stages or a smaller --batch-size");
+          "about 20 bytes on its fullest tile, more than 15 (its layers' resident data and activations kept "
+          "for the backward pass added up per tile, the largest of their short-lived peaks, and its stash "
+          "slots); give more stages or a smaller --batch-size");
   }
   SUBCASE("a unit too big for an IPU is named alone") {
     StagePartitionProblem p = chain({1, 1}, {5, 2000});
@@ -109,6 +124,95 @@ TEST_CASE("lowering::partition_stages keeps each stage within one IPU's tile mem
     CHECK(out.status().message().find("in the best, node 'b' alone needs about 2,000 bytes") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("lowering::partition_stages bounds a stage's memory tile by tile") {
+  // Two units on a two-tile IPU; a stage of both must fit 100 bytes a tile.
+  StagePartitionProblem p = chain({1, 1});
+  p.units[0].memory = p.units[1].memory = empty_memory(2);
+  p.bytes_per_tile = 100;
+  p.code_bytes_per_codelet = 10;
+  UnitMemory &a = p.units[0].memory, &b = p.units[1].memory;
+  auto one_stage_bytes = [&]() -> uint64_t {
+    const StatusOr<StagePartition> out = partition_stages(p);
+    if (!out.ok()) return 0;
+    return out->stage_tile_bytes.at(0);
+  };
+  p.stages = 1;
+  SUBCASE("short-lived peaks do not add up: the units run one after the other") {
+    a.transient = {70, 0};
+    b.transient = {60, 0};
+    CHECK(one_stage_bytes() == 70); // the sum of fullest tiles would be 130
+  }
+  SUBCASE("what lives on adds up on its own tile, not on another's") {
+    a.resident = {60, 0};
+    b.resident = {0, 60};
+    CHECK(one_stage_bytes() == 60);
+    b.resident = {50, 0};
+    CHECK(one_stage_bytes() == 0); // 110 on tile 0: no single stage fits
+  }
+  SUBCASE("activations kept for the backward pass add up, and the largest peak comes on top") {
+    a.carried = {30, 0};
+    b.carried = {30, 0};
+    a.transient = {20, 0};
+    b.transient = {35, 0};
+    CHECK(one_stage_bytes() == 95);
+  }
+  SUBCASE("weight gradients add up until the update, or peak once with accumulators") {
+    a.held_for_update = b.held_for_update = {40, 0};
+    a.transient = {15, 0};
+    CHECK(one_stage_bytes() == 95);
+    p.accumulates = true;
+    a.accumulator_tile_bytes = b.accumulator_tile_bytes = 5;
+    CHECK(one_stage_bytes() == 65); // max(40 + 15, 40) and two accumulators of 5
+  }
+  SUBCASE("a codelet's code is held once per tile") {
+    a.codelets = b.codelets = {{3}, {}};
+    CHECK(one_stage_bytes() == 10);
+    b.codelets = {{3, 70}, {}};
+    CHECK(one_stage_bytes() == 20);
+  }
+  SUBCASE("an activation from an earlier unit counts only when that unit is in an earlier stage") {
+    a.carried = {40, 0};
+    a.stash_tile_bytes = 10;
+    b.arrivals = {{0, 10, {{0, 40}}}}; // b keeps a's activation: a copy of it in the measuring compile
+    p.stash_depth = {2};
+    CHECK(one_stage_bytes() == 40 + 2 * 10); // one stage: a's own tensor serves b
+    p.stages = 2;
+    p.stash_depth = {2, 2};
+    const StatusOr<StagePartition> out = partition_stages(p);
+    REQUIRE(out.ok());
+    CHECK(out->stage_tile_bytes == std::vector<uint64_t>{40 + 2 * 10, 40 + 2 * 10});
+  }
+  SUBCASE("stash slots count once per micro-batch in flight, receive buffers once per message") {
+    a.stash_tile_bytes = 10;
+    b.stash_tile_bytes = 5;
+    p.stages = 2;
+    p.stash_depth = {4, 1};
+    p.forward_depth = {2};
+    p.backward_depth = {3};
+    p.forward_cut_tile_bytes = {7};
+    p.backward_cut_tile_bytes = {1};
+    const StatusOr<StagePartition> out = partition_stages(p);
+    REQUIRE(out.ok());
+    CHECK(out->stage_tile_bytes == std::vector<uint64_t>{4 * 10 + 3 * 1, 1 * 5 + 2 * 7});
+  }
+}
+
+TEST_CASE("lowering::partition_stages takes the next best split without a refused stage") {
+  StagePartitionProblem p = chain({1, 1, 1, 1});
+  p.stages = 2;
+  CHECK(split(p, 2).first_unit == std::vector<int>{0, 2});
+  // The memory plan found units [0, 2) too big together: no stage may hold both.
+  p.refused = {{0, 2}};
+  const StagePartition s = split(p, 2);
+  CHECK(s.first_unit == std::vector<int>{0, 1});
+  CHECK(s.stage_cycles == std::vector<double>{1, 3});
+  p.refused.emplace_back(1, 4);
+  const StatusOr<StagePartition> none = partition_stages(p);
+  REQUIRE(!none.ok());
+  CHECK(none.status().code() == StatusCode::kResourceExhausted);
+  CHECK(none.status().message().find("memory plan did not refuse") != std::string::npos);
 }
 
 TEST_CASE("lowering::partition_stages refuses more stages than units") {
