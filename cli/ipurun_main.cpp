@@ -317,6 +317,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     const int instances = job ? job->size() : 1;
     out["instances"] = instances;
     out["replicas_per_instance"] = format::replica_count(loaded.session->executable()) / instances;
+    out["all_reduce"] = all_reduce_json(loaded.session->executable());
     out["epochs"] = epochs;
     out["final"] = {{"loss", results->back().loss}, {"accuracy", results->back().accuracy}};
     double samples = 0, seconds = 0;

@@ -36,6 +36,9 @@ same_for_every_instance_count() {
       --save-weights "i$instances" --step-log "i$instances.json" --json
     expect_eq "$(digest "i$instances" "i$instances.json")" "$want" "$instances instances' digest"
     expect_json "$STDOUT" "d['instances'] == $instances and d['replicas_per_instance'] == $((4 / instances))"
+    # The executable's all-reduce estimate: 4 replicas of one M2000 reduce over IPU-Links only.
+    expect_json "$STDOUT" "d['all_reduce']['replicas'] == 4 and d['all_reduce']['pods'] == 1 and \
+      d['all_reduce']['ipu_link_cycles'] > 0 and d['all_reduce']['gw_link_cycles'] == 0"
   done
   expect_exit 0 "$IPURUN" train "$name.ipuexe" --instances 2 "${TRAIN[@]}" --save-weights launched \
     --step-log launched.json
@@ -63,6 +66,21 @@ test_one_instance_compiles_a_model_for_all() {
   expect_exit 0 "$IPURUN" train "$MODEL" "${SMALL[@]}" --batch-size 8 --replicas 4 --instances 2 "${TRAIN[@]}"
   expect_eq "$(grep -c "compiled in" "$STDERR")" 1 "compiles"
   expect_stderr_contains "ipurun: instance 1: cache hit"
+}
+
+# 64 replicas of 2 stages fill two IPU-POD64s: the all-reduce adds a GW-Link ring across them
+# (docs/cycle_model.md), and cycles_per_step carries both terms spread over the 2 micro-batches.
+test_the_all_reduce_crosses_gw_links_beyond_a_pod64() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache --batch-size 8 --stage-assignment 0,0,1,1,1,1 \
+    --replicas 32 --num-ipus 64 --json
+  expect_json "$STDOUT" "(a := d['estimates']['all_reduce'])['pods'] == 1 and a['gw_link_cycles'] == 0 and \
+    a['replicas_per_pod'] == 32 and a['cycles'] == a['ipu_link_cycles'] > 0"
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache --batch-size 8 --stage-assignment 0,0,1,1,1,1 \
+    --replicas 64 --num-ipus 128 --json
+  expect_json "$STDOUT" "(a := d['estimates']['all_reduce'])['pods'] == 2 and a['replicas_per_pod'] == 32 and \
+    a['gw_link_cycles'] > 0 and abs(a['cycles'] - a['ipu_link_cycles'] - a['gw_link_cycles']) < 1e-6"
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache --batch-size 8 --json
+  expect_json "$STDOUT" "d['estimates']['all_reduce'] is None" "one replica reduces nothing"
 }
 
 test_instances_must_divide_the_replicas() {
