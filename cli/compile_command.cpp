@@ -62,7 +62,8 @@ nlohmann::json estimates_json(const format::Executable& exe) {
           {"tiles_used", e.tiles_used()},
           {"total_bytes", e.total_bytes()},
           {"vertices", e.vertices()},
-          {"compute_sets", exe.compute_sets_size()}};
+          {"compute_sets", exe.compute_sets_size()},
+          {"all_reduce", all_reduce_json(exe)}};
 }
 
 // One line per compute set: what the BSP schedule does each step and what it costs.

@@ -16,7 +16,7 @@ enum ExitCode : int {
   kExitIoError = 6,         // missing file, unreadable or unwritable file, full disk, cache failure
   kExitBadExecutable = 7,   // corrupt, truncated or incompatible executable
   kExitNonFinite = 8,       // training stopped at a NaN or an infinity (a loss, a gradient, a weight)
-  kExitInstanceFailed = 9,  // ipurun --instances: an instance ended without an error of its own (killed)
+  kExitInstanceFailed = 9,  // an instance ended without an error of its own (killed) or stopped answering
 };
 
 inline int exit_code_for(const Status& status) {
@@ -42,6 +42,8 @@ inline int exit_code_for(const Status& status) {
     return kExitNonFinite;
   case StatusCode::kBadOption:
     return kExitUsage;
+  case StatusCode::kDeadlineExceeded:
+    return kExitInstanceFailed;
   }
   return kExitRuntimeError;
 }

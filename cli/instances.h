@@ -2,6 +2,7 @@
 // `ipurun --instances I`, which starts that job on this host.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,9 +15,10 @@ namespace ipu::cli {
 // Whether mpirun started this process.
 bool inside_mpi_job();
 
-// The job's collectives when mpirun started this process, else null (one process). An ipurun
-// built without Open MPI (-DIPUCC_WITH_MPI=OFF) refuses a job of several instances.
-StatusOr<std::unique_ptr<collectives::Collectives>> join_instances();
+// The job's collectives when mpirun started this process, else null (one process); a collective
+// that the other instances leave unanswered for `collective_timeout` fails (DeadlineExceeded). An
+// ipurun built without Open MPI (-DIPUCC_WITH_MPI=OFF) refuses a job of several instances.
+StatusOr<std::unique_ptr<collectives::Collectives>> join_instances(std::chrono::seconds collective_timeout);
 
 // Runs `mpirun -np instances` on this host, each instance this ipurun with `arguments`, and
 // waits for it. Returns the exit code of the job: an instance's own (the first that failed ended

@@ -8,9 +8,9 @@ bool inside_mpi_job() {
   return mpi::launched_by_mpirun();
 }
 
-StatusOr<std::unique_ptr<collectives::Collectives>> join_instances() {
+StatusOr<std::unique_ptr<collectives::Collectives>> join_instances(std::chrono::seconds collective_timeout) {
   if (!mpi::launched_by_mpirun()) return std::unique_ptr<collectives::Collectives>();
-  return mpi::join_mpi_job();
+  return mpi::join_mpi_job(collective_timeout);
 }
 
 } // namespace ipu::cli

@@ -11,7 +11,7 @@ bool inside_mpi_job() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
 }
 
-StatusOr<std::unique_ptr<collectives::Collectives>> join_instances() {
+StatusOr<std::unique_ptr<collectives::Collectives>> join_instances(std::chrono::seconds) {
   const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
   if (size == nullptr || std::string(size) == "1") return std::unique_ptr<collectives::Collectives>();
   return unsupported("this ipurun was built without Open MPI (-DIPUCC_WITH_MPI=OFF) and runs as one "

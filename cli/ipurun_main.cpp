@@ -1,6 +1,7 @@
 // ipurun: loads an executable and trains, evaluates or predicts on the simulated device.
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -63,6 +64,9 @@ struct RunFlags {
   double validation_split = 0; // 0: none
   CallbackFlags callbacks;
   int instances = 0; // --instances: launch this many through mpirun (0: as started)
+  // --collective-timeout: what a step's collectives wait for a peer; far longer than any step, far
+  // shorter than a user waits to learn that an instance hangs.
+  int collective_timeout = 120;
   std::string log_dir;
   // predict
   std::vector<std::string> inputs;
@@ -161,12 +165,14 @@ int load(const RunFlags& f, Loaded& out, collectives::Collectives* job) {
   // find its entry in the cache, so one compiles (an instance that fails ends the job).
   const bool first_compiles = job != nullptr && job->size() > 1 && names_a_model(f.executable);
   if (first_compiles && job->rank() != 0) {
-    if (Status waited = job->barrier(); !waited.ok()) return fail(g_tool, waited);
+    if (Status waited = job->barrier(collectives::Wait::kUnbounded); !waited.ok())
+      return fail(g_tool, waited);
   }
   auto resolved = resolve(f, max_size);
   if (!resolved.ok()) return fail(g_tool, resolved.status());
   if (first_compiles && job->rank() == 0) {
-    if (Status waited = job->barrier(); !waited.ok()) return fail(g_tool, waited);
+    if (Status waited = job->barrier(collectives::Wait::kUnbounded); !waited.ok())
+      return fail(g_tool, waited);
   }
   out.origin = resolved->origin;
   out.key = resolved->key;
@@ -361,6 +367,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     const int instances = job ? job->size() : 1;
     out["instances"] = instances;
     out["replicas_per_instance"] = format::replica_count(loaded.session->executable()) / instances;
+    out["all_reduce"] = all_reduce_json(loaded.session->executable());
     out["epochs"] = epochs;
     out["final"] = {{"loss", results->back().loss}, {"accuracy", results->back().accuracy}};
     if (results->back().validation) {
@@ -596,6 +603,11 @@ int main(int argc, char** argv) {
       "mode; writes a --save-weights checkpoint after each epoch (or each best one)");
   train->add_option("--csv-logger", flags.callbacks.csv_logger,
                     "Keras CSVLogger: filename=FILE[,separator=C]; one row per epoch, written as it ends");
+  train
+      ->add_option("--collective-timeout", flags.collective_timeout,
+                   "In a job of several instances: seconds a collective waits for the other instances "
+                   "before the job ends with exit 9, naming those that did not answer (docs/distributed.md)")
+      ->check(CLI::Range(1, 86400));
   train->add_option("--log-dir", flags.log_dir,
                     "In a job of several instances: instance I (I > 0) writes its progress and errors to "
                     "DIR/instance-I.log");
@@ -644,7 +656,7 @@ int main(int argc, char** argv) {
     }
     return launch_instances(g_tool, flags.instances, arguments);
   }
-  auto job = join_instances();
+  auto job = join_instances(std::chrono::seconds(flags.collective_timeout));
   if (!job.ok()) return fail(g_tool, job.status());
   ipu::collectives::Collectives* collectives = job->get();
   const bool several = collectives != nullptr && collectives->size() > 1;

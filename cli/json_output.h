@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/format/executable.pb.h"
+
 namespace ipu::cli {
 
 inline constexpr int kJsonSchemaVersion = 1;
@@ -10,5 +12,10 @@ inline constexpr int kJsonSchemaVersion = 1;
 inline nlohmann::json json_document(const char* tool, const char* command) {
   return {{"schema_version", kJsonSchemaVersion}, {"tool", tool}, {"command", command}};
 }
+
+// The compiler's estimate of one gradient all-reduce across the job's replicas, per link
+// (`estimates.all_reduce` of ipucc compile, `all_reduce` of ipurun train; docs/json.md): null for
+// an executable of one replica or one compiled before the estimate existed.
+nlohmann::json all_reduce_json(const format::Executable& exe);
 
 } // namespace ipu::cli

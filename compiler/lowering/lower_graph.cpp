@@ -233,6 +233,12 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   std::vector<uint32_t> accumulators;
   for (int acc : io.accumulators)
     accumulators.push_back(ctx.tensor(acc));
+  if (train && options.replicas > 1 && !accumulators.empty()) {
+    format::AllReduce gradients;
+    for (uint32_t acc : accumulators)
+      gradients.add_tensors(acc);
+    *exe.mutable_estimates()->mutable_all_reduce() = programs.all_reduce_estimate(gradients);
+  }
   if (train) {
     streams.labels = ctx.tensor(io.loss->labels);
     streams.loss = ctx.tensor(io.loss->loss);

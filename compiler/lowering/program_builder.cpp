@@ -82,15 +82,26 @@ double ProgramBuilder::copy_cycles(const format::Copy& copy) const {
   return bytes_of(copy.source()) / bandwidth;
 }
 
-// A ring all-reduce moves 2(R−1)/R of each tensor over the IPU links.
-double ProgramBuilder::all_reduce_cycles(const format::AllReduce& all_reduce) const {
-  if (m_replicas <= 1) return 0;
+// Within an IPU-POD16 a ring over the IPU-Links; beyond it, hierarchical over the GW-Links
+// (target::all_reduce_cost).
+format::AllReduceEstimate ProgramBuilder::all_reduce_estimate(const format::AllReduce& all_reduce) const {
+  format::AllReduceEstimate estimate;
   double bytes = 0;
   for (uint32_t t : all_reduce.tensors())
     bytes += bytes_of(t);
-  const double r = m_replicas;
-  return target::sync_cycles(m_target, m_exe.target().num_ipus()) +
-         bytes * 2.0 * (r - 1.0) / r / m_target.cycles.ipu_link_bytes_per_cycle;
+  const target::AllReduceCost cost = target::all_reduce_cost(m_target, bytes, m_replicas, m_target.num_ipus);
+  estimate.set_bytes(bytes);
+  estimate.set_replicas(m_replicas);
+  estimate.set_replicas_per_pod(cost.replicas_per_pod);
+  estimate.set_pods(cost.pods);
+  estimate.set_ipu_link_cycles(cost.ipu_link_cycles);
+  estimate.set_gw_link_cycles(cost.gw_link_cycles);
+  return estimate;
+}
+
+double ProgramBuilder::all_reduce_cycles(const format::AllReduce& all_reduce) const {
+  const format::AllReduceEstimate estimate = all_reduce_estimate(all_reduce);
+  return estimate.ipu_link_cycles() + estimate.gw_link_cycles();
 }
 
 double ProgramBuilder::estimate_cycles(const std::vector<uint32_t>& compute_sets) const {

@@ -33,6 +33,8 @@ public:
   // Its parts: compute, vertex launch, exchange and sync of the compute sets it runs, and the
   // transfers (streams, copies, all-reduces) between them.
   format::CycleBreakdown estimate_breakdown(const format::Program& program) const;
+  // What one all-reduce costs across every replica, per link (target::all_reduce_cost).
+  format::AllReduceEstimate all_reduce_estimate(const format::AllReduce& all_reduce) const;
 
 private:
   double bytes_of(uint32_t tensor) const;

@@ -1,5 +1,6 @@
 #include "compiler/target/target.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ipu::target {
@@ -11,6 +12,29 @@ double sync_cycles(const TargetSpec& target, uint32_t ipus) {
 
 double exchange_cycles(const CycleModel& model, double bytes, double shared) {
   return (bytes - shared) / model.exchange_bytes_per_cycle + shared / (2 * model.exchange_bytes_per_cycle);
+}
+
+AllReduceCost all_reduce_cost(const TargetSpec& target, double bytes, uint32_t replicas,
+                              uint32_t ipus_per_replica) {
+  AllReduceCost cost;
+  if (replicas <= 1) return cost;
+  const uint32_t stages = std::max<uint32_t>(1, ipus_per_replica);
+  cost.replicas_per_pod = std::min(replicas, std::max<uint32_t>(1, target.ipus_per_pod / stages));
+  cost.pods = (replicas + cost.replicas_per_pod - 1) / cost.replicas_per_pod;
+  const double r = cost.replicas_per_pod;
+  if (cost.replicas_per_pod > 1)
+    cost.ipu_link_cycles = sync_cycles(target, cost.replicas_per_pod * stages) +
+                           bytes * 2.0 * (r - 1.0) / r / target.cycles.ipu_link_bytes_per_cycle;
+  if (cost.pods > 1) {
+    const double g = cost.pods;
+    const uint32_t m2000s =
+        (cost.replicas_per_pod * stages + target.ipus_per_m2000 - 1) / target.ipus_per_m2000;
+    const double gateway_bytes_per_cycle =
+        target.cycles.gw_links_per_m2000 * target.cycles.gw_link_bytes_per_cycle;
+    cost.gw_link_cycles = 2.0 * (g - 1.0) / g * (bytes / m2000s) / gateway_bytes_per_cycle +
+                          2.0 * (g - 1.0) * sync_cycles(target, replicas * stages);
+  }
+  return cost;
 }
 
 format::Target TargetSpec::to_format() const {
@@ -42,6 +66,8 @@ StatusOr<TargetSpec> target_preset(const std::string& arch) {
     t.clock_hz = 1.6e9;
     t.cycles.macs_per_cycle = 8;
     t.cycles.ipu_link_bytes_per_cycle = 0.85 * 128e9 / 8 / t.clock_hz;
+    t.cycles.gw_link_bytes_per_cycle =
+        0.85 * 100e9 / 8 / t.clock_hz; // the Mk2 system's links, at mk1's clock
     return t;
   }
   return invalid_argument("unknown --arch '" + arch + "' (expected mk2 or mk1)");

@@ -63,6 +63,11 @@ struct CycleModel {
   // One IPU-Link direction: 128 Gbit/s at 85 % efficiency (poplibs' multi-IPU model), 13.6 GB/s
   // = 10.2 bytes per 1.33 GHz cycle.
   double ipu_link_bytes_per_cycle = 0.85 * 128e9 / 8 / 1.33e9;
+  // One GW-Link direction: an IPU-M2000's IPU-Gateway has 2 GW-Link ports of 100 GbE to M2000s of
+  // other POD64 racks (Graphcore's IPU-POD build and test guides), taken at the IPU-Link's 85 %
+  // efficiency (an assumption: none is published for GW-Links), 10.6 GB/s = 8.0 bytes per cycle.
+  double gw_link_bytes_per_cycle = 0.85 * 100e9 / 8 / 1.33e9;
+  uint32_t gw_links_per_m2000 = 2;
   uint64_t vertex_state_bytes = 32;   // tile memory per vertex descriptor (an assumption: Poplar's is closed)
   uint64_t codelet_code_bytes = 1024; // tile memory per distinct codelet used on a tile (an assumption)
 };
@@ -73,6 +78,11 @@ struct TargetSpec {
   uint64_t bytes_per_tile = 638976;
   uint32_t worker_threads_per_tile = 6;
   double clock_hz = 1.33e9;
+  // Graphcore's systems (docs/cycle_model_sources.md): an IPU-M2000 holds 4 IPUs; IPU-Links join
+  // the M2000s of a POD (POD16: 4, POD64: 16, a 2D torus), and GW-Links (100 GbE) join POD64
+  // racks (POD128, POD256, ...). A POD64 is the largest set of IPUs one IPU-Link ring reaches.
+  uint32_t ipus_per_m2000 = 4;
+  uint32_t ipus_per_pod = 64;
   CycleModel cycles;
 
   uint32_t total_tiles() const { return num_ipus * tiles_per_ipu; }
@@ -86,6 +96,26 @@ double sync_cycles(const TargetSpec& target, uint32_t ipus);
 // Cycles for a tile to receive `bytes` over the exchange, of which `shared` its bus partner
 // receives too (arriving at twice the rate).
 double exchange_cycles(const CycleModel& model, double bytes, double shared);
+
+// The gradient all-reduce of one weight update across `replicas` replicas of `ipus_per_replica`
+// IPUs each (pipeline stages), each replica holding `bytes`; replicas fill PODs (ipus_per_pod) in
+// order. Within a POD of r replicas it is a ring over the IPU-Links: a sync across the POD's
+// IPUs + 2(r−1)/r × bytes at ipu_link_bytes_per_cycle (a reduce-scatter then an all-gather,
+// (r−1)/r each). Across G PODs it is hierarchical: reduce-scatter within each POD, a ring
+// all-reduce of each POD's reduced shards across the PODs over the GW-Links, all-gather within
+// each POD. The cross-POD ring moves 2(G−1)/G of the bytes out of each POD, spread over its
+// m = ⌈r·s/ipus_per_m2000⌉ M2000s' gateways: 2(G−1)/G × bytes/m per M2000 at gw_links_per_m2000 ×
+// gw_link_bytes_per_cycle, and each of its 2(G−1) steps ends in a sync across all the job's IPUs
+// (sync_cycles; no GW-Link latency is published).
+struct AllReduceCost {
+  uint32_t replicas_per_pod = 1;
+  uint32_t pods = 1;
+  double ipu_link_cycles = 0;
+  double gw_link_cycles = 0;
+  double total() const { return ipu_link_cycles + gw_link_cycles; }
+};
+AllReduceCost all_reduce_cost(const TargetSpec& target, double bytes, uint32_t replicas,
+                              uint32_t ipus_per_replica);
 
 // "mk2" (GC200) or "mk1" (GC2); InvalidArgument names the accepted values otherwise.
 StatusOr<TargetSpec> target_preset(const std::string& arch);

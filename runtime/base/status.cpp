@@ -28,6 +28,8 @@ const char* status_code_name(StatusCode code) {
     return "non-finite";
   case StatusCode::kBadOption:
     return "bad option";
+  case StatusCode::kDeadlineExceeded:
+    return "deadline exceeded";
   }
   return "unknown";
 }

@@ -21,7 +21,8 @@ enum class StatusCode {
   kInternal,           // a broken invariant inside ipucc
   kOutOfRange,         // data met while running lies outside what an op accepts (an index, a label)
   kNonFinite,          // training produced a NaN or an infinity (a loss, a gradient, a weight)
-  kBadOption, // an option's value, alone or with the others or the model, cannot work (a usage error)
+  kBadOption,        // an option's value, alone or with the others or the model, cannot work (a usage error)
+  kDeadlineExceeded, // another instance of the job did not answer in time (hung or stopped)
 };
 
 const char* status_code_name(StatusCode code);
@@ -80,6 +81,9 @@ inline Status non_finite(std::string m) {
 }
 inline Status bad_option(std::string m) {
   return {StatusCode::kBadOption, std::move(m)};
+}
+inline Status deadline_exceeded(std::string m) {
+  return {StatusCode::kDeadlineExceeded, std::move(m)};
 }
 
 template <typename T> class [[nodiscard]] StatusOr {

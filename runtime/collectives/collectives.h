@@ -12,6 +12,15 @@
 
 namespace ipu::collectives {
 
+// How long a barrier waits for the other instances.
+enum class Wait {
+  kBounded,   // up to the job's collective timeout, as every other collective
+  kUnbounded, // as long as it takes: instance 0's compile, whose length no one can know
+};
+
+// An implementation may bound how long a collective waits for the other instances; one that
+// gives up returns DeadlineExceeded naming the instances that did not answer, and the caller must
+// then abort(), as the job can no longer agree on what was exchanged.
 class Collectives {
 public:
   virtual ~Collectives() = default;
@@ -26,7 +35,7 @@ public:
   // `received` holds every instance's `sent`, in rank order.
   virtual Status all_gather(std::span<const std::byte> sent, std::span<std::byte> received) = 0;
   // Returns once every instance has called it.
-  virtual Status barrier() = 0;
+  virtual Status barrier(Wait wait) = 0;
   // Ends this instance and every other with `exit_code`, so that none waits for a peer that will
   // never answer. For an instance that met an error and cannot take part in the next collective.
   [[noreturn]] virtual void abort(int exit_code) = 0;
@@ -39,7 +48,7 @@ public:
   int size() const override { return 1; }
   Status broadcast(std::span<std::byte> bytes, int root) override;
   Status all_gather(std::span<const std::byte> sent, std::span<std::byte> received) override;
-  Status barrier() override { return Status(); }
+  Status barrier(Wait) override { return Status(); }
   [[noreturn]] void abort(int exit_code) override;
 };
 

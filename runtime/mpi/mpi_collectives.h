@@ -2,6 +2,7 @@
 // Its own target, linked by ipurun only, so the runtime libraries never need MPI.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "runtime/base/status.h"
@@ -14,7 +15,10 @@ bool launched_by_mpirun();
 
 // Initialises MPI and returns the job's collectives; MPI is finalised when they are destroyed.
 // Errors of MPI calls come back as Status (MPI_ERRORS_RETURN), so an instance can say what failed
-// before it ends the job; an instance that dies is noticed by mpirun, which ends the others.
-StatusOr<std::unique_ptr<collectives::Collectives>> join_mpi_job();
+// before it ends the job; an instance that dies is noticed by mpirun, which ends the others. A
+// collective (a barrier with Wait::kUnbounded excepted) that the other instances do not complete
+// within `collective_timeout` returns DeadlineExceeded naming the instances that did not answer.
+StatusOr<std::unique_ptr<collectives::Collectives>>
+join_mpi_job(std::chrono::milliseconds collective_timeout);
 
 } // namespace ipu::mpi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ipurun as several instances over Open MPI (docs/distributed.md): an executable of R = 4 replicas
 # trained by I = 1, 2 and 4 instances gives final weights and per-step losses with the SHA-256 of
-# one process's run, for SGD, Adam, 2 pipeline stages and gradient accumulation; a killed instance
-# ends the job promptly, naming it, with exit code 9 and no checkpoint.
+# one process's run, for SGD, Adam, 2 pipeline stages and gradient accumulation; a killed or a
+# stopped instance ends the job promptly, naming it, with exit code 9 and no checkpoint.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MODEL=$MODELS/mlp_sequential.json
@@ -36,6 +36,9 @@ same_for_every_instance_count() {
       --save-weights "i$instances" --step-log "i$instances.json" --json
     expect_eq "$(digest "i$instances" "i$instances.json")" "$want" "$instances instances' digest"
     expect_json "$STDOUT" "d['instances'] == $instances and d['replicas_per_instance'] == $((4 / instances))"
+    # The executable's all-reduce estimate: 4 replicas of one M2000 reduce over IPU-Links only.
+    expect_json "$STDOUT" "d['all_reduce']['replicas'] == 4 and d['all_reduce']['pods'] == 1 and \
+      d['all_reduce']['ipu_link_cycles'] > 0 and d['all_reduce']['gw_link_cycles'] == 0"
   done
   expect_exit 0 "$IPURUN" train "$name.ipuexe" --instances 2 "${TRAIN[@]}" --save-weights launched \
     --step-log launched.json
@@ -78,6 +81,21 @@ test_one_instance_compiles_a_model_for_all() {
   expect_exit 0 "$IPURUN" train "$MODEL" "${SMALL[@]}" --batch-size 8 --replicas 4 --instances 2 "${TRAIN[@]}"
   expect_eq "$(grep -c "compiled in" "$STDERR")" 1 "compiles"
   expect_stderr_contains "ipurun: instance 1: cache hit"
+}
+
+# 64 replicas of 2 stages fill two IPU-POD64s: the all-reduce adds a GW-Link ring across them
+# (docs/cycle_model.md), and cycles_per_step carries both terms spread over the 2 micro-batches.
+test_the_all_reduce_crosses_gw_links_beyond_a_pod64() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache --batch-size 8 --stage-assignment 0,0,1,1,1,1 \
+    --replicas 32 --num-ipus 64 --json
+  expect_json "$STDOUT" "(a := d['estimates']['all_reduce'])['pods'] == 1 and a['gw_link_cycles'] == 0 and \
+    a['replicas_per_pod'] == 32 and a['cycles'] == a['ipu_link_cycles'] > 0"
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache --batch-size 8 --stage-assignment 0,0,1,1,1,1 \
+    --replicas 64 --num-ipus 128 --json
+  expect_json "$STDOUT" "(a := d['estimates']['all_reduce'])['pods'] == 2 and a['replicas_per_pod'] == 32 and \
+    a['gw_link_cycles'] > 0 and abs(a['cycles'] - a['ipu_link_cycles'] - a['gw_link_cycles']) < 1e-6"
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache --batch-size 8 --json
+  expect_json "$STDOUT" "d['estimates']['all_reduce'] is None" "one replica reduces nothing"
 }
 
 test_instances_must_divide_the_replicas() {
@@ -123,6 +141,46 @@ test_a_killed_instance_ends_the_job() {
   expect_eq "$rc" 9 "exit code"
   expect_stderr_contains "rank 1"
   expect_stderr_contains "an instance of the job ended abnormally"
+  expect_no_file trained
+}
+
+# A stopped instance neither dies nor answers: every other one gives up on it after
+# --collective-timeout, names it, and ends the job with exit 9 before anything is written.
+test_a_stopped_instance_ends_the_job() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o r4.ipuexe --batch-size 8 --replicas 4
+  local start rc=0 pid victim= cpu_ticks=0
+  "$IPURUN" train r4.ipuexe --instances 2 --data synthetic:60000 --epochs 100 --progress none \
+    --collective-timeout 3 --save-weights trained > "$STDOUT" 2> "$STDERR" < /dev/null &
+  pid=$!
+  for _ in $(seq 100); do
+    for candidate in $(pgrep -f "$IPURUN train r4.ipuexe --data" || true); do
+      tr '\0' '\n' < "/proc/$candidate/environ" 2> /dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$candidate
+    done
+    [[ -n $victim ]] && break
+    sleep 0.1
+  done
+  [[ -n $victim ]] || fail "instance 1 never started"
+  # Mid-epoch: once instance 1 has used 2 s of CPU (loading takes a fraction of it; an epoch of
+  # 1,875 steps takes several seconds), however loaded the machine is.
+  for _ in $(seq 600); do
+    cpu_ticks=$(awk '{print $14 + $15}' "/proc/$victim/stat" 2> /dev/null || echo 0)
+    ((cpu_ticks >= 2 * $(getconf CLK_TCK))) && break
+    sleep 0.1
+  done
+  kill -STOP "$victim"
+  start=$SECONDS
+  while kill -0 "$pid" 2> /dev/null && ((SECONDS - start < 30)); do
+    sleep 0.2
+  done
+  if kill -0 "$pid" 2> /dev/null; then
+    kill -CONT "$victim" 2> /dev/null || true
+    kill -KILL "$pid" "$victim" 2> /dev/null || true
+    fail "the job still ran $((SECONDS - start)) s after instance 1 was stopped"
+  fi
+  wait "$pid" || rc=$?
+  expect_eq "$rc" 9 "exit code"
+  expect_stderr_contains "ipurun: instance 0: error: epoch "
+  expect_stderr_contains "instance 1 did not answer within 3 s (--collective-timeout) in the all-gather"
   expect_no_file trained
 }
 

@@ -41,6 +41,49 @@ TEST_CASE("cycle model: a sync takes ceil(15 ns × clock × (1 + N/4) × 2)") {
   CHECK(target::sync_cycles(mk1, 1) == 48);
 }
 
+// mk2: an IPU-Link direction carries 13.6e9 / 1.33e9 = 10.2256 bytes per cycle, an M2000's two
+// GW-Links 2 × 0.85 × 12.5e9 / 1.33e9 = 15.9774; 1 MB is reduced in each case below.
+TEST_CASE("cycle model: the gradient all-reduce rings over IPU-Links within a POD64, over GW-Links beyond") {
+  const target::TargetSpec mk2 = preset("mk2");
+  // Two 100 GbE GW-Links per M2000, at 85 %.
+  CHECK(mk2.cycles.gw_links_per_m2000 * mk2.cycles.gw_link_bytes_per_cycle * mk2.clock_hz ==
+        doctest::Approx(2 * 0.85 * 12.5e9));
+
+  const target::AllReduceCost one = target::all_reduce_cost(mk2, 1e6, 1, 1);
+  CHECK(one.total() == 0);
+
+  // 4 replicas in one M2000: sync(4) 80 + 2·3/4 × 1e6 / 10.2256.
+  const target::AllReduceCost m2000 = target::all_reduce_cost(mk2, 1e6, 4, 1);
+  CHECK(m2000.pods == 1);
+  CHECK(m2000.replicas_per_pod == 4);
+  CHECK(m2000.ipu_link_cycles == doctest::Approx(80 + 146691.18));
+  CHECK(m2000.gw_link_cycles == 0);
+
+  // A POD256 of one-IPU replicas: 64 per POD64 over IPU-Links, sync(64) 679 (17 hops) +
+  // 2·63/64 × 1e6 / 10.2256; across 4 PODs each POD's 16 M2000s send 2·3/4 × 1e6/16 bytes through
+  // their gateways, 93,750 / 15.9774, and the ring's 6 steps each sync the 256 IPUs (65 hops: 2,594).
+  const target::AllReduceCost pod256 = target::all_reduce_cost(mk2, 1e6, 256, 1);
+  CHECK(pod256.replicas_per_pod == 64);
+  CHECK(pod256.pods == 4);
+  CHECK(pod256.ipu_link_cycles == doctest::Approx(679 + 192532.17));
+  CHECK(pod256.gw_link_cycles == doctest::Approx(5867.65 + 6 * 2594));
+
+  // Two-stage replicas: 32 per POD64, 2 PODs; sync(128) is 33 hops, 1,317 cycles.
+  const target::AllReduceCost pipelined = target::all_reduce_cost(mk2, 1e6, 64, 2);
+  CHECK(pipelined.replicas_per_pod == 32);
+  CHECK(pipelined.pods == 2);
+  CHECK(pipelined.ipu_link_cycles == doctest::Approx(679 + 189476.10));
+  CHECK(pipelined.gw_link_cycles == doctest::Approx(3911.76 + 2 * 1317));
+
+  // A 33-IPU replica leaves no room for a second in its POD: only the GW-Links reduce, from its 9
+  // M2000s (sync(66): 17 hops, 679 cycles).
+  const target::AllReduceCost wide = target::all_reduce_cost(mk2, 1e6, 2, 33);
+  CHECK(wide.replicas_per_pod == 1);
+  CHECK(wide.pods == 2);
+  CHECK(wide.ipu_link_cycles == 0);
+  CHECK(wide.gw_link_cycles == doctest::Approx(6954.25 + 2 * 679));
+}
+
 TEST_CASE("cycle model: data a tile's bus partner receives too arrives at twice the rate") {
   const target::CycleModel m = preset("mk2").cycles;
   CHECK(target::exchange_cycles(m, 4096, 0) == 1024);

@@ -30,7 +30,7 @@ public:
     }
     return Status();
   }
-  Status barrier() override { return Status(); }
+  Status barrier(collectives::Wait) override { return Status(); }
   [[noreturn]] void abort(int) override {
     FAIL("abort");
     std::abort();
