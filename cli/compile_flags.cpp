@@ -92,6 +92,11 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--initial-accumulator-value", f.initial_accumulator_value,
                        "Adagrad's starting sum of squared gradients (default 0.1)")
            ->check(CLI::NonNegativeNumber));
+  keep(cmd->add_option(
+      "--lr-schedule", f.lr_schedule,
+      "Learning-rate schedule, Keras's, evaluated on the host before every update: "
+      "KIND[:KEY=VALUE,...], e.g. cosine:warmup_target=0.01,warmup_steps=100,decay_steps=1000 "
+      "(kinds constant, exponential, piecewise, cosine, polynomial; docs/training.md)"));
   keep(cmd->add_option("--stage-assignment", f.stage_assignment,
                        "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));
