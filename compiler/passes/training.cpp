@@ -70,6 +70,7 @@ std::vector<std::string> hyper_parameters_read(const OptimizerConfig& config) {
     break;
   }
   std::vector<std::string> names;
+  names.reserve(read.size());
   for (H::Index slot : read)
     names.emplace_back(format::kHyperParameterNames[slot]);
   return names;
