@@ -97,6 +97,11 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                        "Clip the gradients' global norm to this before the update, any optimizer "
                        "(Keras's global_clipnorm; 0: no clipping, the default)")
            ->check(CLI::NonNegativeNumber));
+  keep(cmd->add_option(
+      "--lr-schedule", f.lr_schedule,
+      "Learning-rate schedule, Keras's, evaluated on the host before every update: "
+      "KIND[:KEY=VALUE,...], e.g. cosine:warmup_target=0.01,warmup_steps=100,decay_steps=1000 "
+      "(kinds constant, exponential, piecewise, cosine, polynomial; docs/training.md)"));
   keep(cmd->add_option("--stage-assignment", f.stage_assignment,
                        "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));

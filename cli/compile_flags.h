@@ -43,6 +43,7 @@ struct CompileFlags {
   std::optional<bool> centered;
   std::optional<float> initial_accumulator_value;
   std::optional<float> global_clipnorm;
+  std::string lr_schedule; // "": the spec's rate or schedule (format::parse_learning_rate_schedule's form)
   std::vector<int> stage_assignment;
   uint32_t pipeline_stages = 0;             // 0: not given
   std::vector<std::string> constant_inputs; // NAME=FILE, each checked for that form by CLI11

@@ -1,7 +1,9 @@
 // ipurun: loads an executable and trains, evaluates or predicts on the simulated device.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -82,13 +84,15 @@ ProgressStyle progress_style(const RunFlags& f) {
 }
 
 nlohmann::json epoch_json(const session::EpochResult& r) {
-  nlohmann::json epoch = {{"epoch", r.epoch},
-                          {"loss", r.loss},
-                          {"accuracy", r.accuracy},
-                          {"steps", r.steps},
-                          {"samples", r.samples},
-                          {"seconds", r.seconds},
-                          {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
+  nlohmann::json epoch = {
+      {"epoch", r.epoch},
+      {"loss", r.loss},
+      {"learning_rate", std::isnan(r.learning_rate) ? nlohmann::json() : nlohmann::json(r.learning_rate)},
+      {"accuracy", r.accuracy},
+      {"steps", r.steps},
+      {"samples", r.samples},
+      {"seconds", r.seconds},
+      {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
   if (r.validation) {
     epoch["val_loss"] = r.validation->loss;
     epoch["val_accuracy"] = r.validation->accuracy;
@@ -106,11 +110,57 @@ struct Loaded {
   data::Dataset data;
 };
 
-// Compile flags only mean something with a model; a bad cache size limit is a usage error
-// before anything runs. Returns the exit code of the problem, else 0 with `max_size` set.
+// The hyper-parameter flags ipurun train applies at run time to any executable (the optimizer's
+// run-time values, docs/training.md), beside what they mean to a compile of a model.
+const std::vector<std::pair<std::string_view, std::string_view>> kHyperParameterFlags = {
+    {"--learning-rate", "learning_rate"},
+    {"--momentum", "momentum"},
+    {"--dampening", "dampening"},
+    {"--beta1", "beta_1"},
+    {"--beta2", "beta_2"},
+    {"--epsilon", "epsilon"},
+    {"--weight-decay", "weight_decay"},
+    {"--rho", "rho"},
+    {"--lr-schedule", ""}};
+
+bool is_hyper_parameter_flag(const std::string& flag) {
+  return std::any_of(kHyperParameterFlags.begin(), kHyperParameterFlags.end(),
+                     [&](const auto& entry) { return entry.first == flag; });
+}
+
+// The hyper-parameter flags given to train, set on the session: a flag the executable's optimizer
+// does not read is a usage error naming it. --learning-rate before --lr-schedule, which may start
+// from it.
+int apply_hyper_parameters(const RunFlags& f, session::Session& session) {
+  const CompileFlags& c = f.compile;
+  const std::vector<std::optional<float>> values = {
+      c.learning_rate > 0 ? std::optional<float>(c.learning_rate) : std::nullopt,
+      c.momentum >= 0 ? std::optional<float>(c.momentum) : std::nullopt,
+      c.dampening,
+      c.beta_1,
+      c.beta_2,
+      c.epsilon,
+      c.weight_decay,
+      c.rho};
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!values[i]) continue;
+    Status set = session.set_hyper_parameter(kHyperParameterFlags[i].second, *values[i]);
+    if (!set.ok())
+      return fail(g_tool, set.with_context(std::string(kHyperParameterFlags[i].first)), kExitUsage);
+  }
+  if (c.lr_schedule.empty()) return kExitOk;
+  StatusOr<format::LearningRateSchedule> schedule = format::parse_learning_rate_schedule(c.lr_schedule);
+  Status set = schedule.ok() ? session.set_learning_rate_schedule(*schedule) : schedule.status();
+  return set.ok() ? kExitOk : fail(g_tool, set.with_context("--lr-schedule"), kExitUsage);
+}
+
+// Compile flags only mean something with a model (train also sets the hyper-parameter ones on
+// any executable); a bad cache size limit is a usage error before anything runs. Returns the
+// exit code of the problem, else 0 with `max_size` set.
 int check_usage(const RunFlags& f, uint64_t& max_size) {
   if (!names_a_model(f.executable)) {
     for (const CLI::Option* option : f.compile_options) {
+      if (f.command == "train" && is_hyper_parameter_flag(option->get_name())) continue;
       if (option->count() > 0) {
         print_error(g_tool, option->get_name() + " applies only when EXECUTABLE is a model (.onnx or .json)");
         return kExitUsage;
@@ -278,6 +328,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   }
   Loaded loaded;
   if (int code = load(f, loaded, job)) return code;
+  if (int code = apply_hyper_parameters(f, *loaded.session)) return code;
   if (!f.export_onnx.empty()) {
     Status exportable = check_exportable(loaded.session->executable());
     if (!exportable.ok()) return fail(g_tool, exportable.with_context(loaded.origin), kExitUsage);
@@ -341,9 +392,11 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     nlohmann::json history = json_document(kToolName, "history");
     history["loss"] = nlohmann::json::array();
     history["accuracy"] = nlohmann::json::array();
+    history["learning_rate"] = nlohmann::json::array();
     for (const auto& r : *results) {
       history["loss"].push_back(r.loss);
       history["accuracy"].push_back(r.accuracy);
+      history["learning_rate"].push_back(epoch_json(r)["learning_rate"]);
       if (r.validation) {
         history["val_loss"].push_back(r.validation->loss);
         history["val_accuracy"].push_back(r.validation->accuracy);
@@ -355,6 +408,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   if (!f.step_log.empty()) {
     nlohmann::json log = json_document(kToolName, "step_log");
     log["losses"] = step_log.losses;
+    log["learning_rates"] = step_log.learning_rates;
     if (int code = write_json_file(f.step_log, log)) return code;
   }
   if (f.json) {

@@ -14,12 +14,15 @@
 #include "compile_cache/executable_key.h"
 #include "runtime/base/file_io.h"
 #include "runtime/format/executable_file.h"
+#include "runtime/format/hyper_parameters.h"
 
 namespace ipu::compile_cache {
 namespace {
 
 // 2: the model's structure (model_structure_sha256) instead of its whole file (model_sha256).
-constexpr const char* kKeySchemaVersion = "3";
+// 3: training options by the values the compile uses. 4: the optimizer's hyper-parameter values
+// are run-time values, keyed only by what they change of the program (hyper_parameters_read).
+constexpr const char* kKeySchemaVersion = "4";
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -133,6 +136,21 @@ void set_recorded_weights(format::Executable& exe, const std::string& digest) {
   auto* entry = exe.add_manifest();
   entry->set_name(kWeightsField);
   entry->set_value(digest);
+}
+
+// The hyper-parameters and learning-rate schedule are not keyed: a hit compiled with other values
+// gets this compile's as its defaults, as if compiled with them (docs/cache.md).
+void use_run_time_defaults(CachedCompile& out, const frontend::LoadedModel& model,
+                           const compiler::CompileOptions& options) {
+  const std::optional<compiler::RunTimeDefaults> defaults = compiler::run_time_defaults(model, options);
+  if (!defaults) return;
+  if (format::hyper_parameter_defaults(out.executable) == defaults->values &&
+      out.executable.learning_rate_schedule() == defaults->learning_rate_schedule) {
+    return;
+  }
+  format::set_hyper_parameter_defaults(out.executable, defaults->values);
+  out.executable.set_learning_rate_schedule(defaults->learning_rate_schedule);
+  out.bytes = format::serialize_executable(out.executable);
 }
 
 // Gives every weight of `exe` the initial value the model holds for it. The structures match
@@ -305,6 +323,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
         hit = remote_hit = false;
       }
     }
+    if (hit || remote_hit) use_run_time_defaults(out, model, request.options);
     if (hit || remote_hit) {
       out.outcome = hit ? CacheOutcome::kHit : CacheOutcome::kRemoteHit;
       session->delta().hits = hit ? 1 : 0;

@@ -18,6 +18,7 @@
 #include "compiler/target/target.h"
 #include "runtime/base/sha256.h"
 #include "runtime/format/executable_file.h"
+#include "runtime/format/hyper_parameters.h"
 
 namespace ipu::compiler {
 namespace {
@@ -92,6 +93,11 @@ Status validate_options(const CompileOptions& o) {
     return bad_option("--weight-decay must be non-negative");
   if (o.global_clipnorm && !(*o.global_clipnorm >= 0 && std::isfinite(*o.global_clipnorm)))
     return bad_option("--global-clipnorm must be non-negative (0: no clipping)");
+  if (o.learning_rate_schedule) {
+    StatusOr<format::LearningRateSchedule> schedule =
+        format::parse_learning_rate_schedule(*o.learning_rate_schedule);
+    if (!schedule.ok()) return bad_option("--lr-schedule: " + schedule.status().message());
+  }
   return Status();
 }
 
@@ -143,7 +149,22 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
     return bad_option(std::string(use.flag) + " applies to " + applies + ", not " +
                       passes::optimizer_name(optimizer.kind));
   }
-  if (options.learning_rate) optimizer.learning_rate = *options.learning_rate;
+  if (options.learning_rate) {
+    optimizer.learning_rate = *options.learning_rate;
+    optimizer.learning_rate_schedule.clear(); // a rate given alone is constant
+  }
+  if (options.learning_rate_schedule) {
+    StatusOr<format::LearningRateSchedule> schedule =
+        format::parse_learning_rate_schedule(*options.learning_rate_schedule);
+    if (!schedule.ok()) return bad_option("--lr-schedule: " + schedule.status().message());
+    if (schedule->initial_learning_rate)
+      optimizer.learning_rate = static_cast<float>(*schedule->initial_learning_rate);
+    optimizer.learning_rate_schedule = format::learning_rate_schedule_text(*schedule);
+  }
+  if (optimizer.kind == passes::OptimizerKind::kLamb && !optimizer.learning_rate_schedule.empty()) {
+    return bad_option("LAMB takes a constant learning rate: its update reads its hyper-parameters as program "
+                      "constants, not streamed, so no schedule reaches it");
+  }
   if (options.momentum) optimizer.momentum = *options.momentum;
   if (options.dampening) optimizer.dampening = *options.dampening;
   if (options.nesterov) optimizer.nesterov = *options.nesterov;
@@ -192,6 +213,8 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
 struct LoweredModel {
   frontend::ForwardGraph forward;
   lowering::LoweringResult lowered;
+  std::vector<std::string> hyper_parameters; // training: the slots the optimizer's update reads
+  std::string learning_rate_schedule;
   double passes_seconds = 0;
   double lowering_seconds = 0;
 };
@@ -237,6 +260,8 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                                               forward.graph, loss.loss, model.optimizer,
                                               {options.gradient_accumulation, options.replicas, stages}));
     io.loss = loss;
+    out.hyper_parameters = passes::hyper_parameters_read(model.optimizer);
+    out.learning_rate_schedule = model.optimizer.learning_rate_schedule;
   }
   // After autodiff, so gradients are taken of the unfused graph.
   std::vector<int> interface_values;
@@ -456,36 +481,33 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     const passes::OptimizerConfig optimizer = overridden.ok() ? *overridden : training.optimizer;
     out.emplace_back("loss", o.loss.value_or(training.loss_name.empty() ? "none" : training.loss_name));
     out.emplace_back("optimizer", passes::optimizer_name(optimizer.kind));
-    out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
-    out.emplace_back("momentum", float_key(optimizer.momentum));
-    // Each optimizer keys the arguments it uses, so the keys of plain SGD (no dampening, Nesterov or
-    // weight decay) and of Adam are what they were before the other optimizers.
+    // The values are run-time values (run_time_defaults); what they change of the program is
+    // which hyper-parameters the update reads (momentum 0 or not, plain SGD or not), and these.
+    std::string read;
+    for (const std::string& name : passes::hyper_parameters_read(optimizer))
+      read += (read.empty() ? "" : ",") + name;
+    out.emplace_back("hyper_parameters_read", read);
     using K = passes::OptimizerKind;
     const bool plain_sgd = optimizer.kind == K::kSgd && optimizer.dampening == 0.0f && !optimizer.nesterov &&
                            optimizer.weight_decay == 0.0f;
-    if (optimizer.kind == K::kSgd && !plain_sgd) {
-      out.emplace_back("dampening", float_key(optimizer.dampening));
-      out.emplace_back("nesterov", optimizer.nesterov ? "1" : "0");
-    }
-    if (optimizer.kind == K::kAdam || optimizer.kind == K::kAdamW || optimizer.kind == K::kAdaMax ||
-        optimizer.kind == K::kLamb) {
-      out.emplace_back("beta_1", float_key(optimizer.beta_1));
-      out.emplace_back("beta_2", float_key(optimizer.beta_2));
-    }
-    if (optimizer.kind == K::kRmsProp) {
-      out.emplace_back("rho", float_key(optimizer.rho));
-      out.emplace_back("centered", optimizer.centered ? "1" : "0");
-    }
+    if (optimizer.kind == K::kSgd && !plain_sgd) out.emplace_back("nesterov", optimizer.nesterov ? "1" : "0");
+    if (optimizer.kind == K::kRmsProp) out.emplace_back("centered", optimizer.centered ? "1" : "0");
     if (optimizer.kind == K::kAdagrad) {
       out.emplace_back("initial_accumulator_value", float_key(optimizer.initial_accumulator_value));
     }
-    if (optimizer.kind != K::kSgd) out.emplace_back("epsilon", float_key(optimizer.epsilon));
-    if (!plain_sgd) out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
+    // LAMB reads its hyper-parameters as program constants, not from the streamed tensor: keyed.
+    if (optimizer.kind == K::kLamb) {
+      out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
+      out.emplace_back("beta_1", float_key(optimizer.beta_1));
+      out.emplace_back("beta_2", float_key(optimizer.beta_2));
+      out.emplace_back("epsilon", float_key(optimizer.epsilon));
+      out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
+    }
     // Keyed only when clipping, so the keys of runs without it are what they were before it.
     if (optimizer.global_clipnorm > 0.0f)
       out.emplace_back("global_clipnorm", float_key(optimizer.global_clipnorm));
   } else {
-    for (const char* name : {"loss", "optimizer", "learning_rate", "momentum"})
+    for (const char* name : {"loss", "optimizer", "hyper_parameters_read"})
       out.emplace_back(name, "unused");
   }
   std::string stages;
@@ -499,6 +521,15 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   out.emplace_back("recompute", pipelined && o.mode == Mode::kTrain && o.recompute ? "1" : "0");
   out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
   return out;
+}
+
+std::optional<RunTimeDefaults> run_time_defaults(const frontend::LoadedModel& model,
+                                                 const CompileOptions& options) {
+  const CompileOptions o = with_model_defaults(model, options);
+  if (o.mode != Mode::kTrain) return std::nullopt;
+  const StatusOr<passes::OptimizerConfig> optimizer = with_overrides(model.training().optimizer, o);
+  if (!optimizer.ok()) return std::nullopt;
+  return RunTimeDefaults{passes::hyper_parameter_values(*optimizer), optimizer->learning_rate_schedule};
 }
 
 StatusOr<CompileResult> compile_model(const std::string& model_text, const CompileOptions& options,
@@ -567,6 +598,9 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   exe.set_model_name(forward.name);
   exe.set_source_onnx(forward.source_onnx);
   exe.set_mode(options.mode == Mode::kTrain ? "train" : "infer");
+  for (const std::string& name : lowered.hyper_parameters)
+    exe.add_hyper_parameters(name);
+  exe.set_learning_rate_schedule(lowered.learning_rate_schedule);
   const auto& scores_shape = forward.graph.value(forward.scores()).type.shape;
   exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);
   format::PipelineInfo* pipeline = exe.mutable_pipeline();

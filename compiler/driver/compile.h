@@ -14,6 +14,7 @@
 #include "compiler/lowering/memory_plan.h"
 #include "compiler/lowering/memory_report.h"
 #include "runtime/format/executable.pb.h"
+#include "runtime/format/hyper_parameters.h"
 
 namespace ipu::compiler {
 
@@ -50,7 +51,10 @@ struct CompileOptions {
   std::optional<bool> centered;                   // RMSProp
   std::optional<float> initial_accumulator_value; // Adagrad
   std::optional<float> global_clipnorm;           // all; 0 turns the spec's clipping off
-  std::vector<int> stage_assignment;              // overrides the spec's stages when non-empty
+  // A learning-rate schedule in format::parse_learning_rate_schedule's text form; replaces the
+  // spec's learning rate or schedule. --learning-rate alone replaces a spec's schedule.
+  std::optional<std::string> learning_rate_schedule;
+  std::vector<int> stage_assignment; // overrides the spec's stages when non-empty
   // N > 0: the compiler splits the model into N pipeline stages itself (overriding the spec's),
   // balancing their estimated cycles within each IPU's memory (docs/pipelining.md).
   uint32_t pipeline_stages = 0;
@@ -69,14 +73,27 @@ struct CompileOptions {
 CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options);
 
 // Every option that changes the compiled program, as (name, canonical value) pairs, for the
-// cache key. Options that only affect output paths or logging are deliberately absent. Training
-// hyperparameters are keyed by the values the compile of `model` will use (the model's own
-// unless overridden), and not at all in inference; the pipeline schedule and recompute only for a
+// cache key. Options that only affect output paths or logging are deliberately absent. The
+// optimizer's hyper-parameter values and learning-rate schedule are run-time values (the
+// executable's defaults, run_time_defaults), so only what they change of the program's structure
+// is keyed (the optimizer, which hyper-parameters its update reads, Nesterov, centered, Adagrad's
+// initial accumulator), and not at all in inference; the pipeline schedule and recompute only for a
 // model with stages (and recompute only when training), so options that cannot change the
 // program do not make a second entry. pipeline_stages is keyed only when given, so keys without
 // it are those of before it existed; the split it chooses is a function of what else is keyed.
 std::vector<std::pair<std::string, std::string>> codegen_options(const frontend::LoadedModel& model,
                                                                  const CompileOptions& options);
+
+// The hyper-parameter values and learning-rate schedule (text form, "" for constant) a training
+// compile of `model` with `options` stores as the executable's defaults; nullopt in inference or
+// when the compile would refuse the options. Not part of the cache key: a cached executable
+// compiled with other values gets these (compile_cache::compile_through_cache).
+struct RunTimeDefaults {
+  format::HyperParameterValues values{};
+  std::string learning_rate_schedule;
+};
+std::optional<RunTimeDefaults> run_time_defaults(const frontend::LoadedModel& model,
+                                                 const CompileOptions& options);
 
 struct CompileTimings {
   double frontend_seconds = 0;

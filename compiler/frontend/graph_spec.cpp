@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
 
 #include "compiler/frontend/json_nesting.h"
+#include "runtime/format/hyper_parameters.h"
 
 namespace ipu::frontend {
 namespace {
@@ -337,6 +339,71 @@ std::optional<InputSpec> parse_input(const json& j, Problems& problems) {
   return input;
 }
 
+// A Keras learning-rate schedule as Keras serialises one, {"class_name": "ExponentialDecay",
+// "config": {...}} (keras.optimizers.schedules), into the optimizer's schedule in
+// format::parse_learning_rate_schedule's text form; its initial rate becomes the learning rate.
+void read_learning_rate_schedule(const json& value, passes::OptimizerConfig& optimizer, Problems& problems) {
+  static const std::map<std::string, std::string> kKinds = {{"ExponentialDecay", "exponential"},
+                                                            {"PiecewiseConstantDecay", "piecewise"},
+                                                            {"CosineDecay", "cosine"},
+                                                            {"PolynomialDecay", "polynomial"}};
+  const std::string where = "optimizer: learning_rate";
+  if (!value.contains("class_name") || !value["class_name"].is_string() || !value.contains("config") ||
+      !value["config"].is_object()) {
+    problems.add(where,
+                 "a schedule must be {\"class_name\": NAME, \"config\": {...}}, got " + describe(value));
+    return;
+  }
+  const auto kind = kKinds.find(value["class_name"].get<std::string>());
+  if (kind == kKinds.end()) {
+    problems.add_unsupported(
+        where, "unsupported schedule " + describe(value["class_name"]) +
+                   " (ExponentialDecay, PiecewiseConstantDecay, CosineDecay or PolynomialDecay)");
+    return;
+  }
+  std::string text = kind->second;
+  char separator = ':';
+  auto number = [](const json& v) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof buffer, "%.17g", v.get<double>());
+    return std::string(buffer);
+  };
+  for (const auto& [key, v] : value["config"].items()) {
+    if (key == "name" || v.is_null()) continue; // Keras's own label; a null warmup_target is none
+    std::string item;
+    if (v.is_boolean()) {
+      item = v.get<bool>() ? "1" : "0";
+    } else if (v.is_number()) {
+      item = number(v);
+    } else if (v.is_array()) {
+      for (const json& element : v) {
+        if (!element.is_number()) {
+          problems.add(where, "'" + key + "' must be a list of numbers");
+          return;
+        }
+        item += (item.empty() ? "" : "/") + number(element);
+      }
+    } else {
+      problems.add(where, "'" + key + "' must be a number, a boolean or a list of numbers");
+      return;
+    }
+    text += separator + key + "=" + item;
+    separator = ',';
+  }
+  StatusOr<format::LearningRateSchedule> schedule = format::parse_learning_rate_schedule(text);
+  if (!schedule.ok()) {
+    problems.add(where, schedule.status().message());
+    return;
+  }
+  if (schedule->initial_learning_rate) {
+    optimizer.learning_rate = static_cast<float>(*schedule->initial_learning_rate);
+  } else if (schedule->kind != format::LearningRateSchedule::Kind::kPiecewise) {
+    problems.add(where, value["class_name"].get<std::string>() + " needs 'initial_learning_rate'");
+    return;
+  }
+  optimizer.learning_rate_schedule = format::learning_rate_schedule_text(*schedule);
+}
+
 void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
   if (j.contains("loss")) {
     const json& loss = j["loss"];
@@ -440,7 +507,9 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
                                  std::string("'") + key +
                                      "' (per-weight clipping) is not supported; 'global_clipnorm' is");
     }
-    if (opt.contains("learning_rate")) {
+    if (opt.contains("learning_rate") && opt["learning_rate"].is_object()) {
+      read_learning_rate_schedule(opt["learning_rate"], spec.optimizer, problems);
+    } else if (opt.contains("learning_rate")) {
       // The device computes in float32: a rate that rounds to 0 or infinity there is no rate.
       const bool positive_float32 = opt["learning_rate"].is_number() &&
                                     opt["learning_rate"].get<float>() > 0.0f &&

@@ -32,7 +32,10 @@ enum class Role {
   kLoss,
   kMetric,
   kAccumulator,
-  kConstant
+  kConstant,
+  // The optimizer's run-time hyper-parameters (runtime/format/host_contract.h): written by the
+  // host before each update; `initial` holds the compiled values.
+  kHyperParameters
 };
 
 // Which part of a step an op belongs to: predict runs kForward, evaluate adds kLoss, train runs

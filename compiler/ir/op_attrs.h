@@ -41,11 +41,13 @@ struct ActivationGradAttrs {
   format::ActivationKind activation = format::ActivationKind::kRelu;
 };
 
+// The optimizers' updates carry only what shapes their program: the hyper-parameters' values
+// (learning rate, momentum, betas, ...) are an input, the tensor of runtime/format/host_contract.h's
+// slots the host writes per update (docs/training.md, "Hyper-parameters at run time").
 struct SgdUpdateAttrs {
-  float learning_rate = 0.0f;
-  float momentum = 0.0f;
-  float dampening = 0.0f;    // with momentum; the first step is undampened (torch)
-  float weight_decay = 0.0f; // L2, added to the gradient
+  bool has_momentum = false;     // a velocity state (momentum ≠ 0 when compiled)
+  bool has_dampening = false;    // with momentum: a step count, so the first step is undampened (torch)
+  bool has_weight_decay = false; // with any of dampening, Nesterov or weight decay: the Sgd codelet
   bool nesterov = false;
   float gradient_scale = 1.0f; // the gradient is multiplied by this first
   bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
@@ -132,11 +134,6 @@ struct NllLossAttrs {
 
 // Adam (decoupled_weight_decay false: the decay is added to the gradient) or AdamW (true).
 struct AdamUpdateAttrs {
-  float learning_rate = 0.0f;
-  float beta_1 = 0.0f;
-  float beta_2 = 0.0f;
-  float epsilon = 0.0f;
-  float weight_decay = 0.0f;
   bool decoupled_weight_decay = false;
   float gradient_scale = 1.0f; // the gradient is multiplied by this first
   bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
@@ -144,11 +141,7 @@ struct AdamUpdateAttrs {
 
 // RMSProp (torch.optim.RMSprop; Keras's rho is torch's alpha).
 struct RmsPropUpdateAttrs {
-  float learning_rate = 0.0f;
-  float rho = 0.0f;
-  float momentum = 0.0f;
-  float epsilon = 0.0f;
-  float weight_decay = 0.0f;
+  bool has_momentum = false; // a momentum buffer (momentum ≠ 0 when compiled)
   bool centered = false;
   float gradient_scale = 1.0f; // the gradient is multiplied by this first
   bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
@@ -156,11 +149,6 @@ struct RmsPropUpdateAttrs {
 
 // Adagrad (torch.optim.Adagrad without lr_decay) or AdaMax (torch.optim.Adamax; beta_1, beta_2).
 struct AdaptiveUpdateAttrs {
-  float learning_rate = 0.0f;
-  float beta_1 = 0.0f;
-  float beta_2 = 0.0f;
-  float epsilon = 0.0f;
-  float weight_decay = 0.0f;
   float gradient_scale = 1.0f; // the gradient is multiplied by this first
   bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
 };

@@ -36,6 +36,8 @@ format::TensorRole to_format(ir::Role role) {
     return format::ACCUMULATOR;
   case ir::Role::kConstant:
     return format::CONSTANT;
+  case ir::Role::kHyperParameters:
+    return format::HYPER_PARAMETERS;
   }
   return format::ROLE_UNSPECIFIED;
 }

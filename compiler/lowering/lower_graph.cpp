@@ -249,22 +249,48 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
         programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
     streams.correct_stream =
         programs.stream(std::string(format::kCorrectStream), format::Stream::DEVICE_TO_HOST, streams.correct);
+    // The optimizer's hyper-parameters arrive from the host before every weight update into the
+    // first stage's tensor, and are copied to each further stage's (runtime/format/host_contract.h).
+    std::vector<uint32_t> hyper_tensors(static_cast<size_t>(S), 0);
+    bool has_hyper = false;
+    for (int v : graph.values_with_role(ir::Role::kHyperParameters)) {
+      hyper_tensors[static_cast<size_t>(graph.value(v).stage)] = ctx.tensor(v);
+      has_hyper = true;
+    }
+    const uint32_t hyper_stream = has_hyper
+                                      ? programs.stream(std::string(format::kHyperParametersStream),
+                                                        format::Stream::HOST_TO_DEVICE, hyper_tensors[0])
+                                      : 0;
+    auto receive_hyper_parameters = [&](format::Sequence& seq) {
+      if (!has_hyper) return;
+      ProgramBuilder::stream_in(seq, hyper_stream, hyper_tensors[0]);
+      for (int v : graph.values_with_role(ir::Role::kHyperParameters)) {
+        if (graph.value(v).stage != 0) ProgramBuilder::copy(seq, hyper_tensors[0], ctx.tensor(v));
+      }
+    };
     auto step_with = [&](bool backward) {
       format::Sequence step;
       ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
       ProgramBuilder::stream_in(step, streams.labels_stream, streams.labels);
       forward_pass(step, true);
       if (backward) ProgramBuilder::execute(step, all_stages(&StageComputeSets::backward));
-      if (backward && accumulators.empty()) ProgramBuilder::execute(step, update);
+      if (backward && accumulators.empty()) {
+        receive_hyper_parameters(step);
+        ProgramBuilder::execute(step, update);
+      }
       ProgramBuilder::stream_out(step, streams.loss_stream, streams.loss);
       ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
       return step;
     };
     if (S > 1) {
       const PipelinePlan plan = plan_pipeline(S, static_cast<int>(K), options.schedule);
-      format::Sequence one_update =
+      format::Sequence one_update;
+      receive_hyper_parameters(one_update);
+      format::Sequence pipelined =
           build_pipelined_update(ctx, programs, stages, streams, plan, accumulators, options.replicas,
                                  options.recompute, *exe.mutable_estimates()->mutable_schedule());
+      for (auto& step : *pipelined.mutable_steps())
+        *one_update.add_steps() = std::move(step);
       programs.add(std::string(format::kTrainProgram),
                    ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
     } else if (accumulators.empty()) {
@@ -280,6 +306,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
         for (uint32_t acc : accumulators)
           all_reduce->add_tensors(acc);
       }
+      receive_hyper_parameters(finish);
       ProgramBuilder::execute(finish, update);
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
       estimate_single_stage(programs, stages[0], static_cast<int>(K), estimate);

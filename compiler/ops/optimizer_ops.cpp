@@ -4,6 +4,7 @@
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/op_table.h"
+#include "runtime/format/host_contract.h"
 
 namespace ipu::ir {
 namespace {
@@ -38,31 +39,38 @@ Status lower_column_sum(LowerContext& ctx, const Op& op) {
 }
 
 // Inputs: weight, gradient, `elementwise - 2` state tensors shaped like the weight, then, with
-// `step`, a one-element step count. Checked for every update op but SgdUpdate's plain form.
+// `step`, a one-element step count, then the hyper-parameters (format::kHyperParameterCount
+// values, runtime/format/host_contract.h).
 Status check_update_inputs(const Graph& g, const Op& op, size_t elementwise, bool step) {
-  if (op.inputs.size() != elementwise + (step ? 1 : 0))
-    return invalid_argument("expects " + std::to_string(elementwise + (step ? 1 : 0)) + " inputs");
+  const size_t count = elementwise + (step ? 1 : 0) + 1;
+  if (op.inputs.size() != count) return invalid_argument("expects " + std::to_string(count) + " inputs");
   const auto& w = g.value(op.inputs[0]).type;
   for (size_t i = 1; i < elementwise; ++i) {
     if (g.value(op.inputs[i]).type.shape != w.shape)
       return invalid_argument("weight, gradient and optimizer state shapes differ");
   }
-  if (step && g.value(op.inputs.back()).type.elements() != 1)
+  if (step && g.value(op.inputs[count - 2]).type.elements() != 1)
     return invalid_argument("the step count must be a scalar");
+  if (g.value(op.inputs.back()).type.elements() != format::kHyperParameterCount)
+    return invalid_argument("the hyper-parameters must have " + std::to_string(format::kHyperParameterCount) +
+                            " elements");
   return Status();
 }
 
 // Emits one `codelet` vertex per slice of the weight, each reading its slice of the first
-// `elementwise` operands and, with `step` (the last operand), the step count; a StepCount vertex
-// in the compute set after theirs then advances the count, so every slice reads the same step.
-// `params(begin, end)` gives a vertex's integer params.
+// `elementwise` operands, with `step` the step count, and the hyper-parameters (the last operand);
+// a StepCount vertex in the compute set after theirs then advances the count, so every slice
+// reads the same step. `params(begin, end)` gives a vertex's integer params; the only float
+// param is the gradient scale (1 / micro-batches), which the program's structure fixes.
 template <typename Params>
 void lower_update(LowerContext& ctx, const Op& op, format::Codelet codelet, double flops_per_element,
-                  size_t elementwise, bool step, Params&& params, const std::vector<float>& fparams) {
+                  size_t elementwise, bool step, Params&& params, float gradient_scale) {
   const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
   std::vector<uint32_t> operands;
   for (int in : op.inputs)
     operands.push_back(ctx.tensor(in));
+  const uint32_t hyper = operands.back();
+  const uint32_t step_count = step ? operands[operands.size() - 2] : 0;
   const double per_element = flops_per_element / ctx.target().cycles.vector_flops_per_cycle;
   const double bytes_per_element = 4.0 * static_cast<double>(elementwise);
   lowering::lower_split(ctx, n, per_element, bytes_per_element,
@@ -71,54 +79,49 @@ void lower_update(LowerContext& ctx, const Op& op, format::Codelet codelet, doub
                           v.codelet = codelet;
                           v.operands = operands;
                           v.params = params(begin, end);
-                          v.fparams = fparams;
+                          v.fparams = {gradient_scale};
                           v.compute_cycles = per_element * static_cast<double>(end - begin);
                           for (size_t i = 0; i < elementwise; ++i)
                             v.reads.push_back(lowering::flat_region(operands[i], begin, end));
-                          if (step) v.reads.push_back(lowering::flat_region(operands.back(), 0, 1));
+                          if (step) v.reads.push_back(lowering::flat_region(step_count, 0, 1));
+                          v.reads.push_back(lowering::flat_region(hyper, 0, format::kHyperParameterCount));
                           ctx.emit(tile, std::move(v));
                         });
   if (!step) return;
   lowering::VertexSpec count;
   count.codelet = format::Codelet::kStepCount;
-  count.operands = {operands.back()};
+  count.operands = {step_count};
   using P = format::params::StepCount;
   count.params = format::make_params<P>({{P::kIncrement, 1}});
-  count.reads = {lowering::flat_region(operands.back(), 0, 1)};
+  count.reads = {lowering::flat_region(step_count, 0, 1)};
   ctx.emit_after(ctx.take_tiles(1)[0], std::move(count));
 }
 
-// Inputs: weight, gradient, square average, momentum buffer (momentum ≠ 0), gradient average
-// (centered). Updates all but the gradient in place (the gradient too when it is an
-// accumulator); no outputs.
+// Inputs: weight, gradient, square average, momentum buffer (has_momentum), gradient average
+// (centered), hyper-parameters. Updates all but the gradient in place (the gradient too when it
+// is an accumulator); no outputs.
 Status infer_rms_prop_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
   const RmsPropUpdateAttrs& a = op.attrs<RmsPropUpdateAttrs>();
-  return check_update_inputs(g, op, 3 + (a.momentum != 0.0f ? 1 : 0) + (a.centered ? 1 : 0), false);
+  return check_update_inputs(g, op, 3 + (a.has_momentum ? 1 : 0) + (a.centered ? 1 : 0), false);
 }
 
 Status lower_rms_prop_update(LowerContext& ctx, const Op& op) {
   const RmsPropUpdateAttrs& a = op.attrs<RmsPropUpdateAttrs>();
   using P = format::params::RmsProp;
-  using F = format::fparams::RmsProp;
   lower_update(
-      ctx, op, format::Codelet::kRmsProp, a.centered ? 12.0 : 9.0, op.inputs.size(), false,
+      ctx, op, format::Codelet::kRmsProp, a.centered ? 12.0 : 9.0, op.inputs.size() - 1, false,
       [&](int64_t begin, int64_t end) {
         return format::make_params<P>({{P::kBegin, begin},
                                        {P::kEnd, end},
                                        {P::kClearGradient, a.clear_gradient},
                                        {P::kCentered, a.centered}});
       },
-      format::make_fparams<F>({{F::kLearningRate, a.learning_rate},
-                               {F::kRho, a.rho},
-                               {F::kMomentum, a.momentum},
-                               {F::kEpsilon, a.epsilon},
-                               {F::kWeightDecay, a.weight_decay},
-                               {F::kGradientScale, a.gradient_scale}}));
+      a.gradient_scale);
   return Status();
 }
 
-// Inputs: weight, gradient, sum of squared gradients. Updates the weight and the sum in place
-// (the gradient too when it is an accumulator); no outputs.
+// Inputs: weight, gradient, sum of squared gradients, hyper-parameters. Updates the weight and
+// the sum in place (the gradient too when it is an accumulator); no outputs.
 Status infer_adagrad_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
   return check_update_inputs(g, op, 3, false);
 }
@@ -126,22 +129,18 @@ Status infer_adagrad_update(const Graph& g, const Op& op, std::vector<TensorType
 Status lower_adagrad_update(LowerContext& ctx, const Op& op) {
   const AdaptiveUpdateAttrs& a = op.attrs<AdaptiveUpdateAttrs>();
   using P = format::params::Adagrad;
-  using F = format::fparams::Adagrad;
   lower_update(
       ctx, op, format::Codelet::kAdagrad, 8.0, 3, false,
       [&](int64_t begin, int64_t end) {
         return format::make_params<P>(
             {{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, a.clear_gradient}});
       },
-      format::make_fparams<F>({{F::kLearningRate, a.learning_rate},
-                               {F::kEpsilon, a.epsilon},
-                               {F::kWeightDecay, a.weight_decay},
-                               {F::kGradientScale, a.gradient_scale}}));
+      a.gradient_scale);
   return Status();
 }
 
-// Inputs: weight, gradient, first moment, infinity norm, step count [1]. Updates all but the
-// gradient in place (the gradient too when it is an accumulator); no outputs.
+// Inputs: weight, gradient, first moment, infinity norm, step count [1], hyper-parameters.
+// Updates all but the gradient in place (the gradient too when it is an accumulator); no outputs.
 Status infer_ada_max_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
   return check_update_inputs(g, op, 4, true);
 }
@@ -149,128 +148,70 @@ Status infer_ada_max_update(const Graph& g, const Op& op, std::vector<TensorType
 Status lower_ada_max_update(LowerContext& ctx, const Op& op) {
   const AdaptiveUpdateAttrs& a = op.attrs<AdaptiveUpdateAttrs>();
   using P = format::params::AdaMax;
-  using F = format::fparams::AdaMax;
   lower_update(
       ctx, op, format::Codelet::kAdaMax, 10.0, 4, true,
       [&](int64_t begin, int64_t end) {
         return format::make_params<P>(
             {{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, a.clear_gradient}});
       },
-      format::make_fparams<F>({{F::kLearningRate, a.learning_rate},
-                               {F::kBeta1, a.beta_1},
-                               {F::kBeta2, a.beta_2},
-                               {F::kEpsilon, a.epsilon},
-                               {F::kWeightDecay, a.weight_decay},
-                               {F::kGradientScale, a.gradient_scale}}));
+      a.gradient_scale);
   return Status();
 }
 
-// Inputs: weight, gradient, velocity (momentum ≠ 0), step count [1] (momentum and dampening ≠ 0).
-// Updates weight, velocity and step in place; no outputs.
+// Inputs: weight, gradient, velocity (has_momentum), step count [1] (has_dampening),
+// hyper-parameters. Updates weight, velocity and step in place; no outputs.
 Status infer_sgd_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
   const SgdUpdateAttrs& sgd = op.attrs<SgdUpdateAttrs>();
-  const bool momentum = sgd.momentum != 0.0f;
-  return check_update_inputs(g, op, momentum ? 3 : 2, momentum && sgd.dampening != 0.0f);
+  return check_update_inputs(g, op, sgd.has_momentum ? 3 : 2, sgd.has_dampening);
 }
 
 // Plain SGD (no dampening, Nesterov or weight decay) keeps the SgdMomentum codelet, so its
-// executables and results are what they were; the rest lowers to Sgd.
+// results are what they were; the rest lowers to Sgd.
 Status lower_sgd_update(LowerContext& ctx, const Op& op) {
-  const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
   const SgdUpdateAttrs& sgd = op.attrs<SgdUpdateAttrs>();
-  if (sgd.dampening != 0.0f || sgd.nesterov || sgd.weight_decay != 0.0f) {
-    const bool momentum = sgd.momentum != 0.0f;
+  const size_t elementwise = sgd.has_momentum ? 3 : 2;
+  if (sgd.has_dampening || sgd.nesterov || sgd.has_weight_decay) {
     using P = format::params::Sgd;
-    using F = format::fparams::Sgd;
     lower_update(
-        ctx, op, format::Codelet::kSgd, 6.0, momentum ? 3 : 2, momentum && sgd.dampening != 0.0f,
+        ctx, op, format::Codelet::kSgd, 6.0, elementwise, sgd.has_dampening,
         [&](int64_t begin, int64_t end) {
           return format::make_params<P>({{P::kBegin, begin},
                                          {P::kEnd, end},
                                          {P::kClearGradient, sgd.clear_gradient},
                                          {P::kNesterov, sgd.nesterov}});
         },
-        format::make_fparams<F>({{F::kLearningRate, sgd.learning_rate},
-                                 {F::kMomentum, sgd.momentum},
-                                 {F::kDampening, sgd.dampening},
-                                 {F::kWeightDecay, sgd.weight_decay},
-                                 {F::kGradientScale, sgd.gradient_scale}}));
+        sgd.gradient_scale);
     return Status();
   }
-  std::vector<uint32_t> operands;
-  for (int in : op.inputs)
-    operands.push_back(ctx.tensor(in));
-  const double per_element = 3.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, n, per_element, 8.0, [&](uint32_t tile, int64_t begin, int64_t end) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kSgdMomentum;
-    v.operands = operands;
-    using P = format::params::SgdMomentum;
-    using F = format::fparams::SgdMomentum;
-    v.params =
-        format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, sgd.clear_gradient}});
-    v.fparams = format::make_fparams<F>({{F::kLearningRate, sgd.learning_rate},
-                                         {F::kMomentum, sgd.momentum},
-                                         {F::kGradientScale, sgd.gradient_scale}});
-    v.compute_cycles = per_element * static_cast<double>(end - begin);
-    for (uint32_t t : v.operands)
-      v.reads.push_back(lowering::flat_region(t, begin, end));
-    ctx.emit(tile, std::move(v));
-  });
+  using P = format::params::SgdMomentum;
+  lower_update(
+      ctx, op, format::Codelet::kSgdMomentum, 3.0, elementwise, false,
+      [&](int64_t begin, int64_t end) {
+        return format::make_params<P>(
+            {{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, sgd.clear_gradient}});
+      },
+      sgd.gradient_scale);
   return Status();
 }
 
-// Inputs: weight, gradient, first moment, second moment, step count [1]. Updates all but the
-// gradient in place (the gradient too when it is an accumulator); no outputs.
+// Inputs: weight, gradient, first moment, second moment, step count [1], hyper-parameters.
+// Updates all but the gradient in place (the gradient too when it is an accumulator); no outputs.
 Status infer_adam_update(const Graph& g, const Op& op, std::vector<TensorType>&) {
-  const auto& w = g.value(op.inputs[0]).type;
-  for (size_t i = 1; i < 4; ++i) {
-    if (g.value(op.inputs[i]).type.shape != w.shape)
-      return invalid_argument("weight, gradient and moment shapes differ");
-  }
-  if (g.value(op.inputs[4]).type.elements() != 1) return invalid_argument("the step count must be a scalar");
-  return Status();
+  return check_update_inputs(g, op, 4, true);
 }
 
-// The Adam vertices all read the step count; StepCount advances it in the compute set after
-// theirs, so every vertex of the update sees the same step.
 Status lower_adam_update(LowerContext& ctx, const Op& op) {
-  const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
   const AdamUpdateAttrs& adam = op.attrs<AdamUpdateAttrs>();
-  std::vector<uint32_t> operands;
-  for (int in : op.inputs)
-    operands.push_back(ctx.tensor(in));
-  const uint32_t step = operands[4];
-  const double per_element = 12.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, n, per_element, 16.0, [&](uint32_t tile, int64_t begin, int64_t end) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kAdam;
-    v.operands = operands;
-    using P = format::params::Adam;
-    using F = format::fparams::Adam;
-    v.params = format::make_params<P>({{P::kBegin, begin},
+  using P = format::params::Adam;
+  lower_update(
+      ctx, op, format::Codelet::kAdam, 12.0, 4, true,
+      [&](int64_t begin, int64_t end) {
+        return format::make_params<P>({{P::kBegin, begin},
                                        {P::kEnd, end},
                                        {P::kClearGradient, adam.clear_gradient},
                                        {P::kDecoupledWeightDecay, adam.decoupled_weight_decay}});
-    v.fparams = format::make_fparams<F>({{F::kLearningRate, adam.learning_rate},
-                                         {F::kBeta1, adam.beta_1},
-                                         {F::kBeta2, adam.beta_2},
-                                         {F::kEpsilon, adam.epsilon},
-                                         {F::kWeightDecay, adam.weight_decay},
-                                         {F::kGradientScale, adam.gradient_scale}});
-    v.compute_cycles = per_element * static_cast<double>(end - begin);
-    for (size_t i = 0; i < 4; ++i)
-      v.reads.push_back(lowering::flat_region(operands[i], begin, end));
-    v.reads.push_back(lowering::flat_region(step, 0, 1));
-    ctx.emit(tile, std::move(v));
-  });
-  lowering::VertexSpec count;
-  count.codelet = format::Codelet::kStepCount;
-  count.operands = {step};
-  using P = format::params::StepCount;
-  count.params = format::make_params<P>({{P::kIncrement, 1}});
-  count.reads = {lowering::flat_region(step, 0, 1)};
-  ctx.emit_after(ctx.take_tiles(1)[0], std::move(count));
+      },
+      adam.gradient_scale);
   return Status();
 }
 
@@ -308,7 +249,7 @@ const OpDefinition& accumulate_grad_op() {
 }
 
 const OpDefinition& adam_update_op() {
-  static const OpDefinition def{{OpKind::kAdamUpdate, 5, infer_adam_update, nullptr}, lower_adam_update};
+  static const OpDefinition def{{OpKind::kAdamUpdate, 6, infer_adam_update, nullptr}, lower_adam_update};
   return def;
 }
 
@@ -318,12 +259,12 @@ const OpDefinition& rms_prop_update_op() {
   return def;
 }
 const OpDefinition& adagrad_update_op() {
-  static const OpDefinition def{{OpKind::kAdagradUpdate, 3, infer_adagrad_update, nullptr},
+  static const OpDefinition def{{OpKind::kAdagradUpdate, 4, infer_adagrad_update, nullptr},
                                 lower_adagrad_update};
   return def;
 }
 const OpDefinition& ada_max_update_op() {
-  static const OpDefinition def{{OpKind::kAdaMaxUpdate, 5, infer_ada_max_update, nullptr},
+  static const OpDefinition def{{OpKind::kAdaMaxUpdate, 6, infer_ada_max_update, nullptr},
                                 lower_ada_max_update};
   return def;
 }

@@ -1,5 +1,6 @@
 #include "compiler/passes/training.h"
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -47,6 +48,62 @@ OptimizerConfig default_optimizer(OptimizerKind kind) {
   if (kind == OptimizerKind::kAdamW) config.weight_decay = 0.004f;
   if (kind == OptimizerKind::kLamb) config.epsilon = 1e-6f;
   return config;
+}
+
+std::vector<std::string> hyper_parameters_read(const OptimizerConfig& config) {
+  using H = format::HyperParameter;
+  std::vector<H::Index> read = {H::kLearningRate};
+  switch (config.kind) {
+  case OptimizerKind::kSgd: {
+    const bool plain = config.dampening == 0.0f && !config.nesterov && config.weight_decay == 0.0f;
+    if (config.momentum != 0.0f) read.push_back(H::kMomentum);
+    if (config.momentum != 0.0f && config.dampening != 0.0f) read.push_back(H::kDampening);
+    if (!plain) read.push_back(H::kWeightDecay);
+    break;
+  }
+  case OptimizerKind::kAdam:
+  case OptimizerKind::kAdamW:
+  case OptimizerKind::kAdaMax:
+    read.insert(read.end(), {H::kBeta1, H::kBeta2, H::kEpsilon, H::kWeightDecay});
+    break;
+  case OptimizerKind::kRmsProp:
+    read.push_back(H::kRho);
+    if (config.momentum != 0.0f) read.push_back(H::kMomentum);
+    read.insert(read.end(), {H::kEpsilon, H::kWeightDecay});
+    break;
+  case OptimizerKind::kAdagrad:
+    read.insert(read.end(), {H::kEpsilon, H::kWeightDecay});
+    break;
+  case OptimizerKind::kLamb:
+    // LAMB's update reads its hyper-parameters as program constants (LambAttrs): nothing streams.
+    read.clear();
+    break;
+  }
+  std::vector<std::string> names;
+  names.reserve(read.size());
+  for (H::Index slot : read)
+    names.emplace_back(format::kHyperParameterNames[slot]);
+  return names;
+}
+
+std::array<float, format::kHyperParameterCount> hyper_parameter_values(const OptimizerConfig& config) {
+  using H = format::HyperParameter;
+  std::array<float, format::kHyperParameterCount> all{};
+  all[H::kLearningRate] = config.learning_rate;
+  all[H::kMomentum] = config.momentum;
+  all[H::kDampening] = config.dampening;
+  all[H::kWeightDecay] = config.weight_decay;
+  all[H::kBeta1] = config.beta_1;
+  all[H::kBeta2] = config.beta_2;
+  all[H::kEpsilon] = config.epsilon;
+  all[H::kRho] = config.rho;
+  std::array<float, format::kHyperParameterCount> values{};
+  for (const std::string& name : hyper_parameters_read(config)) {
+    for (uint32_t slot = 0; slot < format::kHyperParameterCount; ++slot) {
+      if (format::kHyperParameterNames[slot] == name) values[slot] = all[slot];
+    }
+  }
+  return values;
 }
 
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config) {
@@ -116,6 +173,22 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
   const bool accumulate = accumulation.enabled();
   const float gradient_scale = accumulate ? 1.0f / static_cast<float>(accumulation.micro_batches) : 1.0f;
   const bool clear_gradient = accumulate;
+  // One hyper-parameter tensor per pipeline stage, beside the updates that read it; stage 0's
+  // always exists, since the host streams into it and the program copies it to the others.
+  std::map<int, int> hyper_of_stage;
+  auto hyper_parameters = [&](int stage) {
+    auto found = hyper_of_stage.find(stage);
+    if (found != hyper_of_stage.end()) return found->second;
+    std::string name(format::kHyperParametersTensor);
+    if (stage != 0) name += "@" + std::to_string(stage);
+    const int value = graph.add_value(name, {ir::DType::kFloat32, {int64_t{format::kHyperParameterCount}}},
+                                      ir::Role::kHyperParameters);
+    const auto defaults = hyper_parameter_values(config);
+    graph.value(value).initial.assign(defaults.begin(), defaults.end());
+    graph.value(value).stage = stage;
+    hyper_of_stage[stage] = value;
+    return value;
+  };
   std::vector<int> accumulators;
   std::vector<std::pair<int, int>> updates; // (weight, the gradient its update reads)
   for (int w : graph.values_with_role(ir::Role::kWeight)) {
@@ -161,23 +234,24 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     const ir::TensorType step_type{ir::DType::kFloat32, {1}};
     std::vector<int> inputs = {w, gradient};
     auto add_update = [&](ir::OpKind kind, const ir::OpAttrs& attrs) {
+      inputs.push_back(hyper_parameters(weight.stage));
       return graph.add_op(kind, weight.name + "/update", inputs, attrs, ir::Phase::kUpdate, weight.stage)
           .status();
     };
+    if (hyper_of_stage.empty()) hyper_parameters(0);
     switch (config.kind) {
     case OptimizerKind::kSgd: {
       ir::SgdUpdateAttrs attrs;
-      attrs.learning_rate = config.learning_rate;
-      attrs.momentum = config.momentum;
-      attrs.dampening = config.dampening;
-      attrs.weight_decay = config.weight_decay;
+      attrs.has_momentum = config.momentum != 0.0f;
+      attrs.has_dampening = attrs.has_momentum && config.dampening != 0.0f;
+      attrs.has_weight_decay = config.weight_decay != 0.0f;
       attrs.nesterov = config.nesterov;
       attrs.gradient_scale = gradient_scale;
       attrs.clear_gradient = clear_gradient;
-      if (config.momentum != 0.0f) {
+      if (attrs.has_momentum) {
         inputs.push_back(add_state("/momentum", weight.type));
         // torch's first step is undampened, so with dampening the update must know the step.
-        if (config.dampening != 0.0f) inputs.push_back(add_state("/momentum_step", step_type));
+        if (attrs.has_dampening) inputs.push_back(add_state("/momentum_step", step_type));
       }
       IPU_RETURN_IF_ERROR(add_update(ir::OpKind::kSgdUpdate, attrs));
       break;
@@ -185,11 +259,6 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW: {
       ir::AdamUpdateAttrs attrs;
-      attrs.learning_rate = config.learning_rate;
-      attrs.beta_1 = config.beta_1;
-      attrs.beta_2 = config.beta_2;
-      attrs.epsilon = config.epsilon;
-      attrs.weight_decay = config.weight_decay;
       attrs.decoupled_weight_decay = config.kind == OptimizerKind::kAdamW;
       attrs.gradient_scale = gradient_scale;
       attrs.clear_gradient = clear_gradient;
@@ -201,16 +270,12 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     }
     case OptimizerKind::kRmsProp: {
       ir::RmsPropUpdateAttrs attrs;
-      attrs.learning_rate = config.learning_rate;
-      attrs.rho = config.rho;
-      attrs.momentum = config.momentum;
-      attrs.epsilon = config.epsilon;
-      attrs.weight_decay = config.weight_decay;
+      attrs.has_momentum = config.momentum != 0.0f;
       attrs.centered = config.centered;
       attrs.gradient_scale = gradient_scale;
       attrs.clear_gradient = clear_gradient;
       inputs.push_back(add_state("/rmsprop_v", weight.type));
-      if (config.momentum != 0.0f) inputs.push_back(add_state("/rmsprop_momentum", weight.type));
+      if (attrs.has_momentum) inputs.push_back(add_state("/rmsprop_momentum", weight.type));
       if (config.centered) inputs.push_back(add_state("/rmsprop_mean_grad", weight.type));
       IPU_RETURN_IF_ERROR(add_update(ir::OpKind::kRmsPropUpdate, attrs));
       break;
@@ -218,11 +283,6 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     case OptimizerKind::kAdagrad:
     case OptimizerKind::kAdaMax: {
       ir::AdaptiveUpdateAttrs attrs;
-      attrs.learning_rate = config.learning_rate;
-      attrs.beta_1 = config.beta_1;
-      attrs.beta_2 = config.beta_2;
-      attrs.epsilon = config.epsilon;
-      attrs.weight_decay = config.weight_decay;
       attrs.gradient_scale = gradient_scale;
       attrs.clear_gradient = clear_gradient;
       if (config.kind == OptimizerKind::kAdagrad) {

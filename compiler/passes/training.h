@@ -2,10 +2,13 @@
 // autodiff, and the optimizer's update ops and state.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "compiler/ir/graph.h"
+#include "runtime/format/host_contract.h"
 
 namespace ipu::passes {
 
@@ -37,6 +40,9 @@ struct OptimizerConfig {
   // All: the gradients' global norm is clipped to this before the update (Keras's
   // global_clipnorm); 0 does not clip.
   float global_clipnorm = 0.0f;
+  // A learning-rate schedule the host evaluates before every update, in
+  // format::parse_learning_rate_schedule's text form; empty: the constant learning_rate.
+  std::string learning_rate_schedule;
 };
 
 // Keras's defaults for `kind`: learning rate 0.01 (SGD) or 0.001 (the others), weight decay
@@ -48,6 +54,15 @@ struct LossValues {
   int loss = -1;    // f32 [1], mean over the batch
   int correct = -1; // f32 [1], number of correct predictions
 };
+
+// The hyper-parameters `config`'s update reads at run time, by runtime/format/host_contract.h's
+// slot names (what the host may set per update); a value that changes the program's structure
+// when zero (SGD's or RMSProp's momentum, SGD's dampening, plain SGD's weight decay) is read only
+// when the program has it.
+std::vector<std::string> hyper_parameters_read(const OptimizerConfig& config);
+// `config`'s values in the slots hyper_parameters_read names, 0 in the others: the compiled
+// defaults of the hyper-parameter tensor.
+std::array<float, format::kHyperParameterCount> hyper_parameter_values(const OptimizerConfig& config);
 
 // Adds the labels input, SparseCrossEntropy on `scores` ([batch, classes]) and CountCorrect.
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config);
@@ -67,7 +82,10 @@ struct AccumulationConfig {
 // when dampening is too), Adam/AdamW, AdaMax and LAMB (two moments and a step count), RMSProp (a
 // square average, a momentum buffer, a gradient average when centered) or Adagrad (a sum). With accumulation,
 // each gradient is added into an accumulator in the backward phase, and the update applies the mean over the
-// micro-batches and clears it. Returns the accumulators (empty without accumulation).
+// micro-batches and clears it. Every update reads the optimizer's hyper-parameters from a
+// kHyperParameters value of its stage (named format::kHyperParametersTensor on stage 0,
+// "<that>@<stage>" on the others) whose initial value is hyper_parameter_values(config).
+// Returns the accumulators (empty without accumulation).
 StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
                                                      const OptimizerConfig& config,
                                                      const AccumulationConfig& accumulation);

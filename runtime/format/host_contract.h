@@ -5,6 +5,7 @@
 // both for every file it accepts (docs/executable_format.md, "What the verifier guarantees").
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -27,6 +28,37 @@ inline constexpr std::string_view kPredictionsStream = "predictions";
 // Weights and optimizer state travel as "to_device:<tensor>" and "to_host:<tensor>".
 inline constexpr std::string_view kToDeviceStreamPrefix = "to_device:";
 inline constexpr std::string_view kToHostStreamPrefix = "to_host:";
+
+// The optimizer's hyper-parameters are run-time values, not program constants (as Graphcore's
+// optimizer tensors are): every update vertex reads them from a tensor of kHyperParameterCount
+// float32 values, one slot per hyper-parameter below, which the host writes through the stream
+// kHyperParametersStream once per weight update (an execution of S steps and K micro-batches per
+// update moves S / K rows). That tensor is named kHyperParametersTensor on the first pipeline
+// stage's IPU; each further stage s reads a copy, "<kHyperParametersTensor>@<s>", copied from it
+// after every transfer. The executable's `hyper_parameters` names the slots its optimizer reads
+// (what the host may set); every tensor's initial value holds the compiled values, the defaults.
+// A new hyper-parameter is a slot appended here (and a format version): kernels read
+// hyper[HyperParameter::kName], the compiler writes the defaults by the same names.
+struct HyperParameter {
+  enum Index : uint32_t {
+    kLearningRate,
+    kMomentum,
+    kDampening,
+    kWeightDecay,
+    kBeta1,
+    kBeta2,
+    kEpsilon,
+    kRho,
+    kCount
+  };
+};
+inline constexpr uint32_t kHyperParameterCount = HyperParameter::kCount;
+// The slots' names, as the executable's `hyper_parameters`, the JSON spec and docs/training.md
+// spell them.
+inline constexpr std::array<std::string_view, kHyperParameterCount> kHyperParameterNames = {
+    "learning_rate", "momentum", "dampening", "weight_decay", "beta_1", "beta_2", "epsilon", "rho"};
+inline constexpr std::string_view kHyperParametersStream = "optimizer/hyper_parameters";
+inline constexpr std::string_view kHyperParametersTensor = "optimizer/hyper_parameters";
 
 // Limits: the ranges `ipucc compile` accepts, so every executable it writes is within them.
 inline constexpr uint32_t kMaxBatchSize = uint32_t{1} << 20;

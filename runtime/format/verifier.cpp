@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/format/host_contract.h"
+#include "runtime/format/hyper_parameters.h"
 
 namespace ipu::format {
 namespace {
@@ -389,6 +390,52 @@ Status verify_model_io(const Executable& exe, const ModelIo& io, bool input,
   return Status();
 }
 
+// The optimizer's hyper-parameters (host_contract.h): the host writes kHyperParameterCount floats
+// per update through their stream, into the tensor named kHyperParametersTensor, whose initial
+// value it reads as the defaults; the names of the slots the optimizer reads are known ones.
+Status verify_hyper_parameters(const Executable& exe) {
+  const Stream* stream = find_stream(exe, kHyperParametersStream);
+  const std::vector<int64_t> shape = {int64_t{kHyperParameterCount}};
+  if (stream != nullptr) {
+    IPU_RETURN_IF_ERROR(expect_stream(*stream, FLOAT32, shape, "one value per hyper-parameter"));
+    if (stream->direction() != Stream::HOST_TO_DEVICE)
+      return data_loss(stream_label(*stream) + ": must carry the hyper-parameters to the device");
+  }
+  int named = 0;
+  for (const Tensor& t : exe.tensors()) {
+    if (t.role() != HYPER_PARAMETERS) continue;
+    const std::string label = "hyper-parameter tensor '" + t.name() + "'";
+    if (t.dtype() != FLOAT32 || !std::equal(t.shape().begin(), t.shape().end(), shape.begin(), shape.end()))
+      return data_loss(label + ": must be float32 [" + std::to_string(kHyperParameterCount) + "]");
+    if (!t.initial_value().empty() && t.initial_value().size() != kHyperParameterCount * sizeof(float))
+      return data_loss(label + ": its initial value is not " + std::to_string(kHyperParameterCount) +
+                       " floats");
+    if (t.name() == kHyperParametersTensor) ++named;
+  }
+  if ((stream != nullptr) != (named == 1)) {
+    return data_loss("the hyper-parameters need both a stream '" + std::string(kHyperParametersStream) +
+                     "' and one tensor '" + std::string(kHyperParametersTensor) + "', got " +
+                     (stream != nullptr ? "the stream" : "no stream") + " and " + std::to_string(named) +
+                     " such tensors");
+  }
+  std::set<std::string_view> names;
+  for (const std::string& name : exe.hyper_parameters()) {
+    if (std::find(kHyperParameterNames.begin(), kHyperParameterNames.end(), name) ==
+        kHyperParameterNames.end())
+      return data_loss("hyper_parameters: unknown hyper-parameter '" + name + "'");
+    if (!names.insert(name).second) return data_loss("hyper_parameters: '" + name + "' is named twice");
+  }
+  if (!names.empty() && stream == nullptr)
+    return data_loss("hyper_parameters: names hyper-parameters, but no stream carries them");
+  if (!exe.learning_rate_schedule().empty()) {
+    if (!names.count(kHyperParameterNames[HyperParameter::kLearningRate]))
+      return data_loss("learning_rate_schedule: the executable's optimizer reads no learning rate");
+    StatusOr<LearningRateSchedule> schedule = parse_learning_rate_schedule(exe.learning_rate_schedule());
+    if (!schedule.ok()) return data_loss(schedule.status().message());
+  }
+  return Status();
+}
+
 } // namespace
 
 Status verify_host_contract(const Executable& exe) {
@@ -442,6 +489,8 @@ Status verify_host_contract(const Executable& exe) {
       return data_loss("two weights or optimizer states are named '" + t.name() + "'");
     }
   }
+
+  IPU_RETURN_IF_ERROR(verify_hyper_parameters(exe));
 
   // Each run moves each stream at most S times per replica: the host holds S steps of data.
   for (const NamedProgram& p : exe.programs()) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/format/host_contract.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -107,19 +108,58 @@ Status validate_activation_grad(const format::Vertex& v, const std::vector<Opera
                       "element");
 }
 
+// The hyper-parameters an optimizer update reads (runtime/format/host_contract.h): its last
+// operand, one float32 per HyperParameter slot, written by the host once per update.
+using H = format::HyperParameter;
+const float* hyper_parameters(const PreparedVertex& v) {
+  return v.f32(v.num_operands - 1);
+}
+
+// The operands of an optimizer update vertex: `elementwise` float32 tensors of the weight's size
+// (W, G, then per-element state), then, with `has_step`, a one-element float32 step count, then
+// the hyper-parameters (kHyperParameterCount float32 values); all distinct. The vertex's
+// [begin, end) lies inside the weight.
+Status validate_update(const format::Vertex& v, const std::vector<OperandInfo>& ops, size_t elementwise,
+                       bool has_step, int64_t begin, int64_t end) {
+  const size_t count = elementwise + (has_step ? 1 : 0) + 1;
+  if (ops.size() != count) {
+    return invalid_argument("expects " + std::to_string(count) + " operands, got " +
+                            std::to_string(ops.size()));
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (ops[i].dtype != FLOAT32) return invalid_argument("operand " + std::to_string(i) + " must be float32");
+    if (i < elementwise && ops[i].elements != ops[0].elements) {
+      return invalid_argument("gradient and state sizes differ from the weight");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (v.operands(static_cast<int>(i)) == v.operands(static_cast<int>(j))) {
+        return invalid_argument("weight, gradient and optimizer state must be distinct tensors");
+      }
+    }
+  }
+  if (has_step && ops[count - 2].elements != 1)
+    return invalid_argument("the step count must have one element");
+  if (ops[count - 1].elements != format::kHyperParameterCount) {
+    return invalid_argument("the hyper-parameters must be " + std::to_string(format::kHyperParameterCount) +
+                            " values, got " + std::to_string(ops[count - 1].elements));
+  }
+  return expect_range(begin, end, static_cast<int64_t>(ops[0].elements), "element");
+}
+
 // SgdMomentum, Keras form on the gradient g = gradient_scale·G: V = momentum·V − lr·g; W += V.
-// Without momentum: W −= lr·g. With clear_gradient, G (an accumulator) is zeroed after use.
-//   operands: W, G[, V]
+// Without momentum state: W −= lr·g. With clear_gradient, G (an accumulator) is zeroed after use.
+//   operands: W, G[, V], H (hyper-parameters: learning_rate, momentum)
 //   params:   format::params::SgdMomentum;  fparams: format::fparams::SgdMomentum
 void run_sgd_momentum(const PreparedVertex& v) {
   using P = format::params::SgdMomentum;
   using F = format::fparams::SgdMomentum;
   float* w = v.f32(0);
   float* g = v.f32(1);
-  const float lr = v.fparams[F::kLearningRate], momentum = v.fparams[F::kMomentum],
+  const float* hyper = hyper_parameters(v);
+  const float lr = hyper[H::kLearningRate], momentum = hyper[H::kMomentum],
               scale = v.fparams[F::kGradientScale];
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
-  if (v.num_operands == 2) {
+  if (v.num_operands == 3) {
     for (int64_t i = begin; i < end; ++i)
       w[i] -= lr * (scale * g[i]);
   } else {
@@ -134,20 +174,12 @@ void run_sgd_momentum(const PreparedVertex& v) {
 
 Status validate_sgd_momentum(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using P = format::params::SgdMomentum;
-  if (ops.size() == 2) {
-    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  } else {
-    IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-    if (ops[2].elements != ops[0].elements) return invalid_argument("velocity size differs from the weight");
-  }
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::SgdMomentum::kCount));
-  if (ops[0].elements != ops[1].elements) return invalid_argument("gradient size differs from the weight");
-  if (v.operands(1) == v.operands(0) ||
-      (ops.size() == 3 && (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1)))) {
-    return invalid_argument("weight, gradient and velocity must be distinct tensors");
+  if (ops.size() != 3 && ops.size() != 4) {
+    return invalid_argument("expects 3 or 4 operands (W, G[, V], hyper-parameters), got " +
+                            std::to_string(ops.size()));
   }
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
-                      "element");
+  return validate_update(v, ops, ops.size() - 1, false, v.params(P::kBegin), v.params(P::kEnd));
 }
 
 // Adam and AdamW as torch.optim.Adam / AdamW compute them (docs/training.md), on the gradient
@@ -157,7 +189,8 @@ Status validate_sgd_momentum(const format::Vertex& v, const std::vector<OperandI
 //   M = β1·M + (1 − β1)·g;  V = β2·V + (1 − β2)·g²
 //   W −= (lr / (1 − β1^t)) · M / (sqrt(V) / sqrt(1 − β2^t) + ε)
 // With clear_gradient, G (an accumulator) is zeroed after use.
-//   operands: W, G, M, V (same size, distinct), S [1]
+//   operands: W, G, M, V (same size, distinct), S [1], H (hyper-parameters: learning_rate, beta_1,
+//             beta_2, epsilon, weight_decay)
 //   params:   format::params::Adam;  fparams: format::fparams::Adam
 void run_adam(const PreparedVertex& v) {
   using P = format::params::Adam;
@@ -166,8 +199,9 @@ void run_adam(const PreparedVertex& v) {
   float* g = v.f32(1);
   float* m = v.f32(2);
   float* second = v.f32(3);
-  const float lr = v.fparams[F::kLearningRate], beta1 = v.fparams[F::kBeta1], beta2 = v.fparams[F::kBeta2],
-              epsilon = v.fparams[F::kEpsilon], decay = v.fparams[F::kWeightDecay],
+  const float* hyper = hyper_parameters(v);
+  const float lr = hyper[H::kLearningRate], beta1 = hyper[H::kBeta1], beta2 = hyper[H::kBeta2],
+              epsilon = hyper[H::kEpsilon], decay = hyper[H::kWeightDecay],
               scale = v.fparams[F::kGradientScale];
   const bool decoupled = v.params[P::kDecoupledWeightDecay] != 0;
   // The bias corrections in double: β^t for large t is where float32 would lose digits.
@@ -191,23 +225,8 @@ void run_adam(const PreparedVertex& v) {
 
 Status validate_adam(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using P = format::params::Adam;
-  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::Adam::kCount));
-  for (int i = 1; i < 4; ++i) {
-    if (ops[static_cast<size_t>(i)].elements != ops[0].elements) {
-      return invalid_argument("gradient and moment sizes differ from the weight");
-    }
-  }
-  if (ops[4].elements != 1) return invalid_argument("the step count must have one element");
-  for (int i = 0; i < 5; ++i) {
-    for (int j = i + 1; j < 5; ++j) {
-      if (v.operands(i) == v.operands(j)) {
-        return invalid_argument("weight, gradient, moments and step count must be distinct tensors");
-      }
-    }
-  }
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
-                      "element");
+  return validate_update(v, ops, 4, true, v.params(P::kBegin), v.params(P::kEnd));
 }
 
 // StepCount: S[0] += increment (the step count of an optimizer with bias correction).
@@ -223,55 +242,30 @@ Status validate_step_count(const format::Vertex& v, const std::vector<OperandInf
   return Status();
 }
 
-// The operands of an optimizer update vertex: `elementwise` float32 tensors of the weight's size
-// (W, G, then per-element state), then, with `has_step`, a one-element float32 step count; all
-// distinct. The vertex's [begin, end) lies inside the weight.
-Status validate_update(const format::Vertex& v, const std::vector<OperandInfo>& ops, size_t elementwise,
-                       bool has_step, int64_t begin, int64_t end) {
-  const size_t count = elementwise + (has_step ? 1 : 0);
-  if (ops.size() != count) {
-    return invalid_argument("expects " + std::to_string(count) + " operands, got " +
-                            std::to_string(ops.size()));
-  }
-  for (size_t i = 0; i < count; ++i) {
-    if (ops[i].dtype != FLOAT32) return invalid_argument("operand " + std::to_string(i) + " must be float32");
-    if (i < elementwise && ops[i].elements != ops[0].elements) {
-      return invalid_argument("gradient and state sizes differ from the weight");
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (v.operands(static_cast<int>(i)) == v.operands(static_cast<int>(j))) {
-        return invalid_argument("weight, gradient and optimizer state must be distinct tensors");
-      }
-    }
-  }
-  if (has_step && ops[count - 1].elements != 1)
-    return invalid_argument("the step count must have one element");
-  return expect_range(begin, end, static_cast<int64_t>(ops[0].elements), "element");
-}
-
 // SGD as torch.optim.SGD computes it (docs/training.md), with its buffer b kept in Keras's form
 // V = −lr·b (the 'NAME/momentum' state of plain SGD), on g = gradient_scale·G + weight_decay·W:
 //   momentum 0:  W −= lr·g
 //   else:        V = m·V − lr·(1 − dampening)·g, or V = −lr·g at the first step (S[0] = 0)
 //                W += m·V − lr·g with nesterov, else W += V
 // With clear_gradient, G (an accumulator) is zeroed after use.
-//   operands: W, G, V (momentum ≠ 0), S [1] (momentum and dampening ≠ 0; StepCount advances it)
+//   operands: W, G, V (momentum ≠ 0), S [1] (momentum and dampening ≠ 0; StepCount advances it),
+//             H (hyper-parameters: learning_rate, momentum, dampening, weight_decay)
 //   params:   format::params::Sgd;  fparams: format::fparams::Sgd
 void run_sgd(const PreparedVertex& v) {
   using P = format::params::Sgd;
   using F = format::fparams::Sgd;
   float* w = v.f32(0);
   float* g = v.f32(1);
-  const float lr = v.fparams[F::kLearningRate], momentum = v.fparams[F::kMomentum],
-              dampening = v.fparams[F::kDampening], decay = v.fparams[F::kWeightDecay],
-              scale = v.fparams[F::kGradientScale];
+  const float* hyper = hyper_parameters(v);
+  const float lr = hyper[H::kLearningRate], momentum = hyper[H::kMomentum], dampening = hyper[H::kDampening],
+              decay = hyper[H::kWeightDecay], scale = v.fparams[F::kGradientScale];
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
-  if (v.num_operands == 2) {
+  if (v.num_operands == 3) {
     for (int64_t i = begin; i < end; ++i)
       w[i] -= lr * (scale * g[i] + decay * w[i]);
   } else {
     float* velocity = v.f32(2);
-    const bool first = v.num_operands == 4 && v.f32(3)[0] == 0.0f;
+    const bool first = v.num_operands == 5 && v.f32(3)[0] == 0.0f;
     const float damped_lr = first ? lr : lr * (1.0f - dampening);
     const bool nesterov = v.params[P::kNesterov] != 0;
     for (int64_t i = begin; i < end; ++i) {
@@ -287,9 +281,13 @@ Status validate_sgd(const format::Vertex& v, const std::vector<OperandInfo>& ops
   using P = format::params::Sgd;
   using F = format::fparams::Sgd;
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, F::kCount));
-  const bool momentum = v.fparams(F::kMomentum) != 0.0f;
-  const bool step = momentum && v.fparams(F::kDampening) != 0.0f;
-  return validate_update(v, ops, momentum ? 3 : 2, step, v.params(P::kBegin), v.params(P::kEnd));
+  // W, G, H; with momentum state V; with dampening too the step count.
+  if (ops.size() < 3 || ops.size() > 5) {
+    return invalid_argument("expects 3 to 5 operands (W, G[, V[, S]], hyper-parameters), got " +
+                            std::to_string(ops.size()));
+  }
+  const bool step = ops.size() == 5;
+  return validate_update(v, ops, step ? 3 : ops.size() - 1, step, v.params(P::kBegin), v.params(P::kEnd));
 }
 
 // RMSProp as torch.optim.RMSprop computes it (docs/training.md; Keras's rho is torch's alpha),
@@ -297,7 +295,8 @@ Status validate_sgd(const format::Vertex& v, const std::vector<OperandInfo>& ops
 //   A = ρ·A + (1 − ρ)·g²;  centered: Ḡ = ρ·Ḡ + (1 − ρ)·g, d = sqrt(A − Ḡ²) + ε, else d = sqrt(A) + ε
 //   momentum ≠ 0: B = m·B + g/d, W −= lr·B;  else W −= lr·g/d
 // With clear_gradient, G (an accumulator) is zeroed after use.
-//   operands: W, G, A, B (momentum ≠ 0), Ḡ (centered)
+//   operands: W, G, A, B (momentum ≠ 0), Ḡ (centered), H (hyper-parameters: learning_rate, rho,
+//             momentum, epsilon, weight_decay)
 //   params:   format::params::RmsProp;  fparams: format::fparams::RmsProp
 void run_rms_prop(const PreparedVertex& v) {
   using P = format::params::RmsProp;
@@ -305,11 +304,14 @@ void run_rms_prop(const PreparedVertex& v) {
   float* w = v.f32(0);
   float* g = v.f32(1);
   float* square_avg = v.f32(2);
-  const float lr = v.fparams[F::kLearningRate], rho = v.fparams[F::kRho], momentum = v.fparams[F::kMomentum],
-              epsilon = v.fparams[F::kEpsilon], decay = v.fparams[F::kWeightDecay],
+  const float* hyper = hyper_parameters(v);
+  const float lr = hyper[H::kLearningRate], rho = hyper[H::kRho], momentum = hyper[H::kMomentum],
+              epsilon = hyper[H::kEpsilon], decay = hyper[H::kWeightDecay],
               scale = v.fparams[F::kGradientScale];
-  float* buffer = momentum != 0.0f ? v.f32(3) : nullptr;
-  float* grad_avg = v.params[P::kCentered] != 0 ? v.f32(v.num_operands - 1) : nullptr;
+  // The state the program has: W, G, A, then B with momentum, then Ḡ when centered, then H.
+  const bool centered = v.params[P::kCentered] != 0;
+  float* buffer = v.num_operands == (centered ? 6u : 5u) ? v.f32(3) : nullptr;
+  float* grad_avg = centered ? v.f32(v.num_operands - 2) : nullptr;
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   for (int64_t i = begin; i < end; ++i) {
     const float grad = scale * g[i] + decay * w[i];
@@ -334,23 +336,30 @@ Status validate_rms_prop(const format::Vertex& v, const std::vector<OperandInfo>
   using P = format::params::RmsProp;
   using F = format::fparams::RmsProp;
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, F::kCount));
-  const size_t elementwise =
-      3 + (v.fparams(F::kMomentum) != 0.0f ? 1 : 0) + (v.params(P::kCentered) != 0 ? 1 : 0);
-  return validate_update(v, ops, elementwise, false, v.params(P::kBegin), v.params(P::kEnd));
+  // W, G, A, H, and B (momentum) and Ḡ (centered): the momentum buffer is there when the operands
+  // count one more than the centered flag needs.
+  const size_t least = 4 + (v.params(P::kCentered) != 0 ? 1 : 0);
+  if (ops.size() != least && ops.size() != least + 1) {
+    return invalid_argument("expects " + std::to_string(least) + " or " + std::to_string(least + 1) +
+                            " operands, got " + std::to_string(ops.size()));
+  }
+  return validate_update(v, ops, ops.size() - 1, false, v.params(P::kBegin), v.params(P::kEnd));
 }
 
 // Adagrad as torch.optim.Adagrad computes it (lr_decay 0; docs/training.md), on
 // g = gradient_scale·G + weight_decay·W:   A += g²;  W −= lr·g / (sqrt(A) + ε)
 // With clear_gradient, G (an accumulator) is zeroed after use.
-//   operands: W, G, A;  params: format::params::Adagrad;  fparams: format::fparams::Adagrad
+//   operands: W, G, A, H (hyper-parameters: learning_rate, epsilon, weight_decay)
+//   params:   format::params::Adagrad;  fparams: format::fparams::Adagrad
 void run_adagrad(const PreparedVertex& v) {
   using P = format::params::Adagrad;
   using F = format::fparams::Adagrad;
   float* w = v.f32(0);
   float* g = v.f32(1);
   float* sum = v.f32(2);
-  const float lr = v.fparams[F::kLearningRate], epsilon = v.fparams[F::kEpsilon],
-              decay = v.fparams[F::kWeightDecay], scale = v.fparams[F::kGradientScale];
+  const float* hyper = hyper_parameters(v);
+  const float lr = hyper[H::kLearningRate], epsilon = hyper[H::kEpsilon], decay = hyper[H::kWeightDecay],
+              scale = v.fparams[F::kGradientScale];
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   for (int64_t i = begin; i < end; ++i) {
     const float grad = scale * g[i] + decay * w[i];
@@ -370,7 +379,9 @@ Status validate_adagrad(const format::Vertex& v, const std::vector<OperandInfo>&
 // g = gradient_scale·G + weight_decay·W:
 //   M = β1·M + (1 − β1)·g;  U = max(β2·U, |g| + ε);  W −= (lr / (1 − β1^t))·M / U
 // With clear_gradient, G (an accumulator) is zeroed after use.
-//   operands: W, G, M, U, S [1];  params: format::params::AdaMax;  fparams: format::fparams::AdaMax
+//   operands: W, G, M, U, S [1], H (hyper-parameters: learning_rate, beta_1, beta_2, epsilon,
+//             weight_decay)
+//   params:   format::params::AdaMax;  fparams: format::fparams::AdaMax
 void run_ada_max(const PreparedVertex& v) {
   using P = format::params::AdaMax;
   using F = format::fparams::AdaMax;
@@ -378,8 +389,9 @@ void run_ada_max(const PreparedVertex& v) {
   float* g = v.f32(1);
   float* m = v.f32(2);
   float* u = v.f32(3);
-  const float lr = v.fparams[F::kLearningRate], beta1 = v.fparams[F::kBeta1], beta2 = v.fparams[F::kBeta2],
-              epsilon = v.fparams[F::kEpsilon], decay = v.fparams[F::kWeightDecay],
+  const float* hyper = hyper_parameters(v);
+  const float lr = hyper[H::kLearningRate], beta1 = hyper[H::kBeta1], beta2 = hyper[H::kBeta2],
+              epsilon = hyper[H::kEpsilon], decay = hyper[H::kWeightDecay],
               scale = v.fparams[F::kGradientScale];
   // The bias correction in double, as Adam's.
   const double t = static_cast<double>(v.f32(4)[0]) + 1.0;

@@ -9,11 +9,17 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/base/status.h"
 
 namespace ipu::session {
+
+// The schedule position a session saves beside the weights (Session::iterations and
+// epochs_trained), each a float32 [1] tensor, exact up to 2^24.
+inline constexpr std::string_view kIterationsCheckpointName = "optimizer/iterations";
+inline constexpr std::string_view kEpochsCheckpointName = "optimizer/epochs";
 
 struct NamedTensor {
   std::vector<int64_t> shape;

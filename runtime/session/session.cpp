@@ -6,6 +6,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "runtime/base/printable.h"
@@ -113,6 +114,15 @@ struct Session::Impl {
   int64_t steps_per_execution = 1;
 
   std::optional<uint32_t> stream_features, stream_labels, stream_loss, stream_correct, stream_predictions;
+  // The optimizer's hyper-parameters: their stream, the values of the next update, the slots the
+  // optimizer reads, the learning-rate schedule, and the schedule's position.
+  std::optional<uint32_t> stream_hyper;
+  format::HyperParameterValues hyper{};
+  std::set<std::string, std::less<>> hyper_read;
+  std::optional<format::LearningRateSchedule> schedule;
+  int64_t iterations = 0;
+  int64_t epochs_trained = 0;
+  int64_t updates_per_execution = 1;
 
   Status check_data(const data::Dataset& data, bool need_labels) const;
   Status check_one_instance(std::string_view what) const;
@@ -121,10 +131,14 @@ struct Session::Impl {
   Status broadcast_host_state();
   Status combine_outfeed(Outfeed& out);
   Status sync_weights(std::string_view program);
-  Status run_execution(uint32_t program, const ExecutionFeed& feed, Outfeed& out);
+  // `hyper_rows`: kHyperParameterCount floats per weight update of the execution (train only).
+  Status run_execution(uint32_t program, const ExecutionFeed& feed, Outfeed& out,
+                       const std::vector<float>& hyper_rows = {});
+  std::vector<float> hyper_rows(int epoch_index, std::vector<float>& learning_rates) const;
   bool keep_state_if_finite();
   void restore_last_finite_state();
-  Status diagnose_non_finite(uint32_t program, const ExecutionFeed& feed, int epoch, int64_t steps_before);
+  Status diagnose_non_finite(uint32_t program, const ExecutionFeed& feed,
+                             const std::vector<float>& hyper_rows, int epoch, int64_t steps_before);
   StatusOr<uint32_t> program(std::string_view name) const;
 };
 
@@ -158,6 +172,14 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   impl->stream_correct = impl->engine->find_stream(std::string(format::kCorrectStream));
   impl->stream_predictions = impl->engine->find_stream(std::string(format::kPredictionsStream));
   if (!impl->stream_features) return data_loss("executable has no 'features' stream");
+  impl->stream_hyper = impl->engine->find_stream(std::string(format::kHyperParametersStream));
+  impl->hyper = format::hyper_parameter_defaults(exe).value_or(format::HyperParameterValues{});
+  impl->hyper_read.insert(exe.hyper_parameters().begin(), exe.hyper_parameters().end());
+  // verify_host_contract proved the schedule parses.
+  if (!exe.learning_rate_schedule().empty())
+    impl->schedule = format::parse_learning_rate_schedule(exe.learning_rate_schedule()).value();
+  const uint32_t accumulation = std::max<uint32_t>(1, exe.pipeline().gradient_accumulation());
+  impl->updates_per_execution = std::max<int64_t>(1, impl->steps_per_execution / accumulation);
   return std::unique_ptr<Session>(new Session(std::move(impl)));
 }
 
@@ -282,8 +304,27 @@ Status Session::Impl::sync_weights(std::string_view name) {
   return engine->run(index, streams);
 }
 
-Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, Outfeed& out) {
-  size_t features_step = 0, labels_step = 0;
+// The hyper-parameter rows of the next execution's updates, the learning rate of each appended
+// to `learning_rates`: the schedule's at each update's position, else the constant rate.
+std::vector<float> Session::Impl::hyper_rows(int epoch_index, std::vector<float>& learning_rates) const {
+  std::vector<float> rows;
+  rows.reserve(static_cast<size_t>(updates_per_execution) * format::kHyperParameterCount);
+  for (int64_t u = 0; u < updates_per_execution; ++u) {
+    format::HyperParameterValues row = hyper;
+    if (schedule) {
+      const int64_t step = schedule->per_epoch ? epoch_index : iterations + u;
+      row[format::HyperParameter::kLearningRate] = static_cast<float>(format::learning_rate_at(
+          *schedule, step, static_cast<double>(hyper[format::HyperParameter::kLearningRate])));
+    }
+    learning_rates.push_back(row[format::HyperParameter::kLearningRate]);
+    rows.insert(rows.end(), row.begin(), row.end());
+  }
+  return rows;
+}
+
+Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, Outfeed& out,
+                                    const std::vector<float>& hyper_rows) {
+  size_t features_step = 0, labels_step = 0, hyper_transfers = 0;
   engine::HostStreams streams;
   // Transfers come step by step, replica-major within a step: the feed's layout.
   // verify_host_contract proves a transfer is one step's rows and a run takes at most S steps, so
@@ -304,6 +345,15 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
     if (stream == *stream_features) return take_step(feed.features, features_step, destination, "features");
     if (stream_labels && stream == *stream_labels)
       return take_step(feed.labels, labels_step, destination, "labels");
+    if (stream_hyper && stream == *stream_hyper) {
+      // One row per update, the same for every replica.
+      const size_t row = hyper_transfers++ / replicas, bytes = destination.size();
+      if ((row + 1) * bytes > hyper_rows.size() * sizeof(float))
+        return data_loss("the executable streams more hyper-parameters than an execution has updates");
+      std::memcpy(destination.data(), reinterpret_cast<const std::byte*>(hyper_rows.data()) + row * bytes,
+                  bytes);
+      return Status();
+    }
     return failed_precondition("the host feeds no stream " + std::to_string(stream));
   };
   streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> source) -> Status {
@@ -359,12 +409,13 @@ void Session::Impl::restore_last_finite_state() {
 // An execution left a NaN or an infinity in a loss or the weights: run it again from the state
 // before it, with the engine's finite check on, to name the step and the first tensor that went
 // non-finite. Runs are deterministic, so the replay meets what the execution met.
-Status Session::Impl::diagnose_non_finite(uint32_t program, const ExecutionFeed& feed, int epoch,
+Status Session::Impl::diagnose_non_finite(uint32_t program, const ExecutionFeed& feed,
+                                          const std::vector<float>& hyper_rows, int epoch,
                                           int64_t steps_before) {
   restore_last_finite_state();
   engine->set_finite_check(true);
   Outfeed replay;
-  Status found = run_execution(program, feed, replay);
+  Status found = run_execution(program, feed, replay, hyper_rows);
   engine->set_finite_check(false);
   restore_last_finite_state();
   const std::string where =
@@ -445,13 +496,21 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       ExecutionFeed feed = next.get();
       if (e + 1 < executions) next = std::async(std::launch::async, prepare, e + 1);
       Outfeed out;
-      IPU_RETURN_IF_ERROR_CTX(s.run_execution(train, feed, out), "epoch " + std::to_string(epoch));
+      std::vector<float> learning_rates;
+      const std::vector<float> hyper_rows = s.hyper_rows(static_cast<int>(s.epochs_trained), learning_rates);
+      IPU_RETURN_IF_ERROR_CTX(s.run_execution(train, feed, out, hyper_rows),
+                              "epoch " + std::to_string(epoch));
       // Never train on from a NaN (Keras' TerminateOnNaN): a loss or weight that left the finite
       // numbers stops the run, naming the step and the tensor where it began.
       const bool finite_losses = !engine::first_non_finite(out.losses);
       if (!s.keep_state_if_finite() || !finite_losses) {
-        return s.diagnose_non_finite(train, feed, epoch, r.steps);
+        return s.diagnose_non_finite(train, feed, hyper_rows, epoch, r.steps);
       }
+      s.iterations += s.updates_per_execution;
+      r.learning_rate = s.stream_hyper ? static_cast<double>(learning_rates.back()) : std::nan("");
+      if (step_log && s.stream_hyper)
+        step_log->learning_rates.insert(step_log->learning_rates.end(), learning_rates.begin(),
+                                        learning_rates.end());
       for (float l : out.losses)
         loss_sum += l;
       correct += out.correct;
@@ -466,6 +525,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
     r.loss = loss_sum / static_cast<double>(r.steps);
     r.accuracy = correct / static_cast<double>(r.samples);
     r.seconds = seconds_since(start);
+    ++s.epochs_trained;
     // The evaluate program leaves the weights and optimizer state as training left them.
     if (options.validation) {
       StatusOr<EvaluateResult> validated = s.evaluate_on_device(*options.validation, nullptr);
@@ -729,7 +789,50 @@ std::map<std::string, NamedTensor> Session::named_weights() const {
     std::memcpy(named.values.data(), bytes.data(), bytes.size());
     tensors[t.name()] = std::move(named);
   }
+  // The position of a schedule; a run at a constant rate writes what it always wrote.
+  if (m_impl->schedule) {
+    tensors[std::string(kIterationsCheckpointName)] = {{1}, {static_cast<float>(m_impl->iterations)}};
+    tensors[std::string(kEpochsCheckpointName)] = {{1}, {static_cast<float>(m_impl->epochs_trained)}};
+  }
   return tensors;
+}
+
+Status Session::set_hyper_parameter(std::string_view name, float value) {
+  Impl& s = *m_impl;
+  const std::optional<uint32_t> slot = format::hyper_parameter_slot(name);
+  if (!slot || !s.hyper_read.count(name)) {
+    std::string read;
+    for (const std::string& n : s.engine->executable().hyper_parameters())
+      read += (read.empty() ? "" : ", ") + n;
+    return invalid_argument("this executable's optimizer does not read " + std::string(name) +
+                            (read.empty() ? std::string(" (it has no optimizer)")
+                                          : " (it reads " + read +
+                                                "; a value that is 0 when compiled, such as SGD's momentum, "
+                                                "changes the program: compile with it)"));
+  }
+  s.hyper[*slot] = value;
+  if (*slot == format::HyperParameter::kLearningRate) s.schedule.reset();
+  return Status();
+}
+
+Status Session::set_learning_rate_schedule(std::optional<format::LearningRateSchedule> schedule) {
+  if (schedule &&
+      !m_impl->hyper_read.count(format::kHyperParameterNames[format::HyperParameter::kLearningRate]))
+    return invalid_argument("this executable has no optimizer whose learning rate a schedule could set");
+  m_impl->schedule = std::move(schedule);
+  return Status();
+}
+
+const format::HyperParameterValues& Session::hyper_parameters() const {
+  return m_impl->hyper;
+}
+
+int64_t Session::iterations() const {
+  return m_impl->iterations;
+}
+
+int64_t Session::epochs_trained() const {
+  return m_impl->epochs_trained;
 }
 
 Status Session::load_weights(const std::string& dir) {
@@ -753,10 +856,24 @@ Status Session::set_weights(const std::map<std::string, NamedTensor>& tensors, c
                               shape_text(it->second.shape) + ", the executable expects " + shape_text(shape));
     }
   }
+  // A checkpoint from before schedules, or of an executable without an optimizer, starts at 0.
+  std::optional<int64_t> iterations, epochs;
+  for (const auto& [name, out] :
+       {std::pair{kIterationsCheckpointName, &iterations}, std::pair{kEpochsCheckpointName, &epochs}}) {
+    auto it = tensors.find(std::string(name));
+    if (it == tensors.end()) continue;
+    const std::vector<float>& v = it->second.values;
+    if (v.size() != 1 || !(v[0] >= 0) || v[0] != std::floor(v[0]))
+      return invalid_argument(source + ": '" + std::string(name) +
+                              "' is not one whole number of updates or epochs");
+    *out = static_cast<int64_t>(v[0]);
+  }
   for (auto& [index, bytes] : m_impl->host_state) {
     auto it = tensors.find(exe.tensors(static_cast<int>(index)).name());
     if (it != tensors.end()) std::memcpy(bytes.data(), it->second.values.data(), bytes.size());
   }
+  m_impl->iterations = iterations.value_or(0);
+  m_impl->epochs_trained = epochs.value_or(0);
   return Status();
 }
 

@@ -15,6 +15,7 @@
 #include "runtime/data/npy.h"
 #include "runtime/engine/engine.h"
 #include "runtime/format/executable.pb.h"
+#include "runtime/format/hyper_parameters.h"
 #include "runtime/session/checkpoint.h"
 
 namespace ipu::session {
@@ -39,6 +40,9 @@ struct EpochResult {
   double loss = 0;     // mean of the step losses
   double accuracy = 0; // correct / samples
   double seconds = 0;  // training only; the validation pass has its own
+  // The learning rate of the epoch's last weight update (Keras's History "learning_rate"); NaN
+  // for an executable without an optimizer's hyper-parameters.
+  double learning_rate = 0;
   // The validation data evaluated with the weights at the end of the epoch (Keras's val_loss,
   // val_accuracy), when fit was given validation data.
   std::optional<EvaluateResult> validation;
@@ -93,9 +97,11 @@ struct Progress {
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
-// Every step's loss as the outfeed returned it, for --step-log.
+// Every step's loss as the outfeed returned it, and every weight update's learning rate as the
+// host streamed it, for --step-log.
 struct StepLog {
   std::vector<float> losses;
+  std::vector<float> learning_rates;
 };
 
 class Session {
@@ -125,8 +131,25 @@ public:
   // every step. Batched outputs have N rows; static ones come from the first step.
   StatusOr<InferResult> infer(const std::vector<data::NpyArray>& inputs);
 
+  // The optimizer's hyper-parameters (runtime/format/host_contract.h) start as the executable's
+  // compiled values and its learning-rate schedule, if it has one; the host streams them before
+  // every weight update. InvalidArgument when the executable's optimizer does not read `name`
+  // (its `hyper_parameters`: momentum for Adam, or for SGD compiled without momentum, where
+  // momentum state is part of the program). Setting the learning rate drops a schedule.
+  Status set_hyper_parameter(std::string_view name, float value);
+  // Replaces the learning-rate schedule; nullopt: the constant learning rate. InvalidArgument
+  // when the executable's optimizer reads no learning rate.
+  Status set_learning_rate_schedule(std::optional<format::LearningRateSchedule> schedule);
+  // The hyper-parameters the next update gets but for a schedule's learning rate, by slot.
+  const format::HyperParameterValues& hyper_parameters() const;
+  // Weight updates and epochs trained: a schedule's position (Keras's optimizer.iterations, and
+  // the epoch LearningRateScheduler counts), kept in checkpoints so a resumed run goes on.
+  int64_t iterations() const;
+  int64_t epochs_trained() const;
+
   // Checkpoints: a directory with one .npy per weight and optimizer state tensor plus
-  // index.json. Loading checks every name, dtype and shape against the executable.
+  // index.json, and with a learning-rate schedule its position (kIterationsCheckpointName,
+  // kEpochsCheckpointName). Loading checks every name, dtype and shape against the executable.
   Status save_weights(const std::string& dir) const;
   // The host copy of every weight and optimizer state tensor, by tensor name.
   std::map<std::string, NamedTensor> named_weights() const;

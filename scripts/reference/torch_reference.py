@@ -332,6 +332,40 @@ def make_data(args, count):
 # ----------------------------------------------------------------------------------------------
 # Commands
 
+def keras_schedule(text, step, base):
+    """The learning rate at update `step` (0 first) of an ipucc --lr-schedule (per update), with
+    keras.optimizers.schedules' formulas, in float64; `base` stands for an unset
+    initial_learning_rate."""
+    kind, _, rest = text.partition(":")
+    c = dict(item.split("=", 1) for item in rest.split(",")) if rest else {}
+    num = lambda k, d=None: float(c[k]) if k in c else d
+    flag = lambda k: c.get(k, "0") in ("1", "true")
+    initial, t = num("initial_learning_rate", base), float(step)
+    if kind == "constant":
+        return initial
+    if kind == "exponential":
+        p = t / num("decay_steps")
+        return initial * num("decay_rate") ** (math.floor(p) if flag("staircase") else p)
+    if kind == "piecewise":
+        bounds, values = [float(b) for b in c["boundaries"].split("/")], [float(v) for v in c["values"].split("/")]
+        return next((v for b, v in zip(bounds, values) if t <= b), values[-1])
+    if kind == "cosine":
+        d, alpha, target, w = num("decay_steps"), num("alpha", 0.0), num("warmup_target"), num("warmup_steps", 0.0)
+        decayed = lambda s, start: start * ((1 - alpha) * 0.5 * (1 + math.cos(math.pi * s / d)) + alpha)
+        if target is None:
+            return decayed(min(t, d), initial)
+        t = min(t, d + w)
+        return initial + (target - initial) * t / w if t < w else decayed(t - w, target)
+    if kind == "polynomial":
+        d, end, power = num("decay_steps"), num("end_learning_rate", 0.0001), num("power", 1.0)
+        if flag("cycle"):
+            d *= 1.0 if t == 0 else math.ceil(t / d)
+        else:
+            t = min(t, d)
+        return (initial - end) * (1 - t / d) ** power + end
+    sys.exit("torch_reference: unknown schedule " + text)
+
+
 def cmd_train(args):
     torch.set_num_threads(args.threads)
     model = parse_spec(args.model)
@@ -398,10 +432,19 @@ def cmd_train(args):
                      "nesterov": bool(args.nesterov),
                      "weight_decay": hyper(args.weight_decay or 0.0, args.exact_hyperparameters)}
         opt = torch.optim.SGD(weights, lr=lr, momentum=momentum, **sgd_hyper)
+    rates = [float(np.float32(keras_schedule(args.lr_schedule, s, lr))) if args.lr_schedule else lr
+             for s in range(steps)]
+    if args.lr_schedule and opt is not None and not adam:
+        sys.exit("torch_reference: --lr-schedule with SGD takes the Keras form by hand (--optimizer manual): "
+                 "torch.optim.SGD scales its accumulated buffer by the current rate, Keras and ipucc each gradient")
     losses, margins, clamped_total = [], [], 0
     clip = hyper(args.global_clipnorm, args.exact_hyperparameters) if args.global_clipnorm else None
     norms = []
     for s in range(steps):
+        rate = rates[s]
+        if opt is not None:
+            for group in opt.param_groups:
+                group["lr"] = rate
         xb, yb = X[s * B:(s + 1) * B], y[s * B:(s + 1) * B]
         for n in names:
             params[n].grad = None
@@ -420,10 +463,10 @@ def cmd_train(args):
             for n in names:
                 g = params[n].grad
                 if momentum > 0:
-                    velocity[n].mul_(momentum).sub_(lr * g)
+                    velocity[n].mul_(momentum).sub_(rate * g)
                     params[n].add_(velocity[n])
                 else:
-                    params[n].sub_(lr * g)
+                    params[n].sub_(rate * g)
     if opt is not None and not adam and momentum > 0:
         for n in names:
             velocity[n] = -lr * opt.state[params[n]]["momentum_buffer"]
@@ -467,6 +510,7 @@ def cmd_train(args):
         "optimizer": ({"type": args.update, "implementation": ("by hand from the LAMB paper's equations (class Lamb)" if kind is Lamb
                                           else "torch.optim." + kind.__name__),
                        "learning_rate": lr, "learning_rate_spec": lr_spec, **adam_hyper,
+                       "lr_schedule": args.lr_schedule, "learning_rates": rates,
                        "ipucc_flags": args.ipucc_flags,
                        "spec": adam_spec,
                        "hyperparameters": "as given" if args.exact_hyperparameters else "rounded to float32 like ipucc"}
@@ -474,6 +518,8 @@ def cmd_train(args):
                       {"type": "sgd", "form": "keras: v = m*v - lr*g; w += v",
                        "implementation": "by hand" if opt is None else "torch.optim.SGD",
                        "learning_rate": lr, "momentum": momentum,
+                       "lr_schedule": args.lr_schedule, "learning_rates": rates,
+                       **({"ipucc_flags": args.ipucc_flags} if args.lr_schedule else {}),
                        **({"dampening": sgd_hyper["dampening"], "nesterov": sgd_hyper["nesterov"],
                            "weight_decay": sgd_hyper["weight_decay"], "ipucc_flags": args.ipucc_flags}
                           if torch_sgd else {"ipucc_flags": args.ipucc_flags} if args.ipucc_flags else {}),
@@ -559,6 +605,8 @@ def main():
     t.add_argument("--out", required=True, help="fixture directory (checkpoint layout + reference.json)")
     t.add_argument("--learning-rate", type=float, help="override the spec (like ipucc --learning-rate)")
     t.add_argument("--momentum", type=float, help="override the spec (like ipucc --momentum)")
+    t.add_argument("--lr-schedule", help="a learning-rate schedule per update, as ipucc --lr-schedule takes it "
+                                        "(Keras's formulas; the rate rounded to float32 as ipucc streams it)")
     t.add_argument("--exact-hyperparameters", action="store_true",
                    help="use lr/momentum as given instead of their float32 roundings")
     t.add_argument("--optimizer", choices=("manual", "torch"), default="manual",

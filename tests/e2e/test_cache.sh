@@ -269,13 +269,16 @@ test_explain_names_the_fields_that_differ() {
       {"field": "option.batch_size", "stored": "16", "requested": "8"}]'
   # Inference does not use the training options: they read "unused" against a training entry.
   expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16 --mode infer --json
-  expect_json "$STDOUT" '[x["field"] for x in d["nearest"]["differences"]] == ["option.learning_rate", "option.loss",
-      "option.mode", "option.momentum", "option.optimizer"]'
+  expect_json "$STDOUT" '[x["field"] for x in d["nearest"]["differences"]] == ["option.hyper_parameters_read",
+      "option.loss", "option.mode", "option.optimizer"]'
   expect_json "$STDOUT" 'd["nearest"]["differences"][0]["requested"] == "unused"'
-  # Numbers read as a person writes them: the model's 0.01 against a requested 0.03.
+  # Hyper-parameter values are run-time values: another learning rate is the same entry, while
+  # momentum 0 is another program (no velocity), which explain names.
   expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16 --learning-rate 0.03
-  expect_stdout_contains "option.learning_rate"
-  expect_stdout_contains "stored 0.01, requested 0.03"
+  expect_stdout_contains "exact hit"
+  expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 16 --momentum 0
+  expect_stdout_contains "option.hyper_parameters_read"
+  expect_stdout_contains "stored learning_rate,momentum, requested learning_rate"
   expect_exit 0 "$IPUCC" cache explain "$MLP" "${SMALL[@]}" --batch-size 8 --arch mk1
   expect_stdout_contains "miss; nearest entry ${key16:0:16} differs in 2 fields"
   expect_stdout_contains "option.batch_size"

@@ -80,7 +80,7 @@ test_unbounded_work_is_refused_at_once() {
 
 test_unbounded_memory_is_refused_before_allocating() {
   compile_victims
-  expect_refused weight-2^28 mlp "tensor 59 'hostile/weight': holds 16777216 bytes on tile 0, more than its 638976"
+  expect_refused weight-2^28 mlp "tensor 60 'hostile/weight': holds 16777216 bytes on tile 0, more than its 638976"
   expect_refused source-onnx-1GiB gemm "source_onnx holds 1072693248 bytes, more than the model its tensors describe can"
   expect_refused source-onnx-1GiB mlp "implausible payload size"
   # 16 MiB of 2-byte empty messages parsed into a gigabyte of objects.

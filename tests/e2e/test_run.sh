@@ -36,7 +36,7 @@ test_train_json_summary() {
   expect_json "$out" 'd["executable"] == "mlp.ipuexe" and d["data"] == "synthetic:2048"'
   expect_json "$out" 'd["batch_size"] == 16 and d["steps_per_execution"] == 4'
   expect_json "$out" 'len(d["epochs"]) == 2 and [e["epoch"] for e in d["epochs"]] == [1, 2]'
-  expect_json "$out" 'all(set(e) == {"epoch", "loss", "accuracy", "steps", "samples", "seconds", "samples_per_second"} for e in d["epochs"])'
+  expect_json "$out" 'all(set(e) == {"epoch", "loss", "learning_rate", "accuracy", "steps", "samples", "seconds", "samples_per_second"} for e in d["epochs"])'
   expect_json "$out" 'all(e["steps"] == 16 and e["samples"] == 256 and e["seconds"] > 0 and e["samples_per_second"] > 0 for e in d["epochs"])'
   expect_json "$out" 'd["final"] == {"loss": d["epochs"][-1]["loss"], "accuracy": d["epochs"][-1]["accuracy"]}'
   expect_json "$out" 'd["samples_per_second"] > 0'

@@ -150,6 +150,36 @@ test_clipping_and_lamb_train_like_torch() {
   done
 }
 
+# Learning-rate schedules, streamed per update (docs/training.md), against float64 references with
+# Keras's schedule formulas: SGD with momentum under step decay (Keras's ExponentialDecay with
+# staircase; the Keras-form velocity by hand, since torch.optim.SGD scales its buffer by the current
+# rate where Keras and ipucc scale each gradient), and Adam with a cosine decay after a linear
+# warm-up (torch.optim.Adam given each step's rate, as LambdaLR would). The schedule starts at 0:
+# init/, written by a run without a schedule, holds no schedule position. Tolerances as the
+# constant-rate runs of the same optimizers (measured when written: see the printed errors).
+test_schedules_train_like_torch() {
+  local entry fixture flags weight_tol
+  for entry in sgd_step_decay:1e-6 adam_cosine_warmup:2e-4; do
+    fixture=$FIXTURE_DIR/mlp_functional_b16_${entry%%:*}
+    weight_tol=${entry#*:}
+    compile_and_init "$MODEL" "$fixture"
+    flags=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["optimizer"]["ipucc_flags"])' \
+      "$fixture/reference.json")
+    # shellcheck disable=SC2086 # the recorded flags, one word each
+    expect_exit 0 "$IPUCC" compile "$MODEL" --batch-size $BATCH $flags --no-cache -o scheduled.ipuexe
+    rm -rf trained
+    expect_exit 0 "$IPURUN" train scheduled.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
+      --step-log steps.json --save-weights trained --progress none
+    python3 -c '
+import json, sys
+want = json.load(open(sys.argv[1]))["optimizer"]["learning_rates"]
+got = json.load(open("steps.json"))["learning_rates"]
+assert got == want, (got, want)' "$fixture/reference.json" || fail "${entry%%:*}: the streamed rates are not the reference's"
+    echo "      ${entry%%:*} ($flags):" >&3
+    compare trained steps.json "$fixture" --weight-tol "$weight_tol" --loss-tol 2e-6
+  done
+}
+
 # The trick is sound: starting from init/ trains exactly like starting from the executable's own
 # initial weights (so the fixture, made from init/, describes what `ipurun train` does).
 test_init_trick_matches_builtin_init() {

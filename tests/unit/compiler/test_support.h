@@ -8,6 +8,7 @@
 
 #include "compiler/driver/compile.h"
 #include "runtime/engine/engine.h"
+#include "runtime/format/hyper_parameters.h"
 
 namespace ipu::testing {
 
@@ -31,9 +32,14 @@ inline StepOutputs run_step(engine::Engine& engine, const std::string& program,
   StepOutputs out;
   const auto& exe = engine.executable();
   engine::HostStreams streams;
+  // The optimizer's hyper-parameters are its compiled defaults, as a session streams them.
+  const format::HyperParameterValues hyper =
+      format::hyper_parameter_defaults(exe).value_or(format::HyperParameterValues{});
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> dst) -> Status {
     const std::string& name = exe.streams(static_cast<int>(stream)).name();
-    const void* src = name == "features" ? static_cast<const void*>(features.data()) : labels.data();
+    const void* src = name == "features"                       ? static_cast<const void*>(features.data())
+                      : name == format::kHyperParametersStream ? static_cast<const void*>(hyper.data())
+                                                               : labels.data();
     std::memcpy(dst.data(), src, dst.size());
     return Status();
   };

@@ -163,6 +163,34 @@ TEST_CASE("graph spec: a sequential spec parses with every attribute") {
   CHECK(spec.stages == std::vector<int>(5, 0));
 }
 
+TEST_CASE("graph spec: a learning rate may be a Keras schedule as Keras serialises it") {
+  const std::string layers = kFlatten + ", " + dense("out");
+  const ModelSpec spec = parse_ok(seq(layers, R"("optimizer": {"type": "adam", "learning_rate":
+      {"module": "keras.optimizers.schedules", "class_name": "CosineDecay", "registered_name": null,
+       "config": {"initial_learning_rate": 0.0, "decay_steps": 1000, "alpha": 0.0, "name": "CosineDecay",
+                  "warmup_target": 0.001, "warmup_steps": 100}}})"));
+  CHECK(spec.optimizer.learning_rate == 0.0f);
+  CHECK(spec.optimizer.learning_rate_schedule ==
+        "cosine:initial_learning_rate=0,decay_steps=1000,alpha=0,warmup_target=0.001,warmup_steps=100");
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": {"class_name":
+      "PiecewiseConstantDecay", "config": {"boundaries": [10, 20], "values": [0.1, 0.01, 0.001]}}})"))
+            .optimizer.learning_rate_schedule ==
+        "piecewise:boundaries=10/20,values=0.10000000000000001/0.01/0.001");
+  expect_problems(
+      seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": {"class_name": "InverseTimeDecay",
+      "config": {"initial_learning_rate": 0.1}}})"),
+      {"specs/model.json: optimizer: learning_rate: unsupported schedule \"InverseTimeDecay\""},
+      StatusCode::kUnsupported);
+  expect_problems(
+      seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": {"class_name": "ExponentialDecay",
+      "config": {"initial_learning_rate": 0.1, "decay_steps": 10}}})"),
+      {"optimizer: learning_rate: learning-rate schedule", "exponential needs decay_rate="});
+  expect_problems(
+      seq(layers, R"("optimizer": {"type": "sgd", "learning_rate": {"class_name": "PolynomialDecay",
+      "config": {"decay_steps": 10}}})"),
+      {"PolynomialDecay needs 'initial_learning_rate'"});
+}
+
 TEST_CASE("graph spec: a functional spec parses") {
   const ModelSpec spec = parse_ok(func(kFflatten + ", " + fnode("h", "flat", R"("activation": "sigmoid")") +
                                        ", " + fnode("out", "h", R"("activation": "none")")));

@@ -655,6 +655,66 @@ TEST_CASE("host contract: weights and optimizer state have names of their own") 
       "two weights or optimizer states are named 'b/momentum'");
 }
 
+TEST_CASE("host contract: the optimizer's hyper-parameters") {
+  // A stream of one row of slots into one tensor of them, and the names of those the optimizer reads.
+  auto hyper = [](Executable& e, int64_t elements = fmt::kHyperParameterCount) {
+    auto* s = e.add_streams();
+    s->set_name(std::string(fmt::kHyperParametersStream));
+    s->set_direction(Stream::HOST_TO_DEVICE);
+    s->set_dtype(fmt::FLOAT32);
+    s->add_shape(elements);
+    add_tensor(e, std::string(fmt::kHyperParametersTensor), fmt::FLOAT32, {elements}, 3)
+        ->set_role(fmt::HYPER_PARAMETERS);
+    e.add_hyper_parameters("learning_rate");
+  };
+  expect_contract_accepted([&](Executable& e) { hyper(e); });
+  expect_contract_accepted([&](Executable& e) {
+    hyper(e);
+    e.set_learning_rate_schedule("cosine:decay_steps=100");
+  });
+  expect_contract_rejected(
+      [&](Executable& e) { hyper(e, 4); },
+      "stream 'optimizer/hyper_parameters': must be float32 [8] (one value per hyper-parameter)");
+  expect_contract_rejected(
+      [&](Executable& e) {
+        hyper(e);
+        e.mutable_streams(2)->set_direction(Stream::DEVICE_TO_HOST);
+      },
+      "must carry the hyper-parameters to the device");
+  expect_contract_rejected(
+      [&](Executable& e) {
+        hyper(e);
+        e.mutable_tensors(e.tensors_size() - 1)->set_name("other");
+      },
+      "the hyper-parameters need both a stream 'optimizer/hyper_parameters' and one tensor");
+  expect_contract_rejected(
+      [&](Executable& e) {
+        hyper(e);
+        e.mutable_tensors(e.tensors_size() - 1)->set_initial_value(std::string(3, '\0'));
+      },
+      "its initial value is not 8 floats");
+  expect_contract_rejected(
+      [&](Executable& e) {
+        hyper(e);
+        e.add_hyper_parameters("loss_scale");
+      },
+      "hyper_parameters: unknown hyper-parameter 'loss_scale'");
+  expect_contract_rejected(
+      [&](Executable& e) {
+        hyper(e);
+        e.add_hyper_parameters("learning_rate");
+      },
+      "hyper_parameters: 'learning_rate' is named twice");
+  expect_contract_rejected([&](Executable& e) { e.add_hyper_parameters("momentum"); },
+                           "names hyper-parameters, but no stream carries them");
+  expect_contract_rejected(
+      [&](Executable& e) {
+        hyper(e);
+        e.set_learning_rate_schedule("cosine:decay_steps=0");
+      },
+      "decay_steps must be a number > 0");
+}
+
 TEST_CASE("host contract: model inputs and outputs match their streams") {
   auto both = [](Executable& e) {
     add_io(e, true, 0, {2, 4}, true);
@@ -898,27 +958,37 @@ TEST_CASE("engine load: losses and optimizers") {
         replace_vertex(e, kSparseCrossEntropy, {0, 2, 3}, {1, 8, 1});
       },
       "labels has 2 elements, parameters say 1");
-  // SgdMomentum: W, G[, V] of equal size.
-  expect_vertex_accepted([](Executable& e) {
-    replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8, 0}, {0.1f, 0.0f, 1.0f});
+  // The optimizers' hyper-parameters: their last operand, one float32 per slot.
+  auto hyper = [](Executable& e, int64_t elements = fmt::kHyperParameterCount) {
+    add_tensor(e, "optimizer/hyper_parameters", fmt::FLOAT32, {elements});
+    return static_cast<uint32_t>(e.tensors_size() - 1);
+  };
+  // SgdMomentum: W, G[, V] of equal size, then H.
+  expect_vertex_accepted([&](Executable& e) {
+    replace_vertex(e, kSgdMomentum, {0, 1, hyper(e)}, {0, 8, 0}, {1.0f});
   });
   expect_vertex_rejected(
-      [](Executable& e) {
-        replace_vertex(e, kSgdMomentum, {0, 1}, {0, 8, 0}, {0.1f});
+      [&](Executable& e) {
+        replace_vertex(e, kSgdMomentum, {0, 1, hyper(e)}, {0, 8, 0}, {0.1f, 0.9f, 1.0f});
       },
-      "expects 3 integer and 3 float parameters");
+      "expects 3 integer and 1 float parameters");
   expect_vertex_rejected(
-      [](Executable& e) {
+      [&](Executable& e) {
         add_tensor(e, "v", fmt::FLOAT32, {4});
-        replace_vertex(e, kSgdMomentum, {0, 1, 2}, {0, 8, 0}, {0.1f, 0.9f, 1.0f});
+        replace_vertex(e, kSgdMomentum, {0, 1, 2, hyper(e)}, {0, 8, 0}, {1.0f});
       },
-      "velocity size differs from the weight");
+      "gradient and state sizes differ from the weight");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        replace_vertex(e, kSgdMomentum, {0, 1, hyper(e, 4)}, {0, 8, 0}, {1.0f});
+      },
+      "the hyper-parameters must be 8 values, got 4");
   expect_vertex_rejected(
       [](Executable& e) {
-        replace_vertex(e, kSgdMomentum, {0}, {0, 8, 0}, {0.1f, 0.9f, 1.0f});
+        replace_vertex(e, kSgdMomentum, {0}, {0, 8, 0}, {1.0f});
       },
-      "expects 3 operands, got 1");
-  // Adam: W, G, M, V of equal size, distinct, and a one-element step count.
+      "expects 3 or 4 operands");
+  // Adam: W, G, M, V of equal size, distinct, a one-element step count, then H.
   auto adam_state = [](Executable& e, std::initializer_list<int64_t> step_shape) {
     add_tensor(e, "m", fmt::FLOAT32, {8});
     add_tensor(e, "v", fmt::FLOAT32, {8});
@@ -926,75 +996,81 @@ TEST_CASE("engine load: losses and optimizers") {
   };
   expect_vertex_accepted([&](Executable& e) {
     adam_state(e, {1});
-    replace_vertex(e, kAdam, {0, 1, 2, 3, 4}, {0, 8, 0, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+    replace_vertex(e, kAdam, {0, 1, 2, 3, 4, hyper(e)}, {0, 8, 0, 0}, {1.0f});
   });
   expect_vertex_rejected(
       [&](Executable& e) {
         adam_state(e, {8});
-        replace_vertex(e, kAdam, {0, 1, 2, 3, 4}, {0, 8, 0, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+        replace_vertex(e, kAdam, {0, 1, 2, 3, 4, hyper(e)}, {0, 8, 0, 0}, {1.0f});
       },
       "the step count must have one element");
   expect_vertex_rejected(
       [&](Executable& e) {
         adam_state(e, {1});
-        replace_vertex(e, kAdam, {0, 1, 2, 2, 4}, {0, 8, 0, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+        replace_vertex(e, kAdam, {0, 1, 2, 2, 4, hyper(e)}, {0, 8, 0, 0}, {1.0f});
       },
       "must be distinct tensors");
   expect_vertex_rejected(
       [&](Executable& e) {
         adam_state(e, {1});
-        replace_vertex(e, kAdam, {0, 1, 2, 3, 4}, {0, 8, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+        replace_vertex(e, kAdam, {0, 1, 2, 3, 4, hyper(e)}, {0, 8, 0}, {1.0f});
       },
-      "expects 4 integer and 6 float parameters");
+      "expects 4 integer and 1 float parameters");
+  expect_vertex_rejected(
+      [&](Executable& e) {
+        adam_state(e, {1});
+        replace_vertex(e, kAdam, {0, 1, 2, 3, 4}, {0, 8, 0, 0}, {1.0f});
+      },
+      "expects 6 operands, got 5");
   expect_vertex_accepted([&](Executable& e) {
     adam_state(e, {1});
     replace_vertex(e, kStepCount, {4}, {1});
   });
   expect_vertex_rejected([](Executable& e) { replace_vertex(e, kStepCount, {0}, {1}); },
                          "the step count must have one element");
-  // Sgd: the velocity only with momentum, the step count only with dampening too.
+  // Sgd: the velocity only with momentum state, the step count only with dampening too.
   expect_vertex_accepted([&](Executable& e) {
     adam_state(e, {1});
-    replace_vertex(e, kSgd, {0, 1, 2, 4}, {0, 8, 0, 1}, {0.1f, 0.9f, 0.5f, 0.01f, 1.0f});
+    replace_vertex(e, kSgd, {0, 1, 2, 4, hyper(e)}, {0, 8, 0, 1}, {1.0f});
   });
   expect_vertex_accepted([&](Executable& e) {
-    replace_vertex(e, kSgd, {0, 1}, {0, 8, 0, 0}, {0.1f, 0.0f, 0.0f, 0.01f, 1.0f});
+    replace_vertex(e, kSgd, {0, 1, hyper(e)}, {0, 8, 0, 0}, {1.0f});
   });
   expect_vertex_rejected(
       [&](Executable& e) {
         adam_state(e, {1});
-        replace_vertex(e, kSgd, {0, 1, 2}, {0, 8, 0, 0}, {0.1f, 0.9f, 0.5f, 0.0f, 1.0f});
+        replace_vertex(e, kSgd, {0, 1, 4, hyper(e)}, {0, 8, 0, 0}, {1.0f});
       },
-      "expects 4 operands, got 3");
+      "gradient and state sizes differ from the weight");
   // RmsProp: the momentum buffer and gradient average only when asked for.
   expect_vertex_accepted([&](Executable& e) {
     adam_state(e, {1});
-    replace_vertex(e, kRmsProp, {0, 1, 2, 3}, {0, 8, 0, 1}, {0.001f, 0.9f, 0.0f, 1e-7f, 0.0f, 1.0f});
+    replace_vertex(e, kRmsProp, {0, 1, 2, 3, hyper(e)}, {0, 8, 0, 1}, {1.0f});
   });
   expect_vertex_rejected(
       [&](Executable& e) {
         adam_state(e, {1});
-        replace_vertex(e, kRmsProp, {0, 1, 2, 4}, {0, 8, 0, 0}, {0.001f, 0.9f, 0.5f, 1e-7f, 0.0f, 1.0f});
+        replace_vertex(e, kRmsProp, {0, 1, 2, 4, hyper(e)}, {0, 8, 0, 0}, {1.0f});
       },
       "gradient and state sizes differ from the weight");
   expect_vertex_accepted([&](Executable& e) {
     adam_state(e, {1});
-    replace_vertex(e, kAdagrad, {0, 1, 2}, {0, 8, 0}, {0.001f, 1e-7f, 0.0f, 1.0f});
+    replace_vertex(e, kAdagrad, {0, 1, 2, hyper(e)}, {0, 8, 0}, {1.0f});
   });
   expect_vertex_rejected(
       [&](Executable& e) {
         adam_state(e, {1});
-        replace_vertex(e, kAdagrad, {0, 1, 1}, {0, 8, 0}, {0.001f, 1e-7f, 0.0f, 1.0f});
+        replace_vertex(e, kAdagrad, {0, 1, 1, hyper(e)}, {0, 8, 0}, {1.0f});
       },
       "must be distinct tensors");
   expect_vertex_accepted([&](Executable& e) {
     adam_state(e, {1});
-    replace_vertex(e, kAdaMax, {0, 1, 2, 3, 4}, {0, 8, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+    replace_vertex(e, kAdaMax, {0, 1, 2, 3, 4, hyper(e)}, {0, 8, 0}, {1.0f});
   });
   expect_vertex_rejected(
       [&](Executable& e) {
         adam_state(e, {8});
-        replace_vertex(e, kAdaMax, {0, 1, 2, 3, 4}, {0, 8, 0}, {0.001f, 0.9f, 0.999f, 1e-7f, 0.0f, 1.0f});
+        replace_vertex(e, kAdaMax, {0, 1, 2, 3, 4, hyper(e)}, {0, 8, 0}, {1.0f});
       },
       "the step count must have one element");
 }

@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/format/host_contract.h"
 #include "runtime/kernels/kernel.h"
 #include "tests/unit/runtime/kernels/kernel_test_support.h"
 
@@ -297,6 +298,16 @@ TEST_CASE("kernels: Activation and ActivationGrad for relu, sigmoid and tanh") {
   }
 }
 
+// The hyper-parameters operand of an optimizer vertex: runtime/format/host_contract.h's slots,
+// those not given 0.
+using H = ipu::format::HyperParameter;
+std::vector<float> hyper(std::initializer_list<std::pair<H::Index, float>> given) {
+  std::vector<float> values(ipu::format::kHyperParameterCount, 0.0f);
+  for (const auto& [slot, value] : given)
+    values[slot] = value;
+  return values;
+}
+
 // torch.optim.Adam / AdamW's step in double, the oracle of the Adam codelet (docs/training.md).
 void adam_reference(std::vector<double>& w, const std::vector<float>& g, double scale, std::vector<double>& m,
                     std::vector<double>& v, double t, double lr, double beta1, double beta2, double eps,
@@ -319,6 +330,11 @@ TEST_CASE("kernels: Adam and AdamW follow torch's equations, and StepCount advan
   const size_t n = 12;
   const auto w0 = values(n, 20), g = values(n, 21);
   const float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-7f, decay = 0.05f;
+  auto h = hyper({{H::kLearningRate, lr},
+                  {H::kBeta1, beta1},
+                  {H::kBeta2, beta2},
+                  {H::kEpsilon, eps},
+                  {H::kWeightDecay, decay}});
   for (int decoupled = 0; decoupled < 2; ++decoupled) {
     CAPTURE(decoupled);
     std::vector<float> w = w0, m(n, 0.0f), v(n, 0.0f), step = {0.0f};
@@ -326,8 +342,9 @@ TEST_CASE("kernels: Adam and AdamW follow torch's equations, and StepCount advan
     // Three updates, each split over two vertices that read the same step, then StepCount.
     for (int t = 1; t <= 3; ++t) {
       for (int64_t half = 0; half < 2; ++half) {
-        run(vertex(Codelet::kAdam, {w.data(), const_cast<float*>(g.data()), m.data(), v.data(), step.data()},
-                   {half * 6, half * 6 + 6, 0, decoupled}, {lr, beta1, beta2, eps, decay, 1.0f}));
+        run(vertex(Codelet::kAdam,
+                   {w.data(), const_cast<float*>(g.data()), m.data(), v.data(), step.data(), h.data()},
+                   {half * 6, half * 6 + 6, 0, decoupled}, {1.0f}));
       }
       run(vertex(Codelet::kStepCount, {step.data()}, {1}));
       adam_reference(want_w, g, 1.0, want_m, want_v, t, lr, beta1, beta2, eps, decay, decoupled != 0);
@@ -339,8 +356,9 @@ TEST_CASE("kernels: Adam and AdamW follow torch's equations, and StepCount advan
   }
   SUBCASE("from an accumulator: the gradient is scaled, then cleared on the vertex's range") {
     std::vector<float> w = w0, acc = g, m(n, 0.0f), v(n, 0.0f), step = {4.0f};
-    run(vertex(Codelet::kAdam, {w.data(), acc.data(), m.data(), v.data(), step.data()}, {3, 7, 1, 0},
-               {lr, beta1, beta2, eps, 0.0f, 0.25f}));
+    h[H::kWeightDecay] = 0.0f;
+    run(vertex(Codelet::kAdam, {w.data(), acc.data(), m.data(), v.data(), step.data(), h.data()},
+               {3, 7, 1, 0}, {0.25f}));
     std::vector<double> want_w(w0.begin(), w0.end()), want_m(n, 0.0), want_v(n, 0.0);
     adam_reference(want_w, g, 0.25, want_m, want_v, 5, lr, beta1, beta2, eps, 0.0, false);
     for (size_t i = 0; i < n; ++i) {
@@ -377,12 +395,16 @@ TEST_CASE("kernels: Sgd follows torch.optim.SGD with dampening, Nesterov and wei
     CAPTURE(c.nesterov);
     std::vector<float> w = w0, velocity(n, 0.0f), step = {0.0f};
     std::vector<double> want_w(w0.begin(), w0.end()), want_b(n, 0.0);
+    auto h = hyper({{H::kLearningRate, lr},
+                    {H::kMomentum, momentum},
+                    {H::kDampening, c.dampening},
+                    {H::kWeightDecay, decay}});
     std::vector<void*> operands = {w.data(), const_cast<float*>(g.data()), velocity.data()};
     if (c.dampening != 0.0f) operands.push_back(step.data());
+    operands.push_back(h.data());
     for (int t = 1; t <= 3; ++t) {
       for (int64_t half = 0; half < 2; ++half) {
-        run(vertex(Codelet::kSgd, operands, {half * 6, half * 6 + 6, 0, c.nesterov},
-                   {lr, momentum, c.dampening, decay, 1.0f}));
+        run(vertex(Codelet::kSgd, operands, {half * 6, half * 6 + 6, 0, c.nesterov}, {1.0f}));
       }
       if (c.dampening != 0.0f) run(vertex(Codelet::kStepCount, {step.data()}, {1}));
       sgd_reference(want_w, g, want_b, t, lr, momentum, c.dampening, decay, c.nesterov != 0);
@@ -395,8 +417,8 @@ TEST_CASE("kernels: Sgd follows torch.optim.SGD with dampening, Nesterov and wei
   }
   SUBCASE("without momentum: weight decay alone, no state") {
     std::vector<float> w = w0;
-    run(vertex(Codelet::kSgd, {w.data(), const_cast<float*>(g.data())}, {0, 12, 0, 0},
-               {lr, 0.0f, 0.0f, decay, 1.0f}));
+    auto h = hyper({{H::kLearningRate, lr}, {H::kWeightDecay, decay}});
+    run(vertex(Codelet::kSgd, {w.data(), const_cast<float*>(g.data()), h.data()}, {0, 12, 0, 0}, {1.0f}));
     std::vector<double> want_w(w0.begin(), w0.end()), unused(n, 0.0);
     sgd_reference(want_w, g, unused, 1, lr, 0.0, 0.0, decay, false);
     check_close(w, want_w);
@@ -439,8 +461,14 @@ TEST_CASE("kernels: RmsProp follows torch.optim.RMSprop, plain, with momentum an
       std::vector<void*> operands = {w.data(), const_cast<float*>(g.data()), square.data()};
       if (momentum != 0.0f) operands.push_back(buffer.data());
       if (centered != 0) operands.push_back(mean.data());
+      auto h = hyper({{H::kLearningRate, lr},
+                      {H::kRho, rho},
+                      {H::kMomentum, momentum},
+                      {H::kEpsilon, eps},
+                      {H::kWeightDecay, decay}});
+      operands.push_back(h.data());
       for (int t = 1; t <= 3; ++t) {
-        run(vertex(Codelet::kRmsProp, operands, {0, 12, 0, centered}, {lr, rho, momentum, eps, decay, 1.0f}));
+        run(vertex(Codelet::kRmsProp, operands, {0, 12, 0, centered}, {1.0f}));
         rms_prop_reference(want_w, g, want_square, want_buffer, want_mean, lr, rho, momentum, eps, decay,
                            centered != 0);
       }
@@ -454,12 +482,17 @@ TEST_CASE("kernels: Adagrad and AdaMax follow torch's equations") {
   const size_t n = 12;
   const auto w0 = values(n, 50), g = values(n, 51);
   const float lr = 0.01f, eps = 1e-7f, decay = 0.01f, beta1 = 0.9f, beta2 = 0.999f;
+  auto h = hyper({{H::kLearningRate, lr},
+                  {H::kBeta1, beta1},
+                  {H::kBeta2, beta2},
+                  {H::kEpsilon, eps},
+                  {H::kWeightDecay, decay}});
   SUBCASE("Adagrad: a sum of squares from the initial accumulator value") {
     std::vector<float> w = w0, sum(n, 0.1f);
     std::vector<double> want_w(w0.begin(), w0.end()), want_sum(n, 0.1);
     for (int t = 1; t <= 3; ++t) {
-      run(vertex(Codelet::kAdagrad, {w.data(), const_cast<float*>(g.data()), sum.data()}, {0, 12, 0},
-                 {lr, eps, decay, 1.0f}));
+      run(vertex(Codelet::kAdagrad, {w.data(), const_cast<float*>(g.data()), sum.data(), h.data()},
+                 {0, 12, 0}, {1.0f}));
       for (size_t i = 0; i < n; ++i) {
         const double grad = g[i] + decay * want_w[i];
         want_sum[i] += grad * grad;
@@ -475,8 +508,8 @@ TEST_CASE("kernels: Adagrad and AdaMax follow torch's equations") {
     for (int t = 1; t <= 3; ++t) {
       for (int64_t half = 0; half < 2; ++half) {
         run(vertex(Codelet::kAdaMax,
-                   {w.data(), const_cast<float*>(g.data()), m.data(), u.data(), step.data()},
-                   {half * 6, half * 6 + 6, 0}, {lr, beta1, beta2, eps, decay, 1.0f}));
+                   {w.data(), const_cast<float*>(g.data()), m.data(), u.data(), step.data(), h.data()},
+                   {half * 6, half * 6 + 6, 0}, {1.0f}));
       }
       run(vertex(Codelet::kStepCount, {step.data()}, {1}));
       for (size_t i = 0; i < n; ++i) {
@@ -497,10 +530,10 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
   const size_t n = 12;
   const auto w0 = values(n, 10), g = values(n, 11), v0 = values(n, 12);
   const float lr = 0.05f, momentum = 0.9f;
+  auto h = hyper({{H::kLearningRate, lr}, {H::kMomentum, momentum}});
   SUBCASE("plain SGD: W -= lr * G on its range only") {
     std::vector<float> w = w0;
-    run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data())}, {2, 9, 0},
-               {lr, momentum, 1.0f}));
+    run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), h.data()}, {2, 9, 0}, {1.0f}));
     for (size_t i = 0; i < n; ++i) {
       if (i >= 2 && i < 9) {
         CHECK(close(w[i], static_cast<double>(w0[i]) - static_cast<double>(lr) * g[i]));
@@ -513,10 +546,10 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
     std::vector<float> w = w0, v = v0;
     std::vector<double> want_w(w0.begin(), w0.end()), want_v(v0.begin(), v0.end());
     for (int step = 0; step < 2; ++step) {
-      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {0, 6, 0},
-                 {lr, momentum, 1.0f}));
-      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data()}, {6, 12, 0},
-                 {lr, momentum, 1.0f}));
+      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data(), h.data()},
+                 {0, 6, 0}, {1.0f}));
+      run(vertex(Codelet::kSgdMomentum, {w.data(), const_cast<float*>(g.data()), v.data(), h.data()},
+                 {6, 12, 0}, {1.0f}));
       for (size_t i = 0; i < n; ++i) {
         want_v[i] = static_cast<double>(momentum) * want_v[i] - static_cast<double>(lr) * g[i];
         want_w[i] += want_v[i];
@@ -527,7 +560,7 @@ TEST_CASE("kernels: SgdMomentum with and without velocity") {
   }
   SUBCASE("from an accumulator: the gradient is scaled, then cleared on the vertex's range") {
     std::vector<float> w = w0, acc = g;
-    run(vertex(Codelet::kSgdMomentum, {w.data(), acc.data()}, {3, 7, 1}, {lr, 0.0f, 0.25f}));
+    run(vertex(Codelet::kSgdMomentum, {w.data(), acc.data(), h.data()}, {3, 7, 1}, {0.25f}));
     for (size_t i = 0; i < n; ++i) {
       const bool in_range = i >= 3 && i < 7;
       CHECK(
@@ -876,21 +909,28 @@ TEST_CASE("try_merge: adjacent ranges merge; gaps, reversed order and other diff
   }
   SUBCASE("different float parameters") {
     const auto& sgd = kernel(Codelet::kSgdMomentum);
-    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {0, 4, 0}, {0.1f, 0.9f, 1.0f});
-    CHECK_FALSE(try_merge(
-        sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.2f, 0.9f, 1.0f})));
-    CHECK_FALSE(try_merge(
-        sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.1f, 0.8f, 1.0f})));
+    auto h = hyper({{H::kLearningRate, 0.1f}, {H::kMomentum, 0.9f}});
+    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data(), h.data()}, {0, 4, 0}, {1.0f});
+    CHECK_FALSE(try_merge(sgd, into,
+                          vertex(Codelet::kSgdMomentum, {x.data(), y.data(), h.data()}, {4, 8, 0}, {0.5f})));
     CHECK(try_merge(sgd, into,
-                    vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {4, 8, 0}, {0.1f, 0.9f, 1.0f})));
+                    vertex(Codelet::kSgdMomentum, {x.data(), y.data(), h.data()}, {4, 8, 0}, {1.0f})));
+  }
+  SUBCASE("different hyper-parameter tensors") {
+    const auto& sgd = kernel(Codelet::kSgdMomentum);
+    auto h = hyper({{H::kLearningRate, 0.1f}}), other = h;
+    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data(), h.data()}, {0, 4, 0}, {1.0f});
+    CHECK_FALSE(try_merge(
+        sgd, into, vertex(Codelet::kSgdMomentum, {x.data(), y.data(), other.data()}, {4, 8, 0}, {1.0f})));
   }
   SUBCASE("with and without velocity") {
     const auto& sgd = kernel(Codelet::kSgdMomentum);
     std::vector<float> v(16);
-    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data()}, {0, 4, 0}, {0.1f, 0.9f, 1.0f});
+    auto h = hyper({{H::kLearningRate, 0.1f}, {H::kMomentum, 0.9f}});
+    PreparedVertex into = vertex(Codelet::kSgdMomentum, {x.data(), y.data(), h.data()}, {0, 4, 0}, {1.0f});
     CHECK_FALSE(try_merge(
         sgd, into,
-        vertex(Codelet::kSgdMomentum, {x.data(), y.data(), v.data()}, {4, 8, 0}, {0.1f, 0.9f, 1.0f})));
+        vertex(Codelet::kSgdMomentum, {x.data(), y.data(), v.data(), h.data()}, {4, 8, 0}, {1.0f})));
   }
   SUBCASE("kernels without a work range never merge") {
     int32_t labels[2] = {0, 1};
@@ -1029,12 +1069,13 @@ TEST_CASE("try_merge: a merged vertex computes exactly what the two did") {
     }
     check_merge_equivalent(vertex(Codelet::kColumnSum, {x.data(), col.data()}, {M, C, 0, 2}),
                            vertex(Codelet::kColumnSum, {x.data(), col.data()}, {M, C, 2, 6}), reset, all);
+    auto h = hyper({{H::kLearningRate, 0.1f}, {H::kMomentum, 0.9f}});
+    check_merge_equivalent(vertex(Codelet::kSgdMomentum, {x.data(), g.data(), h.data()}, {0, 5, 0}, {1.0f}),
+                           vertex(Codelet::kSgdMomentum, {x.data(), g.data(), h.data()}, {5, 20, 0}, {1.0f}),
+                           reset, all);
     check_merge_equivalent(
-        vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {0, 5, 0}, {0.1f, 0.0f, 1.0f}),
-        vertex(Codelet::kSgdMomentum, {x.data(), g.data()}, {5, 20, 0}, {0.1f, 0.0f, 1.0f}), reset, all);
-    check_merge_equivalent(
-        vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {2, 5, 0}, {0.1f, 0.9f, 1.0f}),
-        vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data()}, {5, 24, 0}, {0.1f, 0.9f, 1.0f}), reset,
+        vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data(), h.data()}, {2, 5, 0}, {1.0f}),
+        vertex(Codelet::kSgdMomentum, {x.data(), g.data(), v.data(), h.data()}, {5, 24, 0}, {1.0f}), reset,
         all);
   }
 }
