@@ -72,14 +72,15 @@ ProgressStyle progress_style(const RunFlags& f) {
   return default_progress_style();
 }
 
+// "accuracy" is left out where the loss counts no correct predictions (the regression losses).
 nlohmann::json epoch_json(const session::EpochResult& r) {
-  return {{"epoch", r.epoch},
-          {"loss", r.loss},
-          {"accuracy", r.accuracy},
-          {"steps", r.steps},
-          {"samples", r.samples},
-          {"seconds", r.seconds},
-          {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
+  nlohmann::json out = {{"epoch", r.epoch}, {"loss", r.loss}};
+  if (r.accuracy) out["accuracy"] = *r.accuracy;
+  out["steps"] = r.steps;
+  out["samples"] = r.samples;
+  out["seconds"] = r.seconds;
+  out["samples_per_second"] = static_cast<double>(r.samples) / r.seconds;
+  return out;
 }
 
 struct Loaded {
@@ -294,10 +295,10 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   if (!f.history.empty()) {
     nlohmann::json history = json_document(kToolName, "history");
     history["loss"] = nlohmann::json::array();
-    history["accuracy"] = nlohmann::json::array();
+    if (results->front().accuracy) history["accuracy"] = nlohmann::json::array();
     for (const auto& r : *results) {
       history["loss"].push_back(r.loss);
-      history["accuracy"].push_back(r.accuracy);
+      if (r.accuracy) history["accuracy"].push_back(*r.accuracy);
     }
     history["epochs"] = epochs;
     if (int code = write_json_file(f.history, history)) return code;
@@ -318,7 +319,8 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     out["instances"] = instances;
     out["replicas_per_instance"] = format::replica_count(loaded.session->executable()) / instances;
     out["epochs"] = epochs;
-    out["final"] = {{"loss", results->back().loss}, {"accuracy", results->back().accuracy}};
+    out["final"] = {{"loss", results->back().loss}};
+    if (results->back().accuracy) out["final"]["accuracy"] = *results->back().accuracy;
     double samples = 0, seconds = 0;
     for (const auto& r : *results) {
       samples += static_cast<double>(r.samples);
@@ -341,13 +343,15 @@ int run_evaluate(const RunFlags& f, collectives::Collectives* job) {
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
     out["loss"] = result->loss;
-    out["accuracy"] = result->accuracy;
+    if (result->accuracy) out["accuracy"] = *result->accuracy;
     out["samples"] = result->samples;
     out["seconds"] = result->seconds;
     out["samples_per_second"] = static_cast<double>(result->samples) / result->seconds;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("loss: %.4f - accuracy: %.4f (%lld samples)\n", result->loss, result->accuracy,
+    const std::string accuracy =
+        result->accuracy ? " - accuracy: " + format_metric(*result->accuracy) : std::string();
+    std::printf("loss: %.4f%s (%lld samples)\n", result->loss, accuracy.c_str(),
                 static_cast<long long>(result->samples));
   }
   return kExitOk;

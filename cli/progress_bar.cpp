@@ -13,17 +13,30 @@ ProgressStyle default_progress_style() {
 
 namespace {
 
+// "loss: 0.1234 - accuracy: 0.5678" with the prefix on each name; no accuracy where the loss
+// counts no correct predictions.
+std::string metrics_text(const session::Progress& p, const std::string& prefix) {
+  std::string text = prefix + "loss: " + format_metric(p.loss);
+  if (p.accuracy) text += " - " + prefix + "accuracy: " + format_metric(*p.accuracy);
+  return text;
+}
+
 std::string plain_line(const session::Progress& p, const std::string& prefix) {
   const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
   char line[256];
-  std::snprintf(line, sizeof line,
-                "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f\n",
-                p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds,
-                per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
+  std::snprintf(line, sizeof line, "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %s\n", p.epoch,
+                p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds,
+                per_step_ms, metrics_text(p, prefix).c_str());
   return line;
 }
 
 } // namespace
+
+std::string format_metric(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4f", value);
+  return text;
+}
 
 session::ProgressFn make_progress_log(std::string& log) {
   return [&log](const session::Progress& p) {
@@ -50,9 +63,9 @@ session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefi
     std::string bar(static_cast<size_t>(filled), '=');
     if (filled < kWidth) bar += '>';
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f",
-                 p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps),
-                 bar.c_str(), p.seconds, per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
+    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %s", p.epoch, p.epochs,
+                 static_cast<long long>(p.step), static_cast<long long>(p.steps), bar.c_str(), p.seconds,
+                 per_step_ms, metrics_text(p, prefix).c_str());
     if (p.epoch_done) std::fputc('\n', stderr);
     std::fflush(stderr);
   };

@@ -68,8 +68,8 @@ Status validate_options(const CompileOptions& o) {
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return bad_option("--gradient-accumulation applies to training only (--mode infer)");
   }
-  if (o.loss && *o.loss != "sparse_categorical_crossentropy") {
-    return bad_option("--loss must be sparse_categorical_crossentropy, got '" + *o.loss + "'");
+  if (o.loss && !passes::loss_kind(*o.loss)) {
+    return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + *o.loss + "'");
   }
   if (o.optimizer && !passes::optimizer_kind(*o.optimizer)) return unknown_optimizer(*o.optimizer);
   if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
@@ -161,8 +161,8 @@ template <typename Loaded>
 StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint64_t bytes_per_tile) {
   if (loaded.is_onnx()) {
     if (options.mode == Mode::kTrain && !options.loss) {
-      return bad_option(options.model_path + ": an ONNX model has no loss; give --loss "
-                                             "sparse_categorical_crossentropy to train it, or --mode infer");
+      return bad_option(options.model_path + ": an ONNX model has no loss; give --loss (" +
+                        passes::loss_names() + ") to train it, or --mode infer");
     }
   } else if (!options.constant_inputs.empty()) {
     return bad_option(options.model_path + ": --constant-input applies to ONNX models only");
@@ -173,6 +173,14 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
                                      options.mode == Mode::kTrain, options.constant_inputs, bytes_per_tile};
   IPU_ASSIGN_OR_RETURN(model.forward, std::forward<Loaded>(loaded).forward_graph(import));
   model.loss = training.loss;
+  // --loss replaces the model's loss, keeping its from_logits (the output is the same) and delta.
+  if (options.loss) {
+    const std::optional<passes::LossKind> kind = passes::loss_kind(*options.loss);
+    if (!kind)
+      return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + *options.loss +
+                        "'");
+    model.loss.kind = *kind;
+  }
   // Inference builds no update: its training flags are ignored, as its cache key ignores them.
   if (options.mode == Mode::kTrain) {
     IPU_ASSIGN_OR_RETURN(model.optimizer, with_overrides(training.optimizer, options));
@@ -377,7 +385,13 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     // Options the compile will refuse leave the model's optimizer in the key: no entry is stored.
     const StatusOr<passes::OptimizerConfig> overridden = with_overrides(training.optimizer, o);
     const passes::OptimizerConfig optimizer = overridden.ok() ? *overridden : training.optimizer;
-    out.emplace_back("loss", o.loss.value_or(training.loss_name.empty() ? "none" : training.loss_name));
+    // The loss's arguments (from_logits, delta) come from the model text, which the key covers;
+    // an ONNX model's loss is always from logits. Aliases ("mse") key as the name they stand for.
+    const std::optional<passes::LossKind> flag_loss = o.loss ? passes::loss_kind(*o.loss) : std::nullopt;
+    out.emplace_back("loss", flag_loss                    ? passes::loss_name(*flag_loss)
+                             : o.loss                     ? *o.loss
+                             : training.loss_name.empty() ? "none"
+                                                          : training.loss_name);
     out.emplace_back("optimizer", passes::optimizer_name(optimizer.kind));
     out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
     out.emplace_back("momentum", float_key(optimizer.momentum));

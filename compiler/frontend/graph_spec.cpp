@@ -344,19 +344,37 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
                        : loss.is_object() && loss.contains("type") && loss["type"].is_string()
                            ? loss["type"].get<std::string>()
                            : "";
+    const std::optional<passes::LossKind> kind = passes::loss_kind(type);
     if (type.empty()) {
       problems.add("loss", "must be a loss name or {\"type\": NAME, ...}, got " + describe(loss));
-    } else if (type != "sparse_categorical_crossentropy") {
-      problems.add_unsupported("loss", "unsupported loss " + describe(json(type)) +
-                                           " (ipucc trains with sparse_categorical_crossentropy)");
-    }
-    if (loss.is_object() && loss.contains("from_logits")) {
-      if (!loss["from_logits"].is_boolean())
-        problems.add("loss", "'from_logits' must be true or false");
-      else
-        spec.loss.from_logits = loss["from_logits"].get<bool>();
+    } else if (!kind) {
+      problems.add_unsupported("loss", "unsupported loss " + describe(json(type)) + " (ipucc trains with " +
+                                           passes::loss_names() + ")");
     } else {
+      spec.loss.kind = *kind;
       spec.loss.from_logits = false; // Keras's default
+      // Keras's arguments of each loss; any other is refused rather than ignored.
+      std::set<std::string> known = {"type"};
+      if (passes::loss_has_from_logits(*kind)) known.insert("from_logits");
+      if (*kind == passes::LossKind::kHuber) known.insert("delta");
+      if (loss.is_object()) {
+        for (const auto& [key, value] : loss.items()) {
+          if (known.count(key) == 0) problems.add("loss", "unknown argument '" + key + "' for " + type);
+        }
+        if (loss.contains("from_logits") && known.count("from_logits") > 0) {
+          if (!loss["from_logits"].is_boolean())
+            problems.add("loss", "'from_logits' must be true or false");
+          else
+            spec.loss.from_logits = loss["from_logits"].get<bool>();
+        }
+        if (loss.contains("delta") && known.count("delta") > 0) {
+          const json& delta = loss["delta"];
+          if (!delta.is_number() || !(delta.get<double>() > 0) || !std::isfinite(delta.get<float>()))
+            problems.add("loss", "'delta' must be a positive number");
+          else
+            spec.loss.delta = delta.get<float>();
+        }
+      }
     }
   }
   if (j.contains("optimizer")) {

@@ -36,6 +36,13 @@ struct CrossEntropyAttrs {
   bool from_logits = true;
 };
 
+// DenseLoss, DenseLossGrad and DenseCorrect: a Keras loss on float labels.
+struct DenseLossAttrs {
+  format::LossKind kind = format::LossKind::kCategoricalCrossEntropy;
+  bool from_logits = false; // the cross-entropies
+  float delta = 1.0f;       // Huber
+};
+
 // ActivationGrad: which activation's derivative, given its output.
 struct ActivationGradAttrs {
   format::ActivationKind activation = format::ActivationKind::kRelu;
@@ -175,7 +182,7 @@ using OpAttrs =
     std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
                  AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs, UnaryAttrs, BinaryAttrs,
                  StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs,
-                 ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs>;
+                 ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs, DenseLossAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
 template <class T, class V = OpAttrs> struct AttrsIndex;

@@ -221,13 +221,16 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   if (train) {
     streams.labels = ctx.tensor(io.loss->labels);
     streams.loss = ctx.tensor(io.loss->loss);
-    streams.correct = ctx.tensor(io.loss->correct);
+    streams.counts_correct = io.loss->correct >= 0;
     streams.labels_stream =
         programs.stream(std::string(format::kLabelsStream), format::Stream::HOST_TO_DEVICE, streams.labels);
     streams.loss_stream =
         programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
-    streams.correct_stream =
-        programs.stream(std::string(format::kCorrectStream), format::Stream::DEVICE_TO_HOST, streams.correct);
+    if (streams.counts_correct) {
+      streams.correct = ctx.tensor(io.loss->correct);
+      streams.correct_stream = programs.stream(std::string(format::kCorrectStream),
+                                               format::Stream::DEVICE_TO_HOST, streams.correct);
+    }
     auto step_with = [&](bool backward) {
       format::Sequence step;
       ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
@@ -236,7 +239,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       if (backward) ProgramBuilder::execute(step, all_stages(&StageComputeSets::backward));
       if (backward && accumulators.empty()) ProgramBuilder::execute(step, update);
       ProgramBuilder::stream_out(step, streams.loss_stream, streams.loss);
-      ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
+      if (streams.counts_correct) ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
       return step;
     };
     if (S > 1) {

@@ -24,6 +24,7 @@ struct StepStreams {
   uint32_t labels_stream = 0, labels = 0;
   uint32_t loss_stream = 0, loss = 0;
   uint32_t correct_stream = 0, correct = 0;
+  bool counts_correct = false; // the regression losses have no count of correct predictions
 };
 
 // Fills `estimate` (slots with the cycles of each pass, busy cycles per stage, stash bytes per

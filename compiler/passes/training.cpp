@@ -43,26 +43,99 @@ OptimizerConfig default_optimizer(OptimizerKind kind) {
   return config;
 }
 
+std::optional<LossKind> loss_kind(const std::string& name) {
+  if (name == "sparse_categorical_crossentropy") return LossKind::kSparseCategoricalCrossEntropy;
+  if (name == "categorical_crossentropy") return LossKind::kCategoricalCrossEntropy;
+  if (name == "binary_crossentropy") return LossKind::kBinaryCrossEntropy;
+  if (name == "mean_squared_error" || name == "mse") return LossKind::kMeanSquaredError;
+  if (name == "mean_absolute_error" || name == "mae") return LossKind::kMeanAbsoluteError;
+  if (name == "huber") return LossKind::kHuber;
+  return std::nullopt;
+}
+
+const char* loss_name(LossKind kind) {
+  switch (kind) {
+  case LossKind::kSparseCategoricalCrossEntropy:
+    return "sparse_categorical_crossentropy";
+  case LossKind::kCategoricalCrossEntropy:
+    return "categorical_crossentropy";
+  case LossKind::kBinaryCrossEntropy:
+    return "binary_crossentropy";
+  case LossKind::kMeanSquaredError:
+    return "mean_squared_error";
+  case LossKind::kMeanAbsoluteError:
+    return "mean_absolute_error";
+  case LossKind::kHuber:
+    return "huber";
+  }
+  return "?";
+}
+
+const char* loss_names() {
+  return "sparse_categorical_crossentropy, categorical_crossentropy, binary_crossentropy, "
+         "mean_squared_error (mse), mean_absolute_error (mae) or huber";
+}
+
+bool loss_has_from_logits(LossKind kind) {
+  return kind == LossKind::kSparseCategoricalCrossEntropy || kind == LossKind::kCategoricalCrossEntropy ||
+         kind == LossKind::kBinaryCrossEntropy;
+}
+
+namespace {
+
+format::LossKind dense_loss_kind(LossKind kind) {
+  switch (kind) {
+  case LossKind::kBinaryCrossEntropy:
+    return format::LossKind::kBinaryCrossEntropy;
+  case LossKind::kMeanSquaredError:
+    return format::LossKind::kMeanSquaredError;
+  case LossKind::kMeanAbsoluteError:
+    return format::LossKind::kMeanAbsoluteError;
+  case LossKind::kHuber:
+    return format::LossKind::kHuber;
+  default:
+    return format::LossKind::kCategoricalCrossEntropy;
+  }
+}
+
+} // namespace
+
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config) {
   const ir::TensorType& type = graph.value(scores).type;
+  const bool sparse = config.kind == LossKind::kSparseCategoricalCrossEntropy;
   if (type.shape.size() != 2) {
-    return invalid_argument("the model output '" + graph.value(scores).name +
-                            "' must be [batch, classes] for sparse categorical cross-entropy, got " +
-                            type.to_string());
+    return invalid_argument("the model output '" + graph.value(scores).name + "' must be " +
+                            (sparse ? "[batch, classes]" : "[batch, outputs]") + " for " +
+                            loss_name(config.kind) + ", got " + type.to_string());
   }
   LossValues out;
   const int stage = graph.value(scores).stage;
-  out.labels = graph.add_value("labels", {ir::DType::kInt32, {type.shape[0]}}, ir::Role::kLabel);
+  const ir::TensorType labels_type = sparse ? ir::TensorType{ir::DType::kInt32, {type.shape[0]}} : type;
+  out.labels = graph.add_value("labels", labels_type, ir::Role::kLabel);
   graph.value(out.labels).stage = stage;
-  ir::CrossEntropyAttrs attrs;
-  attrs.from_logits = config.from_logits;
-  IPU_ASSIGN_OR_RETURN(int loss_op, graph.add_op(ir::OpKind::kSparseCrossEntropy, "loss",
-                                                 {scores, out.labels}, attrs, ir::Phase::kLoss, stage));
-  out.loss = graph.op(loss_op).outputs[0];
-  IPU_ASSIGN_OR_RETURN(int correct_op, graph.add_op(ir::OpKind::kCountCorrect, "correct",
-                                                    {scores, out.labels}, {}, ir::Phase::kLoss, stage));
-  out.correct = graph.op(correct_op).outputs[0];
-  graph.value(out.correct).role = ir::Role::kMetric;
+  auto add_scalar = [&](ir::OpKind kind, const char* name, const ir::OpAttrs& attrs) -> StatusOr<int> {
+    IPU_ASSIGN_OR_RETURN(int op,
+                         graph.add_op(kind, name, {scores, out.labels}, attrs, ir::Phase::kLoss, stage));
+    return graph.op(op).outputs[0];
+  };
+  const bool counts_correct = sparse || config.kind == LossKind::kCategoricalCrossEntropy ||
+                              config.kind == LossKind::kBinaryCrossEntropy;
+  if (sparse) {
+    ir::CrossEntropyAttrs attrs;
+    attrs.from_logits = config.from_logits;
+    IPU_ASSIGN_OR_RETURN(out.loss, add_scalar(ir::OpKind::kSparseCrossEntropy, "loss", attrs));
+    IPU_ASSIGN_OR_RETURN(out.correct, add_scalar(ir::OpKind::kCountCorrect, "correct", ir::NoAttrs{}));
+  } else {
+    ir::DenseLossAttrs attrs;
+    attrs.kind = dense_loss_kind(config.kind);
+    attrs.from_logits = loss_has_from_logits(config.kind) && config.from_logits;
+    attrs.delta = config.delta;
+    IPU_ASSIGN_OR_RETURN(out.loss, add_scalar(ir::OpKind::kDenseLoss, "loss", attrs));
+    if (counts_correct) {
+      IPU_ASSIGN_OR_RETURN(out.correct, add_scalar(ir::OpKind::kDenseCorrect, "correct", attrs));
+    }
+  }
+  if (out.correct >= 0) graph.value(out.correct).role = ir::Role::kMetric;
   return out;
 }
 

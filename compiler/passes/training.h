@@ -9,8 +9,31 @@
 
 namespace ipu::passes {
 
+// The losses, by Keras's names (docs/training.md). Sparse categorical cross-entropy takes class
+// indices as labels; the others float labels shaped like the model's output.
+enum class LossKind {
+  kSparseCategoricalCrossEntropy,
+  kCategoricalCrossEntropy,
+  kBinaryCrossEntropy,
+  kMeanSquaredError,
+  kMeanAbsoluteError,
+  kHuber,
+};
+
+// "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
+// "mean_squared_error" (or "mse"), "mean_absolute_error" (or "mae") and "huber"; nullopt for any
+// other.
+std::optional<LossKind> loss_kind(const std::string& name);
+const char* loss_name(LossKind kind);
+// The names loss_kind accepts, for messages: "sparse_categorical_crossentropy, ..., huber".
+const char* loss_names();
+// Whether Keras's loss of this kind takes `from_logits` (the cross-entropies).
+bool loss_has_from_logits(LossKind kind);
+
 struct LossConfig {
-  bool from_logits = true;
+  LossKind kind = LossKind::kSparseCategoricalCrossEntropy;
+  bool from_logits = true; // the cross-entropies
+  float delta = 1.0f;      // Huber: quadratic within |error| <= delta, linear beyond
 };
 
 enum class OptimizerKind { kSgd, kAdam, kAdamW, kRmsProp, kAdagrad, kAdaMax };
@@ -41,12 +64,14 @@ struct OptimizerConfig {
 OptimizerConfig default_optimizer(OptimizerKind kind);
 
 struct LossValues {
-  int labels = -1;  // int32 [batch] input
+  int labels = -1;  // int32 [batch] class indices, or f32 labels shaped like the scores
   int loss = -1;    // f32 [1], mean over the batch
-  int correct = -1; // f32 [1], number of correct predictions
+  int correct = -1; // f32 [1], number of correct predictions; -1 for the regression losses
 };
 
-// Adds the labels input, SparseCrossEntropy on `scores` ([batch, classes]) and CountCorrect.
+// Adds the labels input, the loss on `scores` ([batch, classes] or [batch, outputs]) and the
+// count of correct predictions: SparseCrossEntropy and CountCorrect for sparse categorical
+// cross-entropy; DenseLoss, and DenseCorrect for the other cross-entropies, for the rest.
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config);
 
 struct AccumulationConfig {

@@ -47,6 +47,13 @@ size_t Dataset::sample_size() const {
   return size;
 }
 
+size_t Dataset::label_size() const {
+  size_t n = 1;
+  for (int64_t d : label_shape)
+    n *= static_cast<size_t>(d);
+  return n;
+}
+
 StatusOr<Dataset> open_dataset(const std::string& spec) {
   if (spec == "synthetic") return make_synthetic_mnist(kSyntheticMaxSamples);
 

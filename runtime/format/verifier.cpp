@@ -426,7 +426,13 @@ Status verify_host_contract(const Executable& exe) {
     }
   }
   const Stream* labels = find_stream(exe, kLabelsStream);
-  if (labels != nullptr) IPU_RETURN_IF_ERROR(expect_stream(*labels, INT32, {B}, "a label per sample"));
+  // Class indices, one per sample, or float labels of the num_classes outputs of each sample.
+  if (labels != nullptr && labels->dtype() == FLOAT32) {
+    IPU_RETURN_IF_ERROR(expect_stream(*labels, FLOAT32, {B, int64_t{exe.num_classes()}},
+                                      "a float label per output of each sample"));
+  } else if (labels != nullptr) {
+    IPU_RETURN_IF_ERROR(expect_stream(*labels, INT32, {B}, "a label per sample"));
+  }
   for (std::string_view name : {kLossStream, kCorrectStream}) {
     const Stream* s = find_stream(exe, name);
     if (s != nullptr &&

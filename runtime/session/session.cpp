@@ -98,8 +98,21 @@ struct Session::Impl {
   int64_t steps_per_execution = 1;
 
   std::optional<uint32_t> stream_features, stream_labels, stream_loss, stream_correct, stream_predictions;
+  // The loss takes float labels (format::Stream FLOAT32 [batch, C]) rather than class indices.
+  bool float_labels = false;
+
+  // correct / samples, when the executable counts correct predictions.
+  std::optional<double> accuracy(double correct, double samples) const {
+    if (!stream_correct) return std::nullopt;
+    return correct / samples;
+  }
+  ExecutionFeed gather(const data::Dataset& data, std::span<const uint32_t> order, size_t first,
+                       int64_t steps, int64_t batch) const {
+    return gather_execution(data, order, first, steps, batch, float_labels);
+  }
 
   Status check_data(const data::Dataset& data, bool need_labels) const;
+  Status check_float_labels(const data::Dataset& data) const;
   Status check_one_instance(std::string_view what) const;
   Status broadcast_host_state();
   Status combine_outfeed(Outfeed& out);
@@ -137,6 +150,8 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   }
   impl->stream_features = impl->engine->find_stream(std::string(format::kFeaturesStream));
   impl->stream_labels = impl->engine->find_stream(std::string(format::kLabelsStream));
+  impl->float_labels =
+      impl->stream_labels && exe.streams(static_cast<int>(*impl->stream_labels)).dtype() == format::FLOAT32;
   impl->stream_loss = impl->engine->find_stream(std::string(format::kLossStream));
   impl->stream_correct = impl->engine->find_stream(std::string(format::kCorrectStream));
   impl->stream_predictions = impl->engine->find_stream(std::string(format::kPredictionsStream));
@@ -172,6 +187,11 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
   }
   if (need_labels) {
     if (!data.has_labels()) return invalid_argument(data.source + ": has no labels");
+    if (float_labels) return check_float_labels(data);
+    if (data.labels.empty()) {
+      return invalid_argument(data.source + ": has float labels; the executable's loss "
+                                            "(sparse_categorical_crossentropy) takes integer class indices");
+    }
     const int64_t classes = engine->executable().num_classes();
     for (size_t i = 0; i < data.labels.size(); ++i) {
       if (data.labels[i] < 0 || data.labels[i] >= classes) {
@@ -179,6 +199,26 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
                                 std::to_string(i) + " is outside [0, " + std::to_string(classes) + ")");
       }
     }
+  }
+  return Status();
+}
+
+// A loss on float labels takes C of them per sample, C the model's outputs; class indices feed
+// one output as numbers (binary labels 0/1, integer targets).
+Status Session::Impl::check_float_labels(const data::Dataset& data) const {
+  const int64_t outputs = engine->executable().num_classes();
+  if (data.float_labels.empty()) {
+    if (outputs == 1) return Status();
+    return invalid_argument(data.source +
+                            ": has class indices; the executable's loss takes float labels of " +
+                            std::to_string(outputs) +
+                            " values per sample (one-hot rows for "
+                            "categorical_crossentropy)");
+  }
+  if (static_cast<int64_t>(data.label_size()) != outputs) {
+    return invalid_argument(data.source + ": labels have shape " + shape_text(data.label_shape) +
+                            " per sample, the executable's loss takes " + std::to_string(outputs) +
+                            " per sample (the model's output [batch, " + std::to_string(outputs) + "])");
   }
   return Status();
 }
@@ -285,8 +325,10 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
   };
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
     if (stream == *stream_features) return take_step(feed.features, features_step, destination, "features");
-    if (stream_labels && stream == *stream_labels)
+    if (stream_labels && stream == *stream_labels) {
+      if (float_labels) return take_step(feed.float_labels, labels_step, destination, "labels");
       return take_step(feed.labels, labels_step, destination, "labels");
+    }
     return failed_precondition("the host feeds no stream " + std::to_string(stream));
   };
   streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> source) -> Status {
@@ -411,9 +453,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
         instance_order(data::epoch_order(data.num_samples, options.shuffle, options.seed, epoch - 1), steps,
                        B, static_cast<int64_t>(s.first_replica) * B / s.total_replicas, Bi);
     const int64_t executions = steps / S;
-    auto prepare = [&](int64_t e) {
-      return gather_execution(data, order, static_cast<size_t>(e * S * Bi), S, Bi);
-    };
+    auto prepare = [&](int64_t e) { return s.gather(data, order, static_cast<size_t>(e * S * Bi), S, Bi); };
     std::future<ExecutionFeed> next = std::async(std::launch::async, prepare, 0);
     EpochResult r;
     r.epoch = epoch;
@@ -437,11 +477,11 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       r.samples += S * B;
       if (progress) {
         progress({epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
-                  correct / static_cast<double>(r.samples), seconds_since(start), false});
+                  s.accuracy(correct, static_cast<double>(r.samples)), seconds_since(start), false});
       }
     }
     r.loss = loss_sum / static_cast<double>(r.steps);
-    r.accuracy = correct / static_cast<double>(r.samples);
+    r.accuracy = s.accuracy(correct, static_cast<double>(r.samples));
     r.seconds = seconds_since(start);
     if (progress) progress({epoch, options.epochs, r.steps, steps, r.loss, r.accuracy, r.seconds, true});
     results.push_back(r);
@@ -469,7 +509,7 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
   // times B it is the sum over its real rows.
   double loss_sum = 0, correct = 0;
   for (int64_t e = 0; e < executions; ++e) {
-    ExecutionFeed feed = gather_execution(data, order, static_cast<size_t>(e * S * B), S, B);
+    ExecutionFeed feed = s.gather(data, order, static_cast<size_t>(e * S * B), S, B);
     Outfeed out;
     IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
     for (float l : out.losses)
@@ -479,11 +519,12 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
     r.samples += feed.valid_samples;
     if (progress) {
       progress({1, 1, r.steps, steps, loss_sum / static_cast<double>(r.samples),
-                correct / static_cast<double>(r.samples), seconds_since(start), e + 1 == executions});
+                s.accuracy(correct, static_cast<double>(r.samples)), seconds_since(start),
+                e + 1 == executions});
     }
   }
   r.loss = loss_sum / static_cast<double>(r.samples);
-  r.accuracy = correct / static_cast<double>(r.samples);
+  r.accuracy = s.accuracy(correct, static_cast<double>(r.samples));
   r.seconds = seconds_since(start);
   return r;
 }

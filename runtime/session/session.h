@@ -35,8 +35,8 @@ struct EpochResult {
   int epoch = 0; // 1-based
   int64_t steps = 0;
   int64_t samples = 0;
-  double loss = 0;     // mean of the step losses
-  double accuracy = 0; // correct / samples
+  double loss = 0;                // mean of the step losses
+  std::optional<double> accuracy; // correct / samples; none for the regression losses
   double seconds = 0;
 };
 
@@ -44,7 +44,7 @@ struct EvaluateResult {
   int64_t steps = 0;
   int64_t samples = 0;
   double loss = 0;
-  double accuracy = 0;
+  std::optional<double> accuracy; // none for the regression losses
   double seconds = 0;
 };
 
@@ -68,8 +68,8 @@ struct Progress {
   int epochs = 0;
   int64_t step = 0; // steps done in this epoch
   int64_t steps = 0;
-  double loss = 0;     // running mean over the epoch
-  double accuracy = 0; // running over the epoch
+  double loss = 0;                // running mean over the epoch
+  std::optional<double> accuracy; // running over the epoch; none for the regression losses
   double seconds = 0;
   bool epoch_done = false;
 };
