@@ -48,6 +48,10 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                        "Loss to train with: sparse_categorical_crossentropy, categorical_crossentropy, "
                        "binary_crossentropy, mean_squared_error (mse), mean_absolute_error (mae) or huber "
                        "(required for ONNX models; overrides a spec's, keeping its from_logits and delta)"));
+  keep(cmd->add_option("--metrics", f.metrics,
+                       "Metrics beside the loss, comma-separated: accuracy, top_k[:K] "
+                       "(sparse_top_k_categorical_accuracy, k 5), mse, mae (overrides a spec's; default: "
+                       "accuracy for the cross-entropies)"));
   keep(cmd->add_option("--optimizer", f.optimizer,
                        "Optimizer: sgd, adam, adamw, rmsprop, adagrad or adamax (ONNX models: default sgd; "
                        "overrides the spec's)")

@@ -72,10 +72,16 @@ ProgressStyle progress_style(const RunFlags& f) {
   return default_progress_style();
 }
 
-// "accuracy" is left out where the loss counts no correct predictions (the regression losses).
+// Each metric of the executable under its name (docs/json.md): "accuracy" where the loss has one
+// and the metrics ask for it, "sparse_top_k_categorical_accuracy", "mse", "mae".
+void add_metrics(nlohmann::json& out, const std::vector<session::MetricValue>& metrics) {
+  for (const session::MetricValue& m : metrics)
+    out[m.name] = m.value;
+}
+
 nlohmann::json epoch_json(const session::EpochResult& r) {
   nlohmann::json out = {{"epoch", r.epoch}, {"loss", r.loss}};
-  if (r.accuracy) out["accuracy"] = *r.accuracy;
+  add_metrics(out, r.metrics);
   out["steps"] = r.steps;
   out["samples"] = r.samples;
   out["seconds"] = r.seconds;
@@ -295,10 +301,12 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   if (!f.history.empty()) {
     nlohmann::json history = json_document(kToolName, "history");
     history["loss"] = nlohmann::json::array();
-    if (results->front().accuracy) history["accuracy"] = nlohmann::json::array();
+    for (const auto& m : results->front().metrics)
+      history[m.name] = nlohmann::json::array();
     for (const auto& r : *results) {
       history["loss"].push_back(r.loss);
-      if (r.accuracy) history["accuracy"].push_back(*r.accuracy);
+      for (const auto& m : r.metrics)
+        history[m.name].push_back(m.value);
     }
     history["epochs"] = epochs;
     if (int code = write_json_file(f.history, history)) return code;
@@ -320,7 +328,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     out["replicas_per_instance"] = format::replica_count(loaded.session->executable()) / instances;
     out["epochs"] = epochs;
     out["final"] = {{"loss", results->back().loss}};
-    if (results->back().accuracy) out["final"]["accuracy"] = *results->back().accuracy;
+    add_metrics(out["final"], results->back().metrics);
     double samples = 0, seconds = 0;
     for (const auto& r : *results) {
       samples += static_cast<double>(r.samples);
@@ -343,15 +351,16 @@ int run_evaluate(const RunFlags& f, collectives::Collectives* job) {
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
     out["loss"] = result->loss;
-    if (result->accuracy) out["accuracy"] = *result->accuracy;
+    add_metrics(out, result->metrics);
     out["samples"] = result->samples;
     out["seconds"] = result->seconds;
     out["samples_per_second"] = static_cast<double>(result->samples) / result->seconds;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    const std::string accuracy =
-        result->accuracy ? " - accuracy: " + format_metric(*result->accuracy) : std::string();
-    std::printf("loss: %.4f%s (%lld samples)\n", result->loss, accuracy.c_str(),
+    std::string metrics;
+    for (const auto& m : result->metrics)
+      metrics += " - " + m.name + ": " + format_metric(m.value);
+    std::printf("loss: %.4f%s (%lld samples)\n", result->loss, metrics.c_str(),
                 static_cast<long long>(result->samples));
   }
   return kExitOk;

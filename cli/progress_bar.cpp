@@ -13,21 +13,20 @@ ProgressStyle default_progress_style() {
 
 namespace {
 
-// "loss: 0.1234 - accuracy: 0.5678" with the prefix on each name; no accuracy where the loss
-// counts no correct predictions.
+// "loss: 0.1234 - accuracy: 0.5678 - mse: ..." with the prefix on each name (Keras's line).
 std::string metrics_text(const session::Progress& p, const std::string& prefix) {
   std::string text = prefix + "loss: " + format_metric(p.loss);
-  if (p.accuracy) text += " - " + prefix + "accuracy: " + format_metric(*p.accuracy);
+  for (const session::MetricValue& m : p.metrics)
+    text += " - " + prefix + m.name + ": " + format_metric(m.value);
   return text;
 }
 
 std::string plain_line(const session::Progress& p, const std::string& prefix) {
   const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
-  char line[256];
-  std::snprintf(line, sizeof line, "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %s\n", p.epoch,
-                p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds,
-                per_step_ms, metrics_text(p, prefix).c_str());
-  return line;
+  char head[128];
+  std::snprintf(head, sizeof head, "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - ", p.epoch, p.epochs,
+                static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds, per_step_ms);
+  return head + metrics_text(p, prefix) + "\n";
 }
 
 } // namespace

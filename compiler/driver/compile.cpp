@@ -68,6 +68,10 @@ Status validate_options(const CompileOptions& o) {
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return bad_option("--gradient-accumulation applies to training only (--mode infer)");
   }
+  if (o.metrics) {
+    const auto metrics = passes::parse_metric_list(*o.metrics);
+    if (!metrics.ok()) return bad_option("--metrics: " + metrics.status().message());
+  }
   if (o.loss && !passes::loss_kind(*o.loss)) {
     return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + *o.loss + "'");
   }
@@ -94,6 +98,7 @@ Status validate_options(const CompileOptions& o) {
 struct Model {
   frontend::ForwardGraph forward;
   passes::LossConfig loss;
+  std::vector<passes::MetricConfig> metrics;
   passes::OptimizerConfig optimizer;
 };
 
@@ -181,6 +186,12 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
                         "'");
     model.loss.kind = *kind;
   }
+  // --metrics, else the spec's, else the loss's default (which follows --loss).
+  if (options.metrics) {
+    IPU_ASSIGN_OR_RETURN(model.metrics, passes::parse_metric_list(*options.metrics));
+  } else {
+    model.metrics = training.metrics.value_or(passes::default_metrics(model.loss.kind));
+  }
   // Inference builds no update: its training flags are ignored, as its cache key ignores them.
   if (options.mode == Mode::kTrain) {
     IPU_ASSIGN_OR_RETURN(model.optimizer, with_overrides(training.optimizer, options));
@@ -231,7 +242,7 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
   }
   if (options.mode == Mode::kTrain) {
     IPU_ASSIGN_OR_RETURN(passes::LossValues loss,
-                         passes::add_loss(forward.graph, forward.scores(), model.loss));
+                         passes::add_loss(forward.graph, forward.scores(), model.loss, model.metrics));
     IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
                                               forward.graph, loss.loss, model.optimizer,
                                               {options.gradient_accumulation, options.replicas, stages}));
@@ -392,6 +403,12 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
                              : o.loss                     ? *o.loss
                              : training.loss_name.empty() ? "none"
                                                           : training.loss_name);
+    // Metrics from the spec are in its text; --metrics is keyed as parse_metric_list reads it,
+    // and only when given, so the keys of executables without it stay what they were.
+    if (o.metrics) {
+      const auto metrics = passes::parse_metric_list(*o.metrics);
+      out.emplace_back("metrics", metrics.ok() ? passes::metric_list_text(*metrics) : *o.metrics);
+    }
     out.emplace_back("optimizer", passes::optimizer_name(optimizer.kind));
     out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
     out.emplace_back("momentum", float_key(optimizer.momentum));

@@ -377,6 +377,49 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
       }
     }
   }
+  if (j.contains("metrics")) {
+    // Keras's compile(metrics=[...]): names, or {"type": NAME, "k": K} for top-k.
+    const json& list = j["metrics"];
+    if (!list.is_array()) {
+      problems.add("metrics", "must be a list of metric names, got " + describe(list));
+    } else {
+      std::string names;
+      bool ok = true;
+      for (const json& m : list) {
+        std::string name;
+        if (m.is_string()) {
+          name = m.get<std::string>();
+        } else if (m.is_object() && m.contains("type") && m["type"].is_string()) {
+          name = m["type"].get<std::string>();
+          for (const auto& [key, value] : m.items()) {
+            if (key == "k" && passes::parse_metric(name).ok() &&
+                passes::parse_metric(name)->kind == passes::MetricKind::kSparseTopK &&
+                value.is_number_integer() && value.get<int64_t>() >= 1 && value.get<int64_t>() <= 999999) {
+              name = "top_k:" + std::to_string(value.get<int64_t>());
+            } else if (key != "type") {
+              problems.add("metrics", "unknown or invalid argument '" + key + "' for " + describe(m["type"]));
+              ok = false;
+            }
+          }
+        } else {
+          problems.add("metrics", "each metric must be a name or {\"type\": NAME, ...}, got " + describe(m));
+          ok = false;
+          continue;
+        }
+        names += (names.empty() ? "" : ",") + name;
+      }
+      if (ok) {
+        auto parsed = passes::parse_metric_list(names);
+        if (list.empty()) {
+          spec.metrics = std::vector<passes::MetricConfig>{};
+        } else if (!parsed.ok()) {
+          problems.add("metrics", parsed.status().message());
+        } else {
+          spec.metrics = *parsed;
+        }
+      }
+    }
+  }
   if (j.contains("optimizer")) {
     const json& opt = j["optimizer"];
     if (!opt.is_object() || !opt.contains("type") || !opt["type"].is_string()) {
@@ -537,8 +580,9 @@ void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& pro
 }
 
 // The keys a spec may have at its top level; any other is a typo that would otherwise be ignored.
-const std::set<std::string> kTopLevelKeys = {
-    "name", "type", "input", "inputs", "layers", "nodes", "outputs", "stage_assignment", "loss", "optimizer"};
+const std::set<std::string> kTopLevelKeys = {"name",   "type",    "input",    "inputs",
+                                             "layers", "nodes",   "outputs",  "stage_assignment",
+                                             "loss",   "metrics", "optimizer"};
 
 std::string join(const std::set<std::string>& words) {
   std::string out;

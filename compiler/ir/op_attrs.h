@@ -43,6 +43,12 @@ struct DenseLossAttrs {
   float delta = 1.0f;       // Huber
 };
 
+// MetricSum: a metric besides accuracy, summed over the batch.
+struct MetricAttrs {
+  format::MetricKind kind = format::MetricKind::kSparseTopK;
+  int64_t k = 5; // top-k
+};
+
 // ActivationGrad: which activation's derivative, given its output.
 struct ActivationGradAttrs {
   format::ActivationKind activation = format::ActivationKind::kRelu;
@@ -178,11 +184,11 @@ struct NllLossGradAttrs {
   std::vector<int64_t> dx_shape;
 };
 
-using OpAttrs =
-    std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
-                 AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs, UnaryAttrs, BinaryAttrs,
-                 StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs,
-                 ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs, DenseLossAttrs>;
+using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs,
+                             SgdUpdateAttrs, AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs,
+                             UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs, GatherGradAttrs,
+                             ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs, WindowGradAttrs, NormAttrs,
+                             NllLossAttrs, NllLossGradAttrs, DenseLossAttrs, MetricAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
 template <class T, class V = OpAttrs> struct AttrsIndex;

@@ -226,6 +226,12 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
         programs.stream(std::string(format::kLabelsStream), format::Stream::HOST_TO_DEVICE, streams.labels);
     streams.loss_stream =
         programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
+    for (const passes::LossValues::Metric& m : io.loss->metrics) {
+      const uint32_t sum = ctx.tensor(m.sum);
+      streams.metrics.push_back({programs.stream(std::string(format::kMetricStreamPrefix) + m.name,
+                                                 format::Stream::DEVICE_TO_HOST, sum),
+                                 sum});
+    }
     if (streams.counts_correct) {
       streams.correct = ctx.tensor(io.loss->correct);
       streams.correct_stream = programs.stream(std::string(format::kCorrectStream),
@@ -240,6 +246,8 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       if (backward && accumulators.empty()) ProgramBuilder::execute(step, update);
       ProgramBuilder::stream_out(step, streams.loss_stream, streams.loss);
       if (streams.counts_correct) ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
+      for (const StepStreams::Metric& m : streams.metrics)
+        ProgramBuilder::stream_out(step, m.stream, m.sum);
       return step;
     };
     if (S > 1) {

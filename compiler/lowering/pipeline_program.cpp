@@ -148,6 +148,8 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
         if (w.stage == S - 1) {
           ProgramBuilder::stream_out(after, io.loss_stream, io.loss);
           if (io.counts_correct) ProgramBuilder::stream_out(after, io.correct_stream, io.correct);
+          for (const StepStreams::Metric& m : io.metrics)
+            ProgramBuilder::stream_out(after, m.stream, m.sum);
         }
       } else {
         for (const Slots& st : stash[s])

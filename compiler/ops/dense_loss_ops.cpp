@@ -1,5 +1,6 @@
-// DenseLoss (a Keras loss on float labels, mean over the batch), its gradient, and DenseCorrect
-// (the accuracy count of the cross-entropies). The kernels are runtime/kernels/dense_loss_kernels.cpp.
+// DenseLoss (a Keras loss on float labels, mean over the batch), its gradient, DenseCorrect
+// (the accuracy count of the cross-entropies) and MetricSum (top-k accuracy, MSE, MAE). The kernels are
+// runtime/kernels/dense_loss_kernels.cpp.
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/element_cycles.h"
@@ -20,6 +21,24 @@ Status check_predictions_labels(const Graph& g, const Op& op) {
   if (y.dtype != DType::kFloat32 || y.shape != s.shape) {
     return invalid_argument("expects float32 labels " + s.to_string() + ", got " + y.to_string());
   }
+  return Status();
+}
+
+// Top-k reads class indices [batch]; the errors float labels shaped like the predictions.
+Status infer_metric(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& s = g.value(op.inputs[0]).type;
+  const TensorType& y = g.value(op.inputs[1]).type;
+  if (s.shape.size() != 2 || s.dtype != DType::kFloat32) {
+    return invalid_argument("expects float32 predictions [batch, outputs], got " + s.to_string());
+  }
+  if (op.attrs<MetricAttrs>().kind == format::MetricKind::kSparseTopK) {
+    if (y.dtype != DType::kInt32 || y.shape != std::vector<int64_t>{s.shape[0]})
+      return invalid_argument("expects int32 class indices [" + std::to_string(s.shape[0]) + "], got " +
+                              y.to_string());
+  } else if (y.dtype != DType::kFloat32 || y.shape != s.shape) {
+    return invalid_argument("expects float32 labels " + s.to_string() + ", got " + y.to_string());
+  }
+  out.push_back({DType::kFloat32, {1}});
   return Status();
 }
 
@@ -115,6 +134,27 @@ Status lower_dense_correct(LowerContext& ctx, const Op& op) {
                          {}, per_element);
 }
 
+Status lower_metric_sum(LowerContext& ctx, const Op& op) {
+  using P = format::params::MetricSum;
+  const auto& attrs = op.attrs<MetricAttrs>();
+  const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
+  const int64_t M = shape[0], C = shape[1];
+  // Top-k: a compare and a count per element; the errors: a subtraction and a multiply-add.
+  const double per_element = 2.0 / ctx.target().cycles.vector_flops_per_cycle;
+  const uint32_t s = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.inputs[1]), out = ctx.tensor(op.outputs[0]);
+  const bool top_k = attrs.kind == format::MetricKind::kSparseTopK;
+  lowering::VertexSpec v;
+  v.codelet = format::Codelet::kMetricSum;
+  v.operands = {s, y, out};
+  v.params = format::make_params<P>(
+      {{P::kM, M}, {P::kC, C}, {P::kKind, static_cast<int64_t>(attrs.kind)}, {P::kK, attrs.k}});
+  v.compute_cycles = static_cast<double>(M * C) * per_element;
+  v.reads = {lowering::flat_region(s, 0, M * C), lowering::flat_region(y, 0, top_k ? M : M * C)};
+  v.writes = {lowering::flat_region(out, 0, 1)};
+  ctx.emit(ctx.take_tiles(1)[0], std::move(v));
+  return Status();
+}
+
 Status lower_dense_loss_grad(LowerContext& ctx, const Op& op) {
   const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
   const int64_t M = shape[0], C = shape[1];
@@ -153,6 +193,10 @@ const OpDefinition& dense_loss_op() {
 const OpDefinition& dense_loss_grad_op() {
   static const OpDefinition def{{OpKind::kDenseLossGrad, 2, infer_predictions_grad, nullptr},
                                 lower_dense_loss_grad};
+  return def;
+}
+const OpDefinition& metric_sum_op() {
+  static const OpDefinition def{{OpKind::kMetricSum, 2, infer_metric, nullptr}, lower_metric_sum};
   return def;
 }
 const OpDefinition& dense_correct_op() {

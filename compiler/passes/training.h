@@ -30,6 +30,26 @@ const char* loss_names();
 // Whether Keras's loss of this kind takes `from_logits` (the cross-entropies).
 bool loss_has_from_logits(LossKind kind);
 
+// The metrics reported beside the loss (docs/training.md).
+enum class MetricKind { kAccuracy, kSparseTopK, kMeanSquaredError, kMeanAbsoluteError };
+
+struct MetricConfig {
+  MetricKind kind = MetricKind::kAccuracy;
+  int64_t k = 5; // top-k (Keras's default)
+};
+
+// One metric by name: "accuracy" (or "acc"), "sparse_top_k_categorical_accuracy" or "top_k"
+// (k = 5), "top_k:K", "mse" (or "mean_squared_error"), "mae" (or "mean_absolute_error").
+// InvalidArgument names the metric otherwise.
+StatusOr<MetricConfig> parse_metric(const std::string& text);
+// A comma-separated list of parse_metric's names, as --metrics takes it; each at most once.
+StatusOr<std::vector<MetricConfig>> parse_metric_list(const std::string& text);
+// The name History and --json give the metric: "accuracy", "sparse_top_k_categorical_accuracy",
+// "mse", "mae" (Keras's).
+const char* metric_name(MetricKind kind);
+// "accuracy,top_k:5,mse": a list as parse_metric_list reads it back (the cache key's form).
+std::string metric_list_text(const std::vector<MetricConfig>& metrics);
+
 struct LossConfig {
   LossKind kind = LossKind::kSparseCategoricalCrossEntropy;
   bool from_logits = true; // the cross-entropies
@@ -63,16 +83,28 @@ struct OptimizerConfig {
 // 0.004 for AdamW.
 OptimizerConfig default_optimizer(OptimizerKind kind);
 
+// Accuracy for the cross-entropies, none for the regression losses (as Keras's users ask).
+std::vector<MetricConfig> default_metrics(LossKind kind);
+
 struct LossValues {
-  int labels = -1;  // int32 [batch] class indices, or f32 labels shaped like the scores
-  int loss = -1;    // f32 [1], mean over the batch
-  int correct = -1; // f32 [1], number of correct predictions; -1 for the regression losses
+  struct Metric {
+    std::string name; // metric_name
+    int sum = -1;     // f32 [1], the sum over the batch's rows
+  };
+  int labels = -1;             // int32 [batch] class indices, or f32 labels shaped like the scores
+  int loss = -1;               // f32 [1], mean over the batch
+  int correct = -1;            // f32 [1], number of correct predictions; -1 without the accuracy metric
+  std::vector<Metric> metrics; // the others, in the order asked
 };
 
 // Adds the labels input, the loss on `scores` ([batch, classes] or [batch, outputs]) and the
 // count of correct predictions: SparseCrossEntropy and CountCorrect for sparse categorical
 // cross-entropy; DenseLoss, and DenseCorrect for the other cross-entropies, for the rest.
-StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config);
+// Each metric of `metrics` adds a count (accuracy: CountCorrect or DenseCorrect) or a MetricSum;
+// InvalidArgument for a metric the loss's labels cannot give (accuracy of a regression loss,
+// top-k without class indices, MSE or MAE with them).
+StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config,
+                              const std::vector<MetricConfig>& metrics);
 
 struct AccumulationConfig {
   uint32_t micro_batches = 1; // gradient accumulation steps per weight update

@@ -42,6 +42,16 @@ enum class LossKind : int64_t {
 };
 inline constexpr int64_t kLossKindCount = 5;
 
+// Parameter of the MetricSum codelet: the metrics besides accuracy, each summed over the rows
+// (the host divides by the samples). Top-k reads class indices (int32 [M]), the errors float
+// labels [M, C].
+enum class MetricKind : int64_t {
+  kSparseTopK = 0,
+  kMeanSquaredError = 1,
+  kMeanAbsoluteError = 2,
+};
+inline constexpr int64_t kMetricKindCount = 3;
+
 // Parameter of the Activation and ActivationGrad codelets.
 enum class ActivationKind : int64_t { kRelu = 0, kSigmoid = 1, kTanh = 2 };
 inline constexpr int64_t kActivationKindCount = 3;

@@ -1,7 +1,7 @@
-// The Keras losses on float labels (format::LossKind), their gradient and the accuracy counts that
-// go with them. Predictions S and labels Y are [M, C]; the loss is Keras's "sum over batch size"
-// reduction: the mean over the M rows of a row loss that sums (categorical cross-entropy) or
-// averages (the element-wise losses) over the C columns. docs/training.md writes each out.
+// The Keras losses on float labels (format::LossKind), their gradient, the accuracy counts that
+// go with them, and the other metrics (format::MetricKind). Predictions S and labels Y are [M, C]; the loss
+// is Keras's "sum over batch size" reduction: the mean over the M rows of a row loss that sums (categorical
+// cross-entropy) or averages (the element-wise losses) over the C columns. docs/training.md writes each out.
 //
 // A padded row (format::is_padded_float_label_row) adds 0 and gets a zero gradient; the mean
 // still divides by M, and the host rescales by the real rows, as for SparseCrossEntropy.
@@ -14,7 +14,9 @@ namespace ipu::kernels {
 namespace {
 
 using format::FLOAT32;
+using format::INT32;
 using format::LossKind;
+using format::MetricKind;
 
 // Keras clips probabilities to [eps, 1 - eps] before taking their log. The gradient is zero
 // where the clip is active (strictly outside the open interval, as SparseCrossEntropy does).
@@ -257,7 +259,67 @@ Status validate_dense_correct(const format::Vertex& v, const std::vector<Operand
   return expect_elements({1}, ops[2].elements, "correct");
 }
 
+// MetricSum: the sum over the rows of a metric; the host divides by the samples.
+//   kSparseTopK: 1 where the label's score is among the k largest of its row (a score tied with
+//     the k-th largest counts, as tf.math.in_top_k and Keras's sparse_top_k_categorical_accuracy);
+//   kMeanSquaredError, kMeanAbsoluteError: the row's mean of (S − Y)² or |S − Y|.
+// Padded rows (format::kPaddedRowLabel, or a NaN first label) add 0.
+//   operands: S [M,C] f32, Y [M] i32 (top-k) or [M,C] f32, sum [1] f32;  params: format::params::MetricSum
+void run_metric_sum(const PreparedVertex& v, KernelContext& context) {
+  using P = format::params::MetricSum;
+  const int64_t M = v.params[P::kM], C = v.params[P::kC], k = v.params[P::kK];
+  const auto kind = static_cast<MetricKind>(v.params[P::kKind]);
+  double sum = 0.0;
+  for (int64_t row = 0; row < M; ++row) {
+    const float* s = v.f32(0) + row * C;
+    if (kind == MetricKind::kSparseTopK) {
+      const int32_t label = v.i32(1)[row];
+      if (label == format::kPaddedRowLabel) continue;
+      if (label < 0 || label >= C) {
+        context.fault = out_of_range("label", "labels", row, label, 0, C);
+        return;
+      }
+      const int64_t greater = std::count_if(s, s + C, [&](float x) { return x > s[label]; });
+      sum += greater < k ? 1.0 : 0.0;
+      continue;
+    }
+    const float* y = v.f32(1) + row * C;
+    if (format::is_padded_float_label_row(y)) continue;
+    double row_sum = 0.0;
+    for (int64_t c = 0; c < C; ++c) {
+      const double e = static_cast<double>(s[c]) - y[c];
+      row_sum += kind == MetricKind::kMeanSquaredError ? e * e : std::abs(e);
+    }
+    sum += row_sum / static_cast<double>(C);
+  }
+  *v.f32(2) = static_cast<float>(sum);
+}
+
+Status validate_metric_sum(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
+  using P = format::params::MetricSum;
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+  const int64_t kind = v.params(P::kKind);
+  if (kind < 0 || kind >= format::kMetricKindCount) return invalid_argument("unknown metric kind");
+  const bool top_k = static_cast<MetricKind>(kind) == MetricKind::kSparseTopK;
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, top_k ? INT32 : FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kM), v.params(P::kC)}, ops[0].elements, "predictions"));
+  if (top_k) {
+    IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kM)}, ops[1].elements, "labels"));
+    if (v.params(P::kK) < 1) return invalid_argument("top-k needs k >= 1");
+  } else {
+    IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kM), v.params(P::kC)}, ops[1].elements, "labels"));
+  }
+  if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1))
+    return invalid_argument("output aliases an input");
+  return expect_elements({1}, ops[2].elements, "sum");
+}
+
 } // namespace
+
+const KernelDef& metric_sum_kernel() {
+  static const KernelDef def{Codelet::kMetricSum, KernelEntry::fallible(run_metric_sum), validate_metric_sum};
+  return def;
+}
 
 const KernelDef& dense_loss_kernel() {
   static const KernelDef def{Codelet::kDenseLoss, run_dense_loss, validate_dense_loss};

@@ -1,5 +1,6 @@
 #include "runtime/session/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -37,7 +38,7 @@ struct Outfeed {
   std::vector<float> losses;         // one per step: the mean over the replicas of the job
   int64_t steps_started = 0;         // steps whose features were fed (the step running when a run stops)
   std::vector<float> replica_losses; // this instance's, step by step, replica-major within a step
-  double correct = 0;
+  std::vector<double> metric_sums;   // per Impl::metrics: the sum over this execution's rows
   std::vector<float> predictions;
 };
 
@@ -101,10 +102,19 @@ struct Session::Impl {
   // The loss takes float labels (format::Stream FLOAT32 [batch, C]) rather than class indices.
   bool float_labels = false;
 
-  // correct / samples, when the executable counts correct predictions.
-  std::optional<double> accuracy(double correct, double samples) const {
-    if (!stream_correct) return std::nullopt;
-    return correct / samples;
+  // The metrics the executable streams out, accuracy first: each a sum over the rows of a step.
+  struct MetricStream {
+    std::string name;
+    uint32_t stream = 0;
+  };
+  std::vector<MetricStream> metrics;
+
+  // Each metric's sum over `samples` rows, divided by them.
+  std::vector<MetricValue> metric_values(const std::vector<double>& sums, double samples) const {
+    std::vector<MetricValue> values;
+    for (size_t i = 0; i < metrics.size(); ++i)
+      values.push_back({metrics[i].name, sums[i] / samples});
+    return values;
   }
   ExecutionFeed gather(const data::Dataset& data, std::span<const uint32_t> order, size_t first,
                        int64_t steps, int64_t batch) const {
@@ -154,6 +164,13 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
       impl->stream_labels && exe.streams(static_cast<int>(*impl->stream_labels)).dtype() == format::FLOAT32;
   impl->stream_loss = impl->engine->find_stream(std::string(format::kLossStream));
   impl->stream_correct = impl->engine->find_stream(std::string(format::kCorrectStream));
+  if (impl->stream_correct) impl->metrics.push_back({"accuracy", *impl->stream_correct});
+  for (int i = 0; i < exe.streams_size(); ++i) {
+    const std::string& name = exe.streams(i).name();
+    if (name.rfind(format::kMetricStreamPrefix, 0) == 0) {
+      impl->metrics.push_back({name.substr(format::kMetricStreamPrefix.size()), static_cast<uint32_t>(i)});
+    }
+  }
   impl->stream_predictions = impl->engine->find_stream(std::string(format::kPredictionsStream));
   if (!impl->stream_features) return data_loss("executable has no 'features' stream");
   return std::unique_ptr<Session>(new Session(std::move(impl)));
@@ -241,27 +258,30 @@ Status Session::Impl::broadcast_host_state() {
 Status Session::Impl::combine_outfeed(Outfeed& out) {
   std::vector<float> all = out.replica_losses;
   if (collectives && collectives->size() > 1) {
-    // One all-gather per execution: this instance's losses, then its count of correct rows.
+    // One all-gather per execution: this instance's losses, then its metric sums.
     const size_t instances = static_cast<size_t>(collectives->size());
     const size_t per_instance = out.replica_losses.size(), steps = per_instance / replicas;
-    const size_t loss_bytes = per_instance * sizeof(float), sent_bytes = loss_bytes + sizeof(double);
+    const size_t loss_bytes = per_instance * sizeof(float),
+                 sent_bytes = loss_bytes + out.metric_sums.size() * sizeof(double);
     std::vector<std::byte> sent(sent_bytes), received(sent_bytes * instances);
     std::memcpy(sent.data(), out.replica_losses.data(), loss_bytes);
-    std::memcpy(sent.data() + loss_bytes, &out.correct, sizeof(double));
+    std::memcpy(sent.data() + loss_bytes, out.metric_sums.data(), out.metric_sums.size() * sizeof(double));
     IPU_RETURN_IF_ERROR(collectives->all_gather(sent, received));
     // [instance][step][local replica] → [step][replica]
     all.assign(per_instance * instances, 0.0f);
-    out.correct = 0;
+    std::fill(out.metric_sums.begin(), out.metric_sums.end(), 0.0);
     for (size_t i = 0; i < instances; ++i) {
       const std::byte* from = received.data() + i * sent_bytes;
       for (size_t step = 0; step < steps; ++step) {
         std::memcpy(all.data() + (step * instances + i) * replicas, from + step * replicas * sizeof(float),
                     replicas * sizeof(float));
       }
-      // Counts of correct rows are whole numbers, exact in double in any order.
-      double correct = 0;
-      std::memcpy(&correct, from + loss_bytes, sizeof(double));
-      out.correct += correct;
+      // Summed in instance order; counts of correct rows are whole numbers, exact in any order.
+      for (size_t m = 0; m < out.metric_sums.size(); ++m) {
+        double sum = 0;
+        std::memcpy(&sum, from + loss_bytes + m * sizeof(double), sizeof(double));
+        out.metric_sums[m] += sum;
+      }
     }
   }
   for (size_t first = 0; first + total_replicas <= all.size(); first += total_replicas) {
@@ -306,6 +326,7 @@ Status Session::Impl::sync_weights(std::string_view name) {
 }
 
 Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, Outfeed& out) {
+  out.metric_sums.assign(metrics.size(), 0.0);
   size_t features_step = 0, labels_step = 0;
   engine::HostStreams streams;
   // Transfers come step by step, replica-major within a step: the feed's layout.
@@ -335,8 +356,10 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
     const float* values = reinterpret_cast<const float*>(source.data());
     if (stream_loss && stream == *stream_loss) {
       out.replica_losses.push_back(values[0]);
-    } else if (stream_correct && stream == *stream_correct) {
-      out.correct += values[0];
+    } else if (auto m = std::find_if(metrics.begin(), metrics.end(),
+                                     [&](const MetricStream& metric) { return metric.stream == stream; });
+               m != metrics.end()) {
+      out.metric_sums[static_cast<size_t>(m - metrics.begin())] += values[0];
     } else if (stream_predictions && stream == *stream_predictions) {
       out.predictions.insert(out.predictions.end(), values, values + source.size() / sizeof(float));
     }
@@ -457,7 +480,8 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
     std::future<ExecutionFeed> next = std::async(std::launch::async, prepare, 0);
     EpochResult r;
     r.epoch = epoch;
-    double loss_sum = 0, correct = 0;
+    double loss_sum = 0;
+    std::vector<double> sums(s.metrics.size(), 0.0);
     for (int64_t e = 0; e < executions; ++e) {
       ExecutionFeed feed = next.get();
       if (e + 1 < executions) next = std::async(std::launch::async, prepare, e + 1);
@@ -471,19 +495,20 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       }
       for (float l : out.losses)
         loss_sum += l;
-      correct += out.correct;
+      for (size_t m = 0; m < sums.size(); ++m)
+        sums[m] += out.metric_sums[m];
       if (step_log) step_log->losses.insert(step_log->losses.end(), out.losses.begin(), out.losses.end());
       r.steps += S;
       r.samples += S * B;
       if (progress) {
         progress({epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
-                  s.accuracy(correct, static_cast<double>(r.samples)), seconds_since(start), false});
+                  s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start), false});
       }
     }
     r.loss = loss_sum / static_cast<double>(r.steps);
-    r.accuracy = s.accuracy(correct, static_cast<double>(r.samples));
+    r.metrics = s.metric_values(sums, static_cast<double>(r.samples));
     r.seconds = seconds_since(start);
-    if (progress) progress({epoch, options.epochs, r.steps, steps, r.loss, r.accuracy, r.seconds, true});
+    if (progress) progress({epoch, options.epochs, r.steps, steps, r.loss, r.metrics, r.seconds, true});
     results.push_back(r);
   }
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsToHostProgram));
@@ -507,24 +532,26 @@ StatusOr<EvaluateResult> Session::evaluate(const data::Dataset& data, const Prog
   EvaluateResult r;
   // A step's loss is the mean over its B rows (over the replicas' rows), padded rows adding 0:
   // times B it is the sum over its real rows.
-  double loss_sum = 0, correct = 0;
+  double loss_sum = 0;
+  std::vector<double> sums(s.metrics.size(), 0.0);
   for (int64_t e = 0; e < executions; ++e) {
     ExecutionFeed feed = s.gather(data, order, static_cast<size_t>(e * S * B), S, B);
     Outfeed out;
     IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
     for (float l : out.losses)
       loss_sum += static_cast<double>(l) * static_cast<double>(B);
-    correct += out.correct;
+    for (size_t m = 0; m < sums.size(); ++m)
+      sums[m] += out.metric_sums[m];
     r.steps += std::min(S, steps - e * S);
     r.samples += feed.valid_samples;
     if (progress) {
       progress({1, 1, r.steps, steps, loss_sum / static_cast<double>(r.samples),
-                s.accuracy(correct, static_cast<double>(r.samples)), seconds_since(start),
+                s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start),
                 e + 1 == executions});
     }
   }
   r.loss = loss_sum / static_cast<double>(r.samples);
-  r.accuracy = s.accuracy(correct, static_cast<double>(r.samples));
+  r.metrics = s.metric_values(sums, static_cast<double>(r.samples));
   r.seconds = seconds_since(start);
   return r;
 }

@@ -31,12 +31,19 @@ struct FitOptions {
   uint64_t seed = 0;
 };
 
+// A metric's value (a sum over the samples divided by them), under the name History gives it:
+// "accuracy", "sparse_top_k_categorical_accuracy", "mse", "mae".
+struct MetricValue {
+  std::string name;
+  double value = 0;
+};
+
 struct EpochResult {
   int epoch = 0; // 1-based
   int64_t steps = 0;
   int64_t samples = 0;
-  double loss = 0;                // mean of the step losses
-  std::optional<double> accuracy; // correct / samples; none for the regression losses
+  double loss = 0;                  // mean of the step losses
+  std::vector<MetricValue> metrics; // the executable's, accuracy first
   double seconds = 0;
 };
 
@@ -44,7 +51,7 @@ struct EvaluateResult {
   int64_t steps = 0;
   int64_t samples = 0;
   double loss = 0;
-  std::optional<double> accuracy; // none for the regression losses
+  std::vector<MetricValue> metrics; // the executable's, accuracy first
   double seconds = 0;
 };
 
@@ -68,8 +75,8 @@ struct Progress {
   int epochs = 0;
   int64_t step = 0; // steps done in this epoch
   int64_t steps = 0;
-  double loss = 0;                // running mean over the epoch
-  std::optional<double> accuracy; // running over the epoch; none for the regression losses
+  double loss = 0;                  // running mean over the epoch
+  std::vector<MetricValue> metrics; // running over the epoch
   double seconds = 0;
   bool epoch_done = false;
 };

@@ -4,10 +4,12 @@
 # "loss" or `ipucc compile --loss`, each trained 20 steps (batch 16, SGD lr 0.05 momentum 0.9) on
 # the committed data of tests/data/torch_reference/losses and compared with a float64 PyTorch run
 # from the same initial weights (scripts/reference/make_loss_fixtures.sh); plus the flags, the
-# cache key and the errors. Needs only plain python3.
+# cache key and the errors; and the metrics (--metrics, a spec's "metrics"), checked against the
+# same metrics recomputed from the predictions. Needs only plain python3.
 #
 # Tolerances: every tensor's max |a-b| / max|b| <= 1e-6 and every step's loss |a-b|/|b| <= 1e-6.
-# The largest errors are printed even when the tests pass (see the report of the change).
+# Measured when written: weights 2.3e-7 to 9.6e-7 (cce_logits' out/bias, the closest to the
+# bound), losses 6.6e-8 or better; the largest errors are printed even when the tests pass.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 exec 3>&1
@@ -173,6 +175,105 @@ test_bad_label_shapes() {
   expect_exit 0 "$IPUCC" compile sparse.json --batch-size $BATCH --no-cache -o sparse.ipuexe
   expect_error 3 "soft.npy" "has float labels" "takes integer class indices" -- \
     "$IPURUN" train sparse.ipuexe --data "npy:$DATA/x.npy,$DATA/soft.npy" "${QUIET[@]}"
+}
+
+# Recomputes evaluate's metrics from the predictions of the same weights (plain python, no numpy):
+# metrics.py PREDICTIONS.npy LABELS.npy EVALUATE.json K checks accuracy, top-k (ties count), mse and
+# mae, whichever EVALUATE.json has, to 1e-6.
+write_metrics_checker() {
+  cat > metrics.py <<'EOF'
+import ast, json, struct, sys
+
+def read_npy(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<H", raw[8:10])[0]
+    header = ast.literal_eval(raw[10:10 + n].decode())
+    shape, code = header["shape"], header["descr"]
+    count = 1
+    for d in shape:
+        count *= d
+    fmt = {"<f4": "f", "<f8": "d", "<i8": "q", "<i4": "i"}[code]
+    values = struct.unpack("<%d%s" % (count, fmt), raw[10 + n:10 + n + count * struct.calcsize(fmt)])
+    row = count // shape[0]
+    return [list(values[i * row:(i + 1) * row]) for i in range(shape[0])]
+
+preds, labels = read_npy(sys.argv[1]), read_npy(sys.argv[2])
+got, k = json.load(open(sys.argv[3])), int(sys.argv[4])
+want = {}
+first_max = lambda row: row.index(max(row))
+if len(labels[0]) == 1 and len(preds[0]) > 1:  # class indices
+    t = [int(r[0]) for r in labels]
+    want["accuracy"] = sum(first_max(p) == c for p, c in zip(preds, t)) / len(t)
+    want["sparse_top_k_categorical_accuracy"] = sum(sum(x > p[c] for x in p) < k for p, c in zip(preds, t)) / len(t)
+else:
+    want["accuracy"] = sum(first_max(p) == first_max(y) for p, y in zip(preds, labels)) / len(labels)
+    want["mse"] = sum(sum((a - b) ** 2 for a, b in zip(p, y)) / len(p) for p, y in zip(preds, labels)) / len(labels)
+    want["mae"] = sum(sum(abs(a - b) for a, b in zip(p, y)) / len(p) for p, y in zip(preds, labels)) / len(labels)
+checked = 0
+for name, value in want.items():
+    if name in got:
+        checked += 1
+        if abs(got[name] - value) > 1e-6 * max(1.0, abs(value)):
+            sys.exit("%s: evaluate says %r, the predictions give %r" % (name, got[name], value))
+print("checked %d metrics" % checked)
+sys.exit(0 if checked else "no metric to check")
+EOF
+}
+
+# --metrics (or the spec's "metrics") puts every metric in the progress line, History and --json
+# of train and evaluate; evaluate's values equal those recomputed from the predictions.
+test_metrics_everywhere_and_right() {
+  write_metrics_checker
+  # Class indices 0..3 for the sparse loss.
+  e2e_data npy y.npy --dtype i8 --shape 320 --fill mod:4
+  sed 's/"categorical_crossentropy"/"sparse_categorical_crossentropy"/' "$FIXTURES/classifier_logits.json" > sparse.json
+  expect_exit 0 "$IPUCC" compile sparse.json --batch-size $BATCH --metrics accuracy,top_k:2 --no-cache -o sparse.ipuexe
+  expect_exit 0 "$IPURUN" train sparse.ipuexe --data "npy:$DATA/x.npy,y.npy" --epochs 2 --history h.json \
+    --save-weights w --json --progress plain
+  expect_stderr_contains " - accuracy: "
+  expect_stderr_contains " - sparse_top_k_categorical_accuracy: "
+  expect_json "$STDOUT" "all({'accuracy', 'sparse_top_k_categorical_accuracy'} <= set(e) for e in d['epochs'] + [d['final']])"
+  expect_json h.json "len(d['accuracy']) == 2 and len(d['sparse_top_k_categorical_accuracy']) == 2"
+  expect_exit 0 "$IPURUN" evaluate sparse.ipuexe --weights w --data "npy:$DATA/x.npy,y.npy" --json
+  cp "$STDOUT" eval.json
+  expect_exit 0 "$IPURUN" evaluate sparse.ipuexe --weights w --data "npy:$DATA/x.npy,y.npy"
+  expect_stdout_contains " - sparse_top_k_categorical_accuracy: "
+  expect_exit 0 "$IPURUN" predict sparse.ipuexe --weights w --data "npy:$DATA/x.npy" --output p.npy "${QUIET[@]}"
+  expect_exit 0 python3 metrics.py p.npy y.npy eval.json 2
+  expect_stdout_contains "checked 2 metrics"
+
+  # Float labels: accuracy, mse and mae of the logits against the soft labels (the spec's list).
+  python3 - "$FIXTURES/classifier_logits.json" <<'EOF'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec["metrics"] = ["accuracy", "mean_squared_error", {"type": "mae"}]
+json.dump(spec, open("soft.json", "w"))
+EOF
+  expect_exit 0 "$IPUCC" compile soft.json --batch-size $BATCH --no-cache -o soft.ipuexe
+  expect_exit 0 "$IPURUN" train soft.ipuexe --data "npy:$DATA/x.npy,$DATA/soft.npy" --history h.json \
+    --save-weights w2 --progress plain
+  expect_stderr_contains " - mse: "
+  expect_json h.json "set(d) >= {'loss', 'accuracy', 'mse', 'mae'}"
+  expect_exit 0 "$IPURUN" evaluate soft.ipuexe --weights w2 --data "npy:$DATA/x.npy,$DATA/soft.npy" --json
+  cp "$STDOUT" eval.json
+  expect_exit 0 "$IPURUN" predict soft.ipuexe --weights w2 --data "npy:$DATA/x.npy" --output p.npy "${QUIET[@]}"
+  expect_exit 0 python3 metrics.py p.npy "$DATA/soft.npy" eval.json 1
+  expect_stdout_contains "checked 3 metrics"
+}
+
+# --metrics is part of the cache key; a metric the loss's labels cannot give is refused.
+test_bad_metrics() {
+  local model=$FIXTURES/regression.json
+  expect_exit 0 "$IPUCC" compile "$model" --batch-size $BATCH --json
+  local plain
+  plain=$(json_get "$STDOUT" "d['key']")
+  expect_exit 0 "$IPUCC" compile "$model" --batch-size $BATCH --metrics mse --json
+  expect_ne "$(json_get "$STDOUT" "d['key']")" "$plain" "the keys with and without --metrics"
+  expect_error 2 "--metrics: unknown metric 'f1'" -- "$IPUCC" compile "$model" --metrics mse,f1 --no-cache -o x.ipuexe
+  expect_error 3 "metric 'accuracy' is the accuracy of a cross-entropy; the loss is huber" -- \
+    "$IPUCC" compile "$model" --metrics accuracy --no-cache -o x.ipuexe
+  expect_error 3 "metric 'sparse_top_k_categorical_accuracy' needs class indices" -- \
+    "$IPUCC" compile "$FIXTURES/classifier_logits.json" --metrics top_k:3 --no-cache -o x.ipuexe
 }
 
 run_tests "$@"

@@ -227,7 +227,8 @@ TEST_CASE("graph spec: malformed documents") {
   // A misspelt top-level key is reported, with the others, rather than silently ignored.
   expect_problems(
       R"({"type": "sequential", "input": {"shape": [2]}, "layers": [], "optimiser": {}, "Loss": 1})",
-      {"specs/model.json: unknown top-level key 'Loss' (expected input, inputs, layers, loss, name, nodes, "
+      {"specs/model.json: unknown top-level key 'Loss' (expected input, inputs, layers, loss, metrics, name, "
+       "nodes, "
        "optimizer, outputs, stage_assignment, type)",
        "unknown top-level key 'optimiser'"});
   expect_problems(R"({"type": "sequential", "input": {"shape": [2]}, "layers": {}})",
@@ -554,6 +555,32 @@ TEST_CASE("graph spec: losses by their Keras names, with their arguments and def
     CHECK(spec->loss.from_logits == c.from_logits);
     CHECK(spec->loss.delta == c.delta);
   }
+}
+
+TEST_CASE("graph spec: metrics by their Keras names") {
+  using ipu::passes::MetricKind;
+  const std::string layers = kFlatten + ", " + dense("out");
+  auto spec = parse(seq(
+      layers, R"("metrics": ["accuracy", "mae", {"type": "sparse_top_k_categorical_accuracy", "k": 3}])"));
+  REQUIRE_MESSAGE(spec.ok(), spec.status().to_string());
+  REQUIRE(spec->metrics.has_value());
+  REQUIRE(spec->metrics->size() == 3);
+  CHECK((*spec->metrics)[0].kind == MetricKind::kAccuracy);
+  CHECK((*spec->metrics)[1].kind == MetricKind::kMeanAbsoluteError);
+  CHECK((*spec->metrics)[2].kind == MetricKind::kSparseTopK);
+  CHECK((*spec->metrics)[2].k == 3);
+  spec = parse(seq(layers, R"("metrics": [])"));
+  REQUIRE(spec.ok());
+  CHECK((spec->metrics.has_value() && spec->metrics->empty()));
+  spec = parse(seq(layers));
+  REQUIRE(spec.ok());
+  CHECK(!spec->metrics.has_value());
+  expect_problems(seq(layers, R"("metrics": ["f1"])"), {"specs/model.json: metrics: unknown metric 'f1'"});
+  expect_problems(seq(layers, R"("metrics": ["mse", "mean_squared_error"])"),
+                  {"specs/model.json: metrics: metric 'mse' is given twice"});
+  expect_problems(seq(layers, R"("metrics": "accuracy")"), {"metrics: must be a list of metric names"});
+  expect_problems(seq(layers, R"("metrics": [{"type": "mse", "k": 2}])"),
+                  {"metrics: unknown or invalid argument 'k' for \"mse\""});
 }
 
 TEST_CASE("graph spec: several problems are all reported at once") {

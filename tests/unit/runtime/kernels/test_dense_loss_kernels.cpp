@@ -229,4 +229,54 @@ TEST_CASE("kernels: the DenseLoss validators reject what would read or write out
   CHECK(!validate(Codelet::kDenseCorrect, {n, n, 1}, {M, C, kind, 0}).ok()); // Huber counts no accuracy
 }
 
+TEST_CASE(
+    "kernels: MetricSum sums top-k hits (ties count, as tf.math.in_top_k) and squared or absolute errors") {
+  using ipu::format::MetricKind;
+  // Row 0: 0.3, -1.2, 2.0, 0.5; row 1: -0.7, 0.1, 0.4, -2.5; row 2: 1.5, 1.4, -0.3, 0.0.
+  std::vector<float> s = kLogits, sum(1);
+  std::vector<int32_t> labels = {0, 1, 3};
+  const auto top_k = static_cast<int64_t>(MetricKind::kSparseTopK);
+  // k = 2: row 0's label 0 (third largest) misses; row 1's label 1 is second: hit; row 2's label 3
+  // (0.0) is third: miss.
+  run(Codelet::kMetricSum, {s.data(), labels.data(), sum.data()}, {M, C, top_k, 2});
+  CHECK(sum[0] == 1.0f);
+  run(Codelet::kMetricSum, {s.data(), labels.data(), sum.data()}, {M, C, top_k, 3});
+  CHECK(sum[0] == 3.0f);
+  // A score tied with the k-th largest is in the top k.
+  std::vector<float> tied = {1, 1, 1, 0};
+  std::vector<int32_t> third = {2};
+  run(Codelet::kMetricSum, {tied.data(), third.data(), sum.data()}, {1, C, top_k, 1});
+  CHECK(sum[0] == 1.0f);
+  // Padded rows add nothing; a label out of range is a fault.
+  labels[2] = ipu::format::kPaddedRowLabel;
+  run(Codelet::kMetricSum, {s.data(), labels.data(), sum.data()}, {M, C, top_k, 3});
+  CHECK(sum[0] == 2.0f);
+  labels[1] = 4;
+  CHECK(run_for_fault(vertex(Codelet::kMetricSum, {s.data(), labels.data(), sum.data()}, {M, C, top_k, 3})));
+
+  std::vector<float> y = kTargets;
+  for (MetricKind kind : {MetricKind::kMeanSquaredError, MetricKind::kMeanAbsoluteError}) {
+    double want = 0;
+    for (int64_t r = 0; r < M; ++r) {
+      double row = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        const double e =
+            static_cast<double>(s[static_cast<size_t>(r * C + c)]) - y[static_cast<size_t>(r * C + c)];
+        row += kind == MetricKind::kMeanSquaredError ? e * e : std::abs(e);
+      }
+      want += row / C;
+    }
+    run(Codelet::kMetricSum, {s.data(), y.data(), sum.data()}, {M, C, static_cast<int64_t>(kind), 0});
+    CHECK(sum[0] == doctest::Approx(want).epsilon(1e-6));
+  }
+  const uint64_t n = M * C;
+  CHECK(validate(Codelet::kMetricSum, {n, n, 1},
+                 {M, C, static_cast<int64_t>(MetricKind::kMeanAbsoluteError), 0})
+            .ok());
+  CHECK(!validate(Codelet::kMetricSum, {n, n, 1}, {M, C, 3, 0}).ok());     // unknown kind
+  CHECK(!validate(Codelet::kMetricSum, {n, n - 1, 1}, {M, C, 1, 0}).ok()); // short labels
+  // Top-k reads int32 labels, so float ones of any size are refused.
+  CHECK(!validate(Codelet::kMetricSum, {n, M, 1}, {M, C, top_k, 2}).ok());
+}
+
 } // namespace
