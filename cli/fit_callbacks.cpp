@@ -76,8 +76,8 @@ StatusOr<bool> bool_argument(const Arguments& arguments, const std::string& name
   return invalid_argument(flag + ": " + name + "='" + found->second + "' is not true or false");
 }
 
-Status check_monitor(const std::string& monitor, const std::string& flag, bool validated) {
-  const std::vector<std::string> names = session::monitorable_names(validated);
+Status check_monitor(const std::string& monitor, const std::string& flag,
+                     const std::vector<std::string>& names, bool validated) {
   if (std::find(names.begin(), names.end(), monitor) != names.end()) return Status();
   std::string message =
       flag + ": monitor '" + monitor + "' is not among this run's epoch values (" + joined(names) + ")";
@@ -130,7 +130,7 @@ StatusOr<std::string> checkpoint_path(const std::string& filepath, int epoch) {
   return path;
 }
 
-StatusOr<FitCallbacks> FitCallbacks::from_flags(const CallbackFlags& flags, bool validated) {
+StatusOr<FitCallbacks> FitCallbacks::from_flags(const CallbackFlags& flags) {
   FitCallbacks callbacks;
   if (flags.early_stopping) {
     const std::string flag = "--early-stopping";
@@ -139,7 +139,6 @@ StatusOr<FitCallbacks> FitCallbacks::from_flags(const CallbackFlags& flags, bool
                                                        "restore_best_weights", "start_from_epoch"}));
     session::EarlyStoppingOptions options;
     if (a.count("monitor")) options.monitor = a["monitor"];
-    IPU_RETURN_IF_ERROR(check_monitor(options.monitor, flag, validated));
     IPU_ASSIGN_OR_RETURN(options.min_delta, number_argument(a, "min_delta", flag, 0.0));
     IPU_ASSIGN_OR_RETURN(options.patience, count_argument(a, "patience", flag, 0));
     if (a.count("mode")) {
@@ -164,7 +163,6 @@ StatusOr<FitCallbacks> FitCallbacks::from_flags(const CallbackFlags& flags, bool
     IPU_ASSIGN_OR_RETURN(checkpoint.save_best_only, bool_argument(a, "save_best_only", flag));
     if (a.count("monitor")) checkpoint.monitor = a["monitor"];
     if (checkpoint.save_best_only) {
-      IPU_RETURN_IF_ERROR(check_monitor(checkpoint.monitor, flag, validated));
       session::MonitorMode mode = session::MonitorMode::kAuto;
       if (a.count("mode")) {
         IPU_ASSIGN_OR_RETURN(mode, session::parse_monitor_mode(a["mode"], flag));
@@ -183,14 +181,29 @@ StatusOr<FitCallbacks> FitCallbacks::from_flags(const CallbackFlags& flags, bool
       if (a["separator"].size() != 1) return invalid_argument(flag + ": separator must be one character");
       csv.separator = a["separator"][0];
     }
-    csv.columns = session::monitorable_names(validated);
-    csv.columns.insert(csv.columns.begin(), "epoch");
-    for (const std::string& column : csv.columns)
-      csv.text += (column == "epoch" ? "" : std::string(1, csv.separator)) + column;
-    csv.text += '\n';
     callbacks.m_csv = std::move(csv);
   }
   return callbacks;
+}
+
+Status FitCallbacks::bind(const std::vector<std::string>& metric_names, bool validated) {
+  const std::vector<std::string> names = session::monitorable_names(metric_names, validated);
+  if (m_early_stopping) {
+    IPU_RETURN_IF_ERROR(
+        check_monitor(m_early_stopping->options().monitor, "--early-stopping", names, validated));
+  }
+  if (m_checkpoint && m_checkpoint->best) {
+    IPU_RETURN_IF_ERROR(check_monitor(m_checkpoint->monitor, "--model-checkpoint", names, validated));
+  }
+  if (m_csv) {
+    m_csv->columns = names;
+    m_csv->columns.insert(m_csv->columns.begin(), "epoch");
+    m_csv->text.clear();
+    for (const std::string& column : m_csv->columns)
+      m_csv->text += (column == "epoch" ? "" : std::string(1, m_csv->separator)) + column;
+    m_csv->text += '\n';
+  }
+  return Status();
 }
 
 Status FitCallbacks::check_outputs() const {

@@ -37,10 +37,14 @@ StatusOr<std::string> checkpoint_path(const std::string& filepath, int epoch);
 
 class FitCallbacks {
 public:
-  // Parses the flags; `validated` says whether fit has validation data, so a callback monitoring
-  // val_loss without it is refused here (Keras only warns, every epoch). InvalidArgument names the
-  // flag and the argument.
-  static StatusOr<FitCallbacks> from_flags(const CallbackFlags& flags, bool validated);
+  // Parses the flags (InvalidArgument names the flag and the argument).
+  static StatusOr<FitCallbacks> from_flags(const CallbackFlags& flags);
+
+  // Checks what the callbacks monitor against the values the run's epochs will have: the
+  // executable's metrics (Session::metric_names), and with `validated` their val_ forms. A monitor
+  // the run will not have (val_loss without validation data) is refused here, before training,
+  // where Keras only warns at every epoch. Fixes the CSV log's columns.
+  Status bind(const std::vector<std::string>& metric_names, bool validated);
 
   // Checks every path the callbacks write (runtime/base/output_file.h), before training.
   Status check_outputs() const;

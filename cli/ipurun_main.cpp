@@ -83,23 +83,30 @@ ProgressStyle progress_style(const RunFlags& f) {
   return default_progress_style();
 }
 
+// Each metric of the executable under its name (docs/json.md): "accuracy" where the loss has one
+// and the metrics ask for it, "sparse_top_k_categorical_accuracy", "mse", "mae"; validation's with
+// Keras's "val_" before each name.
+void add_metrics(nlohmann::json& out, const std::vector<session::MetricValue>& metrics,
+                 const std::string& prefix = "") {
+  for (const session::MetricValue& m : metrics)
+    out[prefix + m.name] = m.value;
+}
+
 nlohmann::json epoch_json(const session::EpochResult& r) {
-  nlohmann::json epoch = {
-      {"epoch", r.epoch},
-      {"loss", r.loss},
-      {"learning_rate", std::isnan(r.learning_rate) ? nlohmann::json() : nlohmann::json(r.learning_rate)},
-      {"accuracy", r.accuracy},
-      {"steps", r.steps},
-      {"samples", r.samples},
-      {"seconds", r.seconds},
-      {"samples_per_second", static_cast<double>(r.samples) / r.seconds}};
+  nlohmann::json out = {{"epoch", r.epoch}, {"loss", r.loss}};
+  out["learning_rate"] = std::isnan(r.learning_rate) ? nlohmann::json() : nlohmann::json(r.learning_rate);
+  add_metrics(out, r.metrics);
+  out["steps"] = r.steps;
+  out["samples"] = r.samples;
+  out["seconds"] = r.seconds;
+  out["samples_per_second"] = static_cast<double>(r.samples) / r.seconds;
   if (r.validation) {
-    epoch["val_loss"] = r.validation->loss;
-    epoch["val_accuracy"] = r.validation->accuracy;
-    epoch["val_samples"] = r.validation->samples;
-    epoch["val_seconds"] = r.validation->seconds;
+    out["val_loss"] = r.validation->loss;
+    add_metrics(out, r.validation->metrics, "val_");
+    out["val_samples"] = r.validation->samples;
+    out["val_seconds"] = r.validation->seconds;
   }
-  return epoch;
+  return out;
 }
 
 struct Loaded {
@@ -317,8 +324,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
                             " is the number of the last epoch, as Keras counts it");
     return kExitUsage;
   }
-  auto parsed_callbacks =
-      FitCallbacks::from_flags(f.callbacks, !f.validation_data.empty() || f.validation_split > 0);
+  auto parsed_callbacks = FitCallbacks::from_flags(f.callbacks);
   if (!parsed_callbacks.ok()) return fail(g_tool, parsed_callbacks.status(), kExitUsage);
   FitCallbacks callbacks = std::move(*parsed_callbacks);
   if (reporter) {
@@ -344,6 +350,8 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     if (!split.ok()) return fail(g_tool, split.status(), kExitUsage);
     validation = std::move(*split);
   }
+  if (Status bound = callbacks.bind(loaded.session->metric_names(), validation.has_value()); !bound.ok())
+    return fail(g_tool, bound, kExitUsage);
   if (f.steps_per_epoch == 0 && reporter) note_samples_left_out(*loaded.session, loaded.data);
   session::FitOptions options;
   options.epochs = f.epochs;
@@ -391,15 +399,18 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   if (!f.history.empty()) {
     nlohmann::json history = json_document(kToolName, "history");
     history["loss"] = nlohmann::json::array();
-    history["accuracy"] = nlohmann::json::array();
     history["learning_rate"] = nlohmann::json::array();
+    for (const auto& m : results->front().metrics)
+      history[m.name] = nlohmann::json::array();
     for (const auto& r : *results) {
       history["loss"].push_back(r.loss);
-      history["accuracy"].push_back(r.accuracy);
+      for (const auto& m : r.metrics)
+        history[m.name].push_back(m.value);
       history["learning_rate"].push_back(epoch_json(r)["learning_rate"]);
       if (r.validation) {
         history["val_loss"].push_back(r.validation->loss);
-        history["val_accuracy"].push_back(r.validation->accuracy);
+        for (const auto& m : r.validation->metrics)
+          history["val_" + m.name].push_back(m.value);
       }
     }
     history["epochs"] = epochs;
@@ -423,10 +434,11 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     out["replicas_per_instance"] = format::replica_count(loaded.session->executable()) / instances;
     out["all_reduce"] = all_reduce_json(loaded.session->executable());
     out["epochs"] = epochs;
-    out["final"] = {{"loss", results->back().loss}, {"accuracy", results->back().accuracy}};
+    out["final"] = {{"loss", results->back().loss}};
+    add_metrics(out["final"], results->back().metrics);
     if (results->back().validation) {
       out["final"]["val_loss"] = results->back().validation->loss;
-      out["final"]["val_accuracy"] = results->back().validation->accuracy;
+      add_metrics(out["final"], results->back().validation->metrics, "val_");
     }
     out["early_stopping"] = callbacks.early_stopping_json();
     double samples = 0, seconds = 0;
@@ -451,13 +463,16 @@ int run_evaluate(const RunFlags& f, collectives::Collectives* job) {
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
     out["loss"] = result->loss;
-    out["accuracy"] = result->accuracy;
+    add_metrics(out, result->metrics);
     out["samples"] = result->samples;
     out["seconds"] = result->seconds;
     out["samples_per_second"] = static_cast<double>(result->samples) / result->seconds;
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("loss: %.4f - accuracy: %.4f (%lld samples)\n", result->loss, result->accuracy,
+    std::string metrics;
+    for (const auto& m : result->metrics)
+      metrics += " - " + m.name + ": " + format_metric(m.value);
+    std::printf("loss: %.4f%s (%lld samples)\n", result->loss, metrics.c_str(),
                 static_cast<long long>(result->samples));
   }
   return kExitOk;

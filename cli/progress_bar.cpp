@@ -13,26 +13,38 @@ ProgressStyle default_progress_style() {
 
 namespace {
 
+// "loss: 0.1234 - accuracy: 0.5678 - mse: ..." with the prefix on each name (Keras's line).
+std::string metrics_text(const session::Progress& p, const std::string& prefix) {
+  std::string text = prefix + "loss: " + format_metric(p.loss);
+  for (const session::MetricValue& m : p.metrics)
+    text += " - " + prefix + m.name + ": " + format_metric(m.value);
+  return text;
+}
+
 // What follows the training values on an epoch's last line when the epoch was validated.
 std::string validation_text(const session::Progress& p) {
   if (!p.validation) return "";
-  char text[96];
-  std::snprintf(text, sizeof text, " - val_loss: %.4f - val_accuracy: %.4f", p.validation->loss,
-                p.validation->accuracy);
+  std::string text = " - val_loss: " + format_metric(p.validation->loss);
+  for (const session::MetricValue& m : p.validation->metrics)
+    text += " - val_" + m.name + ": " + format_metric(m.value);
   return text;
 }
 
 std::string plain_line(const session::Progress& p, const std::string& prefix) {
   const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f", p.epoch,
-                p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds,
-                per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
-  return line + validation_text(p) + "\n";
+  char head[128];
+  std::snprintf(head, sizeof head, "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - ", p.epoch, p.epochs,
+                static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds, per_step_ms);
+  return head + metrics_text(p, prefix) + validation_text(p) + "\n";
 }
 
 } // namespace
+
+std::string format_metric(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4f", value);
+  return text;
+}
 
 session::ProgressFn make_progress_log(std::string& log) {
   return [&log](const session::Progress& p) {
@@ -59,9 +71,9 @@ session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefi
     std::string bar(static_cast<size_t>(filled), '=');
     if (filled < kWidth) bar += '>';
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %sloss: %.4f - %saccuracy: %.4f",
-                 p.epoch, p.epochs, static_cast<long long>(p.step), static_cast<long long>(p.steps),
-                 bar.c_str(), p.seconds, per_step_ms, prefix.c_str(), p.loss, prefix.c_str(), p.accuracy);
+    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %s", p.epoch, p.epochs,
+                 static_cast<long long>(p.step), static_cast<long long>(p.steps), bar.c_str(), p.seconds,
+                 per_step_ms, metrics_text(p, prefix).c_str());
     if (p.epoch_done) std::fprintf(stderr, "%s\n", validation_text(p).c_str());
     std::fflush(stderr);
   };

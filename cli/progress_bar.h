@@ -11,6 +11,8 @@ enum class ProgressStyle { kBar, kPlain, kNone };
 
 ProgressStyle default_progress_style(); // bar when stderr is a terminal
 session::ProgressFn make_progress_printer(ProgressStyle style, const char* metric_prefix);
+// A loss or metric as the progress lines print it ("0.1234").
+std::string format_metric(double value);
 // Plain lines, one per epoch, appended to `log` (an instance's --log-dir file, written at its end).
 session::ProgressFn make_progress_log(std::string& log);
 

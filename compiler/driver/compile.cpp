@@ -72,8 +72,12 @@ Status validate_options(const CompileOptions& o) {
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return bad_option("--gradient-accumulation applies to training only (--mode infer)");
   }
-  if (o.loss && *o.loss != "sparse_categorical_crossentropy") {
-    return bad_option("--loss must be sparse_categorical_crossentropy, got '" + *o.loss + "'");
+  if (o.metrics) {
+    const auto metrics = passes::parse_metric_list(*o.metrics);
+    if (!metrics.ok()) return bad_option("--metrics: " + metrics.status().message());
+  }
+  if (o.loss && !passes::loss_kind(*o.loss)) {
+    return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + *o.loss + "'");
   }
   if (o.optimizer && !passes::optimizer_kind(*o.optimizer)) return unknown_optimizer(*o.optimizer);
   if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
@@ -105,6 +109,7 @@ Status validate_options(const CompileOptions& o) {
 struct Model {
   frontend::ForwardGraph forward;
   passes::LossConfig loss;
+  std::vector<passes::MetricConfig> metrics;
   passes::OptimizerConfig optimizer;
 };
 
@@ -190,8 +195,8 @@ template <typename Loaded>
 StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint64_t bytes_per_tile) {
   if (loaded.is_onnx()) {
     if (options.mode == Mode::kTrain && !options.loss) {
-      return bad_option(options.model_path + ": an ONNX model has no loss; give --loss "
-                                             "sparse_categorical_crossentropy to train it, or --mode infer");
+      return bad_option(options.model_path + ": an ONNX model has no loss; give --loss (" +
+                        passes::loss_names() + ") to train it, or --mode infer");
     }
   } else if (!options.constant_inputs.empty()) {
     return bad_option(options.model_path + ": --constant-input applies to ONNX models only");
@@ -202,6 +207,20 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
                                      options.mode == Mode::kTrain, options.constant_inputs, bytes_per_tile};
   IPU_ASSIGN_OR_RETURN(model.forward, std::forward<Loaded>(loaded).forward_graph(import));
   model.loss = training.loss;
+  // --loss replaces the model's loss, keeping its from_logits (the output is the same) and delta.
+  if (options.loss) {
+    const std::optional<passes::LossKind> kind = passes::loss_kind(*options.loss);
+    if (!kind)
+      return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + *options.loss +
+                        "'");
+    model.loss.kind = *kind;
+  }
+  // --metrics, else the spec's, else the loss's default (which follows --loss).
+  if (options.metrics) {
+    IPU_ASSIGN_OR_RETURN(model.metrics, passes::parse_metric_list(*options.metrics));
+  } else {
+    model.metrics = training.metrics.value_or(passes::default_metrics(model.loss.kind));
+  }
   // Inference builds no update: its training flags are ignored, as its cache key ignores them.
   if (options.mode == Mode::kTrain) {
     IPU_ASSIGN_OR_RETURN(model.optimizer, with_overrides(training.optimizer, options));
@@ -255,7 +274,7 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
   }
   if (options.mode == Mode::kTrain) {
     IPU_ASSIGN_OR_RETURN(passes::LossValues loss,
-                         passes::add_loss(forward.graph, forward.scores(), model.loss));
+                         passes::add_loss(forward.graph, forward.scores(), model.loss, model.metrics));
     IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
                                               forward.graph, loss.loss, model.optimizer,
                                               {options.gradient_accumulation, options.replicas, stages}));
@@ -479,7 +498,19 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     // Options the compile will refuse leave the model's optimizer in the key: no entry is stored.
     const StatusOr<passes::OptimizerConfig> overridden = with_overrides(training.optimizer, o);
     const passes::OptimizerConfig optimizer = overridden.ok() ? *overridden : training.optimizer;
-    out.emplace_back("loss", o.loss.value_or(training.loss_name.empty() ? "none" : training.loss_name));
+    // The loss's arguments (from_logits, delta) come from the model text, which the key covers;
+    // an ONNX model's loss is always from logits. Aliases ("mse") key as the name they stand for.
+    const std::optional<passes::LossKind> flag_loss = o.loss ? passes::loss_kind(*o.loss) : std::nullopt;
+    out.emplace_back("loss", flag_loss                    ? passes::loss_name(*flag_loss)
+                             : o.loss                     ? *o.loss
+                             : training.loss_name.empty() ? "none"
+                                                          : training.loss_name);
+    // Metrics from the spec are in its text; --metrics is keyed as parse_metric_list reads it,
+    // and only when given, so the keys of executables without it stay what they were.
+    if (o.metrics) {
+      const auto metrics = passes::parse_metric_list(*o.metrics);
+      out.emplace_back("metrics", metrics.ok() ? passes::metric_list_text(*metrics) : *o.metrics);
+    }
     out.emplace_back("optimizer", passes::optimizer_name(optimizer.kind));
     // The values are run-time values (run_time_defaults); what they change of the program is
     // which hyper-parameters the update reads (momentum 0 or not, plain SGD or not), and these.

@@ -34,6 +34,8 @@ struct CompileOptions {
   uint32_t num_ipus = 16; // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
   std::optional<std::string> loss; // overrides the spec's loss; required to train ONNX models
+  // Overrides the spec's metrics: a comma-separated list (passes::parse_metric_list).
+  std::optional<std::string> metrics;
   // "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax" or "lamb"; ONNX models train with SGD when
   // not given. One that differs from the spec's replaces it, with its Keras defaults (the spec's
   // arguments are not its own). The arguments below override the optimizer's; each applies to the

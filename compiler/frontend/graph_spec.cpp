@@ -411,19 +411,80 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
                        : loss.is_object() && loss.contains("type") && loss["type"].is_string()
                            ? loss["type"].get<std::string>()
                            : "";
+    const std::optional<passes::LossKind> kind = passes::loss_kind(type);
     if (type.empty()) {
       problems.add("loss", "must be a loss name or {\"type\": NAME, ...}, got " + describe(loss));
-    } else if (type != "sparse_categorical_crossentropy") {
-      problems.add_unsupported("loss", "unsupported loss " + describe(json(type)) +
-                                           " (ipucc trains with sparse_categorical_crossentropy)");
-    }
-    if (loss.is_object() && loss.contains("from_logits")) {
-      if (!loss["from_logits"].is_boolean())
-        problems.add("loss", "'from_logits' must be true or false");
-      else
-        spec.loss.from_logits = loss["from_logits"].get<bool>();
+    } else if (!kind) {
+      problems.add_unsupported("loss", "unsupported loss " + describe(json(type)) + " (ipucc trains with " +
+                                           passes::loss_names() + ")");
     } else {
+      spec.loss.kind = *kind;
       spec.loss.from_logits = false; // Keras's default
+      // Keras's arguments of each loss; any other is refused rather than ignored.
+      std::set<std::string> known = {"type"};
+      if (passes::loss_has_from_logits(*kind)) known.insert("from_logits");
+      if (*kind == passes::LossKind::kHuber) known.insert("delta");
+      if (loss.is_object()) {
+        for (const auto& [key, value] : loss.items()) {
+          if (known.count(key) == 0) problems.add("loss", "unknown argument '" + key + "' for " + type);
+        }
+        if (loss.contains("from_logits") && known.count("from_logits") > 0) {
+          if (!loss["from_logits"].is_boolean())
+            problems.add("loss", "'from_logits' must be true or false");
+          else
+            spec.loss.from_logits = loss["from_logits"].get<bool>();
+        }
+        if (loss.contains("delta") && known.count("delta") > 0) {
+          const json& delta = loss["delta"];
+          if (!delta.is_number() || !(delta.get<double>() > 0) || !std::isfinite(delta.get<float>()))
+            problems.add("loss", "'delta' must be a positive number");
+          else
+            spec.loss.delta = delta.get<float>();
+        }
+      }
+    }
+  }
+  if (j.contains("metrics")) {
+    // Keras's compile(metrics=[...]): names, or {"type": NAME, "k": K} for top-k.
+    const json& list = j["metrics"];
+    if (!list.is_array()) {
+      problems.add("metrics", "must be a list of metric names, got " + describe(list));
+    } else {
+      std::string names;
+      bool ok = true;
+      for (const json& m : list) {
+        std::string name;
+        if (m.is_string()) {
+          name = m.get<std::string>();
+        } else if (m.is_object() && m.contains("type") && m["type"].is_string()) {
+          name = m["type"].get<std::string>();
+          for (const auto& [key, value] : m.items()) {
+            if (key == "k" && passes::parse_metric(name).ok() &&
+                passes::parse_metric(name)->kind == passes::MetricKind::kSparseTopK &&
+                value.is_number_integer() && value.get<int64_t>() >= 1 && value.get<int64_t>() <= 999999) {
+              name = "top_k:" + std::to_string(value.get<int64_t>());
+            } else if (key != "type") {
+              problems.add("metrics", "unknown or invalid argument '" + key + "' for " + describe(m["type"]));
+              ok = false;
+            }
+          }
+        } else {
+          problems.add("metrics", "each metric must be a name or {\"type\": NAME, ...}, got " + describe(m));
+          ok = false;
+          continue;
+        }
+        names += (names.empty() ? "" : ",") + name;
+      }
+      if (ok) {
+        auto parsed = passes::parse_metric_list(names);
+        if (list.empty()) {
+          spec.metrics = std::vector<passes::MetricConfig>{};
+        } else if (!parsed.ok()) {
+          problems.add("metrics", parsed.status().message());
+        } else {
+          spec.metrics = *parsed;
+        }
+      }
     }
   }
   if (j.contains("optimizer")) {
@@ -600,8 +661,9 @@ void check_wiring(ModelSpec& spec, bool functional, const json& j, Problems& pro
 }
 
 // The keys a spec may have at its top level; any other is a typo that would otherwise be ignored.
-const std::set<std::string> kTopLevelKeys = {
-    "name", "type", "input", "inputs", "layers", "nodes", "outputs", "stage_assignment", "loss", "optimizer"};
+const std::set<std::string> kTopLevelKeys = {"name",   "type",    "input",    "inputs",
+                                             "layers", "nodes",   "outputs",  "stage_assignment",
+                                             "loss",   "metrics", "optimizer"};
 
 std::string join(const std::set<std::string>& words) {
   std::string out;

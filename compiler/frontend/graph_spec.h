@@ -57,6 +57,7 @@ struct ModelSpec {
   std::vector<LayerSpec> layers; // topological order
   std::string output;            // name of the layer whose output the model returns
   passes::LossConfig loss;
+  std::optional<std::vector<passes::MetricConfig>> metrics; // the spec's "metrics"; none: the loss's default
   passes::OptimizerConfig optimizer;
   int num_stages = 1;
   std::vector<int> stages; // stage of each layer (all zero without annotations)

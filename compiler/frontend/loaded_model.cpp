@@ -165,7 +165,8 @@ std::vector<std::string> LoadedModel::stage_units() const {
 
 ModelTraining LoadedModel::training() const {
   if (m_is_onnx) return onnx_training();
-  return m_spec.ok() ? ModelTraining{"sparse_categorical_crossentropy", m_spec->loss, m_spec->optimizer}
+  return m_spec.ok() ? ModelTraining{passes::loss_name(m_spec->loss.kind), m_spec->loss, m_spec->optimizer,
+                                     m_spec->metrics}
                      : ModelTraining{};
 }
 

@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,7 @@ struct ModelTraining {
   std::string loss_name; // empty: the model has no loss
   passes::LossConfig loss;
   passes::OptimizerConfig optimizer;
+  std::optional<std::vector<passes::MetricConfig>> metrics; // a spec's; none: the loss's default
 };
 
 class LoadedModel {

@@ -36,6 +36,19 @@ struct CrossEntropyAttrs {
   bool from_logits = true;
 };
 
+// DenseLoss, DenseLossGrad and DenseCorrect: a Keras loss on float labels.
+struct DenseLossAttrs {
+  format::LossKind kind = format::LossKind::kCategoricalCrossEntropy;
+  bool from_logits = false; // the cross-entropies
+  float delta = 1.0f;       // Huber
+};
+
+// MetricSum: a metric besides accuracy, summed over the batch.
+struct MetricAttrs {
+  format::MetricKind kind = format::MetricKind::kSparseTopK;
+  int64_t k = 5; // top-k
+};
+
 // ActivationGrad: which activation's derivative, given its output.
 struct ActivationGradAttrs {
   format::ActivationKind activation = format::ActivationKind::kRelu;
@@ -181,11 +194,12 @@ struct NllLossGradAttrs {
   std::vector<int64_t> dx_shape;
 };
 
-using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs,
-                             SgdUpdateAttrs, AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs,
-                             UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs, GatherGradAttrs,
-                             ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs, WindowGradAttrs, NormAttrs,
-                             NllLossAttrs, NllLossGradAttrs, SquaredNormAttrs, ClipFactorAttrs, LambAttrs>;
+using OpAttrs =
+    std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
+                 AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs, UnaryAttrs, BinaryAttrs,
+                 StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs,
+                 ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs, SquaredNormAttrs,
+                 ClipFactorAttrs, LambAttrs, DenseLossAttrs, MetricAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
 template <class T, class V = OpAttrs> struct AttrsIndex;

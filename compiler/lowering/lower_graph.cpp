@@ -242,13 +242,22 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   if (train) {
     streams.labels = ctx.tensor(io.loss->labels);
     streams.loss = ctx.tensor(io.loss->loss);
-    streams.correct = ctx.tensor(io.loss->correct);
+    streams.counts_correct = io.loss->correct >= 0;
     streams.labels_stream =
         programs.stream(std::string(format::kLabelsStream), format::Stream::HOST_TO_DEVICE, streams.labels);
     streams.loss_stream =
         programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
-    streams.correct_stream =
-        programs.stream(std::string(format::kCorrectStream), format::Stream::DEVICE_TO_HOST, streams.correct);
+    for (const passes::LossValues::Metric& m : io.loss->metrics) {
+      const uint32_t sum = ctx.tensor(m.sum);
+      streams.metrics.push_back({programs.stream(std::string(format::kMetricStreamPrefix) + m.name,
+                                                 format::Stream::DEVICE_TO_HOST, sum),
+                                 sum});
+    }
+    if (streams.counts_correct) {
+      streams.correct = ctx.tensor(io.loss->correct);
+      streams.correct_stream = programs.stream(std::string(format::kCorrectStream),
+                                               format::Stream::DEVICE_TO_HOST, streams.correct);
+    }
     // The optimizer's hyper-parameters arrive from the host before every weight update into the
     // first stage's tensor, and are copied to each further stage's (runtime/format/host_contract.h).
     std::vector<uint32_t> hyper_tensors(static_cast<size_t>(S), 0);
@@ -279,7 +288,9 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
         ProgramBuilder::execute(step, update);
       }
       ProgramBuilder::stream_out(step, streams.loss_stream, streams.loss);
-      ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
+      if (streams.counts_correct) ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
+      for (const StepStreams::Metric& m : streams.metrics)
+        ProgramBuilder::stream_out(step, m.stream, m.sum);
       return step;
     };
     if (S > 1) {

@@ -148,7 +148,9 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
           crossing_copy(after, b->copy.source, b->receive.at(w.micro_batch));
         if (w.stage == S - 1) {
           ProgramBuilder::stream_out(after, io.loss_stream, io.loss);
-          ProgramBuilder::stream_out(after, io.correct_stream, io.correct);
+          if (io.counts_correct) ProgramBuilder::stream_out(after, io.correct_stream, io.correct);
+          for (const StepStreams::Metric& m : io.metrics)
+            ProgramBuilder::stream_out(after, m.stream, m.sum);
         }
       } else {
         for (const Slots& st : stash[s])

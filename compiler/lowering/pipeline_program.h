@@ -25,6 +25,11 @@ struct StepStreams {
   uint32_t labels_stream = 0, labels = 0;
   uint32_t loss_stream = 0, loss = 0;
   uint32_t correct_stream = 0, correct = 0;
+  bool counts_correct = false; // only with the accuracy metric
+  struct Metric {
+    uint32_t stream = 0, sum = 0;
+  };
+  std::vector<Metric> metrics; // the other metrics' "metric:<name>" outfeeds
 };
 
 // Fills `estimate` (slots with the cycles of each pass, busy cycles per stage, stash bytes per

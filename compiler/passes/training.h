@@ -12,8 +12,51 @@
 
 namespace ipu::passes {
 
+// The losses, by Keras's names (docs/training.md). Sparse categorical cross-entropy takes class
+// indices as labels; the others float labels shaped like the model's output.
+enum class LossKind {
+  kSparseCategoricalCrossEntropy,
+  kCategoricalCrossEntropy,
+  kBinaryCrossEntropy,
+  kMeanSquaredError,
+  kMeanAbsoluteError,
+  kHuber,
+};
+
+// "sparse_categorical_crossentropy", "categorical_crossentropy", "binary_crossentropy",
+// "mean_squared_error" (or "mse"), "mean_absolute_error" (or "mae") and "huber"; nullopt for any
+// other.
+std::optional<LossKind> loss_kind(const std::string& name);
+const char* loss_name(LossKind kind);
+// The names loss_kind accepts, for messages: "sparse_categorical_crossentropy, ..., huber".
+const char* loss_names();
+// Whether Keras's loss of this kind takes `from_logits` (the cross-entropies).
+bool loss_has_from_logits(LossKind kind);
+
+// The metrics reported beside the loss (docs/training.md).
+enum class MetricKind { kAccuracy, kSparseTopK, kMeanSquaredError, kMeanAbsoluteError };
+
+struct MetricConfig {
+  MetricKind kind = MetricKind::kAccuracy;
+  int64_t k = 5; // top-k (Keras's default)
+};
+
+// One metric by name: "accuracy" (or "acc"), "sparse_top_k_categorical_accuracy" or "top_k"
+// (k = 5), "top_k:K", "mse" (or "mean_squared_error"), "mae" (or "mean_absolute_error").
+// InvalidArgument names the metric otherwise.
+StatusOr<MetricConfig> parse_metric(const std::string& text);
+// A comma-separated list of parse_metric's names, as --metrics takes it; each at most once.
+StatusOr<std::vector<MetricConfig>> parse_metric_list(const std::string& text);
+// The name History and --json give the metric: "accuracy", "sparse_top_k_categorical_accuracy",
+// "mse", "mae" (Keras's).
+const char* metric_name(MetricKind kind);
+// "accuracy,top_k:5,mse": a list as parse_metric_list reads it back (the cache key's form).
+std::string metric_list_text(const std::vector<MetricConfig>& metrics);
+
 struct LossConfig {
-  bool from_logits = true;
+  LossKind kind = LossKind::kSparseCategoricalCrossEntropy;
+  bool from_logits = true; // the cross-entropies
+  float delta = 1.0f;      // Huber: quadratic within |error| <= delta, linear beyond
 };
 
 enum class OptimizerKind { kSgd, kAdam, kAdamW, kRmsProp, kAdagrad, kAdaMax, kLamb };
@@ -49,10 +92,18 @@ struct OptimizerConfig {
 // 0.004 for AdamW, epsilon 1e-6 for LAMB.
 OptimizerConfig default_optimizer(OptimizerKind kind);
 
+// Accuracy for the cross-entropies, none for the regression losses (as Keras's users ask).
+std::vector<MetricConfig> default_metrics(LossKind kind);
+
 struct LossValues {
-  int labels = -1;  // int32 [batch] input
-  int loss = -1;    // f32 [1], mean over the batch
-  int correct = -1; // f32 [1], number of correct predictions
+  struct Metric {
+    std::string name; // metric_name
+    int sum = -1;     // f32 [1], the sum over the batch's rows
+  };
+  int labels = -1;             // int32 [batch] class indices, or f32 labels shaped like the scores
+  int loss = -1;               // f32 [1], mean over the batch
+  int correct = -1;            // f32 [1], number of correct predictions; -1 without the accuracy metric
+  std::vector<Metric> metrics; // the others, in the order asked
 };
 
 // The hyper-parameters `config`'s update reads at run time, by runtime/format/host_contract.h's
@@ -64,8 +115,14 @@ std::vector<std::string> hyper_parameters_read(const OptimizerConfig& config);
 // defaults of the hyper-parameter tensor.
 std::array<float, format::kHyperParameterCount> hyper_parameter_values(const OptimizerConfig& config);
 
-// Adds the labels input, SparseCrossEntropy on `scores` ([batch, classes]) and CountCorrect.
-StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config);
+// Adds the labels input, the loss on `scores` ([batch, classes] or [batch, outputs]) and the
+// count of correct predictions: SparseCrossEntropy and CountCorrect for sparse categorical
+// cross-entropy; DenseLoss, and DenseCorrect for the other cross-entropies, for the rest.
+// Each metric of `metrics` adds a count (accuracy: CountCorrect or DenseCorrect) or a MetricSum;
+// InvalidArgument for a metric the loss's labels cannot give (accuracy of a regression loss,
+// top-k without class indices, MSE or MAE with them).
+StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config,
+                              const std::vector<MetricConfig>& metrics);
 
 struct AccumulationConfig {
   uint32_t micro_batches = 1; // gradient accumulation steps per weight update

@@ -66,12 +66,25 @@ StatusOr<Dataset> split_off_validation(Dataset& data, double fraction) {
   const auto first_feature = static_cast<std::ptrdiff_t>(kept * data.sample_size());
   validation.features.assign(data.features.begin() + first_feature, data.features.end());
   data.features.resize(static_cast<size_t>(first_feature));
-  if (data.has_labels()) {
+  validation.label_shape = data.label_shape;
+  if (!data.labels.empty()) {
     validation.labels.assign(data.labels.begin() + static_cast<std::ptrdiff_t>(kept), data.labels.end());
     data.labels.resize(kept);
   }
+  if (!data.float_labels.empty()) {
+    const auto first_label = static_cast<std::ptrdiff_t>(kept * data.label_size());
+    validation.float_labels.assign(data.float_labels.begin() + first_label, data.float_labels.end());
+    data.float_labels.resize(static_cast<size_t>(first_label));
+  }
   data.num_samples = kept;
   return validation;
+}
+
+size_t Dataset::label_size() const {
+  size_t n = 1;
+  for (int64_t d : label_shape)
+    n *= static_cast<size_t>(d);
+  return n;
 }
 
 StatusOr<Dataset> open_dataset(const std::string& spec) {

@@ -16,12 +16,19 @@ struct Dataset {
   std::vector<int64_t> sample_shape; // shape of one sample, e.g. {28, 28, 1}
   size_t num_samples = 0;
   std::vector<float> features; // num_samples * sample_size(), row-major
-  std::vector<int32_t> labels; // num_samples, or empty when the data set has no labels
-  int num_classes = 0;         // 1 + max label (10 for MNIST); 0 without labels
+  std::vector<int32_t> labels; // num_samples class indices, or empty without them
+  int num_classes = 0;         // 1 + max label (10 for MNIST); 0 without class indices
+  // Labels of float type (one-hot rows, probabilities, regression targets): num_samples ×
+  // product of label_shape, row-major, all finite; empty without them. A data set has class
+  // indices or float labels, never both.
+  std::vector<float> float_labels;
+  std::vector<int64_t> label_shape; // the float labels of one sample, e.g. {10}
 
   // Product of sample_shape (1 for an empty shape).
   size_t sample_size() const;
-  bool has_labels() const { return !labels.empty(); }
+  // Product of label_shape: the float labels per sample.
+  size_t label_size() const;
+  bool has_labels() const { return !labels.empty() || !float_labels.empty(); }
 };
 
 // Parses a data set spec and loads it:
@@ -29,7 +36,8 @@ struct Dataset {
 //   "synthetic:N"                    its first N samples, 1 <= N <= 60000
 //   "mnist:DIR" / "mnist:DIR:train"  MNIST IDX files in DIR, training split
 //   "mnist:DIR:test"                 the t10k split
-//   "npy:FEATURES.npy,LABELS.npy"    features [N, ...] and labels [N]
+//   "npy:FEATURES.npy,LABELS.npy"    features [N, ...] and labels: integer class indices [N] (or
+//                                    [N, 1]), or float labels [N, ...] (load_npy_dataset)
 //   "npy:FEATURES.npy"               features only (prediction)
 StatusOr<Dataset> open_dataset(const std::string& spec);
 

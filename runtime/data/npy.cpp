@@ -445,8 +445,22 @@ StatusOr<Dataset> load_npy_dataset(const std::string& features_path, const std::
   if (labels_path.empty()) return ds;
 
   IPU_ASSIGN_OR_RETURN(NpyArray labels, read_npy(labels_path));
+  if (labels.dtype[0] == 'f') {
+    // Float labels (one-hot rows, probabilities, targets) for the losses that take them.
+    if (labels.shape.empty() || static_cast<size_t>(labels.shape[0]) != num_samples) {
+      return invalid_argument(labels_path + ": has " +
+                              (labels.shape.empty() ? std::string("no sample dimension")
+                                                    : std::to_string(labels.shape[0]) + " labels") +
+                              " but " + features_path + " has " + std::to_string(num_samples) + " samples");
+    }
+    ds.label_shape.assign(labels.shape.begin() + 1, labels.shape.end());
+    if (ds.label_shape.empty()) ds.label_shape = {1};
+    IPU_ASSIGN_OR_RETURN(ds.float_labels, to_floats(labels, labels_path));
+    return ds;
+  }
   if (!is_integer_dtype(labels.dtype)) {
-    return invalid_argument(labels_path + ": labels must be integers, got " + describe_dtype(labels.dtype));
+    return invalid_argument(labels_path + ": labels must be integers (class indices) or floats, got " +
+                            describe_dtype(labels.dtype));
   }
   const bool column = labels.shape.size() == 2 && labels.shape[1] == 1;
   if (labels.shape.size() != 1 && !column) {

@@ -43,9 +43,10 @@ Status write_npy(const std::string& path, const NpyArray& array);
 NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data);
 
 // Features [N, ...] (f4, f8, f2, b1 or any integer type, converted to float32 as is, no scaling;
-// every value must be finite) and, unless labels_path is empty, labels [N] or [N, 1] (any integer
-// type; values in 0..2^31-2). sample_shape is shape[1:] ({1} for 1-D features); num_classes is
-// 1 + the largest label.
+// every value must be finite) and, unless labels_path is empty, labels: class indices [N] or
+// [N, 1] (any integer type; values in 0..2^31-2; num_classes is 1 + the largest), or float labels
+// [N, ...] (f2, f4 or f8, finite; Dataset::float_labels, label_shape shape[1:], {1} for 1-D).
+// sample_shape is shape[1:] ({1} for 1-D features).
 StatusOr<Dataset> load_npy_dataset(const std::string& features_path, const std::string& labels_path);
 
 // The values of any npy dtype as float32 (integers and bools as is, no scaling). Floats must be

@@ -24,6 +24,9 @@ inline constexpr std::string_view kFeaturesStream = "features";
 inline constexpr std::string_view kLabelsStream = "labels";
 inline constexpr std::string_view kLossStream = "loss";
 inline constexpr std::string_view kCorrectStream = "correct";
+// The other metrics: "metric:<name>" (name as History shows it: "mse", "mae",
+// "sparse_top_k_categorical_accuracy"), each the sum over a step's rows.
+inline constexpr std::string_view kMetricStreamPrefix = "metric:";
 inline constexpr std::string_view kPredictionsStream = "predictions";
 // Weights and optimizer state travel as "to_device:<tensor>" and "to_host:<tensor>".
 inline constexpr std::string_view kToDeviceStreamPrefix = "to_device:";

@@ -473,12 +473,19 @@ Status verify_host_contract(const Executable& exe) {
     }
   }
   const Stream* labels = find_stream(exe, kLabelsStream);
-  if (labels != nullptr) IPU_RETURN_IF_ERROR(expect_stream(*labels, INT32, {B}, "a label per sample"));
-  for (std::string_view name : {kLossStream, kCorrectStream}) {
-    const Stream* s = find_stream(exe, name);
-    if (s != nullptr &&
-        (s->dtype() != FLOAT32 || s->direction() != Stream::DEVICE_TO_HOST || element_count_of(*s) != 1)) {
-      return data_loss(stream_label(*s) + ": must carry one float to the host per step");
+  // Class indices, one per sample, or float labels of the num_classes outputs of each sample.
+  if (labels != nullptr && labels->dtype() == FLOAT32) {
+    IPU_RETURN_IF_ERROR(expect_stream(*labels, FLOAT32, {B, int64_t{exe.num_classes()}},
+                                      "a float label per output of each sample"));
+  } else if (labels != nullptr) {
+    IPU_RETURN_IF_ERROR(expect_stream(*labels, INT32, {B}, "a label per sample"));
+  }
+  for (const Stream& s : exe.streams()) {
+    const bool per_step_value =
+        s.name() == kLossStream || s.name() == kCorrectStream || s.name().rfind(kMetricStreamPrefix, 0) == 0;
+    if (per_step_value &&
+        (s.dtype() != FLOAT32 || s.direction() != Stream::DEVICE_TO_HOST || element_count_of(s) != 1)) {
+      return data_loss(stream_label(s) + ": must carry one float to the host per step");
     }
   }
 

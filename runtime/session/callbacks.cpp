@@ -15,17 +15,22 @@ double worst_value(bool maximise) {
 } // namespace
 
 std::map<std::string, double> epoch_logs(const EpochResult& epoch) {
-  std::map<std::string, double> logs{{"loss", epoch.loss}, {"accuracy", epoch.accuracy}};
+  std::map<std::string, double> logs{{"loss", epoch.loss}};
+  for (const MetricValue& m : epoch.metrics)
+    logs[m.name] = m.value;
   if (epoch.validation) {
     logs["val_loss"] = epoch.validation->loss;
-    logs["val_accuracy"] = epoch.validation->accuracy;
+    for (const MetricValue& m : epoch.validation->metrics)
+      logs["val_" + m.name] = m.value;
   }
   return logs;
 }
 
-std::vector<std::string> monitorable_names(bool validated) {
+std::vector<std::string> monitorable_names(const std::vector<std::string>& metric_names, bool validated) {
   EpochResult epoch;
-  if (validated) epoch.validation = EvaluateResult{};
+  for (const std::string& name : metric_names)
+    epoch.metrics.push_back({name, 0});
+  if (validated) epoch.validation = EvaluateResult{0, 0, 0, epoch.metrics, 0};
   std::vector<std::string> names;
   for (const auto& [name, value] : epoch_logs(epoch))
     names.push_back(name);

@@ -15,12 +15,13 @@
 
 namespace ipu::session {
 
-// The values Keras hands callbacks at the end of an epoch (`logs`), by name: loss and accuracy,
-// and val_loss and val_accuracy when the epoch was validated.
+// The values Keras hands callbacks at the end of an epoch (`logs`), by name: loss and the
+// executable's metrics (accuracy, ...), and val_loss and val_<metric> when the epoch was validated.
 std::map<std::string, double> epoch_logs(const EpochResult& epoch);
 
-// The names epoch_logs gives, with or without validation: what a callback may monitor.
-std::vector<std::string> monitorable_names(bool validated);
+// The names epoch_logs gives for an executable with these metrics, with or without validation:
+// what a callback may monitor, sorted as Keras's CSVLogger sorts its columns.
+std::vector<std::string> monitorable_names(const std::vector<std::string>& metric_names, bool validated);
 
 enum class MonitorMode { kAuto, kMin, kMax };
 

@@ -1,5 +1,6 @@
 #include "runtime/session/session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -38,7 +39,7 @@ struct Outfeed {
   std::vector<float> losses;         // one per step: the mean over the replicas of the job
   int64_t steps_started = 0;         // steps whose features were fed (the step running when a run stops)
   std::vector<float> replica_losses; // this instance's, step by step, replica-major within a step
-  double correct = 0;
+  std::vector<double> metric_sums;   // per Impl::metrics: the sum over this execution's rows
   std::vector<float> predictions;
 };
 
@@ -124,7 +125,30 @@ struct Session::Impl {
   int64_t epochs_trained = 0;
   int64_t updates_per_execution = 1;
 
+  // The loss takes float labels (format::Stream FLOAT32 [batch, C]) rather than class indices.
+  bool float_labels = false;
+
+  // The metrics the executable streams out, accuracy first: each a sum over the rows of a step.
+  struct MetricStream {
+    std::string name;
+    uint32_t stream = 0;
+  };
+  std::vector<MetricStream> metrics;
+
+  // Each metric's sum over `samples` rows, divided by them.
+  std::vector<MetricValue> metric_values(const std::vector<double>& sums, double samples) const {
+    std::vector<MetricValue> values;
+    for (size_t i = 0; i < metrics.size(); ++i)
+      values.push_back({metrics[i].name, sums[i] / samples});
+    return values;
+  }
+  ExecutionFeed gather(const data::Dataset& data, std::span<const uint32_t> order, size_t first,
+                       int64_t steps, int64_t batch) const {
+    return gather_execution(data, order, first, steps, batch, float_labels);
+  }
+
   Status check_data(const data::Dataset& data, bool need_labels) const;
+  Status check_float_labels(const data::Dataset& data) const;
   Status check_one_instance(std::string_view what) const;
   Status check_evaluable(const data::Dataset& data) const;
   StatusOr<EvaluateResult> evaluate_on_device(const data::Dataset& data, const ProgressFn& progress);
@@ -168,8 +192,17 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   }
   impl->stream_features = impl->engine->find_stream(std::string(format::kFeaturesStream));
   impl->stream_labels = impl->engine->find_stream(std::string(format::kLabelsStream));
+  impl->float_labels =
+      impl->stream_labels && exe.streams(static_cast<int>(*impl->stream_labels)).dtype() == format::FLOAT32;
   impl->stream_loss = impl->engine->find_stream(std::string(format::kLossStream));
   impl->stream_correct = impl->engine->find_stream(std::string(format::kCorrectStream));
+  if (impl->stream_correct) impl->metrics.push_back({"accuracy", *impl->stream_correct});
+  for (int i = 0; i < exe.streams_size(); ++i) {
+    const std::string& name = exe.streams(i).name();
+    if (name.rfind(format::kMetricStreamPrefix, 0) == 0) {
+      impl->metrics.push_back({name.substr(format::kMetricStreamPrefix.size()), static_cast<uint32_t>(i)});
+    }
+  }
   impl->stream_predictions = impl->engine->find_stream(std::string(format::kPredictionsStream));
   if (!impl->stream_features) return data_loss("executable has no 'features' stream");
   impl->stream_hyper = impl->engine->find_stream(std::string(format::kHyperParametersStream));
@@ -211,6 +244,11 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
   }
   if (need_labels) {
     if (!data.has_labels()) return invalid_argument(data.source + ": has no labels");
+    if (float_labels) return check_float_labels(data);
+    if (data.labels.empty()) {
+      return invalid_argument(data.source + ": has float labels; the executable's loss "
+                                            "(sparse_categorical_crossentropy) takes integer class indices");
+    }
     const int64_t classes = engine->executable().num_classes();
     for (size_t i = 0; i < data.labels.size(); ++i) {
       if (data.labels[i] < 0 || data.labels[i] >= classes) {
@@ -218,6 +256,26 @@ Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) co
                                 std::to_string(i) + " is outside [0, " + std::to_string(classes) + ")");
       }
     }
+  }
+  return Status();
+}
+
+// A loss on float labels takes C of them per sample, C the model's outputs; class indices feed
+// one output as numbers (binary labels 0/1, integer targets).
+Status Session::Impl::check_float_labels(const data::Dataset& data) const {
+  const int64_t outputs = engine->executable().num_classes();
+  if (data.float_labels.empty()) {
+    if (outputs == 1) return Status();
+    return invalid_argument(data.source +
+                            ": has class indices; the executable's loss takes float labels of " +
+                            std::to_string(outputs) +
+                            " values per sample (one-hot rows for "
+                            "categorical_crossentropy)");
+  }
+  if (static_cast<int64_t>(data.label_size()) != outputs) {
+    return invalid_argument(data.source + ": labels have shape " + shape_text(data.label_shape) +
+                            " per sample, the executable's loss takes " + std::to_string(outputs) +
+                            " per sample (the model's output [batch, " + std::to_string(outputs) + "])");
   }
   return Status();
 }
@@ -240,27 +298,30 @@ Status Session::Impl::broadcast_host_state() {
 Status Session::Impl::combine_outfeed(Outfeed& out) {
   std::vector<float> all = out.replica_losses;
   if (collectives && collectives->size() > 1) {
-    // One all-gather per execution: this instance's losses, then its count of correct rows.
+    // One all-gather per execution: this instance's losses, then its metric sums.
     const size_t instances = static_cast<size_t>(collectives->size());
     const size_t per_instance = out.replica_losses.size(), steps = per_instance / replicas;
-    const size_t loss_bytes = per_instance * sizeof(float), sent_bytes = loss_bytes + sizeof(double);
+    const size_t loss_bytes = per_instance * sizeof(float),
+                 sent_bytes = loss_bytes + out.metric_sums.size() * sizeof(double);
     std::vector<std::byte> sent(sent_bytes), received(sent_bytes * instances);
     std::memcpy(sent.data(), out.replica_losses.data(), loss_bytes);
-    std::memcpy(sent.data() + loss_bytes, &out.correct, sizeof(double));
+    std::memcpy(sent.data() + loss_bytes, out.metric_sums.data(), out.metric_sums.size() * sizeof(double));
     IPU_RETURN_IF_ERROR(collectives->all_gather(sent, received));
     // [instance][step][local replica] → [step][replica]
     all.assign(per_instance * instances, 0.0f);
-    out.correct = 0;
+    std::fill(out.metric_sums.begin(), out.metric_sums.end(), 0.0);
     for (size_t i = 0; i < instances; ++i) {
       const std::byte* from = received.data() + i * sent_bytes;
       for (size_t step = 0; step < steps; ++step) {
         std::memcpy(all.data() + (step * instances + i) * replicas, from + step * replicas * sizeof(float),
                     replicas * sizeof(float));
       }
-      // Counts of correct rows are whole numbers, exact in double in any order.
-      double correct = 0;
-      std::memcpy(&correct, from + loss_bytes, sizeof(double));
-      out.correct += correct;
+      // Summed in instance order; counts of correct rows are whole numbers, exact in any order.
+      for (size_t m = 0; m < out.metric_sums.size(); ++m) {
+        double sum = 0;
+        std::memcpy(&sum, from + loss_bytes + m * sizeof(double), sizeof(double));
+        out.metric_sums[m] += sum;
+      }
     }
   }
   for (size_t first = 0; first + total_replicas <= all.size(); first += total_replicas) {
@@ -324,6 +385,7 @@ std::vector<float> Session::Impl::hyper_rows(int epoch_index, std::vector<float>
 
 Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, Outfeed& out,
                                     const std::vector<float>& hyper_rows) {
+  out.metric_sums.assign(metrics.size(), 0.0);
   size_t features_step = 0, labels_step = 0, hyper_transfers = 0;
   engine::HostStreams streams;
   // Transfers come step by step, replica-major within a step: the feed's layout.
@@ -343,8 +405,10 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
   };
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
     if (stream == *stream_features) return take_step(feed.features, features_step, destination, "features");
-    if (stream_labels && stream == *stream_labels)
+    if (stream_labels && stream == *stream_labels) {
+      if (float_labels) return take_step(feed.float_labels, labels_step, destination, "labels");
       return take_step(feed.labels, labels_step, destination, "labels");
+    }
     if (stream_hyper && stream == *stream_hyper) {
       // One row per update, the same for every replica.
       const size_t row = hyper_transfers++ / replicas, bytes = destination.size();
@@ -360,8 +424,10 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
     const float* values = reinterpret_cast<const float*>(source.data());
     if (stream_loss && stream == *stream_loss) {
       out.replica_losses.push_back(values[0]);
-    } else if (stream_correct && stream == *stream_correct) {
-      out.correct += values[0];
+    } else if (auto m = std::find_if(metrics.begin(), metrics.end(),
+                                     [&](const MetricStream& metric) { return metric.stream == stream; });
+               m != metrics.end()) {
+      out.metric_sums[static_cast<size_t>(m - metrics.begin())] += values[0];
     } else if (stream_predictions && stream == *stream_predictions) {
       out.predictions.insert(out.predictions.end(), values, values + source.size() / sizeof(float));
     }
@@ -485,13 +551,12 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
         instance_order(data::epoch_order(data.num_samples, options.shuffle, options.seed, epoch - 1), steps,
                        B, static_cast<int64_t>(s.first_replica) * B / s.total_replicas, Bi);
     const int64_t executions = steps / S;
-    auto prepare = [&](int64_t e) {
-      return gather_execution(data, order, static_cast<size_t>(e * S * Bi), S, Bi);
-    };
+    auto prepare = [&](int64_t e) { return s.gather(data, order, static_cast<size_t>(e * S * Bi), S, Bi); };
     std::future<ExecutionFeed> next = std::async(std::launch::async, prepare, 0);
     EpochResult r;
     r.epoch = epoch;
-    double loss_sum = 0, correct = 0;
+    double loss_sum = 0;
+    std::vector<double> sums(s.metrics.size(), 0.0);
     for (int64_t e = 0; e < executions; ++e) {
       ExecutionFeed feed = next.get();
       if (e + 1 < executions) next = std::async(std::launch::async, prepare, e + 1);
@@ -513,17 +578,19 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
                                         learning_rates.end());
       for (float l : out.losses)
         loss_sum += l;
-      correct += out.correct;
+      for (size_t m = 0; m < sums.size(); ++m)
+        sums[m] += out.metric_sums[m];
       if (step_log) step_log->losses.insert(step_log->losses.end(), out.losses.begin(), out.losses.end());
       r.steps += S;
       r.samples += S * B;
       if (progress) {
         progress({epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
-                  correct / static_cast<double>(r.samples), seconds_since(start), false, std::nullopt});
+                  s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start), false,
+                  std::nullopt});
       }
     }
     r.loss = loss_sum / static_cast<double>(r.steps);
-    r.accuracy = correct / static_cast<double>(r.samples);
+    r.metrics = s.metric_values(sums, static_cast<double>(r.samples));
     r.seconds = seconds_since(start);
     ++s.epochs_trained;
     // The evaluate program leaves the weights and optimizer state as training left them.
@@ -534,7 +601,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       r.validation = *validated;
     }
     if (progress)
-      progress({epoch, options.epochs, r.steps, steps, r.loss, r.accuracy, r.seconds, true, r.validation});
+      progress({epoch, options.epochs, r.steps, steps, r.loss, r.metrics, r.seconds, true, r.validation});
     results.push_back(r);
     if (options.on_epoch_end) {
       IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsToHostProgram));
@@ -580,24 +647,26 @@ StatusOr<EvaluateResult> Session::Impl::evaluate_on_device(const data::Dataset& 
   EvaluateResult r;
   // A step's loss is the mean over the job's B rows (over every replica's rows), padded rows
   // adding 0: times B it is the sum over its real rows.
-  double loss_sum = 0, correct = 0;
+  double loss_sum = 0;
+  std::vector<double> sums(s.metrics.size(), 0.0);
   for (int64_t e = 0; e < executions; ++e) {
-    ExecutionFeed feed = gather_execution(data, order, static_cast<size_t>(e * S * Bi), S, Bi);
+    ExecutionFeed feed = s.gather(data, order, static_cast<size_t>(e * S * Bi), S, Bi);
     Outfeed out;
     IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
     for (float l : out.losses)
       loss_sum += static_cast<double>(l) * static_cast<double>(B);
-    correct += out.correct;
+    for (size_t m = 0; m < sums.size(); ++m)
+      sums[m] += out.metric_sums[m];
     r.steps += std::min(S, steps - e * S);
     r.samples += std::min(S * B, N - e * S * B);
     if (progress) {
       progress({1, 1, r.steps, steps, loss_sum / static_cast<double>(r.samples),
-                correct / static_cast<double>(r.samples), seconds_since(start), e + 1 == executions,
-                std::nullopt});
+                s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start),
+                e + 1 == executions, std::nullopt});
     }
   }
   r.loss = loss_sum / static_cast<double>(r.samples);
-  r.accuracy = correct / static_cast<double>(r.samples);
+  r.metrics = s.metric_values(sums, static_cast<double>(r.samples));
   r.seconds = seconds_since(start);
   return r;
 }
@@ -772,6 +841,13 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   r.samples = N;
   r.seconds = seconds_since(start);
   return r;
+}
+
+std::vector<std::string> Session::metric_names() const {
+  std::vector<std::string> names;
+  for (const Impl::MetricStream& m : m_impl->metrics)
+    names.push_back(m.name);
+  return names;
 }
 
 Status Session::save_weights(const std::string& dir) const {

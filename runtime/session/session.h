@@ -25,11 +25,18 @@ namespace ipu::session {
 // ([28,28,1] feeds [1,28,28]): in all three the bytes are laid out identically.
 bool sample_shape_fits(const std::vector<int64_t>& got, const std::vector<int64_t>& expected);
 
+// A metric's value (a sum over the samples divided by them), under the name History gives it:
+// "accuracy", "sparse_top_k_categorical_accuracy", "mse", "mae".
+struct MetricValue {
+  std::string name;
+  double value = 0;
+};
+
 struct EvaluateResult {
   int64_t steps = 0;
   int64_t samples = 0;
   double loss = 0;
-  double accuracy = 0;
+  std::vector<MetricValue> metrics; // the executable's, accuracy first
   double seconds = 0;
 };
 
@@ -37,14 +44,14 @@ struct EpochResult {
   int epoch = 0; // 1-based
   int64_t steps = 0;
   int64_t samples = 0;
-  double loss = 0;     // mean of the step losses
-  double accuracy = 0; // correct / samples
-  double seconds = 0;  // training only; the validation pass has its own
+  double loss = 0;                  // mean of the step losses
+  std::vector<MetricValue> metrics; // the executable's, accuracy first
+  double seconds = 0;               // training only; the validation pass has its own
   // The learning rate of the epoch's last weight update (Keras's History "learning_rate"); NaN
   // for an executable without an optimizer's hyper-parameters.
   double learning_rate = 0;
-  // The validation data evaluated with the weights at the end of the epoch (Keras's val_loss,
-  // val_accuracy), when fit was given validation data.
+  // The validation data evaluated with the weights at the end of the epoch (Keras's val_loss and
+  // val_ metrics), when fit was given validation data.
   std::optional<EvaluateResult> validation;
 };
 
@@ -64,7 +71,7 @@ struct FitOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   // Evaluated after every epoch by the executable's evaluate program, every sample counted as
-  // evaluate counts them. Not owned; must outlive fit. One instance only.
+  // evaluate counts them. Not owned; must outlive fit.
   const data::Dataset* validation = nullptr;
   EpochEndFn on_epoch_end;
 };
@@ -89,8 +96,8 @@ struct Progress {
   int epochs = 0;
   int64_t step = 0; // steps done in this epoch
   int64_t steps = 0;
-  double loss = 0;     // running mean over the epoch
-  double accuracy = 0; // running over the epoch
+  double loss = 0;                  // running mean over the epoch
+  std::vector<MetricValue> metrics; // running over the epoch
   double seconds = 0;
   bool epoch_done = false;
   std::optional<EvaluateResult> validation; // with epoch_done, when fit validates
@@ -146,6 +153,10 @@ public:
   // the epoch LearningRateScheduler counts), kept in checkpoints so a resumed run goes on.
   int64_t iterations() const;
   int64_t epochs_trained() const;
+
+  // The names of the metrics the executable reports beside its loss, accuracy first (as in
+  // EpochResult::metrics).
+  std::vector<std::string> metric_names() const;
 
   // Checkpoints: a directory with one .npy per weight and optimizer state tensor plus
   // index.json, and with a learning-rate schedule its position (kIterationsCheckpointName,

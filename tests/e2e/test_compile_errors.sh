@@ -147,7 +147,7 @@ EOF
 test_other_spec_problems() {
   edit_model "$SEQ" dup.json 'm["layers"][2]["name"] = "dense1"'
   expect_compile_error 3 "dup.json: layer 'dense1' (Dense): name is used twice" -- "$IPUCC" compile dup.json "${SMALL[@]}"
-  edit_model "$SEQ" loss.json 'm["loss"] = "mse"'
+  edit_model "$SEQ" loss.json 'm["loss"] = "hinge"'
   expect_compile_error 4 "loss.json: loss: unsupported loss" -- "$IPUCC" compile loss.json "${SMALL[@]}"
   edit_model "$SEQ" opt.json 'm["optimizer"] = {"type": "lion"}'
   expect_compile_error 4 "opt.json: optimizer: unsupported optimizer \"lion\"" -- "$IPUCC" compile opt.json "${SMALL[@]}"

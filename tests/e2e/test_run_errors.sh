@@ -146,7 +146,9 @@ test_labels_out_of_range() {
   e2e_data npy yneg.npy --dtype i4 --shape 64 --fill mod:10 --set 5=-1
   expect_error 3 "yneg.npy" "label -1 at index 5" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,yneg.npy "${QUIET[@]}"
   e2e_data npy yfloat.npy --dtype f4 --shape 64 --fill mod:10
-  expect_error 3 "yfloat.npy" "labels must be integers" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,yfloat.npy "${QUIET[@]}"
+  expect_error 3 "yfloat.npy" "has float labels" "takes integer class indices" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,yfloat.npy "${QUIET[@]}"
+  e2e_data npy ybool.npy --dtype b1 --shape 64 --fill mod:2
+  expect_error 3 "ybool.npy" "labels must be integers (class indices) or floats" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,ybool.npy "${QUIET[@]}"
   e2e_data npy y63.npy --dtype i8 --shape 63 --fill mod:10
   expect_error 3 "y63.npy: has 63 labels but x.npy has 64 samples" -- "$IPURUN" train mlp.ipuexe --data npy:x.npy,y63.npy "${QUIET[@]}"
   e2e_data idx mn --count 64 --set-label 3=12

@@ -25,16 +25,17 @@ std::string mlp_spec(const std::string& hidden_activation, const std::string& ou
     "optimizer": {"type": "sgd", "learning_rate": 1.0, "momentum": 0.0}})";
 }
 
-// `model` has `features_per_sample` input features per sample (6 unless given) and 4 classes;
-// `weights` names every trainable tensor.
-void check_gradients(const std::string& model, const compiler::CompileOptions& options,
-                     const std::vector<std::string>& weights, size_t features_per_sample = 6) {
+// `model` has `features_per_sample` input features per sample; `weights` names every trainable
+// tensor; `labels` are what its loss takes for a batch of 3.
+template <typename Label>
+void check_gradients_with(const std::string& model, const compiler::CompileOptions& options,
+                          const std::vector<std::string>& weights, const std::vector<Label>& labels,
+                          size_t features_per_sample) {
   const uint32_t batch = options.batch_size;
   auto engine = compile_and_load(model, options);
   std::vector<float> features(batch * features_per_sample);
   for (size_t i = 0; i < features.size(); ++i)
     features[i] = std::sin(0.7f * static_cast<float>(i) + 0.3f);
-  const std::vector<int32_t> labels = {1, 3, 0};
 
   // Finite differences first, in double around the float weights.
   std::vector<std::vector<double>> numeric;
@@ -69,6 +70,12 @@ void check_gradients(const std::string& model, const compiler::CompileOptions& o
   }
 }
 
+// `model` has `features_per_sample` input features per sample (6 unless given) and 4 classes.
+void check_gradients(const std::string& model, const compiler::CompileOptions& options,
+                     const std::vector<std::string>& weights, size_t features_per_sample = 6) {
+  check_gradients_with(model, options, weights, std::vector<int32_t>{1, 3, 0}, features_per_sample);
+}
+
 void check_spec_gradients(const std::string& spec) {
   check_gradients(spec, small_target_options(3), {"hidden/kernel", "hidden/bias", "out/kernel", "out/bias"});
 }
@@ -82,6 +89,47 @@ TEST_CASE("gradients of Dense + activations match finite differences") {
   }
   SUBCASE("tanh hidden, softmax + probabilities") {
     check_spec_gradients(mlp_spec("tanh", "softmax", false));
+  }
+}
+
+// The MLP of mlp_spec with `output_activation` on its 4 outputs, trained on `loss` (a JSON loss).
+std::string loss_spec(const std::string& output_activation, const std::string& loss) {
+  std::string spec = mlp_spec("tanh", output_activation, true);
+  const size_t at = spec.find(R"("loss": )");
+  const size_t end = spec.find('}', at);
+  return spec.substr(0, at) + R"("loss": )" + loss + spec.substr(end + 1);
+}
+
+void check_loss_gradients(const std::string& output_activation, const std::string& loss,
+                          const std::vector<float>& labels) {
+  INFO(loss);
+  check_gradients_with(loss_spec(output_activation, loss), small_target_options(3),
+                       {"hidden/kernel", "hidden/bias", "out/kernel", "out/bias"}, labels, 6);
+}
+
+// Float labels for a batch of 3 and 4 outputs: soft class probabilities (rows sum to 1), binary
+// targets (0, 1 and one soft value) and regression targets.
+const std::vector<float> kSoftLabels = {0.1f, 0.6f, 0.2f, 0.1f, 0, 0, 0, 1, 0.25f, 0.25f, 0.5f, 0};
+const std::vector<float> kBinaryLabels = {1, 0, 0, 1, 0, 1, 1, 0.3f, 1, 1, 0, 0};
+const std::vector<float> kTargets = {0.9f,  -1.2f, 2.5f, 0.1f, -0.4f, 0.7f,
+                                     -2.2f, 1.6f,  0.0f, 3.1f, -0.8f, 0.45f};
+
+TEST_CASE("gradients of the losses on float labels match finite differences") {
+  SUBCASE("categorical cross-entropy") {
+    check_loss_gradients("none", R"({"type": "categorical_crossentropy", "from_logits": true})", kSoftLabels);
+    check_loss_gradients("softmax", R"({"type": "categorical_crossentropy"})", kSoftLabels);
+    // Probabilities that do not sum to 1: Keras normalises them first.
+    check_loss_gradients("sigmoid", R"({"type": "categorical_crossentropy"})", kSoftLabels);
+  }
+  SUBCASE("binary cross-entropy") {
+    check_loss_gradients("none", R"({"type": "binary_crossentropy", "from_logits": true})", kBinaryLabels);
+    check_loss_gradients("sigmoid", R"({"type": "binary_crossentropy"})", kBinaryLabels);
+  }
+  SUBCASE("mean squared and absolute error, Huber") {
+    check_loss_gradients("none", R"("mean_squared_error")", kTargets);
+    check_loss_gradients("none", R"("mae")", kTargets);
+    check_loss_gradients("none", R"("huber")", kTargets);
+    check_loss_gradients("none", R"({"type": "huber", "delta": 0.3})", kTargets);
   }
 }
 

@@ -27,8 +27,10 @@ struct StepOutputs {
   std::vector<float> loss, correct, predictions;
 };
 
-inline StepOutputs run_step(engine::Engine& engine, const std::string& program,
-                            const std::vector<float>& features, const std::vector<int32_t>& labels) {
+// `labels` are int32 class indices or float labels, as the executable's labels stream takes.
+template <typename Label>
+StepOutputs run_step(engine::Engine& engine, const std::string& program, const std::vector<float>& features,
+                     const std::vector<Label>& labels) {
   StepOutputs out;
   const auto& exe = engine.executable();
   engine::HostStreams streams;

@@ -255,7 +255,8 @@ TEST_CASE("graph spec: malformed documents") {
   // A misspelt top-level key is reported, with the others, rather than silently ignored.
   expect_problems(
       R"({"type": "sequential", "input": {"shape": [2]}, "layers": [], "optimiser": {}, "Loss": 1})",
-      {"specs/model.json: unknown top-level key 'Loss' (expected input, inputs, layers, loss, name, nodes, "
+      {"specs/model.json: unknown top-level key 'Loss' (expected input, inputs, layers, loss, metrics, name, "
+       "nodes, "
        "optimizer, outputs, stage_assignment, type)",
        "unknown top-level key 'optimiser'"});
   expect_problems(R"({"type": "sequential", "input": {"shape": [2]}, "layers": {}})",
@@ -410,12 +411,20 @@ TEST_CASE("graph spec: loss and optimizer problems") {
   const std::string layers = kFlatten + ", " + dense("out");
   // A loss or optimizer Keras has but ipucc does not implement is unsupported (exit 4), as an ONNX
   // op is; a value that names none is invalid (exit 3).
-  expect_problems(seq(layers, R"("loss": "mse")"),
-                  {"specs/model.json: loss: unsupported loss \"mse\" (ipucc trains with "
-                   "sparse_categorical_crossentropy)"},
+  expect_problems(seq(layers, R"("loss": "hinge")"),
+                  {"specs/model.json: loss: unsupported loss \"hinge\" (ipucc trains with "
+                   "sparse_categorical_crossentropy, categorical_crossentropy, binary_crossentropy, "
+                   "mean_squared_error (mse), mean_absolute_error (mae) or huber)"},
                   StatusCode::kUnsupported);
-  expect_problems(seq(layers, R"("loss": {"type": "categorical_crossentropy"})"), {"loss: unsupported loss"},
+  expect_problems(seq(layers, R"("loss": {"type": "kl_divergence"})"), {"loss: unsupported loss"},
                   StatusCode::kUnsupported);
+  // Each loss takes Keras's arguments for it, and no others.
+  expect_problems(seq(layers, R"("loss": {"type": "huber", "from_logits": true})"),
+                  {"specs/model.json: loss: unknown argument 'from_logits' for huber"});
+  expect_problems(seq(layers, R"("loss": {"type": "binary_crossentropy", "delta": 2})"),
+                  {"specs/model.json: loss: unknown argument 'delta' for binary_crossentropy"});
+  expect_problems(seq(layers, R"("loss": {"type": "huber", "delta": 0})"),
+                  {"specs/model.json: loss: 'delta' must be a positive number"});
   expect_problems(seq(layers, R"("loss": {"from_logits": true})"),
                   {"loss: must be a loss name or {\"type\": NAME, ...}, got an object"});
   expect_problems(seq(layers, R"("loss": 3)"), {"loss: must be a loss name or {\"type\": NAME, ...}, got 3"});
@@ -567,12 +576,66 @@ TEST_CASE("graph spec: deeply nested documents are refused before anything recur
   CHECK(parse(seq(kFlatten + ", " + dense("out"), "\"name\": \"" + std::string(100, '[') + "\"")).ok());
 }
 
+TEST_CASE("graph spec: losses by their Keras names, with their arguments and defaults") {
+  using ipu::passes::LossKind;
+  const std::string layers = kFlatten + ", " + dense("out");
+  struct Case {
+    const char* loss;
+    LossKind kind;
+    bool from_logits;
+    float delta;
+  };
+  const Case cases[] = {
+      {R"("categorical_crossentropy")", LossKind::kCategoricalCrossEntropy, false, 1.0f},
+      {R"({"type": "categorical_crossentropy", "from_logits": true})", LossKind::kCategoricalCrossEntropy,
+       true, 1.0f},
+      {R"({"type": "binary_crossentropy", "from_logits": true})", LossKind::kBinaryCrossEntropy, true, 1.0f},
+      {R"("mse")", LossKind::kMeanSquaredError, false, 1.0f},
+      {R"("mean_absolute_error")", LossKind::kMeanAbsoluteError, false, 1.0f},
+      {R"({"type": "huber", "delta": 0.25})", LossKind::kHuber, false, 0.25f},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.loss);
+    auto spec = parse(seq(layers, std::string(R"("loss": )") + c.loss));
+    REQUIRE_MESSAGE(spec.ok(), spec.status().to_string());
+    CHECK(spec->loss.kind == c.kind);
+    CHECK(spec->loss.from_logits == c.from_logits);
+    CHECK(spec->loss.delta == c.delta);
+  }
+}
+
+TEST_CASE("graph spec: metrics by their Keras names") {
+  using ipu::passes::MetricKind;
+  const std::string layers = kFlatten + ", " + dense("out");
+  auto spec = parse(seq(
+      layers, R"("metrics": ["accuracy", "mae", {"type": "sparse_top_k_categorical_accuracy", "k": 3}])"));
+  REQUIRE_MESSAGE(spec.ok(), spec.status().to_string());
+  REQUIRE(spec->metrics.has_value());
+  REQUIRE(spec->metrics->size() == 3);
+  CHECK((*spec->metrics)[0].kind == MetricKind::kAccuracy);
+  CHECK((*spec->metrics)[1].kind == MetricKind::kMeanAbsoluteError);
+  CHECK((*spec->metrics)[2].kind == MetricKind::kSparseTopK);
+  CHECK((*spec->metrics)[2].k == 3);
+  spec = parse(seq(layers, R"("metrics": [])"));
+  REQUIRE(spec.ok());
+  CHECK((spec->metrics.has_value() && spec->metrics->empty()));
+  spec = parse(seq(layers));
+  REQUIRE(spec.ok());
+  CHECK(!spec->metrics.has_value());
+  expect_problems(seq(layers, R"("metrics": ["f1"])"), {"specs/model.json: metrics: unknown metric 'f1'"});
+  expect_problems(seq(layers, R"("metrics": ["mse", "mean_squared_error"])"),
+                  {"specs/model.json: metrics: metric 'mse' is given twice"});
+  expect_problems(seq(layers, R"("metrics": "accuracy")"), {"metrics: must be a list of metric names"});
+  expect_problems(seq(layers, R"("metrics": [{"type": "mse", "k": 2}])"),
+                  {"metrics: unknown or invalid argument 'k' for \"mse\""});
+}
+
 TEST_CASE("graph spec: several problems are all reported at once") {
   const std::string message = expect_problems(
       seq(R"({"name": "flat", "type": "Flatten", "units": 3}, )" + dense("d1", 0) + ", " +
               dense("d2", 4, R"("activation": "gelu", "colour": "red")") + ", " +
               R"({"name": "x", "type": "Pool"})" + ", " + dense("d2"),
-          R"("loss": "mse", "optimizer": {"type": "sgd", "learning_rate": -1, "momentum": 2})"),
+          R"("loss": "hinge", "optimizer": {"type": "sgd", "learning_rate": -1, "momentum": 2})"),
       {"layer 'flat' (Flatten): 'units' does not apply to Flatten",
        "layer 'd1' (Dense): 'units' must be an integer in [1, 16777216]",
        "layer 'd2' (Dense): unknown attribute 'colour'", "layer 'd2' (Dense): unknown activation \"gelu\"",

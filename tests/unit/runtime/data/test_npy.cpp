@@ -256,6 +256,23 @@ TEST_CASE("npy: load_npy_dataset converts features and labels") {
     CHECK(dh->sample_shape == std::vector<int64_t>{1});
     CHECK(dh->features == std::vector<float>{1.0f, -2.0f, 0.5f, 65504.0f, 0x1p-24f});
   }
+  SUBCASE("float labels load as float labels of their per-sample shape") {
+    const std::string x = save("x.npy", "<f4", "(2, 2)", raw(std::vector<float>{1, 2, 3, 4}));
+    const std::string onehot =
+        save("onehot.npy", "<f8", "(2, 3)", raw(std::vector<double>{0, 1, 0, 0.25, 0, 0.75}));
+    auto r = load_npy_dataset(x, onehot);
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK(r->labels.empty());
+    CHECK(r->has_labels());
+    CHECK(r->label_shape == std::vector<int64_t>{3});
+    CHECK(r->label_size() == 3);
+    CHECK(r->float_labels == std::vector<float>{0, 1, 0, 0.25f, 0, 0.75f});
+    const std::string flat = save("flat.npy", "<f4", "(2,)", raw(std::vector<float>{1, 0}));
+    r = load_npy_dataset(x, flat);
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK(r->label_shape == std::vector<int64_t>{1});
+    CHECK(r->float_labels == std::vector<float>{1, 0});
+  }
   SUBCASE("bad labels and features are rejected") {
     const std::string x = save("x.npy", "<f4", "(2, 2)", raw(std::vector<float>{1, 2, 3, 4}));
     const std::string neg = save("neg.npy", "<i4", "(2,)", raw(std::vector<int32_t>{1, -1}));
@@ -270,8 +287,15 @@ TEST_CASE("npy: load_npy_dataset converts features and labels") {
     auto r = load_npy_dataset(x, neg);
     CHECK(r.status().code() == StatusCode::kInvalidArgument);
     CHECK(r.status().message().rfind(neg + ": label -1 at index 1", 0) == 0);
-    r = load_npy_dataset(x, flt);
-    CHECK(r.status().message() == flt + ": labels must be integers, got float32 ('<f4')");
+    const std::string flags = save("flags.npy", "|b1", "(2,)", std::string("\x01\x00", 2));
+    r = load_npy_dataset(x, flags);
+    CHECK(r.status().message() ==
+          flags + ": labels must be integers (class indices) or floats, got bool ('|b1')");
+    const std::string nan_labels = save("nanl.npy", "<f4", "(2,)", raw(std::vector<float>{1, NAN}));
+    CHECK(load_npy_dataset(x, nan_labels).status().code() == StatusCode::kInvalidArgument);
+    const std::string short_float = save("short.npy", "<f4", "(1, 2)", raw(std::vector<float>{1, 0}));
+    r = load_npy_dataset(x, short_float);
+    CHECK(r.status().message() == short_float + ": has 1 labels but " + x + " has 2 samples");
     r = load_npy_dataset(x, three);
     CHECK(r.status().message() == three + ": has 3 labels but " + x + " has 2 samples");
     CHECK(load_npy_dataset(x, mat).status().code() == StatusCode::kInvalidArgument);
