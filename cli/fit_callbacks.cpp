@@ -151,6 +151,27 @@ StatusOr<FitCallbacks> FitCallbacks::from_flags(const CallbackFlags& flags) {
     IPU_ASSIGN_OR_RETURN(options.start_from_epoch, count_argument(a, "start_from_epoch", flag, 0));
     callbacks.m_early_stopping.emplace(std::move(options));
   }
+  if (flags.reduce_lr_on_plateau) {
+    const std::string flag = "--reduce-lr-on-plateau";
+    IPU_ASSIGN_OR_RETURN(Arguments a, parse_arguments(*flags.reduce_lr_on_plateau, flag,
+                                                      {"monitor", "factor", "patience", "mode", "min_delta",
+                                                       "cooldown", "min_lr"}));
+    session::ReduceLrOnPlateauOptions options;
+    if (a.count("monitor")) options.monitor = a["monitor"];
+    IPU_ASSIGN_OR_RETURN(options.factor, number_argument(a, "factor", flag, options.factor));
+    // Keras: "ReduceLROnPlateau does not support a factor >= 1.0".
+    if (!(options.factor > 0 && options.factor < 1))
+      return invalid_argument(flag + ": factor must be in (0, 1)");
+    IPU_ASSIGN_OR_RETURN(options.patience, count_argument(a, "patience", flag, options.patience));
+    if (a.count("mode")) {
+      IPU_ASSIGN_OR_RETURN(options.mode, session::parse_monitor_mode(a["mode"], flag));
+    }
+    IPU_ASSIGN_OR_RETURN(options.min_delta, number_argument(a, "min_delta", flag, options.min_delta));
+    IPU_ASSIGN_OR_RETURN(options.cooldown, count_argument(a, "cooldown", flag, options.cooldown));
+    IPU_ASSIGN_OR_RETURN(options.min_lr, number_argument(a, "min_lr", flag, options.min_lr));
+    if (options.min_lr < 0) return invalid_argument(flag + ": min_lr must not be negative");
+    callbacks.m_reduce_lr.emplace(std::move(options));
+  }
   if (flags.model_checkpoint) {
     const std::string flag = "--model-checkpoint";
     IPU_ASSIGN_OR_RETURN(Arguments a, parse_arguments(*flags.model_checkpoint, flag,
@@ -192,6 +213,10 @@ Status FitCallbacks::bind(const std::vector<std::string>& metric_names, bool val
     IPU_RETURN_IF_ERROR(
         check_monitor(m_early_stopping->options().monitor, "--early-stopping", names, validated));
   }
+  if (m_reduce_lr) {
+    IPU_RETURN_IF_ERROR(
+        check_monitor(m_reduce_lr->options().monitor, "--reduce-lr-on-plateau", names, validated));
+  }
   if (m_checkpoint && m_checkpoint->best) {
     IPU_RETURN_IF_ERROR(check_monitor(m_checkpoint->monitor, "--model-checkpoint", names, validated));
   }
@@ -202,6 +227,21 @@ Status FitCallbacks::bind(const std::vector<std::string>& metric_names, bool val
     for (const std::string& column : m_csv->columns)
       m_csv->text += (column == "epoch" ? "" : std::string(1, m_csv->separator)) + column;
     m_csv->text += '\n';
+  }
+  return Status();
+}
+
+Status FitCallbacks::check_learning_rate(const session::Session& session) const {
+  if (!m_reduce_lr) return Status();
+  const auto& read = session.executable().hyper_parameters();
+  if (std::find(read.begin(), read.end(), "learning_rate") == read.end()) {
+    return invalid_argument(
+        "--reduce-lr-on-plateau: this executable's optimizer reads no learning rate from the "
+        "host (it has no optimizer, or LAMB, whose rate is a program constant)");
+  }
+  if (session.has_learning_rate_schedule()) {
+    return invalid_argument("--reduce-lr-on-plateau: a learning-rate schedule sets the rate every update; "
+                            "give one or the other, as Keras requires");
   }
   return Status();
 }
@@ -243,6 +283,15 @@ session::EpochEndFn FitCallbacks::epoch_end(session::Session& session, bool writ
   return [this, &session, writes_files](const session::EpochResult& epoch) -> StatusOr<session::FitDecision> {
     if (m_csv && writes_files) IPU_RETURN_IF_ERROR(log_csv(epoch));
     if (m_checkpoint && writes_files) IPU_RETURN_IF_ERROR(checkpoint(session, epoch));
+    if (m_reduce_lr) {
+      // Every instance decides alike (on the same gathered values) and streams the same rate.
+      const double value = session::epoch_logs(epoch).at(m_reduce_lr->options().monitor);
+      const double rate = m_reduce_lr->on_epoch_end(value, epoch.learning_rate);
+      if (rate != epoch.learning_rate) {
+        IPU_RETURN_IF_ERROR(session.set_hyper_parameter("learning_rate", static_cast<float>(rate)));
+        m_reductions.emplace_back(epoch.epoch, static_cast<float>(rate));
+      }
+    }
     if (!m_early_stopping) return session::FitDecision::kContinue;
     const double value = session::epoch_logs(epoch).at(m_early_stopping->options().monitor);
     const session::EarlyStopping::Verdict verdict = m_early_stopping->on_epoch_end(epoch.epoch - 1, value);
@@ -257,6 +306,14 @@ Status FitCallbacks::finish(session::Session& session) {
   IPU_RETURN_IF_ERROR(session.set_weights(*m_best_weights, "the best epoch"));
   m_restored = true;
   return Status();
+}
+
+nlohmann::json FitCallbacks::reduce_lr_json() const {
+  if (!m_reduce_lr) return nullptr;
+  nlohmann::json reductions = nlohmann::json::array();
+  for (const auto& [epoch, rate] : m_reductions)
+    reductions.push_back({{"epoch", epoch}, {"learning_rate", rate}});
+  return reductions;
 }
 
 nlohmann::json FitCallbacks::early_stopping_json() const {

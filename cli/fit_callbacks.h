@@ -5,6 +5,7 @@
 //   --early-stopping monitor=val_loss,patience=3,min_delta=0.001,restore_best_weights
 //   --model-checkpoint filepath=ckpt/epoch{epoch:02d},save_best_only,monitor=val_accuracy
 //   --csv-logger filename=training.csv
+//   --reduce-lr-on-plateau monitor=val_loss,factor=0.5,patience=2
 //
 // The decisions are runtime/session/callbacks.h's; this file parses the flags, checks what the
 // callbacks will write before training starts, and carries the decisions out after each epoch.
@@ -29,6 +30,7 @@ struct CallbackFlags {
   std::optional<std::string> early_stopping;
   std::optional<std::string> model_checkpoint;
   std::optional<std::string> csv_logger;
+  std::optional<std::string> reduce_lr_on_plateau;
 };
 
 // The `{epoch}` or `{epoch:0Nd}` fields of a ModelCheckpoint filepath filled with `epoch`
@@ -46,12 +48,17 @@ public:
   // where Keras only warns at every epoch. Fixes the CSV log's columns.
   Status bind(const std::vector<std::string>& metric_names, bool validated);
 
+  // ReduceLROnPlateau sets the learning rate the session streams: refused (InvalidArgument) when
+  // the executable's optimizer reads none, or a schedule sets it (Keras refuses the same pair).
+  Status check_learning_rate(const session::Session& session) const;
+
   // Checks every path the callbacks write (runtime/base/output_file.h), before training.
   Status check_outputs() const;
 
-  bool any() const { return m_early_stopping || m_checkpoint || m_csv; }
+  bool any() const { return m_early_stopping || m_checkpoint || m_csv || m_reduce_lr; }
 
-  // Runs after each epoch of `session`'s fit: CSV row, checkpoint, early stopping, in that order
+  // Runs after each epoch of `session`'s fit: CSV row, checkpoint, learning-rate reduction, early
+  // stopping, in that order
   // (Keras runs callbacks in the order given; this is the order a Keras user usually gives them).
   // In a job of several instances every instance decides (on the same values, so alike) and only
   // the one that `writes_files` writes the CSV log and checkpoints.
@@ -63,12 +70,17 @@ public:
   // For --json and the note on stderr: what early stopping did (null when it was not asked for).
   nlohmann::json early_stopping_json() const;
   std::optional<std::string> early_stopping_note() const;
+  // The reductions ReduceLROnPlateau made: null when it was not asked for, else a list of
+  // {epoch, learning_rate} (the 1-based epoch after which the new rate took effect).
+  nlohmann::json reduce_lr_json() const;
 
 private:
   Status log_csv(const session::EpochResult& epoch);
   Status checkpoint(session::Session& session, const session::EpochResult& epoch);
 
   std::optional<session::EarlyStopping> m_early_stopping;
+  std::optional<session::ReduceLrOnPlateau> m_reduce_lr;
+  std::vector<std::pair<int, double>> m_reductions; // (epoch, new learning rate)
   std::optional<std::map<std::string, session::NamedTensor>> m_best_weights;
   struct Checkpoint {
     std::string filepath;

@@ -352,6 +352,8 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   }
   if (Status bound = callbacks.bind(loaded.session->metric_names(), validation.has_value()); !bound.ok())
     return fail(g_tool, bound, kExitUsage);
+  if (Status rate = callbacks.check_learning_rate(*loaded.session); !rate.ok())
+    return fail(g_tool, rate, kExitUsage);
   if (f.steps_per_epoch == 0 && reporter) note_samples_left_out(*loaded.session, loaded.data);
   session::FitOptions options;
   options.epochs = f.epochs;
@@ -441,6 +443,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
       add_metrics(out["final"], results->back().validation->metrics, "val_");
     }
     out["early_stopping"] = callbacks.early_stopping_json();
+    out["learning_rate_reductions"] = callbacks.reduce_lr_json();
     double samples = 0, seconds = 0;
     for (const auto& r : *results) {
       samples += static_cast<double>(r.samples);
@@ -670,6 +673,12 @@ int main(int argc, char** argv) {
       "--model-checkpoint", flags.callbacks.model_checkpoint,
       "Keras ModelCheckpoint: filepath=DIR (with {epoch} or {epoch:02d}), save_best_only, monitor, "
       "mode; writes a --save-weights checkpoint after each epoch (or each best one)");
+  train
+      ->add_option(
+          "--reduce-lr-on-plateau", flags.callbacks.reduce_lr_on_plateau,
+          "Keras ReduceLROnPlateau: monitor (val_loss), factor (0.1), patience (10), mode, min_delta "
+          "(1e-4), cooldown (0), min_lr (0); sets the learning rate the host streams")
+      ->expected(0, 1);
   train->add_option("--csv-logger", flags.callbacks.csv_logger,
                     "Keras CSVLogger: filename=FILE[,separator=C]; one row per epoch, written as it ends");
   train

@@ -899,6 +899,10 @@ Status Session::set_learning_rate_schedule(std::optional<format::LearningRateSch
   return Status();
 }
 
+bool Session::has_learning_rate_schedule() const {
+  return m_impl->schedule.has_value();
+}
+
 const format::HyperParameterValues& Session::hyper_parameters() const {
   return m_impl->hyper;
 }

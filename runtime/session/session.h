@@ -147,6 +147,7 @@ public:
   // Replaces the learning-rate schedule; nullopt: the constant learning rate. InvalidArgument
   // when the executable's optimizer reads no learning rate.
   Status set_learning_rate_schedule(std::optional<format::LearningRateSchedule> schedule);
+  bool has_learning_rate_schedule() const;
   // The hyper-parameters the next update gets but for a schedule's learning rate, by slot.
   const format::HyperParameterValues& hyper_parameters() const;
   // Weight updates and epochs trained: a schedule's position (Keras's optimizer.iterations, and

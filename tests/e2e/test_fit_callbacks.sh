@@ -102,6 +102,39 @@ for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
 PY
 }
 
+test_reduce_lr_on_plateau_follows_keras() {
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_functional.json" --tiles-per-ipu 64 --batch-size 32 \
+    --steps-per-execution 4 --optimizer sgd --learning-rate 0.5 -o wild.ipuexe
+  expect_exit 0 "$IPURUN" train wild.ipuexe --data synthetic:1024 --validation-data synthetic:256 --epochs 8 \
+    --reduce-lr-on-plateau factor=0.5,patience=1 --history history.json --json "${QUIET[@]}"
+  # Keras's rule replayed on the val_loss ipurun saw gives the rate each epoch trained with.
+  "$PYTHON" - history.json "$STDOUT" <<'PY' || fail "the learning rates differ from Keras's rule"
+import json, math, sys
+h, out = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+lr, best, wait, want, reductions = 0.5, math.inf, 0, [], []
+for epoch, value in enumerate(h["val_loss"]):
+    want.append(lr)
+    if value < best - 1e-4:
+        best, wait = value, 0
+        continue
+    wait += 1
+    if wait >= 1:
+        lr, wait = lr * 0.5, 0
+        reductions.append({"epoch": epoch + 1, "learning_rate": lr})
+assert h["learning_rate"] == want, (h["learning_rate"], want)
+assert out["learning_rate_reductions"] == reductions and reductions, out["learning_rate_reductions"]
+PY
+  # A schedule sets the rate itself, and LAMB reads it as a program constant: both refused.
+  expect_error 2 "--reduce-lr-on-plateau: a learning-rate schedule" -- "$IPURUN" train wild.ipuexe \
+    --data synthetic:256 --reduce-lr-on-plateau monitor=loss --lr-schedule exponential:decay_steps=10,decay_rate=0.5
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_functional.json" --tiles-per-ipu 64 --batch-size 32 --optimizer lamb \
+    -o lamb.ipuexe
+  expect_error 2 "reads no learning rate" -- "$IPURUN" train lamb.ipuexe --data synthetic:256 \
+    --reduce-lr-on-plateau monitor=loss
+  expect_error 2 "factor must be in (0, 1)" -- "$IPURUN" train wild.ipuexe --data synthetic:256 \
+    --reduce-lr-on-plateau monitor=loss,factor=2
+}
+
 test_resuming_at_the_initial_epoch_equals_one_run() {
   compile_mlp
   local common=(--data synthetic:1024 --shuffle --seed 5 "${QUIET[@]}")
