@@ -249,6 +249,7 @@ test_adam_options_are_keyed() {
 # Every other optimizer keys what changes its program: which hyper-parameters the update reads (a
 # momentum or a dampening that is zero or not, plain SGD or not), Nesterov, centered, Adagrad's
 # initial accumulator; hyper-parameter values (after ':' in each list's second half) share the key.
+# LAMB reads its values as program constants, so each of them is keyed.
 test_other_optimizer_options_are_keyed() {
   local plain variant base change optimizer defaults changes
   local -a change_list
@@ -262,7 +263,8 @@ test_other_optimizer_options_are_keyed() {
   local same
   for variant in "rmsprop:--rho 0.9 --momentum 0 --epsilon 1e-7 --no-centered --weight-decay 0:--momentum 0.5|--centered:--rho 0.8|--epsilon 1e-6" \
     "adagrad:--initial-accumulator-value 0.1 --epsilon 1e-7:--initial-accumulator-value 0:--weight-decay 0.01" \
-    "adamax:--beta1 0.9 --beta2 0.999 --epsilon 1e-7::--beta2 0.99|--learning-rate 0.002"; do
+    "adamax:--beta1 0.9 --beta2 0.999 --epsilon 1e-7::--beta2 0.99|--learning-rate 0.002" \
+    "lamb:--beta1 0.9 --beta2 0.999 --epsilon 1e-6:--learning-rate 0.002|--beta1 0.8|--beta2 0.99|--epsilon 1e-7|--weight-decay 0.01:"; do
     IFS=: read -r optimizer defaults changes same <<<"$variant"
     base=$(key_of "$MLP" "${SMALL[@]}" --optimizer "$optimizer")
     expect_ne "$base" "$plain" "$optimizer against the spec's sgd"
