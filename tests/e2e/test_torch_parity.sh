@@ -67,6 +67,22 @@ compare() {
   fi
 }
 
+# train_like_fixture NAME: trains the tutorial MLP as fixture mlp_functional_b16_NAME records it
+# (the ipucc flags in its reference.json), STEPS steps from its initial weights, into trained/ and
+# steps.json; sets FIXTURE_OF_RUN and FLAGS_OF_RUN.
+train_like_fixture() {
+  FIXTURE_OF_RUN=$FIXTURE_DIR/mlp_functional_b16_$1
+  compile_and_init "$MODEL" "$FIXTURE_OF_RUN"
+  FLAGS_OF_RUN=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["optimizer"]["ipucc_flags"])' \
+    "$FIXTURE_OF_RUN/reference.json")
+  # shellcheck disable=SC2086 # the recorded flags, one word each
+  expect_exit 0 "$IPUCC" compile "$MODEL" --batch-size $BATCH $FLAGS_OF_RUN --no-cache -o fixture.ipuexe
+  rm -rf trained
+  expect_exit 0 "$IPURUN" train fixture.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
+    --step-log steps.json --save-weights trained --progress none
+  echo "      $1 ($FLAGS_OF_RUN):" >&3
+}
+
 test_training_matches_torch_reference() {
   compile_and_init
   expect_exit 0 "$IPURUN" train mlp.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
@@ -104,20 +120,10 @@ test_adam_trains_like_torch() {
 #   running gradient size that can be near epsilon, as Adam does, checked at 5e-4.
 # The losses agree to 9.1e-7 or better, checked at 2e-6.
 test_other_optimizers_train_like_torch() {
-  local fixture flags entry weight_tol
+  local entry
   for entry in sgd_nesterov:1e-6 sgd_dampening:1e-6 adagrad:1e-6 adamw:5e-4 adamax:5e-4 rmsprop_centered:5e-4; do
-    fixture=$FIXTURE_DIR/mlp_functional_b16_${entry%%:*}
-    weight_tol=${entry#*:}
-    compile_and_init "$MODEL" "$fixture"
-    flags=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["optimizer"]["ipucc_flags"])' \
-      "$fixture/reference.json")
-    # shellcheck disable=SC2086 # the recorded flags, one word each
-    expect_exit 0 "$IPUCC" compile "$MODEL" --batch-size $BATCH $flags --no-cache -o other.ipuexe
-    rm -rf trained
-    expect_exit 0 "$IPURUN" train other.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
-      --step-log steps.json --save-weights trained --progress none
-    echo "      ${entry%%:*} ($flags):" >&3
-    compare trained steps.json "$fixture" --weight-tol "$weight_tol" --loss-tol 2e-6
+    train_like_fixture "${entry%%:*}"
+    compare trained steps.json "$FIXTURE_OF_RUN" --weight-tol "${entry#*:}" --loss-tol 2e-6
   done
 }
 
@@ -131,22 +137,12 @@ test_other_optimizers_train_like_torch() {
 # a bias, its kernels within 1.1e-6 (checked at 5e-5: LAMB divides each gradient by its running
 # size, as Adam does). Losses agree to 9.2e-8 or better (checked at 2e-6).
 test_clipping_and_lamb_train_like_torch() {
-  local fixture flags entry weight_tol
+  local entry
   for entry in sgd_clip:1e-6 lamb_wd:5e-5 lamb_clip:5e-5; do
-    fixture=$FIXTURE_DIR/mlp_functional_b16_${entry%%:*}
-    weight_tol=${entry#*:}
-    compile_and_init "$MODEL" "$fixture"
-    flags=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["optimizer"]["ipucc_flags"])' \
-      "$fixture/reference.json")
-    [[ $flags != *clipnorm* ]] ||
-      expect_json "$fixture/reference.json" "d['clipping']['clipped_steps'] == $STEPS" "clipped at every step"
-    # shellcheck disable=SC2086 # the recorded flags, one word each
-    expect_exit 0 "$IPUCC" compile "$MODEL" --batch-size $BATCH $flags --no-cache -o other.ipuexe
-    rm -rf trained
-    expect_exit 0 "$IPURUN" train other.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
-      --step-log steps.json --save-weights trained --progress none
-    echo "      ${entry%%:*} ($flags):" >&3
-    compare trained steps.json "$fixture" --weight-tol "$weight_tol" --loss-tol 2e-6
+    train_like_fixture "${entry%%:*}"
+    [[ $FLAGS_OF_RUN != *clipnorm* ]] ||
+      expect_json "$FIXTURE_OF_RUN/reference.json" "d['clipping']['clipped_steps'] == $STEPS" "clipped at every step"
+    compare trained steps.json "$FIXTURE_OF_RUN" --weight-tol "${entry#*:}" --loss-tol 2e-6
   done
 }
 
@@ -158,25 +154,15 @@ test_clipping_and_lamb_train_like_torch() {
 # init/, written by a run without a schedule, holds no schedule position. Tolerances as the
 # constant-rate runs of the same optimizers (measured when written: see the printed errors).
 test_schedules_train_like_torch() {
-  local entry fixture flags weight_tol
+  local entry
   for entry in sgd_step_decay:1e-6 adam_cosine_warmup:2e-4; do
-    fixture=$FIXTURE_DIR/mlp_functional_b16_${entry%%:*}
-    weight_tol=${entry#*:}
-    compile_and_init "$MODEL" "$fixture"
-    flags=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["optimizer"]["ipucc_flags"])' \
-      "$fixture/reference.json")
-    # shellcheck disable=SC2086 # the recorded flags, one word each
-    expect_exit 0 "$IPUCC" compile "$MODEL" --batch-size $BATCH $flags --no-cache -o scheduled.ipuexe
-    rm -rf trained
-    expect_exit 0 "$IPURUN" train scheduled.ipuexe --data "$DATA" --steps-per-epoch $STEPS --weights init \
-      --step-log steps.json --save-weights trained --progress none
+    train_like_fixture "${entry%%:*}"
     python3 -c '
 import json, sys
 want = json.load(open(sys.argv[1]))["optimizer"]["learning_rates"]
 got = json.load(open("steps.json"))["learning_rates"]
-assert got == want, (got, want)' "$fixture/reference.json" || fail "${entry%%:*}: the streamed rates are not the reference's"
-    echo "      ${entry%%:*} ($flags):" >&3
-    compare trained steps.json "$fixture" --weight-tol "$weight_tol" --loss-tol 2e-6
+assert got == want, (got, want)' "$FIXTURE_OF_RUN/reference.json" || fail "${entry%%:*}: the streamed rates are not the reference's"
+    compare trained steps.json "$FIXTURE_OF_RUN" --weight-tol "${entry#*:}" --loss-tol 2e-6
   done
 }
 
