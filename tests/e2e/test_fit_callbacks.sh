@@ -131,6 +131,8 @@ PY
     -o lamb.ipuexe
   expect_error 2 "reads no learning rate" -- "$IPURUN" train lamb.ipuexe --data synthetic:256 \
     --reduce-lr-on-plateau monitor=loss
+  expect_error 2 "or LAMB, whose hyper-parameters are program constants" -- "$IPURUN" train lamb.ipuexe \
+    --data synthetic:256 --learning-rate 0.1
   expect_error 2 "factor must be in (0, 1)" -- "$IPURUN" train wild.ipuexe --data synthetic:256 \
     --reduce-lr-on-plateau monitor=loss,factor=2
 }
