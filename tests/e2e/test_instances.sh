@@ -119,21 +119,29 @@ test_other_instances_log_to_the_log_dir() {
   expect_json history.json "len(d['loss']) == 2"
 }
 
+# instance_1_pid: the pid of the ipurun of r4.ipuexe whose environment names it rank 1, once it
+# has started (10 s at most); fails without printing when it never does.
+instance_1_pid() {
+  local candidate
+  for _ in $(seq 100); do
+    for candidate in $(pgrep -f "$IPURUN train r4.ipuexe --data" || true); do
+      if tr '\0' '\n' < "/proc/$candidate/environ" 2> /dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then
+        echo "$candidate"
+        return 0
+      fi
+    done
+    sleep 0.1
+  done
+  return 1
+}
+
 test_a_killed_instance_ends_the_job() {
   expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o r4.ipuexe --batch-size 8 --replicas 4
-  local start=$SECONDS rc=0 pid victim=
+  local start=$SECONDS rc=0 pid victim
   "$IPURUN" train r4.ipuexe --instances 2 --data synthetic:60000 --epochs 100 --progress none \
     --save-weights trained > "$STDOUT" 2> "$STDERR" < /dev/null &
   pid=$!
-  # Instance 1 is the ipurun whose environment names it rank 1; kill it once it trains.
-  for _ in $(seq 100); do
-    for candidate in $(pgrep -f "$IPURUN train r4.ipuexe --data" || true); do
-      tr '\0' '\n' < "/proc/$candidate/environ" 2> /dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$candidate
-    done
-    [[ -n $victim ]] && break
-    sleep 0.1
-  done
-  [[ -n $victim ]] || fail "instance 1 never started"
+  victim=$(instance_1_pid) || fail "instance 1 never started"
   sleep 2
   kill -KILL "$victim"
   wait "$pid" || rc=$?
@@ -148,18 +156,11 @@ test_a_killed_instance_ends_the_job() {
 # --collective-timeout, names it, and ends the job with exit 9 before anything is written.
 test_a_stopped_instance_ends_the_job() {
   expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o r4.ipuexe --batch-size 8 --replicas 4
-  local start rc=0 pid victim= cpu_ticks=0
+  local start rc=0 pid victim cpu_ticks=0
   "$IPURUN" train r4.ipuexe --instances 2 --data synthetic:60000 --epochs 100 --progress none \
     --collective-timeout 3 --save-weights trained > "$STDOUT" 2> "$STDERR" < /dev/null &
   pid=$!
-  for _ in $(seq 100); do
-    for candidate in $(pgrep -f "$IPURUN train r4.ipuexe --data" || true); do
-      tr '\0' '\n' < "/proc/$candidate/environ" 2> /dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$candidate
-    done
-    [[ -n $victim ]] && break
-    sleep 0.1
-  done
-  [[ -n $victim ]] || fail "instance 1 never started"
+  victim=$(instance_1_pid) || fail "instance 1 never started"
   # Mid-epoch: once instance 1 has used 2 s of CPU (loading takes a fraction of it; an epoch of
   # 1,875 steps takes several seconds), however loaded the machine is.
   for _ in $(seq 600); do
