@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of ipucc from Debian's archive (python3-onnx: e2e tests
-# write small ONNX models; chromium: tests/e2e/test_report.sh loads the HTML report headless;
-# clang-format and clang-tidy: scripts/lint.sh; openmpi-bin: mpirun, which ipurun --instances
-# starts). Idempotent.
+# write small ONNX models; python3-torch and python3-torchvision: tests/e2e/test_resnet.sh exports
+# torchvision's ResNet-18 and checks ipurun's logits against torch's; chromium:
+# tests/e2e/test_report.sh loads the HTML report headless; clang-format and clang-tidy:
+# scripts/lint.sh; openmpi-bin: mpirun, which ipurun --instances starts). Idempotent.
 set -euo pipefail
 "$(dirname "$0")/apt-install.sh" \
   cmake ninja-build g++ pkg-config \
@@ -23,5 +24,6 @@ set -euo pipefail
   dataset-fashion-mnist \
   python3 \
   python3-onnx \
+  python3-torch python3-torchvision \
   chromium \
   clang-format clang-tidy

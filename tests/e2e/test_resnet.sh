@@ -4,7 +4,7 @@
 # split the output rows of 112x112 and 56x56 planes, so none receives a whole sample -- and
 # predicts torch's logits within 1e-5 of the largest, also split automatically into four pipeline
 # stages. Needs Debian's python3-torch and
-# python3-torchvision (scripts/setup-peers.sh); skipped without them.
+# python3-torchvision (scripts/setup.sh installs them); skipped without them.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 COMPARE_TENSORS=${COMPARE_TENSORS:-$SRC/build/tests/tools/compare_tensors}
