@@ -71,6 +71,30 @@ test_resnet18_trains_at_micro_batch_16_on_four_automatic_stages() {
     "$(json_get "$STDOUT" 'round(d["pipeline"]["stage_imbalance"], 3)')"
 }
 
+# The partitioner's memory bound is an estimate, so the chosen split's own memory plan judges it
+# (docs/pipelining.md). With tile memory a little under what the default split's fullest tile needs,
+# that split overflows its plan, and the next best splits without the overflowing stage are compiled,
+# each refusal a note, until one fits; with less, the compile gives up after 4 splits, out of memory
+# (exit 5), saying what it tried.
+test_resnet18_automatic_split_retries_when_its_memory_plan_overflows() {
+  make_resnet
+  local train=(compile model/resnet18.onnx --mode train --loss sparse_categorical_crossentropy --optimizer sgd
+    --momentum 0.9 --batch-size 16 --pipeline-stages 4 --num-ipus 4 --json)
+  expect_exit 0 "$IPUCC" "${train[@]}"
+  expect_stderr_not_contains "does not fit its memory plan"
+  local fullest
+  fullest=$(json_get "$STDOUT" 'max(i["peak_tile_bytes"] for i in d["pipeline"]["ipus"])')
+  local bytes=$((fullest - 1000))
+  expect_exit 0 "$IPUCC" "${train[@]}" --bytes-per-tile "$bytes"
+  expect_stderr_contains "does not fit its memory plan"
+  expect_stderr_contains "trying the next best split without that stage"
+  expect_json "$STDOUT" "all(0 < i['peak_tile_bytes'] <= $bytes for i in d['pipeline']['ipus'])" \
+    "the split taken fits $bytes bytes per tile"
+  expect_exit 5 "$IPUCC" "${train[@]}" --bytes-per-tile $((fullest - 21000))
+  expect_stderr_contains "out of memory"
+  expect_stderr_contains "(the automatic split tried 4 splits, this one last; before it, the split starting at"
+}
+
 # --pipeline-stages 4 splits its 65 nodes (docs/pipelining.md): the pipelined model still
 # predicts torch's logits, and its slowest stage, which sets the pipeline's pace, is no slower
 # than that of four stages of equal node counts.
