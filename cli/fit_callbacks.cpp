@@ -235,9 +235,8 @@ Status FitCallbacks::check_learning_rate(const session::Session& session) const 
   if (!m_reduce_lr) return Status();
   const auto& read = session.executable().hyper_parameters();
   if (std::find(read.begin(), read.end(), "learning_rate") == read.end()) {
-    return invalid_argument(
-        "--reduce-lr-on-plateau: this executable's optimizer reads no learning rate from the "
-        "host (it has no optimizer, or LAMB, whose rate is a program constant)");
+    return invalid_argument("--reduce-lr-on-plateau: this executable has no optimizer whose learning rate "
+                            "it could reduce");
   }
   if (session.has_learning_rate_schedule()) {
     return invalid_argument("--reduce-lr-on-plateau: a learning-rate schedule sets the rate every update; "

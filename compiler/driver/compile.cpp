@@ -166,10 +166,6 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
       optimizer.learning_rate = static_cast<float>(*schedule->initial_learning_rate);
     optimizer.learning_rate_schedule = format::learning_rate_schedule_text(*schedule);
   }
-  if (optimizer.kind == passes::OptimizerKind::kLamb && !optimizer.learning_rate_schedule.empty()) {
-    return bad_option("LAMB takes a constant learning rate: its update reads its hyper-parameters as program "
-                      "constants, not streamed, so no schedule reaches it");
-  }
   if (options.momentum) optimizer.momentum = *options.momentum;
   if (options.dampening) optimizer.dampening = *options.dampening;
   if (options.nesterov) optimizer.nesterov = *options.nesterov;
@@ -525,14 +521,6 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     if (optimizer.kind == K::kRmsProp) out.emplace_back("centered", optimizer.centered ? "1" : "0");
     if (optimizer.kind == K::kAdagrad) {
       out.emplace_back("initial_accumulator_value", float_key(optimizer.initial_accumulator_value));
-    }
-    // LAMB reads its hyper-parameters as program constants, not from the streamed tensor: keyed.
-    if (optimizer.kind == K::kLamb) {
-      out.emplace_back("learning_rate", float_key(optimizer.learning_rate));
-      out.emplace_back("beta_1", float_key(optimizer.beta_1));
-      out.emplace_back("beta_2", float_key(optimizer.beta_2));
-      out.emplace_back("epsilon", float_key(optimizer.epsilon));
-      out.emplace_back("weight_decay", float_key(optimizer.weight_decay));
     }
     // Keyed only when clipping, so the keys of runs without it are what they were before it.
     if (optimizer.global_clipnorm > 0.0f)

@@ -177,13 +177,9 @@ struct ClipFactorAttrs {
   float clip_norm = 0.0f;
 };
 
-// LambMoments (the moments and the update direction u) and LambApply (W −= lr·trust ratio·u).
+// LambMoments (the moments and the update direction u) and LambApply (W −= lr·trust ratio·u):
+// as the other updates, their hyper-parameters are an input (the tensor the host writes).
 struct LambAttrs {
-  float learning_rate = 0.0f;
-  float beta_1 = 0.0f;
-  float beta_2 = 0.0f;
-  float epsilon = 0.0f;
-  float weight_decay = 0.0f;
   float gradient_scale = 1.0f; // the gradient is multiplied by this first
   bool clear_gradient = false; // the gradient is an accumulator, zeroed after use
 };

@@ -5,14 +5,29 @@
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/op_table.h"
+#include "runtime/format/host_contract.h"
 
 namespace ipu::ir {
 namespace {
 
 using lowering::LowerContext;
 
-// Inputs: weight, gradient, first moment, second moment, step count [1]. Output: u, which shares
-// the gradient's tensor (the moments are updated in place and the step advances).
+// The last input of both ops: the hyper-parameters (runtime/format/host_contract.h's slots).
+Status check_hyper_parameters(const Graph& g, const Op& op) {
+  if (g.value(op.inputs.back()).type.elements() != format::kHyperParameterCount)
+    return invalid_argument("the hyper-parameters must have " + std::to_string(format::kHyperParameterCount) +
+                            " elements");
+  return Status();
+}
+
+// Every slice reads all of the hyper-parameters.
+lowering::Region hyper_parameters_region(uint32_t hyper) {
+  return lowering::flat_region(hyper, 0, format::kHyperParameterCount);
+}
+
+// Inputs: weight, gradient, first moment, second moment, step count [1], hyper-parameters.
+// Output: u, which shares the gradient's tensor (the moments are updated in place and the step
+// advances).
 Status infer_lamb_moments(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& w = g.value(op.inputs[0]).type;
   for (size_t i = 1; i < 4; ++i) {
@@ -20,6 +35,7 @@ Status infer_lamb_moments(const Graph& g, const Op& op, std::vector<TensorType>&
       return invalid_argument("weight, gradient and moment shapes differ");
   }
   if (g.value(op.inputs[4]).type.elements() != 1) return invalid_argument("the step count must be a scalar");
+  IPU_RETURN_IF_ERROR(check_hyper_parameters(g, op));
   out.push_back(w);
   return Status();
 }
@@ -42,15 +58,12 @@ Status lower_lamb_moments(LowerContext& ctx, const Op& op) {
     using P = format::params::LambMoments;
     using F = format::fparams::LambMoments;
     v.params = format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}});
-    v.fparams = format::make_fparams<F>({{F::kBeta1, a.beta_1},
-                                         {F::kBeta2, a.beta_2},
-                                         {F::kEpsilon, a.epsilon},
-                                         {F::kWeightDecay, a.weight_decay},
-                                         {F::kGradientScale, a.gradient_scale}});
+    v.fparams = format::make_fparams<F>({{F::kGradientScale, a.gradient_scale}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     for (size_t i = 0; i < 4; ++i)
       v.reads.push_back(lowering::flat_region(operands[i], begin, end));
     v.reads.push_back(lowering::flat_region(step, 0, 1));
+    v.reads.push_back(hyper_parameters_region(operands[5]));
     ctx.emit(tile, std::move(v));
   });
   lowering::VertexSpec count;
@@ -63,14 +76,14 @@ Status lower_lamb_moments(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-// Inputs: weight, u, ‖W‖² [1], ‖u‖² [1]. Updates the weight in place (and clears u when it is an
-// accumulator); no outputs.
+// Inputs: weight, u, ‖W‖² [1], ‖u‖² [1], hyper-parameters. Updates the weight in place (and
+// clears u when it is an accumulator); no outputs.
 Status infer_lamb_apply(const Graph& g, const Op& op, std::vector<TensorType>&) {
   if (g.value(op.inputs[1]).type.shape != g.value(op.inputs[0]).type.shape)
     return invalid_argument("weight and update shapes differ");
   if (g.value(op.inputs[2]).type.elements() != 1 || g.value(op.inputs[3]).type.elements() != 1)
     return invalid_argument("the squared norms must be scalars");
-  return Status();
+  return check_hyper_parameters(g, op);
 }
 
 Status lower_lamb_apply(LowerContext& ctx, const Op& op) {
@@ -85,13 +98,12 @@ Status lower_lamb_apply(LowerContext& ctx, const Op& op) {
     v.codelet = format::Codelet::kLambApply;
     v.operands = operands;
     using P = format::params::LambApply;
-    using F = format::fparams::LambApply;
     v.params =
         format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}, {P::kClearGradient, a.clear_gradient}});
-    v.fparams = format::make_fparams<F>({{F::kLearningRate, a.learning_rate}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     v.reads = {lowering::flat_region(operands[0], begin, end), lowering::flat_region(operands[1], begin, end),
-               lowering::flat_region(operands[2], 0, 1), lowering::flat_region(operands[3], 0, 1)};
+               lowering::flat_region(operands[2], 0, 1), lowering::flat_region(operands[3], 0, 1),
+               hyper_parameters_region(operands[4])};
     ctx.emit(tile, std::move(v));
   });
   return Status();
@@ -100,11 +112,11 @@ Status lower_lamb_apply(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& lamb_moments_op() {
-  static const OpDefinition def{{OpKind::kLambMoments, 5, infer_lamb_moments, nullptr}, lower_lamb_moments};
+  static const OpDefinition def{{OpKind::kLambMoments, 6, infer_lamb_moments, nullptr}, lower_lamb_moments};
   return def;
 }
 const OpDefinition& lamb_apply_op() {
-  static const OpDefinition def{{OpKind::kLambApply, 4, infer_lamb_apply, nullptr}, lower_lamb_apply};
+  static const OpDefinition def{{OpKind::kLambApply, 5, infer_lamb_apply, nullptr}, lower_lamb_apply};
   return def;
 }
 

@@ -9,8 +9,9 @@
 namespace ipu::passes {
 
 // `gradient` is the weight's gradient or accumulator (cleared by LambApply when
-// attrs.clear_gradient); `m`, `v` and `step` its state.
+// attrs.clear_gradient); `m`, `v` and `step` its state; `hyper_parameters` the hyper-parameter
+// tensor of the weight's stage, which both LambMoments and LambApply read.
 Status add_lamb_update(ir::Graph& graph, int weight, int gradient, int m, int v, int step,
-                       const ir::LambAttrs& attrs);
+                       int hyper_parameters, const ir::LambAttrs& attrs);
 
 } // namespace ipu::passes

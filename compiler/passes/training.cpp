@@ -65,6 +65,7 @@ std::vector<std::string> hyper_parameters_read(const OptimizerConfig& config) {
   case OptimizerKind::kAdam:
   case OptimizerKind::kAdamW:
   case OptimizerKind::kAdaMax:
+  case OptimizerKind::kLamb:
     read.insert(read.end(), {H::kBeta1, H::kBeta2, H::kEpsilon, H::kWeightDecay});
     break;
   case OptimizerKind::kRmsProp:
@@ -74,10 +75,6 @@ std::vector<std::string> hyper_parameters_read(const OptimizerConfig& config) {
     break;
   case OptimizerKind::kAdagrad:
     read.insert(read.end(), {H::kEpsilon, H::kWeightDecay});
-    break;
-  case OptimizerKind::kLamb:
-    // LAMB's update reads its hyper-parameters as program constants (LambAttrs): nothing streams.
-    read.clear();
     break;
   }
   std::vector<std::string> names;
@@ -466,17 +463,13 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     }
     case OptimizerKind::kLamb: {
       ir::LambAttrs attrs;
-      attrs.learning_rate = config.learning_rate;
-      attrs.beta_1 = config.beta_1;
-      attrs.beta_2 = config.beta_2;
-      attrs.epsilon = config.epsilon;
-      attrs.weight_decay = config.weight_decay;
       attrs.gradient_scale = gradient_scale;
       attrs.clear_gradient = clear_gradient;
       const int m = add_state("/lamb_m", weight.type);
       const int v = add_state("/lamb_v", weight.type);
       const int step = add_state("/lamb_step", step_type);
-      IPU_RETURN_IF_ERROR(add_lamb_update(graph, w, gradient, m, v, step, attrs));
+      IPU_RETURN_IF_ERROR(
+          add_lamb_update(graph, w, gradient, m, v, step, hyper_parameters(weight.stage), attrs));
       break;
     }
     }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "runtime/format/host_contract.h"
+#include "runtime/kernels/update_operands.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -108,43 +109,9 @@ Status validate_activation_grad(const format::Vertex& v, const std::vector<Opera
                       "element");
 }
 
-// The hyper-parameters an optimizer update reads (runtime/format/host_contract.h): its last
-// operand, one float32 per HyperParameter slot, written by the host once per update.
+// The optimizers' updates read their hyper-parameters by slot from their last operand
+// (update_operands.h).
 using H = format::HyperParameter;
-const float* hyper_parameters(const PreparedVertex& v) {
-  return v.f32(v.num_operands - 1);
-}
-
-// The operands of an optimizer update vertex: `elementwise` float32 tensors of the weight's size
-// (W, G, then per-element state), then, with `has_step`, a one-element float32 step count, then
-// the hyper-parameters (kHyperParameterCount float32 values); all distinct. The vertex's
-// [begin, end) lies inside the weight.
-Status validate_update(const format::Vertex& v, const std::vector<OperandInfo>& ops, size_t elementwise,
-                       bool has_step, int64_t begin, int64_t end) {
-  const size_t count = elementwise + (has_step ? 1 : 0) + 1;
-  if (ops.size() != count) {
-    return invalid_argument("expects " + std::to_string(count) + " operands, got " +
-                            std::to_string(ops.size()));
-  }
-  for (size_t i = 0; i < count; ++i) {
-    if (ops[i].dtype != FLOAT32) return invalid_argument("operand " + std::to_string(i) + " must be float32");
-    if (i < elementwise && ops[i].elements != ops[0].elements) {
-      return invalid_argument("gradient and state sizes differ from the weight");
-    }
-    for (size_t j = 0; j < i; ++j) {
-      if (v.operands(static_cast<int>(i)) == v.operands(static_cast<int>(j))) {
-        return invalid_argument("weight, gradient and optimizer state must be distinct tensors");
-      }
-    }
-  }
-  if (has_step && ops[count - 2].elements != 1)
-    return invalid_argument("the step count must have one element");
-  if (ops[count - 1].elements != format::kHyperParameterCount) {
-    return invalid_argument("the hyper-parameters must be " + std::to_string(format::kHyperParameterCount) +
-                            " values, got " + std::to_string(ops[count - 1].elements));
-  }
-  return expect_range(begin, end, static_cast<int64_t>(ops[0].elements), "element");
-}
 
 // SgdMomentum, Keras form on the gradient g = gradient_scale·G: V = momentum·V − lr·g; W += V.
 // Without momentum state: W −= lr·g. With clear_gradient, G (an accumulator) is zeroed after use.

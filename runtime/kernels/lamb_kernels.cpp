@@ -4,19 +4,22 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/kernels/update_operands.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
 namespace {
 
 using format::FLOAT32;
+using H = format::HyperParameter;
 
 // LambMoments, on g = gradient_scale·G at step t = S[0] + 1 (StepCount advances S after every
 // vertex of the update has read it):
 //   M = β1·M + (1 − β1)·g;  V = β2·V + (1 − β2)·g²
 //   G = u = (M / (1 − β1^t)) / (sqrt(V / (1 − β2^t)) + ε) + weight_decay·W
 // The bias corrections in double from the stored step, rounded to float32 once (as Adam's).
-//   operands: W, G, M, V (same size, distinct), S [1]
+//   operands: W, G, M, V (same size, distinct), S [1], H (hyper-parameters: beta_1, beta_2,
+//             epsilon, weight_decay)
 //   params:   format::params::LambMoments;  fparams: format::fparams::LambMoments
 void run_lamb_moments(const PreparedVertex& v) {
   using P = format::params::LambMoments;
@@ -25,8 +28,9 @@ void run_lamb_moments(const PreparedVertex& v) {
   float* g = v.f32(1);
   float* m = v.f32(2);
   float* second = v.f32(3);
-  const float beta1 = v.fparams[F::kBeta1], beta2 = v.fparams[F::kBeta2], epsilon = v.fparams[F::kEpsilon],
-              decay = v.fparams[F::kWeightDecay], scale = v.fparams[F::kGradientScale];
+  const float* hyper = hyper_parameters(v);
+  const float beta1 = hyper[H::kBeta1], beta2 = hyper[H::kBeta2], epsilon = hyper[H::kEpsilon],
+              decay = hyper[H::kWeightDecay], scale = v.fparams[F::kGradientScale];
   const double t = static_cast<double>(v.f32(4)[0]) + 1.0;
   const auto first_correction = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t));
   const auto second_correction = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t));
@@ -40,28 +44,15 @@ void run_lamb_moments(const PreparedVertex& v) {
 
 Status validate_lamb_moments(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using P = format::params::LambMoments;
-  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
   IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::LambMoments::kCount));
-  for (size_t i = 1; i < 4; ++i) {
-    if (ops[i].elements != ops[0].elements)
-      return invalid_argument("gradient and moment sizes differ from the weight");
-  }
-  if (ops[4].elements != 1) return invalid_argument("the step count must have one element");
-  for (int i = 0; i < 5; ++i) {
-    for (int j = i + 1; j < 5; ++j) {
-      if (v.operands(i) == v.operands(j))
-        return invalid_argument("weight, gradient, moments and step count must be distinct tensors");
-    }
-  }
-  return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
-                      "element");
+  return validate_update(v, ops, 4, true, v.params(P::kBegin), v.params(P::kEnd));
 }
 
 // LambApply: W −= lr·r·U with the trust ratio r = ‖W‖ / ‖U‖ from the squared norms (in double),
 // or 1 when either norm is 0 (the paper's φ is the identity here, as PopART's and most LAMB
 // implementations'). With clear_gradient, U (an accumulator) is zeroed after use.
-//   operands: W, U (same size, distinct), ‖W‖² [1], ‖U‖² [1]
-//   params:   format::params::LambApply;  fparams: format::fparams::LambApply
+//   operands: W, U (same size, distinct), ‖W‖² [1], ‖U‖² [1], H (hyper-parameters: learning_rate)
+//   params:   format::params::LambApply
 void run_lamb_apply(const PreparedVertex& v) {
   using P = format::params::LambApply;
   float* w = v.f32(0);
@@ -69,7 +60,7 @@ void run_lamb_apply(const PreparedVertex& v) {
   const double weight_norm = std::sqrt(static_cast<double>(v.f32(2)[0]));
   const double update_norm = std::sqrt(static_cast<double>(v.f32(3)[0]));
   const double ratio = weight_norm > 0.0 && update_norm > 0.0 ? weight_norm / update_norm : 1.0;
-  const auto step = static_cast<float>(v.fparams[format::fparams::LambApply::kLearningRate] * ratio);
+  const auto step = static_cast<float>(hyper_parameters(v)[H::kLearningRate] * ratio);
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   for (int64_t i = begin; i < end; ++i)
     w[i] -= step * u[i];
@@ -78,8 +69,8 @@ void run_lamb_apply(const PreparedVertex& v) {
 
 Status validate_lamb_apply(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using P = format::params::LambApply;
-  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, format::fparams::LambApply::kCount));
+  IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32, FLOAT32, FLOAT32}));
+  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   if (ops[1].elements != ops[0].elements)
     return invalid_argument("the update's size differs from the weight");
   IPU_RETURN_IF_ERROR(expect_elements({1}, ops[2].elements, "weight norm"));
@@ -89,6 +80,7 @@ Status validate_lamb_apply(const format::Vertex& v, const std::vector<OperandInf
     if (v.operands(i) == v.operands(0) || v.operands(i) == v.operands(1))
       return invalid_argument("a norm aliases the weight or the update");
   }
+  IPU_RETURN_IF_ERROR(expect_hyper_parameters(v, ops));
   return expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements),
                       "element");
 }

@@ -880,13 +880,11 @@ Status Session::set_hyper_parameter(std::string_view name, float value) {
     std::string read;
     for (const std::string& n : s.engine->executable().hyper_parameters())
       read += (read.empty() ? "" : ", ") + n;
-    return invalid_argument(
-        "this executable's optimizer does not read " + std::string(name) +
-        (read.empty() ? std::string(" (it reads none: it has no optimizer, or LAMB, whose hyper-parameters "
-                                    "are program constants: compile with them)")
-                      : " (it reads " + read +
-                            "; a value that is 0 when compiled, such as SGD's momentum, "
-                            "changes the program: compile with it)"));
+    return invalid_argument("this executable's optimizer does not read " + std::string(name) +
+                            (read.empty() ? std::string(" (it has no optimizer)")
+                                          : " (it reads " + read +
+                                                "; a value that is 0 when compiled, such as SGD's momentum, "
+                                                "changes the program: compile with it)"));
   }
   s.hyper[*slot] = value;
   if (*slot == format::HyperParameter::kLearningRate) s.schedule.reset();

@@ -335,16 +335,19 @@ def hyper(value, exact):
 
 class Lamb:
     """LAMB in float64 from the paper's equations (torch.optim has none); the state per weight is
-    named as torch.optim.Adam's (exp_avg, exp_avg_sq, step)."""
+    named as torch.optim.Adam's (exp_avg, exp_avg_sq, step), and the learning rate is
+    param_groups[0]["lr"], which a schedule sets before each step as for torch.optim's."""
 
     def __init__(self, params, lr, betas, eps, weight_decay):
-        self.params, self.lr, self.betas, self.eps, self.weight_decay = params, lr, betas, eps, weight_decay
+        self.params, self.betas, self.eps, self.weight_decay = params, betas, eps, weight_decay
+        self.param_groups = [{"lr": lr}]
         self.state = {p: {"exp_avg": torch.zeros_like(p.detach()), "exp_avg_sq": torch.zeros_like(p.detach()),
                           "step": 0} for p in params}
 
     @torch.no_grad()
     def step(self):
         b1, b2 = self.betas
+        lr = self.param_groups[0]["lr"]
         for p in self.params:
             st = self.state[p]
             st["step"] += 1
@@ -357,7 +360,7 @@ class Lamb:
             u = m_hat / (v_hat.sqrt() + self.eps) + self.weight_decay * p
             w_norm, u_norm = float(p.norm()), float(u.norm())
             ratio = w_norm / u_norm if w_norm > 0 and u_norm > 0 else 1.0
-            p.sub_(self.lr * ratio * u)
+            p.sub_(lr * ratio * u)
 
 
 def make_data(args, count):

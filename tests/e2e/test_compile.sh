@@ -246,10 +246,22 @@ test_adam_options_are_keyed() {
   expect_json "$STDOUT" 'd["cache"] == "hit"' "an adam spec with its own beta_2 given as a flag"
 }
 
+# LAMB reads its hyper-parameters from the streamed tensor as every optimizer does: two compiles
+# differing only in its values or learning-rate schedule are one cache entry.
+test_lamb_values_are_one_cache_entry() {
+  local flags
+  for flags in "--learning-rate 0.001" "--learning-rate 0.003" "--beta1 0.8 --weight-decay 0.01" \
+    "--lr-schedule cosine:initial_learning_rate=0,warmup_target=0.01,warmup_steps=10,decay_steps=100"; do
+    # shellcheck disable=SC2086 # flags and their values
+    expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --optimizer lamb $flags --json
+  done
+  expect_exit 0 "$IPUCC" cache stats --json
+  expect_json "$STDOUT" 'd["entries"] == 1 and d["misses"] == 1 and d["hits"] == 3'
+}
+
 # Every other optimizer keys what changes its program: which hyper-parameters the update reads (a
 # momentum or a dampening that is zero or not, plain SGD or not), Nesterov, centered, Adagrad's
 # initial accumulator; hyper-parameter values (after ':' in each list's second half) share the key.
-# LAMB reads its values as program constants, so each of them is keyed.
 test_other_optimizer_options_are_keyed() {
   local plain variant base change optimizer defaults changes
   local -a change_list
@@ -264,7 +276,7 @@ test_other_optimizer_options_are_keyed() {
   for variant in "rmsprop:--rho 0.9 --momentum 0 --epsilon 1e-7 --no-centered --weight-decay 0:--momentum 0.5|--centered:--rho 0.8|--epsilon 1e-6" \
     "adagrad:--initial-accumulator-value 0.1 --epsilon 1e-7:--initial-accumulator-value 0:--weight-decay 0.01" \
     "adamax:--beta1 0.9 --beta2 0.999 --epsilon 1e-7::--beta2 0.99|--learning-rate 0.002" \
-    "lamb:--beta1 0.9 --beta2 0.999 --epsilon 1e-6:--learning-rate 0.002|--beta1 0.8|--beta2 0.99|--epsilon 1e-7|--weight-decay 0.01:"; do
+    "lamb:--beta1 0.9 --beta2 0.999 --epsilon 1e-6::--learning-rate 0.002|--beta1 0.8|--beta2 0.99|--epsilon 1e-7|--weight-decay 0.01"; do
     IFS=: read -r optimizer defaults changes same <<<"$variant"
     base=$(key_of "$MLP" "${SMALL[@]}" --optimizer "$optimizer")
     expect_ne "$base" "$plain" "$optimizer against the spec's sgd"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The optimizer's hyper-parameters are run-time values (docs/training.md, "Hyper-parameters at run
-# time"): ipurun train sets them on an executable compiled without them, bitwise as if compiled
+# time"), LAMB's too: ipurun train sets them on an executable compiled without them, bitwise as if compiled
 # with them; a learning-rate sweep is one cache entry; schedules stream a rate per update, appear
 # in the step log and History, and resume from a checkpoint where they stopped.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -24,13 +24,17 @@ same_checkpoints() {
 
 test_hyper_parameters_at_run_time_equal_compiling_with_them() {
   local variant model defaults given
-  # SGD with momentum (plain: SgdMomentum), Adam, centered RMSProp accumulating 2 micro-batches, and a
-  # pipeline whose
-  # second stage reads a copy of the hyper-parameters.
+  # SGD with momentum (plain: SgdMomentum), Adam, centered RMSProp accumulating 2 micro-batches, LAMB
+  # (LambMoments reads the betas, epsilon and weight decay, LambApply the rate) at a constant rate
+  # and under a schedule, and pipelines whose second stage reads a copy of the hyper-parameters,
+  # with SGD and with LAMB.
   for variant in "$TUTORIAL|--steps-per-execution 4|--learning-rate 0.003 --momentum 0.5" \
     "$TUTORIAL|--optimizer adam --steps-per-execution 4|--learning-rate 0.003 --beta1 0.8 --beta2 0.99 --epsilon 1e-6 --weight-decay 0.01" \
     "$TUTORIAL|--optimizer rmsprop --centered --gradient-accumulation 2 --steps-per-execution 4|--learning-rate 0.003 --rho 0.8 --epsilon 1e-6 --weight-decay 0.01" \
-    "$MODELS/mlp_functional_staged.json|--num-ipus 2|--learning-rate 0.003 --momentum 0.5"; do
+    "$TUTORIAL|--optimizer lamb --steps-per-execution 4|--learning-rate 0.003" \
+    "$TUTORIAL|--optimizer lamb --gradient-accumulation 2 --steps-per-execution 4|--lr-schedule cosine:initial_learning_rate=0,warmup_target=0.004,warmup_steps=2,decay_steps=6" \
+    "$MODELS/mlp_functional_staged.json|--num-ipus 2|--learning-rate 0.003 --momentum 0.5" \
+    "$MODELS/mlp_functional_staged.json|--num-ipus 2 --optimizer lamb|--learning-rate 0.003 --beta1 0.8 --beta2 0.99 --epsilon 1e-5 --weight-decay 0.01"; do
     IFS='|' read -r model defaults given <<<"$variant"
     # shellcheck disable=SC2086 # flags and their values
     compile_to default.ipuexe "$model" $defaults

@@ -149,13 +149,14 @@ test_clipping_and_lamb_train_like_torch() {
 # Learning-rate schedules, streamed per update (docs/training.md), against float64 references with
 # Keras's schedule formulas: SGD with momentum under step decay (Keras's ExponentialDecay with
 # staircase; the Keras-form velocity by hand, since torch.optim.SGD scales its buffer by the current
-# rate where Keras and ipucc scale each gradient), and Adam with a cosine decay after a linear
-# warm-up (torch.optim.Adam given each step's rate, as LambdaLR would). The schedule starts at 0:
-# init/, written by a run without a schedule, holds no schedule position. Tolerances as the
-# constant-rate runs of the same optimizers (measured when written: see the printed errors).
+# rate where Keras and ipucc scale each gradient), and Adam and LAMB (weight decay 0.01) with a
+# cosine decay after a linear warm-up (torch.optim.Adam, and the reference's float64 Lamb, given
+# each step's rate, as LambdaLR would). The schedule starts at 0: init/, written by a run without a
+# schedule, holds no schedule position. Tolerances as the constant-rate runs of the same optimizers
+# (measured when written: see the printed errors; LAMB's 5.6e-6, on a bias as lamb_wd's 6.1e-6).
 test_schedules_train_like_torch() {
   local entry
-  for entry in sgd_step_decay:1e-6 adam_cosine_warmup:2e-4; do
+  for entry in sgd_step_decay:1e-6 adam_cosine_warmup:2e-4 lamb_cosine_warmup:5e-5; do
     train_like_fixture "${entry%%:*}"
     python3 -c '
 import json, sys

@@ -226,7 +226,9 @@ TEST_CASE("executable file: bad magic") {
 }
 
 TEST_CASE("executable file: a version mismatch is a failed precondition naming both versions") {
-  for (uint32_t version : {0u, kFormatVersion + 1, 0xffffffffu}) {
+  // kFormatVersion - 1: the previous format, whose codelets read other operands and params (version
+  // 2's LAMB took its hyper-parameters as float params), is refused rather than misread.
+  for (uint32_t version : {0u, kFormatVersion - 1, kFormatVersion + 1, 0xffffffffu}) {
     CAPTURE(version);
     std::string bytes = serialize_executable(sample_executable());
     put_le<uint32_t>(bytes, kVersionOffset, version);

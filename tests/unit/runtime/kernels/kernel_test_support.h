@@ -5,9 +5,12 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/format/host_contract.h"
 #include "runtime/kernels/kernel.h"
 
 namespace ipu::kernels::testing {
@@ -60,6 +63,16 @@ inline void run(const PreparedVertex& v) {
 inline void run(format::Codelet c, const std::vector<void*>& operands, const std::vector<int64_t>& params,
                 const std::vector<float>& fparams = {}) {
   run(vertex(c, operands, params, fparams));
+}
+
+// The hyper-parameters operand of an optimizer vertex: runtime/format/host_contract.h's slots,
+// those not given 0.
+using H = format::HyperParameter;
+inline std::vector<float> hyper(std::initializer_list<std::pair<H::Index, float>> given) {
+  std::vector<float> values(format::kHyperParameterCount, 0.0f);
+  for (const auto& [slot, value] : given)
+    values[slot] = value;
+  return values;
 }
 
 // Validates a vertex whose operands are float tensors of the given element counts.

@@ -298,16 +298,6 @@ TEST_CASE("kernels: Activation and ActivationGrad for relu, sigmoid and tanh") {
   }
 }
 
-// The hyper-parameters operand of an optimizer vertex: runtime/format/host_contract.h's slots,
-// those not given 0.
-using H = ipu::format::HyperParameter;
-std::vector<float> hyper(std::initializer_list<std::pair<H::Index, float>> given) {
-  std::vector<float> values(ipu::format::kHyperParameterCount, 0.0f);
-  for (const auto& [slot, value] : given)
-    values[slot] = value;
-  return values;
-}
-
 // torch.optim.Adam / AdamW's step in double, the oracle of the Adam codelet (docs/training.md).
 void adam_reference(std::vector<double>& w, const std::vector<float>& g, double scale, std::vector<double>& m,
                     std::vector<double>& v, double t, double lr, double beta1, double beta2, double eps,
