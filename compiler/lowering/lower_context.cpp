@@ -110,6 +110,12 @@ void LowerContext::map_linearly(int value) {
   map_tensor_linearly(tensor(value));
 }
 
+void LowerContext::map_like(int value, int like) {
+  const uint32_t target = tensor(value);
+  const auto& mapping = m_exe.tensors(static_cast<int>(tensor(like))).mapping();
+  set_mapping(target, {mapping.begin(), mapping.end()});
+}
+
 void LowerContext::map_tensor_linearly(uint32_t index) {
   const format::Tensor& t = m_exe.tensors(static_cast<int>(index));
   if (t.mapping_size() > 0) return;
@@ -203,15 +209,22 @@ uint32_t LowerContext::lightest_window(uint32_t width) const {
   return best;
 }
 
-std::vector<uint32_t> LowerContext::take_tiles(int64_t count) {
+std::vector<uint32_t> LowerContext::peek_tiles(int64_t count) const {
   std::vector<uint32_t> tiles;
   const uint32_t base = static_cast<uint32_t>(m_cs_ipu) * m_target.tiles_per_ipu;
+  uint32_t cursor = m_tile_cursor;
   if (count > 0 && count < m_target.tiles_per_ipu && !m_record.received_bytes.empty())
-    m_tile_cursor = lightest_window(static_cast<uint32_t>(count));
+    cursor = lightest_window(static_cast<uint32_t>(count));
   for (int64_t i = 0; i < count; ++i) {
-    tiles.push_back(base + m_tile_cursor);
-    m_tile_cursor = (m_tile_cursor + 1) % m_target.tiles_per_ipu;
+    tiles.push_back(base + cursor);
+    cursor = (cursor + 1) % m_target.tiles_per_ipu;
   }
+  return tiles;
+}
+
+std::vector<uint32_t> LowerContext::take_tiles(int64_t count) {
+  std::vector<uint32_t> tiles = peek_tiles(count);
+  if (!tiles.empty()) m_tile_cursor = (tiles.back() + 1) % m_target.tiles_per_ipu;
   return tiles;
 }
 
@@ -231,6 +244,16 @@ uint64_t LowerContext::bytes_off_tile(const Region& region, uint32_t tile) const
     }
   }
   return (total - local) * 4; // every dtype the IR has is 4 bytes wide
+}
+
+double LowerContext::tile_cycles_so_far(uint32_t tile) const {
+  const auto it = m_tile_compute.find(tile);
+  return it == m_tile_compute.end() ? 0 : it->second;
+}
+
+uint64_t LowerContext::tile_received_so_far(uint32_t tile) const {
+  const auto it = m_record.received_bytes.find(tile);
+  return it == m_record.received_bytes.end() ? 0 : it->second;
 }
 
 void LowerContext::emit(uint32_t tile, VertexSpec spec) { // NOLINT(performance-unnecessary-value-param)

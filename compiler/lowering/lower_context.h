@@ -78,8 +78,13 @@ public:
   // Spreads the tensor of `value` linearly over the tiles of its IPU (for tensors that no
   // vertex produces: weights, optimizer state, infeed destinations).
   void map_linearly(int value);
+  // Gives the tensor of `value` the tile mapping of `like`'s (mapped already): an optimizer's
+  // state and accumulators lie beside their weight, so the update reads them all locally.
+  void map_like(int value, int like);
 
   void begin_compute_set(std::string name, int ipu);
+  // The IPU of the open compute set.
+  int compute_set_ipu() const { return m_cs_ipu; }
   // The op whose vertices the next emit calls add: its name is recorded in the compute set so a
   // runtime fault can name it.
   void begin_op(const std::string& name);
@@ -95,6 +100,8 @@ public:
   // one right after the previous op's (round robin), so an op alone in its compute set starts at
   // tile 0.
   std::vector<uint32_t> take_tiles(int64_t count);
+  // The tiles take_tiles(count) would give, without taking them.
+  std::vector<uint32_t> peek_tiles(int64_t count) const;
   // By value: every caller hands its spec over with std::move, a move rather than a copy.
   void emit(uint32_t tile, VertexSpec vertex);
   // A vertex for the compute set right after the open one (a MatMul split over K sums its
@@ -112,8 +119,14 @@ public:
 
   const std::vector<ComputeSetRecord>& records() const { return m_records; }
 
-private:
+  // The bytes of `region` that `tile` does not hold: what a vertex there reading it receives.
   uint64_t bytes_off_tile(const Region& region, uint32_t tile) const;
+  // What the open compute set's vertices so far give `tile`: their cycles (launch and compute) and
+  // the bytes they receive.
+  double tile_cycles_so_far(uint32_t tile) const;
+  uint64_t tile_received_so_far(uint32_t tile) const;
+
+private:
   uint32_t lightest_window(uint32_t width) const;
   void set_mapping(uint32_t tensor, std::vector<format::Interval> intervals);
   void map_tensor_linearly(uint32_t tensor);

@@ -95,6 +95,26 @@ void estimate_inference(const ProgramBuilder& programs, const std::vector<StageC
   }
 }
 
+// The optimizer state and accumulated gradients each update reads beside its weight (input 0),
+// by value id: the weight's mapping suits them all, as poplibs' optimizers clone a weight's
+// mapping for its state, so an update reads weight, state and accumulator on the same tiles.
+std::map<int, int> state_beside_weight(const ir::Graph& graph) {
+  std::map<int, int> weight_of;
+  for (const ir::Op& op : graph.ops()) {
+    if (op.phase != ir::Phase::kUpdate || op.inputs.empty()) continue;
+    const ir::Value& weight = graph.value(op.inputs[0]);
+    if (weight.role != ir::Role::kWeight || weight.producer >= 0) continue;
+    for (size_t i = 1; i < op.inputs.size(); ++i) {
+      const ir::Value& v = graph.value(op.inputs[i]);
+      if (v.producer < 0 && v.type.shape == weight.type.shape &&
+          (v.role == ir::Role::kOptimizerState || v.role == ir::Role::kAccumulator)) {
+        weight_of.emplace(v.id, weight.id);
+      }
+    }
+  }
+  return weight_of;
+}
+
 // Compute sets in the order the train program first runs them, for the memory plan's liveness.
 std::vector<uint32_t> concat_phases(const std::vector<StageComputeSets>& stages) {
   std::vector<uint32_t> order;
@@ -124,10 +144,14 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   exe.set_steps_per_execution(options.steps_per_execution);
 
   LowerContext ctx(graph, target, exe);
-  // Tensors no vertex produces are spread over the tiles up front.
+  // Tensors no vertex produces are spread over the tiles up front, an update's state as its weight.
+  const std::map<int, int> beside_weight = state_beside_weight(graph);
   for (const ir::Value& v : graph.values()) {
-    if (v.producer < 0 && v.role != ir::Role::kActivation) ctx.map_linearly(v.id);
+    if (v.producer < 0 && v.role != ir::Role::kActivation && !beside_weight.contains(v.id))
+      ctx.map_linearly(v.id);
   }
+  for (const auto& [state, weight] : beside_weight)
+    ctx.map_like(state, weight);
 
   const bool train = io.loss.has_value();
   const int S = static_cast<int>(options.stages);

@@ -53,20 +53,20 @@ void emit_elementwise(LowerContext& ctx, const Op& op, ActivationKind kind, form
   const uint32_t y = ctx.tensor(op.outputs[0]);
   const double per_element =
       activation_cycles_per_element(ctx.target().cycles, kind, codelet == format::Codelet::kActivationGrad);
-  lowering::lower_split(ctx, n, per_element, 4.0 * static_cast<double>(inputs.size()),
-                        [&](uint32_t tile, int64_t begin, int64_t end) {
-                          lowering::VertexSpec v;
-                          v.codelet = codelet;
-                          v.operands = inputs;
-                          v.operands.push_back(y);
-                          v.params = format::make_params<P>(
-                              {{P::kKind, static_cast<int64_t>(kind)}, {P::kBegin, begin}, {P::kEnd, end}});
-                          v.compute_cycles = per_element * static_cast<double>(end - begin);
-                          for (uint32_t in : inputs)
-                            v.reads.push_back(lowering::flat_region(in, begin, end));
-                          v.writes = {lowering::flat_region(y, begin, end)};
-                          ctx.emit(tile, std::move(v));
-                        });
+  const lowering::ElementwiseWork work{n, 1, per_element, 4.0 * static_cast<double>(inputs.size()), inputs};
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t begin, int64_t end) {
+    lowering::VertexSpec v;
+    v.codelet = codelet;
+    v.operands = inputs;
+    v.operands.push_back(y);
+    v.params =
+        format::make_params<P>({{P::kKind, static_cast<int64_t>(kind)}, {P::kBegin, begin}, {P::kEnd, end}});
+    v.compute_cycles = per_element * static_cast<double>(end - begin);
+    for (uint32_t in : inputs)
+      v.reads.push_back(lowering::flat_region(in, begin, end));
+    v.writes = {lowering::flat_region(y, begin, end)};
+    return v;
+  });
 }
 
 Status lower_activation(LowerContext& ctx, const Op& op) {
@@ -111,20 +111,20 @@ Status lower_rows(LowerContext& ctx, const Op& op, format::Codelet codelet) {
                                  ? softmax_cycles_per_element(ctx.target().cycles)
                                  : 4.0 / ctx.target().cycles.vector_flops_per_cycle;
   const double per_row = static_cast<double>(C) * per_element;
-  lowering::lower_split(
-      ctx, M, per_row, 4.0 * static_cast<double>(C * static_cast<int64_t>(inputs.size())),
-      [&](uint32_t tile, int64_t rb, int64_t re) {
-        lowering::VertexSpec v;
-        v.codelet = codelet;
-        v.operands = inputs;
-        v.operands.push_back(y);
-        v.params = format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
-        v.compute_cycles = per_row * static_cast<double>(re - rb);
-        for (uint32_t in : inputs)
-          v.reads.push_back(lowering::flat_region(in, rb * C, re * C));
-        v.writes = {lowering::flat_region(y, rb * C, re * C)};
-        ctx.emit(tile, std::move(v));
-      });
+  const lowering::ElementwiseWork work{
+      M, C, per_row, 4.0 * static_cast<double>(C * static_cast<int64_t>(inputs.size())), inputs};
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t rb, int64_t re) {
+    lowering::VertexSpec v;
+    v.codelet = codelet;
+    v.operands = inputs;
+    v.operands.push_back(y);
+    v.params = format::make_params<P>({{P::kM, M}, {P::kC, C}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
+    v.compute_cycles = per_row * static_cast<double>(re - rb);
+    for (uint32_t in : inputs)
+      v.reads.push_back(lowering::flat_region(in, rb * C, re * C));
+    v.writes = {lowering::flat_region(y, rb * C, re * C)};
+    return v;
+  });
   return Status();
 }
 

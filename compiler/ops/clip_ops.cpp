@@ -125,7 +125,7 @@ Status lower_scale_gradient(LowerContext& ctx, const Op& op) {
   const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
   const uint32_t x = ctx.tensor(op.inputs[0]), factor = ctx.tensor(op.inputs[1]);
   const double per_element = 1.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, n, per_element, 8.0, [&](uint32_t tile, int64_t begin, int64_t end) {
+  lowering::lower_where_operands_live(ctx, {n, 1, per_element, 8.0, {x}}, [&](int64_t begin, int64_t end) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kScaleInPlace;
     v.operands = {x, factor};
@@ -133,7 +133,7 @@ Status lower_scale_gradient(LowerContext& ctx, const Op& op) {
     v.params = format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}});
     v.compute_cycles = per_element * static_cast<double>(end - begin);
     v.reads = {lowering::flat_region(x, begin, end), lowering::flat_region(factor, 0, 1)};
-    ctx.emit(tile, std::move(v));
+    return v;
   });
   return Status();
 }

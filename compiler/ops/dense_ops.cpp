@@ -210,8 +210,8 @@ Status lower_bias_add(LowerContext& ctx, const Op& op) {
   const int64_t M = shape[0], N = shape[1];
   const uint32_t x = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
   const double per_row = static_cast<double>(N) / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(
-      ctx, M, per_row, 4.0 * static_cast<double>(N), [&](uint32_t tile, int64_t rb, int64_t re) {
+  lowering::lower_where_operands_live(
+      ctx, {M, N, per_row, 4.0 * static_cast<double>(N), {x}}, [&](int64_t rb, int64_t re) {
         lowering::VertexSpec v;
         v.codelet = format::Codelet::kBiasAdd;
         v.operands = {x, b, y};
@@ -220,7 +220,7 @@ Status lower_bias_add(LowerContext& ctx, const Op& op) {
         v.compute_cycles = per_row * static_cast<double>(re - rb);
         v.reads = {lowering::flat_region(x, rb * N, re * N), lowering::flat_region(b, 0, N)};
         v.writes = {lowering::flat_region(y, rb * N, re * N)};
-        ctx.emit(tile, std::move(v));
+        return v;
       });
   return Status();
 }

@@ -51,7 +51,8 @@ Status lower_lamb_moments(LowerContext& ctx, const Op& op) {
     operands.push_back(ctx.tensor(in));
   const uint32_t step = operands[4];
   const double per_element = 13.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, n, per_element, 16.0, [&](uint32_t tile, int64_t begin, int64_t end) {
+  const lowering::ElementwiseWork work{n, 1, per_element, 16.0, {operands.begin(), operands.begin() + 4}};
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t begin, int64_t end) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kLambMoments;
     v.operands = operands;
@@ -64,7 +65,7 @@ Status lower_lamb_moments(LowerContext& ctx, const Op& op) {
       v.reads.push_back(lowering::flat_region(operands[i], begin, end));
     v.reads.push_back(lowering::flat_region(step, 0, 1));
     v.reads.push_back(hyper_parameters_region(operands[5]));
-    ctx.emit(tile, std::move(v));
+    return v;
   });
   lowering::VertexSpec count;
   count.codelet = format::Codelet::kStepCount;
@@ -93,7 +94,8 @@ Status lower_lamb_apply(LowerContext& ctx, const Op& op) {
   for (int in : op.inputs)
     operands.push_back(ctx.tensor(in));
   const double per_element = 3.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, n, per_element, 8.0, [&](uint32_t tile, int64_t begin, int64_t end) {
+  const lowering::ElementwiseWork work{n, 1, per_element, 8.0, {operands[0], operands[1]}};
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t begin, int64_t end) {
     lowering::VertexSpec v;
     v.codelet = format::Codelet::kLambApply;
     v.operands = operands;
@@ -104,7 +106,7 @@ Status lower_lamb_apply(LowerContext& ctx, const Op& op) {
     v.reads = {lowering::flat_region(operands[0], begin, end), lowering::flat_region(operands[1], begin, end),
                lowering::flat_region(operands[2], 0, 1), lowering::flat_region(operands[3], 0, 1),
                hyper_parameters_region(operands[4])};
-    ctx.emit(tile, std::move(v));
+    return v;
   });
   return Status();
 }

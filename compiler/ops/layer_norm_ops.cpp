@@ -35,8 +35,8 @@ Status lower_layer_norm(LowerContext& ctx, const Op& op) {
   const uint32_t y = ctx.tensor(op.outputs[0]);
   // Two passes to reduce, two to normalize, scale and shift.
   const double per_row = 6.0 * static_cast<double>(n) / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(
-      ctx, rows, per_row, 4.0 * static_cast<double>(n), [&](uint32_t tile, int64_t rb, int64_t re) {
+  lowering::lower_where_operands_live(
+      ctx, {rows, n, per_row, 4.0 * static_cast<double>(n), {x}}, [&](int64_t rb, int64_t re) {
         lowering::VertexSpec v;
         v.codelet = format::Codelet::kLayerNorm;
         v.operands = {x, gamma, beta, y};
@@ -49,7 +49,7 @@ Status lower_layer_norm(LowerContext& ctx, const Op& op) {
         v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(gamma, 0, n),
                    lowering::flat_region(beta, 0, n)};
         v.writes = {lowering::flat_region(y, rb * n, re * n)};
-        ctx.emit(tile, std::move(v));
+        return v;
       });
   return Status();
 }

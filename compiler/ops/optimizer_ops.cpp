@@ -73,20 +73,24 @@ void lower_update(LowerContext& ctx, const Op& op, format::Codelet codelet, doub
   const uint32_t step_count = step ? operands[operands.size() - 2] : 0;
   const double per_element = flops_per_element / ctx.target().cycles.vector_flops_per_cycle;
   const double bytes_per_element = 4.0 * static_cast<double>(elementwise);
-  lowering::lower_split(ctx, n, per_element, bytes_per_element,
-                        [&](uint32_t tile, int64_t begin, int64_t end) {
-                          lowering::VertexSpec v;
-                          v.codelet = codelet;
-                          v.operands = operands;
-                          v.params = params(begin, end);
-                          v.fparams = {gradient_scale};
-                          v.compute_cycles = per_element * static_cast<double>(end - begin);
-                          for (size_t i = 0; i < elementwise; ++i)
-                            v.reads.push_back(lowering::flat_region(operands[i], begin, end));
-                          if (step) v.reads.push_back(lowering::flat_region(step_count, 0, 1));
-                          v.reads.push_back(lowering::flat_region(hyper, 0, format::kHyperParameterCount));
-                          ctx.emit(tile, std::move(v));
-                        });
+  const lowering::ElementwiseWork work{n,
+                                       1,
+                                       per_element,
+                                       bytes_per_element,
+                                       {operands.begin(), operands.begin() + static_cast<long>(elementwise)}};
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t begin, int64_t end) {
+    lowering::VertexSpec v;
+    v.codelet = codelet;
+    v.operands = operands;
+    v.params = params(begin, end);
+    v.fparams = {gradient_scale};
+    v.compute_cycles = per_element * static_cast<double>(end - begin);
+    for (size_t i = 0; i < elementwise; ++i)
+      v.reads.push_back(lowering::flat_region(operands[i], begin, end));
+    if (step) v.reads.push_back(lowering::flat_region(step_count, 0, 1));
+    v.reads.push_back(lowering::flat_region(hyper, 0, format::kHyperParameterCount));
+    return v;
+  });
   if (!step) return;
   lowering::VertexSpec count;
   count.codelet = format::Codelet::kStepCount;
@@ -227,16 +231,17 @@ Status lower_accumulate_grad(LowerContext& ctx, const Op& op) {
   const int64_t n = ctx.graph().value(op.inputs[0]).type.elements();
   const uint32_t acc = ctx.tensor(op.inputs[0]), grad = ctx.tensor(op.inputs[1]);
   const double per_element = 1.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, n, per_element, 8.0, [&](uint32_t tile, int64_t begin, int64_t end) {
-    lowering::VertexSpec v;
-    v.codelet = format::Codelet::kAccumulate;
-    v.operands = {acc, grad};
-    using P = format::params::Accumulate;
-    v.params = format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}});
-    v.compute_cycles = per_element * static_cast<double>(end - begin);
-    v.reads = {lowering::flat_region(acc, begin, end), lowering::flat_region(grad, begin, end)};
-    ctx.emit(tile, std::move(v));
-  });
+  lowering::lower_where_operands_live(
+      ctx, {n, 1, per_element, 8.0, {acc, grad}}, [&](int64_t begin, int64_t end) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kAccumulate;
+        v.operands = {acc, grad};
+        using P = format::params::Accumulate;
+        v.params = format::make_params<P>({{P::kBegin, begin}, {P::kEnd, end}});
+        v.compute_cycles = per_element * static_cast<double>(end - begin);
+        v.reads = {lowering::flat_region(acc, begin, end), lowering::flat_region(grad, begin, end)};
+        return v;
+      });
   return Status();
 }
 

@@ -270,23 +270,24 @@ Status lower_axis_softmax(LowerContext& ctx, const Op& op) {
   const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
   const double per_line = static_cast<double>(n) * softmax_cycles_per_element(ctx.target().cycles);
   // Lines are split by whole outer rows so that each vertex's elements are contiguous.
-  lowering::lower_split(ctx, outer, per_line * static_cast<double>(inner),
-                        4.0 * static_cast<double>(n * inner), [&](uint32_t tile, int64_t rb, int64_t re) {
-                          lowering::VertexSpec v;
-                          v.codelet = format::Codelet::kAxisSoftmax;
-                          v.operands = {x, y};
-                          using P = format::params::AxisSoftmax;
-                          v.params = format::make_params<P>({{P::kKind, kind},
-                                                             {P::kOuter, outer},
-                                                             {P::kN, n},
-                                                             {P::kInner, inner},
-                                                             {P::kBegin, rb * inner},
-                                                             {P::kEnd, re * inner}});
-                          v.compute_cycles = per_line * static_cast<double>((re - rb) * inner);
-                          v.reads = {lowering::flat_region(x, rb * n * inner, re * n * inner)};
-                          v.writes = {lowering::flat_region(y, rb * n * inner, re * n * inner)};
-                          ctx.emit(tile, std::move(v));
-                        });
+  const lowering::ElementwiseWork work{
+      outer, n * inner, per_line * static_cast<double>(inner), 4.0 * static_cast<double>(n * inner), {x}};
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t rb, int64_t re) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kAxisSoftmax;
+    v.operands = {x, y};
+    using P = format::params::AxisSoftmax;
+    v.params = format::make_params<P>({{P::kKind, kind},
+                                       {P::kOuter, outer},
+                                       {P::kN, n},
+                                       {P::kInner, inner},
+                                       {P::kBegin, rb * inner},
+                                       {P::kEnd, re * inner}});
+    v.compute_cycles = per_line * static_cast<double>((re - rb) * inner);
+    v.reads = {lowering::flat_region(x, rb * n * inner, re * n * inner)};
+    v.writes = {lowering::flat_region(y, rb * n * inner, re * n * inner)};
+    return v;
+  });
   return Status();
 }
 

@@ -63,9 +63,10 @@ struct InputAccess {
 std::vector<lowering::Region> reduction_read_regions(uint32_t tensor, const InputAccess& access,
                                                      int64_t in_elements, int64_t begin, int64_t end);
 
-// Splits the output of `op` (n elements) over tiles; each vertex gets params from
-// make(begin, end). It reads an input of the output's shape at [begin, end), one with an
-// `access` entry at the range its outputs map to, and any other whole.
+// Splits the output of `op` (n elements) over tiles, or places it where an input of its shape
+// lives (lowering::lower_where_operands_live); each vertex gets params from make(begin, end). It reads an
+// input of the output's shape at [begin, end), one with an `access` entry at the range its outputs map to,
+// and any other whole.
 template <typename Make>
 void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet,
                         double cycles_per_element, const std::vector<float>& fparams, Make&& make,
@@ -98,30 +99,33 @@ void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codel
   for (int in : op.inputs)
     inputs.push_back(ctx.tensor(in));
   const uint32_t y = ctx.tensor(op.outputs[0]);
-  lowering::lower_split(ctx, n, cycles_per_element, 4.0 * static_cast<double>(inputs.size()),
-                        [&](uint32_t tile, int64_t begin, int64_t end) {
-                          lowering::VertexSpec v;
-                          v.codelet = codelet;
-                          v.operands = inputs;
-                          v.operands.push_back(y);
-                          v.params = make(begin, end);
-                          v.fparams = fparams;
-                          v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
-                          for (size_t i = 0; i < inputs.size(); ++i) {
-                            const TensorType& t = g.value(op.inputs[i]).type;
-                            if (t.shape == out.shape) {
-                              v.reads.push_back(lowering::flat_region(inputs[i], begin, end));
-                            } else if (i < access.size() && !access[i].dims.empty()) {
-                              for (const lowering::Region& r :
-                                   reduction_read_regions(inputs[i], access[i], t.elements(), begin, end))
-                                v.reads.push_back(r);
-                            } else {
-                              v.reads.push_back(lowering::flat_region(inputs[i], 0, t.elements()));
-                            }
-                          }
-                          v.writes = {lowering::flat_region(y, begin, end)};
-                          ctx.emit(tile, std::move(v));
-                        });
+  lowering::ElementwiseWork work{n, 1, cycles_per_element, 4.0 * static_cast<double>(inputs.size()), {}};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (g.value(op.inputs[i]).type.shape == out.shape) work.aligned.push_back(inputs[i]);
+  }
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t begin, int64_t end) {
+    lowering::VertexSpec v;
+    v.codelet = codelet;
+    v.operands = inputs;
+    v.operands.push_back(y);
+    v.params = make(begin, end);
+    v.fparams = fparams;
+    v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const TensorType& t = g.value(op.inputs[i]).type;
+      if (t.shape == out.shape) {
+        v.reads.push_back(lowering::flat_region(inputs[i], begin, end));
+      } else if (i < access.size() && !access[i].dims.empty()) {
+        for (const lowering::Region& r :
+             reduction_read_regions(inputs[i], access[i], t.elements(), begin, end))
+          v.reads.push_back(r);
+      } else {
+        v.reads.push_back(lowering::flat_region(inputs[i], 0, t.elements()));
+      }
+    }
+    v.writes = {lowering::flat_region(y, begin, end)};
+    return v;
+  });
 }
 
 } // namespace ipu::ir
