@@ -281,6 +281,7 @@ struct LoweredModel {
   lowering::LoweringResult lowered;
   std::vector<std::string> hyper_parameters; // training: the slots the optimizer's update reads
   std::string learning_rate_schedule;
+  bool loss_counts_padding = false; // format::Executable's
   double passes_seconds = 0;
   double lowering_seconds = 0;
 };
@@ -375,6 +376,10 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
     IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
                                               forward.graph, loss.loss, model.optimizer,
                                               {options.gradient_accumulation, options.replicas, stages}));
+    // SparseCrossEntropy and DenseLoss skip padding rows; a loss the graph computes cannot.
+    const ir::OpKind loss_kind = forward.graph.op(forward.graph.value(loss.loss).producer).kind;
+    out.loss_counts_padding =
+        loss_kind != ir::OpKind::kSparseCrossEntropy && loss_kind != ir::OpKind::kDenseLoss;
     const auto& ops = forward.graph.ops();
     if (graph_loss && std::none_of(ops.begin(), ops.end(),
                                    [](const ir::Op& op) { return op.phase == ir::Phase::kUpdate; })) {
@@ -738,6 +743,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   for (const std::string& name : lowered.hyper_parameters)
     exe.add_hyper_parameters(name);
   exe.set_learning_rate_schedule(lowered.learning_rate_schedule);
+  exe.set_loss_counts_padding(lowered.loss_counts_padding);
   const auto& scores_shape = forward.graph.value(forward.scores()).type.shape;
   exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);
   format::PipelineInfo* pipeline = exe.mutable_pipeline();
