@@ -126,6 +126,7 @@ StatusOr<std::string> graph_loss_output(const frontend::LoadedModel& loaded, con
   const std::vector<frontend::LoadedModel::LossOutput> losses = loaded.loss_outputs();
   if (losses.empty()) return std::string();
   std::vector<std::string> names;
+  names.reserve(losses.size());
   for (const auto& loss : losses)
     names.push_back(loss.output);
   if (options.loss) {
