@@ -27,13 +27,26 @@ Ancestry ancestry(const ir::Graph& graph, const std::vector<int>& roots) {
   return a;
 }
 
-// `value`, or the value a chain of Reshapes made it from whose shape is `shape`; -1 if none.
+bool moves_data(const ir::Graph& graph, int value) {
+  const int producer = graph.value(value).producer;
+  return producer >= 0 && (graph.op(producer).kind == ir::OpKind::kReshape ||
+                           graph.op(producer).kind == ir::OpKind::kStageCopy);
+}
+
+// `value`, or the first value of shape `shape` that a chain of Reshapes and copies between
+// pipeline stages made it from; -1 if none.
 int reshaped_from(const ir::Graph& graph, int value, const std::vector<int64_t>& shape) {
   while (graph.value(value).type.shape != shape) {
-    const int producer = graph.value(value).producer;
-    if (producer < 0 || graph.op(producer).kind != ir::OpKind::kReshape) return -1;
-    value = graph.op(producer).inputs[0];
+    if (!moves_data(graph, value)) return -1;
+    value = graph.op(graph.value(value).producer).inputs[0];
   }
+  return value;
+}
+
+// The value a chain of Reshapes and copies between pipeline stages starts from.
+int source_of(const ir::Graph& graph, int value) {
+  while (moves_data(graph, value))
+    value = graph.op(graph.value(value).producer).inputs[0];
   return value;
 }
 
@@ -78,27 +91,21 @@ StatusOr<std::optional<CrossEntropy>> match_cross_entropy(const ir::Graph& graph
   const int64_t N = viewed[0], C = viewed[1];
   // SoftmaxCrossEntropyLoss's own log-softmax, or the LogSoftmax a NegativeLogLikelihoodLoss reads:
   // over the class axis of the [N, C, 1] view.
-  int softmax = -1;
-  for (int v = nll.inputs[0]; v >= 0 && softmax < 0;) {
-    const int p = graph.value(v).producer;
-    if (p < 0) break;
-    const ir::Op& op = graph.op(p);
-    if (op.kind == ir::OpKind::kAxisSoftmax) softmax = p;
-    v = op.kind == ir::OpKind::kReshape ? op.inputs[0] : -1;
-  }
-  if (softmax < 0 || graph.op(softmax).attrs<ir::SoftmaxAttrs>().kind != format::SoftmaxKind::kLogSoftmax ||
+  const int softmax = graph.value(source_of(graph, nll.inputs[0])).producer;
+  if (softmax < 0 || graph.op(softmax).kind != ir::OpKind::kAxisSoftmax ||
+      graph.op(softmax).attrs<ir::SoftmaxAttrs>().kind != format::SoftmaxKind::kLogSoftmax ||
       graph.value(graph.op(softmax).inputs[0]).type.shape != viewed) {
     return unsupported(node + "needs log-probabilities from a LogSoftmax over the classes (the "
                               "cross-entropy of the scores it normalizes)");
   }
   CrossEntropy ce;
   ce.logits = reshaped_from(graph, graph.op(softmax).inputs[0], {N, C});
-  ce.targets = reshaped_from(graph, nll.inputs[1], {N});
+  ce.targets = source_of(graph, nll.inputs[1]);
   if (ce.logits < 0) return unsupported(node + "needs scores [batch, classes]");
   const int log_probabilities = reshaped_from(graph, nll.inputs[0], {N, C});
   ce.scores = log_probabilities >= 0 ? log_probabilities : ce.logits;
-  if (ce.targets < 0 || graph.value(ce.targets).producer >= 0 ||
-      graph.value(ce.targets).role != ir::Role::kInput) {
+  if (graph.value(ce.targets).producer >= 0 || graph.value(ce.targets).role != ir::Role::kInput ||
+      graph.value(ce.targets).type.shape != std::vector<int64_t>{N}) {
     return unsupported(node + "needs its target to be a graph input (the labels), not computed");
   }
   return std::optional<CrossEntropy>(ce);
@@ -188,9 +195,48 @@ StatusOr<GraphLoss> bind_graph_loss(ir::Graph& graph, const GraphLossModel& mode
                        "; ipucc feeds float labels shaped like the prediction [batch, K], '" +
                        graph.value(out.prediction).name + "' is " + prediction.to_string());
   }
-  graph.value(out.labels).role = ir::Role::kLabel;
-  for (int op : loss_ops)
+  // The labels arrive on the loss's pipeline stage, the last, as added labels do: the copies the
+  // importer made of them between stages go, and every reader must be on that stage.
+  const int loss_stage = graph.value(model.loss).stage;
+  int last_stage = 0;
+  for (const ir::Op& op : graph.ops())
+    last_stage = std::max(last_stage, op.stage);
+  std::vector<int> label_copies;
+  for (int op : graph.consumers(out.labels)) {
+    if (graph.op(op).kind == ir::OpKind::kStageCopy) label_copies.push_back(op);
+  }
+  for (int copy : label_copies) {
+    const int copied = graph.op(copy).outputs[0];
+    for (int reader : graph.consumers(copied)) {
+      for (int& in : graph.op(reader).inputs)
+        in = in == copied ? out.labels : in;
+    }
+    graph.value(copied).producer = -1;
+  }
+  for (int op : graph.consumers(out.labels)) {
+    if (graph.op(op).stage != loss_stage || loss_stage != last_stage) {
+      return unsupported(loss_label + ": its labels input '" + graph.value(out.labels).name +
+                         "' is read on pipeline stage " + std::to_string(graph.op(op).stage) + " (node '" +
+                         graph.op(op).name + "'); labels arrive on the last stage, " +
+                         std::to_string(last_stage) + ", where the loss must be computed");
+    }
+  }
+  std::erase_if(loss_ops, [&](int op) {
+    return std::find(label_copies.begin(), label_copies.end(), op) != label_copies.end();
+  });
+  // Copies of forward values to the last stage stay forward ops, as the pipeline moves them.
+  for (int op : loss_ops) {
+    if (graph.op(op).kind == ir::OpKind::kStageCopy) continue;
+    if (graph.op(op).stage != last_stage) {
+      return unsupported(loss_label + ": node '" + graph.op(op).name + "' of the loss is on pipeline stage " +
+                         std::to_string(graph.op(op).stage) + "; the loss is computed on the last stage, " +
+                         std::to_string(last_stage));
+    }
     graph.op(op).phase = ir::Phase::kLoss;
+  }
+  graph.value(out.labels).role = ir::Role::kLabel;
+  graph.value(out.labels).stage = loss_stage;
+  graph.remove_ops(label_copies);
   out.values.labels = out.labels;
   out.values.loss = model.loss;
   return out;

@@ -110,6 +110,34 @@ test_loss_output_trains_as_mse() {
     "$(json_get "$STDOUT" 'd["loss"]')" "$want" || fail "evaluate's loss over 3-step executions differs"
 }
 
+# The labels arrive on the last pipeline stage, where the loss is computed, as added labels do.
+test_graph_loss_trains_in_pipelines() {
+  need_onnx
+  loss_model mlp logits.onnx --loss none
+  loss_model mlp sce.onnx --loss sce
+  local common=(--batch-size 8 --gradient-accumulation 2 --momentum 0.9)
+  expect_exit 0 "$IPUCC" compile logits.onnx --loss sparse_categorical_crossentropy --stage-assignment 0,0,0,1 \
+    "${common[@]}" -o logits.ipuexe
+  expect_exit 0 "$IPUCC" compile sce.onnx --stage-assignment 0,0,0,1,1 "${common[@]}" -o sce.ipuexe
+  train logits
+  train sce
+  same_weights sce.weights logits.weights 0
+  # A loss in ONNX ops on stage 1 of 2 trains as without stages (the same K).
+  loss_model regression mse.onnx --in 8 --out 3 --kind mse
+  e2e_data npy x.npy --dtype f4 --shape 320,8 --fill random --seed 3
+  e2e_data npy t.npy --dtype f4 --shape 320,3 --fill random --seed 4
+  expect_exit 0 "$IPUCC" compile mse.onnx --loss-output loss --stage-assignment 0,1,1,1 "${common[@]}" -o staged.ipuexe
+  expect_exit 0 "$IPUCC" compile mse.onnx --loss-output loss "${common[@]}" -o flat.ipuexe
+  local name
+  for name in staged flat; do
+    expect_exit 0 "$IPURUN" train $name.ipuexe --data npy:x.npy,t.npy --steps-per-epoch $STEPS \
+      --save-weights $name.weights --progress none
+  done
+  same_weights staged.weights flat.weights 0
+  expect_error 4 "mse.onnx: the loss 'loss': its labels input 'targets' is read on pipeline stage 0 (node 'error'); labels arrive on the last stage, 1" -- \
+    "$IPUCC" compile mse.onnx --loss-output loss --stage-assignment 0,0,1,1 "${common[@]}"
+}
+
 test_loss_output_errors() {
   need_onnx
   loss_model regression mse.onnx --in 8 --out 3 --kind mse
