@@ -81,7 +81,6 @@ StatusOr<std::optional<CrossEntropy>> match_cross_entropy(const ir::Graph& graph
                        "needs reduction 'mean' (fit and evaluate report the mean over the batch), got '" +
                        (attrs.reduction == format::LossReduction::kSum ? "sum" : "none") + "'");
   }
-  if (attrs.ignore_index) return unsupported(node + "takes no ignore_index");
   if (nll.inputs.size() == 3) return unsupported(node + "takes no class weights");
   const std::vector<int64_t>& viewed = graph.value(nll.inputs[0]).type.shape; // [N, C, D]
   if (viewed.size() != 3 || viewed[2] != 1) {
@@ -89,6 +88,12 @@ StatusOr<std::optional<CrossEntropy>> match_cross_entropy(const ir::Graph& graph
                        graph.value(nll.inputs[0]).type.to_string() + " viewed as [N, C, D]");
   }
   const int64_t N = viewed[0], C = viewed[1];
+  // An ignore_index outside [0, C) (torch exports -100) never matches a label: ipurun refuses data
+  // whose labels leave [0, C). One inside would make the mean over a varying number of rows.
+  if (attrs.ignore_index && *attrs.ignore_index >= 0 && *attrs.ignore_index < C) {
+    return unsupported(node + "takes no ignore_index that is a class (" +
+                       std::to_string(*attrs.ignore_index) + " of [0, " + std::to_string(C) + "))");
+  }
   // SoftmaxCrossEntropyLoss's own log-softmax, or the LogSoftmax a NegativeLogLikelihoodLoss reads:
   // over the class axis of the [N, C, 1] view.
   const int softmax = graph.value(source_of(graph, nll.inputs[0])).producer;

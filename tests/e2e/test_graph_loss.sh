@@ -36,19 +36,47 @@ test_softmax_cross_entropy_trains_as_sparse_categorical_crossentropy() {
   loss_model mlp logits.onnx --loss none --sizes $TUTORIAL_SIZES
   loss_model mlp sce.onnx --loss sce --sizes $TUTORIAL_SIZES
   loss_model mlp nll.onnx --loss nll --sizes $TUTORIAL_SIZES
+  # torch's export: an ignore_index no label can equal (ipurun refuses labels outside [0, C)).
+  loss_model mlp torch.onnx --loss sce --ignore-index -100 --sizes $TUTORIAL_SIZES
   expect_exit 0 "$IPUCC" compile logits.onnx --loss sparse_categorical_crossentropy --batch-size $BATCH \
     --momentum 0.9 -o logits.ipuexe
   # No --loss: the graph's own. Same optimizer, same initial weights, same data order.
   expect_exit 0 "$IPUCC" compile sce.onnx --batch-size $BATCH --momentum 0.9 -o sce.ipuexe
   expect_exit 0 "$IPUCC" compile nll.onnx --batch-size $BATCH --momentum 0.9 -o nll.ipuexe
+  expect_exit 0 "$IPUCC" compile torch.onnx --batch-size $BATCH --momentum 0.9 -o torch.ipuexe
   train logits
   train sce
   train nll
+  train torch
   # Bit for bit: both train SparseCrossEntropy on the logits.
   same_weights sce.weights logits.weights 0
   same_weights nll.weights logits.weights 0
+  same_weights torch.weights logits.weights 0
   expect_eq "$(json_get sce.steps.json 'd["losses"]')" "$(json_get logits.steps.json 'd["losses"]')" "step losses"
   expect_eq "$(json_get nll.steps.json 'd["losses"]')" "$(json_get logits.steps.json 'd["losses"]')" "step losses"
+}
+
+# What torch.onnx.export writes for a module returning F.cross_entropy(logits, labels).
+test_torch_exported_cross_entropy_trains() {
+  "$PYTHON" -c 'import torch, onnx' 2>/dev/null || skip "no torch Python package"
+  "$PYTHON" - torch.onnx <<'PYEOF' || fail "torch.onnx.export failed"
+import sys, torch
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(784, 32), torch.nn.Linear(32, 10)
+    def forward(self, x, labels):
+        logits = self.fc2(torch.relu(self.fc1(torch.flatten(x, 1))))
+        return torch.nn.functional.cross_entropy(logits, labels)
+torch.manual_seed(0)
+torch.onnx.export(Model(), (torch.zeros(4, 28, 28, 1), torch.zeros(4, dtype=torch.long)), sys.argv[1],
+                  input_names=["input", "labels"], output_names=["loss"], opset_version=13,
+                  dynamic_axes={"input": {0: "batch"}, "labels": {0: "batch"}})
+PYEOF
+  expect_exit 0 "$IPUCC" compile torch.onnx --batch-size $BATCH -o torch.ipuexe
+  expect_exit 0 "$IPURUN" train torch.ipuexe --data synthetic:$((BATCH * STEPS)) --epochs 3 --progress none --json
+  expect_json "$STDOUT" 'd["epochs"][2]["loss"] < d["epochs"][0]["loss"]' "the loss falls"
+  expect_json "$STDOUT" '"accuracy" in d["epochs"][0]'
 }
 
 test_graph_loss_evaluates_its_loss_and_predicts_without_labels() {
@@ -180,7 +208,7 @@ test_cross_entropies_ipucc_does_not_train_are_refused() {
     "$IPUCC" compile none.onnx
   expect_error 4 "weighted.onnx: node 'xent': training on this loss takes no class weights" -- \
     "$IPUCC" compile weighted.onnx
-  expect_error 4 "ignoring.onnx: node 'nll': training on this loss takes no ignore_index" -- \
+  expect_error 4 "ignoring.onnx: node 'nll': training on this loss takes no ignore_index that is a class (3 of [0, 10))" -- \
     "$IPUCC" compile ignoring.onnx
   local model
   for model in sum none weighted ignoring; do
