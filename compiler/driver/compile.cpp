@@ -459,7 +459,17 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
   measure.schedule = "sequential"; // one micro-batch, no stashes beyond it
   measure.recompute = false;
   IPU_ASSIGN_OR_RETURN(Model model, load_model(loaded, measure, target.bytes_per_tile));
-  IPU_ASSIGN_OR_RETURN(LoweredModel measured, lower_model(std::move(model), measure, target, true));
+  const bool graph_loss = !model.loss_output.empty();
+  StatusOr<LoweredModel> lowered = lower_model(std::move(model), measure, target, true);
+  if (!lowered.ok() && graph_loss && lowered.status().code() == StatusCode::kUnsupported) {
+    // A loss the graph computes must sit on the last stage: measuring each node as its own stage
+    // spreads it over several.
+    return unsupported(
+        lowered.status().message() +
+        " (--pipeline-stages measures every node as a stage of its own, which a loss the graph "
+        "computes in several nodes cannot be; give --stage-assignment instead)");
+  }
+  IPU_ASSIGN_OR_RETURN(LoweredModel measured, std::move(lowered));
 
   const format::ScheduleEstimate& estimate = measured.lowered.executable.estimates().schedule();
   lowering::StagePartitionProblem& problem = chain.problem;

@@ -219,6 +219,7 @@ StatusOr<GraphLoss> bind_graph_loss(ir::Graph& graph, const GraphLossModel& mode
     graph.value(copied).producer = -1;
   }
   for (int op : graph.consumers(out.labels)) {
+    if (graph.op(op).kind == ir::OpKind::kStageCopy) continue; // removed below
     if (graph.op(op).stage != loss_stage || loss_stage != last_stage) {
       return unsupported(loss_label + ": its labels input '" + graph.value(out.labels).name +
                          "' is read on pipeline stage " + std::to_string(graph.op(op).stage) + " (node '" +

@@ -164,6 +164,11 @@ test_graph_loss_trains_in_pipelines() {
   same_weights staged.weights flat.weights 0
   expect_error 4 "mse.onnx: the loss 'loss': its labels input 'targets' is read on pipeline stage 0 (node 'error'); labels arrive on the last stage, 1" -- \
     "$IPUCC" compile mse.onnx --loss-output loss --stage-assignment 0,0,1,1 "${common[@]}"
+  # The automatic split measures every node as a stage: one loss node is one, a loss in three ops
+  # cannot be.
+  expect_exit 0 "$IPUCC" compile sce.onnx --pipeline-stages 2 --batch-size 8 -o auto.ipuexe
+  expect_error 4 "mse.onnx: the loss 'loss': its labels input 'targets' is read on pipeline stage 1" \
+    "give --stage-assignment instead" -- "$IPUCC" compile mse.onnx --loss-output loss --pipeline-stages 2
 }
 
 test_loss_output_errors() {
