@@ -198,7 +198,7 @@ StatusOr<GraphLoss> bind_graph_loss(ir::Graph& graph, const GraphLossModel& mode
     return unsupported(loss_label + ": its labels input '" + graph.value(out.labels).name + "' is " +
                        labels.to_string() +
                        "; ipucc feeds float labels shaped like the prediction [batch, K], '" +
-                       graph.value(out.prediction).name + "' is " + prediction.to_string());
+                       prediction_name + "' is " + prediction.to_string());
   }
   // The labels arrive on the loss's pipeline stage, the last, as added labels do: the copies the
   // importer made of them between stages go, and every reader must be on that stage.
