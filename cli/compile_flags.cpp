@@ -44,10 +44,16 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--mode", f.mode, "train or infer (default train; ipurun predict: infer)")
            ->check(CLI::IsMember({"train", "infer"})));
   // The compiler checks the name (passes::loss_kind), so the list of losses lives in one place.
-  keep(cmd->add_option("--loss", f.loss,
-                       "Loss to train with: sparse_categorical_crossentropy, categorical_crossentropy, "
-                       "binary_crossentropy, mean_squared_error (mse), mean_absolute_error (mae) or huber "
-                       "(required for ONNX models; overrides a spec's, keeping its from_logits and delta)"));
+  keep(
+      cmd->add_option("--loss", f.loss,
+                      "Loss to train with: sparse_categorical_crossentropy, categorical_crossentropy, "
+                      "binary_crossentropy, mean_squared_error (mse), mean_absolute_error (mae) or huber "
+                      "(required for ONNX models that do not compute their loss; overrides a spec's, keeping "
+                      "its from_logits and delta)"));
+  keep(cmd->add_option("--loss-output", f.loss_output,
+                       "ONNX: train on this scalar graph output, the loss the model computes (default: the "
+                       "output of a SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss node); the labels "
+                       "are the graph input only the loss reads"));
   keep(cmd->add_option("--metrics", f.metrics,
                        "Metrics beside the loss, comma-separated: accuracy, top_k[:K] "
                        "(sparse_top_k_categorical_accuracy, k 5), mse, mae (overrides a spec's; default: "

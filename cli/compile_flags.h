@@ -28,6 +28,7 @@ struct CompileFlags {
   bool recompute = false;
   std::string mode; // "" until the tool applies its default (ipucc: train; ipurun: by command)
   std::string loss;
+  std::string loss_output;
   std::string metrics;
   std::string optimizer;
   float learning_rate = 0; // 0: the spec's

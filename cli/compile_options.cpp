@@ -23,6 +23,7 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   const std::string& mode = f.mode.empty() ? default_mode : f.mode;
   o.mode = mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
   if (!f.loss.empty()) o.loss = f.loss;
+  if (!f.loss_output.empty()) o.loss_output = f.loss_output;
   if (!f.metrics.empty()) o.metrics = f.metrics;
   if (!f.optimizer.empty()) o.optimizer = f.optimizer;
   if (f.learning_rate > 0) o.learning_rate = f.learning_rate;

@@ -14,6 +14,7 @@
 #include "compiler/passes/fuse_epilogues.h"
 #include "compiler/passes/fuse_gelu.h"
 #include "compiler/passes/fuse_layer_norm.h"
+#include "compiler/passes/graph_loss.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
 #include "runtime/base/sha256.h"
@@ -105,12 +106,51 @@ Status validate_options(const CompileOptions& o) {
   return Status();
 }
 
+std::string quoted_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names)
+    text += (text.empty() ? "'" : ", '") + name + "'";
+  return text;
+}
+
+// The graph output a training compile of `loaded` takes as its loss: --loss-output, else the one
+// output an ONNX loss node computes; empty when the loss (--loss, the spec's) is added on the
+// model's output.
+StatusOr<std::string> graph_loss_output(const frontend::LoadedModel& loaded, const CompileOptions& options) {
+  if (options.loss_output) {
+    if (!loaded.is_onnx())
+      return bad_option(options.model_path + ": --loss-output applies to ONNX models only");
+    if (options.loss) return bad_option("--loss and --loss-output both name the loss to train on: give one");
+    return *options.loss_output;
+  }
+  const std::vector<frontend::LoadedModel::LossOutput> losses = loaded.loss_outputs();
+  if (losses.empty()) return std::string();
+  std::vector<std::string> names;
+  names.reserve(losses.size());
+  for (const auto& loss : losses)
+    names.push_back(loss.output);
+  if (options.loss) {
+    return bad_option(options.model_path + ": the graph computes its loss (" + quoted_names(names) +
+                      ") and trains on it: drop --loss, or name another output with --loss-output");
+  }
+  if (losses.size() > 1) {
+    return bad_option(options.model_path + ": the graph computes several losses (" + quoted_names(names) +
+                      "): name the one to train on with --loss-output");
+  }
+  return losses[0].output;
+}
+
 // A frontend's forward graph with the training configuration that goes with it.
 struct Model {
   frontend::ForwardGraph forward;
   passes::LossConfig loss;
   std::vector<passes::MetricConfig> metrics;
   passes::OptimizerConfig optimizer;
+  // Training on a loss the graph computes: its output, the name of what it scores (an ONNX loss
+  // node's input 0, "" if another op computes it) and the metrics asked for (nullopt: defaults).
+  std::string loss_output;
+  std::string loss_scores;
+  std::optional<std::vector<passes::MetricConfig>> metrics_asked;
 };
 
 // The model's optimizer with the options' changes; refuses a flag the resulting optimizer has no
@@ -189,15 +229,22 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
 // pipeline split's measuring compile).
 template <typename Loaded>
 StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint64_t bytes_per_tile) {
+  Model model;
+  if (options.mode == Mode::kTrain) {
+    IPU_ASSIGN_OR_RETURN(model.loss_output, graph_loss_output(loaded, options));
+    for (const auto& loss : loaded.loss_outputs()) {
+      if (loss.output == model.loss_output) model.loss_scores = loss.scores;
+    }
+  }
   if (loaded.is_onnx()) {
-    if (options.mode == Mode::kTrain && !options.loss) {
-      return bad_option(options.model_path + ": an ONNX model has no loss; give --loss (" +
-                        passes::loss_names() + ") to train it, or --mode infer");
+    if (options.mode == Mode::kTrain && !options.loss && model.loss_output.empty()) {
+      return bad_option(options.model_path + ": the ONNX model computes no loss; give --loss (" +
+                        passes::loss_names() +
+                        ") to train it, --loss-output NAME to train on a scalar output, or --mode infer");
     }
   } else if (!options.constant_inputs.empty()) {
     return bad_option(options.model_path + ": --constant-input applies to ONNX models only");
   }
-  Model model;
   const frontend::ModelTraining training = loaded.training();
   frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment,
                                      options.mode == Mode::kTrain, options.constant_inputs, bytes_per_tile};
@@ -214,6 +261,7 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
   // --metrics, else the spec's, else the loss's default (which follows --loss).
   if (options.metrics) {
     IPU_ASSIGN_OR_RETURN(model.metrics, passes::parse_metric_list(*options.metrics));
+    model.metrics_asked = model.metrics;
   } else {
     model.metrics = training.metrics.value_or(passes::default_metrics(model.loss.kind));
   }
@@ -230,9 +278,51 @@ struct LoweredModel {
   lowering::LoweringResult lowered;
   std::vector<std::string> hyper_parameters; // training: the slots the optimizer's update reads
   std::string learning_rate_schedule;
+  bool loss_counts_padding = false; // format::Executable's
   double passes_seconds = 0;
   double lowering_seconds = 0;
 };
+
+// A model that computes its loss: binds it (passes::bind_graph_loss) and leaves the model's
+// interface as training sees it: its inputs but the labels, and the prediction as its one output.
+StatusOr<passes::LossValues> bind_model_loss(Model& model, const CompileOptions& options) {
+  frontend::ForwardGraph& forward = model.forward;
+  passes::GraphLossModel graph_loss;
+  graph_loss.loss_name = model.loss_output;
+  graph_loss.metrics = model.metrics_asked;
+  std::vector<std::string> output_names;
+  for (const frontend::ModelIo& out : forward.outputs) {
+    output_names.push_back(out.name);
+    if (out.name == model.loss_output) {
+      graph_loss.loss = out.value;
+    } else {
+      graph_loss.other_outputs.push_back(out.value);
+    }
+  }
+  if (graph_loss.loss < 0) {
+    return invalid_argument(
+        options.model_path + ": --loss-output '" + model.loss_output +
+        "': the graph has no output of that name (its outputs: " + quoted_names(output_names) + ")");
+  }
+  for (const frontend::ModelIo& in : forward.inputs)
+    graph_loss.inputs.push_back(in.value);
+  graph_loss.prediction_name = model.loss_scores;
+  for (const frontend::ModelIo& out : forward.outputs) {
+    if (out.name != model.loss_output) graph_loss.prediction_name = out.name;
+  }
+  StatusOr<passes::GraphLoss> bound = passes::bind_graph_loss(forward.graph, graph_loss);
+  if (!bound.ok()) return bound.status().with_context(options.model_path);
+  std::erase_if(forward.inputs, [&](const frontend::ModelIo& in) { return in.value == bound->labels; });
+  frontend::ModelIo prediction;
+  prediction.value = bound->prediction;
+  prediction.name =
+      model.loss_scores.empty() ? forward.graph.value(bound->prediction).name : model.loss_scores;
+  for (const frontend::ModelIo& out : forward.outputs) {
+    if (out.value == bound->prediction) prediction = out;
+  }
+  forward.outputs = {prediction};
+  return bound->values;
+}
 
 StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, target::TargetSpec target,
                                    bool measure_unit_memory = false) {
@@ -256,6 +346,10 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                       std::to_string(options.gradient_accumulation));
   }
   target.num_ipus = stages; // the lowering plans one replica
+  std::optional<passes::LossValues> graph_loss;
+  if (options.mode == Mode::kTrain && !model.loss_output.empty()) {
+    IPU_ASSIGN_OR_RETURN(graph_loss, bind_model_loss(model, options));
+  }
   lowering::GraphInterface io;
   for (const auto& in : forward.inputs)
     io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
@@ -269,11 +363,26 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                        std::to_string(io.outputs.size()) + " output(s) (--mode infer runs it)");
   }
   if (options.mode == Mode::kTrain) {
-    IPU_ASSIGN_OR_RETURN(passes::LossValues loss,
-                         passes::add_loss(forward.graph, forward.scores(), model.loss, model.metrics));
+    passes::LossValues loss;
+    if (graph_loss) {
+      loss = *graph_loss;
+    } else {
+      IPU_ASSIGN_OR_RETURN(loss,
+                           passes::add_loss(forward.graph, forward.scores(), model.loss, model.metrics));
+    }
     IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
                                               forward.graph, loss.loss, model.optimizer,
                                               {options.gradient_accumulation, options.replicas, stages}));
+    // SparseCrossEntropy and DenseLoss skip padding rows; a loss the graph computes cannot.
+    const ir::OpKind loss_kind = forward.graph.op(forward.graph.value(loss.loss).producer).kind;
+    out.loss_counts_padding =
+        loss_kind != ir::OpKind::kSparseCrossEntropy && loss_kind != ir::OpKind::kDenseLoss;
+    const auto& ops = forward.graph.ops();
+    if (graph_loss && std::none_of(ops.begin(), ops.end(),
+                                   [](const ir::Op& op) { return op.phase == ir::Phase::kUpdate; })) {
+      return invalid_argument(options.model_path + ": the loss '" + model.loss_output +
+                              "' has no gradient path to any weight: nothing would train");
+    }
     io.loss = loss;
     out.hyper_parameters = passes::hyper_parameters_read(model.optimizer);
     out.learning_rate_schedule = model.optimizer.learning_rate_schedule;
@@ -346,7 +455,17 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
   measure.schedule = "sequential"; // one micro-batch, no stashes beyond it
   measure.recompute = false;
   IPU_ASSIGN_OR_RETURN(Model model, load_model(loaded, measure, target.bytes_per_tile));
-  IPU_ASSIGN_OR_RETURN(LoweredModel measured, lower_model(std::move(model), measure, target, true));
+  const bool graph_loss = !model.loss_output.empty();
+  StatusOr<LoweredModel> lowered = lower_model(std::move(model), measure, target, true);
+  if (!lowered.ok() && graph_loss && lowered.status().code() == StatusCode::kUnsupported) {
+    // A loss the graph computes must sit on the last stage: measuring each node as its own stage
+    // spreads it over several.
+    return unsupported(
+        lowered.status().message() +
+        " (--pipeline-stages measures every node as a stage of its own, which a loss the graph "
+        "computes in several nodes cannot be; give --stage-assignment instead)");
+  }
+  IPU_ASSIGN_OR_RETURN(LoweredModel measured, std::move(lowered));
 
   const format::ScheduleEstimate& estimate = measured.lowered.executable.estimates().schedule();
   lowering::StagePartitionProblem& problem = chain.problem;
@@ -496,11 +615,14 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     const passes::OptimizerConfig optimizer = overridden.ok() ? *overridden : training.optimizer;
     // The loss's arguments (from_logits, delta) come from the model text, which the key covers;
     // an ONNX model's loss is always from logits. Aliases ("mse") key as the name they stand for.
+    // A loss the graph computes is keyed by its output (the model text covers the rest).
+    const StatusOr<std::string> graph_loss = graph_loss_output(model, o);
     const std::optional<passes::LossKind> flag_loss = o.loss ? passes::loss_kind(*o.loss) : std::nullopt;
-    out.emplace_back("loss", flag_loss                    ? passes::loss_name(*flag_loss)
-                             : o.loss                     ? *o.loss
-                             : training.loss_name.empty() ? "none"
-                                                          : training.loss_name);
+    out.emplace_back("loss", graph_loss.ok() && !graph_loss->empty() ? "graph:" + *graph_loss
+                             : flag_loss                             ? passes::loss_name(*flag_loss)
+                             : o.loss                                ? *o.loss
+                             : training.loss_name.empty()            ? "none"
+                                                                     : training.loss_name);
     // Metrics from the spec are in its text; --metrics is keyed as parse_metric_list reads it,
     // and only when given, so the keys of executables without it stay what they were.
     if (o.metrics) {
@@ -620,6 +742,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   for (const std::string& name : lowered.hyper_parameters)
     exe.add_hyper_parameters(name);
   exe.set_learning_rate_schedule(lowered.learning_rate_schedule);
+  exe.set_loss_counts_padding(lowered.loss_counts_padding);
   const auto& scores_shape = forward.graph.value(forward.scores()).type.shape;
   exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);
   format::PipelineInfo* pipeline = exe.mutable_pipeline();

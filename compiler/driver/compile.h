@@ -33,7 +33,12 @@ struct CompileOptions {
   uint32_t replicas = 1;
   uint32_t num_ipus = 16; // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
-  std::optional<std::string> loss; // overrides the spec's loss; required to train ONNX models
+  // Overrides the spec's loss; required to train an ONNX model that does not compute its own.
+  std::optional<std::string> loss;
+  // ONNX: the scalar graph output that is the loss to train on (docs/training.md, "Models whose
+  // graph ends in their loss"); not given, an output computed by a SoftmaxCrossEntropyLoss or
+  // NegativeLogLikelihoodLoss node is. Given with --loss: a usage error.
+  std::optional<std::string> loss_output;
   // Overrides the spec's metrics: a comma-separated list (passes::parse_metric_list).
   std::optional<std::string> metrics;
   // "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax" or "lamb"; ONNX models train with SGD when

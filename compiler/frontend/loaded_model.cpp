@@ -6,7 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <set>
+#include <map>
 #include <utility>
 
 #include "compiler/frontend/json_nesting.h"
@@ -146,6 +146,23 @@ int LoadedModel::stage_count(const std::vector<int>& stage_assignment) const {
   ModelSpec spec = *m_spec;
   if (!apply_stage_assignment(spec, stage_assignment).ok()) return 1;
   return std::max(1, spec.num_stages);
+}
+
+std::vector<LoadedModel::LossOutput> LoadedModel::loss_outputs() const {
+  std::vector<LossOutput> losses;
+  if (!m_is_onnx || !m_onnx) return losses;
+  std::map<std::string, std::string> scores_of_loss;
+  for (const auto& node : m_onnx->graph().node()) {
+    const bool ai_onnx = node.domain().empty() || node.domain() == "ai.onnx";
+    if (ai_onnx && node.output_size() > 0 && node.input_size() > 0 &&
+        (node.op_type() == "SoftmaxCrossEntropyLoss" || node.op_type() == "NegativeLogLikelihoodLoss"))
+      scores_of_loss[node.output(0)] = node.input(0);
+  }
+  for (const auto& out : m_onnx->graph().output()) {
+    auto found = scores_of_loss.find(out.name());
+    if (found != scores_of_loss.end()) losses.push_back({out.name(), found->second});
+  }
+  return losses;
 }
 
 std::vector<std::string> LoadedModel::stage_units() const {

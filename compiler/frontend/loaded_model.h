@@ -78,6 +78,16 @@ public:
   // node without a name as "#INDEX"); empty for a model that does not parse.
   std::vector<std::string> stage_units() const;
 
+  // The graph outputs an ONNX loss node (SoftmaxCrossEntropyLoss, NegativeLogLikelihoodLoss)
+  // computes as its output 0, in the graph's output order: the loss a training compile takes from
+  // the model (docs/training.md, "Models whose graph ends in their loss"). Empty for a JSON spec
+  // and for a model that does not parse.
+  struct LossOutput {
+    std::string output; // the graph output
+    std::string scores; // the loss node's input 0: what the model predicts
+  };
+  std::vector<LossOutput> loss_outputs() const;
+
   // The defaults of a model that does not parse: its compile fails, so nothing is stored under
   // a key made from them.
   ModelTraining training() const;

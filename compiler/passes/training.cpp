@@ -227,7 +227,7 @@ std::vector<MetricConfig> default_metrics(LossKind kind) {
 }
 
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config,
-                              const std::vector<MetricConfig>& metrics) {
+                              const std::vector<MetricConfig>& metrics, int labels) {
   const ir::TensorType& type = graph.value(scores).type;
   const bool sparse = config.kind == LossKind::kSparseCategoricalCrossEntropy;
   if (type.shape.size() != 2) {
@@ -255,7 +255,13 @@ StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& co
   LossValues out;
   const int stage = graph.value(scores).stage;
   const ir::TensorType labels_type = sparse ? ir::TensorType{ir::DType::kInt32, {type.shape[0]}} : type;
-  out.labels = graph.add_value("labels", labels_type, ir::Role::kLabel);
+  if (labels >= 0) {
+    out.labels = labels;
+    graph.value(labels).type = labels_type;
+    graph.value(labels).role = ir::Role::kLabel;
+  } else {
+    out.labels = graph.add_value("labels", labels_type, ir::Role::kLabel);
+  }
   graph.value(out.labels).stage = stage;
   auto add_scalar = [&](ir::OpKind kind, const std::string& name, const ir::OpAttrs& attrs) -> StatusOr<int> {
     IPU_ASSIGN_OR_RETURN(int op,
@@ -297,6 +303,19 @@ StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& co
 StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
                                                      const OptimizerConfig& config,
                                                      const AccumulationConfig& accumulation) {
+  // SparseCrossEntropy and DenseLoss start the chain rule themselves; any other loss (one the
+  // model's graph computes) is given d loss / d loss = 1.
+  const int loss_op = graph.value(loss).producer;
+  const ir::OpKind loss_kind = graph.op(loss_op).kind;
+  int seed = -1;
+  if (loss_kind != ir::OpKind::kSparseCrossEntropy && loss_kind != ir::OpKind::kDenseLoss) {
+    const ir::Value& loss_value = graph.value(loss);
+    const ir::TensorType type = loss_value.type;
+    const int stage = loss_value.stage;
+    seed = graph.add_value(loss_value.name + "/gradient_seed", type, ir::Role::kConstant);
+    graph.value(seed).initial.assign(static_cast<size_t>(type.elements()), 1.0f);
+    graph.value(seed).stage = stage;
+  }
   // A value needs a gradient when it depends on a weight; data inputs and labels do not.
   std::vector<bool> needs(graph.values().size(), false);
   for (int w : graph.values_with_role(ir::Role::kWeight))
@@ -311,11 +330,11 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
 
   ir::GradContext context(graph);
   context.set_needs_gradient(needs);
-  const int loss_op = graph.value(loss).producer;
-  // Gradient rules append ops, so walk the forward ops by index, newest first.
+  if (seed >= 0) IPU_RETURN_IF_ERROR(context.add_gradient(loss, seed));
+  // Gradient rules append ops, so walk the forward and loss ops by index, newest first.
   for (int id = loss_op; id >= 0; --id) {
     const ir::Op op = graph.op(id); // a copy: add_op may reallocate the op list
-    if (op.phase != ir::Phase::kForward && id != loss_op) continue;
+    if (op.phase != ir::Phase::kForward && op.phase != ir::Phase::kLoss) continue;
     const ir::OpDef& def = ir::op_def(op.kind);
     if (def.gradient == nullptr) continue;
     IPU_RETURN_IF_ERROR(def.gradient(context, op));

@@ -120,9 +120,11 @@ std::array<float, format::kHyperParameterCount> hyper_parameter_values(const Opt
 // cross-entropy; DenseLoss, and DenseCorrect for the other cross-entropies, for the rest.
 // Each metric of `metrics` adds a count (accuracy: CountCorrect or DenseCorrect) or a MetricSum;
 // InvalidArgument for a metric the loss's labels cannot give (accuracy of a regression loss,
-// top-k without class indices, MSE or MAE with them).
+// top-k without class indices, MSE or MAE with them). `labels` >= 0 names the value that becomes
+// the labels (the graph input of a model that computes its own loss: passes/graph_loss.h),
+// retyped to what the loss reads; -1 adds a value "labels".
 StatusOr<LossValues> add_loss(ir::Graph& graph, int scores, const LossConfig& config,
-                              const std::vector<MetricConfig>& metrics);
+                              const std::vector<MetricConfig>& metrics, int labels = -1);
 
 struct AccumulationConfig {
   uint32_t micro_batches = 1; // gradient accumulation steps per weight update

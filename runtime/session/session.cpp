@@ -625,6 +625,15 @@ Status Session::Impl::check_evaluable(const data::Dataset& data) const {
   IPU_RETURN_IF_ERROR(program(format::kEvaluateProgram).status());
   IPU_RETURN_IF_ERROR(check_data(data, /*need_labels=*/true));
   if (data.num_samples == 0) return invalid_argument(data.source + ": has no samples");
+  if (engine->executable().loss_counts_padding() &&
+      data.num_samples % static_cast<size_t>(global_batch) != 0) {
+    return invalid_argument(
+        data.source + ": " + std::to_string(data.num_samples) + " samples do not fill whole batches of " +
+        std::to_string(global_batch) +
+        " (batch size x replicas): the executable's loss, which its model's graph computes, "
+        "counts every row of a batch, padding too; evaluate a multiple of " +
+        std::to_string(global_batch) + " samples");
+  }
   return Status();
 }
 
@@ -653,8 +662,10 @@ StatusOr<EvaluateResult> Session::Impl::evaluate_on_device(const data::Dataset& 
     ExecutionFeed feed = s.gather(data, order, static_cast<size_t>(e * S * Bi), S, Bi);
     Outfeed out;
     IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
-    for (float l : out.losses)
-      loss_sum += static_cast<double>(l) * static_cast<double>(B);
+    // Steps past the data hold padding rows only: they add nothing.
+    const int64_t data_steps = std::min(S, steps - e * S);
+    for (int64_t i = 0; i < data_steps; ++i)
+      loss_sum += static_cast<double>(out.losses[static_cast<size_t>(i)]) * static_cast<double>(B);
     for (size_t m = 0; m < sums.size(); ++m)
       sums[m] += out.metric_sums[m];
     r.steps += std::min(S, steps - e * S);

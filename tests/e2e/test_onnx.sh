@@ -118,7 +118,7 @@ test_export_onnx_round_trips() {
 
 test_training_an_onnx_model_needs_a_loss() {
   need_peer_models
-  expect_error 2 "mlp.onnx: an ONNX model has no loss; give --loss (sparse_categorical_crossentropy, " -- \
+  expect_error 2 "mlp.onnx: the ONNX model computes no loss; give --loss (sparse_categorical_crossentropy, " -- \
     "$IPUCC" compile "$PEER_MODELS/mlp.onnx"
   expect_exit 2 "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --loss hinge
 }
