@@ -96,10 +96,14 @@ test_the_static_scale_is_a_run_time_value() {
   expect_exit 0 "$IPURUN" train default.ipuexe "${DATA[@]}" "${QUIET[@]}" --loss-scale 3 --save-weights run_time \
     --step-log run_time.json
   expect_exit 0 "$IPURUN" train given.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights compiled \
+    --step-log compiled.json --epochs 2 --history history.json --json
+  expect_json "$STDOUT" '[e["loss_scale"] for e in d["epochs"]] == [3.0, 3.0]' "--json's loss_scale"
+  expect_json history.json 'd["loss_scale"] == [3.0, 3.0]' "History's loss_scale"
+  expect_json compiled.json 'd["loss_scales"] == [3.0] * 16'
+  expect_exit 0 "$IPURUN" train given.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights compiled \
     --step-log compiled.json
   same_checkpoints run_time compiled "--loss-scale 3 at run time and compiled"
   cmp -s run_time.json compiled.json || fail "the step logs differ"
-  expect_json compiled.json 'd["loss_scales"] == [3.0] * 8'
   # Keras's default scale, 2^15.
   expect_exit 0 "$IPURUN" train default.ipuexe "${DATA[@]}" "${QUIET[@]}" --step-log default.json
   expect_json default.json 'd["loss_scales"] == [32768.0] * 8'
@@ -109,6 +113,11 @@ test_the_static_scale_is_a_run_time_value() {
   done
   expect_exit 0 "$IPUCC" cache stats --json
   expect_json "$STDOUT" 'd["entries"] == 1 and d["misses"] == 1'
+  # Without loss scaling neither History nor --json has a loss_scale.
+  compile_to plain.ipuexe "$TUTORIAL"
+  expect_exit 0 "$IPURUN" train plain.ipuexe "${DATA[@]}" "${QUIET[@]}" --history plain_history.json --json
+  expect_json "$STDOUT" '"loss_scale" not in d["epochs"][0]'
+  expect_json plain_history.json '"loss_scale" not in d'
 }
 
 # A spec's optimizer may be Keras's LossScaleOptimizer as Keras serialises it; "dynamic": false is
