@@ -377,10 +377,14 @@ std::optional<passes::LossScaling> read_loss_scale_optimizer(const json& value, 
                                         "give \"dynamic\": false for a static scale");
         ok = false;
       }
-    } else {
+    } else if (key != "dynamic_growth_steps") { // dynamic scaling's, refused below
       problems.add(where, "LossScaleOptimizer: unknown argument '" + key + "'");
       ok = false;
     }
+  }
+  if (config.contains("dynamic_growth_steps") && config.contains("dynamic") && config["dynamic"] == false) {
+    problems.add(where, "LossScaleOptimizer: 'dynamic_growth_steps' applies to dynamic loss scaling only");
+    ok = false;
   }
   if (!config.contains("dynamic")) {
     problems.add_unsupported(where, "LossScaleOptimizer: dynamic loss scaling (Keras's default) is not "

@@ -1145,6 +1145,16 @@ TEST_CASE("graph spec: Keras's LossScaleOptimizer wraps the optimizer with loss 
   expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
       {"inner_optimizer": {"type": "sgd"}, "dynamic": false, "scale": 2}})"),
                   {"LossScaleOptimizer: unknown argument 'scale'"});
+  // Keras 3's LossScaleOptimizer is always dynamic, which ipucc does not implement yet.
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "initial_scale": 32768, "dynamic_growth_steps": 2000}})"),
+                  {"dynamic loss scaling (Keras's default) is not supported yet"}, StatusCode::kUnsupported);
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "dynamic": true}})"),
+                  {"dynamic loss scaling is not supported yet"}, StatusCode::kUnsupported);
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "dynamic": false, "dynamic_growth_steps": 3}})"),
+                  {"LossScaleOptimizer: 'dynamic_growth_steps' applies to dynamic loss scaling only"});
   expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
       {"inner_optimizer": {"type": "nadam"}, "dynamic": false}})"),
                   {"unsupported optimizer \"nadam\""}, StatusCode::kUnsupported);
