@@ -110,6 +110,14 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                        "Clip the gradients' global norm to this before the update, any optimizer "
                        "(Keras's global_clipnorm; 0: no clipping, the default)")
            ->check(CLI::NonNegativeNumber));
+  keep(cmd->add_option("--loss-scaling", f.loss_scaling,
+                       "Loss scaling, as Keras's LossScaleOptimizer: none or static (default: the spec's, "
+                       "else none; docs/training.md)")
+           ->check(CLI::IsMember({"none", "static"})));
+  keep(cmd->add_option("--loss-scale", f.loss_scale,
+                       "The static loss scale (default 32768, Keras's initial_scale); a run-time value: "
+                       "ipurun train takes it on any executable compiled with static loss scaling")
+           ->check(positive_float32));
   keep(cmd->add_option(
       "--lr-schedule", f.lr_schedule,
       "Learning-rate schedule, Keras's, evaluated on the host before every update: "

@@ -45,6 +45,8 @@ struct CompileFlags {
   std::optional<bool> centered;
   std::optional<float> initial_accumulator_value;
   std::optional<float> global_clipnorm;
+  std::string loss_scaling; // "": the spec's
+  std::optional<float> loss_scale;
   std::string lr_schedule; // "": the spec's rate or schedule (format::parse_learning_rate_schedule's form)
   std::vector<int> stage_assignment;
   uint32_t pipeline_stages = 0;             // 0: not given

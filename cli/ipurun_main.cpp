@@ -95,6 +95,7 @@ void add_metrics(nlohmann::json& out, const std::vector<session::MetricValue>& m
 nlohmann::json epoch_json(const session::EpochResult& r) {
   nlohmann::json out = {{"epoch", r.epoch}, {"loss", r.loss}};
   out["learning_rate"] = std::isnan(r.learning_rate) ? nlohmann::json() : nlohmann::json(r.learning_rate);
+  if (!std::isnan(r.loss_scale)) out["loss_scale"] = r.loss_scale;
   add_metrics(out, r.metrics);
   out["steps"] = r.steps;
   out["samples"] = r.samples;
@@ -128,6 +129,7 @@ const std::vector<std::pair<std::string_view, std::string_view>> kHyperParameter
     {"--epsilon", "epsilon"},
     {"--weight-decay", "weight_decay"},
     {"--rho", "rho"},
+    {"--loss-scale", "loss_scale"},
     {"--lr-schedule", ""}};
 
 bool is_hyper_parameter_flag(const std::string& flag) {
@@ -148,7 +150,8 @@ int apply_hyper_parameters(const RunFlags& f, session::Session& session) {
       c.beta_2,
       c.epsilon,
       c.weight_decay,
-      c.rho};
+      c.rho,
+      c.loss_scale};
   for (size_t i = 0; i < values.size(); ++i) {
     if (!values[i]) continue;
     Status set = session.set_hyper_parameter(kHyperParameterFlags[i].second, *values[i]);
@@ -409,6 +412,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
       for (const auto& m : r.metrics)
         history[m.name].push_back(m.value);
       history["learning_rate"].push_back(epoch_json(r)["learning_rate"]);
+      if (!std::isnan(r.loss_scale)) history["loss_scale"].push_back(r.loss_scale);
       if (r.validation) {
         history["val_loss"].push_back(r.validation->loss);
         for (const auto& m : r.validation->metrics)
@@ -422,6 +426,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     nlohmann::json log = json_document(kToolName, "step_log");
     log["losses"] = step_log.losses;
     log["learning_rates"] = step_log.learning_rates;
+    if (!step_log.loss_scales.empty()) log["loss_scales"] = step_log.loss_scales;
     if (int code = write_json_file(f.step_log, log)) return code;
   }
   if (f.json) {

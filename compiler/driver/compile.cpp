@@ -103,6 +103,10 @@ Status validate_options(const CompileOptions& o) {
         format::parse_learning_rate_schedule(*o.learning_rate_schedule);
     if (!schedule.ok()) return bad_option("--lr-schedule: " + schedule.status().message());
   }
+  if (o.loss_scaling && !passes::loss_scaling_mode(*o.loss_scaling))
+    return bad_option("--loss-scaling must be none or static, got '" + *o.loss_scaling + "'");
+  if (o.loss_scale && !(*o.loss_scale > 0 && std::isfinite(*o.loss_scale)))
+    return bad_option("--loss-scale must be a positive number that float32 holds");
   return Status();
 }
 
@@ -218,6 +222,19 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   if (options.initial_accumulator_value)
     optimizer.initial_accumulator_value = *options.initial_accumulator_value;
   if (options.global_clipnorm) optimizer.global_clipnorm = *options.global_clipnorm;
+  if (options.loss_scaling) {
+    const std::optional<passes::LossScalingMode> mode = passes::loss_scaling_mode(*options.loss_scaling);
+    if (!mode)
+      return bad_option("--loss-scaling must be none or static, got '" + *options.loss_scaling + "'");
+    optimizer.loss_scaling.mode = *mode;
+  }
+  if (options.loss_scale) {
+    if (optimizer.loss_scaling.mode == passes::LossScalingMode::kNone)
+      return bad_option(
+          "--loss-scale needs loss scaling: give --loss-scaling static (or a spec whose optimizer "
+          "is a LossScaleOptimizer)");
+    optimizer.loss_scaling.initial_scale = *options.loss_scale;
+  }
   if (optimizer.nesterov && (optimizer.momentum == 0.0f || optimizer.dampening != 0.0f)) {
     return bad_option("--nesterov needs a momentum and no dampening (as torch.optim.SGD), got momentum " +
                       float_key(optimizer.momentum) + ", dampening " + float_key(optimizer.dampening));
@@ -647,6 +664,10 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     // Keyed only when clipping, so the keys of runs without it are what they were before it.
     if (optimizer.global_clipnorm > 0.0f)
       out.emplace_back("global_clipnorm", float_key(optimizer.global_clipnorm));
+    // Keyed only when scaling, as clipping; the static scale is a run-time value (the
+    // hyper-parameters read name it).
+    if (optimizer.loss_scaling.mode != passes::LossScalingMode::kNone)
+      out.emplace_back("loss_scaling", passes::loss_scaling_mode_name(optimizer.loss_scaling.mode));
   } else {
     for (const char* name : {"loss", "optimizer", "hyper_parameters_read"})
       out.emplace_back(name, "unused");

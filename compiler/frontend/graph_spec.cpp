@@ -339,6 +339,61 @@ std::optional<InputSpec> parse_input(const json& j, Problems& problems) {
   return input;
 }
 
+// Keras's LossScaleOptimizer as Keras serialises it, {"class_name": "LossScaleOptimizer", "config":
+// {"inner_optimizer": {...}, "initial_scale": 32768.0, "dynamic": false}} (docs/training.md, "Loss
+// scaling"): the loss scaling it asks for, nullopt (with the problems) when it is malformed. The
+// inner optimizer is ipucc's {"type": NAME, ...}; `name` is ignored.
+std::optional<passes::LossScaling> read_loss_scale_optimizer(const json& value, Problems& problems) {
+  const char* where = "optimizer";
+  if (!value.contains("config") || !value["config"].is_object() ||
+      !value["config"].contains("inner_optimizer")) {
+    problems.add(where, "a LossScaleOptimizer must be {\"class_name\": \"LossScaleOptimizer\", \"config\": "
+                        "{\"inner_optimizer\": {...}, ...}}, got " +
+                            describe(value));
+    return std::nullopt;
+  }
+  const json& config = value["config"];
+  passes::LossScaling scaling;
+  scaling.mode = passes::LossScalingMode::kStatic;
+  bool ok = true;
+  for (const auto& [key, item] : config.items()) {
+    if (key == "inner_optimizer" || key == "name") continue;
+    if (key == "initial_scale") {
+      const bool positive_float32 =
+          item.is_number() && item.get<float>() > 0.0f && std::isfinite(item.get<float>());
+      if (!positive_float32) {
+        problems.add(where,
+                     "LossScaleOptimizer: 'initial_scale' must be a positive number that float32 holds");
+        ok = false;
+      } else {
+        scaling.initial_scale = item.get<float>();
+      }
+    } else if (key == "dynamic") {
+      if (!item.is_boolean()) {
+        problems.add(where, "LossScaleOptimizer: 'dynamic' must be true or false");
+        ok = false;
+      } else if (item.get<bool>()) {
+        problems.add_unsupported(where, "LossScaleOptimizer: dynamic loss scaling is not supported yet; "
+                                        "give \"dynamic\": false for a static scale");
+        ok = false;
+      }
+    } else if (key != "dynamic_growth_steps") { // dynamic scaling's, refused below
+      problems.add(where, "LossScaleOptimizer: unknown argument '" + key + "'");
+      ok = false;
+    }
+  }
+  if (config.contains("dynamic_growth_steps") && config.contains("dynamic") && config["dynamic"] == false) {
+    problems.add(where, "LossScaleOptimizer: 'dynamic_growth_steps' applies to dynamic loss scaling only");
+    ok = false;
+  }
+  if (!config.contains("dynamic")) {
+    problems.add_unsupported(where, "LossScaleOptimizer: dynamic loss scaling (Keras's default) is not "
+                                    "supported yet; give \"dynamic\": false for a static scale");
+    ok = false;
+  }
+  return ok ? std::optional<passes::LossScaling>(scaling) : std::nullopt;
+}
+
 // A Keras learning-rate schedule as Keras serialises one, {"class_name": "ExponentialDecay",
 // "config": {...}} (keras.optimizers.schedules), into the optimizer's schedule in
 // format::parse_learning_rate_schedule's text form; its initial rate becomes the learning rate.
@@ -488,7 +543,15 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
     }
   }
   if (j.contains("optimizer")) {
-    const json& opt = j["optimizer"];
+    std::optional<passes::LossScaling> loss_scaling;
+    const json* inner = &j["optimizer"];
+    if (inner->is_object() && inner->contains("class_name") &&
+        (*inner)["class_name"] == "LossScaleOptimizer") {
+      loss_scaling = read_loss_scale_optimizer(*inner, problems);
+      if (!loss_scaling) return;
+      inner = &(*inner)["config"]["inner_optimizer"];
+    }
+    const json& opt = *inner;
     if (!opt.is_object() || !opt.contains("type") || !opt["type"].is_string()) {
       problems.add("optimizer", "must be {\"type\": NAME, ...}, got " + describe(opt));
       return;
@@ -590,6 +653,7 @@ void parse_training(const json& j, ModelSpec& spec, Problems& problems) {
         spec.optimizer.momentum = opt["momentum"].get<float>();
       }
     }
+    if (loss_scaling) spec.optimizer.loss_scaling = *loss_scaling;
   }
 }
 

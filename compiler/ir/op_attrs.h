@@ -177,6 +177,11 @@ struct ClipFactorAttrs {
   float clip_norm = 0.0f;
 };
 
+// LossScaleFactor: the static loss scale the hyper-parameters hold, or its reciprocal.
+struct LossScaleFactorAttrs {
+  bool reciprocal = false;
+};
+
 // LambMoments (the moments and the update direction u) and LambApply (W −= lr·trust ratio·u):
 // as the other updates, their hyper-parameters are an input (the tensor the host writes).
 struct LambAttrs {
@@ -195,7 +200,7 @@ using OpAttrs =
                  AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs, UnaryAttrs, BinaryAttrs,
                  StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs,
                  ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs, SquaredNormAttrs,
-                 ClipFactorAttrs, LambAttrs, DenseLossAttrs, MetricAttrs>;
+                 ClipFactorAttrs, LambAttrs, DenseLossAttrs, MetricAttrs, LossScaleFactorAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
 template <class T, class V = OpAttrs> struct AttrsIndex;

@@ -25,6 +25,10 @@ int GradContext::gradient_of(int value) const {
   return static_cast<size_t>(value) < m_gradients.size() ? m_gradients[static_cast<size_t>(value)] : -1;
 }
 
+void GradContext::replace_gradient(int value, int gradient) {
+  m_gradients.at(static_cast<size_t>(value)) = gradient;
+}
+
 bool GradContext::needs_gradient(int value) const {
   return static_cast<size_t>(value) < m_needs.size() && m_needs[static_cast<size_t>(value)];
 }

@@ -25,6 +25,9 @@ public:
   // Records `gradient` as d loss / d `value`; a further contribution (the value fans out to
   // several ops) is added to it by a Binary Add op.
   Status add_gradient(int value, int gradient);
+  // Makes `gradient` d loss / d `value` in place of the one recorded (loss scaling's scaled seed,
+  // compiler/passes/loss_scaling.h), before any rule has read it.
+  void replace_gradient(int value, int gradient);
 
 private:
   Graph& m_graph;

@@ -301,16 +301,16 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
         if (graph.value(v).stage != 0) ProgramBuilder::copy(seq, hyper_tensors[0], ctx.tensor(v));
       }
     };
+    // They arrive before the update's first forward pass: loss scaling's seed reads them in the
+    // backward pass.
     auto step_with = [&](bool backward) {
       format::Sequence step;
+      if (backward && accumulators.empty()) receive_hyper_parameters(step);
       ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
       ProgramBuilder::stream_in(step, streams.labels_stream, streams.labels);
       forward_pass(step, true);
       if (backward) ProgramBuilder::execute(step, all_stages(&StageComputeSets::backward));
-      if (backward && accumulators.empty()) {
-        receive_hyper_parameters(step);
-        ProgramBuilder::execute(step, update);
-      }
+      if (backward && accumulators.empty()) ProgramBuilder::execute(step, update);
       ProgramBuilder::stream_out(step, streams.loss_stream, streams.loss);
       if (streams.counts_correct) ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
       for (const StepStreams::Metric& m : streams.metrics)
@@ -341,12 +341,12 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
         for (uint32_t acc : accumulators)
           all_reduce->add_tensors(acc);
       }
-      receive_hyper_parameters(finish);
       ProgramBuilder::execute(finish, update);
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
       estimate_single_stage(programs, stages[0], static_cast<int>(K), estimate);
       estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));
       format::Sequence one_update;
+      receive_hyper_parameters(one_update);
       *one_update.add_steps() = ProgramBuilder::repeat(K, step_with(true));
       for (auto& step : *finish.mutable_steps())
         *one_update.add_steps() = std::move(step);

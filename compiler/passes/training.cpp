@@ -8,6 +8,7 @@
 #include "compiler/ir/op_registry.h"
 #include "compiler/passes/clip_gradients.h"
 #include "compiler/passes/lamb_update.h"
+#include "compiler/passes/loss_scaling.h"
 
 namespace ipu::passes {
 
@@ -51,6 +52,22 @@ OptimizerConfig default_optimizer(OptimizerKind kind) {
   return config;
 }
 
+std::optional<LossScalingMode> loss_scaling_mode(const std::string& name) {
+  if (name == "none") return LossScalingMode::kNone;
+  if (name == "static") return LossScalingMode::kStatic;
+  return std::nullopt;
+}
+
+const char* loss_scaling_mode_name(LossScalingMode mode) {
+  switch (mode) {
+  case LossScalingMode::kNone:
+    return "none";
+  case LossScalingMode::kStatic:
+    return "static";
+  }
+  return "?";
+}
+
 std::vector<std::string> hyper_parameters_read(const OptimizerConfig& config) {
   using H = format::HyperParameter;
   std::vector<H::Index> read = {H::kLearningRate};
@@ -77,6 +94,7 @@ std::vector<std::string> hyper_parameters_read(const OptimizerConfig& config) {
     read.insert(read.end(), {H::kEpsilon, H::kWeightDecay});
     break;
   }
+  if (config.loss_scaling.mode == LossScalingMode::kStatic) read.push_back(H::kLossScale);
   std::vector<std::string> names;
   names.reserve(read.size());
   for (H::Index slot : read)
@@ -95,6 +113,7 @@ std::array<float, format::kHyperParameterCount> hyper_parameter_values(const Opt
   all[H::kBeta2] = config.beta_2;
   all[H::kEpsilon] = config.epsilon;
   all[H::kRho] = config.rho;
+  all[H::kLossScale] = config.loss_scaling.initial_scale;
   std::array<float, format::kHyperParameterCount> values{};
   for (const std::string& name : hyper_parameters_read(config)) {
     for (uint32_t slot = 0; slot < format::kHyperParameterCount; ++slot) {
@@ -328,6 +347,22 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
       needs[static_cast<size_t>(out)] = any;
   }
 
+  // One hyper-parameter tensor per pipeline stage, beside the updates that read it; stage 0's
+  // always exists, since the host streams into it and the program copies it to the others.
+  std::map<int, int> hyper_of_stage;
+  auto hyper_parameters = [&](int stage) {
+    auto found = hyper_of_stage.find(stage);
+    if (found != hyper_of_stage.end()) return found->second;
+    std::string name(format::kHyperParametersTensor);
+    if (stage != 0) name += "@" + std::to_string(stage);
+    const int value = graph.add_value(name, {ir::DType::kFloat32, {int64_t{format::kHyperParameterCount}}},
+                                      ir::Role::kHyperParameters);
+    const auto defaults = hyper_parameter_values(config);
+    graph.value(value).initial.assign(defaults.begin(), defaults.end());
+    graph.value(value).stage = stage;
+    hyper_of_stage[stage] = value;
+    return value;
+  };
   ir::GradContext context(graph);
   context.set_needs_gradient(needs);
   if (seed >= 0) IPU_RETURN_IF_ERROR(context.add_gradient(loss, seed));
@@ -338,6 +373,10 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     const ir::OpDef& def = ir::op_def(op.kind);
     if (def.gradient == nullptr) continue;
     IPU_RETURN_IF_ERROR(def.gradient(context, op));
+    if (id == loss_op && config.loss_scaling.mode != LossScalingMode::kNone) {
+      hyper_parameters(0); // the one the host streams into, first
+      IPU_RETURN_IF_ERROR(scale_loss_gradient(context, op, hyper_parameters(op.stage)));
+    }
   }
 
   // Optimizer state and accumulators are named after their weight ("w/momentum"), unless a
@@ -357,22 +396,6 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
   const bool accumulate = accumulation.enabled();
   const float gradient_scale = accumulate ? 1.0f / static_cast<float>(accumulation.micro_batches) : 1.0f;
   const bool clear_gradient = accumulate;
-  // One hyper-parameter tensor per pipeline stage, beside the updates that read it; stage 0's
-  // always exists, since the host streams into it and the program copies it to the others.
-  std::map<int, int> hyper_of_stage;
-  auto hyper_parameters = [&](int stage) {
-    auto found = hyper_of_stage.find(stage);
-    if (found != hyper_of_stage.end()) return found->second;
-    std::string name(format::kHyperParametersTensor);
-    if (stage != 0) name += "@" + std::to_string(stage);
-    const int value = graph.add_value(name, {ir::DType::kFloat32, {int64_t{format::kHyperParameterCount}}},
-                                      ir::Role::kHyperParameters);
-    const auto defaults = hyper_parameter_values(config);
-    graph.value(value).initial.assign(defaults.begin(), defaults.end());
-    graph.value(value).stage = stage;
-    hyper_of_stage[stage] = value;
-    return value;
-  };
   std::vector<int> accumulators;
   std::vector<std::pair<int, int>> updates; // (weight, the gradient its update reads)
   for (int w : graph.values_with_role(ir::Role::kWeight)) {
@@ -392,6 +415,15 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
       gradient = acc;
     }
     updates.emplace_back(w, gradient);
+  }
+  if (config.loss_scaling.mode != LossScalingMode::kNone) {
+    std::vector<int> gradients;
+    gradients.reserve(updates.size());
+    for (const auto& [w, gradient] : updates)
+      gradients.push_back(gradient);
+    IPU_ASSIGN_OR_RETURN(std::vector<int> unscaled, unscale_gradients(graph, gradients, hyper_parameters));
+    for (size_t i = 0; i < updates.size(); ++i)
+      updates[i].second = unscaled[i];
   }
   if (config.global_clipnorm > 0.0f) {
     std::vector<int> gradients;

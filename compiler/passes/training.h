@@ -65,6 +65,21 @@ enum class OptimizerKind { kSgd, kAdam, kAdamW, kRmsProp, kAdagrad, kAdaMax, kLa
 std::optional<OptimizerKind> optimizer_kind(const std::string& name);
 const char* optimizer_name(OptimizerKind kind);
 
+// Loss scaling (docs/training.md, "Loss scaling"), as Keras's LossScaleOptimizer wraps an
+// optimizer: the loss gradient is multiplied by the scale, and every gradient divided by it
+// before the update. Static: a run-time hyper-parameter (format::HyperParameter::kLossScale), never
+// skipping an update.
+enum class LossScalingMode { kNone, kStatic };
+
+// "none", "static"; nullopt for any other.
+std::optional<LossScalingMode> loss_scaling_mode(const std::string& name);
+const char* loss_scaling_mode_name(LossScalingMode mode);
+
+struct LossScaling {
+  LossScalingMode mode = LossScalingMode::kNone;
+  float initial_scale = 32768.0f; // Keras's initial_scale (2^15)
+};
+
 // The optimizers' arguments under Keras's names (dampening is torch's), each used by the
 // optimizers docs/training.md lists it for; the defaults are Keras's (default_optimizer).
 struct OptimizerConfig {
@@ -86,6 +101,7 @@ struct OptimizerConfig {
   // A learning-rate schedule the host evaluates before every update, in
   // format::parse_learning_rate_schedule's text form; empty: the constant learning_rate.
   std::string learning_rate_schedule;
+  LossScaling loss_scaling;
 };
 
 // Keras's defaults for `kind`: learning rate 0.01 (SGD) or 0.001 (the others), weight decay

@@ -52,6 +52,9 @@ struct HyperParameter {
     kBeta2,
     kEpsilon,
     kRho,
+    // The static loss scale (docs/training.md, "Loss scaling"): the loss gradient is multiplied by
+    // it and every gradient divided by it before the update. Read only under static scaling.
+    kLossScale,
     kCount
   };
 };
@@ -59,7 +62,8 @@ inline constexpr uint32_t kHyperParameterCount = HyperParameter::kCount;
 // The slots' names, as the executable's `hyper_parameters`, the JSON spec and docs/training.md
 // spell them.
 inline constexpr std::array<std::string_view, kHyperParameterCount> kHyperParameterNames = {
-    "learning_rate", "momentum", "dampening", "weight_decay", "beta_1", "beta_2", "epsilon", "rho"};
+    "learning_rate", "momentum", "dampening", "weight_decay", "beta_1",
+    "beta_2",        "epsilon",  "rho",       "loss_scale"};
 inline constexpr std::string_view kHyperParametersStream = "optimizer/hyper_parameters";
 inline constexpr std::string_view kHyperParametersTensor = "optimizer/hyper_parameters";
 

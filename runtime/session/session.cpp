@@ -576,6 +576,13 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       if (step_log && s.stream_hyper)
         step_log->learning_rates.insert(step_log->learning_rates.end(), learning_rates.begin(),
                                         learning_rates.end());
+      // The static loss scale is the one streamed with each update.
+      if (s.hyper_read.count(format::kHyperParameterNames[format::HyperParameter::kLossScale])) {
+        for (size_t row = 0; row < hyper_rows.size(); row += format::kHyperParameterCount) {
+          r.loss_scale = hyper_rows[row + format::HyperParameter::kLossScale];
+          if (step_log) step_log->loss_scales.push_back(hyper_rows[row + format::HyperParameter::kLossScale]);
+        }
+      }
       for (float l : out.losses)
         loss_sum += l;
       for (size_t m = 0; m < sums.size(); ++m)

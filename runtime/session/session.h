@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,6 +51,9 @@ struct EpochResult {
   // The learning rate of the epoch's last weight update (Keras's History "learning_rate"); NaN
   // for an executable without an optimizer's hyper-parameters.
   double learning_rate = 0;
+  // The loss scale of the epoch's last weight update (docs/training.md, "Loss scaling"); NaN for
+  // an executable without loss scaling.
+  double loss_scale = std::numeric_limits<double>::quiet_NaN();
   // The validation data evaluated with the weights at the end of the epoch (Keras's val_loss and
   // val_ metrics), when fit was given validation data.
   std::optional<EvaluateResult> validation;
@@ -105,10 +109,11 @@ struct Progress {
 using ProgressFn = std::function<void(const Progress&)>;
 
 // Every step's loss as the outfeed returned it, and every weight update's learning rate as the
-// host streamed it, for --step-log.
+// host streamed it, for --step-log; with loss scaling, every update's loss scale.
 struct StepLog {
   std::vector<float> losses;
   std::vector<float> learning_rates;
+  std::vector<float> loss_scales;
 };
 
 class Session {

@@ -1123,3 +1123,39 @@ TEST_CASE("build_forward_graph: merges of convolutions stay channels first") {
 }
 
 } // namespace
+
+TEST_CASE("graph spec: Keras's LossScaleOptimizer wraps the optimizer with loss scaling") {
+  using ipu::passes::LossScalingMode;
+  using ipu::passes::OptimizerKind;
+  const std::string layers = kFlatten + ", " + dense("out");
+  const ModelSpec wrapped = parse_ok(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer",
+      "config": {"name": "lso", "inner_optimizer": {"type": "adam", "beta_1": 0.8}, "initial_scale": 256,
+                 "dynamic": false}})"));
+  CHECK(wrapped.optimizer.kind == OptimizerKind::kAdam);
+  CHECK(wrapped.optimizer.beta_1 == 0.8f);
+  CHECK(wrapped.optimizer.loss_scaling.mode == LossScalingMode::kStatic);
+  CHECK(wrapped.optimizer.loss_scaling.initial_scale == 256.0f);
+  CHECK(parse_ok(seq(layers, R"("optimizer": {"type": "sgd"})")).optimizer.loss_scaling.mode ==
+        LossScalingMode::kNone);
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config": {}})"),
+                  {"a LossScaleOptimizer must be"});
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "initial_scale": 0, "dynamic": false}})"),
+                  {"LossScaleOptimizer: 'initial_scale' must be a positive number that float32 holds"});
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "dynamic": false, "scale": 2}})"),
+                  {"LossScaleOptimizer: unknown argument 'scale'"});
+  // Keras 3's LossScaleOptimizer is always dynamic, which ipucc does not implement yet.
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "initial_scale": 32768, "dynamic_growth_steps": 2000}})"),
+                  {"dynamic loss scaling (Keras's default) is not supported yet"}, StatusCode::kUnsupported);
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "dynamic": true}})"),
+                  {"dynamic loss scaling is not supported yet"}, StatusCode::kUnsupported);
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "dynamic": false, "dynamic_growth_steps": 3}})"),
+                  {"LossScaleOptimizer: 'dynamic_growth_steps' applies to dynamic loss scaling only"});
+  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "nadam"}, "dynamic": false}})"),
+                  {"unsupported optimizer \"nadam\""}, StatusCode::kUnsupported);
+}

@@ -110,7 +110,8 @@ TEST_CASE("format::set_hyper_parameter_defaults gives every hyper-parameter tens
   CHECK(ipu::format::hyper_parameter_defaults(exe) == values);
   CHECK(exe.tensors(1).initial_value() == exe.tensors(0).initial_value());
   CHECK(ipu::format::hyper_parameter_slot("beta_2") == ipu::format::HyperParameter::kBeta2);
-  CHECK_FALSE(ipu::format::hyper_parameter_slot("loss_scale"));
+  CHECK(ipu::format::hyper_parameter_slot("loss_scale") == ipu::format::HyperParameter::kLossScale);
+  CHECK_FALSE(ipu::format::hyper_parameter_slot("amsgrad"));
 }
 
 } // namespace

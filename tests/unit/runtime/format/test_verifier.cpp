@@ -674,7 +674,7 @@ TEST_CASE("host contract: the optimizer's hyper-parameters") {
   });
   expect_contract_rejected(
       [&](Executable& e) { hyper(e, 4); },
-      "stream 'optimizer/hyper_parameters': must be float32 [8] (one value per hyper-parameter)");
+      "stream 'optimizer/hyper_parameters': must be float32 [9] (one value per hyper-parameter)");
   expect_contract_rejected(
       [&](Executable& e) {
         hyper(e);
@@ -692,13 +692,13 @@ TEST_CASE("host contract: the optimizer's hyper-parameters") {
         hyper(e);
         e.mutable_tensors(e.tensors_size() - 1)->set_initial_value(std::string(3, '\0'));
       },
-      "its initial value is not 8 floats");
+      "its initial value is not 9 floats");
   expect_contract_rejected(
       [&](Executable& e) {
         hyper(e);
-        e.add_hyper_parameters("loss_scale");
+        e.add_hyper_parameters("amsgrad");
       },
-      "hyper_parameters: unknown hyper-parameter 'loss_scale'");
+      "hyper_parameters: unknown hyper-parameter 'amsgrad'");
   expect_contract_rejected(
       [&](Executable& e) {
         hyper(e);
@@ -982,7 +982,7 @@ TEST_CASE("engine load: losses and optimizers") {
       [&](Executable& e) {
         replace_vertex(e, kSgdMomentum, {0, 1, hyper(e, 4)}, {0, 8, 0}, {1.0f});
       },
-      "the hyper-parameters must be 8 values, got 4");
+      "the hyper-parameters must be 9 values, got 4");
   expect_vertex_rejected(
       [](Executable& e) {
         replace_vertex(e, kSgdMomentum, {0}, {0, 8, 0}, {1.0f});

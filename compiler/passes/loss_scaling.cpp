@@ -1,0 +1,59 @@
+#include "compiler/passes/loss_scaling.h"
+
+#include <map>
+#include <string>
+
+namespace ipu::passes {
+
+namespace {
+
+StatusOr<int> loss_scale_factor(ir::Graph& graph, int hyper, bool reciprocal, ir::Phase phase, int stage) {
+  ir::LossScaleFactorAttrs attrs;
+  attrs.reciprocal = reciprocal;
+  const std::string name = std::string(reciprocal ? "loss_scale/reciprocal" : "loss_scale/factor") +
+                           "@stage" + std::to_string(stage);
+  IPU_ASSIGN_OR_RETURN(int op,
+                       graph.add_op(ir::OpKind::kLossScaleFactor, name, {hyper}, attrs, phase, stage));
+  return graph.op(op).outputs[0];
+}
+
+} // namespace
+
+Status scale_loss_gradient(ir::GradContext& context, const ir::Op& loss, int hyper) {
+  ir::Graph& graph = context.graph();
+  int factor = -1;
+  for (int in : loss.inputs) {
+    const int gradient = context.gradient_of(in);
+    if (gradient < 0) continue;
+    if (factor < 0) {
+      IPU_ASSIGN_OR_RETURN(factor, loss_scale_factor(graph, hyper, false, ir::Phase::kBackward, loss.stage));
+    }
+    IPU_ASSIGN_OR_RETURN(int op,
+                         graph.add_op(ir::OpKind::kScaleGradient, graph.value(gradient).name + "/scaled",
+                                      {gradient, factor}, {}, ir::Phase::kBackward, loss.stage));
+    context.replace_gradient(in, graph.op(op).outputs[0]);
+  }
+  return Status();
+}
+
+StatusOr<std::vector<int>> unscale_gradients(ir::Graph& graph, const std::vector<int>& gradients,
+                                             const std::function<int(int)>& hyper_of_stage) {
+  std::map<int, int> factor_of_stage;
+  std::vector<int> unscaled;
+  unscaled.reserve(gradients.size());
+  for (int g : gradients) {
+    const int stage = graph.value(g).stage;
+    auto found = factor_of_stage.find(stage);
+    if (found == factor_of_stage.end()) {
+      IPU_ASSIGN_OR_RETURN(int factor,
+                           loss_scale_factor(graph, hyper_of_stage(stage), true, ir::Phase::kClip, stage));
+      found = factor_of_stage.emplace(stage, factor).first;
+    }
+    IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kScaleGradient, graph.value(g).name + "/unscaled",
+                                              {g, found->second}, {}, ir::Phase::kClip, stage));
+    unscaled.push_back(graph.op(op).outputs[0]);
+  }
+  return unscaled;
+}
+
+} // namespace ipu::passes
