@@ -123,7 +123,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   exe.set_batch_size(options.batch_size);
   exe.set_steps_per_execution(options.steps_per_execution);
 
-  LowerContext ctx(graph, target, exe);
+  LowerContext ctx(graph, target, exe, options.precision);
   // Tensors no vertex produces are spread over the tiles up front.
   for (const ir::Value& v : graph.values()) {
     if (v.producer < 0 && v.role != ir::Role::kActivation) ctx.map_linearly(v.id);
