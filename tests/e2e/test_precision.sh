@@ -59,6 +59,26 @@ assert (p32 != p16).mean() > 0.99
 PY
 }
 
+# The CNN (Conv, BatchNorm, pools, Dense, softmax) predicts in fp16 too: binary16 values, close to
+# but not equal to its fp32 predictions.
+test_cnn_predicts_in_fp16() {
+  expect_exit 0 "$IPUCC" compile "$MODELS/cnn_sequential.json" "${SMALL[@]}" -o cnn.ipuexe
+  expect_exit 0 "$IPURUN" train cnn.ipuexe --data synthetic:256 --save-weights ckpt "${QUIET[@]}"
+  e2e_data npy x.npy --shape 64,28,28,1 --fill random --seed 3
+  local p
+  for p in fp32 fp16; do
+    expect_exit 0 "$IPURUN" predict "$MODELS/cnn_sequential.json" "${SMALL[@]}" --precision "$p" --data npy:x.npy \
+      --weights ckpt --output "$p.npy" "${QUIET[@]}"
+  done
+  "$PYTHON" - fp16.npy fp32.npy <<'PY' || fail "the CNN's fp16 predictions are not binary16 values near its fp32 ones"
+import sys
+import numpy as np
+h, f = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert (h.astype(np.float16).astype(np.float32) == h).all()
+assert (h != f).mean() > 0.9 and np.abs(h - f).max() < 0.02, np.abs(h - f).max()
+PY
+}
+
 test_fp16_halves_tile_memory_and_is_keyed_apart() {
   expect_exit 0 "$IPUCC" compile "$TUTORIAL" "${SMALL[@]}" --mode infer --json -o f32.ipuexe
   cp "$STDOUT" f32.json
