@@ -16,7 +16,6 @@
 namespace ipu::kernels {
 namespace {
 
-using format::FLOAT32;
 using format::LossReduction;
 
 // The params both codelets start with (format::params::Loss), decoded.
