@@ -41,6 +41,11 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
            ->check(CLI::IsMember({"grouped", "interleaved", "sequential"})));
   keep(cmd->add_flag("--recompute", f.recompute,
                      "Pipelines: recompute activations for the backward pass instead of stashing them"));
+  keep(cmd->add_option("--precision", f.precision,
+                       "fp32, or fp16: inputs, weights and activations in IEEE half with fp32 partial sums "
+                       "and losses, at the fp16 AMP rate (inference only for now); mixed is not yet "
+                       "supported")
+           ->check(CLI::IsMember({"fp32", "fp16", "mixed"})));
   keep(cmd->add_option("--mode", f.mode, "train or infer (default train; ipurun predict: infer)")
            ->check(CLI::IsMember({"train", "infer"})));
   // The compiler checks the name (passes::loss_kind), so the list of losses lives in one place.

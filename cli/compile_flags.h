@@ -26,6 +26,7 @@ struct CompileFlags {
   uint32_t num_ipus = 16;
   std::string schedule = "grouped";
   bool recompute = false;
+  std::string precision = "fp32";
   std::string mode; // "" until the tool applies its default (ipucc: train; ipurun: by command)
   std::string loss;
   std::string loss_output;

@@ -49,6 +49,9 @@ struct RunFlags {
   std::vector<const CLI::Option*> compile_options;
   std::string command;
   int threads = 0;
+  // How values written to fp16 tensors round: nearest even, or stochastically from this seed.
+  bool stochastic_rounding = false;
+  uint64_t rounding_seed = 0;
   bool json = false;
   std::string progress = "auto";
   std::string weights;
@@ -237,8 +240,9 @@ int load(const RunFlags& f, Loaded& out, collectives::Collectives* job) {
   out.origin = resolved->origin;
   out.key = resolved->key;
   out.cache = resolved->cache;
-  auto session =
-      session::Session::create(std::move(resolved->executable), engine::EngineOptions{f.threads, job});
+  auto session = session::Session::create(
+      std::move(resolved->executable),
+      engine::EngineOptions{f.threads, job, {f.stochastic_rounding, f.rounding_seed}});
   if (!session.ok()) return fail(g_tool, session.status().with_context(out.origin));
   out.session = std::move(*session);
   if (!f.weights.empty()) {
@@ -614,6 +618,11 @@ void add_common(CLI::App* cmd, RunFlags& f) {
   }
   cmd->add_option("--threads", f.threads, "Bound on TBB worker threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
+  CLI::Option* stochastic = cmd->add_flag(
+      "--stochastic-rounding", f.stochastic_rounding,
+      "Round values written to fp16 tensors stochastically instead of to nearest (--precision fp16)");
+  cmd->add_option("--rounding-seed", f.rounding_seed, "Seed of --stochastic-rounding (default 0)")
+      ->needs(stochastic);
   cmd->add_option("--weights", f.weights, "Start from the weights of this checkpoint directory");
   cmd->add_option("--progress", f.progress, "auto | bar | plain | none")
       ->check(CLI::IsMember({"auto", "bar", "plain", "none"}));

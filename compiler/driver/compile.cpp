@@ -70,6 +70,16 @@ Status validate_options(const CompileOptions& o) {
                       " is not a multiple of --gradient-accumulation " +
                       std::to_string(o.gradient_accumulation) + ": an execution must end on a weight update");
   }
+  if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "mixed")
+    return bad_option("--precision must be fp32, fp16 or mixed, got '" + o.precision + "'");
+  if (o.precision == "mixed") {
+    return unsupported("--precision mixed (fp32 master weights with an fp16 copy, for training) is not yet "
+                       "supported; --precision fp16 --mode infer predicts and evaluates in fp16");
+  }
+  if (o.precision == "fp16" && o.mode == Mode::kTrain) {
+    return unsupported("--precision fp16 does not train yet (it needs loss scaling); use it with "
+                       "--mode infer, or train in fp32");
+  }
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return bad_option("--gradient-accumulation applies to training only (--mode infer)");
   }
@@ -367,6 +377,8 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
   if (options.mode == Mode::kTrain && !model.loss_output.empty()) {
     IPU_ASSIGN_OR_RETURN(graph_loss, bind_model_loss(model, options));
   }
+  const bool half = options.precision == "fp16";
+  if (half) target.cycles = target::at_half_rates(target.cycles);
   lowering::GraphInterface io;
   for (const auto& in : forward.inputs)
     io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
@@ -423,7 +435,8 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                                              stages,
                                              schedule,
                                              options.recompute,
-                                             measure_unit_memory};
+                                             measure_unit_memory,
+                                             half ? lowering::Precision::kFp16 : lowering::Precision::kFp32};
   auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options, ir::op_lowerings());
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
   out.lowered = std::move(*lowered);
@@ -682,6 +695,8 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   out.emplace_back("schedule", pipelined ? o.schedule : "none");
   out.emplace_back("recompute", pipelined && o.mode == Mode::kTrain && o.recompute ? "1" : "0");
   out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
+  // Keyed when not fp32, so the keys of executables from before it existed stay what they were.
+  if (o.precision != "fp32") out.emplace_back("precision", o.precision);
   return out;
 }
 

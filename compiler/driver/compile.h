@@ -71,6 +71,10 @@ struct CompileOptions {
   uint32_t pipeline_stages = 0;
   std::string schedule = "grouped"; // pipeline schedule: grouped, interleaved, sequential
   bool recompute = false;           // pipelines: recompute activations instead of stashing them
+  // "fp32", or "fp16": inputs, weights and activations are IEEE half, with fp32 partial sums,
+  // losses and metrics, at the AMP unit's fp16 rates (lowering::Precision; inference only for
+  // now). "mixed" (fp32 master weights for training) is refused until training supports it.
+  std::string precision = "fp32";
   // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
   std::map<std::string, frontend::ConstantInput> constant_inputs;
 };

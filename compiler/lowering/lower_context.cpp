@@ -6,12 +6,33 @@
 #include <deque>
 
 #include "compiler/lowering/tile_planner.h"
+#include "runtime/base/half.h"
+#include "runtime/format/verifier.h"
 
 namespace ipu::lowering {
 namespace {
 
-format::DType to_format(ir::DType dtype) {
-  return dtype == ir::DType::kFloat32 ? format::FLOAT32 : format::INT32;
+format::DType to_format(const ir::Value& v, Precision precision) {
+  if (v.type.dtype != ir::DType::kFloat32) return format::INT32;
+  const bool half_role = v.role == ir::Role::kInput || v.role == ir::Role::kWeight ||
+                         v.role == ir::Role::kActivation || v.role == ir::Role::kConstant;
+  return precision == Precision::kFp16 && half_role ? format::FLOAT16 : format::FLOAT32;
+}
+
+// Sorted by tensor and begin, overlapping and adjacent ranges of a tensor merged.
+std::vector<format::TensorRange> merge_ranges(std::vector<format::TensorRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const format::TensorRange& a, const format::TensorRange& b) {
+    return std::pair(a.tensor(), a.begin()) < std::pair(b.tensor(), b.begin());
+  });
+  std::vector<format::TensorRange> out;
+  for (const format::TensorRange& r : ranges) {
+    if (!out.empty() && out.back().tensor() == r.tensor() && out.back().end() >= r.begin()) {
+      out.back().set_end(std::max(out.back().end(), r.end()));
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
 }
 
 format::TensorRole to_format(ir::Role role) {
@@ -72,8 +93,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
 }
 
 LowerContext::LowerContext(const ir::Graph& graph, const target::TargetSpec& target,
-                           format::Executable& executable)
-    : m_graph(graph), m_target(target), m_exe(executable), m_value_tensor(graph.values().size(), -1) {}
+                           format::Executable& executable, Precision precision)
+    : m_graph(graph), m_target(target), m_exe(executable), m_precision(precision),
+      m_value_tensor(graph.values().size(), -1) {}
 
 uint32_t LowerContext::tensor(int value) {
   int64_t& slot = m_value_tensor.at(static_cast<size_t>(value));
@@ -81,7 +103,7 @@ uint32_t LowerContext::tensor(int value) {
   const ir::Value& v = m_graph.value(value);
   format::Tensor* t = m_exe.add_tensors();
   t->set_name(v.name);
-  t->set_dtype(to_format(v.type.dtype));
+  t->set_dtype(to_format(v, m_precision));
   for (int64_t d : v.type.shape)
     t->add_shape(d);
   t->set_role(to_format(v.role));
@@ -90,7 +112,16 @@ uint32_t LowerContext::tensor(int value) {
   // which halves a trained model's executable and the time a cache hit spends reading it.
   const bool all_zero =
       std::all_of(v.initial.begin(), v.initial.end(), [](float x) { return x == 0.0f && !std::signbit(x); });
-  if (!all_zero) t->set_initial_value(v.initial.data(), v.initial.size() * sizeof(float));
+  if (!all_zero && t->dtype() == format::FLOAT16) {
+    std::string bits(v.initial.size() * 2, '\0');
+    for (size_t i = 0; i < v.initial.size(); ++i) {
+      const uint16_t h = float_to_half_bits(v.initial[i]);
+      std::memcpy(bits.data() + 2 * i, &h, 2);
+    }
+    t->set_initial_value(std::move(bits));
+  } else if (!all_zero) {
+    t->set_initial_value(v.initial.data(), v.initial.size() * sizeof(float));
+  }
   slot = m_exe.tensors_size() - 1;
   return static_cast<uint32_t>(slot);
 }
@@ -158,6 +189,7 @@ void LowerContext::begin_compute_set(std::string name, int ipu) {
   m_tile_vertices.clear();
   m_tile_received.clear();
   m_pending_writes.clear();
+  m_rounded.clear();
   m_record = ComputeSetRecord();
   m_op_index = -1;
 }
@@ -243,7 +275,7 @@ uint64_t LowerContext::bytes_off_tile(const Region& region, uint32_t tile) const
       if (it->tile() == tile) local += std::min(end, it->end()) - std::max(begin, it->begin());
     }
   }
-  return (total - local) * 4; // every dtype the IR has is 4 bytes wide
+  return (total - local) * format::dtype_size(t.dtype());
 }
 
 double LowerContext::tile_cycles_so_far(uint32_t tile) const {
@@ -289,9 +321,17 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) { // NOLINT(performance-
   for (const Region& w : spec.writes) {
     m_record.tensors.insert(w.tensor);
     auto& pending = m_pending_writes[w.tensor];
+    const bool half = m_exe.tensors(static_cast<int>(w.tensor)).dtype() == format::FLOAT16;
     for (int64_t r = w.row_begin; r < w.row_end; ++r) {
-      pending.push_back(interval(tile, static_cast<uint64_t>(r * w.row_stride + w.col_begin),
-                                 static_cast<uint64_t>(r * w.row_stride + w.col_end)));
+      const auto begin = static_cast<uint64_t>(r * w.row_stride + w.col_begin);
+      const auto end = static_cast<uint64_t>(r * w.row_stride + w.col_end);
+      pending.push_back(interval(tile, begin, end));
+      if (half && begin < end) {
+        format::TensorRange& range = m_rounded.emplace_back();
+        range.set_tensor(w.tensor);
+        range.set_begin(begin);
+        range.set_end(end);
+      }
     }
   }
 }
@@ -338,6 +378,9 @@ std::optional<uint32_t> LowerContext::end_compute_set() {
   const auto& m = m_target.cycles;
   for (auto& [tensor_index, intervals] : m_pending_writes)
     set_mapping(tensor_index, std::move(intervals));
+  for (format::TensorRange& range : merge_ranges(std::move(m_rounded)))
+    *m_cs->add_rounded() = std::move(range);
+  m_rounded.clear();
   double compute = 0, exchange = 0, launch = 0;
   uint64_t exchange_bytes = 0;
   for (const auto& [tile, cycles] : m_tile_compute) {

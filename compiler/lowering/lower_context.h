@@ -60,9 +60,15 @@ struct ComputeSetRecord {
   std::set<uint32_t> tensors;                  // tensors read or written
 };
 
+// The dtype of the graph's float values in the executable. kFp16 (automatic mixed precision, as
+// Keras's mixed_float16 policy on IPUs): inputs, weights, constants and activations are FLOAT16;
+// losses, metrics, labels and the lowering's partial sums (add_temporary) stay FLOAT32.
+enum class Precision { kFp32, kFp16 };
+
 class LowerContext {
 public:
-  LowerContext(const ir::Graph& graph, const target::TargetSpec& target, format::Executable& executable);
+  LowerContext(const ir::Graph& graph, const target::TargetSpec& target, format::Executable& executable,
+               Precision precision = Precision::kFp32);
 
   const ir::Graph& graph() const { return m_graph; }
   const target::TargetSpec& target() const { return m_target; }
@@ -110,8 +116,9 @@ public:
   // Closes the open compute set's follow-up: a compute set named '<its name>/reduce' holding the
   // vertices emit_after queued, on the same IPU. Returns its index, or nullopt if none was queued.
   std::optional<uint32_t> lower_follow_ups();
-  // A float32 tensor on the open compute set's IPU, living only across the compute sets that use
-  // it (the memory plan's temporaries); the vertices writing it give its mapping.
+  // A FLOAT32 tensor (whatever the precision: partial sums stay fp32) on the open compute set's IPU, living
+  // only across the compute sets that use it (the memory plan's temporaries); the vertices writing it give
+  // its mapping.
   uint32_t add_temporary(const std::string& name, const std::vector<int64_t>& shape);
 
   void record_stage_copy(const ir::Op& op);
@@ -134,6 +141,9 @@ private:
   const ir::Graph& m_graph;
   const target::TargetSpec& m_target;
   format::Executable& m_exe;
+  Precision m_precision = Precision::kFp32;
+  // Elements of FLOAT16 tensors the open compute set's vertices write (ComputeSet.rounded).
+  std::vector<format::TensorRange> m_rounded;
   std::vector<int64_t> m_value_tensor; // IR value id -> tensor index, -1 if none yet
   uint32_t m_linear_cursor = 0;
 

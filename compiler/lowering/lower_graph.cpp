@@ -143,7 +143,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   exe.set_batch_size(options.batch_size);
   exe.set_steps_per_execution(options.steps_per_execution);
 
-  LowerContext ctx(graph, target, exe);
+  LowerContext ctx(graph, target, exe, options.precision);
   // Tensors no vertex produces are spread over the tiles up front, an update's state as its weight.
   const std::map<int, int> beside_weight = state_beside_weight(graph);
   for (const ir::Value& v : graph.values()) {

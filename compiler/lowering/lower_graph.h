@@ -46,6 +46,7 @@ struct LoweringOptions {
   bool recompute = false; // recompute activations for the backward pass instead of stashing
   // Fill LoweringResult::unit_memory (the automatic pipeline split's measuring compile).
   bool measure_unit_memory = false;
+  Precision precision = Precision::kFp32;
 };
 
 struct LoweringResult {

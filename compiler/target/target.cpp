@@ -10,6 +10,12 @@ double sync_cycles(const TargetSpec& target, uint32_t ipus) {
   return std::ceil(target.cycles.sync_ns_per_hop * target.clock_hz / 1e9 * hops * 2);
 }
 
+CycleModel at_half_rates(CycleModel model) {
+  model.macs_per_cycle = model.half_macs_per_cycle;
+  model.vector_flops_per_cycle = model.half_vector_flops_per_cycle;
+  return model;
+}
+
 double exchange_cycles(const CycleModel& model, double bytes, double shared) {
   return (bytes - shared) / model.exchange_bytes_per_cycle + shared / (2 * model.exchange_bytes_per_cycle);
 }
@@ -65,6 +71,7 @@ StatusOr<TargetSpec> target_preset(const std::string& arch) {
     t.bytes_per_tile = 262144;
     t.clock_hz = 1.6e9;
     t.cycles.macs_per_cycle = 8;
+    t.cycles.half_macs_per_cycle = 32; // 124.5 TFLOPS fp16.32
     t.cycles.ipu_link_bytes_per_cycle = 0.85 * 128e9 / 8 / t.clock_hz;
     t.cycles.gw_link_bytes_per_cycle =
         0.85 * 100e9 / 8 / t.clock_hz; // the Mk2 system's links, at mk1's clock

@@ -49,6 +49,14 @@ struct CycleModel {
   // fp32 elementwise results per tile per cycle: popops' float BinaryOp1D loop issues a 2-float
   // vector every 3 worker cycles on each of 6 barrel-scheduled workers, ≈ 0.67 per tile cycle.
   double vector_flops_per_cycle = 2.0 / 3.0;
+  // fp16 multiply-accumulates per tile per cycle on the AMP unit with fp32 partial sums: the
+  // GC200's 250 TFLOPS fp16.32 ÷ (2 × 1472 tiles × 1.33 GHz) = 63.8 ≈ 64, four times the fp32
+  // rate (mk1: 124.5 TFLOPS ÷ (2 × 1216 × 1.6 GHz) = 32).
+  double half_macs_per_cycle = 64;
+  // fp16 elementwise results per tile per cycle: popops' half BinaryOp1D loop issues a 4-half
+  // vector (f16v4) where the float one issues a 2-float one (f32v2), every 3 worker cycles on
+  // each of 6 workers, ≈ 1.33 per tile cycle.
+  double half_vector_flops_per_cycle = 4.0 / 3.0;
   FunctionCycles functions;
   // Bytes a tile receives per cycle over the exchange: the GC200's 8 TB/s IPU-Exchange ÷
   // (1472 tiles × 1.33 GHz) ≈ 4 (derived; poplibs' Mk1-era default was also 4).
@@ -88,6 +96,11 @@ struct TargetSpec {
   uint32_t total_tiles() const { return num_ipus * tiles_per_ipu; }
   format::Target to_format() const;
 };
+
+// The model of a program whose float tensors are fp16 (compiler::CompileOptions::precision):
+// macs_per_cycle and vector_flops_per_cycle become the fp16 rates. Transcendental functions keep
+// their float cycles (popops' half estimates are within a cycle of them, and they are few).
+CycleModel at_half_rates(CycleModel model);
 
 // Cycles of one BSP sync across `ipus` IPUs (CycleModel::sync_ns_per_hop): 40 on mk2 for 1 to 3
 // IPUs, 80 for 4 to 7, 200 for 16.

@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/base/half.h"
 #include "runtime/engine/coalesce.h"
 #include "runtime/engine/non_finite.h"
+#include "runtime/engine/rounding.h"
 #include "runtime/format/verifier.h"
 #include "runtime/kernels/kernel.h"
 
@@ -26,6 +28,8 @@ constexpr uint64_t kParallelCycleThreshold = 20000;
 // does not depend on the thread count, so results are bitwise identical for any --threads.
 constexpr uint64_t kTasksPerComputeSet = 8;
 constexpr uint64_t kMinTaskCycles = 20000;
+// Elements of FLOAT16 tensors rounded per host task after a compute set.
+constexpr uint64_t kRoundingGrain = 1 << 16;
 
 struct AlignedFree {
   void operator()(std::byte* p) const { std::free(p); }
@@ -49,6 +53,14 @@ struct PreparedComputeSet {
   std::vector<kernels::KernelFault> faults;
   bool can_fault = false;
   bool parallel = false;
+  uint64_t executions = 0; // how many times it has run: stochastic rounding's stream
+};
+
+// A piece of a range the engine rounds: elements [begin, end) of `tensor`.
+struct RoundingTask {
+  uint32_t tensor = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
 };
 
 } // namespace
@@ -67,6 +79,7 @@ struct Engine::Impl {
   // engine; compute_sets_run numbers the compute sets for scratch derived from their inputs.
   tbb::enumerable_thread_specific<kernels::WorkerScratch> scratch;
   uint64_t compute_sets_run = 0;
+  RoundingOptions rounding;
 
   // set_finite_check: whether it is on, the tensors each compute set touches (float ones, in
   // index order), and the tensors that held a NaN or an infinity when it was switched on.
@@ -79,11 +92,24 @@ struct Engine::Impl {
   Status run_vertices(uint32_t index);
   Status fault_status(uint32_t index, size_t task);
   Status check_finite(uint32_t index);
+  void round_written(uint32_t index);
+  void round_whole(uint32_t tensor, uint32_t replica);
+  bool is_half(uint32_t tensor) const {
+    return executable.tensors(static_cast<int>(tensor)).dtype() == format::FLOAT16;
+  }
   void reset_tensor(uint32_t tensor) {
     const std::string& initial = executable.tensors(static_cast<int>(tensor)).initial_value();
     for (uint32_t r = 0; r < replicas; ++r) {
       if (initial.empty()) {
         std::memset(buffer(tensor, r), 0, sizes[tensor]);
+      } else if (is_half(tensor)) {
+        // binary16 in the file, floats on the device (format::host_element_size).
+        auto* values = reinterpret_cast<float*>(buffer(tensor, r));
+        for (size_t i = 0; i < sizes[tensor] / sizeof(float); ++i) {
+          uint16_t bits = 0;
+          std::memcpy(&bits, initial.data() + 2 * i, 2);
+          values[i] = half_bits_to_float(bits);
+        }
       } else {
         std::memcpy(buffer(tensor, r), initial.data(), sizes[tensor]);
       }
@@ -129,7 +155,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
   uint64_t total_bytes = 0, largest_bytes = 0;
   const format::Tensor* largest = nullptr;
   for (const format::Tensor& t : executable.tensors()) {
-    const uint64_t bytes = format::element_count(t) * format::dtype_size(t.dtype());
+    const uint64_t bytes = format::element_count(t) * format::host_element_size(t.dtype());
     total_bytes += bytes;
     if (bytes > largest_bytes) largest_bytes = bytes, largest = &t;
   }
@@ -149,13 +175,14 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
   impl->replicas = replicas;
   impl->total_replicas = total_replicas;
   impl->collectives = options.collectives;
+  impl->rounding = options.rounding;
   if (options.collectives)
     impl->first_replica = static_cast<uint32_t>(options.collectives->rank()) * replicas;
   const format::Executable& exe = impl->executable;
   if (options.threads > 0) impl->arena.initialize(options.threads);
 
   for (const format::Tensor& t : exe.tensors())
-    impl->sizes.push_back(format::element_count(t) * format::dtype_size(t.dtype()));
+    impl->sizes.push_back(format::element_count(t) * format::host_element_size(t.dtype()));
   for (uint32_t r = 0; r < replicas; ++r) {
     for (int i = 0; i < exe.tensors_size(); ++i) {
       const format::Tensor& t = exe.tensors(i);
@@ -268,7 +295,7 @@ void Engine::set_finite_check(bool on) {
       std::vector<uint32_t> tensors;
       for (const format::Vertex& v : cs.vertices()) {
         for (uint32_t t : v.operands()) {
-          if (exe.tensors(static_cast<int>(t)).dtype() == format::FLOAT32) tensors.push_back(t);
+          if (format::is_float(exe.tensors(static_cast<int>(t)).dtype())) tensors.push_back(t);
         }
       }
       std::sort(tensors.begin(), tensors.end());
@@ -278,7 +305,7 @@ void Engine::set_finite_check(bool on) {
   }
   s.non_finite_at_start.assign(s.sizes.size(), false);
   for (uint32_t t = 0; t < s.sizes.size(); ++t) {
-    if (exe.tensors(static_cast<int>(t)).dtype() != format::FLOAT32) continue;
+    if (!format::is_float(exe.tensors(static_cast<int>(t)).dtype())) continue;
     for (uint32_t r = 0; r < s.replicas && !s.non_finite_at_start[t]; ++r) {
       s.non_finite_at_start[t] = s.first_non_finite_in(t, r).has_value();
     }
@@ -316,7 +343,41 @@ Status Engine::Impl::check_finite(uint32_t index) {
 
 Status Engine::Impl::run_compute_set(uint32_t index) {
   IPU_RETURN_IF_ERROR(run_vertices(index));
+  round_written(index);
   return finite_check ? check_finite(index) : Status();
+}
+
+// Rounds what the compute set wrote to FLOAT16 tensors, on every replica, in host tasks of
+// kRoundingGrain elements. An element's result depends only on its value (and, stochastically,
+// on its place in the stream), so the split does not change it.
+void Engine::Impl::round_written(uint32_t index) {
+  const format::ComputeSet& set = executable.compute_sets(static_cast<int>(index));
+  PreparedComputeSet& prepared = compute_sets[index];
+  const uint64_t execution = prepared.executions++;
+  if (set.rounded_size() == 0) return;
+  std::vector<RoundingTask> tasks;
+  for (const format::TensorRange& range : set.rounded()) {
+    for (uint64_t begin = range.begin(); begin < range.end(); begin += kRoundingGrain)
+      tasks.push_back({range.tensor(), begin, std::min(range.end(), begin + kRoundingGrain)});
+  }
+  auto round_task = [&](size_t i) {
+    const RoundingTask& task = tasks[i % tasks.size()];
+    const auto replica = static_cast<uint32_t>(i / tasks.size());
+    auto* data = reinterpret_cast<float*>(buffer(task.tensor, replica));
+    if (!rounding.stochastic) return round_to_half(data, task.begin, task.end, nullptr);
+    const RoundingStream stream =
+        RoundingStream::of(rounding.seed, index, execution, task.tensor, first_replica + replica);
+    round_to_half(data, task.begin, task.end, &stream);
+  };
+  const size_t count = tasks.size() * replicas;
+  if (count == 1) return round_task(0);
+  arena.execute([&] { tbb::parallel_for(size_t{0}, count, [&](size_t i) { round_task(i); }); });
+}
+
+// Values from the host and all-reduce results round to nearest.
+void Engine::Impl::round_whole(uint32_t tensor, uint32_t replica) {
+  if (!is_half(tensor)) return;
+  round_to_half(reinterpret_cast<float*>(buffer(tensor, replica)), 0, sizes[tensor] / sizeof(float), nullptr);
 }
 
 Status Engine::Impl::run_vertices(uint32_t index) {
@@ -377,6 +438,7 @@ void Engine::Impl::all_reduce_mean(uint32_t tensor) {
   const float scale = 1.0f / static_cast<float>(replicas);
   for (size_t i = 0; i < n; ++i)
     first[i] *= scale;
+  round_whole(tensor, 0);
   for (uint32_t r = 1; r < replicas; ++r)
     std::memcpy(buffer(tensor, r), first, sizes[tensor]);
 }
@@ -392,7 +454,12 @@ Status Engine::Impl::all_reduce_mean_across_instances(const format::AllReduce& a
     t.elements = sizes[tensor] / sizeof(float);
     tensors.push_back(std::move(t));
   }
-  return collectives::all_reduce_mean_in_replica_order(*collectives, tensors);
+  IPU_RETURN_IF_ERROR(collectives::all_reduce_mean_in_replica_order(*collectives, tensors));
+  for (uint32_t tensor : all_reduce.tensors()) {
+    for (uint32_t r = 0; r < replicas; ++r)
+      round_whole(tensor, r);
+  }
+  return Status();
 }
 
 Status Engine::Impl::run_program(const format::Program& program, HostStreams& streams) {
@@ -420,6 +487,7 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
                                  " but no host feeds it");
     for (uint32_t r = 0; r < replicas; ++r) {
       IPU_RETURN_IF_ERROR(streams.pull(st.stream(), r, {buffer(st.tensor(), r), sizes[st.tensor()]}));
+      round_whole(st.tensor(), r);
     }
     return Status();
   }

@@ -13,6 +13,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/collectives/collectives.h"
+#include "runtime/engine/rounding.h"
 #include "runtime/format/executable.pb.h"
 
 namespace ipu::engine {
@@ -22,11 +23,15 @@ struct EngineOptions {
   // The job's instances (docs/distributed.md); null for one process. With I instances this one
   // runs replicas [rank·R/I, (rank+1)·R/I) of the executable's R, and AllReduce averages over all R.
   collectives::Collectives* collectives = nullptr;
+  // How values written to FLOAT16 tensors round (nearest even unless stochastic).
+  RoundingOptions rounding;
 };
 
 // Host side of the streams. `pull` fills `destination` for a host-to-device stream; `push`
 // receives one transfer of a device-to-host stream. Both run on the engine's calling thread;
 // a transfer node calls them once per replica, replica 0 first.
+// A FLOAT16 tensor's transfers carry 4-byte floats (format::host_element_size); the engine
+// rounds what a host-to-device transfer brings to binary16.
 struct HostStreams {
   std::function<Status(uint32_t stream, uint32_t replica, std::span<std::byte> destination)> pull;
   std::function<Status(uint32_t stream, uint32_t replica, std::span<const std::byte> source)> push;

@@ -132,6 +132,30 @@ ComputeSetTensors compute_set_tensors(const Executable& exe) {
   return out;
 }
 
+// The rounded ranges of compute set `c`: sorted and disjoint ranges of FLOAT16 tensors its
+// vertices touch, so rounding them stays inside the tensors the set may write (the Parallel
+// disjointness check sees them).
+Status verify_rounded(const Executable& exe, int c, const std::vector<uint32_t>& touched) {
+  const ComputeSet& cs = exe.compute_sets(c);
+  const std::string label = "compute set " + std::to_string(c) + " '" + cs.name() + "'";
+  const TensorRange* previous = nullptr;
+  for (const TensorRange& range : cs.rounded()) {
+    const std::string what = label + ": rounded range of tensor " + std::to_string(range.tensor()) + " [" +
+                             std::to_string(range.begin()) + ", " + std::to_string(range.end()) + ")";
+    if (!std::binary_search(touched.begin(), touched.end(), range.tensor()))
+      return data_loss(what + " names a tensor none of its vertices touches");
+    const Tensor& t = exe.tensors(static_cast<int>(range.tensor()));
+    if (t.dtype() != FLOAT16) return data_loss(what + " names a tensor that is not FLOAT16");
+    if (range.begin() >= range.end() || range.end() > element_count(t))
+      return data_loss(what + " is empty or leaves its " + std::to_string(element_count(t)) + " elements");
+    if (previous != nullptr && (previous->tensor() > range.tensor() ||
+                                (previous->tensor() == range.tensor() && previous->end() > range.begin())))
+      return data_loss(what + " is out of order or overlaps the one before");
+    previous = &range;
+  }
+  return Status();
+}
+
 // Tensor names the disjointness check of Parallel branches may visit over the whole file: far
 // more than a compiled pipeline needs (a few hundred per branch), a fraction of a second's work.
 constexpr uint64_t kMaxParallelCheckWork = uint64_t{1} << 26;
@@ -260,7 +284,7 @@ Status verify_program(ProgramCheck& check, const Program& program, int depth, co
   }
   case Program::kAllReduce:
     for (uint32_t index : program.all_reduce().tensors()) {
-      if (!tensor_ok(index) || exe.tensors(static_cast<int>(index)).dtype() != FLOAT32) {
+      if (!tensor_ok(index) || !is_float(exe.tensors(static_cast<int>(index)).dtype())) {
         return data_loss(where + ": all-reduce of a missing or non-float tensor");
       }
     }
@@ -383,7 +407,7 @@ Status verify_model_io(const Executable& exe, const ModelIo& io, bool input,
   uint64_t elements = 1;
   for (int64_t d : io.shape())
     elements *= static_cast<uint64_t>(d);
-  if (s.dtype() != FLOAT32 || element_count_of(s) != elements) {
+  if (!is_float(s.dtype()) || element_count_of(s) != elements) {
     return data_loss(label + ": " + stream_label(s) + " does not carry its " + std::to_string(elements) +
                      " floats");
   }
@@ -447,7 +471,7 @@ Status verify_host_contract(const Executable& exe) {
     IPU_RETURN_IF_ERROR(verify_model_io(exe, io, false, io_streams));
   uint32_t features_index = 0;
   if (const Stream* features = find_stream(exe, kFeaturesStream, &features_index)) {
-    if (features->direction() != Stream::HOST_TO_DEVICE || features->dtype() != FLOAT32) {
+    if (features->direction() != Stream::HOST_TO_DEVICE || !is_float(features->dtype())) {
       return data_loss(stream_label(*features) + ": must carry floats to the device");
     }
     if (exe.inputs_size() > 0 && exe.inputs(0).stream() != features_index) {
@@ -467,7 +491,7 @@ Status verify_host_contract(const Executable& exe) {
   if (exe.outputs_size() == 0) {
     if (const Stream* predictions = find_stream(exe, kPredictionsStream)) {
       IPU_RETURN_IF_ERROR(expect_batched(*predictions, B, "predictions"));
-      if (predictions->direction() != Stream::DEVICE_TO_HOST || predictions->dtype() != FLOAT32) {
+      if (predictions->direction() != Stream::DEVICE_TO_HOST || !is_float(predictions->dtype())) {
         return data_loss(stream_label(*predictions) + ": must carry floats to the host");
       }
     }
@@ -537,9 +561,19 @@ uint64_t dtype_size(DType dtype) {
   case FLOAT32:
   case INT32:
     return 4;
+  case FLOAT16:
+    return 2;
   default:
     return 0;
   }
+}
+
+bool is_float(DType dtype) {
+  return dtype == FLOAT32 || dtype == FLOAT16;
+}
+
+uint64_t host_element_size(DType dtype) {
+  return dtype_size(dtype) == 0 ? 0 : 4;
 }
 
 uint64_t element_count(const Tensor& tensor) {
@@ -608,6 +642,8 @@ Status verify_executable(const Executable& exe) {
   }
   IPU_RETURN_IF_ERROR(verify_tile_bytes(exe, total_tiles));
   const ComputeSetTensors cs_tensors = compute_set_tensors(exe);
+  for (int c = 0; c < exe.compute_sets_size(); ++c)
+    IPU_RETURN_IF_ERROR(verify_rounded(exe, c, cs_tensors[static_cast<size_t>(c)]));
   ProgramCheck check{exe, cs_tensors, std::vector<uint64_t>(static_cast<size_t>(exe.tensors_size()), 0)};
   std::set<std::string> names;
   for (const NamedProgram& p : exe.programs()) {

@@ -13,7 +13,11 @@ inline constexpr uint64_t kMaxTensorElements = uint64_t{1} << 32;
 inline constexpr uint32_t kMaxReplicas = 64;
 
 uint64_t element_count(const Tensor& tensor);
-uint64_t dtype_size(DType dtype); // 0 for an unknown dtype
+uint64_t dtype_size(DType dtype); // bytes in tile memory and on the host link; 0 for an unknown dtype
+bool is_float(DType dtype);       // FLOAT32 or FLOAT16
+// Bytes of one element in the runtime's device memory and host transfers: 4 for every dtype (a
+// FLOAT16 element is a float holding a binary16 value); 0 for an unknown dtype.
+uint64_t host_element_size(DType dtype);
 // Replicas the executable runs as (an unset field means 1).
 uint32_t replica_count(const Executable& executable);
 // IPUs one replica uses: tensors, vertices and tiles of the executable live on these.

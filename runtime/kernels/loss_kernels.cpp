@@ -10,12 +10,12 @@
 #include <string>
 
 #include "runtime/format/tensor_kinds.h"
+#include "runtime/format/verifier.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
 namespace {
 
-using format::FLOAT32;
 using format::LossReduction;
 
 // The params both codelets start with (format::params::Loss), decoded.
@@ -117,7 +117,7 @@ Status validate_loss_params(const format::Vertex& v, const std::vector<OperandIn
                             std::to_string(ops.size()));
   }
   for (const OperandInfo& op : ops) {
-    if (op.dtype != FLOAT32) return invalid_argument("every operand must be f32");
+    if (!format::is_float(op.dtype)) return invalid_argument("every operand must be a float");
   }
   IPU_RETURN_IF_ERROR(expect_elements({v.params(L::kN), v.params(L::kD)}, ops[targets_at].elements, "T"));
   if (has_weights) {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "runtime/format/verifier.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -29,8 +30,8 @@ Status validate_update(const format::Vertex& v, const std::vector<OperandInfo>& 
                             std::to_string(ops.size()));
   }
   for (size_t i = 0; i < count; ++i) {
-    if (ops[i].dtype != format::FLOAT32)
-      return invalid_argument("operand " + std::to_string(i) + " must be float32");
+    if (!format::is_float(ops[i].dtype))
+      return invalid_argument("operand " + std::to_string(i) + " must be a float");
     if (i < elementwise && ops[i].elements != ops[0].elements) {
       return invalid_argument("gradient and state sizes differ from the weight");
     }

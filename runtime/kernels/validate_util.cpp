@@ -10,7 +10,10 @@ Status expect_operands(const format::Vertex& vertex, const std::vector<OperandIn
   }
   size_t i = 0;
   for (format::DType dtype : dtypes) {
-    if (operands[i].dtype != dtype) {
+    // The kernels compute in float: a FLOAT16 tensor's elements are floats holding binary16
+    // values, which the engine rounds after the compute set (executable.proto, FLOAT16).
+    const bool float_either = dtype == format::FLOAT32 && operands[i].dtype == format::FLOAT16;
+    if (operands[i].dtype != dtype && !float_either) {
       return invalid_argument("operand " + std::to_string(i) + " (tensor " +
                               std::to_string(vertex.operands(static_cast<int>(i))) + ") has dtype " +
                               format::DType_Name(operands[i].dtype) + ", expected " +

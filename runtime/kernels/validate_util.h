@@ -10,7 +10,7 @@
 
 namespace ipu::kernels {
 
-// Operand count and dtypes must match `dtypes` exactly.
+// Operand count and dtypes must match `dtypes`, where FLOAT32 stands for either float dtype.
 Status expect_operands(const format::Vertex& vertex, const std::vector<OperandInfo>& operands,
                        std::initializer_list<format::DType> dtypes);
 Status expect_param_count(const format::Vertex& vertex, int params, int fparams);

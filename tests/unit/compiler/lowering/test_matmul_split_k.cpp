@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/lowering/tile_planner.h"
+#include "runtime/base/half.h"
 #include "tests/unit/compiler/onnx_builder.h"
 #include "tests/unit/compiler/test_support.h"
 
@@ -93,6 +94,54 @@ TEST_CASE("a 2048³ MatMul fits one mk2 IPU at 40-90 % of fp32 peak") {
   }
 }
 
+TEST_CASE("a 2048³ MatMul in fp16 runs at the fp16 AMP rate on half the bytes, its partial sums fp32") {
+  const int64_t n = 2048;
+  compiler::CompileOptions options;
+  options.model_path = "test.onnx";
+  options.mode = compiler::Mode::kInfer;
+  options.batch_size = 1;
+  auto fp32 = compiler::compile_model(matmul_model(n, n, n), options);
+  options.precision = "fp16";
+  auto fp16 = compiler::compile_model(matmul_model(n, n, n), options);
+  INFO(fp16.status().message());
+  REQUIRE(fp32.ok());
+  REQUIRE(fp16.ok());
+  const format::Executable& exe = fp16->executable;
+  CHECK(fp16->memory.overflowing.empty());
+  REQUIRE(exe.compute_sets_size() == 2);
+  // A, B and C are fp16; the partial products are fp32 temporaries, and only the reduce, which
+  // writes C, rounds.
+  for (const auto& t : exe.tensors()) {
+    CAPTURE(t.name());
+    const bool operand =
+        t.name() == "A" || t.name() == "B" || t.name() == "product"; // C is the product node's output
+    CHECK(t.dtype() == (operand ? format::FLOAT16 : format::FLOAT32));
+  }
+  CHECK(exe.compute_sets(0).rounded_size() == 0);
+  REQUIRE(exe.compute_sets(1).rounded_size() == 1);
+  const auto& rounded = exe.compute_sets(1).rounded(0);
+  CHECK(exe.tensors(static_cast<int>(rounded.tensor())).name() == "product");
+  CHECK(rounded.begin() == 0);
+  CHECK(rounded.end() == static_cast<uint64_t>(n * n));
+  double device = 0, device_fp32 = 0;
+  for (const auto& cs : exe.compute_sets())
+    device += static_cast<double>(cs.cycles());
+  for (const auto& cs : fp32->executable.compute_sets())
+    device_fp32 += static_cast<double>(cs.cycles());
+  const auto& t = exe.target();
+  const double peak_flops =
+      2.0 * t.tiles_per_ipu() * target::target_preset("mk2")->cycles.half_macs_per_cycle * t.clock_hz();
+  const double flops = 2.0 * static_cast<double>(n * n * n) / (device / t.clock_hz());
+  MESSAGE("2048³ fp16: ", flops / 1e12, " TFLOPS, ", 100 * flops / peak_flops, " % of the fp16 peak, ",
+          device, " cycles (fp32: ", device_fp32, "), peak tile ", exe.estimates().peak_tile_bytes(),
+          " bytes (fp32: ", fp32->executable.estimates().peak_tile_bytes(), ")");
+  CHECK(flops / peak_flops > 0.3);
+  CHECK(flops / peak_flops < 0.9);
+  CHECK(device < 0.5 * device_fp32);
+  CHECK(static_cast<double>(exe.estimates().peak_tile_bytes()) <
+        0.75 * static_cast<double>(fp32->executable.estimates().peak_tile_bytes()));
+}
+
 // Runs predict on A and B and returns C.
 std::vector<float> predict(const std::string& model, const compiler::CompileOptions& options,
                            const std::vector<float>& a, const std::vector<float>& b, int* partial_vertices) {
@@ -155,6 +204,44 @@ void check_split_matches_whole(bool with_bias) {
       CHECK(std::fabs(split[at] - whole[at]) <= static_cast<double>(K) * 0x1p-24 * magnitude);
     }
   }
+}
+
+TEST_CASE("an fp16 MatMul split over K rounds its fp16 inputs and its fp32 sum of partials once") {
+  const int64_t M = 24, N = 20, K = 3000;
+  const std::string model = matmul_model(M, N, K);
+  const std::vector<float> a = wave(static_cast<size_t>(M * K), 1.0f, 0.3f),
+                           b = wave(static_cast<size_t>(K * N), 1.0f, 0.7f);
+  auto options = small_target_options(1);
+  options.model_path = "test.onnx";
+  options.mode = compiler::Mode::kInfer;
+  options.bytes_per_tile = 64 * 1024;
+  options.precision = "fp16";
+  int partials = 0;
+  const std::vector<float> c = predict(model, options, a, b, &partials);
+  CHECK(partials > 0);
+  REQUIRE(c.size() == static_cast<size_t>(M * N));
+  int off_fp32 = 0;
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      // The product of the binary16 inputs, in double: the device's fp32 sum is within K fp32
+      // ulps of Σ|a·b| of it, and then rounds to binary16 once (half an fp16 ulp).
+      double exact = 0, magnitude = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double term = static_cast<double>(round_to_half(a[static_cast<size_t>(i * K + k)])) *
+                            round_to_half(b[static_cast<size_t>(k * N + j)]);
+        exact += term;
+        magnitude += std::fabs(term);
+      }
+      const float got = c[static_cast<size_t>(i * N + j)];
+      CAPTURE(i);
+      CAPTURE(j);
+      CHECK(round_to_half(got) == got);
+      const double half_ulp = std::ldexp(1.0, std::ilogb(std::max(std::fabs(exact), 0x1p-14)) - 11);
+      CHECK(std::fabs(got - exact) <= half_ulp + static_cast<double>(K) * 0x1p-24 * magnitude);
+      off_fp32 += got != static_cast<float>(exact) ? 1 : 0;
+    }
+  }
+  CHECK(off_fp32 > M * N / 2); // rounded to fp16, not fp32
 }
 
 TEST_CASE("a MatMul split over K computes the unsplit product within fp32 rounding") {

@@ -15,6 +15,25 @@ target::TargetSpec preset(const std::string& arch) {
   return *t;
 }
 
+TEST_CASE("cycle model: fp16 rates are the AMP unit's fp16.32 peak and twice the fp32 vector rate") {
+  const target::TargetSpec mk2 = preset("mk2"), mk1 = preset("mk1");
+  // GC200: 250 TFLOPS fp16.32 (AMP); GC2: 124.5 TFLOPS.
+  CHECK(2 * mk2.cycles.half_macs_per_cycle * mk2.tiles_per_ipu * mk2.clock_hz ==
+        doctest::Approx(250e12).epsilon(0.01));
+  CHECK(2 * mk1.cycles.half_macs_per_cycle * mk1.tiles_per_ipu * mk1.clock_hz ==
+        doctest::Approx(124.5e12).epsilon(0.01));
+  const target::CycleModel half = target::at_half_rates(mk2.cycles);
+  CHECK(half.macs_per_cycle == 64);
+  CHECK(half.vector_flops_per_cycle == doctest::Approx(4.0 / 3.0));
+  CHECK(half.functions.exp == mk2.cycles.functions.exp);
+  // A 64 × 64 × 64 block on one tile: 262,144 MACs, 16,384 cycles in fp32, 4,096 in fp16; 3,000
+  // elementwise results: 4,500 cycles in fp32 (f32v2 every 3 cycles), 2,250 in fp16 (f16v4).
+  CHECK(64.0 * 64 * 64 / mk2.cycles.macs_per_cycle == 16384);
+  CHECK(64.0 * 64 * 64 / half.macs_per_cycle == 4096);
+  CHECK(3000 / mk2.cycles.vector_flops_per_cycle == doctest::Approx(4500));
+  CHECK(3000 / half.vector_flops_per_cycle == doctest::Approx(2250));
+}
+
 TEST_CASE("cycle model: presets give the published peaks") {
   const target::TargetSpec mk2 = preset("mk2"), mk1 = preset("mk1");
   // GC200: 62.5 TFLOPS fp32 (AMP), 8 TB/s IPU-Exchange; GC2: 31.1 TFLOPS fp32.

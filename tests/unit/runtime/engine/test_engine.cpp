@@ -11,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/half.h"
 #include "runtime/engine/engine.h"
 #include "runtime/format/codelet.h"
 #include "runtime/format/host_contract.h"
+#include "runtime/format/verifier.h"
 
 namespace {
 
@@ -488,7 +490,7 @@ Executable parallel_workload() {
 }
 
 std::vector<std::vector<float>> run_workload(int threads) {
-  auto engine = load(parallel_workload(), EngineOptions{threads});
+  auto engine = load(parallel_workload(), EngineOptions{threads, nullptr, {}});
   std::vector<std::vector<float>> outputs;
   HostStreams streams;
   int step = 0;
@@ -711,7 +713,7 @@ TEST_CASE("engine: a kernel fault stops the run with the lowest faulting vertex,
   };
   for (int threads : {1, 2, 0}) {
     CAPTURE(threads);
-    auto engine = load(g.b.exe(), EngineOptions{threads});
+    auto engine = load(g.b.exe(), EngineOptions{threads, nullptr, {}});
     for (int attempt = 0; attempt < 5; ++attempt) {
       int pushes = 0;
       const Status s = run_gather(*engine, bad, pushes);
@@ -811,5 +813,148 @@ TEST_CASE("engine: the finite check names the first tensor a compute set made no
     CHECK(floats(engine->tensor_bytes(o.mask)) == std::vector<float>(8, -INFINITY));
     engine->set_finite_check(false);
     CHECK(run_with(*engine, NAN).ok());
+  }
+}
+
+namespace {
+
+// x (FLOAT32, streamed in) → tanh → y32 (FLOAT32) and y16 (FLOAT16, rounded as written), over
+// 24 vertices on 4 tiles; w16 (FLOAT16) starts from a binary16 initial value.
+struct HalfGraph {
+  Builder b;
+  uint32_t x = 0, y32 = 0, y16 = 0, w16 = 0, in = 0, in16 = 0;
+  static constexpr int64_t kN = 24 * 4096;
+  HalfGraph() {
+    x = b.tensor("x", fmt::FLOAT32, {kN});
+    y32 = b.tensor("y32", fmt::FLOAT32, {kN});
+    y16 = b.tensor("y16", fmt::FLOAT16, {kN});
+    w16 = b.tensor("w16", fmt::FLOAT16, {2});
+    const std::vector<uint16_t> w_bits = {0x3c00, 0xc500}; // 1, -5
+    b.exe().mutable_tensors(static_cast<int>(w16))->set_initial_value(w_bits.data(), 4);
+    in = b.stream("x", Stream::HOST_TO_DEVICE, x);
+    in16 = b.stream("w16", Stream::HOST_TO_DEVICE, w16);
+    const uint32_t cs = b.compute_set("tanh");
+    const auto tanh = static_cast<int64_t>(fmt::ActivationKind::kTanh);
+    for (int64_t i = 0; i < 24; ++i) {
+      b.vertex(cs, fmt::Codelet::kActivation, {x, y32}, {tanh, i * 4096, (i + 1) * 4096}, {}, 50000,
+               static_cast<uint32_t>(i));
+      b.vertex(cs, fmt::Codelet::kActivation, {x, y16}, {tanh, i * 4096, (i + 1) * 4096}, {}, 50000,
+               static_cast<uint32_t>(i));
+    }
+    auto* range = b.exe().mutable_compute_sets(static_cast<int>(cs))->add_rounded();
+    range->set_tensor(y16);
+    range->set_begin(0);
+    range->set_end(kN);
+    auto* seq = b.program("run");
+    stream_in(seq, in, x);
+    execute(seq, cs);
+    auto* load_w = b.program("load_w");
+    stream_in(load_w, in16, w16);
+  }
+};
+
+HostStreams feed_x() {
+  HostStreams streams;
+  streams.pull = [](uint32_t, uint32_t, std::span<std::byte> dst) -> Status {
+    std::vector<float> v(dst.size() / sizeof(float));
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = std::sin(0.37f * static_cast<float>(i)) * 1.7f;
+    std::memcpy(dst.data(), v.data(), dst.size());
+    return Status();
+  };
+  return streams;
+}
+
+std::vector<float> run_half(ipu::engine::RoundingOptions rounding, int threads) {
+  HalfGraph g;
+  auto engine = load(g.b.exe(), EngineOptions{threads, nullptr, rounding});
+  HostStreams streams = feed_x();
+  REQUIRE(engine->run(*engine->find_program("run"), streams).ok());
+  return floats(engine->tensor_bytes(g.y16));
+}
+
+} // namespace
+
+TEST_CASE("engine: a FLOAT16 tensor holds binary16 values, rounded to nearest as written") {
+  HalfGraph g;
+  CHECK(ipu::format::dtype_size(fmt::FLOAT16) == 2);
+  CHECK(ipu::format::host_element_size(fmt::FLOAT16) == 4);
+  auto engine = load(g.b.exe());
+  CHECK(engine->tensor_bytes(g.y16).size() == HalfGraph::kN * sizeof(float));
+  CHECK(floats(engine->tensor_bytes(g.w16)) == std::vector<float>{1.0f, -5.0f}); // decoded
+  HostStreams streams = feed_x();
+  REQUIRE(engine->run(*engine->find_program("run"), streams).ok());
+  const std::vector<float> y32 = floats(engine->tensor_bytes(g.y32));
+  const std::vector<float> y16 = floats(engine->tensor_bytes(g.y16));
+  int changed = 0;
+  for (size_t i = 0; i < y16.size(); ++i) {
+    REQUIRE(y16[i] == ipu::round_to_half(y32[i]));
+    changed += y16[i] != y32[i] ? 1 : 0;
+  }
+  CHECK(changed > HalfGraph::kN / 2); // tanh of most inputs is no binary16 value
+
+  // What the host streams into a FLOAT16 tensor arrives rounded.
+  HostStreams w_streams;
+  w_streams.pull = [](uint32_t, uint32_t, std::span<std::byte> dst) -> Status {
+    const std::vector<float> w = {0.1f, 70000.0f};
+    std::memcpy(dst.data(), w.data(), dst.size());
+    return Status();
+  };
+  REQUIRE(engine->run(*engine->find_program("load_w"), w_streams).ok());
+  CHECK(floats(engine->tensor_bytes(g.w16)) == std::vector<float>{0.0999755859375f, INFINITY});
+}
+
+TEST_CASE(
+    "engine: stochastic rounding is unbiased, reproducible for a seed, and the same for any --threads") {
+  const std::vector<float> nearest = run_half({}, 1);
+  const std::vector<float> one = run_half({true, 42}, 1);
+  CHECK(one == run_half({true, 42}, 4));
+  CHECK(one == run_half({true, 42}, 0));
+  CHECK(one != run_half({true, 43}, 1));
+  CHECK(one != nearest);
+  // Each element is one of the binary16 neighbours of the fp32 tanh, and the mean error is much
+  // smaller than nearest rounding's worst case would allow.
+  HalfGraph g;
+  auto engine = load(g.b.exe());
+  HostStreams streams = feed_x();
+  REQUIRE(engine->run(*engine->find_program("run"), streams).ok());
+  const std::vector<float> y32 = floats(engine->tensor_bytes(g.y32));
+  double error = 0, spread = 0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    REQUIRE(ipu::round_to_half(one[i]) == one[i]);
+    REQUIRE(std::abs(one[i] - y32[i]) < std::ldexp(1.0f, -10)); // within one ulp of [0.5, 1)
+    error += static_cast<double>(one[i]) - y32[i];
+    spread += std::abs(static_cast<double>(one[i]) - y32[i]);
+  }
+  CHECK(std::abs(error) < 0.05 * spread);
+}
+
+TEST_CASE("verifier: a compute set rounds only FLOAT16 tensors its vertices touch, in order and in range") {
+  HalfGraph g;
+  auto* cs = g.b.exe().mutable_compute_sets(0);
+  SUBCASE("a FLOAT32 tensor") {
+    cs->mutable_rounded(0)->set_tensor(g.y32);
+    CHECK(ipu::format::verify_executable(g.b.exe()).message() ==
+          "compute set 0 'tanh': rounded range of tensor 1 [0, 98304) names a tensor that is not FLOAT16");
+  }
+  SUBCASE("a tensor it does not touch") {
+    cs->mutable_rounded(0)->set_tensor(g.w16);
+    CHECK(ipu::format::verify_executable(g.b.exe()).message() ==
+          "compute set 0 'tanh': rounded range of tensor 3 [0, 98304) names a tensor none of its vertices "
+          "touches");
+  }
+  SUBCASE("past the end") {
+    cs->mutable_rounded(0)->set_end(HalfGraph::kN + 1);
+    CHECK(ipu::format::verify_executable(g.b.exe()).code() == StatusCode::kDataLoss);
+  }
+  SUBCASE("overlapping") {
+    cs->mutable_rounded(0)->set_end(10);
+    auto* second = cs->add_rounded();
+    second->set_tensor(g.y16);
+    second->set_begin(5);
+    second->set_end(20);
+    CHECK(
+        ipu::format::verify_executable(g.b.exe()).message() ==
+        "compute set 0 'tanh': rounded range of tensor 2 [5, 20) is out of order or overlaps the one before");
   }
 }
