@@ -74,8 +74,9 @@ test_resnet18_trains_at_micro_batch_16_on_four_automatic_stages() {
 # The partitioner's memory bound is an estimate, so the chosen split's own memory plan judges it
 # (docs/pipelining.md). With tile memory a little under what the default split's fullest tile needs,
 # that split overflows its plan, and the next best splits without the overflowing stage are compiled,
-# each refusal a note, until one fits; with less, the compile gives up after 4 splits, out of memory
-# (exit 5), saying what it tried.
+# each refusal a note, until one fits. With less, 10,000 bytes at a time, the first budget that fails
+# is one where the retries ran out: out of memory (exit 5) after 4 splits, saying what it tried (with
+# less still, the partitioner's own bound refuses every split before any compile).
 test_resnet18_automatic_split_retries_when_its_memory_plan_overflows() {
   make_resnet
   local train=(compile model/resnet18.onnx --mode train --loss sparse_categorical_crossentropy --optimizer sgd
@@ -90,7 +91,10 @@ test_resnet18_automatic_split_retries_when_its_memory_plan_overflows() {
   expect_stderr_contains "trying the next best split without that stage"
   expect_json "$STDOUT" "all(0 < i['peak_tile_bytes'] <= $bytes for i in d['pipeline']['ipus'])" \
     "the split taken fits $bytes bytes per tile"
-  expect_exit 5 "$IPUCC" "${train[@]}" --bytes-per-tile $((fullest - 21000))
+  while "$IPUCC" "${train[@]}" --bytes-per-tile $((bytes -= 10000)) > /dev/null 2>&1; do
+    ((bytes > fullest / 2)) || fail "every budget down to $bytes bytes compiled"
+  done
+  expect_exit 5 "$IPUCC" "${train[@]}" --bytes-per-tile "$bytes"
   expect_stderr_contains "out of memory"
   expect_stderr_contains "(the automatic split tried 4 splits, this one last; before it, the split starting at"
 }
