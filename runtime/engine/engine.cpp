@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -76,9 +77,11 @@ struct Engine::Impl {
   std::vector<PreparedComputeSet> compute_sets;
   tbb::task_arena arena;
   // Each thread that runs vertices has its own scratch (kernel_context.h), dropped with the
-  // engine; compute_sets_run numbers the compute sets for scratch derived from their inputs.
+  // engine; compute_sets_run numbers the compute sets for scratch derived from their inputs. Atomic:
+  // the branches of a Parallel run compute sets at once, and two sharing a number would let a worker
+  // reuse one's scratch (a Conv's converted weights) in the other.
   tbb::enumerable_thread_specific<kernels::WorkerScratch> scratch;
-  uint64_t compute_sets_run = 0;
+  std::atomic<uint64_t> compute_sets_run = 0;
   RoundingOptions rounding;
 
   // set_finite_check: whether it is on, the tensors each compute set touches (float ones, in
@@ -382,7 +385,7 @@ void Engine::Impl::round_whole(uint32_t tensor, uint32_t replica) {
 
 Status Engine::Impl::run_vertices(uint32_t index) {
   PreparedComputeSet& cs = compute_sets[index];
-  const uint64_t compute_set = ++compute_sets_run; // scratch derived from inputs of earlier sets is stale
+  const uint64_t compute_set = compute_sets_run.fetch_add(1) + 1; // scratch of earlier sets is stale
   auto run_task = [&](size_t i) {
     kernels::KernelContext context{scratch.local(), compute_set, cs.faults[i]};
     cs.kernels[i](cs.vertices[i], context);
