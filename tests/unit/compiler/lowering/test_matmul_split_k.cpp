@@ -31,6 +31,23 @@ std::string matmul_model(int64_t M, int64_t N, int64_t K, const std::vector<floa
   return b.bytes();
 }
 
+// Options compiling a MatMul model for inference at batch 1.
+compiler::CompileOptions inference_options() {
+  compiler::CompileOptions options;
+  options.model_path = "test.onnx";
+  options.mode = compiler::Mode::kInfer;
+  options.batch_size = 1;
+  return options;
+}
+
+// The device's estimated cycles: every compute set's (not the predict program's host streams).
+double device_cycles(const format::Executable& exe) {
+  double cycles = 0;
+  for (const auto& cs : exe.compute_sets())
+    cycles += static_cast<double>(cs.cycles());
+  return cycles;
+}
+
 int count_codelet(const format::Executable& exe, format::Codelet codelet) {
   int n = 0;
   for (const auto& cs : exe.compute_sets()) {
@@ -54,11 +71,7 @@ TEST_CASE("tile planner: the 2048³ MatMul splits K and fits the tile") {
 
 TEST_CASE("a 2048³ MatMul fits one mk2 IPU at 40-90 % of fp32 peak") {
   const int64_t n = 2048;
-  compiler::CompileOptions options;
-  options.model_path = "test.onnx";
-  options.mode = compiler::Mode::kInfer;
-  options.batch_size = 1;
-  auto result = compiler::compile_model(matmul_model(n, n, n), options);
+  auto result = compiler::compile_model(matmul_model(n, n, n), inference_options());
   INFO(result.status().message());
   REQUIRE(result.ok());
   const format::Executable& exe = result->executable;
@@ -69,9 +82,8 @@ TEST_CASE("a 2048³ MatMul fits one mk2 IPU at 40-90 % of fp32 peak") {
   CHECK(exe.compute_sets(1).name() == exe.compute_sets(0).name() + "/reduce");
   // The device's time: the two compute sets (the predict program adds the host streams of the
   // 48 MB of operands and result, which are not the MatMul's).
-  double device = 0;
+  const double device = device_cycles(exe);
   for (const auto& cs : exe.compute_sets()) {
-    device += static_cast<double>(cs.cycles());
     // The parts add up to the set's cycles (which are rounded down).
     CHECK(cs.compute_cycles() + cs.launch_cycles() + cs.exchange_cycles() + cs.sync_cycles() ==
           doctest::Approx(static_cast<double>(cs.cycles())).epsilon(1e-5));
@@ -96,10 +108,7 @@ TEST_CASE("a 2048³ MatMul fits one mk2 IPU at 40-90 % of fp32 peak") {
 
 TEST_CASE("a 2048³ MatMul in fp16 runs at the fp16 AMP rate on half the bytes, its partial sums fp32") {
   const int64_t n = 2048;
-  compiler::CompileOptions options;
-  options.model_path = "test.onnx";
-  options.mode = compiler::Mode::kInfer;
-  options.batch_size = 1;
+  compiler::CompileOptions options = inference_options();
   auto fp32 = compiler::compile_model(matmul_model(n, n, n), options);
   options.precision = "fp16";
   auto fp16 = compiler::compile_model(matmul_model(n, n, n), options);
@@ -123,11 +132,7 @@ TEST_CASE("a 2048³ MatMul in fp16 runs at the fp16 AMP rate on half the bytes, 
   CHECK(exe.tensors(static_cast<int>(rounded.tensor())).name() == "product");
   CHECK(rounded.begin() == 0);
   CHECK(rounded.end() == static_cast<uint64_t>(n * n));
-  double device = 0, device_fp32 = 0;
-  for (const auto& cs : exe.compute_sets())
-    device += static_cast<double>(cs.cycles());
-  for (const auto& cs : fp32->executable.compute_sets())
-    device_fp32 += static_cast<double>(cs.cycles());
+  const double device = device_cycles(exe), device_fp32 = device_cycles(fp32->executable);
   const auto& t = exe.target();
   const double peak_flops =
       2.0 * t.tiles_per_ipu() * target::target_preset("mk2")->cycles.half_macs_per_cycle * t.clock_hz();
