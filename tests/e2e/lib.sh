@@ -31,6 +31,7 @@
 #                                    and contains every TEXT
 #   expect_file PATH / expect_no_file PATH
 #   expect_eq A B [WHAT] / expect_ne A B [WHAT]
+#   expect_same_checkpoints A B WHAT the checkpoint directories A and B hold the same files, bit for bit
 #   expect_json FILE PYEXPR [WHAT]   PYEXPR (Python, the document is `d`) must be true, e.g.
 #                                    expect_json "$STDOUT" 'd["schema_version"] == 1'
 #   json_get FILE PYEXPR             print PYEXPR of the document (strings bare, the rest as JSON)
@@ -117,6 +118,7 @@ expect_file() { [[ -f $1 ]] || fail "no file $1"; }
 expect_no_file() { [[ ! -e $1 ]] || fail "$1 exists"; }
 expect_eq() { [[ $1 == "$2" ]] || fail "${3:-values} differ: '$1' != '$2'"; }
 expect_ne() { [[ $1 != "$2" ]] || fail "${3:-values} are equal: '$1'"; }
+expect_same_checkpoints() { diff -r "$1" "$2" > /dev/null || fail "$3: the checkpoints differ"; }
 
 json_get() {
   "$PYTHON" -c '

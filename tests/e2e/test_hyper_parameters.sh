@@ -17,11 +17,6 @@ compile_to() {
   expect_exit 0 "$IPUCC" compile "$model" "${SMALL[@]}" "$@" -o "$out"
 }
 
-# same_checkpoints A B WHAT: every tensor file bit for bit.
-same_checkpoints() {
-  diff -r "$1" "$2" > /dev/null || fail "$3: the checkpoints differ"
-}
-
 test_hyper_parameters_at_run_time_equal_compiling_with_them() {
   local variant model defaults given
   # SGD with momentum (plain: SgdMomentum), Adam, centered RMSProp accumulating 2 micro-batches, LAMB
@@ -44,7 +39,7 @@ test_hyper_parameters_at_run_time_equal_compiling_with_them() {
     expect_exit 0 "$IPURUN" train default.ipuexe "${DATA[@]}" "${QUIET[@]}" $given --save-weights at_run_time \
       --step-log run.json
     expect_exit 0 "$IPURUN" train given.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights compiled --step-log compiled.json
-    same_checkpoints at_run_time compiled "$given at run time and compiled ($model $defaults)"
+    expect_same_checkpoints at_run_time compiled "$given at run time and compiled ($model $defaults)"
     cmp -s run.json compiled.json || fail "$given: the step logs differ"
     # And the values matter: the executable's own defaults train other weights.
     expect_exit 0 "$IPURUN" train default.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights defaults
@@ -75,7 +70,7 @@ assert len(set(losses)) == 3, losses' || fail "the sweep did not train at each r
   compile_to fresh.ipuexe "$TUTORIAL" --learning-rate 0.003 --no-cache
   expect_exit 0 "$IPURUN" train hit.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights from_hit
   expect_exit 0 "$IPURUN" train fresh.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights from_fresh
-  same_checkpoints from_hit from_fresh "a cache hit given --learning-rate 0.003 and a fresh compile with it"
+  expect_same_checkpoints from_hit from_fresh "a cache hit given --learning-rate 0.003 and a fresh compile with it"
 }
 
 test_a_hyper_parameter_the_optimizer_does_not_read_is_refused() {
@@ -135,7 +130,7 @@ test_resume_continues_the_schedule() {
     expect_exit 0 "$IPURUN" train resume.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights one --step-log first.json
     expect_exit 0 "$IPURUN" train resume.ipuexe "${DATA[@]}" "${QUIET[@]}" --weights one --save-weights resumed \
       --step-log second.json
-    same_checkpoints two resumed "$schedule: 1 + 1 epochs and 2 epochs"
+    expect_same_checkpoints two resumed "$schedule: 1 + 1 epochs and 2 epochs"
     "$PYTHON" -c '
 import json
 two, first, second = (json.load(open(f))["learning_rates"] for f in ("two.json", "first.json", "second.json"))

@@ -17,11 +17,6 @@ compile_to() {
   expect_exit 0 "$IPUCC" compile "$model" "${SMALL[@]}" "$@" -o "$out"
 }
 
-# same_checkpoints A B WHAT: every tensor file bit for bit.
-same_checkpoints() {
-  diff -r "$1" "$2" > /dev/null || fail "$3: the checkpoints differ"
-}
-
 # With S = 1024 every scaled gradient is the unscaled one times 2^10, exactly (nothing here comes
 # near float32's range), and 1 / 1024 undoes it exactly: the weights, the optimizer state and every
 # loss are bitwise those of the same run without scaling. SGD with momentum; Adam accumulating 2
@@ -43,7 +38,7 @@ test_static_power_of_two_scale_trains_bitwise_as_no_scaling() {
       --step-log plain.json
     expect_exit 0 "$IPURUN" train scaled.ipuexe "${DATA[@]}" "${QUIET[@]}" --epochs 2 --save-weights scaled \
       --step-log scaled.json
-    same_checkpoints plain scaled "static scale 1024 and no scaling ($flags)"
+    expect_same_checkpoints plain scaled "static scale 1024 and no scaling ($flags)"
     expect_json scaled.json 'd["losses"] == json.load(open("plain.json"))["losses"]' "losses ($flags)"
     expect_json scaled.json 'd["loss_scales"] == [1024.0] * len(json.load(open("plain.json"))["learning_rates"])' \
       "the step log's scale ($flags)"
@@ -70,7 +65,7 @@ test_static_scaling_replicas_times_accumulation() {
         expect_exit 0 "$IPURUN" train "$name-$kind.ipuexe" --data synthetic:1024 --steps-per-epoch "$steps" \
           "${QUIET[@]}" --save-weights "$name-$kind" --step-log "$name-$kind.json"
       done
-      same_checkpoints "$name-plain" "$name-scaled" "$name with and without static scaling ($optimizer)"
+      expect_same_checkpoints "$name-plain" "$name-scaled" "$name with and without static scaling ($optimizer)"
     done
     expect_json replicas-scaled.json 'd["loss_scales"] == [4096.0] * 8'
     rm -rf ./*-plain ./*-scaled
@@ -102,7 +97,7 @@ test_the_static_scale_is_a_run_time_value() {
   expect_json compiled.json 'd["loss_scales"] == [3.0] * 16'
   expect_exit 0 "$IPURUN" train given.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights compiled \
     --step-log compiled.json
-  same_checkpoints run_time compiled "--loss-scale 3 at run time and compiled"
+  expect_same_checkpoints run_time compiled "--loss-scale 3 at run time and compiled"
   cmp -s run_time.json compiled.json || fail "the step logs differ"
   # Keras's default scale, 2^15.
   expect_exit 0 "$IPURUN" train default.ipuexe "${DATA[@]}" "${QUIET[@]}" --step-log default.json
@@ -135,7 +130,7 @@ json.dump(m, open("wrapped.json", "w"))' "$TUTORIAL"
     --step-log wrapped_log.json
   expect_exit 0 "$IPURUN" train flags.ipuexe "${DATA[@]}" "${QUIET[@]}" --save-weights flags \
     --step-log flags_log.json
-  same_checkpoints wrapped flags "the spec's LossScaleOptimizer and the flags"
+  expect_same_checkpoints wrapped flags "the spec's LossScaleOptimizer and the flags"
   cmp -s wrapped_log.json flags_log.json || fail "the step logs differ"
   # --loss-scaling none turns the spec's scaling off.
   compile_to off.ipuexe wrapped.json --loss-scaling none
