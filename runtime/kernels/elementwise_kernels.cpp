@@ -265,38 +265,57 @@ Status validate_sgd(const format::Vertex& v, const std::vector<OperandInfo>& ops
 //   operands: W, G, A, B (momentum ≠ 0), Ḡ (centered), H (hyper-parameters: learning_rate, rho,
 //             momentum, epsilon, weight_decay)
 //   params:   format::params::RmsProp;  fparams: format::fparams::RmsProp
+// One RMSProp loop per combination of the optional buffers, so that each loop is branch-free and
+// GCC vectorises it, as it does Adam's.
+struct RmsPropOperands {
+  float* w;
+  float* g;
+  float* square_avg;
+  float* buffer;   // momentum ≠ 0
+  float* grad_avg; // centered
+};
+
+template <bool kCentered, bool kMomentum>
+void rms_prop_range(const RmsPropOperands& o, const float* hyper, float scale, int64_t begin, int64_t end) {
+  const float lr = hyper[H::kLearningRate], rho = hyper[H::kRho], momentum = hyper[H::kMomentum],
+              epsilon = hyper[H::kEpsilon], decay = hyper[H::kWeightDecay];
+  for (int64_t i = begin; i < end; ++i) {
+    const float grad = scale * o.g[i] + decay * o.w[i];
+    o.square_avg[i] = rho * o.square_avg[i] + (1.0f - rho) * grad * grad;
+    float variance = o.square_avg[i];
+    if constexpr (kCentered) {
+      o.grad_avg[i] = rho * o.grad_avg[i] + (1.0f - rho) * grad;
+      variance -= o.grad_avg[i] * o.grad_avg[i];
+    }
+    const float step = grad / (std::sqrt(variance) + epsilon);
+    if constexpr (kMomentum) {
+      o.buffer[i] = momentum * o.buffer[i] + step;
+      o.w[i] -= lr * o.buffer[i];
+    } else {
+      o.w[i] -= lr * step;
+    }
+  }
+}
+
 void run_rms_prop(const PreparedVertex& v) {
   using P = format::params::RmsProp;
   using F = format::fparams::RmsProp;
-  float* w = v.f32(0);
-  float* g = v.f32(1);
-  float* square_avg = v.f32(2);
-  const float* hyper = hyper_parameters(v);
-  const float lr = hyper[H::kLearningRate], rho = hyper[H::kRho], momentum = hyper[H::kMomentum],
-              epsilon = hyper[H::kEpsilon], decay = hyper[H::kWeightDecay],
-              scale = v.fparams[F::kGradientScale];
   // The state the program has: W, G, A, then B with momentum, then Ḡ when centered, then H.
   const bool centered = v.params[P::kCentered] != 0;
-  float* buffer = v.num_operands == (centered ? 6u : 5u) ? v.f32(3) : nullptr;
-  float* grad_avg = centered ? v.f32(v.num_operands - 2) : nullptr;
+  const bool momentum = v.num_operands == (centered ? 6u : 5u);
+  const RmsPropOperands o{v.f32(0), v.f32(1), v.f32(2), momentum ? v.f32(3) : nullptr,
+                          centered ? v.f32(v.num_operands - 2) : nullptr};
+  const float* hyper = hyper_parameters(v);
+  const float scale = v.fparams[F::kGradientScale];
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
-  for (int64_t i = begin; i < end; ++i) {
-    const float grad = scale * g[i] + decay * w[i];
-    square_avg[i] = rho * square_avg[i] + (1.0f - rho) * grad * grad;
-    float variance = square_avg[i];
-    if (grad_avg != nullptr) {
-      grad_avg[i] = rho * grad_avg[i] + (1.0f - rho) * grad;
-      variance -= grad_avg[i] * grad_avg[i];
-    }
-    const float step = grad / (std::sqrt(variance) + epsilon);
-    if (buffer != nullptr) {
-      buffer[i] = momentum * buffer[i] + step;
-      w[i] -= lr * buffer[i];
-    } else {
-      w[i] -= lr * step;
-    }
+  if (centered) {
+    momentum ? rms_prop_range<true, true>(o, hyper, scale, begin, end)
+             : rms_prop_range<true, false>(o, hyper, scale, begin, end);
+  } else {
+    momentum ? rms_prop_range<false, true>(o, hyper, scale, begin, end)
+             : rms_prop_range<false, false>(o, hyper, scale, begin, end);
   }
-  if (v.params[P::kClearGradient] != 0) std::fill(g + begin, g + end, 0.0f);
+  if (v.params[P::kClearGradient] != 0) std::fill(o.g + begin, o.g + end, 0.0f);
 }
 
 Status validate_rms_prop(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
