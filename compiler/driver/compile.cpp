@@ -779,8 +779,15 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
     exe.add_hyper_parameters(name);
   exe.set_learning_rate_schedule(lowered.learning_rate_schedule);
   exe.set_loss_counts_padding(lowered.loss_counts_padding);
+  // Class indices count the scores' classes; float labels are num_classes per sample, as the labels
+  // stream carries them (a loss the graph computes may read them in any shape).
   const auto& scores_shape = forward.graph.value(forward.scores()).type.shape;
   exe.set_num_classes(scores_shape.size() == 2 ? static_cast<uint32_t>(scores_shape[1]) : 0);
+  for (int labels : forward.graph.values_with_role(ir::Role::kLabel)) {
+    const ir::TensorType& type = forward.graph.value(labels).type;
+    if (type.dtype == ir::DType::kFloat32)
+      exe.set_num_classes(static_cast<uint32_t>(type.elements() / type.shape[0]));
+  }
   format::PipelineInfo* pipeline = exe.mutable_pipeline();
   pipeline->set_num_stages(stages);
   pipeline->set_gradient_accumulation(options.gradient_accumulation);

@@ -269,6 +269,16 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     streams.counts_correct = io.loss->correct >= 0;
     streams.labels_stream =
         programs.stream(std::string(format::kLabelsStream), format::Stream::HOST_TO_DEVICE, streams.labels);
+    // Float labels travel as [batch, labels per sample] (docs/executable_format.md), whatever shape
+    // the loss reads them in.
+    const ir::TensorType& labels_type = graph.value(io.loss->labels).type;
+    if (labels_type.dtype == ir::DType::kFloat32) {
+      const int64_t batch = labels_type.shape.at(0);
+      auto* shape = exe.mutable_streams(static_cast<int>(streams.labels_stream))->mutable_shape();
+      shape->Clear();
+      shape->Add(batch);
+      shape->Add(labels_type.elements() / batch);
+    }
     streams.loss_stream =
         programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
     for (const passes::LossValues::Metric& m : io.loss->metrics) {

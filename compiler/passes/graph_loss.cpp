@@ -194,11 +194,13 @@ StatusOr<GraphLoss> bind_graph_loss(ir::Graph& graph, const GraphLossModel& mode
   }
   const ir::TensorType& labels = graph.value(out.labels).type;
   const ir::TensorType& prediction = graph.value(out.prediction).type;
-  if (labels.shape != prediction.shape || prediction.shape.size() != 2) {
+  // The host feeds float labels per sample, flattened: any shape with the prediction's batch first.
+  if (labels.dtype != ir::DType::kFloat32 || labels.shape.empty() || prediction.shape.empty() ||
+      labels.shape[0] != prediction.shape[0]) {
     return unsupported(loss_label + ": its labels input '" + graph.value(out.labels).name + "' is " +
                        labels.to_string() +
-                       "; ipucc feeds float labels shaped like the prediction [batch, K], '" +
-                       prediction_name + "' is " + prediction.to_string());
+                       "; ipucc feeds float32 labels with the batch first, as the prediction '" +
+                       prediction_name + "' " + prediction.to_string() + " has it");
   }
   // The labels arrive on the loss's pipeline stage, the last, as added labels do: the copies the
   // importer made of them between stages go, and every reader must be on that stage.

@@ -34,12 +34,12 @@ struct GraphLoss {
 // of reduction mean, without class weights or an ignore_index in [0, C), over the log-softmax of [N, C]
 // scores: SoftmaxCrossEntropyLoss, or NegativeLogLikelihoodLoss of a LogSoftmax) is replaced by
 // SparseCrossEntropy on the scores, as `--loss sparse_categorical_crossentropy` trains, with the
-// accuracy metric; any other scalar is trained as the graph computes it, its labels float and
-// shaped like the prediction [batch, K], without metrics.
+// accuracy metric; any other scalar is trained as the graph computes it, its labels float32 of
+// any shape with the prediction's batch first, without metrics.
 // Errors: InvalidArgument (the loss is not a float scalar, no input or several inputs could be the
 // labels, no other output to predict, metrics a graph's own loss cannot give), Unsupported (a
 // cross-entropy ipucc does not train: sum or none reduction, class weights, an ignore_index that is a class,
-// trailing dimensions, an NLL not over a LogSoftmax; labels not shaped like the prediction).
+// trailing dimensions, an NLL not over a LogSoftmax; labels not float32 with the batch first).
 StatusOr<GraphLoss> bind_graph_loss(ir::Graph& graph, const GraphLossModel& model);
 
 } // namespace ipu::passes

@@ -260,9 +260,14 @@ Status verify_program(ProgramCheck& check, const Program& program, int depth, co
     if (stream.direction() != (in ? Stream::HOST_TO_DEVICE : Stream::DEVICE_TO_HOST)) {
       return data_loss(where + ": stream '" + stream.name() + "' used against its direction");
     }
+    // The session derives host sample shapes from streams, so a stream has its tensor's shape;
+    // but float labels travel flattened per sample (the host contract checks them), whatever shape
+    // the loss reads them in.
     const bool same_shape = std::equal(stream.shape().begin(), stream.shape().end(), tensor.shape().begin(),
                                        tensor.shape().end());
-    if (stream.dtype() != tensor.dtype() || !same_shape) {
+    const bool flattened_labels =
+        stream.name() == kLabelsStream && element_count_of(stream) == element_count(tensor);
+    if (stream.dtype() != tensor.dtype() || !(same_shape || flattened_labels)) {
       return data_loss(where + ": stream '" + stream.name() + "' does not match " +
                        tensor_label(exe, st.tensor()));
     }

@@ -11,11 +11,12 @@ package and numpy: Debian's python3-onnx, run with /usr/bin/python3).
         with none it returns the logits. Weights are seeded, so equal seeds and sizes give equal
         initial weights whatever --loss is.
     loss_models.py regression PATH --in K --out N --kind none|mse|mse-only|two-labels|
-                   no-gradient [--seed S]
+                   no-gradient [--flat] [--seed S]
         input "x" [batch, K], one Gemm to "prediction" [batch, N]. none returns the prediction;
         mse also "loss" = ReduceMean((prediction - y)^2) over every element, y "targets"
         [batch, N]; mse-only returns only the loss; two-labels a loss reading "targets" and
-        "targets2"; no-gradient a loss of the targets alone, ReduceMean(targets^2).
+        "targets2"; no-gradient a loss of the targets alone, ReduceMean(targets^2). --flat
+        (with --out 1) reshapes the prediction to [batch], and the targets are [batch] too.
 """
 import argparse
 
@@ -84,13 +85,19 @@ def cmd_regression(a):
     w = rng.uniform(-1, 1, (a.out, a.inputs)).astype(np.float32)
     b = rng.uniform(-1, 1, a.out).astype(np.float32)
     inits += [numpy_helper.from_array(w, "weight"), numpy_helper.from_array(b, "bias")]
-    nodes.append(helper.make_node("Gemm", ["x", "weight", "bias"], ["prediction"], name="dense", transB=1))
+    shape = ["batch"] if a.flat else ["batch", a.out]
+    if a.flat:
+        inits.append(numpy_helper.from_array(np.array([-1], np.int64), "flat"))
+        nodes += [helper.make_node("Gemm", ["x", "weight", "bias"], ["dense_out"], name="dense", transB=1),
+                  helper.make_node("Reshape", ["dense_out", "flat"], ["prediction"], name="flatten")]
+    else:
+        nodes.append(helper.make_node("Gemm", ["x", "weight", "bias"], ["prediction"], name="dense", transB=1))
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", a.inputs])]
-    prediction = helper.make_tensor_value_info("prediction", TensorProto.FLOAT, ["batch", a.out])
+    prediction = helper.make_tensor_value_info("prediction", TensorProto.FLOAT, shape)
     if a.kind == "none":
         save(a.path, nodes, inputs, [prediction], inits)
         return
-    inputs.append(helper.make_tensor_value_info("targets", TensorProto.FLOAT, ["batch", a.out]))
+    inputs.append(helper.make_tensor_value_info("targets", TensorProto.FLOAT, shape))
     if a.kind == "two-labels":
         inputs.append(helper.make_tensor_value_info("targets2", TensorProto.FLOAT, ["batch", a.out]))
         nodes += [helper.make_node("Sub", ["prediction", "targets"], ["error"], name="error"),
@@ -123,6 +130,7 @@ def main():
     r.add_argument("--in", dest="inputs", type=int, required=True)
     r.add_argument("--out", type=int, required=True)
     r.add_argument("--kind", choices=["none", "mse", "mse-only", "two-labels", "no-gradient"], required=True)
+    r.add_argument("--flat", action="store_true")
     r.add_argument("--seed", type=int, default=1)
     r.set_defaults(run=cmd_regression)
     a = p.parse_args()

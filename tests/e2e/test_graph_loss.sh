@@ -138,6 +138,29 @@ test_loss_output_trains_as_mse() {
     "$(json_get "$STDOUT" 'd["loss"]')" "$want" || fail "evaluate's loss over 3-step executions differs"
 }
 
+# Float labels may have any shape with the batch first: they travel flattened per sample.
+test_loss_output_takes_labels_of_its_own_shape() {
+  need_onnx
+  loss_model regression column.onnx --in 8 --out 1 --kind mse
+  loss_model regression flat.onnx --in 8 --out 1 --kind mse --flat
+  e2e_data npy x.npy --dtype f4 --shape 320,8 --fill random --seed 3
+  e2e_data npy t.npy --dtype f4 --shape 320 --fill random --seed 4
+  "$PYTHON" -c 'import numpy as np; np.save("t1.npy", np.load("t.npy").reshape(-1, 1))'
+  e2e_data npy t2.npy --dtype f4 --shape 320,2 --fill random --seed 4
+  expect_exit 0 "$IPUCC" compile column.onnx --loss-output loss --batch-size 16 -o column.ipuexe
+  expect_exit 0 "$IPUCC" compile flat.onnx --loss-output loss --batch-size 16 -o flat.ipuexe
+  expect_exit 0 "$IPURUN" train column.ipuexe --data npy:x.npy,t1.npy --steps-per-epoch $STEPS \
+    --save-weights column.weights --progress none
+  expect_exit 0 "$IPURUN" train flat.ipuexe --data npy:x.npy,t.npy --steps-per-epoch $STEPS \
+    --save-weights flat.weights --progress none --json
+  # The same values in a [batch] and a [batch, 1] shape: the same sums.
+  same_weights flat.weights column.weights 0
+  expect_exit 0 "$IPURUN" predict flat.ipuexe --weights flat.weights --input x.npy --output p.npy --json
+  expect_json "$STDOUT" 'd["outputs"][0]["shape"] == [320]'
+  expect_error 3 "labels have shape [2] per sample, the executable's loss takes 1 per sample" -- \
+    "$IPURUN" train flat.ipuexe --data npy:x.npy,t2.npy --progress none
+}
+
 # The labels arrive on the last pipeline stage, where the loss is computed, as added labels do.
 test_graph_loss_trains_in_pipelines() {
   need_onnx

@@ -410,6 +410,12 @@ TEST_CASE("verifier: a stream whose shape differs from its tensor's, with equal 
   exe.mutable_streams(0)->add_shape(8);
   ipu::Status status = verify_executable(exe);
   CHECK_FALSE(status.ok());
+  // Float labels alone travel flattened per sample, the loss reading them in its own shape
+  // (the host contract checks the stream is [batch, num_classes]); the element count must agree.
+  exe.mutable_streams(0)->set_name(std::string(fmt::kLabelsStream));
+  CHECK_MESSAGE(verify_executable(exe).ok(), verify_executable(exe).message());
+  exe.mutable_streams(0)->set_shape(0, 6);
+  CHECK(verify_executable(exe).message() == "program 'predict': stream 'labels' does not match tensor 0 'x'");
 }
 
 Program* nest(Program* p, int depth) {
