@@ -629,6 +629,16 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
         output_is_batched(out, result.graph.value(*value).type.shape, any_batched, options.batch_size);
     result.outputs.push_back(std::move(io));
   }
+  if (options.training) {
+    // Updating float16 weights is mixed-precision training, which ipucc does not implement yet.
+    for (const ir::Value& v : result.graph.values()) {
+      if (!v.declared_half) continue;
+      problems.add("", unsupported("value '" + v.name +
+                                   "' is FLOAT16: models with float16 values compile for inference "
+                                   "only (--mode infer)"));
+      break;
+    }
+  }
   if (!problems.empty()) return problems.status();
   // Keep the model without the weights' data (the executable holds those) for --export-onnx.
   for (auto& init : *model.mutable_graph()->mutable_initializer()) {
