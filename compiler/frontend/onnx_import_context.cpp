@@ -134,7 +134,7 @@ Status OnnxImportContext::constant_required(int index) const {
 
 void OnnxImportContext::set_output(int index, int value, const std::string& dtype) {
   if (index >= m_node->output_size() || m_node->output(index).empty()) return;
-  const std::string& host_dtype = dtype.empty() ? float_dtype() : dtype;
+  const std::string host_dtype = dtype.empty() ? float_dtype() : dtype;
   m_values[m_node->output(index)] = value;
   m_dtypes[m_node->output(index)] = host_dtype;
   // A converter's float16 output is a value of its own (Cast copies), so this marks no float32
