@@ -580,8 +580,12 @@ int run_predict(const RunFlags& f, collectives::Collectives* job) {
   const std::string output =
       f.output_dir.empty() ? f.output : output_dir_paths(f.output_dir, {output_name}).at(output_name);
   if (!output.empty()) {
-    Status written =
-        write_output(output, data::make_npy_f32(result->shape, result->values.data()), output_name);
+    // Predictions of a FLOAT16 output are binary16 values: written as float16 (format::ModelIo).
+    const bool half = exe.outputs_size() > 0 && exe.outputs(0).dtype() == "f2";
+    Status written = write_output(output,
+                                  half ? data::make_npy_f16(result->shape, result->values.data())
+                                       : data::make_npy_f32(result->shape, result->values.data()),
+                                  output_name);
     if (!written.ok()) return fail(g_tool, written, kExitIoError);
   }
   if (f.json) {

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "runtime/base/output_file.h"
+#include "runtime/data/npy.h"
 
 namespace ipu::cli {
 
@@ -32,11 +33,17 @@ Status export_onnx(const format::Executable& exe, const std::map<std::string, se
     int64_t elements = 1;
     for (int64_t d : init.dims())
       elements *= d;
-    if (init.data_type() != onnx::TensorProto::FLOAT || static_cast<size_t>(elements) != values.size()) {
+    const bool half = init.data_type() == onnx::TensorProto::FLOAT16;
+    if ((init.data_type() != onnx::TensorProto::FLOAT && !half) ||
+        static_cast<size_t>(elements) != values.size()) {
       return data_loss("initializer '" + init.name() + "' does not match the executable's weight of " +
                        std::to_string(values.size()) + " values");
     }
-    init.set_raw_data(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    if (half) {
+      init.set_raw_data(data::make_npy_f16({elements}, values.data()).data);
+    } else {
+      init.set_raw_data(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    }
   }
   return write_output_file(path, model.SerializeAsString());
 }

@@ -220,6 +220,8 @@ std::string host_dtype(int elem_type) {
   switch (elem_type) {
   case onnx::TensorProto::FLOAT:
     return "f4";
+  case onnx::TensorProto::FLOAT16:
+    return "f2";
   case onnx::TensorProto::INT64:
     return "i8";
   case onnx::TensorProto::INT32:
@@ -242,7 +244,7 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
   io.dtype = host_dtype(tensor.elem_type());
   if (io.dtype.empty()) {
     return unsupported(where + " has element type " + element_type_name(tensor.elem_type()) +
-                       "; inputs may be FLOAT, INT64, INT32 or BOOL");
+                       "; inputs may be FLOAT, FLOAT16, INT64, INT32 or BOOL");
   }
   if (!tensor.has_shape()) return unsupported(where + " has no static shape");
   std::vector<int64_t> shape;
@@ -280,16 +282,17 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
     elements *= d;
   }
   io.value = graph.add_value(in.name(), {ir::DType::kFloat32, shape}, ir::Role::kInput);
+  graph.value(io.value).declared_half = io.dtype == "f2";
   return io;
 }
 
-// The ONNX element types a bound constant may hold (those of integer initializers, plus FLOAT)
-// and their npy codes.
+// The ONNX element types a bound constant may hold (those of integer initializers, plus FLOAT and
+// FLOAT16) and their npy codes.
 constexpr std::pair<int, std::string_view> kConstantTypes[] = {
-    {onnx::TensorProto::FLOAT, "f4"},  {onnx::TensorProto::INT8, "i1"},   {onnx::TensorProto::INT16, "i2"},
-    {onnx::TensorProto::INT32, "i4"},  {onnx::TensorProto::INT64, "i8"},  {onnx::TensorProto::UINT8, "u1"},
-    {onnx::TensorProto::UINT16, "u2"}, {onnx::TensorProto::UINT32, "u4"}, {onnx::TensorProto::UINT64, "u8"},
-    {onnx::TensorProto::BOOL, "b1"},
+    {onnx::TensorProto::FLOAT, "f4"},  {onnx::TensorProto::FLOAT16, "f2"}, {onnx::TensorProto::INT8, "i1"},
+    {onnx::TensorProto::INT16, "i2"},  {onnx::TensorProto::INT32, "i4"},   {onnx::TensorProto::INT64, "i8"},
+    {onnx::TensorProto::UINT8, "u1"},  {onnx::TensorProto::UINT16, "u2"},  {onnx::TensorProto::UINT32, "u4"},
+    {onnx::TensorProto::UINT64, "u8"}, {onnx::TensorProto::BOOL, "b1"},
 };
 
 std::string constant_dtype(int elem_type) {
@@ -316,7 +319,7 @@ Status check_constant_input(const onnx::ValueInfoProto& in, const ConstantInput&
   const std::string dtype = constant_dtype(tensor.elem_type());
   if (dtype.empty()) {
     return unsupported(where + ": the input has element type " + element_type_name(tensor.elem_type()) +
-                       "; constant inputs may be FLOAT, integers or BOOL");
+                       "; constant inputs may be FLOAT, FLOAT16, integers or BOOL");
   }
   std::vector<int64_t> declared;
   bool matches = bound.value.dtype == dtype;
@@ -534,13 +537,13 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
     StatusOr<data::NpyArray> array = data::decode_tensor_proto(init, "initializer '" + init.name() + "'");
     if (!array.ok()) {
       problems.add("", array.status());
-    } else if (array->dtype == "f4") {
+    } else if (array->dtype == "f4" || array->dtype == "f2") {
       ctx.add_initializer(init.name(), std::move(*array));
     } else if (array->dtype[0] == 'i' || array->dtype[0] == 'u' || array->dtype == "b1") {
       ctx.add_constant(init.name(), std::move(*array));
     } else {
       problems.add("", unsupported("initializer '" + init.name() + "' has dtype '" + array->dtype +
-                                   "'; weights must be FLOAT"));
+                                   "'; weights must be FLOAT or FLOAT16"));
     }
   }
   for (const auto& sparse : g.sparse_initializer()) {
@@ -626,12 +629,23 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
         output_is_batched(out, result.graph.value(*value).type.shape, any_batched, options.batch_size);
     result.outputs.push_back(std::move(io));
   }
+  if (options.training) {
+    // Updating float16 weights is mixed-precision training, which ipucc does not implement yet.
+    for (const ir::Value& v : result.graph.values()) {
+      if (!v.declared_half) continue;
+      problems.add("", unsupported("value '" + v.name +
+                                   "' is FLOAT16: models with float16 values compile for inference "
+                                   "only (--mode infer)"));
+      break;
+    }
+  }
   if (!problems.empty()) return problems.status();
   // Keep the model without the weights' data (the executable holds those) for --export-onnx.
   for (auto& init : *model.mutable_graph()->mutable_initializer()) {
     if (ctx.is_weight(init.name())) {
       init.clear_raw_data();
       init.clear_float_data();
+      init.clear_int32_data(); // a FLOAT16 weight's bit patterns without raw_data
     }
   }
   result.source_onnx = model.SerializeAsString();

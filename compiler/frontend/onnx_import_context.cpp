@@ -56,6 +56,7 @@ StatusOr<int> OnnxImportContext::materialize(const std::string& name, int stage)
     IPU_ASSIGN_OR_RETURN(std::vector<float> values, data::to_floats(array, "'" + name + "'"));
     const int id = m_graph.add_value(name, {ir::DType::kFloat32, array.shape}, role);
     m_graph.value(id).initial = std::move(values);
+    m_graph.value(id).declared_half = array.dtype == "f2";
     m_graph.value(id).stage = stage;
     m_values[name] = id;
     return id;
@@ -132,10 +133,17 @@ Status OnnxImportContext::constant_required(int index) const {
 }
 
 void OnnxImportContext::set_output(int index, int value, const std::string& dtype) {
-  if (index < m_node->output_size() && !m_node->output(index).empty()) {
-    m_values[m_node->output(index)] = value;
-    m_dtypes[m_node->output(index)] = dtype;
-  }
+  if (index >= m_node->output_size() || m_node->output(index).empty()) return;
+  const std::string host_dtype = dtype.empty() ? float_dtype() : dtype;
+  m_values[m_node->output(index)] = value;
+  m_dtypes[m_node->output(index)] = host_dtype;
+  // A converter's float16 output is a value of its own (Cast copies), so this marks no float32
+  // value; the ops that write it compute in float32 and the device rounds what they write.
+  if (host_dtype == "f2") m_graph.value(value).declared_half = true;
+}
+
+std::string OnnxImportContext::float_dtype() const {
+  return num_inputs() > 0 && input_dtype(0) == "f2" ? "f2" : "f4";
 }
 
 void OnnxImportContext::set_constant_output(int index, data::NpyArray value) {

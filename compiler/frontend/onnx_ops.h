@@ -56,13 +56,17 @@ public:
   // `--constant-input` flag that binds it (scripts/conformance.sh relies on this wording).
   Status constant_required(int index) const;
 
-  // The host dtype ("f4", "i8", "i4", "b1", ...) of input `index`: declared for graph inputs,
+  // The host dtype ("f4", "f2", "i8", "i4", "b1", ...) of input `index`: declared for graph inputs,
   // that of the array for constants, recorded by the producing converter otherwise.
   std::string input_dtype(int index) const;
 
-  // Binds output `index` of the node to an IR value (holding values of host dtype `dtype`) / to
-  // a compile-time constant.
-  void set_output(int index, int value, const std::string& dtype = "f4");
+  // Binds output `index` of the node to an IR value (holding values of host dtype `dtype`;
+  // float_dtype() if empty) / to a compile-time constant. An "f2" value is stored FLOAT16
+  // (ir::Value::declared_half).
+  void set_output(int index, int value, const std::string& dtype = "");
+  // The float dtype of the node's outputs when its first input is its float operand, as in every
+  // float-only op ONNX defines (type constraint T): "f2" for a float16 input, else "f4".
+  std::string float_dtype() const;
   void set_constant_output(int index, data::NpyArray value);
   // Adds an IR op on this node's stage, named after the node (plus `suffix`).
   StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {},

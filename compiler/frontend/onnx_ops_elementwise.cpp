@@ -24,7 +24,7 @@ StatusOr<int64_t> normalize_axis(int64_t axis, int64_t rank, const std::string& 
 }
 
 bool is_integer_dtype(const std::string& dtype) {
-  return dtype != "f4";
+  return dtype != "f4" && dtype != "f2";
 }
 
 int64_t product(const std::vector<int64_t>& dims, size_t begin, size_t end) {
@@ -292,14 +292,20 @@ Status convert_clip(OnnxImportContext& ctx) {
   return Status();
 }
 
-// Cast between FLOAT, INT32, INT64 and BOOL: to an integer truncates toward zero, to BOOL tests
-// != 0, the rest keep the value.
+// Cast between FLOAT, FLOAT16, INT32, INT64 and BOOL: to an integer truncates toward zero, to BOOL
+// tests != 0, the rest keep the value, except that a cast to FLOAT16 rounds it to binary16. A cast
+// into or out of FLOAT16 copies (an Identity): the copy is a value of its own, FLOAT16 on the
+// device when it is float16, so the device rounds what the copy writes (to nearest, ties to even,
+// unless ipurun --stochastic-rounding) and a float32 value is never marked float16.
 Status convert_cast(OnnxImportContext& ctx) {
   const int64_t to = ctx.int_attr("to", 0);
   std::string out;
   switch (to) {
   case onnx::TensorProto::FLOAT:
     out = "f4";
+    break;
+  case onnx::TensorProto::FLOAT16:
+    out = "f2";
     break;
   case onnx::TensorProto::INT32:
     out = "i4";
@@ -312,18 +318,20 @@ Status convert_cast(OnnxImportContext& ctx) {
     break;
   default: {
     return unsupported("Cast to element type " + element_type_name(static_cast<int>(to)) +
-                       " is not supported (FLOAT, INT32, INT64 and BOOL are)");
+                       " is not supported (FLOAT, FLOAT16, INT32, INT64 and BOOL are)");
   }
   }
   const std::string in = ctx.input_dtype(0);
-  if (in != "f4" && in != "i4" && in != "i8" && in != "b1")
+  if (in != "f4" && in != "f2" && in != "i4" && in != "i8" && in != "b1")
     return unsupported("Cast from dtype '" + in + "'");
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   int y = x;
   if (out == "b1" && in != "b1") {
     IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, x, UnaryKind::kNonZero));
-  } else if (out != "f4" && in == "f4") {
+  } else if (is_integer_dtype(out) && !is_integer_dtype(in)) {
     IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, x, UnaryKind::kTrunc));
+  } else if ((out == "f2") != (in == "f2")) {
+    IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, x, UnaryKind::kIdentity));
   }
   ctx.set_output(0, y, out);
   return Status();

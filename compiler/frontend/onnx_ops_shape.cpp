@@ -436,7 +436,7 @@ Status convert_constant_of_shape(OnnxImportContext& ctx) {
     value = data::make_npy_f32({1}, &zero);
   }
   if (value.element_count() != 1) return invalid_argument("value must hold one element");
-  if (value.dtype != "f4" && !is_integer_dtype(value.dtype))
+  if (value.dtype != "f4" && value.dtype != "f2" && !is_integer_dtype(value.dtype))
     return unsupported("value of dtype '" + value.dtype + "'");
   const int64_t n = product(shape, 0, shape.size());
   if (n > (int64_t{1} << 28))

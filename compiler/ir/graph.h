@@ -58,6 +58,9 @@ struct Value {
   int producer = -1;          // op id, -1 for graph inputs, weights and state
   std::vector<float> initial; // weights, optimizer state and constants
   int stage = 0;
+  // The model declares it float16 (an ONNX FLOAT16 value): stored FLOAT16 on the device, so
+  // every write rounds it to binary16, whatever --precision says; ops still compute in float32.
+  bool declared_half = false;
 };
 
 struct Op {

@@ -13,6 +13,7 @@ namespace ipu::lowering {
 namespace {
 
 format::DType to_format(const ir::Value& v, Precision precision) {
+  if (v.declared_half) return format::FLOAT16;
   if (v.type.dtype != ir::DType::kFloat32) return format::INT32;
   const bool half_role = v.role == ir::Role::kInput || v.role == ir::Role::kWeight ||
                          v.role == ir::Role::kActivation || v.role == ir::Role::kConstant;

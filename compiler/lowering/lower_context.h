@@ -62,7 +62,8 @@ struct ComputeSetRecord {
 
 // The dtype of the graph's float values in the executable. kFp16 (automatic mixed precision, as
 // Keras's mixed_float16 policy on IPUs): inputs, weights, constants and activations are FLOAT16;
-// losses, metrics, labels and the lowering's partial sums (add_temporary) stay FLOAT32.
+// losses, metrics, labels and the lowering's partial sums (add_temporary) stay FLOAT32. A value
+// the model declares float16 (ir::Value::declared_half) is FLOAT16 under either precision.
 enum class Precision { kFp32, kFp16 };
 
 class LowerContext {

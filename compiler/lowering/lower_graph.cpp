@@ -210,7 +210,10 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
                                                               tensor);
     format::ModelIo* m = input ? exe.add_inputs() : exe.add_outputs();
     m->set_name(b.name);
-    m->set_dtype(b.dtype);
+    // A float that is FLOAT16 on the device (declared so, or --precision fp16) reaches the host as
+    // float16: its values are binary16, and a float32 file would only double their size.
+    const bool half = exe.tensors(static_cast<int>(tensor)).dtype() == format::FLOAT16;
+    m->set_dtype(b.dtype == "f4" && half ? "f2" : b.dtype);
     for (int64_t d : graph.value(b.value).type.shape)
       m->add_shape(d);
     m->set_batched(b.batched);

@@ -40,7 +40,7 @@ LayerNormMatch match_layer_norm(const ir::Graph& graph, const ir::Op& mean, cons
   // d = x − m feeds the Pow and the Div, and nothing else.
   const int d = graph.op(sub).outputs[0];
   const std::vector<int> readers = graph.consumers(d);
-  if (readers.size() != 2 || is_interface(iface, d)) return m;
+  if (readers.size() != 2 || is_interface(iface, d) || graph.value(d).declared_half) return m;
   const int pow = is_binary(graph.op(readers[0]), BinaryKind::kPow) ? readers[0] : readers[1];
   const int div = pow == readers[0] ? readers[1] : readers[0];
   const ir::Op& p = graph.op(pow);

@@ -11,7 +11,10 @@ bool is_interface(const std::vector<int>& interface_values, int value) {
 int sole_reader(const ir::Graph& graph, int value, const ir::Op& near,
                 const std::vector<int>& interface_values) {
   const std::vector<int> readers = graph.consumers(value);
-  if (readers.size() != 1 || is_interface(interface_values, value)) return -1;
+  // A value the model declares float16 is rounded where it is written: folding its producer into
+  // its reader would skip that rounding and change the model's result.
+  if (readers.size() != 1 || is_interface(interface_values, value) || graph.value(value).declared_half)
+    return -1;
   const ir::Op& op = graph.op(readers[0]);
   return op.phase == near.phase && op.stage == near.stage ? op.id : -1;
 }

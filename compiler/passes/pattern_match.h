@@ -13,8 +13,8 @@ namespace ipu::passes {
 // Whether the host reads or writes `value` (a graph input or output): such a value must stay.
 bool is_interface(const std::vector<int>& interface_values, int value);
 
-// The one op reading `value`, if it runs in `near`'s phase and stage and `value` is not an
-// interface value; else -1.
+// The one op reading `value`, if it runs in `near`'s phase and stage and `value` is neither an
+// interface value nor declared float16 (ir::Value::declared_half: its rounding must stay); else -1.
 int sole_reader(const ir::Graph& graph, int value, const ir::Op& near,
                 const std::vector<int>& interface_values);
 

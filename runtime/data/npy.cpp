@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "runtime/base/file_io.h"
+#include "runtime/base/half.h"
 
 namespace ipu::data {
 namespace {
@@ -197,24 +198,6 @@ uint64_t read_le(const char* p, size_t bytes) {
   return v;
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h >> 15) << 31;
-  const uint32_t exponent = (h >> 10) & 0x1f;
-  const uint32_t mantissa = h & 0x3ff;
-  if (exponent == 0) {
-    // Zero or subnormal: mantissa * 2^-24, exact in float32.
-    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-    return sign != 0 ? -magnitude : magnitude;
-  }
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000u | (mantissa << 13); // inf or NaN
-  } else {
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13); // rebias 15 -> 127
-  }
-  return std::bit_cast<float>(bits);
-}
-
 template <typename T> T load(const std::string& data, size_t i) {
   T value;
   std::memcpy(&value, data.data() + i * sizeof(T), sizeof(T));
@@ -382,7 +365,19 @@ NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data) {
   return array;
 }
 
-StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string& name) {
+NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data) {
+  NpyArray array;
+  array.dtype = "f2";
+  array.shape = std::move(shape);
+  array.data.resize(array.element_count() * sizeof(uint16_t));
+  for (size_t i = 0; i < array.element_count(); ++i) {
+    const uint16_t bits = float_to_half_bits(data[i]);
+    std::memcpy(array.data.data() + i * sizeof bits, &bits, sizeof bits);
+  }
+  return array;
+}
+
+std::vector<float> floats_as_is(const NpyArray& array) {
   const size_t count = array.element_count();
   std::vector<float> out(count);
   const std::string& dt = array.dtype;
@@ -394,7 +389,7 @@ StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string&
       out[i] = static_cast<float>(load<double>(array.data, i));
   } else if (dt == "f2") {
     for (size_t i = 0; i < count; ++i)
-      out[i] = half_to_float(load<uint16_t>(array.data, i));
+      out[i] = half_bits_to_float(load<uint16_t>(array.data, i));
   } else if (dt == "b1") {
     for (size_t i = 0; i < count; ++i)
       out[i] = array.data[i] != 0 ? 1.0f : 0.0f;
@@ -402,11 +397,16 @@ StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string&
     for (size_t i = 0; i < count; ++i)
       out[i] = static_cast<float>(integer_at(array, i));
   }
-  if (dt[0] == 'f') {
-    for (size_t i = 0; i < count; ++i) {
+  return out;
+}
+
+StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string& name) {
+  std::vector<float> out = floats_as_is(array);
+  if (array.dtype[0] == 'f') {
+    for (size_t i = 0; i < out.size(); ++i) {
       if (!std::isfinite(out[i])) {
         return invalid_argument(name + ": element " + std::to_string(i) + " is not finite" +
-                                (dt == "f8" ? " in float32" : ""));
+                                (array.dtype == "f8" ? " in float32" : ""));
       }
     }
   }

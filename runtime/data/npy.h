@@ -41,6 +41,9 @@ Status write_npy(const std::string& path, const NpyArray& array);
 
 // A float32 array holding prod(shape) values copied from data.
 NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data);
+// A float16 array of prod(shape) values from data, each rounded to the nearest binary16 value
+// (ties to even; exact for the values of a FLOAT16 tensor, which are binary16 already).
+NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data);
 
 // Features [N, ...] (f4, f8, f2, b1 or any integer type, converted to float32 as is, no scaling;
 // every value must be finite) and, unless labels_path is empty, labels: class indices [N] or
@@ -52,6 +55,9 @@ StatusOr<Dataset> load_npy_dataset(const std::string& features_path, const std::
 // The values of any npy dtype as float32 (integers and bools as is, no scaling). Floats must be
 // finite; `name` names the array in messages.
 StatusOr<std::vector<float>> to_floats(const NpyArray& array, const std::string& name);
+// The same conversion keeping NaNs and infinities (float64 beyond float32's range becomes one):
+// a model's inputs at inference, which ONNX lets hold them (IsNaN, Cast).
+std::vector<float> floats_as_is(const NpyArray& array);
 
 // A data set without labels from an in-memory features array [N, ...], converted as above;
 // `name` is its source and names it in messages.

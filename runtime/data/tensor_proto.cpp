@@ -46,6 +46,7 @@ std::string dtype_of(int elem_type) {
 
 int elem_type_of(const std::string& dtype) {
   if (dtype == "f4") return TensorProto::FLOAT;
+  if (dtype == "f2") return TensorProto::FLOAT16;
   if (dtype == "i8") return TensorProto::INT64;
   if (dtype == "i4") return TensorProto::INT32;
   if (dtype == "b1") return TensorProto::BOOL;

@@ -27,7 +27,7 @@ StatusOr<NpyArray> decode_tensor_proto(const onnx::TensorProto& tensor, const st
 StatusOr<NpyArray> parse_tensor_proto(std::string_view bytes, const std::string& where);
 StatusOr<NpyArray> read_tensor_proto_file(const std::string& path);
 
-// Encodes a float32 / int64 / int32 / bool array as a TensorProto with raw_data.
+// Encodes a float32 / float16 / int64 / int32 / bool array as a TensorProto with raw_data.
 StatusOr<std::string> serialize_tensor_proto(const NpyArray& array, const std::string& name);
 
 } // namespace ipu::data

@@ -78,9 +78,9 @@ inline constexpr uint64_t kMaxBytesPerTile = uint64_t{1} << 32;
 inline constexpr uint64_t kMaxExecutionsPerStep = 2;
 
 // The numpy dtypes ModelIo names: what the host converts a model's inputs from and its
-// outputs to (the device holds every value as a float).
+// outputs to (the device holds every value as a float). "f2" is a FLOAT16 tensor's.
 inline bool is_model_io_dtype(std::string_view dtype) {
-  return dtype == "f4" || dtype == "i4" || dtype == "i8" || dtype == "b1";
+  return dtype == "f4" || dtype == "f2" || dtype == "i4" || dtype == "i8" || dtype == "b1";
 }
 
 } // namespace ipu::format

@@ -11,6 +11,7 @@
 
 #include "runtime/base/file_io.h"
 #include "runtime/base/file_names.h"
+#include "runtime/base/half.h"
 #include "runtime/base/output_file.h"
 #include "runtime/base/printable.h"
 #include "runtime/base/sha256.h"
@@ -81,7 +82,9 @@ Status write_checkpoint(const std::string& dir, const std::map<std::string, Name
   nlohmann::json index = nlohmann::json::object();
   for (const auto& [name, tensor] : tensors) {
     const std::string& file = files.at(name);
-    Status status = data::write_npy(tmp + "/" + file, data::make_npy_f32(tensor.shape, tensor.values.data()));
+    const data::NpyArray array = tensor.half ? data::make_npy_f16(tensor.shape, tensor.values.data())
+                                             : data::make_npy_f32(tensor.shape, tensor.values.data());
+    Status status = data::write_npy(tmp + "/" + file, array);
     if (!status.ok()) {
       fs::remove_all(tmp, ec);
       return status;
@@ -129,12 +132,21 @@ StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& 
     }
     const std::string path = dir + "/" + file_name;
     IPU_ASSIGN_OR_RETURN(data::NpyArray array, data::read_npy(path));
-    if (array.dtype != "f4")
-      return invalid_argument(path + ": expected float32 values, got '" + array.dtype + "'");
+    if (array.dtype != "f4" && array.dtype != "f2")
+      return invalid_argument(path + ": expected float32 or float16 values, got '" + array.dtype + "'");
     NamedTensor tensor;
     tensor.shape = array.shape;
+    tensor.half = array.dtype == "f2";
     tensor.values.resize(array.element_count());
-    std::memcpy(tensor.values.data(), array.data.data(), tensor.values.size() * sizeof(float));
+    if (tensor.half) {
+      for (size_t i = 0; i < tensor.values.size(); ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, array.data.data() + i * sizeof bits, sizeof bits);
+        tensor.values[i] = half_bits_to_float(bits);
+      }
+    } else {
+      std::memcpy(tensor.values.data(), array.data.data(), tensor.values.size() * sizeof(float));
+    }
     out[name] = std::move(tensor);
   }
   return out;

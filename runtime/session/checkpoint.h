@@ -1,5 +1,6 @@
-// Weight checkpoints: a directory holding one float32 .npy file per weight and optimizer state
-// tensor, and index.json, a JSON object mapping each tensor's name to the name of its file there.
+// Weight checkpoints: a directory holding one .npy file per weight and optimizer state tensor
+// (float16 for a FLOAT16 tensor, else float32), and index.json, a JSON object mapping each tensor's name to
+// the name of its file there.
 //
 // Tensor names come from models (ONNX initializers, JSON spec layers), so they may hold anything:
 // '/', "..", NUL, names equal but for case, thousands of bytes. A reader takes each tensor's file
@@ -24,6 +25,8 @@ inline constexpr std::string_view kEpochsCheckpointName = "optimizer/epochs";
 struct NamedTensor {
   std::vector<int64_t> shape;
   std::vector<float> values;
+  // A FLOAT16 tensor's: its values are binary16 values, kept in a float16 file.
+  bool half = false;
 };
 
 // The file of each tensor of a checkpoint, keyed by tensor name: distinct_file_names(names,

@@ -10,6 +10,7 @@
 #include <set>
 #include <string_view>
 
+#include "runtime/base/half.h"
 #include "runtime/base/printable.h"
 #include "runtime/collectives/collectives.h"
 #include "runtime/engine/non_finite.h"
@@ -724,8 +725,11 @@ namespace {
 // must stay within it to reach the device unchanged.
 constexpr double kExactFloatIntegers = 16777216.0;
 
+// An input's values as the device takes them: floats as they are (a NaN or an infinity too, as
+// ONNX Runtime takes them; a FLOAT16 input's transfer rounds them to binary16), integers checked
+// to be exact.
 StatusOr<std::vector<float>> device_values(const data::NpyArray& array, const format::ModelIo& io) {
-  IPU_ASSIGN_OR_RETURN(std::vector<float> values, data::to_floats(array, "input '" + io.name() + "'"));
+  std::vector<float> values = data::floats_as_is(array);
   if (array.dtype[0] == 'i' || array.dtype[0] == 'u') {
     for (size_t i = 0; i < values.size(); ++i) {
       if (std::abs(static_cast<double>(values[i])) > kExactFloatIntegers) {
@@ -752,6 +756,7 @@ data::NpyArray host_array(const format::ModelIo& io, std::vector<int64_t> shape,
     }
     return a;
   }
+  if (io.dtype() == "f2") return data::make_npy_f16(std::move(shape), values.data());
   return data::make_npy_f32(std::move(shape), values.data());
 }
 
@@ -881,6 +886,7 @@ std::map<std::string, NamedTensor> Session::named_weights() const {
     named.shape.assign(t.shape().begin(), t.shape().end());
     named.values.resize(bytes.size() / sizeof(float));
     std::memcpy(named.values.data(), bytes.data(), bytes.size());
+    named.half = t.dtype() == format::FLOAT16;
     tensors[t.name()] = std::move(named);
   }
   // The position of a schedule; a run at a constant rate writes what it always wrote.
@@ -967,8 +973,17 @@ Status Session::set_weights(const std::map<std::string, NamedTensor>& tensors, c
     *out = static_cast<int64_t>(v[0]);
   }
   for (auto& [index, bytes] : m_impl->host_state) {
-    auto it = tensors.find(exe.tensors(static_cast<int>(index)).name());
-    if (it != tensors.end()) std::memcpy(bytes.data(), it->second.values.data(), bytes.size());
+    const format::Tensor& t = exe.tensors(static_cast<int>(index));
+    auto it = tensors.find(t.name());
+    if (it == tensors.end()) continue;
+    std::memcpy(bytes.data(), it->second.values.data(), bytes.size());
+    // A float32 file may feed a FLOAT16 tensor: its values round to nearest, as the device would
+    // round them on their way in, so the host's copy holds what the device holds.
+    if (t.dtype() == format::FLOAT16) {
+      auto* values = reinterpret_cast<float*>(bytes.data());
+      for (size_t i = 0; i < bytes.size() / sizeof(float); ++i)
+        values[i] = round_to_half(values[i]);
+    }
   }
   m_impl->iterations = iterations.value_or(0);
   m_impl->epochs_trained = epochs.value_or(0);

@@ -6,6 +6,7 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/passes/fuse_epilogues.h"
+#include "runtime/base/half.h"
 #include "tests/unit/compiler/onnx_builder.h"
 #include "tests/unit/compiler/passes/fusion_test_support.h"
 
@@ -78,6 +79,31 @@ TEST_CASE("fuse_epilogues: a Gemm's bias and the Relu after it fold into its Mat
   CHECK(tanh.ir_text.find("= MatMul(x, w, b)") != std::string::npos);
   CHECK(tanh.ir_text.find("= Tanh(") != std::string::npos);
   CHECK(vertices_of(tanh.executable, format::Codelet::kBiasAdd) == 0);
+}
+
+// gemm_model(activation) with every value float16: its input, output and initializers.
+std::string half_gemm_model(const std::string& activation) {
+  onnx::ModelProto model;
+  REQUIRE(model.ParseFromString(gemm_model(activation)));
+  onnx::GraphProto& g = *model.mutable_graph();
+  g.mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT16);
+  g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT16);
+  for (onnx::TensorProto& t : *g.mutable_initializer()) {
+    t.set_data_type(onnx::TensorProto::FLOAT16);
+    for (float v : std::vector<float>(t.float_data().begin(), t.float_data().end()))
+      t.add_int32_data(float_to_half_bits(v));
+    t.clear_float_data();
+  }
+  return model.SerializeAsString();
+}
+
+TEST_CASE("fuse_epilogues: a value the model declares float16 is never folded away") {
+  // The Gemm's output is float16, rounded where it is written: the Relu reading it stays. The
+  // bias inside the Gemm (one ONNX node, its sum never rounded) still folds.
+  const compiler::CompileResult result = compile_for_inference(half_gemm_model("Relu"));
+  CHECK(result.ir_text.find("= MatMul(x, w, b)") != std::string::npos);
+  CHECK(result.ir_text.find("= Relu(") != std::string::npos);
+  CHECK(activation_vertices(result.executable) > 0);
 }
 
 // x [N,3,4] → MatMul with w [4,5] → Add of `bias` (either operand order) → y: ONNX MatMul + Add on

@@ -18,6 +18,7 @@ namespace {
 
 using ipu::StatusCode;
 using ipu::data::load_npy_dataset;
+using ipu::data::make_npy_f16;
 using ipu::data::make_npy_f32;
 using ipu::data::NpyArray;
 using ipu::data::parse_npy;
@@ -77,6 +78,35 @@ TEST_CASE("npy: float32 round trip writes numpy's exact header") {
   CHECK(back->dtype == "f4");
   CHECK(back->shape == std::vector<int64_t>{2, 3});
   CHECK(back->data == raw(values));
+}
+
+TEST_CASE("npy: float16 arrays write numpy's <f2 header and read back bit for bit") {
+  TempDir dir;
+  // Binary16 values (a subnormal, the largest, an infinity, -0) convert exactly; others round to
+  // nearest, ties to even.
+  const std::vector<float> values = {0.0f, -0.0f, 0x1p-24f, 65504.0f, -INFINITY, 1.5f};
+  const NpyArray a = make_npy_f16({2, 3}, values.data());
+  CHECK(a.dtype == "f2");
+  const std::vector<uint16_t> bits = {0x0000, 0x8000, 0x0001, 0x7bff, 0xfc00, 0x3e00};
+  CHECK(a.data == raw(bits));
+  REQUIRE(write_npy(dir.file("h.npy"), a).ok());
+  // Byte-for-byte what np.save writes for np.float16 of shape (2, 3).
+  const std::string dict = "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }";
+  CHECK(read_plain(dir.file("h.npy")) == npy_file(1, dict, raw(bits)));
+  auto back = read_npy(dir.file("h.npy"));
+  REQUIRE_MESSAGE(back.ok(), back.status().to_string());
+  CHECK(back->dtype == "f2");
+  CHECK(back->data == raw(bits));
+  // As floats: exact, and a non-finite value is refused by to_floats but kept by floats_as_is.
+  const std::vector<float> as_is = ipu::data::floats_as_is(*back);
+  CHECK(std::memcmp(as_is.data(), values.data(), values.size() * sizeof(float)) == 0);
+  auto finite = ipu::data::to_floats(*back, "h");
+  REQUIRE_FALSE(finite.ok());
+  CHECK(finite.status().message() == "h: element 4 is not finite");
+
+  const std::vector<float> between = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 70000.0f, 0x1p-26f};
+  const NpyArray rounded = make_npy_f16({4}, between.data());
+  CHECK(rounded.data == raw(std::vector<uint16_t>{0x3c00, 0x3c02, 0x7c00, 0x0000}));
 }
 
 TEST_CASE("npy: round trip of other dtypes, 1-d, 0-d and empty shapes") {

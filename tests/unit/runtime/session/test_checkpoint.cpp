@@ -172,6 +172,36 @@ TEST_CASE("a checkpoint of hostile names reads back bit for bit") {
   CHECK(same_bits(again->at("a.b/kernel"), tensors.at("a.b/kernel")));
 }
 
+TEST_CASE("a FLOAT16 tensor's file is <f2, and either float file reads back bit for bit") {
+  TempDir dir;
+  std::map<std::string, NamedTensor> tensors;
+  tensors["w16"] = {{2}, {0x1p-24f, -65504.0f}, /*half=*/true};
+  tensors["w32"] = {{2}, {0.1f, -3.0f}, /*half=*/false};
+  REQUIRE(write_checkpoint(dir.file("ck"), tensors).ok());
+  auto w16 = data::read_npy(dir.file("ck/w16.npy"));
+  auto w32 = data::read_npy(dir.file("ck/w32.npy"));
+  REQUIRE(w16.ok());
+  REQUIRE(w32.ok());
+  CHECK(w16->dtype == "f2");
+  CHECK(w32->dtype == "f4");
+  auto back = read_checkpoint(dir.file("ck"));
+  REQUIRE_MESSAGE(back.ok(), back.status().to_string());
+  for (const auto& [name, tensor] : tensors) {
+    const NamedTensor& read = back->at(name);
+    CHECK(read.half == tensor.half);
+    CHECK(read.shape == tensor.shape);
+    CHECK(std::memcmp(read.values.data(), tensor.values.data(), tensor.values.size() * sizeof(float)) == 0);
+  }
+  // Written again, the files are the same bytes.
+  REQUIRE(write_checkpoint(dir.file("again"), *back).ok());
+  for (const char* file : {"w16.npy", "w32.npy"}) {
+    auto first = data::read_npy(dir.file("ck/"s + file));
+    auto second = data::read_npy(dir.file("again/"s + file));
+    REQUIRE(second.ok());
+    CHECK(first->data == second->data);
+  }
+}
+
 TEST_CASE("a checkpoint written with the earlier names ('/' and ':' as '.') still reads") {
   TempDir tmp;
   const std::string dir = tmp.file("old");
