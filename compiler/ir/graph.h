@@ -58,6 +58,10 @@ struct Value {
   int producer = -1;          // op id, -1 for graph inputs, weights and state
   std::vector<float> initial; // weights, optimizer state and constants
   int stage = 0;
+  // Stays FLOAT32 in a program computing in fp16 (lowering::Precision), where a backward value
+  // would be FLOAT16: a weight's gradient (its update's fp32 input, from fp32 partial sums) and
+  // the loss scale.
+  bool keeps_float32 = false;
 };
 
 struct Op {
@@ -116,6 +120,10 @@ public:
   // Removes ops whose outputs another op now produces (a fusion): the remaining ops are
   // renumbered in order and their outputs' producers updated.
   void remove_ops(const std::vector<int>& ids);
+  // Moves ops `ids` (in that order) before every other op, renumbering all and updating their
+  // outputs' producers: passes walk ops by index as a topological order, so an op added to feed
+  // earlier ops (passes/mixed_precision.h) must move there.
+  void move_ops_to_front(const std::vector<int>& ids);
 
   std::string to_string() const; // one line per op, for `ipucc compile --dump-ir` and tests
 
