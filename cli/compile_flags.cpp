@@ -41,10 +41,12 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
            ->check(CLI::IsMember({"grouped", "interleaved", "sequential"})));
   keep(cmd->add_flag("--recompute", f.recompute,
                      "Pipelines: recompute activations for the backward pass instead of stashing them"));
-  keep(cmd->add_option("--precision", f.precision,
-                       "fp32, or fp16: inputs, weights and activations in IEEE half with fp32 partial sums "
-                       "and losses, at the fp16 AMP rate (inference only for now); mixed is not yet "
-                       "supported")
+  keep(cmd->add_option(
+              "--precision", f.precision,
+              "fp32; fp16: inputs, weights, activations and their gradients in IEEE half with fp32 "
+              "partial sums, losses, weight gradients and optimizer state, at the fp16 AMP rate; mixed "
+              "(training): as fp16 but with fp32 master weights, each step cast to an fp16 copy. fp16 "
+              "and mixed training scale the loss by 2^15 unless --loss-scaling says otherwise")
            ->check(CLI::IsMember({"fp32", "fp16", "mixed"})));
   keep(cmd->add_option("--mode", f.mode, "train or infer (default train; ipurun predict: infer)")
            ->check(CLI::IsMember({"train", "infer"})));

@@ -622,9 +622,9 @@ void add_common(CLI::App* cmd, RunFlags& f) {
   }
   cmd->add_option("--threads", f.threads, "Bound on TBB worker threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
-  CLI::Option* stochastic = cmd->add_flag(
-      "--stochastic-rounding", f.stochastic_rounding,
-      "Round values written to fp16 tensors stochastically instead of to nearest (--precision fp16)");
+  CLI::Option* stochastic = cmd->add_flag("--stochastic-rounding", f.stochastic_rounding,
+                                          "Round values written to fp16 tensors stochastically instead of to "
+                                          "nearest (--precision fp16 or mixed)");
   cmd->add_option("--rounding-seed", f.rounding_seed, "Seed of --stochastic-rounding (default 0)")
       ->needs(stochastic);
   cmd->add_option("--weights", f.weights, "Start from the weights of this checkpoint directory");

@@ -15,6 +15,7 @@
 #include "compiler/passes/fuse_gelu.h"
 #include "compiler/passes/fuse_layer_norm.h"
 #include "compiler/passes/graph_loss.h"
+#include "compiler/passes/mixed_precision.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
 #include "runtime/base/sha256.h"
@@ -72,13 +73,10 @@ Status validate_options(const CompileOptions& o) {
   }
   if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "mixed")
     return bad_option("--precision must be fp32, fp16 or mixed, got '" + o.precision + "'");
-  if (o.precision == "mixed") {
-    return unsupported("--precision mixed (fp32 master weights with an fp16 copy, for training) is not yet "
-                       "supported; --precision fp16 --mode infer predicts and evaluates in fp16");
-  }
-  if (o.precision == "fp16" && o.mode == Mode::kTrain) {
-    return unsupported("--precision fp16 does not train yet (it needs loss scaling); use it with "
-                       "--mode infer, or train in fp32");
+  if (o.precision == "mixed" && o.mode == Mode::kInfer) {
+    return bad_option(
+        "--precision mixed keeps fp32 master weights for training's updates, which --mode infer "
+        "has none of; predict and evaluate in fp16 with --precision fp16");
   }
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return bad_option("--gradient-accumulation applies to training only (--mode infer)");
@@ -232,6 +230,13 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   if (options.initial_accumulator_value)
     optimizer.initial_accumulator_value = *options.initial_accumulator_value;
   if (options.global_clipnorm) optimizer.global_clipnorm = *options.global_clipnorm;
+  // fp16 gradients underflow unscaled: training in fp16 or mixed scales the loss statically by
+  // 2^15 unless --loss-scaling says otherwise, as Keras's mixed_float16 policy wraps fit's optimizer
+  // in a LossScaleOptimizer (docs/training.md, "Precision").
+  if (options.precision != "fp32" && options.mode == Mode::kTrain && !options.loss_scaling &&
+      optimizer.loss_scaling.mode == passes::LossScalingMode::kNone) {
+    optimizer.loss_scaling.mode = passes::LossScalingMode::kStatic;
+  }
   if (options.loss_scaling) {
     const std::optional<passes::LossScalingMode> mode = passes::loss_scaling_mode(*options.loss_scaling);
     if (!mode)
@@ -351,6 +356,12 @@ StatusOr<passes::LossValues> bind_model_loss(Model& model, const CompileOptions&
   return bound->values;
 }
 
+lowering::Precision lowering_precision(const std::string& precision) {
+  if (precision == "fp16") return lowering::Precision::kFp16;
+  if (precision == "mixed") return lowering::Precision::kMixed;
+  return lowering::Precision::kFp32;
+}
+
 StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, target::TargetSpec target,
                                    bool measure_unit_memory = false) {
   LoweredModel out;
@@ -377,8 +388,7 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
   if (options.mode == Mode::kTrain && !model.loss_output.empty()) {
     IPU_ASSIGN_OR_RETURN(graph_loss, bind_model_loss(model, options));
   }
-  const bool half = options.precision == "fp16";
-  if (half) target.cycles = target::at_half_rates(target.cycles);
+  if (options.precision == "mixed") IPU_RETURN_IF_ERROR(passes::add_half_weight_copies(forward.graph));
   lowering::GraphInterface io;
   for (const auto& in : forward.inputs)
     io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
@@ -402,6 +412,7 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
     IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
                                               forward.graph, loss.loss, model.optimizer,
                                               {options.gradient_accumulation, options.replicas, stages}));
+    if (options.precision != "fp32") passes::keep_output_softmax_float32(forward.graph, loss.loss);
     // SparseCrossEntropy and DenseLoss skip padding rows; a loss the graph computes cannot.
     const ir::OpKind loss_kind = forward.graph.op(forward.graph.value(loss.loss).producer).kind;
     out.loss_counts_padding =
@@ -436,7 +447,7 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                                              schedule,
                                              options.recompute,
                                              measure_unit_memory,
-                                             half ? lowering::Precision::kFp16 : lowering::Precision::kFp32};
+                                             lowering_precision(options.precision)};
   auto lowered = lowering::lower_graph(forward.graph, io, target, lowering_options, ir::op_lowerings());
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
   out.lowered = std::move(*lowered);

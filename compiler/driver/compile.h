@@ -71,9 +71,11 @@ struct CompileOptions {
   uint32_t pipeline_stages = 0;
   std::string schedule = "grouped"; // pipeline schedule: grouped, interleaved, sequential
   bool recompute = false;           // pipelines: recompute activations instead of stashing them
-  // "fp32", or "fp16": inputs, weights and activations are IEEE half, with fp32 partial sums,
-  // losses and metrics, at the AMP unit's fp16 rates (lowering::Precision; inference only for
-  // now). "mixed" (fp32 master weights for training) is refused until training supports it.
+  // "fp32"; "fp16": inputs, weights, activations and activation gradients are IEEE half, with
+  // fp32 partial sums, losses, metrics, weight gradients and optimizer state, the forward and
+  // backward at the AMP unit's fp16 rates; "mixed" (training only): as fp16, but the weights are
+  // fp32 masters that a cast copies to fp16 each step (lowering::Precision, docs/training.md).
+  // Training in fp16 or mixed scales the loss statically (2^15) unless `loss_scaling` is given.
   std::string precision = "fp32";
   // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
   std::map<std::string, frontend::ConstantInput> constant_inputs;

@@ -132,6 +132,22 @@ void Graph::remove_ops(const std::vector<int>& ids) {
   m_ops = std::move(kept);
 }
 
+void Graph::move_ops_to_front(const std::vector<int>& ids) {
+  std::vector<Op> ordered;
+  ordered.reserve(m_ops.size());
+  for (int id : ids)
+    ordered.push_back(m_ops.at(static_cast<size_t>(id)));
+  for (const Op& op : m_ops) {
+    if (std::find(ids.begin(), ids.end(), op.id) == ids.end()) ordered.push_back(op);
+  }
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    ordered[i].id = static_cast<int>(i);
+    for (int out : ordered[i].outputs)
+      m_values[static_cast<size_t>(out)].producer = ordered[i].id;
+  }
+  m_ops = std::move(ordered);
+}
+
 std::string Graph::to_string() const {
   std::ostringstream out;
   static const char* kPhase[] = {"forward", "loss", "backward", "clip", "update"};

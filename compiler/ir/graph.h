@@ -61,6 +61,10 @@ struct Value {
   // The model declares it float16 (an ONNX FLOAT16 value): stored FLOAT16 on the device, so
   // every write rounds it to binary16, whatever --precision says; ops still compute in float32.
   bool declared_half = false;
+  // Stays FLOAT32 in a program computing in fp16 (lowering::Precision), where a backward value
+  // would be FLOAT16: a weight's gradient (its update's fp32 input, from fp32 partial sums) and
+  // the loss scale.
+  bool keeps_float32 = false;
 };
 
 struct Op {
@@ -119,6 +123,10 @@ public:
   // Removes ops whose outputs another op now produces (a fusion): the remaining ops are
   // renumbered in order and their outputs' producers updated.
   void remove_ops(const std::vector<int>& ids);
+  // Moves ops `ids` (in that order) before every other op, renumbering all and updating their
+  // outputs' producers: passes walk ops by index as a topological order, so an op added to feed
+  // earlier ops (passes/mixed_precision.h) must move there.
+  void move_ops_to_front(const std::vector<int>& ids);
 
   std::string to_string() const; // one line per op, for `ipucc compile --dump-ir` and tests
 

@@ -12,12 +12,28 @@
 namespace ipu::lowering {
 namespace {
 
-format::DType to_format(const ir::Value& v, Precision precision) {
+// Whether `v` is binary16 under `precision` (docs/training.md, "Precision"): what the forward
+// and backward compute, and the weights they read (in mixed precision, the casts' copies of them).
+bool is_half(const ir::Graph& graph, const ir::Value& v, Precision precision) {
+  if (precision == Precision::kFp32 || v.type.dtype != ir::DType::kFloat32 || v.keeps_float32) return false;
+  switch (v.role) {
+  case ir::Role::kInput:
+  case ir::Role::kActivation:
+  case ir::Role::kConstant:
+    return true;
+  case ir::Role::kWeight:
+    return precision == Precision::kFp16;
+  case ir::Role::kGradient: // the backward's; the clip and update phases compute in fp32
+    return v.producer >= 0 && graph.op(v.producer).phase == ir::Phase::kBackward;
+  default:
+    return false;
+  }
+}
+
+format::DType to_format(const ir::Graph& graph, const ir::Value& v, Precision precision) {
   if (v.declared_half) return format::FLOAT16;
   if (v.type.dtype != ir::DType::kFloat32) return format::INT32;
-  const bool half_role = v.role == ir::Role::kInput || v.role == ir::Role::kWeight ||
-                         v.role == ir::Role::kActivation || v.role == ir::Role::kConstant;
-  return precision == Precision::kFp16 && half_role ? format::FLOAT16 : format::FLOAT32;
+  return is_half(graph, v, precision) ? format::FLOAT16 : format::FLOAT32;
 }
 
 // Sorted by tensor and begin, overlapping and adjacent ranges of a tensor merged.
@@ -95,8 +111,15 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 LowerContext::LowerContext(const ir::Graph& graph, const target::TargetSpec& target,
                            format::Executable& executable, Precision precision)
-    : m_graph(graph), m_target(target), m_exe(executable), m_precision(precision),
-      m_value_tensor(graph.values().size(), -1) {}
+    : m_graph(graph), m_target(target), m_half_rates_target(target), m_exe(executable),
+      m_precision(precision), m_value_tensor(graph.values().size(), -1) {
+  m_half_rates_target.cycles = target::at_half_rates(target.cycles);
+}
+
+void LowerContext::begin_phase(ir::Phase phase) {
+  m_half_rates =
+      m_precision != Precision::kFp32 && (phase == ir::Phase::kForward || phase == ir::Phase::kBackward);
+}
 
 uint32_t LowerContext::tensor(int value) {
   int64_t& slot = m_value_tensor.at(static_cast<size_t>(value));
@@ -104,7 +127,7 @@ uint32_t LowerContext::tensor(int value) {
   const ir::Value& v = m_graph.value(value);
   format::Tensor* t = m_exe.add_tensors();
   t->set_name(v.name);
-  t->set_dtype(to_format(v, m_precision));
+  t->set_dtype(to_format(m_graph, v, m_precision));
   for (int64_t d : v.type.shape)
     t->add_shape(d);
   t->set_role(to_format(v.role));
@@ -322,18 +345,26 @@ void LowerContext::emit(uint32_t tile, VertexSpec spec) { // NOLINT(performance-
   for (const Region& w : spec.writes) {
     m_record.tensors.insert(w.tensor);
     auto& pending = m_pending_writes[w.tensor];
-    const bool half = m_exe.tensors(static_cast<int>(w.tensor)).dtype() == format::FLOAT16;
     for (int64_t r = w.row_begin; r < w.row_end; ++r) {
-      const auto begin = static_cast<uint64_t>(r * w.row_stride + w.col_begin);
-      const auto end = static_cast<uint64_t>(r * w.row_stride + w.col_end);
-      pending.push_back(interval(tile, begin, end));
-      if (half && begin < end) {
-        format::TensorRange& range = m_rounded.emplace_back();
-        range.set_tensor(w.tensor);
-        range.set_begin(begin);
-        range.set_end(end);
-      }
+      pending.push_back(interval(tile, static_cast<uint64_t>(r * w.row_stride + w.col_begin),
+                                 static_cast<uint64_t>(r * w.row_stride + w.col_end)));
     }
+    round_if_half(w);
+  }
+  for (const Region& w : spec.in_place)
+    round_if_half(w);
+}
+
+void LowerContext::round_if_half(const Region& written) {
+  if (m_exe.tensors(static_cast<int>(written.tensor)).dtype() != format::FLOAT16) return;
+  for (int64_t r = written.row_begin; r < written.row_end; ++r) {
+    const auto begin = static_cast<uint64_t>(r * written.row_stride + written.col_begin);
+    const auto end = static_cast<uint64_t>(r * written.row_stride + written.col_end);
+    if (begin >= end) continue;
+    format::TensorRange& range = m_rounded.emplace_back();
+    range.set_tensor(written.tensor);
+    range.set_begin(begin);
+    range.set_end(end);
   }
 }
 

@@ -43,6 +43,9 @@ struct VertexSpec {
   double compute_cycles = 0; // excluding the per-vertex overhead, which the context adds
   std::vector<Region> reads;
   std::vector<Region> writes;
+  // Regions of `reads` the vertex also updates in place (an optimizer's weight): their mapping
+  // stays; those of FLOAT16 tensors are rounded after the compute set, as writes are.
+  std::vector<Region> in_place;
 };
 
 // A StageCopy: `source` (on IPU source_stage) travels to `destination` (on destination_stage).
@@ -60,11 +63,15 @@ struct ComputeSetRecord {
   std::set<uint32_t> tensors;                  // tensors read or written
 };
 
-// The dtype of the graph's float values in the executable. kFp16 (automatic mixed precision, as
-// Keras's mixed_float16 policy on IPUs): inputs, weights, constants and activations are FLOAT16;
-// losses, metrics, labels and the lowering's partial sums (add_temporary) stay FLOAT32. A value
-// the model declares float16 (ir::Value::declared_half) is FLOAT16 under either precision.
-enum class Precision { kFp32, kFp16 };
+// The dtype of the graph's float values in the executable (docs/training.md, "Precision"), as
+// Keras's mixed_float16 policy and Graphcore's AMP. kFp16: inputs, weights, constants, activations
+// and the backward's values (activation gradients) are FLOAT16; losses, metrics, labels, weight
+// gradients (ir::Value::keeps_float32), optimizer state, accumulators, what the clip and update
+// phases compute and the lowering's partial sums (add_temporary) stay FLOAT32. kMixed: as kFp16,
+// but the weights stay FLOAT32 (masters) and the forward reads their fp16 copies
+// (passes/mixed_precision.h). The forward and backward are costed at the fp16 rates. A value the
+// model declares float16 (ir::Value::declared_half) is FLOAT16 under any precision.
+enum class Precision { kFp32, kFp16, kMixed };
 
 class LowerContext {
 public:
@@ -72,7 +79,11 @@ public:
                Precision precision = Precision::kFp32);
 
   const ir::Graph& graph() const { return m_graph; }
-  const target::TargetSpec& target() const { return m_target; }
+  // The target, its cycle model at the rates of the phase being lowered (begin_phase).
+  const target::TargetSpec& target() const { return m_half_rates ? m_half_rates_target : m_target; }
+  // Ops of `phase` are lowered next: the forward and backward of an fp16 or mixed program compute
+  // in fp16 (target::at_half_rates); the loss, clip and update phases in fp32.
+  void begin_phase(ir::Phase phase);
 
   // The executable tensor of an IR value, created on first use.
   uint32_t tensor(int value);
@@ -136,11 +147,15 @@ public:
 
 private:
   uint32_t lightest_window(uint32_t width) const;
+  // Lists `written`'s elements in the open compute set's ComputeSet.rounded if its tensor is FLOAT16.
+  void round_if_half(const Region& written);
   void set_mapping(uint32_t tensor, std::vector<format::Interval> intervals);
   void map_tensor_linearly(uint32_t tensor);
 
   const ir::Graph& m_graph;
   const target::TargetSpec& m_target;
+  target::TargetSpec m_half_rates_target; // m_target at the fp16 rates
+  bool m_half_rates = false;
   format::Executable& m_exe;
   Precision m_precision = Precision::kFp32;
   // Elements of FLOAT16 tensors the open compute set's vertices write (ComputeSet.rounded).

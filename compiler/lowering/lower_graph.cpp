@@ -44,6 +44,7 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
     level_of_op[op.id] = level;
     ops_by_level[level].push_back(op.id);
   }
+  ctx.begin_phase(phase);
   std::vector<uint32_t> sets;
   for (const auto& [level, ops] : ops_by_level) {
     ctx.begin_compute_set(

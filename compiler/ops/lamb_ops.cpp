@@ -106,6 +106,7 @@ Status lower_lamb_apply(LowerContext& ctx, const Op& op) {
     v.reads = {lowering::flat_region(operands[0], begin, end), lowering::flat_region(operands[1], begin, end),
                lowering::flat_region(operands[2], 0, 1), lowering::flat_region(operands[3], 0, 1),
                hyper_parameters_region(operands[4])};
+    v.in_place = {lowering::flat_region(operands[0], begin, end)};
     return v;
   });
   return Status();

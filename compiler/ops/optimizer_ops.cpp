@@ -85,8 +85,11 @@ void lower_update(LowerContext& ctx, const Op& op, format::Codelet codelet, doub
     v.params = params(begin, end);
     v.fparams = {gradient_scale};
     v.compute_cycles = per_element * static_cast<double>(end - begin);
-    for (size_t i = 0; i < elementwise; ++i)
+    for (size_t i = 0; i < elementwise; ++i) {
       v.reads.push_back(lowering::flat_region(operands[i], begin, end));
+      // The weight and its state; the gradient (operand 1) is an fp32 value or accumulator.
+      if (i != 1) v.in_place.push_back(lowering::flat_region(operands[i], begin, end));
+    }
     if (step) v.reads.push_back(lowering::flat_region(step_count, 0, 1));
     v.reads.push_back(lowering::flat_region(hyper, 0, format::kHyperParameterCount));
     return v;

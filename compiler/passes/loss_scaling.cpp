@@ -14,7 +14,9 @@ StatusOr<int> loss_scale_factor(ir::Graph& graph, int hyper, bool reciprocal, ir
                            "@stage" + std::to_string(stage);
   IPU_ASSIGN_OR_RETURN(int op,
                        graph.add_op(ir::OpKind::kLossScaleFactor, name, {hyper}, attrs, phase, stage));
-  return graph.op(op).outputs[0];
+  const int factor = graph.op(op).outputs[0];
+  graph.value(factor).keeps_float32 = true; // a scale may exceed binary16's largest value
+  return factor;
 }
 
 } // namespace

@@ -401,6 +401,8 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
   for (int w : graph.values_with_role(ir::Role::kWeight)) {
     int gradient = context.gradient_of(w);
     if (gradient < 0) continue; // a weight the loss does not depend on stays as it is
+    // In fp16 and mixed precision, what the update reads stays fp32 (docs/training.md).
+    graph.value(gradient).keeps_float32 = true;
     const ir::Value weight = graph.value(w);
     if (accumulate) {
       const int acc =
