@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "compiler/frontend/onnx_ops.h"
+#include "compiler/frontend/onnx_tensor_helpers.h"
 #include "runtime/base/printable.h"
 #include "runtime/data/tensor_proto.h"
 
@@ -283,6 +284,7 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
   }
   io.value = graph.add_value(in.name(), {ir::DType::kFloat32, shape}, ir::Role::kInput);
   graph.value(io.value).declared_half = io.dtype == "f2";
+  graph.value(io.value).keeps_float32 = is_integer_dtype(io.dtype);
   return io;
 }
 

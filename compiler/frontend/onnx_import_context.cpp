@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "compiler/frontend/onnx_ops.h"
+#include "compiler/frontend/onnx_tensor_helpers.h"
 
 namespace ipu::frontend {
 namespace {
@@ -57,6 +58,7 @@ StatusOr<int> OnnxImportContext::materialize(const std::string& name, int stage)
     const int id = m_graph.add_value(name, {ir::DType::kFloat32, array.shape}, role);
     m_graph.value(id).initial = std::move(values);
     m_graph.value(id).declared_half = array.dtype == "f2";
+    m_graph.value(id).keeps_float32 = is_integer_dtype(array.dtype);
     m_graph.value(id).stage = stage;
     m_values[name] = id;
     return id;
@@ -140,6 +142,7 @@ void OnnxImportContext::set_output(int index, int value, const std::string& dtyp
   // A converter's float16 output is a value of its own (Cast copies), so this marks no float32
   // value; the ops that write it compute in float32 and the device rounds what they write.
   if (host_dtype == "f2") m_graph.value(value).declared_half = true;
+  if (is_integer_dtype(host_dtype)) m_graph.value(value).keeps_float32 = true;
 }
 
 std::string OnnxImportContext::float_dtype() const {
@@ -160,11 +163,12 @@ StatusOr<int> OnnxImportContext::add_op(ir::OpKind kind, std::vector<int> inputs
 }
 
 int OnnxImportContext::add_constant_tensor(const std::string& suffix, std::vector<int64_t> shape,
-                                           std::vector<float> values) {
+                                           std::vector<float> values, bool holds_integers) {
   const std::string name = (m_node->name().empty() ? m_node->op_type() : m_node->name()) + suffix;
   const int id = m_graph.add_value(name, {ir::DType::kFloat32, std::move(shape)}, ir::Role::kConstant);
   m_graph.value(id).initial = std::move(values);
   m_graph.value(id).stage = m_stage;
+  m_graph.value(id).keeps_float32 = holds_integers;
   return id;
 }
 

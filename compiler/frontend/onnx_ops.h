@@ -72,8 +72,10 @@ public:
   StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {},
                        const std::string& suffix = "");
   // A float32 constant tensor computed at import (folded parameters, gather indices), named after
-  // the node (plus `suffix`), on this node's stage.
-  int add_constant_tensor(const std::string& suffix, std::vector<int64_t> shape, std::vector<float> values);
+  // the node (plus `suffix`), on this node's stage. `holds_integers`: it stays FLOAT32 under
+  // --precision fp16 (ir::Value::keeps_float32), as indices must.
+  int add_constant_tensor(const std::string& suffix, std::vector<int64_t> shape, std::vector<float> values,
+                          bool holds_integers = false);
   // `value` reshaped (a Reshape op unless the shape is already `shape`).
   StatusOr<int> reshape(int value, std::vector<int64_t> shape, const std::string& suffix = "");
   const std::vector<int64_t>& shape(int value) const { return m_graph.value(value).type.shape; }

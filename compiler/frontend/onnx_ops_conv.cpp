@@ -176,7 +176,7 @@ Status convert_conv_3d(OnnxImportContext& ctx, int x, int w, const std::vector<i
     for (int64_t kd = 0; kd < kernel[0]; ++kd)
       taps.push_back(static_cast<float>(od * axes.strides[0] + kd * axes.dilations[0]));
   }
-  const int indices = ctx.add_constant_tensor("/depth_taps", {out_d, kernel[0]}, std::move(taps));
+  const int indices = ctx.add_constant_tensor("/depth_taps", {out_d, kernel[0]}, std::move(taps), true);
   ir::AxisAttrs gather;
   gather.axis = 2;
   IPU_ASSIGN_OR_RETURN(int windows, ctx.add_op(OpKind::kGather, {padded, indices}, gather,

@@ -261,7 +261,8 @@ StatusOr<int> pad_by_gather(OnnxImportContext& ctx, int x, const std::string& mo
     for (int64_t j = 0; j < out; ++j) {
       indices[static_cast<size_t>(j)] = static_cast<float>(pad_source_index(mode, j, before[axis], size));
     }
-    const int id = ctx.add_constant_tensor("/indices" + std::to_string(axis), {out}, std::move(indices));
+    const int id =
+        ctx.add_constant_tensor("/indices" + std::to_string(axis), {out}, std::move(indices), true);
     ir::AxisAttrs attrs;
     attrs.axis = static_cast<int64_t>(axis);
     IPU_ASSIGN_OR_RETURN(x, ctx.add_op(ir::OpKind::kGather, {x, id}, attrs, "/axis" + std::to_string(axis)));

@@ -61,9 +61,10 @@ struct Value {
   // The model declares it float16 (an ONNX FLOAT16 value): stored FLOAT16 on the device, so
   // every write rounds it to binary16, whatever --precision says; ops still compute in float32.
   bool declared_half = false;
-  // Stays FLOAT32 in a program computing in fp16 (lowering::Precision), where a backward value
-  // would be FLOAT16: a weight's gradient (its update's fp32 input, from fp32 partial sums) and
-  // the loss scale.
+  // Stays FLOAT32 in a program computing in fp16 (lowering::Precision), where it would be FLOAT16:
+  // a weight's gradient (its update's fp32 input, from fp32 partial sums), the loss scale, and a
+  // value holding integers (an ONNX integer or bool value, gather indices: binary16 holds
+  // integers exactly only up to 2048).
   bool keeps_float32 = false;
 };
 

@@ -116,6 +116,34 @@ assert np.abs(s - n).max() < 0.05, np.abs(s - n).max()
 PY
 }
 
+# Integers stay exact: binary16 holds them only up to 2048, so an ONNX integer value (token ids)
+# and the indices the importer makes stay FLOAT32 in an fp16 program.
+test_integer_values_stay_exact_in_fp16() {
+  "$PYTHON" -c 'import onnx' 2>/dev/null || skip "no onnx Python package"
+  "$PYTHON" - <<'PY' || fail "could not write the model"
+import numpy as np, onnx
+from onnx import TensorProto, helper, numpy_helper
+table = np.arange(10000, dtype=np.float32).reshape(5000, 2) / 8
+# Pad (edge) gathers rows 0, 0, 0, 0, 1, ..., 4999 of the table: indices past 2048.
+nodes = [helper.make_node("Pad", ["table", "pads"], ["padded"], name="pad", mode="edge"),
+         helper.make_node("Gather", ["padded", "ids"], ["out"], name="lookup", axis=0)]
+graph = helper.make_graph(
+    nodes, "ids", [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", 3])],
+    [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["batch", 3, 2])],
+    [numpy_helper.from_array(table, "table"), numpy_helper.from_array(np.array([3, 0, 0, 0], np.int64), "pads")])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), "ids.onnx")
+np.save("ids.npy", np.array([[4097, 2049, 3], [5002, 2051, 0]], np.int64))
+PY
+  expect_exit 0 "$IPURUN" predict ids.onnx --precision fp16 --batch-size 2 --input ids=ids.npy --output out.npy
+  "$PYTHON" - <<'PY' || fail "the fp16 lookup read other rows than the ids name"
+import numpy as np
+table = (np.arange(10000, dtype=np.float32).reshape(5000, 2) / 8).astype(np.float16)
+want = np.pad(table, [(3, 0), (0, 0)], mode="edge")[np.load("ids.npy")]
+got = np.load("out.npy")
+assert got.dtype == np.float16 and np.array_equal(got, want), np.argwhere(got != want)[:5]
+PY
+}
+
 test_unknown_precisions_are_refused() {
   expect_error 2 "--precision" -- "$IPUCC" compile "$TUTORIAL" --precision bf16
   expect_error 2 "--rounding-seed" -- "$IPURUN" predict "$TUTORIAL" --data synthetic:10 --rounding-seed 3
