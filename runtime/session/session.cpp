@@ -614,9 +614,14 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       r.steps += S;
       r.samples += S * B;
       if (progress) {
-        progress({epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
-                  s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start), false,
-                  std::nullopt});
+        Progress p{epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
+                   s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start), false,
+                   std::nullopt};
+        if (s.stream_loss_scale) {
+          p.loss_scale = r.loss_scale;
+          p.skipped_updates = r.skipped_updates;
+        }
+        progress(p);
       }
     }
     r.loss = loss_sum / static_cast<double>(r.steps);
@@ -630,8 +635,14 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
         return validated.status().with_context("epoch " + std::to_string(epoch) + ": validation");
       r.validation = *validated;
     }
-    if (progress)
-      progress({epoch, options.epochs, r.steps, steps, r.loss, r.metrics, r.seconds, true, r.validation});
+    if (progress) {
+      Progress p{epoch, options.epochs, r.steps, steps, r.loss, r.metrics, r.seconds, true, r.validation};
+      if (s.stream_loss_scale) {
+        p.loss_scale = r.loss_scale;
+        p.skipped_updates = r.skipped_updates;
+      }
+      progress(p);
+    }
     results.push_back(r);
     if (options.on_epoch_end) {
       IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsToHostProgram));

@@ -107,6 +107,10 @@ struct Progress {
   double seconds = 0;
   bool epoch_done = false;
   std::optional<EvaluateResult> validation; // with epoch_done, when fit validates
+  // Dynamic loss scaling: the scale of the last update so far and the epoch's skipped updates
+  // (NaN and -1 without it).
+  double loss_scale = std::numeric_limits<double>::quiet_NaN();
+  int64_t skipped_updates = -1;
 };
 using ProgressFn = std::function<void(const Progress&)>;
 

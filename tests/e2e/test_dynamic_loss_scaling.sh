@@ -80,6 +80,10 @@ test_the_scale_follows_keras_schedule_step_for_step() {
   expect_json "$STDOUT" 'all([e["loss_scale"] for e in d["epochs"]] == [l["loss_scales"][15], l["loss_scales"][31]]
     and [e["skipped_updates"] for e in d["epochs"]] == [sum(l["skipped"][:16]), sum(l["skipped"][16:])]
     for l in [json.load(open("log.json"))])' "--json's loss_scale and skipped_updates"
+  # The plain progress line: the epoch's last scale and its skipped updates.
+  expect_exit 0 "$IPURUN" train overflow.ipuexe "${DATA[@]}" --steps-per-epoch 16 --progress plain
+  grep -q "loss_scale: $(json_get history.json '"%g" % d["loss_scale"][0]') - skipped: $(json_get history.json \
+    'd["skipped_updates"][0]')$" "$STDERR" || fail "the progress line lacks the scale and skipped updates"
   expect_json history.json '(d["loss_scale"] == [e["loss_scale"] for e in d["epochs"]]
     and d["skipped_updates"] == [e["skipped_updates"] for e in d["epochs"]] and sum(d["skipped_updates"]) > 0)'
   # Gradient accumulation: one scale per update of 4 micro-batches, Adam.
