@@ -239,13 +239,15 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   if (options.loss_scaling) {
     const std::optional<passes::LossScalingMode> mode = passes::loss_scaling_mode(*options.loss_scaling);
     if (!mode)
-      return bad_option("--loss-scaling must be none, static or dynamic, got '" + *options.loss_scaling + "'");
+      return bad_option("--loss-scaling must be none, static or dynamic, got '" + *options.loss_scaling +
+                        "'");
     optimizer.loss_scaling.mode = *mode;
   }
   if (options.loss_scale_growth_steps) {
     if (optimizer.loss_scaling.mode != passes::LossScalingMode::kDynamic)
-      return bad_option("--loss-scale-growth-steps needs dynamic loss scaling: give --loss-scaling dynamic (or a "
-                        "spec whose LossScaleOptimizer is dynamic)");
+      return bad_option(
+          "--loss-scale-growth-steps needs dynamic loss scaling: give --loss-scaling dynamic (or a "
+          "spec whose LossScaleOptimizer is dynamic)");
     optimizer.loss_scaling.growth_steps = *options.loss_scale_growth_steps;
   }
   if (options.loss_scale) {

@@ -186,8 +186,8 @@ format::CycleBreakdown ProgramBuilder::estimate_breakdown(const format::Program&
     return out;
   case format::Program::kConditional: {
     const format::Conditional& c = program.conditional();
-    return estimate_breakdown(estimate_cycles(c.then_body()) >= estimate_cycles(c.else_body()) ? c.then_body()
-                                                                                              : c.else_body());
+    return estimate_breakdown(
+        estimate_cycles(c.then_body()) >= estimate_cycles(c.else_body()) ? c.then_body() : c.else_body());
   }
   default:
     out.set_transfer(estimate_cycles(program));

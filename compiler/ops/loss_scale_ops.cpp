@@ -122,7 +122,8 @@ const OpDefinition& loss_scale_update_op() {
 }
 
 const OpDefinition& zero_gradient_op() {
-  static const OpDefinition def{{OpKind::kZeroGradient, 1, infer_zero_gradient, nullptr}, lower_zero_gradient};
+  static const OpDefinition def{{OpKind::kZeroGradient, 1, infer_zero_gradient, nullptr},
+                                lower_zero_gradient};
   return def;
 }
 

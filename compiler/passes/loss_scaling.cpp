@@ -114,7 +114,8 @@ Status add_dynamic_loss_scale_update(ir::Graph& graph, const std::vector<int>& u
     ir::LossScaleUpdateAttrs attrs;
     attrs.growth_steps = growth_steps;
     IPU_RETURN_IF_ERROR(graph
-                            .add_op(ir::OpKind::kLossScaleUpdate, "loss_scale/update@stage" + std::to_string(stage),
+                            .add_op(ir::OpKind::kLossScaleUpdate,
+                                    "loss_scale/update@stage" + std::to_string(stage),
                                     {state_of_stage(stage), all}, attrs, ir::Phase::kLossScale, stage)
                             .status());
   }

@@ -374,8 +374,9 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     if (!dynamic) return hyper_parameters(stage);
     auto found = state_of_stage.find(stage);
     if (found == state_of_stage.end())
-      found = state_of_stage.emplace(stage, add_loss_scale_state(graph, stage, config.loss_scaling.initial_scale))
-                  .first;
+      found =
+          state_of_stage.emplace(stage, add_loss_scale_state(graph, stage, config.loss_scaling.initial_scale))
+              .first;
     return found->second;
   };
   ir::GradContext context(graph);

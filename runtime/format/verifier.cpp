@@ -222,7 +222,8 @@ Status claim_branch_tensors(ProgramCheck& check, const Program& program, int dep
     return Status();
   }
   default:
-    return data_loss(where + ": a parallel branch may only execute compute sets and copy tensors (conditionally or not)");
+    return data_loss(
+        where + ": a parallel branch may only execute compute sets and copy tensors (conditionally or not)");
   }
 }
 
@@ -539,7 +540,8 @@ Status verify_host_contract(const Executable& exe) {
     }
   }
   if (const Stream* loss_scale = find_stream(exe, kLossScaleStream)) {
-    IPU_RETURN_IF_ERROR(expect_stream(*loss_scale, FLOAT32, {2}, "the scale of each update and whether it skipped"));
+    IPU_RETURN_IF_ERROR(
+        expect_stream(*loss_scale, FLOAT32, {2}, "the scale of each update and whether it skipped"));
     if (loss_scale->direction() != Stream::DEVICE_TO_HOST)
       return data_loss(stream_label(*loss_scale) + ": must carry the loss scale to the host");
   }

@@ -85,7 +85,8 @@ Status validate_loss_scale_update(const format::Vertex& v, const std::vector<Ope
   IPU_RETURN_IF_ERROR(expect_elements({v.params(P::kStages)}, ops[3].elements, "finite checks"));
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < v.operands_size(); ++j) {
-      if (i != j && v.operands(i) == v.operands(j)) return invalid_argument("an output aliases another operand");
+      if (i != j && v.operands(i) == v.operands(j))
+        return invalid_argument("an output aliases another operand");
     }
   }
   // The counter is a float: exact up to 2^24.

@@ -602,7 +602,8 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
         if (!out.loss_scales.empty()) r.loss_scale = out.loss_scales.back();
         r.skipped_updates = std::max<int64_t>(r.skipped_updates, 0) + skipped;
         if (step_log) {
-          step_log->loss_scales.insert(step_log->loss_scales.end(), out.loss_scales.begin(), out.loss_scales.end());
+          step_log->loss_scales.insert(step_log->loss_scales.end(), out.loss_scales.begin(),
+                                       out.loss_scales.end());
           step_log->skipped.insert(step_log->skipped.end(), out.skipped.begin(), out.skipped.end());
         }
       }
@@ -614,8 +615,14 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       r.steps += S;
       r.samples += S * B;
       if (progress) {
-        Progress p{epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
-                   s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start), false,
+        Progress p{epoch,
+                   options.epochs,
+                   r.steps,
+                   steps,
+                   loss_sum / static_cast<double>(r.steps),
+                   s.metric_values(sums, static_cast<double>(r.samples)),
+                   seconds_since(start),
+                   false,
                    std::nullopt};
         if (s.stream_loss_scale) {
           p.loss_scale = r.loss_scale;

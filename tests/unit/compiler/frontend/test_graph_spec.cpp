@@ -1152,7 +1152,8 @@ TEST_CASE("graph spec: Keras's LossScaleOptimizer wraps the optimizer with loss 
   CHECK(keras3.optimizer.loss_scaling.mode == LossScalingMode::kDynamic);
   CHECK(keras3.optimizer.loss_scaling.initial_scale == 1024.0f);
   CHECK(keras3.optimizer.loss_scaling.growth_steps == 3);
-  const ModelSpec dynamic = parse_ok(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+  const ModelSpec dynamic =
+      parse_ok(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
       {"inner_optimizer": {"type": "sgd"}, "dynamic": true}})"));
   CHECK(dynamic.optimizer.loss_scaling.mode == LossScalingMode::kDynamic);
   CHECK(dynamic.optimizer.loss_scaling.initial_scale == 32768.0f);
@@ -1160,7 +1161,8 @@ TEST_CASE("graph spec: Keras's LossScaleOptimizer wraps the optimizer with loss 
   for (const char* bad : {"0", "2.5", "16777217", "\"3\""}) {
     CAPTURE(bad);
     expect_problems(seq(layers, std::string(R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
-      {"inner_optimizer": {"type": "sgd"}, "dynamic_growth_steps": )") + bad + "}}"),
+      {"inner_optimizer": {"type": "sgd"}, "dynamic_growth_steps": )") +
+                                    bad + "}}"),
                     {"'dynamic_growth_steps' must be an integer in [1, 2^24]"});
   }
   expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":

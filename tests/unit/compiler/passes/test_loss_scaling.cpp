@@ -120,7 +120,8 @@ TEST_CASE("passes: dynamic loss scaling in a pipeline decides on every stage's g
   // The report reaches the host once per update.
   bool stream = false;
   for (const auto& s : exe.streams())
-    stream = stream || (s.name() == format::kLossScaleStream && s.direction() == format::Stream::DEVICE_TO_HOST);
+    stream =
+        stream || (s.name() == format::kLossScaleStream && s.direction() == format::Stream::DEVICE_TO_HOST);
   CHECK(stream);
 }
 

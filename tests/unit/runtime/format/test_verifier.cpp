@@ -358,14 +358,10 @@ TEST_CASE("verifier: conditionals") {
       },
       "a conditional's condition must be a non-empty float32 tensor");
   expect_rejected(
-      [](Executable& e) {
-        predict_steps_add(e)->mutable_conditional()->mutable_then_body()->set_execute(5);
-      },
+      [](Executable& e) { predict_steps_add(e)->mutable_conditional()->mutable_then_body()->set_execute(5); },
       "executes compute set 5");
   expect_rejected(
-      [](Executable& e) {
-        predict_steps_add(e)->mutable_conditional()->mutable_else_body()->set_execute(5);
-      },
+      [](Executable& e) { predict_steps_add(e)->mutable_conditional()->mutable_else_body()->set_execute(5); },
       "executes compute set 5");
   // Either side may be empty.
   expect_accepted([](Executable& e) {

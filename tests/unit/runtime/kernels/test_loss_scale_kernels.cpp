@@ -85,15 +85,16 @@ TEST_CASE("kernels: LossScaleUpdate follows Keras's dynamic schedule") {
   CHECK(state == std::vector<float>{3.0e38f, 0.0f});
 
   CHECK(validate(Codelet::kLossScaleUpdate, {2, 1, 2, 3}, {2000, 3}).ok());
-  CHECK(!validate(Codelet::kLossScaleUpdate, {2, 1, 2, 3}, {2000, 2}).ok());  // the checks' count
-  CHECK(!validate(Codelet::kLossScaleUpdate, {2, 1, 2, 3}, {0, 3}).ok());     // growth steps >= 1
+  CHECK(!validate(Codelet::kLossScaleUpdate, {2, 1, 2, 3}, {2000, 2}).ok()); // the checks' count
+  CHECK(!validate(Codelet::kLossScaleUpdate, {2, 1, 2, 3}, {0, 3}).ok());    // growth steps >= 1
   CHECK(!validate(Codelet::kLossScaleUpdate, {2, 1, 2, 3}, {int64_t{1} << 25, 3}).ok());
-  CHECK(!validate(Codelet::kLossScaleUpdate, {3, 1, 2, 3}, {2000, 3}).ok());  // the state
+  CHECK(!validate(Codelet::kLossScaleUpdate, {3, 1, 2, 3}, {2000, 3}).ok()); // the state
   CHECK(!validate(Codelet::kLossScaleUpdate, {2, 1, 2}, {2000, 1}).ok());
 }
 
 TEST_CASE("kernels: ZeroInPlace zeroes its range, infinities and NaNs too") {
-  std::vector<float> x = {1.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 4.0f};
+  std::vector<float> x = {1.0f, std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(), 4.0f};
   run(Codelet::kZeroInPlace, {x.data()}, {1, 3});
   CHECK(x[0] == 1.0f);
   CHECK(x[1] == 0.0f);
