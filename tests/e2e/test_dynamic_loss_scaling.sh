@@ -206,6 +206,30 @@ assert read("optimizer/loss_scale") == read("optimizer/loss_scale@1")
 PY
 }
 
+# Only the second stage overflows: the first stage's output (dense3) is made 1e10 and the second
+# stage's first kernel (dense4) 1e-10 times what it was, so the forward pass computes what it did
+# while dense4's kernel gradient (1e10 times the activations' gradient, times the scale 1e30)
+# overflows and every gradient sent back to the first stage shrinks by 1e10. The first stage's
+# gradients are finite, yet its update is skipped with the second's: the decision is global.
+test_one_stage_overflowing_skips_both() {
+  compile_to staged.ipuexe "$STAGED" --num-ipus 2 --momentum 0.5 --loss-scaling dynamic --loss-scale 1e30
+  expect_exit 0 "$IPURUN" train staged.ipuexe "${DATA[@]}" --steps-per-epoch 2 "${QUIET[@]}" --save-weights base
+  "$PYTHON" - base <<'PY' || fail "could not rescale the checkpoint"
+import json, os, sys, numpy
+d = sys.argv[1]
+i = json.load(open(os.path.join(d, "index.json")))
+def scale(name, f):
+    path = os.path.join(d, i[name])
+    numpy.save(path, f(numpy.load(path)).astype(numpy.float32))
+scale("dense3/bias", lambda b: b + numpy.float32(1e10))
+scale("dense4/kernel", lambda k: k * numpy.float32(1e-10))
+PY
+  expect_exit 0 "$IPURUN" train staged.ipuexe "${DATA[@]}" --steps-per-epoch 2 "${QUIET[@]}" --weights base \
+    --save-weights after --step-log log.json
+  expect_json log.json 'd["skipped"] == [True]' "the update after the rescaling"
+  expect_same_except_scale base after "both stages across the second stage's overflow"
+}
+
 # Keras's learning-rate schedules read the inner optimizer's iterations, which a skipped update
 # does not advance: with one update per execution the rate after a skip is the skipped one's.
 test_a_skipped_update_does_not_advance_the_schedule() {
