@@ -1,7 +1,6 @@
 #include "compiler/passes/loss_scaling.h"
 
 #include <map>
-#include <set>
 #include <string>
 
 #include "runtime/format/host_contract.h"
@@ -70,19 +69,11 @@ int add_loss_scale_state(ir::Graph& graph, int stage, float initial_scale) {
 
 Status add_dynamic_loss_scale_update(ir::Graph& graph, const std::vector<int>& unscaled,
                                      const std::vector<int>& accumulators,
-                                     const std::function<int(int)>& state_of_stage, int64_t growth_steps) {
+                                     const std::map<int, int>& state_of_stage, int64_t growth_steps) {
   std::map<int, std::vector<int>> by_stage;
   for (int g : unscaled)
     by_stage[graph.value(g).stage].push_back(g);
-  // Every stage that scales (the loss stage, each stage with gradients) keeps the scale: all run
-  // the same schedule on the same checks.
-  std::set<int> stages;
-  for (const ir::Value& v : graph.values()) {
-    if (v.role == ir::Role::kOptimizerState && v.name.rfind(format::kLossScaleStateTensor, 0) == 0)
-      stages.insert(v.stage);
-  }
-  for (const auto& [stage, values] : by_stage)
-    stages.insert(stage);
+  if (by_stage.empty()) return Status();   // no gradient: nothing to check, nothing to skip
   std::vector<std::pair<int, int>> checks; // (stage, value), in stage order
   for (const auto& [stage, values] : by_stage) {
     ir::SquaredNormAttrs attrs;
@@ -92,7 +83,8 @@ Status add_dynamic_loss_scale_update(ir::Graph& graph, const std::vector<int>& u
                                               attrs, ir::Phase::kClip, stage));
     checks.emplace_back(stage, graph.op(op).outputs[0]);
   }
-  for (int stage : stages) {
+  // Every stage that scales keeps the scale: all run the same schedule on the same checks.
+  for (const auto& [stage, state] : state_of_stage) {
     std::vector<int> inputs;
     for (const auto& [from, value] : checks) {
       if (from == stage) {
@@ -115,8 +107,8 @@ Status add_dynamic_loss_scale_update(ir::Graph& graph, const std::vector<int>& u
     attrs.growth_steps = growth_steps;
     IPU_RETURN_IF_ERROR(graph
                             .add_op(ir::OpKind::kLossScaleUpdate,
-                                    "loss_scale/update@stage" + std::to_string(stage),
-                                    {state_of_stage(stage), all}, attrs, ir::Phase::kLossScale, stage)
+                                    "loss_scale/update@stage" + std::to_string(stage), {state, all}, attrs,
+                                    ir::Phase::kLossScale, stage)
                             .status());
   }
   for (int acc : accumulators) {

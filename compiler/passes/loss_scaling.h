@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "compiler/ir/op_registry.h"
@@ -32,11 +33,12 @@ int add_loss_scale_state(ir::Graph& graph, int stage, float initial_scale);
 
 // Keras's dynamic schedule, given the unscaled gradients: per stage with gradients, a finite
 // check (a SquaredNorm of the gradients times 0: 0 when all are finite, NaN otherwise; kClip)
-// copied to every stage that has a state (kClip); on each such stage a LossScaleUpdate of all
+// copied to every stage of `state_of_stage` (stage → its add_loss_scale_state value: the loss
+// stage and every stage with gradients; kClip); on each such stage a LossScaleUpdate of all
 // checks in stage order (kLossScale), whose first output chooses between the stage's kUpdate and
 // kSkip phases; and in kSkip a ZeroGradient of each of `accumulators` on the stage.
 Status add_dynamic_loss_scale_update(ir::Graph& graph, const std::vector<int>& unscaled,
                                      const std::vector<int>& accumulators,
-                                     const std::function<int(int)>& state_of_stage, int64_t growth_steps);
+                                     const std::map<int, int>& state_of_stage, int64_t growth_steps);
 
 } // namespace ipu::passes

@@ -441,7 +441,7 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     for (size_t i = 0; i < updates.size(); ++i)
       updates[i].second = unscaled[i];
     if (dynamic) {
-      IPU_RETURN_IF_ERROR(add_dynamic_loss_scale_update(graph, unscaled, accumulators, scale_source,
+      IPU_RETURN_IF_ERROR(add_dynamic_loss_scale_update(graph, unscaled, accumulators, state_of_stage,
                                                         config.loss_scaling.growth_steps));
     }
   }
