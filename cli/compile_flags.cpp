@@ -118,13 +118,18 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                        "(Keras's global_clipnorm; 0: no clipping, the default)")
            ->check(CLI::NonNegativeNumber));
   keep(cmd->add_option("--loss-scaling", f.loss_scaling,
-                       "Loss scaling, as Keras's LossScaleOptimizer: none or static (default: the spec's, "
-                       "else none; docs/training.md)")
-           ->check(CLI::IsMember({"none", "static"})));
+                       "Loss scaling, as Keras's LossScaleOptimizer: none, static or dynamic (default: the "
+                       "spec's, else none; docs/training.md)")
+           ->check(CLI::IsMember({"none", "static", "dynamic"})));
   keep(cmd->add_option("--loss-scale", f.loss_scale,
-                       "The static loss scale (default 32768, Keras's initial_scale); a run-time value: "
-                       "ipurun train takes it on any executable compiled with static loss scaling")
+                       "The static loss scale, or the dynamic one's initial scale (default 32768, Keras's "
+                       "initial_scale); static: a run-time value, which ipurun train takes on any "
+                       "executable compiled with static loss scaling")
            ->check(positive_float32));
+  keep(cmd->add_option("--loss-scale-growth-steps", f.loss_scale_growth_steps,
+                       "Dynamic loss scaling: finite updates in a row before the scale doubles (default "
+                       "2000, Keras's dynamic_growth_steps)")
+           ->check(CLI::Range(int64_t{1}, format::kMaxLossScaleGrowthSteps)));
   keep(cmd->add_option(
       "--lr-schedule", f.lr_schedule,
       "Learning-rate schedule, Keras's, evaluated on the host before every update: "

@@ -48,6 +48,7 @@ struct CompileFlags {
   std::optional<float> global_clipnorm;
   std::string loss_scaling; // "": the spec's
   std::optional<float> loss_scale;
+  std::optional<int64_t> loss_scale_growth_steps;
   std::string lr_schedule; // "": the spec's rate or schedule (format::parse_learning_rate_schedule's form)
   std::vector<int> stage_assignment;
   uint32_t pipeline_stages = 0;             // 0: not given

@@ -41,6 +41,7 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   o.global_clipnorm = f.global_clipnorm;
   if (!f.loss_scaling.empty()) o.loss_scaling = f.loss_scaling;
   o.loss_scale = f.loss_scale;
+  o.loss_scale_growth_steps = f.loss_scale_growth_steps;
   if (!f.lr_schedule.empty()) o.learning_rate_schedule = f.lr_schedule;
   o.stage_assignment = f.stage_assignment;
   o.pipeline_stages = f.pipeline_stages;

@@ -99,6 +99,7 @@ nlohmann::json epoch_json(const session::EpochResult& r) {
   nlohmann::json out = {{"epoch", r.epoch}, {"loss", r.loss}};
   out["learning_rate"] = std::isnan(r.learning_rate) ? nlohmann::json() : nlohmann::json(r.learning_rate);
   if (!std::isnan(r.loss_scale)) out["loss_scale"] = r.loss_scale;
+  if (r.skipped_updates >= 0) out["skipped_updates"] = r.skipped_updates;
   add_metrics(out, r.metrics);
   out["steps"] = r.steps;
   out["samples"] = r.samples;
@@ -417,6 +418,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
         history[m.name].push_back(m.value);
       history["learning_rate"].push_back(epoch_json(r)["learning_rate"]);
       if (!std::isnan(r.loss_scale)) history["loss_scale"].push_back(r.loss_scale);
+      if (r.skipped_updates >= 0) history["skipped_updates"].push_back(r.skipped_updates);
       if (r.validation) {
         history["val_loss"].push_back(r.validation->loss);
         for (const auto& m : r.validation->metrics)
@@ -431,6 +433,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     log["losses"] = step_log.losses;
     log["learning_rates"] = step_log.learning_rates;
     if (!step_log.loss_scales.empty()) log["loss_scales"] = step_log.loss_scales;
+    if (!step_log.skipped.empty()) log["skipped"] = step_log.skipped;
     if (int code = write_json_file(f.step_log, log)) return code;
   }
   if (f.json) {

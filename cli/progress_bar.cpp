@@ -21,6 +21,15 @@ std::string metrics_text(const session::Progress& p, const std::string& prefix) 
   return text;
 }
 
+// Dynamic loss scaling's scale and the epoch's skipped updates so far, after the training values.
+std::string loss_scale_text(const session::Progress& p) {
+  if (p.skipped_updates < 0) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, " - loss_scale: %g - skipped: %lld", p.loss_scale,
+                static_cast<long long>(p.skipped_updates));
+  return text;
+}
+
 // What follows the training values on an epoch's last line when the epoch was validated.
 std::string validation_text(const session::Progress& p) {
   if (!p.validation) return "";
@@ -35,7 +44,7 @@ std::string plain_line(const session::Progress& p, const std::string& prefix) {
   char head[128];
   std::snprintf(head, sizeof head, "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - ", p.epoch, p.epochs,
                 static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds, per_step_ms);
-  return head + metrics_text(p, prefix) + validation_text(p) + "\n";
+  return head + metrics_text(p, prefix) + loss_scale_text(p) + validation_text(p) + "\n";
 }
 
 } // namespace
@@ -71,9 +80,9 @@ session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefi
     std::string bar(static_cast<size_t>(filled), '=');
     if (filled < kWidth) bar += '>';
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %s", p.epoch, p.epochs,
+    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %s%s", p.epoch, p.epochs,
                  static_cast<long long>(p.step), static_cast<long long>(p.steps), bar.c_str(), p.seconds,
-                 per_step_ms, metrics_text(p, prefix).c_str());
+                 per_step_ms, metrics_text(p, prefix).c_str(), loss_scale_text(p).c_str());
     if (p.epoch_done) std::fprintf(stderr, "%s\n", validation_text(p).c_str());
     std::fflush(stderr);
   };

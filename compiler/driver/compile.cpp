@@ -112,9 +112,13 @@ Status validate_options(const CompileOptions& o) {
     if (!schedule.ok()) return bad_option("--lr-schedule: " + schedule.status().message());
   }
   if (o.loss_scaling && !passes::loss_scaling_mode(*o.loss_scaling))
-    return bad_option("--loss-scaling must be none or static, got '" + *o.loss_scaling + "'");
+    return bad_option("--loss-scaling must be none, static or dynamic, got '" + *o.loss_scaling + "'");
   if (o.loss_scale && !(*o.loss_scale > 0 && std::isfinite(*o.loss_scale)))
     return bad_option("--loss-scale must be a positive number that float32 holds");
+  if (o.loss_scale_growth_steps &&
+      !(*o.loss_scale_growth_steps >= 1 && *o.loss_scale_growth_steps <= format::kMaxLossScaleGrowthSteps))
+    return bad_option("--loss-scale-growth-steps must be in [1, 2^24], got " +
+                      std::to_string(*o.loss_scale_growth_steps));
   return Status();
 }
 
@@ -240,14 +244,22 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   if (options.loss_scaling) {
     const std::optional<passes::LossScalingMode> mode = passes::loss_scaling_mode(*options.loss_scaling);
     if (!mode)
-      return bad_option("--loss-scaling must be none or static, got '" + *options.loss_scaling + "'");
+      return bad_option("--loss-scaling must be none, static or dynamic, got '" + *options.loss_scaling +
+                        "'");
     optimizer.loss_scaling.mode = *mode;
+  }
+  if (options.loss_scale_growth_steps) {
+    if (optimizer.loss_scaling.mode != passes::LossScalingMode::kDynamic)
+      return bad_option(
+          "--loss-scale-growth-steps needs dynamic loss scaling: give --loss-scaling dynamic (or a "
+          "spec whose LossScaleOptimizer is dynamic)");
+    optimizer.loss_scaling.growth_steps = *options.loss_scale_growth_steps;
   }
   if (options.loss_scale) {
     if (optimizer.loss_scaling.mode == passes::LossScalingMode::kNone)
       return bad_option(
-          "--loss-scale needs loss scaling: give --loss-scaling static (or a spec whose optimizer "
-          "is a LossScaleOptimizer)");
+          "--loss-scale needs loss scaling: give --loss-scaling static or dynamic (or a spec whose "
+          "optimizer is a LossScaleOptimizer)");
     optimizer.loss_scaling.initial_scale = *options.loss_scale;
   }
   if (optimizer.nesterov && (optimizer.momentum == 0.0f || optimizer.dampening != 0.0f)) {
@@ -692,6 +704,11 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     // hyper-parameters read name it).
     if (optimizer.loss_scaling.mode != passes::LossScalingMode::kNone)
       out.emplace_back("loss_scaling", passes::loss_scaling_mode_name(optimizer.loss_scaling.mode));
+    // Dynamic scaling compiles its initial scale and growth steps into the scale's state and update.
+    if (optimizer.loss_scaling.mode == passes::LossScalingMode::kDynamic) {
+      out.emplace_back("loss_scale", float_key(optimizer.loss_scaling.initial_scale));
+      out.emplace_back("loss_scale_growth_steps", std::to_string(optimizer.loss_scaling.growth_steps));
+    }
   } else {
     for (const char* name : {"loss", "optimizer", "hyper_parameters_read"})
       out.emplace_back(name, "unused");

@@ -58,10 +58,13 @@ struct CompileOptions {
   std::optional<bool> centered;                   // RMSProp
   std::optional<float> initial_accumulator_value; // Adagrad
   std::optional<float> global_clipnorm;           // all; 0 turns the spec's clipping off
-  // Loss scaling (docs/training.md): "none" or "static" (passes::loss_scaling_mode), overriding
+  // Loss scaling (docs/training.md): "none", "static" or "dynamic" (passes::loss_scaling_mode), overriding
   // the spec's LossScaleOptimizer; the scale, a run-time value (the static scale's default).
   std::optional<std::string> loss_scaling;
   std::optional<float> loss_scale;
+  // Dynamic loss scaling's growth steps (Keras's dynamic_growth_steps); the initial scale is
+  // loss_scale, both compiled into the scale's state.
+  std::optional<int64_t> loss_scale_growth_steps;
   // A learning-rate schedule in format::parse_learning_rate_schedule's text form; replaces the
   // spec's learning rate or schedule. --learning-rate alone replaces a spec's schedule.
   std::optional<std::string> learning_rate_schedule;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "compiler/frontend/json_nesting.h"
+#include "runtime/format/host_contract.h"
 #include "runtime/format/hyper_parameters.h"
 
 namespace ipu::frontend {
@@ -340,9 +341,10 @@ std::optional<InputSpec> parse_input(const json& j, Problems& problems) {
 }
 
 // Keras's LossScaleOptimizer as Keras serialises it, {"class_name": "LossScaleOptimizer", "config":
-// {"inner_optimizer": {...}, "initial_scale": 32768.0, "dynamic": false}} (docs/training.md, "Loss
-// scaling"): the loss scaling it asks for, nullopt (with the problems) when it is malformed. The
-// inner optimizer is ipucc's {"type": NAME, ...}; `name` is ignored.
+// {"inner_optimizer": {...}, "initial_scale": 32768.0, "dynamic": true, "dynamic_growth_steps":
+// 2000}} (docs/training.md, "Loss scaling"): the loss scaling it asks for, nullopt (with the
+// problems) when it is malformed. "dynamic" defaults to true, as in Keras (Keras 3's has no such
+// key and is always dynamic). The inner optimizer is ipucc's {"type": NAME, ...}; `name` is ignored.
 std::optional<passes::LossScaling> read_loss_scale_optimizer(const json& value, Problems& problems) {
   const char* where = "optimizer";
   if (!value.contains("config") || !value["config"].is_object() ||
@@ -354,7 +356,7 @@ std::optional<passes::LossScaling> read_loss_scale_optimizer(const json& value, 
   }
   const json& config = value["config"];
   passes::LossScaling scaling;
-  scaling.mode = passes::LossScalingMode::kStatic;
+  scaling.mode = passes::LossScalingMode::kDynamic;
   bool ok = true;
   for (const auto& [key, item] : config.items()) {
     if (key == "inner_optimizer" || key == "name") continue;
@@ -372,23 +374,24 @@ std::optional<passes::LossScaling> read_loss_scale_optimizer(const json& value, 
       if (!item.is_boolean()) {
         problems.add(where, "LossScaleOptimizer: 'dynamic' must be true or false");
         ok = false;
-      } else if (item.get<bool>()) {
-        problems.add_unsupported(where, "LossScaleOptimizer: dynamic loss scaling is not supported yet; "
-                                        "give \"dynamic\": false for a static scale");
-        ok = false;
+      } else if (!item.get<bool>()) {
+        scaling.mode = passes::LossScalingMode::kStatic;
       }
-    } else if (key != "dynamic_growth_steps") { // dynamic scaling's, refused below
+    } else if (key == "dynamic_growth_steps") {
+      if (!item.is_number_integer() || item.get<int64_t>() < 1 ||
+          item.get<int64_t>() > format::kMaxLossScaleGrowthSteps) {
+        problems.add(where, "LossScaleOptimizer: 'dynamic_growth_steps' must be an integer in [1, 2^24]");
+        ok = false;
+      } else {
+        scaling.growth_steps = item.get<int64_t>();
+      }
+    } else {
       problems.add(where, "LossScaleOptimizer: unknown argument '" + key + "'");
       ok = false;
     }
   }
-  if (config.contains("dynamic_growth_steps") && config.contains("dynamic") && config["dynamic"] == false) {
+  if (config.contains("dynamic_growth_steps") && scaling.mode == passes::LossScalingMode::kStatic) {
     problems.add(where, "LossScaleOptimizer: 'dynamic_growth_steps' applies to dynamic loss scaling only");
-    ok = false;
-  }
-  if (!config.contains("dynamic")) {
-    problems.add_unsupported(where, "LossScaleOptimizer: dynamic loss scaling (Keras's default) is not "
-                                    "supported yet; give \"dynamic\": false for a static scale");
     ok = false;
   }
   return ok ? std::optional<passes::LossScaling>(scaling) : std::nullopt;

@@ -150,7 +150,7 @@ void Graph::move_ops_to_front(const std::vector<int>& ids) {
 
 std::string Graph::to_string() const {
   std::ostringstream out;
-  static const char* kPhase[] = {"forward", "loss", "backward", "clip", "update"};
+  static const char* kPhase[] = {"forward", "loss", "backward", "clip", "loss_scale", "update", "skip"};
   for (const Op& op : m_ops) {
     out << kPhase[static_cast<int>(op.phase)] << " stage " << op.stage << ": ";
     for (size_t i = 0; i < op.outputs.size(); ++i) {

@@ -40,8 +40,11 @@ enum class Role {
 
 // Which part of a step an op belongs to: predict runs kForward, evaluate adds kLoss, train runs
 // all of them. kClip (the gradients' global norm, for clipping) runs on every stage before any
-// stage's kUpdate, so that every update sees the norm over all stages' gradients.
-enum class Phase { kForward, kLoss, kBackward, kClip, kUpdate };
+// stage's kUpdate, so that every update sees the norm over all stages' gradients. Under dynamic
+// loss scaling kLossScale (the scale's update from every stage's finite check) follows kClip, and
+// each stage runs either its kUpdate, when the gradients were finite, or its kSkip (the
+// accumulators zeroed), the one the stage's kLossScale chose.
+enum class Phase { kForward, kLoss, kBackward, kClip, kLossScale, kUpdate, kSkip };
 
 struct TensorType {
   DType dtype = DType::kFloat32;

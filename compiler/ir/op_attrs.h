@@ -177,9 +177,15 @@ struct ClipFactorAttrs {
   float clip_norm = 0.0f;
 };
 
-// LossScaleFactor: the static loss scale the hyper-parameters hold, or its reciprocal.
+// LossScaleFactor: the static loss scale the hyper-parameters hold (or, given the dynamic
+// state instead, its scale), or its reciprocal.
 struct LossScaleFactorAttrs {
   bool reciprocal = false;
+};
+
+// LossScaleUpdate: Keras's dynamic_growth_steps, finite updates before the scale doubles.
+struct LossScaleUpdateAttrs {
+  int64_t growth_steps = 2000;
 };
 
 // LambMoments (the moments and the update direction u) and LambApply (W −= lr·trust ratio·u):
@@ -195,12 +201,12 @@ struct NllLossGradAttrs {
   std::vector<int64_t> dx_shape;
 };
 
-using OpAttrs =
-    std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
-                 AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs, UnaryAttrs, BinaryAttrs,
-                 StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs,
-                 ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs, SquaredNormAttrs,
-                 ClipFactorAttrs, LambAttrs, DenseLossAttrs, MetricAttrs, LossScaleFactorAttrs>;
+using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs,
+                             SgdUpdateAttrs, AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs,
+                             UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs, GatherGradAttrs,
+                             ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs, WindowGradAttrs, NormAttrs,
+                             NllLossAttrs, NllLossGradAttrs, SquaredNormAttrs, ClipFactorAttrs, LambAttrs,
+                             DenseLossAttrs, MetricAttrs, LossScaleFactorAttrs, LossScaleUpdateAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
 template <class T, class V = OpAttrs> struct AttrsIndex;

@@ -22,8 +22,12 @@ const char* phase_name(ir::Phase phase) {
     return "backward";
   case ir::Phase::kClip:
     return "clip";
+  case ir::Phase::kLossScale:
+    return "loss_scale";
   case ir::Phase::kUpdate:
     return "update";
+  case ir::Phase::kSkip:
+    return "skip";
   }
   return "?";
 }
@@ -128,7 +132,11 @@ std::vector<uint32_t> concat_phases(const std::vector<StageComputeSets>& stages)
   for (const auto& s : stages)
     order.insert(order.end(), s.clip.begin(), s.clip.end());
   for (const auto& s : stages)
+    order.insert(order.end(), s.loss_scale.begin(), s.loss_scale.end());
+  for (const auto& s : stages)
     order.insert(order.end(), s.update.begin(), s.update.end());
+  for (const auto& s : stages)
+    order.insert(order.end(), s.skip.begin(), s.skip.end());
   return order;
 }
 
@@ -172,8 +180,24 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
                          lower_phase(ctx, graph, lowerings, ir::Phase::kClip, s));
   }
   for (int s = 0; train && s < S; ++s) {
+    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].loss_scale,
+                         lower_phase(ctx, graph, lowerings, ir::Phase::kLossScale, s));
+  }
+  for (int s = 0; train && s < S; ++s) {
     IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].update,
                          lower_phase(ctx, graph, lowerings, ir::Phase::kUpdate, s));
+  }
+  for (int s = 0; train && s < S; ++s) {
+    IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].skip,
+                         lower_phase(ctx, graph, lowerings, ir::Phase::kSkip, s));
+  }
+  // Dynamic loss scaling: each stage's LossScaleUpdate chooses its update or skip; the loss stage's
+  // reports the scale to the host.
+  std::optional<uint32_t> loss_scale_report;
+  for (const ir::Op& op : graph.ops()) {
+    if (op.kind != ir::OpKind::kLossScaleUpdate) continue;
+    stages[static_cast<size_t>(op.stage)].update_condition = ctx.tensor(op.outputs[0]);
+    if (train && op.stage == graph.value(io.loss->loss).stage) loss_scale_report = ctx.tensor(op.outputs[1]);
   }
   // A value nothing wrote (an input, a copy between stages) still needs a home.
   for (const ir::Value& v : graph.values()) {
@@ -188,15 +212,15 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   };
   // Without pipelining (one stage, so no copies between stages): the gradients' norm, then the
   // update. A pipeline places its stages' norms and the copies between them itself.
-  const std::vector<uint32_t> update = [&] {
-    std::vector<uint32_t> sets = all_stages(&StageComputeSets::clip);
-    for (uint32_t cs : all_stages(&StageComputeSets::update))
-      sets.push_back(cs);
-    return sets;
-  }();
+  StepStreams streams;
+  auto append_update = [&](format::Sequence& seq) {
+    ProgramBuilder::execute(seq, stages[0].clip);
+    append_stage_update(seq, stages[0]);
+    if (streams.reports_loss_scale)
+      ProgramBuilder::stream_out(seq, streams.loss_scale_stream, streams.loss_scale_report);
+  };
 
   ProgramBuilder programs(exe, target, options.replicas);
-  StepStreams streams;
   streams.features = ctx.tensor(io.inputs.at(0).value);
   streams.features_stream =
       programs.stream(std::string(format::kFeaturesStream), format::Stream::HOST_TO_DEVICE, streams.features);
@@ -291,6 +315,12 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
                                                  format::Stream::DEVICE_TO_HOST, sum),
                                  sum});
     }
+    if (loss_scale_report) {
+      streams.reports_loss_scale = true;
+      streams.loss_scale_report = *loss_scale_report;
+      streams.loss_scale_stream = programs.stream(std::string(format::kLossScaleStream),
+                                                  format::Stream::DEVICE_TO_HOST, *loss_scale_report);
+    }
     if (streams.counts_correct) {
       streams.correct = ctx.tensor(io.loss->correct);
       streams.correct_stream = programs.stream(std::string(format::kCorrectStream),
@@ -324,7 +354,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       ProgramBuilder::stream_in(step, streams.labels_stream, streams.labels);
       forward_pass(step, true);
       if (backward) ProgramBuilder::execute(step, all_stages(&StageComputeSets::backward));
-      if (backward && accumulators.empty()) ProgramBuilder::execute(step, update);
+      if (backward && accumulators.empty()) append_update(step);
       ProgramBuilder::stream_out(step, streams.loss_stream, streams.loss);
       if (streams.counts_correct) ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
       for (const StepStreams::Metric& m : streams.metrics)
@@ -345,7 +375,9 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     } else if (accumulators.empty()) {
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
       estimate_single_stage(programs, stages[0], 1, estimate);
-      estimate.set_update_cycles(programs.estimate_cycles(update));
+      format::Sequence update;
+      append_update(update);
+      estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(std::move(update))));
       programs.add(std::string(format::kTrainProgram), ProgramBuilder::repeat(steps, step_with(true)), steps);
     } else {
       // K micro-batches accumulate gradients; replicas average them; then one update.
@@ -355,7 +387,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
         for (uint32_t acc : accumulators)
           all_reduce->add_tensors(acc);
       }
-      ProgramBuilder::execute(finish, update);
+      append_update(finish);
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
       estimate_single_stage(programs, stages[0], static_cast<int>(K), estimate);
       estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));

@@ -41,6 +41,21 @@ struct Boundary {
 
 } // namespace
 
+void append_stage_update(format::Sequence& seq, const StageComputeSets& stage) {
+  ProgramBuilder::execute(seq, stage.loss_scale);
+  if (!stage.update_condition) {
+    ProgramBuilder::execute(seq, stage.update);
+    return;
+  }
+  format::Conditional* conditional = seq.add_steps()->mutable_conditional();
+  conditional->set_condition(*stage.update_condition);
+  format::Sequence update, skip;
+  ProgramBuilder::execute(update, stage.update);
+  ProgramBuilder::execute(skip, stage.skip);
+  *conditional->mutable_then_body() = ProgramBuilder::sequence(std::move(update));
+  *conditional->mutable_else_body() = ProgramBuilder::sequence(std::move(skip));
+}
+
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
@@ -207,12 +222,13 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   }
   format::Parallel updates;
   for (const StageComputeSets& stage : stages) {
-    if (stage.update.empty()) continue;
+    if (stage.update.empty() && stage.loss_scale.empty()) continue;
     format::Sequence branch;
-    ProgramBuilder::execute(branch, stage.update);
+    append_stage_update(branch, stage);
     *updates.add_branches()->mutable_sequence() = std::move(branch);
   }
   *finish.add_steps()->mutable_parallel() = std::move(updates);
+  if (io.reports_loss_scale) ProgramBuilder::stream_out(finish, io.loss_scale_stream, io.loss_scale_report);
   estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));
   for (double b : busy)
     estimate.add_busy_cycles(b);

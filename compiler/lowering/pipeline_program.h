@@ -6,6 +6,7 @@
 // buffers (inter-IPU copies), and each stage's activations into and out of its stash slots.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,17 @@ namespace ipu::lowering {
 
 struct StageComputeSets {
   // clip: the stage's share of the gradients' global norm (ir::Phase::kClip), before any update.
-  std::vector<uint32_t> forward, loss, backward, clip, update;
+  // loss_scale, skip: dynamic loss scaling's update of the scale (ir::Phase::kLossScale) and what
+  // runs instead of `update` when the gradients were not finite (ir::Phase::kSkip).
+  std::vector<uint32_t> forward, loss, backward, clip, loss_scale, update, skip;
+  // Under dynamic loss scaling: the tensor (float32 [1]) whose non-zero value runs `update`,
+  // else `skip`.
+  std::optional<uint32_t> update_condition;
 };
+
+// The stage's part of a weight update after every stage's clip sets: its loss_scale sets, then its
+// update sets (or, under dynamic loss scaling, a Conditional choosing them or its skip sets).
+void append_stage_update(format::Sequence& seq, const StageComputeSets& stage);
 
 struct StepStreams {
   uint32_t features_stream = 0, features = 0;
@@ -30,6 +40,9 @@ struct StepStreams {
     uint32_t stream = 0, sum = 0;
   };
   std::vector<Metric> metrics; // the other metrics' "metric:<name>" outfeeds
+  // Dynamic loss scaling's report (format::kLossScaleStream), once per weight update.
+  bool reports_loss_scale = false;
+  uint32_t loss_scale_stream = 0, loss_scale_report = 0;
 };
 
 // Fills `estimate` (slots with the cycles of each pass, busy cycles per stage, stash bytes per

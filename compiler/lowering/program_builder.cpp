@@ -137,6 +137,10 @@ double ProgramBuilder::estimate_cycles(const format::Program& program) const {
     return all_reduce_cycles(program.all_reduce());
   case format::Program::kCopy:
     return copy_cycles(program.copy());
+  case format::Program::kConditional:
+    // The slower side: the estimate is of a step that takes it.
+    return std::max(estimate_cycles(program.conditional().then_body()),
+                    estimate_cycles(program.conditional().else_body()));
   case format::Program::KIND_NOT_SET:
     return 0;
   }
@@ -180,6 +184,11 @@ format::CycleBreakdown ProgramBuilder::estimate_breakdown(const format::Program&
   case format::Program::kRepeat:
     add(estimate_breakdown(program.repeat().body()), static_cast<double>(program.repeat().count()));
     return out;
+  case format::Program::kConditional: {
+    const format::Conditional& c = program.conditional();
+    return estimate_breakdown(
+        estimate_cycles(c.then_body()) >= estimate_cycles(c.else_body()) ? c.then_body() : c.else_body());
+  }
   default:
     out.set_transfer(estimate_cycles(program));
     return out;

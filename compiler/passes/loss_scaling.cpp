@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include "runtime/format/host_contract.h"
+
 namespace ipu::passes {
 
 namespace {
@@ -56,6 +58,68 @@ StatusOr<std::vector<int>> unscale_gradients(ir::Graph& graph, const std::vector
     unscaled.push_back(graph.op(op).outputs[0]);
   }
   return unscaled;
+}
+
+int add_loss_scale_state(ir::Graph& graph, int stage, float initial_scale) {
+  std::string name(format::kLossScaleStateTensor);
+  if (stage != 0) name += "@" + std::to_string(stage);
+  const int state = graph.add_value(name, {ir::DType::kFloat32, {2}}, ir::Role::kOptimizerState);
+  graph.value(state).initial = {initial_scale, 0.0f};
+  graph.value(state).stage = stage;
+  return state;
+}
+
+Status add_dynamic_loss_scale_update(ir::Graph& graph, const std::vector<int>& unscaled,
+                                     const std::vector<int>& accumulators,
+                                     const std::map<int, int>& state_of_stage, int64_t growth_steps) {
+  std::map<int, std::vector<int>> by_stage;
+  for (int g : unscaled)
+    by_stage[graph.value(g).stage].push_back(g);
+  if (by_stage.empty()) return Status();   // no gradient: nothing to check, nothing to skip
+  std::vector<std::pair<int, int>> checks; // (stage, value), in stage order
+  for (const auto& [stage, values] : by_stage) {
+    ir::SquaredNormAttrs attrs;
+    attrs.scale = 0.0f; // (0·g)² is 0 for a finite g, NaN for an infinite or NaN one
+    IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kSquaredNorm,
+                                              "loss_scale/finite_check@stage" + std::to_string(stage), values,
+                                              attrs, ir::Phase::kClip, stage));
+    checks.emplace_back(stage, graph.op(op).outputs[0]);
+  }
+  // Every stage that scales keeps the scale: all run the same schedule on the same checks.
+  for (const auto& [stage, state] : state_of_stage) {
+    std::vector<int> inputs;
+    for (const auto& [from, value] : checks) {
+      if (from == stage) {
+        inputs.push_back(value);
+        continue;
+      }
+      IPU_ASSIGN_OR_RETURN(int copy, graph.add_op(ir::OpKind::kStageCopy,
+                                                  graph.value(value).name + "@stage" + std::to_string(stage),
+                                                  {value}, {}, ir::Phase::kClip, stage));
+      inputs.push_back(graph.op(copy).outputs[0]);
+    }
+    int all = inputs[0];
+    if (inputs.size() > 1) {
+      IPU_ASSIGN_OR_RETURN(int concat, graph.add_op(ir::OpKind::kConcat,
+                                                    "loss_scale/finite_checks@stage" + std::to_string(stage),
+                                                    inputs, ir::AxisAttrs{0}, ir::Phase::kLossScale, stage));
+      all = graph.op(concat).outputs[0];
+    }
+    ir::LossScaleUpdateAttrs attrs;
+    attrs.growth_steps = growth_steps;
+    IPU_RETURN_IF_ERROR(graph
+                            .add_op(ir::OpKind::kLossScaleUpdate,
+                                    "loss_scale/update@stage" + std::to_string(stage), {state, all}, attrs,
+                                    ir::Phase::kLossScale, stage)
+                            .status());
+  }
+  for (int acc : accumulators) {
+    IPU_RETURN_IF_ERROR(graph
+                            .add_op(ir::OpKind::kZeroGradient, graph.value(acc).name + "/zero", {acc}, {},
+                                    ir::Phase::kSkip, graph.value(acc).stage)
+                            .status());
+  }
+  return Status();
 }
 
 } // namespace ipu::passes

@@ -55,6 +55,7 @@ OptimizerConfig default_optimizer(OptimizerKind kind) {
 std::optional<LossScalingMode> loss_scaling_mode(const std::string& name) {
   if (name == "none") return LossScalingMode::kNone;
   if (name == "static") return LossScalingMode::kStatic;
+  if (name == "dynamic") return LossScalingMode::kDynamic;
   return std::nullopt;
 }
 
@@ -64,6 +65,8 @@ const char* loss_scaling_mode_name(LossScalingMode mode) {
     return "none";
   case LossScalingMode::kStatic:
     return "static";
+  case LossScalingMode::kDynamic:
+    return "dynamic";
   }
   return "?";
 }
@@ -363,6 +366,19 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     hyper_of_stage[stage] = value;
     return value;
   };
+  // What loss scaling reads the scale from on each stage: the streamed hyper-parameters (static)
+  // or the stage's dynamic state.
+  const bool dynamic = config.loss_scaling.mode == LossScalingMode::kDynamic;
+  std::map<int, int> state_of_stage;
+  auto scale_source = [&](int stage) {
+    if (!dynamic) return hyper_parameters(stage);
+    auto found = state_of_stage.find(stage);
+    if (found == state_of_stage.end())
+      found =
+          state_of_stage.emplace(stage, add_loss_scale_state(graph, stage, config.loss_scaling.initial_scale))
+              .first;
+    return found->second;
+  };
   ir::GradContext context(graph);
   context.set_needs_gradient(needs);
   if (seed >= 0) IPU_RETURN_IF_ERROR(context.add_gradient(loss, seed));
@@ -375,7 +391,7 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     IPU_RETURN_IF_ERROR(def.gradient(context, op));
     if (id == loss_op && config.loss_scaling.mode != LossScalingMode::kNone) {
       hyper_parameters(0); // the one the host streams into, first
-      IPU_RETURN_IF_ERROR(scale_loss_gradient(context, op, hyper_parameters(op.stage)));
+      IPU_RETURN_IF_ERROR(scale_loss_gradient(context, op, scale_source(op.stage)));
     }
   }
 
@@ -423,9 +439,13 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     gradients.reserve(updates.size());
     for (const auto& [w, gradient] : updates)
       gradients.push_back(gradient);
-    IPU_ASSIGN_OR_RETURN(std::vector<int> unscaled, unscale_gradients(graph, gradients, hyper_parameters));
+    IPU_ASSIGN_OR_RETURN(std::vector<int> unscaled, unscale_gradients(graph, gradients, scale_source));
     for (size_t i = 0; i < updates.size(); ++i)
       updates[i].second = unscaled[i];
+    if (dynamic) {
+      IPU_RETURN_IF_ERROR(add_dynamic_loss_scale_update(graph, unscaled, accumulators, state_of_stage,
+                                                        config.loss_scaling.growth_steps));
+    }
   }
   if (config.global_clipnorm > 0.0f) {
     std::vector<int> gradients;

@@ -68,16 +68,19 @@ const char* optimizer_name(OptimizerKind kind);
 // Loss scaling (docs/training.md, "Loss scaling"), as Keras's LossScaleOptimizer wraps an
 // optimizer: the loss gradient is multiplied by the scale, and every gradient divided by it
 // before the update. Static: a run-time hyper-parameter (format::HyperParameter::kLossScale), never
-// skipping an update.
-enum class LossScalingMode { kNone, kStatic };
+// skipping an update. Dynamic: Keras's schedule on the device (an optimizer-state tensor per stage,
+// format::kLossScaleStateTensor, starting at initial_scale): an update whose gradients are not all
+// finite is skipped and halves the scale, growth_steps finite updates in a row double it.
+enum class LossScalingMode { kNone, kStatic, kDynamic };
 
-// "none", "static"; nullopt for any other.
+// "none", "static", "dynamic"; nullopt for any other.
 std::optional<LossScalingMode> loss_scaling_mode(const std::string& name);
 const char* loss_scaling_mode_name(LossScalingMode mode);
 
 struct LossScaling {
   LossScalingMode mode = LossScalingMode::kNone;
   float initial_scale = 32768.0f; // Keras's initial_scale (2^15)
+  int64_t growth_steps = 2000;    // Keras's dynamic_growth_steps (dynamic only)
 };
 
 // The optimizers' arguments under Keras's names (dampening is torch's), each used by the

@@ -519,6 +519,19 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
       IPU_RETURN_IF_ERROR(result);
     return Status();
   }
+  case format::Program::kConditional: {
+    // Every replica holds the same condition (it derives from all-reduced values); one that does
+    // not would make replicas' weights drift apart, so it fails the run.
+    const auto& conditional = program.conditional();
+    const bool taken = reinterpret_cast<const float*>(buffer(conditional.condition(), 0))[0] != 0.0f;
+    for (uint32_t r = 1; r < replicas; ++r) {
+      if ((reinterpret_cast<const float*>(buffer(conditional.condition(), r))[0] != 0.0f) != taken)
+        return internal_error("replicas disagree on the condition in tensor " +
+                              std::to_string(conditional.condition()));
+    }
+    const format::Program& body = taken ? conditional.then_body() : conditional.else_body();
+    return body.kind_case() == format::Program::KIND_NOT_SET ? Status() : run_program(body, streams);
+  }
   case format::Program::KIND_NOT_SET:
     break;
   }

@@ -28,6 +28,13 @@ inline constexpr std::string_view kCorrectStream = "correct";
 // "sparse_top_k_categorical_accuracy"), each the sum over a step's rows.
 inline constexpr std::string_view kMetricStreamPrefix = "metric:";
 inline constexpr std::string_view kPredictionsStream = "predictions";
+// Dynamic loss scaling (docs/training.md, "Loss scaling"): once per weight update, float32 [2],
+// the scale that update's gradients were unscaled by and 1 when it was skipped (a non-finite
+// gradient), else 0.
+inline constexpr std::string_view kLossScaleStream = "loss_scale";
+// Its state, an optimizer-state tensor per pipeline stage ("<kLossScaleStateTensor>@<s>" on
+// stage s > 0): float32 {scale, finite updates since the scale last changed}.
+inline constexpr std::string_view kLossScaleStateTensor = "optimizer/loss_scale";
 // Weights and optimizer state travel as "to_device:<tensor>" and "to_host:<tensor>".
 inline constexpr std::string_view kToDeviceStreamPrefix = "to_device:";
 inline constexpr std::string_view kToHostStreamPrefix = "to_host:";
@@ -72,6 +79,8 @@ inline constexpr uint32_t kMaxBatchSize = uint32_t{1} << 20;
 inline constexpr uint32_t kMaxStepsPerExecution = uint32_t{1} << 24;
 inline constexpr uint32_t kMaxGradientAccumulation = uint32_t{1} << 16;
 inline constexpr uint64_t kMaxBytesPerTile = uint64_t{1} << 32;
+// Dynamic loss scaling's growth steps: its counter is a float32, exact up to 2^24.
+inline constexpr int64_t kMaxLossScaleGrowthSteps = int64_t{1} << 24;
 
 // A compute set runs once per step of a program, twice where a pipeline stage recomputes its
 // forward pass before the backward one.

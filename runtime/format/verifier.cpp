@@ -212,8 +212,18 @@ Status claim_branch_tensors(ProgramCheck& check, const Program& program, int dep
   case Program::kCopy:
     IPU_RETURN_IF_ERROR(claim(program.copy().source()));
     return claim(program.copy().destination());
+  case Program::kConditional: {
+    const Conditional& c = program.conditional();
+    IPU_RETURN_IF_ERROR(claim(c.condition()));
+    for (const Program* body : {&c.then_body(), &c.else_body()}) {
+      if (body->kind_case() != Program::KIND_NOT_SET)
+        IPU_RETURN_IF_ERROR(claim_branch_tensors(check, *body, depth + 1, where, first, mine));
+    }
+    return Status();
+  }
   default:
-    return data_loss(where + ": a parallel branch may only execute compute sets and copy tensors");
+    return data_loss(
+        where + ": a parallel branch may only execute compute sets and copy tensors (conditionally or not)");
   }
 }
 
@@ -294,6 +304,19 @@ Status verify_program(ProgramCheck& check, const Program& program, int depth, co
       }
     }
     return Status();
+  case Program::kConditional: {
+    const Conditional& c = program.conditional();
+    if (!tensor_ok(c.condition())) return data_loss(where + ": a conditional names a missing tensor");
+    const Tensor& condition = exe.tensors(static_cast<int>(c.condition()));
+    if (condition.dtype() != FLOAT32 || element_count(condition) == 0)
+      return data_loss(where + ": a conditional's condition must be a non-empty float32 tensor");
+    // An empty body is allowed: nothing runs on that side.
+    for (const Program* body : {&c.then_body(), &c.else_body()}) {
+      if (body->kind_case() != Program::KIND_NOT_SET)
+        IPU_RETURN_IF_ERROR(verify_program(check, *body, depth + 1, where));
+    }
+    return Status();
+  }
   case Program::KIND_NOT_SET:
     return data_loss(where + ": empty program node");
   }
@@ -323,6 +346,10 @@ Status count_runs(const Executable& exe, const Program& program, uint64_t runs, 
     for (const Program& branch : program.parallel().branches())
       IPU_RETURN_IF_ERROR(count_runs(exe, branch, runs, where, counts));
     return Status();
+  case Program::kConditional:
+    // Either side may run: each is counted as if it always did.
+    IPU_RETURN_IF_ERROR(count_runs(exe, program.conditional().then_body(), runs, where, counts));
+    return count_runs(exe, program.conditional().else_body(), runs, where, counts);
   case Program::kRepeat: {
     const uint64_t count = program.repeat().count();
     if (count > S || runs * count > S) {
@@ -516,6 +543,12 @@ Status verify_host_contract(const Executable& exe) {
         (s.dtype() != FLOAT32 || s.direction() != Stream::DEVICE_TO_HOST || element_count_of(s) != 1)) {
       return data_loss(stream_label(s) + ": must carry one float to the host per step");
     }
+  }
+  if (const Stream* loss_scale = find_stream(exe, kLossScaleStream)) {
+    IPU_RETURN_IF_ERROR(
+        expect_stream(*loss_scale, FLOAT32, {2}, "the scale of each update and whether it skipped"));
+    if (loss_scale->direction() != Stream::DEVICE_TO_HOST)
+      return data_loss(stream_label(*loss_scale) + ": must carry the loss scale to the host");
   }
 
   // Weights and optimizer state travel to the host and into checkpoints by name.

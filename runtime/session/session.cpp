@@ -42,6 +42,10 @@ struct Outfeed {
   std::vector<float> replica_losses; // this instance's, step by step, replica-major within a step
   std::vector<double> metric_sums;   // per Impl::metrics: the sum over this execution's rows
   std::vector<float> predictions;
+  // Dynamic loss scaling, per weight update: the scale its gradients were unscaled by, and
+  // whether it was skipped (format::kLossScaleStream; every replica's is the same).
+  std::vector<float> loss_scales;
+  std::vector<bool> skipped;
 };
 
 // This instance's share of an epoch's order: of each of the epoch's `steps` steps of `batch`
@@ -116,6 +120,7 @@ struct Session::Impl {
   int64_t steps_per_execution = 1;
 
   std::optional<uint32_t> stream_features, stream_labels, stream_loss, stream_correct, stream_predictions;
+  std::optional<uint32_t> stream_loss_scale; // dynamic loss scaling's report
   // The optimizer's hyper-parameters: their stream, the values of the next update, the slots the
   // optimizer reads, the learning-rate schedule, and the schedule's position.
   std::optional<uint32_t> stream_hyper;
@@ -205,6 +210,7 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
     }
   }
   impl->stream_predictions = impl->engine->find_stream(std::string(format::kPredictionsStream));
+  impl->stream_loss_scale = impl->engine->find_stream(std::string(format::kLossScaleStream));
   if (!impl->stream_features) return data_loss("executable has no 'features' stream");
   impl->stream_hyper = impl->engine->find_stream(std::string(format::kHyperParametersStream));
   impl->hyper = format::hyper_parameter_defaults(exe).value_or(format::HyperParameterValues{});
@@ -421,10 +427,15 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
     }
     return failed_precondition("the host feeds no stream " + std::to_string(stream));
   };
-  streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> source) -> Status {
+  streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
     const float* values = reinterpret_cast<const float*>(source.data());
     if (stream_loss && stream == *stream_loss) {
       out.replica_losses.push_back(values[0]);
+    } else if (stream_loss_scale && stream == *stream_loss_scale) {
+      if (replica == 0) {
+        out.loss_scales.push_back(values[0]);
+        out.skipped.push_back(values[1] != 0.0f);
+      }
     } else if (auto m = std::find_if(metrics.begin(), metrics.end(),
                                      [&](const MetricStream& metric) { return metric.stream == stream; });
                m != metrics.end()) {
@@ -572,7 +583,10 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       if (!s.keep_state_if_finite() || !finite_losses) {
         return s.diagnose_non_finite(train, feed, hyper_rows, epoch, r.steps);
       }
-      s.iterations += s.updates_per_execution;
+      // Keras's iterations, the schedule's position, count the updates applied: a skipped one
+      // leaves the inner optimizer as it was.
+      const auto skipped = static_cast<int64_t>(std::count(out.skipped.begin(), out.skipped.end(), true));
+      s.iterations += s.updates_per_execution - skipped;
       r.learning_rate = s.stream_hyper ? static_cast<double>(learning_rates.back()) : std::nan("");
       if (step_log && s.stream_hyper)
         step_log->learning_rates.insert(step_log->learning_rates.end(), learning_rates.begin(),
@@ -584,6 +598,16 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
           if (step_log) step_log->loss_scales.push_back(hyper_rows[row + format::HyperParameter::kLossScale]);
         }
       }
+      // The dynamic scale is the one each update reported.
+      if (s.stream_loss_scale) {
+        if (!out.loss_scales.empty()) r.loss_scale = out.loss_scales.back();
+        r.skipped_updates = std::max<int64_t>(r.skipped_updates, 0) + skipped;
+        if (step_log) {
+          step_log->loss_scales.insert(step_log->loss_scales.end(), out.loss_scales.begin(),
+                                       out.loss_scales.end());
+          step_log->skipped.insert(step_log->skipped.end(), out.skipped.begin(), out.skipped.end());
+        }
+      }
       for (float l : out.losses)
         loss_sum += l;
       for (size_t m = 0; m < sums.size(); ++m)
@@ -592,9 +616,20 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       r.steps += S;
       r.samples += S * B;
       if (progress) {
-        progress({epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
-                  s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start), false,
-                  std::nullopt});
+        Progress p{epoch,
+                   options.epochs,
+                   r.steps,
+                   steps,
+                   loss_sum / static_cast<double>(r.steps),
+                   s.metric_values(sums, static_cast<double>(r.samples)),
+                   seconds_since(start),
+                   false,
+                   std::nullopt};
+        if (s.stream_loss_scale) {
+          p.loss_scale = r.loss_scale;
+          p.skipped_updates = r.skipped_updates;
+        }
+        progress(p);
       }
     }
     r.loss = loss_sum / static_cast<double>(r.steps);
@@ -608,8 +643,14 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
         return validated.status().with_context("epoch " + std::to_string(epoch) + ": validation");
       r.validation = *validated;
     }
-    if (progress)
-      progress({epoch, options.epochs, r.steps, steps, r.loss, r.metrics, r.seconds, true, r.validation});
+    if (progress) {
+      Progress p{epoch, options.epochs, r.steps, steps, r.loss, r.metrics, r.seconds, true, r.validation};
+      if (s.stream_loss_scale) {
+        p.loss_scale = r.loss_scale;
+        p.skipped_updates = r.skipped_updates;
+      }
+      progress(p);
+    }
     results.push_back(r);
     if (options.on_epoch_end) {
       IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsToHostProgram));

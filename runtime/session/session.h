@@ -54,6 +54,8 @@ struct EpochResult {
   // The loss scale of the epoch's last weight update (docs/training.md, "Loss scaling"); NaN for
   // an executable without loss scaling.
   double loss_scale = std::numeric_limits<double>::quiet_NaN();
+  // Dynamic loss scaling: the epoch's updates skipped for a non-finite gradient; -1 without it.
+  int64_t skipped_updates = -1;
   // The validation data evaluated with the weights at the end of the epoch (Keras's val_loss and
   // val_ metrics), when fit was given validation data.
   std::optional<EvaluateResult> validation;
@@ -105,15 +107,21 @@ struct Progress {
   double seconds = 0;
   bool epoch_done = false;
   std::optional<EvaluateResult> validation; // with epoch_done, when fit validates
+  // Dynamic loss scaling: the scale of the last update so far and the epoch's skipped updates
+  // (NaN and -1 without it).
+  double loss_scale = std::numeric_limits<double>::quiet_NaN();
+  int64_t skipped_updates = -1;
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
 // Every step's loss as the outfeed returned it, and every weight update's learning rate as the
-// host streamed it, for --step-log; with loss scaling, every update's loss scale.
+// host streamed it, for --step-log; with loss scaling, every update's loss scale (the one its
+// gradients were unscaled by), and with dynamic scaling whether each update was skipped.
 struct StepLog {
   std::vector<float> losses;
   std::vector<float> learning_rates;
   std::vector<float> loss_scales;
+  std::vector<bool> skipped;
 };
 
 class Session {

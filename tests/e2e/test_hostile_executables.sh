@@ -44,6 +44,12 @@ test_repeats_past_steps_per_execution_are_refused() {
   expect_refused predict-repeat-50 gemm "a Repeat of 50 makes its body run more than steps_per_execution (1)"
 }
 
+test_conditionals_are_verified_on_both_sides() {
+  compile_victims
+  expect_refused conditional-missing-condition mlp "program 'predict': a conditional names a missing tensor"
+  expect_refused conditional-else-executions mlp "executes compute set 0 more than 2 times per step"
+}
+
 test_streams_larger_than_the_batch_are_refused() {
   compile_victims
   expect_refused features-1e6-rows mlp "stream 'features' does not carry its 6272 floats"

@@ -192,6 +192,19 @@ const std::map<std::string, std::function<void(Executable&)>>& mutations() {
        [](Executable& e) {
          step_body(e, fmt::kPredictProgram).add_steps()->mutable_repeat()->set_count(uint64_t{1} << 62);
        }},
+      // Conditionals: on a tensor that does not exist, and hiding executions on their other side
+      // (each side counts as if it always ran).
+      {"conditional-missing-condition",
+       [](Executable& e) {
+         step_body(e, fmt::kPredictProgram).add_steps()->mutable_conditional()->set_condition(1u << 30);
+       }},
+      {"conditional-else-executions",
+       [](Executable& e) {
+         for (int i = 0; i < 3; ++i) {
+           auto* c = step_body(e, fmt::kPredictProgram).add_steps()->mutable_conditional();
+           c->mutable_else_body()->set_execute(0);
+         }
+       }},
       // 20,000 Parallel nodes each executing a compute set of 20,000 vertices.
       {"parallel-20k-by-20k",
        [](Executable& e) {

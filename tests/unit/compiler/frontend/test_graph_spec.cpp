@@ -1145,13 +1145,26 @@ TEST_CASE("graph spec: Keras's LossScaleOptimizer wraps the optimizer with loss 
   expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
       {"inner_optimizer": {"type": "sgd"}, "dynamic": false, "scale": 2}})"),
                   {"LossScaleOptimizer: unknown argument 'scale'"});
-  // Keras 3's LossScaleOptimizer is always dynamic, which ipucc does not implement yet.
-  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
-      {"inner_optimizer": {"type": "sgd"}, "initial_scale": 32768, "dynamic_growth_steps": 2000}})"),
-                  {"dynamic loss scaling (Keras's default) is not supported yet"}, StatusCode::kUnsupported);
-  expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
-      {"inner_optimizer": {"type": "sgd"}, "dynamic": true}})"),
-                  {"dynamic loss scaling is not supported yet"}, StatusCode::kUnsupported);
+  // Dynamic scaling: Keras's default (Keras 3's LossScaleOptimizer has no "dynamic" and is always
+  // dynamic), with Keras's initial scale and growth steps unless given.
+  const ModelSpec keras3 = parse_ok(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "initial_scale": 1024, "dynamic_growth_steps": 3}})"));
+  CHECK(keras3.optimizer.loss_scaling.mode == LossScalingMode::kDynamic);
+  CHECK(keras3.optimizer.loss_scaling.initial_scale == 1024.0f);
+  CHECK(keras3.optimizer.loss_scaling.growth_steps == 3);
+  const ModelSpec dynamic =
+      parse_ok(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "dynamic": true}})"));
+  CHECK(dynamic.optimizer.loss_scaling.mode == LossScalingMode::kDynamic);
+  CHECK(dynamic.optimizer.loss_scaling.initial_scale == 32768.0f);
+  CHECK(dynamic.optimizer.loss_scaling.growth_steps == 2000);
+  for (const char* bad : {"0", "2.5", "16777217", "\"3\""}) {
+    CAPTURE(bad);
+    expect_problems(seq(layers, std::string(R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
+      {"inner_optimizer": {"type": "sgd"}, "dynamic_growth_steps": )") +
+                                    bad + "}}"),
+                    {"'dynamic_growth_steps' must be an integer in [1, 2^24]"});
+  }
   expect_problems(seq(layers, R"("optimizer": {"class_name": "LossScaleOptimizer", "config":
       {"inner_optimizer": {"type": "sgd"}, "dynamic": false, "dynamic_growth_steps": 3}})"),
                   {"LossScaleOptimizer: 'dynamic_growth_steps' applies to dynamic loss scaling only"});

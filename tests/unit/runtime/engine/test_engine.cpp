@@ -310,6 +310,32 @@ TEST_CASE("engine: Repeat runs its body count times") {
   }
 }
 
+TEST_CASE("engine: a Conditional runs one side by the first element of its condition") {
+  for (float first : {0.0f, 2.0f}) {
+    CAPTURE(first);
+    Tiny t;
+    auto* seq = t.b.program("branch");
+    stream_in(seq, t.in, t.x);
+    auto* c = seq->add_steps()->mutable_conditional();
+    c->set_condition(t.x);
+    execute(c->mutable_then_body()->mutable_sequence(), t.relu_cs);
+    execute(c->mutable_else_body()->mutable_sequence(), t.acc_cs); // z += y (zero)
+    stream_out(seq, t.out_y, t.y);
+    auto engine = load(t.b.exe());
+    Recorder rec;
+    rec.next_pull = [first](size_t, size_t count) {
+      std::vector<float> v(count, 1.5f);
+      v[0] = first;
+      return v;
+    };
+    HostStreams streams = rec.streams();
+    REQUIRE(engine->run(*engine->find_program("branch"), streams).ok());
+    REQUIRE(rec.events.size() == 2);
+    // Taken: y = relu(x); not: y as it started, zeros.
+    CHECK(rec.events[1].data == (first != 0.0f ? relu(rec.events[0].data) : std::vector<float>(8, 0.0f)));
+  }
+}
+
 TEST_CASE("engine: nested repeats multiply") {
   Tiny t;
   auto* seq = t.b.program("nested");

@@ -347,6 +347,31 @@ TEST_CASE("verifier: program nodes") {
   });
 }
 
+TEST_CASE("verifier: conditionals") {
+  expect_rejected([](Executable& e) { predict_steps_add(e)->mutable_conditional()->set_condition(9); },
+                  "program 'predict': a conditional names a missing tensor");
+  expect_rejected(
+      [](Executable& e) {
+        const auto flag = static_cast<uint32_t>(e.tensors_size());
+        add_tensor(e, "flag", fmt::INT32, {1}, 0);
+        predict_steps_add(e)->mutable_conditional()->set_condition(flag);
+      },
+      "a conditional's condition must be a non-empty float32 tensor");
+  expect_rejected(
+      [](Executable& e) { predict_steps_add(e)->mutable_conditional()->mutable_then_body()->set_execute(5); },
+      "executes compute set 5");
+  expect_rejected(
+      [](Executable& e) { predict_steps_add(e)->mutable_conditional()->mutable_else_body()->set_execute(5); },
+      "executes compute set 5");
+  // Either side may be empty.
+  expect_accepted([](Executable& e) {
+    auto* c = predict_steps_add(e)->mutable_conditional();
+    c->set_condition(0);
+    c->mutable_then_body()->set_execute(0);
+  });
+  expect_accepted([](Executable& e) { predict_steps_add(e)->mutable_conditional()->set_condition(1); });
+}
+
 TEST_CASE("verifier: copies") {
   auto copy = [](Executable& e, uint32_t source, uint32_t destination) {
     auto* c = predict_steps_add(e)->mutable_copy();
