@@ -85,11 +85,12 @@ StatusOr<int> Graph::add_op(OpKind kind, std::string name, std::vector<int> inpu
   std::vector<TensorType> outputs;
   Status status = def.infer(*this, op, outputs);
   if (!status.ok()) return status.with_context("'" + op.name + "' (" + op_kind_name(kind) + ")");
-  static constexpr Role kOutputRole[] = {Role::kActivation, Role::kLoss, Role::kGradient, Role::kGradient,
-                                         Role::kGradient};
+  const Role output_role = phase == Phase::kForward ? Role::kActivation
+                           : phase == Phase::kLoss  ? Role::kLoss
+                                                    : Role::kGradient; // what the training step derives
   for (size_t i = 0; i < outputs.size(); ++i) {
-    int id = add_value(op.name + (outputs.size() > 1 ? ":" + std::to_string(i) : ""), outputs[i],
-                       kOutputRole[static_cast<int>(phase)]);
+    int id =
+        add_value(op.name + (outputs.size() > 1 ? ":" + std::to_string(i) : ""), outputs[i], output_role);
     m_values[static_cast<size_t>(id)].producer = op.id;
     m_values[static_cast<size_t>(id)].stage = stage;
     op.outputs.push_back(id);

@@ -14,17 +14,24 @@ namespace {
 
 // Whether `v` is binary16 under `precision` (docs/training.md, "Precision"): what the forward
 // and backward compute, and the weights they read (in mixed precision, the casts' copies of them).
+// The loss (as Keras computes it, in float32), the clip, loss-scale and update phases (a squared
+// norm would overflow binary16 at 256²) compute in fp32.
 bool is_half(const ir::Graph& graph, const ir::Value& v, Precision precision) {
   if (precision == Precision::kFp32 || v.type.dtype != ir::DType::kFloat32 || v.keeps_float32) return false;
+  const auto made_in = [&](std::initializer_list<ir::Phase> phases) {
+    return v.producer >= 0 &&
+           std::find(phases.begin(), phases.end(), graph.op(v.producer).phase) != phases.end();
+  };
   switch (v.role) {
   case ir::Role::kInput:
-  case ir::Role::kActivation:
   case ir::Role::kConstant:
     return true;
+  case ir::Role::kActivation:
+    return v.producer < 0 || made_in({ir::Phase::kForward, ir::Phase::kBackward});
+  case ir::Role::kGradient:
+    return made_in({ir::Phase::kBackward});
   case ir::Role::kWeight:
     return precision == Precision::kFp16;
-  case ir::Role::kGradient: // the backward's; the clip and update phases compute in fp32
-    return v.producer >= 0 && graph.op(v.producer).phase == ir::Phase::kBackward;
   default:
     return false;
   }

@@ -22,10 +22,12 @@ const char* const kSpec = R"({
   "optimizer": {"type": "sgd", "learning_rate": 0.1, "momentum": 0.9}
 })";
 
-compiler::CompileResult compile(const std::string& precision) {
+compiler::CompileResult compile(const std::string& precision, const std::string& spec = kSpec,
+                                const std::string& loss_scaling = "") {
   compiler::CompileOptions options = small_target_options(4);
   options.precision = precision;
-  auto compiled = compiler::compile_model(kSpec, options);
+  if (!loss_scaling.empty()) options.loss_scaling = loss_scaling;
+  auto compiled = compiler::compile_model(spec, options);
   INFO(compiled.status().message());
   REQUIRE(compiled.ok());
   return std::move(*compiled);
@@ -106,6 +108,26 @@ TEST_CASE("mixed precision is for training: --mode infer is refused") {
   auto compiled = compiler::compile_model(kSpec, options);
   REQUIRE_FALSE(compiled.ok());
   CHECK(compiled.status().message().find("--precision fp16") != std::string::npos);
+}
+
+TEST_CASE("mixed precision: the clip, loss-scale and update phases compute in fp32") {
+  // A squared norm over fp16 would overflow at 256², clipping every gradient to 0; the update
+  // reads the unscaled and clipped gradients whole.
+  std::string spec = kSpec;
+  const std::string sgd = R"("optimizer": {"type": "sgd", "learning_rate": 0.1, "momentum": 0.9})";
+  spec.replace(spec.find(sgd), sgd.size(), R"("optimizer": {"type": "adam", "global_clipnorm": 1.0})");
+  const compiler::CompileResult mixed = compile("mixed", spec, "dynamic");
+  int checked = 0;
+  for (const format::Tensor& t : mixed.executable.tensors()) {
+    const std::string& name = t.name();
+    if (name.starts_with("global_norm/") || name.starts_with("loss_scale/") || name.ends_with("/unscaled") ||
+        name.ends_with("/clipped")) {
+      CAPTURE(name);
+      CHECK(t.dtype() == format::FLOAT32);
+      ++checked;
+    }
+  }
+  CHECK(checked >= 8);
 }
 
 } // namespace
