@@ -156,8 +156,15 @@ int apply_hyper_parameters(const RunFlags& f, session::Session& session) {
       c.weight_decay,
       c.rho,
       c.loss_scale};
+  const format::Executable& exe = session.executable();
+  const bool streams_loss_scale = std::find(exe.hyper_parameters().begin(), exe.hyper_parameters().end(),
+                                            "loss_scale") != exe.hyper_parameters().end();
   for (size_t i = 0; i < values.size(); ++i) {
     if (!values[i]) continue;
+    // A dynamic loss scale's first value is compiled in (and keyed), not streamed: with a model,
+    // the compile took it.
+    if (kHyperParameterFlags[i].second == "loss_scale" && !streams_loss_scale && names_a_model(f.executable))
+      continue;
     Status set = session.set_hyper_parameter(kHyperParameterFlags[i].second, *values[i]);
     if (!set.ok())
       return fail(g_tool, set.with_context(std::string(kHyperParameterFlags[i].first)), kExitUsage);

@@ -234,12 +234,12 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   if (options.initial_accumulator_value)
     optimizer.initial_accumulator_value = *options.initial_accumulator_value;
   if (options.global_clipnorm) optimizer.global_clipnorm = *options.global_clipnorm;
-  // fp16 gradients underflow unscaled: training in fp16 or mixed scales the loss statically by
+  // fp16 gradients underflow unscaled: training in fp16 or mixed scales the loss dynamically from
   // 2^15 unless --loss-scaling says otherwise, as Keras's mixed_float16 policy wraps fit's optimizer
-  // in a LossScaleOptimizer (docs/training.md, "Precision").
+  // in a (dynamic) LossScaleOptimizer (docs/training.md, "Precision").
   if (options.precision != "fp32" && options.mode == Mode::kTrain && !options.loss_scaling &&
       optimizer.loss_scaling.mode == passes::LossScalingMode::kNone) {
-    optimizer.loss_scaling.mode = passes::LossScalingMode::kStatic;
+    optimizer.loss_scaling.mode = passes::LossScalingMode::kDynamic;
   }
   if (options.loss_scaling) {
     const std::optional<passes::LossScalingMode> mode = passes::loss_scaling_mode(*options.loss_scaling);

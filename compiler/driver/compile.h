@@ -78,7 +78,7 @@ struct CompileOptions {
   // fp32 partial sums, losses, metrics, weight gradients and optimizer state, the forward and
   // backward at the AMP unit's fp16 rates; "mixed" (training only): as fp16, but the weights are
   // fp32 masters that a cast copies to fp16 each step (lowering::Precision, docs/training.md).
-  // Training in fp16 or mixed scales the loss statically (2^15) unless `loss_scaling` is given.
+  // Training in fp16 or mixed scales the loss dynamically (from 2^15) unless `loss_scaling` is given.
   std::string precision = "fp32";
   // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
   std::map<std::string, frontend::ConstantInput> constant_inputs;

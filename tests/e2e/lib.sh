@@ -120,6 +120,35 @@ expect_eq() { [[ $1 == "$2" ]] || fail "${3:-values} differ: '$1' != '$2'"; }
 expect_ne() { [[ $1 != "$2" ]] || fail "${3:-values} are equal: '$1'"; }
 expect_same_checkpoints() { diff -r "$1" "$2" > /dev/null || fail "$3: the checkpoints differ"; }
 
+# expect_keras_schedule LOG INITIAL GROWTH [CHECKPOINT]: the step log's loss_scales are Keras's
+# schedule replayed from INITIAL over its skipped flags, skips and growth both happened, and the
+# checkpoint's optimizer/loss_scale holds the state after the last update.
+expect_keras_schedule() {
+  "$PYTHON" - "$@" <<'PY' || fail "the loss scales of $1 do not follow Keras's schedule"
+import json, os, struct, sys
+log = json.load(open(sys.argv[1]))
+f32 = lambda x: struct.unpack("f", struct.pack("f", x))[0]
+scale, growth, counter = f32(float(sys.argv[2])), int(sys.argv[3]), 0
+want = []
+for skipped in log["skipped"]:
+    want.append(scale)
+    if skipped:  # tf.keras LossScaleOptimizer: update_if_not_finite_grads
+        scale, counter = max(f32(scale / 2), 1.0), 0
+    elif counter + 1 >= growth:  # incr_loss_scale, _assign_if_finite
+        doubled = scale * 2
+        scale, counter = (f32(doubled) if doubled <= 3.4028234663852886e38 else scale), 0
+    else:
+        counter += 1
+assert log["loss_scales"] == want, (log["loss_scales"], want)
+assert any(log["skipped"]) and not all(log["skipped"]), log["skipped"]
+assert len(set(want)) > 1, "the scale never changed"
+if len(sys.argv) > 4:
+    import numpy
+    state = numpy.load(os.path.join(sys.argv[4], json.load(open(os.path.join(sys.argv[4], "index.json")))["optimizer/loss_scale"]))
+    assert list(state) == [scale, counter], (list(state), scale, counter)
+PY
+}
+
 json_get() {
   "$PYTHON" -c '
 import json, sys

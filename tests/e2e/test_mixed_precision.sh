@@ -5,8 +5,9 @@
 # loss and weight gradients, the fp32 update) for the tutorial MLP and the CNN, where fp32
 # training does not; `--precision fp16` keeps binary16 weights (rounded at every update, to
 # nearest or stochastically, reproducible per seed for any --threads) and learns; tile memory
-# follows the dtypes; fp16 and mixed training scale the loss by 2^15 unless told otherwise; and
-# mixed inference is refused.
+# follows the dtypes; fp16 and mixed training scale the loss dynamically from 2^15 unless told
+# otherwise, backing off an overscaled fp16 overflow step for step as Keras; and mixed inference
+# is refused.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MLP=$MODELS/mlp_functional.json
@@ -129,11 +130,14 @@ PY
 # in 2 bytes; mixed adds fp32 masters (4 bytes) beside their fp16 copies (2); the weight
 # gradients and the momentum stay fp32 in both. Measured when written (64 tiles): planned total
 # 7,152,956 B (fp32), 5,351,680 (mixed), 4,300,440 (fp16); fullest tile 116,836, 88,628, 72,116.
-# The forward and backward run at the fp16 AMP rates.
+# The forward and backward run at the fp16 AMP rates. Loss scaling is static here, so that only
+# the dtypes differ (the dynamic default adds its finite check's cycles and state).
 test_training_memory_follows_the_dtypes() {
-  local p
+  local p scaling
   for p in fp32 mixed fp16; do
-    expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --precision $p --json -o $p.ipuexe
+    scaling=(--loss-scaling static)
+    [[ $p == fp32 ]] && scaling=()
+    expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --precision $p "${scaling[@]}" --json -o $p.ipuexe
     cp "$STDOUT" $p.json
   done
   "$PYTHON" - <<'PY' || fail "the planned memory does not follow the dtypes"
@@ -151,12 +155,13 @@ for p in ("mixed", "fp16"):
 PY
 }
 
-# fp16 and mixed training scale the loss statically by 2^15 by default (Keras's mixed_float16
-# policy wraps fit's optimizer in a LossScaleOptimizer); --loss-scaling and --loss-scale override
-# it; each precision has its own cache key.
+# fp16 and mixed training scale the loss dynamically from 2^15 by default (Keras's mixed_float16
+# policy wraps fit's optimizer in a dynamic LossScaleOptimizer); --loss-scaling and --loss-scale
+# override it; each precision has its own cache key.
 test_loss_scaling_defaults_on_in_fp16_and_mixed() {
   expect_exit 0 "$IPURUN" train "$MLP" "${SMALL[@]}" --precision mixed --data synthetic:64 --step-log on.json "${QUIET[@]}"
-  expect_json on.json 'd["loss_scales"] == [32768.0, 32768.0]' "mixed training scales by 2^15"
+  expect_json on.json 'd["loss_scales"] == [32768.0, 32768.0] and d["skipped"] == [False, False]' \
+    "mixed training scales dynamically from 2^15"
   expect_exit 0 "$IPURUN" train "$MLP" "${SMALL[@]}" --precision fp16 --loss-scale 1024 --data synthetic:64 \
     --step-log scale.json "${QUIET[@]}"
   expect_json scale.json 'd["loss_scales"] == [1024.0, 1024.0]' "--loss-scale overrides the default scale"
@@ -170,6 +175,21 @@ test_loss_scaling_defaults_on_in_fp16_and_mixed() {
   done
   expect_ne "${keys[0]}" "${keys[1]}" "fp32 and fp16 keys"
   expect_ne "${keys[1]}" "${keys[2]}" "fp16 and mixed keys"
+}
+
+# Overscaled, the fp16 activation gradients overflow (the logits' is (p − label) · S / batch, past
+# 65504 from S ≈ 2^21 at batch 32): the dynamic scale skips those updates and halves, then grows
+# every 3 finite updates, as Keras's schedule; the same scale in fp32 overflows nothing.
+test_dynamic_scale_backs_off_fp16_overflow() {
+  local overscaled=(--loss-scaling dynamic --loss-scale 16777216 --loss-scale-growth-steps 3)
+  expect_exit 0 "$IPURUN" train "$MLP" "${SMALL[@]}" --precision mixed "${overscaled[@]}" --data synthetic:1024 \
+    --steps-per-epoch 24 --step-log mixed.json --save-weights mixed "${QUIET[@]}"
+  expect_keras_schedule mixed.json 16777216 3 mixed
+  expect_json mixed.json 'd["skipped"][:3] == [True, True, True] and max(d["loss_scales"][3:]) < 16777216' \
+    "the first updates overflow and the scale settles below 2^24"
+  expect_exit 0 "$IPURUN" train "$MLP" "${SMALL[@]}" "${overscaled[@]}" --data synthetic:1024 \
+    --steps-per-epoch 24 --step-log fp32.json "${QUIET[@]}"
+  expect_json fp32.json 'not any(d["skipped"])' "fp32 gradients hold the same scale"
 }
 
 test_bad_combinations_are_refused() {
