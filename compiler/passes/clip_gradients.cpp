@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include "compiler/passes/stage_gather.h"
+
 namespace ipu::passes {
 
 StatusOr<std::vector<int>> clip_by_global_norm(ir::Graph& graph, const std::vector<int>& gradients,
@@ -22,24 +24,9 @@ StatusOr<std::vector<int>> clip_by_global_norm(ir::Graph& graph, const std::vect
   }
   std::map<int, int> factor_of_stage;
   for (const auto& [stage, values] : by_stage) {
-    std::vector<int> inputs;
-    for (const auto& [from, value] : squares) {
-      if (from == stage) {
-        inputs.push_back(value);
-        continue;
-      }
-      IPU_ASSIGN_OR_RETURN(int copy, graph.add_op(ir::OpKind::kStageCopy,
-                                                  graph.value(value).name + "@stage" + std::to_string(stage),
-                                                  {value}, {}, ir::Phase::kClip, stage));
-      inputs.push_back(graph.op(copy).outputs[0]);
-    }
-    int all = inputs[0];
-    if (inputs.size() > 1) {
-      IPU_ASSIGN_OR_RETURN(int concat, graph.add_op(ir::OpKind::kConcat,
+    IPU_ASSIGN_OR_RETURN(int all, gather_onto_stage(graph, squares, stage,
                                                     "global_norm/squares@stage" + std::to_string(stage),
-                                                    inputs, ir::AxisAttrs{0}, ir::Phase::kUpdate, stage));
-      all = graph.op(concat).outputs[0];
-    }
+                                                    ir::Phase::kClip, ir::Phase::kUpdate));
     ir::ClipFactorAttrs attrs;
     attrs.clip_norm = clip_norm;
     IPU_ASSIGN_OR_RETURN(int factor, graph.add_op(ir::OpKind::kClipFactor,

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "compiler/passes/stage_gather.h"
 #include "runtime/format/host_contract.h"
 
 namespace ipu::passes {
@@ -87,24 +88,9 @@ Status add_dynamic_loss_scale_update(ir::Graph& graph, const std::vector<int>& u
   }
   // Every stage that scales keeps the scale: all run the same schedule on the same checks.
   for (const auto& [stage, state] : state_of_stage) {
-    std::vector<int> inputs;
-    for (const auto& [from, value] : checks) {
-      if (from == stage) {
-        inputs.push_back(value);
-        continue;
-      }
-      IPU_ASSIGN_OR_RETURN(int copy, graph.add_op(ir::OpKind::kStageCopy,
-                                                  graph.value(value).name + "@stage" + std::to_string(stage),
-                                                  {value}, {}, ir::Phase::kClip, stage));
-      inputs.push_back(graph.op(copy).outputs[0]);
-    }
-    int all = inputs[0];
-    if (inputs.size() > 1) {
-      IPU_ASSIGN_OR_RETURN(int concat, graph.add_op(ir::OpKind::kConcat,
+    IPU_ASSIGN_OR_RETURN(int all, gather_onto_stage(graph, checks, stage,
                                                     "loss_scale/finite_checks@stage" + std::to_string(stage),
-                                                    inputs, ir::AxisAttrs{0}, ir::Phase::kLossScale, stage));
-      all = graph.op(concat).outputs[0];
-    }
+                                                    ir::Phase::kClip, ir::Phase::kLossScale));
     ir::LossScaleUpdateAttrs attrs;
     attrs.growth_steps = growth_steps;
     IPU_RETURN_IF_ERROR(graph
