@@ -93,7 +93,7 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
     last_parts = k.parts;
     const double kc = static_cast<double>(k.chunk), shares = static_cast<double>(k.parts);
     // Each reduce vertex receives the partials of its share of C and adds them.
-    const Split reduce = k.parts > 1 ? plan_split(M * N, shares / m.vector_flops_per_cycle, 4.0 * shares,
+    const Split reduce = k.parts > 1 ? plan_split(M * N, shares / m.partial_sum_flops_per_cycle, 4.0 * shares,
                                                   4.0 * (shares + 1), target, max_tiles)
                                      : make_split(M * N, 1);
     for (int64_t pr : detail::candidate_parts(M, max_tiles / k.parts)) {
@@ -116,7 +116,7 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
           // A reduce vertex's tile still holds the partial block it computed.
           const double chunk = static_cast<double>(c.plan.reduce.chunk);
           c.cost += target::sync_cycles(target, 1) + m.vertex_overhead_cycles +
-                    chunk * shares / m.vector_flops_per_cycle +
+                    chunk * shares / m.partial_sum_flops_per_cycle +
                     4.0 * chunk * shares / m.exchange_bytes_per_cycle +
                     m.vertex_spread_cycles * static_cast<double>(c.plan.reduce.parts);
           c.held = std::max(c.held, 4.0 * r * cols + 4.0 * chunk * (shares + 1));

@@ -414,7 +414,7 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
     // shares, the elements spread over the tiles, each tile receiving the shares of its elements.
     const double reduce = shares > 1 ? shares * dw_size / std::min(dw_size, tile_count) : 0.0;
     return GridCost{nb * mc * cc * t * r * static_cast<double>(OW) +
-                        reduce * cycles.macs_per_cycle / cycles.vector_flops_per_cycle,
+                        reduce * cycles.macs_per_cycle / cycles.partial_sum_flops_per_cycle,
                     in_bytes + 4.0 * reduce,
                     in_bytes + 4.0 * (mc * cc * t + cc * t * r * static_cast<double>(OW))};
   });
@@ -467,7 +467,7 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   }
   if (shares == 1) return Status();
   const int64_t elements = M * Cg * taps;
-  const double cycles_per_element = static_cast<double>(shares) / cycles.vector_flops_per_cycle;
+  const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
   const lowering::Split reduce = lowering::plan_split(
       elements, cycles_per_element, 4.0 * static_cast<double>(shares), 4.0 * static_cast<double>(shares + 1),
       ctx.target(), static_cast<int64_t>(tiles.size()));
@@ -543,7 +543,7 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
     }
   }
   if (shares == 1) return Status();
-  const double cycles_per_element = static_cast<double>(shares) / cycles.vector_flops_per_cycle;
+  const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
   const lowering::Split reduce = lowering::plan_split(
       d.C, cycles_per_element, 4.0 * static_cast<double>(shares), 4.0 * static_cast<double>(shares + 1),
       ctx.target(), static_cast<int64_t>(tiles.size()));

@@ -204,7 +204,8 @@ std::vector<lowering::Region> reduction_read_regions(uint32_t tensor, const Inpu
 
 void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t out, int64_t shares,
                         int64_t elements, const lowering::Split& reduce, const std::vector<uint32_t>& tiles) {
-  const double cycles_per_element = static_cast<double>(shares) / ctx.target().cycles.vector_flops_per_cycle;
+  const double cycles_per_element =
+      static_cast<double>(shares) / ctx.target().cycles.partial_sum_flops_per_cycle;
   for (int64_t p = 0; p < reduce.parts; ++p) {
     const int64_t begin = p * reduce.chunk, end = std::min(elements, begin + reduce.chunk);
     lowering::VertexSpec v;

@@ -57,6 +57,10 @@ struct CycleModel {
   // vector (f16v4) where the float one issues a 2-float one (f32v2), every 3 worker cycles on
   // each of 6 workers, ≈ 1.33 per tile cycle.
   double half_vector_flops_per_cycle = 4.0 / 3.0;
+  // The adds that sum partials (a MatMul's or a convolution's split over K or samples, a norm's
+  // shares) run at the fp32 rate in any precision: AMP keeps partial sums fp32 (poplin's
+  // partialsType float), so at_half_rates leaves this at vector_flops_per_cycle's fp32 value.
+  double partial_sum_flops_per_cycle = 2.0 / 3.0;
   FunctionCycles functions;
   // Bytes a tile receives per cycle over the exchange: the GC200's 8 TB/s IPU-Exchange ÷
   // (1472 tiles × 1.33 GHz) ≈ 4 (derived; poplibs' Mk1-era default was also 4).

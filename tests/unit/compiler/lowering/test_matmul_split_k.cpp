@@ -127,6 +127,21 @@ TEST_CASE("a 2048³ MatMul in fp16 runs at the fp16 AMP rate on half the bytes, 
     CHECK(t.dtype() == (operand ? format::FLOAT16 : format::FLOAT32));
   }
   CHECK(exe.compute_sets(0).rounded_size() == 0);
+  // The reduce adds fp32 partials: each Reduce vertex is charged its launch and the fp32 rate,
+  // shares adds per element of C it writes.
+  const auto& reduce = exe.compute_sets(1);
+  const int64_t shares = exe.tensors(static_cast<int>(reduce.vertices(0).operands(0))).shape(0);
+  REQUIRE(shares > 1);
+  const target::CycleModel mk2 = target::target_preset("mk2")->cycles;
+  for (const auto& v : reduce.vertices()) {
+    CAPTURE(v.tile());
+    REQUIRE(v.codelet() == static_cast<uint32_t>(format::Codelet::kReduce));
+    using R = format::params::Reduce;
+    const int64_t elements = v.params(R::kEnd) - v.params(R::kBegin);
+    const double want =
+        mk2.vertex_overhead_cycles + static_cast<double>(shares * elements) / mk2.vector_flops_per_cycle;
+    CHECK(std::abs(static_cast<double>(v.cycles()) - want) <= 1.0);
+  }
   REQUIRE(exe.compute_sets(1).rounded_size() == 1);
   const auto& rounded = exe.compute_sets(1).rounded(0);
   CHECK(exe.tensors(static_cast<int>(rounded.tensor())).name() == "product");

@@ -32,6 +32,9 @@ TEST_CASE("cycle model: fp16 rates are the AMP unit's fp16.32 peak and twice the
   CHECK(64.0 * 64 * 64 / half.macs_per_cycle == 4096);
   CHECK(3000 / mk2.cycles.vector_flops_per_cycle == doctest::Approx(4500));
   CHECK(3000 / half.vector_flops_per_cycle == doctest::Approx(2250));
+  // Partial sums stay fp32 under AMP: adding them runs at the fp32 rate in either model.
+  CHECK(mk2.cycles.partial_sum_flops_per_cycle == mk2.cycles.vector_flops_per_cycle);
+  CHECK(half.partial_sum_flops_per_cycle == mk2.cycles.vector_flops_per_cycle);
 }
 
 TEST_CASE("cycle model: presets give the published peaks") {
