@@ -529,6 +529,14 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
                             " leaves no epoch to train: --epochs " + std::to_string(options.epochs) +
                             " is the number of the last epoch, as Keras counts it");
   }
+  // The progress line, with dynamic loss scaling's scale and skipped updates so far.
+  const auto report = [&](Progress p, const EpochResult& r) {
+    if (s.stream_loss_scale) {
+      p.loss_scale = r.loss_scale;
+      p.skipped_updates = r.skipped_updates;
+    }
+    progress(p);
+  };
   // B counts the job's samples per step; this instance feeds Bi of them to its replicas.
   const int64_t S = s.steps_per_execution, B = s.global_batch, Bi = s.batch;
   int64_t steps = static_cast<int64_t>(data.num_samples) / B;
@@ -616,20 +624,10 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
       r.steps += S;
       r.samples += S * B;
       if (progress) {
-        Progress p{epoch,
-                   options.epochs,
-                   r.steps,
-                   steps,
-                   loss_sum / static_cast<double>(r.steps),
-                   s.metric_values(sums, static_cast<double>(r.samples)),
-                   seconds_since(start),
-                   false,
-                   std::nullopt};
-        if (s.stream_loss_scale) {
-          p.loss_scale = r.loss_scale;
-          p.skipped_updates = r.skipped_updates;
-        }
-        progress(p);
+        report({epoch, options.epochs, r.steps, steps, loss_sum / static_cast<double>(r.steps),
+                s.metric_values(sums, static_cast<double>(r.samples)), seconds_since(start), false,
+                std::nullopt},
+               r);
       }
     }
     r.loss = loss_sum / static_cast<double>(r.steps);
@@ -643,14 +641,8 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
         return validated.status().with_context("epoch " + std::to_string(epoch) + ": validation");
       r.validation = *validated;
     }
-    if (progress) {
-      Progress p{epoch, options.epochs, r.steps, steps, r.loss, r.metrics, r.seconds, true, r.validation};
-      if (s.stream_loss_scale) {
-        p.loss_scale = r.loss_scale;
-        p.skipped_updates = r.skipped_updates;
-      }
-      progress(p);
-    }
+    if (progress)
+      report({epoch, options.epochs, r.steps, steps, r.loss, r.metrics, r.seconds, true, r.validation}, r);
     results.push_back(r);
     if (options.on_epoch_end) {
       IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsToHostProgram));
