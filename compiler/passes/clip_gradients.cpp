@@ -9,21 +9,12 @@ namespace ipu::passes {
 
 StatusOr<std::vector<int>> clip_by_global_norm(ir::Graph& graph, const std::vector<int>& gradients,
                                                float gradient_scale, float clip_norm) {
-  std::map<int, std::vector<int>> by_stage;
-  for (int g : gradients)
-    by_stage[graph.value(g).stage].push_back(g);
   // Each stage's share of the squared norm, in stage order.
-  std::vector<std::pair<int, int>> squares; // (stage, value)
-  for (const auto& [stage, values] : by_stage) {
-    ir::SquaredNormAttrs attrs;
-    attrs.scale = gradient_scale;
-    IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kSquaredNorm,
-                                              "global_norm/squared@stage" + std::to_string(stage), values,
-                                              attrs, ir::Phase::kClip, stage));
-    squares.emplace_back(stage, graph.op(op).outputs[0]);
-  }
+  IPU_ASSIGN_OR_RETURN(const StageValues squares,
+                       squared_norm_per_stage(graph, gradients, gradient_scale, "global_norm/squared"));
   std::map<int, int> factor_of_stage;
-  for (const auto& [stage, values] : by_stage) {
+  for (const auto& share : squares) {
+    const int stage = share.first;
     IPU_ASSIGN_OR_RETURN(int all, gather_onto_stage(graph, squares, stage,
                                                     "global_norm/squares@stage" + std::to_string(stage),
                                                     ir::Phase::kClip, ir::Phase::kUpdate));

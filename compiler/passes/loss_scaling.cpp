@@ -73,19 +73,10 @@ int add_loss_scale_state(ir::Graph& graph, int stage, float initial_scale) {
 Status add_dynamic_loss_scale_update(ir::Graph& graph, const std::vector<int>& unscaled,
                                      const std::vector<int>& accumulators,
                                      const std::map<int, int>& state_of_stage, int64_t growth_steps) {
-  std::map<int, std::vector<int>> by_stage;
-  for (int g : unscaled)
-    by_stage[graph.value(g).stage].push_back(g);
-  if (by_stage.empty()) return Status();   // no gradient: nothing to check, nothing to skip
-  std::vector<std::pair<int, int>> checks; // (stage, value), in stage order
-  for (const auto& [stage, values] : by_stage) {
-    ir::SquaredNormAttrs attrs;
-    attrs.scale = 0.0f; // (0·g)² is 0 for a finite g, NaN for an infinite or NaN one
-    IPU_ASSIGN_OR_RETURN(int op, graph.add_op(ir::OpKind::kSquaredNorm,
-                                              "loss_scale/finite_check@stage" + std::to_string(stage), values,
-                                              attrs, ir::Phase::kClip, stage));
-    checks.emplace_back(stage, graph.op(op).outputs[0]);
-  }
+  if (unscaled.empty()) return Status(); // no gradient: nothing to check, nothing to skip
+  // Each stage's finite check: the squared norm of its gradients times 0, 0 or NaN.
+  IPU_ASSIGN_OR_RETURN(const StageValues checks,
+                       squared_norm_per_stage(graph, unscaled, 0.0f, "loss_scale/finite_check"));
   // Every stage that scales keeps the scale: all run the same schedule on the same checks.
   for (const auto& [stage, state] : state_of_stage) {
     IPU_ASSIGN_OR_RETURN(int all, gather_onto_stage(graph, checks, stage,

@@ -1,9 +1,28 @@
 #include "compiler/passes/stage_gather.h"
 
+#include <map>
+
 namespace ipu::passes {
 
-StatusOr<int> gather_onto_stage(ir::Graph& graph, const std::vector<std::pair<int, int>>& per_stage,
-                                int stage, const std::string& concat_name, ir::Phase copy_phase,
+StatusOr<StageValues> squared_norm_per_stage(ir::Graph& graph, const std::vector<int>& gradients, float scale,
+                                             const std::string& name) {
+  std::map<int, std::vector<int>> by_stage;
+  for (int g : gradients)
+    by_stage[graph.value(g).stage].push_back(g);
+  StageValues norms;
+  for (const auto& [stage, values] : by_stage) {
+    ir::SquaredNormAttrs attrs;
+    attrs.scale = scale;
+    IPU_ASSIGN_OR_RETURN(int op,
+                         graph.add_op(ir::OpKind::kSquaredNorm, name + "@stage" + std::to_string(stage),
+                                      values, attrs, ir::Phase::kClip, stage));
+    norms.emplace_back(stage, graph.op(op).outputs[0]);
+  }
+  return norms;
+}
+
+StatusOr<int> gather_onto_stage(ir::Graph& graph, const StageValues& per_stage, int stage,
+                                const std::string& concat_name, ir::Phase copy_phase,
                                 ir::Phase concat_phase) {
   std::vector<int> inputs;
   for (const auto& [from, value] : per_stage) {
