@@ -335,6 +335,36 @@ Status grad_concat(GradContext& ctx, const Op& op) {
   return Status();
 }
 
+// The regions of Y [rows, y_row] that elements [begin, end) of X [rows, x_row] land in, at column
+// y_col: a part of the first row, the whole rows between, a part of the last row.
+std::vector<lowering::Region> concat_writes(uint32_t y, int64_t x_row, int64_t y_row, int64_t y_col,
+                                            int64_t begin, int64_t end) {
+  std::vector<lowering::Region> writes;
+  const int64_t first_row = begin / x_row, last_row = (end - 1) / x_row;
+  if (first_row == last_row) {
+    const int64_t at = first_row * y_row + y_col - first_row * x_row;
+    return {lowering::flat_region(y, at + begin, at + end)};
+  }
+  int64_t whole_begin = first_row, whole_end = last_row + 1;
+  if (begin % x_row != 0) {
+    writes.push_back(lowering::flat_region(y, first_row * y_row + y_col + begin % x_row,
+                                           first_row * y_row + y_col + x_row));
+    ++whole_begin;
+  }
+  const bool last_partial = end % x_row != 0;
+  if (last_partial) --whole_end;
+  if (whole_begin < whole_end)
+    writes.push_back(lowering::block_region(y, whole_begin, whole_end, y_col, y_col + x_row, y_row));
+  if (last_partial)
+    writes.push_back(
+        lowering::flat_region(y, last_row * y_row + y_col, last_row * y_row + y_col + end % x_row));
+  return writes;
+}
+
+// Each input is copied into its columns of Y, split over its elements (so along every dimension,
+// the concat axis included: at batch 1 on the channel axis each input is one row), and placed where
+// the input lives when that costs less (lower_where_operands_live), as Poplar's concatenation is a
+// view of its inputs where they lie rather than a gathering onto few tiles.
 Status lower_concat(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const std::vector<int64_t>& out = g.value(op.outputs[0]).type.shape;
@@ -346,29 +376,29 @@ Status lower_concat(LowerContext& ctx, const Op& op) {
   }
   const int64_t y_row = out[axis] * inner;
   const uint32_t y = ctx.tensor(op.outputs[0]);
+  const double cycles_per_element = 1.0 / ctx.target().cycles.vector_flops_per_cycle;
   int64_t col = 0;
   for (int in : op.inputs) {
     const uint32_t x = ctx.tensor(in);
     const int64_t x_row = g.value(in).type.shape[axis] * inner;
     if (x_row == 0) continue; // an empty input contributes nothing
-    const double per_row = static_cast<double>(x_row) / ctx.target().cycles.vector_flops_per_cycle;
-    lowering::lower_split(ctx, rows, per_row, 4.0 * static_cast<double>(x_row),
-                          [&](uint32_t tile, int64_t rb, int64_t re) {
-                            lowering::VertexSpec v;
-                            v.codelet = format::Codelet::kBlockCopy;
-                            v.operands = {x, y};
-                            using P = format::params::BlockCopy;
-                            v.params = format::make_params<P>({{P::kRows, rows},
-                                                               {P::kXRow, x_row},
-                                                               {P::kYRow, y_row},
-                                                               {P::kYCol, col},
-                                                               {P::kRowBegin, rb},
-                                                               {P::kRowEnd, re}});
-                            v.compute_cycles = per_row * static_cast<double>(re - rb);
-                            v.reads = {lowering::flat_region(x, rb * x_row, re * x_row)};
-                            v.writes = {lowering::block_region(y, rb, re, col, col + x_row, y_row)};
-                            ctx.emit(tile, std::move(v));
-                          });
+    const lowering::ElementwiseWork work{rows * x_row, 1, cycles_per_element, 4.0, {x}};
+    lowering::lower_where_operands_live(ctx, work, [&, x, x_row, col](int64_t begin, int64_t end) {
+      lowering::VertexSpec v;
+      v.codelet = format::Codelet::kBlockCopy;
+      v.operands = {x, y};
+      using P = format::params::BlockCopy;
+      v.params = format::make_params<P>({{P::kRows, rows},
+                                         {P::kXRow, x_row},
+                                         {P::kYRow, y_row},
+                                         {P::kYCol, col},
+                                         {P::kBegin, begin},
+                                         {P::kEnd, end}});
+      v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
+      v.reads = {lowering::flat_region(x, begin, end)};
+      v.writes = concat_writes(y, x_row, y_row, col, begin, end);
+      return v;
+    });
     col += x_row;
   }
   return Status();

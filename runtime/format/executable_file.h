@@ -10,7 +10,7 @@
 
 namespace ipu::format {
 
-inline constexpr uint32_t kFormatVersion = 4;
+inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr size_t kHeaderSize = 64;
 // Refuse to inflate payloads larger than this: a hostile header must not make us allocate 2^64.
 inline constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 30;

@@ -390,8 +390,10 @@ Status validate_strided_copy(const format::Vertex& v, const std::vector<OperandI
   return Status();
 }
 
-// BlockCopy: Y[r·y_row + y_col + c] = X[r·x_row + c] for c < x_row and rows [row_begin,
-// row_end): one input of a Concat placed into its columns of the output.
+// BlockCopy: Y[r·y_row + y_col + c] = X[r·x_row + c] for the elements [begin, end) of X: one input
+// of a Concat placed into its columns of the output. A vertex's range of X may start and end
+// inside a row, so a Concat splits along its axis too (at batch 1 on the channel axis there is
+// only one row).
 //   operands: X [rows, x_row], Y [rows, y_row]
 //   params:   format::params::BlockCopy
 void run_block_copy(const PreparedVertex& v) {
@@ -399,8 +401,11 @@ void run_block_copy(const PreparedVertex& v) {
   const int64_t x_row = v.params[P::kXRow], y_row = v.params[P::kYRow], y_col = v.params[P::kYCol];
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r)
-    std::copy_n(x + r * x_row, x_row, y + r * y_row + y_col);
+  for (int64_t i = v.params[P::kBegin], end = v.params[P::kEnd]; i < end;) {
+    const int64_t row = i / x_row, col = i % x_row, n = std::min(end - i, x_row - col);
+    std::copy_n(x + i, n, y + row * y_row + y_col + col);
+    i += n;
+  }
 }
 
 Status validate_block_copy(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -413,7 +418,8 @@ Status validate_block_copy(const format::Vertex& v, const std::vector<OperandInf
   const int64_t y_col = v.params(P::kYCol);
   IPU_RETURN_IF_ERROR(expect_range(y_col, y_col, v.params(P::kYRow), "column"));
   IPU_RETURN_IF_ERROR(expect_range(y_col, y_col + v.params(P::kXRow), v.params(P::kYRow), "column"));
-  IPU_RETURN_IF_ERROR(expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), v.params(P::kRows), "row"));
+  IPU_RETURN_IF_ERROR(
+      expect_range(v.params(P::kBegin), v.params(P::kEnd), static_cast<int64_t>(ops[0].elements), "element"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
   return Status();
 }
@@ -439,10 +445,8 @@ const KernelDef& strided_copy_kernel() {
   return def;
 }
 const KernelDef& block_copy_kernel() {
-  static const KernelDef def{Codelet::kBlockCopy,
-                             run_block_copy,
-                             validate_block_copy,
-                             {format::params::BlockCopy::kRowBegin, format::params::BlockCopy::kRowEnd}};
+  static const KernelDef def{Codelet::kBlockCopy, run_block_copy, validate_block_copy,
+                             begin_end<format::params::BlockCopy>()};
   return def;
 }
 

@@ -289,10 +289,19 @@ TEST_CASE("tensor kernels: StridedCopy over ranges that split rows, with the inn
 
 TEST_CASE("tensor kernels: BlockCopy places a Concat input into its columns") {
   std::vector<float> x{1, 2, 3, 4}, y(6, 0);
-  run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 2}));
+  run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 4}));
   CHECK(y == std::vector<float>{0, 1, 2, 0, 3, 4});
-  CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, 2, 0, 2}).ok());
-  CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, INT64_MAX, 0, 2}).ok());
+  CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, 2, 0, 4}).ok());
+  CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, INT64_MAX, 0, 4}).ok());
+  CHECK(!validate(Codelet::kBlockCopy, {4, 6}, {2, 2, 3, 1, 0, 5}).ok());
+}
+
+TEST_CASE("tensor kernels: BlockCopy copies a range of X that starts and ends inside rows") {
+  // X [3, 3] into columns 1..3 of Y [3, 5]: elements 2..7 span the end of row 0, row 1 and the
+  // start of row 2.
+  std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8, 9}, y(15, 0);
+  run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {3, 3, 5, 1, 2, 7}));
+  CHECK(y == std::vector<float>{0, 0, 0, 3, 0, 0, 4, 5, 6, 0, 0, 7, 0, 0, 0});
 }
 
 TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over strided axes") {
