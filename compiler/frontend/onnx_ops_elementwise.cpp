@@ -179,6 +179,23 @@ template <BinaryKind K> Status convert_binary(OnnxImportContext& ctx) {
   return Status();
 }
 
+// Pow of a float base by a constant single exponent (x.pow(2) in a LayerNorm's variance, as
+// exporters write it: a Constant 2.0) is the scalar form, as popops' expression optimiser maps
+// such exponents (a square to a multiply) rather than the generic POWER, so its cost and gradient
+// are the scalar form's; any other Pow is the binary op.
+Status convert_pow(OnnxImportContext& ctx) {
+  const data::NpyArray* exponent = ctx.constant_input(1);
+  IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
+  if (exponent == nullptr || exponent->element_count() != 1 || is_integer_dtype(ctx.input_dtype(0)) ||
+      exponent->shape.size() > ctx.shape(a).size()) {
+    return convert_binary<BinaryKind::kPow>(ctx);
+  }
+  IPU_ASSIGN_OR_RETURN(std::vector<float> value, data::to_floats(*exponent, ctx.node().input(1)));
+  IPU_ASSIGN_OR_RETURN(int y, add_unary(ctx, a, UnaryKind::kPowScalar, value[0]));
+  ctx.set_output(0, y);
+  return Status();
+}
+
 // Add; a bias row [N] or [1,N] added to [M,N] (what exporters write for a Linear layer) stays
 // the BiasAdd of the Dense layer, whose gradient is a column sum.
 Status convert_add(OnnxImportContext& ctx) {
@@ -369,7 +386,7 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
       {"Not", {1}, {}, convert_unary<UnaryKind::kNot>},
       {"Or", {7}, {}, convert_binary<BinaryKind::kOr>},
       {"PRelu", {7, 9, 16}, {}, convert_prelu},
-      {"Pow", {1, 7, 12, 13, 15}, {"broadcast", "axis"}, convert_binary<BinaryKind::kPow>},
+      {"Pow", {1, 7, 12, 13, 15}, {"broadcast", "axis"}, convert_pow},
       {"Reciprocal", {6, 13}, {}, convert_unary<UnaryKind::kReciprocal>},
       {"Selu", {6, 22}, {"alpha", "gamma"}, convert_unary<UnaryKind::kSelu>},
       {"Sign", {9, 13}, {}, convert_unary<UnaryKind::kSign>},

@@ -41,13 +41,16 @@ LayerNormMatch match_layer_norm(const ir::Graph& graph, const ir::Op& mean, cons
   const int d = graph.op(sub).outputs[0];
   const std::vector<int> readers = graph.consumers(d);
   if (readers.size() != 2 || is_interface(iface, d) || graph.value(d).declared_half) return m;
-  const int pow = is_binary(graph.op(readers[0]), BinaryKind::kPow) ? readers[0] : readers[1];
+  // d² as the scalar Pow a constant exponent imports as, or a Pow by a scalar weight of 2.
+  auto squares_d = [&](const ir::Op& o) {
+    if (o.inputs[0] != d) return false;
+    if (is_unary(o, format::UnaryKind::kPowScalar)) return o.attrs<ir::UnaryAttrs>().alpha == 2.0f;
+    return is_binary(o, BinaryKind::kPow) && scalar_constant(graph, o.inputs[1]) == 2.0f;
+  };
+  const int pow = squares_d(graph.op(readers[0])) ? readers[0] : readers[1];
   const int div = pow == readers[0] ? readers[1] : readers[0];
   const ir::Op& p = graph.op(pow);
-  if (!is_binary(p, BinaryKind::kPow) || p.inputs[0] != d || scalar_constant(graph, p.inputs[1]) != 2.0f ||
-      p.phase != mean.phase || p.stage != mean.stage) {
-    return m;
-  }
+  if (!squares_d(p) || p.phase != mean.phase || p.stage != mean.stage) return m;
   const int variance = next(pow, [&](const ir::Op& o) { return is_last_axis_mean(graph, o); });
   if (variance < 0) return m;
   const int shifted = next(variance, [&](const ir::Op& o) {
