@@ -178,6 +178,34 @@ void LowerContext::map_like(int value, int like) {
   set_mapping(target, {mapping.begin(), mapping.end()});
 }
 
+void LowerContext::defer_mapping_to_reader(int value) {
+  m_awaiting_placement.try_emplace(tensor(value));
+}
+
+void LowerContext::place_region(const Region& region, uint32_t tile) {
+  auto it = m_awaiting_placement.find(region.tensor);
+  if (it == m_awaiting_placement.end()) return;
+  for (int64_t r = region.row_begin; r < region.row_end; ++r) {
+    it->second.push_back(interval(tile, static_cast<uint64_t>(r * region.row_stride + region.col_begin),
+                                  static_cast<uint64_t>(r * region.row_stride + region.col_end)));
+  }
+  set_mapping(region.tensor, it->second);
+}
+
+void LowerContext::end_placement(uint32_t tensor_index) {
+  auto it = m_awaiting_placement.find(tensor_index);
+  if (it == m_awaiting_placement.end()) return;
+  std::vector<format::Interval> placed = normalise(std::move(it->second));
+  m_awaiting_placement.erase(it);
+  uint64_t covered = 0;
+  for (const format::Interval& iv : placed)
+    covered += iv.end() - iv.begin();
+  if (covered != format::element_count(m_exe.tensors(static_cast<int>(tensor_index)))) {
+    m_exe.mutable_tensors(static_cast<int>(tensor_index))->clear_mapping();
+    map_tensor_linearly(tensor_index);
+  }
+}
+
 void LowerContext::map_tensor_linearly(uint32_t index) {
   const format::Tensor& t = m_exe.tensors(static_cast<int>(index));
   if (t.mapping_size() > 0) return;
@@ -288,6 +316,18 @@ std::vector<uint32_t> LowerContext::peek_tiles(int64_t count) const {
 std::vector<uint32_t> LowerContext::take_tiles(int64_t count) {
   std::vector<uint32_t> tiles = peek_tiles(count);
   if (!tiles.empty()) m_tile_cursor = (tiles.back() + 1) % m_target.tiles_per_ipu;
+  return tiles;
+}
+
+std::vector<uint32_t> LowerContext::take_tiles_for_placement(int64_t count) {
+  const uint32_t tiles_per_ipu = m_target.tiles_per_ipu;
+  const uint32_t base = static_cast<uint32_t>(m_cs_ipu) * tiles_per_ipu;
+  std::vector<uint32_t> tiles;
+  for (int64_t i = 0; i < count; ++i) {
+    tiles.push_back(base + m_linear_cursor);
+    m_linear_cursor = (m_linear_cursor + 1) % tiles_per_ipu;
+  }
+  if (!tiles.empty()) m_tile_cursor = m_linear_cursor;
   return tiles;
 }
 

@@ -99,6 +99,22 @@ public:
   // Gives the tensor of `value` the tile mapping of `like`'s (mapped already): an optimizer's
   // state and accumulators lie beside their weight, so the update reads them all locally.
   void map_like(int value, int like);
+  // Leaves the tensor of `value` unmapped for the first op that reads it to lay out where its
+  // vertices read it (place_region), as Poplar creates a MatMul's weights with the layout of the
+  // MatMul's plan (poplin::createMatMulInputRHS) rather than moving them there at every step.
+  void defer_mapping_to_reader(int value);
+  // Whether `tensor` still waits for its reader to place it.
+  bool awaits_placement(uint32_t tensor) const { return m_awaiting_placement.contains(tensor); }
+  // Maps `region` of a tensor that awaits placement to `tile`: a vertex there then reads it
+  // locally. Call before emitting the vertex.
+  void place_region(const Region& region, uint32_t tile);
+  // The reader has placed all of `tensor`; an element it did not place is spread linearly.
+  void end_placement(uint32_t tensor);
+  // Tiles for the vertices of an op that places a tensor (take_tiles' contract): the run where the
+  // last linear mapping or placement ended, wrapping round the IPU, so the tensors readers lay out
+  // continue the linear mappings' spread instead of stacking on the tiles each compute set starts
+  // from.
+  std::vector<uint32_t> take_tiles_for_placement(int64_t count);
 
   void begin_compute_set(std::string name, int ipu);
   // The IPU of the open compute set.
@@ -161,6 +177,8 @@ private:
   // Elements of FLOAT16 tensors the open compute set's vertices write (ComputeSet.rounded).
   std::vector<format::TensorRange> m_rounded;
   std::vector<int64_t> m_value_tensor; // IR value id -> tensor index, -1 if none yet
+  // Tensors whose reader lays them out, with the intervals placed so far.
+  std::map<uint32_t, std::vector<format::Interval>> m_awaiting_placement;
   uint32_t m_linear_cursor = 0;
 
   // The open compute set.

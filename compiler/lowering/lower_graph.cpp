@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/program_builder.h"
+#include "compiler/lowering/tile_planner.h"
 #include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
 
@@ -120,6 +122,39 @@ std::map<int, int> state_beside_weight(const ir::Graph& graph) {
   return weight_of;
 }
 
+// Large weights whose every forward reader is a MatMul taking them as its right operand (a Dense or
+// Gemm kernel): the first of those lays them out where its vertices read them
+// (LowerContext::defer_mapping_to_reader), as poplin creates a MatMul's weights for its plan, so a
+// classifier weight is used where it lives rather than spread linearly and received again by every
+// vertex at every step (VGG-11's first, 411 MB: 280 KB on every tile and ~500 KB of exchange buffers
+// on each of its MatMul's). Only a weight whose linear share of a tile exceeds `grain_bytes` is
+// placed: below that the blocks its vertices receive are a small part of a tile, and the linear
+// spread sits lighter on the tiles the MatMul uses than its plan's blocks would. Convolution kernels
+// stay spread: a convolution at batch 1 runs on few tiles, and a network's kernels laid out by their
+// convolutions stacked up on the tiles each compute set starts from (ResNet-50: 885 KB of kernels on
+// one tile).
+std::set<int> weights_placed_by_reader(const ir::Graph& graph, LowerContext& ctx, double grain_bytes) {
+  std::map<int, bool> only_kernel;
+  for (const ir::Op& op : graph.ops()) {
+    if (op.phase != ir::Phase::kForward) continue;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const ir::Value& v = graph.value(op.inputs[i]);
+      if (v.role != ir::Role::kWeight || v.producer >= 0) continue;
+      const bool kernel = op.kind == ir::OpKind::kMatMul && i == 1;
+      auto [it, inserted] = only_kernel.emplace(v.id, kernel);
+      if (!inserted) it->second = it->second && kernel;
+    }
+  }
+  std::set<int> weights;
+  for (const auto& [id, kernel] : only_kernel) {
+    const format::Tensor& t = ctx.executable().tensors(static_cast<int>(ctx.tensor(id)));
+    const double share = static_cast<double>(format::element_count(t) * format::dtype_size(t.dtype())) /
+                         static_cast<double>(ctx.target().tiles_per_ipu);
+    if (kernel && share > grain_bytes) weights.insert(id);
+  }
+  return weights;
+}
+
 // Compute sets in the order the train program first runs them, for the memory plan's liveness.
 std::vector<uint32_t> concat_phases(const std::vector<StageComputeSets>& stages) {
   std::vector<uint32_t> order;
@@ -153,14 +188,25 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   exe.set_steps_per_execution(options.steps_per_execution);
 
   LowerContext ctx(graph, target, exe, options.precision);
-  // Tensors no vertex produces are spread over the tiles up front, an update's state as its weight.
+  // Tensors no vertex produces are spread over the tiles up front, an update's state as its weight,
+  // but for the weights a MatMul lays out (and their state, once they are placed).
   const std::map<int, int> beside_weight = state_beside_weight(graph);
+  // The grain of tile memory LowerContext::take_tiles counts in: 1/16 of an op's working set.
+  const std::set<int> placed_by_reader = weights_placed_by_reader(graph, ctx, tile_budget_bytes(target) / 16);
   for (const ir::Value& v : graph.values()) {
-    if (v.producer < 0 && v.role != ir::Role::kActivation && !beside_weight.contains(v.id))
+    if (v.producer >= 0 || v.role == ir::Role::kActivation || beside_weight.contains(v.id)) continue;
+    if (placed_by_reader.contains(v.id)) {
+      ctx.defer_mapping_to_reader(v.id);
+    } else {
       ctx.map_linearly(v.id);
+    }
   }
-  for (const auto& [state, weight] : beside_weight)
-    ctx.map_like(state, weight);
+  auto map_state_beside_weights = [&](bool of_weights_placed_by_reader) {
+    for (const auto& [state, weight] : beside_weight) {
+      if (placed_by_reader.contains(weight) == of_weights_placed_by_reader) ctx.map_like(state, weight);
+    }
+  };
+  map_state_beside_weights(false);
 
   const bool train = io.loss.has_value();
   const int S = static_cast<int>(options.stages);
@@ -171,6 +217,9 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     if (!train) continue;
     IPU_ASSIGN_OR_RETURN(sets.loss, lower_phase(ctx, graph, lowerings, ir::Phase::kLoss, s));
   }
+  for (int weight : placed_by_reader)
+    ctx.end_placement(ctx.tensor(weight));
+  map_state_beside_weights(true);
   for (int s = S - 1; train && s >= 0; --s) {
     IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].backward,
                          lower_phase(ctx, graph, lowerings, ir::Phase::kBackward, s));

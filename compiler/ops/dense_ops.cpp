@@ -86,7 +86,9 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
   const lowering::BlockGrid& grid = plan.grid;
   const int64_t shares = plan.k.parts;
   const uint32_t partials = ctx.add_temporary(op.name + "/partials", {shares, d.M, d.N});
-  std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts * shares);
+  const int64_t vertices = grid.rows.parts * grid.cols.parts * shares;
+  std::vector<uint32_t> tiles =
+      ctx.awaits_placement(b) ? ctx.take_tiles_for_placement(vertices) : ctx.take_tiles(vertices);
   size_t next = 0;
   for (int64_t j = 0; j < grid.cols.parts; ++j) {
     const int64_t cb = j * grid.cols.chunk, ce = std::min(d.N, cb + grid.cols.chunk);
@@ -119,12 +121,14 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
                              : lowering::block_region(a, rb, re, kb, ke, d.K));
         v.reads.push_back(tb ? lowering::block_region(b, cb, ce, kb, ke, d.K)
                              : lowering::block_region(b, kb, ke, cb, ce, d.N));
+        if (i == 0) ctx.place_region(v.reads.back(), tiles[next]);
         if (adds_bias) v.reads.push_back(lowering::flat_region(bias, cb, ce));
         v.writes.push_back(lowering::block_region(partials, s * d.M + rb, s * d.M + re, cb, ce, d.N));
         ctx.emit(tiles[next++], std::move(v));
       }
     }
   }
+  ctx.end_placement(b);
   emit_sum_of_shares(ctx, partials, c, shares, d.M * d.N, plan.reduce, tiles);
   return Status();
 }
@@ -141,7 +145,9 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
       d.M, d.N, d.K, ctx.target(), ctx.target().tiles_per_ipu, !op.attrs<MatMulAttrs>().fused_relu);
   if (plan.k.parts > 1) return lower_matmul_split_k(ctx, op, d, plan);
   const lowering::BlockGrid& grid = plan.grid;
-  std::vector<uint32_t> tiles = ctx.take_tiles(grid.rows.parts * grid.cols.parts);
+  const int64_t vertices = grid.rows.parts * grid.cols.parts;
+  std::vector<uint32_t> tiles =
+      ctx.awaits_placement(b) ? ctx.take_tiles_for_placement(vertices) : ctx.take_tiles(vertices);
   size_t next = 0;
   // Blocks in any order: the runtime merges them into host tasks along the shorter side of C
   // whatever their order (runtime/engine/coalesce.h).
@@ -174,11 +180,14 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
                                                         : lowering::block_region(a, rb, re, 0, d.K, d.K));
       v.reads.push_back(op.attrs<MatMulAttrs>().trans_b ? lowering::block_region(b, cb, ce, 0, d.K, d.K)
                                                         : lowering::block_region(b, 0, d.K, cb, ce, d.N));
+      // A weight laid out by this MatMul lies where its first row of blocks reads it.
+      if (i == 0) ctx.place_region(v.reads.back(), tiles[next]);
       if (has_bias) v.reads.push_back(lowering::flat_region(bias, cb, ce));
       v.writes.push_back(lowering::block_region(c, rb, re, cb, ce, d.N));
       ctx.emit(tiles[next++], std::move(v));
     }
   }
+  ctx.end_placement(b);
   return Status();
 }
 
