@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""Exports torchvision models (random weights, a fixed seed, eval mode, batch 1 as torch exports by
+default), compiles each for inference with ipucc, predicts with ipurun and compares with torch's
+own float32 output: does the model fit, where is its fullest tile, what does a step cost, and is
+the answer right.
+
+    /usr/bin/python3 scripts/zoo.py resnet18 squeezenet1_1 [--build build] [--work DIR]
+        [--num-ipus N] [--precision fp32|fp16] [--tolerance T] [--json FILE] [-- IPUCC_FLAGS...]
+    /usr/bin/python3 scripts/zoo.py --all
+
+Prints one row per model: whether it compiled and fits (ipucc's exit code: 5 is out of tile
+memory), the fullest tile's planned bytes, the estimated cycles of one predict step, the error
+max |ipurun - torch| / max |torch| (the reference checks' rel_to_max), and the verdict: `ok` when
+it compiled and the error is within the tolerance (1e-4 in fp32; in fp16 2^-7, a few binary16
+roundings of the largest logit). With more than one IPU the model is split automatically into
+that many pipeline stages (--pipeline-stages). Exports are kept in the work directory (default
+$TMPDIR/ipucc-zoo) and reused. Exits 1 if any model is not `ok`. Needs Debian's python3-torch,
+python3-torchvision and python3-onnx (scripts/setup.sh installs them). IPUCC and IPURUN, when set,
+name the binaries instead of the build's.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+# Issue 25's list, in its order: the models Graphcore engineers run, at the input size torchvision
+# trained them at.
+ZOO = ["resnet18", "resnet50", "wide_resnet50_2", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+       "regnet_y_400mf", "mnasnet1_0", "squeezenet1_1", "googlenet", "densenet121", "inception_v3", "alexnet",
+       "convnext_tiny", "shufflenet_v2_x1_0", "vit_b_16", "swin_t", "vgg11"]
+IMAGE_SIZE = {"inception_v3": 299}
+TOLERANCE = {"fp32": 1e-4, "fp16": 2.0 ** -7}
+
+
+def export(name, directory, opset, seed):
+    """Writes model.onnx, input.npy and output.npy (torch's float32 logits) once."""
+    paths = [os.path.join(directory, f) for f in ("model.onnx", "input.npy", "output.npy")]
+    if all(os.path.exists(p) for p in paths):
+        return paths
+    import torch
+    import torchvision
+    os.makedirs(directory, exist_ok=True)
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None).eval()
+    size = IMAGE_SIZE.get(name, 224)
+    x = torch.randn(1, 3, size, size, dtype=torch.float32)
+    with torch.no_grad():
+        y = model(x)
+    tmp = paths[0] + ".tmp"
+    torch.onnx.export(model, x, tmp, input_names=["input"], output_names=["logits"], opset_version=opset,
+                      do_constant_folding=True)
+    np.save(paths[1], x.numpy())
+    np.save(paths[2], y.numpy())
+    os.replace(tmp, paths[0])
+    return paths
+
+
+def run(command):
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def last_line(text):
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    return lines[-1] if lines else ""
+
+
+def check(name, args, ipucc, ipurun):
+    row = {"model": name, "exit": None, "peak_tile_bytes": None, "cycles_per_step": None, "error": None,
+           "ok": False, "message": ""}
+    directory = os.path.join(args.work, name)
+    try:
+        onnx_path, input_path, output_path = export(name, directory, args.opset, args.seed)
+    except Exception as e:  # torch's exporter refuses some models; say so and go on
+        row["message"] = "export failed: " + str(e).splitlines()[0]
+        return row
+    exe = os.path.join(directory, "model-%s-%d.ipuexe" % (args.precision, args.num_ipus))
+    command = [ipucc, "compile", onnx_path, "--mode", "infer", "--batch-size", "1", "--no-cache", "--json",
+               "-o", exe, "--num-ipus", str(args.num_ipus), "--precision", args.precision]
+    if args.num_ipus > 1:
+        command += ["--pipeline-stages", str(args.num_ipus)]
+    compiled = run(command + args.ipucc_flags)
+    row["exit"] = compiled.returncode
+    if compiled.returncode != 0:
+        row["message"] = last_line(compiled.stderr)
+        return row
+    report = json.loads(compiled.stdout)
+    row["peak_tile_bytes"] = report["estimates"]["peak_tile_bytes"]
+    row["cycles_per_step"] = report["estimates"]["cycles_per_step"].get("predict")
+    got = os.path.join(directory, "got-%s-%d.npy" % (args.precision, args.num_ipus))
+    predicted = run([ipurun, "predict", exe, "--input", input_path, "--output", got])
+    if predicted.returncode != 0:
+        row["message"] = "ipurun exit %d: %s" % (predicted.returncode, last_line(predicted.stderr))
+        return row
+    want = np.load(output_path).astype(np.float64)
+    have = np.load(got).astype(np.float64)
+    if have.shape != want.shape:
+        row["message"] = "shape %s, torch's %s" % (have.shape, want.shape)
+        return row
+    row["error"] = float(np.max(np.abs(have - want)) / max(np.max(np.abs(want)), 1e-30))
+    row["ok"] = row["error"] <= args.tolerance
+    return row
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("models", nargs="*", help="torchvision model names (torchvision.models.NAME)")
+    parser.add_argument("--all", action="store_true", help="every model of issue 25's list")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--build", default=os.path.join(root, "build"), help="the build with cli/ipucc and cli/ipurun")
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ipucc-zoo"))
+    parser.add_argument("--num-ipus", type=int, default=1)
+    parser.add_argument("--precision", choices=sorted(TOLERANCE), default="fp32")
+    parser.add_argument("--tolerance", type=float, help="largest error passed (default by precision)")
+    parser.add_argument("--opset", type=int, default=13)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", metavar="FILE", help="also write the rows as a JSON list")
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    args.ipucc_flags = argv[split + 1:]  # after --: more ipucc compile flags
+    if args.tolerance is None:
+        args.tolerance = TOLERANCE[args.precision]
+    models = ZOO if args.all else args.models
+    if not models:
+        parser.error("name at least one model, or --all")
+    # The e2e suites name the binaries of the build under test in IPUCC and IPURUN.
+    ipucc = os.environ.get("IPUCC", os.path.join(args.build, "cli", "ipucc"))
+    ipurun = os.environ.get("IPURUN", os.path.join(args.build, "cli", "ipurun"))
+    print("%-20s %5s %16s %14s %10s  %s" % ("model", "exit", "peak tile bytes", "cycles/step", "error", "verdict"))
+    rows = []
+    for name in models:
+        row = check(name, args, ipucc, ipurun)
+        rows.append(row)
+        print("%-20s %5s %16s %14s %10s  %s" % (
+            name, "-" if row["exit"] is None else row["exit"],
+            "-" if row["peak_tile_bytes"] is None else "{:,}".format(row["peak_tile_bytes"]),
+            "-" if row["cycles_per_step"] is None else "{:,.0f}".format(row["cycles_per_step"]),
+            "-" if row["error"] is None else "%.2e" % row["error"],
+            "ok" if row["ok"] else row["message"] or "error above %.0e" % args.tolerance), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
