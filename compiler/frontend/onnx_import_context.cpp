@@ -222,7 +222,9 @@ std::optional<int> OnnxImportContext::value_of(const std::string& name) const {
 
 bool OnnxImportContext::is_weight(const std::string& name) const {
   auto found = m_values.find(name);
-  return found != m_values.end() && m_graph.value(found->second).role == ir::Role::kWeight;
+  if (found == m_values.end()) return false;
+  const ir::Role role = m_graph.value(found->second).role;
+  return role == ir::Role::kWeight || role == ir::Role::kRunningStatistics;
 }
 
 bool OnnxImportContext::is_known(const std::string& name) const {

@@ -97,7 +97,8 @@ public:
   }
   std::optional<int> value_of(const std::string& name) const;
   bool is_known(const std::string& name) const;
-  // True if the initializer `name` became a weight.
+  // True if the initializer `name` became a weight (or batch normalization's running statistics,
+  // which the executable updates and --export-onnx writes back alike).
   bool is_weight(const std::string& name) const;
   // The IR value of a graph output (a constant one gets a constant tensor).
   StatusOr<int> output_value(const std::string& name);

@@ -35,7 +35,13 @@ enum class Role {
   kConstant,
   // The optimizer's run-time hyper-parameters (runtime/format/host_contract.h): written by the
   // host before each update; `initial` holds the compiled values.
-  kHyperParameters
+  kHyperParameters,
+  // Batch normalization's running mean and variance (docs/onnx.md): state the train program
+  // updates and evaluate and predict normalise with, streamed and checkpointed like weights.
+  kRunningStatistics,
+  // One flag per stage that each program sets before anything else: 1 in train (normalise with
+  // the batch's statistics), 0 in evaluate and predict (with the running statistics).
+  kStatisticsMode
 };
 
 // Which part of a step an op belongs to: predict runs kForward, evaluate adds kLoss, train runs

@@ -139,6 +139,12 @@ struct NormAttrs {
   float epsilon = 0.0f;
 };
 
+// BatchStatistics and RunningStatistics: ONNX's momentum (running = running·momentum + batch·(1 −
+// momentum)), which the running statistics' update applies.
+struct BatchStatisticsAttrs {
+  float momentum = 0.9f;
+};
+
 // NllLoss: how the per-position losses combine, and the target value that contributes nothing.
 struct NllLossAttrs {
   format::LossReduction reduction = format::LossReduction::kNone;
@@ -201,12 +207,13 @@ struct NllLossGradAttrs {
   std::vector<int64_t> dx_shape;
 };
 
-using OpAttrs = std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs,
-                             SgdUpdateAttrs, AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs,
-                             UnaryAttrs, BinaryAttrs, StridedCopyAttrs, AxisAttrs, GatherGradAttrs,
-                             ReduceAttrs, SoftmaxAttrs, WindowAttrs, ConvAttrs, WindowGradAttrs, NormAttrs,
-                             NllLossAttrs, NllLossGradAttrs, SquaredNormAttrs, ClipFactorAttrs, LambAttrs,
-                             DenseLossAttrs, MetricAttrs, LossScaleFactorAttrs, LossScaleUpdateAttrs>;
+using OpAttrs =
+    std::variant<NoAttrs, MatMulAttrs, ReshapeAttrs, CrossEntropyAttrs, ActivationGradAttrs, SgdUpdateAttrs,
+                 AdamUpdateAttrs, RmsPropUpdateAttrs, AdaptiveUpdateAttrs, UnaryAttrs, BinaryAttrs,
+                 StridedCopyAttrs, AxisAttrs, GatherGradAttrs, ReduceAttrs, SoftmaxAttrs, WindowAttrs,
+                 ConvAttrs, WindowGradAttrs, NormAttrs, NllLossAttrs, NllLossGradAttrs, SquaredNormAttrs,
+                 ClipFactorAttrs, LambAttrs, DenseLossAttrs, MetricAttrs, LossScaleFactorAttrs,
+                 LossScaleUpdateAttrs, BatchStatisticsAttrs>;
 
 // The index of family T in OpAttrs (a compile error if T is not one).
 template <class T, class V = OpAttrs> struct AttrsIndex;

@@ -83,6 +83,10 @@ format::TensorRole to_format(ir::Role role) {
     return format::CONSTANT;
   case ir::Role::kHyperParameters:
     return format::HYPER_PARAMETERS;
+  case ir::Role::kRunningStatistics:
+    return format::RUNNING_STATISTICS;
+  case ir::Role::kStatisticsMode:
+    return format::STATISTICS_MODE;
   }
   return format::ROLE_UNSPECIFIED;
 }

@@ -7,6 +7,7 @@
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/program_builder.h"
+#include "compiler/lowering/statistics_mode.h"
 #include "compiler/lowering/tile_planner.h"
 #include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
@@ -240,6 +241,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].skip,
                          lower_phase(ctx, graph, lowerings, ir::Phase::kSkip, s));
   }
+  const StatisticsModeSets statistics_mode = lower_statistics_mode(ctx, graph);
   // Dynamic loss scaling: each stage's LossScaleUpdate chooses its update or skip; the loss stage's
   // reports the scale to the host.
   std::optional<uint32_t> loss_scale_report;
@@ -300,10 +302,12 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   for (size_t i = 0; i < io.outputs.size(); ++i)
     output_streams.push_back(bind(io.outputs[i], i, false));
 
-  // Weights and optimizer state travel between host and device by name.
+  // Weights, optimizer state and running statistics travel between host and device by name.
   format::Sequence to_device, to_host;
   for (const ir::Value& v : graph.values()) {
-    if (v.role != ir::Role::kWeight && v.role != ir::Role::kOptimizerState) continue;
+    if (v.role != ir::Role::kWeight && v.role != ir::Role::kOptimizerState &&
+        v.role != ir::Role::kRunningStatistics)
+      continue;
     const uint32_t t = ctx.tensor(v.id);
     ProgramBuilder::stream_in(to_device,
                               programs.stream(std::string(format::kToDeviceStreamPrefix) + v.name,
@@ -419,15 +423,19 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
                                  options.recompute, *exe.mutable_estimates()->mutable_schedule());
       for (auto& step : *pipelined.mutable_steps())
         *one_update.add_steps() = std::move(step);
-      programs.add(std::string(format::kTrainProgram),
-                   ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
+      programs.add(
+          std::string(format::kTrainProgram),
+          after_sets(statistics_mode.training, ProgramBuilder::repeat(steps / K, std::move(one_update))),
+          steps);
     } else if (accumulators.empty()) {
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
       estimate_single_stage(programs, stages[0], 1, estimate);
       format::Sequence update;
       append_update(update);
       estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(std::move(update))));
-      programs.add(std::string(format::kTrainProgram), ProgramBuilder::repeat(steps, step_with(true)), steps);
+      programs.add(std::string(format::kTrainProgram),
+                   after_sets(statistics_mode.training, ProgramBuilder::repeat(steps, step_with(true))),
+                   steps);
     } else {
       // K micro-batches accumulate gradients; replicas average them; then one update.
       format::Sequence finish;
@@ -445,10 +453,13 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       *one_update.add_steps() = ProgramBuilder::repeat(K, step_with(true));
       for (auto& step : *finish.mutable_steps())
         *one_update.add_steps() = std::move(step);
-      programs.add(std::string(format::kTrainProgram),
-                   ProgramBuilder::repeat(steps / K, std::move(one_update)), steps);
+      programs.add(
+          std::string(format::kTrainProgram),
+          after_sets(statistics_mode.training, ProgramBuilder::repeat(steps / K, std::move(one_update))),
+          steps);
     }
-    programs.add(std::string(format::kEvaluateProgram), ProgramBuilder::repeat(steps, step_with(false)),
+    programs.add(std::string(format::kEvaluateProgram),
+                 after_sets(statistics_mode.inference, ProgramBuilder::repeat(steps, step_with(false))),
                  steps);
   }
   {
@@ -459,11 +470,15 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     if (!train) estimate_inference(programs, stages, *exe.mutable_estimates()->mutable_schedule());
     for (const auto& [stream, tensor] : output_streams)
       ProgramBuilder::stream_out(step, stream, tensor);
-    programs.add(std::string(format::kPredictProgram), ProgramBuilder::repeat(steps, std::move(step)), steps);
+    programs.add(std::string(format::kPredictProgram),
+                 after_sets(statistics_mode.inference, ProgramBuilder::repeat(steps, std::move(step))),
+                 steps);
   }
   programs.add(std::string(format::kWeightsToHostProgram), ProgramBuilder::sequence(std::move(to_host)), 1);
 
   std::vector<uint32_t> order = concat_phases(stages);
+  for (const auto* mode : {&statistics_mode.training, &statistics_mode.inference})
+    order.insert(order.end(), mode->begin(), mode->end());
   result.memory = plan_memory(exe, order, ctx.records(), target);
   if (options.measure_unit_memory) {
     size_t backward_begin = 0, update_begin = 0;

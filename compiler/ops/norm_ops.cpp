@@ -3,6 +3,7 @@
 // values between NCHW (what Conv and pooling run on) and Keras's channels-last NHWC.
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/batch_norm_grad_ops.h"
 #include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
@@ -42,8 +43,10 @@ Status infer_batch_norm(const Graph& g, const Op& op, std::vector<TensorType>& o
 }
 
 // dX = dY · scale / sqrt(var + ε); dscale = Σ dY · (X − mean) / sqrt(var + ε); dB = Σ dY. The
-// statistics get no gradient: they are moving averages, not trained parameters.
+// statistics get no gradient: they are moving averages, not trained parameters. Normalised by its
+// input's own batch statistics (ONNX training_mode 1), the gradient is batch norm's own.
 Status grad_batch_norm(GradContext& ctx, const Op& op) {
+  if (normalises_by_batch_statistics(ctx.graph(), op)) return grad_batch_norm_by_batch_statistics(ctx, op);
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0) return Status();
   Graph& g = ctx.graph();

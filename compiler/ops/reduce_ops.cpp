@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "compiler/lowering/split_helpers.h"
 #include "compiler/lowering/tile_planner.h"
 #include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
@@ -175,20 +176,54 @@ Status lower_reduce(LowerContext& ctx, const Op& op) {
   for (const auto* list : {&out_strides, &red_dims, &red_strides})
     tail.insert(tail.end(), list->begin(), list->end());
   const double per = static_cast<double>(count) / ctx.target().cycles.vector_flops_per_cycle;
+  auto params = [&](int64_t begin, int64_t end) {
+    using P = format::params::Reduce;
+    return format::make_params<P>({{P::kKind, static_cast<int64_t>(reduce.kind)},
+                                   {P::kOutRank, static_cast<int64_t>(out_dims.size())},
+                                   {P::kReducedRank, static_cast<int64_t>(red_dims.size())},
+                                   {P::kBegin, begin},
+                                   {P::kEnd, end}},
+                                  tail);
+  };
+  // Reduced axes before and after a run of kept ones (a batch norm's statistics: axes 0, 2, 3 of
+  // NCHW): the input is [outer, kept, inner], and outputs [begin, end) read the block of `outer`
+  // rows of their (end − begin)·inner elements, not the span from the first to the last.
+  auto is_reduced = [&](size_t k) {
+    return std::find(reduce.axes.begin(), reduce.axes.end(), static_cast<int64_t>(k)) != reduce.axes.end();
+  };
+  size_t first_kept = 0;
+  while (first_kept < in.size() && is_reduced(first_kept))
+    ++first_kept;
+  int64_t outer = 1, kept = 1, inner = 1;
+  bool outer_kept_inner = first_kept < in.size();
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (k < first_kept) {
+      outer *= in[k];
+    } else if (!is_reduced(k)) {
+      outer_kept_inner = outer_kept_inner && inner == 1;
+      kept *= in[k];
+    } else {
+      inner *= in[k];
+    }
+  }
+  if (outer_kept_inner && outer > 1) {
+    const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
+    lowering::lower_split(
+        ctx, kept, per, 4.0 * static_cast<double>(count), [&](uint32_t tile, int64_t begin, int64_t end) {
+          lowering::VertexSpec v;
+          v.codelet = format::Codelet::kReduce;
+          v.operands = {x, y};
+          v.params = params(begin, end);
+          v.compute_cycles = per * static_cast<double>(end - begin);
+          v.reads = {lowering::block_region(x, 0, outer, begin * inner, end * inner, kept * inner)};
+          v.writes = {lowering::flat_region(y, begin, end)};
+          ctx.emit(tile, std::move(v));
+        });
+    return Status();
+  }
   // Output index → input offset over the kept axes, and every offset of the reduced axes.
   const InputAccess access{out_dims, out_strides, red_dims, red_strides};
-  lower_output_range(ctx, op, format::Codelet::kReduce, per, {},
-                     [&](int64_t begin, int64_t end) {
-                       using P = format::params::Reduce;
-                       return format::make_params<P>(
-                           {{P::kKind, static_cast<int64_t>(reduce.kind)},
-                            {P::kOutRank, static_cast<int64_t>(out_dims.size())},
-                            {P::kReducedRank, static_cast<int64_t>(red_dims.size())},
-                            {P::kBegin, begin},
-                            {P::kEnd, end}},
-                           tail);
-                     },
-                     {access});
+  lower_output_range(ctx, op, format::Codelet::kReduce, per, {}, params, {access});
   return Status();
 }
 

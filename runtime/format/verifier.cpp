@@ -554,7 +554,8 @@ Status verify_host_contract(const Executable& exe) {
   // Weights and optimizer state travel to the host and into checkpoints by name.
   std::set<std::string_view> state_names;
   for (const Tensor& t : exe.tensors()) {
-    if ((t.role() == WEIGHT || t.role() == OPTIMIZER_STATE) && !state_names.insert(t.name()).second) {
+    const bool travels = t.role() == WEIGHT || t.role() == OPTIMIZER_STATE || t.role() == RUNNING_STATISTICS;
+    if (travels && !state_names.insert(t.name()).second) {
       return data_loss("two weights or optimizer states are named '" + t.name() + "'");
     }
   }

@@ -23,7 +23,7 @@ using format::ActivationKind;
 using format::Codelet;
 using format::kActivationKindCount;
 
-inline constexpr size_t kMaxOperands = 6;
+inline constexpr size_t kMaxOperands = 8;
 inline constexpr size_t kMaxParams = 48;
 inline constexpr size_t kMaxFloatParams = 8;
 

@@ -192,7 +192,11 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   impl->steps_per_execution = exe.steps_per_execution();
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const format::Tensor& t = exe.tensors(i);
-    if (t.role() != format::WEIGHT && t.role() != format::OPTIMIZER_STATE) continue;
+    // What travels to the host and into checkpoints: weights, optimizer state and batch
+    // normalization's running statistics (replica 0's, as weights_to_host reads them).
+    if (t.role() != format::WEIGHT && t.role() != format::OPTIMIZER_STATE &&
+        t.role() != format::RUNNING_STATISTICS)
+      continue;
     auto bytes = impl->engine->tensor_bytes(static_cast<uint32_t>(i));
     impl->host_state[static_cast<uint32_t>(i)].assign(bytes.begin(), bytes.end());
   }

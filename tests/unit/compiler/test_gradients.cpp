@@ -275,6 +275,33 @@ TEST_CASE("gradients of InstanceNormalization and PRelu match finite differences
   check_gradients(b.bytes(), onnx_training_options(), {"w0", "scale", "shift", "slope", "w3", "b3"});
 }
 
+// x [N, 6] → Gemm → [N, 2, 4] → BatchNormalization with training_mode 1 (scale, B trained; the
+// statistics the batch's own, 12 values per channel) → Relu → Flatten → Gemm → logits. Its mean and
+// variance inputs are no initializers (Identity outputs), so it is ONNX's function in every
+// program, evaluate too: the finite differences see the batch statistics move with each weight.
+TEST_CASE("gradients of BatchNormalization with batch statistics match finite differences") {
+  OnnxBuilder b(15);
+  b.input("x", {6}).output("logits");
+  b.floats("w0", {6, 8}, wave(48, 0.7f, 0.3f));
+  b.ints("planes", {-1, 2, 4});
+  b.floats("scale", {2}, {1.3f, 0.6f});
+  b.floats("shift", {2}, {0.2f, -0.4f});
+  b.floats("mean0", {2}, {0.1f, -0.2f});
+  b.floats("var0", {2}, {1.5f, 0.5f});
+  b.floats("w1", {4, 8}, wave(32, 0.5f, 0.2f));
+  b.node("MatMul", "fc0", {"x", "w0"}, {"h"});
+  b.node("Reshape", "view", {"h", "planes"}, {"h3"});
+  b.node("Identity", "m", {"mean0"}, {"m"});
+  b.node("Identity", "v", {"var0"}, {"v"});
+  auto& norm = b.node("BatchNormalization", "norm", {"h3", "scale", "shift", "m", "v"}, {"n"});
+  OnnxBuilder::int_attr(norm, "training_mode", 1);
+  OnnxBuilder::float_attr(norm, "epsilon", 0.01f);
+  b.node("Relu", "act", {"n"}, {"a"});
+  b.node("Flatten", "flatten", {"a"}, {"f"});
+  OnnxBuilder::int_attr(b.node("Gemm", "fc", {"f", "w1"}, {"logits"}), "transB", 1);
+  check_gradients(b.bytes(), onnx_training_options(), {"w0", "scale", "shift", "w1"});
+}
+
 // x [N, 6] → MatMul → Softsign (inputs of both signs) → MatMul → logits.
 TEST_CASE("gradients of Softsign match finite differences") {
   OnnxBuilder b;

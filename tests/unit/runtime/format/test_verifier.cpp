@@ -838,7 +838,7 @@ void expect_vertex_accepted(const std::function<void(Executable&)>& mutate) {
 }
 
 TEST_CASE("engine load: unknown codelets") {
-  for (uint32_t id : {0u, 30u, 63u, 64u, 1000u, 0xffffffffu}) {
+  for (uint32_t id : {0u, 30u, 68u, 69u, 1000u, 0xffffffffu}) {
     CAPTURE(id);
     expect_vertex_rejected([id](Executable& e) { the_vertex(e)->set_codelet(id); },
                            "unknown codelet id " + std::to_string(id));

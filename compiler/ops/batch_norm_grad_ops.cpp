@@ -1,0 +1,207 @@
+#include "compiler/ops/batch_norm_grad_ops.h"
+
+#include <algorithm>
+
+#include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/channel_reduce_plan.h"
+#include "compiler/ops/op_table.h"
+#include "compiler/ops/tensor_util.h"
+
+namespace ipu::ir {
+namespace {
+
+using lowering::LowerContext;
+
+ChannelReduceWork reduce_work(const std::vector<int64_t>& shape) {
+  ChannelReduceWork w;
+  w.N = shape[0];
+  w.C = shape[1];
+  for (size_t i = 2; i < shape.size(); ++i)
+    w.S *= shape[i];
+  return w;
+}
+
+// X and dY of one shape [N, C, ...], then per-channel inputs from `first` on.
+Status expect_batch_norm_operands(const Graph& g, const Op& op, size_t first) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  if (x.shape.size() < 2 || g.value(op.inputs[1]).type.shape != x.shape)
+    return invalid_argument("expects X and dY of one shape [N, C, ...]");
+  for (size_t i = first; i < op.inputs.size(); ++i) {
+    if (g.value(op.inputs[i]).type.shape != std::vector<int64_t>{x.shape[1]}) {
+      return invalid_argument("expects one value per channel of " + x.to_string() + ", got " +
+                              g.value(op.inputs[i]).type.to_string());
+    }
+  }
+  return Status();
+}
+
+// BatchNormGradStats(X, dY, mean, var) → dscale [C], dB [C].
+Status infer_batch_norm_grad_stats(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  IPU_RETURN_IF_ERROR(expect_batch_norm_operands(g, op, 2));
+  const int64_t channels = g.value(op.inputs[0]).type.shape[1];
+  out.push_back({DType::kFloat32, {channels}});
+  out.push_back({DType::kFloat32, {channels}});
+  return Status();
+}
+
+// Blocks of channels × samples × positions, each summing dY·x̂ and dY (x̂: a subtraction and a
+// multiplication; then a multiplication and two additions: 5 vector operations per element, as
+// poplin's normParamGradients whitens, multiplies and reduces both), into [parts, C] partials that
+// a Reduce adds up in the compute set after, as ChannelSum's.
+Status lower_batch_norm_grad_stats(LowerContext& ctx, const Op& op) {
+  ChannelReduceWork w = reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
+  std::vector<uint32_t> inputs;
+  for (int in : op.inputs)
+    inputs.push_back(ctx.tensor(in));
+  const uint32_t dscale = ctx.tensor(op.outputs[0]), dbias = ctx.tensor(op.outputs[1]);
+  w.inputs = 2;
+  w.element_bytes =
+      ctx.executable().tensors(static_cast<int>(inputs[1])).dtype() == format::FLOAT16 ? 2.0 : 4.0;
+  w.ops_per_element = 5.0;
+  w.values_per_part = 2;
+  const auto& cycles = ctx.target().cycles;
+  const ChannelReducePlan plan = plan_channel_reduce(w, ctx.target());
+  const int64_t parts = plan.parts();
+  const uint32_t scale_target =
+      parts > 1 ? ctx.add_temporary(op.name + "/scale_partials", {parts, w.C}) : dscale;
+  const uint32_t bias_target =
+      parts > 1 ? ctx.add_temporary(op.name + "/bias_partials", {parts, w.C}) : dbias;
+  std::vector<uint32_t> tiles = ctx.take_tiles(plan.channels.parts * parts);
+  size_t next = 0;
+  for (int64_t i = 0; i < plan.channels.parts; ++i) {
+    const int64_t cb = i * plan.channels.chunk, ce = std::min(w.C, cb + plan.channels.chunk);
+    for (int64_t part = 0; part < parts; ++part) {
+      const int64_t nb = part / plan.positions.parts * plan.samples.chunk,
+                    ne = std::min(w.N, nb + plan.samples.chunk);
+      const int64_t sb = part % plan.positions.parts * plan.positions.chunk,
+                    se = std::min(w.S, sb + plan.positions.chunk);
+      lowering::VertexSpec v;
+      v.codelet = format::Codelet::kBatchNormGradStats;
+      v.operands = inputs;
+      v.operands.push_back(scale_target);
+      v.operands.push_back(bias_target);
+      using P = format::params::BatchNormGradStats;
+      using F = format::fparams::BatchNormGradStats;
+      v.params = format::make_params<P>({{P::kN, w.N},
+                                         {P::kC, w.C},
+                                         {P::kS, w.S},
+                                         {P::kCBegin, cb},
+                                         {P::kCEnd, ce},
+                                         {P::kNBegin, nb},
+                                         {P::kNEnd, ne},
+                                         {P::kSBegin, sb},
+                                         {P::kSEnd, se},
+                                         {P::kParts, parts},
+                                         {P::kPart, part}});
+      v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
+      v.compute_cycles = w.ops_per_element * static_cast<double>((ce - cb) * (ne - nb) * (se - sb)) /
+                         cycles.vector_flops_per_cycle;
+      for (uint32_t t : {inputs[0], inputs[1]}) {
+        for (const lowering::Region& r : channel_block_regions(t, w, cb, ce, nb, ne, sb, se))
+          v.reads.push_back(r);
+      }
+      v.reads.push_back(lowering::flat_region(inputs[2], cb, ce));
+      v.reads.push_back(lowering::flat_region(inputs[3], cb, ce));
+      v.writes = {lowering::flat_region(scale_target, part * w.C + cb, part * w.C + ce),
+                  lowering::flat_region(bias_target, part * w.C + cb, part * w.C + ce)};
+      ctx.emit(tiles[next++], std::move(v));
+    }
+  }
+  if (parts == 1) return Status();
+  const lowering::Split reduce = lowering::plan_split(
+      w.C, static_cast<double>(parts) / cycles.partial_sum_flops_per_cycle, 4.0 * static_cast<double>(parts),
+      4.0 * static_cast<double>(parts + 1), ctx.target(), static_cast<int64_t>(tiles.size()));
+  emit_sum_of_shares(ctx, scale_target, dscale, parts, w.C, reduce, tiles);
+  emit_sum_of_shares(ctx, bias_target, dbias, parts, w.C, reduce, tiles);
+  return Status();
+}
+
+// BatchNormTrainGradInput(X, dY, scale, mean, var, dscale, dB) → dX like X.
+Status infer_batch_norm_train_grad_input(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  IPU_RETURN_IF_ERROR(expect_batch_norm_operands(g, op, 2));
+  out.push_back(g.value(op.inputs[0]).type);
+  return Status();
+}
+
+// Flat ranges of dX, each reading its range of X and dY and the per-channel values: 8 vector
+// operations per element (x̂: 2; then dscale·x̂/M, the two subtractions and the scaling by
+// scale·istd: 6, as poplin's normStatisticsGradients with normGradients' channelMul).
+Status lower_batch_norm_train_grad_input(LowerContext& ctx, const Op& op) {
+  const ChannelReduceWork w = reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
+  std::vector<uint32_t> inputs;
+  for (int in : op.inputs)
+    inputs.push_back(ctx.tensor(in));
+  const uint32_t dx = ctx.tensor(op.outputs[0]);
+  const double per_element = 8.0 / ctx.target().cycles.vector_flops_per_cycle;
+  lowering::lower_split(ctx, w.N * w.C * w.S, per_element, 12.0,
+                        [&](uint32_t tile, int64_t begin, int64_t end) {
+                          lowering::VertexSpec v;
+                          v.codelet = format::Codelet::kBatchNormTrainGradInput;
+                          v.operands = inputs;
+                          v.operands.push_back(dx);
+                          using P = format::params::BatchNormTrainGradInput;
+                          using F = format::fparams::BatchNormTrainGradInput;
+                          v.params = format::make_params<P>(
+                              {{P::kN, w.N}, {P::kC, w.C}, {P::kS, w.S}, {P::kBegin, begin}, {P::kEnd, end}});
+                          v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
+                          v.compute_cycles = per_element * static_cast<double>(end - begin);
+                          v.reads = {lowering::flat_region(inputs[0], begin, end),
+                                     lowering::flat_region(inputs[1], begin, end)};
+                          // The channels the range spans.
+                          const int64_t c_first = begin / w.S % w.C, c_last = (end - 1) / w.S % w.C;
+                          const bool wraps = (end - 1) / w.S / w.C != begin / w.S / w.C || c_last < c_first;
+                          for (size_t i = 2; i < inputs.size(); ++i)
+                            v.reads.push_back(wraps ? lowering::flat_region(inputs[i], 0, w.C)
+                                                    : lowering::flat_region(inputs[i], c_first, c_last + 1));
+                          v.writes = {lowering::flat_region(dx, begin, end)};
+                          ctx.emit(tile, std::move(v));
+                        });
+  return Status();
+}
+
+} // namespace
+
+bool normalises_by_batch_statistics(const Graph& graph, const Op& op) {
+  const int producer = graph.value(op.inputs[3]).producer;
+  if (producer < 0) return false;
+  const Op& statistics = graph.op(producer);
+  return statistics.kind == OpKind::kBatchStatistics && statistics.inputs[0] == op.inputs[0] &&
+         statistics.outputs[0] == op.inputs[3] && statistics.outputs[1] == op.inputs[4];
+}
+
+Status grad_batch_norm_by_batch_statistics(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  if (dy < 0) return Status();
+  const int x = op.inputs[0], scale = op.inputs[1], bias = op.inputs[2], mean = op.inputs[3],
+            var = op.inputs[4];
+  NormAttrs attrs;
+  attrs.epsilon = op.attrs<NormAttrs>().epsilon;
+  const bool wants_x = ctx.needs_gradient(x);
+  if (!wants_x && !ctx.needs_gradient(scale) && !ctx.needs_gradient(bias)) return Status();
+  IPU_ASSIGN_OR_RETURN(int sums, ctx.graph().add_op(OpKind::kBatchNormGradStats, op.name + "/grad_stats",
+                                                    {x, dy, mean, var}, attrs, Phase::kBackward, op.stage));
+  const int dscale = ctx.graph().op(sums).outputs[0], dbias = ctx.graph().op(sums).outputs[1];
+  ctx.graph().value(dscale).keeps_float32 = true;
+  ctx.graph().value(dbias).keeps_float32 = true;
+  if (ctx.needs_gradient(scale)) IPU_RETURN_IF_ERROR(ctx.add_gradient(scale, dscale));
+  if (ctx.needs_gradient(bias)) IPU_RETURN_IF_ERROR(ctx.add_gradient(bias, dbias));
+  if (!wants_x) return Status();
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kBatchNormTrainGradInput, op.name + "/grad_input",
+                                                  {x, dy, scale, mean, var, dscale, dbias}, attrs,
+                                                  Phase::kBackward, op.stage));
+  return ctx.add_gradient(x, ctx.graph().op(id).outputs[0]);
+}
+
+const OpDefinition& batch_norm_grad_stats_op() {
+  static const OpDefinition def{{OpKind::kBatchNormGradStats, 4, infer_batch_norm_grad_stats, nullptr},
+                                lower_batch_norm_grad_stats};
+  return def;
+}
+const OpDefinition& batch_norm_train_grad_input_op() {
+  static const OpDefinition def{
+      {OpKind::kBatchNormTrainGradInput, 7, infer_batch_norm_train_grad_input, nullptr},
+      lower_batch_norm_train_grad_input};
+  return def;
+}
+
+} // namespace ipu::ir

@@ -1,0 +1,43 @@
+// The split of a per-channel reduction over an [N, C, S] value (S: the spatial positions) that
+// batch normalization's statistics and its gradients' sums make: channels × samples × positions,
+// as poplibs' reductions split the reduced dimensions over tiles with partials (popops
+// ReductionPlan, poplin normStatistics), never one vertex reading a channel's whole span.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "compiler/lowering/lower_context.h"
+#include "compiler/lowering/tile_planner.h"
+
+namespace ipu::ir {
+
+struct ChannelReducePlan {
+  lowering::Split channels, samples, positions;
+  // The partial results each channel has: one per (samples, positions) block.
+  int64_t parts() const { return samples.parts * positions.parts; }
+};
+
+// What a reduction reads and computes: `inputs` [N, C, S] operands of `element_bytes` each,
+// `ops_per_element` vector operations per element read, and `values_per_part` partial values per
+// channel and part that a combine step adds (in float) in the compute set after.
+struct ChannelReduceWork {
+  int64_t N = 1, C = 1, S = 1;
+  int inputs = 1;
+  double element_bytes = 4.0;
+  double ops_per_element = 1.0;
+  int64_t values_per_part = 1;
+};
+
+// The grid of least estimated cycles (launch, compute, bytes received, a charge per vertex, and
+// the combine step's adds and exchange) among those whose vertices fit the share of a tile an op
+// may use; the one holding the fewest bytes when none does.
+ChannelReducePlan plan_channel_reduce(const ChannelReduceWork& work, const target::TargetSpec& target);
+
+// The block of `tensor` ([N, C, S]) that a vertex of channels [cb, ce), samples [nb, ne) and
+// positions [sb, se) reads: one region when the positions are whole, else one per channel.
+std::vector<lowering::Region> channel_block_regions(uint32_t tensor, const ChannelReduceWork& work,
+                                                    int64_t cb, int64_t ce, int64_t nb, int64_t ne,
+                                                    int64_t sb, int64_t se);
+
+} // namespace ipu::ir
