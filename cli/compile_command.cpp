@@ -14,6 +14,7 @@
 #include "compile_cache/compile_through_cache.h"
 #include "compiler/driver/compile.h"
 #include "runtime/base/output_file.h"
+#include "runtime/format/host_contract.h"
 
 namespace ipu::cli {
 namespace {
@@ -42,7 +43,7 @@ std::string with_commas(uint64_t n) {
 nlohmann::json estimates_json(const format::Executable& exe) {
   nlohmann::json cycles = nlohmann::json::object(), breakdown = nlohmann::json::object();
   for (const auto& p : exe.programs()) {
-    if (!p.program().has_repeat()) continue;
+    if (!format::runs_steps(p.name())) continue;
     cycles[p.name()] = p.cycles_per_step();
     const auto& b = p.breakdown_per_step();
     breakdown[p.name()] = {{"compute", b.compute()},

@@ -6,6 +6,7 @@
 
 #include "cli/html_escape.h"
 #include "cli/schedule_report.h"
+#include "runtime/format/host_contract.h"
 
 namespace ipu::cli {
 namespace {
@@ -187,7 +188,7 @@ std::string cycles_section(const format::Executable& exe) {
                     "<th class=\"name\">program</th><th>total</th><th>compute</th><th>vertex launch</th>"
                     "<th>exchange</th><th>sync</th><th>transfer</th></tr>\n";
   for (const auto& p : exe.programs()) {
-    if (!p.program().has_repeat()) continue;
+    if (!format::runs_steps(p.name())) continue;
     const auto& b = p.breakdown_per_step();
     out += "<tr><td class=\"name\">" + html_escape(p.name()) + "</td><td>" +
            with_commas(p.cycles_per_step()) + "</td><td>" + cycles_text(b.compute()) + "</td><td>" +

@@ -14,11 +14,23 @@ struct Totals {
   int stages = 1;
 };
 
+// How many times a slot runs in a row (a pipelined inference's slot with every stage busy).
+uint64_t runs(const format::ScheduleSlot& slot) {
+  return std::max<uint64_t>(1, slot.repeat());
+}
+
+// The micro-batches the schedule estimate covers: a weight update's when training, an
+// execution's in inference.
+double micro_batches(const format::Executable& exe) {
+  return exe.mode() == "train" ? std::max<uint32_t>(1, exe.pipeline().gradient_accumulation())
+                               : std::max<uint32_t>(1, exe.steps_per_execution());
+}
+
 Totals totals(const format::Executable& exe) {
   const auto& est = exe.estimates().schedule();
   Totals t;
   for (const auto& slot : est.slots())
-    t.slots += slot.cycles();
+    t.slots += slot.cycles() * static_cast<double>(runs(slot));
   t.update = est.update_cycles();
   t.stages = std::max(1, est.busy_cycles_size());
   return t;
@@ -45,12 +57,10 @@ double program_cycles_per_step(const format::Executable& exe) {
 // sends and receives across stage boundaries: what the automatic split balances.
 std::vector<double> stage_cycles(const format::Executable& exe) {
   const auto& est = exe.estimates().schedule();
-  const double micro_batches =
-      exe.mode() == "train" ? std::max<uint32_t>(1, exe.pipeline().gradient_accumulation()) : 1;
   std::vector<double> out;
   for (int i = 0; i < est.busy_cycles_size(); ++i) {
     const double crossing = i < est.crossing_cycles_size() ? est.crossing_cycles(i) : 0;
-    out.push_back((est.busy_cycles(i) + crossing) / micro_batches);
+    out.push_back((est.busy_cycles(i) + crossing) / micro_batches(exe));
   }
   return out;
 }
@@ -111,8 +121,7 @@ std::string stage_split_note(const std::string& model_path, const format::Execut
 nlohmann::json schedule_json(const format::Executable& exe) {
   const auto& est = exe.estimates().schedule();
   const Totals t = totals(exe);
-  const bool train = exe.mode() == "train";
-  const double micro_batches = train ? std::max<uint32_t>(1, exe.pipeline().gradient_accumulation()) : 1;
+  const double steps = micro_batches(exe);
   const double per_update = t.slots + t.update;
   double busy_total = 0;
   const std::vector<double> per_stage = stage_cycles(exe);
@@ -121,10 +130,10 @@ nlohmann::json schedule_json(const format::Executable& exe) {
     busy_total += est.busy_cycles(i);
     ipus.push_back(
         {{"ipu", i},
-         {"busy_cycles", est.busy_cycles(i) / micro_batches},
-         {"idle_cycles", (t.slots - est.busy_cycles(i)) / micro_batches},
+         {"busy_cycles", est.busy_cycles(i) / steps},
+         {"idle_cycles", (t.slots - est.busy_cycles(i)) / steps},
          {"peak_bytes", i < est.peak_bytes_size() ? est.peak_bytes(i) : 0},
-         {"crossing_cycles", (i < est.crossing_cycles_size() ? est.crossing_cycles(i) : 0) / micro_batches},
+         {"crossing_cycles", (i < est.crossing_cycles_size() ? est.crossing_cycles(i) : 0) / steps},
          {"stage_cycles", i < static_cast<int>(per_stage.size()) ? per_stage[static_cast<size_t>(i)] : 0},
          {"peak_tile_bytes", i < est.peak_tile_bytes_size() ? est.peak_tile_bytes(i) : 0},
          {"first_unit", i < exe.pipeline().stage_first_unit_size()
@@ -136,7 +145,7 @@ nlohmann::json schedule_json(const format::Executable& exe) {
   // program runs besides (each step's infeed and outfeed, copies between stages, the all-reduce
   // where the schedule leaves it out) is its transfers. Pipelined schedules hold their transfers
   // in their slots, so there the difference is only rounding.
-  const double compute = per_update / micro_batches;
+  const double compute = per_update / steps;
   const double program = program_cycles_per_step(exe);
   const double cycles = program > 0 ? program : compute;
   return {{"stages", exe.pipeline().num_stages()},
@@ -164,8 +173,9 @@ std::string schedule_svg(const format::Executable& exe) {
                     "\" height=\"" + number(height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg += "<text x=\"" + number(kLeft) + "\" y=\"18\" font-size=\"13\">" + html_escape(exe.model_name()) +
          ": " + exe.pipeline().schedule() + ", " + std::to_string(exe.pipeline().num_stages()) +
-         " stage(s), " + std::to_string(exe.pipeline().gradient_accumulation()) +
-         " micro-batches per update, " + number(total) + " cycles</text>\n";
+         " stage(s), " + number(micro_batches(exe)) +
+         (exe.mode() == "train" ? " micro-batches per update, " : " micro-batches per execution, ") +
+         number(total) + " cycles</text>\n";
   for (int s = 0; s < t.stages; ++s) {
     svg += "<text x=\"4\" y=\"" + number(kTop + kRow * s + 24) + "\">IPU " + std::to_string(s) + "</text>\n";
     svg += "<line x1=\"" + number(kLeft) + "\" x2=\"" + number(kLeft + kWidth) + "\" y1=\"" +
@@ -174,19 +184,24 @@ std::string schedule_svg(const format::Executable& exe) {
   }
   double start = 0;
   for (const auto& slot : est.slots()) {
+    // A repeated slot is one bar per stage over all its runs: "F3..F62", each pass w.cycles().
+    const uint64_t repeat = runs(slot);
     for (const auto& w : slot.work()) {
-      const double x = kLeft + start * scale, width = std::max(1.0, w.cycles() * scale - 1);
+      const double cycles = w.cycles() + slot.cycles() * static_cast<double>(repeat - 1);
+      const double x = kLeft + start * scale, width = std::max(1.0, cycles * scale - 1);
       const double y = kTop + kRow * w.stage() + 4;
       const char* fill = w.forward() ? "#6fa8dc" : "#e69138";
-      const std::string label = (w.forward() ? "F" : "B") + std::to_string(w.micro_batch());
+      const std::string kind = w.forward() ? "F" : "B";
+      std::string label = kind + std::to_string(w.micro_batch());
+      if (repeat > 1) label += ".." + kind + std::to_string(w.micro_batch() + repeat - 1);
       svg += "<rect x=\"" + number(x) + "\" y=\"" + number(y) + "\" width=\"" + number(width) +
              "\" height=\"" + number(kRow - 8) + "\" fill=\"" + fill + "\"><title>" + label + ": " +
-             number(w.cycles()) + " cycles</title></rect>\n";
+             number(w.cycles()) + " cycles" + (repeat > 1 ? " each" : "") + "</title></rect>\n";
       if (width > 14) {
         svg += "<text x=\"" + number(x + 3) + "\" y=\"" + number(y + 20) + "\">" + label + "</text>\n";
       }
     }
-    start += slot.cycles();
+    start += slot.cycles() * static_cast<double>(repeat);
   }
   if (t.update > 0) {
     for (int s = 0; s < t.stages; ++s) {

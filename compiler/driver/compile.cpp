@@ -534,6 +534,9 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
     problem.stash_depth = plan.stash_depth;
     problem.forward_depth = plan.forward_depth;
     problem.backward_depth = plan.backward_depth;
+  } else if (problem.stages > 1) {
+    // A pipelined inference receives each boundary's values into one buffer (pipeline_inference.h).
+    problem.forward_depth.assign(static_cast<size_t>(problem.stages - 1), 1);
   }
   problem.accumulates = train && (options.gradient_accumulation > 1 || options.replicas > 1);
   std::vector<lowering::UnitMemory>& memory = measured.lowered.unit_memory;

@@ -88,21 +88,6 @@ void estimate_single_stage(const ProgramBuilder& programs, const StageComputeSet
   estimate.add_stash_bytes(0);
 }
 
-// Inference: one micro-batch flows through the stages in turn.
-void estimate_inference(const ProgramBuilder& programs, const std::vector<StageComputeSets>& stages,
-                        format::ScheduleEstimate& estimate) {
-  for (size_t s = 0; s < stages.size(); ++s) {
-    format::ScheduleSlot* slot = estimate.add_slots();
-    format::SlotWork* work = slot->add_work();
-    work->set_stage(static_cast<uint32_t>(s));
-    work->set_forward(true);
-    work->set_cycles(programs.estimate_cycles(stages[s].forward));
-    slot->set_cycles(work->cycles());
-    estimate.add_busy_cycles(work->cycles());
-    estimate.add_stash_bytes(0);
-  }
-}
-
 // The optimizer state and accumulated gradients each update reads beside its weight (input 0),
 // by value id: the weight's mapping suits them all, as poplibs' optimizers clone a weight's
 // mapping for its state, so an update reads weight, state and accumulator on the same tiles.
@@ -321,20 +306,14 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   programs.add(std::string(format::kWeightsFromHostProgram), ProgramBuilder::sequence(std::move(to_device)),
                1);
 
-  // Forward through the stages one after the other, copying activations across boundaries
-  // directly (evaluate and predict keep one micro-batch in flight).
-  auto forward_pass = [&](format::Sequence& seq, bool with_loss) {
-    for (int s = 0; s < S; ++s) {
-      for (const StageCopy& c : ctx.stage_copies()) {
-        if (c.phase == ir::Phase::kForward && c.destination_stage == s)
-          ProgramBuilder::copy(seq, c.source, c.destination);
-      }
-      ProgramBuilder::execute(seq, stages[static_cast<size_t>(s)].forward);
-      if (with_loss) ProgramBuilder::execute(seq, stages[static_cast<size_t>(s)].loss);
-    }
+  // The forward pass and loss of one stage (a pipeline runs its own program).
+  auto forward_pass = [&](format::Sequence& seq) {
+    ProgramBuilder::execute(seq, stages[0].forward);
+    ProgramBuilder::execute(seq, stages[0].loss);
   };
 
   const uint64_t steps = options.steps_per_execution, K = options.micro_batches;
+  ReceiveBuffers receive;
   std::vector<uint32_t> accumulators;
   for (int acc : io.accumulators)
     accumulators.push_back(ctx.tensor(acc));
@@ -405,7 +384,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       if (backward && accumulators.empty()) receive_hyper_parameters(step);
       ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
       ProgramBuilder::stream_in(step, streams.labels_stream, streams.labels);
-      forward_pass(step, true);
+      forward_pass(step);
       if (backward) ProgramBuilder::execute(step, all_stages(&StageComputeSets::backward));
       if (backward && accumulators.empty()) append_update(step);
       ProgramBuilder::stream_out(step, streams.loss_stream, streams.loss);
@@ -420,7 +399,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       receive_hyper_parameters(one_update);
       format::Sequence pipelined =
           build_pipelined_update(ctx, programs, stages, streams, plan, accumulators, options.replicas,
-                                 options.recompute, *exe.mutable_estimates()->mutable_schedule());
+                                 options.recompute, receive, *exe.mutable_estimates()->mutable_schedule());
       for (auto& step : *pipelined.mutable_steps())
         *one_update.add_steps() = std::move(step);
       programs.add(
@@ -458,21 +437,39 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
           after_sets(statistics_mode.training, ProgramBuilder::repeat(steps / K, std::move(one_update))),
           steps);
     }
+    // A pipeline evaluates as it predicts, every stage on its own micro-batch (pipeline_inference.h).
+    InferencePipeline evaluate{
+        {},
+        {{streams.features_stream, streams.features}, {streams.labels_stream, streams.labels}},
+        {{streams.loss_stream, streams.loss}}};
+    for (const StageComputeSets& sets : stages) {
+      evaluate.stage_sets.push_back(sets.forward);
+      evaluate.stage_sets.back().insert(evaluate.stage_sets.back().end(), sets.loss.begin(), sets.loss.end());
+    }
+    if (streams.counts_correct) evaluate.outputs.push_back({streams.correct_stream, streams.correct});
+    for (const StepStreams::Metric& m : streams.metrics)
+      evaluate.outputs.push_back({m.stream, m.sum});
     programs.add(std::string(format::kEvaluateProgram),
-                 after_sets(statistics_mode.inference, ProgramBuilder::repeat(steps, step_with(false))),
+                 after_sets(statistics_mode.inference,
+                            S > 1
+                                ? build_pipelined_inference(ctx, programs, evaluate, steps, receive, nullptr)
+                                : ProgramBuilder::repeat(steps, step_with(false))),
                  steps);
   }
   {
-    format::Sequence step;
+    InferencePipeline predict;
+    for (const StageComputeSets& sets : stages)
+      predict.stage_sets.push_back(sets.forward);
     for (const auto& [stream, tensor] : input_streams)
-      ProgramBuilder::stream_in(step, stream, tensor);
-    forward_pass(step, false);
-    if (!train) estimate_inference(programs, stages, *exe.mutable_estimates()->mutable_schedule());
+      predict.inputs.push_back({stream, tensor});
     for (const auto& [stream, tensor] : output_streams)
-      ProgramBuilder::stream_out(step, stream, tensor);
-    programs.add(std::string(format::kPredictProgram),
-                 after_sets(statistics_mode.inference, ProgramBuilder::repeat(steps, std::move(step))),
-                 steps);
+      predict.outputs.push_back({stream, tensor});
+    programs.add(
+        std::string(format::kPredictProgram),
+        after_sets(statistics_mode.inference,
+                   build_pipelined_inference(ctx, programs, predict, steps, receive,
+                                             train ? nullptr : exe.mutable_estimates()->mutable_schedule())),
+        steps);
   }
   programs.add(std::string(format::kWeightsToHostProgram), ProgramBuilder::sequence(std::move(to_host)), 1);
 

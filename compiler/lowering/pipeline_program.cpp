@@ -59,7 +59,7 @@ void append_stage_update(format::Sequence& seq, const StageComputeSets& stage) {
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
-                                        uint32_t replicas, bool recompute,
+                                        uint32_t replicas, bool recompute, ReceiveBuffers& receive,
                                         format::ScheduleEstimate& estimate) {
   const format::Executable& exe = ctx.executable();
   const int S = static_cast<int>(stages.size());
@@ -102,17 +102,12 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   std::vector<Boundary> boundaries;
   for (const StageCopy& c : ctx.stage_copies()) {
     if (c.phase == ir::Phase::kClip) continue; // once per update, in `finish`
-    const bool forward_copy = c.phase == ir::Phase::kForward;
-    const int boundary = std::min(c.source_stage, c.destination_stage);
-    const int depth = forward_copy ? plan.forward_depth[static_cast<size_t>(boundary)]
-                                   : plan.backward_depth[static_cast<size_t>(boundary)];
-    Boundary b{c, {c.destination, {}}};
-    for (int j = 0; j < depth; ++j) {
-      b.receive.buffers.push_back(
-          ctx.add_buffer(exe.tensors(static_cast<int>(c.destination)).name() + "/receive" + std::to_string(j),
-                         c.destination, format::STASH));
-      stash_bytes[static_cast<size_t>(c.destination_stage)] += bytes(c.destination);
-    }
+    // A value skipping stages waits longer for its reader, in more buffers.
+    const auto depth = static_cast<size_t>(
+        receive_depth(plan, c.source_stage, c.destination_stage, c.phase == ir::Phase::kForward));
+    const std::vector<uint32_t>& buffers = receive_buffers(ctx, receive, c, depth);
+    Boundary b{c, {c.destination, {buffers.begin(), buffers.begin() + static_cast<std::ptrdiff_t>(depth)}}};
+    stash_bytes[static_cast<size_t>(c.destination_stage)] += depth * bytes(c.destination);
     boundaries.push_back(std::move(b));
   }
   auto boundaries_into = [&](int stage, bool forward_pass) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compiler/lowering/lower_context.h"
+#include "compiler/lowering/pipeline_inference.h"
 #include "compiler/lowering/pipeline_schedule.h"
 #include "compiler/lowering/program_builder.h"
 
@@ -49,11 +50,12 @@ struct StepStreams {
 // stage, update cycles) as it builds the program.
 // With `recompute`, a stage stashes only its inputs (infeeds and values received from the
 // previous stage) and runs its forward pass again before each backward pass: less memory for
-// more cycles, the same numbers.
+// more cycles, the same numbers. The receive buffers between stages go into `receive`, for the
+// evaluate and predict programs to use too.
 format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& programs,
                                         const std::vector<StageComputeSets>& stages, const StepStreams& io,
                                         const PipelinePlan& plan, const std::vector<uint32_t>& accumulators,
-                                        uint32_t replicas, bool recompute,
+                                        uint32_t replicas, bool recompute, ReceiveBuffers& receive,
                                         format::ScheduleEstimate& estimate);
 
 } // namespace ipu::lowering

@@ -47,7 +47,8 @@ struct StagePartitionProblem {
   std::vector<uint64_t> backward_cut_tile_bytes;
   int stages = 1;
   // The schedule's depths (PipelinePlan): per stage, the micro-batches it stashes; per boundary,
-  // the receive buffers of each direction. Empty: none (inference, or a single stage).
+  // the receive buffers of each direction (inference: one forward, none backward). Empty: none
+  // (a single stage).
   std::vector<int> stash_depth;
   std::vector<int> forward_depth;
   std::vector<int> backward_depth;

@@ -17,6 +17,10 @@ inline constexpr std::string_view kWeightsToHostProgram = "weights_to_host";
 inline constexpr std::string_view kTrainProgram = "train";
 inline constexpr std::string_view kEvaluateProgram = "evaluate";
 inline constexpr std::string_view kPredictProgram = "predict";
+// The programs that run steps_per_execution steps per run (the others move the weights).
+inline bool runs_steps(std::string_view program) {
+  return program == kTrainProgram || program == kEvaluateProgram || program == kPredictProgram;
+}
 
 // Streams. A model's first input is fed through `features`; further inputs through
 // "features:<i>", outputs through `predictions` and "predictions:<i>" (ModelIo names them).

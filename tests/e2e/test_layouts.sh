@@ -139,6 +139,75 @@ test_every_schedule_and_stage_count_equals_the_unpipelined_model() {
   done
 }
 
+# A value read several stages after the one computing it (the residual MLP's dense1, read on stages
+# 2 and 3) waits in as many receive buffers as its messages are in flight (and its gradient on the
+# way back): every schedule still takes bitwise the steps of the unpipelined model.
+test_values_skipping_stages_keep_every_schedule_bitwise() {
+  local MODEL=$MODELS/mlp_residual.json
+  train flat $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 8
+  local schedule
+  for schedule in grouped interleaved sequential; do
+    train "skip-$schedule" $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 8 \
+      --stage-assignment 0,0,1,2,2,3,3 --schedule "$schedule"
+    same_weights flat "skip-$schedule" 0
+  done
+}
+
+# Graphcore's grouped schedule keeps only the micro-batches in flight: 2 (stages - s) - 1 on stage
+# s, whatever K, so its stash at K = 64 is no larger than at K = 8 (and still above interleaved's,
+# which keeps stages - s), while its cycles per step fall with K.
+test_grouped_stash_is_bounded_by_the_pipeline_depth() {
+  local schedule k
+  for schedule in grouped interleaved; do
+    for k in 8 64; do
+      expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --batch-size 8 --stage-assignment 0,0,1,2,3,3 \
+        --gradient-accumulation $k --steps-per-execution $k --schedule $schedule --no-cache --json
+      cp "$STDOUT" "$schedule-$k.json"
+    done
+  done
+  expect_exit 0 "$PYTHON" -c "
+import json
+p = {(s, k): json.load(open(f'{s}-{k}.json'))['pipeline'] for s in ('grouped', 'interleaved') for k in (8, 64)}
+stash = {key: [i['stash_bytes'] for i in v['ipus']] for key, v in p.items()}
+assert all(a <= b for a, b in zip(stash['grouped', 64], stash['grouped', 8])), stash
+assert all(a <= b for a, b in zip(stash['interleaved', 8], stash['grouped', 8])), stash
+assert sum(stash['interleaved', 8]) < sum(stash['grouped', 8]), stash
+assert p['grouped', 64]['cycles_per_step'] < p['grouped', 8]['cycles_per_step']"
+}
+
+# Pipelined inference: every stage works on its own micro-batch, slot after slot, so the residual
+# MLP's predictions and evaluate losses on four stages (values skipping stages included) are
+# bitwise those of one stage, with one step per execution or many, and at 64 steps per execution
+# the four stages predict more samples per cycle than one.
+test_pipelined_inference_overlaps_micro_batches_with_the_same_numbers() {
+  local residual=$MODELS/mlp_residual.json stages=(--stage-assignment 0,0,1,2,2,3,3) spe layout
+  for spe in 1 16; do
+    for layout in one four; do
+      local flags=()
+      [ $layout = four ] && flags=("${stages[@]}" --schedule sequential)
+      expect_exit 0 "$IPUCC" compile "$residual" "${SMALL[@]}" --batch-size 8 --steps-per-execution $spe \
+        "${flags[@]}" --no-cache -o "$layout-$spe.ipuexe"
+      expect_exit 0 "$IPURUN" predict "$layout-$spe.ipuexe" --data synthetic:300 --output "$layout-$spe.npy"
+      expect_exit 0 "$IPURUN" evaluate "$layout-$spe.ipuexe" --data synthetic:296 --json
+      json_get "$STDOUT" '[d["loss"], d["accuracy"]]' > "$layout-$spe.eval"
+    done
+    expect_exit 0 cmp "one-$spe.npy" "four-$spe.npy"
+    expect_eq "$(cat "one-$spe.eval")" "$(cat "four-$spe.eval")" "evaluate at $spe steps per execution"
+  done
+  for layout in one four; do
+    local flags=()
+    [ $layout = four ] && flags=("${stages[@]}")
+    expect_exit 0 "$IPUCC" compile "$residual" "${SMALL[@]}" --mode infer --batch-size 8 --steps-per-execution 64 \
+      "${flags[@]}" --no-cache --json
+    cp "$STDOUT" "infer-$layout.json"
+  done
+  expect_exit 0 "$PYTHON" -c "
+import json
+one, four = (json.load(open(f'infer-{n}.json')) for n in ('one', 'four'))
+c1, c4 = (d['estimates']['cycles_per_step']['predict'] for d in (one, four))
+assert c4 < c1, (c4, c1)"
+}
+
 test_recompute_gives_the_same_weights_with_less_stash() {
   train flat $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 8
   train recomputed $((UPDATES * 4)) --batch-size 8 --gradient-accumulation 4 --steps-per-execution 8 \
