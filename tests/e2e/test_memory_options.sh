@@ -32,6 +32,9 @@ train_both() {
 test_recompute_trains_the_mlp_and_the_cnn_spec_to_the_same_bits() {
   train_both "$MLP" 6 --batch-size 16 --tiles-per-ipu 64 -- --data synthetic:96
   train_both "$CNN" 4 --batch-size 8 --tiles-per-ipu 64 -- --data synthetic:32
+  # With fp16 compute, fp32 masters and loss scaling, and gradients accumulated over micro-batches.
+  train_both "$CNN" 4 --batch-size 8 --tiles-per-ipu 64 --precision mixed --gradient-accumulation 2 -- \
+    --data synthetic:32
   # It recomputed something: the IR has the clones, each waiting for a gradient.
   expect_exit 0 "$IPUCC" compile "$CNN" --batch-size 8 --tiles-per-ipu 64 --recompute --dump-ir --no-cache -o ir.ipuexe
   expect_stdout_contains "/recompute"
