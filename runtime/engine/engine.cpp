@@ -55,7 +55,7 @@ std::vector<HostTask> coalesce_by_op(const format::ComputeSet& cs,
     }
     for (HostTask task : coalesce(vertices, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet))) {
       task.first_vertex = indices[task.first_vertex];
-      tasks.push_back(std::move(task));
+      tasks.push_back(task);
     }
   }
   return tasks;
