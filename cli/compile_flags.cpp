@@ -40,7 +40,25 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--schedule", f.schedule, "Pipeline schedule: grouped, interleaved or sequential")
            ->check(CLI::IsMember({"grouped", "interleaved", "sequential"})));
   keep(cmd->add_flag("--recompute", f.recompute,
-                     "Pipelines: recompute activations for the backward pass instead of stashing them"));
+                     "Recompute activations for the backward pass instead of keeping them: a pipeline "
+                     "stashes only each stage's inputs; one IPU keeps checkpoints, round(sqrt(n)) of n "
+                     "forward ops by default (Chen et al. 2016; docs/training.md)"));
+  keep(cmd->add_option("--recompute-checkpoints", f.recompute_checkpoints,
+                       "With --recompute on one IPU: keep the outputs of these op kinds (Conv, MatMul, as "
+                       "--dump-ir prints them), ops or layers, comma-separated, and recompute the rest")
+           ->delimiter(','));
+  keep(cmd->add_option("--available-memory-proportion", f.available_memory_proportion,
+                       "The share of a tile one convolution's or MatMul's working set may take in their "
+                       "plans, in (0, 1] (poplibs' availableMemoryProportion; default 0.6)")
+           ->check(CLI::Validator(
+               [](std::string& value) -> std::string {
+                 char* end = nullptr;
+                 const double p = std::strtod(value.c_str(), &end);
+                 return end != value.c_str() && *end == '\0' && p > 0 && p <= 1
+                            ? ""
+                            : "must be a number in (0, 1], got " + value;
+               },
+               "(0, 1]")));
   keep(cmd->add_option(
               "--precision", f.precision,
               "fp32; fp16: inputs, weights, activations and their gradients in IEEE half with fp32 "

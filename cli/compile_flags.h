@@ -26,6 +26,8 @@ struct CompileFlags {
   uint32_t num_ipus = 16;
   std::string schedule = "grouped";
   bool recompute = false;
+  std::vector<std::string> recompute_checkpoints;
+  std::optional<double> available_memory_proportion; // unset: poplibs' default
   std::string precision = "fp32";
   std::string mode; // "" until the tool applies its default (ipucc: train; ipurun: by command)
   std::string loss;

@@ -20,6 +20,8 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   o.num_ipus = f.num_ipus;
   o.schedule = f.schedule;
   o.recompute = f.recompute;
+  o.recompute_checkpoints = f.recompute_checkpoints;
+  if (f.available_memory_proportion) o.available_memory_proportion = *f.available_memory_proportion;
   o.precision = f.precision;
   const std::string& mode = f.mode.empty() ? default_mode : f.mode;
   o.mode = mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;

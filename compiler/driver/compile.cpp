@@ -16,6 +16,7 @@
 #include "compiler/passes/fuse_layer_norm.h"
 #include "compiler/passes/graph_loss.h"
 #include "compiler/passes/mixed_precision.h"
+#include "compiler/passes/recompute.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/target.h"
 #include "runtime/base/sha256.h"
@@ -33,6 +34,12 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // per value, so equal values give equal keys, and the one a person would write (cache explain).
 std::string float_key(float value) {
   char buffer[32]; // a float's shortest form has at most 15 characters (-1.17549435e-38)
+  return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
+}
+
+// As float_key, for a double.
+std::string double_key(double value) {
+  char buffer[32]; // a double's shortest form has at most 24 characters (-2.2250738585072014e-308)
   return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, value).ptr);
 }
 
@@ -115,6 +122,12 @@ Status validate_options(const CompileOptions& o) {
     return bad_option("--loss-scaling must be none, static or dynamic, got '" + *o.loss_scaling + "'");
   if (o.loss_scale && !(*o.loss_scale > 0 && std::isfinite(*o.loss_scale)))
     return bad_option("--loss-scale must be a positive number that float32 holds");
+  if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1)) {
+    return bad_option("--available-memory-proportion must be in (0, 1], got " +
+                      double_key(o.available_memory_proportion));
+  }
+  if (!o.recompute_checkpoints.empty() && !o.recompute)
+    return bad_option("--recompute-checkpoints names the checkpoints of --recompute: give --recompute");
   if (o.loss_scale_growth_steps &&
       !(*o.loss_scale_growth_steps >= 1 && *o.loss_scale_growth_steps <= format::kMaxLossScaleGrowthSteps))
     return bad_option("--loss-scale-growth-steps must be in [1, 2^24], got " +
@@ -448,6 +461,17 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
   passes::fuse_epilogues(forward.graph, interface_values);
   passes::fuse_gelu(forward.graph, interface_values);
   passes::fuse_layer_norm(forward.graph, interface_values);
+  // After fusion, so a recomputed op is a fused one; a pipeline recomputes whole stages itself.
+  if (options.recompute && !options.recompute_checkpoints.empty() && stages > 1) {
+    return bad_option(options.model_path +
+                      ": --recompute-checkpoints applies to recomputation on one IPU; a pipeline "
+                      "recomputes each stage's forward from its stashed inputs");
+  }
+  if (options.recompute && stages == 1 && options.mode == Mode::kTrain) {
+    const StatusOr<passes::RecomputeSummary> recomputed =
+        passes::recompute_forward(forward.graph, {options.recompute_checkpoints});
+    if (!recomputed.ok()) return recomputed.status().with_context(options.model_path);
+  }
   out.passes_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
@@ -507,6 +531,7 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
   measure.num_ipus = static_cast<uint32_t>(std::max<size_t>(1, groups));
   measure.schedule = "sequential"; // one micro-batch, no stashes beyond it
   measure.recompute = false;
+  measure.recompute_checkpoints.clear();
   IPU_ASSIGN_OR_RETURN(Model model, load_model(loaded, measure, target.bytes_per_tile));
   const bool graph_loss = !model.loss_output.empty();
   StatusOr<LoweredModel> lowered = lower_model(std::move(model), measure, target, true);
@@ -724,10 +749,20 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   const bool pipelined =
       o.pipeline_stages > 0 ? o.pipeline_stages > 1 : model.stage_count(o.stage_assignment) > 1;
   out.emplace_back("schedule", pipelined ? o.schedule : "none");
-  out.emplace_back("recompute", pipelined && o.mode == Mode::kTrain && o.recompute ? "1" : "0");
+  const bool recompute = o.mode == Mode::kTrain && o.recompute;
+  out.emplace_back("recompute", recompute ? "1" : "0");
+  if (recompute && !pipelined && !o.recompute_checkpoints.empty()) {
+    std::string names;
+    for (const std::string& name : o.recompute_checkpoints)
+      names += (names.empty() ? "" : ",") + name;
+    out.emplace_back("recompute_checkpoints", names);
+  }
   out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
   // Keyed when not fp32, so the keys of executables from before it existed stay what they were.
   if (o.precision != "fp32") out.emplace_back("precision", o.precision);
+  // Keyed when not poplibs' default, as the precision; its shortest decimal, so 0.30 is 0.3.
+  if (o.available_memory_proportion != target::kDefaultAvailableMemoryProportion)
+    out.emplace_back("available_memory_proportion", double_key(o.available_memory_proportion));
   return out;
 }
 
@@ -753,6 +788,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));
   IPU_RETURN_IF_ERROR(target::override_target(target, options.tiles_per_ipu, options.bytes_per_tile));
+  target.available_memory_proportion = options.available_memory_proportion;
   if (options.num_ipus == 0 || options.num_ipus > 1024) return bad_option("--num-ipus must be in [1, 1024]");
 
   CompileResult result;

@@ -13,6 +13,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/lowering/memory_plan.h"
 #include "compiler/lowering/memory_report.h"
+#include "compiler/target/target.h"
 #include "runtime/format/executable.pb.h"
 #include "runtime/format/hyper_parameters.h"
 
@@ -73,7 +74,14 @@ struct CompileOptions {
   // balancing their estimated cycles within each IPU's memory (docs/pipelining.md).
   uint32_t pipeline_stages = 0;
   std::string schedule = "grouped"; // pipeline schedule: grouped, interleaved, sequential
-  bool recompute = false;           // pipelines: recompute activations instead of stashing them
+  // Recompute activations for the backward pass instead of keeping them: a pipeline re-runs each
+  // stage's forward from its stashed inputs; one stage keeps checkpoints (passes/recompute.h), cut
+  // after the ops of these kinds or names, or by Chen et al.'s O(√n) schedule when none is given.
+  bool recompute = false;
+  std::vector<std::string> recompute_checkpoints;
+  // poplibs' availableMemoryProportion: the share of a tile one convolution's or MatMul's working
+  // set may take in their plans, in (0, 1].
+  double available_memory_proportion = target::kDefaultAvailableMemoryProportion;
   // "fp32"; "fp16": inputs, weights, activations and activation gradients are IEEE half, with
   // fp32 partial sums, losses, metrics, weight gradients and optimizer state, the forward and
   // backward at the AMP unit's fp16 rates; "mixed" (training only): as fp16, but the weights are
@@ -97,10 +105,12 @@ CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOp
 // optimizer's hyper-parameter values and learning-rate schedule are run-time values (the
 // executable's defaults, run_time_defaults), so only what they change of the program's structure
 // is keyed (the optimizer, which hyper-parameters its update reads, Nesterov, centered, Adagrad's
-// initial accumulator), and not at all in inference; the pipeline schedule and recompute only for a
-// model with stages (and recompute only when training), so options that cannot change the
-// program do not make a second entry. pipeline_stages is keyed only when given, so keys without
-// it are those of before it existed; the split it chooses is a function of what else is keyed.
+// initial accumulator), and not at all in inference; the pipeline schedule only for a model with
+// stages and recompute only when training (its checkpoints only on one stage), so options that
+// cannot change the program do not make a second entry. pipeline_stages is keyed only when given,
+// as available_memory_proportion only when it is not poplibs' default and the recompute
+// checkpoints only when named, so keys without them are those of before they existed; the split
+// pipeline_stages chooses is a function of what else is keyed.
 std::vector<std::pair<std::string, std::string>> codegen_options(const frontend::LoadedModel& model,
                                                                  const CompileOptions& options);
 

@@ -99,6 +99,26 @@ StatusOr<int> Graph::add_op(OpKind kind, std::string name, std::vector<int> inpu
   return m_ops.back().id;
 }
 
+int Graph::clone_op(int id, const std::string& suffix, std::vector<int> inputs, Phase phase) {
+  Op copy = m_ops.at(static_cast<size_t>(id));
+  copy.id = static_cast<int>(m_ops.size());
+  copy.name += suffix;
+  copy.inputs = std::move(inputs);
+  copy.phase = phase;
+  copy.after.clear();
+  for (int& out : copy.outputs) {
+    Value v = m_values.at(static_cast<size_t>(out));
+    v.id = static_cast<int>(m_values.size());
+    v.name += suffix;
+    v.producer = copy.id;
+    v.initial.clear();
+    m_values.push_back(std::move(v));
+    out = m_values.back().id;
+  }
+  m_ops.push_back(std::move(copy));
+  return m_ops.back().id;
+}
+
 std::vector<int> Graph::values_with_role(Role role) const {
   std::vector<int> ids;
   for (const Value& v : m_values) {
@@ -134,13 +154,19 @@ void Graph::remove_ops(const std::vector<int>& ids) {
 }
 
 void Graph::move_ops_to_front(const std::vector<int>& ids) {
+  std::vector<int> order = ids;
+  order.reserve(m_ops.size());
+  for (const Op& op : m_ops) {
+    if (std::find(ids.begin(), ids.end(), op.id) == ids.end()) order.push_back(op.id);
+  }
+  reorder_ops(order);
+}
+
+void Graph::reorder_ops(const std::vector<int>& order) {
   std::vector<Op> ordered;
   ordered.reserve(m_ops.size());
-  for (int id : ids)
-    ordered.push_back(m_ops.at(static_cast<size_t>(id)));
-  for (const Op& op : m_ops) {
-    if (std::find(ids.begin(), ids.end(), op.id) == ids.end()) ordered.push_back(op);
-  }
+  for (int id : order)
+    ordered.push_back(std::move(m_ops.at(static_cast<size_t>(id))));
   for (size_t i = 0; i < ordered.size(); ++i) {
     ordered[i].id = static_cast<int>(i);
     for (int out : ordered[i].outputs)
@@ -161,7 +187,10 @@ std::string Graph::to_string() const {
     out << " = " << op_kind_name(op.kind) << (has_fused_relu(op) ? "+Relu" : "") << "(";
     for (size_t i = 0; i < op.inputs.size(); ++i)
       out << (i ? ", " : "") << value(op.inputs[i]).name;
-    out << ")\n";
+    out << ")";
+    for (size_t i = 0; i < op.after.size(); ++i)
+      out << (i ? ", " : " after ") << value(op.after[i]).name;
+    out << "\n";
   }
   return out.str();
 }

@@ -86,6 +86,9 @@ struct Op {
   OpAttrs attributes; // of the family ops.def names for `kind` (Graph::add_op checks)
   Phase phase = Phase::kForward;
   int stage = 0;
+  // Values the op runs after though it reads none of them: a recomputation waits for the gradient
+  // that reaches its segment (passes/recompute.h). Only the BSP levelling reads them.
+  std::vector<int> after;
 
   // The attributes as family T; aborts if the op carries another (a rule reading another op's).
   template <class T> const T& attrs() const {
@@ -130,6 +133,11 @@ public:
   std::vector<int> values_with_role(Role role) const;
   // Ids of ops that read value `id`.
   std::vector<int> consumers(int id) const;
+  // Adds a copy of op `id` (kind, attributes, stage) named "<its name><suffix>", reading `inputs`, in
+  // `phase`, whose outputs copy its outputs' values (type, role, precision, stage) as
+  // "<their names><suffix>": what recomputation runs again. No shape rule runs: a fused op has
+  // none of its own, and the outputs are the original's. Returns the copy's id.
+  int clone_op(int id, const std::string& suffix, std::vector<int> inputs, Phase phase);
   // Removes ops whose outputs another op now produces (a fusion): the remaining ops are
   // renumbered in order and their outputs' producers updated.
   void remove_ops(const std::vector<int>& ids);
@@ -137,6 +145,9 @@ public:
   // outputs' producers: passes walk ops by index as a topological order, so an op added to feed
   // earlier ops (passes/mixed_precision.h) must move there.
   void move_ops_to_front(const std::vector<int>& ids);
+  // Puts the ops in the order `order` lists their ids (a permutation of them all), renumbering
+  // all and updating their outputs' producers.
+  void reorder_ops(const std::vector<int>& order);
 
   std::string to_string() const; // one line per op, for `ipucc compile --dump-ir` and tests
 

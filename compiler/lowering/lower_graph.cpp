@@ -36,7 +36,8 @@ const char* phase_name(ir::Phase phase) {
 }
 
 // BSP schedule of one phase: an op runs one compute set after the last of its producers in the
-// same phase, so independent ops (e.g. the kernel and input gradients of a layer) share a set.
+// same phase, so independent ops (e.g. the kernel and input gradients of a layer) share a set;
+// after the producers of the values it waits for (ir::Op::after), too.
 StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& graph,
                                             const OpLowerings& lowerings, ir::Phase phase, int stage) {
   std::map<int, int> level_of_op;
@@ -44,9 +45,11 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
   for (const ir::Op& op : graph.ops()) {
     if (op.phase != phase || op.stage != stage) continue;
     int level = 0;
-    for (int in : op.inputs) {
-      auto it = level_of_op.find(graph.value(in).producer);
-      if (it != level_of_op.end()) level = std::max(level, it->second + 1);
+    for (const std::vector<int>* values : {&op.inputs, &op.after}) {
+      for (int v : *values) {
+        auto it = level_of_op.find(graph.value(v).producer);
+        if (it != level_of_op.end()) level = std::max(level, it->second + 1);
+      }
     }
     level_of_op[op.id] = level;
     ops_by_level[level].push_back(op.id);

@@ -12,12 +12,6 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-// Only a fraction of a tile is offered to one op's working set: the rest holds weights,
-// other activations, exchange buffers and code. poplibs' planners offer 0.6
-// (availableMemoryProportion, the default of poplin's ConvOptions and MatMulOptions and of
-// popops' SliceOptions).
-constexpr double kTileBudgetFraction = 0.6;
-
 } // namespace
 
 namespace detail {
@@ -39,7 +33,11 @@ std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts) {
 } // namespace detail
 
 double tile_budget_bytes(const target::TargetSpec& target) {
-  return kTileBudgetFraction * static_cast<double>(target.bytes_per_tile);
+  return target::kDefaultAvailableMemoryProportion * static_cast<double>(target.bytes_per_tile);
+}
+
+double available_memory_bytes(const target::TargetSpec& target) {
+  return target.available_memory_proportion * static_cast<double>(target.bytes_per_tile);
 }
 
 using detail::make_split;
@@ -126,7 +124,7 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
     }
   }
   // Ties go to the first candidate: fewer K shares, then fewer rows and columns of blocks.
-  for (double budget : {tile_budget_bytes(target), tile_bytes - operands_share}) {
+  for (double budget : {available_memory_bytes(target), tile_bytes - operands_share}) {
     const Candidate* best = nullptr;
     for (const Candidate& c : candidates) {
       if (c.held <= budget && (!best || c.cost < best->cost * 0.999)) best = &c;

@@ -65,7 +65,7 @@ struct MatMulPlan {
 
 // The cheapest plan (slowest tile's compute + received bytes over the exchange + per-vertex
 // charges, and with K split the reduce step: its sync, exchange of partials and one vector add
-// per partial element) whose vertices' working sets fit the share of a tile an op may use. When
+// per partial element) whose vertices' working sets fit available_memory_bytes. When
 // none fits, poplin widens its memory bound; ours widens it once, to the tile less its share of
 // the MatMul's own operands and result. When none fits that either, the plan whose vertex holds
 // the fewest bytes (the memory plan then reports it). `split_k` false keeps K whole (a fused
@@ -74,8 +74,13 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
                        bool split_k = true);
 
 // The bytes of a tile one op's working set may use: the rest holds weights, other activations,
-// exchange buffers and code.
+// exchange buffers and code. poplibs' default share (target::kDefaultAvailableMemoryProportion),
+// whatever the user's, which applies to convolutions and MatMuls only.
 double tile_budget_bytes(const target::TargetSpec& target);
+
+// The bytes of a tile one convolution's or MatMul's working set may use (plan_matmul, the
+// convolutions' plans): the user's share of it, target.available_memory_proportion.
+double available_memory_bytes(const target::TargetSpec& target);
 
 namespace detail {
 Split make_split(int64_t items, int64_t parts);

@@ -155,7 +155,7 @@ struct GridCost {
 
 // Splits work along D axes (`items` units each) into a grid: the one with the lowest estimate
 // (overhead, MACs, bytes received, a charge per vertex) whose working set fits the share of a tile
-// an op may use (lowering::tile_budget_bytes); the
+// a convolution may use (lowering::available_memory_bytes); the
 // smallest working set if none does. `cost(chunks)` describes a vertex of those chunks.
 template <size_t D, typename Cost>
 std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, const target::TargetSpec& t,
@@ -183,7 +183,7 @@ std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, co
       const double cycles = m.vertex_overhead_cycles + g.macs / m.macs_per_cycle +
                             g.in_bytes / m.exchange_bytes_per_cycle +
                             m.vertex_spread_cycles * static_cast<double>(vertices);
-      if (g.bytes <= lowering::tile_budget_bytes(t) && cycles < best_cost * 0.999) {
+      if (g.bytes <= lowering::available_memory_bytes(t) && cycles < best_cost * 0.999) {
         best = grid;
         best_cost = cycles;
       }

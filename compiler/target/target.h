@@ -83,6 +83,11 @@ struct CycleModel {
   uint64_t vertex_state_bytes = 32;   // tile memory per vertex descriptor (an assumption: Poplar's is closed)
   uint64_t codelet_code_bytes = 1024; // tile memory per distinct codelet used on a tile (an assumption)
 };
+// The share of a tile one convolution's or MatMul's working set may take when the planner splits
+// it: poplibs' availableMemoryProportion, 0.6 by default in poplin's ConvOptions and
+// MatMulOptions (and popops' SliceOptions; docs/cycle_model_sources.md).
+inline constexpr double kDefaultAvailableMemoryProportion = 0.6;
+
 struct TargetSpec {
   std::string arch; // the preset ("mk2", "mk1"), also when tiles or memory are overridden
   uint32_t num_ipus = 1;
@@ -96,6 +101,9 @@ struct TargetSpec {
   uint32_t ipus_per_m2000 = 4;
   uint32_t ipus_per_pod = 64;
   CycleModel cycles;
+  // What the user's --available-memory-proportion sets, in (0, 1]: a planning option, as
+  // poplibs' is, not a property of the IPU.
+  double available_memory_proportion = kDefaultAvailableMemoryProportion;
 
   uint32_t total_tiles() const { return num_ipus * tiles_per_ipu; }
   format::Target to_format() const;

@@ -305,15 +305,25 @@ test_other_optimizer_options_are_keyed() {
     "$(key_of "$MLP" "${SMALL[@]}" --optimizer adam)" "adam with clipping"
 }
 
-# Options that cannot change a program (a schedule or --recompute for a model without stages,
-# --recompute in inference) are not part of the key: they make no second entry.
+# Options that cannot change a program (a schedule for a model without stages, --recompute in
+# inference, --available-memory-proportion at poplibs' default) are not part of the key: they
+# make no second entry.
 test_options_that_change_nothing_share_the_key() {
   local plain staged
   plain=$(key_of "$MLP" "${SMALL[@]}")
-  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --schedule interleaved --recompute)" "$plain" "one stage: schedule and recompute"
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --schedule interleaved)" "$plain" "one stage: schedule"
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
-  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --schedule sequential --recompute --json
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --schedule sequential --available-memory-proportion 0.6 --json
   expect_json "$STDOUT" 'd["cache"] == "hit" and d["pipeline"]["schedule"] == "none"'
+  # Recomputation on one IPU and another share of a tile for MatMuls are other programs.
+  expect_ne "$(key_of "$MLP" "${SMALL[@]}" --recompute)" "$plain" "one stage: recompute"
+  expect_ne "$(key_of "$MLP" "${SMALL[@]}" --recompute --recompute-checkpoints dense1)" \
+    "$(key_of "$MLP" "${SMALL[@]}" --recompute)" "one stage: recompute checkpoints"
+  expect_ne "$(key_of "$MLP" "${SMALL[@]}" --available-memory-proportion 0.3)" "$plain" "proportion 0.3"
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --available-memory-proportion 0.30)" \
+    "$(key_of "$MLP" "${SMALL[@]}" --available-memory-proportion 0.3)" "0.30 and 0.3"
+  expect_eq "$(key_of "$MLP" "${SMALL[@]}" --mode infer --recompute)" "$(key_of "$MLP" "${SMALL[@]}" --mode infer)" \
+    "one stage, inference: recompute"
   staged=$(key_of "$STAGED" "${SMALL[@]}" --mode infer)
   expect_eq "$(key_of "$STAGED" "${SMALL[@]}" --mode infer --recompute)" "$staged" "inference: recompute"
   # With stages, both change the program.
