@@ -122,7 +122,8 @@ std::map<int, int> state_beside_weight(const ir::Graph& graph) {
 // stay spread: a convolution at batch 1 runs on few tiles, and a network's kernels laid out by their
 // convolutions stacked up on the tiles each compute set starts from (ResNet-50: 885 KB of kernels on
 // one tile).
-std::set<int> weights_placed_by_reader(const ir::Graph& graph, LowerContext& ctx, double grain_bytes) {
+std::set<int> weights_placed_by_reader(const ir::Graph& graph, const target::TargetSpec& target,
+                                       double grain_bytes) {
   std::map<int, bool> only_kernel;
   for (const ir::Op& op : graph.ops()) {
     if (op.phase != ir::Phase::kForward) continue;
@@ -136,9 +137,9 @@ std::set<int> weights_placed_by_reader(const ir::Graph& graph, LowerContext& ctx
   }
   std::set<int> weights;
   for (const auto& [id, kernel] : only_kernel) {
-    const format::Tensor& t = ctx.executable().tensors(static_cast<int>(ctx.tensor(id)));
-    const double share = static_cast<double>(format::element_count(t) * format::dtype_size(t.dtype())) /
-                         static_cast<double>(ctx.target().tiles_per_ipu);
+    // Counted at 4 bytes an element in any precision: the tensors are made later, in graph order.
+    const double share = 4.0 * static_cast<double>(graph.value(id).type.elements()) /
+                         static_cast<double>(target.tiles_per_ipu);
     if (kernel && share > grain_bytes) weights.insert(id);
   }
   return weights;
@@ -181,7 +182,8 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   // but for the weights a MatMul lays out (and their state, once they are placed).
   const std::map<int, int> beside_weight = state_beside_weight(graph);
   // The grain of tile memory LowerContext::take_tiles counts in: 1/16 of an op's working set.
-  const std::set<int> placed_by_reader = weights_placed_by_reader(graph, ctx, tile_budget_bytes(target) / 16);
+  const std::set<int> placed_by_reader =
+      weights_placed_by_reader(graph, target, tile_budget_bytes(target) / 16);
   for (const ir::Value& v : graph.values()) {
     if (v.producer >= 0 || v.role == ir::Role::kActivation || beside_weight.contains(v.id)) continue;
     if (placed_by_reader.contains(v.id)) {
