@@ -12,15 +12,6 @@ namespace {
 
 using lowering::LowerContext;
 
-ChannelReduceWork reduce_work(const std::vector<int64_t>& shape) {
-  ChannelReduceWork w;
-  w.N = shape[0];
-  w.C = shape[1];
-  for (size_t i = 2; i < shape.size(); ++i)
-    w.S *= shape[i];
-  return w;
-}
-
 // X and dY of one shape [N, C, ...], then per-channel inputs from `first` on.
 Status expect_batch_norm_operands(const Graph& g, const Op& op, size_t first) {
   const TensorType& x = g.value(op.inputs[0]).type;
@@ -49,7 +40,7 @@ Status infer_batch_norm_grad_stats(const Graph& g, const Op& op, std::vector<Ten
 // poplin's normParamGradients whitens, multiplies and reduces both), into [parts, C] partials that
 // a Reduce adds up in the compute set after, as ChannelSum's.
 Status lower_batch_norm_grad_stats(LowerContext& ctx, const Op& op) {
-  ChannelReduceWork w = reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
+  ChannelReduceWork w = channel_reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
   std::vector<uint32_t> inputs;
   for (int in : op.inputs)
     inputs.push_back(ctx.tensor(in));
@@ -127,7 +118,7 @@ Status infer_batch_norm_train_grad_input(const Graph& g, const Op& op, std::vect
 // operations per element (x̂: 2; then dscale·x̂/M, the two subtractions and the scaling by
 // scale·istd: 6, as poplin's normStatisticsGradients with normGradients' channelMul).
 Status lower_batch_norm_train_grad_input(LowerContext& ctx, const Op& op) {
-  const ChannelReduceWork w = reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
+  const ChannelReduceWork w = channel_reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
   std::vector<uint32_t> inputs;
   for (int in : op.inputs)
     inputs.push_back(ctx.tensor(in));

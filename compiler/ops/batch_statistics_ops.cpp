@@ -15,15 +15,6 @@ namespace {
 
 using lowering::LowerContext;
 
-ChannelReduceWork reduce_work(const std::vector<int64_t>& shape) {
-  ChannelReduceWork w;
-  w.N = shape[0];
-  w.C = shape[1];
-  for (size_t i = 2; i < shape.size(); ++i)
-    w.S *= shape[i];
-  return w;
-}
-
 Status expect_channels(const Graph& g, const Op& op, size_t first, size_t last, int64_t channels) {
   for (size_t i = first; i <= last; ++i) {
     if (g.value(op.inputs[i]).type.shape != std::vector<int64_t>{channels}) {
@@ -66,7 +57,7 @@ Status grad_batch_statistics(GradContext& ctx, const Op& op) {
                        "normalization: their gradient is not implemented");
   }
   if (op.inputs.size() != 4) return Status();
-  const ChannelReduceWork w = reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
+  const ChannelReduceWork w = channel_reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
   if (w.N * w.S < 2) {
     return invalid_argument("training needs more than one value per channel (torch's rule), got " +
                             ctx.graph().value(op.inputs[0]).type.to_string());
@@ -83,7 +74,7 @@ Status grad_batch_statistics(GradContext& ctx, const Op& op) {
 // compute set after, each channel's combination (and the choice between batch and running
 // statistics).
 Status lower_batch_statistics(LowerContext& ctx, const Op& op) {
-  ChannelReduceWork w = reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
+  ChannelReduceWork w = channel_reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
   const uint32_t x = ctx.tensor(op.inputs[0]), mean = ctx.tensor(op.outputs[0]),
                  var = ctx.tensor(op.outputs[1]);
   w.element_bytes = ctx.executable().tensors(static_cast<int>(x)).dtype() == format::FLOAT16 ? 2.0 : 4.0;
@@ -163,7 +154,7 @@ Status infer_running_statistics(const Graph& g, const Op& op, std::vector<Tensor
 
 Status lower_running_statistics(LowerContext& ctx, const Op& op) {
   const Op& statistics = ctx.graph().op(ctx.graph().value(op.inputs[2]).producer);
-  const ChannelReduceWork w = reduce_work(ctx.graph().value(statistics.inputs[0]).type.shape);
+  const ChannelReduceWork w = channel_reduce_work(ctx.graph().value(statistics.inputs[0]).type.shape);
   std::vector<uint32_t> operands;
   for (int in : op.inputs)
     operands.push_back(ctx.tensor(in));

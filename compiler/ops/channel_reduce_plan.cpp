@@ -24,6 +24,15 @@ lowering::Split even(int64_t items, int64_t parts) {
 
 } // namespace
 
+ChannelReduceWork channel_reduce_work(const std::vector<int64_t>& shape) {
+  ChannelReduceWork w;
+  w.N = shape[0];
+  w.C = shape[1];
+  for (size_t i = 2; i < shape.size(); ++i)
+    w.S *= shape[i];
+  return w;
+}
+
 ChannelReducePlan plan_channel_reduce(const ChannelReduceWork& w, const target::TargetSpec& target) {
   const auto& m = target.cycles;
   const auto tiles = static_cast<int64_t>(target.tiles_per_ipu);

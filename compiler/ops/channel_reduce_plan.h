@@ -29,6 +29,9 @@ struct ChannelReduceWork {
   int64_t values_per_part = 1;
 };
 
+// The work of a reduction over a value of `shape` [N, C, ...]: its trailing axes are the positions.
+ChannelReduceWork channel_reduce_work(const std::vector<int64_t>& shape);
+
 // The grid of least estimated cycles (launch, compute, bytes received, a charge per vertex, and
 // the combine step's adds and exchange) among those whose vertices fit the share of a tile an op
 // may use; the one holding the fewest bytes when none does.
