@@ -57,47 +57,30 @@ Status lower_batch_norm_grad_stats(LowerContext& ctx, const Op& op) {
       parts > 1 ? ctx.add_temporary(op.name + "/scale_partials", {parts, w.C}) : dscale;
   const uint32_t bias_target =
       parts > 1 ? ctx.add_temporary(op.name + "/bias_partials", {parts, w.C}) : dbias;
-  std::vector<uint32_t> tiles = ctx.take_tiles(plan.channels.parts * parts);
-  size_t next = 0;
-  for (int64_t i = 0; i < plan.channels.parts; ++i) {
-    const int64_t cb = i * plan.channels.chunk, ce = std::min(w.C, cb + plan.channels.chunk);
-    for (int64_t part = 0; part < parts; ++part) {
-      const int64_t nb = part / plan.positions.parts * plan.samples.chunk,
-                    ne = std::min(w.N, nb + plan.samples.chunk);
-      const int64_t sb = part % plan.positions.parts * plan.positions.chunk,
-                    se = std::min(w.S, sb + plan.positions.chunk);
-      lowering::VertexSpec v;
-      v.codelet = format::Codelet::kBatchNormGradStats;
-      v.operands = inputs;
-      v.operands.push_back(scale_target);
-      v.operands.push_back(bias_target);
-      using P = format::params::BatchNormGradStats;
-      using F = format::fparams::BatchNormGradStats;
-      v.params = format::make_params<P>({{P::kN, w.N},
-                                         {P::kC, w.C},
-                                         {P::kS, w.S},
-                                         {P::kCBegin, cb},
-                                         {P::kCEnd, ce},
-                                         {P::kNBegin, nb},
-                                         {P::kNEnd, ne},
-                                         {P::kSBegin, sb},
-                                         {P::kSEnd, se},
-                                         {P::kParts, parts},
-                                         {P::kPart, part}});
-      v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
-      v.compute_cycles = w.ops_per_element * static_cast<double>((ce - cb) * (ne - nb) * (se - sb)) /
-                         cycles.vector_flops_per_cycle;
-      for (uint32_t t : {inputs[0], inputs[1]}) {
-        for (const lowering::Region& r : channel_block_regions(t, w, cb, ce, nb, ne, sb, se))
-          v.reads.push_back(r);
-      }
-      v.reads.push_back(lowering::flat_region(inputs[2], cb, ce));
-      v.reads.push_back(lowering::flat_region(inputs[3], cb, ce));
-      v.writes = {lowering::flat_region(scale_target, part * w.C + cb, part * w.C + ce),
-                  lowering::flat_region(bias_target, part * w.C + cb, part * w.C + ce)};
-      ctx.emit(tiles[next++], std::move(v));
-    }
-  }
+  const std::vector<uint32_t> tiles =
+      for_each_channel_block(ctx, plan, w, [&](uint32_t tile, const ChannelBlock& block) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kBatchNormGradStats;
+        v.operands = inputs;
+        v.operands.push_back(scale_target);
+        v.operands.push_back(bias_target);
+        using F = format::fparams::BatchNormGradStats;
+        v.params = channel_block_params(w, block, parts);
+        v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
+        v.compute_cycles =
+            w.ops_per_element * static_cast<double>(block.elements()) / cycles.vector_flops_per_cycle;
+        for (uint32_t t : {inputs[0], inputs[1]}) {
+          for (const lowering::Region& r :
+               channel_block_regions(t, w, block.cb, block.ce, block.nb, block.ne, block.sb, block.se))
+            v.reads.push_back(r);
+        }
+        v.reads.push_back(lowering::flat_region(inputs[2], block.cb, block.ce));
+        v.reads.push_back(lowering::flat_region(inputs[3], block.cb, block.ce));
+        const int64_t row = block.part * w.C;
+        v.writes = {lowering::flat_region(scale_target, row + block.cb, row + block.ce),
+                    lowering::flat_region(bias_target, row + block.cb, row + block.ce)};
+        ctx.emit(tile, std::move(v));
+      });
   if (parts == 1) return Status();
   const lowering::Split reduce = lowering::plan_split(
       w.C, static_cast<double>(parts) / cycles.partial_sum_flops_per_cycle, 4.0 * static_cast<double>(parts),

@@ -84,39 +84,21 @@ Status lower_batch_statistics(LowerContext& ctx, const Op& op) {
   const ChannelReducePlan plan = plan_channel_reduce(w, ctx.target());
   const int64_t parts = plan.parts();
   const uint32_t partials = ctx.add_temporary(op.name + "/partials", {parts, 3, w.C});
-  std::vector<uint32_t> tiles = ctx.take_tiles(plan.channels.parts * parts);
-  size_t next = 0;
-  for (int64_t i = 0; i < plan.channels.parts; ++i) {
-    const int64_t cb = i * plan.channels.chunk, ce = std::min(w.C, cb + plan.channels.chunk);
-    for (int64_t part = 0; part < parts; ++part) {
-      const int64_t nb = part / plan.positions.parts * plan.samples.chunk,
-                    ne = std::min(w.N, nb + plan.samples.chunk);
-      const int64_t sb = part % plan.positions.parts * plan.positions.chunk,
-                    se = std::min(w.S, sb + plan.positions.chunk);
-      lowering::VertexSpec v;
-      v.codelet = format::Codelet::kBatchStatistics;
-      v.operands = {x, partials};
-      using P = format::params::BatchStatistics;
-      v.params = format::make_params<P>({{P::kN, w.N},
-                                         {P::kC, w.C},
-                                         {P::kS, w.S},
-                                         {P::kCBegin, cb},
-                                         {P::kCEnd, ce},
-                                         {P::kNBegin, nb},
-                                         {P::kNEnd, ne},
-                                         {P::kSBegin, sb},
-                                         {P::kSEnd, se},
-                                         {P::kParts, parts},
-                                         {P::kPart, part}});
-      v.compute_cycles = w.ops_per_element * static_cast<double>((ce - cb) * (ne - nb) * (se - sb)) /
-                         cycles.vector_flops_per_cycle;
-      v.reads = channel_block_regions(x, w, cb, ce, nb, ne, sb, se);
-      for (int64_t k = 0; k < 3; ++k)
-        v.writes.push_back(
-            lowering::flat_region(partials, (part * 3 + k) * w.C + cb, (part * 3 + k) * w.C + ce));
-      ctx.emit(tiles[next++], std::move(v));
-    }
-  }
+  const std::vector<uint32_t> tiles =
+      for_each_channel_block(ctx, plan, w, [&](uint32_t tile, const ChannelBlock& block) {
+        lowering::VertexSpec v;
+        v.codelet = format::Codelet::kBatchStatistics;
+        v.operands = {x, partials};
+        v.params = channel_block_params(w, block, parts);
+        v.compute_cycles =
+            w.ops_per_element * static_cast<double>(block.elements()) / cycles.vector_flops_per_cycle;
+        v.reads = channel_block_regions(x, w, block.cb, block.ce, block.nb, block.ne, block.sb, block.se);
+        for (int64_t k = 0; k < 3; ++k) {
+          const int64_t row = (block.part * 3 + k) * w.C;
+          v.writes.push_back(lowering::flat_region(partials, row + block.cb, row + block.ce));
+        }
+        ctx.emit(tile, std::move(v));
+      });
   std::vector<uint32_t> operands = {partials, mean, var};
   for (size_t i = 1; i < op.inputs.size(); ++i)
     operands.push_back(ctx.tensor(op.inputs[i]));

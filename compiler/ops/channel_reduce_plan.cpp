@@ -83,4 +83,20 @@ std::vector<lowering::Region> channel_block_regions(uint32_t tensor, const Chann
   return regions;
 }
 
+std::vector<int64_t> channel_block_params(const ChannelReduceWork& w, const ChannelBlock& b, int64_t parts) {
+  using P = format::params::BatchStatistics;
+  static_assert(format::same_layout<P, format::params::BatchNormGradStats>);
+  return format::make_params<P>({{P::kN, w.N},
+                                 {P::kC, w.C},
+                                 {P::kS, w.S},
+                                 {P::kCBegin, b.cb},
+                                 {P::kCEnd, b.ce},
+                                 {P::kNBegin, b.nb},
+                                 {P::kNEnd, b.ne},
+                                 {P::kSBegin, b.sb},
+                                 {P::kSEnd, b.se},
+                                 {P::kParts, parts},
+                                 {P::kPart, b.part}});
+}
+
 } // namespace ipu::ir

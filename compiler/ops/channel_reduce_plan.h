@@ -4,6 +4,7 @@
 // ReductionPlan, poplin normStatistics), never one vertex reading a channel's whole span.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -42,5 +43,35 @@ ChannelReducePlan plan_channel_reduce(const ChannelReduceWork& work, const targe
 std::vector<lowering::Region> channel_block_regions(uint32_t tensor, const ChannelReduceWork& work,
                                                     int64_t cb, int64_t ce, int64_t nb, int64_t ne,
                                                     int64_t sb, int64_t se);
+
+// One vertex's block of a plan: channels [cb, ce), samples [nb, ne), positions [sb, se), and the
+// part (of plan.parts()) its partial results go to.
+struct ChannelBlock {
+  int64_t cb, ce, nb, ne, sb, se, part;
+  int64_t elements() const { return (ce - cb) * (ne - nb) * (se - sb); }
+};
+
+// Calls emit(tile, block) for every block of `plan`, channel blocks outermost, on tiles from
+// take_tiles, and returns those tiles (where the partials lie for the step that adds them).
+template <typename Emit>
+std::vector<uint32_t> for_each_channel_block(lowering::LowerContext& ctx, const ChannelReducePlan& plan,
+                                             const ChannelReduceWork& w, Emit&& emit) {
+  const int64_t parts = plan.parts();
+  const std::vector<uint32_t> tiles = ctx.take_tiles(plan.channels.parts * parts);
+  size_t next = 0;
+  for (int64_t i = 0; i < plan.channels.parts; ++i) {
+    const int64_t cb = i * plan.channels.chunk, ce = std::min(w.C, cb + plan.channels.chunk);
+    for (int64_t part = 0; part < parts; ++part) {
+      const int64_t nb = part / plan.positions.parts * plan.samples.chunk,
+                    sb = part % plan.positions.parts * plan.positions.chunk;
+      emit(tiles[next++], ChannelBlock{cb, ce, nb, std::min(w.N, nb + plan.samples.chunk), sb,
+                                       std::min(w.S, sb + plan.positions.chunk), part});
+    }
+  }
+  return tiles;
+}
+
+// The params of a block vertex, BatchStatistics's layout (BatchNormGradStats's is the same).
+std::vector<int64_t> channel_block_params(const ChannelReduceWork& w, const ChannelBlock& b, int64_t parts);
 
 } // namespace ipu::ir
