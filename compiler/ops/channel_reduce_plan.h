@@ -57,7 +57,7 @@ template <typename Emit>
 std::vector<uint32_t> for_each_channel_block(lowering::LowerContext& ctx, const ChannelReducePlan& plan,
                                              const ChannelReduceWork& w, Emit&& emit) {
   const int64_t parts = plan.parts();
-  const std::vector<uint32_t> tiles = ctx.take_tiles(plan.channels.parts * parts);
+  std::vector<uint32_t> tiles = ctx.take_tiles(plan.channels.parts * parts);
   size_t next = 0;
   for (int64_t i = 0; i < plan.channels.parts; ++i) {
     const int64_t cb = i * plan.channels.chunk, ce = std::min(w.C, cb + plan.channels.chunk);
