@@ -79,10 +79,19 @@ ours = json.load(open(sys.argv[1]))["losses"]
 ref = json.load(open(sys.argv[2]))
 run = json.load(open(sys.argv[3]))
 assert len(ours) == ref["steps"], (len(ours), ref["steps"])
-worst = max(range(200), key=lambda i: abs(ours[i] - ref["losses_fp64"][i]) / ref["losses_fp64"][i])
-rel = abs(ours[worst] - ref["losses_fp64"][worst]) / ref["losses_fp64"][worst]
-print("worst step %d: %.9f vs %.9f (rel %.2e)" % (worst, ours[worst], ref["losses_fp64"][worst], rel))
-assert rel <= 1e-4, rel
+# Rounding differences grow step by step (PyTorch's own float32 run is 1.5e-7 from float64 over the
+# first 50 steps and 1.6e-4 by step 172), so each step is held to a few times the spread float32
+# has shown up to it: tight where the run is stable, a wrong gradient fails within the first steps.
+def rel(losses, i):
+    return abs(losses[i] - ref["losses_fp64"][i]) / ref["losses_fp64"][i]
+spread = 0.0
+for i in range(200):
+    spread = max(spread, rel(ref["losses_fp32"], i))
+    bound = 1e-6 + 4 * spread
+    assert rel(ours, i) <= bound, "step %d: %.9f vs %.9f (rel %.2e, bound %.2e)" % (
+        i, ours[i], ref["losses_fp64"][i], rel(ours, i), bound)
+worst = max(range(200), key=lambda i: rel(ours, i))
+print("worst step %d: rel %.2e from float64, float32's %.2e" % (worst, rel(ours, worst), rel(ref["losses_fp32"], worst)))
 mean = sum(ours) / len(ours)
 assert abs(run["final"]["loss"] - mean) <= 1e-9 * mean
 # An epoch's mean drifts with where fp32 rounds (the tile plan sets the blocks SGEMM sums in), so
