@@ -4,6 +4,8 @@
 #                                 BUILD_DIR's compile database (default build/, a full build made by
 #                                 scripts/build.sh; CMakeLists.txt always exports the database)
 #   scripts/lint.sh --fix-format  rewrites every checked file with clang-format
+#   scripts/lint.sh --list-tidied [BUILD_DIR]
+#                                 prints the files clang-tidy would check, one per line, and exits
 # The files are the tracked and new (not ignored) C++ files under runtime/ compiler/ cache/
 # compile_cache/ cli/ tests/: .cpp, .h and the X-macro .def lists for clang-format, the .cpp files
 # for clang-tidy. Exits 1 on any finding, with a one-line summary last.
@@ -19,11 +21,43 @@ if [ "${1:-}" = "--fix-format" ]; then
   echo "lint: clang-formatted ${#sources[@]} files"
   exit 0
 fi
+list_only=0
+if [ "${1:-}" = "--list-tidied" ]; then
+  list_only=1
+  shift
+fi
 build=$(cd "${1:-build}" && pwd)
 if [ ! -f "$build/compile_commands.json" ]; then
   echo "lint: $build/compile_commands.json missing: configure a full build there (scripts/build.sh)" >&2
   exit 2
 fi
+
+# clang-tidy needs each file's compile command. Files the full build does not compile are skipped
+# and named: the fuzzers (built only with clang, IPUCC_FUZZ=ON) and the runtime-only build's
+# stand-in cli/run_model_unavailable.cpp.
+# (A set lookup: a `printf | grep -q` test under pipefail fails whenever grep exits before printf
+# has written everything, and silently skipped files.)
+declare -A in_database=()
+while IFS= read -r file; do
+  in_database[$file]=1
+done < <(/usr/bin/python3 -c '
+import json, sys
+for entry in json.load(open(sys.argv[1])):
+    print(entry["file"])' "$build/compile_commands.json")
+tidy_files=() skipped=()
+for f in "${sources[@]}"; do
+  [[ $f == *.cpp ]] || continue
+  if [ -n "${in_database[$root/$f]:-}" ]; then
+    tidy_files+=("$root/$f")
+  else
+    skipped+=("$f")
+  fi
+done
+if [ "$list_only" = 1 ]; then
+  printf '%s\n' "${tidy_files[@]}"
+  exit 0
+fi
+[ ${#skipped[@]} -eq 0 ] || echo "lint: not in $build's compile database, not tidied: ${skipped[*]}"
 
 unformatted=0
 for f in "${sources[@]}"; do
@@ -36,24 +70,6 @@ if [ "$unformatted" -gt 0 ]; then
   done
   format_failed=1
 fi
-
-# clang-tidy needs each file's compile command. Files the full build does not compile are skipped
-# and named: the fuzzers (built only with clang, IPUCC_FUZZ=ON) and the runtime-only build's
-# stand-in cli/run_model_unavailable.cpp.
-mapfile -t in_database < <(/usr/bin/python3 -c '
-import json, sys
-for entry in json.load(open(sys.argv[1])):
-    print(entry["file"])' "$build/compile_commands.json" | sort -u)
-tidy_files=() skipped=()
-for f in "${sources[@]}"; do
-  [[ $f == *.cpp ]] || continue
-  if printf '%s\n' "${in_database[@]}" | grep -qxF "$root/$f"; then
-    tidy_files+=("$root/$f")
-  else
-    skipped+=("$f")
-  fi
-done
-[ ${#skipped[@]} -eq 0 ] || echo "lint: not in $build's compile database, not tidied: ${skipped[*]}"
 
 start=$SECONDS
 tidy_log=$(mktemp)
