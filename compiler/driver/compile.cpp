@@ -18,6 +18,7 @@
 #include "compiler/passes/mixed_precision.h"
 #include "compiler/passes/recompute.h"
 #include "compiler/passes/training.h"
+#include "compiler/target/ipu_links.h"
 #include "compiler/target/target.h"
 #include "runtime/base/sha256.h"
 #include "runtime/format/executable_file.h"
@@ -602,8 +603,8 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
     }
   }
   for (size_t c = 0; c < cuts; ++c) {
-    problem.forward_cut_cycles.push_back(forward_bytes[c] / target.cycles.ipu_link_bytes_per_cycle);
-    problem.backward_cut_cycles.push_back(backward_bytes[c] / target.cycles.ipu_link_bytes_per_cycle);
+    problem.forward_cut_cycles.push_back(target::neighbour_link_cycles(target, forward_bytes[c]));
+    problem.backward_cut_cycles.push_back(target::neighbour_link_cycles(target, backward_bytes[c]));
   }
   return chain;
 }

@@ -123,11 +123,12 @@ void InferenceSlots::append(int64_t t, uint64_t repeat, format::Sequence& progra
   }
   for (auto& step : *after.mutable_steps())
     *slot.add_steps() = std::move(step);
+  // A slot of the ramp is a nested Sequence, so its copies never merge with the next slot's into
+  // one exchange (ProgramBuilder::estimate_cycles).
   if (repeat > 0) {
     *program.add_steps() = ProgramBuilder::repeat(repeat, std::move(slot));
   } else {
-    for (auto& step : *slot.mutable_steps())
-      *program.add_steps() = std::move(step);
+    *program.add_steps() = ProgramBuilder::sequence(std::move(slot));
   }
 }
 

@@ -132,11 +132,19 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   // Per stage: its passes' copies across stage boundaries, in and out (the automatic split
   // charges a cut's transfers to the stages on both sides; the imbalance report does the same).
   std::vector<double> crossing_cycles(static_cast<size_t>(S), 0);
-  for (const auto& slot : plan.slots) {
-    format::Sequence before, after;
+  // A slot is one nested Sequence: its host reads, one exchange of the copies into stages, the
+  // stages' passes at once, one exchange of the copies out of them, its host writes. Each run of
+  // copies is costed as one exchange (ProgramBuilder::estimate_cycles), and a slot's copies never
+  // merge with the next slot's.
+  format::Sequence deferred_sends; // the previous slot's, when plan.sends_with_next_slot says so
+  for (size_t slot_index = 0; slot_index < plan.slots.size(); ++slot_index) {
+    const std::vector<PipelineWork>& slot = plan.slots[slot_index];
+    // Without recompute a stage's backward pass leaves the values its forward pass sent alone,
+    // or restores them from the stash, where this micro-batch's copy waits.
+    const bool defer_sends = plan.sends_with_next_slot[slot_index] && !recompute;
+    format::Sequence reads, before, after, writes, sends_later;
     format::Parallel parallel;
     format::ScheduleSlot* estimated = estimate.add_slots();
-    double slowest = 0;
     for (const PipelineWork& w : slot) {
       const auto s = static_cast<size_t>(w.stage);
       format::Sequence crossing;
@@ -148,19 +156,28 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
                                          : recompute ? concat(forward[s], stages[s].backward)
                                                      : stages[s].backward;
       if (w.forward) {
-        if (w.stage == 0) ProgramBuilder::stream_in(before, io.features_stream, io.features);
-        if (w.stage == S - 1) ProgramBuilder::stream_in(before, io.labels_stream, io.labels);
+        if (w.stage == 0) ProgramBuilder::stream_in(reads, io.features_stream, io.features);
+        if (w.stage == S - 1) ProgramBuilder::stream_in(reads, io.labels_stream, io.labels);
         for (const Boundary* b : boundaries_into(w.stage, true))
           crossing_copy(before, b->receive.at(w.micro_batch), b->receive.working);
         for (const Slots& st : stash[s])
           ProgramBuilder::copy(after, st.working, st.at(w.micro_batch));
-        for (const Boundary* b : boundaries_from(w.stage, true))
-          crossing_copy(after, b->copy.source, b->receive.at(w.micro_batch));
+        for (const Boundary* b : boundaries_from(w.stage, true)) {
+          if (!defer_sends) {
+            crossing_copy(after, b->copy.source, b->receive.at(w.micro_batch));
+            continue;
+          }
+          uint32_t source = b->copy.source;
+          for (const Slots& st : stash[s]) {
+            if (st.working == source) source = st.at(w.micro_batch);
+          }
+          crossing_copy(sends_later, source, b->receive.at(w.micro_batch));
+        }
         if (w.stage == S - 1) {
-          ProgramBuilder::stream_out(after, io.loss_stream, io.loss);
-          if (io.counts_correct) ProgramBuilder::stream_out(after, io.correct_stream, io.correct);
+          ProgramBuilder::stream_out(writes, io.loss_stream, io.loss);
+          if (io.counts_correct) ProgramBuilder::stream_out(writes, io.correct_stream, io.correct);
           for (const StepStreams::Metric& m : io.metrics)
-            ProgramBuilder::stream_out(after, m.stream, m.sum);
+            ProgramBuilder::stream_out(writes, m.stream, m.sum);
         }
       } else {
         for (const Slots& st : stash[s])
@@ -181,19 +198,25 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
       work->set_cycles(cycles);
       busy[s] += cycles;
       crossing_cycles[s] += programs.estimate_cycles(ProgramBuilder::sequence(std::move(crossing)));
-      slowest = std::max(slowest, cycles);
     }
-    estimated->set_cycles(slowest + programs.estimate_cycles(ProgramBuilder::sequence(before)) +
-                          programs.estimate_cycles(ProgramBuilder::sequence(after)));
-    for (auto& step : *before.mutable_steps())
-      *update.add_steps() = std::move(step);
+    format::Sequence steps;
+    for (format::Sequence* part : {&reads, &before}) {
+      for (auto& step : *part->mutable_steps())
+        *steps.add_steps() = std::move(step);
+    }
     if (parallel.branches_size() == 1) {
-      *update.add_steps() = parallel.branches(0);
+      *steps.add_steps() = parallel.branches(0);
     } else if (parallel.branches_size() > 1) {
-      *update.add_steps()->mutable_parallel() = std::move(parallel);
+      *steps.add_steps()->mutable_parallel() = std::move(parallel);
     }
-    for (auto& step : *after.mutable_steps())
-      *update.add_steps() = std::move(step);
+    for (format::Sequence* part : {&deferred_sends, &after, &writes}) {
+      for (auto& step : *part->mutable_steps())
+        *steps.add_steps() = std::move(step);
+    }
+    deferred_sends = std::move(sends_later);
+    format::Program slot_program = ProgramBuilder::sequence(std::move(steps));
+    estimated->set_cycles(programs.estimate_cycles(slot_program));
+    *update.add_steps() = std::move(slot_program);
   }
 
   format::Sequence finish;

@@ -31,8 +31,11 @@ void plan_grouped(int S, int K, PipelinePlan& plan) {
       if (const int m = t - s; m >= 0 && m < K) forward.push_back({s, true, m});
       if (const int m = t - 2 * (S - 1) + s; m >= 0 && m < K) backward.push_back({s, false, m});
     }
+    const bool both = !forward.empty() && !backward.empty();
     for (std::vector<PipelineWork>* slot : {&forward, &backward}) {
-      if (!slot->empty()) plan.slots.push_back(std::move(*slot));
+      if (slot->empty()) continue;
+      plan.sends_with_next_slot.push_back(both && slot == &forward);
+      plan.slots.push_back(std::move(*slot));
     }
   }
 }
@@ -110,6 +113,7 @@ PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule) {
     break;
   }
 
+  plan.sends_with_next_slot.resize(plan.slots.size(), false);
   plan.forward_slot.assign(static_cast<size_t>(S), std::vector<int>(static_cast<size_t>(K), kNotYet));
   plan.backward_slot = plan.forward_slot;
   for (int t = 0; t < static_cast<int>(plan.slots.size()); ++t) {

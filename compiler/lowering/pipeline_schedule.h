@@ -45,6 +45,11 @@ struct PipelinePlan {
   // s to s + 1, backward[s] gradients from s + 1 to s.
   std::vector<int> forward_depth;
   std::vector<int> backward_depth;
+  // Per slot: whether the activations its forward passes send wait for the end of the next slot,
+  // the same pipeline step's backward slot (grouped), so that a step's activations and gradients
+  // cross the IPU-Links in one exchange, as Graphcore's pipelines make one inter-IPU copy per
+  // step (TensorFlow's pipeline visitors: the inter-IPU copies end each repeat block).
+  std::vector<bool> sends_with_next_slot;
 };
 
 PipelinePlan plan_pipeline(int stages, int micro_batches, Schedule schedule);

@@ -1,6 +1,9 @@
 #include "compiler/lowering/program_builder.h"
 
 #include <algorithm>
+#include <map>
+
+#include "compiler/target/ipu_links.h"
 
 #include "runtime/format/verifier.h"
 
@@ -73,13 +76,42 @@ double ProgramBuilder::bytes_of(uint32_t tensor) const {
   return static_cast<double>(format::element_count(t) * format::dtype_size(t.dtype()));
 }
 
-// Between IPUs a copy crosses the IPU links; within one it is spread over the IPU's tiles.
-double ProgramBuilder::copy_cycles(const format::Copy& copy) const {
-  const bool between_ipus = m_exe.tensors(static_cast<int>(copy.source())).ipu() !=
-                            m_exe.tensors(static_cast<int>(copy.destination())).ipu();
-  const double bandwidth = between_ipus ? m_target.cycles.ipu_link_bytes_per_cycle
-                                        : m_target.cycles.exchange_bytes_per_cycle * m_target.tiles_per_ipu;
-  return bytes_of(copy.source()) / bandwidth;
+// A run of consecutive copies is one exchange, as Poplar compiles a pipeline cycle's inter-IPU
+// copies (PopART's popprograms.cpp; docs/cycle_model_sources.md): between IPUs every copy moves
+// at once over the IPU-Links (target::ipu_link_cycles), within an IPU the copies share its
+// exchange, spread over its tiles; the slower of the two sets the pace.
+double ProgramBuilder::copies_cycles(const std::vector<const format::Copy*>& copies) const {
+  std::vector<target::IpuTransfer> between_ipus;
+  std::map<uint32_t, double> within_ipu;
+  for (const format::Copy* copy : copies) {
+    const uint32_t from = m_exe.tensors(static_cast<int>(copy->source())).ipu();
+    const uint32_t to = m_exe.tensors(static_cast<int>(copy->destination())).ipu();
+    if (from != to) {
+      between_ipus.push_back({from, to, bytes_of(copy->source())});
+    } else {
+      within_ipu[from] += bytes_of(copy->source());
+    }
+  }
+  double cycles = target::ipu_link_cycles(m_target, between_ipus);
+  for (const auto& [ipu, bytes] : within_ipu)
+    cycles = std::max(cycles, bytes / (m_target.cycles.exchange_bytes_per_cycle * m_target.tiles_per_ipu));
+  return cycles;
+}
+
+template <typename Visit>
+void ProgramBuilder::for_each_exchange_or_step(const format::Sequence& sequence, Visit visit) const {
+  const auto& steps = sequence.steps();
+  for (auto it = steps.begin(); it != steps.end();) {
+    if (it->kind_case() != format::Program::kCopy) {
+      visit(&*it, 0.0);
+      ++it;
+      continue;
+    }
+    std::vector<const format::Copy*> run;
+    for (; it != steps.end() && it->kind_case() == format::Program::kCopy; ++it)
+      run.push_back(&it->copy());
+    visit(nullptr, copies_cycles(run));
+  }
 }
 
 // Within an IPU-POD16 a ring over the IPU-Links; beyond it, hierarchical over the GW-Links
@@ -115,8 +147,9 @@ double ProgramBuilder::estimate_cycles(const format::Program& program) const {
   switch (program.kind_case()) {
   case format::Program::kSequence: {
     double cycles = 0;
-    for (const auto& step : program.sequence().steps())
-      cycles += estimate_cycles(step);
+    for_each_exchange_or_step(program.sequence(), [&](const format::Program* step, double copies) {
+      cycles += step ? estimate_cycles(*step) : copies;
+    });
     return cycles;
   }
   case format::Program::kParallel: {
@@ -136,7 +169,7 @@ double ProgramBuilder::estimate_cycles(const format::Program& program) const {
   case format::Program::kAllReduce:
     return all_reduce_cycles(program.all_reduce());
   case format::Program::kCopy:
-    return copy_cycles(program.copy());
+    return copies_cycles({&program.copy()});
   case format::Program::kConditional:
     // The slower side: the estimate is of a step that takes it.
     return std::max(estimate_cycles(program.conditional().then_body()),
@@ -159,8 +192,13 @@ format::CycleBreakdown ProgramBuilder::estimate_breakdown(const format::Program&
   };
   switch (program.kind_case()) {
   case format::Program::kSequence:
-    for (const auto& step : program.sequence().steps())
-      add(estimate_breakdown(step), 1);
+    for_each_exchange_or_step(program.sequence(), [&](const format::Program* step, double copies) {
+      if (step) {
+        add(estimate_breakdown(*step), 1);
+      } else {
+        out.set_transfer(out.transfer() + copies);
+      }
+    });
     return out;
   case format::Program::kParallel: {
     double slowest = -1;

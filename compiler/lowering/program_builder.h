@@ -38,7 +38,12 @@ public:
 
 private:
   double bytes_of(uint32_t tensor) const;
-  double copy_cycles(const format::Copy& copy) const;
+  // One exchange that makes all of `copies` at once.
+  double copies_cycles(const std::vector<const format::Copy*>& copies) const;
+  // Calls visit(&step, 0) for each step of `sequence` that is not a copy and visit(nullptr, cycles)
+  // once for each run of consecutive copies, in order.
+  template <typename Visit>
+  void for_each_exchange_or_step(const format::Sequence& sequence, Visit visit) const;
   double all_reduce_cycles(const format::AllReduce& all_reduce) const;
 
   format::Executable& m_exe;

@@ -38,7 +38,13 @@ TEST_CASE("pipeline schedule: every schedule is a valid order of all passes") {
         CAPTURE(schedule_name(schedule));
         CAPTURE(S);
         CAPTURE(K);
-        check_valid(plan_pipeline(S, K, schedule), S, K);
+        const PipelinePlan plan = plan_pipeline(S, K, schedule);
+        check_valid(plan, S, K);
+        REQUIRE(plan.sends_with_next_slot.size() == plan.slots.size());
+        if (schedule != Schedule::kGrouped) {
+          CHECK(std::none_of(plan.sends_with_next_slot.begin(), plan.sends_with_next_slot.end(),
+                             [](bool deferred) { return deferred; }));
+        }
       }
     }
   }
@@ -81,6 +87,9 @@ TEST_CASE("pipeline schedule: grouped alternates forward and backward slots and 
       const bool ramp_up = t < S - 1, ramp_down = t + S - 1 >= plan.slots.size();
       const bool forward = ramp_up || (!ramp_down && (t - (S - 1)) % 2 == 0);
       CHECK(plan.slots[t].front().forward == forward);
+      // A forward slot followed by its step's backward slot sends its activations with that
+      // slot's gradients, in one exchange; the ramp-up's forward slots send their own.
+      CHECK(plan.sends_with_next_slot[t] == (forward && !ramp_up));
     }
     CHECK(plan.backward_slot[0][0] == 10);
     for (int s = 0; s < S; ++s) {
