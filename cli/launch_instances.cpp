@@ -12,6 +12,31 @@
 #include "cli/instances.h"
 
 namespace ipu::cli {
+namespace {
+
+// mpirun's pid once it runs, and the first terminating signal ipurun received. A signal sent to
+// ipurun alone (kill, a CI cancel, timeout) must end the whole job: ipurun hands it to mpirun,
+// which ends the instances (Open MPI's mpirun forwards SIGTERM and SIGINT to them and exits), so
+// nothing is left running or writes a checkpoint after it.
+volatile std::sig_atomic_t g_mpirun = 0;
+volatile std::sig_atomic_t g_signal = 0;
+
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+void forward_to_mpirun(int signal) {
+  if (g_signal == 0) g_signal = signal;
+  if (g_mpirun > 0) ::kill(static_cast<pid_t>(g_mpirun), signal);
+}
+
+void set_handlers(void (*handler)(int)) {
+  struct sigaction action = {};
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  for (int signal : kForwardedSignals)
+    ::sigaction(signal, &action, nullptr);
+}
+
+} // namespace
 
 int launch_instances(const char* tool, int instances, const std::vector<std::string>& arguments) {
   char self[PATH_MAX] = {};
@@ -33,8 +58,12 @@ int launch_instances(const char* tool, int instances, const std::vector<std::str
     argv.push_back(word.data());
   argv.push_back(nullptr);
 
+  // Handlers before the fork, so no signal slips between it and them; exec resets them to the
+  // defaults in mpirun.
+  set_handlers(forward_to_mpirun);
   const pid_t child = ::fork();
   if (child < 0) {
+    set_handlers(SIG_DFL);
     print_error(tool, "cannot start mpirun: fork failed");
     return kExitRuntimeError;
   }
@@ -42,8 +71,18 @@ int launch_instances(const char* tool, int instances, const std::vector<std::str
     ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
+  g_mpirun = child;
+  if (g_signal != 0) ::kill(child, g_signal); // it arrived before mpirun's pid was known
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
+  }
+  g_mpirun = 0;
+  set_handlers(SIG_DFL);
+  if (g_signal != 0) {
+    // The job ended because ipurun was told to end: end as that signal says, silently (the
+    // shell's 128 + N), as ipurun alone would have.
+    ::raise(g_signal);
+    return 128 + g_signal;
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
     print_error(tool, "cannot run mpirun: is Open MPI (openmpi-bin) installed?");

@@ -2,7 +2,8 @@
 # ipurun as several instances over Open MPI (docs/distributed.md): an executable of R = 4 replicas
 # trained by I = 1, 2 and 4 instances gives final weights and per-step losses with the SHA-256 of
 # one process's run, for SGD, Adam, 2 pipeline stages and gradient accumulation; a killed or a
-# stopped instance ends the job promptly, naming it, with exit code 9 and no checkpoint.
+# stopped instance ends the job promptly, naming it, with exit code 9 and no checkpoint; SIGTERM to
+# ipurun ends every process of the job and writes nothing.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 MODEL=$MODELS/mlp_sequential.json
@@ -182,6 +183,32 @@ test_a_stopped_instance_ends_the_job() {
   expect_eq "$rc" 9 "exit code"
   expect_stderr_contains "ipurun: instance 0: error: epoch "
   expect_stderr_contains "instance 1 did not answer within 3 s (--collective-timeout) in the all-gather"
+  expect_no_file trained
+}
+
+# SIGTERM to ipurun alone (kill, a CI cancel, timeout; not the terminal's Ctrl-C, which signals
+# the whole process group) ends the whole job: ipurun hands it to mpirun, which ends the
+# instances; within 10 s no process of the job is left, ipurun ends as SIGTERM does (143), and no
+# checkpoint is written.
+test_sigterm_to_ipurun_ends_the_job() {
+  expect_exit 0 "$IPUCC" compile "$MODEL" "${SMALL[@]}" --no-cache -o r4.ipuexe --batch-size 8 --replicas 4
+  local rc=0 pid waited=0
+  "$IPURUN" train r4.ipuexe --instances 2 --data synthetic:60000 --epochs 100 --progress none \
+    --save-weights trained > "$STDOUT" 2> "$STDERR" < /dev/null &
+  pid=$!
+  instance_1_pid > /dev/null || fail "instance 1 never started"
+  sleep 1
+  kill -TERM "$pid"
+  while pgrep -f "$IPURUN train r4.ipuexe" > /dev/null && ((waited < 100)); do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  if pgrep -f "$IPURUN train r4.ipuexe" > /dev/null; then
+    pkill -KILL -f "$IPURUN train r4.ipuexe" || true
+    fail "processes of the job were still running 10 s after SIGTERM"
+  fi
+  wait "$pid" || rc=$?
+  expect_eq "$rc" 143 "exit status (128 + SIGTERM)"
   expect_no_file trained
 }
 
