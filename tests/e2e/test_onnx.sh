@@ -94,10 +94,12 @@ worst = max(range(200), key=lambda i: rel(ours, i))
 print("worst step %d: rel %.2e from float64, float32's %.2e" % (worst, rel(ours, worst), rel(ref["losses_fp32"], worst)))
 mean = sum(ours) / len(ours)
 assert abs(run["final"]["loss"] - mean) <= 1e-9 * mean
-# An epoch's mean drifts with where fp32 rounds (the tile plan sets the blocks SGEMM sums in), so
-# it is held to PyTorch's float64 and float32 runs, not to an earlier run of ours.
-for reference in (ref["epoch_mean_fp64"], ref["epoch_mean_fp32"]):
-    assert abs(mean - reference) <= 1e-3 * reference, (mean, reference)
+# The epoch's mean drifts with where fp32 rounds (the tile plan sets the blocks SGEMM sums in, the
+# engine the order its host tasks add partials in): PyTorch's own float32 mean is 9.4e-4 from its
+# float64 one. Ours is held to three times that spread around float64, not to an earlier run.
+fp64, fp32 = ref["epoch_mean_fp64"], ref["epoch_mean_fp32"]
+assert abs(mean - fp64) <= 3 * abs(fp32 - fp64), (mean, fp64, fp32)
+print("epoch mean %.6f: %.2e from float64, float32's %.2e" % (mean, abs(mean - fp64) / fp64, abs(fp32 - fp64) / fp64))
 PYEOF
 }
 
