@@ -41,6 +41,25 @@ enum class UnaryKind : int64_t {
 };
 inline constexpr int64_t kUnaryKindCount = 29;
 
+// The kinds whose gradient the UnaryGrad codelet computes in one pass, dX = dY·f'(X; alpha, beta):
+// derivatives that are piecewise (a select on X) or need several functions of X, which Unary and
+// Binary ops would take three to eight passes and as many temporaries to write. The compiler
+// writes the other kinds' derivatives with Unary and Binary ops (compiler/ops/elementwise_ops.cpp).
+constexpr bool has_unary_grad_kernel(UnaryKind kind) {
+  switch (kind) {
+  case UnaryKind::kGelu:
+  case UnaryKind::kGeluTanh:
+  case UnaryKind::kElu:
+  case UnaryKind::kSelu:
+  case UnaryKind::kLeakyRelu:
+  case UnaryKind::kHardSigmoid:
+  case UnaryKind::kClip:
+    return true;
+  default:
+    return false;
+  }
+}
+
 // Binary: y = a ∘ b, broadcast. Comparisons and logic give 0/1.
 enum class BinaryKind : int64_t {
   kAdd = 0,
