@@ -53,6 +53,10 @@ double unary_cycles_per_element(const target::CycleModel& model, UnaryKind kind,
     return f.tanh;
   case UnaryKind::kSoftsign: // x / (1 + |x|)
     return 2 * vector_op + f.divide;
+  case UnaryKind::kHardSwish: // HardSigmoid's, then the multiply by x
+    return 3 * vector_op;
+  case UnaryKind::kCelu: // x/alpha, then Elu's
+    return f.exp + 3 * vector_op;
   case UnaryKind::kPowScalar:
     // popops' expression optimiser (ElementWiseInternal.cpp, optimiseBinary) rewrites these
     // constant exponents before mapping POWER.
@@ -106,6 +110,10 @@ double unary_grad_cycles_per_element(const target::CycleModel& model, UnaryKind 
     return f.exp + 4 * vector_op;
   case UnaryKind::kHardSigmoid: // the multiply-add, two compares, the select of alpha, ·dY
     return 5 * vector_op;
+  case UnaryKind::kHardSwish: // the multiply-add, two compares, 2·alpha·x + beta, two selects, ·dY
+    return 7 * vector_op;
+  case UnaryKind::kCelu: // x/alpha, exp, the compare and select, ·dY
+    return f.exp + 3 * vector_op;
   case UnaryKind::kLeakyRelu: // the compare, the select of the slope, ·dY
   case UnaryKind::kClip:      // two compares, the select of dY
   default:

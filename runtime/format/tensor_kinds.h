@@ -37,9 +37,11 @@ enum class UnaryKind : int64_t {
   kTanh = 25,
   kPowScalar = 26, // x^alpha
   kSquare = 27,
-  kSoftsign = 28, // x / (1 + |x|)
+  kSoftsign = 28,  // x / (1 + |x|)
+  kHardSwish = 29, // x·max(0, min(1, alpha·x + beta)) (ONNX: alpha 1/6, beta 0.5)
+  kCelu = 30,      // alpha: x > 0 ? x : alpha·(e^(x/alpha) − 1)
 };
-inline constexpr int64_t kUnaryKindCount = 29;
+inline constexpr int64_t kUnaryKindCount = 31;
 
 // The kinds whose gradient the UnaryGrad codelet computes in one pass, dX = dY·f'(X; alpha, beta):
 // derivatives that are piecewise (a select on X) or need several functions of X, which Unary and
@@ -54,6 +56,8 @@ constexpr bool has_unary_grad_kernel(UnaryKind kind) {
   case UnaryKind::kLeakyRelu:
   case UnaryKind::kHardSigmoid:
   case UnaryKind::kClip:
+  case UnaryKind::kHardSwish:
+  case UnaryKind::kCelu:
     return true;
   default:
     return false;

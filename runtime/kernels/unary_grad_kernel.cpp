@@ -37,8 +37,9 @@ float gelu_tanh_derivative(float x) {
 
 // UnaryGrad: dX[i] = dY[i] · f'(X[i]; alpha, beta) for i in [begin, end), f the Unary of that kind.
 // At a kink the derivative is torch's: Clip passes dY strictly inside (min, max) (hardtanh and
-// relu6; the bounds get 0), HardSigmoid where alpha·x + beta lies strictly inside (0, 1), LeakyRelu
-// takes the slope at 0, Elu and Selu their negative side's derivative at 0 (alpha, gamma·alpha).
+// relu6; the bounds get 0), HardSigmoid where alpha·x + beta lies strictly inside (0, 1), HardSwish
+// takes its middle piece at both ends of it, LeakyRelu takes the slope at 0, Elu, Selu and Celu
+// their negative side's derivative at 0 (alpha, gamma·alpha, 1).
 //   operands: X, dY, dX (one size; dX may be dY);  params: format::params::UnaryGrad;
 //   fparams: format::fparams::UnaryGrad
 void run_unary_grad(const PreparedVertex& v) {
@@ -73,6 +74,15 @@ void run_unary_grad(const PreparedVertex& v) {
     break;
   case UnaryKind::kClip:
     map(x, dy, dx, b, e, [&](float t) { return t > alpha && t < beta ? 1.0f : 0.0f; });
+    break;
+  case UnaryKind::kHardSwish: // torch's hardswish_backward: 0 below −3, x/3 + ½ up to 3 inclusive, 1 above
+    map(x, dy, dx, b, e, [&](float t) {
+      const float s = alpha * t + beta;
+      return s < 0.0f ? 0.0f : (s <= 1.0f ? 2.0f * alpha * t + beta : 1.0f);
+    });
+    break;
+  case UnaryKind::kCelu:
+    map(x, dy, dx, b, e, [&](float t) { return t > 0.0f ? 1.0f : std::exp(t / alpha); });
     break;
   default: // validate_unary_grad admits no other kind
     break;

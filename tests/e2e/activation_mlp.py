@@ -2,12 +2,13 @@
 """An MLP through every activation torch exports onto a Unary kind with a gradient, for
 tests/e2e/test_activation_training.sh (needs Debian's python3-torch and python3-onnx):
 
-    activation_mlp.py OUT_DIR [--batch 8] [--steps 3] [--learning-rate 0.05] [--seed 0]
+    activation_mlp.py OUT_DIR [--opset 13] [--batch 8] [--steps 3] [--learning-rate 0.05] [--seed 0]
 
-Linear layers of width 16 between ReLU6 (Clip 0, 6), Hardswish (HardSigmoid, Mul), ELU (alpha
-0.7), SELU, LeakyReLU (0.2), Softplus, GELU in its tanh form (spelt out in Mul, Add, Tanh),
-Hardtanh (Clip -1, 1), PReLU (a trained slope per feature), Mish (Softplus, Tanh, Mul) and
-Hardsigmoid, ending in 4 logits; exported at opset 13 with a dynamic batch (OUT_DIR/model.onnx).
+Linear layers of width 16 between ReLU6 (Clip 0, 6), Hardswish (HardSigmoid, Mul; from opset 14
+HardSwish), ELU (alpha 0.7), SELU, LeakyReLU (0.2), Softplus, GELU in its tanh form (spelt out in
+Mul, Add, Tanh), Hardtanh (Clip -1, 1), PReLU (a trained slope per feature), Mish (Softplus, Tanh,
+Mul), CELU (alpha 0.8) and Hardsigmoid, ending in 4 logits; exported at --opset with a dynamic
+batch (OUT_DIR/model.onnx).
 OUT_DIR also holds a float64 torch reference of training it from the exported initializers:
 --steps SGD steps (momentum 0.9) of batch --batch on train.x.npy / train.y.npy in order,
 cross-entropy on the logits; reference.json has each step's loss, the initializers' names and the
@@ -38,6 +39,7 @@ ACTIVATIONS = [
     (lambda: nn.Hardtanh(-1.0, 1.0), [-1.0, 1.0]),
     (lambda: nn.PReLU(WIDTH, init=0.25), [0.0]),
     (lambda: nn.Mish(), []),
+    (lambda: nn.CELU(alpha=0.8), [0.0]),
     (lambda: nn.Hardsigmoid(), [-3.0, 3.0]),
 ]
 
@@ -62,6 +64,7 @@ class ActivationMlp(nn.Module):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir")
+    parser.add_argument("--opset", type=int, default=13)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--learning-rate", type=float, default=0.05)
@@ -74,7 +77,7 @@ def main():
     path = os.path.join(args.out_dir, "model.onnx")
     torch.onnx.export(model, torch.randn(args.batch, features), path, input_names=["input"],
                       output_names=["logits"], dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}},
-                      opset_version=13, do_constant_folding=True)
+                      opset_version=args.opset, do_constant_folding=True)
     initial = {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
     reference = ActivationMlp(features, classes).double()
     state = reference.state_dict()

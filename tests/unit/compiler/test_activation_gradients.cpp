@@ -67,7 +67,16 @@ TEST_CASE("gradients of HardSigmoid, and of hard swish as torch exports it (x ·
   });
 }
 
-TEST_CASE("gradients of LeakyRelu, Elu and Selu match finite differences") {
+TEST_CASE("gradients of HardSwish (opset 14, torch's export of Hardswish) match finite differences") {
+  // Pre-activations of scale 5 reach both of its kinks, at ±3.
+  check_activation(14, [](OnnxBuilder& b) {
+    b.floats("scale", {}, {5.0f});
+    b.node("Mul", "spread", {"h", "scale"}, {"h5"});
+    b.node("HardSwish", "act", {"h5"}, {"a"});
+  });
+}
+
+TEST_CASE("gradients of LeakyRelu, Elu, Selu and Celu match finite differences") {
   SUBCASE("LeakyRelu") {
     check_activation(13, [](OnnxBuilder& b) {
       OnnxBuilder::float_attr(b.node("LeakyRelu", "act", {"h"}, {"a"}), "alpha", 0.2f);
@@ -80,6 +89,11 @@ TEST_CASE("gradients of LeakyRelu, Elu and Selu match finite differences") {
   }
   SUBCASE("Selu (ONNX's default alpha and gamma)") {
     check_activation(13, [](OnnxBuilder& b) { b.node("Selu", "act", {"h"}, {"a"}); });
+  }
+  SUBCASE("Celu") {
+    check_activation(13, [](OnnxBuilder& b) {
+      OnnxBuilder::float_attr(b.node("Celu", "act", {"h"}, {"a"}), "alpha", 0.8f);
+    });
   }
 }
 

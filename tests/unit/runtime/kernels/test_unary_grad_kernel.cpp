@@ -1,6 +1,7 @@
 // UnaryGrad (codelet 91) against central differences of each kind's forward function in double,
 // away from its kinks; at the kinks, against PyTorch's autograd (values printed by torch 1.13's
-// backward of relu6, hardtanh, hardsigmoid, leaky_relu, elu and selu); and its validator.
+// backward of relu6, hardtanh, hardsigmoid, hardswish, leaky_relu, elu, selu and celu); and its
+// validator.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -19,6 +20,35 @@ using ipu::format::Codelet;
 using ipu::format::UnaryKind;
 using namespace ipu::kernels::testing;
 
+// Each kind's forward function in double, of x, alpha and beta.
+double gelu(double t, double, double) {
+  return 0.5 * t * (1 + std::erf(t / std::sqrt(2.0)));
+}
+double gelu_tanh(double t, double, double) {
+  return 0.5 * t * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (t + 0.044715 * t * t * t)));
+}
+double elu(double t, double a, double) {
+  return t > 0 ? t : a * (std::exp(t) - 1);
+}
+double selu(double t, double a, double g) {
+  return g * elu(t, a, 0);
+}
+double leaky_relu(double t, double a, double) {
+  return t >= 0 ? t : a * t;
+}
+double hard_sigmoid(double t, double a, double b) {
+  return std::clamp(a * t + b, 0.0, 1.0);
+}
+double clip(double t, double lo, double hi) {
+  return std::min(std::max(t, lo), hi);
+}
+double hard_swish(double t, double a, double b) {
+  return t * hard_sigmoid(t, a, b);
+}
+double celu(double t, double a, double) {
+  return t > 0 ? t : a * (std::exp(t / a) - 1);
+}
+
 struct Case {
   UnaryKind kind;
   float alpha, beta;
@@ -28,39 +58,15 @@ struct Case {
 
 std::vector<Case> cases() {
   return {
-      {UnaryKind::kGelu,
-       0,
-       0,
-       [](double t, double, double) { return 0.5 * t * (1 + std::erf(t / std::sqrt(2.0))); },
-       {}},
-      {UnaryKind::kGeluTanh,
-       0,
-       0,
-       [](double t, double, double) {
-         return 0.5 * t * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (t + 0.044715 * t * t * t)));
-       },
-       {}},
-      {UnaryKind::kElu,
-       0.7f,
-       0,
-       [](double t, double a, double) { return t > 0 ? t : a * (std::exp(t) - 1); },
-       {0}},
-      {UnaryKind::kSelu,
-       1.5f,
-       1.1f,
-       [](double t, double a, double g) { return g * (t > 0 ? t : a * (std::exp(t) - 1)); },
-       {0}},
-      {UnaryKind::kLeakyRelu, 0.1f, 0, [](double t, double a, double) { return t >= 0 ? t : a * t; }, {0}},
-      {UnaryKind::kHardSigmoid,
-       0.4f,
-       0.5f,
-       [](double t, double a, double b) { return std::clamp(a * t + b, 0.0, 1.0); },
-       {-1.25, 1.25}},
-      {UnaryKind::kClip,
-       -0.5f,
-       1.0f,
-       [](double t, double a, double b) { return std::min(std::max(t, a), b); },
-       {-0.5, 1.0}},
+      {UnaryKind::kGelu, 0, 0, gelu, {}},
+      {UnaryKind::kGeluTanh, 0, 0, gelu_tanh, {}},
+      {UnaryKind::kElu, 0.7f, 0, elu, {0}},
+      {UnaryKind::kSelu, 1.5f, 1.1f, selu, {0}},
+      {UnaryKind::kLeakyRelu, 0.1f, 0, leaky_relu, {0}},
+      {UnaryKind::kHardSigmoid, 0.4f, 0.5f, hard_sigmoid, {-1.25, 1.25}},
+      {UnaryKind::kClip, -0.5f, 1.0f, clip, {-0.5, 1.0}},
+      {UnaryKind::kHardSwish, 0.4f, 0.5f, hard_swish, {-1.25, 1.25}},
+      {UnaryKind::kCelu, 0.8f, 0, celu, {0}},
   };
 }
 
@@ -91,7 +97,8 @@ TEST_CASE("kernels: UnaryGrad is dY times each kind's derivative, over two range
 }
 
 // torch: relu6 and hardtanh pass nothing at either bound (torch.clamp would pass both); hardsigmoid
-// nothing at ±3; leaky_relu the slope at 0; elu alpha and selu scale·alpha at 0.
+// nothing at ±3, hardswish x/3 + ½ at both; leaky_relu the slope at 0; elu alpha, selu
+// scale·alpha and celu 1 at 0.
 TEST_CASE("kernels: UnaryGrad takes PyTorch's derivative at each kink") {
   struct Kink {
     UnaryKind kind;
@@ -108,6 +115,11 @@ TEST_CASE("kernels: UnaryGrad takes PyTorch's derivative at each kink") {
       {UnaryKind::kLeakyRelu, 0.1f, 0, 0, 0.1f},
       {UnaryKind::kElu, 0.7f, 0, 0, 0.7f},
       {UnaryKind::kSelu, selu_alpha, selu_gamma, 0, selu_alpha * selu_gamma},
+      {UnaryKind::kHardSwish, 1.0f / 6, 0.5f, -3, -0.5f},
+      {UnaryKind::kHardSwish, 1.0f / 6, 0.5f, 3, 1.5f},
+      {UnaryKind::kHardSwish, 1.0f / 6, 0.5f, -3.5f, 0},
+      {UnaryKind::kHardSwish, 1.0f / 6, 0.5f, 3.5f, 1},
+      {UnaryKind::kCelu, 0.8f, 0, 0, 1},
   };
   for (const Kink& k : kinks) {
     CAPTURE(static_cast<int>(k.kind));
