@@ -36,8 +36,9 @@ IMAGE_SIZE = {"inception_v3": 299}
 TOLERANCE = {"fp32": 1e-4, "fp16": 2.0 ** -7}
 
 
-def export(name, directory, opset, seed):
-    """Writes model.onnx, input.npy and output.npy (torch's float32 logits) once."""
+def export(name, directory, opset, seed, batch=1, dynamic_batch=False):
+    """Writes model.onnx, input.npy and output.npy (torch's float32 logits) once: batch `batch`,
+    and with `dynamic_batch` a symbolic batch axis (what training at another --batch-size needs)."""
     paths = [os.path.join(directory, f) for f in ("model.onnx", "input.npy", "output.npy")]
     if all(os.path.exists(p) for p in paths):
         return paths
@@ -47,12 +48,13 @@ def export(name, directory, opset, seed):
     torch.manual_seed(seed)
     model = getattr(torchvision.models, name)(weights=None).eval()
     size = IMAGE_SIZE.get(name, 224)
-    x = torch.randn(1, 3, size, size, dtype=torch.float32)
+    x = torch.randn(batch, 3, size, size, dtype=torch.float32)
     with torch.no_grad():
         y = model(x)
     tmp = paths[0] + ".tmp"
+    axes = {"input": {0: "batch"}, "logits": {0: "batch"}} if dynamic_batch else None
     torch.onnx.export(model, x, tmp, input_names=["input"], output_names=["logits"], opset_version=opset,
-                      do_constant_folding=True)
+                      dynamic_axes=axes, do_constant_folding=True)
     np.save(paths[1], x.numpy())
     np.save(paths[2], y.numpy())
     os.replace(tmp, paths[0])

@@ -84,6 +84,7 @@ const std::map<std::string_view, std::vector<int>>& later_versions() {
       {"Gelu", {20}},
       {"GlobalAveragePool", {22}},
       {"HardSigmoid", {22}},
+      {"HardSwish", {22}},
       {"Identity", {19, 21, 23, 24, 25}},
       {"MaxPool", {22}},
       {"NegativeLogLikelihoodLoss", {22}},

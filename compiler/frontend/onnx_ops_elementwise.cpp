@@ -101,6 +101,14 @@ template <UnaryKind K> Status convert_unary(OnnxImportContext& ctx) {
     alpha = ctx.float_attr("alpha", 0.2f);
     beta = ctx.float_attr("beta", 0.5f);
     break;
+  case UnaryKind::kHardSwish: // no attributes: HardSigmoid's with alpha 1/6, beta 0.5
+    alpha = 1.0f / 6.0f;
+    beta = 0.5f;
+    break;
+  case UnaryKind::kCelu:
+    alpha = ctx.float_attr("alpha", 1.0f);
+    if (alpha == 0.0f) return invalid_argument("alpha must not be 0");
+    break;
   default:
     break;
   }
@@ -363,6 +371,7 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
       {"And", {7}, {}, convert_binary<BinaryKind::kAnd>},
       {"Cast", {6, 9, 13, 19, 21, 23, 24, 25}, {"to", "saturate"}, convert_cast},
       {"Ceil", {6, 13}, {}, convert_unary<UnaryKind::kCeil>},
+      {"Celu", {12}, {"alpha"}, convert_unary<UnaryKind::kCelu>},
       {"Clip", {6, 11, 12, 13}, {"min", "max"}, convert_clip},
       {"Div", {6, 7, 13, 14}, {"broadcast", "axis"}, convert_binary<BinaryKind::kDiv>},
       {"Elu", {6, 22}, {"alpha"}, convert_unary<UnaryKind::kElu>},
@@ -374,6 +383,7 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
       {"Greater", {7, 9, 13}, {}, convert_binary<BinaryKind::kGreater>},
       {"GreaterOrEqual", {12, 16}, {}, convert_binary<BinaryKind::kGreaterOrEqual>},
       {"HardSigmoid", {6, 22}, {"alpha", "beta"}, convert_unary<UnaryKind::kHardSigmoid>},
+      {"HardSwish", {14, 22}, {}, convert_unary<UnaryKind::kHardSwish>},
       {"LeakyRelu", {6, 16}, {"alpha"}, convert_unary<UnaryKind::kLeakyRelu>},
       {"Less", {7, 9, 13}, {}, convert_binary<BinaryKind::kLess>},
       {"LessOrEqual", {12, 16}, {}, convert_binary<BinaryKind::kLessOrEqual>},

@@ -53,8 +53,10 @@ Status infer_batch_statistics(const Graph& g, const Op& op, std::vector<TensorTy
 // phase, which runs once per micro-batch (a recomputed forward pass does not update twice).
 Status grad_batch_statistics(GradContext& ctx, const Op& op) {
   if (ctx.gradient_of(op.outputs[0]) >= 0 || ctx.gradient_of(op.outputs[1]) >= 0) {
-    return unsupported("the loss depends on the batch mean or variance other than through the "
-                       "normalization: their gradient is not implemented");
+    return unsupported(
+        "training through the batch statistics '" + op.name +
+        "' of a BatchNormalization is not supported: the loss depends on the batch mean or "
+        "variance other than through the normalization, and their gradient is not implemented");
   }
   if (op.inputs.size() != 4) return Status();
   const ChannelReduceWork w = channel_reduce_work(ctx.graph().value(op.inputs[0]).type.shape);

@@ -53,6 +53,10 @@ double unary_cycles_per_element(const target::CycleModel& model, UnaryKind kind,
     return f.tanh;
   case UnaryKind::kSoftsign: // x / (1 + |x|)
     return 2 * vector_op + f.divide;
+  case UnaryKind::kHardSwish: // HardSigmoid's, then the multiply by x
+    return 3 * vector_op;
+  case UnaryKind::kCelu: // x/alpha, then Elu's
+    return f.exp + 3 * vector_op;
   case UnaryKind::kPowScalar:
     // popops' expression optimiser (ElementWiseInternal.cpp, optimiseBinary) rewrites these
     // constant exponents before mapping POWER.
@@ -89,6 +93,32 @@ double binary_cycles_per_element(const target::CycleModel& model, BinaryKind kin
     break;
   }
   return 1.0 / model.vector_flops_per_cycle;
+}
+
+double unary_grad_cycles_per_element(const target::CycleModel& model, UnaryKind kind) {
+  const target::FunctionCycles& f = model.functions;
+  const double vector_op = 1.0 / model.vector_flops_per_cycle;
+  switch (kind) {
+  case UnaryKind::kGelu: // x/√2, erf, 1 + · and ½·, −½x², exp, x·φ scaled, Φ + x·φ, ·dY
+    return f.erf + f.exp + 8 * vector_op;
+  case UnaryKind::kGeluTanh: // x², the cubic's multiply-add, its scale, tanh, 1 + t, 1 − t², the
+                             // derivative of the cubic, their products and sum, ·dY
+    return f.tanh + 10 * vector_op;
+  case UnaryKind::kElu: // exp, α·eˣ, the compare and select, ·dY
+    return f.exp + 3 * vector_op;
+  case UnaryKind::kSelu: // Elu's, then the gamma scale
+    return f.exp + 4 * vector_op;
+  case UnaryKind::kHardSigmoid: // the multiply-add, two compares, the select of alpha, ·dY
+    return 5 * vector_op;
+  case UnaryKind::kHardSwish: // the multiply-add, two compares, 2·alpha·x + beta, two selects, ·dY
+    return 7 * vector_op;
+  case UnaryKind::kCelu: // x/alpha, exp, the compare and select, ·dY
+    return f.exp + 3 * vector_op;
+  case UnaryKind::kLeakyRelu: // the compare, the select of the slope, ·dY
+  case UnaryKind::kClip:      // two compares, the select of dY
+  default:
+    return 3 * vector_op;
+  }
 }
 
 double activation_cycles_per_element(const target::CycleModel& model, ActivationKind kind, bool gradient) {

@@ -15,6 +15,10 @@ double unary_cycles_per_element(const target::CycleModel& model, format::UnaryKi
 
 double binary_cycles_per_element(const target::CycleModel& model, format::BinaryKind kind);
 
+// The UnaryGrad codelet, dY·f'(x) for a kind with format::has_unary_grad_kernel: the functions
+// f' applies plus one vector op for each compare, select, multiply or add around them.
+double unary_grad_cycles_per_element(const target::CycleModel& model, format::UnaryKind kind);
+
 // The Activation codelet's forward (`gradient` false) or its gradient from the output
 // (sigmoid y(1−y)·dy, tanh (1−y²)·dy, relu a select: vector operations only).
 double activation_cycles_per_element(const target::CycleModel& model, format::ActivationKind kind,

@@ -1,5 +1,5 @@
-// Unary (one codelet, a kind and two float parameters), Binary with numpy broadcasting, and
-// Where: the elementwise ops of the ONNX importer.
+// Unary (one codelet, a kind and two float parameters) and its gradient kernel UnaryGrad, Binary
+// with numpy broadcasting, and Where: the elementwise ops of the ONNX importer.
 #include <cmath>
 #include <numbers>
 
@@ -29,28 +29,20 @@ Status infer_unary(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   return Status();
 }
 
-// dX = dY · f'(x), written with Unary and Binary ops; kinds without a derivative here (the
-// piecewise-constant ones and the casts) report Unsupported when a gradient is needed.
-Status grad_unary_op(GradContext& ctx, const Op& op) {
-  const int dy = ctx.gradient_of(op.outputs[0]);
+// dX = dY · f'(x) written with Unary and Binary ops, for the kinds whose derivative takes a pass
+// or two that way; -1 for the others.
+StatusOr<int> composed_gradient(GradContext& ctx, const Op& op, int dy) {
   const int x = op.inputs[0], y = op.outputs[0];
-  if (dy < 0 || !ctx.needs_gradient(x)) return Status();
   const UnaryAttrs& unary = op.attrs<UnaryAttrs>();
   const float alpha = unary.alpha;
-  int derivative = -1; // f'(x), or -1 when dX is computed directly
-  int dx = -1;
+  int derivative = -1; // f'(x), for the kinds that do not return dX directly
   switch (unary.kind) {
   case UnaryKind::kIdentity:
-    dx = dy;
-    break;
-  case UnaryKind::kNeg: {
-    IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kNeg, dy, 0, 0, "/grad"));
-    break;
-  }
-  case UnaryKind::kAffine: {
-    IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, dy, alpha, 0, "/grad"));
-    break;
-  }
+    return dy;
+  case UnaryKind::kNeg:
+    return grad_unary(ctx, op, UnaryKind::kNeg, dy, 0, 0, "/grad");
+  case UnaryKind::kAffine:
+    return grad_unary(ctx, op, UnaryKind::kAffine, dy, alpha, 0, "/grad");
   case UnaryKind::kAbs: {
     IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kSign, x, 0, 0, "/grad_sign"));
     break;
@@ -58,14 +50,11 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
   case UnaryKind::kExp:
     derivative = y;
     break;
-  case UnaryKind::kLog: {
-    IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kDiv, dy, x, "/grad"));
-    break;
-  }
+  case UnaryKind::kLog:
+    return grad_binary(ctx, op, BinaryKind::kDiv, dy, x, "/grad");
   case UnaryKind::kSqrt: { // 1 / (2·√x)
     IPU_ASSIGN_OR_RETURN(int half, grad_binary(ctx, op, BinaryKind::kDiv, dy, y, "/grad_div"));
-    IPU_ASSIGN_OR_RETURN(dx, grad_unary(ctx, op, UnaryKind::kAffine, half, 0.5f, 0, "/grad"));
-    break;
+    return grad_unary(ctx, op, UnaryKind::kAffine, half, 0.5f, 0, "/grad");
   }
   case UnaryKind::kReciprocal: { // −1/x² = −y²
     IPU_ASSIGN_OR_RETURN(int sq, grad_unary(ctx, op, UnaryKind::kSquare, y, 0, 0, "/grad_square"));
@@ -101,8 +90,7 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
                          grad_unary(ctx, op, UnaryKind::kAffine, abs, 1, 1, "/grad_one_plus"));
     IPU_ASSIGN_OR_RETURN(int squared,
                          grad_unary(ctx, op, UnaryKind::kSquare, denominator, 0, 0, "/grad_square"));
-    IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kDiv, dy, squared, "/grad"));
-    break;
+    return grad_binary(ctx, op, BinaryKind::kDiv, dy, squared, "/grad");
   }
   case UnaryKind::kSigmoid: { // y·(1 − y)
     IPU_ASSIGN_OR_RETURN(int one_minus,
@@ -111,12 +99,53 @@ Status grad_unary_op(GradContext& ctx, const Op& op) {
                          grad_binary(ctx, op, BinaryKind::kMul, y, one_minus, "/grad_derivative"));
     break;
   }
+  case UnaryKind::kSoftplus: { // d/dx log(1 + eˣ) = sigmoid(x)
+    IPU_ASSIGN_OR_RETURN(derivative, grad_unary(ctx, op, UnaryKind::kSigmoid, x, 0, 0, "/grad_sigmoid"));
+    break;
+  }
   default:
-    return unsupported("the gradient of this unary op kind " +
-                       std::to_string(static_cast<int64_t>(unary.kind)) + " is not implemented");
+    return -1;
+  }
+  return grad_binary(ctx, op, BinaryKind::kMul, dy, derivative, "/grad");
+}
+
+// The ONNX op that a Unary of a kind without a gradient comes from, for the message refusing to
+// train through it.
+std::string onnx_op_of(UnaryKind kind) {
+  switch (kind) {
+  case UnaryKind::kCeil:
+    return "Ceil";
+  case UnaryKind::kFloor:
+    return "Floor";
+  case UnaryKind::kSign:
+    return "Sign";
+  case UnaryKind::kNot:
+    return "Not";
+  case UnaryKind::kTrunc:   // to an integer type
+  case UnaryKind::kNonZero: // to BOOL
+    return "Cast";
+  default:
+    return "Unary";
+  }
+}
+
+// dX = dY · f'(x): one UnaryGrad for the kinds with a gradient kernel (piecewise derivatives, or
+// several functions of x), Unary and Binary ops for the rest. The piecewise-constant kinds (Ceil,
+// Floor, Sign, Not and the casts) have none: training through them is refused, naming the node.
+Status grad_unary_op(GradContext& ctx, const Op& op) {
+  const int dy = ctx.gradient_of(op.outputs[0]);
+  const int x = op.inputs[0];
+  if (dy < 0 || !ctx.needs_gradient(x)) return Status();
+  const UnaryAttrs& unary = op.attrs<UnaryAttrs>();
+  int dx = -1;
+  if (format::has_unary_grad_kernel(unary.kind)) {
+    IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kUnaryGrad, {x, dy}, unary, "/grad"));
+  } else {
+    IPU_ASSIGN_OR_RETURN(dx, composed_gradient(ctx, op, dy));
   }
   if (dx < 0) {
-    IPU_ASSIGN_OR_RETURN(dx, grad_binary(ctx, op, BinaryKind::kMul, dy, derivative, "/grad"));
+    return unsupported("training through '" + onnx_op_of(unary.kind) + "' node '" + op.name +
+                       "' is not supported: its gradient is not implemented");
   }
   return ctx.add_gradient(x, dx);
 }
@@ -133,6 +162,33 @@ Status lower_unary(LowerContext& ctx, const Op& op) {
                        return format::make_params<P>(
                            {{P::kKind, static_cast<int64_t>(kind)}, {P::kBegin, begin}, {P::kEnd, end}});
                      });
+  return Status();
+}
+
+// UnaryGrad(X, dY) = dX: a kind with format::has_unary_grad_kernel, X and dY of one shape.
+Status infer_unary_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType& x = g.value(op.inputs[0]).type;
+  const TensorType& dy = g.value(op.inputs[1]).type;
+  if (x.dtype != DType::kFloat32 || dy.dtype != x.dtype || dy.shape != x.shape)
+    return invalid_argument("expects float32 X and dY of one shape, got " + x.to_string() + " and " +
+                            dy.to_string());
+  if (!format::has_unary_grad_kernel(op.attrs<UnaryAttrs>().kind))
+    return invalid_argument("this unary kind has no gradient kernel");
+  out.push_back(x);
+  return Status();
+}
+
+Status lower_unary_grad(LowerContext& ctx, const Op& op) {
+  const UnaryAttrs& unary = op.attrs<UnaryAttrs>();
+  using P = format::params::UnaryGrad;
+  using F = format::fparams::UnaryGrad;
+  lower_output_range(
+      ctx, op, format::Codelet::kUnaryGrad, unary_grad_cycles_per_element(ctx.target().cycles, unary.kind),
+      format::make_fparams<F>({{F::kAlpha, unary.alpha}, {F::kBeta, unary.beta}}),
+      [&](int64_t begin, int64_t end) {
+        return format::make_params<P>(
+            {{P::kKind, static_cast<int64_t>(unary.kind)}, {P::kBegin, begin}, {P::kEnd, end}});
+      });
   return Status();
 }
 
@@ -317,6 +373,10 @@ Status lower_where(LowerContext& ctx, const Op& op) {
 
 const OpDefinition& unary_op() {
   static const OpDefinition def{{OpKind::kUnary, 1, infer_unary, grad_unary_op}, lower_unary};
+  return def;
+}
+const OpDefinition& unary_grad_op() {
+  static const OpDefinition def{{OpKind::kUnaryGrad, 2, infer_unary_grad, nullptr}, lower_unary_grad};
   return def;
 }
 const OpDefinition& binary_op() {

@@ -250,8 +250,9 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
     return ctx.add_gradient(x, dx);
   }
   return unsupported(
-      "the gradient of this strided copy (neither a broadcast, a permutation, a pad nor a slice) is not "
-      "implemented");
+      "training through the strided copy of node '" + op.name +
+      "' is not supported: its gradient (neither a broadcast's, a permutation's, a pad's nor a "
+      "slice's) is not implemented");
 }
 
 // Output ranges per vertex, each reading only the input elements its outputs map to: a slice or a

@@ -53,7 +53,8 @@ Status grad_batch_norm(GradContext& ctx, const Op& op) {
   const int x = op.inputs[0], scale = op.inputs[1], bias = op.inputs[2], mean = op.inputs[3],
             var = op.inputs[4];
   if (ctx.needs_gradient(mean) || ctx.needs_gradient(var)) {
-    return unsupported("the mean and variance of a BatchNormalization cannot be trained");
+    return unsupported("training through 'BatchNormalization' node '" + op.name +
+                       "' is not supported: its mean and variance are statistics and cannot be trained");
   }
   NormAttrs attrs;
   attrs.epsilon = op.attrs<NormAttrs>().epsilon;

@@ -37,9 +37,32 @@ enum class UnaryKind : int64_t {
   kTanh = 25,
   kPowScalar = 26, // x^alpha
   kSquare = 27,
-  kSoftsign = 28, // x / (1 + |x|)
+  kSoftsign = 28,  // x / (1 + |x|)
+  kHardSwish = 29, // x·max(0, min(1, alpha·x + beta)) (ONNX: alpha 1/6, beta 0.5)
+  kCelu = 30,      // alpha: x > 0 ? x : alpha·(e^(x/alpha) − 1)
 };
-inline constexpr int64_t kUnaryKindCount = 29;
+inline constexpr int64_t kUnaryKindCount = 31;
+
+// The kinds whose gradient the UnaryGrad codelet computes in one pass, dX = dY·f'(X; alpha, beta):
+// derivatives that are piecewise (a select on X) or need several functions of X, which Unary and
+// Binary ops would take three to eight passes and as many temporaries to write. The compiler
+// writes the other kinds' derivatives with Unary and Binary ops (compiler/ops/elementwise_ops.cpp).
+constexpr bool has_unary_grad_kernel(UnaryKind kind) {
+  switch (kind) {
+  case UnaryKind::kGelu:
+  case UnaryKind::kGeluTanh:
+  case UnaryKind::kElu:
+  case UnaryKind::kSelu:
+  case UnaryKind::kLeakyRelu:
+  case UnaryKind::kHardSigmoid:
+  case UnaryKind::kClip:
+  case UnaryKind::kHardSwish:
+  case UnaryKind::kCelu:
+    return true;
+  default:
+    return false;
+  }
+}
 
 // Binary: y = a ∘ b, broadcast. Comparisons and logic give 0/1.
 enum class BinaryKind : int64_t {

@@ -147,6 +147,12 @@ void run_unary(const PreparedVertex& v) {
   case UnaryKind::kSoftsign:
     map(x, y, b, e, [](float t) { return t / (1.0f + std::fabs(t)); });
     break;
+  case UnaryKind::kHardSwish:
+    map(x, y, b, e, [&](float t) { return t * std::max(0.0f, std::min(1.0f, alpha * t + beta)); });
+    break;
+  case UnaryKind::kCelu:
+    map(x, y, b, e, [&](float t) { return t > 0.0f ? t : alpha * std::expm1(t / alpha); });
+    break;
   }
 }
 

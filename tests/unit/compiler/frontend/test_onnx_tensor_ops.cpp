@@ -183,5 +183,16 @@ TEST_CASE("forms whose semantics are not implemented are unsupported with the re
   CHECK(contains(m, "node 'cast' (Cast): Cast to element type DOUBLE is not supported"));
 }
 
+// Celu divides by its alpha (e^(x/alpha)): alpha 0 defines no function (NaN at x = 0).
+TEST_CASE("Celu with alpha 0 is invalid, naming the node") {
+  OnnxBuilder b(13);
+  b.input("x", {3}).output("y");
+  OnnxBuilder::float_attr(b.node("Celu", "celu", {"x"}, {"y"}), "alpha", 0.0f);
+  auto imported = import(b);
+  REQUIRE_FALSE(imported.ok());
+  CHECK(imported.status().code() == StatusCode::kInvalidArgument);
+  CHECK(contains(imported.status().message(), "node 'celu' (Celu): alpha must not be 0"));
+}
+
 } // namespace
 } // namespace ipu::testing

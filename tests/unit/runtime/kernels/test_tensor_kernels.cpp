@@ -71,6 +71,12 @@ TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
       {UnaryKind::kTrunc, 0, 0, [](double t, double, double) { return std::trunc(t); }},
       {UnaryKind::kAffine, 3, -1, [](double t, double a, double b) { return a * t + b; }},
       {UnaryKind::kSign, 0, 0, [](double t, double, double) { return t > 0 ? 1.0 : (t < 0 ? -1.0 : 0.0); }},
+      {UnaryKind::kHardSwish, 1.0f / 6, 0.5f,
+       [](double t, double a, double b) { return t * std::clamp(a * t + b, 0.0, 1.0); }},
+      {UnaryKind::kCelu, 0.8f, 0,
+       [](double t, double a, double) {
+         return std::max(0.0, t) + std::min(0.0, a * (std::exp(t / a) - 1));
+       }},
   };
   for (const Case& c : cases) {
     CAPTURE(static_cast<int>(c.kind));
