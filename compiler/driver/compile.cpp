@@ -420,12 +420,26 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
     io.inputs.push_back({in.value, in.name, in.dtype, in.batched});
   for (const auto& out : forward.outputs)
     io.outputs.push_back({out.value, out.name, out.dtype, out.batched});
-  if (options.mode == Mode::kTrain &&
-      (io.inputs.size() != 1 || io.outputs.size() != 1 || !forward.inputs[0].batched)) {
+  if (options.mode == Mode::kTrain && (io.inputs.size() != 1 || io.outputs.size() != 1)) {
     return unsupported(options.model_path +
-                       ": training needs a model with one batched input and one output; this one has " +
+                       ": training needs a model with one input (the features) and one output (the "
+                       "scores the loss reads); this one has " +
                        std::to_string(io.inputs.size()) + " input(s) and " +
                        std::to_string(io.outputs.size()) + " output(s) (--mode infer runs it)");
+  }
+  if (options.mode == Mode::kTrain && !forward.inputs[0].batched) {
+    // What torch.onnx.export writes without dynamic_axes: the sample count is baked in.
+    const std::string& name = forward.inputs[0].name;
+    return unsupported(options.model_path +
+                       ": training needs the input's first dimension to be the batch, "
+                       "but input '" +
+                       name + "' has the fixed shape " +
+                       forward.graph.value(forward.inputs[0].value).type.to_string() +
+                       "; export the model with a dynamic batch axis (torch.onnx.export(..., "
+                       "dynamic_axes={'" +
+                       name +
+                       "': {0: 'batch'}})) and give --batch-size, or run it "
+                       "with --mode infer");
   }
   if (options.mode == Mode::kTrain) {
     passes::LossValues loss;

@@ -483,8 +483,8 @@ def cmd_gemm_onnx(a):
     graph = (pb_bytes(1, node) + pb_bytes(2, "gemm") +
              pb_bytes(5, onnx_float_initializer("weight", [a.out, a.inp], weight)) +
              pb_bytes(5, onnx_float_initializer("bias", [a.out], bias)) +
-             pb_bytes(11, onnx_value_info("input", ["batch", a.inp])) +
-             pb_bytes(12, onnx_value_info("output", ["batch", a.out])))
+             pb_bytes(11, onnx_value_info("input", [a.fixed_batch or "batch", a.inp])) +
+             pb_bytes(12, onnx_value_info("output", [a.fixed_batch or "batch", a.out])))
     # ModelProto{ir_version 8, producer_name, graph, opset_import{domain "", version 13}}
     model = pb_int(1, 8) + pb_bytes(2, "e2e_data.py") + pb_bytes(7, graph) + pb_bytes(8, pb_int(2, 13))
     with open(a.path, "wb") as f:
@@ -552,6 +552,7 @@ def main():
     p.add_argument("--in", dest="inp", type=int, required=True)
     p.add_argument("--out", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--fixed-batch", type=int, default=0, help="a fixed first dimension, as torch exports by default")
     p.set_defaults(func=cmd_gemm_onnx)
     p = sub.add_parser("gemm-ref")
     p.add_argument("input")

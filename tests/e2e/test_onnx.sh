@@ -134,6 +134,16 @@ test_training_an_onnx_model_needs_a_loss() {
   expect_exit 2 "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --loss hinge
 }
 
+# torch.onnx.export without dynamic_axes bakes the sample count into the input: training says so
+# and how to export instead, naming the input and its shape.
+test_training_a_fixed_batch_export_says_how_to_export() {
+  e2e_data gemm-onnx fixed.onnx --in 8 --out 3 --fixed-batch 4 > /dev/null
+  expect_error 4 "fixed.onnx: training needs the input's first dimension to be the batch, but input 'input'" \
+    "has the fixed shape f32[4,8]" "dynamic_axes={'input': {0: 'batch'}}" -- \
+    "$IPUCC" compile fixed.onnx --loss sparse_categorical_crossentropy --batch-size 4
+  expect_exit 0 "$IPUCC" compile fixed.onnx --mode infer -o fixed.ipuexe
+}
+
 test_cnn_matches_reference_output() {
   need_peer_models
   predict_reference cnn 4
