@@ -67,7 +67,6 @@ void InferenceSlots::append(int64_t t, uint64_t repeat, format::Sequence& progra
   }
   format::ScheduleSlot* estimated = estimate ? estimate->add_slots() : nullptr;
   if (estimated && count > 1) estimated->set_repeat(count);
-  double slowest = 0;
   for (int s = 0; s < m_stages; ++s) {
     if (!runs(s, t)) continue;
     const std::vector<uint32_t>& sets = m_pipeline.stage_sets[static_cast<size_t>(s)];
@@ -75,7 +74,6 @@ void InferenceSlots::append(int64_t t, uint64_t repeat, format::Sequence& progra
     ProgramBuilder::execute(branch, sets);
     *parallel.add_branches()->mutable_sequence() = std::move(branch);
     const double cycles = m_programs.estimate_cycles(sets);
-    slowest = std::max(slowest, cycles);
     m_busy[static_cast<size_t>(s)] += cycles * static_cast<double>(count);
     if (!estimated) continue;
     format::SlotWork* work = estimated->add_work();
@@ -107,11 +105,6 @@ void InferenceSlots::append(int64_t t, uint64_t repeat, format::Sequence& progra
         m_programs.estimate_cycles(ProgramBuilder::sequence(std::move(crossing[static_cast<size_t>(s)]))) *
         static_cast<double>(count);
   }
-  if (estimated) {
-    estimated->set_cycles(slowest + m_programs.estimate_cycles(ProgramBuilder::sequence(before)) +
-                          m_programs.estimate_cycles(ProgramBuilder::sequence(after)));
-  }
-
   format::Sequence slot;
   for (auto& step : *before.mutable_steps())
     *slot.add_steps() = std::move(step);
@@ -123,12 +116,16 @@ void InferenceSlots::append(int64_t t, uint64_t repeat, format::Sequence& progra
   }
   for (auto& step : *after.mutable_steps())
     *slot.add_steps() = std::move(step);
+  // The slot's cost is its program's: its reads, one exchange in, the slowest stage, one exchange
+  // out, its writes (ProgramBuilder::estimate_cycles), as the pipelined update's slots.
+  format::Program slot_program = ProgramBuilder::sequence(std::move(slot));
+  if (estimated) estimated->set_cycles(m_programs.estimate_cycles(slot_program));
   // A slot of the ramp is a nested Sequence, so its copies never merge with the next slot's into
-  // one exchange (ProgramBuilder::estimate_cycles).
+  // one exchange.
   if (repeat > 0) {
-    *program.add_steps() = ProgramBuilder::repeat(repeat, std::move(slot));
+    *program.add_steps() = ProgramBuilder::repeat(repeat, std::move(*slot_program.mutable_sequence()));
   } else {
-    *program.add_steps() = ProgramBuilder::sequence(std::move(slot));
+    *program.add_steps() = std::move(slot_program);
   }
 }
 
