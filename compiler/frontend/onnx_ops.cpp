@@ -94,7 +94,7 @@ Status convert_dropout(OnnxImportContext& ctx) {
 // [d0..dn) → [prod(d0..d_axis), prod(d_axis..dn)].
 Status convert_flatten(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
-  const auto& shape = ctx.shape(x);
+  const std::vector<int64_t> shape = ctx.shape(x);
   const int64_t rank = static_cast<int64_t>(shape.size());
   int64_t axis = ctx.int_attr("axis", 1);
   if (axis < 0) axis += rank;
@@ -115,7 +115,7 @@ Status convert_flatten(OnnxImportContext& ctx) {
 Status convert_reshape(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> target, ctx.int_constant_input(1));
-  const auto& in = ctx.shape(x);
+  const std::vector<int64_t> in = ctx.shape(x);
   const bool allow_zero = ctx.int_attr("allowzero", 0) != 0;
   const int64_t elements = ctx.graph().value(x).type.elements();
   int64_t known = 1;

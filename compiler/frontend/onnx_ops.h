@@ -78,7 +78,9 @@ public:
                           bool holds_integers = false);
   // `value` reshaped (a Reshape op unless the shape is already `shape`).
   StatusOr<int> reshape(int value, std::vector<int64_t> shape, const std::string& suffix = "");
-  const std::vector<int64_t>& shape(int value) const { return m_graph.value(value).type.shape; }
+  // A copy: a reference into the graph's value table would dangle once an input materializes or
+  // an op is added (both append values).
+  std::vector<int64_t> shape(int value) const { return m_graph.value(value).type.shape; }
 
   // Attributes, with ONNX defaults.
   const onnx::AttributeProto* attribute(std::string_view name) const;

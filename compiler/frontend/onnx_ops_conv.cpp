@@ -36,7 +36,7 @@ StatusOr<size_t> spatial_rank(OnnxImportContext& ctx, int x) {
 
 // `x` as [N, C, 1, L] if it is [N, C, L].
 StatusOr<int> as_2d(OnnxImportContext& ctx, int x, const std::string& suffix) {
-  const auto& s = ctx.shape(x);
+  const std::vector<int64_t> s = ctx.shape(x);
   if (s.size() == 4) return x;
   return ctx.reshape(x, {s[0], s[1], 1, s[2]}, suffix);
 }
@@ -82,7 +82,7 @@ StatusOr<AxisWindows> read_axis_windows(OnnxImportContext& ctx, int x, const std
     if (mode != "VALID" && mode != "SAME_UPPER" && mode != "SAME_LOWER") {
       return invalid_argument("unknown auto_pad '" + mode + "'");
     }
-    const auto& shape = ctx.shape(x);
+    const std::vector<int64_t> shape = ctx.shape(x);
     for (size_t i = 0; i < r; ++i) {
       if (mode == "VALID") {
         pads[i] = pads[i + r] = 0;
@@ -127,7 +127,7 @@ StatusOr<WindowAttrs> read_window(OnnxImportContext& ctx, int x, const std::vect
 // Y [N, C, ...] back to the rank of the node's input.
 Status set_output_like_input(OnnxImportContext& ctx, int y, size_t rank) {
   if (rank == 1) {
-    const auto& s = ctx.shape(y);
+    const std::vector<int64_t> s = ctx.shape(y);
     IPU_ASSIGN_OR_RETURN(y, ctx.reshape(y, {s[0], s[1], s[3]}, "/output_shape"));
   }
   ctx.set_output(0, y);
@@ -220,7 +220,7 @@ Status convert_conv(OnnxImportContext& ctx) {
     return convert_conv_3d(ctx, x, w, kernel);
   }
   IPU_ASSIGN_OR_RETURN(size_t r, spatial_rank(ctx, x));
-  const auto& ws = ctx.shape(w);
+  const std::vector<int64_t> ws = ctx.shape(w);
   if (ws.size() != r + 2) {
     return invalid_argument("kernel " + shape_text(ws) + " does not match the input " +
                             shape_text(ctx.shape(x)));
@@ -362,7 +362,7 @@ Status convert_pool_3d(OnnxImportContext& ctx, OpKind kind, int x, const AxisWin
 // Whether one [H, W] plane of `x` and a pooled output no larger would take more than half a tile:
 // a pool's vertices own whole planes, so such a pool cannot be spread over tiles as it is.
 bool plane_crowds_a_tile(OnnxImportContext& ctx, int x) {
-  const auto& s = ctx.shape(x);
+  const std::vector<int64_t> s = ctx.shape(x);
   return ctx.bytes_per_tile() > 0 && static_cast<uint64_t>(s[2] * s[3]) * 2 * 4 > ctx.bytes_per_tile() / 2;
 }
 
@@ -550,7 +550,7 @@ int statistics_mode_flag(OnnxImportContext& ctx) {
 // (1 − momentum)·batch statistic with the population variance, as ONNX's reference computes.
 Status convert_batch_norm_training(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
-  const auto& xs = ctx.shape(x);
+  const std::vector<int64_t> xs = ctx.shape(x);
   if (xs.size() < 2) return invalid_argument("input " + shape_text(xs) + " has no channel axis");
   const float epsilon = ctx.float_attr("epsilon", 1e-5f);
   const float momentum = ctx.float_attr("momentum", 0.9f);
@@ -639,7 +639,7 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
     return unsupported("BatchNormalization is implemented for inference only (compile with --mode infer)");
   }
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
-  const auto& xs = ctx.shape(x);
+  const std::vector<int64_t> xs = ctx.shape(x);
   if (xs.size() < 2) return invalid_argument("input " + shape_text(xs) + " has no channel axis");
   const int64_t channels = xs[1];
   const float epsilon = ctx.float_attr("epsilon", 1e-5f);

@@ -211,8 +211,8 @@ Status convert_add(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int b, second_operand(ctx, a));
   int x = a, bias = b;
   if (ctx.shape(x).size() < ctx.shape(bias).size()) std::swap(x, bias);
-  const auto& xs = ctx.shape(x);
-  const auto& bs = ctx.shape(bias);
+  const std::vector<int64_t> xs = ctx.shape(x);
+  const std::vector<int64_t> bs = ctx.shape(bias);
   const bool row = xs.size() == 2 &&
                    ((bs.size() == 1 && bs[0] == xs[1]) || (bs.size() == 2 && bs[0] == 1 && bs[1] == xs[1]));
   int y = -1;

@@ -244,8 +244,8 @@ Status convert_gemm(OnnxImportContext& ctx) {
   }
   if (ctx.has_input(2)) {
     IPU_ASSIGN_OR_RETURN(int c, ctx.input(2));
-    const auto& ys = ctx.shape(y);
-    const auto& cs = ctx.shape(c);
+    const std::vector<int64_t> ys = ctx.shape(y);
+    const std::vector<int64_t> cs = ctx.shape(c);
     // Gemm-6 broadcasts C only with broadcast=1 (then as version 7 does); without, C is [M,N].
     if (ctx.version() < 7 && ctx.int_attr("broadcast", 0) == 0 && cs != ys) {
       return invalid_argument("without 'broadcast' (version 6) C must be " + shape_text(ys) + ", got " +
