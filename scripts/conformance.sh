@@ -30,12 +30,17 @@ for tool in "$IPUCC" "$IPURUN" "$COMPARE_TENSORS"; do
 done
 [[ -d $tests_dir ]] || { echo "conformance: no tests at $tests_dir (set IPUCC_CONFORMANCE_DIR)" >&2; exit 2; }
 
+# Debian's python3 when there is one: a version manager's shim first on PATH can take a second to
+# start, and every test starts Python a few times (most of the suite's time, through such a shim).
+if [[ -x /usr/bin/python3 ]]; then PYTHON=/usr/bin/python3; else PYTHON=python3; fi
+export PYTHON
+
 work=$(mktemp -d "${TMPDIR:-/tmp}/ipucc-conformance.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # The name field (8) of a serialized TensorProto, or "" (protobuf wire format; no onnx module).
 tensor_proto_name() {
-  python3 - "$1" <<'PY'
+  "$PYTHON" - "$1" <<'PY'
 import sys
 b = open(sys.argv[1], "rb").read()
 def varint(i):
@@ -144,7 +149,7 @@ run_one() {
     fi
     # Outputs in model order are output_0.pb, output_1.pb, ...; ipurun names its files after them.
     local files
-    mapfile -t files < <(python3 -c 'import json,sys; print("\n".join(o["file"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$w/run.json")
+    mapfile -t files < <("$PYTHON" -c 'import json,sys; print("\n".join(o["file"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$w/run.json")
     for ((i = 0; i < ${#files[@]}; i++)); do
       local result
       if ! result=$("$COMPARE_TENSORS" "${files[$i]}" "$data/output_$i.pb"); then
