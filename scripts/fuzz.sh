@@ -10,7 +10,9 @@ build=${IPUCC_FUZZ_BUILD_DIR:-$root/build-fuzz}
 
 "$root/scripts/apt-install.sh" clang libclang-rt-14-dev
 
+# Line tables only (-g1): a crash report still names file and line, for a faster build.
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
   -DIPUCC_FUZZ=ON -DIPUCC_BUILD_TESTS=OFF >/dev/null
 cmake --build "$build" --target fuzz_executable fuzz_graph_spec fuzz_onnx_import fuzz_model_fingerprint
 

@@ -33,8 +33,11 @@ stage "release tests" in_dir "$root/build" ctest --output-on-failure -j "$(nproc
 
 stage "lint" "$root/scripts/lint.sh" "$root/build"
 
+# Line tables only (-g1): the sanitizers' reports still name file and line, and the build takes
+# about a fifth less time than with full debug information.
 stage "sanitizer build (ASan + UBSan)" env IPUCC_BUILD_DIR="$root/build-sanitize" IPUCC_BUILD_TYPE=RelWithDebInfo \
-  "$root/scripts/build.sh" -DIPUCC_SANITIZE=ON -DIPUCC_WERROR=ON
+  "$root/scripts/build.sh" -DIPUCC_SANITIZE=ON -DIPUCC_WERROR=ON \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 # Not the suites labelled release_only (tests/e2e/CMakeLists.txt says which and why).
 stage "sanitizer tests" in_dir "$root/build-sanitize" env ASAN_OPTIONS=detect_leaks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j "$(nproc)" -LE release_only
