@@ -363,6 +363,21 @@ uint64_t LowerContext::tile_received_so_far(uint32_t tile) const {
   return it == m_record.received_bytes.end() ? 0 : it->second;
 }
 
+format::AllReduce LowerContext::gradient_all_reduce(const std::vector<uint32_t>& accumulators) const {
+  format::AllReduce all_reduce;
+  for (uint32_t acc : accumulators)
+    all_reduce.add_tensors(acc);
+  if (m_precision != Precision::kFp32) all_reduce.set_wire_dtype(format::FLOAT16);
+  return all_reduce;
+}
+
+uint64_t LowerContext::fullest_tile_received() const {
+  uint64_t fullest = 0;
+  for (const auto& [tile, bytes] : m_record.received_bytes)
+    fullest = std::max(fullest, bytes);
+  return fullest;
+}
+
 void LowerContext::emit(uint32_t tile, VertexSpec spec) { // NOLINT(performance-unnecessary-value-param)
   const auto& m = m_target.cycles;
   format::Vertex* v = m_cs->add_vertices();

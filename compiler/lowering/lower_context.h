@@ -81,6 +81,8 @@ public:
   const ir::Graph& graph() const { return m_graph; }
   // The target, its cycle model at the rates of the phase being lowered (begin_phase).
   const target::TargetSpec& target() const { return m_half_rates ? m_half_rates_target : m_target; }
+  // The all-reduce of the gradients: in binary16 on the links under fp16 and mixed precision.
+  format::AllReduce gradient_all_reduce(const std::vector<uint32_t>& accumulators) const;
   // Ops of `phase` are lowered next: the forward and backward of an fp16 or mixed program compute
   // in fp16 (target::at_half_rates); the loss, clip and update phases in fp32.
   void begin_phase(ir::Phase phase);
@@ -160,6 +162,8 @@ public:
   // the bytes they receive.
   double tile_cycles_so_far(uint32_t tile) const;
   uint64_t tile_received_so_far(uint32_t tile) const;
+  // The most bytes any one tile receives in the open compute set so far.
+  uint64_t fullest_tile_received() const;
 
 private:
   uint32_t lightest_window(uint32_t width) const;

@@ -220,11 +220,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   }
 
   format::Sequence finish;
-  if (replicas > 1) {
-    format::AllReduce* all_reduce = finish.add_steps()->mutable_all_reduce();
-    for (uint32_t acc : accumulators)
-      all_reduce->add_tensors(acc);
-  }
+  if (replicas > 1) *finish.add_steps()->mutable_all_reduce() = ctx.gradient_all_reduce(accumulators);
   // With clipping: every stage's share of the gradients' squared norm, then each share to every
   // other stage (4 bytes over the IPU links), so each stage computes the same clip factor.
   format::Parallel norms;

@@ -118,9 +118,13 @@ void ProgramBuilder::for_each_exchange_or_step(const format::Sequence& sequence,
 // (target::all_reduce_cost).
 format::AllReduceEstimate ProgramBuilder::all_reduce_estimate(const format::AllReduce& all_reduce) const {
   format::AllReduceEstimate estimate;
+  // Values cross the links in the wire type: binary16 halves a float32 gradient's bytes.
   double bytes = 0;
-  for (uint32_t t : all_reduce.tensors())
-    bytes += bytes_of(t);
+  for (uint32_t t : all_reduce.tensors()) {
+    const bool halved = all_reduce.wire_dtype() == format::FLOAT16 &&
+                        m_exe.tensors(static_cast<int>(t)).dtype() == format::FLOAT32;
+    bytes += halved ? bytes_of(t) / 2 : bytes_of(t);
+  }
   const target::AllReduceCost cost = target::all_reduce_cost(m_target, bytes, m_replicas, m_target.num_ipus);
   estimate.set_bytes(bytes);
   estimate.set_replicas(m_replicas);

@@ -85,8 +85,8 @@ Status lower_batch_norm_grad_stats(LowerContext& ctx, const Op& op) {
   const lowering::Split reduce = lowering::plan_split(
       w.C, static_cast<double>(parts) / cycles.partial_sum_flops_per_cycle, 4.0 * static_cast<double>(parts),
       4.0 * static_cast<double>(parts + 1), ctx.target(), static_cast<int64_t>(tiles.size()));
-  emit_sum_of_shares(ctx, scale_target, dscale, parts, w.C, reduce, tiles);
-  emit_sum_of_shares(ctx, bias_target, dbias, parts, w.C, reduce, tiles);
+  emit_sum_of_shares(ctx, scale_target, dscale, parts, w.C, reduce, tiles.front());
+  emit_sum_of_shares(ctx, bias_target, dbias, parts, w.C, reduce, tiles.front());
   return Status();
 }
 

@@ -74,7 +74,8 @@ Status lower_squared_norm(LowerContext& ctx, const Op& op) {
     v.writes = {lowering::flat_region(partials, s, s + 1)};
     ctx.emit(tiles[static_cast<size_t>(s)], std::move(v));
   }
-  emit_sum_of_shares(ctx, partials, ctx.tensor(op.outputs[0]), count, 1, lowering::Split{1, 1}, tiles);
+  emit_sum_of_shares(ctx, partials, ctx.tensor(op.outputs[0]), count, 1, lowering::Split{1, 1},
+                     tiles.front());
   return Status();
 }
 

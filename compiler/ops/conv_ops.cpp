@@ -12,6 +12,7 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 #include "runtime/format/tensor_kinds.h"
+#include "runtime/format/verifier.h"
 
 namespace ipu::ir {
 namespace {
@@ -131,6 +132,10 @@ Status infer_conv_grad_weight(const Graph& g, const Op& op, std::vector<TensorTy
   return Status();
 }
 
+double element_bytes(const LowerContext& ctx, uint32_t tensor) {
+  return static_cast<double>(format::dtype_size(ctx.executable().tensors(static_cast<int>(tensor)).dtype()));
+}
+
 struct ConvDims {
   std::vector<int64_t> x, w, y;
   int64_t K; // rows of the column matrix: C/group · KH · KW
@@ -234,33 +239,59 @@ std::pair<int64_t, int64_t> input_rows(const ConvDims& d, const WindowAttrs& win
   return {begin, std::clamp<int64_t>((oe - 1) * stride - pad + extent, begin, H)};
 }
 
-// Samples × output channels × output rows, as poplin splits a convolution's batch, output
-// channels and field: a vertex receives the input rows its windows reach (with the halo) of its
-// samples and of the input channels of its channels' groups, and its channels' kernel rows; it
-// holds those and its output block (the direct convolution builds no column matrix).
+// Samples × output channels × output rows × input channels, as poplin splits a convolution's batch,
+// output channels, field and input channels: a vertex receives the input rows its windows reach
+// (with the halo) of its samples and of its input channels (without a split, every input channel of
+// its channels' groups), and its channels' kernel rows for those input channels; it holds those and
+// its output block (the direct convolution builds no column matrix). Split over input channels
+// (groups 1), each vertex writes its sum to a [shares, N, M, OH, OW] temporary and a
+// '<level>/reduce' compute set adds the shares, applying a fused Relu, as a MatMul split over K
+// does: a deep layer's kernel is then spread over the tiles instead of copied whole to every
+// vertex of its channels.
 Status lower_conv(LowerContext& ctx, const Op& op) {
   const Graph& g = ctx.graph();
   const ConvDims d = conv_dims(g.value(op.inputs[0]).type.shape, g.value(op.inputs[1]).type.shape,
                                g.value(op.outputs[0]).type.shape);
   const WindowAttrs& win = window_of(op);
   const uint32_t x = ctx.tensor(op.inputs[0]), w = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
-  const bool has_bias = op.inputs.size() == 3;
+  const bool has_bias = op.inputs.size() == 3, fused_relu = op.attrs<ConvAttrs>().fused_relu;
   const uint32_t b = has_bias ? ctx.tensor(op.inputs[2]) : 0;
   const int64_t N = d.x[0], C = d.x[1], M = d.w[0], G = win.group, Cg = C / G, Mg = M / G;
   const int64_t H = d.x[2], W = d.x[3], OH = d.y[2], OW = d.y[3], plane = d.plane(), in_plane = H * W;
-  const double K = static_cast<double>(d.K);
+  const int64_t taps = d.w[2] * d.w[3];
   const double kernel_rows = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
-  const auto [samples, channels, rows] =
-      plan_grid<3>({N, M, OH}, ctx.target(), [&](const std::array<double, 3>& chunk) {
+  const auto& cycles = ctx.target().cycles;
+  // Bytes of an element of X and of W as the executable stores them (fp16 halves what a vertex
+  // receives); partial sums are fp32.
+  const double x_bytes = element_bytes(ctx, x), w_bytes = element_bytes(ctx, w);
+  const auto y_size = static_cast<double>(N * M * plane);
+  const auto tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
+  // Grouped convolutions keep each group's channels whole. A fused Relu, of the whole sum, moves
+  // to the reduce that adds the shares.
+  const int64_t splittable_channels = G == 1 ? C : 1;
+  const auto [samples, channels, rows, ins] =
+      plan_grid<4>({N, M, OH, splittable_channels}, ctx.target(), [&](const std::array<double, 4>& chunk) {
         const double nb = chunk[0], mc = chunk[1], r = chunk[2];
-        const int64_t groups = groups_touched(static_cast<int64_t>(mc), Mg, G);
+        const double cc = splittable_channels > 1
+                              ? chunk[3]
+                              : static_cast<double>(groups_touched(static_cast<int64_t>(mc), Mg, G) * Cg);
         const double in_rows =
             std::min(static_cast<double>(H), (r - 1) * static_cast<double>(win.strides[0]) + kernel_rows);
-        const double in_bytes = 4.0 * (nb * static_cast<double>(groups * Cg * W) * in_rows + mc * (K + 1));
-        return GridCost{nb * mc * r * static_cast<double>(OW) * K, in_bytes,
-                        in_bytes + 4.0 * nb * mc * r * static_cast<double>(OW)};
+        const double shares = std::ceil(static_cast<double>(splittable_channels) / chunk[3]);
+        // A split into shares pays for its reduce compute set, as lower_conv_grad_weight's does.
+        const double reduce = shares > 1 ? shares * y_size / std::min(y_size, tile_count) : 0.0;
+        const double in_bytes =
+            x_bytes * nb * cc * static_cast<double>(W) * in_rows +
+            w_bytes * mc * (std::min(cc, static_cast<double>(Cg)) * static_cast<double>(taps) + 1);
+        return GridCost{nb * mc * r * static_cast<double>(OW) * std::min(cc, static_cast<double>(Cg)) *
+                                static_cast<double>(taps) +
+                            reduce * cycles.macs_per_cycle / cycles.partial_sum_flops_per_cycle,
+                        in_bytes + 4.0 * reduce,
+                        in_bytes + (shares > 1 ? 4.0 : x_bytes) * nb * mc * r * static_cast<double>(OW)};
       });
-  std::vector<uint32_t> tiles = ctx.take_tiles(samples.parts * channels.parts * rows.parts);
+  const int64_t shares = ins.parts;
+  const uint32_t target = shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, N, M, OH, OW}) : y;
+  std::vector<uint32_t> tiles = ctx.take_tiles(samples.parts * channels.parts * rows.parts * shares);
   size_t next = 0;
   for (int64_t i = 0; i < samples.parts; ++i) {
     const int64_t nb = i * samples.chunk, ne = std::min(N, nb + samples.chunk);
@@ -268,38 +299,65 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
       const int64_t mb = j * channels.chunk, me = std::min(M, mb + channels.chunk);
       for (int64_t k = 0; k < rows.parts; ++k) {
         const int64_t ob = k * rows.chunk, oe = std::min(OH, ob + rows.chunk);
-        lowering::VertexSpec v;
-        v.codelet = format::Codelet::kConv;
-        v.operands = has_bias ? std::vector<uint32_t>{x, w, b, y} : std::vector<uint32_t>{x, w, y};
-        using P = format::params::Conv;
-        v.params = format::make_params<P>(window_params(d.x, d.y, win),
-                                          {{P::kM, M},
-                                           {P::kG, G},
-                                           {P::kNBegin, nb},
-                                           {P::kNEnd, ne},
-                                           {P::kMBegin, mb},
-                                           {P::kMEnd, me},
-                                           {P::kFusedRelu, op.attrs<ConvAttrs>().fused_relu ? 1 : 0},
-                                           {P::kOutRowBegin, ob},
-                                           {P::kOutRowEnd, oe}});
-        // Optional params are left out where they say nothing: the row range of a whole plane, and
-        // then a fused_relu of 0, so unsplit vertices are what they were before either existed.
-        if (ob == 0 && oe == OH) {
-          v.params.resize(P::kOutRowBegin);
-          if (!op.attrs<ConvAttrs>().fused_relu) v.params.pop_back();
+        for (int64_t part = 0; part < shares; ++part) {
+          const int64_t cb = part * ins.chunk, ce = std::min(C, cb + ins.chunk);
+          const bool adds_bias = has_bias && cb == 0;
+          lowering::VertexSpec v;
+          v.codelet = format::Codelet::kConv;
+          v.operands =
+              has_bias ? std::vector<uint32_t>{x, w, b, target} : std::vector<uint32_t>{x, w, target};
+          using P = format::params::Conv;
+          v.params = format::make_params<P>(window_params(d.x, d.y, win),
+                                            {{P::kM, M},
+                                             {P::kG, G},
+                                             {P::kNBegin, nb},
+                                             {P::kNEnd, ne},
+                                             {P::kMBegin, mb},
+                                             {P::kMEnd, me},
+                                             {P::kFusedRelu, fused_relu && shares == 1 ? 1 : 0},
+                                             {P::kOutRowBegin, ob},
+                                             {P::kOutRowEnd, oe},
+                                             {P::kCBegin, cb},
+                                             {P::kCEnd, ce},
+                                             {P::kParts, shares},
+                                             {P::kPart, part}});
+          // Optional params are left out where they say nothing: the share of an unsplit sum, then
+          // the row range of a whole plane, and then a fused_relu of 0, so unsplit vertices are
+          // what they were before any existed.
+          if (shares == 1) {
+            v.params.resize(P::kCBegin);
+            if (ob == 0 && oe == OH) {
+              v.params.resize(P::kOutRowBegin);
+              if (!fused_relu) v.params.pop_back();
+            }
+          }
+          const int64_t summed = shares == 1 ? d.K : (ce - cb) * taps; // channels × taps per output
+          v.compute_cycles =
+              static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * summed) / cycles.macs_per_cycle;
+          const auto [ib, ie] = input_rows(d, win, ob, oe);
+          if (shares == 1) {
+            add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W,
+                           in_plane);
+            v.reads.push_back(lowering::flat_region(w, mb * d.K, me * d.K));
+          } else {
+            add_plane_rows(v.reads, x, nb, ne, C, cb, ce, ib, ie, W, in_plane);
+            v.reads.push_back(lowering::block_region(w, mb, me, cb * taps, ce * taps, d.K));
+          }
+          if (adds_bias) v.reads.push_back(lowering::flat_region(b, mb, me));
+          add_plane_rows(v.writes, target, part * N + nb, part * N + ne, M, mb, me, ob, oe, OW, plane);
+          ctx.emit(tiles[next++], std::move(v));
         }
-        v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * d.K) /
-                           ctx.target().cycles.macs_per_cycle;
-        const auto [ib, ie] = input_rows(d, win, ob, oe);
-        add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W,
-                       in_plane);
-        v.reads.push_back(lowering::flat_region(w, mb * d.K, me * d.K));
-        if (has_bias) v.reads.push_back(lowering::flat_region(b, mb, me));
-        add_plane_rows(v.writes, y, nb, ne, M, mb, me, ob, oe, OW, plane);
-        ctx.emit(tiles[next++], std::move(v));
       }
     }
   }
+  if (shares == 1) return Status();
+  const int64_t elements = N * M * plane;
+  const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
+  const lowering::Split reduce =
+      lowering::plan_split(elements, cycles_per_element, 4.0 * static_cast<double>(shares),
+                           4.0 * static_cast<double>(shares + 1), ctx.target(), ctx.target().tiles_per_ipu);
+  emit_sum_of_shares(ctx, target, y, shares, elements, reduce, tiles.front(),
+                     fused_relu ? format::ReduceKind::kSumRelu : format::ReduceKind::kSum);
   return Status();
 }
 
@@ -326,21 +384,39 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
   const int64_t H = d.x[2], W = d.x[3], OH = d.y[2], OW = d.y[3], plane = d.plane(), in_plane = H * W;
   const int64_t taps = d.w[2] * d.w[3];
   const double extent = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
-  const auto [samples, channels, rows] =
-      plan_grid<3>({N, C, H}, ctx.target(), [&](const std::array<double, 3>& chunk) {
+  const auto& cycles = ctx.target().cycles;
+  const double dy_element = element_bytes(ctx, dy), w_element = element_bytes(ctx, w),
+               dx_element = element_bytes(ctx, dx);
+  const auto dx_size = static_cast<double>(N * C * in_plane);
+  const auto tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
+  // The output channels a vertex sums may be a share (groups 1), as the forward splits its input
+  // channels; grouped convolutions keep each group's whole.
+  const int64_t splittable_outputs = G == 1 ? M : 1;
+  const auto [samples, channels, rows, outs] =
+      plan_grid<4>({N, C, H, splittable_outputs}, ctx.target(), [&](const std::array<double, 4>& chunk) {
         const double nb = chunk[0], cc = chunk[1], r = chunk[2];
         const auto groups = static_cast<double>(groups_touched(static_cast<int64_t>(cc), Cg, G));
+        // Output channels summed: the share, or every one of the groups the block touches.
+        const double mm = splittable_outputs > 1 ? chunk[3] : static_cast<double>(Mg);
         const double out_rows = std::min(
             static_cast<double>(OH), std::floor((r - 1 + extent) / static_cast<double>(win.strides[0])) + 1);
-        const double dy_bytes = 4.0 * nb * groups * static_cast<double>(Mg * OW) * out_rows;
-        const double in_bytes = dy_bytes + 4.0 * cc * static_cast<double>(Mg * taps);
-        // Held: what it receives, its block of dX and the column buffer of one group's channels.
+        const double shares = std::ceil(static_cast<double>(splittable_outputs) / chunk[3]);
+        const double reduce = shares > 1 ? shares * dx_size / std::min(dx_size, tile_count) : 0.0;
+        const double dy_bytes = dy_element * nb * groups * mm * static_cast<double>(OW) * out_rows;
+        const double in_bytes = dy_bytes + w_element * cc * mm * static_cast<double>(taps);
+        // Held: what it receives, its block of dX (fp32 partials when shared) and the column buffer
+        // of one group's channels.
         const double col_bytes =
             4.0 * std::min(cc, static_cast<double>(Cg)) * static_cast<double>(taps * OW) * out_rows;
-        return GridCost{nb * cc * static_cast<double>(taps * Mg * OW) * out_rows, in_bytes,
-                        in_bytes + 4.0 * nb * cc * r * static_cast<double>(W) + col_bytes};
+        return GridCost{nb * cc * static_cast<double>(taps * OW) * mm * out_rows +
+                            reduce * cycles.macs_per_cycle / cycles.partial_sum_flops_per_cycle,
+                        in_bytes + 4.0 * reduce,
+                        in_bytes + (shares > 1 ? 4.0 : dx_element) * nb * cc * r * static_cast<double>(W) +
+                            col_bytes};
       });
-  std::vector<uint32_t> tiles = ctx.take_tiles(samples.parts * channels.parts * rows.parts);
+  const int64_t shares = outs.parts;
+  const uint32_t target = shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, N, C, H, W}) : dx;
+  std::vector<uint32_t> tiles = ctx.take_tiles(samples.parts * channels.parts * rows.parts * shares);
   size_t next = 0;
   for (int64_t i = 0; i < samples.parts; ++i) {
     const int64_t nb = i * samples.chunk, ne = std::min(N, nb + samples.chunk);
@@ -348,35 +424,58 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
       const int64_t cb = j * channels.chunk, ce = std::min(C, cb + channels.chunk);
       for (int64_t k = 0; k < rows.parts; ++k) {
         const int64_t rb = k * rows.chunk, re = std::min(H, rb + rows.chunk);
-        lowering::VertexSpec v;
-        v.codelet = format::Codelet::kConvGradInput;
-        v.operands = {dy, w, dx};
-        using P = format::params::ConvGradInput;
-        v.params = format::make_params<P>(window_params(d.x, d.y, win), {{P::kM, M},
-                                                                         {P::kG, G},
-                                                                         {P::kNBegin, nb},
-                                                                         {P::kNEnd, ne},
-                                                                         {P::kCBegin, cb},
-                                                                         {P::kCEnd, ce},
-                                                                         {P::kInRowBegin, rb},
-                                                                         {P::kInRowEnd, re}});
-        // A block of every channel and the whole plane leaves its bounds out, as vertices were
-        // before the split existed.
-        if (cb == 0 && ce == C && rb == 0 && re == H) v.params.resize(P::kCBegin);
-        const auto [ob, oe] = output_rows_reaching(d, win, rb, re);
-        v.compute_cycles = static_cast<double>((ne - nb) * (ce - cb) * taps * Mg * (oe - ob) * OW) /
-                           ctx.target().cycles.macs_per_cycle;
-        const int64_t gb = cb / Cg, ge = lowering::ceil_div(ce, Cg);
-        if (oe > ob) add_plane_rows(v.reads, dy, nb, ne, M, gb * Mg, ge * Mg, ob, oe, OW, plane);
-        for (int64_t gi = gb; gi < ge; ++gi) {
-          const int64_t lo = std::max(cb, gi * Cg) - gi * Cg, hi = std::min(ce, (gi + 1) * Cg) - gi * Cg;
-          v.reads.push_back(lowering::block_region(w, gi * Mg, (gi + 1) * Mg, lo * taps, hi * taps, d.K));
+        for (int64_t part = 0; part < shares; ++part) {
+          const int64_t mb = part * outs.chunk, me = std::min(M, mb + outs.chunk);
+          lowering::VertexSpec v;
+          v.codelet = format::Codelet::kConvGradInput;
+          v.operands = {dy, w, target};
+          using P = format::params::ConvGradInput;
+          v.params = format::make_params<P>(window_params(d.x, d.y, win), {{P::kM, M},
+                                                                           {P::kG, G},
+                                                                           {P::kNBegin, nb},
+                                                                           {P::kNEnd, ne},
+                                                                           {P::kCBegin, cb},
+                                                                           {P::kCEnd, ce},
+                                                                           {P::kInRowBegin, rb},
+                                                                           {P::kInRowEnd, re},
+                                                                           {P::kMBegin, mb},
+                                                                           {P::kMEnd, me},
+                                                                           {P::kParts, shares},
+                                                                           {P::kPart, part}});
+          // Unshared, the share is left out; a block of every channel and the whole plane then
+          // leaves its bounds out too, as vertices were before either split existed.
+          if (shares == 1) {
+            v.params.resize(P::kMBegin);
+            if (cb == 0 && ce == C && rb == 0 && re == H) v.params.resize(P::kCBegin);
+          }
+          const auto [ob, oe] = output_rows_reaching(d, win, rb, re);
+          const int64_t summed = shares == 1 ? Mg : me - mb; // output channels per input channel
+          v.compute_cycles = static_cast<double>((ne - nb) * (ce - cb) * taps * summed * (oe - ob) * OW) /
+                             cycles.macs_per_cycle;
+          const int64_t gb = cb / Cg, ge = lowering::ceil_div(ce, Cg);
+          if (shares == 1) {
+            if (oe > ob) add_plane_rows(v.reads, dy, nb, ne, M, gb * Mg, ge * Mg, ob, oe, OW, plane);
+            for (int64_t gi = gb; gi < ge; ++gi) {
+              const int64_t lo = std::max(cb, gi * Cg) - gi * Cg, hi = std::min(ce, (gi + 1) * Cg) - gi * Cg;
+              v.reads.push_back(lowering::block_region(w, gi * Mg, (gi + 1) * Mg, lo * taps, hi * taps, d.K));
+            }
+          } else {
+            if (oe > ob) add_plane_rows(v.reads, dy, nb, ne, M, mb, me, ob, oe, OW, plane);
+            v.reads.push_back(lowering::block_region(w, mb, me, cb * taps, ce * taps, d.K));
+          }
+          add_plane_rows(v.writes, target, part * N + nb, part * N + ne, C, cb, ce, rb, re, W, in_plane);
+          ctx.emit(tiles[next++], std::move(v));
         }
-        add_plane_rows(v.writes, dx, nb, ne, C, cb, ce, rb, re, W, in_plane);
-        ctx.emit(tiles[next++], std::move(v));
       }
     }
   }
+  if (shares == 1) return Status();
+  const int64_t elements = N * C * in_plane;
+  const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
+  const lowering::Split reduce =
+      lowering::plan_split(elements, cycles_per_element, 4.0 * static_cast<double>(shares),
+                           4.0 * static_cast<double>(shares + 1), ctx.target(), ctx.target().tiles_per_ipu);
+  emit_sum_of_shares(ctx, target, dx, shares, elements, reduce, tiles.front());
   return Status();
 }
 
@@ -398,26 +497,27 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   const double t = static_cast<double>(taps),
                extent = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
   const auto& cycles = ctx.target().cycles;
+  const double x_element = element_bytes(ctx, x), dy_element = element_bytes(ctx, dy);
   const auto dw_size = static_cast<double>(M * Cg * taps);
   const auto tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
-  const auto [outs, ins, samples,
-              rows] = plan_grid<4>({M, Cg, N, OH}, ctx.target(), [&](const std::array<double, 4>& chunk) {
-    const double mc = chunk[0], cc = chunk[1], nb = chunk[2], r = chunk[3];
-    // The input channels of every group the output block touches: at most all groups.
-    const auto groups = static_cast<double>(groups_touched(static_cast<int64_t>(mc), mg, group));
-    const double in_rows =
-        std::min(static_cast<double>(H), (r - 1) * static_cast<double>(win.strides[0]) + extent);
-    const double in_bytes =
-        4.0 * (nb * groups * cc * in_rows * static_cast<double>(W) + nb * mc * r * static_cast<double>(OW));
-    const double shares = std::ceil(static_cast<double>(N) / nb) * std::ceil(static_cast<double>(OH) / r);
-    // A split into shares pays for its reduce compute set: every element of dW summed over the
-    // shares, the elements spread over the tiles, each tile receiving the shares of its elements.
-    const double reduce = shares > 1 ? shares * dw_size / std::min(dw_size, tile_count) : 0.0;
-    return GridCost{nb * mc * cc * t * r * static_cast<double>(OW) +
-                        reduce * cycles.macs_per_cycle / cycles.partial_sum_flops_per_cycle,
-                    in_bytes + 4.0 * reduce,
-                    in_bytes + 4.0 * (mc * cc * t + cc * t * r * static_cast<double>(OW))};
-  });
+  const auto [outs, ins, samples, rows] =
+      plan_grid<4>({M, Cg, N, OH}, ctx.target(), [&](const std::array<double, 4>& chunk) {
+        const double mc = chunk[0], cc = chunk[1], nb = chunk[2], r = chunk[3];
+        // The input channels of every group the output block touches: at most all groups.
+        const auto groups = static_cast<double>(groups_touched(static_cast<int64_t>(mc), mg, group));
+        const double in_rows =
+            std::min(static_cast<double>(H), (r - 1) * static_cast<double>(win.strides[0]) + extent);
+        const double in_bytes = x_element * nb * groups * cc * in_rows * static_cast<double>(W) +
+                                dy_element * nb * mc * r * static_cast<double>(OW);
+        const double shares = std::ceil(static_cast<double>(N) / nb) * std::ceil(static_cast<double>(OH) / r);
+        // A split into shares pays for its reduce compute set: every element of dW summed over the
+        // shares, the elements spread over the tiles, each tile receiving the shares of its elements.
+        const double reduce = shares > 1 ? shares * dw_size / std::min(dw_size, tile_count) : 0.0;
+        return GridCost{nb * mc * cc * t * r * static_cast<double>(OW) +
+                            reduce * cycles.macs_per_cycle / cycles.partial_sum_flops_per_cycle,
+                        in_bytes + 4.0 * reduce,
+                        in_bytes + 4.0 * (mc * cc * t + cc * t * r * static_cast<double>(OW))};
+      });
   const int64_t shares = samples.parts * rows.parts;
   const uint32_t target =
       shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, M, Cg, d.w[2], d.w[3]}) : dw;
@@ -468,10 +568,13 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   if (shares == 1) return Status();
   const int64_t elements = M * Cg * taps;
   const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
-  const lowering::Split reduce = lowering::plan_split(
-      elements, cycles_per_element, 4.0 * static_cast<double>(shares), 4.0 * static_cast<double>(shares + 1),
-      ctx.target(), static_cast<int64_t>(tiles.size()));
-  emit_sum_of_shares(ctx, target, dw, shares, elements, reduce, tiles);
+  // Over the whole IPU, as the plan's estimate of the reduce assumed: a deep layer's dW (2.4 M
+  // elements at 512 × 512 × 3 × 3) on the few tiles of a plan split over samples would give each
+  // of them more receive buffers than a tile holds.
+  const lowering::Split reduce =
+      lowering::plan_split(elements, cycles_per_element, 4.0 * static_cast<double>(shares),
+                           4.0 * static_cast<double>(shares + 1), ctx.target(), ctx.target().tiles_per_ipu);
+  emit_sum_of_shares(ctx, target, dw, shares, elements, reduce, tiles.front());
   return Status();
 }
 
@@ -547,7 +650,7 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
   const lowering::Split reduce = lowering::plan_split(
       d.C, cycles_per_element, 4.0 * static_cast<double>(shares), 4.0 * static_cast<double>(shares + 1),
       ctx.target(), static_cast<int64_t>(tiles.size()));
-  emit_sum_of_shares(ctx, target, y, shares, d.C, reduce, tiles);
+  emit_sum_of_shares(ctx, target, y, shares, d.C, reduce, tiles.front());
   return Status();
 }
 

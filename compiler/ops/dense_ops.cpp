@@ -129,7 +129,7 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
     }
   }
   ctx.end_placement(b);
-  emit_sum_of_shares(ctx, partials, c, shares, d.M * d.N, plan.reduce, tiles);
+  emit_sum_of_shares(ctx, partials, c, shares, d.M * d.N, plan.reduce, tiles.front());
   return Status();
 }
 

@@ -203,7 +203,10 @@ std::vector<lowering::Region> reduction_read_regions(uint32_t tensor, const Inpu
 }
 
 void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t out, int64_t shares,
-                        int64_t elements, const lowering::Split& reduce, const std::vector<uint32_t>& tiles) {
+                        int64_t elements, const lowering::Split& reduce, uint32_t first_tile,
+                        format::ReduceKind kind) {
+  const int64_t tiles_per_ipu = ctx.target().tiles_per_ipu;
+  const int64_t ipu_base = first_tile - first_tile % tiles_per_ipu, first = first_tile % tiles_per_ipu;
   const double cycles_per_element =
       static_cast<double>(shares) / ctx.target().cycles.partial_sum_flops_per_cycle;
   for (int64_t p = 0; p < reduce.parts; ++p) {
@@ -213,7 +216,7 @@ void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t
     v.operands = {partials, out};
     using R = format::params::Reduce;
     // out_dims [elements] stride 1, reduced dims [shares] stride elements.
-    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(format::ReduceKind::kSum)},
+    v.params = format::make_params<R>({{R::kKind, static_cast<int64_t>(kind)},
                                        {R::kOutRank, 1},
                                        {R::kReducedRank, 1},
                                        {R::kBegin, begin},
@@ -222,7 +225,7 @@ void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t
     v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
     v.reads.push_back(lowering::block_region(partials, 0, shares, begin, end, elements));
     v.writes.push_back(lowering::flat_region(out, begin, end));
-    ctx.emit_after(tiles[static_cast<size_t>(p) % tiles.size()], std::move(v));
+    ctx.emit_after(static_cast<uint32_t>(ipu_base + (first + p) % tiles_per_ipu), std::move(v));
   }
 }
 

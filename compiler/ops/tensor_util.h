@@ -42,10 +42,14 @@ std::vector<lowering::Region> strided_read_regions(uint32_t tensor, const std::v
 
 // Sums the shares of a [shares, elements] partials temporary into `out` (out[i] = Σ_s
 // partials[s·elements + i], a Reduce in order) in the compute set after the open one: `reduce`
-// splits out's elements over vertices, placed in turn on `tiles` (those that computed partials).
+// splits out's elements over vertices, placed on consecutive tiles of the IPU from `first_tile`
+// (the first of those that computed partials) round the IPU, so a reduce with more vertices than
+// the op had tiles spreads as poplibs' reductions do instead of stacking receive buffers.
 // A MatMul split over K and the convolution gradients split over samples or rows end so.
+// `kind` kSumRelu takes max(0, ·) of each sum: a convolution whose Relu was fused in.
 void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t out, int64_t shares,
-                        int64_t elements, const lowering::Split& reduce, const std::vector<uint32_t>& tiles);
+                        int64_t elements, const lowering::Split& reduce, uint32_t first_tile,
+                        format::ReduceKind kind = format::ReduceKind::kSum);
 
 // How the outputs of an op read one input: output index idx (row-major over `dims`, the output's
 // elements) reads offsets Σ idx_k·strides_k, plus every offset of the axes it reduces over

@@ -155,6 +155,7 @@ struct Engine::Impl {
   }
   void all_reduce_mean(uint32_t tensor);
   Status all_reduce_mean_across_instances(const format::AllReduce& all_reduce);
+  void round_for_the_links(const format::AllReduce& all_reduce);
   std::byte* buffer(uint32_t tensor, uint32_t replica) {
     return buffers[replica * sizes.size() + tensor].get();
   }
@@ -459,6 +460,16 @@ Status Engine::Impl::fault_status(uint32_t index, size_t task) {
 }
 
 // Sums in replica order, so the result is the same on every run and every thread count.
+// A half wire type rounds every replica's values to binary16, before the sum as they leave and
+// after it as the mean arrives, in one process and across instances alike.
+void Engine::Impl::round_for_the_links(const format::AllReduce& all_reduce) {
+  if (all_reduce.wire_dtype() != format::FLOAT16) return;
+  for (uint32_t tensor : all_reduce.tensors()) {
+    for (uint32_t r = 0; r < replicas; ++r)
+      round_to_half(reinterpret_cast<float*>(buffer(tensor, r)), 0, sizes[tensor] / sizeof(float), nullptr);
+  }
+}
+
 void Engine::Impl::all_reduce_mean(uint32_t tensor) {
   if (replicas == 1) return;
   const size_t n = sizes[tensor] / sizeof(float);
@@ -532,11 +543,18 @@ Status Engine::Impl::run_program(const format::Program& program, HostStreams& st
     }
     return Status();
   }
-  case format::Program::kAllReduce:
-    if (replicas != total_replicas) return all_reduce_mean_across_instances(program.all_reduce());
-    for (uint32_t tensor : program.all_reduce().tensors())
-      all_reduce_mean(tensor);
+  case format::Program::kAllReduce: {
+    const format::AllReduce& all_reduce = program.all_reduce();
+    round_for_the_links(all_reduce);
+    if (replicas != total_replicas) {
+      IPU_RETURN_IF_ERROR(all_reduce_mean_across_instances(all_reduce));
+    } else {
+      for (uint32_t tensor : all_reduce.tensors())
+        all_reduce_mean(tensor);
+    }
+    round_for_the_links(all_reduce);
     return Status();
+  }
   case format::Program::kParallel: {
     // Branches touch disjoint tensors and never call the host (verified), so they may run at once.
     const auto& branches = program.parallel().branches();

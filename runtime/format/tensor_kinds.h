@@ -96,8 +96,11 @@ enum class ReduceKind : int64_t {
   kArgMin = 6,
   kArgMaxLast = 7,
   kArgMinLast = 8,
+  // max(0, the sum), NaN to 0 as the Relu kernel: the last step of a convolution with a fused Relu
+  // split over its input channels.
+  kSumRelu = 9,
 };
-inline constexpr int64_t kReduceKindCount = 9;
+inline constexpr int64_t kReduceKindCount = 10;
 
 // AxisSoftmax.
 enum class SoftmaxKind : int64_t { kSoftmax = 0, kLogSoftmax = 1 };

@@ -297,13 +297,18 @@ Status verify_program(ProgramCheck& check, const Program& program, int depth, co
     }
     return Status();
   }
-  case Program::kAllReduce:
+  case Program::kAllReduce: {
     for (uint32_t index : program.all_reduce().tensors()) {
       if (!tensor_ok(index) || !is_float(exe.tensors(static_cast<int>(index)).dtype())) {
         return data_loss(where + ": all-reduce of a missing or non-float tensor");
       }
     }
+    const DType wire = program.all_reduce().wire_dtype();
+    if (wire != DTYPE_UNSPECIFIED && wire != FLOAT32 && wire != FLOAT16)
+      return data_loss(where + ": all-reduce over the links in type " + std::to_string(wire) +
+                       ", not a float");
     return Status();
+  }
   case Program::kConditional: {
     const Conditional& c = program.conditional();
     if (!tensor_ok(c.condition())) return data_loss(where + ": a conditional names a missing tensor");

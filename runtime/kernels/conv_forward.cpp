@@ -51,8 +51,9 @@ InputView input_view(const Window& w, const ConvBlock& b) {
 
 // Everything a plan depends on: the block's samples and output rows, the input view, the
 // window, the group's channels, the block's channels, the tensors' channel counts and planes
-// (they set the strides) and the bias. Where the view starts is not: the pointers carry it.
-using PlanKey = std::array<int64_t, 23>;
+// (they set the strides), the weights' stride and the bias. Where the view starts is not: the
+// pointers carry it.
+using PlanKey = std::array<int64_t, 24>;
 
 PlanKey plan_key(const Window& w, const InputView& in, const ConvBlock& b) {
   return {b.samples,
@@ -77,6 +78,7 @@ PlanKey plan_key(const Window& w, const InputView& in, const ConvBlock& b) {
           b.group_channels,
           b.channels,
           b.M,
+          b.weight_stride,
           b.bias != nullptr};
 }
 
@@ -158,7 +160,7 @@ public:
                       w.in_plane(), w.W),
               m_desc.src_desc(), engine, false),
         m_weights(memory::desc({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32,
-                               memory::format_tag::oihw),
+                               memory::dims{b.weight_stride, w.KH * w.KW, w.KW, 1}),
                   m_desc.weights_desc(), engine, false),
         m_dst(strided(b.samples, b.channels, b.row_end - b.row_begin, w.OW, b.M * w.out_plane(),
                       w.out_plane(), w.OW),

@@ -13,7 +13,8 @@ namespace ipu::kernels {
 // One group's part of a Conv vertex: output rows [row_begin, row_end) of its samples and channels.
 // Pointers are already offset to the block's samples and channels, not to its rows:
 //   x:       the group's first input channel of the first sample; samples lie w.C·H·W apart
-//   weights: the first output channel's weights, [channels, Cg, KH, KW] contiguous
+//   weights: the first output channel's weights, [channels, Cg, KH, KW] whose output channels lie
+//            weight_stride apart (Cg·KH·KW when contiguous; more when Cg is a share of the channels)
 //   bias:    the first output channel's bias, or null
 //   y:       the first output channel of the first sample; samples lie M·OH·OW apart
 // w.N is ignored: `samples` says how many there are. Only the input rows the block's windows
@@ -25,6 +26,7 @@ struct ConvBlock {
   float* y;
   int64_t samples, group_channels, channels, M;
   int64_t row_begin, row_end;
+  int64_t weight_stride;
 };
 
 // Computes the block on the calling thread, with that worker's oneDNN plans. Each output

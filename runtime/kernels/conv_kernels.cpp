@@ -158,28 +158,46 @@ RowRange conv_rows(const PreparedVertex& v, const Window& w) {
   return {0, w.OH};
 }
 
+// The input channels (within a group) a Conv vertex sums, and the partial of Y it writes: with the
+// share, [c_begin, c_end) into partial `part`; else every channel of the group into Y itself.
+struct ChannelShare {
+  int64_t c_begin, c_end, part;
+};
+ChannelShare conv_share(const PreparedVertex& v, const ConvShape& s) {
+  if (v.num_params == Conv::kCount)
+    return {v.params[Conv::kCBegin], v.params[Conv::kCEnd], v.params[Conv::kPart]};
+  return {0, s.Cg, 0};
+}
+
 // Conv: Y[n, m, oy] = sum over the group's channels and taps of W[m] · X[n] (+ B[m]) for samples
 // [n_begin, n_end), output channels [m_begin, m_end) and output rows [out_row_begin, out_row_end);
 // with fused_relu 1, max(0, ·) of that (a Relu folded in by the compiler,
-// compiler/passes/fuse_epilogues.h). Reads only the input rows those rows' windows reach.
-//   operands: X [N,C,H,W], W [M,C/G,KH,KW], B [M] (optional), Y [N,M,OH,OW]
-//   params:   format::params::Conv (fused_relu optional, 0 or 1; the row range optional after it)
+// compiler/passes/fuse_epilogues.h). Reads only the input rows those rows' windows reach. With the
+// share, the sum over input channels [c_begin, c_end) only, into partial `part` of Y, the bias
+// added by the share of c_begin 0 (as poplin splits a convolution's input channels).
+//   operands: X [N,C,H,W], W [M,C/G,KH,KW], B [M] (optional), Y [N,M,OH,OW] (with the share,
+//             [parts,N,M,OH,OW])
+//   params:   format::params::Conv (fused_relu optional, 0 or 1; the row range optional after it,
+//             then the share)
 void run_conv(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const bool has_bias = v.num_operands == 4;
-  float* y = v.f32(has_bias ? 3 : 2);
   const int64_t plane = w.out_plane(), n_begin = v.params[Conv::kNBegin], n_end = v.params[Conv::kNEnd];
   const int64_t m_begin = v.params[Conv::kMBegin], m_end = v.params[Conv::kMEnd];
+  const ChannelShare share = conv_share(v, s);
+  float* y = v.f32(has_bias ? 3 : 2) + share.part * w.N * s.M * plane;
   const RowRange rows = conv_rows(v, w);
   if (n_end <= n_begin || rows.end <= rows.begin) return;
+  const bool adds_bias = has_bias && share.c_begin == 0;
   for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
     const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
     if (hi <= lo) continue;
     conv_forward(context, w,
-                 {v.f32(0) + (n_begin * w.C + g * s.Cg) * w.in_plane(), v.f32(1) + lo * s.K,
-                  has_bias ? v.f32(2) + lo : nullptr, y + (n_begin * s.M + lo) * plane, n_end - n_begin, s.Cg,
-                  hi - lo, s.M, rows.begin, rows.end});
+                 {v.f32(0) + (n_begin * w.C + g * s.Cg + share.c_begin) * w.in_plane(),
+                  v.f32(1) + lo * s.K + share.c_begin * w.taps(), adds_bias ? v.f32(2) + lo : nullptr,
+                  y + (n_begin * s.M + lo) * plane, n_end - n_begin, share.c_end - share.c_begin, hi - lo,
+                  s.M, rows.begin, rows.end, s.K});
   }
   // Our own clamp rather than oneDNN's Relu post-op, which keeps a NaN: the unfused Relu kernel
   // makes it 0, and a fused model must compute what the unfused one did.
@@ -201,24 +219,40 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
   } else {
     IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
   }
-  // Without a row range the params end at the optional fused_relu; with one, it follows the flag.
-  const bool has_rows = v.params_size() == Conv::kCount;
+  // Without a row range the params end at the optional fused_relu; with one, it follows the flag,
+  // and the share may follow the row range.
+  const bool has_share = v.params_size() == Conv::kCount;
+  const bool has_rows = has_share || v.params_size() == Conv::kOutRowEnd + 1;
   if (has_rows) {
-    IPU_RETURN_IF_ERROR(expect_param_count(v, Conv::kCount, 0));
     const int64_t flag = v.params(Conv::kFusedRelu);
     if (flag != 0 && flag != 1)
       return invalid_argument("fused_relu must be 0 or 1, got " + std::to_string(flag));
   } else {
     IPU_RETURN_IF_ERROR(expect_params_with_optional_flag(v, Conv::kFusedRelu, "fused_relu"));
   }
-  IPU_ASSIGN_OR_RETURN(ConvShape s,
-                       validate_conv_shape(v, ops[0].elements, ops[1].elements, ops.back().elements));
+  uint64_t y_elements = ops.back().elements;
+  if (has_share) {
+    const int64_t parts = v.params(Conv::kParts);
+    IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kPart), v.params(Conv::kPart) + 1, parts, "partial"));
+    if (y_elements % static_cast<uint64_t>(parts) != 0)
+      return invalid_argument("Y's " + std::to_string(y_elements) + " elements are not " +
+                              std::to_string(parts) + " partials");
+    y_elements /= static_cast<uint64_t>(parts);
+    if (v.params(Conv::kG) != 1 || v.params(Conv::kFusedRelu) != 0)
+      return invalid_argument("an input-channel share needs 1 group and fused_relu 0");
+  }
+  IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, ops[0].elements, ops[1].elements, y_elements));
   if (has_bias) IPU_RETURN_IF_ERROR(expect_elements({s.M}, ops[2].elements, "B"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kNBegin), v.params(Conv::kNEnd), s.w.N, "sample"));
   IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kMBegin), v.params(Conv::kMEnd), s.M, "channel"));
   if (has_rows)
     IPU_RETURN_IF_ERROR(
         expect_range(v.params(Conv::kOutRowBegin), v.params(Conv::kOutRowEnd), s.w.OH, "output row"));
+  if (has_share) {
+    IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kCBegin), v.params(Conv::kCEnd), s.Cg, "input channel"));
+    if (v.params(Conv::kCBegin) == v.params(Conv::kCEnd))
+      return invalid_argument("the input-channel share is empty");
+  }
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();
 }
@@ -247,19 +281,33 @@ IndexRange output_rows_reaching(const Window& w, int64_t row_begin, int64_t row_
   return {std::min(begin, w.OH), end};
 }
 
+// The output channels (within a group) a ConvGradInput vertex sums, and the partial of dX it
+// writes: with the share, [m_begin, m_end) into partial `part`; else every output channel of the
+// group into dX itself.
+struct OutputShare {
+  int64_t m_begin, m_end, part;
+};
+OutputShare grad_input_share(const PreparedVertex& v, const ConvShape& s) {
+  using P = ConvGradInput;
+  if (v.num_params == P::kCount) return {v.params[P::kMBegin], v.params[P::kMEnd], v.params[P::kPart]};
+  return {0, s.Mg, 0};
+}
+
 // ConvGradInput: dX[n] = the adjoint of the convolution applied to dY[n], for samples
 // [n_begin, n_end), input channels [c_begin, c_end) and input rows [in_row_begin, in_row_end)
 // (the last four optional together). Reads only its channels' slice of the kernel and the rows of
-// dY whose windows reach its rows; the sums are those of the whole plane, in the same order.
-//   operands: dY [N,M,OH,OW], W [M,C/G,KH,KW], dX [N,C,H,W]
+// dY whose windows reach its rows; the sums are those of the whole plane, in the same order. With
+// the share after them, the sum over output channels [m_begin, m_end) only, into partial `part`.
+//   operands: dY [N,M,OH,OW], W [M,C/G,KH,KW], dX [N,C,H,W] (with the share, [parts,N,C,H,W])
 //   params:   format::params::ConvGradInput
 void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
   const ConvShape s = conv_shape(v);
   const Window& w = s.w;
   const float* dy = v.f32(0);
   const float* weights = v.f32(1);
-  float* dx = v.f32(2);
-  const int64_t plane = w.out_plane(), taps = w.taps();
+  const OutputShare share = grad_input_share(v, s);
+  float* dx = v.f32(2) + share.part * w.N * w.C * w.in_plane();
+  const int64_t plane = w.out_plane(), taps = w.taps(), summed = share.m_end - share.m_begin;
   const GradInputBlock b = grad_input_block(v, w);
   const IndexRange out = output_rows_reaching(w, b.row_begin, b.row_end);
   const int64_t cols = std::max<int64_t>(0, out.end - out.begin) * w.OW;
@@ -273,10 +321,11 @@ void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
       }
       if (cols == 0) continue;
       // col[(hi − lo)·taps, rows·OW] = W[g's outputs, lo..hi]ᵀ · dY[n, g's outputs, out rows]
+      const int64_t m_first = g * s.Mg + share.m_begin;
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>((hi - lo) * taps),
-                  static_cast<int>(cols), static_cast<int>(s.Mg), 1.0f,
-                  weights + g * s.Mg * s.K + (lo - g * s.Cg) * taps, static_cast<int>(s.K),
-                  dy + (n * s.M + g * s.Mg) * plane + out.begin * w.OW, static_cast<int>(plane), 0.0f, col,
+                  static_cast<int>(cols), static_cast<int>(summed), 1.0f,
+                  weights + m_first * s.K + (lo - g * s.Cg) * taps, static_cast<int>(s.K),
+                  dy + (n * s.M + m_first) * plane + out.begin * w.OW, static_cast<int>(plane), 0.0f, col,
                   static_cast<int>(cols));
       col2im_add(w, col, hi - lo, out.begin, out.end, b.row_begin, b.row_end, block);
     }
@@ -286,15 +335,35 @@ void run_conv_grad_input(const PreparedVertex& v, KernelContext& context) {
 Status validate_conv_grad_input(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   using P = ConvGradInput;
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  // The block params are optional together: without them the params end at n_end.
-  const bool has_block = v.params_size() == P::kCount;
-  IPU_RETURN_IF_ERROR(expect_param_count(v, has_block ? P::kCount : P::kCBegin, 0));
-  IPU_ASSIGN_OR_RETURN(ConvShape s,
-                       validate_conv_shape(v, ops[2].elements, ops[1].elements, ops[0].elements));
+  // The block params are optional together: without them the params end at n_end. The share may
+  // follow the block.
+  const bool has_share = v.params_size() == P::kCount;
+  const bool has_block = has_share || v.params_size() == P::kInRowEnd + 1;
+  IPU_RETURN_IF_ERROR(expect_param_count(v,
+                                         has_share   ? P::kCount
+                                         : has_block ? P::kInRowEnd + 1
+                                                     : P::kCBegin,
+                                         0));
+  uint64_t dx_elements = ops[2].elements;
+  if (has_share) {
+    const int64_t parts = v.params(P::kParts);
+    IPU_RETURN_IF_ERROR(expect_range(v.params(P::kPart), v.params(P::kPart) + 1, parts, "partial"));
+    if (dx_elements % static_cast<uint64_t>(parts) != 0)
+      return invalid_argument("dX's " + std::to_string(dx_elements) + " elements are not " +
+                              std::to_string(parts) + " partials");
+    dx_elements /= static_cast<uint64_t>(parts);
+    if (v.params(P::kG) != 1) return invalid_argument("an output-channel share needs 1 group");
+  }
+  IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, dx_elements, ops[1].elements, ops[0].elements));
   IPU_RETURN_IF_ERROR(expect_range(v.params(P::kNBegin), v.params(P::kNEnd), s.w.N, "sample"));
   if (has_block) {
     IPU_RETURN_IF_ERROR(expect_range(v.params(P::kCBegin), v.params(P::kCEnd), s.w.C, "input channel"));
     IPU_RETURN_IF_ERROR(expect_range(v.params(P::kInRowBegin), v.params(P::kInRowEnd), s.w.H, "input row"));
+  }
+  if (has_share) {
+    IPU_RETURN_IF_ERROR(expect_range(v.params(P::kMBegin), v.params(P::kMEnd), s.M, "output channel"));
+    if (v.params(P::kMBegin) == v.params(P::kMEnd))
+      return invalid_argument("the output-channel share is empty");
   }
   if (!distinct(v)) return invalid_argument("operands must be distinct tensors");
   return Status();

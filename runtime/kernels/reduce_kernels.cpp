@@ -17,6 +17,11 @@ namespace {
 using format::FLOAT32;
 using format::ReduceKind;
 
+// max(0, sum) as a float, NaN to 0 as the Relu kernel makes it.
+float relu_of(double sum) {
+  return sum > 0.0 ? static_cast<float>(sum) : 0.0f;
+}
+
 // Reduce: Y[i] = reduce over the box red_dims of X[Σ o_k·os_k + Σ r_k·rs_k], for output
 // elements i in [begin, end) of out_dims (o = the multi-index of i).
 //   operands: X, Y
@@ -35,16 +40,20 @@ void run_reduce(const PreparedVertex& v) {
     count *= red_dims[k];
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  if ((kind == ReduceKind::kSum || kind == ReduceKind::kMean) && red_rank == 1) {
-    // One reduced axis (LayerNorm's mean): a plain loop, adding in the same order as below.
+  if ((kind == ReduceKind::kSum || kind == ReduceKind::kMean || kind == ReduceKind::kSumRelu) &&
+      red_rank == 1) {
+    // One reduced axis (LayerNorm's mean, a split sum's shares): a plain loop, adding in the same
+    // order as below.
     const int64_t stride = red_strides[0];
     for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],
                         [&](int64_t i, const std::array<int64_t, 1>& base) {
                           double acc = 0.0;
                           for (int64_t j = 0; j < count; ++j)
                             acc += x[base[0] + j * stride];
-                          y[i] = static_cast<float>(
-                              kind == ReduceKind::kMean ? acc / static_cast<double>(count) : acc);
+                          y[i] = kind == ReduceKind::kMean
+                                     ? static_cast<float>(acc / static_cast<double>(count))
+                                 : kind == ReduceKind::kSumRelu ? relu_of(acc)
+                                                                : static_cast<float>(acc);
                         });
     return;
   }
@@ -59,6 +68,7 @@ void run_reduce(const PreparedVertex& v) {
                                               switch (kind) {
                                               case ReduceKind::kSum:
                                               case ReduceKind::kMean:
+                                              case ReduceKind::kSumRelu:
                                                 acc += t;
                                                 break;
                                               case ReduceKind::kProd:
@@ -90,6 +100,9 @@ void run_reduce(const PreparedVertex& v) {
                         case ReduceKind::kMean:
                           y[i] = static_cast<float>(acc / static_cast<double>(count));
                           break;
+                        case ReduceKind::kSumRelu:
+                          y[i] = relu_of(acc);
+                          break;
                         case ReduceKind::kMax:
                         case ReduceKind::kMin:
                           y[i] = best;
@@ -114,7 +127,8 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
       red_rank > format::kMaxTensorRank) {
     return invalid_argument("ranks must be in [1, 8]");
   }
-  if (kind >= static_cast<int64_t>(ReduceKind::kArgMax) && red_rank != 1) {
+  if (kind >= static_cast<int64_t>(ReduceKind::kArgMax) &&
+      kind <= static_cast<int64_t>(ReduceKind::kArgMinLast) && red_rank != 1) {
     return invalid_argument("arg reductions take one axis");
   }
   IPU_RETURN_IF_ERROR(expect_param_count(v, tailed_param_count<P>(v), 0));

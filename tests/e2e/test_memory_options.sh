@@ -67,8 +67,9 @@ test_recompute_trains_a_small_resnet_bitwise() {
 }
 
 # ResNet-18 (224×224) training with SGD and momentum on one mk2 IPU. Measured: at micro-batch 8
-# the fullest tile falls from 505,580 to 447,280 bytes (4,969,188 to 6,159,712 cycles per step);
-# micro-batch 12 needs 649,960 bytes on its fullest tile without recomputation and 572,936 with.
+# the fullest tile falls from 370,960 to 341,584 bytes (4,769,792 to 5,909,354 cycles per step);
+# micro-batch 32 does not fit without recomputation (756,620 bytes on tile 0) and needs 621,444 with.
+# (Before convolutions split their input channels, micro-batch 12 already did not fit.)
 test_recompute_fits_resnet18_at_a_micro_batch_that_does_not_fit_without() {
   make_resnet model
   local variant
@@ -85,10 +86,10 @@ plain, recomputed = (json.load(open(v + '.json'))['estimates'] for v in ('plain'
 assert recomputed['peak_tile_bytes'] < plain['peak_tile_bytes'], (recomputed, plain)
 assert recomputed['cycles_per_step']['train'] > plain['cycles_per_step']['train']"
   expect_error 5 "tile(s) out of memory" -- "$IPUCC" compile model/resnet18.onnx "${TRAIN_RESNET[@]}" \
-    --batch-size 12 --no-cache -o plain12.ipuexe
-  expect_exit 0 "$IPUCC" compile model/resnet18.onnx "${TRAIN_RESNET[@]}" --batch-size 12 --recompute --no-cache \
-    -o recompute12.ipuexe --json
-  expect_json "$STDOUT" 'd["estimates"]["peak_tile_bytes"] <= 638976' "micro-batch 12 fits with --recompute"
+    --batch-size 32 --no-cache -o plain32.ipuexe
+  expect_exit 0 "$IPUCC" compile model/resnet18.onnx "${TRAIN_RESNET[@]}" --batch-size 32 --recompute --no-cache \
+    -o recompute32.ipuexe --json
+  expect_json "$STDOUT" 'd["estimates"]["peak_tile_bytes"] <= 638976' "micro-batch 32 fits with --recompute"
 }
 
 test_recompute_checkpoints_by_kind_or_name() {
@@ -104,9 +105,12 @@ test_recompute_checkpoints_by_kind_or_name() {
     "$IPUCC" compile "$MODELS/mlp_sequential_staged.json" --recompute --recompute-checkpoints dense1
 }
 
-# ResNet-18 training at micro-batch 4: at 0.1 the convolutions' vertices hold less and the fullest
-# tile falls (361,596 to 351,084 bytes) at more cycles (3,046,890 to 3,302,861); at the default,
-# spelt out, the executable is the same bits.
+# ResNet-18 training at micro-batch 4: at 0.1 the convolutions' plans change, at more cycles
+# (2,830,447 to 3,084,709); at the default, spelt out, the executable is the same bits. Its fullest
+# tile does not fall (296,648 to 297,800 bytes): this export folds batch norm, so its convolutions
+# carry a fused Relu and keep their input channels whole, and the fullest tile holds the stem's
+# output as the stem's plan laid it out. The unit tests check the memory a smaller share saves
+# (tests/unit/compiler/lowering/test_available_memory.cpp).
 test_available_memory_proportion_changes_the_plans_and_not_at_its_default() {
   make_resnet model
   local variant
@@ -122,7 +126,7 @@ import json
 default, low = (json.load(open(v + '.json'))['estimates'] for v in ('default', 'low'))
 print('resnet18 micro-batch 4: peak tile', default['peak_tile_bytes'], '->', low['peak_tile_bytes'],
       'bytes, cycles', default['cycles_per_step']['train'], '->', low['cycles_per_step']['train'])
-assert low['peak_tile_bytes'] < default['peak_tile_bytes']"
+assert low['cycles_per_step']['train'] > default['cycles_per_step']['train']"
 }
 
 test_available_memory_proportion_out_of_range_is_a_usage_error() {

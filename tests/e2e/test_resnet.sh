@@ -31,10 +31,11 @@ test_resnet18_fits_one_ipu_and_matches_torch_at_batch_1_and_16() {
   make_resnet
   predict_and_compare 1
   predict_and_compare 16
-  # On fewer tiles each Conv vertex takes more rows and channels: the same bits.
+  # On fewer tiles each Conv vertex takes more rows and channels, and a convolution may split its
+  # input channels otherwise: its sums then add in another order, within float rounding.
   expect_exit 0 "$IPUCC" compile model/resnet18.onnx --mode infer --batch-size 1 --tiles-per-ipu 300 -o few.ipuexe
   expect_exit 0 "$IPURUN" predict few.ipuexe --input model/resnet18.input.npy --output few.npy
-  expect_exit 0 "$COMPARE_TENSORS" few.npy out_1.npy --rtol 0 --atol 0
+  expect_exit 0 "$COMPARE_TENSORS" few.npy out_1.npy --rtol 1e-5 --atol 1e-5
 }
 
 # What was measured when training first fitted (peak tile bytes and train cycles per step are
@@ -75,8 +76,10 @@ test_resnet18_trains_at_micro_batch_16_on_four_automatic_stages() {
 # (docs/pipelining.md). With tile memory a little under what the default split's fullest tile needs,
 # the split the bound picks for it overflows its plan, and the next best splits without the
 # overflowing stage are compiled, each refusal a note, until one fits (micro-batch 8, 12,000 bytes
-# under: three refusals, then a split that fits), or until 4 splits were tried: out of memory
-# (exit 5), saying what it tried (20,000 bytes under). The bound counts one receive buffer per cut,
+# under: two refusals, then a split that fits), or until no split left fits the bound: out of
+# memory (exit 5), after the refusal's note (33,000 bytes under). (The third ending, 4 splits tried
+# and none fitting, which this test reached before convolutions split their input channels, no
+# longer occurs for ResNet-18.) The bound counts one receive buffer per cut,
 # while a value read stages later, such as the stem's output, waits in one per stage it crosses.
 # expect_split_retries BATCH MARGIN: compiles at the default tile memory, then MARGIN bytes under
 # its fullest tile, leaving the second compile's JSON in $STDOUT.
@@ -91,7 +94,7 @@ expect_split_retries() {
   E2E_RC=0
   "$IPUCC" "${train[@]}" --bytes-per-tile "$BYTES" > "$STDOUT" 2> "$STDERR" || E2E_RC=$?
   expect_stderr_contains "does not fit its memory plan"
-  expect_stderr_contains "trying the next best split without that stage"
+  expect_stderr_contains "trying the next best split without th" # that stage, or those stages
 }
 
 test_resnet18_automatic_split_retries_when_its_memory_plan_overflows() {
@@ -100,10 +103,9 @@ test_resnet18_automatic_split_retries_when_its_memory_plan_overflows() {
   ((E2E_RC == 0)) || fail "micro-batch 8: no split fits $BYTES bytes per tile (exit $E2E_RC)"
   expect_json "$STDOUT" "all(0 < i['peak_tile_bytes'] <= $BYTES for i in d['pipeline']['ipus'])" \
     "the split taken fits $BYTES bytes per tile"
-  expect_split_retries 8 20000
-  ((E2E_RC == 5)) || fail "micro-batch 8, 20,000 bytes under its fullest tile: expected exit 5, got $E2E_RC"
-  expect_stderr_contains "out of memory"
-  expect_stderr_contains "(the automatic split tried 4 splits, this one last; before it, the split starting at"
+  expect_split_retries 8 33000
+  ((E2E_RC == 5)) || fail "micro-batch 8, 33,000 bytes under its fullest tile: expected exit 5, got $E2E_RC"
+  expect_stderr_contains "no split into 4 pipeline stages fits one IPU each"
 }
 
 # --pipeline-stages 4 splits its 65 nodes (docs/pipelining.md): the pipelined model still

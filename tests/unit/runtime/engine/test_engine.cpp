@@ -624,6 +624,46 @@ TEST_CASE("engine: replicas pull their own data and an all-reduce leaves every r
   }
 }
 
+// Under fp16 and mixed training the gradients cross the links in binary16: each replica's values
+// round before the sum, and the mean after. Values between binary16 neighbours show it: 1 + 2^-12
+// rounds to 1 on the way out (fp32 would keep it).
+TEST_CASE("engine: an all-reduce in binary16 on the links rounds each replica's values and the mean") {
+  for (bool half_wire : {false, true}) {
+    CAPTURE(half_wire);
+    Tiny t;
+    t.b.exe().mutable_target()->set_num_ipus(2);
+    t.b.exe().mutable_pipeline()->set_replicas(2);
+    auto* main = t.b.program("main");
+    stream_in(main, t.in, t.x);
+    execute(main, t.relu_cs);
+    auto* all_reduce = main->add_steps()->mutable_all_reduce();
+    all_reduce->add_tensors(t.y);
+    if (half_wire) all_reduce->set_wire_dtype(fmt::FLOAT16);
+    stream_out(main, t.out_y, t.y);
+    auto engine = load(t.b.exe());
+    const float fine = 1.0f + std::ldexp(1.0f, -12), coarse = 3.0f + std::ldexp(1.0f, -10);
+    std::vector<std::vector<float>> pushed(2);
+    HostStreams streams;
+    streams.pull = [&](uint32_t, uint32_t replica, std::span<std::byte> dst) -> Status {
+      std::vector<float> v(dst.size() / sizeof(float), replica == 0 ? fine : coarse);
+      std::memcpy(dst.data(), v.data(), dst.size());
+      return Status();
+    };
+    streams.push = [&](uint32_t, uint32_t replica, std::span<const std::byte> src) -> Status {
+      pushed[replica] = floats(src);
+      return Status();
+    };
+    REQUIRE(engine->run(*engine->find_program("main"), streams).ok());
+    // binary16: 1 + 2^-12 → 1, 3 + 2^-10 → 3 (ties to even; its spacing there is 2^-9): the mean 2.
+    const float want = half_wire ? 2.0f : (fine + coarse) * 0.5f;
+    for (uint32_t r = 0; r < 2; ++r) {
+      REQUIRE(pushed[r].size() == 8);
+      for (float v : pushed[r])
+        CHECK(v == want);
+    }
+  }
+}
+
 TEST_CASE("engine: parallel branches run on their own tensors") {
   Builder b;
   const uint32_t x1 = b.tensor("x1", fmt::FLOAT32, {8}, {-1, 2, -3, 4, -5, 6, -7, 8});

@@ -340,6 +340,21 @@ TEST_CASE("verifier: program nodes") {
       "executes compute set 5");
   expect_rejected([](Executable& e) { predict_steps_add(e)->mutable_repeat()->mutable_body(); },
                   "empty program node");
+  // An all-reduce crosses the links as a float type: FLOAT16 or FLOAT32 (or unset).
+  for (fmt::DType wire : {fmt::DTYPE_UNSPECIFIED, fmt::FLOAT32, fmt::FLOAT16}) {
+    expect_accepted([wire](Executable& e) {
+      auto* all_reduce = predict_steps_add(e)->mutable_all_reduce();
+      all_reduce->add_tensors(0);
+      all_reduce->set_wire_dtype(wire);
+    });
+  }
+  expect_rejected(
+      [](Executable& e) {
+        auto* all_reduce = predict_steps_add(e)->mutable_all_reduce();
+        all_reduce->add_tensors(0);
+        all_reduce->set_wire_dtype(fmt::INT32);
+      },
+      "all-reduce over the links in type 2, not a float");
   expect_accepted([](Executable& e) {
     auto* r = predict_steps_add(e)->mutable_repeat();
     r->set_count(0);

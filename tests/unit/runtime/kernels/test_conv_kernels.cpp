@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/format/tensor_kinds.h"
 #include "runtime/kernels/kernel.h"
 #include "tests/unit/runtime/kernels/kernel_test_support.h"
 
@@ -201,6 +202,97 @@ TEST_CASE("kernels: every split of ConvGradInput and ConvGradWeight gives the si
       check_close(dw_one, summed);
     }
   }
+}
+
+// The channel shares the compiler makes of a convolution with one group (compiler/ops/conv_ops.cpp,
+// lower_conv and lower_conv_grad_input): Conv over input channels and ConvGradInput over output
+// channels, each share into its partial, summed, give the single vertex's result within float
+// rounding; only Conv's share of channel 0 adds the bias.
+TEST_CASE("kernels: Conv split over input channels and ConvGradInput over output channels sum to the whole") {
+  for (const Geometry& g : conv_geometries()) {
+    if (g.C < 2) continue;
+    const int64_t M = 3, OH = g.OH(), OW = g.OW();
+    CAPTURE(g.H);
+    auto x = values(static_cast<size_t>(g.N * g.C * g.H * g.W), 21);
+    auto w = values(static_cast<size_t>(M * g.C * g.KH * g.KW), 22);
+    auto b = values(static_cast<size_t>(M), 23);
+    auto dy = values(static_cast<size_t>(g.N * M * OH * OW), 24);
+    const std::vector<int64_t> p = with(g.params(), {M, 1});
+    const size_t y_size = dy.size(), x_size = x.size();
+    std::vector<float> y_one(y_size, -7.0f), dx_one(x_size, -7.0f);
+    run(Codelet::kConv, {x.data(), w.data(), b.data(), y_one.data()}, with(p, {0, g.N, 0, M}));
+    run(Codelet::kConvGradInput, {dy.data(), w.data(), dx_one.data()}, with(p, {0, g.N}));
+
+    // Two input-channel shares; the second split over samples, output channels and rows too.
+    const int64_t parts = 2, half = g.C / 2, rows = (OH + 1) / 2;
+    std::vector<float> y_partials(parts * y_size, -7.0f);
+    run(Codelet::kConv, {x.data(), w.data(), b.data(), y_partials.data()},
+        with(p, {0, g.N, 0, M, 0, 0, OH, 0, half, parts, 0}));
+    for (auto [nb, ne] : {std::pair<int64_t, int64_t>{0, 1}, {1, g.N}}) {
+      for (auto [ob, oe] : {std::pair<int64_t, int64_t>{0, rows}, {rows, OH}}) {
+        run(Codelet::kConv, {x.data(), w.data(), b.data(), y_partials.data()},
+            with(p, {nb, ne, 0, 1, 0, ob, oe, half, g.C, parts, 1}));
+        run(Codelet::kConv, {x.data(), w.data(), b.data(), y_partials.data()},
+            with(p, {nb, ne, 1, M, 0, ob, oe, half, g.C, parts, 1}));
+      }
+    }
+    std::vector<double> y_sum(y_size);
+    for (size_t i = 0; i < y_size; ++i)
+      y_sum[i] = static_cast<double>(y_partials[i]) + y_partials[y_size + i];
+    check_close(y_one, y_sum);
+    // A fused Relu moves to the Reduce that adds the shares (kind SumRelu): the fused Conv's result.
+    std::vector<float> y_relu(y_size, -7.0f), y_reduced(y_size, -7.0f);
+    run(Codelet::kConv, {x.data(), w.data(), b.data(), y_relu.data()}, with(p, {0, g.N, 0, M, 1}));
+    const auto elements = static_cast<int64_t>(y_size);
+    run(Codelet::kReduce, {y_partials.data(), y_reduced.data()},
+        {static_cast<int64_t>(ipu::format::ReduceKind::kSumRelu), 1, 1, 0, elements, elements, 1, parts,
+         elements});
+    std::vector<double> relu_want(y_relu.begin(), y_relu.end());
+    check_close(y_reduced, relu_want);
+
+    // Output-channel shares of dX: channels [0, 1) and [1, M), the second over input rows in two.
+    std::vector<float> dx_partials(parts * x_size, -7.0f);
+    run(Codelet::kConvGradInput, {dy.data(), w.data(), dx_partials.data()},
+        with(p, {0, g.N, 0, g.C, 0, g.H, 0, 1, parts, 0}));
+    const int64_t in_half = (g.H + 1) / 2;
+    run(Codelet::kConvGradInput, {dy.data(), w.data(), dx_partials.data()},
+        with(p, {0, g.N, 0, g.C, 0, in_half, 1, M, parts, 1}));
+    run(Codelet::kConvGradInput, {dy.data(), w.data(), dx_partials.data()},
+        with(p, {0, g.N, 0, g.C, in_half, g.H, 1, M, parts, 1}));
+    std::vector<double> dx_sum(x_size);
+    for (size_t i = 0; i < x_size; ++i)
+      dx_sum[i] = static_cast<double>(dx_partials[i]) + dx_partials[x_size + i];
+    check_close(dx_one, dx_sum);
+  }
+}
+
+TEST_CASE("kernels: Conv and ConvGradInput refuse channel shares outside their operands") {
+  const Geometry g{2, 4, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  const uint64_t xs = 2 * 4 * 5 * 6, ws = 8 * 4 * 9, ys = 2 * 8 * 5 * 6;
+  const auto p = with(g.params(), {8, 1});
+  // Conv: X, W, Y of three partials; the share follows the row range.
+  CHECK(validate(Codelet::kConv, {xs, ws, 3 * ys}, with(p, {0, 2, 0, 8, 0, 0, 5, 1, 3, 3, 2})).ok());
+  CHECK_FALSE(validate(Codelet::kConv, {xs, ws, 3 * ys}, with(p, {0, 2, 0, 8, 0, 0, 5, 1, 5, 3, 2})).ok());
+  CHECK_FALSE(validate(Codelet::kConv, {xs, ws, 3 * ys}, with(p, {0, 2, 0, 8, 0, 0, 5, 2, 2, 3, 2})).ok());
+  CHECK_FALSE(validate(Codelet::kConv, {xs, ws, 3 * ys}, with(p, {0, 2, 0, 8, 0, 0, 5, 1, 3, 3, 3})).ok());
+  CHECK_FALSE(validate(Codelet::kConv, {xs, ws, 2 * ys}, with(p, {0, 2, 0, 8, 0, 0, 5, 1, 3, 3, 0})).ok());
+  CHECK_FALSE(validate(Codelet::kConv, {xs, ws, 3 * ys}, with(p, {0, 2, 0, 8, 1, 0, 5, 1, 3, 3, 0})).ok());
+  const auto grouped = with(g.params(), {8, 2});
+  CHECK_FALSE(
+      validate(Codelet::kConv, {xs, ws / 2, 3 * ys}, with(grouped, {0, 2, 0, 8, 0, 0, 5, 0, 1, 3, 0})).ok());
+  // ConvGradInput: dY, W, dX of three partials; the share follows the block.
+  CHECK(validate(Codelet::kConvGradInput, {ys, ws, 3 * xs}, with(p, {0, 2, 0, 4, 0, 5, 2, 6, 3, 1})).ok());
+  CHECK_FALSE(
+      validate(Codelet::kConvGradInput, {ys, ws, 3 * xs}, with(p, {0, 2, 0, 4, 0, 5, 2, 9, 3, 1})).ok());
+  CHECK_FALSE(
+      validate(Codelet::kConvGradInput, {ys, ws, 3 * xs}, with(p, {0, 2, 0, 4, 0, 5, 2, 2, 3, 1})).ok());
+  CHECK_FALSE(
+      validate(Codelet::kConvGradInput, {ys, ws, 3 * xs}, with(p, {0, 2, 0, 4, 0, 5, 2, 6, 3, 3})).ok());
+  CHECK_FALSE(
+      validate(Codelet::kConvGradInput, {ys, ws, 2 * xs}, with(p, {0, 2, 0, 4, 0, 5, 2, 6, 3, 1})).ok());
+  CHECK_FALSE(
+      validate(Codelet::kConvGradInput, {ys, ws / 2, 3 * xs}, with(grouped, {0, 2, 0, 4, 0, 5, 2, 6, 3, 1}))
+          .ok());
 }
 
 TEST_CASE("kernels: ConvGradInput and ConvGradWeight refuse blocks and shares outside their operands") {
