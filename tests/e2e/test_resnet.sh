@@ -58,8 +58,9 @@ test_resnet18_trains_at_micro_batch_4_on_one_ipu() {
 # (weights, optimizer state, activations for the backward pass, 4 stash slots of the grouped
 # schedule) but counts only the largest of their short-lived peaks; the bound that summed each
 # node's fullest tile refused every split ("stage 2 needs about 2,145,924 bytes"). Measured:
-# stages from the stem, layer1.0/relu_1, layer2.0/relu_1 and layer3.1/relu_1, fullest tiles
-# 621,576, 582,876, 550,100 and 548,980 bytes, imbalance 1.21, 9,235,287 cycles per step.
+# stages from the stem, layer1.0/relu_1, layer2.0/relu_1 and layer3.1/relu, fullest tiles
+# 507,972, 358,628, 247,732 and 241,128 bytes, imbalance 1.13, 5,281,637 cycles per step (before
+# convolutions split their input channels: 621,576, 582,876, 550,100 and 548,980, 9,235,287).
 test_resnet18_trains_at_micro_batch_16_on_four_automatic_stages() {
   make_resnet
   expect_exit 0 "$IPUCC" compile model/resnet18.onnx --mode train --loss sparse_categorical_crossentropy \
