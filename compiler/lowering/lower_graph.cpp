@@ -38,10 +38,11 @@ const char* phase_name(ir::Phase phase) {
 // Whether the next op of a dependency level should open a compute set of its own rather than join
 // the open one: Poplar runs each op's compute sets in turn (a program per op), so ops never share
 // receive buffers there, and ipucc merges a level only while that does not raise a tile's peak. Once
-// a tile of the open set receives half of an op's working-set budget, the next op, which may take
-// as much again on the same tiles (a convolution's plan spans the IPU), runs after it instead:
-// ResNet-50's weight-gradient convolutions at micro-batch 20 otherwise stack 558 KB of receive
-// buffers on a tile.
+// a tile of the open set receives 1/8 of a convolution's working-set share, the next op, which may
+// take as much as a share on the same tiles (a convolution's plan spans the IPU), runs after it
+// instead: ResNet-50's weight-gradient convolutions at micro-batch 20 otherwise stack 558 KB of
+// receive buffers on a tile. Small ops (elementwise ops reading where their operands live) still
+// share a set.
 bool starts_own_compute_set(const LowerContext& ctx) {
   return static_cast<double>(ctx.fullest_tile_received()) > available_memory_bytes(ctx.target()) / 8;
 }

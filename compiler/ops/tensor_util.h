@@ -45,7 +45,8 @@ std::vector<lowering::Region> strided_read_regions(uint32_t tensor, const std::v
 // splits out's elements over vertices, placed on consecutive tiles of the IPU from `first_tile`
 // (the first of those that computed partials) round the IPU, so a reduce with more vertices than
 // the op had tiles spreads as poplibs' reductions do instead of stacking receive buffers.
-// A MatMul split over K and the convolution gradients split over samples or rows end so.
+// A MatMul split over K, a convolution split over input channels, its input gradient over output
+// channels and its kernel gradient over samples or rows end so.
 // `kind` kSumRelu takes max(0, ·) of each sum: a convolution whose Relu was fused in.
 void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t out, int64_t shares,
                         int64_t elements, const lowering::Split& reduce, uint32_t first_tile,
