@@ -351,13 +351,8 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
     }
   }
   if (shares == 1) return Status();
-  const int64_t elements = N * M * plane;
-  const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
-  const lowering::Split reduce =
-      lowering::plan_split(elements, cycles_per_element, 4.0 * static_cast<double>(shares),
-                           4.0 * static_cast<double>(shares + 1), ctx.target(), ctx.target().tiles_per_ipu);
-  emit_sum_of_shares(ctx, target, y, shares, elements, reduce, tiles.front(),
-                     fused_relu ? format::ReduceKind::kSumRelu : format::ReduceKind::kSum);
+  emit_spread_sum_of_shares(ctx, target, y, shares, N * M * plane, tiles.front(),
+                            fused_relu ? format::ReduceKind::kSumRelu : format::ReduceKind::kSum);
   return Status();
 }
 
@@ -470,12 +465,7 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
     }
   }
   if (shares == 1) return Status();
-  const int64_t elements = N * C * in_plane;
-  const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
-  const lowering::Split reduce =
-      lowering::plan_split(elements, cycles_per_element, 4.0 * static_cast<double>(shares),
-                           4.0 * static_cast<double>(shares + 1), ctx.target(), ctx.target().tiles_per_ipu);
-  emit_sum_of_shares(ctx, target, dx, shares, elements, reduce, tiles.front());
+  emit_spread_sum_of_shares(ctx, target, dx, shares, N * C * in_plane, tiles.front());
   return Status();
 }
 
@@ -566,15 +556,7 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
     }
   }
   if (shares == 1) return Status();
-  const int64_t elements = M * Cg * taps;
-  const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
-  // Over the whole IPU, as the plan's estimate of the reduce assumed: a deep layer's dW (2.4 M
-  // elements at 512 × 512 × 3 × 3) on the few tiles of a plan split over samples would give each
-  // of them more receive buffers than a tile holds.
-  const lowering::Split reduce =
-      lowering::plan_split(elements, cycles_per_element, 4.0 * static_cast<double>(shares),
-                           4.0 * static_cast<double>(shares + 1), ctx.target(), ctx.target().tiles_per_ipu);
-  emit_sum_of_shares(ctx, target, dw, shares, elements, reduce, tiles.front());
+  emit_spread_sum_of_shares(ctx, target, dw, shares, M * Cg * taps, tiles.front());
   return Status();
 }
 

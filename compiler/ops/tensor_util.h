@@ -52,6 +52,14 @@ void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t
                         int64_t elements, const lowering::Split& reduce, uint32_t first_tile,
                         format::ReduceKind kind = format::ReduceKind::kSum);
 
+// emit_sum_of_shares with the reduce split over the whole IPU (plan_split at the partial-sum rate),
+// as a convolution's plan estimates its reduce: a deep layer's dW (2.4 M elements at 512 × 512 ×
+// 3 × 3) reduced on the few tiles of a plan split over samples would give each of them more
+// receive buffers than a tile holds.
+void emit_spread_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t out, int64_t shares,
+                               int64_t elements, uint32_t first_tile,
+                               format::ReduceKind kind = format::ReduceKind::kSum);
+
 // How the outputs of an op read one input: output index idx (row-major over `dims`, the output's
 // elements) reads offsets Σ idx_k·strides_k, plus every offset of the axes it reduces over
 // (`reduced_dims` at `reduced_strides`: a reduction's other axes).

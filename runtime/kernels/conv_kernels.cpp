@@ -139,6 +139,17 @@ StatusOr<ConvShape> validate_conv_shape(const format::Vertex& v, uint64_t x_elem
   return ConvShape{w, M, G, w.C / G, M / G, K};
 }
 
+// The elements of one partial of an operand holding `parts` of them (a Conv's or ConvGradInput's
+// channel share writes partial `part`), after checking that `part` is one of them and they divide it.
+StatusOr<uint64_t> elements_per_partial(int64_t part, int64_t parts, uint64_t elements, const char* operand) {
+  IPU_RETURN_IF_ERROR(expect_range(part, part + 1, parts, "partial"));
+  if (elements % static_cast<uint64_t>(parts) != 0) {
+    return invalid_argument(std::string(operand) + "'s " + std::to_string(elements) + " elements are not " +
+                            std::to_string(parts) + " partials");
+  }
+  return elements / static_cast<uint64_t>(parts);
+}
+
 bool distinct(const format::Vertex& v) {
   for (int i = 0; i < v.operands_size(); ++i) {
     for (int j = i + 1; j < v.operands_size(); ++j) {
@@ -232,12 +243,8 @@ Status validate_conv(const format::Vertex& v, const std::vector<OperandInfo>& op
   }
   uint64_t y_elements = ops.back().elements;
   if (has_share) {
-    const int64_t parts = v.params(Conv::kParts);
-    IPU_RETURN_IF_ERROR(expect_range(v.params(Conv::kPart), v.params(Conv::kPart) + 1, parts, "partial"));
-    if (y_elements % static_cast<uint64_t>(parts) != 0)
-      return invalid_argument("Y's " + std::to_string(y_elements) + " elements are not " +
-                              std::to_string(parts) + " partials");
-    y_elements /= static_cast<uint64_t>(parts);
+    IPU_ASSIGN_OR_RETURN(
+        y_elements, elements_per_partial(v.params(Conv::kPart), v.params(Conv::kParts), y_elements, "Y"));
     if (v.params(Conv::kG) != 1 || v.params(Conv::kFusedRelu) != 0)
       return invalid_argument("an input-channel share needs 1 group and fused_relu 0");
   }
@@ -346,12 +353,8 @@ Status validate_conv_grad_input(const format::Vertex& v, const std::vector<Opera
                                          0));
   uint64_t dx_elements = ops[2].elements;
   if (has_share) {
-    const int64_t parts = v.params(P::kParts);
-    IPU_RETURN_IF_ERROR(expect_range(v.params(P::kPart), v.params(P::kPart) + 1, parts, "partial"));
-    if (dx_elements % static_cast<uint64_t>(parts) != 0)
-      return invalid_argument("dX's " + std::to_string(dx_elements) + " elements are not " +
-                              std::to_string(parts) + " partials");
-    dx_elements /= static_cast<uint64_t>(parts);
+    IPU_ASSIGN_OR_RETURN(dx_elements,
+                         elements_per_partial(v.params(P::kPart), v.params(P::kParts), dx_elements, "dX"));
     if (v.params(P::kG) != 1) return invalid_argument("an output-channel share needs 1 group");
   }
   IPU_ASSIGN_OR_RETURN(ConvShape s, validate_conv_shape(v, dx_elements, ops[1].elements, ops[0].elements));
