@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for FUZZ_SECONDS (default 120)
-# from its seed corpus. Exits non-zero if a fuzzer finds a crash, a leak or undefined behaviour;
-# the reproducer is left in the printed directory.
+# Builds the libFuzzer targets (clang, ASan + UBSan) and runs each for SECONDS (default
+# FUZZ_SECONDS, else 120) from its seed corpus, FUZZ_JOBS of them at once (default nproc: each
+# fuzzer is one process on one core). Exits non-zero if a fuzzer finds a crash, a leak or undefined
+# behaviour; the reproducer is left in the printed directory.
 #   scripts/fuzz.sh [SECONDS]
+# The build directory is IPUCC_FUZZ_BUILD_DIR (default build-fuzz). One that is already configured
+# with IPUCC_FUZZ=ON is built as it is: scripts/test.sh hands over its clang sanitizer build, whose
+# libraries carry the fuzzers' instrumentation too, so CI compiles them once.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-${FUZZ_SECONDS:-120}}
+parallel=${FUZZ_JOBS:-$(nproc)}
 build=${IPUCC_FUZZ_BUILD_DIR:-$root/build-fuzz}
 
 "$root/scripts/apt-install.sh" clang libclang-rt-14-dev
 
-# Line tables only (-g1): a crash report still names file and line, for a faster build.
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-  -DIPUCC_FUZZ=ON -DIPUCC_BUILD_TESTS=OFF >/dev/null
-cmake --build "$build" --target fuzz_executable fuzz_graph_spec fuzz_onnx_import fuzz_model_fingerprint
+if [ -f "$build/CMakeCache.txt" ]; then
+  grep -q '^IPUCC_FUZZ:BOOL=ON$' "$build/CMakeCache.txt" ||
+    { echo "fuzz: $build is configured without IPUCC_FUZZ=ON; give another IPUCC_FUZZ_BUILD_DIR" >&2; exit 2; }
+else
+  # Line tables only (-g1): a crash report still names file and line, for a faster build.
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
+    -DIPUCC_FUZZ=ON -DIPUCC_BUILD_TESTS=OFF >/dev/null
+fi
+fuzzers=(fuzz_executable fuzz_graph_spec fuzz_onnx_import fuzz_model_fingerprint)
+cmake --build "$build" --target "${fuzzers[@]}"
 
 work=$(mktemp -d)
-status=0
 # fuzz_executable also starts from the payloads of executables of every layout, compiled by the
 # release build's ipucc (scripts/test.sh builds it first).
 release=${IPUCC_BUILD_DIR:-$root/build}
@@ -29,24 +39,34 @@ if cmake --build "$release" --target ipucc hostile_executable >/dev/null 2>&1; t
 else
   echo "fuzz: no release build in $release; fuzz_executable starts from tests/fuzz/corpus/executable only" >&2
 fi
-run() {  # name corpus[,corpus...] [extra libFuzzer flags]
+
+run() {  # name corpus[,corpus...] [extra libFuzzer flags]: runs in the background, logs to $work/name.log
   local name=$1 corpora
   IFS=, read -ra corpora <<< "$2"
   shift 2
   mkdir -p "$work/$name"
+  (cd "$work" && exec "$build/tests/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
+     "$@" "$work/$name" "${corpora[@]}" 2>"$work/$name.log") &
+  pids[$name]=$!
   echo "== $name for ${seconds}s"
-  if ! (cd "$work" && "$build/tests/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
-          "$@" "$work/$name" "${corpora[@]}" 2>"$work/$name.log"); then
+  while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
+}
+declare -A pids=()
+run fuzz_executable "$executable_seeds"
+run fuzz_graph_spec "$root/tests/fuzz/corpus/graph_spec" -dict="$root/tests/fuzz/graph_spec.dict"
+run fuzz_onnx_import "$root/tests/fuzz/corpus/onnx"
+run fuzz_model_fingerprint "$root/tests/fuzz/corpus/onnx,$root/tests/fuzz/corpus/graph_spec"
+
+status=0
+for name in "${fuzzers[@]}"; do
+  echo "== $name"
+  if ! wait "${pids[$name]}"; then
     tail -40 "$work/$name.log"
     echo "fuzz: $name failed; reproducer and log in $work" >&2
     status=1
   else
     grep -E "stat::number_of_executed_units|stat::peak_rss_mb|stat::new_units_added" "$work/$name.log" || true
   fi
-}
-run fuzz_executable "$executable_seeds"
-run fuzz_graph_spec "$root/tests/fuzz/corpus/graph_spec" -dict="$root/tests/fuzz/graph_spec.dict"
-run fuzz_onnx_import "$root/tests/fuzz/corpus/onnx"
-run fuzz_model_fingerprint "$root/tests/fuzz/corpus/onnx,$root/tests/fuzz/corpus/graph_spec"
+done
 [ $status -eq 0 ] && rm -rf "$work"
 exit $status

@@ -3,10 +3,12 @@
 # write small ONNX models; python3-torch and python3-torchvision: tests/e2e/test_resnet.sh exports
 # torchvision's ResNet-18 and checks ipurun's logits against torch's; chromium:
 # tests/e2e/test_report.sh loads the HTML report headless; clang-format and clang-tidy:
-# scripts/lint.sh; openmpi-bin: mpirun, which ipurun --instances starts). Idempotent.
+# scripts/lint.sh; openmpi-bin: mpirun, which ipurun --instances starts; clang and its sanitizer
+# and libFuzzer runtimes: scripts/test.sh's sanitizer build and the fuzzers; ccache: scripts/test.sh
+# compiles the release and runtime-only builds' shared files once). Idempotent.
 set -euo pipefail
 "$(dirname "$0")/apt-install.sh" \
-  cmake ninja-build g++ pkg-config \
+  cmake ninja-build g++ pkg-config ccache \
   libprotobuf-dev protobuf-compiler \
   libonnx-dev \
   libcli11-dev \
@@ -26,4 +28,5 @@ set -euo pipefail
   python3-onnx \
   python3-torch python3-torchvision \
   chromium \
-  clang-format clang-tidy
+  clang-format clang-tidy \
+  clang libclang-rt-14-dev
