@@ -21,12 +21,15 @@ Split make_split(int64_t items, int64_t parts) {
   return {ceil_div(items, chunk), chunk};
 }
 
-// Candidate part counts: powers of two and the item count itself, so the search is cheap.
+// Candidate part counts: powers of two, and the item count itself or else every part allowed (a
+// large weight then spreads over every tile, not the largest power of two of them), so the
+// search is cheap.
 std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts) {
   std::vector<int64_t> out;
   for (int64_t p = 1; p <= std::min(items, max_parts); p *= 2)
     out.push_back(p);
-  if (items <= max_parts) out.push_back(items);
+  const int64_t most = std::min(items, max_parts);
+  if (most > out.back()) out.push_back(most);
   return out;
 }
 
@@ -71,6 +74,21 @@ Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_pe
   return best;
 }
 
+Split plan_reduce_of_shares(int64_t shares, int64_t elements, const target::TargetSpec& target,
+                            int64_t max_parts) {
+  const auto s = static_cast<double>(shares);
+  return plan_split(elements, s / target.cycles.partial_sum_flops_per_cycle, 4.0 * s, 4.0 * (s + 1), target,
+                    max_parts);
+}
+
+double reduce_of_shares_cycles(int64_t shares, int64_t elements, const target::TargetSpec& target,
+                               int64_t max_parts) {
+  const auto s = static_cast<double>(shares);
+  return target::sync_cycles(target, 1) +
+         split_cycles(plan_reduce_of_shares(shares, elements, target, max_parts),
+                      s / target.cycles.partial_sum_flops_per_cycle, 4.0 * s, target);
+}
+
 MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles,
                        bool split_k) {
   const auto& m = target.cycles;
@@ -91,9 +109,10 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
     last_parts = k.parts;
     const double kc = static_cast<double>(k.chunk), shares = static_cast<double>(k.parts);
     // Each reduce vertex receives the partials of its share of C and adds them.
-    const Split reduce = k.parts > 1 ? plan_split(M * N, shares / m.partial_sum_flops_per_cycle, 4.0 * shares,
-                                                  4.0 * (shares + 1), target, max_tiles)
-                                     : make_split(M * N, 1);
+    const Split reduce =
+        k.parts > 1 ? plan_reduce_of_shares(k.parts, M * N, target, max_tiles) : make_split(M * N, 1);
+    const double reduce_cycles =
+        k.parts > 1 ? reduce_of_shares_cycles(k.parts, M * N, target, max_tiles) : 0.0;
     for (int64_t pr : detail::candidate_parts(M, max_tiles / k.parts)) {
       for (int64_t pc : detail::candidate_parts(N, max_tiles / (k.parts * pr))) {
         Candidate c;
@@ -113,10 +132,7 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
         if (k.parts > 1) {
           // A reduce vertex's tile still holds the partial block it computed.
           const double chunk = static_cast<double>(c.plan.reduce.chunk);
-          c.cost += target::sync_cycles(target, 1) + m.vertex_overhead_cycles +
-                    chunk * shares / m.partial_sum_flops_per_cycle +
-                    4.0 * chunk * shares / m.exchange_bytes_per_cycle +
-                    m.vertex_spread_cycles * static_cast<double>(c.plan.reduce.parts);
+          c.cost += reduce_cycles;
           c.held = std::max(c.held, 4.0 * r * cols + 4.0 * chunk * (shares + 1));
         }
         candidates.push_back(c);

@@ -28,6 +28,17 @@ Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_pe
 double split_cycles(const Split& split, double cycles_per_item, double exchange_bytes_per_item,
                     const target::TargetSpec& target);
 
+// How the compute set that adds `shares` partial sums of `elements` values (a '<level>/reduce')
+// splits them over at most `max_parts` vertices, each receiving its elements' shares.
+Split plan_reduce_of_shares(int64_t shares, int64_t elements, const target::TargetSpec& target,
+                            int64_t max_parts);
+
+// That compute set's estimated cycles: its sync, its slowest vertex and the per-vertex charge.
+// A planner that splits an op into partial sums adds them to the split's cost, so that a split
+// is taken only where it saves more than its reduce costs.
+double reduce_of_shares_cycles(int64_t shares, int64_t elements, const target::TargetSpec& target,
+                               int64_t max_parts);
+
 struct BlockGrid {
   Split rows;
   Split cols;

@@ -49,16 +49,20 @@ ChannelReducePlan plan_channel_reduce(const ChannelReduceWork& w, const target::
             static_cast<double>(plan.channels.chunk * plan.samples.chunk * plan.positions.chunk);
         const double received = w.element_bytes * static_cast<double>(w.inputs) * elements;
         const double held = received + 4.0 * static_cast<double>(w.values_per_part * plan.channels.chunk);
-        // The combine: each channel's parts, spread over as many tiles as there are channels.
+        // The combine: each channel's parts, spread over as many tiles as there are channels, in a
+        // compute set of its own (its sync and its vertices' launch).
         const double combined =
             plan.parts() > 1
                 ? static_cast<double>(plan.parts() * w.values_per_part) *
                       std::ceil(static_cast<double>(w.C) / static_cast<double>(std::min(w.C, tiles)))
                 : 0.0;
+        const double combine_set =
+            plan.parts() > 1 ? target::sync_cycles(target, 1) + m.vertex_overhead_cycles : 0.0;
         const double cycles =
             m.vertex_overhead_cycles + elements * w.ops_per_element / m.vector_flops_per_cycle +
             received / m.exchange_bytes_per_cycle + m.vertex_spread_cycles * static_cast<double>(vertices) +
-            combined / m.partial_sum_flops_per_cycle + 4.0 * combined / m.exchange_bytes_per_cycle;
+            combined / m.partial_sum_flops_per_cycle + 4.0 * combined / m.exchange_bytes_per_cycle +
+            combine_set;
         if (held <= budget && cycles < best_cycles * 0.999) {
           best = plan;
           best_cycles = cycles;

@@ -153,10 +153,20 @@ lowering::Split even_split(int64_t items, int64_t parts) {
   return {lowering::ceil_div(items, chunk), chunk};
 }
 
-// What one vertex of a grid split costs: multiply-accumulates, bytes received, bytes held.
+// What one vertex of a grid split costs: multiply-accumulates, bytes received, bytes held; and
+// the cycles of the compute set that adds its partial sums, if it splits into shares (reduce_cycles).
 struct GridCost {
   double macs, in_bytes, bytes;
+  double reduce_cycles = 0;
 };
+
+// The cycles of the '<level>/reduce' set that adds `shares` partial sums of `elements` values,
+// split as emit_spread_sum_of_shares splits it; 0 for one share, which needs none.
+double reduce_cycles(const target::TargetSpec& t, double shares, double elements) {
+  return shares > 1 ? lowering::reduce_of_shares_cycles(static_cast<int64_t>(shares),
+                                                        static_cast<int64_t>(elements), t, t.tiles_per_ipu)
+                    : 0.0;
+}
 
 // Splits work along D axes (`items` units each) into a grid: the one with the lowest estimate
 // (overhead, MACs, bytes received, a charge per vertex) whose working set fits the share of a tile
@@ -187,7 +197,7 @@ std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, co
       const GridCost g = cost(chunks);
       const double cycles = m.vertex_overhead_cycles + g.macs / m.macs_per_cycle +
                             g.in_bytes / m.exchange_bytes_per_cycle +
-                            m.vertex_spread_cycles * static_cast<double>(vertices);
+                            m.vertex_spread_cycles * static_cast<double>(vertices) + g.reduce_cycles;
       if (g.bytes <= lowering::available_memory_bytes(t) && cycles < best_cost * 0.999) {
         best = grid;
         best_cost = cycles;
@@ -265,7 +275,6 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
   // receives); partial sums are fp32.
   const double x_bytes = element_bytes(ctx, x), w_bytes = element_bytes(ctx, w);
   const auto y_size = static_cast<double>(N * M * plane);
-  const auto tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
   // Grouped convolutions keep each group's channels whole. A fused Relu, of the whole sum, moves
   // to the reduce that adds the shares.
   const int64_t splittable_channels = G == 1 ? C : 1;
@@ -278,16 +287,14 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
         const double in_rows =
             std::min(static_cast<double>(H), (r - 1) * static_cast<double>(win.strides[0]) + kernel_rows);
         const double shares = std::ceil(static_cast<double>(splittable_channels) / chunk[3]);
-        // A split into shares pays for its reduce compute set, as lower_conv_grad_weight's does.
-        const double reduce = shares > 1 ? shares * y_size / std::min(y_size, tile_count) : 0.0;
         const double in_bytes =
             x_bytes * nb * cc * static_cast<double>(W) * in_rows +
             w_bytes * mc * (std::min(cc, static_cast<double>(Cg)) * static_cast<double>(taps) + 1);
         return GridCost{nb * mc * r * static_cast<double>(OW) * std::min(cc, static_cast<double>(Cg)) *
-                                static_cast<double>(taps) +
-                            reduce * cycles.macs_per_cycle / cycles.partial_sum_flops_per_cycle,
-                        in_bytes + 4.0 * reduce,
-                        in_bytes + (shares > 1 ? 4.0 : x_bytes) * nb * mc * r * static_cast<double>(OW)};
+                            static_cast<double>(taps),
+                        in_bytes,
+                        in_bytes + (shares > 1 ? 4.0 : x_bytes) * nb * mc * r * static_cast<double>(OW),
+                        reduce_cycles(ctx.target(), shares, y_size)};
       });
   const int64_t shares = ins.parts;
   const uint32_t target = shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, N, M, OH, OW}) : y;
@@ -383,7 +390,6 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
   const double dy_element = element_bytes(ctx, dy), w_element = element_bytes(ctx, w),
                dx_element = element_bytes(ctx, dx);
   const auto dx_size = static_cast<double>(N * C * in_plane);
-  const auto tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
   // The output channels a vertex sums may be a share (groups 1), as the forward splits its input
   // channels; grouped convolutions keep each group's whole.
   const int64_t splittable_outputs = G == 1 ? M : 1;
@@ -396,18 +402,16 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
         const double out_rows = std::min(
             static_cast<double>(OH), std::floor((r - 1 + extent) / static_cast<double>(win.strides[0])) + 1);
         const double shares = std::ceil(static_cast<double>(splittable_outputs) / chunk[3]);
-        const double reduce = shares > 1 ? shares * dx_size / std::min(dx_size, tile_count) : 0.0;
         const double dy_bytes = dy_element * nb * groups * mm * static_cast<double>(OW) * out_rows;
         const double in_bytes = dy_bytes + w_element * cc * mm * static_cast<double>(taps);
         // Held: what it receives, its block of dX (fp32 partials when shared) and the column buffer
         // of one group's channels.
         const double col_bytes =
             4.0 * std::min(cc, static_cast<double>(Cg)) * static_cast<double>(taps * OW) * out_rows;
-        return GridCost{nb * cc * static_cast<double>(taps * OW) * mm * out_rows +
-                            reduce * cycles.macs_per_cycle / cycles.partial_sum_flops_per_cycle,
-                        in_bytes + 4.0 * reduce,
+        return GridCost{nb * cc * static_cast<double>(taps * OW) * mm * out_rows, in_bytes,
                         in_bytes + (shares > 1 ? 4.0 : dx_element) * nb * cc * r * static_cast<double>(W) +
-                            col_bytes};
+                            col_bytes,
+                        reduce_cycles(ctx.target(), shares, dx_size)};
       });
   const int64_t shares = outs.parts;
   const uint32_t target = shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, N, C, H, W}) : dx;
@@ -489,7 +493,6 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   const auto& cycles = ctx.target().cycles;
   const double x_element = element_bytes(ctx, x), dy_element = element_bytes(ctx, dy);
   const auto dw_size = static_cast<double>(M * Cg * taps);
-  const auto tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
   const auto [outs, ins, samples, rows] =
       plan_grid<4>({M, Cg, N, OH}, ctx.target(), [&](const std::array<double, 4>& chunk) {
         const double mc = chunk[0], cc = chunk[1], nb = chunk[2], r = chunk[3];
@@ -500,13 +503,9 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
         const double in_bytes = x_element * nb * groups * cc * in_rows * static_cast<double>(W) +
                                 dy_element * nb * mc * r * static_cast<double>(OW);
         const double shares = std::ceil(static_cast<double>(N) / nb) * std::ceil(static_cast<double>(OH) / r);
-        // A split into shares pays for its reduce compute set: every element of dW summed over the
-        // shares, the elements spread over the tiles, each tile receiving the shares of its elements.
-        const double reduce = shares > 1 ? shares * dw_size / std::min(dw_size, tile_count) : 0.0;
-        return GridCost{nb * mc * cc * t * r * static_cast<double>(OW) +
-                            reduce * cycles.macs_per_cycle / cycles.partial_sum_flops_per_cycle,
-                        in_bytes + 4.0 * reduce,
-                        in_bytes + 4.0 * (mc * cc * t + cc * t * r * static_cast<double>(OW))};
+        return GridCost{nb * mc * cc * t * r * static_cast<double>(OW), in_bytes,
+                        in_bytes + 4.0 * (mc * cc * t + cc * t * r * static_cast<double>(OW)),
+                        reduce_cycles(ctx.target(), shares, dw_size)};
       });
   const int64_t shares = samples.parts * rows.parts;
   const uint32_t target =
@@ -590,13 +589,12 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
   const auto& cycles = ctx.target().cycles;
   const double per_element = cycles.macs_per_cycle / cycles.vector_flops_per_cycle;
   const auto C = static_cast<double>(d.C), N = static_cast<double>(d.N), S = static_cast<double>(d.S);
-  const double tile_count = static_cast<double>(ctx.target().tiles_per_ipu);
   const auto [channels, samples] =
       plan_grid<2>({d.C, d.N}, ctx.target(), [&](const std::array<double, 2>& chunk) {
         const double cc = chunk[0], nb = chunk[1], shares = std::ceil(N / nb);
-        const double reduce = shares > 1 ? shares * C / std::min(C, tile_count) : 0.0;
         const double in_bytes = 4.0 * cc * nb * S;
-        return GridCost{(cc * nb * S + reduce) * per_element, in_bytes + 4.0 * reduce, in_bytes + 4.0 * cc};
+        return GridCost{cc * nb * S * per_element, in_bytes, in_bytes + 4.0 * cc,
+                        reduce_cycles(ctx.target(), shares, C)};
       });
   const int64_t shares = samples.parts;
   const uint32_t target = shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, d.C}) : y;
@@ -628,10 +626,8 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
     }
   }
   if (shares == 1) return Status();
-  const double cycles_per_element = static_cast<double>(shares) / cycles.partial_sum_flops_per_cycle;
-  const lowering::Split reduce = lowering::plan_split(
-      d.C, cycles_per_element, 4.0 * static_cast<double>(shares), 4.0 * static_cast<double>(shares + 1),
-      ctx.target(), static_cast<int64_t>(tiles.size()));
+  const lowering::Split reduce =
+      lowering::plan_reduce_of_shares(shares, d.C, ctx.target(), static_cast<int64_t>(tiles.size()));
   emit_sum_of_shares(ctx, target, y, shares, d.C, reduce, tiles.front());
   return Status();
 }

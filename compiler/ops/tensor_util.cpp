@@ -204,10 +204,8 @@ std::vector<lowering::Region> reduction_read_regions(uint32_t tensor, const Inpu
 
 void emit_spread_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t out, int64_t shares,
                                int64_t elements, uint32_t first_tile, format::ReduceKind kind) {
-  const auto s = static_cast<double>(shares);
   const lowering::Split reduce =
-      lowering::plan_split(elements, s / ctx.target().cycles.partial_sum_flops_per_cycle, 4.0 * s,
-                           4.0 * (s + 1), ctx.target(), ctx.target().tiles_per_ipu);
+      lowering::plan_reduce_of_shares(shares, elements, ctx.target(), ctx.target().tiles_per_ipu);
   emit_sum_of_shares(ctx, partials, out, shares, elements, reduce, first_tile, kind);
 }
 

@@ -106,10 +106,10 @@ test_recompute_checkpoints_by_kind_or_name() {
 }
 
 # ResNet-18 training at micro-batch 4: at 0.1 the convolutions' plans change, at more cycles
-# (2,739,098 to 3,015,983); at the default, spelt out, the executable is the same bits. Its fullest
-# tile does not fall (279,784 to 282,280 bytes): the receive buffers on it do (72,192 to 61,824
-# bytes, `--report`), but it holds more of the tensors the changed plans laid out (the max-pool's
-# gradient, 50,176 bytes). The unit tests check the memory a smaller share saves
+# (2,775,820 to 3,030,201) and a smaller fullest tile (307,788 to 283,592 bytes); at the default,
+# spelt out, the executable is the same bits. The fullest tile is not asserted: what it holds
+# besides receive buffers is the tensors the changed plans lay out, which can grow (it once went
+# from 279,784 to 282,280). The unit tests check the memory a smaller share saves
 # (tests/unit/compiler/lowering/test_available_memory.cpp).
 test_available_memory_proportion_changes_the_plans_and_not_at_its_default() {
   make_resnet model

@@ -52,5 +52,29 @@ TEST_CASE("tile planner: when no split fits, the smallest working set is chosen"
   CHECK(g.rows.parts * g.cols.parts <= 1472);
 }
 
+TEST_CASE("tile planner: a split that needs more than a power of two of tiles takes them all") {
+  // VGG-11's first classifier layer at batch 1: [1, 25088] x [25088, 4096], unsplit over K. Each
+  // column of the weight is 100,352 bytes; 1,024 columns of blocks hold four each (401,408 bytes,
+  // more than a 0.6 share of a tile); 1,472 tiles allowed hold three (301,056).
+  const MatMulPlan plan = plan_matmul(1, 4096, 25088, mk2(), 1472, /*split_k=*/false);
+  CHECK(plan.grid.cols.chunk == 3);
+  CHECK(plan.grid.cols.parts == 1366);
+  // Within the item count, the item count itself stays the last candidate.
+  CHECK(plan_split(1000, 1e5, 4.0, 8.0, mk2(), 1472).parts == 1000);
+}
+
+TEST_CASE("tile planner: a reduce of partial sums costs its sync and its own split") {
+  const target::TargetSpec t = mk2();
+  const Split reduce = plan_reduce_of_shares(4, 100000, t, 1472);
+  CHECK(reduce.parts > 1);
+  CHECK(reduce.parts * reduce.chunk >= 100000);
+  const double per_element = 4.0 / t.cycles.partial_sum_flops_per_cycle;
+  CHECK(reduce_of_shares_cycles(4, 100000, t, 1472) ==
+        doctest::Approx(target::sync_cycles(t, 1) + split_cycles(reduce, per_element, 16.0, t)));
+  // One element: one vertex, and still a sync and a launch more than no reduce at all.
+  CHECK(plan_reduce_of_shares(4, 1, t, 1472).parts == 1);
+  CHECK(reduce_of_shares_cycles(4, 1, t, 1472) > target::sync_cycles(t, 1) + t.cycles.vertex_overhead_cycles);
+}
+
 } // namespace
 } // namespace ipu::lowering
