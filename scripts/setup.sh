@@ -4,8 +4,10 @@
 # torchvision's ResNet-18 and checks ipurun's logits against torch's; chromium:
 # tests/e2e/test_report.sh loads the HTML report headless; clang-format and clang-tidy:
 # scripts/lint.sh; openmpi-bin: mpirun, which ipurun --instances starts; clang and its sanitizer
-# and libFuzzer runtimes: scripts/test.sh's sanitizer build and the fuzzers; ccache: scripts/test.sh
-# compiles the release and runtime-only builds' shared files once). Idempotent.
+# and libFuzzer runtimes: scripts/test.sh's sanitizer build and the fuzzers, with libomp-14-dev
+# for the omp.h that oneDNN's headers include, and llvm and lld, whose tools (llvm-ar, ld.lld, ...)
+# CMake's clang configuration takes when present, so every machine builds that tree alike; ccache:
+# scripts/test.sh compiles the release and runtime-only builds' shared files once). Idempotent.
 set -euo pipefail
 "$(dirname "$0")/apt-install.sh" \
   cmake ninja-build g++ pkg-config ccache \
@@ -29,4 +31,4 @@ set -euo pipefail
   python3-torch python3-torchvision \
   chromium \
   clang-format clang-tidy \
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libomp-14-dev llvm lld
