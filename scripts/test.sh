@@ -44,12 +44,19 @@ stage "lint" "$root/scripts/lint.sh" "$root/build"
 # libFuzzer's coverage instrumentation. clang compiles it in about half the time GCC takes with
 # the sanitizers, and its -Werror adds clang's warnings to GCC's of the release build. Line tables
 # only (-g1): the sanitizers' reports still name file and line, for a fifth less build time.
+# A tree configured for GCC (as this one was before) cannot switch compilers in place: it is this
+# script's own output, so it starts afresh.
+sanitize=$root/build-sanitize
+if [ -f "$sanitize/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=.*clang++' "$sanitize/CMakeCache.txt"; then
+  echo "test.sh: $sanitize was configured for another compiler; configuring it afresh with clang"
+  rm -rf "$sanitize"
+fi
 stage "sanitizer build (clang: ASan + UBSan, fuzzers)" env CC=clang CXX=clang++ \
-  IPUCC_BUILD_DIR="$root/build-sanitize" IPUCC_BUILD_TYPE=RelWithDebInfo \
+  IPUCC_BUILD_DIR="$sanitize" IPUCC_BUILD_TYPE=RelWithDebInfo \
   "$root/scripts/build.sh" -DIPUCC_SANITIZE=ON -DIPUCC_FUZZ=ON -DIPUCC_WERROR=ON \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 # Not the suites labelled release_only (tests/e2e/CMakeLists.txt says which and why).
-stage "sanitizer tests" in_dir "$root/build-sanitize" env ASAN_OPTIONS=detect_leaks=1 \
+stage "sanitizer tests" in_dir "$sanitize" env ASAN_OPTIONS=detect_leaks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j "$(nproc)" -LE release_only
 
 stage "runtime-only build (IPUCC_BUILD_COMPILER=OFF, IPUCC_WITH_MPI=OFF)" "${with_ccache[@]}" \
@@ -57,5 +64,5 @@ stage "runtime-only build (IPUCC_BUILD_COMPILER=OFF, IPUCC_WITH_MPI=OFF)" "${wit
   -DIPUCC_WERROR=ON "${ccache_flags[@]}"
 stage "runtime-only tests" in_dir "$root/build-runtime-only" ctest --output-on-failure -j "$(nproc)"
 
-stage "fuzzers (libFuzzer, ${FUZZ_SECONDS:-60} s each)" env IPUCC_FUZZ_BUILD_DIR="$root/build-sanitize" \
+stage "fuzzers (libFuzzer, ${FUZZ_SECONDS:-60} s each)" env IPUCC_FUZZ_BUILD_DIR="$sanitize" \
   "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-60}"
