@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/lower_graph.h"
 #include "compiler/lowering/pipeline_schedule.h"
 #include "compiler/lowering/stage_partition.h"
@@ -23,6 +24,7 @@
 #include "runtime/base/sha256.h"
 #include "runtime/format/executable_file.h"
 #include "runtime/format/hyper_parameters.h"
+#include "runtime/format/verifier.h"
 
 namespace ipu::compiler {
 namespace {
@@ -574,20 +576,31 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
     problem.stash_depth = plan.stash_depth;
     problem.forward_depth = plan.forward_depth;
     problem.backward_depth = plan.backward_depth;
+    problem.phased = schedule == lowering::Schedule::kGrouped;
   } else if (problem.stages > 1) {
     // A pipelined inference receives each boundary's values into one buffer (pipeline_inference.h).
     problem.forward_depth.assign(static_cast<size_t>(problem.stages - 1), 1);
   }
   problem.accumulates = train && (options.gradient_accumulation > 1 || options.replicas > 1);
+  problem.recompute = train && options.recompute && problem.stages > 1;
+  // Each unit's forward pass, from its work in the measuring compile's slots (its backward pass is
+  // the rest of its busy cycles); all of it when inferring.
+  std::vector<double> forward_cycles(static_cast<size_t>(estimate.busy_cycles_size()), 0);
+  for (const format::ScheduleSlot& slot : estimate.slots()) {
+    for (const format::SlotWork& work : slot.work()) {
+      if (work.forward() && work.stage() < forward_cycles.size())
+        forward_cycles[work.stage()] += work.cycles();
+    }
+  }
   std::vector<lowering::UnitMemory>& memory = measured.lowered.unit_memory;
   for (size_t i = 0; i < units.size(); ++i) {
     if (i == 0 || measure.stage_assignment[i] != measure.stage_assignment[i - 1]) {
-      const auto g = static_cast<int>(chain.group_begin.size());
+      const size_t g = chain.group_begin.size();
       chain.group_begin.push_back(i);
-      problem.units.push_back({units[i], g < estimate.busy_cycles_size() ? estimate.busy_cycles(g) : 0,
-                               static_cast<size_t>(g) < memory.size()
-                                   ? std::move(memory[static_cast<size_t>(g)])
-                                   : lowering::UnitMemory()});
+      const double cycles = g < forward_cycles.size() ? estimate.busy_cycles(static_cast<int>(g)) : 0;
+      problem.units.push_back({units[i], cycles,
+                               train && g < forward_cycles.size() ? forward_cycles[g] : cycles,
+                               g < memory.size() ? std::move(memory[g]) : lowering::UnitMemory()});
     }
   }
   // Bytes over each cut, each way: a value crosses every cut between its stage and the farthest
@@ -597,6 +610,7 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
   problem.forward_cut_tile_bytes.assign(cuts, 0);
   problem.backward_cut_tile_bytes.assign(cuts, 0);
   const ir::Graph& graph = measured.forward.graph;
+  const lowering::Precision precision = lowering_precision(options.precision);
   std::map<std::pair<int, bool>, std::pair<int, int>> crossing; // (value, forward) -> stage span
   for (const ir::Op& op : graph.ops()) {
     // Clipping's squared norms cross once per update, 4 bytes each: not a micro-batch's traffic.
@@ -607,13 +621,16 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
     it->second = {std::min(it->second.first, op.stage), std::max(it->second.second, op.stage)};
   }
   for (const auto& [key, span] : crossing) {
-    const int64_t elements = graph.value(key.first).type.elements();
-    const double bytes = 4.0 * static_cast<double>(elements); // f32 and i32
+    const ir::Value& value = graph.value(key.first);
+    const int64_t elements = value.type.elements();
+    // As the copy moves it: 2 bytes an element for an fp16 activation or gradient.
+    const uint64_t element_bytes = format::dtype_size(lowering::stored_dtype(graph, value, precision));
+    const double bytes = static_cast<double>(element_bytes) * static_cast<double>(elements);
     for (int cut = span.first; cut < span.second; ++cut) {
       const auto c = static_cast<size_t>(cut);
       (key.second ? forward_bytes : backward_bytes).at(c) += bytes;
       (key.second ? problem.forward_cut_tile_bytes : problem.backward_cut_tile_bytes).at(c) +=
-          lowering::linear_tile_share(elements, target.tiles_per_ipu);
+          lowering::linear_tile_share(elements, target.tiles_per_ipu, element_bytes);
     }
   }
   for (size_t c = 0; c < cuts; ++c) {

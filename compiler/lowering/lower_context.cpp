@@ -37,12 +37,6 @@ bool is_half(const ir::Graph& graph, const ir::Value& v, Precision precision) {
   }
 }
 
-format::DType to_format(const ir::Graph& graph, const ir::Value& v, Precision precision) {
-  if (v.declared_half) return format::FLOAT16;
-  if (v.type.dtype != ir::DType::kFloat32) return format::INT32;
-  return is_half(graph, v, precision) ? format::FLOAT16 : format::FLOAT32;
-}
-
 // Sorted by tensor and begin, overlapping and adjacent ranges of a tensor merged.
 std::vector<format::TensorRange> merge_ranges(std::vector<format::TensorRange> ranges) {
   std::sort(ranges.begin(), ranges.end(), [](const format::TensorRange& a, const format::TensorRange& b) {
@@ -116,6 +110,12 @@ format::Interval interval(uint32_t tile, uint64_t begin, uint64_t end) {
 
 } // namespace
 
+format::DType stored_dtype(const ir::Graph& graph, const ir::Value& v, Precision precision) {
+  if (v.declared_half) return format::FLOAT16;
+  if (v.type.dtype != ir::DType::kFloat32) return format::INT32;
+  return is_half(graph, v, precision) ? format::FLOAT16 : format::FLOAT32;
+}
+
 int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
@@ -138,7 +138,7 @@ uint32_t LowerContext::tensor(int value) {
   const ir::Value& v = m_graph.value(value);
   format::Tensor* t = m_exe.add_tensors();
   t->set_name(v.name);
-  t->set_dtype(to_format(m_graph, v, m_precision));
+  t->set_dtype(stored_dtype(m_graph, v, m_precision));
   for (int64_t d : v.type.shape)
     t->add_shape(d);
   t->set_role(to_format(v.role));

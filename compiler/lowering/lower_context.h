@@ -73,6 +73,10 @@ struct ComputeSetRecord {
 // model declares float16 (ir::Value::declared_half) is FLOAT16 under any precision.
 enum class Precision { kFp32, kFp16, kMixed };
 
+// The dtype the executable stores `v` in under `precision`: FLOAT16, FLOAT32, or INT32 for
+// integer values.
+format::DType stored_dtype(const ir::Graph& graph, const ir::Value& v, Precision precision);
+
 class LowerContext {
 public:
   LowerContext(const ir::Graph& graph, const target::TargetSpec& target, format::Executable& executable,

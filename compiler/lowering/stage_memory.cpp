@@ -17,9 +17,9 @@ bool per_micro_batch(format::TensorRole role) {
 
 } // namespace
 
-uint64_t linear_tile_share(int64_t elements, uint32_t tiles) {
+uint64_t linear_tile_share(int64_t elements, uint32_t tiles, uint64_t element_bytes) {
   const int64_t chunk = std::max<int64_t>(64, ceil_div(elements, tiles));
-  return static_cast<uint64_t>(std::min(elements, chunk)) * 4; // every IR dtype is 4 bytes wide
+  return static_cast<uint64_t>(std::min(elements, chunk)) * element_bytes;
 }
 
 std::vector<UnitMemory> measure_unit_memory(const format::Executable& exe, const std::vector<uint32_t>& order,
@@ -58,6 +58,7 @@ std::vector<UnitMemory> measure_unit_memory(const format::Executable& exe, const
     const format::Tensor& t = exe.tensors(i);
     if (t.role() == format::STASH) continue;
     const auto elements = static_cast<int64_t>(format::element_count(t));
+    const uint64_t slot_share = linear_tile_share(elements, tiles, format::dtype_size(t.dtype()));
     const auto range = live.find(static_cast<uint32_t>(i));
     const bool touched = range != live.end();
     const bool carried =
@@ -65,16 +66,19 @@ std::vector<UnitMemory> measure_unit_memory(const format::Executable& exe, const
     UnitMemory& unit = units.at(t.ipu());
     const auto arrival = arrived_from.find(static_cast<uint32_t>(i));
     if (carried && arrival != arrived_from.end()) {
-      UnitMemory::Arrival kept{static_cast<size_t>(arrival->second), linear_tile_share(elements, tiles), {}};
+      UnitMemory::Arrival kept{static_cast<size_t>(arrival->second), slot_share, {}};
       for (const auto& iv : t.mapping())
         kept.tile_bytes.emplace_back(iv.tile() % tiles,
                                      (iv.end() - iv.begin()) * format::dtype_size(t.dtype()));
       unit.arrivals.push_back(std::move(kept));
       continue;
     }
-    if (carried && per_micro_batch(t.role())) unit.stash_tile_bytes += linear_tile_share(elements, tiles);
+    if (carried && per_micro_batch(t.role())) {
+      unit.stash_tile_bytes += slot_share;
+      if (t.role() != format::ACTIVATION) unit.input_stash_tile_bytes += slot_share;
+    }
     if (lives_whole_program(t.role())) {
-      if (t.role() == format::WEIGHT) unit.accumulator_tile_bytes += linear_tile_share(elements, tiles);
+      if (t.role() == format::WEIGHT) unit.accumulator_tile_bytes += linear_tile_share(elements, tiles, 4);
       for (const auto& iv : t.mapping())
         unit_of(iv.tile()).resident[iv.tile() % tiles] +=
             (iv.end() - iv.begin()) * format::dtype_size(t.dtype());

@@ -34,10 +34,15 @@ struct UnitMemory {
   std::vector<std::vector<uint32_t>> codelets;
   // The most bytes one stash slot for one micro-batch of its carried activations puts on a tile:
   // slots are spread over the tiles as add_buffer spreads them (at least 64 elements a tile), so
-  // each tensor puts at most max(64, ceil(elements / tiles)) elements on any tile.
+  // each tensor puts at most max(64, ceil(elements / tiles)) elements on any tile, at the size
+  // the executable stores them (2 bytes under fp16).
   uint64_t stash_tile_bytes = 0;
+  // The part of stash_tile_bytes that is the model's own inputs and labels: all a stage stashes
+  // of its own when it recomputes its forward pass (--recompute), besides what arrives from
+  // earlier stages.
+  uint64_t input_stash_tile_bytes = 0;
   // The same bound for a gradient accumulator of each of its weights (--gradient-accumulation or
-  // --replicas above 1; the measuring compile has none).
+  // --replicas above 1; the measuring compile has none), float32 under every precision.
   uint64_t accumulator_tile_bytes = 0;
   // Activations of earlier units that its backward pass reads. In the measuring compile they
   // arrive by copy; in a stage they are copies (kept, and stashed, besides the producer's own)
@@ -61,8 +66,8 @@ std::vector<UnitMemory> measure_unit_memory(const format::Executable& executable
                                             const std::vector<StageCopy>& copies, size_t backward_begin,
                                             size_t update_begin, const target::TargetSpec& target);
 
-// The most bytes a tensor of `elements` 4-byte elements puts on one tile when spread over
-// `tiles` tiles as LowerContext::map_linearly spreads it.
-uint64_t linear_tile_share(int64_t elements, uint32_t tiles);
+// The most bytes a tensor of `elements` elements of `element_bytes` each puts on one tile when
+// spread over `tiles` tiles as LowerContext::map_linearly spreads it.
+uint64_t linear_tile_share(int64_t elements, uint32_t tiles, uint64_t element_bytes);
 
 } // namespace ipu::lowering

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bitset>
 #include <limits>
+#include <optional>
 
 #include "compiler/lowering/memory_plan.h"
 
@@ -21,9 +22,11 @@ class Chain {
 public:
   explicit Chain(const StagePartitionProblem& p) : m_problem(p) {
     m_cycles.push_back(0);
+    m_forward.push_back(0);
     m_accumulators.push_back(0);
     for (const StageUnit& u : p.units) {
       m_cycles.push_back(m_cycles.back() + u.cycles);
+      m_forward.push_back(m_forward.back() + u.forward_cycles);
       m_accumulators.push_back(m_accumulators.back() + u.memory.accumulator_tile_bytes);
     }
     measure_fullest_tiles();
@@ -33,10 +36,17 @@ public:
   double cut(size_t after) const {
     return m_problem.forward_cut_cycles.at(after) + m_problem.backward_cut_cycles.at(after);
   }
-  double cycles(size_t begin, size_t end) const {
-    return m_cycles[end] - m_cycles[begin] + (begin > 0 ? m_problem.backward_cut_cycles.at(begin - 1) : 0) +
-           (end < size() ? m_problem.forward_cut_cycles.at(end - 1) : 0);
+  // The forward pass of units [begin, end) as a stage, and its sends forward.
+  double forward(size_t begin, size_t end) const {
+    return m_forward[end] - m_forward[begin] + (end < size() ? m_problem.forward_cut_cycles.at(end - 1) : 0);
   }
+  // Its backward pass (after the forward pass again, when it recomputes) and its sends back.
+  double backward(size_t begin, size_t end) const {
+    const double forward_pass = m_forward[end] - m_forward[begin];
+    return m_cycles[end] - m_cycles[begin] - forward_pass + (m_problem.recompute ? forward_pass : 0) +
+           (begin > 0 ? m_problem.backward_cut_cycles.at(begin - 1) : 0);
+  }
+  double cycles(size_t begin, size_t end) const { return forward(begin, end) + backward(begin, end); }
   // The memory bound of units [begin, end) as stage `stage` (stage_partition.h).
   uint64_t bytes(size_t begin, size_t end, size_t stage) const {
     const StagePartitionProblem& p = m_problem;
@@ -87,7 +97,7 @@ private:
       uint64_t stash = 0;
       for (size_t end = begin + 1; end <= n; ++end) {
         const UnitMemory& m = m_problem.units[end - 1].memory;
-        stash += m.stash_tile_bytes;
+        stash += m_problem.recompute ? m.input_stash_tile_bytes : m.stash_tile_bytes;
         for (const UnitMemory::Arrival& a : m.arrivals) {
           if (a.source_unit >= begin) continue;
           stash += a.stash_tile_bytes;
@@ -116,7 +126,7 @@ private:
   }
 
   const StagePartitionProblem& m_problem;
-  std::vector<double> m_cycles;
+  std::vector<double> m_cycles, m_forward;
   std::vector<uint64_t> m_stash, m_accumulators, m_fullest_tile;
 };
 
@@ -150,6 +160,47 @@ std::vector<int> best_split(const Chain& chain, int stages, Combine combine, dou
     first[k - 1] = static_cast<int>(i);
   }
   return first;
+}
+
+// Forward-pass bounds the grouped schedule's search tries: the distinct forward passes of every
+// run of units, at most this many of them evenly spaced (each bound is a pass of best_split).
+constexpr size_t kMaxForwardBounds = 256;
+
+struct PhaseBounds {
+  double forward = 0;  // the slowest stage's forward pass
+  double backward = 0; // the slowest stage's backward pass
+};
+
+// The split whose slowest forward pass plus slowest backward pass is least, as its two bounds:
+// for each bound on the forward pass, the least slowest backward pass of the splits within it.
+// Called once a split within memory is known to exist.
+PhaseBounds fastest_phases(const Chain& chain, int stages) {
+  std::vector<double> bounds;
+  for (size_t begin = 0; begin < chain.size(); ++begin) {
+    for (size_t end = begin + 1; end <= chain.size(); ++end)
+      bounds.push_back(chain.forward(begin, end));
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  if (bounds.size() > kMaxForwardBounds) {
+    std::vector<double> spaced;
+    for (size_t i = 0; i < kMaxForwardBounds; ++i)
+      spaced.push_back(bounds[(i + 1) * bounds.size() / kMaxForwardBounds - 1]); // keeps the largest
+    bounds = std::move(spaced);
+  }
+  PhaseBounds best{kInfinity, kInfinity};
+  for (double forward : bounds) {
+    double backward = 0;
+    best_split(
+        chain, stages,
+        [&](double previous, size_t stage, size_t begin, size_t end) {
+          if (!chain.fits(begin, end, stage) || chain.forward(begin, end) > forward) return kInfinity;
+          return std::max(previous, chain.backward(begin, end));
+        },
+        backward);
+    if (forward + backward < best.forward + best.backward) best = {forward, backward};
+  }
+  return best;
 }
 
 std::string describe_stage(const StagePartitionProblem& p, size_t stage, size_t begin, size_t end) {
@@ -210,18 +261,27 @@ StatusOr<StagePartition> partition_stages(const StagePartitionProblem& p) {
         "s' resident data and activations kept for the backward pass added up per tile, the largest of " +
         "their short-lived peaks, and its stash slots); give more stages or a smaller --batch-size");
   }
+  // Grouped: the slowest forward pass plus the slowest backward pass, the least such sum.
+  std::optional<PhaseBounds> phases;
+  if (p.phased) phases = fastest_phases(chain, p.stages);
   double moved = 0;
   StagePartition out;
   out.first_unit = best_split(
       chain, p.stages,
       [&](double previous, size_t stage, size_t begin, size_t end) {
-        if (!chain.fits(begin, end, stage) || chain.cycles(begin, end) > bottleneck) return kInfinity;
+        if (!chain.fits(begin, end, stage)) return kInfinity;
+        if (phases
+                ? chain.forward(begin, end) > phases->forward || chain.backward(begin, end) > phases->backward
+                : chain.cycles(begin, end) > bottleneck) {
+          return kInfinity;
+        }
         return previous + (begin > 0 ? chain.cut(begin - 1) : 0);
       },
       moved);
   for (size_t s = 0; s < out.first_unit.size(); ++s) {
     const size_t begin = static_cast<size_t>(out.first_unit[s]), end = end_of(out.first_unit, s);
     out.stage_cycles.push_back(chain.cycles(begin, end));
+    out.forward_cycles.push_back(chain.forward(begin, end));
     out.stage_tile_bytes.push_back(chain.bytes(begin, end, s));
   }
   return out;

@@ -2,9 +2,11 @@
 // model's layers in topological order form a chain, and N - 1 cuts divide it into N stages, one
 // per IPU. The cuts minimise the slowest stage's estimated cycles (a pipeline runs at the pace of
 // its slowest stage), counting the IPU-Link transfers each cut adds to the stages it separates,
-// and keep every stage's memory bound within one IPU's tile memory. Among splits equally fast at
-// the slowest stage it takes the one whose cuts move the fewest cycles of data, then the earliest
-// cuts.
+// and keep every stage's memory bound within one IPU's tile memory. Under the grouped schedule a
+// pipeline step is a phase of every stage's forward pass and then one of every backward pass, each
+// as long as its slowest stage's pass, so the cuts minimise the slowest forward pass plus the
+// slowest backward pass instead. Among splits equally fast it takes the one whose cuts move the
+// fewest cycles of data, then the earliest cuts.
 //
 // A stage's memory bound, on each tile, adds up over its units what lives all program long and
 // what lives from the forward into the backward pass (and, without accumulators, the weight
@@ -12,7 +14,9 @@
 // (temporaries and receive buffers: the units run one after another), and each codelet's code
 // once; its fullest tile gives the bound. On top come, spread over the tiles, its stash slots
 // (one per micro-batch the schedule keeps in flight), its gradient accumulators, and the receive
-// buffers of its cuts. The driver compiles the chosen split and lets its memory plan judge; a
+// buffers of its cuts. A stage that recomputes its forward pass before its backward pass
+// (--recompute) stashes only its inputs: the model's inputs and labels, and what arrives from
+// earlier stages. The driver compiles the chosen split and lets its memory plan judge; a
 // stage the plan finds too big is refused (`refused`) and the next best split tried.
 #pragma once
 
@@ -30,7 +34,8 @@ namespace ipu::lowering {
 // own.
 struct StageUnit {
   std::string name;
-  double cycles = 0; // per micro-batch: forward, plus backward when training
+  double cycles = 0;         // per micro-batch: forward, plus backward when training
+  double forward_cycles = 0; // the forward pass's part of `cycles`
   UnitMemory memory;
 };
 
@@ -53,6 +58,10 @@ struct StagePartitionProblem {
   std::vector<int> forward_depth;
   std::vector<int> backward_depth;
   bool accumulates = false; // gradients are summed into accumulators (not held for the update)
+  bool recompute = false;   // each stage reruns its forward pass from its stashed inputs
+  // The grouped schedule: a step runs the stages' forward passes in one phase and their backward
+  // passes in the next (pipeline_schedule.h).
+  bool phased = false;
   uint64_t bytes_per_tile = 0;
   uint64_t code_bytes_per_codelet = 0;
   std::string unit_kind = "layer"; // "layer" or "node", for messages
@@ -62,8 +71,11 @@ struct StagePartitionProblem {
 };
 
 struct StagePartition {
-  std::vector<int> first_unit;            // per stage, ascending; first_unit[0] == 0
-  std::vector<double> stage_cycles;       // its units' cycles plus the cuts at its ends
+  std::vector<int> first_unit;      // per stage, ascending; first_unit[0] == 0
+  std::vector<double> stage_cycles; // its units' cycles plus the cuts at its ends
+  // Of stage_cycles, the forward pass and its sends forward (the rest is the backward pass, with
+  // the forward pass again under recompute, and its sends back).
+  std::vector<double> forward_cycles;
   std::vector<uint64_t> stage_tile_bytes; // its memory bound (above)
 };
 

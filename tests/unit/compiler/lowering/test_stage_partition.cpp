@@ -23,7 +23,7 @@ StagePartitionProblem chain(const std::vector<double>& cycles, const std::vector
   for (size_t i = 0; i < cycles.size(); ++i) {
     UnitMemory m = empty_memory(1);
     m.resident[0] = bytes.empty() ? 0 : bytes[i];
-    p.units.push_back({std::string(1, static_cast<char>('a' + i)), cycles[i], std::move(m)});
+    p.units.push_back({std::string(1, static_cast<char>('a' + i)), cycles[i], 0, std::move(m)});
   }
   p.forward_cut_cycles.assign(cycles.size() - 1, 0);
   p.backward_cut_cycles = p.forward_cut_cycles;
@@ -184,6 +184,22 @@ TEST_CASE("lowering::partition_stages bounds a stage's memory tile by tile") {
     REQUIRE(out.ok());
     CHECK(out->stage_tile_bytes == std::vector<uint64_t>{40 + 2 * 10, 40 + 2 * 10});
   }
+  SUBCASE("a stage that recomputes stashes only its inputs and what arrives from earlier stages") {
+    a.stash_tile_bytes = 10; // of which the model's input
+    a.input_stash_tile_bytes = 4;
+    b.stash_tile_bytes = 6;
+    b.arrivals = {{0, 3, {{0, 12}}}};
+    p.stages = 2;
+    p.stash_depth = {5, 1};
+    auto stage_bytes = [&]() {
+      const StatusOr<StagePartition> out = partition_stages(p);
+      REQUIRE(out.ok());
+      return out->stage_tile_bytes;
+    };
+    CHECK(stage_bytes() == std::vector<uint64_t>{5 * 10, 12 + 1 * (6 + 3)});
+    p.recompute = true;
+    CHECK(stage_bytes() == std::vector<uint64_t>{5 * 4, 12 + 1 * 3});
+  }
   SUBCASE("stash slots count once per micro-batch in flight, receive buffers once per message") {
     a.stash_tile_bytes = 10;
     b.stash_tile_bytes = 5;
@@ -197,6 +213,26 @@ TEST_CASE("lowering::partition_stages bounds a stage's memory tile by tile") {
     REQUIRE(out.ok());
     CHECK(out->stage_tile_bytes == std::vector<uint64_t>{4 * 10 + 3 * 1, 1 * 5 + 2 * 7});
   }
+}
+
+TEST_CASE("lowering::partition_stages paces a grouped pipeline by its slowest forward and backward passes") {
+  // (forward, backward) cycles: a (6, 0), b (0, 6), c (3, 3). Cutting after a or after b, the
+  // slowest stage takes 12 cycles either way, and the earlier cut wins the tie. Grouped, a step is
+  // a phase of forward passes and then one of backward passes: after a, 6 + 9 cycles; after b, 6 + 6.
+  StagePartitionProblem p = chain({6, 6, 6});
+  p.units[0].forward_cycles = 6;
+  p.units[2].forward_cycles = 3;
+  const StagePartition slowest_stage = split(p, 2);
+  CHECK(slowest_stage.first_unit == std::vector<int>{0, 1});
+  CHECK(slowest_stage.stage_cycles == std::vector<double>{6, 12});
+  p.phased = true;
+  const StagePartition phases = split(p, 2);
+  CHECK(phases.first_unit == std::vector<int>{0, 2});
+  CHECK(phases.stage_cycles == std::vector<double>{12, 6});
+  CHECK(phases.forward_cycles == std::vector<double>{6, 3});
+  // A stage that recomputes runs its forward pass again before its backward pass.
+  p.recompute = true;
+  CHECK(split(p, 1).stage_cycles == std::vector<double>{18 + 9});
 }
 
 TEST_CASE("lowering::partition_stages takes the next best split without a refused stage") {
