@@ -17,6 +17,7 @@
 #include "compiler/passes/fuse_layer_norm.h"
 #include "compiler/passes/graph_loss.h"
 #include "compiler/passes/mixed_precision.h"
+#include "compiler/passes/output_logits.h"
 #include "compiler/passes/recompute.h"
 #include "compiler/passes/training.h"
 #include "compiler/target/ipu_links.h"
@@ -332,6 +333,33 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
   return model;
 }
 
+// What a Keras loss reads of the model's output. An ONNX model's loss is from logits (ONNX has no
+// from_logits), so when its output is already their Softmax or Sigmoid the loss reads the logits,
+// as Keras's cross-entropies read a Softmax or Sigmoid output's, rather than squash them twice; a
+// spec that says from_logits of such an output is warned, as Keras warns (passes/output_logits.h).
+StatusOr<int> scores_for_loss(const frontend::ForwardGraph& forward, const passes::LossConfig& loss,
+                              std::string& note) {
+  const int output = forward.scores();
+  if (!loss.from_logits) return output;
+  const std::optional<passes::SquashedOutput> squashed =
+      passes::squashed_output(forward.graph, output, loss.kind);
+  if (!squashed) return output;
+  const std::string& output_name = forward.outputs.at(0).name;
+  const std::string squash =
+      squashed->op + (forward.source_onnx.empty() ? " op '" : " node '") + squashed->op_name + "'";
+  const std::string loss_name = passes::loss_name(loss.kind);
+  if (forward.source_onnx.empty()) {
+    note = "the loss " + loss_name + " takes the output '" + output_name +
+           "' as logits (from_logits true), but " + squash + " computes it: the loss applies a second " +
+           squashed->op + "; give the loss \"from_logits\": false, or end the model in its logits";
+    return output;
+  }
+  note = "the output '" + output_name + "' is computed by " + squash + ": " + loss_name +
+         " reads that node's input, its logits, as Keras's cross-entropies read a " + squashed->op +
+         " output's (no second " + squashed->op + "); predictions stay the " + squashed->op + "'s";
+  return squashed->logits;
+}
+
 // A model after the training passes and fusion, and its lowering.
 struct LoweredModel {
   frontend::ForwardGraph forward;
@@ -339,6 +367,7 @@ struct LoweredModel {
   std::vector<std::string> hyper_parameters; // training: the slots the optimizer's update reads
   std::string learning_rate_schedule;
   bool loss_counts_padding = false; // format::Executable's
+  std::string loss_note;            // how the loss reads a squashed output, for the notes
   double passes_seconds = 0;
   double lowering_seconds = 0;
 };
@@ -448,8 +477,8 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
     if (graph_loss) {
       loss = *graph_loss;
     } else {
-      IPU_ASSIGN_OR_RETURN(loss,
-                           passes::add_loss(forward.graph, forward.scores(), model.loss, model.metrics));
+      IPU_ASSIGN_OR_RETURN(const int scores, scores_for_loss(forward, model.loss, out.loss_note));
+      IPU_ASSIGN_OR_RETURN(loss, passes::add_loss(forward.graph, scores, model.loss, model.metrics));
     }
     IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
                                               forward.graph, loss.loss, model.optimizer,
@@ -910,6 +939,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
     }
     return resource_exhausted(message).with_context(options.model_path);
   }
+  if (!lowered.loss_note.empty()) result.notes.push_back(std::move(lowered.loss_note));
   for (std::string& note : result.notes)
     note = options.model_path + ": " + note;
   return result;

@@ -137,7 +137,8 @@ struct CompileResult {
   CompileTimings timings;
   std::string ir_text; // the IR after the training passes, for --dump-ir
   // What the user should hear about how the compile went: the automatic pipeline splits whose
-  // memory plan overflowed before the one taken, and why.
+  // memory plan overflowed before the one taken, and why; a loss reading the logits behind a
+  // Softmax or Sigmoid output.
   std::vector<std::string> notes;
 };
 

@@ -8,8 +8,10 @@ package and numpy: Debian's python3-onnx, run with /usr/bin/python3).
         pair of --sizes with Relu between them, giving "logits" [batch, C]. With --loss sce it
         ends in SoftmaxCrossEntropyLoss(logits, "labels" int64 [batch]) -> "loss"; with nll in
         LogSoftmax(axis 1) -> "log_probs", NegativeLogLikelihoodLoss(log_probs, labels) -> "loss";
-        with none it returns the logits. Weights are seeded, so equal seeds and sizes give equal
-        initial weights whatever --loss is.
+        with none it returns the logits; with softmax it returns Softmax(axis 1) of them,
+        "probabilities", and with sigmoid their Sigmoid, "probabilities" (a model trained with a
+        Keras loss, as a model exported for inference ends). Weights are seeded, so equal seeds
+        and sizes give equal initial weights whatever --loss is.
     loss_models.py regression PATH --in K --out N --kind none|mse|mse-only|two-labels|
                    no-gradient [--flat] [--seed S]
         input "x" [batch, K], one Gemm to "prediction" [batch, N]. none returns the prediction;
@@ -58,8 +60,13 @@ def cmd_mlp(a):
     inits = []
     logits = gemm_layers(nodes, inits, rng, "flat", sizes)
     inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 28, 28, 1])]
-    if a.loss == "none":
-        save(a.path, nodes, inputs, [helper.make_tensor_value_info(logits, TensorProto.FLOAT, ["batch", sizes[-1]])], inits)
+    if a.loss in ("none", "softmax", "sigmoid"):
+        output = logits
+        if a.loss != "none":
+            output = "probabilities"
+            squash = {"axis": 1} if a.loss == "softmax" else {}
+            nodes.append(helper.make_node(a.loss.capitalize(), [logits], [output], name=a.loss, **squash))
+        save(a.path, nodes, inputs, [helper.make_tensor_value_info(output, TensorProto.FLOAT, ["batch", sizes[-1]])], inits)
         return
     inputs.append(helper.make_tensor_value_info("labels", TensorProto.INT64, ["batch"]))
     attrs = {"reduction": a.reduction}
@@ -118,7 +125,7 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("mlp")
     m.add_argument("path")
-    m.add_argument("--loss", choices=["none", "sce", "nll"], required=True)
+    m.add_argument("--loss", choices=["none", "sce", "nll", "softmax", "sigmoid"], required=True)
     m.add_argument("--sizes", default="784,32,10")
     m.add_argument("--reduction", choices=["mean", "sum", "none"], default="mean")
     m.add_argument("--class-weights", action="store_true")
