@@ -281,7 +281,6 @@ StatusOr<StagePartition> partition_stages(const StagePartitionProblem& p) {
   for (size_t s = 0; s < out.first_unit.size(); ++s) {
     const size_t begin = static_cast<size_t>(out.first_unit[s]), end = end_of(out.first_unit, s);
     out.stage_cycles.push_back(chain.cycles(begin, end));
-    out.forward_cycles.push_back(chain.forward(begin, end));
     out.stage_tile_bytes.push_back(chain.bytes(begin, end, s));
   }
   return out;

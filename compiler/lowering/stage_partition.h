@@ -71,11 +71,9 @@ struct StagePartitionProblem {
 };
 
 struct StagePartition {
-  std::vector<int> first_unit;      // per stage, ascending; first_unit[0] == 0
-  std::vector<double> stage_cycles; // its units' cycles plus the cuts at its ends
-  // Of stage_cycles, the forward pass and its sends forward (the rest is the backward pass, with
-  // the forward pass again under recompute, and its sends back).
-  std::vector<double> forward_cycles;
+  std::vector<int> first_unit;            // per stage, ascending; first_unit[0] == 0
+  std::vector<double> stage_cycles;       // its units' cycles (the forward pass twice when
+                                          // recomputing) plus the cuts at its ends
   std::vector<uint64_t> stage_tile_bytes; // its memory bound (above)
 };
 
