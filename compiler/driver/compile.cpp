@@ -337,8 +337,8 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
 // from_logits), so when its output is already their Softmax or Sigmoid the loss reads the logits,
 // as Keras's cross-entropies read a Softmax or Sigmoid output's, rather than squash them twice; a
 // spec that says from_logits of such an output is warned, as Keras warns (passes/output_logits.h).
-StatusOr<int> scores_for_loss(const frontend::ForwardGraph& forward, const passes::LossConfig& loss,
-                              std::string& note) {
+int scores_for_loss(const frontend::ForwardGraph& forward, const passes::LossConfig& loss,
+                    std::string& note) {
   const int output = forward.scores();
   if (!loss.from_logits) return output;
   const std::optional<passes::SquashedOutput> squashed =
@@ -477,7 +477,7 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
     if (graph_loss) {
       loss = *graph_loss;
     } else {
-      IPU_ASSIGN_OR_RETURN(const int scores, scores_for_loss(forward, model.loss, out.loss_note));
+      const int scores = scores_for_loss(forward, model.loss, out.loss_note);
       IPU_ASSIGN_OR_RETURN(loss, passes::add_loss(forward.graph, scores, model.loss, model.metrics));
     }
     IPU_ASSIGN_OR_RETURN(io.accumulators, passes::add_gradients_and_updates(
