@@ -156,6 +156,10 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
   keep(cmd->add_option("--stage-assignment", f.stage_assignment,
                        "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));
+  keep(cmd->add_option("--stage-starts", f.stage_starts,
+                       "The layers (ONNX: nodes) where pipeline stages 1, 2, ... begin, in model order, e.g. "
+                       "dense3 (overrides the spec's stages; what --pipeline-stages reports as first units)")
+           ->delimiter(','));
   keep(
       cmd->add_option("--pipeline-stages", f.pipeline_stages,
                       "Split the model into N pipeline stages chosen to balance estimated cycles within each "

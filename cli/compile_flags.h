@@ -53,6 +53,7 @@ struct CompileFlags {
   std::optional<int64_t> loss_scale_growth_steps;
   std::string lr_schedule; // "": the spec's rate or schedule (format::parse_learning_rate_schedule's form)
   std::vector<int> stage_assignment;
+  std::vector<std::string> stage_starts;
   uint32_t pipeline_stages = 0;             // 0: not given
   std::vector<std::string> constant_inputs; // NAME=FILE, each checked for that form by CLI11
 };

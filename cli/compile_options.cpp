@@ -46,6 +46,7 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   o.loss_scale_growth_steps = f.loss_scale_growth_steps;
   if (!f.lr_schedule.empty()) o.learning_rate_schedule = f.lr_schedule;
   o.stage_assignment = f.stage_assignment;
+  o.stage_starts = f.stage_starts;
   o.pipeline_stages = f.pipeline_stages;
   for (const std::string& binding : f.constant_inputs) {
     // The flag's check guarantees NAME=FILE; a name never holds '=', a path may.

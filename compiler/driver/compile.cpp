@@ -74,6 +74,8 @@ Status validate_options(const CompileOptions& o) {
     return bad_option("--steps-per-execution must be in [1, 16777216]");
   }
   if (o.pipeline_stages > 1024) return bad_option("--pipeline-stages must be in [1, 1024]");
+  if (!o.stage_starts.empty() && !o.stage_assignment.empty())
+    return bad_option("--stage-starts and --stage-assignment both give the stages: give one");
   if (o.gradient_accumulation == 0 || o.replicas == 0) {
     return bad_option("--gradient-accumulation and --replicas must be at least 1");
   }
@@ -720,9 +722,44 @@ std::string refuse_overflowing_stages(MeasuredChain& chain, const ChosenStages& 
          (why.find(';') == std::string::npos ? "that stage" : "those stages");
 }
 
+// --stage-starts: the stage of each layer or node of the model, a new stage beginning at each
+// name given (stage_units order, as --stage-assignment counts them).
+StatusOr<std::vector<int>> stage_assignment_from_starts(const frontend::LoadedModel& model,
+                                                        const std::vector<std::string>& starts) {
+  const std::vector<std::string> units = model.stage_units();
+  const std::string unit = model.is_onnx() ? "node" : "layer";
+  std::vector<int> assignment;
+  assignment.reserve(units.size());
+  size_t next = 0; // the start looked for
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (next < starts.size() && units[i] == starts[next]) {
+      if (i == 0) {
+        return bad_option("--stage-starts: '" + starts[next] + "' is the model's first " + unit +
+                          ", where stage 0 begins; name where stages 1, 2, ... begin");
+      }
+      ++next;
+    }
+    assignment.push_back(static_cast<int>(next));
+  }
+  if (next == starts.size()) return assignment;
+  const std::string& missing = starts[next];
+  if (std::find(units.begin(), units.end(), missing) == units.end())
+    return bad_option("--stage-starts: the model has no " + unit + " '" + missing + "'");
+  return bad_option("--stage-starts: '" + missing + "' does not come after '" + starts.at(next - 1) +
+                    "' in the model's order: give each " + unit + " once, in that order");
+}
+
 } // namespace
 
 CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options) {
+  if (!options.stage_starts.empty() && options.stage_assignment.empty()) {
+    // An error leaves the names in place for compile_model to report.
+    StatusOr<std::vector<int>> assignment = stage_assignment_from_starts(model, options.stage_starts);
+    if (assignment.ok()) {
+      options.stage_assignment = std::move(*assignment);
+      options.stage_starts.clear();
+    }
+  }
   if (options.gradient_accumulation == 0) {
     const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
     const auto stages = options.pipeline_stages > 0
@@ -806,6 +843,15 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   for (int s : o.stage_assignment)
     stages += (stages.empty() ? "" : ",") + std::to_string(s);
   out.emplace_back("stage_assignment", stages.empty() ? "spec" : stages);
+  // Stage starts left unresolved (names the model lacks, or given with --stage-assignment), which
+  // compile_model refuses: keyed so that they never reach another entry. Resolved ones are the
+  // stage_assignment they spell.
+  if (!o.stage_starts.empty()) {
+    std::string starts;
+    for (const std::string& name : o.stage_starts)
+      starts += std::to_string(name.size()) + ":" + name;
+    out.emplace_back("stage_starts", starts);
+  }
   if (o.pipeline_stages > 0) out.emplace_back("pipeline_stages", std::to_string(o.pipeline_stages));
   const bool pipelined =
       o.pipeline_stages > 0 ? o.pipeline_stages > 1 : model.stage_count(o.stage_assignment) > 1;
@@ -845,6 +891,14 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
                                       CompileReport* report) {
   ir::install_op_table(
       ir::op_definitions()); // every graph the frontends and passes build runs the ops' rules
+  if (!given.stage_starts.empty()) {
+    if (given.pipeline_stages > 0)
+      return bad_option("--pipeline-stages chooses the stages: give it or --stage-starts, not both");
+    if (given.stage_assignment.empty()) {
+      IPU_RETURN_IF_ERROR(
+          stage_assignment_from_starts(loaded, given.stage_starts).status().with_context(given.model_path));
+    }
+  }
   CompileOptions options = with_model_defaults(loaded, given);
   IPU_RETURN_IF_ERROR(validate_options(options));
   IPU_ASSIGN_OR_RETURN(target::TargetSpec target, target::target_preset(options.arch));

@@ -70,6 +70,9 @@ struct CompileOptions {
   // spec's learning rate or schedule. --learning-rate alone replaces a spec's schedule.
   std::optional<std::string> learning_rate_schedule;
   std::vector<int> stage_assignment; // overrides the spec's stages when non-empty
+  // The layers or nodes where stages 1, 2, ... begin, in the model's order (PopTorch's BeginBlock
+  // marks them so); with_model_defaults turns them into stage_assignment.
+  std::vector<std::string> stage_starts;
   // N > 0: the compiler splits the model into N pipeline stages itself (overriding the spec's),
   // balancing their estimated cycles within each IPU's memory (docs/pipelining.md).
   uint32_t pipeline_stages = 0;
@@ -95,7 +98,8 @@ struct CompileOptions {
 // Options left at 0 take their values from the model, as Keras on IPU chooses them:
 // gradient_accumulation the smallest that fills the pipeline (its stage count when training under
 // the grouped or interleaved schedule, else 1; --pipeline-stages N counts as N stages),
-// steps_per_execution one update (that count).
+// steps_per_execution one update (that count); and stage_starts become stage_assignment (names
+// the model lacks stay stage_starts, which compile_model refuses).
 // compile_model and codegen_options resolve them first, so a default and the same value given
 // explicitly are one cache entry.
 CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options);

@@ -139,6 +139,36 @@ test_the_spec_stages_give_way_and_training_defaults_follow() {
   expect_stderr_contains "cycles per micro-batch; fullest tiles"
 }
 
+# --stage-starts names where stages 1, 2, ... begin, as the automatic split reports its choice and
+# PopTorch's BeginBlock marks it: the same program, and cache entry, as the --stage-assignment it
+# spells; names the model lacks, out of order, or the first layer are refused.
+test_stage_starts_name_where_stages_begin() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-starts dense3 --json
+  expect_json "$STDOUT" 'd["cache"] == "miss" and d["pipeline"]["stages"] == 2 and d["pipeline"]["split"] == "given"'
+  local key
+  key=$(json_get "$STDOUT" 'd["key"]')
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-assignment 0,0,0,1,1,1 --json
+  expect_json "$STDOUT" "d['cache'] == 'hit' and d['key'] == '$key'" "the assignment --stage-starts spells"
+  # The automatic split's first layers, given back, compile its split.
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --pipeline-stages 4 --json
+  local starts
+  starts=$(json_get "$STDOUT" '",".join(i["first_unit"] for i in d["pipeline"]["ipus"][1:])')
+  cp "$STDOUT" auto4.json
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-starts "$starts" --json
+  expect_eq "$(json_get "$STDOUT" '[round(i["stage_cycles"]) for i in d["pipeline"]["ipus"]]')" \
+    "$(json_get auto4.json '[round(i["stage_cycles"]) for i in d["pipeline"]["ipus"]]')" "stage cycles of the same split"
+  expect_error 2 "mlp_sequential.json: --stage-starts: the model has no layer 'dense9'" -- \
+    "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-starts dense2,dense9
+  expect_error 2 "mlp_sequential.json: --stage-starts: 'dense2' does not come after 'dense4' in the model's order" -- \
+    "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-starts dense4,dense2
+  expect_error 2 "mlp_sequential.json: --stage-starts: 'flatten' is the model's first layer" -- \
+    "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-starts flatten
+  expect_error 2 "--stage-starts and --stage-assignment both give the stages: give one" -- \
+    "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-starts dense3 --stage-assignment 0,0,0,1,1,1
+  expect_error 2 "--pipeline-stages chooses the stages: give it or --stage-starts, not both" -- \
+    "$IPUCC" compile "$MLP" "${SMALL[@]}" --stage-starts dense3 --pipeline-stages 2
+}
+
 test_split_errors() {
   expect_error 2 "--pipeline-stages chooses the stages: give it or --stage-assignment, not both" -- \
     "$IPUCC" compile "$MLP" "${SMALL[@]}" --pipeline-stages 2 --stage-assignment 0,0,0,1,1,1
@@ -165,6 +195,8 @@ test_onnx_model_splits_and_matches_its_reference() {
   expect_exit 0 "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --batch-size 8 --pipeline-stages 2 \
     --loss sparse_categorical_crossentropy --json
   expect_json "$STDOUT" 'd["pipeline"]["stages"] == 2 and d["pipeline"]["gradient_accumulation"] == 2'
+  expect_error 2 "mlp.onnx: --stage-starts: the model has no node 'dense9'" -- \
+    "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --mode infer --stage-starts dense9
 }
 
 run_tests "$@"
