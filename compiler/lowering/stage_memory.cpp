@@ -78,7 +78,10 @@ std::vector<UnitMemory> measure_unit_memory(const format::Executable& exe, const
       if (t.role() != format::ACTIVATION) unit.input_stash_tile_bytes += slot_share;
     }
     if (lives_whole_program(t.role())) {
-      if (t.role() == format::WEIGHT) unit.accumulator_tile_bytes += linear_tile_share(elements, tiles, 4);
+      if (t.role() == format::WEIGHT) {
+        unit.accumulator_tile_bytes +=
+            linear_tile_share(elements, tiles, format::dtype_size(format::FLOAT32));
+      }
       for (const auto& iv : t.mapping())
         unit_of(iv.tile()).resident[iv.tile() % tiles] +=
             (iv.end() - iv.begin()) * format::dtype_size(t.dtype());
