@@ -14,7 +14,7 @@ struct Squash {
   int output = -1;
 };
 
-Squash squash(ir::OpKind kind, ir::OpAttrs attrs, std::vector<int64_t> through = {}) {
+Squash squash(ir::OpKind kind, ir::OpAttrs attrs, const std::vector<int64_t>& through = {}) {
   Squash s;
   s.x = s.graph.add_value("x", ir::TensorType{ir::DType::kFloat32, {4, 3}}, ir::Role::kInput);
   int in = s.x;
