@@ -188,6 +188,7 @@ int run_compile(const CompileCommandFlags& flags) {
                      {"tiles_per_ipu", executable.target().tiles_per_ipu()},
                      {"bytes_per_tile", executable.target().bytes_per_tile()}};
     out["mode"] = executable.mode();
+    out["folded_onnx_nodes"] = executable.folded_onnx_nodes();
     out["batch_size"] = executable.batch_size();
     out["steps_per_execution"] = executable.steps_per_execution();
     out["estimates"] = estimates_json(executable);
@@ -214,6 +215,9 @@ int run_compile(const CompileCommandFlags& flags) {
               executable.pipeline().schedule().c_str(), executable.pipeline().num_stages(),
               executable.pipeline().replicas(), executable.pipeline().gradient_accumulation(),
               100.0 * pipeline["bubble_fraction"].get<double>());
+  if (executable.folded_onnx_nodes() > 0)
+    std::printf("  %s ONNX node(s) computed at compile time\n",
+                with_commas(executable.folded_onnx_nodes()).c_str());
   if (!entry.empty()) std::printf("  entry %s\n", entry.c_str());
   if (!flags.output.empty()) std::printf("  wrote %s\n", flags.output.c_str());
   return kExitOk;

@@ -47,6 +47,10 @@ def export(name, directory, opset, seed, batch=1, dynamic_batch=False):
     os.makedirs(directory, exist_ok=True)
     torch.manual_seed(seed)
     model = getattr(torchvision.models, name)(weights=None).eval()
+    if name.startswith("vit_"):
+        # torchvision starts ViT's head at zero, which makes every logit 0 and the comparison
+        # empty: it is drawn at random like the other layers.
+        torch.nn.init.normal_(model.heads.head.weight, std=0.02)
     size = IMAGE_SIZE.get(name, 224)
     x = torch.randn(batch, 3, size, size, dtype=torch.float32)
     with torch.no_grad():

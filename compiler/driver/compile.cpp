@@ -1,4 +1,5 @@
 #include "compiler/driver/compile.h"
+#include "compiler/driver/evaluate_constants.h"
 
 #include <algorithm>
 #include <charconv>
@@ -309,8 +310,9 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
     return bad_option(options.model_path + ": --constant-input applies to ONNX models only");
   }
   const frontend::ModelTraining training = loaded.training();
-  frontend::OnnxImportOptions import{options.batch_size, options.stage_assignment,
-                                     options.mode == Mode::kTrain, options.constant_inputs, bytes_per_tile};
+  frontend::OnnxImportOptions import{
+      options.batch_size,      options.stage_assignment, options.mode == Mode::kTrain,
+      options.constant_inputs, bytes_per_tile,           evaluate_on_device};
   IPU_ASSIGN_OR_RETURN(model.forward, std::forward<Loaded>(loaded).forward_graph(import));
   model.loss = training.loss;
   // --loss replaces the model's loss, keeping its from_logits (the output is the same) and delta.
@@ -956,6 +958,8 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   exe.set_format_version(format::kFormatVersion);
   exe.set_model_name(forward.name);
   exe.set_source_onnx(forward.source_onnx);
+  exe.set_folded_onnx_nodes(static_cast<uint32_t>(forward.folded_nodes));
+  if (!forward.folding_note.empty()) result.notes.push_back(forward.folding_note);
   exe.set_mode(options.mode == Mode::kTrain ? "train" : "infer");
   for (const std::string& name : lowered.hyper_parameters)
     exe.add_hyper_parameters(name);

@@ -23,6 +23,10 @@ struct ForwardGraph {
   int num_stages = 1;
   std::string name;        // the model's name, recorded in the executable
   std::string source_onnx; // ONNX models: the ModelProto without its weights' data
+  // ONNX models: the nodes computed at compile time (every output known from constants alone;
+  // Constant nodes not counted), and why folding was left undone, if it was.
+  int folded_nodes = 0;
+  std::string folding_note;
 
   int features() const { return inputs.at(0).value; }
   int scores() const { return outputs.at(0).value; }

@@ -230,6 +230,21 @@ std::string host_dtype(int elem_type) {
     return "i4";
   case onnx::TensorProto::BOOL:
     return "b1";
+  // The narrower and unsigned integers: exact float32 values on the device like the others (the
+  // host refuses an input beyond 2^24), and converted back to their own type on output, where
+  // the low bytes of the exact integer give unsigned arithmetic's wrap-around.
+  case onnx::TensorProto::INT8:
+    return "i1";
+  case onnx::TensorProto::UINT8:
+    return "u1";
+  case onnx::TensorProto::INT16:
+    return "i2";
+  case onnx::TensorProto::UINT16:
+    return "u2";
+  case onnx::TensorProto::UINT32:
+    return "u4";
+  case onnx::TensorProto::UINT64:
+    return "u8";
   default:
     return "";
   }
@@ -246,7 +261,7 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
   io.dtype = host_dtype(tensor.elem_type());
   if (io.dtype.empty()) {
     return unsupported(where + " has element type " + element_type_name(tensor.elem_type()) +
-                       "; inputs may be FLOAT, FLOAT16, INT64, INT32 or BOOL");
+                       "; inputs may be FLOAT, FLOAT16, BOOL or an integer type");
   }
   if (!tensor.has_shape()) return unsupported(where + " has no static shape");
   std::vector<int64_t> shape;
@@ -470,6 +485,37 @@ Status import_node(OnnxImportContext& ctx, const onnx::NodeProto& node, int stag
   return def->convert(ctx);
 }
 
+// True if every output of `node` (imported) is known at compile time.
+bool computed_at_compile_time(OnnxImportContext& ctx, const onnx::NodeProto& node) {
+  bool any = false;
+  for (const std::string& name : node.output()) {
+    if (name.empty()) continue;
+    if (!ctx.is_compile_time_constant(name)) return false;
+    any = true;
+  }
+  return any;
+}
+
+// Replaces what the imported graph computes from constants by the constants (passes::fold_constants).
+// A graph whose constants cannot be evaluated (one beyond float32's exact integers, or too large
+// for one IPU) keeps its ops, which then run on the device as before, and says why.
+void fold_computed_constants(ForwardGraph& forward, const passes::ConstantEvaluator& evaluate) {
+  std::vector<int> interface;
+  for (const auto* list : {&forward.inputs, &forward.outputs}) {
+    for (const ModelIo& io : *list)
+      interface.push_back(io.value);
+  }
+  StatusOr<passes::FoldedGraph> folded = passes::fold_constants(forward.graph, interface, evaluate);
+  if (!folded.ok()) {
+    forward.folding_note = "constants computed by ops stay on the device: " + folded.status().message();
+    return;
+  }
+  for (auto* list : {&forward.inputs, &forward.outputs}) {
+    for (ModelIo& io : *list)
+      io.value = folded->new_value_id.at(static_cast<size_t>(io.value));
+  }
+}
+
 } // namespace
 
 bool looks_like_onnx(std::string_view bytes, const std::string& path) {
@@ -531,7 +577,7 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
 
   ForwardGraph result;
   result.name = g.name().empty() ? path : g.name();
-  OnnxImportContext ctx(result.graph, options.training, options.bytes_per_tile);
+  OnnxImportContext ctx(result.graph, options.training, options.bytes_per_tile, options.evaluate_constants);
   Problems problems(path);
 
   std::set<std::string> initializer_names;
@@ -588,12 +634,6 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
                                       ": the model has no graph input '" + name +
                                       "' (its inputs: " + (inputs.empty() ? "none" : inputs) + ")"));
   }
-  if (result.inputs.empty() && problems.empty()) {
-    problems.add("", unsupported(bound_names.empty()
-                                     ? "the graph has no inputs"
-                                     : "every graph input is bound by --constant-input; at least one "
-                                       "must remain a runtime input"));
-  }
 
   const std::vector<int> stages = node_stages(g, options, problems, result.num_stages);
   std::map<std::string, int> stage_of_output;
@@ -602,6 +642,8 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
     const int stage = stages[static_cast<size_t>(i)];
     Status status = import_node(ctx, node, stage, opset, declared_names, stage_of_output);
     if (!status.ok()) problems.add(node_label(node, i), status);
+    if (status.ok() && node.op_type() != "Constant" && computed_at_compile_time(ctx, node))
+      ++result.folded_nodes;
     // Registered even when the node failed, so its consumers are skipped rather than reported.
     for (const std::string& name : node.output())
       stage_of_output[name] = stage;
@@ -616,6 +658,12 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
     StatusOr<int> value = ctx.output_value(out.name());
     if (!value.ok()) {
       problems.add("output '" + out.name() + "'", value.status());
+      continue;
+    }
+    if (result.graph.value(*value).type.elements() == 0) {
+      problems.add("output '" + out.name() + "'",
+                   unsupported("it is empty (shape " + shape_text(result.graph.value(*value).type.shape) +
+                               "); empty tensors are not supported"));
       continue;
     }
     ModelIo io;
@@ -652,6 +700,8 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
     }
   }
   result.source_onnx = model.SerializeAsString();
+  // Last: folding renumbers the graph's values, which the context's tables name.
+  if (options.evaluate_constants) fold_computed_constants(result, options.evaluate_constants);
   return result;
 }
 

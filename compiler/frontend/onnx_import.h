@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compiler/frontend/forward_graph.h"
+#include "compiler/passes/constant_folding.h"
 #include "runtime/base/status.h"
 #include "runtime/data/npy.h"
 
@@ -37,6 +38,11 @@ struct OnnxImportOptions {
   // The target's memory per tile (0: unknown). A 2-D pool whose one plane would crowd a tile runs
   // as two 1-D pools over rows (convert_pool), since its vertices own whole planes.
   uint64_t bytes_per_tile = 0;
+  // Computes what ops compute from constants alone (passes/constant_folding.h): values converters
+  // need as constants (a Reshape's shape from Shape → Gather → Concat), and, once the graph is
+  // imported, every such value the rest of the graph reads, so that no constant work reaches the
+  // device. Without it nothing is folded, and such a Reshape is refused.
+  passes::ConstantEvaluator evaluate_constants = nullptr;
 };
 
 // Errors: InvalidArgument (not an ONNX model, malformed graph, bad stages, wrong shapes, a

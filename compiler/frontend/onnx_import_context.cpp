@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "compiler/frontend/onnx_ops.h"
 #include "compiler/frontend/onnx_tensor_helpers.h"
@@ -98,9 +99,23 @@ std::string OnnxImportContext::input_dtype(int index) const {
   return host_dtype_of(input_name(index));
 }
 
-const data::NpyArray* OnnxImportContext::constant_input(int index) const {
-  auto found = m_constants.find(input_name(index));
-  return found == m_constants.end() ? nullptr : &found->second;
+const data::NpyArray* OnnxImportContext::constant_input(int index) {
+  const std::string& name = input_name(index);
+  if (auto found = m_constants.find(name); found != m_constants.end()) return &found->second;
+  auto value = m_values.find(name);
+  if (!m_evaluate || value == m_values.end() || !m_computed_constants.contains(value->second) ||
+      m_fold_errors.count(name))
+    return nullptr;
+  StatusOr<std::vector<std::vector<float>>> evaluated =
+      passes::evaluate_constant_values(m_graph, {value->second}, m_evaluate);
+  if (!evaluated.ok()) {
+    m_fold_errors[name] = evaluated.status().message();
+    return nullptr;
+  }
+  // The IR value stays the one ops read; the array serves converters that need the constant.
+  data::NpyArray array =
+      data::make_npy_from_floats(host_dtype_of(name), shape(value->second), evaluated->front());
+  return &(m_constants[name] = std::move(array));
 }
 
 const data::NpyArray* OnnxImportContext::float_initializer_input(int index) const {
@@ -110,7 +125,7 @@ const data::NpyArray* OnnxImportContext::float_initializer_input(int index) cons
   return found == m_initializers.end() ? nullptr : &found->second;
 }
 
-StatusOr<std::vector<int64_t>> OnnxImportContext::int_constant_input(int index) const {
+StatusOr<std::vector<int64_t>> OnnxImportContext::int_constant_input(int index) {
   const data::NpyArray* array = constant_input(index);
   const std::string& name = input_name(index);
   if (!array) return constant_required(index);
@@ -123,6 +138,22 @@ StatusOr<std::vector<int64_t>> OnnxImportContext::int_constant_input(int index) 
   return out;
 }
 
+std::optional<std::string> OnnxImportContext::graph_input_read_by(int value) const {
+  std::vector<int> stack = {value};
+  std::set<int> seen;
+  while (!stack.empty()) {
+    const ir::Value& v = m_graph.value(stack.back());
+    stack.pop_back();
+    if (!seen.insert(v.id).second) continue;
+    if (v.role == ir::Role::kInput) return v.name;
+    if (v.producer >= 0) {
+      const std::vector<int>& inputs = m_graph.op(v.producer).inputs;
+      stack.insert(stack.end(), inputs.rbegin(), inputs.rend());
+    }
+  }
+  return std::nullopt;
+}
+
 Status OnnxImportContext::constant_required(int index) const {
   const std::string& name = input_name(index);
   auto value = m_values.find(name);
@@ -130,8 +161,21 @@ Status OnnxImportContext::constant_required(int index) const {
     return unsupported("graph input '" + name +
                        "' must be a compile-time constant: bind it with --constant-input " + name + "=FILE");
   }
+  if (value != m_values.end()) {
+    if (const std::optional<std::string> input = graph_input_read_by(value->second)) {
+      return unsupported(
+          "input '" + name + "' must be a constant known at compile time, and is computed from " +
+          "graph input '" + *input + "': graph input '" + *input +
+          "' must be a compile-time constant: bind it with --constant-input " + *input + "=FILE");
+    }
+  }
+  if (auto failed = m_fold_errors.find(name); failed != m_fold_errors.end()) {
+    return unsupported("input '" + name + "' must be a constant known at compile time; it is computed from " +
+                       "constants, but evaluating it failed: " + failed->second);
+  }
   return unsupported("input '" + name +
-                     "' must be a constant known at compile time (an initializer or a Constant)");
+                     "' must be a constant known at compile time (an initializer, a Constant, or "
+                     "computed from those alone)");
 }
 
 void OnnxImportContext::set_output(int index, int value, const std::string& dtype) {
@@ -152,6 +196,13 @@ std::string OnnxImportContext::float_dtype() const {
 void OnnxImportContext::set_constant_output(int index, data::NpyArray value) {
   if (index < m_node->output_size() && !m_node->output(index).empty())
     m_constants[m_node->output(index)] = std::move(value);
+}
+
+void OnnxImportContext::set_empty_output(int index, std::vector<int64_t> shape, const std::string& dtype) {
+  data::NpyArray empty;
+  empty.dtype = dtype;
+  empty.shape = std::move(shape);
+  set_constant_output(index, std::move(empty));
 }
 
 StatusOr<int> OnnxImportContext::add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs,
@@ -225,6 +276,12 @@ bool OnnxImportContext::is_weight(const std::string& name) const {
   if (found == m_values.end()) return false;
   const ir::Role role = m_graph.value(found->second).role;
   return role == ir::Role::kWeight || role == ir::Role::kRunningStatistics;
+}
+
+bool OnnxImportContext::is_compile_time_constant(const std::string& name) {
+  if (m_constants.count(name)) return true;
+  auto value = m_values.find(name);
+  return value != m_values.end() && m_computed_constants.contains(value->second);
 }
 
 bool OnnxImportContext::is_known(const std::string& name) const {

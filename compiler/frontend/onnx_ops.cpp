@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "compiler/frontend/onnx_tensor_helpers.h"
 #include "runtime/data/tensor_proto.h"
 
 namespace ipu::frontend {
@@ -106,7 +107,7 @@ Status convert_flatten(OnnxImportContext& ctx) {
   for (int64_t i = 0; i < rank; ++i)
     (i < axis ? outer : inner) *= shape[static_cast<size_t>(i)];
   IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, {outer, inner}));
-  ctx.set_output(0, y);
+  ctx.set_output(0, y, ctx.input_dtype(0));
   return Status();
 }
 
@@ -118,6 +119,7 @@ Status convert_reshape(OnnxImportContext& ctx) {
   const std::vector<int64_t> in = ctx.shape(x);
   const bool allow_zero = ctx.int_attr("allowzero", 0) != 0;
   const int64_t elements = ctx.graph().value(x).type.elements();
+  IPU_RETURN_IF_ERROR(check_not_empty(in, "the input"));
   int64_t known = 1;
   int inferred = -1;
   for (size_t i = 0; i < target.size(); ++i) {
@@ -147,7 +149,7 @@ Status convert_reshape(OnnxImportContext& ctx) {
                             " elements) to " + shape_text(target));
   }
   IPU_ASSIGN_OR_RETURN(int y, ctx.reshape(x, target));
-  ctx.set_output(0, y);
+  ctx.set_output(0, y, ctx.input_dtype(0)); // an integer tensor stays one
   return Status();
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/passes/constant_folding.h"
 #include "compiler/passes/stage_split.h"
 #include "runtime/base/status.h"
 #include "runtime/data/npy.h"
@@ -24,8 +25,12 @@ namespace ipu::frontend {
 // What a converter sees of the import in progress.
 class OnnxImportContext {
 public:
-  OnnxImportContext(ir::Graph& graph, bool training, uint64_t bytes_per_tile = 0)
-      : m_graph(graph), m_training(training), m_bytes_per_tile(bytes_per_tile) {}
+  // `evaluate`, if given, computes the values converters need as constants but that ops compute
+  // from constants (passes/constant_folding.h); without it such an input is not a constant.
+  OnnxImportContext(ir::Graph& graph, bool training, uint64_t bytes_per_tile = 0,
+                    passes::ConstantEvaluator evaluate = nullptr)
+      : m_graph(graph), m_training(training), m_bytes_per_tile(bytes_per_tile),
+        m_evaluate(std::move(evaluate)), m_computed_constants(graph) {}
 
   ir::Graph& graph() { return m_graph; }
   bool training() const { return m_training; }
@@ -43,17 +48,19 @@ public:
   // The IR value of input `index` on this node's stage. Float initializers become weights on
   // first use; constants (Constant outputs, integer initializers) become constant tensors.
   StatusOr<int> input(int index);
-  // Input `index` if it is a compile-time constant (initializer or Constant output), else null.
-  const data::NpyArray* constant_input(int index) const;
+  // Input `index` if it is a compile-time constant, else null: an initializer, a Constant's
+  // output, or a value ops compute from those alone, which is evaluated now (once).
+  const data::NpyArray* constant_input(int index);
   // Input `index` if it is a float initializer not yet made a weight by another node, else null
   // (for values folded at compile time). Only inputs that folded_float_inputs declares for this
   // node's op type are served: the cache key keeps exactly those values.
   const data::NpyArray* float_initializer_input(int index) const;
   // The same constant as int64 values (from any integer dtype), or an error naming the input.
-  StatusOr<std::vector<int64_t>> int_constant_input(int index) const;
-  // Unsupported: input `index` must be a compile-time constant and is not. For a graph input
-  // the message reads "graph input 'NAME' must be a compile-time constant ...", naming the
-  // `--constant-input` flag that binds it (scripts/conformance.sh relies on this wording).
+  StatusOr<std::vector<int64_t>> int_constant_input(int index);
+  // Unsupported: input `index` must be a compile-time constant and is not. For a graph input, or
+  // a value computed from one, the message reads "graph input 'NAME' must be a compile-time
+  // constant ...", naming the `--constant-input` flag that binds it (scripts/conformance.sh
+  // relies on this wording).
   Status constant_required(int index) const;
 
   // The host dtype ("f4", "f2", "i8", "i4", "b1", ...) of input `index`: declared for graph inputs,
@@ -68,6 +75,9 @@ public:
   // float-only op ONNX defines (type constraint T): "f2" for a float16 input, else "f4".
   std::string float_dtype() const;
   void set_constant_output(int index, data::NpyArray value);
+  // Binds output `index` to a constant of no elements (a zero in `shape`): it holds no values
+  // whatever the inputs are, and ops skip it or refuse it, as empty tensors do not reach the device.
+  void set_empty_output(int index, std::vector<int64_t> shape, const std::string& dtype);
   // Adds an IR op on this node's stage, named after the node (plus `suffix`).
   StatusOr<int> add_op(ir::OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs = {},
                        const std::string& suffix = "");
@@ -99,6 +109,8 @@ public:
   }
   std::optional<int> value_of(const std::string& name) const;
   bool is_known(const std::string& name) const;
+  // True if `name` is known at compile time: a constant, or computed from constants alone.
+  bool is_compile_time_constant(const std::string& name);
   // True if the initializer `name` became a weight (or batch normalization's running statistics,
   // which the executable updates and --export-onnx writes back alike).
   bool is_weight(const std::string& name) const;
@@ -109,6 +121,9 @@ public:
 
 private:
   const std::string& input_name(int index) const;
+  // The first graph input (by name) that `value` is computed from, if any: what a user must bind
+  // with --constant-input for it to be a constant.
+  std::optional<std::string> graph_input_read_by(int value) const;
   // The IR value of `name`, making a weight or constant tensor of it on first use (on `stage`).
   StatusOr<int> materialize(const std::string& name, int stage);
 
@@ -123,6 +138,9 @@ private:
   std::map<std::string, data::NpyArray> m_constants;    // compile-time constants
   std::map<std::string, std::string> m_dtypes;          // host dtype of each value (default "f4")
   passes::StageCopies m_stage_copies;
+  passes::ConstantEvaluator m_evaluate;
+  passes::ConstantValues m_computed_constants;
+  std::map<std::string, std::string> m_fold_errors; // why a value computed from constants was not evaluated
 };
 
 using OnnxConvertFn = Status (*)(OnnxImportContext& context);

@@ -168,23 +168,35 @@ StatusOr<int> second_operand(OnnxImportContext& ctx, int a) {
   return ctx.reshape(b, padded, "/broadcast");
 }
 
+constexpr bool gives_bool(BinaryKind kind) {
+  return kind >= BinaryKind::kEqual && kind <= BinaryKind::kXor;
+}
+
 template <BinaryKind K> Status convert_binary(OnnxImportContext& ctx) {
   const std::string dtype = ctx.input_dtype(0);
-  if (K == BinaryKind::kDiv && is_integer_dtype(dtype)) {
-    return unsupported("Div of dtype '" + dtype + "' (integer division) is not supported");
-  }
   IPU_ASSIGN_OR_RETURN(int a, ctx.input(0));
   IPU_ASSIGN_OR_RETURN(int b, second_operand(ctx, a));
   IPU_ASSIGN_OR_RETURN(int y, add_binary(ctx, a, b, K));
-  std::string out = dtype;
-  if (K >= BinaryKind::kEqual) out = "b1";
-  if (K == BinaryKind::kPow && is_integer_dtype(dtype)) {
-    // An integer base keeps its type; pow of small exact integers is exact, and a fractional
-    // result is truncated as integer arithmetic would.
+  if ((K == BinaryKind::kDiv || K == BinaryKind::kPow) && is_integer_dtype(dtype)) {
+    // An integer result keeps its type: the quotient (or a fractional power) is truncated as
+    // integer arithmetic does. Integers are exact in float32 up to 2^24, and below that the
+    // rounded quotient truncates to the exact one: a quotient that is not an integer lies at
+    // least 1/|B| from one, more than half a float32 step at its magnitude.
     IPU_ASSIGN_OR_RETURN(y, add_unary(ctx, y, UnaryKind::kTrunc, 0, 0, "/trunc"));
   }
-  ctx.set_output(0, y, out);
+  ctx.set_output(0, y, gives_bool(K) ? "b1" : dtype);
   return Status();
+}
+
+// Mod: fmod 1 is C's fmod (the dividend's sign), which ONNX requires of floats; fmod 0 the
+// integers' Python-style remainder (the divisor's sign).
+Status convert_mod(OnnxImportContext& ctx) {
+  const bool fmod = ctx.int_attr("fmod", 0) != 0;
+  if (!fmod && !is_integer_dtype(ctx.input_dtype(0))) {
+    return invalid_argument("Mod of dtype '" + ctx.input_dtype(0) +
+                            "' needs fmod 1 (ONNX requires it of floats)");
+  }
+  return fmod ? convert_binary<BinaryKind::kFmod>(ctx) : convert_binary<BinaryKind::kMod>(ctx);
 }
 
 // Pow of a float base by a constant single exponent (x.pow(2) in a LayerNorm's variance, as
@@ -391,6 +403,7 @@ std::vector<OnnxOpDef> elementwise_onnx_ops() {
       {"Max", {6, 8, 12, 13}, {}, convert_variadic<BinaryKind::kMax>},
       {"Mean", {6, 8, 13}, {}, convert_variadic<BinaryKind::kAdd, true>},
       {"Min", {6, 8, 12, 13}, {}, convert_variadic<BinaryKind::kMin>},
+      {"Mod", {10, 13}, {"fmod"}, convert_mod},
       {"Mul", {6, 7, 13, 14}, {"broadcast", "axis"}, convert_binary<BinaryKind::kMul>},
       {"Neg", {6, 13}, {}, convert_unary<UnaryKind::kNeg>},
       {"Not", {1}, {}, convert_unary<UnaryKind::kNot>},

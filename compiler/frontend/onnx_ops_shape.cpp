@@ -109,7 +109,10 @@ Status convert_slice(OnnxImportContext& ctx) {
     offset += start * strides[static_cast<size_t>(axis)];
     strides[static_cast<size_t>(axis)] *= step;
   }
-  IPU_RETURN_IF_ERROR(check_not_empty(shape, "the slice"));
+  if (product(shape, 0, shape.size()) == 0) { // shape arithmetic slices a Shape to nothing
+    ctx.set_empty_output(0, shape, ctx.input_dtype(0));
+    return Status();
+  }
   IPU_ASSIGN_OR_RETURN(int y, add_strided_copy(ctx, x, shape, strides, offset));
   ctx.set_output(0, y, ctx.input_dtype(0));
   return Status();
@@ -224,7 +227,10 @@ Status convert_split(OnnxImportContext& ctx) {
   for (int i = 0; i < outputs; ++i) {
     std::vector<int64_t> shape = in;
     shape[static_cast<size_t>(axis)] = sizes[static_cast<size_t>(i)];
-    IPU_RETURN_IF_ERROR(check_not_empty(shape, "output " + std::to_string(i)));
+    if (sizes[static_cast<size_t>(i)] == 0) {
+      ctx.set_empty_output(i, shape, ctx.input_dtype(0));
+      continue;
+    }
     IPU_ASSIGN_OR_RETURN(int y,
                          add_strided_copy(ctx, x, shape, strides, start * strides[static_cast<size_t>(axis)],
                                           "/" + std::to_string(i)));
@@ -396,6 +402,68 @@ Status convert_gather(OnnxImportContext& ctx) {
   return Status();
 }
 
+// ScatterND (reduction none) of constant indices: which update element, if any, lands on each
+// output element is known at compile time, so the op is a Gather of the updates by a constant
+// index map, and a Where choosing between it and the data. Of index tuples naming one slice
+// twice the later wins, as ONNX Runtime applies them in order (ONNX leaves it undefined).
+Status convert_scatter_nd(OnnxImportContext& ctx) {
+  if (const onnx::AttributeProto* r = ctx.attribute("reduction"); r && r->s() != "none")
+    return unsupported("ScatterND with reduction '" + r->s() + "' is not supported (only 'none')");
+  IPU_ASSIGN_OR_RETURN(int data, ctx.input(0));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> indices, ctx.int_constant_input(1));
+  const std::vector<int64_t> index_shape = ctx.constant_input(1)->shape;
+  IPU_ASSIGN_OR_RETURN(int updates, ctx.input(2));
+  const std::vector<int64_t> data_shape = ctx.shape(data), update_shape = ctx.shape(updates);
+  const auto rank = static_cast<int64_t>(data_shape.size());
+  const int64_t k = index_shape.empty() ? 0 : index_shape.back();
+  if (index_shape.empty() || k < 1 || k > rank)
+    return invalid_argument("indices " + shape_text(index_shape) +
+                            " must end in a dimension from 1 to the rank of data " + shape_text(data_shape));
+  std::vector<int64_t> expected(index_shape.begin(), index_shape.end() - 1);
+  expected.insert(expected.end(), data_shape.begin() + k, data_shape.end());
+  if (update_shape != expected)
+    return invalid_argument("updates " + shape_text(update_shape) + " must be " + shape_text(expected) +
+                            " for indices " + shape_text(index_shape) + " into data " +
+                            shape_text(data_shape));
+  const int64_t elements = product(data_shape, 0, data_shape.size());
+  if (elements > (int64_t{1} << 24))
+    return unsupported("ScatterND into data of " + std::to_string(elements) +
+                       " elements (more than 2^24, which float32 indices cannot count)");
+  const int64_t slice = product(data_shape, static_cast<size_t>(k), data_shape.size());
+  const std::vector<int64_t> strides = strides_of(data_shape);
+  std::vector<float> source(static_cast<size_t>(elements), 0.0f), taken(static_cast<size_t>(elements), 0.0f);
+  for (size_t t = 0; t * static_cast<size_t>(k) < indices.size(); ++t) {
+    int64_t offset = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      int64_t i = indices[t * static_cast<size_t>(k) + static_cast<size_t>(j)];
+      const int64_t n = data_shape[static_cast<size_t>(j)];
+      if (i < -n || i >= n)
+        return invalid_argument("index " + std::to_string(i) + " of tuple " + std::to_string(t) +
+                                " is outside [-" + std::to_string(n) + ", " + std::to_string(n) +
+                                ") on axis " + std::to_string(j));
+      offset += (i < 0 ? i + n : i) * strides[static_cast<size_t>(j)];
+    }
+    for (int64_t e = 0; e < slice; ++e) {
+      source[static_cast<size_t>(offset + e)] = static_cast<float>(static_cast<int64_t>(t) * slice + e);
+      taken[static_cast<size_t>(offset + e)] = 1.0f;
+    }
+  }
+  if (product(update_shape, 0, update_shape.size()) == 0) {
+    ctx.set_output(0, data, ctx.input_dtype(0));
+    return Status();
+  }
+  IPU_ASSIGN_OR_RETURN(int flat,
+                       ctx.reshape(updates, {product(update_shape, 0, update_shape.size())}, "/updates"));
+  const int from = ctx.add_constant_tensor("/source", data_shape, std::move(source), true);
+  const int mask = ctx.add_constant_tensor("/taken", data_shape, std::move(taken), true);
+  ir::AxisAttrs gather;
+  gather.axis = 0;
+  IPU_ASSIGN_OR_RETURN(int scattered, ctx.add_op(ir::OpKind::kGather, {flat, from}, gather, "/gather"));
+  IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(ir::OpKind::kWhere, {mask, scattered, data}));
+  ctx.set_output(0, y, ctx.input_dtype(0));
+  return Status();
+}
+
 // The static shape of input 0: that of its constant, else of its IR value.
 StatusOr<std::vector<int64_t>> static_shape(OnnxImportContext& ctx) {
   if (const data::NpyArray* c = ctx.constant_input(0)) return c->shape;
@@ -413,7 +481,6 @@ Status convert_shape(OnnxImportContext& ctx) {
   start = std::clamp<int64_t>(start, 0, rank);
   end = std::clamp<int64_t>(end, 0, rank);
   std::vector<int64_t> dims(shape.begin() + start, shape.begin() + std::max(start, end));
-  IPU_RETURN_IF_ERROR(check_not_empty({static_cast<int64_t>(dims.size())}, "the shape slice"));
   ctx.set_constant_output(0, make_i64_array(dims, {static_cast<int64_t>(dims.size())}));
   return Status();
 }
@@ -497,6 +564,7 @@ std::vector<OnnxOpDef> shape_onnx_ops() {
       {"Gather", {1, 11, 13}, {"axis"}, convert_gather},
       {"Pad", {2, 11, 13, 18, 19, 21, 23, 24, 25}, {"mode", "pads", "value"}, convert_pad},
       {"Range", {11}, {}, convert_range},
+      {"ScatterND", {11, 13, 16, 18}, {"reduction"}, convert_scatter_nd},
       {"Shape", {1, 13, 15, 19, 21, 23, 24, 25}, {"start", "end"}, convert_shape},
       {"Size", {1, 13, 19, 21, 23, 24, 25}, {}, convert_size},
       {"Slice", {1, 10, 11, 13}, {"starts", "ends", "axes"}, convert_slice},

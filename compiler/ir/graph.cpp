@@ -142,15 +142,44 @@ std::vector<int> Graph::consumers(int id) const {
 
 void Graph::remove_ops(const std::vector<int>& ids) {
   if (ids.empty()) return;
+  std::vector<bool> removed(m_ops.size(), false);
+  for (int id : ids)
+    removed.at(static_cast<size_t>(id)) = true;
   std::vector<Op> kept;
   for (Op& op : m_ops) {
-    if (std::find(ids.begin(), ids.end(), op.id) != ids.end()) continue;
+    if (removed[static_cast<size_t>(op.id)]) continue;
     op.id = static_cast<int>(kept.size());
     for (int out : op.outputs)
       m_values[static_cast<size_t>(out)].producer = op.id;
     kept.push_back(std::move(op));
   }
   m_ops = std::move(kept);
+}
+
+std::vector<int> Graph::remove_values(const std::vector<int>& ids) {
+  std::vector<int> new_id(m_values.size(), 0);
+  for (int id : ids)
+    new_id.at(static_cast<size_t>(id)) = -1;
+  std::vector<Value> kept;
+  for (Value& v : m_values) {
+    const auto old_id = static_cast<size_t>(v.id);
+    if (new_id[old_id] < 0) continue;
+    v.id = new_id[old_id] = static_cast<int>(kept.size());
+    kept.push_back(std::move(v));
+  }
+  m_values = std::move(kept);
+  auto renumber = [&](std::vector<int>& refs) {
+    for (int& ref : refs) {
+      ref = new_id.at(static_cast<size_t>(ref));
+      if (ref < 0) std::abort(); // an op still reads or writes a removed value
+    }
+  };
+  for (Op& op : m_ops) {
+    renumber(op.inputs);
+    renumber(op.outputs);
+    renumber(op.after);
+  }
+  return new_id;
 }
 
 void Graph::move_ops_to_front(const std::vector<int>& ids) {

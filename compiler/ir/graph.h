@@ -141,6 +141,10 @@ public:
   // Removes ops whose outputs another op now produces (a fusion): the remaining ops are
   // renumbered in order and their outputs' producers updated.
   void remove_ops(const std::vector<int>& ids);
+  // Removes values `ids`, which no op may read or write (what constant folding leaves behind):
+  // the remaining values are renumbered in order and the ops' references updated. Returns each
+  // old id's new id, -1 for a removed value, for the ids a caller holds.
+  std::vector<int> remove_values(const std::vector<int>& ids);
   // Moves ops `ids` (in that order) before every other op, renumbering all and updating their
   // outputs' producers: passes walk ops by index as a topological order, so an op added to feed
   // earlier ops (passes/mixed_precision.h) must move there.

@@ -282,9 +282,13 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   };
 
   ProgramBuilder programs(exe, target, options.replicas);
-  streams.features = ctx.tensor(io.inputs.at(0).value);
-  streams.features_stream =
-      programs.stream(std::string(format::kFeaturesStream), format::Stream::HOST_TO_DEVICE, streams.features);
+  // A graph without inputs (only inference has none: the constants constant folding evaluates, an
+  // ONNX model of constants) streams nothing in.
+  if (!io.inputs.empty()) {
+    streams.features = ctx.tensor(io.inputs[0].value);
+    streams.features_stream = programs.stream(std::string(format::kFeaturesStream),
+                                              format::Stream::HOST_TO_DEVICE, streams.features);
+  }
   // Every further input and output has its own stream; predict moves them all.
   auto bind = [&](const IoBinding& b, size_t i, bool input) {
     const uint32_t tensor = ctx.tensor(b.value);

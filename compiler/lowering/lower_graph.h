@@ -30,7 +30,8 @@ struct IoBinding {
 };
 
 struct GraphInterface {
-  std::vector<IoBinding> inputs;          // inputs[0] is fed by the "features" infeed (and trains)
+  std::vector<IoBinding>
+      inputs; // inputs[0] is fed by the "features" infeed (and trains); none in inference of constants
   std::vector<IoBinding> outputs;         // outputs[0] is streamed out as "predictions" (and trained)
   std::optional<passes::LossValues> loss; // present when the graph trains
   std::vector<int> accumulators;          // gradient accumulators, all-reduced across replicas

@@ -76,6 +76,10 @@ double binary_cycles_per_element(const target::CycleModel& model, BinaryKind kin
     return f.divide;
   case BinaryKind::kPow:
     return f.power;
+  case BinaryKind::kFmod:
+    return f.remainder;
+  case BinaryKind::kMod: // the remainder, then its sign compared with the divisor's and fixed
+    return f.remainder + 2.0 / model.vector_flops_per_cycle;
   case BinaryKind::kEqual:
   case BinaryKind::kLess:
   case BinaryKind::kGreater:

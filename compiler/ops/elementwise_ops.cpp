@@ -257,6 +257,19 @@ Status grad_binary_op(GradContext& ctx, const Op& op) {
     }
     break;
   }
+  case BinaryKind::kFmod:
+  case BinaryKind::kMod: { // Y = A − B·q, q = A/B rounded toward zero (fmod) or down: dA = dY; dB = −dY·q
+    da = dy;
+    if (need_b) {
+      const bool floors = op.attrs<BinaryAttrs>().kind == BinaryKind::kMod;
+      IPU_ASSIGN_OR_RETURN(int ratio, grad_binary(ctx, op, BinaryKind::kDiv, a, b, "/grad_b_ratio"));
+      IPU_ASSIGN_OR_RETURN(int q, grad_unary(ctx, op, floors ? UnaryKind::kFloor : UnaryKind::kTrunc, ratio,
+                                             0, 0, "/grad_b_quotient"));
+      IPU_ASSIGN_OR_RETURN(int dq, grad_binary(ctx, op, BinaryKind::kMul, dy, q, "/grad_b_mul"));
+      IPU_ASSIGN_OR_RETURN(db, grad_unary(ctx, op, UnaryKind::kNeg, dq, 0, 0, "/grad_b"));
+    }
+    break;
+  }
   case BinaryKind::kMax:
   case BinaryKind::kMin: { // the gradient goes to the selected operand; ties to A
     const bool max = op.attrs<BinaryAttrs>().kind == BinaryKind::kMax;

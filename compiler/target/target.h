@@ -17,18 +17,19 @@ namespace ipu::target {
 // every sixth tile cycle, make that the same number of tile cycles per element per tile:
 // cycles / unroll.
 struct FunctionCycles {
-  double exp = 6.0 / 2;      // EXPONENT float {6 cycles, unroll 2}
-  double log = 12.0 / 2;     // LOGARITHM float {12, 2}
-  double tanh = 12.0 / 2;    // TANH float {12, 2}
-  double sigmoid = 12.0 / 2; // SIGMOID float {12, 2}
-  double sqrt = 10.0 / 2;    // SQRT float {10, 2}
-  double rsqrt = 8.0 / 2;    // RSQRT float {8, 2}
-  double inverse = 6.0 / 2;  // INVERSE float {6, 2}
-  double erf = 41;           // ERF float {41, 1}
-  double gelu_erf = 22;      // GELU_ERF float {22, 1}
-  double divide = 10.0 / 2;  // DIVIDE float {10, 2}
-  double power = 312;        // POWER float {312, 1}
-  double compare = 14.0 / 4; // EQUAL, LESS_THAN, ... float {14, 4} (a bool result per element)
+  double exp = 6.0 / 2;         // EXPONENT float {6 cycles, unroll 2}
+  double log = 12.0 / 2;        // LOGARITHM float {12, 2}
+  double tanh = 12.0 / 2;       // TANH float {12, 2}
+  double sigmoid = 12.0 / 2;    // SIGMOID float {12, 2}
+  double sqrt = 10.0 / 2;       // SQRT float {10, 2}
+  double rsqrt = 8.0 / 2;       // RSQRT float {8, 2}
+  double inverse = 6.0 / 2;     // INVERSE float {6, 2}
+  double erf = 41;              // ERF float {41, 1}
+  double gelu_erf = 22;         // GELU_ERF float {22, 1}
+  double divide = 10.0 / 2;     // DIVIDE float {10, 2}
+  double power = 312;           // POWER float {312, 1}
+  double remainder = 133.0 / 2; // REMAINDER float {133, 2} (C's fmod)
+  double compare = 14.0 / 4;    // EQUAL, LESS_THAN, ... float {14, 4} (a bool result per element)
 };
 
 // Parameters of the cycle estimate. Each cites its source; docs/cycle_model.md gives the

@@ -377,6 +377,23 @@ NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data) {
   return array;
 }
 
+NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> shape,
+                              const std::vector<float>& values) {
+  if (dtype == "f2") return make_npy_f16(std::move(shape), values.data());
+  if (dtype.empty() || (dtype[0] != 'b' && dtype[0] != 'i' && dtype[0] != 'u'))
+    return make_npy_f32(std::move(shape), values.data());
+  NpyArray array;
+  array.dtype = dtype;
+  array.shape = std::move(shape);
+  const size_t item = npy_itemsize(dtype);
+  array.data.resize(values.size() * item);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int64_t v = dtype == "b1" ? (values[i] != 0.0f) : std::llround(values[i]);
+    std::memcpy(array.data.data() + i * item, &v, item); // little-endian: the low bytes
+  }
+  return array;
+}
+
 std::vector<float> floats_as_is(const NpyArray& array) {
   const size_t count = array.element_count();
   std::vector<float> out(count);

@@ -44,6 +44,11 @@ NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data);
 // A float16 array of prod(shape) values from data, each rounded to the nearest binary16 value
 // (ties to even; exact for the values of a FLOAT16 tensor, which are binary16 already).
 NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data);
+// An array of `dtype` ("f4", "f2", "b1" or an integer type) holding float32 `values` converted
+// as the device's values convert to a model's types: integers rounded to the nearest (they are
+// integers already), bools true when not 0, float16 as make_npy_f16.
+NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> shape,
+                              const std::vector<float>& values);
 
 // Features [N, ...] (f4, f8, f2, b1 or any integer type, converted to float32 as is, no scaling;
 // every value must be finite) and, unless labels_path is empty, labels: class indices [N] or

@@ -93,7 +93,10 @@ inline constexpr uint64_t kMaxExecutionsPerStep = 2;
 // The numpy dtypes ModelIo names: what the host converts a model's inputs from and its
 // outputs to (the device holds every value as a float). "f2" is a FLOAT16 tensor's.
 inline bool is_model_io_dtype(std::string_view dtype) {
-  return dtype == "f4" || dtype == "f2" || dtype == "i4" || dtype == "i8" || dtype == "b1";
+  for (std::string_view known : {"f4", "f2", "b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"}) {
+    if (dtype == known) return true;
+  }
+  return false;
 }
 
 } // namespace ipu::format

@@ -81,8 +81,12 @@ enum class BinaryKind : int64_t {
   kAnd = 12,
   kOr = 13,
   kXor = 14,
+  // The remainder of a truncating division, with the dividend's sign (C's fmod; ONNX Mod fmod=1).
+  kFmod = 15,
+  // The remainder of a flooring division, with the divisor's sign (Python's %; ONNX Mod fmod=0).
+  kMod = 16,
 };
-inline constexpr int64_t kBinaryKindCount = 15;
+inline constexpr int64_t kBinaryKindCount = 17;
 
 // Reduce over some axes. The arg kinds give the index (as a float) of the first (or last)
 // extreme along a single reduced axis.

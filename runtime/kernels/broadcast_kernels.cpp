@@ -200,6 +200,12 @@ float binary(BinaryKind kind, float a, float b) {
     return (a != 0.0f || b != 0.0f) ? 1.0f : 0.0f;
   case BinaryKind::kXor:
     return ((a != 0.0f) != (b != 0.0f)) ? 1.0f : 0.0f;
+  case BinaryKind::kFmod:
+    return std::fmod(a, b);
+  case BinaryKind::kMod: { // fmod is exact; a remainder of the other sign moves by one divisor
+    const float r = std::fmod(a, b);
+    return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
+  }
   }
   return NAN;
 }
@@ -273,6 +279,10 @@ void run_binary(const PreparedVertex& v) {
     return binary_loop<BinaryKind::kOr>(v);
   case BinaryKind::kXor:
     return binary_loop<BinaryKind::kXor>(v);
+  case BinaryKind::kFmod:
+    return binary_loop<BinaryKind::kFmod>(v);
+  case BinaryKind::kMod:
+    return binary_loop<BinaryKind::kMod>(v);
   }
 }
 

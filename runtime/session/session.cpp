@@ -215,7 +215,6 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   }
   impl->stream_predictions = impl->engine->find_stream(std::string(format::kPredictionsStream));
   impl->stream_loss_scale = impl->engine->find_stream(std::string(format::kLossScaleStream));
-  if (!impl->stream_features) return data_loss("executable has no 'features' stream");
   impl->stream_hyper = impl->engine->find_stream(std::string(format::kHyperParametersStream));
   impl->hyper = format::hyper_parameter_defaults(exe).value_or(format::HyperParameterValues{});
   impl->hyper_read.insert(exe.hyper_parameters().begin(), exe.hyper_parameters().end());
@@ -241,6 +240,10 @@ StatusOr<uint32_t> Session::Impl::program(std::string_view name) const {
 }
 
 Status Session::Impl::check_data(const data::Dataset& data, bool need_labels) const {
+  // A model without inputs (an ONNX model of constants) has no features stream: it only predicts.
+  if (!stream_features)
+    return invalid_argument(data.source +
+                            ": this model has no inputs to feed a data set to; predict without one");
   const format::Stream& features = engine->executable().streams(static_cast<int>(*stream_features));
   if (features.shape_size() < 1 || engine->executable().inputs_size() > 1 ||
       (engine->executable().inputs_size() == 1 && !engine->executable().inputs(0).batched())) {
@@ -415,7 +418,8 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
     return Status();
   };
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
-    if (stream == *stream_features) return take_step(feed.features, features_step, destination, "features");
+    if (stream_features && stream == *stream_features)
+      return take_step(feed.features, features_step, destination, "features");
     if (stream_labels && stream == *stream_labels) {
       if (float_labels) return take_step(feed.float_labels, labels_step, destination, "labels");
       return take_step(feed.labels, labels_step, destination, "labels");
@@ -778,25 +782,6 @@ StatusOr<std::vector<float>> device_values(const data::NpyArray& array, const fo
   return values;
 }
 
-// Converts device floats to the output's host dtype.
-data::NpyArray host_array(const format::ModelIo& io, std::vector<int64_t> shape,
-                          const std::vector<float>& values) {
-  if (io.dtype() == "b1" || io.dtype() == "i8" || io.dtype() == "i4") {
-    data::NpyArray a;
-    a.dtype = io.dtype();
-    a.shape = std::move(shape);
-    const size_t item = data::npy_itemsize(a.dtype);
-    a.data.resize(values.size() * item);
-    for (size_t i = 0; i < values.size(); ++i) {
-      const int64_t v = io.dtype() == "b1" ? (values[i] != 0.0f) : std::llround(values[i]);
-      std::memcpy(a.data.data() + i * item, &v, item); // little-endian: the low bytes
-    }
-    return a;
-  }
-  if (io.dtype() == "f2") return data::make_npy_f16(std::move(shape), values.data());
-  return data::make_npy_f32(std::move(shape), values.data());
-}
-
 } // namespace
 
 StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) {
@@ -896,7 +881,7 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
         elements *= static_cast<size_t>(d);
       v.resize(elements);
     }
-    r.outputs.push_back(host_array(io, std::move(shape), v));
+    r.outputs.push_back(data::make_npy_from_floats(io.dtype(), std::move(shape), v));
   }
   r.samples = N;
   r.seconds = seconds_since(start);

@@ -15,4 +15,51 @@ test_squeezenet_fits_one_ipu_and_matches_torch() {
     "squeezenet1_1 fits and matches torch"
 }
 
+# The models whose shape arithmetic and masks only constant folding makes importable (issue 26):
+# swin_t's window masks come from Mod, ScatterND and 2,936 other nodes of constants.
+test_swin_folds_its_constants_and_matches_torch() {
+  /usr/bin/python3 -c 'import torch, torchvision' 2>/dev/null || skip "no python3-torch and python3-torchvision"
+  expect_exit 0 /usr/bin/python3 "$SRC/scripts/zoo.py" swin_t --work zoo --json rows.json
+  cat "$STDOUT"
+  expect_json rows.json 'd[0]["ok"] and d[0]["error"] <= 1e-4' "swin_t compiles and matches torch"
+  expect_exit 0 "$IPUCC" compile zoo/swin_t/model.onnx --mode infer --batch-size 1 --json
+  expect_json "$STDOUT" 'd["folded_onnx_nodes"] > 2000' "swin_t's constant nodes are folded"
+}
+
+# x.view(x.size(0), -1) exported with a dynamic batch is Shape → Gather → Unsqueeze → Concat →
+# Reshape: its shape is known once --batch-size binds the batch, for inference and for training.
+test_a_dynamic_batch_view_infers_and_trains_like_torch() {
+  /usr/bin/python3 -c 'import torch' 2>/dev/null || skip "no python3-torch"
+  /usr/bin/python3 - <<'PY' || fail "the torch export failed"
+import numpy as np, torch
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3)
+        self.fc = torch.nn.Linear(4 * 6 * 6, 3)
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return self.fc(y.view(y.size(0), -1))
+torch.manual_seed(0)
+net = Net()
+x, labels = torch.randn(8, 1, 8, 8), torch.randint(0, 3, (8,))
+torch.onnx.export(net, x[:2], "view.onnx", input_names=["x"], output_names=["y"], opset_version=13,
+                  dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+np.save("x.npy", x.numpy())
+np.save("labels.npy", labels.numpy())
+with torch.no_grad():
+    np.save("y.npy", net(x).numpy())
+    open("first_loss.txt", "w").write(repr(float(torch.nn.functional.cross_entropy(net(x[:4]), labels[:4]))))
+PY
+  expect_exit 0 "$IPUCC" compile view.onnx --mode infer --batch-size 4 --json -o infer.ipuexe
+  expect_json "$STDOUT" 'd["folded_onnx_nodes"] == 4' "Shape, Gather, Unsqueeze and Concat are folded"
+  expect_exit 0 "$IPURUN" predict infer.ipuexe --input x.npy --output y_ipu.npy
+  /usr/bin/python3 -c 'import numpy as np; a, b = np.load("y_ipu.npy"), np.load("y.npy"); assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max(), np.abs(a - b).max()' ||
+    fail "predictions differ from torch's"
+  expect_exit 0 "$IPUCC" compile view.onnx --loss sparse_categorical_crossentropy --batch-size 4 -o train.ipuexe
+  expect_exit 0 "$IPURUN" train train.ipuexe --data npy:x.npy,labels.npy --step-log steps.json --progress none
+  expect_json steps.json "abs(d['losses'][0] - $(cat first_loss.txt)) <= 1e-5 * $(cat first_loss.txt)" \
+    "the first step's loss is torch's"
+}
+
 run_tests "$@"

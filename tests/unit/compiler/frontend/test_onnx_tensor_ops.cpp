@@ -165,10 +165,11 @@ TEST_CASE("Pad in edge, reflect and wrap mode gathers the source index of every 
 }
 
 TEST_CASE("forms whose semantics are not implemented are unsupported with the reason") {
-  OnnxBuilder b;
+  OnnxBuilder b(16);
   b.input("x", {3}).output("a").output("p").output("c");
   b.ints("pads", {0, -1, 0, 1});
-  b.node("Div", "idiv", {"x", "x"}, {"a"});
+  b.ints("at", {1});
+  OnnxBuilder::string_attr(b.node("ScatterND", "scatter", {"x", "at", "x"}, {"a"}), "reduction", "add");
   OnnxBuilder::string_attr(b.node("Pad", "pad", {"x", "pads"}, {"p"}), "mode", "reflect");
   OnnxBuilder::int_attr(b.node("Cast", "cast", {"x"}, {"c"}), "to", onnx::TensorProto::DOUBLE);
   b.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
@@ -177,7 +178,8 @@ TEST_CASE("forms whose semantics are not implemented are unsupported with the re
   REQUIRE_FALSE(imported.ok());
   CHECK(imported.status().code() == StatusCode::kUnsupported);
   const std::string m = imported.status().message();
-  CHECK(contains(m, "node 'idiv' (Div): Div of dtype 'i8' (integer division) is not supported"));
+  CHECK(contains(
+      m, "node 'scatter' (ScatterND): ScatterND with reduction 'add' is not supported (only 'none')"));
   CHECK(contains(
       m, "node 'pad' (Pad): negative pads (cropping) are supported in constant mode only, not 'reflect'"));
   CHECK(contains(m, "node 'cast' (Cast): Cast to element type DOUBLE is not supported"));
