@@ -538,19 +538,25 @@ Status convert_range(OnnxImportContext& ctx) {
   if (n > (int64_t{1} << 24))
     return unsupported("a range of " + std::to_string(n) + " elements is too large");
   const std::string dtype = arrays[0]->dtype;
-  if (dtype == "f4") {
-    std::vector<float> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i)
-      out[static_cast<size_t>(i)] = static_cast<float>(v[0] + static_cast<double>(i) * v[2]);
-    ctx.set_constant_output(0, data::make_npy_f32({n}, out.data()));
-  } else if (dtype == "i8") {
+  if (dtype == "i8") {
     std::vector<int64_t> out(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i)
       out[static_cast<size_t>(i)] = static_cast<int64_t>(v[0]) + i * static_cast<int64_t>(v[2]);
     ctx.set_constant_output(0, make_i64_array(out, {n}));
-  } else {
-    return unsupported("Range of dtype '" + dtype + "' (FLOAT and INT64 are supported)");
+    return Status();
   }
+  if (dtype != "f4" && dtype != "f2" && !is_integer_dtype(dtype))
+    return unsupported("Range of dtype '" + dtype + "' (float and integer types are supported)");
+  // Narrower integers through float32, which holds them exactly (|v| <= 2^24, checked).
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double value = v[0] + static_cast<double>(i) * v[2];
+    if (dtype[0] != 'f' && std::fabs(value) > 16777216.0)
+      return unsupported("Range of dtype '" + dtype + "' reaching " + std::to_string(value) +
+                         ", beyond 2^24");
+    out[static_cast<size_t>(i)] = static_cast<float>(value);
+  }
+  ctx.set_constant_output(0, data::make_npy_from_floats(dtype, {n}, out));
   return Status();
 }
 
