@@ -164,8 +164,8 @@ Status OnnxImportContext::constant_required(int index) const {
   if (value != m_values.end()) {
     if (const std::optional<std::string> input = graph_input_read_by(value->second)) {
       return unsupported(
-          "input '" + name + "' must be a constant known at compile time, and is computed from " +
-          "graph input '" + *input + "': graph input '" + *input +
+          "input '" + name + "' must be a constant known at compile time; it is computed from graph input '" +
+          *input + "', and graph input '" + *input +
           "' must be a compile-time constant: bind it with --constant-input " + *input + "=FILE");
     }
   }

@@ -117,5 +117,58 @@ TEST_CASE("integer Div and Mod of an ONNX model fold to ONNX's values") {
   CHECK(folded.initial == std::vector<float>{4, -2, -5});
 }
 
+// The folded constant that `y = x + Cast(constant)` adds, after importing `b` with folding.
+std::vector<float> folded_addend(const OnnxBuilder& b) {
+  frontend::OnnxImportOptions options;
+  options.evaluate_constants = compiler::evaluate_on_device;
+  const auto imported = frontend::import_onnx(b.bytes(), "scatter.onnx", options);
+  INFO(imported.status().message());
+  REQUIRE(imported.ok());
+  REQUIRE(imported->graph.ops().size() == 1);
+  return imported->graph.value(imported->graph.ops()[0].inputs[1]).initial;
+}
+
+TEST_CASE("ScatterND writes its updates where constant indices say, the later of two winning") {
+  OnnxBuilder b;
+  b.input("x", {2, 3}).output("y");
+  b.ints("data", {0, 1, 2, 3, 4, 5});
+  b.ints("shape", {2, 3});
+  b.ints("at", {0, 1, 1, -1, 0, 1}); // (0,1), (1,2), (0,1) again
+  b.ints("at_shape", {3, 2});
+  b.ints("updates", {10, 20, 30});
+  b.node("Reshape", "table", {"data", "shape"}, {"table2d"});
+  b.node("Reshape", "where", {"at", "at_shape"}, {"at2d"});
+  b.node("ScatterND", "scatter", {"table2d", "at2d", "updates"}, {"s"});
+  OnnxBuilder::int_attr(b.node("Cast", "as_float", {"s"}, {"f"}), "to", onnx::TensorProto::FLOAT);
+  b.node("Add", "y", {"x", "f"}, {"y"});
+  CHECK(folded_addend(b) == std::vector<float>{0, 30, 2, 3, 4, 20});
+
+  OnnxBuilder rows; // k = 1: whole rows
+  rows.input("x", {2, 3}).output("y");
+  rows.ints("data", {0, 1, 2, 3, 4, 5});
+  rows.ints("shape", {2, 3});
+  rows.ints("at", {1});
+  rows.ints("at_shape", {1, 1});
+  rows.ints("updates", {7, 8, 9});
+  rows.ints("update_shape", {1, 3});
+  rows.node("Reshape", "table", {"data", "shape"}, {"table2d"});
+  rows.node("Reshape", "where", {"at", "at_shape"}, {"at2d"});
+  rows.node("Reshape", "rows", {"updates", "update_shape"}, {"row"});
+  rows.node("ScatterND", "scatter", {"table2d", "at2d", "row"}, {"s"});
+  OnnxBuilder::int_attr(rows.node("Cast", "as_float", {"s"}, {"f"}), "to", onnx::TensorProto::FLOAT);
+  rows.node("Add", "y", {"x", "f"}, {"y"});
+  CHECK(folded_addend(rows) == std::vector<float>{0, 1, 2, 7, 8, 9});
+}
+
+TEST_CASE("Mod of floats needs fmod 1, as ONNX requires") {
+  OnnxBuilder b;
+  b.input("x", {3}).output("y");
+  b.node("Mod", "remainder", {"x", "x"}, {"y"});
+  const auto imported = frontend::import_onnx(b.bytes(), "mod.onnx", frontend::OnnxImportOptions{});
+  REQUIRE_FALSE(imported.ok());
+  CHECK(imported.status().message().find("node 'remainder' (Mod): Mod of dtype 'f4' needs fmod 1") !=
+        std::string::npos);
+}
+
 } // namespace
 } // namespace ipu::testing
