@@ -7,6 +7,15 @@ the answer right.
     /usr/bin/python3 scripts/zoo.py resnet18 squeezenet1_1 [--build build] [--work DIR]
         [--num-ipus N] [--precision fp32|fp16] [--tolerance T] [--json FILE] [-- IPUCC_FLAGS...]
     /usr/bin/python3 scripts/zoo.py --all
+    /usr/bin/python3 scripts/zoo.py --train [--batch B] [--image-size S] [--dynamic-batch] mobilenet_v2
+
+With --train each model is exported in torch's training mode instead (batch norm with batch
+statistics; every Dropout's and StochasticDepth's probability set to 0, since ipucc does not draw
+torch's random masks),
+at batch B (4) and S x S images (64), with a fixed batch axis unless --dynamic-batch. It is
+compiled for training (sparse categorical cross-entropy, SGD) at that batch, trains one step on
+the exported batch with random labels, and the error is that step's loss against torch's float64
+train-mode loss, relative (tolerance 1e-5); cycles/step is the train step's.
 
 Prints one row per model: whether it compiled and fits (ipucc's exit code: 5 is out of tile
 memory), the fullest tile's planned bytes, the estimated cycles of one predict step, the error
@@ -63,6 +72,79 @@ def export(name, directory, opset, seed, batch=1, dynamic_batch=False):
     np.save(paths[2], y.numpy())
     os.replace(tmp, paths[0])
     return paths
+
+
+def export_training(name, directory, args):
+    """Writes model.onnx (torch's training-mode export), x.npy, labels.npy and loss.txt (torch's
+    float64 train-mode loss of that batch) once."""
+    paths = [os.path.join(directory, f) for f in ("model.onnx", "x.npy", "labels.npy", "loss.txt")]
+    if all(os.path.exists(p) for p in paths):
+        return paths
+    import copy
+    import torch
+    import torchvision
+    os.makedirs(directory, exist_ok=True)
+    torch.manual_seed(args.seed)
+    model = getattr(torchvision.models, name)(weights=None)
+    for module in model.modules():
+        if isinstance(module, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
+            module.p = 0.0
+    model.train()
+    x = torch.randn(args.batch, 3, args.image_size, args.image_size, dtype=torch.float32)
+    labels = torch.randint(0, 1000, (args.batch,))
+    # The reference is a copy: tracing for the export runs the model, which moves its running
+    # statistics (the loss does not read them in training mode, but the export should be untouched).
+    reference = copy.deepcopy(model).double()
+    loss = torch.nn.functional.cross_entropy(reference(x.double()), labels)
+    tmp = paths[0] + ".tmp"
+    axes = {"input": {0: "batch"}, "logits": {0: "batch"}} if args.dynamic_batch else None
+    torch.onnx.export(model, x, tmp, input_names=["input"], output_names=["logits"], opset_version=args.opset,
+                      dynamic_axes=axes, training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    np.save(paths[1], x.numpy())
+    np.save(paths[2], labels.numpy())
+    with open(paths[3], "w") as f:
+        f.write(repr(float(loss)))
+    os.replace(tmp, paths[0])
+    return paths
+
+
+def check_training(name, args, ipucc, ipurun):
+    row = {"model": name, "exit": None, "peak_tile_bytes": None, "cycles_per_step": None, "error": None,
+           "ok": False, "message": ""}
+    directory = os.path.join(args.work, "%s-train-b%d-%d%s" % (
+        name, args.batch, args.image_size, "-dynamic" if args.dynamic_batch else ""))
+    try:
+        onnx_path, x_path, labels_path, loss_path = export_training(name, directory, args)
+    except Exception as e:  # torch's exporter refuses some models; say so and go on
+        row["message"] = "export failed: " + str(e).splitlines()[0]
+        return row
+    exe = os.path.join(directory, "train-%s-%d.ipuexe" % (args.precision, args.num_ipus))
+    command = [ipucc, "compile", onnx_path, "--mode", "train", "--loss", "sparse_categorical_crossentropy",
+               "--optimizer", "sgd", "--learning-rate", "0.01", "--batch-size", str(args.batch), "--no-cache",
+               "--json", "-o", exe, "--num-ipus", str(args.num_ipus), "--precision", args.precision]
+    if args.num_ipus > 1:
+        command += ["--pipeline-stages", str(args.num_ipus)]
+    compiled = run(command + args.ipucc_flags)
+    row["exit"] = compiled.returncode
+    if compiled.returncode != 0:
+        row["message"] = last_line(compiled.stderr)
+        return row
+    report = json.loads(compiled.stdout)
+    row["peak_tile_bytes"] = report["estimates"]["peak_tile_bytes"]
+    row["cycles_per_step"] = report["estimates"]["cycles_per_step"].get("train")
+    steps = os.path.join(directory, "steps-%s-%d.json" % (args.precision, args.num_ipus))
+    trained = run([ipurun, "train", exe, "--data", "npy:%s,%s" % (x_path, labels_path), "--step-log", steps,
+                   "--progress", "none"])
+    if trained.returncode != 0:
+        row["message"] = "ipurun exit %d: %s" % (trained.returncode, last_line(trained.stderr))
+        return row
+    with open(steps) as f:
+        loss = json.load(f)["losses"][0]
+    with open(loss_path) as f:
+        want = float(f.read())
+    row["error"] = abs(loss - want) / abs(want)
+    row["ok"] = row["error"] <= args.tolerance
+    return row
 
 
 def run(command):
@@ -124,12 +206,16 @@ def main():
     parser.add_argument("--opset", type=int, default=13)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE", help="also write the rows as a JSON list")
+    parser.add_argument("--train", action="store_true", help="export in training mode, train a step, compare the loss")
+    parser.add_argument("--batch", type=int, default=4, help="with --train: the batch size")
+    parser.add_argument("--image-size", type=int, default=64, help="with --train: the image side")
+    parser.add_argument("--dynamic-batch", action="store_true", help="with --train: a symbolic batch axis")
     argv = sys.argv[1:]
     split = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:split])
     args.ipucc_flags = argv[split + 1:]  # after --: more ipucc compile flags
     if args.tolerance is None:
-        args.tolerance = TOLERANCE[args.precision]
+        args.tolerance = 1e-5 if args.train else TOLERANCE[args.precision]
     models = ZOO if args.all else args.models
     if not models:
         parser.error("name at least one model, or --all")
@@ -139,7 +225,7 @@ def main():
     print("%-20s %5s %16s %14s %10s  %s" % ("model", "exit", "peak tile bytes", "cycles/step", "error", "verdict"))
     rows = []
     for name in models:
-        row = check(name, args, ipucc, ipurun)
+        row = (check_training if args.train else check)(name, args, ipucc, ipurun)
         rows.append(row)
         print("%-20s %5s %16s %14s %10s  %s" % (
             name, "-" if row["exit"] is None else row["exit"],

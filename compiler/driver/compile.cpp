@@ -463,18 +463,19 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                        std::to_string(io.outputs.size()) + " output(s) (--mode infer runs it)");
   }
   if (options.mode == Mode::kTrain && !forward.inputs[0].batched) {
-    // What torch.onnx.export writes without dynamic_axes: the sample count is baked in.
-    const std::string& name = forward.inputs[0].name;
+    // The import takes a fixed first dimension as the batch when it equals --batch-size.
+    const frontend::ModelIo& input = forward.inputs[0];
+    const ir::TensorType& type = forward.graph.value(input.value).type;
+    const std::string use_it = type.shape.empty()
+                                   ? std::string()
+                                   : "give --batch-size " + std::to_string(type.shape[0]) +
+                                         " to train with its fixed first dimension as the batch, or ";
     return unsupported(options.model_path +
-                       ": training needs the input's first dimension to be the batch, "
-                       "but input '" +
-                       name + "' has the fixed shape " +
-                       forward.graph.value(forward.inputs[0].value).type.to_string() +
-                       "; export the model with a dynamic batch axis (torch.onnx.export(..., "
-                       "dynamic_axes={'" +
-                       name +
-                       "': {0: 'batch'}})) and give --batch-size, or run it "
-                       "with --mode infer");
+                       ": training needs the input's first dimension to be the batch, but input '" +
+                       input.name + "' has the fixed shape " + type.to_string() + " and --batch-size is " +
+                       std::to_string(options.batch_size) + "; " + use_it +
+                       "export the model with a dynamic batch axis (torch.onnx.export(..., dynamic_axes={'" +
+                       input.name + "': {0: 'batch'}}))");
   }
   if (options.mode == Mode::kTrain) {
     passes::LossValues loss;

@@ -252,7 +252,10 @@ std::string host_dtype(int elem_type) {
 
 // A graph input that is not an initializer. A dynamic first axis (a dim_param or no value) is the
 // micro-batch, bound to `batch_size`; an input whose dims are all fixed is fed whole every step.
-StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& in, int64_t batch_size) {
+// The first dimension is the batch when it is dynamic, or, in a training import, when it is fixed
+// at the batch size: what torch.onnx.export writes without dynamic_axes, the batch it traced.
+StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& in, int64_t batch_size,
+                                  bool training) {
   const std::string where = "input '" + in.name() + "'";
   if (!in.type().has_tensor_type()) return unsupported(where + " is not a tensor");
   const auto& tensor = in.type().tensor_type();
@@ -269,6 +272,7 @@ StatusOr<ModelIo> add_graph_input(ir::Graph& graph, const onnx::ValueInfoProto& 
   for (int axis = 0; axis < tensor.shape().dim_size(); ++axis) {
     const auto& dim = tensor.shape().dim(axis);
     if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      io.batched = io.batched || (axis == 0 && training && dim.dim_value() == batch_size);
       shape.push_back(dim.dim_value());
     } else if (axis == 0) {
       io.batched = true;
@@ -360,13 +364,15 @@ Status check_constant_input(const onnx::ValueInfoProto& in, const ConstantInput&
 }
 
 // Whether a graph output is split over steps like the batched inputs: by its declared first
-// dimension if it has one, else by its shape.
+// dimension if it has one (dynamic, or in a training import fixed at the batch size, as the
+// inputs), else by its shape.
 bool output_is_batched(const onnx::ValueInfoProto& out, const std::vector<int64_t>& shape, bool any_batched,
-                       int64_t batch_size) {
+                       int64_t batch_size, bool training) {
   if (!any_batched || shape.empty() || shape[0] != batch_size) return false;
   const auto& type = out.type();
   if (type.has_tensor_type() && type.tensor_type().has_shape() && type.tensor_type().shape().dim_size() > 0) {
-    return !type.tensor_type().shape().dim(0).has_dim_value();
+    const auto& first = type.tensor_type().shape().dim(0);
+    return !first.has_dim_value() || (training && first.dim_value() == batch_size);
   }
   return true;
 }
@@ -616,7 +622,7 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
       }
       continue;
     }
-    StatusOr<ModelIo> io = add_graph_input(result.graph, in, options.batch_size);
+    StatusOr<ModelIo> io = add_graph_input(result.graph, in, options.batch_size, options.training);
     if (!io.ok()) {
       problems.add("", io.status());
       continue;
@@ -676,8 +682,8 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
                    unsupported("element type " + element_type_name(declared) + " is not supported"));
       continue;
     }
-    io.batched =
-        output_is_batched(out, result.graph.value(*value).type.shape, any_batched, options.batch_size);
+    io.batched = output_is_batched(out, result.graph.value(*value).type.shape, any_batched,
+                                   options.batch_size, options.training);
     result.outputs.push_back(std::move(io));
   }
   if (options.training) {

@@ -41,18 +41,23 @@ Status convert_identity(OnnxImportContext& ctx) {
   return Status();
 }
 
-// The deterministic cases only: training_mode false (the default), or training_mode true with
-// ratio 0, both the identity with a mask of all ones. A positive ratio in training mode draws a
-// random mask, which ipucc does not reproduce, so it is refused.
+// Dropout drops nothing, and is the identity with a mask of all ones, unless it is in training
+// mode with a positive ratio. Versions 12 on say the mode in their training_mode input (false when
+// absent); versions 7 and 10 leave it to the runtime, so they are in training mode in a training
+// program. Dropping draws a random mask every step, which ipucc does not implement: refused, and
+// the message names the exports that work (torch writes a Dropout of p 0 as ratio 0).
 Status convert_dropout(OnnxImportContext& ctx) {
-  if (ctx.training())
-    return unsupported("Dropout is implemented for inference only (compile with --mode infer)");
-  if (ctx.has_input(2)) {
+  bool training_mode = ctx.version() < 12 && ctx.training();
+  if (ctx.version() >= 12 && ctx.has_input(2)) {
     const data::NpyArray* mode = ctx.constant_input(2);
     if (!mode) return ctx.constant_required(2);
     if (mode->element_count() != 1) return invalid_argument("training_mode must be a scalar");
-    if (mode->data.find_first_not_of('\0') != std::string::npos) {
-      float ratio = 0.5f; // ONNX's default
+    training_mode = mode->data.find_first_not_of('\0') != std::string::npos;
+  }
+  if (training_mode) {
+    float ratio = ctx.float_attr("ratio", 0.5f); // an attribute before version 12, 0.5 by default
+    if (ctx.version() >= 12) {
+      ratio = 0.5f;
       if (ctx.has_input(1)) {
         const data::NpyArray* given = ctx.constant_input(1);
         if (!given) given = ctx.float_initializer_input(1);
@@ -61,12 +66,12 @@ Status convert_dropout(OnnxImportContext& ctx) {
         if (r.size() != 1) return invalid_argument("ratio must be a scalar");
         ratio = r[0];
       }
-      if (ratio != 0.0f) {
-        return unsupported(
-            "Dropout in training mode with ratio " + std::to_string(ratio) +
-            " draws a random mask; only the deterministic cases are supported (training_mode false, "
-            "or ratio 0)");
-      }
+    }
+    if (ratio != 0.0f) {
+      return unsupported("Dropout in training mode with ratio " + std::to_string(ratio) +
+                         " drops a random mask every step, which ipucc does not implement; export the "
+                         "model with the dropout's probability set to 0 to train it, or in eval mode "
+                         "(torch's default) to run inference");
     }
   }
   if (ctx.node().output_size() > 1 && !ctx.node().output(1).empty()) {

@@ -541,7 +541,8 @@ int statistics_mode_flag(OnnxImportContext& ctx) {
   return flag;
 }
 
-// BatchNormalization with training_mode 1 (docs/onnx.md): Y normalised by the batch's mean and
+// BatchNormalization with training_mode 1, or before version 14 with its training-mode outputs
+// (docs/onnx.md): Y normalised by the batch's mean and
 // population variance. With input_mean and input_var initializers (what torch exports) they are
 // the running statistics, device state that train updates once per forward pass with ONNX's
 // momentum and torch's unbiased variance, and that evaluate and predict normalise with; the
@@ -589,6 +590,10 @@ Status convert_batch_norm_training(OnnxImportContext& ctx) {
   attrs.epsilon = epsilon;
   IPU_ASSIGN_OR_RETURN(int y, ctx.add_op(OpKind::kBatchNorm, {x, inputs[0], inputs[1], mean, var}, attrs));
   ctx.set_output(0, y);
+  // Versions 7 and 9 also output the batch's statistics, saved_mean and saved_var.
+  for (int i : {3, 4}) {
+    if (i < ctx.node().output_size() && !ctx.node().output(i).empty()) ctx.set_output(i, i == 3 ? mean : var);
+  }
   if (running_state) {
     ctx.set_output(1, inputs[2]);
     ctx.set_output(2, inputs[3]);
@@ -631,9 +636,12 @@ Status convert_batch_norm(OnnxImportContext& ctx) {
   if (ctx.version() == 6 && ctx.int_attr("is_test", 0) == 0) {
     return unsupported("BatchNormalization-6 with is_test 0 (training-mode statistics) is not supported");
   }
+  // Before version 14 the outputs say the mode: training mode writes the running statistics (and
+  // the batch's, saved_mean and saved_var), as torch's training export at opset 13 does.
   for (int i = 1; i < ctx.node().output_size(); ++i) {
-    if (!ctx.node().output(i).empty())
-      return unsupported("the running mean and variance outputs of BatchNormalization are not supported");
+    if (ctx.node().output(i).empty()) continue;
+    if (ctx.version() < 14 && ctx.version() != 6) return convert_batch_norm_training(ctx);
+    return unsupported("the running mean and variance outputs of BatchNormalization are not supported");
   }
   if (ctx.training()) {
     return unsupported("BatchNormalization is implemented for inference only (compile with --mode infer)");
@@ -691,7 +699,8 @@ std::vector<OnnxOpDef> conv_onnx_ops() {
        {1, 7, 10, 11, 19, 22},
        {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"},
        convert_average_pool},
-      // momentum updates the running statistics in training mode (training_mode 1, versions 14 and 15).
+      // momentum updates the running statistics in training mode (training_mode 1 from version 14;
+      // before it, the running-statistics outputs).
       {"BatchNormalization",
        {6, 7, 9, 14, 15},
        {"epsilon", "momentum", "training_mode", "spatial", "is_test"},

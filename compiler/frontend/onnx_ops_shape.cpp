@@ -11,6 +11,7 @@
 #include "compiler/frontend/onnx_tensor_helpers.h"
 #include "compiler/ir/shape_util.h"
 #include "runtime/data/tensor_proto.h"
+#include "runtime/format/host_contract.h"
 
 namespace ipu::frontend {
 namespace {
@@ -426,7 +427,7 @@ Status convert_scatter_nd(OnnxImportContext& ctx) {
                             " for indices " + shape_text(index_shape) + " into data " +
                             shape_text(data_shape));
   const int64_t elements = product(data_shape, 0, data_shape.size());
-  if (elements > (int64_t{1} << 24))
+  if (elements > format::kExactFloatIntegers)
     return unsupported("ScatterND into data of " + std::to_string(elements) +
                        " elements (more than 2^24, which float32 indices cannot count)");
   const int64_t slice = product(data_shape, static_cast<size_t>(k), data_shape.size());
@@ -551,7 +552,7 @@ Status convert_range(OnnxImportContext& ctx) {
   std::vector<float> out(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const double value = v[0] + static_cast<double>(i) * v[2];
-    if (dtype[0] != 'f' && std::fabs(value) > 16777216.0)
+    if (dtype[0] != 'f' && std::fabs(value) > static_cast<double>(format::kExactFloatIntegers))
       return unsupported("Range of dtype '" + dtype + "' reaching " + std::to_string(value) +
                          ", beyond 2^24");
     out[static_cast<size_t>(i)] = static_cast<float>(value);

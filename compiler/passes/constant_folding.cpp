@@ -4,12 +4,10 @@
 #include <cmath>
 #include <string>
 
+#include "runtime/format/host_contract.h"
+
 namespace ipu::passes {
 namespace {
-
-// float32 holds every integer up to 2^24 exactly; an integer constant beyond it may already be
-// rounded (to 2^24 itself, from 2^24 + 1).
-constexpr float kExactFloatIntegers = 16777216.0f;
 
 bool is_root_constant(const ir::Value& v) {
   return v.role == ir::Role::kConstant && v.producer < 0;
@@ -96,7 +94,8 @@ StatusOr<std::vector<std::vector<float>>> evaluate_constant_values(const ir::Gra
   for (const ir::Value& v : sub.graph.values()) {
     if (v.producer >= 0 || !v.keeps_float32) continue;
     for (float x : v.initial) {
-      if (std::fabs(x) >= kExactFloatIntegers) {
+      // 2^24 itself may be 2^24 + 1 rounded.
+      if (std::fabs(x) >= static_cast<float>(format::kExactFloatIntegers)) {
         return invalid_argument("it is computed from '" + v.name +
                                 "', which holds integers beyond 2^24 (float32 holds them inexactly)");
       }

@@ -83,8 +83,11 @@ inline constexpr uint32_t kMaxBatchSize = uint32_t{1} << 20;
 inline constexpr uint32_t kMaxStepsPerExecution = uint32_t{1} << 24;
 inline constexpr uint32_t kMaxGradientAccumulation = uint32_t{1} << 16;
 inline constexpr uint64_t kMaxBytesPerTile = uint64_t{1} << 32;
-// Dynamic loss scaling's growth steps: its counter is a float32, exact up to 2^24.
-inline constexpr int64_t kMaxLossScaleGrowthSteps = int64_t{1} << 24;
+// float32 holds every integer of magnitude up to 2^24 exactly, and the device holds every value
+// as a float: integer model inputs, integer constants and counters stay within it.
+inline constexpr int64_t kExactFloatIntegers = int64_t{1} << 24;
+// Dynamic loss scaling's growth steps: its counter is a float32.
+inline constexpr int64_t kMaxLossScaleGrowthSteps = kExactFloatIntegers;
 
 // A compute set runs once per step of a program, twice where a pipeline stage recomputes its
 // forward pass before the backward one.

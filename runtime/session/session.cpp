@@ -762,10 +762,6 @@ StatusOr<PredictResult> Session::predict(const data::Dataset& data) {
 
 namespace {
 
-// Largest integer every float32 below it represents exactly: integer inputs (indices, flags)
-// must stay within it to reach the device unchanged.
-constexpr double kExactFloatIntegers = 16777216.0;
-
 // An input's values as the device takes them: floats as they are (a NaN or an infinity too, as
 // ONNX Runtime takes them; a FLOAT16 input's transfer rounds them to binary16), integers checked
 // to be exact.
@@ -773,7 +769,8 @@ StatusOr<std::vector<float>> device_values(const data::NpyArray& array, const fo
   std::vector<float> values = data::floats_as_is(array);
   if (array.dtype[0] == 'i' || array.dtype[0] == 'u') {
     for (size_t i = 0; i < values.size(); ++i) {
-      if (std::abs(static_cast<double>(values[i])) > kExactFloatIntegers) {
+      // Integer inputs (indices, flags) reach the device unchanged only within float32's exact integers.
+      if (std::abs(static_cast<double>(values[i])) > static_cast<double>(format::kExactFloatIntegers)) {
         return invalid_argument("input '" + io.name() + "': element " + std::to_string(i) +
                                 " is beyond the integers the device holds exactly (|v| <= 2^24)");
       }

@@ -134,13 +134,20 @@ test_training_an_onnx_model_needs_a_loss() {
   expect_exit 2 "$IPUCC" compile "$PEER_MODELS/mlp.onnx" --loss hinge
 }
 
-# torch.onnx.export without dynamic_axes bakes the sample count into the input: training says so
-# and how to export instead, naming the input and its shape.
-test_training_a_fixed_batch_export_says_how_to_export() {
+# torch.onnx.export without dynamic_axes bakes the sample count into the input: training takes it
+# as the batch when --batch-size is that count, and otherwise says which --batch-size to give or
+# how to export instead, naming the input and its shape.
+test_training_a_fixed_batch_export_at_its_batch_size() {
   e2e_data gemm-onnx fixed.onnx --in 8 --out 3 --fixed-batch 4 > /dev/null
   expect_error 4 "fixed.onnx: training needs the input's first dimension to be the batch, but input 'input'" \
-    "has the fixed shape f32[4,8]" "dynamic_axes={'input': {0: 'batch'}}" -- \
-    "$IPUCC" compile fixed.onnx --loss sparse_categorical_crossentropy --batch-size 4
+    "has the fixed shape f32[4,8] and --batch-size is 8; give --batch-size 4 to train with its fixed first" \
+    "dynamic_axes={'input': {0: 'batch'}}" -- \
+    "$IPUCC" compile fixed.onnx --loss sparse_categorical_crossentropy --batch-size 8
+  expect_exit 0 "$IPUCC" compile fixed.onnx --loss sparse_categorical_crossentropy --batch-size 4 -o train.ipuexe
+  e2e_data npy x.npy --shape 12,8
+  e2e_data npy labels.npy --dtype i8 --shape 12 --fill mod:3
+  expect_exit 0 "$IPURUN" train train.ipuexe --data npy:x.npy,labels.npy --step-log steps.json --progress none
+  expect_json steps.json 'len(d["losses"]) == 3' "12 samples are 3 steps of the fixed batch 4"
   expect_exit 0 "$IPUCC" compile fixed.onnx --mode infer -o fixed.ipuexe
 }
 

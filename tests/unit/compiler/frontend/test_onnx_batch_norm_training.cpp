@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "compiler/frontend/onnx_import.h"
 #include "tests/unit/compiler/onnx_builder.h"
@@ -92,6 +93,42 @@ TEST_CASE("training-mode BatchNormalization: graph-input statistics make ONNX's 
     if (op.kind == ir::OpKind::kBatchStatistics) CHECK(op.inputs.size() == 1);
   }
   CHECK(imported->outputs.size() == 2);
+}
+
+// Versions 7 and 9 have no training_mode: the running-statistics outputs select it, as torch's
+// training export writes at opset 13 (Y, mean, var, saved_mean, saved_var). saved_mean and
+// saved_var are the batch's statistics; with only Y the node stays in inference mode.
+TEST_CASE("BatchNormalization-9 with its running-statistics outputs is in training mode") {
+  auto model = [](bool training_outputs) {
+    OnnxBuilder b(13);
+    b.input("x", {2, 3}).output("y");
+    b.floats("scale", {2}, {1.0f, 2.0f}).floats("bias", {2}, {0.0f, 1.0f});
+    b.floats("mean", {2}, {0.5f, -0.5f}).floats("var", {2}, {1.0f, 2.0f});
+    std::vector<std::string> outputs = {"y"};
+    if (training_outputs) {
+      outputs.insert(outputs.end(), {"running_mean", "running_var", "saved_mean", "saved_var"});
+      b.output("saved_mean").output("saved_var");
+    }
+    b.node("BatchNormalization", "bn", {"x", "scale", "bias", "mean", "var"}, outputs);
+    return b;
+  };
+  auto training = import(model(true));
+  INFO(training.status().message());
+  REQUIRE(training.ok());
+  const ir::Graph& g = training->graph;
+  CHECK(g.values_with_role(ir::Role::kRunningStatistics).size() == 2);
+  const ir::Op* statistics = nullptr;
+  for (const ir::Op& op : g.ops()) {
+    if (op.kind == ir::OpKind::kBatchStatistics) statistics = &op;
+  }
+  REQUIRE(statistics != nullptr);
+  REQUIRE(training->outputs.size() == 3);
+  CHECK(training->outputs[1].value == statistics->outputs[0]);
+  CHECK(training->outputs[2].value == statistics->outputs[1]);
+  auto inference = import(model(false));
+  REQUIRE(inference.ok());
+  for (const ir::Op& op : inference->graph.ops())
+    CHECK(op.kind != ir::OpKind::kBatchStatistics);
 }
 
 TEST_CASE("training-mode BatchNormalization: bad attributes and shapes are refused naming the node") {

@@ -313,6 +313,30 @@ TEST_CASE("inputs with fixed dims are static, a dynamic first axis is the batch"
   CHECK(imported->outputs[1].batched);
 }
 
+// What torch.onnx.export writes without dynamic_axes: the traced batch fixed in the input and the
+// output. Training takes it as the batch when it is the batch size; inference keeps it static.
+TEST_CASE("a training import takes a first dimension fixed at the batch size as the batch") {
+  OnnxBuilder b;
+  b.input("x", {3}, 4).output("y");
+  b.node("Relu", "r", {"x"}, {"y"});
+  auto* declared = b.model().mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type();
+  declared->mutable_shape()->add_dim()->set_dim_value(4);
+  declared->mutable_shape()->add_dim()->set_dim_value(3);
+  for (int64_t batch_size : {4, 2}) {
+    for (bool training : {false, true}) {
+      CAPTURE(batch_size);
+      CAPTURE(training);
+      auto imported = import_onnx(b.bytes(), kPath, OnnxImportOptions{batch_size, {}, training, {}});
+      INFO(imported.status().message());
+      REQUIRE(imported.ok());
+      const bool batched = training && batch_size == 4;
+      CHECK(imported->inputs[0].batched == batched);
+      CHECK(imported->outputs[0].batched == batched);
+      CHECK(imported->graph.value(imported->inputs[0].value).type.shape == std::vector<int64_t>{4, 3});
+    }
+  }
+}
+
 TEST_CASE("an input with a zero dimension must be bound: empty tensors cannot be runtime inputs") {
   OnnxBuilder b;
   b.input("x", {0, 3}, 2).output("y");
@@ -393,18 +417,32 @@ TEST_CASE("pipeline stages come from __pipeline_stage / __ipu_number with PopART
   }
 }
 
-TEST_CASE("Dropout is the identity for inference and refused for training") {
-  OnnxBuilder b;
-  b.input("x", {3}).output("y");
-  b.node("Dropout", "d", {"x"}, {"y"});
-  auto inference = import(b);
-  REQUIRE(inference.ok());
-  CHECK(inference->scores() == inference->features());
-  auto training = import_onnx(b.bytes(), kPath, OnnxImportOptions{2, {}, true, {}});
-  REQUIRE_FALSE(training.ok());
-  CHECK(training.status().code() == StatusCode::kUnsupported);
-  CHECK(
-      contains(training.status().message(), "node 'd' (Dropout): Dropout is implemented for inference only"));
+// Dropout-13 without training_mode is in inference mode in every program; Dropout-10 leaves the
+// mode to the runtime, so a training program drops with its ratio attribute (0.5 by default).
+TEST_CASE("Dropout is the identity unless a training program would drop") {
+  OnnxBuilder v13;
+  v13.input("x", {3}).output("y");
+  v13.node("Dropout", "d", {"x"}, {"y"});
+  for (bool training : {false, true}) {
+    auto imported = import_onnx(v13.bytes(), kPath, OnnxImportOptions{2, {}, training, {}});
+    INFO(imported.status().message());
+    REQUIRE(imported.ok());
+    CHECK(imported->scores() == imported->features());
+  }
+  auto v10 = [](float ratio) {
+    OnnxBuilder b(10);
+    b.input("x", {3}).output("y");
+    OnnxBuilder::float_attr(b.node("Dropout", "d", {"x"}, {"y"}), "ratio", ratio);
+    return b;
+  };
+  REQUIRE(import(v10(0.5f)).ok());
+  auto dropping = import_onnx(v10(0.5f).bytes(), kPath, OnnxImportOptions{2, {}, true, {}});
+  REQUIRE_FALSE(dropping.ok());
+  CHECK(dropping.status().code() == StatusCode::kUnsupported);
+  CHECK(contains(dropping.status().message(),
+                 "node 'd' (Dropout): Dropout in training mode with ratio 0.500000 drops a random mask"));
+  CHECK(contains(dropping.status().message(), "export the model with the dropout's probability set to 0"));
+  CHECK(import_onnx(v10(0.0f).bytes(), kPath, OnnxImportOptions{2, {}, true, {}}).ok());
 }
 
 // training_mode true is deterministic only with ratio 0; the mask is then all ones.
@@ -432,7 +470,7 @@ TEST_CASE("Dropout in training mode: ratio 0 is the identity with a mask of ones
   CHECK(mask.initial == std::vector<float>(6, 1.0f));
   auto random = import(model(0.5f));
   CHECK(random.status().code() == StatusCode::kUnsupported);
-  CHECK(contains(random.status().message(), "draws a random mask"));
+  CHECK(contains(random.status().message(), "drops a random mask"));
 }
 
 // [N, C, D, H, W] pools over (H, W) on [N, C*D, H, W], then over D (separable, onnx_ops_conv.cpp).
