@@ -108,6 +108,23 @@ def export_training(name, directory, args):
     return paths
 
 
+def compile_into(row, command, program, args):
+    """Runs `command` (ipucc compile) on the IPUs asked for, with the flags after --, and fills
+    the row's exit, peak tile and cycles per step of `program`; False if it failed."""
+    command = command + ["--no-cache", "--json", "--num-ipus", str(args.num_ipus), "--precision", args.precision]
+    if args.num_ipus > 1:
+        command += ["--pipeline-stages", str(args.num_ipus)]
+    compiled = run(command + args.ipucc_flags)
+    row["exit"] = compiled.returncode
+    if compiled.returncode != 0:
+        row["message"] = last_line(compiled.stderr)
+        return False
+    report = json.loads(compiled.stdout)
+    row["peak_tile_bytes"] = report["estimates"]["peak_tile_bytes"]
+    row["cycles_per_step"] = report["estimates"]["cycles_per_step"].get(program)
+    return True
+
+
 def check_training(name, args, ipucc, ipurun):
     row = {"model": name, "exit": None, "peak_tile_bytes": None, "cycles_per_step": None, "error": None,
            "ok": False, "message": ""}
@@ -119,19 +136,10 @@ def check_training(name, args, ipucc, ipurun):
         row["message"] = "export failed: " + str(e).splitlines()[0]
         return row
     exe = os.path.join(directory, "train-%s-%d.ipuexe" % (args.precision, args.num_ipus))
-    command = [ipucc, "compile", onnx_path, "--mode", "train", "--loss", "sparse_categorical_crossentropy",
-               "--optimizer", "sgd", "--learning-rate", "0.01", "--batch-size", str(args.batch), "--no-cache",
-               "--json", "-o", exe, "--num-ipus", str(args.num_ipus), "--precision", args.precision]
-    if args.num_ipus > 1:
-        command += ["--pipeline-stages", str(args.num_ipus)]
-    compiled = run(command + args.ipucc_flags)
-    row["exit"] = compiled.returncode
-    if compiled.returncode != 0:
-        row["message"] = last_line(compiled.stderr)
+    if not compile_into(row, [ipucc, "compile", onnx_path, "--mode", "train", "--loss",
+                              "sparse_categorical_crossentropy", "--optimizer", "sgd", "--learning-rate", "0.01",
+                              "--batch-size", str(args.batch), "-o", exe], "train", args):
         return row
-    report = json.loads(compiled.stdout)
-    row["peak_tile_bytes"] = report["estimates"]["peak_tile_bytes"]
-    row["cycles_per_step"] = report["estimates"]["cycles_per_step"].get("train")
     steps = os.path.join(directory, "steps-%s-%d.json" % (args.precision, args.num_ipus))
     trained = run([ipurun, "train", exe, "--data", "npy:%s,%s" % (x_path, labels_path), "--step-log", steps,
                    "--progress", "none"])
@@ -166,18 +174,9 @@ def check(name, args, ipucc, ipurun):
         row["message"] = "export failed: " + str(e).splitlines()[0]
         return row
     exe = os.path.join(directory, "model-%s-%d.ipuexe" % (args.precision, args.num_ipus))
-    command = [ipucc, "compile", onnx_path, "--mode", "infer", "--batch-size", "1", "--no-cache", "--json",
-               "-o", exe, "--num-ipus", str(args.num_ipus), "--precision", args.precision]
-    if args.num_ipus > 1:
-        command += ["--pipeline-stages", str(args.num_ipus)]
-    compiled = run(command + args.ipucc_flags)
-    row["exit"] = compiled.returncode
-    if compiled.returncode != 0:
-        row["message"] = last_line(compiled.stderr)
+    if not compile_into(row, [ipucc, "compile", onnx_path, "--mode", "infer", "--batch-size", "1", "-o", exe],
+                        "predict", args):
         return row
-    report = json.loads(compiled.stdout)
-    row["peak_tile_bytes"] = report["estimates"]["peak_tile_bytes"]
-    row["cycles_per_step"] = report["estimates"]["cycles_per_step"].get("predict")
     got = os.path.join(directory, "got-%s-%d.npy" % (args.precision, args.num_ipus))
     predicted = run([ipurun, "predict", exe, "--input", input_path, "--output", got])
     if predicted.returncode != 0:

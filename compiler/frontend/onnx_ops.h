@@ -176,5 +176,7 @@ std::vector<OnnxOpDef> reduce_onnx_ops();
 std::vector<OnnxOpDef> conv_onnx_ops();
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (onnx_ops_loss.cpp).
 std::vector<OnnxOpDef> loss_onnx_ops();
+// RNN, GRU and LSTM, unrolled over the sequence (onnx_ops_recurrent.cpp).
+std::vector<OnnxOpDef> recurrent_onnx_ops();
 
 } // namespace ipu::frontend
