@@ -55,17 +55,16 @@ Status convert_dropout(OnnxImportContext& ctx) {
     training_mode = mode->data.find_first_not_of('\0') != std::string::npos;
   }
   if (training_mode) {
-    float ratio = ctx.float_attr("ratio", 0.5f); // an attribute before version 12, 0.5 by default
-    if (ctx.version() >= 12) {
-      ratio = 0.5f;
-      if (ctx.has_input(1)) {
-        const data::NpyArray* given = ctx.constant_input(1);
-        if (!given) given = ctx.float_initializer_input(1);
-        if (!given) return ctx.constant_required(1);
-        IPU_ASSIGN_OR_RETURN(std::vector<float> r, data::to_floats(*given, "ratio"));
-        if (r.size() != 1) return invalid_argument("ratio must be a scalar");
-        ratio = r[0];
-      }
+    float ratio = 0.5f; // ONNX's default: an attribute before version 12, an input from it
+    if (ctx.version() < 12) {
+      ratio = ctx.float_attr("ratio", ratio);
+    } else if (ctx.has_input(1)) {
+      const data::NpyArray* given = ctx.constant_input(1);
+      if (!given) given = ctx.float_initializer_input(1);
+      if (!given) return ctx.constant_required(1);
+      IPU_ASSIGN_OR_RETURN(std::vector<float> r, data::to_floats(*given, "ratio"));
+      if (r.size() != 1) return invalid_argument("ratio must be a scalar");
+      ratio = r[0];
     }
     if (ratio != 0.0f) {
       return unsupported("Dropout in training mode with ratio " + std::to_string(ratio) +

@@ -542,13 +542,13 @@ int statistics_mode_flag(OnnxImportContext& ctx) {
 }
 
 // BatchNormalization with training_mode 1, or before version 14 with its training-mode outputs
-// (docs/onnx.md): Y normalised by the batch's mean and
-// population variance. With input_mean and input_var initializers (what torch exports) they are
-// the running statistics, device state that train updates once per forward pass with ONNX's
-// momentum and torch's unbiased variance, and that evaluate and predict normalise with; the
-// outputs running_mean and running_var then name that state. Otherwise (graph inputs) the node is
-// ONNX's function: Y by batch statistics in every program, and the outputs momentum·input +
-// (1 − momentum)·batch statistic with the population variance, as ONNX's reference computes.
+// (docs/onnx.md): Y normalised by the batch's mean and population variance. With input_mean and
+// input_var initializers (what torch exports) they are the running statistics, device state that
+// train updates once per forward pass with ONNX's momentum and torch's unbiased variance, and
+// that evaluate and predict normalise with; the outputs running_mean and running_var then name
+// that state. Otherwise (graph inputs) the node is ONNX's function: Y by batch statistics in every
+// program, and the outputs momentum·input + (1 − momentum)·batch statistic with the population
+// variance, as ONNX's reference computes.
 Status convert_batch_norm_training(OnnxImportContext& ctx) {
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
   const std::vector<int64_t> xs = ctx.shape(x);
