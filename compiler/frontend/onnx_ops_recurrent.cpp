@@ -377,6 +377,20 @@ Status convert_recurrent(OnnxImportContext& ctx, Cell cell) {
         x, add_strided_copy(ctx, x, {r.steps, r.batch, I}, {I, r.steps * I, 1}, 0, "/time_major"));
   }
   IPU_ASSIGN_OR_RETURN(x, ctx.reshape(x, {r.steps * r.batch, I}, "/x_rows"));
+  // The optional biases B [D, 2·G·H] and LSTM's peepholes P [D, 3·H] (-1: absent).
+  int biases = -1, peepholes = -1;
+  if (ctx.has_input(3)) {
+    IPU_ASSIGN_OR_RETURN(biases, ctx.input(3));
+    if (ctx.shape(biases) != std::vector<int64_t>{D, 2 * G * r.hidden})
+      return invalid_argument("B " + shape_text(ctx.shape(biases)) + " must be " +
+                              shape_text({D, 2 * G * r.hidden}));
+  }
+  if (cell == Cell::kLstm && ctx.has_input(7)) {
+    IPU_ASSIGN_OR_RETURN(peepholes, ctx.input(7));
+    if (ctx.shape(peepholes) != std::vector<int64_t>{D, 3 * r.hidden})
+      return invalid_argument("P " + shape_text(ctx.shape(peepholes)) + " must be " +
+                              shape_text({D, 3 * r.hidden}));
+  }
   std::vector<Direction> directions(static_cast<size_t>(D));
   std::vector<std::vector<int>> hs(static_cast<size_t>(D));
   ir::MatMulAttrs transposed;
@@ -393,12 +407,8 @@ Status convert_recurrent(OnnxImportContext& ctx, Cell cell) {
     IPU_ASSIGN_OR_RETURN(dir.recurrence, of_direction(ctx, rw, d, D, at + "/r"));
     IPU_ASSIGN_OR_RETURN(dir.input_projection,
                          ctx.add_op(ir::OpKind::kMatMul, {x, wd}, transposed, at + "/x_w"));
-    if (ctx.has_input(3)) {
-      IPU_ASSIGN_OR_RETURN(int b, ctx.input(3));
-      if (ctx.shape(b) != std::vector<int64_t>{D, 2 * G * r.hidden})
-        return invalid_argument("B " + shape_text(ctx.shape(b)) + " must be " +
-                                shape_text({D, 2 * G * r.hidden}));
-      IPU_ASSIGN_OR_RETURN(b, of_direction(ctx, b, d, D, at + "/b"));
+    if (biases >= 0) {
+      IPU_ASSIGN_OR_RETURN(int b, of_direction(ctx, biases, d, D, at + "/b"));
       IPU_ASSIGN_OR_RETURN(int wb, add_strided_copy(ctx, b, {G * r.hidden}, {1}, 0, at + "/wb"));
       IPU_ASSIGN_OR_RETURN(int rb, add_strided_copy(ctx, b, {G * r.hidden}, {1}, G * r.hidden, at + "/rb"));
       // GRU's candidate reads Rbh inside the reset gate's product: Rb goes with h·Rᵀ. Elsewhere
@@ -411,12 +421,8 @@ Status convert_recurrent(OnnxImportContext& ctx, Cell cell) {
       IPU_ASSIGN_OR_RETURN(dir.input_projection, ctx.add_op(ir::OpKind::kBiasAdd, {dir.input_projection, wb},
                                                             {}, at + "/x_w_bias"));
     }
-    if (cell == Cell::kLstm && ctx.has_input(7)) {
-      IPU_ASSIGN_OR_RETURN(int p, ctx.input(7));
-      if (ctx.shape(p) != std::vector<int64_t>{D, 3 * r.hidden})
-        return invalid_argument("P " + shape_text(ctx.shape(p)) + " must be " +
-                                shape_text({D, 3 * r.hidden}));
-      IPU_ASSIGN_OR_RETURN(p, of_direction(ctx, p, d, D, at + "/p"));
+    if (peepholes >= 0) {
+      IPU_ASSIGN_OR_RETURN(int p, of_direction(ctx, peepholes, d, D, at + "/p"));
       for (int64_t k = 0; k < 3; ++k) {
         IPU_ASSIGN_OR_RETURN(
             dir.peepholes[static_cast<size_t>(k)],
