@@ -1,7 +1,9 @@
 // Output sizes and vertex params of windowed ops (Conv, pooling) over NCHW values.
 #pragma once
 
+#include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/ir/graph.h"
@@ -38,6 +40,25 @@ inline StatusOr<std::vector<int64_t>> window_output_shape(const TensorType& x, c
   IPU_ASSIGN_OR_RETURN(int64_t ow, window_output_length(x.shape[3], w.kernel[1], w.strides[1], w.dilations[1],
                                                         w.pads[1], w.pads[3], w.ceil_mode));
   return std::vector<int64_t>{x.shape[0], channels, oh, ow};
+}
+
+// The input rows [begin, end) of an input of `H` rows that the windows of output rows [ob, oe)
+// reach.
+inline std::pair<int64_t, int64_t> window_input_rows(int64_t H, const WindowAttrs& w, int64_t ob,
+                                                     int64_t oe) {
+  const int64_t extent = (w.kernel[0] - 1) * w.dilations[0] + 1;
+  const int64_t begin = std::clamp<int64_t>(ob * w.strides[0] - w.pads[0], 0, H);
+  return {begin, std::clamp<int64_t>((oe - 1) * w.strides[0] - w.pads[0] + extent, begin, H)};
+}
+
+// The output rows [begin, end) of an output of `OH` rows whose windows reach input rows [rb, re)
+// (the kernels' output_rows_reaching): the rows of dY a block of dX needs; empty when none does.
+inline std::pair<int64_t, int64_t> window_output_rows_reaching(int64_t OH, const WindowAttrs& w, int64_t rb,
+                                                               int64_t re) {
+  const int64_t stride = w.strides[0], pad = w.pads[0];
+  const int64_t low = rb + pad - (w.kernel[0] - 1) * w.dilations[0];
+  const int64_t begin = std::min(OH, low <= 0 ? 0 : (low + stride - 1) / stride);
+  return {begin, std::max(begin, std::min(OH, (re - 1 + pad) / stride + 1))};
 }
 
 // The window params (format::params::Window) that the convolution and pooling codelets start with,

@@ -241,14 +241,6 @@ int64_t groups_touched(int64_t c, int64_t per_group, int64_t groups) {
                   lowering::ceil_div(c, per_group) + (c % per_group != 0 && per_group % c != 0 ? 1 : 0));
 }
 
-// The input rows [begin, end) that the windows of output rows [ob, oe) reach, within the input.
-std::pair<int64_t, int64_t> input_rows(const ConvDims& d, const WindowAttrs& win, int64_t ob, int64_t oe) {
-  const int64_t H = d.x[2], stride = win.strides[0], pad = win.pads[0];
-  const int64_t extent = (win.kernel[0] - 1) * win.dilations[0] + 1;
-  const int64_t begin = std::clamp<int64_t>(ob * stride - pad, 0, H);
-  return {begin, std::clamp<int64_t>((oe - 1) * stride - pad + extent, begin, H)};
-}
-
 // Samples × output channels × output rows × input channels, as poplin splits a convolution's batch,
 // output channels, field and input channels: a vertex receives the input rows its windows reach
 // (with the halo) of its samples and of its input channels (without a split, every input channel of
@@ -341,7 +333,7 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
           const int64_t summed = shares == 1 ? d.K : (ce - cb) * taps; // channels × taps per output
           v.compute_cycles =
               static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * summed) / cycles.macs_per_cycle;
-          const auto [ib, ie] = input_rows(d, win, ob, oe);
+          const auto [ib, ie] = window_input_rows(d.x[2], win, ob, oe);
           if (shares == 1) {
             add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W,
                            in_plane);
@@ -361,16 +353,6 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
   emit_spread_sum_of_shares(ctx, target, y, shares, N * M * plane, tiles.front(),
                             fused_relu ? format::ReduceKind::kSumRelu : format::ReduceKind::kSum);
   return Status();
-}
-
-// The output rows [begin, end) whose windows reach input rows [rb, re) (the kernel's
-// output_rows_reaching): the rows of dY a block of dX needs; empty when none does.
-std::pair<int64_t, int64_t> output_rows_reaching(const ConvDims& d, const WindowAttrs& win, int64_t rb,
-                                                 int64_t re) {
-  const int64_t OH = d.y[2], stride = win.strides[0], pad = win.pads[0];
-  const int64_t low = rb + pad - (win.kernel[0] - 1) * win.dilations[0];
-  const int64_t begin = std::min(OH, low <= 0 ? 0 : lowering::ceil_div(low, stride));
-  return {begin, std::max(begin, std::min(OH, (re - 1 + pad) / stride + 1))};
 }
 
 // Samples × input channels × input rows, as the forward convolution splits its output: a vertex
@@ -447,7 +429,7 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
             v.params.resize(P::kMBegin);
             if (cb == 0 && ce == C && rb == 0 && re == H) v.params.resize(P::kCBegin);
           }
-          const auto [ob, oe] = output_rows_reaching(d, win, rb, re);
+          const auto [ob, oe] = window_output_rows_reaching(d.y[2], win, rb, re);
           const int64_t summed = shares == 1 ? Mg : me - mb; // output channels per input channel
           v.compute_cycles = static_cast<double>((ne - nb) * (ce - cb) * taps * summed * (oe - ob) * OW) /
                              cycles.macs_per_cycle;
@@ -542,7 +524,7 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
           v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * (ce - cb) * taps * (oe - ob) * OW) /
                              cycles.macs_per_cycle;
           // X of channels [cb, ce) of each group the output channels belong to, the rows reached.
-          const auto [ib, ie] = input_rows(d, win, ob, oe);
+          const auto [ib, ie] = window_input_rows(d.x[2], win, ob, oe);
           for (int64_t gi = mb / mg; gi * mg < me; ++gi) {
             add_plane_rows(v.reads, x, nb, ne, C, gi * Cg + cb, gi * Cg + ce, ib, ie, W, in_plane);
           }

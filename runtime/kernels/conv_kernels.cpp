@@ -278,16 +278,6 @@ GradInputBlock grad_input_block(const PreparedVertex& v, const Window& w) {
   return {0, w.C, 0, w.H};
 }
 
-// The output rows [begin, end) whose windows reach input rows [row_begin, row_end): the rows of dY a
-// block of dX needs. Empty (begin >= end) when no window reaches them.
-IndexRange output_rows_reaching(const Window& w, int64_t row_begin, int64_t row_end) {
-  // oy·SH − PT + ky·DH lies in [row_begin, row_end) for some tap ky in [0, KH).
-  const int64_t low = row_begin + w.PT - (w.KH - 1) * w.DH;
-  const int64_t begin = low <= 0 ? 0 : (low + w.SH - 1) / w.SH;
-  const int64_t end = std::min(w.OH, (row_end - 1 + w.PT) / w.SH + 1);
-  return {std::min(begin, w.OH), end};
-}
-
 // The output channels (within a group) a ConvGradInput vertex sums, and the partial of dX it
 // writes: with the share, [m_begin, m_end) into partial `part`; else every output channel of the
 // group into dX itself.

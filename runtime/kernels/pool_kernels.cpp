@@ -1,4 +1,5 @@
-// Pooling codelets over NCHW tensors; each vertex owns whole planes (n, c) of its output, so the
+// Pooling codelets over NCHW tensors. Each vertex owns planes (n, c) of its output, whole or a
+// band of rows: a forward vertex's band is of output rows, a gradient's of input rows (dX's), so the
 // gradients, which scatter into the input plane, never write another vertex's region.
 // Params: runtime/format/codelet_params.def.
 #include <algorithm>
@@ -58,7 +59,25 @@ using format::params::AveragePoolGrad;
 using format::params::MaxPool;
 using format::params::MaxPoolGrad;
 
-template <typename P> Status validate_planes(const format::Vertex& v, const Window& w) {
+// The rows a vertex of layout P owns, [row_begin, row_end) of `rows`: its optional row range, or
+// every row.
+struct RowBand {
+  int64_t begin, end;
+};
+template <typename P> RowBand row_band(const PreparedVertex& v, int64_t rows) {
+  if (v.num_params > P::kRowEnd) return {v.params[P::kRowBegin], v.params[P::kRowEnd]};
+  return {0, rows};
+}
+
+// The planes in range, and the row range either absent or within `rows`.
+template <typename P>
+Status validate_planes(const format::Vertex& v, const Window& w, int64_t rows, const char* row_name) {
+  if (v.params_size() == P::kCount) {
+    IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
+    IPU_RETURN_IF_ERROR(expect_range(v.params(P::kRowBegin), v.params(P::kRowEnd), rows, row_name));
+  } else {
+    IPU_RETURN_IF_ERROR(expect_param_count(v, P::kRowBegin, 0));
+  }
   return expect_range(v.params(P::kPlaneBegin), v.params(P::kPlaneEnd), w.N * w.C, "plane");
 }
 
@@ -120,7 +139,8 @@ void max_pool_interior_row_2x2(const Window& w, const float* x, int64_t oy, Inde
 }
 
 // MaxPool: Y[p, oy, ox] = the maximum of the window's taps inside X[p] for planes
-// p = n·C + c in [plane_begin, plane_end); -inf for a window that holds no input position.
+// p = n·C + c in [plane_begin, plane_end) and rows oy of the vertex's band; -inf for a window that
+// holds no input position.
 //   operands: X [N,C,H,W], Y [N,C,OH,OW]
 //   params:   format::params::MaxPool
 void run_max_pool(const PreparedVertex& v) {
@@ -134,10 +154,11 @@ void run_max_pool(const PreparedVertex& v) {
                             : w.SW == 2               ? max_pool_interior_row<2>
                             : w.SW == 1               ? max_pool_interior_row<1>
                                                       : max_pool_interior_row<0>;
+  const RowBand band = row_band<MaxPool>(v, w.OH);
   for (int64_t p = v.params[MaxPool::kPlaneBegin]; p < v.params[MaxPool::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
-    for (int64_t oy = 0; oy < w.OH; ++oy) {
+    for (int64_t oy = band.begin; oy < band.end; ++oy) {
       float* out = y + oy * w.OW;
       const bool inner = oy >= inner_rows.begin && oy < inner_rows.end && inner_cols.begin < inner_cols.end;
       const IndexRange fast = inner ? inner_cols : IndexRange{0, 0};
@@ -151,15 +172,14 @@ void run_max_pool(const PreparedVertex& v) {
 }
 
 // MaxPool and AveragePool (layout P): X [N,C,H,W] → Y [N,C,OH,OW] over planes [plane_begin,
-// plane_end).
+// plane_end), optionally output rows [out_row_begin, out_row_end) of them.
 template <typename P> Status validate_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, P::kCount, 0));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "Y"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
-  return validate_planes<P>(v, w);
+  return validate_planes<P>(v, w, w.OH, "output row");
 }
 
 Status validate_max_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -167,20 +187,25 @@ Status validate_max_pool(const format::Vertex& v, const std::vector<OperandInfo>
 }
 
 // MaxPoolGrad: dX[p] = dY[p] routed to the first maximal tap of each window (ties go to the
-// first in row-major order, as in MaxPool's forward pass), planes [plane_begin, plane_end).
+// first in row-major order, as in MaxPool's forward pass), planes [plane_begin, plane_end) and
+// rows of dX in the vertex's band. The windows are visited in the same order whatever the band,
+// so each element of dX sums the same terms in the same order as a whole-plane vertex's.
 //   operands: X [N,C,H,W], dY [N,C,OH,OW], dX [N,C,H,W]
 //   params:   format::params::MaxPoolGrad
 void run_max_pool_grad(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
+  const RowBand band = row_band<MaxPoolGrad>(v, w.H);
+  const IndexRange reaching = output_rows_reaching(w, band.begin, band.end);
+  const int64_t first = band.begin * w.W, last = band.end * w.W;
   for (int64_t p = v.params[MaxPoolGrad::kPlaneBegin]; p < v.params[MaxPoolGrad::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     const float* dy = v.f32(1) + p * w.out_plane();
     float* dx = v.f32(2) + p * w.in_plane();
-    std::fill(dx, dx + w.in_plane(), 0.0f);
-    for (int64_t oy = 0; oy < w.OH; ++oy) {
+    std::fill(dx + first, dx + last, 0.0f);
+    for (int64_t oy = reaching.begin; oy < reaching.end; ++oy) {
       for (int64_t ox = 0; ox < w.OW; ++ox) {
         const int64_t best = argmax(w, x, oy, ox);
-        if (best >= 0) dx[best] += dy[oy * w.OW + ox];
+        if (best >= first && best < last) dx[best] += dy[oy * w.OW + ox];
       }
     }
   }
@@ -188,27 +213,27 @@ void run_max_pool_grad(const PreparedVertex& v) {
 
 Status validate_max_pool_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, MaxPoolGrad::kCount, 0));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[0].elements, "X"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[1].elements, "dY"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[2].elements, "dX"));
   if (v.operands(2) == v.operands(0) || v.operands(2) == v.operands(1))
     return invalid_argument("output aliases an input");
-  return validate_planes<MaxPoolGrad>(v, w);
+  return validate_planes<MaxPoolGrad>(v, w, w.H, "input row");
 }
 
 // AveragePool: Y[p, oy, ox] = the sum of the window's taps inside X[p] over the divisor (see
-// divisor()); 0 for a window with none. Planes [plane_begin, plane_end).
+// divisor()); 0 for a window with none. Planes [plane_begin, plane_end), rows oy of the band.
 //   operands: X [N,C,H,W], Y [N,C,OH,OW]
 //   params:   format::params::AveragePool
 void run_average_pool(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
   const bool include_pad = v.params[AveragePool::kCountIncludePad] != 0;
+  const RowBand band = row_band<AveragePool>(v, w.OH);
   for (int64_t p = v.params[AveragePool::kPlaneBegin]; p < v.params[AveragePool::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
-    for (int64_t oy = 0; oy < w.OH; ++oy) {
+    for (int64_t oy = band.begin; oy < band.end; ++oy) {
       for (int64_t ox = 0; ox < w.OW; ++ox) {
         float sum = 0.0f;
         for_each_tap(w, oy, ox, [&](int64_t i) { sum += x[i]; });
@@ -224,22 +249,28 @@ Status validate_average_pool(const format::Vertex& v, const std::vector<OperandI
 }
 
 // AveragePoolGrad: dX[p] = each dY[p, oy, ox] over its divisor, added to every tap of its window
-// inside the input. Planes [plane_begin, plane_end).
+// inside the input. Planes [plane_begin, plane_end), rows of dX in the band, each summing its terms
+// in a whole-plane vertex's order (see MaxPoolGrad).
 //   operands: dY [N,C,OH,OW], dX [N,C,H,W]
 //   params:   format::params::AveragePoolGrad
 void run_average_pool_grad(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
   const bool include_pad = v.params[AveragePoolGrad::kCountIncludePad] != 0;
+  const RowBand band = row_band<AveragePoolGrad>(v, w.H);
+  const IndexRange reaching = output_rows_reaching(w, band.begin, band.end);
+  const int64_t first = band.begin * w.W, last = band.end * w.W;
   for (int64_t p = v.params[AveragePoolGrad::kPlaneBegin]; p < v.params[AveragePoolGrad::kPlaneEnd]; ++p) {
     const float* dy = v.f32(0) + p * w.out_plane();
     float* dx = v.f32(1) + p * w.in_plane();
-    std::fill(dx, dx + w.in_plane(), 0.0f);
-    for (int64_t oy = 0; oy < w.OH; ++oy) {
+    std::fill(dx + first, dx + last, 0.0f);
+    for (int64_t oy = reaching.begin; oy < reaching.end; ++oy) {
       for (int64_t ox = 0; ox < w.OW; ++ox) {
         const int64_t count = divisor(w, include_pad, oy, ox);
         if (count == 0) continue;
         const float share = dy[oy * w.OW + ox] / static_cast<float>(count);
-        for_each_tap(w, oy, ox, [&](int64_t i) { dx[i] += share; });
+        for_each_tap(w, oy, ox, [&](int64_t i) {
+          if (i >= first && i < last) dx[i] += share;
+        });
       }
     }
   }
@@ -247,12 +278,11 @@ void run_average_pool_grad(const PreparedVertex& v) {
 
 Status validate_average_pool_grad(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
-  IPU_RETURN_IF_ERROR(expect_param_count(v, AveragePoolGrad::kCount, 0));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.OH, w.OW}, ops[0].elements, "dY"));
   IPU_RETURN_IF_ERROR(expect_elements({w.N, w.C, w.H, w.W}, ops[1].elements, "dX"));
   if (v.operands(0) == v.operands(1)) return invalid_argument("output aliases the input");
-  return validate_planes<AveragePoolGrad>(v, w);
+  return validate_planes<AveragePoolGrad>(v, w, w.H, "input row");
 }
 
 } // namespace

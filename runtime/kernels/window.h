@@ -43,6 +43,16 @@ inline IndexRange in_bounds(int64_t first, int64_t step, int64_t extent, int64_t
   return {b, std::max(b, e)};
 }
 
+// The output rows [begin, end) whose windows reach input rows [row_begin, row_end): the rows of dY
+// a block of dX needs. Empty (begin >= end) when no window reaches them.
+inline IndexRange output_rows_reaching(const Window& w, int64_t row_begin, int64_t row_end) {
+  // oy·SH − PT + ky·DH lies in [row_begin, row_end) for some tap ky in [0, KH).
+  const int64_t low = row_begin + w.PT - (w.KH - 1) * w.DH;
+  const int64_t begin = low <= 0 ? 0 : (low + w.SH - 1) / w.SH;
+  const int64_t end = std::min(w.OH, (row_end - 1 + w.PT) / w.SH + 1);
+  return {std::min(begin, w.OH), end};
+}
+
 // Every dimension, stride and dilation positive and every pad non-negative, all small enough that
 // no index computation can overflow, and the column buffer of a convolution bounded.
 inline StatusOr<Window> validate_window(const format::Vertex& v) {

@@ -39,8 +39,8 @@ struct Geometry {
   bool inside(int64_t y, int64_t x) const { return y >= 0 && y < H && x >= 0 && x < W; }
 };
 
-std::vector<int64_t> with(std::vector<int64_t> p, std::initializer_list<int64_t> extra) {
-  p.insert(p.end(), extra);
+std::vector<int64_t> with(std::vector<int64_t> p, const std::vector<int64_t>& extra) {
+  p.insert(p.end(), extra.begin(), extra.end());
   return p;
 }
 
@@ -375,6 +375,69 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
   }
 }
 
+// A pooling vertex may own a band of rows of one plane (the compiler's split when planes are
+// fewer than tiles): the bands of every plane give bitwise the whole-plane vertices' results,
+// gradients included, where windows overlap the bands' edges. Each output is first filled with a
+// value no band writes, so a row left unwritten shows.
+TEST_CASE("kernels: pooling split into bands of rows gives bitwise the whole planes' result") {
+  for (const Geometry& g : kGeometries) {
+    for (int64_t band : {1, 2, 3}) {
+      CAPTURE(g.H);
+      CAPTURE(band);
+      const int64_t OH = g.OH(), OW = g.OW(), planes = g.N * g.C;
+      auto x = values(static_cast<size_t>(planes * g.H * g.W), 7);
+      auto dy = values(static_cast<size_t>(planes * OH * OW), 8);
+      // Ties for MaxPool's gradient: repeated values, so the first maximum matters.
+      for (size_t i = 0; i < x.size(); i += 3)
+        x[i] = x[i / 2];
+      const auto run_all = [&](auto&& range_params, int64_t out_rows, int64_t in_rows) {
+        std::vector<float> ymax(dy.size(), -7.0f), yavg(dy.size(), -7.0f), dxmax(x.size(), -7.0f),
+            dxavg(x.size(), -7.0f);
+        for (int64_t p = 0; p < planes; ++p) {
+          for (int64_t r = 0; r < out_rows; r += band) {
+            const auto rows = range_params(p, r, std::min(out_rows, r + band));
+            run(Codelet::kMaxPool, {x.data(), ymax.data()}, with(g.params(), rows));
+            run(Codelet::kAveragePool, {x.data(), yavg.data()}, with(with(g.params(), {1}), rows));
+          }
+          for (int64_t r = 0; r < in_rows; r += band) {
+            const auto rows = range_params(p, r, std::min(in_rows, r + band));
+            run(Codelet::kMaxPoolGrad, {x.data(), dy.data(), dxmax.data()}, with(g.params(), rows));
+            run(Codelet::kAveragePoolGrad, {dy.data(), dxavg.data()}, with(with(g.params(), {1}), rows));
+          }
+        }
+        return std::vector<std::vector<float>>{ymax, yavg, dxmax, dxavg};
+      };
+      const auto banded = [](int64_t p, int64_t rb, int64_t re) {
+        return std::vector<int64_t>{p, p + 1, rb, re};
+      };
+      const auto whole = [](int64_t p, int64_t, int64_t) { return std::vector<int64_t>{p, p + 1}; };
+      const auto got = run_all(banded, OH, g.H);
+      const auto want = run_all(whole, 1, 1);
+      for (size_t k = 0; k < got.size(); ++k) {
+        CAPTURE(k);
+        CHECK(std::memcmp(got[k].data(), want[k].data(), got[k].size() * sizeof(float)) == 0);
+      }
+      // One band writes its rows of its plane and nothing else: vertices run side by side.
+      const auto written_outside = [&](const std::vector<float>& out, int64_t rows, int64_t width) {
+        const int64_t r = std::min<int64_t>(1, rows - 1), first = (planes - 1) * rows * width;
+        int64_t count = 0;
+        for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i)
+          count +=
+              out[static_cast<size_t>(i)] != -7.0f && (i < first + r * width || i >= first + (r + 1) * width);
+        return count;
+      };
+      std::vector<float> y(dy.size(), -7.0f), dx(x.size(), -7.0f);
+      const int64_t last = planes - 1;
+      run(Codelet::kMaxPool, {x.data(), y.data()},
+          with(g.params(), {last, planes, std::min<int64_t>(1, OH - 1), std::min<int64_t>(2, OH)}));
+      CHECK(written_outside(y, OH, OW) == 0);
+      run(Codelet::kAveragePoolGrad, {dy.data(), dx.data()},
+          with(g.params(), {0, last, planes, std::min<int64_t>(1, g.H - 1), std::min<int64_t>(2, g.H)}));
+      CHECK(written_outside(dx, g.H, g.W) == 0);
+    }
+  }
+}
+
 // The forward Conv converts its weights to oneDNN's layout once per compute set and worker (at
 // these channel counts it takes blocked weights), in the worker's own scratch.
 TEST_CASE("kernels: Conv reuses converted weights within a compute set, converts them again after it, and "
@@ -638,6 +701,11 @@ TEST_CASE("kernels: the window codelets refuse parameters that would leave their
   CHECK(pool_status(with(g.params(), {0, 8})).ok());
   CHECK_FALSE(pool_status(with(g.params(), {0, 9})).ok());
   CHECK_FALSE(pool_status(with(g.params(), {3, 2})).ok());
+  CHECK(pool_status(with(g.params(), {2, 3, 1, 4})).ok());          // output rows [1, 4) of 5
+  CHECK_FALSE(pool_status(with(g.params(), {2, 3, 1, 6})).ok());    // rows past OH
+  CHECK_FALSE(pool_status(with(g.params(), {2, 3, 4, 1})).ok());    // rows that end before they begin
+  CHECK_FALSE(pool_status(with(g.params(), {2, 3, 1})).ok());       // half a row range
+  CHECK_FALSE(pool_status(with(g.params(), {2, 3, 1, 4, 0})).ok()); // a parameter too many
   auto big = g.params();
   big[4] = 6; // OH that does not match Y's size
   CHECK_FALSE(pool_status(with(big, {0, 8})).ok());
