@@ -10,6 +10,7 @@
 #include <set>
 
 #include "compiler/frontend/json_nesting.h"
+#include "compiler/frontend/problems.h"
 #include "runtime/format/host_contract.h"
 #include "runtime/format/hyper_parameters.h"
 
@@ -78,35 +79,6 @@ std::optional<std::array<int64_t, 2>> parse_pair(const json& j, int64_t limit) {
   }
   return std::nullopt;
 }
-
-// Collects every problem of a spec so the user sees them all at once. A valid spec asking for
-// something ipucc does not implement (an Adam optimizer, a float16 input) is Unsupported, as an
-// ONNX op is; if both kinds are present, Unsupported, as the ONNX importer reports them.
-class Problems {
-public:
-  explicit Problems(std::string path) : m_path(std::move(path)) {}
-  void add(const std::string& where, const std::string& what) { add_line(where, what); }
-  void add_unsupported(const std::string& where, const std::string& what) {
-    add_line(where, what);
-    m_unsupported = true;
-  }
-  bool empty() const { return m_lines.empty(); }
-  Status status() const {
-    std::string message;
-    for (const auto& line : m_lines)
-      message += (message.empty() ? "" : "\n") + line;
-    return m_unsupported ? unsupported(message) : invalid_argument(message);
-  }
-
-private:
-  void add_line(const std::string& where, const std::string& what) {
-    m_lines.push_back(m_path + ": " + (where.empty() ? "" : where + ": ") + what);
-  }
-
-  std::string m_path;
-  std::vector<std::string> m_lines;
-  bool m_unsupported = false;
-};
 
 // A short, bounded rendering of a value for messages: never a recursive dump of a hostile tree.
 std::string describe(const json& j) {

@@ -11,6 +11,7 @@
 
 #include "compiler/frontend/onnx_ops.h"
 #include "compiler/frontend/onnx_tensor_helpers.h"
+#include "compiler/frontend/problems.h"
 #include "runtime/base/printable.h"
 #include "runtime/data/tensor_proto.h"
 
@@ -22,30 +23,6 @@ constexpr int kMaxStage = 1023;
 constexpr int64_t kMaxInputElements = int64_t{1} << 30;
 constexpr std::string_view kStageAttribute = "__pipeline_stage";
 constexpr std::string_view kIpuAttribute = "__ipu_number";
-
-// Problems of one import, reported together. Unsupported ones make the whole result
-// Unsupported (exit 4); otherwise InvalidArgument (exit 3).
-class Problems {
-public:
-  explicit Problems(std::string path) : m_path(std::move(path)) {}
-  void add(const std::string& where, const Status& status) {
-    (status.code() == StatusCode::kUnsupported ? m_unsupported : m_invalid) = true;
-    m_lines.push_back(m_path + ": " + (where.empty() ? "" : where + ": ") + status.message());
-  }
-  bool empty() const { return m_lines.empty(); }
-  Status status() const {
-    std::string message;
-    for (const auto& line : m_lines)
-      message += (message.empty() ? "" : "\n") + line;
-    return m_unsupported ? unsupported(message) : invalid_argument(message);
-  }
-
-private:
-  std::string m_path;
-  std::vector<std::string> m_lines;
-  bool m_unsupported = false;
-  bool m_invalid = false;
-};
 
 std::string node_label(const onnx::NodeProto& node, int index) {
   const std::string name = node.name().empty() ? "#" + std::to_string(index) : "'" + node.name() + "'";
