@@ -144,7 +144,8 @@ void emit_pool_vertex(LowerContext& ctx, const Op& op, uint32_t tile, int64_t pb
 // poplibs' pooling planner splits the field over tiles beside the batch and channels). The split
 // is planned over (plane, band) items of the finest bands that leave a tile for each; when it
 // gives a vertex several items, the bands widen to that many, so that every vertex owns one band
-// of one plane (one region of the output on its tile, which the ops after read where it lies).
+// of one plane (one region of the output on its tile, which the ops after read where it lies); when
+// it gives a vertex a plane's worth or more, the planes stay whole.
 Status lower_pool(LowerContext& ctx, const Op& op) {
   const auto [forward, x, y, win] = pool_shape(ctx.graph(), op);
   const int64_t planes = x[0] * x[1], rows = forward ? y[2] : x[2];
@@ -152,16 +153,18 @@ Status lower_pool(LowerContext& ctx, const Op& op) {
                            ctx.target().cycles.vector_flops_per_cycle;
   const double bytes = 4.0 * static_cast<double>(x[2] * x[3] + y[2] * y[3]);
   const int64_t finest = std::clamp<int64_t>(ctx.target().tiles_per_ipu / planes, 1, rows);
-  if (finest == 1) {
+  const auto fb = static_cast<double>(finest);
+  const lowering::Split split =
+      finest > 1 ? lowering::plan_split(planes * finest, per_plane / fb, bytes / fb, 2 * bytes / fb,
+                                        ctx.target(), ctx.target().tiles_per_ipu)
+                 : lowering::Split{};
+  if (finest == 1 || split.chunk >= finest) {
     lowering::lower_split(ctx, planes, per_plane, bytes, [&](uint32_t tile, int64_t pb, int64_t pe) {
       emit_pool_vertex(ctx, op, tile, pb, pe, {0, rows});
     });
     return Status();
   }
-  const auto fb = static_cast<double>(finest);
-  const lowering::Split split = lowering::plan_split(
-      planes * finest, per_plane / fb, bytes / fb, 2 * bytes / fb, ctx.target(), ctx.target().tiles_per_ipu);
-  const int64_t band = lowering::ceil_div(rows, std::max<int64_t>(1, finest / split.chunk));
+  const int64_t band = lowering::ceil_div(rows, finest / split.chunk);
   const int64_t bands = lowering::ceil_div(rows, band);
   const std::vector<uint32_t> tiles = ctx.take_tiles(planes * bands);
   for (int64_t p = 0; p < planes; ++p) {
