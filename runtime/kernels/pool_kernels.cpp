@@ -172,7 +172,7 @@ void run_max_pool(const PreparedVertex& v) {
 }
 
 // MaxPool and AveragePool (layout P): X [N,C,H,W] → Y [N,C,OH,OW] over planes [plane_begin,
-// plane_end), optionally output rows [out_row_begin, out_row_end) of them.
+// plane_end), optionally output rows [row_begin, row_end) of them.
 template <typename P> Status validate_pool(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
   IPU_RETURN_IF_ERROR(expect_operands(v, ops, {FLOAT32, FLOAT32}));
   IPU_ASSIGN_OR_RETURN(Window w, validate_window(v));
