@@ -89,6 +89,12 @@ double reduce_of_shares_cycles(int64_t shares, int64_t elements, const target::T
                       s / target.cycles.partial_sum_flops_per_cycle, 4.0 * s, target);
 }
 
+double matmul_amp_cycles(const target::TargetSpec& target, int64_t rows, int64_t cols, int64_t k) {
+  const auto outputs = static_cast<double>(rows);
+  return target::amp_cycles(target, outputs * static_cast<double>(cols * k), outputs,
+                            std::min(outputs, static_cast<double>(target.worker_threads_per_tile)));
+}
+
 MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec& target, int64_t max_tiles,
                        bool split_k) {
   const auto& m = target.cycles;
@@ -126,7 +132,8 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
         // exchange; the output (or partial) block is produced in place.
         const double in_bytes = 4.0 * (r * kc + kc * cols);
         c.held = in_bytes + 4.0 * r * cols;
-        c.cost = m.vertex_overhead_cycles + r * cols * kc / m.macs_per_cycle +
+        c.cost = m.vertex_overhead_cycles +
+                 matmul_amp_cycles(target, c.plan.grid.rows.chunk, c.plan.grid.cols.chunk, k.chunk) +
                  in_bytes / m.exchange_bytes_per_cycle + m.vertex_spread_cycles * vertices;
         c.plan.reduce = reduce;
         if (k.parts > 1) {

@@ -74,6 +74,11 @@ struct MatMulPlan {
   Split reduce;
 };
 
+// Cycles of a MatMul vertex's block of `rows` × `cols` outputs over `k` products each: poplin
+// runs a MatMul as a 1×1 convolution whose field is A's rows, each worker taking one run of
+// them (target::amp_cycles), so a block of few rows runs below the AMP's peak.
+double matmul_amp_cycles(const target::TargetSpec& target, int64_t rows, int64_t cols, int64_t k);
+
 // The cheapest plan (slowest tile's compute + received bytes over the exchange + per-vertex
 // charges, and with K split the reduce step: its sync, exchange of partials and one vector add
 // per partial element) whose vertices' working sets fit available_memory_bytes. When

@@ -153,12 +153,27 @@ lowering::Split even_split(int64_t items, int64_t parts) {
   return {lowering::ceil_div(items, chunk), chunk};
 }
 
-// What one vertex of a grid split costs: multiply-accumulates, bytes received, bytes held; and
+// What one vertex of a grid split costs: cycles of arithmetic, bytes received, bytes held; and
 // the cycles of the compute set that adds its partial sums, if it splits into shares (reduce_cycles).
 struct GridCost {
-  double macs, in_bytes, bytes;
+  double compute_cycles, in_bytes, bytes;
   double reduce_cycles = 0;
 };
+
+// The arithmetic of a convolution vertex producing `rows` rows of `width` output positions, `macs`
+// in all (target::amp_cycles). poplin's 1x1 vertex, for a 1×1 kernel with unit strides and no
+// padding, gives each worker one run of the field; the nx1 vertex works a row at a time. A
+// kernel gradient is charged as the forward convolution of its shapes: poplin plans it as a
+// convolution of its own, transformed to keep the AMP's runs long.
+double conv_amp_cycles(const target::TargetSpec& t, const WindowAttrs& win, double macs, double rows,
+                       double width) {
+  const bool pointwise = win.kernel == std::array<int64_t, 2>{1, 1} &&
+                         win.strides == std::array<int64_t, 2>{1, 1} &&
+                         win.pads == std::array<int64_t, 4>{0, 0, 0, 0};
+  const double outputs = rows * width;
+  return target::amp_cycles(
+      t, macs, outputs, pointwise ? std::min(outputs, static_cast<double>(t.worker_threads_per_tile)) : rows);
+}
 
 // The cycles of the '<level>/reduce' set that adds `shares` partial sums of `elements` values,
 // split as emit_spread_sum_of_shares splits it; 0 for one share, which needs none.
@@ -195,7 +210,7 @@ std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, co
       for (size_t a = 0; a < D; ++a)
         chunks[a] = static_cast<double>(grid[a].chunk);
       const GridCost g = cost(chunks);
-      const double cycles = m.vertex_overhead_cycles + g.macs / m.macs_per_cycle +
+      const double cycles = m.vertex_overhead_cycles + g.compute_cycles +
                             g.in_bytes / m.exchange_bytes_per_cycle +
                             m.vertex_spread_cycles * static_cast<double>(vertices) + g.reduce_cycles;
       if (g.bytes <= lowering::available_memory_bytes(t) && cycles < best_cost * 0.999) {
@@ -262,7 +277,6 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
   const int64_t H = d.x[2], W = d.x[3], OH = d.y[2], OW = d.y[3], plane = d.plane(), in_plane = H * W;
   const int64_t taps = d.w[2] * d.w[3];
   const double kernel_rows = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
-  const auto& cycles = ctx.target().cycles;
   // Bytes of an element of X and of W as the executable stores them (fp16 halves what a vertex
   // receives); partial sums are fp32.
   const double x_bytes = element_bytes(ctx, x), w_bytes = element_bytes(ctx, w);
@@ -282,9 +296,9 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
         const double in_bytes =
             x_bytes * nb * cc * static_cast<double>(W) * in_rows +
             w_bytes * mc * (std::min(cc, static_cast<double>(Cg)) * static_cast<double>(taps) + 1);
-        return GridCost{nb * mc * r * static_cast<double>(OW) * std::min(cc, static_cast<double>(Cg)) *
-                            static_cast<double>(taps),
-                        in_bytes,
+        const double macs = nb * mc * r * static_cast<double>(OW) * std::min(cc, static_cast<double>(Cg)) *
+                            static_cast<double>(taps);
+        return GridCost{conv_amp_cycles(ctx.target(), win, macs, nb * r, static_cast<double>(OW)), in_bytes,
                         in_bytes + (shares > 1 ? 4.0 : x_bytes) * nb * mc * r * static_cast<double>(OW),
                         reduce_cycles(ctx.target(), shares, y_size)};
       });
@@ -331,8 +345,9 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
             }
           }
           const int64_t summed = shares == 1 ? d.K : (ce - cb) * taps; // channels × taps per output
-          v.compute_cycles =
-              static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * summed) / cycles.macs_per_cycle;
+          v.compute_cycles = conv_amp_cycles(
+              ctx.target(), win, static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * summed),
+              static_cast<double>((ne - nb) * (oe - ob)), static_cast<double>(OW));
           const auto [ib, ie] = window_input_rows(d.x[2], win, ob, oe);
           if (shares == 1) {
             add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W,
@@ -368,7 +383,6 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
   const int64_t H = d.x[2], W = d.x[3], OH = d.y[2], OW = d.y[3], plane = d.plane(), in_plane = H * W;
   const int64_t taps = d.w[2] * d.w[3];
   const double extent = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
-  const auto& cycles = ctx.target().cycles;
   const double dy_element = element_bytes(ctx, dy), w_element = element_bytes(ctx, w),
                dx_element = element_bytes(ctx, dx);
   const auto dx_size = static_cast<double>(N * C * in_plane);
@@ -390,10 +404,12 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
         // of one group's channels.
         const double col_bytes =
             4.0 * std::min(cc, static_cast<double>(Cg)) * static_cast<double>(taps * OW) * out_rows;
-        return GridCost{nb * cc * static_cast<double>(taps * OW) * mm * out_rows, in_bytes,
-                        in_bytes + (shares > 1 ? 4.0 : dx_element) * nb * cc * r * static_cast<double>(W) +
-                            col_bytes,
-                        reduce_cycles(ctx.target(), shares, dx_size)};
+        return GridCost{
+            conv_amp_cycles(ctx.target(), win, nb * cc * static_cast<double>(taps * OW) * mm * out_rows,
+                            nb * r, static_cast<double>(W)),
+            in_bytes,
+            in_bytes + (shares > 1 ? 4.0 : dx_element) * nb * cc * r * static_cast<double>(W) + col_bytes,
+            reduce_cycles(ctx.target(), shares, dx_size)};
       });
   const int64_t shares = outs.parts;
   const uint32_t target = shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, N, C, H, W}) : dx;
@@ -431,8 +447,9 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
           }
           const auto [ob, oe] = window_output_rows_reaching(d.y[2], win, rb, re);
           const int64_t summed = shares == 1 ? Mg : me - mb; // output channels per input channel
-          v.compute_cycles = static_cast<double>((ne - nb) * (ce - cb) * taps * summed * (oe - ob) * OW) /
-                             cycles.macs_per_cycle;
+          v.compute_cycles = conv_amp_cycles(
+              ctx.target(), win, static_cast<double>((ne - nb) * (ce - cb) * taps * summed * (oe - ob) * OW),
+              static_cast<double>((ne - nb) * (re - rb)), static_cast<double>(W));
           const int64_t gb = cb / Cg, ge = lowering::ceil_div(ce, Cg);
           if (shares == 1) {
             if (oe > ob) add_plane_rows(v.reads, dy, nb, ne, M, gb * Mg, ge * Mg, ob, oe, OW, plane);
@@ -472,7 +489,6 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   const int64_t taps = d.w[2] * d.w[3], group = win.group, mg = M / group;
   const double t = static_cast<double>(taps),
                extent = static_cast<double>((win.kernel[0] - 1) * win.dilations[0] + 1);
-  const auto& cycles = ctx.target().cycles;
   const double x_element = element_bytes(ctx, x), dy_element = element_bytes(ctx, dy);
   const auto dw_size = static_cast<double>(M * Cg * taps);
   const auto [outs, ins, samples, rows] =
@@ -485,8 +501,9 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
         const double in_bytes = x_element * nb * groups * cc * in_rows * static_cast<double>(W) +
                                 dy_element * nb * mc * r * static_cast<double>(OW);
         const double shares = std::ceil(static_cast<double>(N) / nb) * std::ceil(static_cast<double>(OH) / r);
-        return GridCost{nb * mc * cc * t * r * static_cast<double>(OW), in_bytes,
-                        in_bytes + 4.0 * (mc * cc * t + cc * t * r * static_cast<double>(OW)),
+        return GridCost{conv_amp_cycles(ctx.target(), win, nb * mc * cc * t * r * static_cast<double>(OW),
+                                        nb * r, static_cast<double>(OW)),
+                        in_bytes, in_bytes + 4.0 * (mc * cc * t + cc * t * r * static_cast<double>(OW)),
                         reduce_cycles(ctx.target(), shares, dw_size)};
       });
   const int64_t shares = samples.parts * rows.parts;
@@ -521,8 +538,10 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
                                                                            {P::kPart, part}});
           // Unsplit over samples and rows, the share is left out, as vertices were before it existed.
           if (shares == 1) v.params.resize(P::kNBegin);
-          v.compute_cycles = static_cast<double>((ne - nb) * (me - mb) * (ce - cb) * taps * (oe - ob) * OW) /
-                             cycles.macs_per_cycle;
+          v.compute_cycles =
+              conv_amp_cycles(ctx.target(), win,
+                              static_cast<double>((ne - nb) * (me - mb) * (ce - cb) * taps * (oe - ob) * OW),
+                              static_cast<double>((ne - nb) * (oe - ob)), static_cast<double>(OW));
           // X of channels [cb, ce) of each group the output channels belong to, the rows reached.
           const auto [ib, ie] = window_input_rows(d.x[2], win, ob, oe);
           for (int64_t gi = mb / mg; gi * mg < me; ++gi) {
@@ -569,13 +588,12 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
   const ChannelDims d = channel_dims(ctx.graph().value(op.inputs[0]).type.shape);
   const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
   const auto& cycles = ctx.target().cycles;
-  const double per_element = cycles.macs_per_cycle / cycles.vector_flops_per_cycle;
   const auto C = static_cast<double>(d.C), N = static_cast<double>(d.N), S = static_cast<double>(d.S);
   const auto [channels, samples] =
       plan_grid<2>({d.C, d.N}, ctx.target(), [&](const std::array<double, 2>& chunk) {
         const double cc = chunk[0], nb = chunk[1], shares = std::ceil(N / nb);
         const double in_bytes = 4.0 * cc * nb * S;
-        return GridCost{cc * nb * S * per_element, in_bytes, in_bytes + 4.0 * cc,
+        return GridCost{cc * nb * S / cycles.vector_flops_per_cycle, in_bytes, in_bytes + 4.0 * cc,
                         reduce_cycles(ctx.target(), shares, C)};
       });
   const int64_t shares = samples.parts;

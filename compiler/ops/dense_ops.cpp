@@ -115,8 +115,7 @@ Status lower_matmul_split_k(LowerContext& ctx, const Op& op, const MatMulDims& d
                                            {P::kKEnd, ke},
                                            {P::kParts, shares},
                                            {P::kPart, s}});
-        v.compute_cycles =
-            static_cast<double>((re - rb) * (ce - cb) * (ke - kb)) / ctx.target().cycles.macs_per_cycle;
+        v.compute_cycles = lowering::matmul_amp_cycles(ctx.target(), re - rb, ce - cb, ke - kb);
         v.reads.push_back(ta ? lowering::block_region(a, kb, ke, rb, re, d.M)
                              : lowering::block_region(a, rb, re, kb, ke, d.K));
         v.reads.push_back(tb ? lowering::block_region(b, cb, ce, kb, ke, d.K)
@@ -173,8 +172,7 @@ Status lower_matmul(LowerContext& ctx, const Op& op) {
       // Without a fused Relu the optional flag is left out, as before fusion existed: the same
       // bytes and cache keys for models that do not fuse.
       if (!op.attrs<MatMulAttrs>().fused_relu) v.params.pop_back();
-      v.compute_cycles =
-          static_cast<double>((re - rb) * (ce - cb) * d.K) / ctx.target().cycles.macs_per_cycle;
+      v.compute_cycles = lowering::matmul_amp_cycles(ctx.target(), re - rb, ce - cb, d.K);
       // op(A) rows [rb, re): rows of A, or columns of a transposed A.
       v.reads.push_back(op.attrs<MatMulAttrs>().trans_a ? lowering::block_region(a, 0, d.K, rb, re, d.M)
                                                         : lowering::block_region(a, rb, re, 0, d.K, d.K));

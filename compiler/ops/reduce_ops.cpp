@@ -430,7 +430,7 @@ RowBlocks plan_row_blocks(const BatchDims& d, int64_t batches, size_t batch_rank
   for (int64_t blocks = 1; blocks <= most; ++blocks) {
     if (d.M % blocks != 0) continue;
     const int64_t rows = d.M / blocks, items = batches * blocks;
-    const double cycles_per_item = static_cast<double>(rows * d.N * d.K) / target.cycles.macs_per_cycle;
+    const double cycles_per_item = lowering::matmul_amp_cycles(target, rows, d.N, d.K);
     const double bytes_per_item = 4.0 * static_cast<double>(rows * d.K + d.K * d.N);
     const lowering::Split split = lowering::plan_split(items, cycles_per_item, bytes_per_item,
                                                        2 * bytes_per_item, target, target.tiles_per_ipu);
@@ -470,7 +470,7 @@ Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
     batches *= row_blocks.count;
   }
   const uint32_t a = ctx.tensor(op.inputs[0]), b = ctx.tensor(op.inputs[1]), c = ctx.tensor(op.outputs[0]);
-  const double per_batch = static_cast<double>(d.M * d.N * d.K) / ctx.target().cycles.macs_per_cycle;
+  const double per_batch = lowering::matmul_amp_cycles(ctx.target(), d.M, d.N, d.K);
   std::vector<int64_t> tail = batch; // BatchMatMul's tail: dims, then A's and B's strides
   tail.insert(tail.end(), sa.begin(), sa.end());
   tail.insert(tail.end(), sb.begin(), sb.end());

@@ -13,7 +13,17 @@ double sync_cycles(const TargetSpec& target, uint32_t ipus) {
 CycleModel at_half_rates(CycleModel model) {
   model.macs_per_cycle = model.half_macs_per_cycle;
   model.vector_flops_per_cycle = model.half_vector_flops_per_cycle;
+  model.amp_run_overhead_outputs = model.half_amp_run_overhead_outputs;
   return model;
+}
+
+double amp_cycles(const TargetSpec& target, double macs, double outputs, double runs) {
+  const double peak = macs / target.cycles.macs_per_cycle;
+  if (outputs <= 0) return peak;
+  const double workers = target.worker_threads_per_tile;
+  const double slowest = std::ceil(outputs / workers) +
+                         target.cycles.amp_run_overhead_outputs * std::ceil(std::max(runs, 1.0) / workers);
+  return peak * workers * slowest / outputs;
 }
 
 double exchange_cycles(const CycleModel& model, double bytes, double shared) {

@@ -54,6 +54,15 @@ struct CycleModel {
   // GC200's 250 TFLOPS fp16.32 ÷ (2 × 1472 tiles × 1.33 GHz) = 63.8 ≈ 64, four times the fp32
   // rate (mk1: 124.5 TFLOPS ÷ (2 × 1216 × 1.6 GHz) = 32).
   double half_macs_per_cycle = 64;
+  // What an AMP convolution or MatMul vertex spends on each run of contiguous outputs a worker
+  // takes (a row of an nx1 vertex's worklist, a 1x1 vertex's share of the field) beyond the
+  // outputs themselves, in outputs at the peak rate. poplibs' getConvPartialnx1WorkerCycles
+  // (lib/poplin/PerformanceEstimation.hpp) charges a worker 3 + 45 + 8 (n − 3) cycles for a run
+  // of n fp32 outputs, which the peak does in 8 n: 24 more, 3 outputs' worth. The 1x1 vertex
+  // (getConvPartial1x1SupervisorInnerLoopCycleEstimateHalfFloat) is within a cycle of it.
+  double amp_run_overhead_outputs = 24.0 / 8;
+  // The same for fp16 activations: 3 + 34 + 4 (n − 3) worker cycles against 4 n, 25 more.
+  double half_amp_run_overhead_outputs = 25.0 / 4;
   // fp16 elementwise results per tile per cycle: popops' half BinaryOp1D loop issues a 4-half
   // vector (f16v4) where the float one issues a 2-float one (f32v2), every 3 worker cycles on
   // each of 6 workers, ≈ 1.33 per tile cycle.
@@ -114,6 +123,14 @@ struct TargetSpec {
 // macs_per_cycle and vector_flops_per_cycle become the fp16 rates. Transcendental functions keep
 // their float cycles (popops' half estimates are within a cycle of them, and they are few).
 CycleModel at_half_rates(CycleModel model);
+
+// Tile cycles of an AMP vertex's `macs` multiply-accumulates producing `outputs` output positions
+// (each over all its channels and kernel taps) in `runs` contiguous runs: the workers share the
+// outputs and the runs, and the slowest worker's ⌈outputs/W⌉ outputs and ⌈runs/W⌉ runs
+// (CycleModel::amp_run_overhead_outputs each) set the time, W workers at a time. A run of 7
+// fp16 outputs is 53 % of the peak, one of 56 is 90 %; so a plan that gives each vertex a short
+// field pays for it, as poplin's planner charges it.
+double amp_cycles(const TargetSpec& target, double macs, double outputs, double runs);
 
 // Cycles of one BSP sync across `ipus` IPUs (CycleModel::sync_ns_per_hop): 40 on mk2 for 1 to 3
 // IPUs, 80 for 4 to 7, 200 for 16.

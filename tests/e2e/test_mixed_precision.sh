@@ -15,7 +15,7 @@ CNN=$MODELS/cnn_sequential.json
 SMALL=(--tiles-per-ipu 64)
 QUIET=(--progress none)
 REFERENCE=$E2E_LIB_DIR/mixed_reference.py
-STEPS=5
+STEPS=3
 
 # fd 3: the suite's own stdout, so passing tests still report the errors they measured (lib.sh
 # shows a test's output only when it fails).
@@ -45,13 +45,16 @@ np.save("y.npy", r.integers(0, 10, n).astype(np.int32))' $STEPS || fail "writing
 }
 
 # Tolerance: 2^-11, binary16's unit roundoff (half an ulp, relative), for each step's loss and for
-# every weight's update over the 5 steps (max |Δ - Δref| / max |Δref|, Δ = final - initial
+# every weight's update over the 3 steps (max |Δ - Δref| / max |Δref|, Δ = final - initial
 # weights: the weights themselves move too little to tell fp16 from fp32 arithmetic). The device
 # sums in fp32 where the reference sums in float64, so a value within fp32 noise of a binary16
 # rounding boundary rounds the other way (the fp16 inference test sees it in ~1 % of outputs) and
-# the runs drift apart; measured when written: updates 2.8e-4 (MLP) and 1.6e-4 (CNN), losses
-# 1.4e-5 and 4.5e-6. fp32 training is 1.2e-2 to 3.8e-2 away in the updates: far outside. (Over 10
-# steps the MLP's drift grows to the size of fp32's: rounding flips compound through momentum.)
+# the runs drift apart. Over 3 steps, measured on 2026-11-29 for 16 to 1,472 tiles: updates
+# 1.1e-4 to 1.6e-4 (MLP) and 1.7e-4 (CNN); fp32 training is 5.4e-2 and 1.6e-2 away: far outside.
+# Over 5 steps, about half of the tile counts' plans (whose blocks sum in other orders) see one of
+# dense2's Relus flip for a sample at the 4th or 5th step, and its unit's updates are then 7.2e-3
+# away; over 10 the MLP's drift grows to the size of fp32's, rounding flips compounding through
+# momentum.
 compare_to_reference() { # NAME
   "$PYTHON" - init ref mixed fp32 > errors.txt <<'PY' || { cat errors.txt; fail "$1: mixed training does not follow the fp16 reference within 2^-11"; }
 import json, sys

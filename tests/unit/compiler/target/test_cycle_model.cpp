@@ -37,6 +37,28 @@ TEST_CASE("cycle model: fp16 rates are the AMP unit's fp16.32 peak and twice the
   CHECK(half.partial_sum_flops_per_cycle == mk2.cycles.vector_flops_per_cycle);
 }
 
+// poplibs' ConvPartialnx1 worker (getConvPartialnx1WorkerCycles): 3 + 34 + 4 (n − 3) worker
+// cycles for a run of n fp16 outputs, 3 + 45 + 8 (n − 3) for fp32; six workers, one run each,
+// take six times the slowest worker's cycles. An output position is 16 × 16 channels in fp16
+// (256 MACs, 4 tile cycles at the peak of 64) and 16 × 8 in fp32 (128 MACs, 8 cycles at 16).
+TEST_CASE("cycle model: an AMP vertex's short runs cost what poplibs' worker estimate says") {
+  target::TargetSpec mk2 = preset("mk2");
+  target::TargetSpec half = mk2;
+  half.cycles = target::at_half_rates(mk2.cycles);
+  const auto nx1_half = [](double n) { return 6 * (3 + 34 + 4 * (n - 3)); };
+  const auto nx1_float = [](double n) { return 6 * (3 + 45 + 8 * (n - 3)); };
+  // ResNet-50's layer4 rows of 7 run at 53 % of the peak, layer1's rows of 56 at 90 %.
+  CHECK(target::amp_cycles(half, 6 * 7 * 256, 6 * 7, 6) == doctest::Approx(nx1_half(7)));
+  CHECK(target::amp_cycles(half, 6 * 56 * 256, 6 * 56, 6) == doctest::Approx(nx1_half(56)));
+  CHECK(6 * 7 * 256 / half.cycles.macs_per_cycle / nx1_half(7) == doctest::Approx(0.53).epsilon(0.01));
+  CHECK(target::amp_cycles(mk2, 6 * 14 * 128, 6 * 14, 6) == doctest::Approx(nx1_float(14)));
+  // Twelve runs on six workers: each worker takes two, one after the other (the worker's start,
+  // 17 cycles, is the vertex overhead's).
+  CHECK(target::amp_cycles(mk2, 12 * 14 * 128, 12 * 14, 12) == doctest::Approx(2 * nx1_float(14)));
+  // Without outputs there is nothing to run below the peak.
+  CHECK(target::amp_cycles(mk2, 0, 0, 0) == 0);
+}
+
 TEST_CASE("cycle model: presets give the published peaks") {
   const target::TargetSpec mk2 = preset("mk2"), mk1 = preset("mk1");
   // GC200: 62.5 TFLOPS fp32 (AMP), 8 TB/s IPU-Exchange; GC2: 31.1 TFLOPS fp32.
