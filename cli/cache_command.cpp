@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "cache/cache_dir.h"
 #include "cache/cache_stats.h"
@@ -28,7 +30,7 @@ struct CacheFlags {
   std::string cache_dir;
   bool json = false;
   std::string key;
-  std::string max_size;
+  std::optional<std::string> max_size; // gc: unset, the limit compiles keep
   std::string older_than;
   std::string target;   // explain: KEY or MODEL
   CompileFlags compile; // explain MODEL
@@ -117,10 +119,12 @@ int run_cache(const CacheFlags& f) {
   cache::LocalStore& store = *opened;
 
   if (f.sub == "gc") {
-    auto max = parse_size(f.max_size);
+    // Without --max-size, the limit every compile evicts down to.
+    const std::string limit = f.max_size ? *f.max_size : default_cache_max_size();
+    auto max = parse_size(limit);
     if (!max) {
-      print_error(kTool,
-                  "--max-size: invalid size '" + f.max_size + "' (expected bytes or e.g. 1024K, 500M, 2G)");
+      print_error(kTool, std::string(f.max_size ? "--max-size" : "$IPUCC_CACHE_MAX_SIZE") +
+                             ": invalid size '" + limit + "' (expected bytes or e.g. 1024K, 500M, 2G)");
       return kExitUsage;
     }
     return report_removed(f, store, store.evict_to(*max), true);
@@ -370,7 +374,8 @@ std::function<int()> add_cache_command(CLI::App& app) {
   common(
       cmd->add_subcommand("verify", "Check every entry; move corrupt ones to <dir>/corrupt (exit 6 if any)"));
   auto* gc = common(cmd->add_subcommand("gc", "Evict least recently used entries down to a size"));
-  gc->add_option("--max-size", flags->max_size, "Size limit: bytes or e.g. 1024K, 500M, 2G")->required();
+  gc->add_option("--max-size", flags->max_size,
+                 "Size limit: bytes or e.g. 1024K, 500M, 2G (default $IPUCC_CACHE_MAX_SIZE, else 5G)");
   auto* evict = common(cmd->add_subcommand("evict", "Remove entries not used for a while"));
   evict->add_option("--older-than", flags->older_than, "Age: e.g. 30d, 12h, 45m, 10s")->required();
   common(cmd->add_subcommand("clear", "Remove every entry (the statistics are kept)"));

@@ -133,7 +133,11 @@ test_gc_evicts_least_recently_used_first() {
   expect_no_file "$A"
   expect_file "$B"
   expect_file "$C"
-  expect_exit 0 "$IPUCC" cache gc --max-size 1K
+  # Without --max-size, gc keeps the limit compiles keep: $IPUCC_CACHE_MAX_SIZE, else 5G.
+  expect_exit 0 "$IPUCC" cache gc
+  expect_stdout_contains "removed 0 entries"
+  expect_file "$B"
+  IPUCC_CACHE_MAX_SIZE=1K expect_exit 0 "$IPUCC" cache gc
   expect_stdout_contains "removed 2 entries"
   expect_no_file "$B"
   expect_no_file "$C"
@@ -178,6 +182,8 @@ test_bad_size_and_age_are_usage_errors() {
   done
   expect_exit 2 "$IPUCC" compile "$MLP" "${SMALL[@]}" --cache-max-size lots
   expect_stderr_starts_with "ipucc: error: --cache-max-size"
+  IPUCC_CACHE_MAX_SIZE=lots expect_exit 2 "$IPUCC" cache gc
+  expect_stderr_starts_with "ipucc: error: \$IPUCC_CACHE_MAX_SIZE: invalid size 'lots'"
   IPUCC_CACHE_MAX_SIZE=lots expect_exit 2 "$IPUCC" compile "$MLP" "${SMALL[@]}"
   expect_stderr_contains "IPUCC_CACHE_MAX_SIZE"
   expect_exit 2 "$IPUCC" cache
