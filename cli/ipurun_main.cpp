@@ -515,6 +515,14 @@ int prepare_output_dir(const RunFlags& f, const std::vector<std::string>& output
   return kExitOk;
 }
 
+// Predictions nobody asked to keep are computed and dropped: say so, so that a user who left out
+// --output does not look for a file.
+void note_unwritten_predictions(const RunFlags& f) {
+  if (f.output.empty() && f.output_dir.empty())
+    print_note(g_tool,
+               "the predictions were not written: give --output FILE or --output-dir DIR to keep them");
+}
+
 // predict --input: every model input from a file, every output to --output or --output-dir.
 int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   const format::Executable& exe = loaded.session->executable();
@@ -548,6 +556,7 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
                        {"shape", array.shape},
                        {"file", path.empty() ? nlohmann::json() : nlohmann::json(path)}});
   }
+  note_unwritten_predictions(f);
   if (f.json) {
     nlohmann::json out = json_document(kToolName, "predict");
     out["executable"] = loaded.origin;
@@ -598,6 +607,7 @@ int run_predict(const RunFlags& f, collectives::Collectives* job) {
                                   output_name);
     if (!written.ok()) return fail(g_tool, written, kExitIoError);
   }
+  note_unwritten_predictions(f);
   if (f.json) {
     nlohmann::json out = json_document(kToolName, "predict");
     out["executable"] = loaded.origin;

@@ -276,9 +276,10 @@ for i in range(1000):
     row = values[10 * i: 10 * i + 10]
     assert all(0 <= v <= 1 for v in row) and abs(sum(row) - 1) < 1e-4, (i, row)
 EOF
-  # Without --output: a summary line, no file.
+  # Without --output: a summary line, no file, and a note that nothing was kept.
   expect_exit 0 "$IPURUN" predict mlp.ipuexe --data synthetic:5 "${QUIET[@]}"
   expect_stdout_contains "predicted 5 samples"
+  expect_stderr_contains "ipurun: note: the predictions were not written: give --output FILE or --output-dir DIR"
 }
 
 test_predict_padding_does_not_change_rows() {
