@@ -379,7 +379,8 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   if (validation) options.validation = &*validation;
   if (callbacks.any()) options.on_epoch_end = callbacks.epoch_end(*loaded.session, reporter);
   session::StepLog step_log;
-  const session::ProgressFn progress = reporter            ? make_progress_printer(progress_style(f), "")
+  const session::ProgressFn progress = reporter
+                                           ? make_progress_printer(progress_style(f), ProgressOf::kEpochs)
                                        : f.log_dir.empty() ? nullptr
                                                            : make_progress_log(instance_log);
   auto results = loaded.session->fit(loaded.data, options, progress,
@@ -477,7 +478,8 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
 int run_evaluate(const RunFlags& f, collectives::Collectives* job) {
   Loaded loaded;
   if (int code = load(f, loaded, job)) return code;
-  auto result = loaded.session->evaluate(loaded.data, make_progress_printer(progress_style(f), "val_"));
+  auto result = loaded.session->evaluate(loaded.data,
+                                         make_progress_printer(progress_style(f), ProgressOf::kEvaluation));
   if (!result.ok()) return fail(g_tool, with_origin(result.status(), loaded.origin));
   if (f.json) {
     nlohmann::json out = json_document(kToolName, "evaluate");

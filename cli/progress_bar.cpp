@@ -13,12 +13,19 @@ ProgressStyle default_progress_style() {
 
 namespace {
 
-// "loss: 0.1234 - accuracy: 0.5678 - mse: ..." with the prefix on each name (Keras's line).
-std::string metrics_text(const session::Progress& p, const std::string& prefix) {
-  std::string text = prefix + "loss: " + format_metric(p.loss);
+// "loss: 0.1234 - accuracy: 0.5678 - mse: ..." (Keras's line).
+std::string metrics_text(const session::Progress& p) {
+  std::string text = "loss: " + format_metric(p.loss);
   for (const session::MetricValue& m : p.metrics)
-    text += " - " + prefix + m.name + ": " + format_metric(m.value);
+    text += " - " + m.name + ": " + format_metric(m.value);
   return text;
+}
+
+// "Epoch 2/5: " for a fit's epoch (`separator` after it), nothing for an evaluation.
+std::string epoch_text(const session::Progress& p, ProgressOf of, const char* separator) {
+  return of == ProgressOf::kEpochs
+             ? "Epoch " + std::to_string(p.epoch) + "/" + std::to_string(p.epochs) + separator
+             : "";
 }
 
 // Dynamic loss scaling's scale and the epoch's skipped updates so far, after the training values.
@@ -39,12 +46,12 @@ std::string validation_text(const session::Progress& p) {
   return text;
 }
 
-std::string plain_line(const session::Progress& p, const std::string& prefix) {
+std::string plain_line(const session::Progress& p, ProgressOf of) {
   const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
-  char head[128];
-  std::snprintf(head, sizeof head, "Epoch %d/%d: %lld/%lld steps - %.1fs %.2fms/step - ", p.epoch, p.epochs,
-                static_cast<long long>(p.step), static_cast<long long>(p.steps), p.seconds, per_step_ms);
-  return head + metrics_text(p, prefix) + loss_scale_text(p) + validation_text(p) + "\n";
+  char steps[96];
+  std::snprintf(steps, sizeof steps, "%lld/%lld steps - %.1fs %.2fms/step - ", static_cast<long long>(p.step),
+                static_cast<long long>(p.steps), p.seconds, per_step_ms);
+  return epoch_text(p, of, ": ") + steps + metrics_text(p) + loss_scale_text(p) + validation_text(p) + "\n";
 }
 
 } // namespace
@@ -57,18 +64,18 @@ std::string format_metric(double value) {
 
 session::ProgressFn make_progress_log(std::string& log) {
   return [&log](const session::Progress& p) {
-    if (p.epoch_done) log += plain_line(p, "");
+    if (p.epoch_done) log += plain_line(p, ProgressOf::kEpochs);
   };
 }
 
-session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefix) {
+session::ProgressFn make_progress_printer(ProgressStyle style, ProgressOf of) {
   if (style == ProgressStyle::kNone) return nullptr;
   // A terminal redraw costs a write; ten a second is enough for a person.
   constexpr double kRedrawSeconds = 0.1;
-  return [style, prefix = std::string(prefix), last_draw = -1.0](const session::Progress& p) mutable {
+  return [style, of, last_draw = -1.0](const session::Progress& p) mutable {
     const double per_step_ms = p.step > 0 ? 1000.0 * p.seconds / static_cast<double>(p.step) : 0.0;
     if (style == ProgressStyle::kPlain) {
-      if (p.epoch_done) std::fputs(plain_line(p, prefix).c_str(), stderr);
+      if (p.epoch_done) std::fputs(plain_line(p, of).c_str(), stderr);
       return;
     }
     if (p.step == p.steps && !p.epoch_done) return; // the final line comes with epoch_done
@@ -80,9 +87,9 @@ session::ProgressFn make_progress_printer(ProgressStyle style, const char* prefi
     std::string bar(static_cast<size_t>(filled), '=');
     if (filled < kWidth) bar += '>';
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\rEpoch %d/%d %lld/%lld [%s] - %.0fs %.2fms/step - %s%s", p.epoch, p.epochs,
+    std::fprintf(stderr, "\r%s%lld/%lld [%s] - %.0fs %.2fms/step - %s%s", epoch_text(p, of, " ").c_str(),
                  static_cast<long long>(p.step), static_cast<long long>(p.steps), bar.c_str(), p.seconds,
-                 per_step_ms, metrics_text(p, prefix).c_str(), loss_scale_text(p).c_str());
+                 per_step_ms, metrics_text(p).c_str(), loss_scale_text(p).c_str());
     if (p.epoch_done) std::fprintf(stderr, "%s\n", validation_text(p).c_str());
     std::fflush(stderr);
   };

@@ -86,6 +86,12 @@ test_save_weights_then_evaluate() {
   expect_stdout_contains "(2048 samples)"
   expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data synthetic:2048 --weights ckpt "${QUIET[@]}"
   cmp -s eval1.txt "$STDOUT" || fail "two evaluations differ: $(cat eval1.txt) vs $(cat "$STDOUT")"
+  # Its progress is Keras's evaluate line: steps and loss, no epoch, no val_ prefix.
+  expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data synthetic:2048 --weights ckpt --progress plain
+  expect_stderr_starts_with "64/64 steps - "
+  expect_stderr_contains " - loss: "
+  expect_stderr_not_contains "Epoch"
+  expect_stderr_not_contains "val_"
   expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data synthetic:2048 --weights ckpt --json "${QUIET[@]}"
   cp "$STDOUT" trained.json
   expect_json trained.json 'd["schema_version"] == 1 and d["command"] == "evaluate" and d["samples"] == 2048 and d["executable"] == "mlp.ipuexe"'
