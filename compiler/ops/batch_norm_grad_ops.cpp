@@ -4,6 +4,7 @@
 
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/channel_reduce_plan.h"
+#include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
@@ -51,37 +52,43 @@ Status lower_batch_norm_grad_stats(LowerContext& ctx, const Op& op) {
   w.ops_per_element = 5.0;
   w.values_per_part = 2;
   const auto& cycles = ctx.target().cycles;
-  const ChannelReducePlan plan = plan_channel_reduce(w, ctx.target());
-  const int64_t parts = plan.parts();
+  const auto block_reads = [&](const ChannelBlock& block) {
+    std::vector<lowering::Region> reads;
+    for (uint32_t t : {inputs[0], inputs[1]}) {
+      for (const lowering::Region& r :
+           channel_block_regions(t, w, block.cb, block.ce, block.nb, block.ne, block.sb, block.se))
+        reads.push_back(r);
+    }
+    reads.push_back(lowering::flat_region(inputs[2], block.cb, block.ce));
+    reads.push_back(lowering::flat_region(inputs[3], block.cb, block.ce));
+    return reads;
+  };
+  const PlacedChannelReduce placed = place_channel_reduce(ctx, w, {inputs[0], inputs[1]}, block_reads);
+  const int64_t parts = placed.plan.parts();
   const uint32_t scale_target =
       parts > 1 ? ctx.add_temporary(op.name + "/scale_partials", {parts, w.C}) : dscale;
   const uint32_t bias_target =
       parts > 1 ? ctx.add_temporary(op.name + "/bias_partials", {parts, w.C}) : dbias;
-  const std::vector<uint32_t> tiles =
-      for_each_channel_block(ctx, plan, w, [&](uint32_t tile, const ChannelBlock& block) {
-        lowering::VertexSpec v;
-        v.codelet = format::Codelet::kBatchNormGradStats;
-        v.operands = inputs;
-        v.operands.push_back(scale_target);
-        v.operands.push_back(bias_target);
-        using F = format::fparams::BatchNormGradStats;
-        v.params = channel_block_params(w, block, parts);
-        v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
-        v.compute_cycles =
-            w.ops_per_element * static_cast<double>(block.elements()) / cycles.vector_flops_per_cycle;
-        for (uint32_t t : {inputs[0], inputs[1]}) {
-          for (const lowering::Region& r :
-               channel_block_regions(t, w, block.cb, block.ce, block.nb, block.ne, block.sb, block.se))
-            v.reads.push_back(r);
-        }
-        v.reads.push_back(lowering::flat_region(inputs[2], block.cb, block.ce));
-        v.reads.push_back(lowering::flat_region(inputs[3], block.cb, block.ce));
-        const int64_t row = block.part * w.C;
-        v.writes = {lowering::flat_region(scale_target, row + block.cb, row + block.ce),
-                    lowering::flat_region(bias_target, row + block.cb, row + block.ce)};
-        ctx.emit(tile, std::move(v));
-      });
+  for (size_t i = 0; i < placed.blocks.size(); ++i) {
+    const ChannelBlock& block = placed.blocks[i];
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kBatchNormGradStats;
+    v.operands = inputs;
+    v.operands.push_back(scale_target);
+    v.operands.push_back(bias_target);
+    using F = format::fparams::BatchNormGradStats;
+    v.params = channel_block_params(w, block, parts);
+    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
+    v.compute_cycles =
+        w.ops_per_element * static_cast<double>(block.elements()) / cycles.vector_flops_per_cycle;
+    v.reads = block_reads(block);
+    const int64_t row = block.part * w.C;
+    v.writes = {lowering::flat_region(scale_target, row + block.cb, row + block.ce),
+                lowering::flat_region(bias_target, row + block.cb, row + block.ce)};
+    ctx.emit(placed.tiles[i], std::move(v));
+  }
   if (parts == 1) return Status();
+  const std::vector<uint32_t> tiles = placed.distinct_tiles();
   const lowering::Split reduce = lowering::plan_split(
       w.C, static_cast<double>(parts) / cycles.partial_sum_flops_per_cycle, 4.0 * static_cast<double>(parts),
       4.0 * static_cast<double>(parts + 1), ctx.target(), static_cast<int64_t>(tiles.size()));
@@ -97,39 +104,37 @@ Status infer_batch_norm_train_grad_input(const Graph& g, const Op& op, std::vect
   return Status();
 }
 
-// Flat ranges of dX, each reading its range of X and dY and the per-channel values: 8 vector
-// operations per element (x̂: 2; then dscale·x̂/M, the two subtractions and the scaling by
-// scale·istd: 6, as poplin's normStatisticsGradients with normGradients' channelMul).
+// Flat ranges of dX, each reading its range of X and dY and the per-channel values, where X or dY
+// lies when that costs less; costed as poplin's normGradients and normStatisticsGradients
+// (batch_norm_cycles_per_element).
 Status lower_batch_norm_train_grad_input(LowerContext& ctx, const Op& op) {
   const ChannelReduceWork w = channel_reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
   std::vector<uint32_t> inputs;
   for (int in : op.inputs)
     inputs.push_back(ctx.tensor(in));
   const uint32_t dx = ctx.tensor(op.outputs[0]);
-  const double per_element = 8.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, w.N * w.C * w.S, per_element, 12.0,
-                        [&](uint32_t tile, int64_t begin, int64_t end) {
-                          lowering::VertexSpec v;
-                          v.codelet = format::Codelet::kBatchNormTrainGradInput;
-                          v.operands = inputs;
-                          v.operands.push_back(dx);
-                          using P = format::params::BatchNormTrainGradInput;
-                          using F = format::fparams::BatchNormTrainGradInput;
-                          v.params = format::make_params<P>(
-                              {{P::kN, w.N}, {P::kC, w.C}, {P::kS, w.S}, {P::kBegin, begin}, {P::kEnd, end}});
-                          v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
-                          v.compute_cycles = per_element * static_cast<double>(end - begin);
-                          v.reads = {lowering::flat_region(inputs[0], begin, end),
-                                     lowering::flat_region(inputs[1], begin, end)};
-                          // The channels the range spans.
-                          const int64_t c_first = begin / w.S % w.C, c_last = (end - 1) / w.S % w.C;
-                          const bool wraps = (end - 1) / w.S / w.C != begin / w.S / w.C || c_last < c_first;
-                          for (size_t i = 2; i < inputs.size(); ++i)
-                            v.reads.push_back(wraps ? lowering::flat_region(inputs[i], 0, w.C)
-                                                    : lowering::flat_region(inputs[i], c_first, c_last + 1));
-                          v.writes = {lowering::flat_region(dx, begin, end)};
-                          ctx.emit(tile, std::move(v));
-                        });
+  const bool half = ctx.executable().tensors(static_cast<int>(inputs[1])).dtype() == format::FLOAT16;
+  const double per_element =
+      batch_norm_cycles_per_element(ctx.target().cycles, BatchNormPass::kTrainGradientInput, half, w.C);
+  const lowering::ElementwiseWork work{w.N * w.C * w.S, 1, per_element, 12.0, {inputs[0], inputs[1]}};
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t begin, int64_t end) {
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kBatchNormTrainGradInput;
+    v.operands = inputs;
+    v.operands.push_back(dx);
+    using P = format::params::BatchNormTrainGradInput;
+    using F = format::fparams::BatchNormTrainGradInput;
+    v.params = format::make_params<P>(
+        {{P::kN, w.N}, {P::kC, w.C}, {P::kS, w.S}, {P::kBegin, begin}, {P::kEnd, end}});
+    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
+    v.compute_cycles = per_element * static_cast<double>(end - begin);
+    v.reads = {lowering::flat_region(inputs[0], begin, end), lowering::flat_region(inputs[1], begin, end)};
+    const auto [cb, ce] = channels_spanned(w, begin, end);
+    for (size_t i = 2; i < inputs.size(); ++i)
+      v.reads.push_back(lowering::flat_region(inputs[i], cb, ce));
+    v.writes = {lowering::flat_region(dx, begin, end)};
+    return v;
+  });
   return Status();
 }
 

@@ -83,24 +83,27 @@ Status lower_batch_statistics(LowerContext& ctx, const Op& op) {
   w.ops_per_element = 3.0;
   w.values_per_part = 3;
   const auto& cycles = ctx.target().cycles;
-  const ChannelReducePlan plan = plan_channel_reduce(w, ctx.target());
-  const int64_t parts = plan.parts();
+  const PlacedChannelReduce placed = place_channel_reduce(ctx, w, {x}, [&](const ChannelBlock& block) {
+    return channel_block_regions(x, w, block.cb, block.ce, block.nb, block.ne, block.sb, block.se);
+  });
+  const int64_t parts = placed.plan.parts();
   const uint32_t partials = ctx.add_temporary(op.name + "/partials", {parts, 3, w.C});
-  const std::vector<uint32_t> tiles =
-      for_each_channel_block(ctx, plan, w, [&](uint32_t tile, const ChannelBlock& block) {
-        lowering::VertexSpec v;
-        v.codelet = format::Codelet::kBatchStatistics;
-        v.operands = {x, partials};
-        v.params = channel_block_params(w, block, parts);
-        v.compute_cycles =
-            w.ops_per_element * static_cast<double>(block.elements()) / cycles.vector_flops_per_cycle;
-        v.reads = channel_block_regions(x, w, block.cb, block.ce, block.nb, block.ne, block.sb, block.se);
-        for (int64_t k = 0; k < 3; ++k) {
-          const int64_t row = (block.part * 3 + k) * w.C;
-          v.writes.push_back(lowering::flat_region(partials, row + block.cb, row + block.ce));
-        }
-        ctx.emit(tile, std::move(v));
-      });
+  for (size_t i = 0; i < placed.blocks.size(); ++i) {
+    const ChannelBlock& block = placed.blocks[i];
+    lowering::VertexSpec v;
+    v.codelet = format::Codelet::kBatchStatistics;
+    v.operands = {x, partials};
+    v.params = channel_block_params(w, block, parts);
+    v.compute_cycles =
+        w.ops_per_element * static_cast<double>(block.elements()) / cycles.vector_flops_per_cycle;
+    v.reads = channel_block_regions(x, w, block.cb, block.ce, block.nb, block.ne, block.sb, block.se);
+    for (int64_t k = 0; k < 3; ++k) {
+      const int64_t row = (block.part * 3 + k) * w.C;
+      v.writes.push_back(lowering::flat_region(partials, row + block.cb, row + block.ce));
+    }
+    ctx.emit(placed.tiles[i], std::move(v));
+  }
+  const std::vector<uint32_t> tiles = placed.distinct_tiles();
   std::vector<uint32_t> operands = {partials, mean, var};
   for (size_t i = 1; i < op.inputs.size(); ++i)
     operands.push_back(ctx.tensor(op.inputs[i]));

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "compiler/lowering/lower_context.h"
@@ -44,6 +46,10 @@ std::vector<lowering::Region> channel_block_regions(uint32_t tensor, const Chann
                                                     int64_t cb, int64_t ce, int64_t nb, int64_t ne,
                                                     int64_t sb, int64_t se);
 
+// The channels [first, last) that elements [begin, end) of an [N, C, S] value span: all of them
+// when the range wraps round to a later sample's first channels.
+std::pair<int64_t, int64_t> channels_spanned(const ChannelReduceWork& work, int64_t begin, int64_t end);
+
 // One vertex's block of a plan: channels [cb, ce), samples [nb, ne), positions [sb, se), and the
 // part (of plan.parts()) its partial results go to.
 struct ChannelBlock {
@@ -51,25 +57,29 @@ struct ChannelBlock {
   int64_t elements() const { return (ce - cb) * (ne - nb) * (se - sb); }
 };
 
-// Calls emit(tile, block) for every block of `plan`, channel blocks outermost, on tiles from
-// take_tiles, and returns those tiles (where the partials lie for the step that adds them).
-template <typename Emit>
-std::vector<uint32_t> for_each_channel_block(lowering::LowerContext& ctx, const ChannelReducePlan& plan,
-                                             const ChannelReduceWork& w, Emit&& emit) {
-  const int64_t parts = plan.parts();
-  std::vector<uint32_t> tiles = ctx.take_tiles(plan.channels.parts * parts);
-  size_t next = 0;
-  for (int64_t i = 0; i < plan.channels.parts; ++i) {
-    const int64_t cb = i * plan.channels.chunk, ce = std::min(w.C, cb + plan.channels.chunk);
-    for (int64_t part = 0; part < parts; ++part) {
-      const int64_t nb = part / plan.positions.parts * plan.samples.chunk,
-                    sb = part % plan.positions.parts * plan.positions.chunk;
-      emit(tiles[next++], ChannelBlock{cb, ce, nb, std::min(w.N, nb + plan.samples.chunk), sb,
-                                       std::min(w.S, sb + plan.positions.chunk), part});
-    }
-  }
-  return tiles;
-}
+// The blocks of `plan`, channel blocks outermost.
+std::vector<ChannelBlock> channel_blocks(const ChannelReducePlan& plan, const ChannelReduceWork& work);
+
+// A plan with the tile of each of its blocks (channel_blocks' order).
+struct PlacedChannelReduce {
+  ChannelReducePlan plan;
+  std::vector<ChannelBlock> blocks;
+  std::vector<uint32_t> tiles;
+  // The tiles its blocks lie on, each once, in order of their first block: where the step that
+  // combines the partials runs.
+  std::vector<uint32_t> distinct_tiles() const;
+};
+
+// The [N, C, S] regions each block of a reduction reads.
+using BlockReads = std::function<std::vector<lowering::Region>(const ChannelBlock&)>;
+
+// Where a reduction's blocks go: plan_channel_reduce's grid on the tiles take_tiles gives (which it
+// then takes), unless the grid an `anchors` tensor's tile mapping makes, each block on the tile that
+// holds it, costs less (placement_cycles and the combine step): poplibs reduces first on the tiles
+// where its input lies, then exchanges only the partials (popops ReductionStages,
+// inputToIntermediateNoExchange).
+PlacedChannelReduce place_channel_reduce(lowering::LowerContext& ctx, const ChannelReduceWork& work,
+                                         const std::vector<uint32_t>& anchors, const BlockReads& reads);
 
 // The params of a block vertex, BatchStatistics's layout (BatchNormGradStats's is the same).
 std::vector<int64_t> channel_block_params(const ChannelReduceWork& w, const ChannelBlock& b, int64_t parts);

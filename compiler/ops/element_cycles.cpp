@@ -142,4 +142,21 @@ double softmax_cycles_per_element(const target::CycleModel& model) {
   return model.functions.exp + 4.0 / model.vector_flops_per_cycle;
 }
 
+double batch_norm_cycles_per_element(const target::CycleModel& model, BatchNormPass pass, bool half,
+                                     int64_t channels) {
+  const double vector = 1.0 / model.vector_flops_per_cycle;
+  const bool channel_ops = half && channels % 4 == 0;
+  const double add = channel_ops ? model.half_channel_add_cycles_per_element : vector;
+  const double mul = channel_ops ? model.half_channel_mul_cycles_per_element : vector;
+  const double mul_in_place = channel_ops ? model.half_channel_mul_in_place_cycles_per_element : vector;
+  const double whiten = add + mul_in_place;
+  switch (pass) {
+  case BatchNormPass::kNormalise:
+    return whiten + mul + add;
+  case BatchNormPass::kTrainGradientInput:
+    return mul + whiten + mul + add + vector + mul_in_place;
+  }
+  return 0.0;
+}
+
 } // namespace ipu::ir

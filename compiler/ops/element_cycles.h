@@ -3,6 +3,8 @@
 // function (the generic Unary and Binary codelets, activations, softmax, losses) charges the same.
 #pragma once
 
+#include <cstdint>
+
 #include "compiler/target/target.h"
 #include "runtime/format/codelet.h"
 #include "runtime/format/tensor_kinds.h"
@@ -27,5 +29,19 @@ double activation_cycles_per_element(const target::CycleModel& model, format::Ac
 // A softmax over a row, per element: max, subtract, exp, sum, scale (popnn's softmax is these
 // popops passes).
 double softmax_cycles_per_element(const target::CycleModel& model);
+
+// Batch norm's elementwise passes over [N, C, S] (half: its values are FLOAT16; C the channels).
+enum class BatchNormPass {
+  kNormalise,          // Y = (X − mean) · istd · scale + B
+  kTrainGradientInput, // dX from dY, X and the batch statistics' gradients
+};
+// Cycles per element as poplibs runs the pass: a sequence of popops ops, the channel ops at
+// half_channel_*_cycles_per_element when half and C is a multiple of 4, else each at the vector
+// rate. kNormalise: normWhiten's subtract and in-place multiply, normalise's multiply and in-place
+// add. kTrainGradientInput: normGradients' scale multiply, the whitening again (subtract, in-place
+// multiply), normStatisticsGradients' multiply, in-place add, scaledAddTo (a plain vector op) and
+// in-place multiply.
+double batch_norm_cycles_per_element(const target::CycleModel& model, BatchNormPass pass, bool half,
+                                     int64_t channels);
 
 } // namespace ipu::ir

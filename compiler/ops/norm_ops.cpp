@@ -4,6 +4,8 @@
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/batch_norm_grad_ops.h"
+#include "compiler/ops/channel_reduce_plan.h"
+#include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 
 namespace ipu::ir {
@@ -96,35 +98,42 @@ Status infer_batch_norm_grad_scale(const Graph& g, const Op& op, std::vector<Ten
   return Status();
 }
 
-// Elementwise over [N, C, S] (BatchNorm, BatchNormGradInput): flat ranges of the output.
+// Elementwise over [N, C, S] (BatchNorm, BatchNormGradInput): flat ranges of the output, where
+// X or dY lies when that costs less (a convolution's output is normalised on its tiles).
 Status lower_batch_norm_elementwise(LowerContext& ctx, const Op& op) {
-  const Ncs d = ncs(ctx.graph().value(op.inputs[0]).type.shape);
+  const ChannelReduceWork d = channel_reduce_work(ctx.graph().value(op.inputs[0]).type.shape);
   std::vector<uint32_t> inputs;
   for (int in : op.inputs)
     inputs.push_back(ctx.tensor(in));
   const uint32_t y = ctx.tensor(op.outputs[0]);
-  const double per_element = 4.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(ctx, d.N * d.C * d.S, per_element, 8.0,
-                        [&](uint32_t tile, int64_t begin, int64_t end) {
-                          lowering::VertexSpec v;
-                          v.codelet = op.kind == OpKind::kBatchNorm ? format::Codelet::kBatchNorm
-                                                                    : format::Codelet::kBatchNormGradInput;
-                          v.operands = inputs;
-                          v.operands.push_back(y);
-                          using P = format::params::BatchNorm; // BatchNormGradInput's layouts are the same
-                          using F = format::fparams::BatchNorm;
-                          static_assert(format::same_layout<P, format::params::BatchNormGradInput> &&
-                                        F::kNames == format::fparams::BatchNormGradInput::kNames);
-                          v.params = format::make_params<P>(
-                              {{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}});
-                          v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
-                          v.compute_cycles = per_element * static_cast<double>(end - begin);
-                          v.reads.push_back(lowering::flat_region(inputs[0], begin, end));
-                          for (size_t i = 1; i < inputs.size(); ++i)
-                            v.reads.push_back(lowering::flat_region(inputs[i], 0, d.C));
-                          v.writes = {lowering::flat_region(y, begin, end)};
-                          ctx.emit(tile, std::move(v));
-                        });
+  const bool half = ctx.executable().tensors(static_cast<int>(inputs[0])).dtype() == format::FLOAT16;
+  // BatchNormGradInput, dY · scale · istd: four vector operations.
+  const double per_element =
+      op.kind == OpKind::kBatchNorm
+          ? batch_norm_cycles_per_element(ctx.target().cycles, BatchNormPass::kNormalise, half, d.C)
+          : 4.0 / ctx.target().cycles.vector_flops_per_cycle;
+  const lowering::ElementwiseWork work{d.N * d.C * d.S, 1, per_element, 8.0, {inputs[0]}};
+  lowering::lower_where_operands_live(ctx, work, [&](int64_t begin, int64_t end) {
+    lowering::VertexSpec v;
+    v.codelet =
+        op.kind == OpKind::kBatchNorm ? format::Codelet::kBatchNorm : format::Codelet::kBatchNormGradInput;
+    v.operands = inputs;
+    v.operands.push_back(y);
+    using P = format::params::BatchNorm; // BatchNormGradInput's layouts are the same
+    using F = format::fparams::BatchNorm;
+    static_assert(format::same_layout<P, format::params::BatchNormGradInput> &&
+                  F::kNames == format::fparams::BatchNormGradInput::kNames);
+    v.params = format::make_params<P>(
+        {{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}});
+    v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
+    v.compute_cycles = per_element * static_cast<double>(end - begin);
+    v.reads.push_back(lowering::flat_region(inputs[0], begin, end));
+    const auto [cb, ce] = channels_spanned(d, begin, end);
+    for (size_t i = 1; i < inputs.size(); ++i)
+      v.reads.push_back(lowering::flat_region(inputs[i], cb, ce));
+    v.writes = {lowering::flat_region(y, begin, end)};
+    return v;
+  });
   return Status();
 }
 

@@ -67,6 +67,16 @@ struct CycleModel {
   // vector (f16v4) where the float one issues a 2-float one (f32v2), every 3 worker cycles on
   // each of 6 workers, ≈ 1.33 per tile cycle.
   double half_vector_flops_per_cycle = 4.0 / 3.0;
+  // Tile cycles per fp16 element of popops' channel ops, a per-channel operand broadcast over
+  // [.., C] blocks with C a multiple of 4 (BroadcastVectorInner; popops binaryOpBroadcastInnerVector
+  // picks them for half only, float stays BinaryOp1D). The inner loops of popopsCycleEstimators'
+  // exact worker counts: vectorInnerAddCoreCycles_half (two f16v4 vectors per 2 cycles),
+  // vectorInnerMulCoreCycles_half's pipelined path (one f16v4 per cycle) and its in-place path (one
+  // per 2 cycles). Batch norm's whitening and scaling are these ops (poplin normWhiten, normalise,
+  // normStatisticsGradients).
+  double half_channel_add_cycles_per_element = 2.0 / 8;
+  double half_channel_mul_cycles_per_element = 1.0 / 4;
+  double half_channel_mul_in_place_cycles_per_element = 2.0 / 4;
   // The adds that sum partials (a MatMul's or a convolution's split over K or samples, a norm's
   // shares) run at the fp32 rate in any precision: AMP keeps partial sums fp32 (poplin's
   // partialsType float), so at_half_rates leaves this at vector_flops_per_cycle's fp32 value.

@@ -35,6 +35,25 @@ TEST_CASE("element cycles: popops' per-function float costs, per element per til
   CHECK(ir::softmax_cycles_per_element(m) == doctest::Approx(3 + 4 * 1.5));
 }
 
+TEST_CASE("element cycles: batch norm's passes run at popops' half channel-op rates") {
+  const target::CycleModel m = target::target_preset("mk2")->cycles;
+  const target::CycleModel half = target::at_half_rates(m);
+  using ir::BatchNormPass;
+  // fp16, 64 channels: subtract 2/8, multiply in place 2/4, multiply 1/4, add 2/8 cycles.
+  CHECK(ir::batch_norm_cycles_per_element(half, BatchNormPass::kNormalise, true, 64) ==
+        doctest::Approx(1.25));
+  // The gradient: scale multiply 1/4, whitening 3/4, multiply 1/4, add 1/4, scaledAddTo at the
+  // half vector rate 3/4, multiply in place 2/4.
+  CHECK(ir::batch_norm_cycles_per_element(half, BatchNormPass::kTrainGradientInput, true, 64) ==
+        doctest::Approx(2.75));
+  // Channels not a multiple of 4 keep BinaryOp's rate (popops binaryOpBroadcastInnerVector's
+  // fallback), as does float whatever the channels: four vector ops of 1.5 cycles.
+  CHECK(ir::batch_norm_cycles_per_element(half, BatchNormPass::kNormalise, true, 6) == doctest::Approx(3));
+  CHECK(ir::batch_norm_cycles_per_element(m, BatchNormPass::kNormalise, false, 64) == doctest::Approx(6));
+  CHECK(ir::batch_norm_cycles_per_element(m, BatchNormPass::kTrainGradientInput, false, 64) ==
+        doctest::Approx(7 * 1.5));
+}
+
 TEST_CASE("element cycles: constant exponents cost what popops rewrites them to") {
   const target::CycleModel m = target::target_preset("mk2")->cycles;
   CHECK(ir::unary_cycles_per_element(m, UnaryKind::kPowScalar, 2) == doctest::Approx(1.5)); // SQUARE
