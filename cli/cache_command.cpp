@@ -384,7 +384,7 @@ std::function<int()> add_cache_command(CLI::App& app) {
                                             "options against the nearest stored entry"));
   explain->add_option("target", flags->target, "Key (or unique prefix), or model (.onnx or .json)")
       ->required();
-  add_compile_flags(explain, flags->compile, "Compile options (when the target is a model)");
+  add_compile_flags(explain, flags->compile, " (when the target is a model)");
   return [flags, cmd]() { return cmd->parsed() ? run_cache(*flags) : -1; };
 }
 

@@ -230,7 +230,7 @@ std::function<int()> add_compile_command(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("compile", "Compile a model (.onnx or JSON graph spec) into an executable");
   cmd->add_option("model", flags->model, "Model file: .onnx, or a .json graph spec")->required();
-  add_compile_flags(cmd, flags->compile, "Options");
+  add_compile_flags(cmd, flags->compile, "");
   add_cache_use_flags(cmd, flags->cache);
   cmd->add_option("-o,--output", flags->output, "Also write the executable to this file");
   cmd->add_flag("--json", flags->json, "Print one JSON object (docs/json.md)");

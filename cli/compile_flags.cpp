@@ -8,19 +8,26 @@
 
 namespace ipu::cli {
 
-std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f, const std::string& group) {
+std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f,
+                                                  const std::string& qualifier) {
   std::vector<const CLI::Option*> added;
+  // The help section of the options added next.
+  std::string section;
   auto keep = [&](CLI::Option* option) {
-    option->group(group);
+    option->group(section + qualifier);
     added.push_back(option);
   };
+  section = "Target";
   keep(cmd->add_option("--arch", f.arch, "Target IPU: mk2 (GC200) or mk1 (GC2)")
+           ->capture_default_str()
            ->check(CLI::IsMember({"mk2", "mk1"})));
   keep(cmd->add_option("--tiles-per-ipu", f.tiles_per_ipu, "Override the tiles per IPU")
            ->check(CLI::Range(1, 65536)));
   keep(cmd->add_option("--bytes-per-tile", f.bytes_per_tile, "Override the memory per tile")
            ->check(CLI::Range(uint64_t{1024}, format::kMaxBytesPerTile)));
+  section = "Batch and steps";
   keep(cmd->add_option("--batch-size", f.batch_size, "Micro-batch size")
+           ->capture_default_str()
            ->check(CLI::Range(uint32_t{1}, format::kMaxBatchSize)));
   keep(
       cmd->add_option("--steps-per-execution", f.steps_per_execution,
@@ -34,10 +41,14 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
               "fill the pipeline; else 1)")
            ->check(CLI::Range(uint32_t{1}, format::kMaxGradientAccumulation)));
   keep(cmd->add_option("--replicas", f.replicas, "Data-parallel replicas (mean all-reduce of gradients)")
+           ->capture_default_str()
            ->check(CLI::Range(1, 64)));
+  section = "Target";
   keep(cmd->add_option("--num-ipus", f.num_ipus, "IPUs of the target machine (default 16, an IPU-POD16)")
            ->check(CLI::Range(1, 1024)));
+  section = "Pipeline and recomputation";
   keep(cmd->add_option("--schedule", f.schedule, "Pipeline schedule: grouped, interleaved or sequential")
+           ->capture_default_str()
            ->check(CLI::IsMember({"grouped", "interleaved", "sequential"})));
   keep(cmd->add_flag("--recompute", f.recompute,
                      "Recompute activations for the backward pass instead of keeping them: a pipeline "
@@ -47,6 +58,7 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                        "With --recompute on one IPU: keep the outputs of these op kinds (Conv, MatMul, as "
                        "--dump-ir prints them), ops or layers, comma-separated, and recompute the rest")
            ->delimiter(','));
+  section = "Memory";
   keep(cmd->add_option("--available-memory-proportion", f.available_memory_proportion,
                        "The share of a tile one convolution's or MatMul's working set may take in their "
                        "plans, in (0, 1] (poplibs' availableMemoryProportion; default 0.6)")
@@ -59,13 +71,16 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                             : "must be a number in (0, 1], got " + value;
                },
                "(0, 1]")));
+  section = "Precision";
   keep(cmd->add_option(
               "--precision", f.precision,
               "fp32; fp16: inputs, weights, activations and their gradients in IEEE half with fp32 "
               "partial sums, losses, weight gradients and optimizer state, at the fp16 AMP rate; mixed "
               "(training): as fp16 but with fp32 master weights, each step cast to an fp16 copy. fp16 "
               "and mixed training scale the loss by 2^15 unless --loss-scaling says otherwise")
+           ->capture_default_str()
            ->check(CLI::IsMember({"fp32", "fp16", "mixed"})));
+  section = "Training";
   keep(cmd->add_option("--mode", f.mode, "train or infer (default train; ipurun predict: infer)")
            ->check(CLI::IsMember({"train", "infer"})));
   // The compiler checks the name (passes::loss_kind), so the list of losses lives in one place.
@@ -83,6 +98,7 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                        "Metrics beside the loss, comma-separated: accuracy, top_k[:K] "
                        "(sparse_top_k_categorical_accuracy, k 5), mse, mae (overrides a spec's; default: "
                        "accuracy for the cross-entropies)"));
+  section = "Optimizer";
   keep(cmd->add_option(
               "--optimizer", f.optimizer,
               "Optimizer: sgd, adam, adamw, rmsprop, adagrad, adamax or lamb (ONNX models: default sgd; "
@@ -135,6 +151,7 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                        "Clip the gradients' global norm to this before the update, any optimizer "
                        "(Keras's global_clipnorm; 0: no clipping, the default)")
            ->check(CLI::NonNegativeNumber));
+  section = "Precision";
   keep(cmd->add_option("--loss-scaling", f.loss_scaling,
                        "Loss scaling, as Keras's LossScaleOptimizer: none, static or dynamic (default: the "
                        "spec's, else none; docs/training.md)")
@@ -148,11 +165,13 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                        "Dynamic loss scaling: finite updates in a row before the scale doubles (default "
                        "2000, Keras's dynamic_growth_steps)")
            ->check(CLI::Range(int64_t{1}, format::kMaxLossScaleGrowthSteps)));
+  section = "Optimizer";
   keep(cmd->add_option(
       "--lr-schedule", f.lr_schedule,
       "Learning-rate schedule, Keras's, evaluated on the host before every update: "
       "KIND[:KEY=VALUE,...], e.g. cosine:warmup_target=0.01,warmup_steps=100,decay_steps=1000 "
       "(kinds constant, exponential, piecewise, cosine, polynomial; docs/training.md)"));
+  section = "Pipeline and recomputation";
   keep(cmd->add_option("--stage-assignment", f.stage_assignment,
                        "Pipeline stage of each layer, e.g. 0,0,1,1,1,1")
            ->delimiter(','));
@@ -173,6 +192,7 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
                    : std::string();
       },
       "NAME=FILE");
+  section = "Model inputs";
   keep(cmd->add_option("--constant-input", f.constant_inputs,
                        "ONNX: bind graph input NAME to the tensor in FILE (.npy, or an ONNX TensorProto .pb) "
                        "at compile "
@@ -182,18 +202,23 @@ std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& f
 }
 
 void add_cache_use_flags(CLI::App* cmd, CacheUseFlags& f) {
+  const std::string group = "Cache";
   cmd->add_option("--cache-dir", f.cache_dir,
-                  "Executable cache (default $IPUCC_CACHE_DIR, $XDG_CACHE_HOME/ipucc, ~/.cache/ipucc)");
-  cmd->add_flag("--no-cache", f.no_cache, "Neither read nor write the cache");
+                  "Executable cache (default $IPUCC_CACHE_DIR, $XDG_CACHE_HOME/ipucc, ~/.cache/ipucc)")
+      ->group(group);
+  cmd->add_flag("--no-cache", f.no_cache, "Neither read nor write the cache")->group(group);
   cmd->add_option("--cache-max-size", f.cache_max_size,
                   "Evict least recently used cache entries above this size, e.g. 500M, 2G "
-                  "(default $IPUCC_CACHE_MAX_SIZE, else 5G)");
+                  "(default $IPUCC_CACHE_MAX_SIZE, else 5G)")
+      ->group(group);
   cmd->add_option(
-      "--remote-cache", f.remote_cache,
-      "Shared HTTP cache: look executables up at URL/<key[0:2]>/<key>.ipuexe after a local miss, upload "
-      "after a compile (default $IPUCC_REMOTE_CACHE)");
+         "--remote-cache", f.remote_cache,
+         "Shared HTTP cache: look executables up at URL/<key[0:2]>/<key>.ipuexe after a local miss, upload "
+         "after a compile (default $IPUCC_REMOTE_CACHE)")
+      ->group(group);
   cmd->add_flag("--remote-cache-readonly", f.remote_cache_read_only,
-                "Never upload to the remote cache (also $IPUCC_REMOTE_CACHE_READONLY=1)");
+                "Never upload to the remote cache (also $IPUCC_REMOTE_CACHE_READONLY=1)")
+      ->group(group);
 }
 
 StatusOr<std::string> remote_cache_url(const CacheUseFlags& f) {

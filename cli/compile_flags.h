@@ -67,10 +67,12 @@ struct CacheUseFlags {
   bool remote_cache_read_only = false; // also $IPUCC_REMOTE_CACHE_READONLY=1
 };
 
-// Registers the codegen flags on `cmd` under the help group `group`; returns them so a tool can
-// tell whether any was given.
+// Registers the codegen flags on `cmd` in help sections (Target, Batch and steps, ...), each
+// heading followed by `qualifier` (" (when EXECUTABLE is a model)"); returns them so a tool can
+// tell whether any was given. A default that is a plain value is shown from CompileFlags'
+// initialisers.
 std::vector<const CLI::Option*> add_compile_flags(CLI::App* cmd, CompileFlags& flags,
-                                                  const std::string& group);
+                                                  const std::string& qualifier);
 
 void add_cache_use_flags(CLI::App* cmd, CacheUseFlags& flags);
 

@@ -261,6 +261,7 @@ int load(const RunFlags& f, Loaded& out, collectives::Collectives* job) {
   if (!f.inputs.empty() || f.data.empty()) return kExitOk;
   auto data = data::open_dataset(f.data);
   if (!data.ok()) return fail(g_tool, data.status(), input_exit_code(data.status()));
+  if (!data->note.empty()) print_note(g_tool, data->note);
   out.data = std::move(*data);
   return kExitOk;
 }
@@ -359,6 +360,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   if (!f.validation_data.empty()) {
     auto opened = data::open_dataset(f.validation_data);
     if (!opened.ok()) return fail(g_tool, opened.status(), input_exit_code(opened.status()));
+    if (!opened->note.empty()) print_note(g_tool, opened->note);
     validation = std::move(*opened);
   } else if (f.validation_split > 0) {
     auto split = data::split_off_validation(loaded.data, f.validation_split);
@@ -638,11 +640,11 @@ void add_common(CLI::App* cmd, RunFlags& f) {
                   "The samples: synthetic[:N] (a seeded stand-in for MNIST) | mnist:DIR[:test] | "
                   "npy:FEATURES.npy[,LABELS.npy]; required (predict: or --input)");
   add_cache_use_flags(cmd, f.cache);
-  for (const CLI::Option* option :
-       add_compile_flags(cmd, f.compile, "Compile options (when EXECUTABLE is a model)")) {
+  for (const CLI::Option* option : add_compile_flags(cmd, f.compile, " (when EXECUTABLE is a model)")) {
     f.compile_options.push_back(option);
   }
   cmd->add_option("--threads", f.threads, "Bound on TBB worker threads (0 = all cores)")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1024));
   CLI::Option* stochastic = cmd->add_flag("--stochastic-rounding", f.stochastic_rounding,
                                           "Round values written to fp16 tensors stochastically instead of to "
@@ -651,6 +653,7 @@ void add_common(CLI::App* cmd, RunFlags& f) {
       ->needs(stochastic);
   cmd->add_option("--weights", f.weights, "Start from the weights of this checkpoint directory");
   cmd->add_option("--progress", f.progress, "auto | bar | plain | none")
+      ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bar", "plain", "none"}));
   cmd->add_flag("--json", f.json, "Print one JSON object (docs/json.md)");
 }
@@ -670,11 +673,13 @@ int main(int argc, char** argv) {
   CLI::App* train = app.add_subcommand("train", "Train (Keras fit)");
   add_common(train, flags);
   train->add_option("--epochs", flags.epochs, "Epochs: the number of the last epoch, as Keras counts")
+      ->capture_default_str()
       ->check(CLI::Range(1, 1000000));
   train
       ->add_option("--initial-epoch", flags.initial_epoch,
                    "Epochs done before (resuming from their checkpoint with --weights): train epochs "
                    "INITIAL+1 ... --epochs, shuffled as one uninterrupted run shuffles them")
+      ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   train
       ->add_option("--steps-per-epoch", flags.steps_per_epoch,
@@ -682,7 +687,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   CLI::Option* shuffle = train->add_flag("--shuffle", flags.shuffle, "Shuffle the samples every epoch");
   // A seed without --shuffle would do nothing: say so rather than let a sweep over seeds repeat one run.
-  train->add_option("--seed", flags.seed, "Seed of --shuffle")->needs(shuffle);
+  train->add_option("--seed", flags.seed, "Seed of --shuffle")->capture_default_str()->needs(shuffle);
   train->add_option("--history", flags.history, "Write per-epoch loss and accuracy as JSON");
   train->add_option("--step-log", flags.step_log, "Write every step's loss as JSON");
   train->add_option("--save-weights", flags.save_weights,
@@ -725,6 +730,7 @@ int main(int argc, char** argv) {
       ->add_option("--collective-timeout", flags.collective_timeout,
                    "In a job of several instances: seconds a collective waits for the other instances "
                    "before the job ends with exit 9, naming those that did not answer (docs/distributed.md)")
+      ->capture_default_str()
       ->check(CLI::Range(1, 86400));
   train->add_option("--log-dir", flags.log_dir,
                     "In a job of several instances: instance I (I > 0) writes its progress and errors to "

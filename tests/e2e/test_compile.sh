@@ -516,6 +516,13 @@ test_version_and_help() {
   expect_exit 0 "$IPUCC" compile --help
   expect_stdout_contains "--batch-size"
   expect_stdout_contains "--no-cache"
+  # Options in sections, plain defaults shown.
+  expect_stdout_contains "Batch and steps:"
+  expect_stdout_contains "--batch-size UINT:UINT in [1 - 1048576]=32"
+  expect_stdout_contains "--precision TEXT:{fp32,fp16,mixed}=fp32"
+  expect_exit 0 "$IPURUN" train --help
+  expect_stdout_contains "Optimizer (when EXECUTABLE is a model):"
+  expect_stdout_contains "--epochs INT:INT in [1 - 1000000]=1"
 }
 
 run_tests "$@"
