@@ -23,6 +23,9 @@ struct Dataset {
   // indices or float labels, never both.
   std::vector<float> float_labels;
   std::vector<int64_t> label_shape; // the float labels of one sample, e.g. {10}
+  // What a user should know about how the data was read, for the tool to print as a note; ""
+  // when nothing.
+  std::string note;
 
   // Product of sample_shape (1 for an empty shape).
   size_t sample_size() const;

@@ -445,6 +445,11 @@ StatusOr<Dataset> dataset_from_array(const NpyArray& features, const std::string
   ds.num_samples = num_samples;
 
   IPU_ASSIGN_OR_RETURN(ds.features, to_floats(features, name));
+  if (features.dtype == "u1" &&
+      std::any_of(ds.features.begin(), ds.features.end(), [](float v) { return v > 1; })) {
+    ds.note = name + ": uint8 features are used as they are, 0 to 255, as Keras's fit uses them; the mnist: "
+                     "loader divides pixels by 255, so a model trained on it expects values in [0, 1]";
+  }
   return ds;
 }
 

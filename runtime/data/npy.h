@@ -50,8 +50,9 @@ NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data);
 NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> shape,
                               const std::vector<float>& values);
 
-// Features [N, ...] (f4, f8, f2, b1 or any integer type, converted to float32 as is, no scaling;
-// every value must be finite) and, unless labels_path is empty, labels: class indices [N] or
+// Features [N, ...] (f4, f8, f2, b1 or any integer type, converted to float32 as is, no scaling,
+// as Keras's fit takes them; uint8 features above 1 get a Dataset::note saying so; every value
+// must be finite) and, unless labels_path is empty, labels: class indices [N] or
 // [N, 1] (any integer type; values in 0..2^31-2; num_classes is 1 + the largest), or float labels
 // [N, ...] (f2, f4 or f8, finite; Dataset::float_labels, label_shape shape[1:], {1} for 1-D).
 // sample_shape is shape[1:] ({1} for 1-D features).

@@ -378,6 +378,10 @@ test_npy_data() {
     expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data "npy:features.npy,$l" "${QUIET[@]}"
     cmp -s base.txt "$STDOUT" || fail "labels in $l evaluate differently"
   done
+  # uint8 pixels are used as they are, with a note that the mnist: loader scales its own.
+  e2e_data npy pixels.npy --dtype u1 --shape 320,28,28,1 --fill mod:256
+  expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data npy:pixels.npy,labels.npy "${QUIET[@]}"
+  expect_stderr_contains "ipurun: note: pixels.npy: uint8 features are used as they are, 0 to 255"
   e2e_data npy features64.npy --dtype f8 --shape 320,28,28,1 --fill random --seed 5
   expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data npy:features64.npy,labels.npy "${QUIET[@]}"
   cmp -s base.txt "$STDOUT" || fail "float64 features evaluate differently from the same float32 ones"

@@ -258,7 +258,7 @@ TEST_CASE("npy: load_npy_dataset converts features and labels") {
     CHECK(ds->labels == std::vector<int32_t>{2, 0, 4});
     CHECK(ds->num_classes == 5);
   }
-  SUBCASE("uint8 features are kept as is; uint8 labels of shape (N, 1)") {
+  SUBCASE("uint8 features are kept as is, with a note; uint8 labels of shape (N, 1)") {
     const std::string x =
         save("x.npy", "|u1", "(2, 2, 2, 1)", std::string("\x00\x01\x7f\xff\x02\x03\x04\x05", 8));
     const std::string y = save("y.npy", "|u1", "(2, 1)", std::string("\x01\x00", 2));
@@ -268,6 +268,15 @@ TEST_CASE("npy: load_npy_dataset converts features and labels") {
     CHECK(ds->features == std::vector<float>{0, 1, 127, 255, 2, 3, 4, 5});
     CHECK(ds->labels == std::vector<int32_t>{1, 0});
     CHECK(ds->num_classes == 2);
+    // Pixels, most likely: the note says they are not scaled as the mnist: loader's are.
+    CHECK(ds->note ==
+          x + ": uint8 features are used as they are, 0 to 255, as Keras's fit uses them; the "
+              "mnist: loader divides pixels by 255, so a model trained on it expects values in [0, 1]");
+    // Zeros and ones (a mask) need no note.
+    const std::string mask = save("mask.npy", "|u1", "(2, 1)", std::string("\x00\x01", 2));
+    auto masked = load_npy_dataset(mask, "");
+    REQUIRE_MESSAGE(masked.ok(), masked.status().to_string());
+    CHECK(masked->note.empty());
   }
   SUBCASE("int32 features, float16 features, 1-d features, no labels") {
     const std::string xi = save("xi.npy", "<i4", "(2, 1)", raw(std::vector<int32_t>{-7, 1 << 20}));
