@@ -4,6 +4,7 @@
 #include <memory>
 #include <set>
 
+#include "cli/compile_failure.h"
 #include "cli/compile_flags.h"
 #include "cli/compile_options.h"
 #include "cli/compile_report.h"
@@ -90,25 +91,39 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
 }
 
 // Output paths are checked before compiling: a mistake costs milliseconds, not a compile.
-int check_outputs(const CompileCommandFlags& flags) {
-  if (!flags.report.empty() && !has_suffix(flags.report, ".svg") && !has_suffix(flags.report, ".html")) {
-    print_error(kTool, "--report " + flags.report +
-                           ": the file name must end in .svg or .html (the format it selects)");
-    return kExitUsage;
-  }
+Status check_outputs(const CompileCommandFlags& flags) {
+  if (!flags.report.empty() && !has_suffix(flags.report, ".svg") && !has_suffix(flags.report, ".html"))
+    return bad_option("--report " + flags.report +
+                      ": the file name must end in .svg or .html (the format it selects)");
   for (const std::string* path : {&flags.output, &flags.report}) {
     if (path->empty()) continue;
-    Status writable = check_output_file(*path);
-    if (!writable.ok()) return fail(kTool, writable, kExitIoError);
+    IPU_RETURN_IF_ERROR(check_output_file(*path));
   }
-  return kExitOk;
+  return Status();
 }
 
 int run_compile(const CompileCommandFlags& flags) {
-  if (int code = check_outputs(flags)) return code;
   compile_cache::CachedCompileRequest request;
+  lowering::MemoryReport overflow;
+  if (flags.json) request.overflow = &overflow;
+  // Every error, on stderr; with --json also as the one object on stdout.
+  const auto failed = [&](const Status& status, int exit_code) {
+    if (flags.json) {
+      const bool overflowed =
+          status.code() == StatusCode::kResourceExhausted && !overflow.peak_per_tile.empty();
+      const compiler::CompileOptions* options =
+          request.options.model_path.empty() ? nullptr : &request.options;
+      std::printf("%s\n", compile_failure_json(flags.model, status, exit_code,
+                                               overflowed ? &overflow : nullptr, options)
+                              .dump(2)
+                              .c_str());
+    }
+    return fail(kTool, status, exit_code);
+  };
+  if (Status outputs = check_outputs(flags); !outputs.ok())
+    return failed(outputs, outputs.code() == StatusCode::kBadOption ? kExitUsage : kExitIoError);
   StatusOr<compiler::CompileOptions> options = to_compile_options(flags.compile, flags.model, "train");
-  if (!options.ok()) return fail(kTool, options.status());
+  if (!options.ok()) return failed(options.status(), exit_code_for(options.status()));
   request.options = std::move(*options);
   request.cache_dir = flags.cache.cache_dir;
   request.use_cache = !flags.cache.no_cache;
@@ -116,16 +131,10 @@ int run_compile(const CompileCommandFlags& flags) {
   request.keep_ir = flags.dump_ir;
   if (request.use_cache) {
     StatusOr<uint64_t> max_size = cache_max_size(flags.cache);
-    if (!max_size.ok()) {
-      print_error(kTool, max_size.status().message());
-      return kExitUsage;
-    }
+    if (!max_size.ok()) return failed(max_size.status(), kExitUsage);
     request.max_size = *max_size;
     StatusOr<std::string> remote = remote_cache_url(flags.cache);
-    if (!remote.ok()) {
-      print_error(kTool, remote.status().message());
-      return kExitUsage;
-    }
+    if (!remote.ok()) return failed(remote.status(), kExitUsage);
     request.remote_url = *remote;
     request.remote_read_only = remote_cache_read_only(flags.cache);
   }
@@ -145,7 +154,7 @@ int run_compile(const CompileCommandFlags& flags) {
           write_output_file(flags.report, compile_report_html(report, compiled.status().message()));
       if (!written.ok()) print_error(kTool, written.message());
     }
-    return fail(kTool, compiled.status());
+    return failed(compiled.status(), exit_code_for(compiled.status()));
   }
   const std::string& key = compiled->key;
   const std::string& bytes = compiled->bytes;
@@ -160,12 +169,12 @@ int run_compile(const CompileCommandFlags& flags) {
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
   if (!flags.output.empty()) {
     Status written = write_output_file(flags.output, bytes);
-    if (!written.ok()) return fail(kTool, written, kExitIoError);
+    if (!written.ok()) return failed(written, kExitIoError);
   }
   if (!flags.report.empty()) {
     Status written = write_output_file(flags.report, html_report ? compile_report_html(report, "")
                                                                  : schedule_svg(executable));
-    if (!written.ok()) return fail(kTool, written, kExitIoError);
+    if (!written.ok()) return failed(written, kExitIoError);
   }
 
   const double total = compiled->seconds;
@@ -174,6 +183,7 @@ int run_compile(const CompileCommandFlags& flags) {
   if (flags.json) {
     nlohmann::json out = json_document(kTool, "compile");
     out["model"] = flags.model;
+    out["fits"] = true;
     out["key"] = key;
     out["cache"] = compile_cache::cache_outcome_name(compiled->outcome);
     out["entry"] = entry.empty() ? nlohmann::json() : nlohmann::json(entry);

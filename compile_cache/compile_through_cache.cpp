@@ -339,8 +339,19 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     }
   }
 
-  IPU_ASSIGN_OR_RETURN(compiler::CompileResult compiled,
-                       compiler::compile_model(std::move(model), request.options, request.report));
+  compiler::CompileReport memory_only;
+  memory_only.with_executable = false;
+  compiler::CompileReport* report = request.report     ? request.report
+                                    : request.overflow ? &memory_only
+                                                       : nullptr;
+  StatusOr<compiler::CompileResult> attempt =
+      compiler::compile_model(std::move(model), request.options, report);
+  if (!attempt.ok()) {
+    if (request.overflow && attempt.status().code() == StatusCode::kResourceExhausted)
+      *request.overflow = std::move(report->memory);
+    return attempt.status();
+  }
+  compiler::CompileResult compiled = std::move(*attempt);
   out.executable = std::move(compiled.executable);
   for (const auto& [name, value] : manifest.entries()) {
     auto* entry = out.executable.add_manifest();

@@ -33,6 +33,9 @@ struct CachedCompileRequest {
   // When set: compile even on a hit and fill it (compiler::compile_model), also when the compile
   // fails because a tile overflows (--report FILE.html).
   compiler::CompileReport* report = nullptr;
+  // When set and a compile fails because a tile overflows: the memory plan that did not fit
+  // (`ipucc compile --json`). Unlike `report`, it makes no hit compile.
+  lowering::MemoryReport* overflow = nullptr;
   uint64_t max_size = 0;         // eviction limit after a store
   std::string remote_url;        // "": no remote cache (docs/cache.md, "Remote cache")
   bool remote_read_only = false; // look the remote cache up, never upload

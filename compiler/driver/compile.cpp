@@ -987,7 +987,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   // The memory plan covers one replica's IPUs, one per stage, as lower_model planned it.
   target.num_ipus = stages;
   if (report) {
-    report->executable = exe;
+    if (report->with_executable) report->executable = exe;
     report->memory = lowering::report_memory(exe, result.memory, target);
   }
   if (!result.memory.overflowing.empty()) {

@@ -151,6 +151,9 @@ struct CompileResult {
 struct CompileReport {
   format::Executable executable;
   lowering::MemoryReport memory;
+  // False: fill `memory` only (what `ipucc compile --json` shows of a plan that does not fit),
+  // not a copy of the executable.
+  bool with_executable = true;
 };
 
 // Errors: BadOption (an option value, or one the model cannot take), InvalidArgument (a bad

@@ -510,6 +510,21 @@ test_arch_presets() {
   expect_json "$STDOUT" 'd["target"] == {"arch": "mk1", "num_ipus": 1, "tiles_per_ipu": 64, "bytes_per_tile": 262144}'
 }
 
+# --json prints one object whatever happens: whether the model fits, and why not.
+test_json_says_whether_it_fits() {
+  expect_exit 0 "$IPUCC" compile "$MLP" --batch-size 8 --json
+  expect_json "$STDOUT" 'd["fits"] is True'
+  expect_exit 5 "$IPUCC" compile "$MLP" --tiles-per-ipu 2 --bytes-per-tile 4096 --batch-size 8 --no-cache --json
+  expect_stderr_contains "tile(s) out of memory"
+  expect_json "$STDOUT" 'd["fits"] is False and d["error"]["exit_code"] == 5 and d["error"]["code"] == "resource exhausted"'
+  expect_json "$STDOUT" 'd["memory"]["overflowing_tiles"] == len(d["memory"]["tiles"]) > 0 and d["memory"]["bytes_per_tile"] == 4096'
+  expect_json "$STDOUT" 'all(t["bytes"] > 4096 and t["bytes"] == t["tensor_bytes"] + t["exchange_bytes"] + t["vertex_state_bytes"] + t["code_bytes"] for t in d["memory"]["tiles"])'
+  expect_json "$STDOUT" '{"--precision fp16", "--recompute"} <= {s["flag"] for s in d["suggestions"]}'
+  # Another error: the error, and fits unknown.
+  expect_exit 6 "$IPUCC" compile missing.onnx --json
+  expect_json "$STDOUT" 'd["fits"] is None and d["error"]["exit_code"] == 6 and d["model"] == "missing.onnx"'
+}
+
 test_version_and_help() {
   expect_exit 0 "$IPUCC" --version
   expect_stdout_contains "0."

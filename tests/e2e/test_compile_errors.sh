@@ -37,7 +37,9 @@ test_deeply_nested_json_is_refused() {
 
 test_missing_model_file() {
   expect_compile_error 6 "nope.json" "No such file" -- "$IPUCC" compile nope.json
-  expect_compile_error 6 "dir/nope.json" -- "$IPUCC" compile dir/nope.json --json
+  # With --json the error is also the one object on stdout (docs/json.md).
+  expect_error 6 "dir/nope.json" -- "$IPUCC" compile dir/nope.json --json
+  expect_json "$STDOUT" 'd["fits"] is None and d["error"]["exit_code"] == 6 and "dir/nope.json" in d["error"]["message"]'
 }
 
 test_invalid_json() {
@@ -241,7 +243,8 @@ for l in lines:
 assert needs == sorted(needs, reverse=True), needs
 assert all(n > 4096 for n in needs)
 EOF
-  expect_compile_error 5 "out of memory" -- "$IPUCC" compile "$FUNC" --tiles-per-ipu 2 --bytes-per-tile 4096 --mode infer --json
+  expect_error 5 "out of memory" -- "$IPUCC" compile "$FUNC" --tiles-per-ipu 2 --bytes-per-tile 4096 --mode infer --json
+  expect_json "$STDOUT" 'd["fits"] is False and d["memory"]["overflowing_tiles"] == 2'
 }
 
 test_unwritable_output() {
