@@ -199,12 +199,26 @@ int run_cache(const CacheFlags& f) {
       std::printf("%s\n", out.dump(2).c_str());
       return kExitOk;
     }
+    // What tells entries of one model apart most often; the rest is in `cache show`. The key
+    // leaves precision out at its default (fp32) and keys inference's optimizer as unused.
+    std::vector<std::string> summaries;
+    size_t width = 0;
     for (const auto& e : *entries) {
+      const auto precision = e.options.find("precision");
       std::string summary = "batch=" + option_or(e, "batch_size") + " mode=" + option_or(e, "mode") +
-                            " arch=" + option_or(e, "arch");
+                            " arch=" + option_or(e, "arch") +
+                            " precision=" + (precision == e.options.end() ? "fp32" : precision->second);
+      if (const auto optimizer = e.options.find("optimizer");
+          optimizer != e.options.end() && optimizer->second != "unused")
+        summary += " optimizer=" + optimizer->second;
+      width = std::max(width, summary.size());
+      summaries.push_back(std::move(summary));
+    }
+    for (size_t i = 0; i < entries->size(); ++i) {
+      const auto& e = (*entries)[i];
       // The model file last: paths have no useful width to align to.
-      std::printf("%s  %-32s  %10s  %s  %s\n", e.key.substr(0, 16).c_str(), summary.c_str(),
-                  human_bytes(e.bytes).c_str(), iso_time(e.last_use_ns).c_str(),
+      std::printf("%s  %-*s  %10s  %s  %s\n", e.key.substr(0, 16).c_str(), static_cast<int>(width),
+                  summaries[i].c_str(), human_bytes(e.bytes).c_str(), iso_time(e.last_use_ns).c_str(),
                   e.model_file.empty() ? "-" : e.model_file.c_str());
     }
     return kExitOk;

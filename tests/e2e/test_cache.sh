@@ -48,8 +48,12 @@ test_list_and_show() {
   expect_json "$STDOUT" "d['entries'][0]['model'] == '$MLP'"
   expect_exit 0 "$IPUCC" cache list
   expect_stdout_contains "${key:0:16}"
-  expect_stdout_contains "batch=16 mode=train arch=mk2"
+  expect_stdout_contains "batch=16 mode=train arch=mk2 precision=fp32 optimizer="
   expect_stdout_contains "  $MLP"
+  # Entries that differ only in precision or optimizer read differently.
+  compile_entry --batch-size 16 --precision fp16 --optimizer adam > /dev/null
+  expect_exit 0 "$IPUCC" cache list
+  expect_stdout_contains "batch=16 mode=train arch=mk2 precision=fp16 optimizer=adam"
   cp "$MLP" here.json
   expect_exit 0 "$IPUCC" compile here.json "${SMALL[@]}" --batch-size 8 --json
   expect_exit 0 "$IPUCC" cache list --json
