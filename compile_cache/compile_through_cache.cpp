@@ -347,8 +347,9 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   StatusOr<compiler::CompileResult> attempt =
       compiler::compile_model(std::move(model), request.options, report);
   if (!attempt.ok()) {
+    // A copy: the caller's `report` keeps its plan for the HTML report.
     if (request.overflow && attempt.status().code() == StatusCode::kResourceExhausted)
-      *request.overflow = std::move(report->memory);
+      *request.overflow = report->memory;
     return attempt.status();
   }
   compiler::CompileResult compiled = std::move(*attempt);

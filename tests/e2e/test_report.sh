@@ -103,6 +103,11 @@ test_a_compile_that_does_not_fit_writes_the_report_then_fails_as_before() {
   check_dom oom.html 2 "$tile" "$bytes"
   grep -q 'does not fit: 2 tile(s) out of memory' oom.html.dom || fail "the report does not say what failed"
   grep -q 'class="tile over"' oom.html.dom || fail "no tile is drawn as over capacity"
+  # With --json too: the same report, and the plan in the object.
+  expect_error 5 "tile(s) out of memory" -- "$IPUCC" compile "$SEQ" --tiles-per-ipu 2 --bytes-per-tile 4096 \
+    --report oom_json.html --json
+  expect_file oom_json.html
+  expect_json "$STDOUT" 'd["fits"] is False and d["memory"]["overflowing_tiles"] == 2'
 }
 
 # The report needs the memory plan, which only a compile gives: a cached model is compiled again.
