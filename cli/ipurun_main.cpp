@@ -254,8 +254,19 @@ int load(const RunFlags& f, Loaded& out, collectives::Collectives* job) {
   if (!session.ok()) return fail(g_tool, session.status().with_context(out.origin));
   out.session = std::move(*session);
   if (!f.weights.empty()) {
-    Status loaded = out.session->load_weights(f.weights);
+    std::vector<std::string> not_loaded;
+    Status loaded = out.session->load_weights(f.weights, &not_loaded);
     if (!loaded.ok()) return fail(g_tool, loaded, input_exit_code(loaded));
+    if (!not_loaded.empty()) {
+      std::string names;
+      for (size_t i = 0; i < std::min<size_t>(3, not_loaded.size()); ++i)
+        names += (i ? ", " : "") + not_loaded[i];
+      if (not_loaded.size() > 3) names += " and " + std::to_string(not_loaded.size() - 3) + " more";
+      print_warning(
+          g_tool, f.weights + ": " + std::to_string(not_loaded.size()) +
+                      " tensor(s) of the checkpoint are not in the executable and were not loaded (" + names +
+                      "): a checkpoint of another optimizer leaves this one's state where it starts");
+    }
   }
   // predict reads --input itself (run_predict_inputs); a model without inputs needs no data.
   if (!f.inputs.empty() || f.data.empty()) return kExitOk;

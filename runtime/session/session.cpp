@@ -958,9 +958,19 @@ int64_t Session::epochs_trained() const {
   return m_impl->epochs_trained;
 }
 
-Status Session::load_weights(const std::string& dir) {
+Status Session::load_weights(const std::string& dir, std::vector<std::string>* not_loaded) {
   IPU_ASSIGN_OR_RETURN(auto tensors, read_checkpoint(dir));
-  return set_weights(tensors, dir);
+  IPU_RETURN_IF_ERROR(set_weights(tensors, dir));
+  if (not_loaded) {
+    const format::Executable& exe = m_impl->engine->executable();
+    for (const auto& [index, bytes] : m_impl->host_state)
+      tensors.erase(exe.tensors(static_cast<int>(index)).name());
+    tensors.erase(std::string(kIterationsCheckpointName));
+    tensors.erase(std::string(kEpochsCheckpointName));
+    for (const auto& entry : tensors)
+      not_loaded->push_back(entry.first);
+  }
+  return Status();
 }
 
 Status Session::set_weights(const std::map<std::string, NamedTensor>& tensors, const std::string& source) {

@@ -178,7 +178,10 @@ public:
   Status save_weights(const std::string& dir) const;
   // The host copy of every weight and optimizer state tensor, by tensor name.
   std::map<std::string, NamedTensor> named_weights() const;
-  Status load_weights(const std::string& dir);
+  // Tensors of the checkpoint the executable has none of (another optimizer's state, a layer
+  // this model lacks) are not loaded; their names go to `not_loaded` when given, for the tool to
+  // say so.
+  Status load_weights(const std::string& dir, std::vector<std::string>* not_loaded = nullptr);
   // Replaces the host copy of the weights and optimizer state with `tensors` (as named_weights
   // gives them), as load_weights does from a checkpoint: every weight must be there with its
   // shape; optimizer state not there keeps its values. The next fit, evaluate or predict starts

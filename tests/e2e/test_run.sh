@@ -362,6 +362,19 @@ test_shuffle_is_seeded() {
   ! cmp -s s1.json s2.json || fail "--seed 1 and --seed 2 give the same step log"
 }
 
+# A checkpoint of another optimizer loads its weights and says what it left out.
+test_checkpoint_of_another_optimizer_warns() {
+  compile_to adam.ipuexe --batch-size 16 --optimizer adam
+  compile_to sgd.ipuexe --batch-size 16 --optimizer sgd --momentum 0.9
+  expect_exit 0 "$IPURUN" train adam.ipuexe --data synthetic:64 --save-weights adam_ckpt "${QUIET[@]}"
+  expect_exit 0 "$IPURUN" train sgd.ipuexe --data synthetic:64 --weights adam_ckpt "${QUIET[@]}"
+  expect_stderr_contains "ipurun: warning: adam_ckpt:"
+  expect_stderr_contains "of the checkpoint are not in the executable and were not loaded (dense1/bias/adam_m"
+  # Its own optimizer's checkpoint loads without a word.
+  expect_exit 0 "$IPURUN" train adam.ipuexe --data synthetic:64 --weights adam_ckpt "${QUIET[@]}"
+  expect_stderr_not_contains "warning"
+}
+
 test_npy_data() {
   compile_to mlp.ipuexe --batch-size 16 --steps-per-execution 2
   e2e_data npy features.npy --shape 320,28,28,1 --fill random --seed 5
