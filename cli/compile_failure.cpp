@@ -20,8 +20,9 @@ std::string shortest(double value) {
   return text;
 }
 
-// Each way out that applies, the one freeing what overflows most first where the categories say
-// so: a flag to add or change and what it frees.
+// Each way out that applies, as a flag to add or change and what it frees: a lower AMP proportion
+// first when exchange buffers are a large share of what overflows, then the options that shrink
+// every category.
 nlohmann::json suggestions(const OverflowBytes& over, const lowering::MemoryReport& m,
                            const compiler::CompileOptions& o) {
   nlohmann::json out = nlohmann::json::array();
