@@ -26,7 +26,9 @@ StatusOr<CurlLibrary> load() {
                         resolve(handle, "curl_easy_setopt", lib.easy_setopt) &&
                         resolve(handle, "curl_easy_perform", lib.easy_perform) &&
                         resolve(handle, "curl_easy_getinfo", lib.easy_getinfo) &&
-                        resolve(handle, "curl_easy_strerror", lib.easy_strerror);
+                        resolve(handle, "curl_easy_strerror", lib.easy_strerror) &&
+                        resolve(handle, "curl_slist_append", lib.slist_append) &&
+                        resolve(handle, "curl_slist_free_all", lib.slist_free_all);
   if (!complete) return io_error(std::string(kLibcurl) + ": " + dlerror());
   if (lib.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     return io_error(std::string(kLibcurl) + ": curl_global_init failed");

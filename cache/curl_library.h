@@ -20,6 +20,8 @@ struct CurlLibrary {
   decltype(&curl_easy_perform) easy_perform;
   decltype(&curl_easy_getinfo) easy_getinfo;
   decltype(&curl_easy_strerror) easy_strerror;
+  decltype(&curl_slist_append) slist_append;
+  decltype(&curl_slist_free_all) slist_free_all;
 };
 
 // Loads libcurl.so.4 and runs curl_global_init once per process (thread-safe). IoError naming the

@@ -32,27 +32,50 @@ public:
   // libcurl's result of the last perform().
   CURLcode code() const { return m_code; }
 
-  // Runs the transfer; OK only for a 2xx answer. 404 is NotFound.
+  // Makes the request an upload of `size` bytes read by `read`. libcurl asks a PUT's server for
+  // `Expect: 100-continue` and waits up to a second for an answer that a plain PUT server (nginx's
+  // WebDAV, most object stores) never sends; an empty `Expect:` header leaves it out.
+  template <typename ReadFunction> Status make_upload(ReadFunction read, void* data, curl_off_t size) {
+    curl_slist* headers = m_lib->slist_append(nullptr, "Expect:");
+    if (headers == nullptr) return io_error("cannot allocate an HTTP header list");
+    m_headers.reset(headers);
+    set(CURLOPT_HTTPHEADER, headers);
+    set(CURLOPT_UPLOAD, 1L);
+    set(CURLOPT_READFUNCTION, read);
+    set(CURLOPT_READDATA, data);
+    set(CURLOPT_INFILESIZE_LARGE, size);
+    m_upload = true;
+    return Status();
+  }
+
+  // Runs the transfer; OK only for a 2xx answer. A download's 404 is NotFound (a miss); an upload
+  // answered otherwise than 2xx was refused by the server.
   Status perform(const std::string& url) {
     m_code = m_lib->easy_perform(m_handle.get());
     if (m_code != CURLE_OK) return io_error(url + ": " + m_lib->easy_strerror(m_code));
     long status = 0;
     m_lib->easy_getinfo(m_handle.get(), CURLINFO_RESPONSE_CODE, &status);
-    if (status == 404) return not_found(url + ": not in the remote cache (HTTP 404)");
-    if (status < 200 || status > 299) return io_error(url + ": HTTP " + std::to_string(status));
-    return Status();
+    if (status >= 200 && status <= 299) return Status();
+    const std::string http = "HTTP " + std::to_string(status);
+    if (m_upload) return io_error(url + ": the remote cache refused the upload (" + http + ")");
+    if (status == 404) return not_found(url + ": not in the remote cache (" + http + ")");
+    return io_error(url + ": " + http);
   }
 
 private:
   struct Cleanup {
     const CurlLibrary* lib;
     void operator()(CURL* handle) const { lib->easy_cleanup(handle); }
+    void operator()(curl_slist* list) const { lib->slist_free_all(list); }
   };
-  Request(const CurlLibrary* lib, CURL* handle) : m_lib(lib), m_handle(handle, Cleanup{lib}) {}
+  Request(const CurlLibrary* lib, CURL* handle)
+      : m_lib(lib), m_handle(handle, Cleanup{lib}), m_headers(nullptr, Cleanup{lib}) {}
 
   const CurlLibrary* m_lib;
   std::unique_ptr<CURL, Cleanup> m_handle;
+  std::unique_ptr<curl_slist, Cleanup> m_headers; // outlives every perform() that sends them
   CURLcode m_code = CURLE_OK;
+  bool m_upload = false;
 };
 
 // A response body, refused past its cap while it arrives: an endless or huge body costs what
@@ -109,10 +132,7 @@ Status put_file(const std::string& url, std::string_view bytes, long connect_tim
                 long total_timeout_ms) {
   IPU_ASSIGN_OR_RETURN(Request request, Request::create(url, connect_timeout_ms, total_timeout_ms));
   Upload upload{bytes};
-  request.set(CURLOPT_UPLOAD, 1L);
-  request.set(CURLOPT_READFUNCTION, read_upload);
-  request.set(CURLOPT_READDATA, &upload);
-  request.set(CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(bytes.size()));
+  IPU_RETURN_IF_ERROR(request.make_upload(read_upload, &upload, static_cast<curl_off_t>(bytes.size())));
   return request.perform(url);
 }
 

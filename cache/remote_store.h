@@ -43,7 +43,9 @@ public:
   // than its cap, which is not read further), naming the URL.
   StatusOr<RemoteEntry> fetch(const std::string& key) const;
 
-  // Uploads the executable, then the manifest (the commit marker, as in the local store).
+  // Uploads the executable, then the manifest (the commit marker, as in the local store), by
+  // plain PUTs without `Expect: 100-continue`. IoError naming the URL if the server cannot be
+  // reached or answers anything but 2xx ("refused the upload (HTTP 403)").
   Status put(const std::string& key, std::string_view manifest_text, std::string_view executable_bytes) const;
 
 private:

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -31,11 +32,12 @@ bool send_all(int fd, const std::string& data) {
   return true;
 }
 
-// A hostile or broken HTTP server on 127.0.0.1 for one test: each connection's request path goes
-// to the handler, which answers on the socket; the connection is then closed.
+// A hostile or broken HTTP server on 127.0.0.1 for one test: each connection's request path and
+// head (request line and headers) go to the handler, which answers on the socket; the connection
+// is then closed.
 class TestServer {
 public:
-  using Handler = std::function<void(int fd, const std::string& path)>;
+  using Handler = std::function<void(int fd, const std::string& path, const std::string& head)>;
 
   explicit TestServer(Handler handler) : m_handler(std::move(handler)) {
     m_listen = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -72,8 +74,9 @@ private:
         if (n <= 0) break;
         request.append(buffer, static_cast<size_t>(n));
       }
-      const size_t start = request.find(' ') + 1;
-      m_handler(fd, request.substr(start, request.find(' ', start) - start));
+      const std::string head = request.substr(0, request.find("\r\n\r\n"));
+      const size_t start = head.find(' ') + 1;
+      m_handler(fd, head.substr(start, head.find(' ', start) - start), head);
       ::close(fd);
     }
   }
@@ -111,7 +114,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 TEST_CASE("remote store refuses a manifest past its cap without reading the rest") {
   std::atomic<uint64_t> sent{0};
   SUBCASE("an endless body") {
-    TestServer server([&](int fd, const std::string&) { send_endless_body(fd, sent); });
+    TestServer server([&](int fd, const std::string&, const std::string&) { send_endless_body(fd, sent); });
     auto remote = RemoteStore::create(server.url());
     REQUIRE(remote.ok());
     const auto start = std::chrono::steady_clock::now();
@@ -127,7 +130,7 @@ TEST_CASE("remote store refuses a manifest past its cap without reading the rest
     CHECK(sent < (uint64_t{32} << 20));
   }
   SUBCASE("a Content-Length over the cap") {
-    TestServer server([&](int fd, const std::string&) {
+    TestServer server([&](int fd, const std::string&, const std::string&) {
       if (send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\nConnection: close\r\n\r\n")) {
         send_endless_body(fd, sent);
       }
@@ -144,7 +147,7 @@ TEST_CASE("remote store refuses a manifest past its cap without reading the rest
 
 TEST_CASE("remote store caps an executable at the caller's limit") {
   std::atomic<uint64_t> sent{0};
-  TestServer server([&](int fd, const std::string& path) {
+  TestServer server([&](int fd, const std::string& path, const std::string&) {
     if (path.ends_with(".manifest")) {
       send_body(fd, "a=b\n");
     } else {
@@ -163,7 +166,7 @@ TEST_CASE("remote store caps an executable at the caller's limit") {
 }
 
 TEST_CASE("remote store fetches an entry within its caps") {
-  TestServer server([&](int fd, const std::string& path) {
+  TestServer server([&](int fd, const std::string& path, const std::string&) {
     send_body(fd, path.ends_with(".manifest") ? std::string(65536, 'm') : std::string(100000, 'e'));
   });
   RemoteLimits limits;
@@ -177,7 +180,7 @@ TEST_CASE("remote store fetches an entry within its caps") {
 }
 
 TEST_CASE("remote store gives up on a server that does not answer") {
-  TestServer server([&](int fd, const std::string&) {
+  TestServer server([&](int fd, const std::string&, const std::string&) {
     char byte;
     (void)::recv(fd, &byte, 1, 0); // until the client gives up and closes
   });
@@ -192,4 +195,45 @@ TEST_CASE("remote store gives up on a server that does not answer") {
   CAPTURE(fetched.status().message());
   CHECK(contains(fetched.status().message(), ".manifest: Timeout was reached"));
   CHECK(seconds_since(start) < 3);
+}
+
+TEST_CASE("remote store uploads without waiting for 100-continue") {
+  std::string heads;
+  std::mutex heads_mutex;
+  TestServer server([&](int fd, const std::string&, const std::string& head) {
+    {
+      std::lock_guard<std::mutex> lock(heads_mutex);
+      heads += head + "\n";
+    }
+    send_all(fd, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  });
+  auto remote = RemoteStore::create(server.url());
+  REQUIRE(remote.ok());
+  // Over 1 MiB: the size from which libcurl asks for 100-continue on every version.
+  REQUIRE(remote->put(kKey, "a=b\n", std::string(2 << 20, 'e')).ok());
+  std::lock_guard<std::mutex> lock(heads_mutex);
+  CAPTURE(heads);
+  CHECK(contains(heads, "PUT /cache/aa/" + kKey + ".ipuexe HTTP/1.1"));
+  CHECK(contains(heads, "PUT /cache/aa/" + kKey + ".manifest HTTP/1.1"));
+  CHECK_FALSE(contains(heads, "Expect:"));
+}
+
+TEST_CASE("remote store reports a refused upload as refused, not as a miss") {
+  for (const int status : {403, 404, 405}) {
+    CAPTURE(status);
+    TestServer server([&](int fd, const std::string&, const std::string&) {
+      send_all(fd, "HTTP/1.1 " + std::to_string(status) +
+                       " No\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    auto remote = RemoteStore::create(server.url());
+    REQUIRE(remote.ok());
+    const ipu::Status put = remote->put(kKey, "a=b\n", "executable");
+    REQUIRE_FALSE(put.ok());
+    CHECK(put.code() == StatusCode::kIoError);
+    CAPTURE(put.message());
+    CHECK(contains(put.message(), server.url() + "/aa/" + kKey +
+                                      ".ipuexe: the remote cache refused the upload (HTTP " +
+                                      std::to_string(status) + ")"));
+    CHECK_FALSE(contains(put.message(), "not in the remote cache"));
+  }
 }
