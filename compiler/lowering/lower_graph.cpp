@@ -95,8 +95,9 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
 // One stage without pipelining: K micro-batches, each a forward then a backward pass.
 void estimate_single_stage(const ProgramBuilder& programs, const StageComputeSets& stage, int micro_batches,
                            format::ScheduleEstimate& estimate) {
-  const double forward = programs.estimate_cycles(stage.forward) + programs.estimate_cycles(stage.loss);
-  const double backward = programs.estimate_cycles(stage.backward);
+  const double forward =
+      programs.estimator().cycles_of(stage.forward) + programs.estimator().cycles_of(stage.loss);
+  const double backward = programs.estimator().cycles_of(stage.backward);
   for (int m = 0; m < micro_batches; ++m) {
     for (bool is_forward : {true, false}) {
       format::ScheduleSlot* slot = estimate.add_slots();
@@ -348,7 +349,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     accumulators.push_back(ctx.tensor(acc));
   if (train && options.replicas > 1 && !accumulators.empty()) {
     *exe.mutable_estimates()->mutable_all_reduce() =
-        programs.all_reduce_estimate(ctx.gradient_all_reduce(accumulators));
+        programs.estimator().all_reduce_estimate(ctx.gradient_all_reduce(accumulators));
   }
   if (train) {
     streams.labels = ctx.tensor(io.loss->labels);
@@ -438,7 +439,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       estimate_single_stage(programs, stages[0], 1, estimate);
       format::Sequence update;
       append_update(update);
-      estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(std::move(update))));
+      estimate.set_update_cycles(programs.estimator().cycles_of(ProgramBuilder::sequence(std::move(update))));
       programs.add(std::string(format::kTrainProgram),
                    after_sets(statistics_mode.training, ProgramBuilder::repeat(steps, step_with(true))),
                    steps);
@@ -450,7 +451,7 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
       append_update(finish);
       format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
       estimate_single_stage(programs, stages[0], static_cast<int>(K), estimate);
-      estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));
+      estimate.set_update_cycles(programs.estimator().cycles_of(ProgramBuilder::sequence(finish)));
       format::Sequence one_update;
       receive_hyper_parameters(one_update);
       *one_update.add_steps() = ProgramBuilder::repeat(K, step_with(true));

@@ -73,7 +73,7 @@ void InferenceSlots::append(int64_t t, uint64_t repeat, format::Sequence& progra
     format::Sequence branch;
     ProgramBuilder::execute(branch, sets);
     *parallel.add_branches()->mutable_sequence() = std::move(branch);
-    const double cycles = m_programs.estimate_cycles(sets);
+    const double cycles = m_programs.estimator().cycles_of(sets);
     m_busy[static_cast<size_t>(s)] += cycles * static_cast<double>(count);
     if (!estimated) continue;
     format::SlotWork* work = estimated->add_work();
@@ -101,9 +101,9 @@ void InferenceSlots::append(int64_t t, uint64_t repeat, format::Sequence& progra
     if (runs(stage_of(out.tensor), t)) ProgramBuilder::stream_out(after, out.stream, out.tensor);
   }
   for (int s = 0; s < m_stages; ++s) {
-    m_crossing_cycles[static_cast<size_t>(s)] +=
-        m_programs.estimate_cycles(ProgramBuilder::sequence(std::move(crossing[static_cast<size_t>(s)]))) *
-        static_cast<double>(count);
+    m_crossing_cycles[static_cast<size_t>(s)] += m_programs.estimator().cycles_of(ProgramBuilder::sequence(
+                                                     std::move(crossing[static_cast<size_t>(s)]))) *
+                                                 static_cast<double>(count);
   }
   format::Sequence slot;
   for (auto& step : *before.mutable_steps())
@@ -117,9 +117,9 @@ void InferenceSlots::append(int64_t t, uint64_t repeat, format::Sequence& progra
   for (auto& step : *after.mutable_steps())
     *slot.add_steps() = std::move(step);
   // The slot's cost is its program's: its reads, one exchange in, the slowest stage, one exchange
-  // out, its writes (ProgramBuilder::estimate_cycles), as the pipelined update's slots.
+  // out, its writes (ProgramEstimator::cycles_of), as the pipelined update's slots.
   format::Program slot_program = ProgramBuilder::sequence(std::move(slot));
-  if (estimated) estimated->set_cycles(m_programs.estimate_cycles(slot_program));
+  if (estimated) estimated->set_cycles(m_programs.estimator().cycles_of(slot_program));
   // A slot of the ramp is a nested Sequence, so its copies never merge with the next slot's into
   // one exchange.
   if (repeat > 0) {

@@ -134,7 +134,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   std::vector<double> crossing_cycles(static_cast<size_t>(S), 0);
   // A slot is one nested Sequence: its host reads, one exchange of the copies into stages, the
   // stages' passes at once, one exchange of the copies out of them, its host writes. Each run of
-  // copies is costed as one exchange (ProgramBuilder::estimate_cycles), and a slot's copies never
+  // copies is costed as one exchange (ProgramEstimator::cycles_of), and a slot's copies never
   // merge with the next slot's.
   format::Sequence deferred_sends; // the previous slot's, when plan.sends_with_next_slot says so
   for (size_t slot_index = 0; slot_index < plan.slots.size(); ++slot_index) {
@@ -190,14 +190,14 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
       format::Sequence branch;
       ProgramBuilder::execute(branch, sets);
       *parallel.add_branches()->mutable_sequence() = std::move(branch);
-      const double cycles = programs.estimate_cycles(sets);
+      const double cycles = programs.estimator().cycles_of(sets);
       format::SlotWork* work = estimated->add_work();
       work->set_stage(static_cast<uint32_t>(w.stage));
       work->set_forward(w.forward);
       work->set_micro_batch(static_cast<uint32_t>(w.micro_batch));
       work->set_cycles(cycles);
       busy[s] += cycles;
-      crossing_cycles[s] += programs.estimate_cycles(ProgramBuilder::sequence(std::move(crossing)));
+      crossing_cycles[s] += programs.estimator().cycles_of(ProgramBuilder::sequence(std::move(crossing)));
     }
     format::Sequence steps;
     for (format::Sequence* part : {&reads, &before}) {
@@ -215,7 +215,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     }
     deferred_sends = std::move(sends_later);
     format::Program slot_program = ProgramBuilder::sequence(std::move(steps));
-    estimated->set_cycles(programs.estimate_cycles(slot_program));
+    estimated->set_cycles(programs.estimator().cycles_of(slot_program));
     *update.add_steps() = std::move(slot_program);
   }
 
@@ -243,7 +243,7 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
   }
   *finish.add_steps()->mutable_parallel() = std::move(updates);
   if (io.reports_loss_scale) ProgramBuilder::stream_out(finish, io.loss_scale_stream, io.loss_scale_report);
-  estimate.set_update_cycles(programs.estimate_cycles(ProgramBuilder::sequence(finish)));
+  estimate.set_update_cycles(programs.estimator().cycles_of(ProgramBuilder::sequence(finish)));
   for (double b : busy)
     estimate.add_busy_cycles(b);
   for (uint64_t b : stash_bytes)

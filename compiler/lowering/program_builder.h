@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/lowering/program_estimator.h"
 #include "compiler/target/target.h"
 #include "runtime/format/executable.pb.h"
 
@@ -12,7 +13,7 @@ namespace ipu::lowering {
 class ProgramBuilder {
 public:
   ProgramBuilder(format::Executable& exe, const target::TargetSpec& target, uint32_t replicas)
-      : m_exe(exe), m_target(target), m_replicas(replicas) {}
+      : m_exe(exe), m_estimator(exe, target, replicas) {}
 
   uint32_t stream(const std::string& name, format::Stream::Direction direction, uint32_t like_tensor);
 
@@ -27,28 +28,12 @@ public:
   // give its cycles per step.
   void add(const std::string& name, format::Program program, uint64_t steps);
 
-  // Estimated device cycles of a program tree (Parallel takes its slowest branch).
-  double estimate_cycles(const format::Program& program) const;
-  double estimate_cycles(const std::vector<uint32_t>& compute_sets) const;
-  // Its parts: compute, vertex launch, exchange and sync of the compute sets it runs, and the
-  // transfers (streams, copies, all-reduces) between them.
-  format::CycleBreakdown estimate_breakdown(const format::Program& program) const;
-  // What one all-reduce costs across every replica, per link (target::all_reduce_cost).
-  format::AllReduceEstimate all_reduce_estimate(const format::AllReduce& all_reduce) const;
+  // What programs of this executable cost (its compute sets as built so far).
+  const ProgramEstimator& estimator() const { return m_estimator; }
 
 private:
-  double bytes_of(uint32_t tensor) const;
-  // One exchange that makes all of `copies` at once.
-  double copies_cycles(const std::vector<const format::Copy*>& copies) const;
-  // Calls visit(&step, 0) for each step of `sequence` that is not a copy and visit(nullptr, cycles)
-  // once for each run of consecutive copies, in order.
-  template <typename Visit>
-  void for_each_exchange_or_step(const format::Sequence& sequence, Visit visit) const;
-  double all_reduce_cycles(const format::AllReduce& all_reduce) const;
-
   format::Executable& m_exe;
-  const target::TargetSpec& m_target;
-  uint32_t m_replicas;
+  ProgramEstimator m_estimator;
 };
 
 } // namespace ipu::lowering
