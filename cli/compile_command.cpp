@@ -9,6 +9,7 @@
 #include "cli/compile_options.h"
 #include "cli/compile_report.h"
 #include "cli/diagnostics.h"
+#include "cli/estimated_trace.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
 #include "cli/schedule_report.h"
@@ -31,6 +32,7 @@ struct CompileCommandFlags {
   bool force = false;
   bool dump_ir = false;
   std::string report;
+  std::string trace;
   bool dump_plan = false;
 };
 
@@ -95,7 +97,9 @@ Status check_outputs(const CompileCommandFlags& flags) {
   if (!flags.report.empty() && !has_suffix(flags.report, ".svg") && !has_suffix(flags.report, ".html"))
     return bad_option("--report " + flags.report +
                       ": the file name must end in .svg or .html (the format it selects)");
-  for (const std::string* path : {&flags.output, &flags.report}) {
+  if (!flags.trace.empty() && !has_suffix(flags.trace, ".json"))
+    return bad_option("--trace " + flags.trace + ": the file name must end in .json (Chrome trace events)");
+  for (const std::string* path : {&flags.output, &flags.report, &flags.trace}) {
     if (path->empty()) continue;
     IPU_RETURN_IF_ERROR(check_output_file(*path));
   }
@@ -176,6 +180,12 @@ int run_compile(const CompileCommandFlags& flags) {
                                                                  : schedule_svg(executable));
     if (!written.ok()) return failed(written, kExitIoError);
   }
+  if (!flags.trace.empty()) {
+    StatusOr<nlohmann::json> trace = estimated_trace(executable);
+    if (!trace.ok()) return failed(trace.status(), kExitBadExecutable);
+    Status written = write_output_file(flags.trace, trace->dump() + "\n");
+    if (!written.ok()) return failed(written, kExitIoError);
+  }
 
   const double total = compiled->seconds;
   if (flags.dump_plan) print_plan(executable);
@@ -249,6 +259,9 @@ std::function<int()> add_compile_command(CLI::App& app) {
       "--report", flags->report,
       "Draw the pipeline schedule into FILE.svg, or tile memory, schedule and cycle estimate into "
       "FILE.html (compiles even on a hit; written also when the model does not fit)");
+  cmd->add_option("--trace", flags->trace,
+                  "Write the estimated execution of one train (or predict) run into FILE.json, Chrome "
+                  "trace events that Perfetto's UI and chrome://tracing open (docs/trace.md)");
   cmd->add_flag("--dump-ir", flags->dump_ir,
                 "Print the IR after the training passes (compiles even on a hit)");
   cmd->add_flag("--dump-plan", flags->dump_plan, "Print the compute sets: vertices, tiles, cycles, exchange");

@@ -17,6 +17,7 @@
 #include "cli/fit_callbacks.h"
 #include "cli/instances.h"
 #include "cli/json_output.h"
+#include "cli/measured_trace.h"
 #include "cli/onnx_export.h"
 #include "cli/progress_bar.h"
 #include "cli/resolve_executable.h"
@@ -55,6 +56,9 @@ struct RunFlags {
   bool json = false;
   std::string progress = "auto";
   std::string weights;
+  std::string trace; // --trace FILE.json
+  // Told the host time of what the engine runs when --trace is given (main owns it).
+  engine::RunObserver* observer = nullptr;
   // train
   int epochs = 1;
   int initial_epoch = 0;
@@ -250,7 +254,7 @@ int load(const RunFlags& f, Loaded& out, collectives::Collectives* job) {
   out.cache = resolved->cache;
   auto session = session::Session::create(
       std::move(resolved->executable),
-      engine::EngineOptions{f.threads, job, {f.stochastic_rounding, f.rounding_seed}});
+      engine::EngineOptions{f.threads, job, {f.stochastic_rounding, f.rounding_seed}, f.observer});
   if (!session.ok()) return fail(g_tool, session.status().with_context(out.origin));
   out.session = std::move(*session);
   if (!f.weights.empty()) {
@@ -667,6 +671,29 @@ void add_common(CLI::App* cmd, RunFlags& f) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "bar", "plain", "none"}));
   cmd->add_flag("--json", f.json, "Print one JSON object (docs/json.md)");
+  cmd->add_option("--trace", f.trace,
+                  "Write the host time of every program and compute set run into FILE.json, Chrome "
+                  "trace events that Perfetto's UI and chrome://tracing open (docs/trace.md)");
+}
+
+// --trace: checked before any work, like every output; written once the command has run, also
+// when it failed part-way (what ran is what a user diagnosing it wants to see).
+int check_trace_output(const RunFlags& f) {
+  if (f.trace.empty()) return kExitOk;
+  if (f.trace.size() < 5 || f.trace.compare(f.trace.size() - 5, 5, ".json") != 0) {
+    print_error(g_tool, "--trace " + f.trace + ": the file name must end in .json (Chrome trace events)");
+    return kExitUsage;
+  }
+  Status writable = check_output_file(f.trace);
+  return writable.ok() ? kExitOk : fail(g_tool, writable, kExitIoError);
+}
+
+int write_trace(const RunFlags& f, const MeasuredTrace& trace, int code) {
+  if (!trace.ran()) return code;
+  Status written = write_output_file(f.trace, trace.document().dump() + "\n");
+  if (written.ok()) return code;
+  print_error(g_tool, written.message());
+  return code == kExitOk ? kExitIoError : code;
 }
 
 } // namespace
@@ -799,10 +826,18 @@ int main(int argc, char** argv) {
     g_tool_name = "ipurun: instance " + std::to_string(collectives->rank());
     g_tool = g_tool_name.c_str();
   }
+  // One trace per job: the first instance's (the others run the same program on other replicas).
+  MeasuredTrace trace;
+  const bool traced = !flags.trace.empty() && (collectives == nullptr || collectives->rank() == 0);
+  if (traced) flags.observer = &trace;
   std::string instance_log;
-  const int code = flags.command == "train"      ? run_train(flags, collectives, instance_log)
-                   : flags.command == "evaluate" ? run_evaluate(flags, collectives)
-                                                 : run_predict(flags, collectives);
+  int code = traced ? check_trace_output(flags) : kExitOk;
+  if (code == kExitOk) {
+    code = flags.command == "train"      ? run_train(flags, collectives, instance_log)
+           : flags.command == "evaluate" ? run_evaluate(flags, collectives)
+                                         : run_predict(flags, collectives);
+  }
+  if (traced) code = write_trace(flags, trace, code);
   if (several && collectives->rank() > 0 && !flags.log_dir.empty()) {
     if (code != kExitOk)
       instance_log += "exited with " + std::to_string(code) + " (see its error on stderr)\n";

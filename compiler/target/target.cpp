@@ -90,6 +90,20 @@ StatusOr<TargetSpec> target_preset(const std::string& arch) {
   return invalid_argument("unknown --arch '" + arch + "' (expected mk2 or mk1)");
 }
 
+StatusOr<TargetSpec> target_of(const format::Target& compiled, uint32_t replicas) {
+  IPU_ASSIGN_OR_RETURN(TargetSpec target, target_preset(compiled.arch()));
+  if (replicas == 0 || compiled.num_ipus() == 0 || compiled.num_ipus() % replicas != 0) {
+    return invalid_argument("the executable's " + std::to_string(compiled.num_ipus()) + " IPUs are not " +
+                            std::to_string(replicas) + " replicas of equal size");
+  }
+  target.num_ipus = compiled.num_ipus() / replicas;
+  target.tiles_per_ipu = compiled.tiles_per_ipu();
+  target.bytes_per_tile = compiled.bytes_per_tile();
+  target.worker_threads_per_tile = compiled.worker_threads_per_tile();
+  target.clock_hz = compiled.clock_hz();
+  return target;
+}
+
 Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu,
                        std::optional<uint64_t> bytes_per_tile) {
   if (tiles_per_ipu) {

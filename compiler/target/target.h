@@ -173,6 +173,11 @@ AllReduceCost all_reduce_cost(const TargetSpec& target, double bytes, uint32_t r
 // "mk2" (GC200) or "mk1" (GC2); InvalidArgument names the accepted values otherwise.
 StatusOr<TargetSpec> target_preset(const std::string& arch);
 
+// The target of an executable compiled for `compiled` with `replicas` replicas, as the lowering
+// planned it: the preset's rates with the executable's tiles, memory and clock, and the IPUs of
+// one replica. InvalidArgument for an unknown arch or IPUs that the replicas do not divide.
+StatusOr<TargetSpec> target_of(const format::Target& compiled, uint32_t replicas);
+
 // Applies explicit overrides (for small test targets); validates ranges. The arch keeps the
 // preset's name: its cycle parameters still apply.
 Status override_target(TargetSpec& target, std::optional<uint32_t> tiles_per_ipu,

@@ -121,7 +121,11 @@ struct Engine::Impl {
   std::vector<std::vector<uint32_t>> touched_floats;
   std::vector<bool> non_finite_at_start;
 
+  RunObserver* observer = nullptr;
+
+  // Runs a program node; with an observer, timing each step that does work (run_observer.h).
   Status run_program(const format::Program& program, HostStreams& streams);
+  Status run_node(const format::Program& program, HostStreams& streams);
   Status run_compute_set(uint32_t index);
   Status run_vertices(uint32_t index);
   Status fault_status(uint32_t index, size_t task);
@@ -211,6 +215,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
   impl->total_replicas = total_replicas;
   impl->collectives = options.collectives;
   impl->rounding = options.rounding;
+  impl->observer = options.observer;
   if (options.collectives)
     impl->first_replica = static_cast<uint32_t>(options.collectives->rank()) * replicas;
   const format::Executable& exe = impl->executable;
@@ -267,6 +272,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
     all.parallel = all.vertices.size() > 1 && cycles * replicas >= kParallelCycleThreshold;
     impl->compute_sets.push_back(std::move(all));
   }
+  if (impl->observer != nullptr) impl->observer->attached(impl->executable);
   return std::unique_ptr<Engine>(new Engine(std::move(impl)));
 }
 
@@ -312,7 +318,12 @@ Status Engine::run(uint32_t program, HostStreams& streams) {
   if (program >= static_cast<uint32_t>(m_impl->executable.programs_size())) {
     return invalid_argument("no program " + std::to_string(program));
   }
-  return m_impl->run_program(m_impl->executable.programs(static_cast<int>(program)).program(), streams);
+  const format::Program& body = m_impl->executable.programs(static_cast<int>(program)).program();
+  if (m_impl->observer == nullptr) return m_impl->run_program(body, streams);
+  const RunObserver::Clock::time_point start = RunObserver::Clock::now();
+  Status status = m_impl->run_program(body, streams);
+  m_impl->observer->ran_program(program, start, RunObserver::Clock::now());
+  return status;
 }
 
 void Engine::reset_tensor(uint32_t tensor) {
@@ -507,6 +518,18 @@ Status Engine::Impl::all_reduce_mean_across_instances(const format::AllReduce& a
 }
 
 Status Engine::Impl::run_program(const format::Program& program, HostStreams& streams) {
+  const format::Program::KindCase kind = program.kind_case();
+  const bool step = kind == format::Program::kExecute || kind == format::Program::kCopy ||
+                    kind == format::Program::kStreamIn || kind == format::Program::kStreamOut ||
+                    kind == format::Program::kAllReduce;
+  if (observer == nullptr || !step) return run_node(program, streams);
+  const RunObserver::Clock::time_point start = RunObserver::Clock::now();
+  Status status = run_node(program, streams);
+  observer->ran_step(program, start, RunObserver::Clock::now());
+  return status;
+}
+
+Status Engine::Impl::run_node(const format::Program& program, HostStreams& streams) {
   switch (program.kind_case()) {
   case format::Program::kSequence:
     for (const format::Program& step : program.sequence().steps())

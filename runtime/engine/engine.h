@@ -14,6 +14,7 @@
 #include "runtime/base/status.h"
 #include "runtime/collectives/collectives.h"
 #include "runtime/engine/rounding.h"
+#include "runtime/engine/run_observer.h"
 #include "runtime/format/executable.pb.h"
 
 namespace ipu::engine {
@@ -25,6 +26,8 @@ struct EngineOptions {
   collectives::Collectives* collectives = nullptr;
   // How values written to FLOAT16 tensors round (nearest even unless stochastic).
   RoundingOptions rounding;
+  // Told the host time of every program and step run (run_observer.h); null: nothing measured.
+  RunObserver* observer = nullptr;
 };
 
 // Host side of the streams. `pull` fills `destination` for a host-to-device stream; `push`

@@ -61,10 +61,16 @@ test_resnet18_trains_at_micro_batch_4_on_one_ipu() {
 # stages from the stem, layer1.0/relu_1, layer2.0/relu_1 and layer3.1/relu, fullest tiles
 # 507,908, 372,816, 275,252 and 281,008 bytes, imbalance 1.13, 5,250,369 cycles per step (before
 # convolutions split their input channels: 621,576, 582,876, 550,100 and 548,980, 9,235,287).
+# Its estimated execution (--trace, docs/trace.md) is well formed and adds up: the trace ends at
+# the estimate and each IPU's compute sets are its stage's passes plus at most the update.
 test_resnet18_trains_at_micro_batch_16_on_four_automatic_stages() {
   make_resnet
   expect_exit 0 "$IPUCC" compile model/resnet18.onnx --mode train --loss sparse_categorical_crossentropy \
-    --optimizer sgd --momentum 0.9 --batch-size 16 --pipeline-stages 4 --num-ipus 4 -o train16.ipuexe --json
+    --optimizer sgd --momentum 0.9 --batch-size 16 --pipeline-stages 4 --num-ipus 4 -o train16.ipuexe --json \
+    --trace train16.trace.json
+  "$PYTHON" "$E2E_LIB_DIR/check_trace.py" train16.trace.json "$STDOUT" > check.out ||
+    fail "check_trace: $(cat check.out)"
+  expect_json train16.trace.json 'sum(1 for e in d["traceEvents"] if e["name"] == "process_name" and e["args"]["name"].startswith("IPU ")) == 4'
   expect_json "$STDOUT" 'd["pipeline"]["stages"] == 4 and d["pipeline"]["split"] == "automatic"'
   expect_json "$STDOUT" 'all(0 < i["peak_tile_bytes"] <= 638976 for i in d["pipeline"]["ipus"])' \
     "every stage fits an mk2 IPU"
