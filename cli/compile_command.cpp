@@ -32,6 +32,7 @@ struct CompileCommandFlags {
   bool force = false;
   bool dump_ir = false;
   std::string report;
+  std::string report_scale = "fullest"; // --report-scale: fullest | capacity
   std::string trace;
   bool dump_plan = false;
 };
@@ -90,6 +91,11 @@ void print_plan(const format::Executable& exe) {
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+ReportPage report_page(const CompileCommandFlags& flags, const std::string& failure) {
+  return {flags.model, failure,
+          flags.report_scale == "capacity" ? TileScale::kCapacity : TileScale::kFullestTile};
 }
 
 // Output paths are checked before compiling: a mistake costs milliseconds, not a compile.
@@ -154,8 +160,8 @@ int run_compile(const CompileCommandFlags& flags) {
     // code stays the compile's.
     const bool planned = !report.memory.peak_per_tile.empty();
     if (html_report && planned && compiled.status().code() == StatusCode::kResourceExhausted) {
-      Status written =
-          write_output_file(flags.report, compile_report_html(report, compiled.status().message()));
+      Status written = write_output_file(
+          flags.report, compile_report_html(report, report_page(flags, compiled.status().message())));
       if (!written.ok()) print_error(kTool, written.message());
     }
     return failed(compiled.status(), exit_code_for(compiled.status()));
@@ -176,8 +182,9 @@ int run_compile(const CompileCommandFlags& flags) {
     if (!written.ok()) return failed(written, kExitIoError);
   }
   if (!flags.report.empty()) {
-    Status written = write_output_file(flags.report, html_report ? compile_report_html(report, "")
-                                                                 : schedule_svg(executable));
+    Status written =
+        write_output_file(flags.report, html_report ? compile_report_html(report, report_page(flags, ""))
+                                                    : schedule_svg(executable));
     if (!written.ok()) return failed(written, kExitIoError);
   }
   if (!flags.trace.empty()) {
@@ -259,6 +266,11 @@ std::function<int()> add_compile_command(CLI::App& app) {
       "--report", flags->report,
       "Draw the pipeline schedule into FILE.svg, or tile memory, schedule and cycle estimate into "
       "FILE.html (compiles even on a hit; written also when the model does not fit)");
+  cmd->add_option("--report-scale", flags->report_scale,
+                  "What the HTML report's tile colours measure a tile against: the fullest tile, or a "
+                  "tile's capacity (a fixed scale, for comparing reports)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fullest", "capacity"}));
   cmd->add_option("--trace", flags->trace,
                   "Write the estimated execution of one train (or predict) run into FILE.json, Chrome "
                   "trace events that Perfetto's UI and chrome://tracing open (docs/trace.md)");

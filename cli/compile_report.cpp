@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/html_escape.h"
 #include "cli/schedule_report.h"
@@ -18,20 +19,23 @@ constexpr uint32_t kMapColumns = 64;
 
 constexpr const char* kStyle = R"(body{font-family:sans-serif;font-size:13px;margin:16px;color:#222}
 h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:14px 0 6px}h3{font-size:13px;margin:10px 0 4px}
-.page{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}#memory{flex:1 1 900px;min-width:0}
-#time{flex:1 1 560px;min-width:0}.scroll{overflow-x:auto}
+.page{display:grid;grid-template-columns:minmax(0,1fr);gap:24px;align-items:start}
+@media (min-width:1240px){.page{grid-template-columns:minmax(0,660px) minmax(0,1fr)}}
+#memory,#time{min-width:0}.scroll{overflow-x:auto}#schedule svg{width:100%;height:auto}
 .fails{color:#a00;font-weight:bold}pre.failure{background:#fee;border:1px solid #d99;padding:6px;white-space:pre-wrap}
-.tilemap{display:grid;gap:1px;margin:4px 0}.tile{display:block;width:10px;height:10px}
-.b0{background:#f0f5fb}.b1{background:#d6e4f2}.b2{background:#bcd3ea}.b3{background:#a1c1e1}
+.tilemap{display:grid;gap:1px;margin:4px 0}.tile{display:block;width:9px;height:9px}
+.b0{background:#e3edf7}.b1{background:#d6e4f2}.b2{background:#bcd3ea}.b3{background:#a1c1e1}
 .b4{background:#87afd8}.b5{background:#6d9dcf}.b6{background:#538bc6}.b7{background:#3a78b8}
-.b8{background:#2d629a}.b9{background:#204c7c}.over{background:#d62728}.empty{background:#e6e6e6}
+.b8{background:#2d629a}.b9{background:#204c7c}.over{background:#d62728}.empty{background:#fff;box-shadow:inset 0 0 0 1px #ccc}
 .legend span{display:inline-block;padding:1px 6px;margin-right:2px;font-size:11px}
 table{border-collapse:collapse;margin:4px 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
-td.name,th.name{text-align:left;min-width:110px;max-width:360px;overflow-wrap:break-word}
+td.name,th.name{text-align:left;min-width:110px;max-width:360px;overflow-wrap:anywhere}
 table.fullest{font-size:12px}
 .bar{display:flex;width:160px;height:10px;background:#f4f4f4;border:1px solid #ccc}
 .bar span{display:block;height:10px}.c-tensors{background:#4e79a7}.c-exchange{background:#f28e2b}
 .c-vertex{background:#59a14f}.c-code{background:#b07aa1}
+@media print{.page{display:block}.scroll{overflow:visible}table,table.fullest{font-size:10px}.bar{width:60px}
+td.name,th.name{min-width:40px;max-width:160px}}
 )";
 
 std::string with_commas(uint64_t n) {
@@ -52,10 +56,17 @@ std::string percent(uint64_t part, uint64_t whole) {
   return buffer;
 }
 
-std::string colour_class(uint64_t bytes, uint64_t capacity) {
+// The bytes a tile's colour steps divide: the fullest tile's (at most a capacity), or a capacity.
+uint64_t scale_bytes(const lowering::MemoryReport& m, TileScale scale) {
+  if (scale == TileScale::kCapacity) return std::max<uint64_t>(1, m.bytes_per_tile);
+  const uint64_t fullest = *std::max_element(m.peak_per_tile.begin(), m.peak_per_tile.end());
+  return std::max<uint64_t>(1, std::min(fullest, m.bytes_per_tile));
+}
+
+std::string colour_class(uint64_t bytes, uint64_t scale, uint64_t capacity) {
   if (bytes == 0) return "empty";
   if (bytes > capacity) return "over";
-  const auto step = static_cast<int>(static_cast<double>(bytes) * kSteps / static_cast<double>(capacity));
+  const auto step = static_cast<int>(static_cast<double>(bytes) * kSteps / static_cast<double>(scale));
   return "b" + std::to_string(std::min(step, kSteps - 1));
 }
 
@@ -64,10 +75,11 @@ std::string split_text(const lowering::TileSplit& s) {
          ", vertex state " + with_commas(s.vertex_state_bytes) + ", code " + with_commas(s.code_bytes);
 }
 
-// The four categories as a bar over the tile's capacity (or its peak, when that is larger).
-std::string split_bar(const lowering::TileSplit& s, uint64_t capacity) {
+// The four categories as shares of the tile's peak (its share of the capacity is a column of its
+// own: drawn against the capacity, a tile at 5 % would be a sliver).
+std::string split_bar(const lowering::TileSplit& s) {
   const uint64_t total = s.tensor_bytes + s.exchange_bytes + s.vertex_state_bytes + s.code_bytes;
-  const double scale = 100.0 / static_cast<double>(std::max<uint64_t>({total, capacity, 1}));
+  const double scale = 100.0 / static_cast<double>(std::max<uint64_t>(total, 1));
   std::string out = "<div class=\"bar\">";
   const std::pair<const char*, uint64_t> parts[] = {{"c-tensors", s.tensor_bytes},
                                                     {"c-exchange", s.exchange_bytes},
@@ -81,9 +93,16 @@ std::string split_bar(const lowering::TileSplit& s, uint64_t capacity) {
   return out + "</div>";
 }
 
-std::string legend() {
+std::string legend(const lowering::MemoryReport& m, TileScale scale) {
+  const uint64_t of = scale_bytes(m, scale);
+  const std::string measure = scale == TileScale::kCapacity
+                                  ? "its capacity, " + with_commas(m.bytes_per_tile) + " bytes"
+                                  : "the fullest tile's " + with_commas(of) + " bytes (" +
+                                        percent(of, m.bytes_per_tile) + " of a tile's " +
+                                        with_commas(m.bytes_per_tile) +
+                                        "; --report-scale capacity for a fixed scale)";
   std::string out =
-      "<p class=\"legend\">Peak bytes of a tile over its capacity: <span class=\"empty\">empty</span>";
+      "<p class=\"legend\">Peak bytes of a tile over " + measure + ": <span class=\"empty\">empty</span>";
   for (int i = 0; i < kSteps; ++i) {
     out += "<span class=\"b" + std::to_string(i) + "\"" + (i >= kSteps / 2 ? " style=\"color:#fff\"" : "") +
            ">" + std::to_string(i * 100 / kSteps) + "%</span>";
@@ -111,12 +130,12 @@ std::string fullest_table(const lowering::MemoryReport& m, uint32_t ipu) {
            with_commas(u.tensor_bytes) + "</td><td>" + with_commas(u.exchange_bytes) + "</td><td>" +
            with_commas(u.vertex_state_bytes) + " (" + with_commas(u.vertices) + " vertices)</td><td>" +
            with_commas(u.code_bytes) + " (" + with_commas(u.codelets) + " codelets)</td><td class=\"name\">" +
-           split_bar(s, m.bytes_per_tile) + "</td><td class=\"name\">" + tensors + "</td></tr>\n";
+           split_bar(s) + "</td><td class=\"name\">" + tensors + "</td></tr>\n";
   }
   return out + "</table>\n";
 }
 
-std::string ipu_section(const lowering::MemoryReport& m, uint32_t ipu) {
+std::string ipu_section(const lowering::MemoryReport& m, uint32_t ipu, TileScale scale) {
   uint64_t sum = 0, peak = 0;
   uint32_t used = 0, over = 0, fullest = ipu * m.tiles_per_ipu;
   for (uint32_t t = ipu * m.tiles_per_ipu; t < (ipu + 1) * m.tiles_per_ipu; ++t) {
@@ -139,14 +158,14 @@ std::string ipu_section(const lowering::MemoryReport& m, uint32_t ipu) {
                 : std::string()) +
       "</p>\n";
   out += "<div class=\"tilemap\" style=\"grid-template-columns:repeat(" +
-         std::to_string(std::min(kMapColumns, std::max(1u, m.tiles_per_ipu))) + ",10px)\">\n";
+         std::to_string(std::min(kMapColumns, std::max(1u, m.tiles_per_ipu))) + ",9px)\">\n";
   for (uint32_t t = ipu * m.tiles_per_ipu; t < (ipu + 1) * m.tiles_per_ipu; ++t) {
     const uint64_t bytes = m.peak_per_tile[t];
-    out += "<i class=\"tile " + colour_class(bytes, m.bytes_per_tile) + "\" data-tile=\"" +
-           std::to_string(t) + "\" data-bytes=\"" + std::to_string(bytes) + "\" title=\"tile " +
-           std::to_string(t) + ": " + with_commas(bytes) + " of " + with_commas(m.bytes_per_tile) +
-           " bytes (" + percent(bytes, m.bytes_per_tile) + "); " + split_text(m.split_per_tile[t]) +
-           "\"></i>";
+    out += "<i class=\"tile " + colour_class(bytes, scale_bytes(m, scale), m.bytes_per_tile) +
+           "\" data-tile=\"" + std::to_string(t) + "\" data-bytes=\"" + std::to_string(bytes) +
+           "\" title=\"tile " + std::to_string(t) + ": " + with_commas(bytes) + " of " +
+           with_commas(m.bytes_per_tile) + " bytes (" + percent(bytes, m.bytes_per_tile) + "); " +
+           split_text(m.split_per_tile[t]) + "\"></i>";
     if ((t + 1) % kMapColumns == 0) out += "\n";
   }
   out += "</div>\n<h3>Fullest tiles at their fullest moment</h3>\n<div class=\"scroll\">" +
@@ -156,37 +175,41 @@ std::string ipu_section(const lowering::MemoryReport& m, uint32_t ipu) {
 
 std::string tensors_section(const lowering::MemoryReport& m) {
   std::string out =
-      "<section id=\"tensors\">\n<h2>Largest tensors</h2>\n<table>\n<tr><th class=\"name\">tensor</th>"
+      "<section id=\"tensors\">\n<h2>Largest tensors</h2>\n<div class=\"scroll\"><table>\n<tr><th "
+      "class=\"name\">tensor</th>"
       "<th class=\"name\">role</th><th>bytes</th><th>tiles</th><th>most on one tile</th></tr>\n";
   for (const lowering::TensorFootprint& t : m.largest_tensors) {
     out += "<tr><td class=\"name\">" + html_escape(t.name) + "</td><td class=\"name\">" +
            html_escape(t.role) + "</td><td>" + with_commas(t.bytes) + "</td><td>" + with_commas(t.tiles) +
            "</td><td>" + with_commas(t.largest_part) + "</td></tr>\n";
   }
-  return out + "</table>\n</section>\n";
+  return out + "</table></div>\n</section>\n";
 }
 
 std::string schedule_section(const format::Executable& exe) {
   const nlohmann::json numbers = schedule_json(exe);
-  std::string out = "<section id=\"schedule\">\n<h2>Pipeline schedule</h2>\n<div class=\"scroll\">" +
-                    schedule_svg(exe) +
-                    "</div>\n<table>\n<tr><th>IPU</th><th>busy cycles/step</th><th>idle cycles/step</th>"
-                    "<th>stash bytes</th></tr>\n";
+  std::string out = "<section id=\"schedule\">\n<h2>Pipeline schedule</h2>\n" + schedule_svg(exe) +
+                    "<table>\n<tr><th>IPU</th><th>busy cycles/step</th><th>crossing cycles/step</th>"
+                    "<th>idle cycles/step</th><th>stash bytes</th></tr>\n";
   for (const auto& ipu : numbers["ipus"]) {
     out += "<tr><td>" + std::to_string(ipu["ipu"].get<int>()) + "</td><td>" +
            cycles_text(ipu["busy_cycles"].get<double>()) + "</td><td>" +
+           cycles_text(ipu["crossing_cycles"].get<double>()) + "</td><td>" +
            cycles_text(ipu["idle_cycles"].get<double>()) + "</td><td>" +
            with_commas(ipu["stash_bytes"].get<uint64_t>()) + "</td></tr>\n";
   }
   char bubble[32];
   std::snprintf(bubble, sizeof bubble, "%.1f%%", 100.0 * numbers["bubble_fraction"].get<double>());
-  return out + "</table>\n<p>bubble " + bubble + "</p>\n</section>\n";
+  return out + "</table>\n<p>bubble " + bubble +
+         "; busy: the IPU's passes, crossing: the copies its stage sends and receives (their sum per "
+         "micro-batch is the stage's cycles in the compile's note on stage imbalance)</p>\n</section>\n";
 }
 
 std::string cycles_section(const format::Executable& exe) {
-  std::string out = "<section id=\"cycles\">\n<h2>Estimated cycles per step</h2>\n<table>\n<tr>"
-                    "<th class=\"name\">program</th><th>total</th><th>compute</th><th>vertex launch</th>"
-                    "<th>exchange</th><th>sync</th><th>transfer</th></tr>\n";
+  std::string out =
+      "<section id=\"cycles\">\n<h2>Estimated cycles per step</h2>\n<div class=\"scroll\"><table>\n<tr>"
+      "<th class=\"name\">program</th><th>total</th><th>compute</th><th>vertex launch</th>"
+      "<th>exchange</th><th>sync</th><th>transfer</th></tr>\n";
   for (const auto& p : exe.programs()) {
     if (!format::runs_steps(p.name())) continue;
     const auto& b = p.breakdown_per_step();
@@ -197,15 +220,25 @@ std::string cycles_section(const format::Executable& exe) {
   }
   char clock[32];
   std::snprintf(clock, sizeof clock, "%.2f GHz", exe.target().clock_hz() / 1e9);
-  return out + "</table>\n<p>at " + clock + " (docs/cycle_model.md)</p>\n</section>\n";
+  return out + "</table></div>\n<p>at " + clock + " (docs/cycle_model.md)</p>\n</section>\n";
+}
+
+// The page's title: the file compiled (an ONNX graph is often named only by its exporter,
+// "torch_jit"), and the model's own name where it differs from the file's.
+std::string title(const format::Executable& exe, const std::string& model_path) {
+  if (model_path.empty()) return exe.model_name();
+  std::string file = std::filesystem::path(model_path).filename().string();
+  const std::string stem = std::filesystem::path(model_path).stem().string();
+  if (exe.model_name().empty() || exe.model_name() == stem) return file;
+  return file + " (graph '" + exe.model_name() + "')";
 }
 
 } // namespace
 
-std::string compile_report_html(const compiler::CompileReport& report, const std::string& failure) {
+std::string compile_report_html(const compiler::CompileReport& report, const ReportPage& page) {
   const format::Executable& exe = report.executable;
   const lowering::MemoryReport& m = report.memory;
-  const std::string model = html_escape(exe.model_name());
+  const std::string model = html_escape(title(exe, page.model_path));
   std::string out =
       "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + model +
       ": ipucc compile report</title>\n<style>" + kStyle + "</style></head>\n<body>\n<h1>" + model +
@@ -216,14 +249,14 @@ std::string compile_report_html(const compiler::CompileReport& report, const std
                                      " tile(s) out of memory</span>"
                                : std::string("fits")) +
       "</p>\n";
-  if (!failure.empty()) out += "<pre class=\"failure\">" + html_escape(failure) + "</pre>\n";
-  out += "<div class=\"page\">\n<div id=\"memory\">\n<h2>Tile memory</h2>\n" + legend() +
-         "<p>Split: <span class=\"c-tensors\">&nbsp;&nbsp;</span> tensors <span "
+  if (!page.failure.empty()) out += "<pre class=\"failure\">" + html_escape(page.failure) + "</pre>\n";
+  out += "<div class=\"page\">\n<div id=\"memory\">\n<h2>Tile memory</h2>\n" + legend(m, page.scale) +
+         "<p>Split of a tile's peak: <span class=\"c-tensors\">&nbsp;&nbsp;</span> tensors <span "
          "class=\"c-exchange\">&nbsp;&nbsp;"
          "</span> exchange buffers <span class=\"c-vertex\">&nbsp;&nbsp;</span> vertex state "
          "<span class=\"c-code\">&nbsp;&nbsp;</span> code</p>\n";
   for (uint32_t ipu = 0; ipu < m.ipus; ++ipu)
-    out += ipu_section(m, ipu);
+    out += ipu_section(m, ipu, page.scale);
   out += tensors_section(m) + "</div>\n<div id=\"time\">\n" + schedule_section(exe) + cycles_section(exe) +
          "</div>\n</div>\n</body></html>\n";
   return out;

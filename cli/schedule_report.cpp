@@ -166,11 +166,19 @@ std::string schedule_svg(const format::Executable& exe) {
   const auto& est = exe.estimates().schedule();
   const Totals t = totals(exe);
   constexpr double kWidth = 1000, kRow = 40, kLeft = 70, kTop = 30;
-  const double total = std::max(1.0, t.slots + t.update);
+  // The program's estimate of the same micro-batches (the cycle table's per-step figure times
+  // them): the slots and the update, and what the program runs outside them (host streams and
+  // their copies, which the slots leave out), drawn last so the picture adds up to the table.
+  const double program = program_cycles_per_step(exe) * micro_batches(exe);
+  const double rest = std::max(0.0, program - (t.slots + t.update));
+  const double total = std::max(1.0, t.slots + t.update + rest);
   const double scale = kWidth / total;
   const double height = kTop + kRow * t.stages + 40;
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(kLeft + kWidth + 20) +
-                    "\" height=\"" + number(height) + "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  const std::string width = number(kLeft + kWidth + 20);
+  // A viewBox, so that a page may draw it at the width it has (the HTML report does).
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + width + "\" height=\"" +
+                    number(height) + "\" viewBox=\"0 0 " + width + " " + number(height) +
+                    "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg += "<text x=\"" + number(kLeft) + "\" y=\"18\" font-size=\"13\">" + html_escape(exe.model_name()) +
          ": " + exe.pipeline().schedule() + ", " + std::to_string(exe.pipeline().num_stages()) +
          " stage(s), " + number(micro_batches(exe)) +
@@ -197,22 +205,37 @@ std::string schedule_svg(const format::Executable& exe) {
       svg += "<rect x=\"" + number(x) + "\" y=\"" + number(y) + "\" width=\"" + number(width) +
              "\" height=\"" + number(kRow - 8) + "\" fill=\"" + fill + "\"><title>" + label + ": " +
              number(w.cycles()) + " cycles" + (repeat > 1 ? " each" : "") + "</title></rect>\n";
-      if (width > 14) {
-        svg += "<text x=\"" + number(x + 3) + "\" y=\"" + number(y + 20) + "\">" + label + "</text>\n";
+      // The whole label where it fits, else the kind alone ("F", "B") where that does.
+      const double label_width = 6.5 * static_cast<double>(label.size());
+      if (width > label_width || width > 9) {
+        svg += "<text x=\"" + number(x + 2) + "\" y=\"" + number(y + 20) + "\">" +
+               (width > label_width ? label : kind) + "</text>\n";
       }
     }
     start += slot.cycles() * static_cast<double>(repeat);
   }
-  if (t.update > 0) {
+  // Segments every IPU spends alike after the slots: the update, then the program's rest.
+  auto across_ipus = [&](double cycles, const char* fill, const std::string& what) {
+    if (cycles < total / 1000) return; // the rounding of the estimates' per-step figures
+    const double width = std::max(1.0, cycles * scale - 1);
     for (int s = 0; s < t.stages; ++s) {
-      svg += "<rect x=\"" + number(kLeft + start * scale) + "\" y=\"" + number(kTop + kRow * s + 4) +
-             "\" width=\"" + number(std::max(1.0, t.update * scale - 1)) + "\" height=\"" + number(kRow - 8) +
-             "\" fill=\"#93c47d\"><title>update: " + number(t.update) + " cycles</title></rect>\n";
+      const double y = kTop + kRow * s + 4;
+      svg += "<rect x=\"" + number(kLeft + start * scale) + "\" y=\"" + number(y) + "\" width=\"" +
+             number(width) + "\" height=\"" + number(kRow - 8) + "\" fill=\"" + fill + "\"><title>" + what +
+             ": " + with_commas(cycles) + " cycles</title></rect>\n";
+      if (width > 60) {
+        svg += "<text x=\"" + number(kLeft + start * scale + 2) + "\" y=\"" + number(y + 20) + "\">" + what +
+               "</text>\n";
+      }
     }
-  }
+    start += cycles;
+  };
+  across_ipus(t.update, "#93c47d", "update");
+  across_ipus(rest, "#cccccc", "host transfers");
   svg += "<text x=\"" + number(kLeft) + "\" y=\"" + number(height - 12) +
-         "\">F = forward, B = backward (blue, orange) by micro-batch; green = all-reduce and weight "
-         "update</text>\n";
+         "\">F = forward, B = backward (blue, orange) by micro-batch; a gap within a slot: its copies "
+         "between IPUs; "
+         "green = all-reduce and weight update; grey = host transfers</text>\n";
   return svg + "</svg>\n";
 }
 

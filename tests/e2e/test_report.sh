@@ -88,6 +88,44 @@ PY
   grep -q '<h2>Estimated cycles per step</h2>' report.html.dom || fail "no cycle estimate"
   grep -q 'dense1/kernel' report.html.dom || fail "the largest tensors are not named"
   grep -q '; fits</p>' report.html.dom || fail "the report does not say the model fits"
+  # The colours follow the plan: its fullest tile is the darkest step, though it is a few per cent
+  # of a tile (a page coloured against the capacity was one pale block).
+  grep -q "<i class=\"tile b9\" data-tile=\"$fullest\"" report.html.dom || fail "the fullest tile is not the darkest"
+  # The schedule adds up to the cycle table: its heading's total is the train program's cycles per
+  # step times the update's 4 micro-batches, host transfers included.
+  local per_step heading
+  per_step=$(json_get "$STDOUT" 'd["estimates"]["cycles_per_step"]["train"]')
+  heading=$(grep -o 'micro-batches per update, [0-9]* cycles' report.html.dom | grep -o '[0-9]* cycles')
+  "$PYTHON" - "$per_step" "$heading" <<'PY' || fail "the schedule's total ($heading) is not 4 x $per_step"
+import sys
+total = int(sys.argv[2].split()[0])
+assert abs(total - 4 * int(sys.argv[1])) <= 4, (total, sys.argv[1])
+PY
+  # Unpipelined, the slots leave out the host streams: the schedule draws them, so its total is
+  # still the program's.
+  expect_exit 0 "$IPUCC" compile "$SEQ" --no-cache --json --report seq.html
+  per_step=$(json_get "$STDOUT" 'd["estimates"]["cycles_per_step"]["train"]')
+  grep -q "micro-batches per update, $per_step cycles" seq.html || fail "the schedule's total is not $per_step"
+  grep -q '<title>host transfers: [0-9,]* cycles</title>' seq.html || fail "the host transfers are not drawn"
+}
+
+# The page reads at the widths engineers' screens have, the tile memory and the schedule side by
+# side with nothing wider than the window, and prints whole on a portrait page, one column.
+test_the_page_reads_at_1280_to_1920_pixels_and_prints_whole() {
+  expect_exit 0 "$IPUCC" compile "$STAGED" --gradient-accumulation 4 --steps-per-execution 4 --no-cache \
+    --report report.html
+  local width
+  for width in 1280 1920; do
+    timeout 120 "$PYTHON" "$E2E_LIB_DIR/chromium_layout.py" "$CHROMIUM" report.html "$width" \
+      "#memory" "#time" "#schedule svg" > "layout-$width.json" || fail "chromium could not lay out the page at $width px"
+    expect_json "layout-$width.json" 'd["scroll_width"] <= d["width"]' "nothing wider than $width px"
+    expect_json "layout-$width.json" 'd["#time"][0] >= d["#memory"][2]' "two columns at $width px"
+    expect_json "layout-$width.json" 'd["#schedule svg"][2] <= d["width"]' "the whole schedule in view at $width px"
+  done
+  timeout 120 "$PYTHON" "$E2E_LIB_DIR/chromium_layout.py" "$CHROMIUM" report.html 720 --print \
+    "#memory" "#time" > print.json || fail "chromium could not lay out the page for print"
+  expect_json print.json 'd["scroll_width"] <= d["width"]' "a printed page no wider than the paper"
+  expect_json print.json 'd["#time"][1] >= d["#memory"][3]' "one column in print"
 }
 
 test_a_compile_that_does_not_fit_writes_the_report_then_fails_as_before() {

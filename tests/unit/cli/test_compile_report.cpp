@@ -56,7 +56,8 @@ compiler::CompileReport hostile_report() {
 }
 
 TEST_CASE("cli::compile_report_html draws every tile and escapes every name") {
-  const std::string html = compile_report_html(hostile_report(), "test.json: 1 tile(s) out of memory <here>");
+  const std::string html = compile_report_html(
+      hostile_report(), {"", "test.json: 1 tile(s) out of memory <here>", TileScale::kCapacity});
   CHECK(html.rfind("<!doctype html>", 0) == 0);
   CHECK(count(html, "<i class=\"tile ") == 6); // ipus × tiles_per_ipu
   CHECK(count(html, "<i class=\"tile over\"") == 1);
@@ -86,9 +87,38 @@ TEST_CASE("cli::compile_report_html draws every tile and escapes every name") {
 TEST_CASE("cli::compile_report_html of a plan that fits shows no failure") {
   compiler::CompileReport report = hostile_report();
   report.memory.overflowing_tiles = 0;
-  const std::string html = compile_report_html(report, "");
+  const std::string html = compile_report_html(report, {});
   CHECK(html.find("; fits</p>") != std::string::npos);
   CHECK(html.find("class=\"failure\"") == std::string::npos);
+}
+
+TEST_CASE("cli::compile_report_html colours tiles against the fullest tile unless told the capacity") {
+  compiler::CompileReport report = hostile_report();
+  lowering::MemoryReport& m = report.memory;
+  m.overflowing_tiles = 0;
+  m.peak_per_tile = {0, 40, 20, 50, 10, 5}; // at most 5 % of a tile's 1,000 bytes
+  for (size_t t = 0; t < m.peak_per_tile.size(); ++t)
+    m.split_per_tile[t] = {m.peak_per_tile[t], 0, 0, 0};
+  const std::string by_data = compile_report_html(report, {});
+  CHECK(by_data.find("data-tile=\"3\" data-bytes=\"50\"") != std::string::npos);
+  CHECK(by_data.find("<i class=\"tile b9\" data-tile=\"3\"") != std::string::npos); // the fullest
+  CHECK(by_data.find("<i class=\"tile b8\" data-tile=\"1\"") != std::string::npos); // 40 of 50
+  CHECK(by_data.find("<i class=\"tile b1\" data-tile=\"5\"") != std::string::npos); // 5 of 50
+  CHECK(by_data.find("over the fullest tile's 50 bytes (5.0% of a tile's 1,000") != std::string::npos);
+  const std::string by_capacity = compile_report_html(report, {"", "", TileScale::kCapacity});
+  CHECK(count(by_capacity, "<i class=\"tile b0\"") == 5); // every used tile under 10 % of 1,000
+  CHECK(by_capacity.find("over its capacity, 1,000 bytes") != std::string::npos);
+}
+
+TEST_CASE("cli::compile_report_html titles the page by the file compiled") {
+  compiler::CompileReport report = hostile_report();
+  report.executable.set_model_name("torch_jit");
+  CHECK(compile_report_html(report, {"models/resnet18.onnx", "", TileScale::kFullestTile})
+            .find("<h1>resnet18.onnx (graph &#39;torch_jit&#39;)</h1>") != std::string::npos);
+  report.executable.set_model_name("resnet18");
+  CHECK(compile_report_html(report, {"models/resnet18.onnx", "", TileScale::kFullestTile})
+            .find("<h1>resnet18.onnx</h1>") != std::string::npos);
+  CHECK(compile_report_html(report, {}).find("<h1>resnet18</h1>") != std::string::npos);
 }
 
 } // namespace
