@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/html_escape.h"
+#include "cli/op_costs.h"
 #include "cli/schedule_report.h"
 #include "runtime/format/host_contract.h"
 
@@ -16,6 +17,8 @@ namespace {
 // own colour, and a tile that holds nothing another.
 constexpr int kSteps = 10;
 constexpr uint32_t kMapColumns = 64;
+// Rows of each per-op table.
+constexpr size_t kListedOps = 40;
 
 constexpr const char* kStyle = R"(body{font-family:sans-serif;font-size:13px;margin:16px;color:#222}
 h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:14px 0 6px}h3{font-size:13px;margin:10px 0 4px}
@@ -34,6 +37,8 @@ table.fullest{font-size:12px}
 .bar{display:flex;width:160px;height:10px;background:#f4f4f4;border:1px solid #ccc}
 .bar span{display:block;height:10px}.c-tensors{background:#4e79a7}.c-exchange{background:#f28e2b}
 .c-vertex{background:#59a14f}.c-code{background:#b07aa1}
+.ops{display:none}.ops:target,#ops-by-cycles{display:block}.ops:target~#ops-by-cycles{display:none}
+th a{color:inherit;text-decoration:none}
 @media print{.page{display:block}.scroll{overflow:visible}table,table.fullest{font-size:10px}.bar{width:60px}
 td.name,th.name{min-width:40px;max-width:160px}}
 )";
@@ -233,6 +238,52 @@ std::string title(const format::Executable& exe, const std::string& model_path) 
   return file + " (graph '" + exe.model_name() + "')";
 }
 
+// The ops by what they cost per step, as three tables, each sorted by one column and shown when
+// its header is clicked (CSS :target; the page runs no script). The cycle-sorted one is last, so
+// that it shows until another is chosen.
+std::string ops_table(const std::vector<OpCost>& ops, const char* id, const char* sorted_by) {
+  auto header = [&](const char* target, const char* text) {
+    const bool sorted = std::string(target) == id;
+    return std::string("<th><a href=\"#") + target + "\">" + text + (sorted ? " &#9660;" : "") + "</a></th>";
+  };
+  std::string out = std::string("<div class=\"ops scroll\" id=\"") + id +
+                    "\"><table>\n<tr><th class=\"name\">op</th>" + header("ops-by-cycles", "cycles/step") +
+                    header("ops-by-exchange", "exchange bytes/step") + header("ops-by-tiles", "tiles") +
+                    "<th>vertices</th><th>compute sets</th></tr>\n";
+  const size_t shown = std::min(ops.size(), kListedOps);
+  for (size_t i = 0; i < shown; ++i) {
+    const OpCost& op = ops[i];
+    out += "<tr class=\"op\"><td class=\"name\">" + html_escape(op.op) + "</td><td>" +
+           cycles_text(op.cycles) + "</td><td>" + cycles_text(op.exchange_bytes) + "</td><td>" +
+           with_commas(op.tiles) + "</td><td>" + with_commas(op.vertices) + "</td><td>" +
+           with_commas(op.compute_sets) + "</td></tr>\n";
+  }
+  out += "</table>\n";
+  if (ops.size() > shown) {
+    out += "<p>the " + std::to_string(shown) + " with the most " + sorted_by + " of " +
+           with_commas(ops.size()) + " ops</p>\n";
+  }
+  return out + "</div>\n";
+}
+
+std::string ops_section(const format::Executable& exe) {
+  StatusOr<std::vector<OpCost>> costs = op_costs(exe);
+  if (!costs.ok() || costs->empty()) return "";
+  std::vector<OpCost> by_exchange = *costs, by_tiles = *costs;
+  std::stable_sort(by_exchange.begin(), by_exchange.end(),
+                   [](const OpCost& a, const OpCost& b) { return a.exchange_bytes > b.exchange_bytes; });
+  std::stable_sort(by_tiles.begin(), by_tiles.end(),
+                   [](const OpCost& a, const OpCost& b) { return a.tiles > b.tiles; });
+  return "<section id=\"ops-section\">\n<h2>Ops</h2>\n<p>Each op's share of the estimated cycles and "
+         "exchange of "
+         "the compute sets it runs in, per step of the " +
+         std::string(exe.mode() == "train" ? "train" : "predict") +
+         " program (docs/report.md); click a column to sort by it.</p>\n" +
+         ops_table(by_exchange, "ops-by-exchange", "exchange bytes") +
+         ops_table(by_tiles, "ops-by-tiles", "tiles") + ops_table(*costs, "ops-by-cycles", "cycles") +
+         "</section>\n";
+}
+
 } // namespace
 
 std::string compile_report_html(const compiler::CompileReport& report, const ReportPage& page) {
@@ -258,7 +309,7 @@ std::string compile_report_html(const compiler::CompileReport& report, const Rep
   for (uint32_t ipu = 0; ipu < m.ipus; ++ipu)
     out += ipu_section(m, ipu, page.scale);
   out += tensors_section(m) + "</div>\n<div id=\"time\">\n" + schedule_section(exe) + cycles_section(exe) +
-         "</div>\n</div>\n</body></html>\n";
+         ops_section(exe) + "</div>\n</div>\n</body></html>\n";
   return out;
 }
 

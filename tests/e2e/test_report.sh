@@ -122,6 +122,15 @@ test_the_page_reads_at_1280_to_1920_pixels_and_prints_whole() {
     expect_json "layout-$width.json" 'd["#time"][0] >= d["#memory"][2]' "two columns at $width px"
     expect_json "layout-$width.json" 'd["#schedule svg"][2] <= d["width"]' "the whole schedule in view at $width px"
   done
+  # The ops table sorted by cycles shows until a column's header picks another order.
+  timeout 120 "$PYTHON" "$E2E_LIB_DIR/chromium_layout.py" "$CHROMIUM" report.html 1280 \
+    "#ops-by-cycles" "#ops-by-tiles" > ops.json || fail "chromium could not lay out the page"
+  expect_json ops.json 'd["#ops-by-cycles"][3] > d["#ops-by-cycles"][1] and d["#ops-by-tiles"][3] == 0' \
+    "the table by cycles shown, the others hidden"
+  timeout 120 "$PYTHON" "$E2E_LIB_DIR/chromium_layout.py" "$CHROMIUM" "report.html#ops-by-tiles" 1280 \
+    "#ops-by-cycles" "#ops-by-tiles" > ops_by_tiles.json || fail "chromium could not lay out the page"
+  expect_json ops_by_tiles.json 'd["#ops-by-tiles"][3] > d["#ops-by-tiles"][1] and d["#ops-by-cycles"][3] == 0' \
+    "the table by tiles shown once chosen"
   timeout 120 "$PYTHON" "$E2E_LIB_DIR/chromium_layout.py" "$CHROMIUM" report.html 720 --print \
     "#memory" "#time" > print.json || fail "chromium could not lay out the page for print"
   expect_json print.json 'd["scroll_width"] <= d["width"]' "a printed page no wider than the paper"
