@@ -3,6 +3,7 @@
 
 #include "cli/build_identity.h"
 #include "cli/cache_command.h"
+#include "cli/compare_command.h"
 #include "cli/compile_command.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
@@ -15,11 +16,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   auto compile = ipu::cli::add_compile_command(app);
   auto cache = ipu::cli::add_cache_command(app);
+  auto compare = ipu::cli::add_compare_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return ipu::cli::fail_usage("ipucc", app, e);
   }
-  int rc = compile();
-  return rc >= 0 ? rc : cache();
+  for (const auto& command : {compile, cache, compare}) {
+    if (const int rc = command(); rc >= 0) return rc;
+  }
+  return ipu::cli::kExitUsage; // require_subcommand(1) lets none through
 }
