@@ -24,7 +24,7 @@ constexpr const char* kStyle = R"(body{font-family:sans-serif;font-size:13px;mar
 h1{font-size:18px;margin:0 0 4px}h2{font-size:15px;margin:14px 0 6px}h3{font-size:13px;margin:10px 0 4px}
 .page{display:grid;grid-template-columns:minmax(0,1fr);gap:24px;align-items:start}
 @media (min-width:1240px){.page{grid-template-columns:minmax(0,660px) minmax(0,1fr)}}
-#memory,#time{min-width:0}.scroll{overflow-x:auto}#schedule svg{width:100%;height:auto}
+#memory,#time{min-width:0}.scroll{overflow-x:auto}#schedule svg,svg.liveness{width:100%;height:auto}
 .fails{color:#a00;font-weight:bold}pre.failure{background:#fee;border:1px solid #d99;padding:6px;white-space:pre-wrap}
 .tilemap{display:grid;gap:1px;margin:4px 0}.tile{display:block;width:9px;height:9px}
 .b0{background:#e3edf7}.b1{background:#d6e4f2}.b2{background:#bcd3ea}.b3{background:#a1c1e1}
@@ -140,6 +140,62 @@ std::string fullest_table(const lowering::MemoryReport& m, uint32_t ipu) {
   return out + "</table>\n";
 }
 
+// Memory over the program on one IPU: the fullest tile at each step and the mean of its tiles,
+// against the steps of the longest program, the peak marked (PopVision's liveness view).
+std::string liveness_chart(const lowering::MemoryReport& m, uint32_t ipu) {
+  if (m.liveness.empty()) return "";
+  constexpr double kWidth = 600, kHeight = 140, kLeft = 70, kTop = 14, kBottom = 30;
+  uint64_t top = 1;
+  size_t peak_at = 0;
+  for (size_t i = 0; i < m.liveness.size(); ++i) {
+    const uint64_t bytes = m.liveness[i].fullest_tile_per_ipu[ipu];
+    if (bytes > top) {
+      top = bytes;
+      peak_at = i;
+    }
+  }
+  const uint64_t peak = top;
+  const double y_max = static_cast<double>(top) * 1.1;
+  const double steps = static_cast<double>(std::max<size_t>(1, m.liveness.size() - 1));
+  auto x = [&](size_t i) { return kLeft + kWidth * static_cast<double>(i) / steps; };
+  auto y = [&](double bytes) { return kTop + kHeight * (1.0 - bytes / y_max); };
+  auto number = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f", v);
+    return std::string(text);
+  };
+  std::string fullest, mean;
+  for (size_t i = 0; i < m.liveness.size(); ++i) {
+    const lowering::LiveStep& step = m.liveness[i];
+    fullest += number(x(i)) + "," + number(y(static_cast<double>(step.fullest_tile_per_ipu[ipu]))) + " ";
+    mean += number(x(i)) + "," +
+            number(y(static_cast<double>(step.total_per_ipu[ipu]) / std::max(1u, m.tiles_per_ipu))) + " ";
+  }
+  const double width = kLeft + kWidth + 10, height = kTop + kHeight + kBottom;
+  std::string svg = "<svg class=\"liveness\" data-ipu=\"" + std::to_string(ipu) + "\" data-peak=\"" +
+                    std::to_string(peak) + "\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " +
+                    number(width) + " " + number(height) + "\" width=\"" + number(width) +
+                    "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  svg += "<line x1=\"" + number(kLeft) + "\" x2=\"" + number(kLeft) + "\" y1=\"" + number(kTop) + "\" y2=\"" +
+         number(kTop + kHeight) + "\" stroke=\"#999\"/><line x1=\"" + number(kLeft) + "\" x2=\"" +
+         number(kLeft + kWidth) + "\" y1=\"" + number(kTop + kHeight) + "\" y2=\"" + number(kTop + kHeight) +
+         "\" stroke=\"#999\"/>\n";
+  svg += "<text x=\"" + number(kLeft - 4) + "\" y=\"" + number(y(static_cast<double>(peak)) + 4) +
+         "\" text-anchor=\"end\">" + with_commas(peak) + "</text><text x=\"" + number(kLeft - 4) + "\" y=\"" +
+         number(kTop + kHeight) + "\" text-anchor=\"end\">0</text>\n";
+  svg += "<polyline fill=\"none\" stroke=\"#9ecae1\" stroke-width=\"1.5\" points=\"" + mean + "\"/>\n";
+  svg += "<polyline fill=\"none\" stroke=\"#204c7c\" stroke-width=\"1.5\" points=\"" + fullest + "\"/>\n";
+  svg += "<circle cx=\"" + number(x(peak_at)) + "\" cy=\"" + number(y(static_cast<double>(peak))) +
+         "\" r=\"4\" fill=\"#d62728\"><title>peak: " + with_commas(peak) + " bytes in " +
+         html_escape(m.liveness_names[peak_at]) + "</title></circle>\n";
+  svg += "<text x=\"" + number(kLeft) + "\" y=\"" + number(height - 8) +
+         "\">program steps, in the longest program's order; dark: the fullest tile, light: the mean "
+         "tile</text>\n";
+  return "<h3>Memory over the program</h3>\n<p>Peak " + with_commas(peak) + " bytes (" +
+         percent(peak, m.bytes_per_tile) + " of a tile) in " + html_escape(m.liveness_names[peak_at]) +
+         "</p>\n" + svg + "</svg>\n";
+}
+
 std::string ipu_section(const lowering::MemoryReport& m, uint32_t ipu, TileScale scale) {
   uint64_t sum = 0, peak = 0;
   uint32_t used = 0, over = 0, fullest = ipu * m.tiles_per_ipu;
@@ -173,8 +229,9 @@ std::string ipu_section(const lowering::MemoryReport& m, uint32_t ipu, TileScale
            split_text(m.split_per_tile[t]) + "\"></i>";
     if ((t + 1) % kMapColumns == 0) out += "\n";
   }
-  out += "</div>\n<h3>Fullest tiles at their fullest moment</h3>\n<div class=\"scroll\">" +
-         fullest_table(m, ipu) + "</div>\n</section>\n";
+  out += "</div>\n" + liveness_chart(m, ipu) +
+         "<h3>Fullest tiles at their fullest moment</h3>\n<div class=\"scroll\">" + fullest_table(m, ipu) +
+         "</div>\n</section>\n";
   return out;
 }
 

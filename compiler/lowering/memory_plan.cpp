@@ -75,22 +75,37 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
   for (size_t pos = 0; pos < order.size(); ++pos)
     received[pos] = records[order[pos]].received_bytes;
 
+  // What each IPU's tiles hold all program long: the floor of its liveness.
+  const uint32_t ipus = target.num_ipus;
+  std::vector<uint64_t> fixed_max(ipus, 0), fixed_sum(ipus, 0);
+  for (uint32_t t = 0; t < tiles; ++t) {
+    const uint32_t ipu = t / target.tiles_per_ipu;
+    fixed_max[ipu] = std::max(fixed_max[ipu], fixed_on(t));
+    fixed_sum[ipu] += fixed_on(t);
+  }
+
   // Each tile's fullest moment: the position where its temporaries and receive buffers peak.
   MemoryPlan plan;
   plan.peak_per_tile.resize(tiles);
   plan.split_per_tile.resize(tiles);
+  plan.liveness.reserve(order.size());
   std::vector<std::optional<size_t>> peak_at(tiles);
   std::vector<uint64_t> moving(tiles, 0);
   for (size_t pos = 0; pos < order.size(); ++pos) {
     std::map<uint32_t, uint64_t> here = temporaries[pos];
     for (const auto& [tile, bytes] : received[pos])
       here[tile] += bytes;
+    LiveStep step{order[pos], fixed_max, fixed_sum};
     for (const auto& [tile, bytes] : here) {
       if (bytes > moving[tile]) {
         moving[tile] = bytes;
         peak_at[tile] = pos;
       }
+      const uint32_t ipu = tile / target.tiles_per_ipu;
+      step.fullest_tile_per_ipu[ipu] = std::max(step.fullest_tile_per_ipu[ipu], fixed_on(tile) + bytes);
+      step.total_per_ipu[ipu] += bytes;
     }
+    plan.liveness.push_back(std::move(step));
   }
   for (uint32_t t = 0; t < tiles; ++t) {
     plan.peak_per_tile[t] = fixed_on(t) + moving[t];

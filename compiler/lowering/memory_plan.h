@@ -41,6 +41,15 @@ struct TileSplit {
 // How many of each IPU's fullest tiles the plan breaks down (fullest_per_ipu).
 constexpr size_t kBrokenDownPerIpu = 3;
 
+// Memory over the program: at one compute set of the order the plan follows, the bytes each IPU's
+// tiles hold (what lives all program long, the temporaries live then, that set's receive
+// buffers): the fullest of its tiles then, and all its tiles together.
+struct LiveStep {
+  uint32_t compute_set = 0;
+  std::vector<uint64_t> fullest_tile_per_ipu;
+  std::vector<uint64_t> total_per_ipu;
+};
+
 struct MemoryPlan {
   std::vector<uint64_t> peak_per_tile;
   std::vector<TileSplit> split_per_tile; // what fills each tile then
@@ -51,6 +60,7 @@ struct MemoryPlan {
   uint64_t total_bytes = 0;
   uint32_t tiles_used = 0;
   std::vector<TileUsage> overflowing; // tiles whose peak exceeds bytes_per_tile, fullest first
+  std::vector<LiveStep> liveness;     // one per compute set of the order, in it
 };
 
 // Whether a tensor of this role lives all program long (weights, optimizer state, stashes, ...);

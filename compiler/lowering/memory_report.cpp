@@ -19,6 +19,22 @@ MemoryReport report_memory(const format::Executable& exe, const MemoryPlan& plan
   report.fullest_per_ipu = plan.fullest_per_ipu;
   report.overflowing_tiles = static_cast<uint32_t>(plan.overflowing.size());
   report.total_bytes = plan.total_bytes;
+  // Runs of consecutive steps merged to at most kLivenessPoints, each keeping the run's fullest
+  // values, so no peak is lost to the merge.
+  const size_t steps = plan.liveness.size();
+  const size_t per_point = std::max<size_t>(1, (steps + kLivenessPoints - 1) / kLivenessPoints);
+  for (size_t first = 0; first < steps; first += per_point) {
+    LiveStep merged = plan.liveness[first];
+    for (size_t i = first + 1; i < std::min(steps, first + per_point); ++i) {
+      for (size_t ipu = 0; ipu < merged.total_per_ipu.size(); ++ipu) {
+        merged.fullest_tile_per_ipu[ipu] =
+            std::max(merged.fullest_tile_per_ipu[ipu], plan.liveness[i].fullest_tile_per_ipu[ipu]);
+        merged.total_per_ipu[ipu] = std::max(merged.total_per_ipu[ipu], plan.liveness[i].total_per_ipu[ipu]);
+      }
+    }
+    report.liveness_names.push_back(exe.compute_sets(static_cast<int>(merged.compute_set)).name());
+    report.liveness.push_back(std::move(merged));
+  }
 
   std::vector<TensorFootprint> tensors;
   for (const format::Tensor& t : exe.tensors()) {

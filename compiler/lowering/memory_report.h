@@ -34,7 +34,13 @@ struct MemoryReport {
   uint32_t overflowing_tiles = 0;
   uint64_t total_bytes = 0;
   std::vector<TensorFootprint> largest_tensors; // at most kLargestTensors, largest first
+  // Memory over the program, at most kLivenessPoints steps (each the fullest of the compute sets it
+  // stands for: a long program is drawn at its peaks, not sampled past them).
+  std::vector<LiveStep> liveness;
+  std::vector<std::string> liveness_names; // each step's compute set (the first it stands for)
 };
+
+constexpr size_t kLivenessPoints = 600;
 
 MemoryReport report_memory(const format::Executable& executable, const MemoryPlan& plan,
                            const target::TargetSpec& target);

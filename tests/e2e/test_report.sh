@@ -84,6 +84,16 @@ assert int(sys.argv[1]) < int(sys.argv[2])
 PY
   check_dom report.html "$((tiles * ipus))" "$fullest" "$peak"
   grep -q 'id="ipu-1"' report.html.dom || fail "no section for IPU 1"
+  # Memory over the program, per IPU, peaks at that IPU's fullest tile.
+  "$PYTHON" - report.html.dom <<'PY' || fail "the liveness charts do not peak at the fullest tiles"
+import re, sys
+dom = open(sys.argv[1], encoding="utf-8").read()
+peaks = dict(re.findall(r'class="liveness" data-ipu="(\d+)" data-peak="(\d+)"', dom))
+fullest = re.findall(r'<section class="ipu" id="ipu-(\d+)">.*?class="fullest-tile" data-tile="\d+" data-bytes="(\d+)"', dom, re.S)
+assert len(peaks) == 2 and len(fullest) == 2, (peaks, fullest)
+for ipu, bytes in fullest:
+    assert peaks[ipu] == bytes, (ipu, peaks[ipu], bytes)
+PY
   grep -q '<h2>Pipeline schedule</h2>' report.html.dom || fail "no pipeline schedule"
   grep -q '<h2>Estimated cycles per step</h2>' report.html.dom || fail "no cycle estimate"
   grep -q 'dense1/kernel' report.html.dom || fail "the largest tensors are not named"

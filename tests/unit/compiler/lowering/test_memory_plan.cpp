@@ -73,6 +73,16 @@ TEST_CASE("memory plan: the same model fits a larger target and reports its full
   const uint64_t resident = 2 * 4 * (64 * 512 + 512 + 512 * 10 + 10);
   CHECK(plan.total_bytes >= resident);
   CHECK(result->executable.estimates().peak_tile_bytes() == plan.fullest.peak_bytes);
+  // Memory over the program peaks where the fullest tile does, and never falls below what lives
+  // all program long.
+  REQUIRE(!plan.liveness.empty());
+  uint64_t liveness_peak = 0;
+  for (const lowering::LiveStep& step : plan.liveness) {
+    REQUIRE(step.fullest_tile_per_ipu.size() == 1);
+    liveness_peak = std::max(liveness_peak, step.fullest_tile_per_ipu[0]);
+    CHECK(step.total_per_ipu[0] >= resident);
+  }
+  CHECK(liveness_peak == plan.fullest.peak_bytes);
 }
 
 // Attention-shaped products of two activations: x [8, 4, 32, 32] · x. Each operand holds
