@@ -713,6 +713,13 @@ StatusOr<EvaluateResult> Session::Impl::evaluate_on_device(const data::Dataset& 
     IPU_RETURN_IF_ERROR(s.run_execution(evaluate, feed, out));
     // Steps past the data hold padding rows only: they add nothing.
     const int64_t data_steps = std::min(S, steps - e * S);
+    // The verifier bounds what a run streams from above only: an evaluate program that streams
+    // no loss (or too few) is a corrupt executable, not an empty result.
+    if (static_cast<int64_t>(out.losses.size()) < data_steps) {
+      return data_loss("program 'evaluate' streamed " + std::to_string(out.losses.size()) +
+                       " loss(es) in an execution of " + std::to_string(data_steps) +
+                       " step(s) of data; it must stream one per step");
+    }
     for (int64_t i = 0; i < data_steps; ++i)
       loss_sum += static_cast<double>(out.losses[static_cast<size_t>(i)]) * static_cast<double>(B);
     for (size_t m = 0; m < sums.size(); ++m)

@@ -65,6 +65,15 @@ test_heap_disclosure_writes_nothing() {
   expect_refused heap-disclosure gemm "stream 'features' does not carry its 24 floats"
 }
 
+# An evaluate program that streams no loss read losses it never got (UBSan, found by
+# fuzz_executable): evaluate now refuses it, naming the executable.
+test_an_evaluate_program_without_its_loss_is_refused() {
+  compile_victims
+  "$HOSTILE" evaluate-without-loss mlp.ipuexe hostile.ipuexe || fail "hostile_executable failed"
+  expect_error 7 "hostile.ipuexe" "program 'evaluate' streamed 0 loss(es) in an execution of 1 step(s)" -- \
+    "$IPURUN" evaluate hostile.ipuexe --data synthetic:8 "${QUIET[@]}"
+}
+
 test_model_inputs_and_outputs_that_lie_are_refused() {
   compile_victims
   expect_refused input-batched-scalar gemm "input 'input': is batched but its shape does not start with the micro-batch of 4"

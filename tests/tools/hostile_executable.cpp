@@ -135,6 +135,17 @@ const std::map<std::string, std::function<void(Executable&)>>& mutations() {
          in->set_stream(static_cast<uint32_t>(labels));
          in->set_tensor(stream_tensor(e, fmt::kTrainProgram, labels));
        }},
+      // An evaluate program that streams no loss: the host read a loss per step it never got.
+      {"evaluate-without-loss",
+       [](Executable& e) {
+         const int loss = find_stream(e, fmt::kLossStream);
+         auto* steps = step_body(e, fmt::kEvaluateProgram).mutable_steps();
+         for (auto it = steps->begin(); it != steps->end();) {
+           const bool streams_loss =
+               it->has_stream_out() && it->stream_out().stream() == static_cast<uint32_t>(loss);
+           it = streams_loss ? steps->erase(it) : it + 1;
+         }
+       }},
       // A tensor larger than the batch streamed in, then out as the predictions: the host would
       // send back what lies past its buffer.
       {"heap-disclosure",
