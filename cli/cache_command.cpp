@@ -17,13 +17,12 @@
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/tool_names.h"
 #include "compile_cache/executable_key.h"
 #include "runtime/format/executable_file.h"
 
 namespace ipu::cli {
 namespace {
-
-constexpr const char* kTool = "ipucc";
 
 struct CacheFlags {
   std::string sub;
@@ -83,7 +82,7 @@ nlohmann::json entry_json(const cache::LocalStore& store, const cache::EntryInfo
 }
 
 nlohmann::json document(const CacheFlags& f) {
-  nlohmann::json d = json_document(kTool, "cache");
+  nlohmann::json d = json_document(kIpuccTool, "cache");
   d["command"] = "cache " + f.sub;
   return d;
 }
@@ -91,12 +90,12 @@ nlohmann::json document(const CacheFlags& f) {
 // Removes keys and counts them as evictions; prints the result.
 int report_removed(const CacheFlags& f, cache::LocalStore& store,
                    const StatusOr<std::vector<std::string>>& removed, bool count_as_evictions) {
-  if (!removed.ok()) return fail(kTool, removed.status(), kExitIoError);
+  if (!removed.ok()) return fail(kIpuccTool, removed.status(), kExitIoError);
   if (count_as_evictions && !removed->empty()) {
     cache::CacheStats delta;
     delta.evictions = removed->size();
     Status s = cache::add_stats(store.root(), delta);
-    if (!s.ok()) print_warning(kTool, s.message() + "; cache statistics not updated");
+    if (!s.ok()) print_warning(kIpuccTool, s.message() + "; cache statistics not updated");
   }
   auto total = store.total_bytes();
   const uint64_t bytes = total.ok() ? *total : 0;
@@ -115,7 +114,7 @@ int report_removed(const CacheFlags& f, cache::LocalStore& store,
 
 int run_cache(const CacheFlags& f) {
   auto opened = cache::LocalStore::open(f.cache_dir.empty() ? cache::default_cache_dir() : f.cache_dir);
-  if (!opened.ok()) return fail(kTool, opened.status(), kExitIoError);
+  if (!opened.ok()) return fail(kIpuccTool, opened.status(), kExitIoError);
   cache::LocalStore& store = *opened;
 
   if (f.sub == "gc") {
@@ -123,8 +122,8 @@ int run_cache(const CacheFlags& f) {
     const std::string limit = f.max_size ? *f.max_size : default_cache_max_size();
     auto max = parse_size(limit);
     if (!max) {
-      print_error(kTool, std::string(f.max_size ? "--max-size" : "$IPUCC_CACHE_MAX_SIZE") +
-                             ": invalid size '" + limit + "' (expected bytes or e.g. 1024K, 500M, 2G)");
+      print_error(kIpuccTool, std::string(f.max_size ? "--max-size" : "$IPUCC_CACHE_MAX_SIZE") +
+                                  ": invalid size '" + limit + "' (expected bytes or e.g. 1024K, 500M, 2G)");
       return kExitUsage;
     }
     return report_removed(f, store, store.evict_to(*max), true);
@@ -132,7 +131,7 @@ int run_cache(const CacheFlags& f) {
   if (f.sub == "evict") {
     auto age = parse_age(f.older_than);
     if (!age) {
-      print_error(kTool,
+      print_error(kIpuccTool,
                   "--older-than: invalid age '" + f.older_than + "' (expected e.g. 30d, 12h, 45m, 10s)");
       return kExitUsage;
     }
@@ -145,16 +144,16 @@ int run_cache(const CacheFlags& f) {
   if (f.sub == "explain") return run_cache_explain(store, f.target, f.compile, f.json);
 
   auto entries = store.list();
-  if (!entries.ok()) return fail(kTool, entries.status(), kExitIoError);
+  if (!entries.ok()) return fail(kIpuccTool, entries.status(), kExitIoError);
 
   if (f.sub == "clear") return report_removed(f, store, store.clear(), false);
 
   if (f.sub == "stats") {
     auto stats = cache::read_stats(store.root());
-    if (!stats.ok()) print_warning(kTool, stats.status().message());
+    if (!stats.ok()) print_warning(kIpuccTool, stats.status().message());
     const cache::CacheStats s = stats.ok() ? *stats : cache::CacheStats();
     auto total = store.rescan_total_bytes();
-    if (!total.ok()) return fail(kTool, total.status(), kExitIoError);
+    if (!total.ok()) return fail(kIpuccTool, total.status(), kExitIoError);
     const std::string limit_text = default_cache_max_size();
     auto limit = parse_size(limit_text);
     if (f.json) {
@@ -228,7 +227,7 @@ int run_cache(const CacheFlags& f) {
     auto found = store.load_by_key(f.key, /*touch_entry=*/false);
     if (!found.ok()) {
       const StatusCode c = found.status().code();
-      return fail(kTool, found.status(), c == StatusCode::kInvalidArgument ? kExitUsage : kExitIoError);
+      return fail(kIpuccTool, found.status(), c == StatusCode::kInvalidArgument ? kExitUsage : kExitIoError);
     }
     auto manifest = cache::Manifest::parse(found->manifest_text);
     auto exe = format::parse_executable(found->executable_bytes, found->path);
@@ -286,7 +285,7 @@ int run_cache(const CacheFlags& f) {
       }
     }
     if (!belongs.ok()) {
-      print_error(kTool, belongs.message() + " (run 'ipucc cache verify' to quarantine it)");
+      print_error(kIpuccTool, belongs.message() + " (run 'ipucc cache verify' to quarantine it)");
       return kExitIoError;
     }
     return kExitOk;
@@ -319,16 +318,16 @@ int run_cache(const CacheFlags& f) {
     }
     Status q = store.quarantine(e.key);
     if (!q.ok())
-      print_warning(kTool, q.message());
+      print_warning(kIpuccTool, q.message());
     else if (!f.json)
-      print_warning(kTool, problem + "; moved to " + store.corrupt_dir());
+      print_warning(kIpuccTool, problem + "; moved to " + store.corrupt_dir());
     corrupt.push_back({{"key", e.key}, {"error", problem}});
   }
   if (!corrupt.empty()) {
     cache::CacheStats delta;
     delta.corrupt_found = corrupt.size();
     Status s = cache::add_stats(store.root(), delta);
-    if (!s.ok()) print_warning(kTool, s.message() + "; cache statistics not updated");
+    if (!s.ok()) print_warning(kIpuccTool, s.message() + "; cache statistics not updated");
   }
   if (f.json) {
     nlohmann::json out = document(f);

@@ -8,14 +8,13 @@
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
 #include "cli/resolve_executable.h"
+#include "cli/tool_names.h"
 #include "compile_cache/compile_through_cache.h"
 #include "compiler/frontend/loaded_model.h"
 #include "runtime/base/file_io.h"
 
 namespace ipu::cli {
 namespace {
-
-constexpr const char* kTool = "ipucc";
 
 struct Difference {
   std::string field;
@@ -67,31 +66,31 @@ int run_cache_explain(cache::LocalStore& store, const std::string& target, const
   std::string exclude; // explaining an entry: compare it with the others
   if (names_a_model(target)) {
     auto text = read_file(target);
-    if (!text.ok()) return fail(kTool, text.status());
+    if (!text.ok()) return fail(kIpuccTool, text.status());
     auto options = to_compile_options(compile, target, "train");
-    if (!options.ok()) return fail(kTool, options.status());
+    if (!options.ok()) return fail(kIpuccTool, options.status());
     requested = compile_cache::make_manifest(*options, frontend::LoadedModel::parse(*text, target));
   } else {
     auto found = store.load_by_key(target, /*touch_entry=*/false);
     if (!found.ok()) {
       const StatusCode c = found.status().code();
-      return fail(kTool, found.status(), c == StatusCode::kInvalidArgument ? kExitUsage : kExitIoError);
+      return fail(kIpuccTool, found.status(), c == StatusCode::kInvalidArgument ? kExitUsage : kExitIoError);
     }
     auto parsed = cache::Manifest::parse(found->manifest_text);
-    if (!parsed.ok()) return fail(kTool, parsed.status().with_context(found->path), kExitIoError);
+    if (!parsed.ok()) return fail(kIpuccTool, parsed.status().with_context(found->path), kExitIoError);
     requested = std::move(*parsed);
     exclude = found->key;
   }
   const std::string key = requested.key();
   auto entries = store.list();
-  if (!entries.ok()) return fail(kTool, entries.status(), kExitIoError);
+  if (!entries.ok()) return fail(kIpuccTool, entries.status(), kExitIoError);
   bool hit = false;
   for (const auto& e : *entries)
     hit = hit || (exclude.empty() && e.manifest_ok && e.key == key);
   const Nearest nearest = hit ? Nearest() : nearest_entry(*entries, requested, exclude);
 
   if (json) {
-    nlohmann::json out = json_document(kTool, "cache explain");
+    nlohmann::json out = json_document(kIpuccTool, "cache explain");
     out["dir"] = store.dir();
     out["key"] = key;
     out["hit"] = hit;

@@ -9,14 +9,15 @@
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/number_text.h"
 #include "cli/op_costs.h"
 #include "cli/resolve_executable.h"
+#include "cli/tool_names.h"
 #include "runtime/format/host_contract.h"
 
 namespace ipu::cli {
 namespace {
 
-constexpr const char* kTool = "ipucc";
 // Ops the text output lists; --json has them all.
 constexpr size_t kListedChanges = 25;
 
@@ -57,15 +58,6 @@ nlohmann::json side(const OpCost* cost) {
           {"vertices", cost->vertices}};
 }
 
-std::string with_commas(double value) {
-  char digits[32];
-  std::snprintf(digits, sizeof digits, "%.0f", std::abs(value));
-  std::string s = digits;
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(static_cast<size_t>(i), ",");
-  return (value < -0.5 ? "-" : "") + s;
-}
-
 std::string change(double a, double b) {
   if (a == 0) return b == 0 ? "" : "new";
   char text[32];
@@ -83,13 +75,13 @@ void print_text(const CompareFlags& flags, const nlohmann::json& c) {
     const double a = cycles["a"].is_null() ? 0 : cycles["a"].get<double>();
     const double b = cycles["b"].is_null() ? 0 : cycles["b"].get<double>();
     std::printf("%-28s %14s %14s %9s\n", (program + " cycles/step").c_str(),
-                cycles["a"].is_null() ? "-" : with_commas(a).c_str(),
-                cycles["b"].is_null() ? "-" : with_commas(b).c_str(),
+                cycles["a"].is_null() ? "-" : rounded_with_commas(a).c_str(),
+                cycles["b"].is_null() ? "-" : rounded_with_commas(b).c_str(),
                 cycles["a"].is_null() || cycles["b"].is_null() ? "" : change(a, b).c_str());
   }
   for (const char* key : {"peak_tile_bytes", "total_bytes", "tiles_used", "vertices"}) {
     const double a = c["a"][key].get<double>(), b = c["b"][key].get<double>();
-    std::printf("%-28s %14s %14s %9s\n", key, with_commas(a).c_str(), with_commas(b).c_str(),
+    std::printf("%-28s %14s %14s %9s\n", key, rounded_with_commas(a).c_str(), rounded_with_commas(b).c_str(),
                 change(a, b).c_str());
   }
   const auto& ops = c["ops_changed"];
@@ -104,7 +96,7 @@ void print_text(const CompareFlags& flags, const nlohmann::json& c) {
   for (size_t i = 0; i < std::min(ops.size(), kListedChanges); ++i) {
     const auto& op = ops[i];
     const auto cell = [&](const char* which, const char* what) {
-      return op[which].is_null() ? std::string("-") : with_commas(op[which][what].get<double>());
+      return op[which].is_null() ? std::string("-") : rounded_with_commas(op[which][what].get<double>());
     };
     const double a = op["a"].is_null() ? 0 : op["a"]["cycles"].get<double>();
     const double b = op["b"].is_null() ? 0 : op["b"]["cycles"].get<double>();
@@ -127,13 +119,13 @@ int run_compare(const CompareFlags& flags) {
     return std::move(resolved.executable);
   };
   StatusOr<format::Executable> a = load(flags.a);
-  if (!a.ok()) return fail(kTool, a.status(), exit_code_for(a.status()));
+  if (!a.ok()) return fail(kIpuccTool, a.status(), exit_code_for(a.status()));
   StatusOr<format::Executable> b = load(flags.b);
-  if (!b.ok()) return fail(kTool, b.status(), exit_code_for(b.status()));
+  if (!b.ok()) return fail(kIpuccTool, b.status(), exit_code_for(b.status()));
   StatusOr<nlohmann::json> compared = compare_executables(*a, *b);
-  if (!compared.ok()) return fail(kTool, compared.status(), kExitBadExecutable);
+  if (!compared.ok()) return fail(kIpuccTool, compared.status(), kExitBadExecutable);
   if (flags.json) {
-    nlohmann::json out = json_document(kTool, "compare");
+    nlohmann::json out = json_document(kIpuccTool, "compare");
     out.update(*compared);
     out["a"]["executable"] = flags.a;
     out["b"]["executable"] = flags.b;

@@ -12,7 +12,9 @@
 #include "cli/estimated_trace.h"
 #include "cli/exit_codes.h"
 #include "cli/json_output.h"
+#include "cli/number_text.h"
 #include "cli/schedule_report.h"
+#include "cli/tool_names.h"
 #include "compile_cache/compile_through_cache.h"
 #include "compiler/driver/compile.h"
 #include "runtime/base/output_file.h"
@@ -20,8 +22,6 @@
 
 namespace ipu::cli {
 namespace {
-
-constexpr const char* kTool = "ipucc";
 
 struct CompileCommandFlags {
   std::string model;
@@ -36,13 +36,6 @@ struct CompileCommandFlags {
   std::string trace;
   bool dump_plan = false;
 };
-
-std::string with_commas(uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(static_cast<size_t>(i), ",");
-  return s;
-}
 
 nlohmann::json estimates_json(const format::Executable& exe) {
   nlohmann::json cycles = nlohmann::json::object(), breakdown = nlohmann::json::object();
@@ -128,7 +121,7 @@ int run_compile(const CompileCommandFlags& flags) {
                               .dump(2)
                               .c_str());
     }
-    return fail(kTool, status, exit_code);
+    return fail(kIpuccTool, status, exit_code);
   };
   if (Status outputs = check_outputs(flags); !outputs.ok())
     return failed(outputs, outputs.code() == StatusCode::kBadOption ? kExitUsage : kExitIoError);
@@ -153,8 +146,8 @@ int run_compile(const CompileCommandFlags& flags) {
   const bool html_report = has_suffix(flags.report, ".html");
   compiler::CompileReport report;
   if (html_report) request.report = &report;
-  auto compiled =
-      compile_cache::compile_through_cache(request, [](const std::string& w) { print_warning(kTool, w); });
+  auto compiled = compile_cache::compile_through_cache(
+      request, [](const std::string& w) { print_warning(kIpuccTool, w); });
   if (!compiled.ok()) {
     // Out of memory is when the report helps most: it is written before the error, whose exit
     // code stays the compile's.
@@ -162,7 +155,7 @@ int run_compile(const CompileCommandFlags& flags) {
     if (html_report && planned && compiled.status().code() == StatusCode::kResourceExhausted) {
       Status written = write_output_file(
           flags.report, compile_report_html(report, report_page(flags, compiled.status().message())));
-      if (!written.ok()) print_error(kTool, written.message());
+      if (!written.ok()) print_error(kIpuccTool, written.message());
     }
     return failed(compiled.status(), exit_code_for(compiled.status()));
   }
@@ -171,11 +164,11 @@ int run_compile(const CompileCommandFlags& flags) {
   const format::Executable& executable = compiled->executable;
   const compiler::CompileTimings& timings = compiled->timings;
   if (const std::string note = model_defaults_note(flags.compile, flags.model, executable); !note.empty())
-    print_note(kTool, note);
+    print_note(kIpuccTool, note);
   for (const std::string& note : compiled->notes)
-    print_note(kTool, note);
+    print_note(kIpuccTool, note);
   if (const std::string note = stage_split_note(flags.model, executable); !note.empty())
-    print_note(kTool, note);
+    print_note(kIpuccTool, note);
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
   if (!flags.output.empty()) {
     Status written = write_output_file(flags.output, bytes);
@@ -198,7 +191,7 @@ int run_compile(const CompileCommandFlags& flags) {
   if (flags.dump_plan) print_plan(executable);
   const std::string& entry = compiled->entry;
   if (flags.json) {
-    nlohmann::json out = json_document(kTool, "compile");
+    nlohmann::json out = json_document(kIpuccTool, "compile");
     out["model"] = flags.model;
     out["fits"] = true;
     out["key"] = key;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/json_output.h"
+#include "cli/tool_names.h"
 
 namespace ipu::cli {
 namespace {
@@ -91,7 +92,7 @@ nlohmann::json overflow_json(const lowering::MemoryReport& m, OverflowBytes& ove
 nlohmann::json compile_failure_json(const std::string& model, const Status& status, int exit_code,
                                     const lowering::MemoryReport* overflow,
                                     const compiler::CompileOptions* options) {
-  nlohmann::json out = json_document("ipucc", "compile");
+  nlohmann::json out = json_document(kIpuccTool, "compile");
   out["model"] = model;
   out["fits"] = status.code() == StatusCode::kResourceExhausted ? nlohmann::json(false) : nlohmann::json();
   out["error"] = {

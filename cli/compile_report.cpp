@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/html_escape.h"
+#include "cli/number_text.h"
 #include "cli/op_costs.h"
 #include "cli/schedule_report.h"
 #include "runtime/format/host_contract.h"
@@ -42,13 +43,6 @@ th a{color:inherit;text-decoration:none}
 @media print{.page{display:block}.scroll{overflow:visible}table,table.fullest{font-size:10px}.bar{width:60px}
 td.name,th.name{min-width:40px;max-width:160px}}
 )";
-
-std::string with_commas(uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(static_cast<size_t>(i), ",");
-  return s;
-}
 
 std::string cycles_text(double cycles) {
   return with_commas(static_cast<uint64_t>(std::llround(std::max(0.0, cycles))));

@@ -7,6 +7,7 @@
 #include "cli/compile_command.h"
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
+#include "cli/tool_names.h"
 
 // What may escape is a bug (bad_alloc, a CLI11 misuse); std::terminate's report and abort end it.
 // NOLINTNEXTLINE(bugprone-exception-escape)
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return ipu::cli::fail_usage("ipucc", app, e);
+    return ipu::cli::fail_usage(ipu::cli::kIpuccTool, app, e);
   }
   for (const auto& command : {compile, cache, compare}) {
     if (const int rc = command(); rc >= 0) return rc;

@@ -23,6 +23,7 @@
 #include "cli/resolve_executable.h"
 #include "cli/run_io.h"
 #include "cli/run_model.h"
+#include "cli/tool_names.h"
 #include "compile_cache/cache_outcome.h"
 #include "runtime/base/file_io.h"
 #include "runtime/base/output_file.h"
@@ -36,9 +37,8 @@
 namespace ipu::cli {
 namespace {
 
-constexpr const char* kToolName = "ipurun"; // the "tool" of every JSON document
 // "ipurun", or "ipurun: instance I" in a job of several instances, so every message says whose it is.
-std::string g_tool_name = kToolName;
+std::string g_tool_name = kIpurunTool;
 const char* g_tool = g_tool_name.c_str();
 
 struct RunFlags {
@@ -432,7 +432,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
   for (const auto& r : *results)
     epochs.push_back(epoch_json(r));
   if (!f.history.empty()) {
-    nlohmann::json history = json_document(kToolName, "history");
+    nlohmann::json history = json_document(kIpurunTool, "history");
     history["loss"] = nlohmann::json::array();
     history["learning_rate"] = nlohmann::json::array();
     for (const auto& m : results->front().metrics)
@@ -454,7 +454,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     if (int code = write_json_file(f.history, history)) return code;
   }
   if (!f.step_log.empty()) {
-    nlohmann::json log = json_document(kToolName, "step_log");
+    nlohmann::json log = json_document(kIpurunTool, "step_log");
     log["losses"] = step_log.losses;
     log["learning_rates"] = step_log.learning_rates;
     if (!step_log.loss_scales.empty()) log["loss_scales"] = step_log.loss_scales;
@@ -462,7 +462,7 @@ int run_train(const RunFlags& f, collectives::Collectives* job, std::string& ins
     if (int code = write_json_file(f.step_log, log)) return code;
   }
   if (f.json) {
-    nlohmann::json out = json_document(kToolName, "train");
+    nlohmann::json out = json_document(kIpurunTool, "train");
     out["executable"] = loaded.origin;
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
@@ -499,7 +499,7 @@ int run_evaluate(const RunFlags& f, collectives::Collectives* job) {
                                          make_progress_printer(progress_style(f), ProgressOf::kEvaluation));
   if (!result.ok()) return fail(g_tool, with_origin(result.status(), loaded.origin));
   if (f.json) {
-    nlohmann::json out = json_document(kToolName, "evaluate");
+    nlohmann::json out = json_document(kIpurunTool, "evaluate");
     out["executable"] = loaded.origin;
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;
@@ -577,7 +577,7 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   }
   note_unwritten_predictions(f);
   if (f.json) {
-    nlohmann::json out = json_document(kToolName, "predict");
+    nlohmann::json out = json_document(kIpurunTool, "predict");
     out["executable"] = loaded.origin;
     add_cache_fields(out, loaded);
     out["inputs"] = f.inputs;
@@ -628,7 +628,7 @@ int run_predict(const RunFlags& f, collectives::Collectives* job) {
   }
   note_unwritten_predictions(f);
   if (f.json) {
-    nlohmann::json out = json_document(kToolName, "predict");
+    nlohmann::json out = json_document(kIpurunTool, "predict");
     out["executable"] = loaded.origin;
     add_cache_fields(out, loaded);
     out["data"] = loaded.data.source;

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "cli/html_escape.h"
+#include "cli/number_text.h"
 
 namespace ipu::cli {
 namespace {
@@ -65,13 +66,6 @@ std::vector<double> stage_cycles(const format::Executable& exe) {
   return out;
 }
 
-std::string with_commas(double value) {
-  std::string s = number(value);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(static_cast<size_t>(i), ",");
-  return s;
-}
-
 // "a, b and c"
 std::string listed(const std::vector<std::string>& items) {
   std::string out;
@@ -98,9 +92,9 @@ std::string stage_split_note(const std::string& model_path, const format::Execut
   const auto& est = exe.estimates().schedule();
   std::vector<std::string> cycles, bytes, firsts;
   for (double c : stage_cycles(exe))
-    cycles.push_back(with_commas(c));
+    cycles.push_back(rounded_with_commas(c));
   for (uint64_t b : est.peak_tile_bytes())
-    bytes.push_back(with_commas(static_cast<double>(b)));
+    bytes.push_back(with_commas(b));
   for (int s = 1; s < pipeline.stage_first_unit_size(); ++s)
     firsts.push_back("'" + pipeline.stage_first_unit(s) + "'");
   const bool train = exe.mode() == "train";
@@ -113,8 +107,7 @@ std::string stage_split_note(const std::string& model_path, const format::Execut
   std::snprintf(ratio, sizeof ratio, "%.2f", stage_imbalance(exe));
   note += std::string("stage imbalance: slowest stage ") + ratio + "× the mean (" + listed(cycles) +
           " cycles per micro-batch" + (train ? ", forward and backward" : "") + "; fullest tiles " +
-          listed(bytes) + " of " + with_commas(static_cast<double>(exe.target().bytes_per_tile())) +
-          " bytes)";
+          listed(bytes) + " of " + with_commas(exe.target().bytes_per_tile()) + " bytes)";
   return note;
 }
 
@@ -222,7 +215,7 @@ std::string schedule_svg(const format::Executable& exe) {
       const double y = kTop + kRow * s + 4;
       svg += "<rect x=\"" + number(kLeft + start * scale) + "\" y=\"" + number(y) + "\" width=\"" +
              number(width) + "\" height=\"" + number(kRow - 8) + "\" fill=\"" + fill + "\"><title>" + what +
-             ": " + with_commas(cycles) + " cycles</title></rect>\n";
+             ": " + rounded_with_commas(cycles) + " cycles</title></rect>\n";
       if (width > 60) {
         svg += "<text x=\"" + number(kLeft + start * scale + 2) + "\" y=\"" + number(y + 20) + "\">" + what +
                "</text>\n";

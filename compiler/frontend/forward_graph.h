@@ -8,6 +8,10 @@
 
 namespace ipu::frontend {
 
+// The highest pipeline stage a model may name, in either frontend: far more stages than any
+// machine has IPUs, and small enough that no size computed from a stage count can overflow.
+constexpr int kMaxStage = 1023;
+
 // A model input or output: its IR value and what the user sees (format::ModelIo).
 struct ModelIo {
   int value = -1;

@@ -20,7 +20,6 @@ namespace {
 using nlohmann::json;
 
 // Bounds that keep every later size computation far from overflow.
-constexpr int64_t kMaxStage = 1023;
 constexpr int64_t kMaxUnits = int64_t{1} << 24;
 constexpr int64_t kMaxSampleElements = int64_t{1} << 28;
 

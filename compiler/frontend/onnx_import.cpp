@@ -18,7 +18,6 @@
 namespace ipu::frontend {
 namespace {
 
-constexpr int kMaxStage = 1023;
 // Largest input of one micro-batch: 2^30 float32 values (4 GiB), so element counts never overflow.
 constexpr int64_t kMaxInputElements = int64_t{1} << 30;
 constexpr std::string_view kStageAttribute = "__pipeline_stage";

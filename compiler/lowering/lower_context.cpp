@@ -116,10 +116,6 @@ format::DType stored_dtype(const ir::Graph& graph, const ir::Value& v, Precision
   return is_half(graph, v, precision) ? format::FLOAT16 : format::FLOAT32;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 LowerContext::LowerContext(const ir::Graph& graph, const target::TargetSpec& target,
                            format::Executable& executable, Precision precision)
     : m_graph(graph), m_target(target), m_half_rates_target(target), m_exe(executable),

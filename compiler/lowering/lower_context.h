@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/lowering/tile_planner.h"
 #include "compiler/target/target.h"
 #include "runtime/format/codelet.h"
 #include "runtime/format/codelet_params.h"
@@ -214,7 +215,5 @@ private:
   int m_op_index = -1; // in the open compute set's ops; -1 until the op emits a vertex
   std::vector<StageCopy> m_stage_copies;
 };
-
-int64_t ceil_div(int64_t a, int64_t b);
 
 } // namespace ipu::lowering

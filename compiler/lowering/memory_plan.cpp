@@ -13,6 +13,10 @@ bool lives_whole_program(format::TensorRole role) {
   return role != format::ACTIVATION && role != format::GRADIENT;
 }
 
+bool stashed_per_micro_batch(format::TensorRole role) {
+  return role == format::INPUT || role == format::LABEL || role == format::ACTIVATION;
+}
+
 std::map<uint32_t, std::pair<size_t, size_t>>
 temporary_live_ranges(const std::vector<uint32_t>& order, const std::vector<ComputeSetRecord>& records) {
   std::map<uint32_t, std::pair<size_t, size_t>> live;

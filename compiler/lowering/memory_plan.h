@@ -67,6 +67,10 @@ struct MemoryPlan {
 // activations and gradients are temporaries, live across the compute sets that touch them.
 bool lives_whole_program(format::TensorRole role);
 
+// Whether a pipeline stage keeps a tensor of this role once per micro-batch in flight when its
+// backward pass reads it: what is fed per micro-batch (inputs, labels) and activations.
+bool stashed_per_micro_batch(format::TensorRole role);
+
 // The positions in `order` of the first and last compute set that touches each temporary.
 std::map<uint32_t, std::pair<size_t, size_t>>
 temporary_live_ranges(const std::vector<uint32_t>& order, const std::vector<ComputeSetRecord>& records);

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/lowering/memory_plan.h"
 #include "runtime/format/verifier.h"
 
 namespace ipu::lowering {
@@ -16,10 +17,6 @@ std::set<uint32_t> touched_by(const format::Executable& exe, const std::vector<u
       tensors.insert(v.operands().begin(), v.operands().end());
   }
   return tensors;
-}
-
-bool per_micro_batch(format::TensorRole role) {
-  return role == format::INPUT || role == format::LABEL || role == format::ACTIVATION;
 }
 
 std::vector<uint32_t> concat(std::vector<uint32_t> a, const std::vector<uint32_t>& b) {
@@ -86,7 +83,8 @@ format::Sequence build_pipelined_update(LowerContext& ctx, ProgramBuilder& progr
     const std::set<uint32_t> in_forward = touched_by(exe, forward[static_cast<size_t>(s)]);
     const std::set<uint32_t> in_backward = recompute ? in_forward : touched_by(exe, stages[s].backward);
     for (uint32_t t : in_forward) {
-      if (!in_backward.count(t) || !per_micro_batch(exe.tensors(static_cast<int>(t)).role())) continue;
+      if (!in_backward.count(t) || !stashed_per_micro_batch(exe.tensors(static_cast<int>(t)).role()))
+        continue;
       if (recompute && !arriving.count(t)) continue;
       Slots slots{t, {}};
       for (int j = 0; j < plan.stash_depth[static_cast<size_t>(s)]; ++j) {

@@ -8,14 +8,6 @@
 #include "runtime/format/verifier.h"
 
 namespace ipu::lowering {
-namespace {
-
-// What a stage stashes per micro-batch (pipeline_program.cpp): tensors fed per micro-batch.
-bool per_micro_batch(format::TensorRole role) {
-  return role == format::INPUT || role == format::LABEL || role == format::ACTIVATION;
-}
-
-} // namespace
 
 uint64_t linear_tile_share(int64_t elements, uint32_t tiles, uint64_t element_bytes) {
   const int64_t chunk = std::max<int64_t>(64, ceil_div(elements, tiles));
@@ -73,7 +65,7 @@ std::vector<UnitMemory> measure_unit_memory(const format::Executable& exe, const
       unit.arrivals.push_back(std::move(kept));
       continue;
     }
-    if (carried && per_micro_batch(t.role())) {
+    if (carried && stashed_per_micro_batch(t.role())) {
       unit.stash_tile_bytes += slot_share;
       if (t.role() != format::ACTIVATION) unit.input_stash_tile_bytes += slot_share;
     }

@@ -6,14 +6,6 @@
 #include <vector>
 
 namespace ipu::lowering {
-namespace {
-
-int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
-} // namespace
-
 namespace detail {
 
 Split make_split(int64_t items, int64_t parts) {

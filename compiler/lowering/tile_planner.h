@@ -13,6 +13,11 @@
 
 namespace ipu::lowering {
 
+// Items per part when `a` items are split into `b` parts (b > 0): the chunk of every split here.
+constexpr int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
 struct Split {
   int64_t parts = 1; // number of vertices
   int64_t chunk = 0; // items per vertex (the last may have fewer)

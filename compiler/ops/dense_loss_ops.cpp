@@ -42,7 +42,7 @@ Status infer_metric(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   return Status();
 }
 
-Status infer_scalar(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_dense_loss(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   IPU_RETURN_IF_ERROR(check_predictions_labels(g, op));
   out.push_back({DType::kFloat32, {1}});
   return Status();
@@ -187,7 +187,7 @@ Status lower_dense_loss_grad(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& dense_loss_op() {
-  static const OpDefinition def{{OpKind::kDenseLoss, 2, infer_scalar, grad_dense_loss}, lower_dense_loss};
+  static const OpDefinition def{{OpKind::kDenseLoss, 2, infer_dense_loss, grad_dense_loss}, lower_dense_loss};
   return def;
 }
 const OpDefinition& dense_loss_grad_op() {
@@ -200,7 +200,7 @@ const OpDefinition& metric_sum_op() {
   return def;
 }
 const OpDefinition& dense_correct_op() {
-  static const OpDefinition def{{OpKind::kDenseCorrect, 2, infer_scalar, nullptr}, lower_dense_correct};
+  static const OpDefinition def{{OpKind::kDenseCorrect, 2, infer_dense_loss, nullptr}, lower_dense_correct};
   return def;
 }
 

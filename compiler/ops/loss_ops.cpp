@@ -22,7 +22,7 @@ Status check_scores_labels(const Graph& g, const Op& op) {
   return Status();
 }
 
-Status infer_scalar(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_sparse_loss(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   IPU_RETURN_IF_ERROR(check_scores_labels(g, op));
   out.push_back({DType::kFloat32, {1}});
   return Status();
@@ -107,8 +107,9 @@ Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& sparse_cross_entropy_op() {
-  static const OpDefinition def{{OpKind::kSparseCrossEntropy, 2, infer_scalar, grad_sparse_cross_entropy},
-                                lower_sparse_cross_entropy};
+  static const OpDefinition def{
+      {OpKind::kSparseCrossEntropy, 2, infer_sparse_loss, grad_sparse_cross_entropy},
+      lower_sparse_cross_entropy};
   return def;
 }
 const OpDefinition& sparse_cross_entropy_grad_op() {
@@ -117,7 +118,7 @@ const OpDefinition& sparse_cross_entropy_grad_op() {
   return def;
 }
 const OpDefinition& count_correct_op() {
-  static const OpDefinition def{{OpKind::kCountCorrect, 2, infer_scalar, nullptr}, lower_count_correct};
+  static const OpDefinition def{{OpKind::kCountCorrect, 2, infer_sparse_loss, nullptr}, lower_count_correct};
   return def;
 }
 
