@@ -2,8 +2,9 @@
 # Sets up, builds and runs every test: unit and end-to-end tests (ctest), the lint (clang-format and
 # clang-tidy: scripts/lint.sh), the tests under ASan and UBSan (all but the slowest suites, which
 # repeat paths the others cover), the runtime-only build that proves the runtime links without the
-# compiler, and a short run of every fuzzer (FUZZ_SECONDS each, default 60; scripts/fuzz.sh runs
-# them for longer). docs/development.md keeps each stage's time against CI's budget.
+# compiler, with its tests under ThreadSanitizer, and a short run of every fuzzer (FUZZ_SECONDS
+# each, default 60; scripts/fuzz.sh runs them for longer). docs/development.md keeps each stage's
+# time against CI's budget.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -43,7 +44,10 @@ stage "lint" "$root/scripts/lint.sh" "$root/build"
 # One clang build serves the sanitizer tests and the fuzzers: its libraries carry ASan, UBSan and
 # libFuzzer's coverage instrumentation. clang compiles it in about half the time GCC takes with
 # the sanitizers, and its -Werror adds clang's warnings to GCC's of the release build. Line tables
-# only (-g1): the sanitizers' reports still name file and line, for a fifth less build time.
+# only (-g1): the sanitizers' reports still name file and line, for a fifth less build time. A
+# unity build (CMAKE_UNITY_BUILD: the libraries' files compiled eight to a unit, the tests one by
+# one) parses the shared headers once per unit: about a fifth less again. The release build
+# compiles every file on its own, so each still stands alone.
 # A tree configured for GCC (as this one was before) cannot switch compilers in place: it is this
 # script's own output, so it starts afresh.
 sanitize=$root/build-sanitize
@@ -53,16 +57,29 @@ if [ -f "$sanitize/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=
 fi
 stage "sanitizer build (clang: ASan + UBSan, fuzzers)" env CC=clang CXX=clang++ \
   IPUCC_BUILD_DIR="$sanitize" IPUCC_BUILD_TYPE=RelWithDebInfo \
-  "$root/scripts/build.sh" -DIPUCC_SANITIZE=ON -DIPUCC_FUZZ=ON -DIPUCC_WERROR=ON \
+  "$root/scripts/build.sh" -DIPUCC_SANITIZE=ON -DIPUCC_FUZZ=ON -DIPUCC_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 # Not the suites labelled release_only (tests/e2e/CMakeLists.txt says which and why).
 stage "sanitizer tests" in_dir "$sanitize" env ASAN_OPTIONS=detect_leaks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j "$(nproc)" -LE release_only
 
-stage "runtime-only build (IPUCC_BUILD_COMPILER=OFF, IPUCC_WITH_MPI=OFF)" "${with_ccache[@]}" \
-  IPUCC_BUILD_DIR="$root/build-runtime-only" "$root/scripts/build.sh" -DIPUCC_BUILD_COMPILER=OFF -DIPUCC_WITH_MPI=OFF \
-  -DIPUCC_WERROR=ON "${ccache_flags[@]}"
-stage "runtime-only tests" in_dir "$root/build-runtime-only" ctest --output-on-failure -j "$(nproc)"
+# The runtime-only build proves the runtime links without the compiler, and it is built with
+# ThreadSanitizer: the runtime is where the threads are. Its tests are the runtime's unit tests
+# and e2e_runtime_threads, whose executables the release build's ipucc compiles. clang, as for the
+# sanitizer tree; a tree configured otherwise is this script's own output and starts afresh.
+runtime_tsan=$root/build-runtime-tsan
+if [ -f "$runtime_tsan/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=.*clang++' "$runtime_tsan/CMakeCache.txt"; then
+  rm -rf "$runtime_tsan"
+fi
+stage "runtime-only build (no compiler, no MPI; clang: TSan)" env CC=clang CXX=clang++ \
+  IPUCC_BUILD_DIR="$runtime_tsan" IPUCC_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" \
+  -DIPUCC_BUILD_COMPILER=OFF -DIPUCC_WITH_MPI=OFF -DIPUCC_TSAN=ON -DIPUCC_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
+  "-DIPUCC_TEST_COMPILER=$root/build/cli/ipucc" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g -DNDEBUG"
+# Full debug info (-g): TSan's reports then name oneTBB's functions in full, as the suppressions
+# in cmake/tsan_suppressions.txt do.
+stage "runtime-only tests (TSan)" in_dir "$runtime_tsan" \
+  env TSAN_OPTIONS="halt_on_error=1 suppressions=$root/cmake/tsan_suppressions.txt" \
+  ctest --output-on-failure -j "$(nproc)"
 
 stage "fuzzers (libFuzzer, ${FUZZ_SECONDS:-60} s each)" env IPUCC_FUZZ_BUILD_DIR="$sanitize" \
   "$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-60}"

@@ -1,7 +1,6 @@
 #include "runtime/engine/engine.h"
 
 #include <oneapi/tbb/enumerable_thread_specific.h>
-#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "runtime/base/half.h"
 #include "runtime/engine/coalesce.h"
 #include "runtime/engine/non_finite.h"
+#include "runtime/engine/parallel_tasks.h"
 #include "runtime/engine/rounding.h"
 #include "runtime/format/verifier.h"
 #include "runtime/kernels/kernel.h"
@@ -416,7 +416,7 @@ void Engine::Impl::round_written(uint32_t index) {
   };
   const size_t count = tasks.size() * replicas;
   if (count == 1) return round_task(0);
-  arena.execute([&] { tbb::parallel_for(size_t{0}, count, [&](size_t i) { round_task(i); }); });
+  run_parallel(arena, count, round_task);
 }
 
 // Values from the host and all-reduce results round to nearest.
@@ -439,13 +439,7 @@ Status Engine::Impl::run_vertices(uint32_t index) {
     }
     return Status();
   }
-  arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, cs.vertices.size()),
-                      [&](const tbb::blocked_range<size_t>& r) {
-                        for (size_t i = r.begin(); i != r.end(); ++i)
-                          run_task(i);
-                      });
-  });
+  run_parallel(arena, cs.vertices.size(), run_task);
   if (!cs.can_fault) return Status();
   for (size_t i = 0; i < cs.faults.size(); ++i) {
     if (cs.faults[i]) return fault_status(index, i);
@@ -582,10 +576,8 @@ Status Engine::Impl::run_node(const format::Program& program, HostStreams& strea
     // Branches touch disjoint tensors and never call the host (verified), so they may run at once.
     const auto& branches = program.parallel().branches();
     std::vector<Status> results(static_cast<size_t>(branches.size()));
-    arena.execute([&] {
-      tbb::parallel_for(0, branches.size(),
-                        [&](int i) { results[static_cast<size_t>(i)] = run_program(branches[i], streams); });
-    });
+    run_parallel(arena, results.size(),
+                 [&](size_t i) { results[i] = run_program(branches[static_cast<int>(i)], streams); });
     for (const Status& result : results)
       IPU_RETURN_IF_ERROR(result);
     return Status();
