@@ -15,8 +15,11 @@ namespace {
 constexpr uint8_t kTypeUbyte = 0x08;
 constexpr int kMaxDims = 4;
 constexpr int kMnistClasses = 10;
-// Bigger than any real IDX file; bounds what a corrupt header can make us allocate.
+// Bigger than any real IDX file: a header that promises more is refused before any read.
 constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 34;
+// The payload is read this much at a time, so what a truncated file makes us allocate is bounded
+// by its own size plus one chunk, whatever its header promises.
+constexpr uint64_t kReadChunkBytes = uint64_t{1} << 20;
 
 bool file_exists(const std::string& path) {
   struct stat st {};
@@ -146,11 +149,18 @@ StatusOr<IdxArray> read_idx_ubyte(const std::string& path) {
     array.dims.push_back(static_cast<int64_t>(dim));
   }
 
-  array.data.resize(static_cast<size_t>(count));
-  IPU_ASSIGN_OR_RETURN(got, reader.read(array.data.data(), array.data.size()));
-  if (got < count) {
-    return data_loss(path + ": truncated: header promises " + std::to_string(count) +
-                     " data bytes, file has " + std::to_string(got));
+  // Grown as the bytes arrive, not sized from the header: a file of a few bytes whose header
+  // promises 16 GiB must fail as truncated, not first allocate and clear 16 GiB.
+  uint64_t read_so_far = 0;
+  while (read_so_far < count) {
+    const uint64_t chunk = std::min<uint64_t>(count - read_so_far, kReadChunkBytes);
+    array.data.resize(static_cast<size_t>(read_so_far + chunk));
+    IPU_ASSIGN_OR_RETURN(got, reader.read(array.data.data() + read_so_far, static_cast<size_t>(chunk)));
+    read_so_far += got;
+    if (got < chunk) {
+      return data_loss(path + ": truncated: header promises " + std::to_string(count) +
+                       " data bytes, file has " + std::to_string(read_so_far));
+    }
   }
   unsigned char extra = 0;
   IPU_ASSIGN_OR_RETURN(got, reader.read(&extra, 1));
