@@ -1,7 +1,10 @@
 #include "runtime/session/checkpoint.h"
 
+#include <fcntl.h> // AT_FDCWD
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio> // renameat2, RENAME_EXCHANGE
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -30,6 +33,43 @@ bool is_plain_file_name(const std::string& file) {
 Status not_a_checkpoint(const std::string& dir, const std::string& why) {
   return io_error(dir + ": exists and is not a checkpoint ipurun wrote (" + why +
                   "); refusing to replace it: choose another path or remove it yourself");
+}
+
+// Puts the complete checkpoint `tmp` at `dir`. rename() cannot replace a non-empty directory, so
+// an old checkpoint is swapped with the new one in one step (renameat2's RENAME_EXCHANGE): a
+// process killed at any moment leaves `dir` holding the old checkpoint or the new one, never
+// neither. The old one, now at `tmp`, is removed after. A file system that cannot swap (EINVAL:
+// some network and FUSE ones) gets two renames, the old checkpoint moved aside first; a kill
+// between them leaves it at `dir.old-PID`.
+Status move_into_place(const std::string& tmp, const std::string& dir) {
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(dir, ec))) {
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) {
+      fs::remove_all(tmp, ec);
+      return Status();
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
+      const int err = errno;
+      fs::remove_all(tmp, ec);
+      return io_error(dir + ": cannot move the checkpoint into place: " + std::strerror(err));
+    }
+    const std::string old = dir + ".old-" + std::to_string(::getpid());
+    fs::rename(dir, old, ec);
+    if (!ec) fs::rename(tmp, dir, ec);
+    if (ec) {
+      fs::remove_all(tmp, ec);
+      fs::rename(old, dir, ec);
+      return io_error(dir + ": cannot move the checkpoint into place");
+    }
+    fs::remove_all(old, ec);
+    return Status();
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) {
+    fs::remove_all(tmp, ec);
+    return io_error(dir + ": cannot move the checkpoint into place: " + ec.message());
+  }
+  return Status();
 }
 
 } // namespace
@@ -96,18 +136,7 @@ Status write_checkpoint(const std::string& dir, const std::map<std::string, Name
     fs::remove_all(tmp, ec);
     return status;
   }
-  // rename() cannot replace a non-empty directory: move the old one aside first.
-  const std::string old = dir + ".old-" + std::to_string(::getpid());
-  const bool had_old = fs::exists(dir, ec);
-  if (had_old) fs::rename(dir, old, ec);
-  if (!ec) fs::rename(tmp, dir, ec);
-  if (ec) {
-    fs::remove_all(tmp, ec);
-    if (had_old) fs::rename(old, dir, ec);
-    return io_error(dir + ": cannot move the checkpoint into place");
-  }
-  if (had_old) fs::remove_all(old, ec);
-  return Status();
+  return move_into_place(tmp, dir);
 }
 
 StatusOr<std::map<std::string, NamedTensor>> read_checkpoint(const std::string& dir) {
