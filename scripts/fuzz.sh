@@ -4,14 +4,24 @@
 # fuzzer is one process on one core). Exits non-zero if a fuzzer finds a crash, a leak or undefined
 # behaviour; the reproducer is left in the printed directory.
 #   scripts/fuzz.sh [SECONDS]
+#   scripts/fuzz.sh --long [SECONDS]   the search for new bugs, outside CI: SECONDS per fuzzer
+#                                      (default 4 hours), each growing a corpus of its own that
+#                                      the next --long run starts from (IPUCC_FUZZ_CORPUS, default
+#                                      build-fuzz-corpus/NAME; ignored by git)
 # The build directory is IPUCC_FUZZ_BUILD_DIR (default build-fuzz). One that is already configured
 # with IPUCC_FUZZ=ON is built as it is: scripts/test.sh hands over its clang sanitizer build, whose
 # libraries carry the fuzzers' instrumentation too, so CI compiles them once.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=${1:-${FUZZ_SECONDS:-120}}
+long=0
+if [ "${1:-}" = "--long" ]; then
+  long=1
+  shift
+fi
+if [ "$long" = 1 ]; then seconds=${1:-14400}; else seconds=${1:-${FUZZ_SECONDS:-120}}; fi
 parallel=${FUZZ_JOBS:-$(nproc)}
 build=${IPUCC_FUZZ_BUILD_DIR:-$root/build-fuzz}
+kept_corpora=${IPUCC_FUZZ_CORPUS:-$root/build-fuzz-corpus}
 
 "$root/scripts/apt-install.sh" clang libclang-rt-14-dev
 
@@ -41,12 +51,16 @@ else
 fi
 
 run() {  # name corpus[,corpus...] [extra libFuzzer flags]: runs in the background, logs to $work/name.log
-  local name=$1 corpora
+  local name=$1 corpora grown
+  grown=$work/$name
   IFS=, read -ra corpora <<< "$2"
   shift 2
-  mkdir -p "$work/$name"
+  # libFuzzer writes what it finds into the first corpus directory: a throwaway one, or under
+  # --long the fuzzer's kept corpus.
+  if [ "$long" = 1 ]; then grown=$kept_corpora/$name; fi
+  mkdir -p "$grown"
   (cd "$work" && exec "$build/tests/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
-     "$@" "$work/$name" "${corpora[@]}" 2>"$work/$name.log") &
+     "$@" "$grown" "${corpora[@]}" 2>"$work/$name.log") &
   pids[$name]=$!
   echo "== $name for ${seconds}s"
   while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
