@@ -27,6 +27,15 @@ stage() {  # NAME COMMAND...
 in_dir() {  # DIR COMMAND...
   (cd "$1" && shift && "$@")
 }
+# clang_tree DIR: a build tree about to be configured with clang. One configured for another
+# compiler (as the sanitizer tree was once, for GCC) cannot switch in place: it is this script's
+# own output, so it starts afresh.
+clang_tree() {
+  if [ -f "$1/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=.*clang++' "$1/CMakeCache.txt"; then
+    echo "test.sh: $1 was configured for another compiler; configuring it afresh with clang"
+    rm -rf "$1"
+  fi
+}
 
 stage "setup" "$root/scripts/setup.sh"
 
@@ -48,13 +57,8 @@ stage "lint" "$root/scripts/lint.sh" "$root/build"
 # unity build (CMAKE_UNITY_BUILD: the libraries' files compiled eight to a unit, the tests one by
 # one) parses the shared headers once per unit: about a fifth less again. The release build
 # compiles every file on its own, so each still stands alone.
-# A tree configured for GCC (as this one was before) cannot switch compilers in place: it is this
-# script's own output, so it starts afresh.
 sanitize=$root/build-sanitize
-if [ -f "$sanitize/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=.*clang++' "$sanitize/CMakeCache.txt"; then
-  echo "test.sh: $sanitize was configured for another compiler; configuring it afresh with clang"
-  rm -rf "$sanitize"
-fi
+clang_tree "$sanitize"
 stage "sanitizer build (clang: ASan + UBSan, fuzzers)" env CC=clang CXX=clang++ \
   IPUCC_BUILD_DIR="$sanitize" IPUCC_BUILD_TYPE=RelWithDebInfo \
   "$root/scripts/build.sh" -DIPUCC_SANITIZE=ON -DIPUCC_FUZZ=ON -DIPUCC_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
@@ -65,12 +69,9 @@ stage "sanitizer tests" in_dir "$sanitize" env ASAN_OPTIONS=detect_leaks=1 \
 
 # The runtime-only build proves the runtime links without the compiler, and it is built with
 # ThreadSanitizer: the runtime is where the threads are. Its tests are the runtime's unit tests
-# and e2e_runtime_threads, whose executables the release build's ipucc compiles. clang, as for the
-# sanitizer tree; a tree configured otherwise is this script's own output and starts afresh.
+# and e2e_runtime_threads, whose executables the release build's ipucc compiles.
 runtime_tsan=$root/build-runtime-tsan
-if [ -f "$runtime_tsan/CMakeCache.txt" ] && ! grep -q '^CMAKE_CXX_COMPILER:FILEPATH=.*clang++' "$runtime_tsan/CMakeCache.txt"; then
-  rm -rf "$runtime_tsan"
-fi
+clang_tree "$runtime_tsan"
 stage "runtime-only build (no compiler, no MPI; clang: TSan)" env CC=clang CXX=clang++ \
   IPUCC_BUILD_DIR="$runtime_tsan" IPUCC_BUILD_TYPE=RelWithDebInfo "$root/scripts/build.sh" \
   -DIPUCC_BUILD_COMPILER=OFF -DIPUCC_WITH_MPI=OFF -DIPUCC_TSAN=ON -DIPUCC_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
