@@ -7,7 +7,8 @@
 #   scripts/fuzz.sh --long [SECONDS]   the search for new bugs, outside CI: SECONDS per fuzzer
 #                                      (default 4 hours), each growing a corpus of its own that
 #                                      the next --long run starts from (IPUCC_FUZZ_CORPUS, default
-#                                      build-fuzz-corpus/NAME; ignored by git)
+#                                      build-fuzz-corpus/NAME; ignored by git); FUZZ_RUNS=N stops
+#                                      each one after N executions instead
 # The build directory is IPUCC_FUZZ_BUILD_DIR (default build-fuzz). One that is already configured
 # with IPUCC_FUZZ=ON is built as it is: scripts/test.sh hands over its clang sanitizer build, whose
 # libraries carry the fuzzers' instrumentation too, so CI compiles them once.
@@ -19,6 +20,7 @@ if [ "${1:-}" = "--long" ]; then
   shift
 fi
 if [ "$long" = 1 ]; then seconds=${1:-14400}; else seconds=${1:-${FUZZ_SECONDS:-120}}; fi
+runs=${FUZZ_RUNS:--1}  # libFuzzer's -runs: -1 is no limit
 parallel=${FUZZ_JOBS:-$(nproc)}
 build=${IPUCC_FUZZ_BUILD_DIR:-$root/build-fuzz}
 kept_corpora=${IPUCC_FUZZ_CORPUS:-$root/build-fuzz-corpus}
@@ -39,10 +41,14 @@ cmake --build "$build" --target "${fuzzers[@]}"
 
 work=$(mktemp -d)
 # fuzz_executable also starts from the payloads of executables of every layout, compiled by the
-# release build's ipucc (scripts/test.sh builds it first).
+# release build's ipucc (scripts/test.sh builds it first). Not under --long: each is about 1 MB and
+# is run, not only parsed, so with them the fuzzer makes about 100 executions a second instead of
+# about 5,000; the long search starts from the small committed seeds and the corpus it grows.
 release=${IPUCC_BUILD_DIR:-$root/build}
 executable_seeds=$root/tests/fuzz/corpus/executable
-if cmake --build "$release" --target ipucc hostile_executable >/dev/null 2>&1; then
+if [ "$long" = 1 ]; then
+  :
+elif cmake --build "$release" --target ipucc hostile_executable >/dev/null 2>&1; then
   "$root/tests/fuzz/make_executable_corpus.sh" "$release/cli/ipucc" "$release/tests/tools/hostile_executable" \
     "$work/executable_seeds" "${IPUCC_CONFORMANCE_DIR:-$root/../shared/conformance/onnx-node-tests}" 2>/dev/null
   executable_seeds+=",$work/executable_seeds"
@@ -59,10 +65,10 @@ run() {  # name corpus[,corpus...] [extra libFuzzer flags]: runs in the backgrou
   # --long the fuzzer's kept corpus.
   if [ "$long" = 1 ]; then grown=$kept_corpora/$name; fi
   mkdir -p "$grown"
-  (cd "$work" && exec "$build/tests/fuzz/$name" -max_total_time="$seconds" -rss_limit_mb=2048 -print_final_stats=1 \
+  (cd "$work" && exec "$build/tests/fuzz/$name" -max_total_time="$seconds" -runs="$runs" -rss_limit_mb=2048 -print_final_stats=1 \
      "$@" "$grown" "${corpora[@]}" 2>"$work/$name.log") &
   pids[$name]=$!
-  echo "== $name for ${seconds}s"
+  echo "== $name for ${seconds}s$( ((runs < 0)) || echo " or $runs executions")"
   while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
 }
 declare -A pids=()

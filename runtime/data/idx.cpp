@@ -17,9 +17,10 @@ constexpr int kMaxDims = 4;
 constexpr int kMnistClasses = 10;
 // Bigger than any real IDX file: a header that promises more is refused before any read.
 constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 34;
-// The payload is read this much at a time, so what a truncated file makes us allocate is bounded
-// by its own size plus one chunk, whatever its header promises.
-constexpr uint64_t kReadChunkBytes = uint64_t{1} << 20;
+// The payload is read in chunks that start at this size and then double (each is as large as what
+// has arrived so far), so what a truncated file makes us allocate is bounded by twice its own size
+// plus this, whatever its header promises; a small start keeps hostile headers cheap.
+constexpr uint64_t kFirstReadChunkBytes = uint64_t{1} << 16;
 
 bool file_exists(const std::string& path) {
   struct stat st {};
@@ -153,7 +154,7 @@ StatusOr<IdxArray> read_idx_ubyte(const std::string& path) {
   // promises 16 GiB must fail as truncated, not first allocate and clear 16 GiB.
   uint64_t read_so_far = 0;
   while (read_so_far < count) {
-    const uint64_t chunk = std::min<uint64_t>(count - read_so_far, kReadChunkBytes);
+    const uint64_t chunk = std::min(count - read_so_far, std::max(read_so_far, kFirstReadChunkBytes));
     array.data.resize(static_cast<size_t>(read_so_far + chunk));
     IPU_ASSIGN_OR_RETURN(got, reader.read(array.data.data() + read_so_far, static_cast<size_t>(chunk)));
     read_so_far += got;

@@ -156,7 +156,7 @@ TEST_CASE("idx: malformed files are rejected with the file name") {
   }
   SUBCASE("a few bytes whose header promises 16 GiB") {
     // Refused as truncated once the bytes run out; the reader grows its buffer with them, so this
-    // takes a megabyte, not 16 GiB cleared before the first read.
+    // takes 64 KiB, not 16 GiB cleared before the first read.
     write_plain(path, idx_bytes({65536, 65536, 4}, {1, 2, 3, 4}));
     auto r = read_idx_ubyte(path);
     CHECK(r.status().code() == StatusCode::kDataLoss);
