@@ -76,13 +76,13 @@ is_among() {
 export -f is_among
 
 # Compiles $dir/model.onnx into $w/exe, binding as --constant-input the inputs of data set $1 that
-# compile names as "must be a compile-time constant". Sets rc (ipucc's exit code), pb_names (the
-# names of the set's input tensors, "" for an unnamed one) and bound (the names bound). Test
-# tensors without a name cannot be bound (the model's input is not known).
+# compile names as "must be a compile-time constant". Sets rc (ipucc's exit code), bound (the names
+# bound) and, once compile has asked for one, pb_names (the names of the set's input tensors, "" for
+# an unnamed one: read only then, since reading them starts Python for each). Test tensors without a
+# name cannot be bound (the model's input is not known).
 compile_for_set() {
-  local data=$1 i=0 bind_flags=() wanted n new
+  local data=$1 i bind_flags=() wanted n new
   pb_names=()
-  while [[ -f $data/input_$i.pb ]]; do pb_names+=("$(tensor_proto_name "$data/input_$i.pb")"); i=$((i + 1)); done
   bound=()
   while true; do
     rc=0
@@ -91,6 +91,10 @@ compile_for_set() {
     ((rc == 4)) || break
     new=0
     mapfile -t wanted < <(sed -nE "s/.*graph input '([^']+)' must be a compile-time constant.*/\1/p" "$w/compile.err")
+    if ((${#wanted[@]} > 0 && ${#pb_names[@]} == 0)); then
+      i=0
+      while [[ -f $data/input_$i.pb ]]; do pb_names+=("$(tensor_proto_name "$data/input_$i.pb")"); i=$((i + 1)); done
+    fi
     for n in "${wanted[@]}"; do
       is_among "$n" "${bound[@]}" && continue
       for ((i = 0; i < ${#pb_names[@]}; i++)); do
@@ -148,15 +152,11 @@ run_one() {
       return
     fi
     # Outputs in model order are output_0.pb, output_1.pb, ...; ipurun names its files after them.
-    local files
-    mapfile -t files < <("$PYTHON" -c 'import json,sys; print("\n".join(o["file"] for o in json.load(open(sys.argv[1]))["outputs"]))' "$w/run.json")
-    for ((i = 0; i < ${#files[@]}; i++)); do
-      local result
-      if ! result=$("$COMPARE_TENSORS" "${files[$i]}" "$data/output_$i.pb"); then
-        echo "fail $name: $(basename "$data"): output $i: $result"
-        return
-      fi
-    done
+    local result
+    if ! result=$("$COMPARE_TENSORS" --run "$w/run.json" "$data"); then
+      echo "fail $name: $(basename "$data"): ${result##*$'\n'}"
+      return
+    fi
   done
   echo "pass $name"
 }
