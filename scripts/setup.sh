@@ -30,5 +30,5 @@ set -euo pipefail
   python3-onnx \
   python3-torch python3-torchvision \
   chromium \
-  clang-format clang-tidy \
+  clang-format clang-tidy python3-yaml \
   clang libclang-rt-14-dev libomp-14-dev llvm lld

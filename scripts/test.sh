@@ -48,8 +48,6 @@ stage "release build" "${with_ccache[@]}" IPUCC_BUILD_DIR="$root/build" "$root/s
   "${ccache_flags[@]}"
 stage "release tests" in_dir "$root/build" ctest --output-on-failure -j "$(nproc)"
 
-stage "lint" "$root/scripts/lint.sh" "$root/build"
-
 # One clang build serves the sanitizer tests and the fuzzers: its libraries carry ASan, UBSan and
 # libFuzzer's coverage instrumentation. clang compiles it in about half the time GCC takes with
 # the sanitizers, and its -Werror adds clang's warnings to GCC's of the release build. Line tables
@@ -63,6 +61,10 @@ stage "sanitizer build (clang: ASan + UBSan, fuzzers)" env CC=clang CXX=clang++ 
   IPUCC_BUILD_DIR="$sanitize" IPUCC_BUILD_TYPE=RelWithDebInfo \
   "$root/scripts/build.sh" -DIPUCC_SANITIZE=ON -DIPUCC_FUZZ=ON -DIPUCC_WERROR=ON -DCMAKE_UNITY_BUILD=ON \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+# The lint reads this tree's compile database: clang-tidy takes each unit whole, parsing the headers
+# its files share once (the release build has proved that each file compiles alone), and the
+# fuzzers, which only this tree builds, are tidied too.
+stage "lint" "$root/scripts/lint.sh" "$sanitize"
 # Not the suites labelled release_only (tests/e2e/CMakeLists.txt says which and why).
 stage "sanitizer tests" in_dir "$sanitize" env ASAN_OPTIONS=detect_leaks=1 \
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j "$(nproc)" -LE release_only
