@@ -194,19 +194,13 @@ public:
       return false;
     }
     const std::string where = m_remote.url() + "/" + key.substr(0, 2) + "/" + key;
-    if (fetched->manifest_text != manifest.canonical_text()) {
-      rejected(where + ".manifest: differs from the expected manifest", delta);
-      return false;
-    }
-    auto parsed = format::parse_executable(fetched->executable_bytes, where + ".ipuexe");
-    const Status usable =
-        parsed.ok() ? check_cache_entry(*parsed, manifest, where + ".ipuexe") : parsed.status();
-    if (!usable.ok()) {
-      rejected(usable.message(), delta);
+    auto checked = check_fetched_entry(fetched->manifest_text, fetched->executable_bytes, manifest, where);
+    if (!checked.ok()) {
+      rejected(checked.status().message(), delta);
       return false;
     }
     out.bytes = std::move(fetched->executable_bytes);
-    out.executable = std::move(*parsed);
+    out.executable = std::move(*checked);
     delta.remote_hits += 1;
     return true;
   }

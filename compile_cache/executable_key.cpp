@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/format/executable_file.h"
 #include "runtime/format/verifier.h"
 
 namespace ipu::compile_cache {
@@ -37,6 +38,16 @@ Status check_cache_entry(const format::Executable& exe, const cache::Manifest& e
   IPU_RETURN_IF_ERROR_CTX(format::verify_executable(exe), origin);
   IPU_RETURN_IF_ERROR_CTX(format::verify_host_contract(exe), origin);
   return Status();
+}
+
+StatusOr<format::Executable> check_fetched_entry(std::string_view manifest_text,
+                                                 std::string_view executable_bytes,
+                                                 const cache::Manifest& expected, const std::string& where) {
+  if (manifest_text != expected.canonical_text())
+    return data_loss(where + ".manifest: differs from the expected manifest");
+  IPU_ASSIGN_OR_RETURN(format::Executable exe, format::parse_executable(executable_bytes, where + ".ipuexe"));
+  IPU_RETURN_IF_ERROR(check_cache_entry(exe, expected, where + ".ipuexe"));
+  return exe;
 }
 
 } // namespace ipu::compile_cache

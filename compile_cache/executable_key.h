@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "cache/manifest.h"
 #include "runtime/base/status.h"
@@ -33,5 +34,14 @@ Status check_executable_key(const format::Executable& exe, const cache::Manifest
 // any message under a key's recorded manifest, so belonging to the key is not enough.
 Status check_cache_entry(const format::Executable& exe, const cache::Manifest& expected,
                          const std::string& origin);
+
+// The executable of an entry fetched from a remote cache for `expected`, if it may be used: the
+// manifest text the server sent is expected's canonical text byte for byte, and the executable
+// parses and passes check_cache_entry. Otherwise an error naming `where` (the entry's URL without
+// its suffix) and what is wrong. The one check of a remote answer, which tests/fuzz/
+// fuzz_remote_cache.cpp feeds hostile answers through.
+StatusOr<format::Executable> check_fetched_entry(std::string_view manifest_text,
+                                                 std::string_view executable_bytes,
+                                                 const cache::Manifest& expected, const std::string& where);
 
 } // namespace ipu::compile_cache

@@ -36,7 +36,7 @@ else
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     -DIPUCC_FUZZ=ON -DIPUCC_BUILD_TESTS=OFF >/dev/null
 fi
-fuzzers=(fuzz_executable fuzz_graph_spec fuzz_onnx_import fuzz_model_fingerprint fuzz_data_files)
+fuzzers=(fuzz_executable fuzz_graph_spec fuzz_onnx_import fuzz_model_fingerprint fuzz_data_files fuzz_remote_cache)
 cmake --build "$build" --target "${fuzzers[@]}"
 
 work=$(mktemp -d)
@@ -77,6 +77,7 @@ run fuzz_graph_spec "$root/tests/fuzz/corpus/graph_spec" -dict="$root/tests/fuzz
 run fuzz_onnx_import "$root/tests/fuzz/corpus/onnx"
 run fuzz_model_fingerprint "$root/tests/fuzz/corpus/onnx,$root/tests/fuzz/corpus/graph_spec"
 run fuzz_data_files "$root/tests/fuzz/corpus/data_files"
+run fuzz_remote_cache "$root/tests/fuzz/corpus/remote_cache"
 
 status=0
 for name in "${fuzzers[@]}"; do

@@ -8,6 +8,7 @@
 #include "cache/manifest.h"
 #include "compile_cache/cache_outcome.h"
 #include "compile_cache/executable_key.h"
+#include "runtime/format/executable_file.h"
 
 namespace ipu::testing {
 namespace {
@@ -81,6 +82,36 @@ TEST_CASE("executable key: a cache entry must also be an executable that runs") 
   const Status status = check_cache_entry(exe, manifest_of({{"model", "abc"}}), "entries/ab/abcd.ipuexe");
   CHECK_FALSE(status.ok());
   CHECK(status.message().find("entries/ab/abcd.ipuexe") == 0);
+}
+
+TEST_CASE("executable key: a fetched remote entry is checked manifest first, then executable") {
+  const Manifest expected = manifest_of({{"model", "abc"}});
+  const std::string where = "http://cache/ab/abcd";
+  format::Executable exe;
+  record(exe, "model", "abc");
+  const std::string framed = format::serialize_executable(exe);
+  using compile_cache::check_fetched_entry;
+
+  // The manifest byte for byte: one more newline is another manifest.
+  auto other_text = check_fetched_entry(expected.canonical_text() + "\n", framed, expected, where);
+  CHECK(other_text.status().code() == StatusCode::kDataLoss);
+  CHECK(other_text.status().message() == where + ".manifest: differs from the expected manifest");
+  // Bytes that are no executable, under the right manifest.
+  auto garbage = check_fetched_entry(expected.canonical_text(), "not an executable", expected, where);
+  CHECK_FALSE(garbage.ok());
+  CHECK(garbage.status().message().find(where + ".ipuexe") == 0);
+  // Another key's executable.
+  format::Executable other;
+  record(other, "model", "def");
+  auto other_key =
+      check_fetched_entry(expected.canonical_text(), format::serialize_executable(other), expected, where);
+  CHECK(other_key.status().code() == StatusCode::kDataLoss);
+  CHECK(other_key.status().message().find("differs in 'model'") != std::string::npos);
+  // The right key around a message that does not run: refused as a local entry would be.
+  auto unrunnable = check_fetched_entry(expected.canonical_text(), framed, expected, where);
+  CHECK_FALSE(unrunnable.ok());
+  CHECK(unrunnable.status().message().find(where + ".ipuexe") == 0);
+  CHECK(unrunnable.status().message().find("compiled for cache key") == std::string::npos);
 }
 
 TEST_CASE("cache outcome names are the ones --json documents") {
