@@ -1,0 +1,121 @@
+#include "runtime/session/session_impl.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace ipu::session {
+
+Status Session::Impl::sync_weights(std::string_view name) {
+  IPU_ASSIGN_OR_RETURN(uint32_t index, program(name));
+  const format::Executable& exe = engine->executable();
+  engine::HostStreams streams;
+  // Weight streams are named "to_device:<tensor>" / "to_host:<tensor>".
+  auto tensor_of = [&](uint32_t stream) -> std::optional<uint32_t> {
+    const std::string& s = exe.streams(static_cast<int>(stream)).name();
+    return engine->find_tensor(s.substr(s.find(':') + 1));
+  };
+  streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
+    auto t = tensor_of(stream);
+    if (!t || !host_state.count(*t) || host_state[*t].size() != destination.size()) {
+      return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() +
+                       "' names no weight");
+    }
+    std::memcpy(destination.data(), host_state[*t].data(), destination.size());
+    return Status();
+  };
+  // Replicas hold identical weights after every all-reduced update: replica 0 speaks for all.
+  streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
+    if (replica != 0) return Status();
+    auto t = tensor_of(stream);
+    if (!t || !host_state.count(*t) || host_state[*t].size() != source.size()) {
+      return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() +
+                       "' names no weight");
+    }
+    std::memcpy(host_state[*t].data(), source.data(), source.size());
+    return Status();
+  };
+  return engine->run(index, streams);
+}
+
+// The hyper-parameter rows of the next execution's updates, the learning rate of each appended
+// to `learning_rates`: the schedule's at each update's position, else the constant rate.
+std::vector<float> Session::Impl::hyper_rows(int epoch_index, std::vector<float>& learning_rates) const {
+  std::vector<float> rows;
+  rows.reserve(static_cast<size_t>(updates_per_execution) * format::kHyperParameterCount);
+  for (int64_t u = 0; u < updates_per_execution; ++u) {
+    format::HyperParameterValues row = hyper;
+    if (schedule) {
+      const int64_t step = schedule->per_epoch ? epoch_index : iterations + u;
+      row[format::HyperParameter::kLearningRate] = static_cast<float>(format::learning_rate_at(
+          *schedule, step, static_cast<double>(hyper[format::HyperParameter::kLearningRate])));
+    }
+    learning_rates.push_back(row[format::HyperParameter::kLearningRate]);
+    rows.insert(rows.end(), row.begin(), row.end());
+  }
+  return rows;
+}
+
+Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, Outfeed& out,
+                                    const std::vector<float>& hyper_rows) {
+  out.metric_sums.assign(metrics.size(), 0.0);
+  size_t features_step = 0, labels_step = 0, hyper_transfers = 0;
+  engine::HostStreams streams;
+  // Transfers come step by step, replica-major within a step: the feed's layout.
+  // verify_host_contract proves a transfer is one step's rows and a run takes at most S steps, so
+  // these copies stay inside the feed; the checks make a broken proof an error, not a stray read.
+  auto take_step = [](const auto& values, size_t& step, std::span<std::byte> destination,
+                      const char* what) -> Status {
+    const size_t bytes = values.size() * sizeof(values[0]);
+    if ((step + 1) * destination.size() > bytes) {
+      return data_loss(std::string("the executable streams more ") + what + " than an execution holds");
+    }
+    std::memcpy(destination.data(),
+                reinterpret_cast<const std::byte*>(values.data()) + step * destination.size(),
+                destination.size());
+    ++step;
+    return Status();
+  };
+  streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
+    if (stream_features && stream == *stream_features)
+      return take_step(feed.features, features_step, destination, "features");
+    if (stream_labels && stream == *stream_labels) {
+      if (float_labels) return take_step(feed.float_labels, labels_step, destination, "labels");
+      return take_step(feed.labels, labels_step, destination, "labels");
+    }
+    if (stream_hyper && stream == *stream_hyper) {
+      // One row per update, the same for every replica.
+      const size_t row = hyper_transfers++ / replicas, bytes = destination.size();
+      if ((row + 1) * bytes > hyper_rows.size() * sizeof(float))
+        return data_loss("the executable streams more hyper-parameters than an execution has updates");
+      std::memcpy(destination.data(), reinterpret_cast<const std::byte*>(hyper_rows.data()) + row * bytes,
+                  bytes);
+      return Status();
+    }
+    return failed_precondition("the host feeds no stream " + std::to_string(stream));
+  };
+  streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
+    const float* values = reinterpret_cast<const float*>(source.data());
+    if (stream_loss && stream == *stream_loss) {
+      out.replica_losses.push_back(values[0]);
+    } else if (stream_loss_scale && stream == *stream_loss_scale) {
+      if (replica == 0) {
+        out.loss_scales.push_back(values[0]);
+        out.skipped.push_back(values[1] != 0.0f);
+      }
+    } else if (auto m = std::find_if(metrics.begin(), metrics.end(),
+                                     [&](const MetricStream& metric) { return metric.stream == stream; });
+               m != metrics.end()) {
+      out.metric_sums[static_cast<size_t>(m - metrics.begin())] += values[0];
+    } else if (stream_predictions && stream == *stream_predictions) {
+      out.predictions.insert(out.predictions.end(), values, values + source.size() / sizeof(float));
+    }
+    return Status();
+  };
+  Status status = engine->run(index, streams);
+  out.steps_started = static_cast<int64_t>(features_step / replicas);
+  IPU_RETURN_IF_ERROR(status);
+  return combine_outfeed(out);
+}
+
+} // namespace ipu::session

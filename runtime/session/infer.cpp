@@ -1,0 +1,134 @@
+#include "runtime/session/session_impl.h"
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+
+namespace ipu::session {
+namespace {
+
+// An input's values as the device takes them: floats as they are (a NaN or an infinity too, as
+// ONNX Runtime takes them; a FLOAT16 input's transfer rounds them to binary16), integers checked
+// to be exact.
+StatusOr<std::vector<float>> device_values(const data::NpyArray& array, const format::ModelIo& io) {
+  std::vector<float> values = data::floats_as_is(array);
+  if (array.dtype[0] == 'i' || array.dtype[0] == 'u') {
+    for (size_t i = 0; i < values.size(); ++i) {
+      // Integer inputs (indices, flags) reach the device unchanged only within float32's exact integers.
+      if (std::abs(static_cast<double>(values[i])) > static_cast<double>(format::kExactFloatIntegers)) {
+        return invalid_argument("input '" + io.name() + "': element " + std::to_string(i) +
+                                " is beyond the integers the device holds exactly (|v| <= 2^24)");
+      }
+    }
+  }
+  return values;
+}
+
+} // namespace
+
+StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) {
+  Impl& s = *m_impl;
+  const format::Executable& exe = s.engine->executable();
+  IPU_ASSIGN_OR_RETURN(uint32_t predict, s.program(format::kPredictProgram));
+  IPU_RETURN_IF_ERROR(s.check_one_instance("predict"));
+  if (static_cast<int>(inputs.size()) != exe.inputs_size()) {
+    return invalid_argument("the model has " + std::to_string(exe.inputs_size()) + " input(s), " +
+                            std::to_string(inputs.size()) + " given");
+  }
+  const int64_t S = s.steps_per_execution, R = s.replicas, B = exe.batch_size();
+  // Check shapes and convert every input before anything runs.
+  std::optional<int64_t> samples;
+  std::vector<std::vector<float>> values(inputs.size());
+  std::map<uint32_t, size_t> input_of_stream;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const format::ModelIo& io = exe.inputs(static_cast<int>(i));
+    std::vector<int64_t> want(io.shape().begin(), io.shape().end());
+    std::vector<int64_t> got = inputs[i].shape;
+    if (io.batched() && !got.empty()) {
+      if (samples && *samples != got[0]) {
+        return invalid_argument("input '" + io.name() + "' has " + std::to_string(got[0]) +
+                                " samples, an earlier input " + std::to_string(*samples));
+      }
+      samples = got[0];
+      got[0] = want.empty() ? 0 : want[0];
+    }
+    if (got != want || (samples && *samples < 1)) {
+      std::string expected = shape_text(want);
+      if (io.batched())
+        expected = "[N" + expected.substr(1 + std::to_string(want[0]).size()); // "[N,28,28,1]"
+      return invalid_argument("input '" + io.name() + "' has shape " + shape_text(inputs[i].shape) +
+                              ", the model expects " + expected);
+    }
+    IPU_ASSIGN_OR_RETURN(values[i], device_values(inputs[i], io));
+    input_of_stream[io.stream()] = i;
+  }
+  std::map<uint32_t, size_t> output_of_stream;
+  for (int j = 0; j < exe.outputs_size(); ++j)
+    output_of_stream[exe.outputs(j).stream()] = static_cast<size_t>(j);
+
+  IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
+  const auto start = Clock::now();
+  const int64_t N = samples.value_or(1);
+  const int64_t steps = samples ? (N + B * R - 1) / (B * R) : 1;
+  std::vector<std::vector<float>> collected(output_of_stream.size());
+  for (int64_t first_step = 0; first_step < steps; first_step += S) {
+    std::map<uint32_t, int64_t> transfers; // per stream, this execution
+    engine::HostStreams streams;
+    streams.pull = [&](uint32_t stream, uint32_t replica, std::span<std::byte> destination) -> Status {
+      auto found = input_of_stream.find(stream);
+      if (found == input_of_stream.end())
+        return failed_precondition("the host feeds no stream " + std::to_string(stream));
+      const std::vector<float>& v = values[found->second];
+      const int64_t step = first_step + transfers[stream]++ / R;
+      const size_t count = destination.size() / sizeof(float);
+      if (!exe.inputs(static_cast<int>(found->second)).batched()) {
+        if (destination.size() != v.size() * sizeof(float))
+          return data_loss("input stream " + std::to_string(stream) + " does not match its input");
+        std::memcpy(destination.data(), v.data(), destination.size());
+        return Status();
+      }
+      // Rows past the last sample are zero padding.
+      const size_t begin = static_cast<size_t>((step * R + replica) * B) * (count / static_cast<size_t>(B));
+      const size_t available = begin < v.size() ? std::min(count, v.size() - begin) : 0;
+      std::memset(destination.data(), 0, destination.size());
+      if (available > 0) std::memcpy(destination.data(), v.data() + begin, available * sizeof(float));
+      return Status();
+    };
+    streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> source) -> Status {
+      auto found = output_of_stream.find(stream);
+      if (found == output_of_stream.end()) return Status();
+      const float* f = reinterpret_cast<const float*>(source.data());
+      auto& out = collected[found->second];
+      const bool batched = exe.outputs(static_cast<int>(found->second)).batched();
+      const size_t count = source.size() / sizeof(float);
+      // One push per step and replica: room for all of them at once, not regrown as they come.
+      if (batched && out.empty()) out.reserve(count * static_cast<size_t>(steps * R));
+      if (batched || out.empty()) out.insert(out.end(), f, f + count);
+      return Status();
+    };
+    IPU_RETURN_IF_ERROR(s.engine->run(predict, streams));
+  }
+  InferResult r;
+  for (int j = 0; j < exe.outputs_size(); ++j) {
+    const format::ModelIo& io = exe.outputs(j);
+    std::vector<int64_t> shape(io.shape().begin(), io.shape().end());
+    std::vector<float>& v = collected[static_cast<size_t>(j)];
+    if (io.batched() && !shape.empty()) {
+      const size_t row = shape[0] > 0 ? v.size() / static_cast<size_t>(steps * R * shape[0]) : 0;
+      shape[0] = N;
+      v.resize(static_cast<size_t>(N) * row);
+    } else {
+      size_t elements = 1;
+      for (int64_t d : shape)
+        elements *= static_cast<size_t>(d);
+      v.resize(elements);
+    }
+    r.outputs.push_back(data::make_npy_from_floats(io.dtype(), std::move(shape), v));
+  }
+  r.samples = N;
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+} // namespace ipu::session
