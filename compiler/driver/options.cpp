@@ -1,0 +1,238 @@
+#include "compiler/driver/compile_internal.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "runtime/format/hyper_parameters.h"
+
+namespace ipu::compiler {
+
+Status unknown_optimizer(const std::string& name) {
+  return bad_option("--optimizer must be sgd, adam, adamw, rmsprop, adagrad, adamax or lamb, got '" + name +
+                    "'");
+}
+
+Status validate_options(const CompileOptions& o) {
+  if (o.batch_size == 0 || o.batch_size > (1u << 20))
+    return bad_option("--batch-size must be in [1, 1048576]");
+  if (o.steps_per_execution == 0 || o.steps_per_execution > (1u << 24)) {
+    return bad_option("--steps-per-execution must be in [1, 16777216]");
+  }
+  if (o.pipeline_stages > 1024) return bad_option("--pipeline-stages must be in [1, 1024]");
+  if (!o.stage_starts.empty() && !o.stage_assignment.empty())
+    return bad_option("--stage-starts and --stage-assignment both give the stages: give one");
+  if (o.gradient_accumulation == 0 || o.replicas == 0) {
+    return bad_option("--gradient-accumulation and --replicas must be at least 1");
+  }
+  if (o.steps_per_execution % o.gradient_accumulation != 0) {
+    return bad_option("--steps-per-execution " + std::to_string(o.steps_per_execution) +
+                      " is not a multiple of --gradient-accumulation " +
+                      std::to_string(o.gradient_accumulation) + ": an execution must end on a weight update");
+  }
+  if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "mixed")
+    return bad_option("--precision must be fp32, fp16 or mixed, got '" + o.precision + "'");
+  if (o.precision == "mixed" && o.mode == Mode::kInfer) {
+    return bad_option(
+        "--precision mixed keeps fp32 master weights for training's updates, which --mode infer "
+        "has none of; predict and evaluate in fp16 with --precision fp16");
+  }
+  if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
+    return bad_option("--gradient-accumulation applies to training only (--mode infer)");
+  }
+  if (o.metrics) {
+    const auto metrics = passes::parse_metric_list(*o.metrics);
+    if (!metrics.ok()) return bad_option("--metrics: " + metrics.status().message());
+  }
+  if (o.loss && !passes::loss_kind(*o.loss)) {
+    return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + *o.loss + "'");
+  }
+  if (o.optimizer && !passes::optimizer_kind(*o.optimizer)) return unknown_optimizer(*o.optimizer);
+  if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
+  if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return bad_option("--momentum must be in [0, 1)");
+  for (const auto& [flag, value] :
+       {std::pair{"--beta1", o.beta_1}, std::pair{"--beta2", o.beta_2}, std::pair{"--rho", o.rho}}) {
+    if (value && !(*value >= 0 && *value < 1)) return bad_option(std::string(flag) + " must be in [0, 1)");
+  }
+  if (o.dampening && !(*o.dampening >= 0 && *o.dampening <= 1))
+    return bad_option("--dampening must be in [0, 1]");
+  if (o.initial_accumulator_value &&
+      !(*o.initial_accumulator_value >= 0 && std::isfinite(*o.initial_accumulator_value)))
+    return bad_option("--initial-accumulator-value must be non-negative");
+  if (o.epsilon && !(*o.epsilon > 0 && std::isfinite(*o.epsilon)))
+    return bad_option("--epsilon must be positive");
+  if (o.weight_decay && !(*o.weight_decay >= 0 && std::isfinite(*o.weight_decay)))
+    return bad_option("--weight-decay must be non-negative");
+  if (o.global_clipnorm && !(*o.global_clipnorm >= 0 && std::isfinite(*o.global_clipnorm)))
+    return bad_option("--global-clipnorm must be non-negative (0: no clipping)");
+  if (o.learning_rate_schedule) {
+    StatusOr<format::LearningRateSchedule> schedule =
+        format::parse_learning_rate_schedule(*o.learning_rate_schedule);
+    if (!schedule.ok()) return bad_option("--lr-schedule: " + schedule.status().message());
+  }
+  if (o.loss_scaling && !passes::loss_scaling_mode(*o.loss_scaling))
+    return bad_option("--loss-scaling must be none, static or dynamic, got '" + *o.loss_scaling + "'");
+  if (o.loss_scale && !(*o.loss_scale > 0 && std::isfinite(*o.loss_scale)))
+    return bad_option("--loss-scale must be a positive number that float32 holds");
+  if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1)) {
+    return bad_option("--available-memory-proportion must be in (0, 1], got " +
+                      double_key(o.available_memory_proportion));
+  }
+  if (!o.recompute_checkpoints.empty() && !o.recompute)
+    return bad_option("--recompute-checkpoints names the checkpoints of --recompute: give --recompute");
+  if (o.loss_scale_growth_steps &&
+      !(*o.loss_scale_growth_steps >= 1 && *o.loss_scale_growth_steps <= format::kMaxLossScaleGrowthSteps))
+    return bad_option("--loss-scale-growth-steps must be in [1, 2^24], got " +
+                      std::to_string(*o.loss_scale_growth_steps));
+  return Status();
+}
+
+std::string quoted_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (const std::string& name : names)
+    text += (text.empty() ? "'" : ", '") + name + "'";
+  return text;
+}
+
+StatusOr<std::string> graph_loss_output(const frontend::LoadedModel& loaded, const CompileOptions& options) {
+  if (options.loss_output) {
+    if (!loaded.is_onnx())
+      return bad_option(options.model_path + ": --loss-output applies to ONNX models only");
+    if (options.loss) return bad_option("--loss and --loss-output both name the loss to train on: give one");
+    return *options.loss_output;
+  }
+  const std::vector<frontend::LoadedModel::LossOutput> losses = loaded.loss_outputs();
+  if (losses.empty()) return std::string();
+  std::vector<std::string> names;
+  names.reserve(losses.size());
+  for (const auto& loss : losses)
+    names.push_back(loss.output);
+  if (options.loss) {
+    return bad_option(options.model_path + ": the graph computes its loss (" + quoted_names(names) +
+                      ") and trains on it: drop --loss, or name another output with --loss-output");
+  }
+  if (losses.size() > 1) {
+    return bad_option(options.model_path + ": the graph computes several losses (" + quoted_names(names) +
+                      "): name the one to train on with --loss-output");
+  }
+  return losses[0].output;
+}
+
+StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimizer,
+                                                 const CompileOptions& options) {
+  using K = passes::OptimizerKind;
+  if (options.optimizer) {
+    const std::optional<K> kind = passes::optimizer_kind(*options.optimizer);
+    if (!kind) return unknown_optimizer(*options.optimizer);
+    if (*kind != optimizer.kind) optimizer = passes::default_optimizer(*kind);
+  }
+  struct FlagUse {
+    const char* flag;
+    bool given;
+    std::vector<K> kinds;
+  };
+  const std::vector<K> adam_family = {K::kAdam, K::kAdamW, K::kAdaMax, K::kLamb};
+  const std::vector<FlagUse> uses = {
+      {"--momentum", options.momentum.has_value(), {K::kSgd, K::kRmsProp}},
+      {"--dampening", options.dampening.has_value(), {K::kSgd}},
+      {"--nesterov", options.nesterov.has_value(), {K::kSgd}},
+      {"--beta1", options.beta_1.has_value(), adam_family},
+      {"--beta2", options.beta_2.has_value(), adam_family},
+      {"--epsilon",
+       options.epsilon.has_value(),
+       {K::kAdam, K::kAdamW, K::kAdaMax, K::kLamb, K::kRmsProp, K::kAdagrad}},
+      {"--rho", options.rho.has_value(), {K::kRmsProp}},
+      {"--centered", options.centered.has_value(), {K::kRmsProp}},
+      {"--initial-accumulator-value", options.initial_accumulator_value.has_value(), {K::kAdagrad}},
+  };
+  for (const FlagUse& use : uses) {
+    if (!use.given || std::find(use.kinds.begin(), use.kinds.end(), optimizer.kind) != use.kinds.end())
+      continue;
+    std::string applies;
+    for (size_t i = 0; i < use.kinds.size(); ++i) {
+      applies += (i == 0 ? "" : i + 1 == use.kinds.size() ? " and " : ", ");
+      applies += passes::optimizer_name(use.kinds[i]);
+    }
+    return bad_option(std::string(use.flag) + " applies to " + applies + ", not " +
+                      passes::optimizer_name(optimizer.kind));
+  }
+  if (options.learning_rate) {
+    optimizer.learning_rate = *options.learning_rate;
+    optimizer.learning_rate_schedule.clear(); // a rate given alone is constant
+  }
+  if (options.learning_rate_schedule) {
+    StatusOr<format::LearningRateSchedule> schedule =
+        format::parse_learning_rate_schedule(*options.learning_rate_schedule);
+    if (!schedule.ok()) return bad_option("--lr-schedule: " + schedule.status().message());
+    if (schedule->initial_learning_rate)
+      optimizer.learning_rate = static_cast<float>(*schedule->initial_learning_rate);
+    optimizer.learning_rate_schedule = format::learning_rate_schedule_text(*schedule);
+  }
+  if (options.momentum) optimizer.momentum = *options.momentum;
+  if (options.dampening) optimizer.dampening = *options.dampening;
+  if (options.nesterov) optimizer.nesterov = *options.nesterov;
+  if (options.beta_1) optimizer.beta_1 = *options.beta_1;
+  if (options.beta_2) optimizer.beta_2 = *options.beta_2;
+  if (options.epsilon) optimizer.epsilon = *options.epsilon;
+  if (options.weight_decay) optimizer.weight_decay = *options.weight_decay;
+  if (options.rho) optimizer.rho = *options.rho;
+  if (options.centered) optimizer.centered = *options.centered;
+  if (options.initial_accumulator_value)
+    optimizer.initial_accumulator_value = *options.initial_accumulator_value;
+  if (options.global_clipnorm) optimizer.global_clipnorm = *options.global_clipnorm;
+  // fp16 gradients underflow unscaled: training in fp16 or mixed scales the loss dynamically from
+  // 2^15 unless --loss-scaling says otherwise, as Keras's mixed_float16 policy wraps fit's optimizer
+  // in a (dynamic) LossScaleOptimizer (docs/training.md, "Precision").
+  if (options.precision != "fp32" && options.mode == Mode::kTrain && !options.loss_scaling &&
+      optimizer.loss_scaling.mode == passes::LossScalingMode::kNone) {
+    optimizer.loss_scaling.mode = passes::LossScalingMode::kDynamic;
+  }
+  if (options.loss_scaling) {
+    const std::optional<passes::LossScalingMode> mode = passes::loss_scaling_mode(*options.loss_scaling);
+    if (!mode)
+      return bad_option("--loss-scaling must be none, static or dynamic, got '" + *options.loss_scaling +
+                        "'");
+    optimizer.loss_scaling.mode = *mode;
+  }
+  if (options.loss_scale_growth_steps) {
+    if (optimizer.loss_scaling.mode != passes::LossScalingMode::kDynamic)
+      return bad_option(
+          "--loss-scale-growth-steps needs dynamic loss scaling: give --loss-scaling dynamic (or a "
+          "spec whose LossScaleOptimizer is dynamic)");
+    optimizer.loss_scaling.growth_steps = *options.loss_scale_growth_steps;
+  }
+  if (options.loss_scale) {
+    if (optimizer.loss_scaling.mode == passes::LossScalingMode::kNone)
+      return bad_option(
+          "--loss-scale needs loss scaling: give --loss-scaling static or dynamic (or a spec whose "
+          "optimizer is a LossScaleOptimizer)");
+    optimizer.loss_scaling.initial_scale = *options.loss_scale;
+  }
+  if (optimizer.nesterov && (optimizer.momentum == 0.0f || optimizer.dampening != 0.0f)) {
+    return bad_option("--nesterov needs a momentum and no dampening (as torch.optim.SGD), got momentum " +
+                      float_key(optimizer.momentum) + ", dampening " + float_key(optimizer.dampening));
+  }
+  return optimizer;
+}
+
+CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOptions options) {
+  if (!options.stage_starts.empty() && options.stage_assignment.empty()) {
+    // An error leaves the names in place for compile_model to report.
+    StatusOr<std::vector<int>> assignment = stage_assignment_from_starts(model, options.stage_starts);
+    if (assignment.ok()) {
+      options.stage_assignment = std::move(*assignment);
+      options.stage_starts.clear();
+    }
+  }
+  if (options.gradient_accumulation == 0) {
+    const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
+    const auto stages = options.pipeline_stages > 0
+                            ? options.pipeline_stages
+                            : static_cast<uint32_t>(model.stage_count(options.stage_assignment));
+    options.gradient_accumulation = fills_pipeline ? stages : 1;
+  }
+  if (options.steps_per_execution == 0) options.steps_per_execution = options.gradient_accumulation;
+  return options;
+}
+
+} // namespace ipu::compiler
