@@ -105,6 +105,64 @@ Status check_outputs(const CompileCommandFlags& flags) {
   return Status();
 }
 
+// --json: the compile's one object (docs/json.md).
+nlohmann::json compile_json(const CompileCommandFlags& flags, const compile_cache::CachedCompile& compiled) {
+  const format::Executable& executable = compiled.executable;
+  const compiler::CompileTimings& timings = compiled.timings;
+  nlohmann::json out = json_document(kIpuccTool, "compile");
+  out["model"] = flags.model;
+  out["fits"] = true;
+  out["key"] = compiled.key;
+  out["cache"] = compile_cache::cache_outcome_name(compiled.outcome);
+  out["entry"] = compiled.entry.empty() ? nlohmann::json() : nlohmann::json(compiled.entry);
+  out["output"] = flags.output.empty() ? nlohmann::json() : nlohmann::json(flags.output);
+  out["bytes"] = compiled.bytes.size();
+  out["timings"] = {{"total_s", compiled.seconds},
+                    {"frontend_s", timings.frontend_seconds},
+                    {"passes_s", timings.passes_seconds},
+                    {"lowering_s", timings.lowering_seconds}};
+  out["target"] = {{"arch", executable.target().arch()},
+                   {"num_ipus", executable.target().num_ipus()},
+                   {"tiles_per_ipu", executable.target().tiles_per_ipu()},
+                   {"bytes_per_tile", executable.target().bytes_per_tile()}};
+  out["mode"] = executable.mode();
+  out["folded_onnx_nodes"] = executable.folded_onnx_nodes();
+  out["batch_size"] = executable.batch_size();
+  out["steps_per_execution"] = executable.steps_per_execution();
+  out["estimates"] = estimates_json(executable);
+  out["pipeline"] = schedule_json(executable);
+  return out;
+}
+
+// The compile's summary on stdout: key, tiles, cycles per step, the pipeline, where it went.
+void print_compile_summary(const CompileCommandFlags& flags, const compile_cache::CachedCompile& compiled) {
+  const format::Executable& executable = compiled.executable;
+  const auto est = estimates_json(executable);
+  std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), compiled.key.substr(0, 16).c_str(),
+              compile_cache::cache_outcome_name(compiled.outcome).c_str(), compiled.seconds);
+  std::printf("  %u tiles used, %s vertices in %d compute sets; fullest tile %u holds %s of %s bytes\n",
+              executable.estimates().tiles_used(), with_commas(executable.estimates().vertices()).c_str(),
+              executable.compute_sets_size(), executable.estimates().fullest_tile(),
+              with_commas(executable.estimates().peak_tile_bytes()).c_str(),
+              with_commas(executable.target().bytes_per_tile()).c_str());
+  for (const auto& [program, cycles] : est["cycles_per_step"].items()) {
+    std::printf("  %s: %s cycles/step (%.1f us at %.2f GHz)\n", program.c_str(),
+                with_commas(cycles.get<uint64_t>()).c_str(),
+                1e6 * static_cast<double>(cycles.get<uint64_t>()) / executable.target().clock_hz(),
+                executable.target().clock_hz() / 1e9);
+  }
+  const auto pipeline = schedule_json(executable);
+  std::printf("  %s schedule, %u stage(s) x %u replica(s), %u micro-batches per update: bubble %.1f%%\n",
+              executable.pipeline().schedule().c_str(), executable.pipeline().num_stages(),
+              executable.pipeline().replicas(), executable.pipeline().gradient_accumulation(),
+              100.0 * pipeline["bubble_fraction"].get<double>());
+  if (executable.folded_onnx_nodes() > 0)
+    std::printf("  %s ONNX node(s) computed at compile time\n",
+                with_commas(executable.folded_onnx_nodes()).c_str());
+  if (!compiled.entry.empty()) std::printf("  entry %s\n", compiled.entry.c_str());
+  if (!flags.output.empty()) std::printf("  wrote %s\n", flags.output.c_str());
+}
+
 int run_compile(const CompileCommandFlags& flags) {
   compile_cache::CachedCompileRequest request;
   lowering::MemoryReport overflow;
@@ -159,10 +217,7 @@ int run_compile(const CompileCommandFlags& flags) {
     }
     return failed(compiled.status(), exit_code_for(compiled.status()));
   }
-  const std::string& key = compiled->key;
-  const std::string& bytes = compiled->bytes;
   const format::Executable& executable = compiled->executable;
-  const compiler::CompileTimings& timings = compiled->timings;
   if (const std::string note = model_defaults_note(flags.compile, flags.model, executable); !note.empty())
     print_note(kIpuccTool, note);
   for (const std::string& note : compiled->notes)
@@ -171,7 +226,7 @@ int run_compile(const CompileCommandFlags& flags) {
     print_note(kIpuccTool, note);
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
   if (!flags.output.empty()) {
-    Status written = write_output_file(flags.output, bytes);
+    Status written = write_output_file(flags.output, compiled->bytes);
     if (!written.ok()) return failed(written, kExitIoError);
   }
   if (!flags.report.empty()) {
@@ -187,59 +242,12 @@ int run_compile(const CompileCommandFlags& flags) {
     if (!written.ok()) return failed(written, kExitIoError);
   }
 
-  const double total = compiled->seconds;
   if (flags.dump_plan) print_plan(executable);
-  const std::string& entry = compiled->entry;
   if (flags.json) {
-    nlohmann::json out = json_document(kIpuccTool, "compile");
-    out["model"] = flags.model;
-    out["fits"] = true;
-    out["key"] = key;
-    out["cache"] = compile_cache::cache_outcome_name(compiled->outcome);
-    out["entry"] = entry.empty() ? nlohmann::json() : nlohmann::json(entry);
-    out["output"] = flags.output.empty() ? nlohmann::json() : nlohmann::json(flags.output);
-    out["bytes"] = bytes.size();
-    out["timings"] = {{"total_s", total},
-                      {"frontend_s", timings.frontend_seconds},
-                      {"passes_s", timings.passes_seconds},
-                      {"lowering_s", timings.lowering_seconds}};
-    out["target"] = {{"arch", executable.target().arch()},
-                     {"num_ipus", executable.target().num_ipus()},
-                     {"tiles_per_ipu", executable.target().tiles_per_ipu()},
-                     {"bytes_per_tile", executable.target().bytes_per_tile()}};
-    out["mode"] = executable.mode();
-    out["folded_onnx_nodes"] = executable.folded_onnx_nodes();
-    out["batch_size"] = executable.batch_size();
-    out["steps_per_execution"] = executable.steps_per_execution();
-    out["estimates"] = estimates_json(executable);
-    out["pipeline"] = schedule_json(executable);
-    std::printf("%s\n", out.dump(2).c_str());
-    return kExitOk;
+    std::printf("%s\n", compile_json(flags, *compiled).dump(2).c_str());
+  } else {
+    print_compile_summary(flags, *compiled);
   }
-  const auto est = estimates_json(executable);
-  std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), key.substr(0, 16).c_str(),
-              compile_cache::cache_outcome_name(compiled->outcome).c_str(), total);
-  std::printf("  %u tiles used, %s vertices in %d compute sets; fullest tile %u holds %s of %s bytes\n",
-              executable.estimates().tiles_used(), with_commas(executable.estimates().vertices()).c_str(),
-              executable.compute_sets_size(), executable.estimates().fullest_tile(),
-              with_commas(executable.estimates().peak_tile_bytes()).c_str(),
-              with_commas(executable.target().bytes_per_tile()).c_str());
-  for (const auto& [program, cycles] : est["cycles_per_step"].items()) {
-    std::printf("  %s: %s cycles/step (%.1f us at %.2f GHz)\n", program.c_str(),
-                with_commas(cycles.get<uint64_t>()).c_str(),
-                1e6 * static_cast<double>(cycles.get<uint64_t>()) / executable.target().clock_hz(),
-                executable.target().clock_hz() / 1e9);
-  }
-  const auto pipeline = schedule_json(executable);
-  std::printf("  %s schedule, %u stage(s) x %u replica(s), %u micro-batches per update: bubble %.1f%%\n",
-              executable.pipeline().schedule().c_str(), executable.pipeline().num_stages(),
-              executable.pipeline().replicas(), executable.pipeline().gradient_accumulation(),
-              100.0 * pipeline["bubble_fraction"].get<double>());
-  if (executable.folded_onnx_nodes() > 0)
-    std::printf("  %s ONNX node(s) computed at compile time\n",
-                with_commas(executable.folded_onnx_nodes()).c_str());
-  if (!entry.empty()) std::printf("  entry %s\n", entry.c_str());
-  if (!flags.output.empty()) std::printf("  wrote %s\n", flags.output.c_str());
   return kExitOk;
 }
 
