@@ -114,16 +114,22 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
     const format::ModelIo& io = exe.outputs(j);
     std::vector<int64_t> shape(io.shape().begin(), io.shape().end());
     std::vector<float>& v = collected[static_cast<size_t>(j)];
-    if (io.batched() && !shape.empty()) {
-      const size_t row = shape[0] > 0 ? v.size() / static_cast<size_t>(steps * R * shape[0]) : 0;
+    // The host's shape: a batched output's first axis becomes the samples run.
+    size_t elements = 1;
+    for (size_t d = io.batched() ? 1 : 0; d < shape.size(); ++d)
+      elements *= static_cast<size_t>(shape[d]);
+    if (io.batched()) {
       shape[0] = N;
-      v.resize(static_cast<size_t>(N) * row);
-    } else {
-      size_t elements = 1;
-      for (int64_t d : shape)
-        elements *= static_cast<size_t>(d);
-      v.resize(elements);
+      elements *= static_cast<size_t>(N);
     }
+    // The verifier proves that each transfer carries the output's elements, not that the program
+    // makes every transfer: one that streams too few is a corrupt executable, not a read past `v`.
+    if (v.size() < elements) {
+      return data_loss("program '" + std::string(format::kPredictProgram) + "' streamed " +
+                       std::to_string(v.size()) + " value(s) of output '" + io.name() + "', whose shape " +
+                       shape_text(shape) + " holds " + std::to_string(elements));
+    }
+    v.resize(elements);
     r.outputs.push_back(data::make_npy_from_floats(io.dtype(), std::move(shape), v));
   }
   r.samples = N;

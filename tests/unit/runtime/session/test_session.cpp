@@ -19,12 +19,16 @@
 namespace ipu::testing {
 namespace {
 
-std::unique_ptr<session::Session> open_golden(const std::string& name) {
+format::Executable read_golden(const std::string& name) {
   auto exe = format::read_executable_file(std::string(IPUCC_SOURCE_DIR) + "/tests/data/golden_executables/" +
                                           name + ".ipuexe");
   INFO(exe.status().message());
   REQUIRE(exe.ok());
-  auto created = session::Session::create(std::move(*exe), {});
+  return std::move(*exe);
+}
+
+std::unique_ptr<session::Session> open_golden(const std::string& name) {
+  auto created = session::Session::create(read_golden(name), {});
   INFO(created.status().message());
   REQUIRE(created.ok());
   return std::move(*created);
@@ -91,10 +95,11 @@ TEST_CASE("session: fit learns, counts its steps and updates, and leaves the wei
   // The host holds the trained weights: every weight moved.
   const auto after = s->named_weights();
   REQUIRE(after.size() == before.size());
-  for (const auto& [name, tensor] : before) {
+  for (const auto& weight : before) {
+    const std::string& name = weight.first; // CAPTURE takes no structured binding (clang 14)
     CAPTURE(name);
     REQUIRE(after.count(name) == 1);
-    CHECK(after.at(name).values != tensor.values);
+    CHECK(after.at(name).values != weight.second.values);
   }
 }
 
@@ -192,6 +197,24 @@ TEST_CASE("session: data the executable cannot take is refused, naming it") {
   auto fit = inference_only->fit(argmax_data(8), {}, nullptr, nullptr);
   CHECK(fit.status().code() == StatusCode::kFailedPrecondition);
   CHECK(fit.status().message().find("has no 'train' program") != std::string::npos);
+}
+
+TEST_CASE("session: an output the program never streams is a corrupt executable, not a stray read") {
+  // The output moved to a stream of its own shape that no program fills: the verifier accepts it
+  // (each transfer would carry the output's elements), so infer must count what arrived (found
+  // by fuzz_executable: make_npy_f16 read from an empty vector).
+  format::Executable exe = read_golden("gemm_infer");
+  REQUIRE(exe.outputs_size() == 1);
+  format::Stream unused = exe.streams(static_cast<int>(exe.outputs(0).stream()));
+  unused.set_name("never_streamed");
+  exe.mutable_outputs(0)->set_stream(static_cast<uint32_t>(exe.streams_size()));
+  *exe.add_streams() = unused;
+  auto created = session::Session::create(std::move(exe), {});
+  INFO(created.status().message());
+  REQUIRE(created.ok());
+  auto result = (*created)->infer({features_array(argmax_data(3))});
+  CHECK(result.status().code() == StatusCode::kDataLoss);
+  CHECK(result.status().message().find("program 'predict' streamed 0 value(s) of output") == 0);
 }
 
 } // namespace
