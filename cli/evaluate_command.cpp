@@ -7,10 +7,8 @@
 
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
-#include "cli/json_output.h"
 #include "cli/progress_bar.h"
 #include "cli/run_common.h"
-#include "cli/tool_names.h"
 
 namespace ipu::cli {
 
@@ -27,9 +25,7 @@ int run_evaluate(const RunFlags& f, collectives::Collectives* job) {
                                          make_progress_printer(progress_style(f), ProgressOf::kEvaluation));
   if (!result.ok()) return fail(ipurun_tool(), with_origin(result.status(), loaded.origin));
   if (f.json) {
-    nlohmann::json out = json_document(kIpurunTool, "evaluate");
-    out["executable"] = loaded.origin;
-    add_cache_fields(out, loaded);
+    nlohmann::json out = run_json("evaluate", loaded);
     out["data"] = loaded.data.source;
     out["loss"] = result->loss;
     add_metrics(out, result->metrics);

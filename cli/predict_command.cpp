@@ -10,10 +10,8 @@
 
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
-#include "cli/json_output.h"
 #include "cli/run_common.h"
 #include "cli/run_io.h"
-#include "cli/tool_names.h"
 #include "runtime/base/output_file.h"
 #include "runtime/base/printable.h"
 #include "runtime/data/npy.h"
@@ -80,9 +78,7 @@ int run_predict_inputs(const RunFlags& f, Loaded& loaded) {
   }
   note_unwritten_predictions(f);
   if (f.json) {
-    nlohmann::json out = json_document(kIpurunTool, "predict");
-    out["executable"] = loaded.origin;
-    add_cache_fields(out, loaded);
+    nlohmann::json out = run_json("predict", loaded);
     out["inputs"] = f.inputs;
     out["samples"] = result->samples;
     out["outputs"] = outputs;
@@ -150,9 +146,7 @@ int run_predict(const RunFlags& f, collectives::Collectives* job) {
   }
   note_unwritten_predictions(f);
   if (f.json) {
-    nlohmann::json out = json_document(kIpurunTool, "predict");
-    out["executable"] = loaded.origin;
-    add_cache_fields(out, loaded);
+    nlohmann::json out = run_json("predict", loaded);
     out["data"] = loaded.data.source;
     out["samples"] = result->samples;
     out["shape"] = result->shape;

@@ -7,6 +7,7 @@
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/hyper_parameter_flags.h"
+#include "cli/json_output.h"
 #include "cli/resolve_executable.h"
 #include "cli/run_io.h"
 #include "cli/run_model.h"
@@ -142,10 +143,13 @@ Status with_origin(const Status& status, const std::string& origin) {
   return in_executable ? status.with_context(origin) : status;
 }
 
-void add_cache_fields(nlohmann::json& out, const Loaded& loaded) {
+nlohmann::json run_json(const char* command, const Loaded& loaded) {
+  nlohmann::json out = json_document(kIpurunTool, command);
+  out["executable"] = loaded.origin;
   out["key"] = loaded.key.empty() ? nlohmann::json() : nlohmann::json(loaded.key);
   out["cache"] =
       loaded.cache ? nlohmann::json(compile_cache::cache_outcome_name(*loaded.cache)) : nlohmann::json();
+  return out;
 }
 
 void add_metrics(nlohmann::json& out, const std::vector<session::MetricValue>& metrics,

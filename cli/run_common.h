@@ -41,9 +41,10 @@ int load(const RunFlags& f, Loaded& out, collectives::Collectives* job);
 // (which name one of its nodes) name it; errors the host finds in the data name the data.
 Status with_origin(const Status& status, const std::string& origin);
 
-// Where the executable came from: its cache key (null for a file) and, for a model, how the cache
-// had it (compile_cache::cache_outcome_name; null otherwise).
-void add_cache_fields(nlohmann::json& out, const Loaded& loaded);
+// The start of a command's --json object (docs/json.md): the tool and the command, the executable,
+// its cache key (null for a file) and, for a model, how the cache had it
+// (compile_cache::cache_outcome_name; null otherwise).
+nlohmann::json run_json(const char* command, const Loaded& loaded);
 
 // Each metric of the executable under its name (docs/json.md): "accuracy" where the loss has one
 // and the metrics ask for it, "sparse_top_k_categorical_accuracy", "mse", "mae"; validation's with

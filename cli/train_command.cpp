@@ -109,9 +109,7 @@ nlohmann::json step_log_json(const session::StepLog& step_log) {
 nlohmann::json train_json(const Loaded& loaded, const std::vector<session::EpochResult>& results,
                           const nlohmann::json& epochs, const FitCallbacks& callbacks,
                           const collectives::Collectives* job) {
-  nlohmann::json out = json_document(kIpurunTool, "train");
-  out["executable"] = loaded.origin;
-  add_cache_fields(out, loaded);
+  nlohmann::json out = run_json("train", loaded);
   out["data"] = loaded.data.source;
   out["batch_size"] = loaded.session->executable().batch_size();
   out["steps_per_execution"] = loaded.session->executable().steps_per_execution();
