@@ -8,7 +8,9 @@
 #   KILL_ROUNDS=70 IPUCC=build/cli/ipucc IPURUN=build/cli/ipurun bash tests/e2e/test_crash_consistency.sh
 # Each round kills after a random delay within 1.2 times the command's own measured run, so most
 # kills land while it works (training: every other round within the last quarter of the run, where
-# it writes its checkpoint); each test requires that at least a quarter did.
+# it writes its checkpoint). A kill the command outran narrows the window and does not count: each
+# test makes up to 3 × KILL_ROUNDS attempts to land KILL_ROUNDS kills, and fails if fewer than a
+# quarter of them landed (a machine whose load swings makes the first measured run a poor guide).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 ROUNDS=${KILL_ROUNDS:-10}
@@ -49,10 +51,10 @@ narrowed() {
   echo $((next < $1 ? next : $1))
 }
 
-# expect_landed LANDED: at least a quarter of the rounds killed their command mid-run.
+# expect_landed LANDED ATTEMPTS: at least a quarter of KILL_ROUNDS kills landed mid-run.
 expect_landed() {
-  (($1 * 4 >= ROUNDS)) || fail "only $1 of $ROUNDS kills landed before the command finished"
-  echo "      $1 of $ROUNDS kills landed mid-run"
+  (($1 * 4 >= ROUNDS)) || fail "only $1 of $2 kills landed before the command finished"
+  echo "      $1 of $2 kills landed mid-run"
 }
 
 expect_cache_whole() {
@@ -66,7 +68,7 @@ test_compiles_killed_at_random_leave_every_entry_whole() {
   local round window landed=0
   window=$(duration_ms "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 9 --no-cache -o probe.ipuexe)
   window=$((window * 6 / 5 + 10))
-  for ((round = 0; round < ROUNDS; ++round)); do
+  for ((round = 0; landed < ROUNDS && round < 3 * ROUNDS; ++round)); do
     # Five keys: later rounds hit entries earlier ones stored, or were killed storing.
     if kill_at_random 0 "$window" "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size $((round % 5 + 2)); then
       landed=$((landed + 1))
@@ -74,7 +76,7 @@ test_compiles_killed_at_random_leave_every_entry_whole() {
       window=$(narrowed "$window")
     fi
   done
-  expect_landed "$landed"
+  expect_landed "$landed" "$round"
   expect_cache_whole "after $ROUNDS killed compiles"
   # Every key compiles again, from its entry or afresh, and the cache stays whole.
   for ((round = 0; round < 5; ++round)); do
@@ -89,16 +91,16 @@ test_training_killed_at_random_never_loses_its_checkpoint() {
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size 8 --no-cache -o mlp.ipuexe
   local train=("$IPURUN" train mlp.ipuexe --data synthetic:256 --epochs 2 --progress none --save-weights ckpt)
   run=$(duration_ms "${train[@]}") # writes ckpt: from here on it must always load
-  for ((round = 0; round < ROUNDS; ++round)); do
+  for ((round = 0; landed < ROUNDS && round < 3 * ROUNDS; ++round)); do
     from=$((round % 2 * run * 3 / 4))
     if kill_at_random "$from" $((run * 6 / 5 + 10)) "${train[@]}"; then
       landed=$((landed + 1))
-    elif ((FINISHED_MS < run)); then
-      run=$FINISHED_MS
+    else
+      run=$(narrowed "$run")
     fi
     expect_exit 0 "$IPURUN" evaluate mlp.ipuexe --data synthetic:64 --weights ckpt --progress none
   done
-  expect_landed "$landed"
+  expect_landed "$landed" "$round"
   # What the killed writes left beside it are their own temporaries, never a second checkpoint.
   expect_eq "$(find . -maxdepth 1 -name 'ckpt*' ! -name 'ckpt' ! -name 'ckpt.tmp-*' | wc -l)" 0 \
     "checkpoints beside ckpt"
@@ -111,7 +113,7 @@ test_gc_killed_at_random_leaves_the_cache_whole() {
   size=$(json_get "$STDOUT" 'd["bytes"]')
   window=$(duration_ms "$IPUCC" cache gc --max-size $((size / 3)))
   window=$((window * 6 / 5 + 10))
-  for ((round = 0; round < ROUNDS; ++round)); do
+  for ((round = 0; landed < ROUNDS && round < 3 * ROUNDS; ++round)); do
     for batch in 2 3 4 5 6; do "$IPUCC" compile "$MLP" "${SMALL[@]}" --batch-size $batch > /dev/null 2>&1; done
     if kill_at_random 0 "$window" "$IPUCC" cache gc --max-size $((size / 3)); then
       landed=$((landed + 1))
@@ -120,7 +122,7 @@ test_gc_killed_at_random_leaves_the_cache_whole() {
     fi
     expect_cache_whole "after killed gc $round"
   done
-  expect_landed "$landed"
+  expect_landed "$landed" "$round"
 }
 
 run_tests "$@"
