@@ -1,5 +1,6 @@
 #include "cli/compile_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -31,6 +32,7 @@ struct CompileCommandFlags {
   bool json = false;
   bool force = false;
   bool dump_ir = false;
+  std::vector<std::string> dump_ir_after; // graph pass names, or "all"
   std::string report;
   std::string report_scale = "fullest"; // --report-scale: fullest | capacity
   std::string trace;
@@ -105,6 +107,24 @@ Status check_outputs(const CompileCommandFlags& flags) {
   return Status();
 }
 
+// --dump-ir-after: the IR after each pass asked for, under a heading as MLIR's
+// -mlir-print-ir-after prints it. A pass named that did not run in this compile is said so, not
+// passed over in silence.
+void print_ir_after_passes(const CompileCommandFlags& flags,
+                           const std::vector<compiler::GraphPassRun>& runs) {
+  const std::vector<compiler::GraphPassInfo> passes = compiler::graph_passes();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const compiler::GraphPassRun& run = runs[i];
+    if (!run.ir_after.empty()) std::printf("// IR after %s\n%s", run.name.c_str(), run.ir_after.c_str());
+    const auto& asked = flags.dump_ir_after;
+    if (!run.ran && std::find(asked.begin(), asked.end(), run.name) != asked.end()) {
+      print_note(kIpuccTool, "--dump-ir-after " + run.name +
+                                 ": the pass did not run in this compile (it runs " +
+                                 std::string(passes[i].runs_when) + ")");
+    }
+  }
+}
+
 // --json: the compile's one object (docs/json.md).
 nlohmann::json compile_json(const CompileCommandFlags& flags, const compile_cache::CachedCompile& compiled) {
   const format::Executable& executable = compiled.executable;
@@ -121,6 +141,9 @@ nlohmann::json compile_json(const CompileCommandFlags& flags, const compile_cach
                     {"frontend_s", timings.frontend_seconds},
                     {"passes_s", timings.passes_seconds},
                     {"lowering_s", timings.lowering_seconds}};
+  out["passes"] = nlohmann::json::array();
+  for (const compiler::GraphPassRun& run : compiled.passes)
+    out["passes"].push_back({{"name", run.name}, {"ran", run.ran}, {"seconds", run.seconds}});
   out["target"] = {{"arch", executable.target().arch()},
                    {"num_ipus", executable.target().num_ipus()},
                    {"tiles_per_ipu", executable.target().tiles_per_ipu()},
@@ -189,7 +212,8 @@ int run_compile(const CompileCommandFlags& flags) {
   request.cache_dir = flags.cache.cache_dir;
   request.use_cache = !flags.cache.no_cache;
   request.force = flags.force;
-  request.keep_ir = flags.dump_ir;
+  request.options.dump_ir_after = flags.dump_ir_after;
+  request.keep_ir = flags.dump_ir || !flags.dump_ir_after.empty();
   if (request.use_cache) {
     StatusOr<uint64_t> max_size = cache_max_size(flags.cache);
     if (!max_size.ok()) return failed(max_size.status(), kExitUsage);
@@ -224,6 +248,7 @@ int run_compile(const CompileCommandFlags& flags) {
     print_note(kIpuccTool, note);
   if (const std::string note = stage_split_note(flags.model, executable); !note.empty())
     print_note(kIpuccTool, note);
+  print_ir_after_passes(flags, compiled->passes);
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
   if (!flags.output.empty()) {
     Status written = write_output_file(flags.output, compiled->bytes);
@@ -275,8 +300,15 @@ std::function<int()> add_compile_command(CLI::App& app) {
   cmd->add_option("--trace", flags->trace,
                   "Write the estimated execution of one train (or predict) run into FILE.json, Chrome "
                   "trace events that Perfetto's UI and chrome://tracing open (docs/trace.md)");
-  cmd->add_flag("--dump-ir", flags->dump_ir,
-                "Print the IR after the training passes (compiles even on a hit)");
+  cmd->add_flag("--dump-ir", flags->dump_ir, "Print the IR after the graph passes (compiles even on a hit)");
+  std::string pass_names;
+  for (const compiler::GraphPassInfo& pass : compiler::graph_passes())
+    pass_names += (pass_names.empty() ? "" : ", ") + std::string(pass.name);
+  cmd->add_option("--dump-ir-after", flags->dump_ir_after,
+                  "Print the IR after each graph pass named (comma-separated, or all; compiles even on a "
+                  "hit). The passes, in order: " +
+                      pass_names)
+      ->delimiter(',');
   cmd->add_flag("--dump-plan", flags->dump_plan, "Print the compute sets: vertices, tiles, cycles, exchange");
   return [flags, cmd]() { return cmd->parsed() ? run_compile(*flags) : -1; };
 }

@@ -358,6 +358,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   out.timings = compiled.timings;
   out.notes = std::move(compiled.notes);
   if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
+  out.passes = std::move(compiled.passes);
   out.bytes = format::serialize_executable(out.executable);
   if (session && session->writable()) {
     Status put = store->put(manifest, out.bytes, request.options.model_path);

@@ -29,7 +29,9 @@ struct CachedCompileRequest {
   std::string cache_dir;            // "": cache::default_cache_dir()
   bool use_cache = true;            // false: neither read nor write the cache
   bool force = false;               // compile even on a hit (the result is stored)
-  bool keep_ir = false;             // compile even on a hit and return the IR text (--dump-ir)
+  // Compile even on a hit and return the IR text (--dump-ir, and --dump-ir-after as the options
+  // name it).
+  bool keep_ir = false;
   // When set: compile even on a hit and fill it (compiler::compile_model), also when the compile
   // fails because a tile overflows (--report FILE.html).
   compiler::CompileReport* report = nullptr;
@@ -49,8 +51,9 @@ struct CachedCompile {
   format::Executable executable;
   compiler::CompileTimings timings; // zero on a hit
   std::string ir_text;
-  std::vector<std::string> notes; // the compile's (compiler::CompileResult::notes); none on a hit
-  double seconds = 0;             // wall time of the whole call
+  std::vector<compiler::GraphPassRun> passes; // the compile's; none on a hit
+  std::vector<std::string> notes;             // the compile's (compiler::CompileResult::notes); none on a hit
+  double seconds = 0;                         // wall time of the whole call
 };
 
 // Called once per problem that only degrades caching (unusable directory, corrupt entry,

@@ -77,6 +77,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   result.timings.lowering_seconds += choosing_seconds;
   const frontend::ForwardGraph& forward = lowered.forward;
   result.ir_text = forward.graph.to_string();
+  result.passes = std::move(lowered.passes);
   const auto stages = static_cast<uint32_t>(forward.num_stages);
 
   result.executable = std::move(lowered.lowered.executable);

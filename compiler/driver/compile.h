@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,28 @@ struct CompileOptions {
   std::string precision = "fp32";
   // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
   std::map<std::string, frontend::ConstantInput> constant_inputs;
+  // Graph passes (graph_pass_names) after which to keep the IR, or "all" (--dump-ir-after). Not a
+  // cache key input: it changes no program.
+  std::vector<std::string> dump_ir_after;
+};
+
+// A graph pass a compile runs (compiler/driver/graph_passes.cpp): its name, which --dump-ir-after
+// takes, and the models and options it applies to.
+struct GraphPassInfo {
+  std::string_view name;
+  std::string_view runs_when;
+};
+
+// Every graph pass, in the order a compile runs them.
+std::vector<GraphPassInfo> graph_passes();
+
+// One graph pass in a compile: whether it applied to the model and options, how long it took, and
+// the IR after it when CompileOptions::dump_ir_after names it.
+struct GraphPassRun {
+  std::string name;
+  bool ran = false;
+  double seconds = 0;
+  std::string ir_after;
 };
 
 // Options left at 0 take their values from the model, as Keras on IPU chooses them:
@@ -139,7 +162,8 @@ struct CompileResult {
   format::Executable executable;
   lowering::MemoryPlan memory;
   CompileTimings timings;
-  std::string ir_text; // the IR after the training passes, for --dump-ir
+  std::string ir_text; // the IR after the graph passes, for --dump-ir
+  std::vector<GraphPassRun> passes;
   // What the user should hear about how the compile went: the automatic pipeline splits whose
   // memory plan overflowed before the one taken, and why; a loss reading the logits behind a
   // Softmax or Sigmoid output.

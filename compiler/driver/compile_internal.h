@@ -1,9 +1,9 @@
 // The compile driver's parts, shared by its files and by nothing outside compiler/driver (its
 // interface is compile.h): options.cpp checks the options and applies them to the model's
-// optimizer; pipeline.cpp loads a model and runs the passes and the lowering on it;
-// auto_split.cpp is --pipeline-stages's measuring compile and choice of stages; cache_key.cpp
-// says which options make an executable differ (codegen_options); compile.cpp assembles the
-// executable.
+// optimizer; pipeline.cpp loads a model and lowers it after the graph passes (graph_passes.cpp,
+// a named list); auto_split.cpp is --pipeline-stages's measuring compile and choice of stages;
+// cache_key.cpp says which options make an executable differ (codegen_options); compile.cpp
+// assembles the executable.
 #pragma once
 
 #include <chrono>
@@ -74,10 +74,11 @@ extern template StatusOr<Model> load_model(frontend::LoadedModel&& loaded, const
 extern template StatusOr<Model> load_model(const frontend::LoadedModel& loaded, const CompileOptions& options,
                                            uint64_t bytes_per_tile);
 
-// A model after the training passes and fusion, and its lowering.
+// A model after the graph passes, and its lowering.
 struct LoweredModel {
   frontend::ForwardGraph forward;
   lowering::LoweringResult lowered;
+  std::vector<GraphPassRun> passes;
   std::vector<std::string> hyper_parameters; // training: the slots the optimizer's update reads
   std::string learning_rate_schedule;
   bool loss_counts_padding = false; // format::Executable's
@@ -88,11 +89,26 @@ struct LoweredModel {
 
 lowering::Precision lowering_precision(const std::string& precision);
 
-// The passes on `model` (loss, autodiff and updates, mixed precision, fusion, recomputation),
-// then its lowering onto `target`; `measure_unit_memory` for the automatic split's measuring
-// compile.
+// The graph passes on `model` (run_graph_passes), then its lowering onto `target`;
+// `measure_unit_memory` for the automatic split's measuring compile.
 StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, target::TargetSpec target,
                                    bool measure_unit_memory = false);
+
+// graph_passes.cpp
+// What the graph passes make of a model besides its graph: its interface for the lowering, and
+// what the executable records of its training.
+struct GraphPassesResult {
+  lowering::GraphInterface io;
+  std::vector<GraphPassRun> runs;            // every pass, in order, whether it ran or not
+  std::vector<std::string> hyper_parameters; // training: the slots the optimizer's update reads
+  std::string learning_rate_schedule;
+  bool loss_counts_padding = false; // format::Executable's
+  std::string loss_note;            // how the loss reads a squashed output, for the notes
+};
+
+// The graph passes (graph_pass_names) on `model`, each that applies to it and `options`, in order;
+// the IR after those options.dump_ir_after names is kept in their runs.
+StatusOr<GraphPassesResult> run_graph_passes(Model& model, const CompileOptions& options, uint32_t stages);
 
 // auto_split.cpp
 // Splits the automatic split may try before it gives up: each is a whole compile.

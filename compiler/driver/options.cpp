@@ -40,6 +40,15 @@ Status validate_options(const CompileOptions& o) {
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return bad_option("--gradient-accumulation applies to training only (--mode infer)");
   }
+  for (const std::string& pass : o.dump_ir_after) {
+    std::vector<std::string> names;
+    for (const GraphPassInfo& info : graph_passes())
+      names.emplace_back(info.name);
+    if (pass != "all" && std::find(names.begin(), names.end(), pass) == names.end()) {
+      return bad_option("--dump-ir-after: no graph pass is named '" + pass +
+                        "'; the passes, in order: " + quoted_names(names) + " (or all)");
+    }
+  }
   if (o.metrics) {
     const auto metrics = passes::parse_metric_list(*o.metrics);
     if (!metrics.ok()) return bad_option("--metrics: " + metrics.status().message());

@@ -121,6 +121,60 @@ test_dump_plan_names_each_compute_sets_ops() {
   grep -qE '^0 +forward/0/1 .* dense1/matmul$' "$STDOUT" || fail "the first compute set does not name dense1/matmul"
 }
 
+# ir_after PASS FILE: the IR a --dump-ir-after output FILE holds under PASS's heading.
+ir_after() {
+  awk -v heading="// IR after $1" '/^\/\/ IR after / { on = ($0 == heading); next } on' "$2"
+}
+
+test_dump_ir_after_prints_the_ir_after_each_pass_named() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" # stored: a dump compiles even on a hit
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --dump-ir-after add-loss,fuse-epilogues
+  expect_eq "$(grep '^// IR after' "$STDOUT" | tr '\n' ' ')" "// IR after add-loss // IR after fuse-epilogues " \
+    "the headings, in the passes' order"
+  ir_after add-loss "$STDOUT" > after_loss
+  ir_after fuse-epilogues "$STDOUT" > after_fusion
+  grep -q ' = SparseCrossEntropy(dense5/softmax, labels)$' after_loss || fail "add-loss added no loss"
+  ! grep -q '^backward' after_loss || fail "the IR after add-loss already has a backward pass"
+  grep -q ' = BiasAdd(dense1/matmul, dense1/bias)$' after_loss || fail "the IR after add-loss is fused"
+  grep -q '^backward' after_fusion || fail "the IR after fuse-epilogues has no backward pass"
+  grep -q 'dense1/relu:f32\[32,256\] = MatMul+Relu(flatten, dense1/kernel, dense1/bias)$' after_fusion ||
+    fail "fuse-epilogues did not fuse dense1"
+}
+
+test_the_ir_after_the_last_pass_is_what_dump_ir_prints() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --dump-ir
+  cp "$STDOUT" dump_ir
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --dump-ir-after all
+  # Every pass that ran, in order: recompute runs only with --recompute.
+  expect_eq "$(grep -c "^// IR after" "$STDOUT")" 6 "passes dumped"
+  # The compile's summary follows either IR: its lines name no stage.
+  ir_after fuse-layer-norm "$STDOUT" | grep ' stage [0-9]*: ' > last
+  grep ' stage [0-9]*: ' dump_ir | diff - last > /dev/null || fail "the IR after fuse-layer-norm differs from --dump-ir's"
+}
+
+test_dump_ir_after_a_pass_that_does_not_run_says_so() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --mode infer --no-cache --dump-ir-after autodiff,fuse-gelu
+  expect_stderr_contains "ipucc: note: --dump-ir-after autodiff: the pass did not run in this compile (it runs when training)"
+  expect_eq "$(grep '^// IR after' "$STDOUT")" "// IR after fuse-gelu" "headings"
+}
+
+test_dump_ir_after_an_unknown_pass_is_a_usage_error() {
+  expect_error 2 "--dump-ir-after: no graph pass is named 'fusion'; the passes, in order: 'bind-graph-loss'," \
+    -- "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --dump-ir-after fuse-gelu,fusion -o x.ipuexe
+  [[ ! -e x.ipuexe ]] || fail "a refused compile wrote its output"
+}
+
+test_json_lists_the_graph_passes_in_order() {
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" '[p["name"] for p in d["passes"]] == ["bind-graph-loss", "half-weight-copies", "bind-interface", "add-loss", "autodiff", "fp32-output-softmax", "fuse-epilogues", "fuse-gelu", "fuse-layer-norm", "recompute"]'
+  expect_json "$STDOUT" '[p["name"] for p in d["passes"] if p["ran"]] == ["bind-interface", "add-loss", "autodiff", "fuse-epilogues", "fuse-gelu", "fuse-layer-norm"]'
+  expect_json "$STDOUT" 'all(p["seconds"] >= 0 and (p["ran"] or p["seconds"] == 0) for p in d["passes"])'
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json --precision mixed --recompute
+  expect_json "$STDOUT" '[p["name"] for p in d["passes"] if not p["ran"]] == ["bind-graph-loss"]' "mixed precision with recompute"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit" and d["passes"] == []' "a hit runs no pass"
+}
+
 test_force_recompiles() {
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
   local key entry inode
