@@ -38,7 +38,8 @@ nlohmann::json suggestions(const OverflowBytes& over, const lowering::MemoryRepo
                 " % of the overflowing tiles' bytes; convolutions and MatMuls then plan smaller working "
                 "sets (poplibs' availableMemoryProportion)");
   }
-  if (o.precision == "fp32") suggest("--precision fp16", "halves the bytes of tensors and exchange buffers");
+  if (o.precision == lowering::Precision::kFp32)
+    suggest("--precision fp16", "halves the bytes of tensors and exchange buffers");
   if (o.mode == compiler::Mode::kTrain && !o.recompute)
     suggest("--recompute", "keeps checkpoints, not every activation, for the backward pass");
   suggest("--pipeline-stages " + std::to_string(2 * std::max<uint32_t>(1, m.ipus)),

@@ -13,8 +13,8 @@
 
 namespace ipu::cli {
 
-// Everything that selects the compiled program. Plain values: cli/compile_options.h maps them
-// to compiler::CompileOptions (only where the compiler is built).
+// Everything that selects the compiled program. Plain values, names as given: cli/compile_options.h
+// parses them into compiler::CompileOptions' types (only where the compiler is built).
 struct CompileFlags {
   std::string arch = "mk2";
   uint32_t tiles_per_ipu = 0;  // 0: the preset's
@@ -34,10 +34,10 @@ struct CompileFlags {
   std::string loss_output;
   std::string metrics;
   std::string optimizer;
-  float learning_rate = 0; // 0: the spec's
-  float momentum = -1;     // negative: the spec's
   // The optimizers' arguments (compiler::CompileOptions says which each applies to); unset: the
   // spec's or Keras's defaults.
+  std::optional<float> learning_rate;
+  std::optional<float> momentum;
   std::optional<float> dampening;
   std::optional<bool> nesterov;
   std::optional<float> beta_1;

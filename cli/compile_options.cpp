@@ -18,19 +18,33 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   o.gradient_accumulation = f.gradient_accumulation;
   o.replicas = f.replicas;
   o.num_ipus = f.num_ipus;
-  o.schedule = f.schedule;
+  const StatusOr<lowering::Schedule> schedule = lowering::parse_schedule(f.schedule);
+  if (!schedule.ok()) return bad_option(schedule.status().message());
+  o.schedule = *schedule;
   o.recompute = f.recompute;
   o.recompute_checkpoints = f.recompute_checkpoints;
   if (f.available_memory_proportion) o.available_memory_proportion = *f.available_memory_proportion;
-  o.precision = f.precision;
+  const std::optional<lowering::Precision> precision = lowering::parse_precision(f.precision);
+  if (!precision) return bad_option("--precision must be fp32, fp16 or mixed, got '" + f.precision + "'");
+  o.precision = *precision;
   const std::string& mode = f.mode.empty() ? default_mode : f.mode;
   o.mode = mode == "infer" ? compiler::Mode::kInfer : compiler::Mode::kTrain;
-  if (!f.loss.empty()) o.loss = f.loss;
+  if (!f.loss.empty()) {
+    o.loss = passes::loss_kind(f.loss);
+    if (!o.loss)
+      return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + f.loss + "'");
+  }
   if (!f.loss_output.empty()) o.loss_output = f.loss_output;
   if (!f.metrics.empty()) o.metrics = f.metrics;
-  if (!f.optimizer.empty()) o.optimizer = f.optimizer;
-  if (f.learning_rate > 0) o.learning_rate = f.learning_rate;
-  if (f.momentum >= 0) o.momentum = f.momentum;
+  if (!f.optimizer.empty()) {
+    o.optimizer = passes::optimizer_kind(f.optimizer);
+    if (!o.optimizer) {
+      return bad_option("--optimizer must be sgd, adam, adamw, rmsprop, adagrad, adamax or lamb, got '" +
+                        f.optimizer + "'");
+    }
+  }
+  o.learning_rate = f.learning_rate;
+  o.momentum = f.momentum;
   o.dampening = f.dampening;
   o.nesterov = f.nesterov;
   o.beta_1 = f.beta_1;
@@ -41,7 +55,11 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   o.centered = f.centered;
   o.initial_accumulator_value = f.initial_accumulator_value;
   o.global_clipnorm = f.global_clipnorm;
-  if (!f.loss_scaling.empty()) o.loss_scaling = f.loss_scaling;
+  if (!f.loss_scaling.empty()) {
+    o.loss_scaling = passes::loss_scaling_mode(f.loss_scaling);
+    if (!o.loss_scaling)
+      return bad_option("--loss-scaling must be none, static or dynamic, got '" + f.loss_scaling + "'");
+  }
   o.loss_scale = f.loss_scale;
   o.loss_scale_growth_steps = f.loss_scale_growth_steps;
   if (!f.lr_schedule.empty()) o.learning_rate_schedule = f.lr_schedule;

@@ -37,8 +37,8 @@ bool is_hyper_parameter_flag(const std::string& flag) {
 int apply_hyper_parameters(const RunFlags& f, session::Session& session) {
   const CompileFlags& c = f.compile;
   const std::vector<std::optional<float>> values = {
-      c.learning_rate > 0 ? std::optional<float>(c.learning_rate) : std::nullopt,
-      c.momentum >= 0 ? std::optional<float>(c.momentum) : std::nullopt,
+      c.learning_rate,
+      c.momentum,
       c.dampening,
       c.beta_1,
       c.beta_2,

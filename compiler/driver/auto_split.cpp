@@ -36,7 +36,7 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
   measure.steps_per_execution = 1;
   measure.replicas = 1;
   measure.num_ipus = static_cast<uint32_t>(std::max<size_t>(1, groups));
-  measure.schedule = "sequential"; // one micro-batch, no stashes beyond it
+  measure.schedule = lowering::Schedule::kSequential; // one micro-batch, no stashes beyond it
   measure.recompute = false;
   measure.recompute_checkpoints.clear();
   IPU_ASSIGN_OR_RETURN(Model model, load_model(loaded, measure, target.bytes_per_tile));
@@ -60,7 +60,7 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
   problem.unit_kind = loaded.is_onnx() ? "node" : "layer";
   const bool train = options.mode == Mode::kTrain;
   if (train && problem.stages > 1) {
-    IPU_ASSIGN_OR_RETURN(lowering::Schedule schedule, lowering::parse_schedule(options.schedule));
+    const lowering::Schedule schedule = options.schedule;
     const lowering::PipelinePlan plan =
         lowering::plan_pipeline(problem.stages, static_cast<int>(options.gradient_accumulation), schedule);
     problem.stash_depth = plan.stash_depth;
@@ -100,7 +100,7 @@ StatusOr<MeasuredChain> measure_chain(const frontend::LoadedModel& loaded, const
   problem.forward_cut_tile_bytes.assign(cuts, 0);
   problem.backward_cut_tile_bytes.assign(cuts, 0);
   const ir::Graph& graph = measured.forward.graph;
-  const lowering::Precision precision = lowering_precision(options.precision);
+  const lowering::Precision precision = options.precision;
   std::map<std::pair<int, bool>, std::pair<int, int>> crossing; // (value, forward) -> stage span
   for (const ir::Op& op : graph.ops()) {
     // Clipping's squared norms cross once per update, 4 bytes each: not a micro-batch's traffic.

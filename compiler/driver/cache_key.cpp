@@ -62,10 +62,8 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
     // an ONNX model's loss is always from logits. Aliases ("mse") key as the name they stand for.
     // A loss the graph computes is keyed by its output (the model text covers the rest).
     const StatusOr<std::string> graph_loss = graph_loss_output(model, o);
-    const std::optional<passes::LossKind> flag_loss = o.loss ? passes::loss_kind(*o.loss) : std::nullopt;
     out.emplace_back("loss", graph_loss.ok() && !graph_loss->empty() ? "graph:" + *graph_loss
-                             : flag_loss                             ? passes::loss_name(*flag_loss)
-                             : o.loss                                ? *o.loss
+                             : o.loss                                ? passes::loss_name(*o.loss)
                              : training.loss_name.empty()            ? "none"
                                                                      : training.loss_name);
     // Metrics from the spec are in its text; --metrics is keyed as parse_metric_list reads it,
@@ -121,7 +119,7 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   if (o.pipeline_stages > 0) out.emplace_back("pipeline_stages", std::to_string(o.pipeline_stages));
   const bool pipelined =
       o.pipeline_stages > 0 ? o.pipeline_stages > 1 : model.stage_count(o.stage_assignment) > 1;
-  out.emplace_back("schedule", pipelined ? o.schedule : "none");
+  out.emplace_back("schedule", pipelined ? lowering::schedule_name(o.schedule) : "none");
   const bool recompute = o.mode == Mode::kTrain && o.recompute;
   out.emplace_back("recompute", recompute ? "1" : "0");
   if (recompute && !pipelined && !o.recompute_checkpoints.empty()) {
@@ -132,7 +130,8 @@ std::vector<std::pair<std::string, std::string>> codegen_options(const frontend:
   }
   out.emplace_back("constant_inputs", constant_inputs_key(o.constant_inputs));
   // Keyed when not fp32, so the keys of executables from before it existed stay what they were.
-  if (o.precision != "fp32") out.emplace_back("precision", o.precision);
+  if (o.precision != lowering::Precision::kFp32)
+    out.emplace_back("precision", lowering::precision_name(o.precision));
   // Keyed when not poplibs' default, as the precision; its shortest decimal, so 0.30 is 0.3.
   if (o.available_memory_proportion != target::kDefaultAvailableMemoryProportion)
     out.emplace_back("available_memory_proportion", double_key(o.available_memory_proportion));

@@ -106,7 +106,7 @@ StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const Compil
   pipeline->set_num_stages(stages);
   pipeline->set_gradient_accumulation(options.gradient_accumulation);
   pipeline->set_replicas(options.replicas);
-  pipeline->set_schedule(stages > 1 ? options.schedule : "none");
+  pipeline->set_schedule(stages > 1 ? lowering::schedule_name(options.schedule) : "none");
   for (uint32_t s = 0; s < stages; ++s)
     pipeline->add_stage_ipu(s);
   for (const std::string& unit : first_units)

@@ -14,6 +14,9 @@
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/lowering/memory_plan.h"
 #include "compiler/lowering/memory_report.h"
+#include "compiler/lowering/pipeline_schedule.h"
+#include "compiler/lowering/precision.h"
+#include "compiler/passes/training.h"
 #include "compiler/target/target.h"
 #include "runtime/format/executable.pb.h"
 #include "runtime/format/hyper_parameters.h"
@@ -36,18 +39,17 @@ struct CompileOptions {
   uint32_t num_ipus = 16; // IPUs of the target machine (an IPU-POD16)
   Mode mode = Mode::kTrain;
   // Overrides the spec's loss; required to train an ONNX model that does not compute its own.
-  std::optional<std::string> loss;
+  std::optional<passes::LossKind> loss;
   // ONNX: the scalar graph output that is the loss to train on (docs/training.md, "Models whose
   // graph ends in their loss"); not given, an output computed by a SoftmaxCrossEntropyLoss or
   // NegativeLogLikelihoodLoss node is. Given with --loss: a usage error.
   std::optional<std::string> loss_output;
   // Overrides the spec's metrics: a comma-separated list (passes::parse_metric_list).
   std::optional<std::string> metrics;
-  // "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax" or "lamb"; ONNX models train with SGD when
-  // not given. One that differs from the spec's replaces it, with its Keras defaults (the spec's
-  // arguments are not its own). The arguments below override the optimizer's; each applies to the
-  // optimizers docs/training.md lists it for, and is refused with any other.
-  std::optional<std::string> optimizer;
+  // ONNX models train with SGD when not given. One that differs from the spec's replaces it, with its Keras
+  // defaults (the spec's arguments are not its own). The arguments below override the optimizer's; each
+  // applies to the optimizers docs/training.md lists it for, and is refused with any other.
+  std::optional<passes::OptimizerKind> optimizer;
   std::optional<float> learning_rate;
   std::optional<float> momentum;  // SGD, RMSProp
   std::optional<float> dampening; // SGD
@@ -60,9 +62,9 @@ struct CompileOptions {
   std::optional<bool> centered;                   // RMSProp
   std::optional<float> initial_accumulator_value; // Adagrad
   std::optional<float> global_clipnorm;           // all; 0 turns the spec's clipping off
-  // Loss scaling (docs/training.md): "none", "static" or "dynamic" (passes::loss_scaling_mode), overriding
-  // the spec's LossScaleOptimizer; the scale, a run-time value (the static scale's default).
-  std::optional<std::string> loss_scaling;
+  // Loss scaling (docs/training.md), overriding the spec's LossScaleOptimizer; the scale, a
+  // run-time value (the static scale's default).
+  std::optional<passes::LossScalingMode> loss_scaling;
   std::optional<float> loss_scale;
   // Dynamic loss scaling's growth steps (Keras's dynamic_growth_steps); the initial scale is
   // loss_scale, both compiled into the scale's state.
@@ -77,7 +79,7 @@ struct CompileOptions {
   // N > 0: the compiler splits the model into N pipeline stages itself (overriding the spec's),
   // balancing their estimated cycles within each IPU's memory (docs/pipelining.md).
   uint32_t pipeline_stages = 0;
-  std::string schedule = "grouped"; // pipeline schedule: grouped, interleaved, sequential
+  lowering::Schedule schedule = lowering::Schedule::kGrouped;
   // Recompute activations for the backward pass instead of keeping them: a pipeline re-runs each
   // stage's forward from its stashed inputs; one stage keeps checkpoints (passes/recompute.h), cut
   // after the ops of these kinds or names, or by Chen et al.'s O(√n) schedule when none is given.
@@ -86,12 +88,12 @@ struct CompileOptions {
   // poplibs' availableMemoryProportion: the share of a tile one convolution's or MatMul's working
   // set may take in their plans, in (0, 1].
   double available_memory_proportion = target::kDefaultAvailableMemoryProportion;
-  // "fp32"; "fp16": inputs, weights, activations and activation gradients are IEEE half, with
-  // fp32 partial sums, losses, metrics, weight gradients and optimizer state, the forward and
-  // backward at the AMP unit's fp16 rates; "mixed" (training only): as fp16, but the weights are
-  // fp32 masters that a cast copies to fp16 each step (lowering::Precision, docs/training.md).
-  // Training in fp16 or mixed scales the loss dynamically (from 2^15) unless `loss_scaling` is given.
-  std::string precision = "fp32";
+  // kFp16: inputs, weights, activations and activation gradients are IEEE half, with fp32 partial
+  // sums, losses, metrics, weight gradients and optimizer state, the forward and backward at the
+  // AMP unit's fp16 rates; kMixed (training only): as fp16, but the weights are fp32 masters that a
+  // cast copies to fp16 each step (lowering/precision.h, docs/training.md). Training in fp16 or
+  // mixed scales the loss dynamically (from 2^15) unless `loss_scaling` is given.
+  lowering::Precision precision = lowering::Precision::kFp32;
   // ONNX graph inputs bound to values at compile time, by name (--constant-input NAME=FILE).
   std::map<std::string, frontend::ConstantInput> constant_inputs;
   // Graph passes (graph_pass_names) after which to keep the IR, or "all" (--dump-ir-after). Not a

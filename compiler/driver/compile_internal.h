@@ -32,8 +32,6 @@ std::string float_key(float value);
 std::string double_key(double value);
 
 // options.cpp
-Status unknown_optimizer(const std::string& name);
-
 // The options' own checks, before any model is read.
 Status validate_options(const CompileOptions& o);
 
@@ -86,8 +84,6 @@ struct LoweredModel {
   double passes_seconds = 0;
   double lowering_seconds = 0;
 };
-
-lowering::Precision lowering_precision(const std::string& precision);
 
 // The graph passes on `model` (run_graph_passes), then its lowering onto `target`;
 // `measure_unit_memory` for the automatic split's measuring compile.

@@ -211,19 +211,20 @@ constexpr std::array kGraphPasses = {
         [](const PassState& s) { return s.training() && !s.model.loss_output.empty(); },
         bind_graph_loss},
     GraphPass{{"half-weight-copies", "with --precision mixed"},
-              [](const PassState& s) { return s.options.precision == "mixed"; },
+              [](const PassState& s) { return s.options.precision == lowering::Precision::kMixed; },
               [](PassState& s) { return passes::add_half_weight_copies(s.graph()); }},
     GraphPass{{"bind-interface", "on every model"}, always, bind_interface},
     GraphPass{{"add-loss", "when training on a loss the graph does not compute"},
               [](const PassState& s) { return s.training() && !s.graph_loss; },
               add_loss},
     GraphPass{{"autodiff", "when training"}, training, add_gradients_and_updates},
-    GraphPass{{"fp32-output-softmax", "when training in fp16 or mixed precision"},
-              [](const PassState& s) { return s.training() && s.options.precision != "fp32"; },
-              [](PassState& s) {
-                passes::keep_output_softmax_float32(s.graph(), s.loss.loss);
-                return Status();
-              }},
+    GraphPass{
+        {"fp32-output-softmax", "when training in fp16 or mixed precision"},
+        [](const PassState& s) { return s.training() && s.options.precision != lowering::Precision::kFp32; },
+        [](PassState& s) {
+          passes::keep_output_softmax_float32(s.graph(), s.loss.loss);
+          return Status();
+        }},
     GraphPass{{"fuse-epilogues", "on every model"},
               always,
               [](PassState& s) {

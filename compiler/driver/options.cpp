@@ -8,11 +8,6 @@
 
 namespace ipu::compiler {
 
-Status unknown_optimizer(const std::string& name) {
-  return bad_option("--optimizer must be sgd, adam, adamw, rmsprop, adagrad, adamax or lamb, got '" + name +
-                    "'");
-}
-
 Status validate_options(const CompileOptions& o) {
   if (o.batch_size == 0 || o.batch_size > (1u << 20))
     return bad_option("--batch-size must be in [1, 1048576]");
@@ -30,9 +25,7 @@ Status validate_options(const CompileOptions& o) {
                       " is not a multiple of --gradient-accumulation " +
                       std::to_string(o.gradient_accumulation) + ": an execution must end on a weight update");
   }
-  if (o.precision != "fp32" && o.precision != "fp16" && o.precision != "mixed")
-    return bad_option("--precision must be fp32, fp16 or mixed, got '" + o.precision + "'");
-  if (o.precision == "mixed" && o.mode == Mode::kInfer) {
+  if (o.precision == lowering::Precision::kMixed && o.mode == Mode::kInfer) {
     return bad_option(
         "--precision mixed keeps fp32 master weights for training's updates, which --mode infer "
         "has none of; predict and evaluate in fp16 with --precision fp16");
@@ -53,10 +46,6 @@ Status validate_options(const CompileOptions& o) {
     const auto metrics = passes::parse_metric_list(*o.metrics);
     if (!metrics.ok()) return bad_option("--metrics: " + metrics.status().message());
   }
-  if (o.loss && !passes::loss_kind(*o.loss)) {
-    return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + *o.loss + "'");
-  }
-  if (o.optimizer && !passes::optimizer_kind(*o.optimizer)) return unknown_optimizer(*o.optimizer);
   if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
   if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return bad_option("--momentum must be in [0, 1)");
   for (const auto& [flag, value] :
@@ -79,8 +68,6 @@ Status validate_options(const CompileOptions& o) {
         format::parse_learning_rate_schedule(*o.learning_rate_schedule);
     if (!schedule.ok()) return bad_option("--lr-schedule: " + schedule.status().message());
   }
-  if (o.loss_scaling && !passes::loss_scaling_mode(*o.loss_scaling))
-    return bad_option("--loss-scaling must be none, static or dynamic, got '" + *o.loss_scaling + "'");
   if (o.loss_scale && !(*o.loss_scale > 0 && std::isfinite(*o.loss_scale)))
     return bad_option("--loss-scale must be a positive number that float32 holds");
   if (!(o.available_memory_proportion > 0 && o.available_memory_proportion <= 1)) {
@@ -130,11 +117,8 @@ StatusOr<std::string> graph_loss_output(const frontend::LoadedModel& loaded, con
 StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimizer,
                                                  const CompileOptions& options) {
   using K = passes::OptimizerKind;
-  if (options.optimizer) {
-    const std::optional<K> kind = passes::optimizer_kind(*options.optimizer);
-    if (!kind) return unknown_optimizer(*options.optimizer);
-    if (*kind != optimizer.kind) optimizer = passes::default_optimizer(*kind);
-  }
+  if (options.optimizer && *options.optimizer != optimizer.kind)
+    optimizer = passes::default_optimizer(*options.optimizer);
   struct FlagUse {
     const char* flag;
     bool given;
@@ -192,17 +176,11 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
   // fp16 gradients underflow unscaled: training in fp16 or mixed scales the loss dynamically from
   // 2^15 unless --loss-scaling says otherwise, as Keras's mixed_float16 policy wraps fit's optimizer
   // in a (dynamic) LossScaleOptimizer (docs/training.md, "Precision").
-  if (options.precision != "fp32" && options.mode == Mode::kTrain && !options.loss_scaling &&
-      optimizer.loss_scaling.mode == passes::LossScalingMode::kNone) {
+  if (options.precision != lowering::Precision::kFp32 && options.mode == Mode::kTrain &&
+      !options.loss_scaling && optimizer.loss_scaling.mode == passes::LossScalingMode::kNone) {
     optimizer.loss_scaling.mode = passes::LossScalingMode::kDynamic;
   }
-  if (options.loss_scaling) {
-    const std::optional<passes::LossScalingMode> mode = passes::loss_scaling_mode(*options.loss_scaling);
-    if (!mode)
-      return bad_option("--loss-scaling must be none, static or dynamic, got '" + *options.loss_scaling +
-                        "'");
-    optimizer.loss_scaling.mode = *mode;
-  }
+  if (options.loss_scaling) optimizer.loss_scaling.mode = *options.loss_scaling;
   if (options.loss_scale_growth_steps) {
     if (optimizer.loss_scaling.mode != passes::LossScalingMode::kDynamic)
       return bad_option(
@@ -234,7 +212,8 @@ CompileOptions with_model_defaults(const frontend::LoadedModel& model, CompileOp
     }
   }
   if (options.gradient_accumulation == 0) {
-    const bool fills_pipeline = options.mode == Mode::kTrain && options.schedule != "sequential";
+    const bool fills_pipeline =
+        options.mode == Mode::kTrain && options.schedule != lowering::Schedule::kSequential;
     const auto stages = options.pipeline_stages > 0
                             ? options.pipeline_stages
                             : static_cast<uint32_t>(model.stage_count(options.stage_assignment));

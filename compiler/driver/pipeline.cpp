@@ -34,13 +34,7 @@ StatusOr<Model> load_model(Loaded&& loaded, const CompileOptions& options, uint6
   IPU_ASSIGN_OR_RETURN(model.forward, std::forward<Loaded>(loaded).forward_graph(import));
   model.loss = training.loss;
   // --loss replaces the model's loss, keeping its from_logits (the output is the same) and delta.
-  if (options.loss) {
-    const std::optional<passes::LossKind> kind = passes::loss_kind(*options.loss);
-    if (!kind)
-      return bad_option("--loss must be " + std::string(passes::loss_names()) + ", got '" + *options.loss +
-                        "'");
-    model.loss.kind = *kind;
-  }
+  if (options.loss) model.loss.kind = *options.loss;
   // --metrics, else the spec's, else the loss's default (which follows --loss).
   if (options.metrics) {
     IPU_ASSIGN_OR_RETURN(model.metrics, passes::parse_metric_list(*options.metrics));
@@ -60,12 +54,6 @@ template StatusOr<Model> load_model(frontend::LoadedModel&& loaded, const Compil
 template StatusOr<Model> load_model(const frontend::LoadedModel& loaded, const CompileOptions& options,
                                     uint64_t bytes_per_tile);
 
-lowering::Precision lowering_precision(const std::string& precision) {
-  if (precision == "fp16") return lowering::Precision::kFp16;
-  if (precision == "mixed") return lowering::Precision::kMixed;
-  return lowering::Precision::kFp32;
-}
-
 StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, target::TargetSpec target,
                                    bool measure_unit_memory) {
   LoweredModel out;
@@ -79,10 +67,10 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                       std::to_string(options.replicas) + " replica(s) need " + std::to_string(ipus_needed) +
                       " IPUs, the target has " + std::to_string(options.num_ipus) + " (--num-ipus)");
   }
-  IPU_ASSIGN_OR_RETURN(lowering::Schedule schedule, lowering::parse_schedule(options.schedule));
+  const lowering::Schedule schedule = options.schedule;
   if (stages > 1 && schedule != lowering::Schedule::kSequential && options.mode == Mode::kTrain &&
       options.gradient_accumulation < stages) {
-    return bad_option(options.model_path + ": the " + options.schedule +
+    return bad_option(options.model_path + ": the " + lowering::schedule_name(schedule) +
                       " schedule needs --gradient-accumulation >= " + std::to_string(stages) +
                       " (the number of stages) to fill the pipeline, got " +
                       std::to_string(options.gradient_accumulation));
@@ -110,7 +98,7 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                                              schedule,
                                              options.recompute,
                                              measure_unit_memory,
-                                             lowering_precision(options.precision)};
+                                             options.precision};
   auto lowered =
       lowering::lower_graph(forward.graph, passed.io, target, lowering_options, ir::op_lowerings());
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);

@@ -110,6 +110,25 @@ format::Interval interval(uint32_t tile, uint64_t begin, uint64_t end) {
 
 } // namespace
 
+std::optional<Precision> parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "fp16") return Precision::kFp16;
+  if (name == "mixed") return Precision::kMixed;
+  return std::nullopt;
+}
+
+const char* precision_name(Precision precision) {
+  switch (precision) {
+  case Precision::kFp32:
+    return "fp32";
+  case Precision::kFp16:
+    return "fp16";
+  case Precision::kMixed:
+    return "mixed";
+  }
+  return "?";
+}
+
 format::DType stored_dtype(const ir::Graph& graph, const ir::Value& v, Precision precision) {
   if (v.declared_half) return format::FLOAT16;
   if (v.type.dtype != ir::DType::kFloat32) return format::INT32;

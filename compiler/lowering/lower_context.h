@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/ir/graph.h"
+#include "compiler/lowering/precision.h"
 #include "compiler/lowering/tile_planner.h"
 #include "compiler/target/target.h"
 #include "runtime/format/codelet.h"
@@ -63,16 +64,6 @@ struct ComputeSetRecord {
   std::map<uint32_t, uint64_t> received_bytes; // tile -> bytes arriving over the exchange
   std::set<uint32_t> tensors;                  // tensors read or written
 };
-
-// The dtype of the graph's float values in the executable (docs/training.md, "Precision"), as
-// Keras's mixed_float16 policy and Graphcore's AMP. kFp16: inputs, weights, constants, activations
-// and the backward's values (activation gradients) are FLOAT16; losses, metrics, labels, weight
-// gradients (ir::Value::keeps_float32), optimizer state, accumulators, what the clip and update
-// phases compute and the lowering's partial sums (add_temporary) stay FLOAT32. kMixed: as kFp16,
-// but the weights stay FLOAT32 (masters) and the forward reads their fp16 copies
-// (passes/mixed_precision.h). The forward and backward are costed at the fp16 rates. A value the
-// model declares float16 (ir::Value::declared_half) is FLOAT16 under any precision.
-enum class Precision { kFp32, kFp16, kMixed };
 
 // The dtype the executable stores `v` in under `precision`: FLOAT16, FLOAT32, or INT32 for
 // integer values.

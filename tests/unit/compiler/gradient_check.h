@@ -68,7 +68,7 @@ inline void check_gradients(const std::string& model, const compiler::CompileOpt
 inline compiler::CompileOptions onnx_training_options() {
   auto options = small_target_options(3);
   options.model_path = "test.onnx";
-  options.loss = "sparse_categorical_crossentropy";
+  options.loss = passes::LossKind::kSparseCategoricalCrossEntropy;
   options.learning_rate = 1.0f;
   return options;
 }

@@ -52,7 +52,7 @@ TEST_CASE("optimizer state never takes the name of a model's weight") {
   b.node("MatMul", "second", {"h", "b/momentum"}, {"logits"});
   auto options = small_target_options(2);
   options.model_path = "test.onnx";
-  options.loss = "sparse_categorical_crossentropy";
+  options.loss = passes::LossKind::kSparseCategoricalCrossEntropy;
   options.momentum = 0.9f;
   auto result = compiler::compile_model(b.bytes(), options);
   INFO(result.status().message());

@@ -110,7 +110,7 @@ TEST_CASE("a 2048³ MatMul in fp16 runs at the fp16 AMP rate on half the bytes, 
   const int64_t n = 2048;
   compiler::CompileOptions options = inference_options();
   auto fp32 = compiler::compile_model(matmul_model(n, n, n), options);
-  options.precision = "fp16";
+  options.precision = lowering::Precision::kFp16;
   auto fp16 = compiler::compile_model(matmul_model(n, n, n), options);
   INFO(fp16.status().message());
   REQUIRE(fp32.ok());
@@ -235,7 +235,7 @@ TEST_CASE("an fp16 MatMul split over K rounds its fp16 inputs and its fp32 sum o
   options.model_path = "test.onnx";
   options.mode = compiler::Mode::kInfer;
   options.bytes_per_tile = 64 * 1024;
-  options.precision = "fp16";
+  options.precision = lowering::Precision::kFp16;
   int partials = 0;
   const std::vector<float> c = predict(model, options, a, b, &partials);
   CHECK(partials > 0);

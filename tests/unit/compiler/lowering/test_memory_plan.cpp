@@ -123,7 +123,7 @@ TEST_CASE("memory plan: an embedding table larger than a tile is looked up and t
   options.bytes_per_tile = 384 * 1024;
   for (compiler::Mode mode : {compiler::Mode::kInfer, compiler::Mode::kTrain}) {
     options.mode = mode;
-    if (mode == compiler::Mode::kTrain) options.loss = "sparse_categorical_crossentropy";
+    if (mode == compiler::Mode::kTrain) options.loss = passes::LossKind::kSparseCategoricalCrossEntropy;
     auto result = compiler::compile_model(b.bytes(), options);
     INFO(result.status().message());
     REQUIRE(result.ok());
@@ -201,7 +201,7 @@ TEST_CASE(
   auto options = small_target_options(2);
   options.model_path = "test.onnx";
   options.mode = compiler::Mode::kTrain;
-  options.loss = "sparse_categorical_crossentropy";
+  options.loss = passes::LossKind::kSparseCategoricalCrossEntropy;
   const std::vector<float> features = wave(static_cast<size_t>(2 * out * side * side), 1.0f, 0.4f);
   const std::vector<int32_t> labels = {3, 7};
   struct Run {

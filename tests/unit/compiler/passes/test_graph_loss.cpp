@@ -60,7 +60,7 @@ const format::Stream& stream(const format::Executable& exe, const std::string& n
 
 TEST_CASE("graph_loss: a SoftmaxCrossEntropyLoss output trains as --loss sparse_categorical_crossentropy") {
   auto added = train_options();
-  added.loss = "sparse_categorical_crossentropy";
+  added.loss = passes::LossKind::kSparseCategoricalCrossEntropy;
   auto with_added_loss = compiler::compile_model(classifier(false), added);
   REQUIRE_MESSAGE(with_added_loss.ok(), with_added_loss.status().message());
   auto own = compiler::compile_model(classifier(true), train_options());

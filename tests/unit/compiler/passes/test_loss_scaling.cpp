@@ -127,7 +127,7 @@ TEST_CASE("passes: dynamic loss scaling in a pipeline decides on every stage's g
 
 TEST_CASE("passes: growth steps need dynamic loss scaling") {
   compiler::CompileOptions options = testing::small_target_options(2);
-  options.loss_scaling = "static";
+  options.loss_scaling = passes::LossScalingMode::kStatic;
   options.loss_scale_growth_steps = 3;
   auto compiled = compiler::compile_model(kStagedSpec, options);
   REQUIRE_FALSE(compiled.ok());

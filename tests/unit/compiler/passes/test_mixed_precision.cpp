@@ -27,8 +27,8 @@ const char* const kSpec = R"({
 compiler::CompileResult compile(const std::string& precision, const std::string& spec = kSpec,
                                 const std::string& loss_scaling = "") {
   compiler::CompileOptions options = small_target_options(4);
-  options.precision = precision;
-  if (!loss_scaling.empty()) options.loss_scaling = loss_scaling;
+  options.precision = *lowering::parse_precision(precision);
+  if (!loss_scaling.empty()) options.loss_scaling = passes::loss_scaling_mode(loss_scaling);
   auto compiled = compiler::compile_model(spec, options);
   INFO(compiled.status().message());
   REQUIRE(compiled.ok());
@@ -49,7 +49,7 @@ format::DType dtype_of(const format::Executable& exe, const std::string& name) {
 TEST_CASE("mixed precision: replicas all-reduce their gradients in binary16") {
   auto all_reduce_of = [](const std::string& precision) {
     compiler::CompileOptions options = small_target_options(4);
-    options.precision = precision;
+    options.precision = *lowering::parse_precision(precision);
     options.replicas = 2;
     options.num_ipus = 2;
     options.gradient_accumulation = 2;
@@ -121,7 +121,7 @@ TEST_CASE("fp16 training: fp16 weights, fp32 weight gradients and momentum; mixe
 
 TEST_CASE("fp16 training: the update rounds the weights it writes in place to binary16") {
   compiler::CompileOptions options = small_target_options(4);
-  options.precision = "fp16";
+  options.precision = lowering::Precision::kFp16;
   auto engine = compile_and_load(kSpec, options);
   const std::vector<float> x = {0.3f,  -1.1f, 0.7f,  2.0f, 0.1f, 0.9f,  -0.4f, 1.3f,  0.5f, 0.5f, -0.2f,
                                 1.7f,  0.8f,  -0.6f, 0.2f, 0.4f, 1.0f,  0.3f,  -0.9f, 0.6f, 0.2f, 1.2f,
@@ -142,7 +142,7 @@ TEST_CASE("fp16 training: the update rounds the weights it writes in place to bi
 
 TEST_CASE("mixed precision is for training: --mode infer is refused") {
   compiler::CompileOptions options = small_target_options(4);
-  options.precision = "mixed";
+  options.precision = lowering::Precision::kMixed;
   options.mode = compiler::Mode::kInfer;
   auto compiled = compiler::compile_model(kSpec, options);
   REQUIRE_FALSE(compiled.ok());
