@@ -48,7 +48,7 @@ struct CompileOptions {
   std::optional<std::string> metrics;
   // ONNX models train with SGD when not given. One that differs from the spec's replaces it, with its Keras
   // defaults (the spec's arguments are not its own). The arguments below override the optimizer's; each
-  // applies to the optimizers docs/training.md lists it for, and is refused with any other.
+  // applies to the optimizers passes/optimizer_arguments.h lists it for, and is refused with any other.
   std::optional<passes::OptimizerKind> optimizer;
   std::optional<float> learning_rate;
   std::optional<float> momentum;  // SGD, RMSProp

@@ -4,9 +4,38 @@
 #include <cmath>
 #include <utility>
 
+#include "compiler/passes/optimizer_arguments.h"
 #include "runtime/format/hyper_parameters.h"
 
 namespace ipu::compiler {
+namespace {
+
+// An optimizer argument's flag as the options hold it: a number or a switch, when given.
+struct GivenArgument {
+  const passes::OptimizerArgument& argument;
+  std::optional<float> number;
+  std::optional<bool> toggle;
+  bool given() const { return number || toggle; }
+};
+
+// In passes::optimizer_arguments' order, so a refusal names the first flag the flags list.
+std::vector<GivenArgument> given_arguments(const CompileOptions& o) {
+  using passes::optimizer_argument;
+  return {
+      {optimizer_argument("momentum"), o.momentum, {}},
+      {optimizer_argument("dampening"), o.dampening, {}},
+      {optimizer_argument("nesterov"), {}, o.nesterov},
+      {optimizer_argument("beta_1"), o.beta_1, {}},
+      {optimizer_argument("beta_2"), o.beta_2, {}},
+      {optimizer_argument("epsilon"), o.epsilon, {}},
+      {optimizer_argument("weight_decay"), o.weight_decay, {}},
+      {optimizer_argument("rho"), o.rho, {}},
+      {optimizer_argument("centered"), {}, o.centered},
+      {optimizer_argument("initial_accumulator_value"), o.initial_accumulator_value, {}},
+  };
+}
+
+} // namespace
 
 Status validate_options(const CompileOptions& o) {
   if (o.batch_size == 0 || o.batch_size > (1u << 20))
@@ -47,20 +76,10 @@ Status validate_options(const CompileOptions& o) {
     if (!metrics.ok()) return bad_option("--metrics: " + metrics.status().message());
   }
   if (o.learning_rate && !(*o.learning_rate > 0)) return bad_option("--learning-rate must be positive");
-  if (o.momentum && !(*o.momentum >= 0 && *o.momentum < 1)) return bad_option("--momentum must be in [0, 1)");
-  for (const auto& [flag, value] :
-       {std::pair{"--beta1", o.beta_1}, std::pair{"--beta2", o.beta_2}, std::pair{"--rho", o.rho}}) {
-    if (value && !(*value >= 0 && *value < 1)) return bad_option(std::string(flag) + " must be in [0, 1)");
+  for (const GivenArgument& given : given_arguments(o)) {
+    if (given.number && !given.argument.range.contains(*given.number))
+      return bad_option(std::string(given.argument.flag) + " must be " + given.argument.range.text);
   }
-  if (o.dampening && !(*o.dampening >= 0 && *o.dampening <= 1))
-    return bad_option("--dampening must be in [0, 1]");
-  if (o.initial_accumulator_value &&
-      !(*o.initial_accumulator_value >= 0 && std::isfinite(*o.initial_accumulator_value)))
-    return bad_option("--initial-accumulator-value must be non-negative");
-  if (o.epsilon && !(*o.epsilon > 0 && std::isfinite(*o.epsilon)))
-    return bad_option("--epsilon must be positive");
-  if (o.weight_decay && !(*o.weight_decay >= 0 && std::isfinite(*o.weight_decay)))
-    return bad_option("--weight-decay must be non-negative");
   if (o.global_clipnorm && !(*o.global_clipnorm >= 0 && std::isfinite(*o.global_clipnorm)))
     return bad_option("--global-clipnorm must be non-negative (0: no clipping)");
   if (o.learning_rate_schedule) {
@@ -116,38 +135,13 @@ StatusOr<std::string> graph_loss_output(const frontend::LoadedModel& loaded, con
 
 StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimizer,
                                                  const CompileOptions& options) {
-  using K = passes::OptimizerKind;
   if (options.optimizer && *options.optimizer != optimizer.kind)
     optimizer = passes::default_optimizer(*options.optimizer);
-  struct FlagUse {
-    const char* flag;
-    bool given;
-    std::vector<K> kinds;
-  };
-  const std::vector<K> adam_family = {K::kAdam, K::kAdamW, K::kAdaMax, K::kLamb};
-  const std::vector<FlagUse> uses = {
-      {"--momentum", options.momentum.has_value(), {K::kSgd, K::kRmsProp}},
-      {"--dampening", options.dampening.has_value(), {K::kSgd}},
-      {"--nesterov", options.nesterov.has_value(), {K::kSgd}},
-      {"--beta1", options.beta_1.has_value(), adam_family},
-      {"--beta2", options.beta_2.has_value(), adam_family},
-      {"--epsilon",
-       options.epsilon.has_value(),
-       {K::kAdam, K::kAdamW, K::kAdaMax, K::kLamb, K::kRmsProp, K::kAdagrad}},
-      {"--rho", options.rho.has_value(), {K::kRmsProp}},
-      {"--centered", options.centered.has_value(), {K::kRmsProp}},
-      {"--initial-accumulator-value", options.initial_accumulator_value.has_value(), {K::kAdagrad}},
-  };
-  for (const FlagUse& use : uses) {
-    if (!use.given || std::find(use.kinds.begin(), use.kinds.end(), optimizer.kind) != use.kinds.end())
-      continue;
-    std::string applies;
-    for (size_t i = 0; i < use.kinds.size(); ++i) {
-      applies += (i == 0 ? "" : i + 1 == use.kinds.size() ? " and " : ", ");
-      applies += passes::optimizer_name(use.kinds[i]);
-    }
-    return bad_option(std::string(use.flag) + " applies to " + applies + ", not " +
-                      passes::optimizer_name(optimizer.kind));
+  const std::vector<GivenArgument> given_flags = given_arguments(options);
+  for (const GivenArgument& given : given_flags) {
+    if (!given.given() || given.argument.takes(optimizer.kind)) continue;
+    return bad_option(std::string(given.argument.flag) + " applies to " + given.argument.kinds_text() +
+                      ", not " + passes::optimizer_name(optimizer.kind));
   }
   if (options.learning_rate) {
     optimizer.learning_rate = *options.learning_rate;
@@ -161,17 +155,10 @@ StatusOr<passes::OptimizerConfig> with_overrides(passes::OptimizerConfig optimiz
       optimizer.learning_rate = static_cast<float>(*schedule->initial_learning_rate);
     optimizer.learning_rate_schedule = format::learning_rate_schedule_text(*schedule);
   }
-  if (options.momentum) optimizer.momentum = *options.momentum;
-  if (options.dampening) optimizer.dampening = *options.dampening;
-  if (options.nesterov) optimizer.nesterov = *options.nesterov;
-  if (options.beta_1) optimizer.beta_1 = *options.beta_1;
-  if (options.beta_2) optimizer.beta_2 = *options.beta_2;
-  if (options.epsilon) optimizer.epsilon = *options.epsilon;
-  if (options.weight_decay) optimizer.weight_decay = *options.weight_decay;
-  if (options.rho) optimizer.rho = *options.rho;
-  if (options.centered) optimizer.centered = *options.centered;
-  if (options.initial_accumulator_value)
-    optimizer.initial_accumulator_value = *options.initial_accumulator_value;
+  for (const GivenArgument& given : given_flags) {
+    if (given.number) optimizer.*given.argument.number = *given.number;
+    if (given.toggle) optimizer.*given.argument.toggle = *given.toggle;
+  }
   if (options.global_clipnorm) optimizer.global_clipnorm = *options.global_clipnorm;
   // fp16 gradients underflow unscaled: training in fp16 or mixed scales the loss dynamically from
   // 2^15 unless --loss-scaling says otherwise, as Keras's mixed_float16 policy wraps fit's optimizer
