@@ -36,16 +36,9 @@ bool is_hyper_parameter_flag(const std::string& flag) {
 
 int apply_hyper_parameters(const RunFlags& f, session::Session& session) {
   const CompileFlags& c = f.compile;
-  const std::vector<std::optional<float>> values = {
-      c.learning_rate,
-      c.momentum,
-      c.dampening,
-      c.beta_1,
-      c.beta_2,
-      c.epsilon,
-      c.weight_decay,
-      c.rho,
-      c.loss_scale};
+  const std::vector<std::optional<float>> values = {c.learning_rate, c.momentum, c.dampening,
+                                                    c.beta_1,        c.beta_2,   c.epsilon,
+                                                    c.weight_decay,  c.rho,      c.loss_scale};
   const format::Executable& exe = session.executable();
   const bool streams_loss_scale = std::find(exe.hyper_parameters().begin(), exe.hyper_parameters().end(),
                                             "loss_scale") != exe.hyper_parameters().end();
