@@ -1,7 +1,7 @@
 // Recognises GELU as PyTorch exports it, erf's form spelt out in five ops:
 //   y = (x · (erf(x / √2) + 1)) · 0.5
 // and replaces them with one Unary Gelu, whose kernel computes those same float operations in
-// that order (runtime/kernels/broadcast_kernels.cpp), so results are bitwise what the five ops
+// that order (runtime/kernels/unary_kernel.cpp), so results are bitwise what the five ops
 // gave, in one pass over the activation instead of five.
 #pragma once
 

@@ -11,6 +11,14 @@ using kernels::KernelDef;
 using kernels::PreparedVertex;
 using kernels::WorkRange;
 
+// Host tasks are built from adjacent vertices of one op up to 1/kTasksPerComputeSet of that op's
+// work, so threads get a few tasks to balance with and no task is vanishingly small. The split
+// depends on neither the thread count nor the other ops of the compute set (a merged task is
+// one larger BLAS call, whose rounding may differ), so results are bitwise identical for any
+// --threads and however the compiler groups ops into compute sets (recomputation regroups them).
+constexpr uint64_t kTasksPerComputeSet = 8;
+constexpr uint64_t kMinTaskCycles = 20000;
+
 // Everything a vertex must share with a task to extend it along `range`, with `end` in place of
 // the range: a task is filed under its range's end, and looked up by a vertex's begin.
 using MergeKey = std::vector<int64_t>;
@@ -72,6 +80,32 @@ std::vector<HostTask> coalesce(const std::vector<PreparedVertex>& vertices, uint
   for (size_t i = 0; i < vertices.size(); ++i)
     tasks.push_back({vertices[i], i});
   return merge_pass(merge_pass(tasks, task_cycles, 0), task_cycles, 1);
+}
+
+std::vector<HostTask> coalesce_by_op(const format::ComputeSet& cs,
+                                     const std::vector<kernels::PreparedVertex>& prepared) {
+  std::map<uint32_t, std::vector<size_t>> vertices_of_op;
+  std::vector<uint32_t> op_order;
+  for (int i = 0; i < cs.vertices_size(); ++i) {
+    const uint32_t op = cs.vertices(i).op();
+    if (!vertices_of_op.contains(op)) op_order.push_back(op);
+    vertices_of_op[op].push_back(static_cast<size_t>(i));
+  }
+  std::vector<HostTask> tasks;
+  for (uint32_t op : op_order) {
+    const std::vector<size_t>& indices = vertices_of_op[op];
+    std::vector<kernels::PreparedVertex> vertices;
+    uint64_t cycles = 0;
+    for (size_t i : indices) {
+      vertices.push_back(prepared[i]);
+      cycles += cs.vertices(static_cast<int>(i)).cycles();
+    }
+    for (HostTask task : coalesce(vertices, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet))) {
+      task.first_vertex = indices[task.first_vertex];
+      tasks.push_back(task);
+    }
+  }
+  return tasks;
 }
 
 } // namespace ipu::engine

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/format/executable.pb.h"
 #include "runtime/kernels/kernel.h"
 
 namespace ipu::engine {
@@ -24,5 +25,10 @@ struct HostTask {
 // with two ranges merge along one first (KernelDef::secondary_first), then the other, so tasks are
 // rectangles. The result depends on the vertices and `task_cycles` alone, never the thread count.
 std::vector<HostTask> coalesce(const std::vector<kernels::PreparedVertex>& vertices, uint64_t task_cycles);
+
+// coalesce of each op's vertices of `cs` (in the order its ops first appear) with that op's own
+// task size; first_vertex indexes the compute set's vertices.
+std::vector<HostTask> coalesce_by_op(const format::ComputeSet& cs,
+                                     const std::vector<kernels::PreparedVertex>& prepared);
 
 } // namespace ipu::engine

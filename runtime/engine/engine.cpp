@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 
 #include "runtime/base/half.h"
 #include "runtime/engine/coalesce.h"
@@ -25,41 +24,6 @@ namespace {
 // Below this many estimated device cycles a compute set runs on the calling thread: handing a
 // handful of tiny vertices to TBB costs more than running them.
 constexpr uint64_t kParallelCycleThreshold = 20000;
-// Host tasks are built from adjacent vertices of one op up to 1/kTasksPerComputeSet of that op's
-// work, so threads get a few tasks to balance with and no task is vanishingly small. The split
-// depends on neither the thread count nor the other ops of the compute set (a merged task is
-// one larger BLAS call, whose rounding may differ), so results are bitwise identical for any
-// --threads and however the compiler groups ops into compute sets (recomputation regroups them).
-constexpr uint64_t kTasksPerComputeSet = 8;
-constexpr uint64_t kMinTaskCycles = 20000;
-
-// coalesce of each op's vertices of `cs` (in the order its ops first appear) with that op's own
-// task size; first_vertex indexes the compute set's vertices.
-std::vector<HostTask> coalesce_by_op(const format::ComputeSet& cs,
-                                     const std::vector<kernels::PreparedVertex>& prepared) {
-  std::map<uint32_t, std::vector<size_t>> vertices_of_op;
-  std::vector<uint32_t> op_order;
-  for (int i = 0; i < cs.vertices_size(); ++i) {
-    const uint32_t op = cs.vertices(i).op();
-    if (!vertices_of_op.contains(op)) op_order.push_back(op);
-    vertices_of_op[op].push_back(static_cast<size_t>(i));
-  }
-  std::vector<HostTask> tasks;
-  for (uint32_t op : op_order) {
-    const std::vector<size_t>& indices = vertices_of_op[op];
-    std::vector<kernels::PreparedVertex> vertices;
-    uint64_t cycles = 0;
-    for (size_t i : indices) {
-      vertices.push_back(prepared[i]);
-      cycles += cs.vertices(static_cast<int>(i)).cycles();
-    }
-    for (HostTask task : coalesce(vertices, std::max(kMinTaskCycles, cycles / kTasksPerComputeSet))) {
-      task.first_vertex = indices[task.first_vertex];
-      tasks.push_back(task);
-    }
-  }
-  return tasks;
-}
 // Elements of FLOAT16 tensors rounded per host task after a compute set.
 constexpr uint64_t kRoundingGrain = 1 << 16;
 

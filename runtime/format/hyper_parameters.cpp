@@ -126,49 +126,21 @@ double learning_rate_at(const LearningRateSchedule& s, int64_t step_count, doubl
   return initial;
 }
 
-StatusOr<LearningRateSchedule> parse_learning_rate_schedule(std::string_view text) {
-  const std::string where = "learning-rate schedule '" + std::string(text) + "'";
-  const size_t colon = text.find(':');
-  const std::string_view kind_name = text.substr(0, colon);
-  LearningRateSchedule s;
-  bool known = false;
-  for (const auto& [kind, name] : kKindNames) {
-    if (name == kind_name) s.kind = kind, known = true;
-  }
-  if (!known) {
-    return invalid_argument(where + ": unknown kind '" + std::string(kind_name) +
-                            "' (constant, exponential, piecewise, cosine or polynomial)");
-  }
+namespace {
+
+// A schedule's KEY=VALUE arguments, read by name with the checks each kind's keys need; `where`
+// and `kind_name` make every refusal name the schedule as the user wrote it.
+struct ScheduleArguments {
+  std::string where;
+  std::string kind_name;
   std::map<std::string, std::string> given;
-  if (colon != std::string_view::npos) {
-    std::string_view rest = text.substr(colon + 1);
-    while (!rest.empty()) {
-      const size_t comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-      const size_t eq = item.find('=');
-      if (eq == std::string_view::npos || eq == 0)
-        return invalid_argument(where + ": expected KEY=VALUE, got '" + std::string(item) + "'");
-      const std::string key(item.substr(0, eq));
-      const std::vector<std::string_view> keys = keys_of(s.kind);
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-        std::string allowed;
-        for (std::string_view k : keys)
-          allowed += (allowed.empty() ? "" : ", ") + std::string(k);
-        return invalid_argument(where + ": " + std::string(kind_name) + " takes no '" + key + "' (it takes " +
-                                allowed + ")");
-      }
-      if (!given.emplace(key, std::string(item.substr(eq + 1))).second)
-        return invalid_argument(where + ": '" + key + "' is given twice");
-    }
-  }
-  auto number = [&](const std::string& key, double& out, bool required, double least,
-                    bool strictly) -> Status {
+
+  bool has(const std::string& key) const { return given.count(key) != 0; }
+
+  Status number(const std::string& key, double& out, bool required, double least, bool strictly) const {
     auto found = given.find(key);
-    if (found == given.end()) {
-      return required ? invalid_argument(where + ": " + std::string(kind_name) + " needs " + key + "=")
-                      : Status();
-    }
+    if (found == given.end())
+      return required ? invalid_argument(where + ": " + kind_name + " needs " + key + "=") : Status();
     const std::optional<double> value = parse_number(found->second);
     if (!value || (strictly ? !(*value > least) : !(*value >= least))) {
       return invalid_argument(where + ": " + key + " must be a number " + (strictly ? "> " : ">= ") +
@@ -176,8 +148,9 @@ StatusOr<LearningRateSchedule> parse_learning_rate_schedule(std::string_view tex
     }
     out = *value;
     return Status();
-  };
-  auto flag = [&](const std::string& key, bool& out) -> Status {
+  }
+
+  Status flag(const std::string& key, bool& out) const {
     auto found = given.find(key);
     if (found == given.end()) return Status();
     if (found->second != "0" && found->second != "1" && found->second != "true" && found->second != "false")
@@ -185,8 +158,9 @@ StatusOr<LearningRateSchedule> parse_learning_rate_schedule(std::string_view tex
                               "'");
     out = found->second == "1" || found->second == "true";
     return Status();
-  };
-  auto list = [&](const std::string& key, std::vector<double>& out) -> Status {
+  }
+
+  Status list(const std::string& key, std::vector<double>& out) const {
     auto found = given.find(key);
     if (found == given.end()) return invalid_argument(where + ": piecewise needs " + key + "=");
     std::string_view rest = found->second;
@@ -199,25 +173,71 @@ StatusOr<LearningRateSchedule> parse_learning_rate_schedule(std::string_view tex
       rest = rest.substr(slash + 1);
     }
     return Status();
-  };
-  if (given.count("initial_learning_rate")) {
+  }
+};
+
+// Splits "KEY=VALUE,..." into ARGS.given, refusing a malformed item, a key KIND does not take,
+// and a key given twice.
+Status split_schedule_arguments(std::string_view rest, Kind kind, ScheduleArguments& args) {
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      return invalid_argument(args.where + ": expected KEY=VALUE, got '" + std::string(item) + "'");
+    const std::string key(item.substr(0, eq));
+    const std::vector<std::string_view> keys = keys_of(kind);
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string allowed;
+      for (std::string_view k : keys)
+        allowed += (allowed.empty() ? "" : ", ") + std::string(k);
+      return invalid_argument(args.where + ": " + args.kind_name + " takes no '" + key + "' (it takes " +
+                              allowed + ")");
+    }
+    if (!args.given.emplace(key, std::string(item.substr(eq + 1))).second)
+      return invalid_argument(args.where + ": '" + key + "' is given twice");
+  }
+  return Status();
+}
+
+} // namespace
+
+StatusOr<LearningRateSchedule> parse_learning_rate_schedule(std::string_view text) {
+  const size_t colon = text.find(':');
+  ScheduleArguments args;
+  args.where = "learning-rate schedule '" + std::string(text) + "'";
+  args.kind_name = std::string(text.substr(0, colon));
+  const std::string& where = args.where;
+  LearningRateSchedule s;
+  bool known = false;
+  for (const auto& [kind, name] : kKindNames) {
+    if (name == args.kind_name) s.kind = kind, known = true;
+  }
+  if (!known) {
+    return invalid_argument(where + ": unknown kind '" + args.kind_name +
+                            "' (constant, exponential, piecewise, cosine or polynomial)");
+  }
+  if (colon != std::string_view::npos)
+    IPU_RETURN_IF_ERROR(split_schedule_arguments(text.substr(colon + 1), s.kind, args));
+  if (args.has("initial_learning_rate")) {
     double initial = 0;
     // 0 is a rate a warm-up starts from (Keras's CosineDecay(0.0, ..., warmup_target=...)).
-    IPU_RETURN_IF_ERROR(number("initial_learning_rate", initial, true, 0, false));
+    IPU_RETURN_IF_ERROR(args.number("initial_learning_rate", initial, true, 0, false));
     s.initial_learning_rate = initial;
   }
-  IPU_RETURN_IF_ERROR(flag("per_epoch", s.per_epoch));
+  IPU_RETURN_IF_ERROR(args.flag("per_epoch", s.per_epoch));
   switch (s.kind) {
   case Kind::kConstant:
     break;
   case Kind::kExponential:
-    IPU_RETURN_IF_ERROR(number("decay_steps", s.decay_steps, true, 0, true));
-    IPU_RETURN_IF_ERROR(number("decay_rate", s.decay_rate, true, 0, true));
-    IPU_RETURN_IF_ERROR(flag("staircase", s.staircase));
+    IPU_RETURN_IF_ERROR(args.number("decay_steps", s.decay_steps, true, 0, true));
+    IPU_RETURN_IF_ERROR(args.number("decay_rate", s.decay_rate, true, 0, true));
+    IPU_RETURN_IF_ERROR(args.flag("staircase", s.staircase));
     break;
   case Kind::kPiecewise:
-    IPU_RETURN_IF_ERROR(list("boundaries", s.boundaries));
-    IPU_RETURN_IF_ERROR(list("values", s.values));
+    IPU_RETURN_IF_ERROR(args.list("boundaries", s.boundaries));
+    IPU_RETURN_IF_ERROR(args.list("values", s.values));
     if (s.values.size() != s.boundaries.size() + 1) {
       return invalid_argument(where + ": values must be one more than boundaries (" +
                               std::to_string(s.boundaries.size()) + " boundaries, " +
@@ -229,13 +249,13 @@ StatusOr<LearningRateSchedule> parse_learning_rate_schedule(std::string_view tex
       return invalid_argument(where + ": values must be non-negative");
     break;
   case Kind::kCosine: {
-    IPU_RETURN_IF_ERROR(number("decay_steps", s.decay_steps, true, 0, true));
-    IPU_RETURN_IF_ERROR(number("alpha", s.alpha, false, 0, false));
+    IPU_RETURN_IF_ERROR(args.number("decay_steps", s.decay_steps, true, 0, true));
+    IPU_RETURN_IF_ERROR(args.number("alpha", s.alpha, false, 0, false));
     if (s.alpha > 1) return invalid_argument(where + ": alpha must be in [0, 1]");
-    IPU_RETURN_IF_ERROR(number("warmup_steps", s.warmup_steps, false, 0, false));
-    if (given.count("warmup_target")) {
+    IPU_RETURN_IF_ERROR(args.number("warmup_steps", s.warmup_steps, false, 0, false));
+    if (args.has("warmup_target")) {
       double target = 0;
-      IPU_RETURN_IF_ERROR(number("warmup_target", target, true, 0, true));
+      IPU_RETURN_IF_ERROR(args.number("warmup_target", target, true, 0, true));
       s.warmup_target = target;
     }
     if (s.warmup_steps > 0 && !s.warmup_target)
@@ -243,10 +263,10 @@ StatusOr<LearningRateSchedule> parse_learning_rate_schedule(std::string_view tex
     break;
   }
   case Kind::kPolynomial:
-    IPU_RETURN_IF_ERROR(number("decay_steps", s.decay_steps, true, 0, true));
-    IPU_RETURN_IF_ERROR(number("end_learning_rate", s.end_learning_rate, false, 0, false));
-    IPU_RETURN_IF_ERROR(number("power", s.power, false, 0, true));
-    IPU_RETURN_IF_ERROR(flag("cycle", s.cycle));
+    IPU_RETURN_IF_ERROR(args.number("decay_steps", s.decay_steps, true, 0, true));
+    IPU_RETURN_IF_ERROR(args.number("end_learning_rate", s.end_learning_rate, false, 0, false));
+    IPU_RETURN_IF_ERROR(args.number("power", s.power, false, 0, true));
+    IPU_RETURN_IF_ERROR(args.flag("cycle", s.cycle));
     break;
   }
   return s;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/kernels/activations.h"
 #include "runtime/kernels/conv_forward.h"
 #include "runtime/kernels/window.h"
 
@@ -217,7 +218,7 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
       for (int64_t m = m_begin; m < m_end; ++m) {
         float* block = y + (n * s.M + m) * plane + rows.begin * w.OW;
         for (int64_t i = 0; i < (rows.end - rows.begin) * w.OW; ++i)
-          block[i] = block[i] > 0.0f ? block[i] : 0.0f;
+          block[i] = activation::relu(block[i]);
       }
     }
   }

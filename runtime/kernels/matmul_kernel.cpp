@@ -9,6 +9,7 @@
 
 #include <algorithm>
 
+#include "runtime/kernels/activations.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -65,7 +66,7 @@ void run(const PreparedVertex& v) {
     }
     if (relu) {
       for (int64_t j = 0; j < cols; ++j)
-        row[j] = row[j] > 0.0f ? row[j] : 0.0f;
+        row[j] = activation::relu(row[j]);
     }
   }
 }

@@ -1,5 +1,5 @@
 // The gradients of the Unary kinds whose derivative is piecewise or needs several functions of X
-// (format::has_unary_grad_kernel): the derivatives of run_unary (broadcast_kernels.cpp), with
+// (format::has_unary_grad_kernel): the derivatives of run_unary (unary_kernel.cpp), with
 // PyTorch's values at the kinks, where its autograd and finite differences part.
 #include <cmath>
 #include <numbers>

@@ -1,4 +1,4 @@
-// The operands the optimizer update codelets share (elementwise_kernels.cpp, lamb_kernels.cpp):
+// The operands the optimizer update codelets share (optimizer_kernels.cpp, lamb_kernels.cpp):
 // the hyper-parameters are the last operand of every update vertex, one float32 per
 // runtime/format/host_contract.h HyperParameter slot, which the host writes once per update.
 #pragma once

@@ -22,7 +22,7 @@ so OUT can also be given to `ipurun --weights`, plus OUT/reference.json: the con
 step (float64; the loss of step k is computed with the weights before update k, as ipurun's
 --step-log records it).
 
-Semantics mirrored from ipucc (runtime/kernels/row_kernels.cpp, elementwise_kernels.cpp):
+Semantics mirrored from ipucc (runtime/kernels/row_kernels.cpp, optimizer_kernels.cpp):
   * Dense: y = act(x @ kernel + bias), kernel [in, out] (Keras layout); Flatten is a row-major
     reshape of the NHWC sample.
   * loss = sparse categorical cross-entropy, mean over the batch.

@@ -8,7 +8,7 @@ DOC=$SRC/docs/adding_an_op.md
 
 test_every_path_the_guide_names_exists() {
   local missing=0 path
-  # Backquoted paths with a folder: `compiler/ops/`, `runtime/kernels/broadcast_kernels.cpp`.
+  # Backquoted paths with a folder: `compiler/ops/`, `runtime/kernels/unary_kernel.cpp`.
   while read -r path; do
     [ -e "$SRC/$path" ] || {
       echo "docs/adding_an_op.md names $path, which does not exist" >&2
