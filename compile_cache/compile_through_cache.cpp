@@ -237,6 +237,146 @@ private:
   bool m_warned = false;
 };
 
+// The cache is an accelerator: if it cannot be opened, compile anyway and say so once.
+std::unique_ptr<cache::LocalStore> open_local_store(const CachedCompileRequest& request,
+                                                    const WarningSink& warn, CacheOutcome& outcome) {
+  if (request.use_cache) {
+    auto opened =
+        cache::LocalStore::open(request.cache_dir.empty() ? cache::default_cache_dir() : request.cache_dir);
+    if (opened.ok()) return std::make_unique<cache::LocalStore>(std::move(*opened));
+    warn(opened.status().message() + "; compiling without the cache");
+  }
+  outcome = CacheOutcome::kDisabled;
+  return nullptr;
+}
+
+// Where a lookup found the entry: in the local cache, or in the remote one (then stored locally
+// too when the local cache can be written).
+struct CacheLookup {
+  bool hit = false;
+  bool remote_hit = false;
+  bool in_local_cache = false;
+};
+
+// The local cache, then the remote one: a found entry goes into out.bytes / out.executable.
+CacheLookup look_up(const CachedCompileRequest& request, const cache::Manifest& manifest,
+                    cache::LocalStore& store, CacheSession& session, std::optional<RemoteSession>& remote,
+                    CachedCompile& out) {
+  CacheLookup found;
+  found.hit = session.try_hit(out);
+  found.in_local_cache = found.hit;
+  if (!found.hit && remote) {
+    found.remote_hit = remote->try_hit(manifest, out, session.delta());
+    if (found.remote_hit && session.writable()) {
+      Status put = store.put(manifest, out.bytes, request.options.model_path);
+      if (put.ok()) {
+        found.in_local_cache = true;
+      } else {
+        session.write_failed(put);
+      }
+    }
+  }
+  return found;
+}
+
+// Makes a found entry this compile's (the model's weights, this compile's run-time defaults) and
+// counts the lookup. False when there is nothing to serve: a miss, or a hit the model's weights
+// do not fit, which then compiles.
+bool serve_from_cache(const CacheLookup& found, const frontend::LoadedModel& model,
+                      const std::string& weights_sha256, const compiler::CompileOptions& options,
+                      cache::LocalStore& store, CacheSession& session, const WarningSink& warn,
+                      CachedCompile& out) {
+  bool hit = found.hit, remote_hit = found.remote_hit;
+  if ((hit || remote_hit) && recorded_weights(out.executable) != weights_sha256) {
+    // The entry was compiled from a model with the same structure and other weight values.
+    Status swapped = use_model_weights(out.executable, model);
+    if (swapped.ok()) {
+      set_recorded_weights(out.executable, weights_sha256);
+      out.bytes = format::serialize_executable(out.executable);
+    } else {
+      warn(swapped.message() + "; recompiling");
+      hit = remote_hit = false;
+    }
+  }
+  if (hit || remote_hit) use_run_time_defaults(out, model, options);
+  if (hit || remote_hit) {
+    out.outcome = hit ? CacheOutcome::kHit : CacheOutcome::kRemoteHit;
+    session.delta().hits = hit ? 1 : 0;
+    session.delta().compiles_avoided = 1;
+  } else {
+    session.delta().misses = 1;
+  }
+  session.count(session.delta());
+  if (!hit && !remote_hit) return false;
+  if (found.in_local_cache) out.entry = store.entry_path(out.key);
+  return true;
+}
+
+// Compiles `model` into `out`, its executable recording the manifest, the weights it holds and
+// the compiler's build.
+Status compile_for_cache(const CachedCompileRequest& request, frontend::LoadedModel&& model,
+                         const cache::Manifest& manifest, const std::string& weights_sha256,
+                         CachedCompile& out) {
+  compiler::CompileReport memory_only;
+  memory_only.with_executable = false;
+  compiler::CompileReport* report = request.report     ? request.report
+                                    : request.overflow ? &memory_only
+                                                       : nullptr;
+  StatusOr<compiler::CompileResult> attempt =
+      compiler::compile_model(std::move(model), request.options, report);
+  if (!attempt.ok()) {
+    // A copy: the caller's `report` keeps its plan for the HTML report.
+    if (request.overflow && attempt.status().code() == StatusCode::kResourceExhausted)
+      *request.overflow = report->memory;
+    return attempt.status();
+  }
+  compiler::CompileResult compiled = std::move(*attempt);
+  out.executable = std::move(compiled.executable);
+  for (const auto& [name, value] : manifest.entries()) {
+    auto* entry = out.executable.add_manifest();
+    entry->set_name(name);
+    entry->set_value(value);
+  }
+  set_recorded_weights(out.executable, weights_sha256);
+  out.executable.set_compiler_build(compiler_build_identity());
+  out.timings = compiled.timings;
+  out.notes = std::move(compiled.notes);
+  if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
+  out.passes = std::move(compiled.passes);
+  out.bytes = format::serialize_executable(out.executable);
+  return Status();
+}
+
+// Stores the compiled entry locally, uploads it to the remote cache, then holds the local cache
+// to its size limit.
+void store_compiled(const CachedCompileRequest& request, const cache::Manifest& manifest,
+                    cache::LocalStore* store, std::optional<CacheSession>& session,
+                    std::optional<RemoteSession>& remote, CachedCompile& out) {
+  if (session && session->writable()) {
+    Status put = store->put(manifest, out.bytes, request.options.model_path);
+    if (put.ok()) {
+      out.entry = store->entry_path(out.key);
+    } else {
+      session->write_failed(put);
+    }
+  }
+  if (remote) {
+    cache::CacheStats delta;
+    remote->upload(manifest, out.bytes, delta);
+    if (delta.remote_errors) session->count(delta);
+  }
+  if (session && session->writable()) {
+    auto evicted = store->evict_to(request.max_size);
+    if (!evicted.ok()) {
+      session->write_failed(evicted.status());
+    } else if (!evicted->empty()) {
+      cache::CacheStats delta;
+      delta.evictions = evicted->size();
+      session->count(delta);
+    }
+  }
+}
+
 } // namespace
 
 cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::LoadedModel& model) {
@@ -261,21 +401,7 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   out.key = manifest.key();
   out.outcome = request.force ? CacheOutcome::kForced : CacheOutcome::kMiss;
 
-  // The cache is an accelerator: if it cannot be opened, compile anyway and say so once.
-  std::unique_ptr<cache::LocalStore> store;
-  if (request.use_cache) {
-    auto opened =
-        cache::LocalStore::open(request.cache_dir.empty() ? cache::default_cache_dir() : request.cache_dir);
-    if (opened.ok()) {
-      store = std::make_unique<cache::LocalStore>(std::move(*opened));
-    } else {
-      warn(opened.status().message() + "; compiling without the cache");
-      out.outcome = CacheOutcome::kDisabled;
-    }
-  } else {
-    out.outcome = CacheOutcome::kDisabled;
-  }
-
+  std::unique_ptr<cache::LocalStore> store = open_local_store(request, warn, out.outcome);
   std::optional<CacheSession> session;
   if (store) session.emplace(*store, manifest, warn);
   // The remote cache backs a usable local one: its entries are always stored locally first.
@@ -292,97 +418,17 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
   // --force, --dump-ir and an HTML report compile whatever the cache holds and are not counted as
   // lookups.
   if (session && !request.force && !request.keep_ir && request.report == nullptr) {
-    bool hit = session->try_hit(out);
-    bool remote_hit = false;
-    bool in_local_cache = hit;
-    if (!hit && remote) {
-      remote_hit = remote->try_hit(manifest, out, session->delta());
-      if (remote_hit && session->writable()) {
-        Status put = store->put(manifest, out.bytes, request.options.model_path);
-        if (put.ok()) {
-          in_local_cache = true;
-        } else {
-          session->write_failed(put);
-        }
-      }
-    }
-    if ((hit || remote_hit) && recorded_weights(out.executable) != fingerprint.weights_sha256) {
-      // The entry was compiled from a model with the same structure and other weight values.
-      Status swapped = use_model_weights(out.executable, model);
-      if (swapped.ok()) {
-        set_recorded_weights(out.executable, fingerprint.weights_sha256);
-        out.bytes = format::serialize_executable(out.executable);
-      } else {
-        warn(swapped.message() + "; recompiling");
-        hit = remote_hit = false;
-      }
-    }
-    if (hit || remote_hit) use_run_time_defaults(out, model, request.options);
-    if (hit || remote_hit) {
-      out.outcome = hit ? CacheOutcome::kHit : CacheOutcome::kRemoteHit;
-      session->delta().hits = hit ? 1 : 0;
-      session->delta().compiles_avoided = 1;
-    } else {
-      session->delta().misses = 1;
-    }
-    session->count(session->delta());
-    if (hit || remote_hit) {
-      if (in_local_cache) out.entry = store->entry_path(out.key);
+    const CacheLookup found = look_up(request, manifest, *store, *session, remote, out);
+    if (serve_from_cache(found, model, fingerprint.weights_sha256, request.options, *store, *session, warn,
+                         out)) {
       out.seconds = seconds_since(start);
       return out;
     }
   }
 
-  compiler::CompileReport memory_only;
-  memory_only.with_executable = false;
-  compiler::CompileReport* report = request.report     ? request.report
-                                    : request.overflow ? &memory_only
-                                                       : nullptr;
-  StatusOr<compiler::CompileResult> attempt =
-      compiler::compile_model(std::move(model), request.options, report);
-  if (!attempt.ok()) {
-    // A copy: the caller's `report` keeps its plan for the HTML report.
-    if (request.overflow && attempt.status().code() == StatusCode::kResourceExhausted)
-      *request.overflow = report->memory;
-    return attempt.status();
-  }
-  compiler::CompileResult compiled = std::move(*attempt);
-  out.executable = std::move(compiled.executable);
-  for (const auto& [name, value] : manifest.entries()) {
-    auto* entry = out.executable.add_manifest();
-    entry->set_name(name);
-    entry->set_value(value);
-  }
-  set_recorded_weights(out.executable, fingerprint.weights_sha256);
-  out.executable.set_compiler_build(compiler_build_identity());
-  out.timings = compiled.timings;
-  out.notes = std::move(compiled.notes);
-  if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
-  out.passes = std::move(compiled.passes);
-  out.bytes = format::serialize_executable(out.executable);
-  if (session && session->writable()) {
-    Status put = store->put(manifest, out.bytes, request.options.model_path);
-    if (put.ok()) {
-      out.entry = store->entry_path(out.key);
-    } else {
-      session->write_failed(put);
-    }
-  }
-  if (remote) {
-    cache::CacheStats delta;
-    remote->upload(manifest, out.bytes, delta);
-    if (delta.remote_errors) session->count(delta);
-  }
-  if (session && session->writable()) {
-    auto evicted = store->evict_to(request.max_size);
-    if (!evicted.ok()) {
-      session->write_failed(evicted.status());
-    } else if (!evicted->empty()) {
-      cache::CacheStats delta;
-      delta.evictions = evicted->size();
-      session->count(delta);
-    }
-  }
+  IPU_RETURN_IF_ERROR(
+      compile_for_cache(request, std::move(model), manifest, fingerprint.weights_sha256, out));
+  store_compiled(request, manifest, store.get(), session, remote, out);
   out.seconds = seconds_since(start);
   return out;
 }

@@ -182,6 +182,12 @@ std::vector<int> interface_values(const lowering::GraphInterface& io) {
   return values;
 }
 
+// A fusion as a pass: `fuse` over the whole graph (how many it fused goes unused).
+template <int (*fuse)(ir::Graph&, const std::vector<int>&)> Status run_fusion(PassState& state) {
+  fuse(state.graph(), interface_values(state.result.io));
+  return Status();
+}
+
 Status recompute_forward(PassState& state) {
   const StatusOr<passes::RecomputeSummary> recomputed =
       passes::recompute_forward(state.graph(), {state.options.recompute_checkpoints});
@@ -225,24 +231,9 @@ constexpr std::array kGraphPasses = {
           passes::keep_output_softmax_float32(s.graph(), s.loss.loss);
           return Status();
         }},
-    GraphPass{{"fuse-epilogues", "on every model"},
-              always,
-              [](PassState& s) {
-                passes::fuse_epilogues(s.graph(), interface_values(s.result.io));
-                return Status();
-              }},
-    GraphPass{{"fuse-gelu", "on every model"},
-              always,
-              [](PassState& s) {
-                passes::fuse_gelu(s.graph(), interface_values(s.result.io));
-                return Status();
-              }},
-    GraphPass{{"fuse-layer-norm", "on every model"},
-              always,
-              [](PassState& s) {
-                passes::fuse_layer_norm(s.graph(), interface_values(s.result.io));
-                return Status();
-              }},
+    GraphPass{{"fuse-epilogues", "on every model"}, always, run_fusion<passes::fuse_epilogues>},
+    GraphPass{{"fuse-gelu", "on every model"}, always, run_fusion<passes::fuse_gelu>},
+    GraphPass{{"fuse-layer-norm", "on every model"}, always, run_fusion<passes::fuse_layer_norm>},
     GraphPass{{"recompute", "when training with --recompute on one pipeline stage"},
               [](const PassState& s) { return s.training() && s.options.recompute && s.stages == 1; },
               recompute_forward},

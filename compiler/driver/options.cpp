@@ -62,13 +62,13 @@ Status validate_options(const CompileOptions& o) {
   if (o.mode == Mode::kInfer && o.gradient_accumulation > 1) {
     return bad_option("--gradient-accumulation applies to training only (--mode infer)");
   }
+  std::vector<std::string> pass_names;
+  for (const GraphPassInfo& info : graph_passes())
+    pass_names.emplace_back(info.name);
   for (const std::string& pass : o.dump_ir_after) {
-    std::vector<std::string> names;
-    for (const GraphPassInfo& info : graph_passes())
-      names.emplace_back(info.name);
-    if (pass != "all" && std::find(names.begin(), names.end(), pass) == names.end()) {
+    if (pass != "all" && std::find(pass_names.begin(), pass_names.end(), pass) == pass_names.end()) {
       return bad_option("--dump-ir-after: no graph pass is named '" + pass +
-                        "'; the passes, in order: " + quoted_names(names) + " (or all)");
+                        "'; the passes, in order: " + quoted_names(pass_names) + " (or all)");
     }
   }
   if (o.metrics) {

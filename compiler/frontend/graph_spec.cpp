@@ -119,31 +119,10 @@ std::optional<InitializerSpec> parse_initializer(const json& j, Problems& proble
   return init;
 }
 
-LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& problems) {
-  LayerSpec layer;
-  if (!j.is_object()) {
-    problems.add("layer " + std::to_string(index), "must be an object");
-    return layer;
-  }
-  layer.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>()
-                                                           : "layer" + std::to_string(index);
-  if (!j.contains("type") || !j["type"].is_string()) {
-    problems.add(layer_label(layer), "missing 'type'");
-    return layer;
-  }
-  layer.type = j["type"].get<std::string>();
-  const std::string where = layer_label(layer);
-  auto type = kLayerTypes.find(layer.type);
-  if (type == kLayerTypes.end()) {
-    problems.add(where, "unknown layer type (supported: " + supported_types() + ")");
-  }
-  for (const auto& [key, value] : j.items()) {
-    if (!known_key(key)) {
-      problems.add(where, "unknown attribute '" + key + "'");
-    } else if (type != kLayerTypes.end() && !kCommonKeys.count(key) && !type->second.count(key)) {
-      problems.add(where, "'" + key + "' does not apply to " + layer.type);
-    }
-  }
+// The layer's 'inputs' (functional specs only: one, or several for a merge layer) and the axis
+// Concatenate joins them along.
+void read_layer_inputs(const json& j, bool functional, const std::string& where, LayerSpec& layer,
+                       Problems& problems) {
   const bool merge = is_merge_layer(layer.type);
   if (functional) {
     const json* inputs = j.contains("inputs") && j["inputs"].is_array() ? &j["inputs"] : nullptr;
@@ -171,6 +150,10 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
       layer.axis = j["axis"].get<int64_t>();
     }
   }
+}
+
+// Dense's units, and Conv2D's filters and kernel_size.
+void read_layer_sizes(const json& j, const std::string& where, LayerSpec& layer, Problems& problems) {
   if (layer.type == "Dense") {
     if (!j.contains("units") || !j["units"].is_number_integer() || j["units"].get<int64_t>() <= 0 ||
         j["units"].get<int64_t>() > kMaxUnits) {
@@ -194,6 +177,11 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
       layer.kernel_size = *kernel;
     }
   }
+}
+
+// pool_size, strides and padding, where the layer's type takes them (`type`: its kLayerTypes entry).
+void read_window_attributes(const json& j, std::map<std::string, std::set<std::string>>::const_iterator type,
+                            const std::string& where, LayerSpec& layer, Problems& problems) {
   if (j.contains("pool_size") && type != kLayerTypes.end() && type->second.count("pool_size")) {
     if (auto pool = parse_pair(j["pool_size"], kMaxWindow)) {
       layer.pool_size = *pool;
@@ -216,6 +204,10 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
       layer.padding = j["padding"].get<std::string>();
     }
   }
+}
+
+// Dropout's rate, BatchNormalization's epsilon and Reshape's target_shape.
+void read_layer_parameters(const json& j, const std::string& where, LayerSpec& layer, Problems& problems) {
   if (layer.type == "Dropout") {
     if (!j.contains("rate") || !j["rate"].is_number() || j["rate"].get<double>() < 0 ||
         j["rate"].get<double>() >= 1) {
@@ -247,6 +239,10 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
       layer.target_shape.clear();
     }
   }
+}
+
+// Dense's and Conv2D's activation, use_bias and initializers.
+void read_product_attributes(const json& j, const std::string& where, LayerSpec& layer, Problems& problems) {
   if (layer.type == "Dense" || layer.type == "Conv2D") {
     if (j.contains("activation")) {
       if (!j["activation"].is_string() || !kActivations.count(j["activation"].get<std::string>())) {
@@ -272,6 +268,38 @@ LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& pr
         layer.bias_initializer = *init;
     }
   }
+}
+
+LayerSpec parse_layer(const json& j, size_t index, bool functional, Problems& problems) {
+  LayerSpec layer;
+  if (!j.is_object()) {
+    problems.add("layer " + std::to_string(index), "must be an object");
+    return layer;
+  }
+  layer.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>()
+                                                           : "layer" + std::to_string(index);
+  if (!j.contains("type") || !j["type"].is_string()) {
+    problems.add(layer_label(layer), "missing 'type'");
+    return layer;
+  }
+  layer.type = j["type"].get<std::string>();
+  const std::string where = layer_label(layer);
+  auto type = kLayerTypes.find(layer.type);
+  if (type == kLayerTypes.end()) {
+    problems.add(where, "unknown layer type (supported: " + supported_types() + ")");
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (!known_key(key)) {
+      problems.add(where, "unknown attribute '" + key + "'");
+    } else if (type != kLayerTypes.end() && !kCommonKeys.count(key) && !type->second.count(key)) {
+      problems.add(where, "'" + key + "' does not apply to " + layer.type);
+    }
+  }
+  read_layer_inputs(j, functional, where, layer, problems);
+  read_layer_sizes(j, where, layer, problems);
+  read_window_attributes(j, type, where, layer, problems);
+  read_layer_parameters(j, where, layer, problems);
+  read_product_attributes(j, where, layer, problems);
   if (j.contains("stage")) {
     layer.stage = parse_stage(j["stage"]);
     if (!layer.stage)

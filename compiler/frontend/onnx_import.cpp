@@ -1,6 +1,5 @@
 #include "compiler/frontend/onnx_import.h"
 
-#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <limits>
@@ -10,6 +9,7 @@
 #include <utility>
 
 #include "compiler/frontend/onnx_ops.h"
+#include "compiler/frontend/onnx_schema.h"
 #include "compiler/frontend/onnx_tensor_helpers.h"
 #include "compiler/frontend/problems.h"
 #include "runtime/base/printable.h"
@@ -26,110 +26,6 @@ constexpr std::string_view kIpuAttribute = "__ipu_number";
 std::string node_label(const onnx::NodeProto& node, int index) {
   const std::string name = node.name().empty() ? "#" + std::to_string(index) : "'" + node.name() + "'";
   return "node " + name + " (" + node.op_type() + ")";
-}
-
-int ai_onnx_opset(const onnx::ModelProto& model) {
-  for (const auto& op_set : model.opset_import()) {
-    if (op_set.domain().empty() || op_set.domain() == "ai.onnx") return static_cast<int>(op_set.version());
-  }
-  return -1;
-}
-
-std::string versions_text(const std::vector<int>& versions) {
-  std::string out;
-  for (int v : versions)
-    out += (out.empty() ? "" : ", ") + std::to_string(v);
-  return out;
-}
-
-// Schema versions released after the ONNX this build's libonnx implements (1.12: opset 17), for
-// the ops of the converter table. Without them a model of a newer opset would be read with the
-// newest schema libonnx knows, whose semantics may differ (ReduceMean-18 takes its axes as an
-// input, Split-18 has num_outputs). Versions that only add element types are listed too.
-const std::map<std::string_view, std::vector<int>>& later_versions() {
-  static const std::map<std::string_view, std::vector<int>> table = {
-      {"AveragePool", {19, 22}},
-      {"Cast", {19, 21, 23, 24, 25}},
-      {"Constant", {19, 21, 23, 24, 25}},
-      {"ConstantOfShape", {20, 21, 23, 24, 25}},
-      {"Conv", {22}},
-      {"Dropout", {22}},
-      {"Elu", {22}},
-      {"Equal", {19}},
-      {"Flatten", {21, 23, 24, 25}},
-      {"GRU", {22}},
-      {"Gelu", {20}},
-      {"GlobalAveragePool", {22}},
-      {"HardSigmoid", {22}},
-      {"HardSwish", {22}},
-      {"Identity", {19, 21, 23, 24, 25}},
-      {"LSTM", {22}},
-      {"MaxPool", {22}},
-      {"NegativeLogLikelihoodLoss", {22}},
-      {"Pad", {18, 19, 21, 23, 24, 25}},
-      {"RNN", {22}},
-      {"ReduceMax", {18, 20}},
-      {"ReduceMean", {18}},
-      {"ReduceMin", {18, 20}},
-      {"ReduceProd", {18}},
-      {"Reshape", {19, 21, 23, 24, 25}},
-      {"Selu", {22}},
-      {"Shape", {19, 21, 23, 24, 25}},
-      {"Size", {19, 21, 23, 24, 25}},
-      {"Softplus", {22}},
-      {"Softsign", {22}},
-      {"Split", {18}},
-      {"Squeeze", {21, 23, 24, 25}},
-      {"Transpose", {21, 23, 24, 25}},
-      {"Unsqueeze", {21, 23, 24, 25}},
-  };
-  return table;
-}
-
-// The highest ai.onnx opset libonnx has schemas for.
-int newest_known_opset() {
-  return onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at(onnx::ONNX_DOMAIN).second;
-}
-
-// The schema version of `op_type` in effect at `opset`, or an error.
-StatusOr<int> schema_version(const std::string& op_type, int opset, const OnnxOpDef& def) {
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(op_type, opset, "");
-  int version = schema ? schema->since_version() : -1;
-  if (opset > newest_known_opset()) {
-    auto later = later_versions().find(op_type);
-    if (later != later_versions().end()) {
-      for (int v : later->second) {
-        if (v <= opset) version = std::max(version, v);
-      }
-    }
-  }
-  if (version < 0)
-    return invalid_argument("op " + op_type + " does not exist in opset " + std::to_string(opset));
-  if (std::find(def.versions.begin(), def.versions.end(), version) == def.versions.end()) {
-    return unsupported("version " + std::to_string(version) + " of " + op_type + " (opset " +
-                       std::to_string(opset) +
-                       ") is not supported; supported versions: " + versions_text(def.versions));
-  }
-  return version;
-}
-
-// Every attribute must be one the converter reads and, where libonnx has the node's schema
-// version, one that version has: an opset-6 attribute (Add's `broadcast`) on a later version is
-// not read with the old meaning.
-Status check_attributes(const onnx::NodeProto& node, const OnnxOpDef& def, int opset, int version) {
-  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset, "");
-  if (schema && schema->since_version() != version) schema = nullptr; // a version newer than libonnx's
-  std::string unknown;
-  for (const auto& a : node.attribute()) {
-    if (a.name().rfind("__", 0) == 0) continue; // framework annotations such as PopART's
-    const bool read =
-        std::find(def.attributes.begin(), def.attributes.end(), a.name()) != def.attributes.end();
-    if (!read || (schema && !schema->attributes().count(a.name()))) {
-      unknown += (unknown.empty() ? "'" : ", '") + a.name() + "'";
-    }
-  }
-  if (!unknown.empty()) return unsupported("attribute " + unknown + " not supported");
-  return Status();
 }
 
 // Stages from PopART's attributes or the override, checked with PopART's rules: on every node or
@@ -501,6 +397,108 @@ void fold_computed_constants(ForwardGraph& forward, const passes::ConstantEvalua
   }
 }
 
+// Float initializers become weights on first use, integer and bool ones constants. Returns all their names.
+std::set<std::string> import_initializers(const onnx::GraphProto& g, OnnxImportContext& ctx,
+                                          Problems& problems) {
+  std::set<std::string> initializer_names;
+  for (const auto& init : g.initializer()) {
+    initializer_names.insert(init.name());
+    StatusOr<data::NpyArray> array = data::decode_tensor_proto(init, "initializer '" + init.name() + "'");
+    if (!array.ok()) {
+      problems.add("", array.status());
+    } else if (array->dtype == "f4" || array->dtype == "f2") {
+      ctx.add_initializer(init.name(), std::move(*array));
+    } else if (array->dtype[0] == 'i' || array->dtype[0] == 'u' || array->dtype == "b1") {
+      ctx.add_constant(init.name(), std::move(*array));
+    } else {
+      problems.add("", unsupported("initializer '" + init.name() + "' has dtype '" + array->dtype +
+                                   "'; weights must be FLOAT or FLOAT16"));
+    }
+  }
+  for (const auto& sparse : g.sparse_initializer()) {
+    problems.add("", unsupported("sparse initializer '" + sparse.values().name() + "' is not supported"));
+  }
+  return initializer_names;
+}
+
+// Binds each graph input that is not an initializer to its --constant-input value, or adds it to
+// `result`'s inputs. Returns the names of initializers and graph inputs, imported or not: a node
+// reading one that failed to import is skipped, its problem having been reported.
+std::set<std::string> import_graph_inputs(const onnx::GraphProto& g, const OnnxImportOptions& options,
+                                          const std::set<std::string>& initializer_names,
+                                          OnnxImportContext& ctx, ForwardGraph& result, Problems& problems) {
+  std::set<std::string> declared_names = initializer_names;
+  std::set<std::string> bound_names;
+  for (const auto& in : g.input()) {
+    if (initializer_names.count(in.name())) continue; // IR < 4 lists initializers as inputs too
+    declared_names.insert(in.name());
+    if (auto bound = options.constant_inputs.find(in.name()); bound != options.constant_inputs.end()) {
+      bound_names.insert(in.name());
+      Status checked = check_constant_input(in, bound->second);
+      if (checked.ok()) {
+        ctx.add_constant(in.name(), bound->second.value);
+      } else {
+        problems.add("", checked);
+      }
+      continue;
+    }
+    StatusOr<ModelIo> io = add_graph_input(result.graph, in, options.batch_size, options.training);
+    if (!io.ok()) {
+      problems.add("", io.status());
+      continue;
+    }
+    ctx.bind(io->name, io->value, io->dtype);
+    result.inputs.push_back(std::move(*io));
+  }
+  for (const auto& [name, bound] : options.constant_inputs) {
+    if (bound_names.count(name)) continue;
+    std::string inputs;
+    for (const auto& in : g.input()) {
+      if (!initializer_names.count(in.name())) inputs += (inputs.empty() ? "'" : ", '") + in.name() + "'";
+    }
+    problems.add("", invalid_argument("--constant-input " + name + "=" + bound.source +
+                                      ": the model has no graph input '" + name +
+                                      "' (its inputs: " + (inputs.empty() ? "none" : inputs) + ")"));
+  }
+  return declared_names;
+}
+
+// Adds the graph's outputs to `result`, each with its host dtype and whether it is batched.
+void add_graph_outputs(const onnx::GraphProto& g, const OnnxImportOptions& options, OnnxImportContext& ctx,
+                       ForwardGraph& result, Problems& problems) {
+  if (g.output_size() == 0) problems.add("", invalid_argument("the graph has no outputs"));
+  bool any_batched = false;
+  for (const auto& in : result.inputs)
+    any_batched = any_batched || in.batched;
+  for (const auto& out : g.output()) {
+    if (!problems.empty()) break;
+    StatusOr<int> value = ctx.output_value(out.name());
+    if (!value.ok()) {
+      problems.add("output '" + out.name() + "'", value.status());
+      continue;
+    }
+    if (result.graph.value(*value).type.elements() == 0) {
+      problems.add("output '" + out.name() + "'",
+                   unsupported("it is empty (shape " + shape_text(result.graph.value(*value).type.shape) +
+                               "); empty tensors are not supported"));
+      continue;
+    }
+    ModelIo io;
+    io.value = *value;
+    io.name = out.name();
+    const int declared = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+    io.dtype = declared ? host_dtype(declared) : ctx.host_dtype_of(out.name());
+    if (io.dtype.empty()) {
+      problems.add("output '" + out.name() + "'",
+                   unsupported("element type " + element_type_name(declared) + " is not supported"));
+      continue;
+    }
+    io.batched = output_is_batched(out, result.graph.value(*value).type.shape, any_batched,
+                                   options.batch_size, options.training);
+    result.outputs.push_back(std::move(io));
+  }
+}
+
 } // namespace
 
 bool looks_like_onnx(std::string_view bytes, const std::string& path) {
@@ -542,18 +540,7 @@ StatusOr<ForwardGraph> import_onnx(std::string_view bytes, const std::string& pa
 StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& path,
                                    const OnnxImportOptions& options) {
   if (!model.has_graph()) return invalid_argument(path + ": the ONNX model has no graph");
-  // A model of another domain's ops only (ONNX's ai.onnx.preview.training tests import nothing
-  // else) is valid, and its nodes unsupported, each named below; a node of the default domain
-  // without the ai.onnx import is a malformed model.
-  const int opset = ai_onnx_opset(model);
-  if (opset < 1) {
-    for (const auto& node : model.graph().node()) {
-      if (node.domain().empty() || node.domain() == "ai.onnx") {
-        return invalid_argument(path + ": the model imports no ai.onnx opset, which its " + node.op_type() +
-                                " nodes need");
-      }
-    }
-  }
+  IPU_ASSIGN_OR_RETURN(const int opset, model_opset(model, path));
   const onnx::GraphProto& g = model.graph();
   // Before anything imports: a name the executable cannot hold, or a value defined twice, makes
   // every later message doubtful.
@@ -565,60 +552,9 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
   OnnxImportContext ctx(result.graph, options.training, options.bytes_per_tile, options.evaluate_constants);
   Problems problems(path);
 
-  std::set<std::string> initializer_names;
-  for (const auto& init : g.initializer()) {
-    initializer_names.insert(init.name());
-    StatusOr<data::NpyArray> array = data::decode_tensor_proto(init, "initializer '" + init.name() + "'");
-    if (!array.ok()) {
-      problems.add("", array.status());
-    } else if (array->dtype == "f4" || array->dtype == "f2") {
-      ctx.add_initializer(init.name(), std::move(*array));
-    } else if (array->dtype[0] == 'i' || array->dtype[0] == 'u' || array->dtype == "b1") {
-      ctx.add_constant(init.name(), std::move(*array));
-    } else {
-      problems.add("", unsupported("initializer '" + init.name() + "' has dtype '" + array->dtype +
-                                   "'; weights must be FLOAT or FLOAT16"));
-    }
-  }
-  for (const auto& sparse : g.sparse_initializer()) {
-    problems.add("", unsupported("sparse initializer '" + sparse.values().name() + "' is not supported"));
-  }
-
-  // Initializers and graph inputs, imported or not: a node reading one that failed to import is
-  // skipped, its problem having been reported.
-  std::set<std::string> declared_names = initializer_names;
-  std::set<std::string> bound_names;
-  for (const auto& in : g.input()) {
-    if (initializer_names.count(in.name())) continue; // IR < 4 lists initializers as inputs too
-    declared_names.insert(in.name());
-    if (auto bound = options.constant_inputs.find(in.name()); bound != options.constant_inputs.end()) {
-      bound_names.insert(in.name());
-      Status checked = check_constant_input(in, bound->second);
-      if (checked.ok()) {
-        ctx.add_constant(in.name(), bound->second.value);
-      } else {
-        problems.add("", checked);
-      }
-      continue;
-    }
-    StatusOr<ModelIo> io = add_graph_input(result.graph, in, options.batch_size, options.training);
-    if (!io.ok()) {
-      problems.add("", io.status());
-      continue;
-    }
-    ctx.bind(io->name, io->value, io->dtype);
-    result.inputs.push_back(std::move(*io));
-  }
-  for (const auto& [name, bound] : options.constant_inputs) {
-    if (bound_names.count(name)) continue;
-    std::string inputs;
-    for (const auto& in : g.input()) {
-      if (!initializer_names.count(in.name())) inputs += (inputs.empty() ? "'" : ", '") + in.name() + "'";
-    }
-    problems.add("", invalid_argument("--constant-input " + name + "=" + bound.source +
-                                      ": the model has no graph input '" + name +
-                                      "' (its inputs: " + (inputs.empty() ? "none" : inputs) + ")"));
-  }
+  const std::set<std::string> initializer_names = import_initializers(g, ctx, problems);
+  const std::set<std::string> declared_names =
+      import_graph_inputs(g, options, initializer_names, ctx, result, problems);
 
   const std::vector<int> stages = node_stages(g, options, problems, result.num_stages);
   std::map<std::string, int> stage_of_output;
@@ -634,37 +570,7 @@ StatusOr<ForwardGraph> import_onnx(onnx::ModelProto model, const std::string& pa
       stage_of_output[name] = stage;
   }
 
-  if (g.output_size() == 0) problems.add("", invalid_argument("the graph has no outputs"));
-  bool any_batched = false;
-  for (const auto& in : result.inputs)
-    any_batched = any_batched || in.batched;
-  for (const auto& out : g.output()) {
-    if (!problems.empty()) break;
-    StatusOr<int> value = ctx.output_value(out.name());
-    if (!value.ok()) {
-      problems.add("output '" + out.name() + "'", value.status());
-      continue;
-    }
-    if (result.graph.value(*value).type.elements() == 0) {
-      problems.add("output '" + out.name() + "'",
-                   unsupported("it is empty (shape " + shape_text(result.graph.value(*value).type.shape) +
-                               "); empty tensors are not supported"));
-      continue;
-    }
-    ModelIo io;
-    io.value = *value;
-    io.name = out.name();
-    const int declared = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
-    io.dtype = declared ? host_dtype(declared) : ctx.host_dtype_of(out.name());
-    if (io.dtype.empty()) {
-      problems.add("output '" + out.name() + "'",
-                   unsupported("element type " + element_type_name(declared) + " is not supported"));
-      continue;
-    }
-    io.batched = output_is_batched(out, result.graph.value(*value).type.shape, any_batched,
-                                   options.batch_size, options.training);
-    result.outputs.push_back(std::move(io));
-  }
+  add_graph_outputs(g, options, ctx, result, problems);
   if (options.training) {
     // Updating float16 weights is mixed-precision training, which ipucc does not implement yet.
     for (const ir::Value& v : result.graph.values()) {

@@ -209,7 +209,7 @@ const std::vector<OnnxOpDef>& onnx_ops() {
   static const std::vector<OnnxOpDef> ops = [] {
     std::vector<OnnxOpDef> all;
     for (auto family : {core_onnx_ops, elementwise_onnx_ops, shape_onnx_ops, reduce_onnx_ops, conv_onnx_ops,
-                        loss_onnx_ops, recurrent_onnx_ops}) {
+                        batch_norm_onnx_ops, loss_onnx_ops, recurrent_onnx_ops}) {
       std::vector<OnnxOpDef> defs = family();
       all.insert(all.end(), defs.begin(), defs.end());
     }

@@ -174,6 +174,8 @@ std::vector<OnnxOpDef> elementwise_onnx_ops();
 std::vector<OnnxOpDef> shape_onnx_ops();
 std::vector<OnnxOpDef> reduce_onnx_ops();
 std::vector<OnnxOpDef> conv_onnx_ops();
+// BatchNormalization, inference and training mode (onnx_ops_batch_norm.cpp).
+std::vector<OnnxOpDef> batch_norm_onnx_ops();
 // NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (onnx_ops_loss.cpp).
 std::vector<OnnxOpDef> loss_onnx_ops();
 // RNN, GRU and LSTM, unrolled over the sequence (onnx_ops_recurrent.cpp).

@@ -326,6 +326,70 @@ Status set_outputs(OnnxImportContext& ctx, const Recurrence& r, const std::vecto
   return Status();
 }
 
+// The node's operands as every direction reads them (-1: absent).
+struct RecurrentOperands {
+  int x_rows = -1;                 // X as [T·B, I], time-major
+  int w = -1, rw = -1;             // W [D, G·H, I] and R [D, G·H, H]
+  int biases = -1, peepholes = -1; // B [D, 2·G·H] and LSTM's P [D, 3·H]
+  int directions = 1;
+  bool batch_first = false; // layout 1
+};
+
+// Everything direction `dir` (its index, reverse and functions set) reads before its first step:
+// X·Wᵀ (+ biases) for every step at once, its slices of R, the biases and peepholes, and its
+// initial state.
+Status prepare_direction(OnnxImportContext& ctx, const Recurrence& r, const RecurrentOperands& operands,
+                         Direction& dir) {
+  const int d = dir.index, D = operands.directions;
+  const int64_t G = gate_count(r.cell);
+  const std::string at = "/d" + std::to_string(d);
+  ir::MatMulAttrs transposed;
+  transposed.trans_b = true;
+  IPU_ASSIGN_OR_RETURN(int wd, of_direction(ctx, operands.w, d, D, at + "/w"));
+  IPU_ASSIGN_OR_RETURN(dir.recurrence, of_direction(ctx, operands.rw, d, D, at + "/r"));
+  IPU_ASSIGN_OR_RETURN(dir.input_projection,
+                       ctx.add_op(ir::OpKind::kMatMul, {operands.x_rows, wd}, transposed, at + "/x_w"));
+  if (operands.biases >= 0) {
+    IPU_ASSIGN_OR_RETURN(int b, of_direction(ctx, operands.biases, d, D, at + "/b"));
+    IPU_ASSIGN_OR_RETURN(int wb, add_strided_copy(ctx, b, {G * r.hidden}, {1}, 0, at + "/wb"));
+    IPU_ASSIGN_OR_RETURN(int rb, add_strided_copy(ctx, b, {G * r.hidden}, {1}, G * r.hidden, at + "/rb"));
+    // GRU's candidate reads Rbh inside the reset gate's product: Rb goes with h·Rᵀ. Elsewhere
+    // both biases are one row added to the input projection.
+    if (r.cell == Cell::kGru) {
+      dir.recurrence_bias = rb;
+    } else {
+      IPU_ASSIGN_OR_RETURN(wb, add_binary(ctx, wb, rb, BinaryKind::kAdd, at + "/bias"));
+    }
+    IPU_ASSIGN_OR_RETURN(dir.input_projection,
+                         ctx.add_op(ir::OpKind::kBiasAdd, {dir.input_projection, wb}, {}, at + "/x_w_bias"));
+  }
+  if (operands.peepholes >= 0) {
+    IPU_ASSIGN_OR_RETURN(int p, of_direction(ctx, operands.peepholes, d, D, at + "/p"));
+    for (int64_t k = 0; k < 3; ++k) {
+      IPU_ASSIGN_OR_RETURN(
+          dir.peepholes[static_cast<size_t>(k)],
+          add_strided_copy(ctx, p, {r.hidden}, {1}, k * r.hidden, at + "/p" + std::string(1, "iof"[k])));
+    }
+  }
+  if (r.cell == Cell::kGru && !r.linear_before_reset) {
+    // R's and Rb's rows split: z and r in the recurrence, h in the candidate's own product.
+    const int64_t H = r.hidden;
+    IPU_ASSIGN_OR_RETURN(dir.candidate_recurrence, block(ctx, dir.recurrence, 2, 3, at + "/r_h"));
+    IPU_ASSIGN_OR_RETURN(dir.recurrence,
+                         add_strided_copy(ctx, dir.recurrence, {2 * H, H}, {H, 1}, 0, at + "/r_zr"));
+    if (dir.recurrence_bias >= 0) {
+      IPU_ASSIGN_OR_RETURN(dir.candidate_bias, block(ctx, dir.recurrence_bias, 2, 3, at + "/rb_h"));
+      IPU_ASSIGN_OR_RETURN(dir.recurrence_bias,
+                           add_strided_copy(ctx, dir.recurrence_bias, {2 * H}, {1}, 0, at + "/rb_zr"));
+    }
+  }
+  IPU_ASSIGN_OR_RETURN(dir.h, initial_state(ctx, r, 5, d, D, operands.batch_first, "initial_h"));
+  if (r.cell == Cell::kLstm) {
+    IPU_ASSIGN_OR_RETURN(dir.c, initial_state(ctx, r, 6, d, D, operands.batch_first, "initial_c"));
+  }
+  return Status();
+}
+
 Status convert_recurrent(OnnxImportContext& ctx, Cell cell) {
   const int64_t G = gate_count(cell);
   IPU_ASSIGN_OR_RETURN(int x, ctx.input(0));
@@ -391,60 +455,17 @@ Status convert_recurrent(OnnxImportContext& ctx, Cell cell) {
       return invalid_argument("P " + shape_text(ctx.shape(peepholes)) + " must be " +
                               shape_text({D, 3 * r.hidden}));
   }
+  const RecurrentOperands operands{x, w, rw, biases, peepholes, D, batch_first};
   std::vector<Direction> directions(static_cast<size_t>(D));
   std::vector<std::vector<int>> hs(static_cast<size_t>(D));
-  ir::MatMulAttrs transposed;
-  transposed.trans_b = true;
   for (int d = 0; d < D; ++d) {
     Direction& dir = directions[static_cast<size_t>(d)];
-    const std::string at = "/d" + std::to_string(d);
     dir.index = d;
     dir.reverse = d == 1 || direction == "reverse";
     dir.functions.assign(
         functions.begin() + static_cast<std::ptrdiff_t>(per_direction * static_cast<size_t>(d)),
         functions.begin() + static_cast<std::ptrdiff_t>(per_direction * static_cast<size_t>(d + 1)));
-    IPU_ASSIGN_OR_RETURN(int wd, of_direction(ctx, w, d, D, at + "/w"));
-    IPU_ASSIGN_OR_RETURN(dir.recurrence, of_direction(ctx, rw, d, D, at + "/r"));
-    IPU_ASSIGN_OR_RETURN(dir.input_projection,
-                         ctx.add_op(ir::OpKind::kMatMul, {x, wd}, transposed, at + "/x_w"));
-    if (biases >= 0) {
-      IPU_ASSIGN_OR_RETURN(int b, of_direction(ctx, biases, d, D, at + "/b"));
-      IPU_ASSIGN_OR_RETURN(int wb, add_strided_copy(ctx, b, {G * r.hidden}, {1}, 0, at + "/wb"));
-      IPU_ASSIGN_OR_RETURN(int rb, add_strided_copy(ctx, b, {G * r.hidden}, {1}, G * r.hidden, at + "/rb"));
-      // GRU's candidate reads Rbh inside the reset gate's product: Rb goes with h·Rᵀ. Elsewhere
-      // both biases are one row added to the input projection.
-      if (cell == Cell::kGru) {
-        dir.recurrence_bias = rb;
-      } else {
-        IPU_ASSIGN_OR_RETURN(wb, add_binary(ctx, wb, rb, BinaryKind::kAdd, at + "/bias"));
-      }
-      IPU_ASSIGN_OR_RETURN(dir.input_projection, ctx.add_op(ir::OpKind::kBiasAdd, {dir.input_projection, wb},
-                                                            {}, at + "/x_w_bias"));
-    }
-    if (peepholes >= 0) {
-      IPU_ASSIGN_OR_RETURN(int p, of_direction(ctx, peepholes, d, D, at + "/p"));
-      for (int64_t k = 0; k < 3; ++k) {
-        IPU_ASSIGN_OR_RETURN(
-            dir.peepholes[static_cast<size_t>(k)],
-            add_strided_copy(ctx, p, {r.hidden}, {1}, k * r.hidden, at + "/p" + std::string(1, "iof"[k])));
-      }
-    }
-    if (cell == Cell::kGru && !r.linear_before_reset) {
-      // R's and Rb's rows split: z and r in the recurrence, h in the candidate's own product.
-      const int64_t H = r.hidden;
-      IPU_ASSIGN_OR_RETURN(dir.candidate_recurrence, block(ctx, dir.recurrence, 2, 3, at + "/r_h"));
-      IPU_ASSIGN_OR_RETURN(dir.recurrence,
-                           add_strided_copy(ctx, dir.recurrence, {2 * H, H}, {H, 1}, 0, at + "/r_zr"));
-      if (dir.recurrence_bias >= 0) {
-        IPU_ASSIGN_OR_RETURN(dir.candidate_bias, block(ctx, dir.recurrence_bias, 2, 3, at + "/rb_h"));
-        IPU_ASSIGN_OR_RETURN(dir.recurrence_bias,
-                             add_strided_copy(ctx, dir.recurrence_bias, {2 * H}, {1}, 0, at + "/rb_zr"));
-      }
-    }
-    IPU_ASSIGN_OR_RETURN(dir.h, initial_state(ctx, r, 5, d, D, batch_first, "initial_h"));
-    if (cell == Cell::kLstm) {
-      IPU_ASSIGN_OR_RETURN(dir.c, initial_state(ctx, r, 6, d, D, batch_first, "initial_c"));
-    }
+    IPU_RETURN_IF_ERROR(prepare_direction(ctx, r, operands, dir));
     hs[static_cast<size_t>(d)].assign(static_cast<size_t>(r.steps), -1);
     for (int64_t k = 0; k < r.steps; ++k) {
       const int64_t t = dir.reverse ? r.steps - 1 - k : k;

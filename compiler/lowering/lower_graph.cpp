@@ -6,10 +6,10 @@
 
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/lower_context.h"
+#include "compiler/lowering/named_programs.h"
 #include "compiler/lowering/program_builder.h"
 #include "compiler/lowering/statistics_mode.h"
 #include "compiler/lowering/tile_planner.h"
-#include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
 
 namespace ipu::lowering {
@@ -92,26 +92,6 @@ StatusOr<std::vector<uint32_t>> lower_phase(LowerContext& ctx, const ir::Graph& 
   return sets;
 }
 
-// One stage without pipelining: K micro-batches, each a forward then a backward pass.
-void estimate_single_stage(const ProgramBuilder& programs, const StageComputeSets& stage, int micro_batches,
-                           format::ScheduleEstimate& estimate) {
-  const double forward =
-      programs.estimator().cycles_of(stage.forward) + programs.estimator().cycles_of(stage.loss);
-  const double backward = programs.estimator().cycles_of(stage.backward);
-  for (int m = 0; m < micro_batches; ++m) {
-    for (bool is_forward : {true, false}) {
-      format::ScheduleSlot* slot = estimate.add_slots();
-      format::SlotWork* work = slot->add_work();
-      work->set_forward(is_forward);
-      work->set_micro_batch(static_cast<uint32_t>(m));
-      work->set_cycles(is_forward ? forward : backward);
-      slot->set_cycles(work->cycles());
-    }
-  }
-  estimate.add_busy_cycles(micro_batches * (forward + backward));
-  estimate.add_stash_bytes(0);
-}
-
 // The optimizer state and accumulated gradients each update reads beside its weight (input 0),
 // by value id: the weight's mapping suits them all, as poplibs' optimizers clone a weight's
 // mapping for its state, so an update reads weight, state and accumulator on the same tiles.
@@ -186,19 +166,12 @@ std::vector<uint32_t> concat_phases(const std::vector<StageComputeSets>& stages)
   return order;
 }
 
-} // namespace
-
-StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& io,
-                                     const target::TargetSpec& target, const LoweringOptions& options,
-                                     const OpLowerings& lowerings) {
-  LoweringResult result;
-  format::Executable& exe = result.executable;
-  *exe.mutable_target() = target.to_format();
-  exe.mutable_target()->set_num_ipus(target.num_ipus * options.replicas);
-  exe.set_batch_size(options.batch_size);
-  exe.set_steps_per_execution(options.steps_per_execution);
-
-  LowerContext ctx(graph, target, exe, options.precision);
+// Every stage's compute sets, phase by phase in the order the train program first runs them, with
+// the tensors mapped around them.
+StatusOr<LoweredSets> lower_sets(LowerContext& ctx, const ir::Graph& graph, const GraphInterface& io,
+                                 const target::TargetSpec& target, const LoweringOptions& options,
+                                 const OpLowerings& lowerings) {
+  const format::Executable& exe = ctx.executable();
   // Tensors no vertex produces are spread over the tiles up front, an update's state as its weight,
   // but for the weights a MatMul lays out (and their state, once they are placed).
   const std::map<int, int> beside_weight = state_beside_weight(graph);
@@ -222,12 +195,14 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
 
   const bool train = io.loss.has_value();
   const int S = static_cast<int>(options.stages);
-  std::vector<StageComputeSets> stages(static_cast<size_t>(S));
+  LoweredSets sets;
+  std::vector<StageComputeSets>& stages = sets.stages;
+  stages.resize(static_cast<size_t>(S));
   for (int s = 0; s < S; ++s) {
-    auto& sets = stages[static_cast<size_t>(s)];
-    IPU_ASSIGN_OR_RETURN(sets.forward, lower_phase(ctx, graph, lowerings, ir::Phase::kForward, s));
+    auto& stage = stages[static_cast<size_t>(s)];
+    IPU_ASSIGN_OR_RETURN(stage.forward, lower_phase(ctx, graph, lowerings, ir::Phase::kForward, s));
     if (!train) continue;
-    IPU_ASSIGN_OR_RETURN(sets.loss, lower_phase(ctx, graph, lowerings, ir::Phase::kLoss, s));
+    IPU_ASSIGN_OR_RETURN(stage.loss, lower_phase(ctx, graph, lowerings, ir::Phase::kLoss, s));
   }
   for (int weight : placed_by_reader)
     ctx.end_placement(ctx.tensor(weight));
@@ -252,261 +227,36 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
     IPU_ASSIGN_OR_RETURN(stages[static_cast<size_t>(s)].skip,
                          lower_phase(ctx, graph, lowerings, ir::Phase::kSkip, s));
   }
-  const StatisticsModeSets statistics_mode = lower_statistics_mode(ctx, graph);
+  sets.statistics_mode = lower_statistics_mode(ctx, graph);
   // Dynamic loss scaling: each stage's LossScaleUpdate chooses its update or skip; the loss stage's
   // reports the scale to the host.
-  std::optional<uint32_t> loss_scale_report;
   for (const ir::Op& op : graph.ops()) {
     if (op.kind != ir::OpKind::kLossScaleUpdate) continue;
     stages[static_cast<size_t>(op.stage)].update_condition = ctx.tensor(op.outputs[0]);
-    if (train && op.stage == graph.value(io.loss->loss).stage) loss_scale_report = ctx.tensor(op.outputs[1]);
+    if (train && op.stage == graph.value(io.loss->loss).stage)
+      sets.loss_scale_report = ctx.tensor(op.outputs[1]);
   }
   // A value nothing wrote (an input, a copy between stages) still needs a home.
   for (const ir::Value& v : graph.values()) {
     uint32_t t = ctx.tensor(v.id);
     if (exe.tensors(static_cast<int>(t)).mapping_size() == 0) ctx.map_linearly(v.id);
   }
-  auto all_stages = [&](auto member) {
-    std::vector<uint32_t> out;
-    for (const auto& sets : stages)
-      out.insert(out.end(), (sets.*member).begin(), (sets.*member).end());
-    return out;
-  };
-  // Without pipelining (one stage, so no copies between stages): the gradients' norm, then the
-  // update. A pipeline places its stages' norms and the copies between them itself.
-  StepStreams streams;
-  auto append_update = [&](format::Sequence& seq) {
-    ProgramBuilder::execute(seq, stages[0].clip);
-    append_stage_update(seq, stages[0]);
-    if (streams.reports_loss_scale)
-      ProgramBuilder::stream_out(seq, streams.loss_scale_stream, streams.loss_scale_report);
-  };
+  return sets;
+}
 
-  ProgramBuilder programs(exe, target, options.replicas);
-  // A graph without inputs (only inference has none: the constants constant folding evaluates, an
-  // ONNX model of constants) streams nothing in.
-  if (!io.inputs.empty()) {
-    streams.features = ctx.tensor(io.inputs[0].value);
-    streams.features_stream = programs.stream(std::string(format::kFeaturesStream),
-                                              format::Stream::HOST_TO_DEVICE, streams.features);
-  }
-  // Every further input and output has its own stream; predict moves them all.
-  auto bind = [&](const IoBinding& b, size_t i, bool input) {
-    const uint32_t tensor = ctx.tensor(b.value);
-    const std::string base(input ? format::kFeaturesStream : format::kPredictionsStream);
-    const uint32_t stream = input && i == 0 ? streams.features_stream
-                                            : programs.stream(i == 0 ? base : base + ":" + std::to_string(i),
-                                                              input ? format::Stream::HOST_TO_DEVICE
-                                                                    : format::Stream::DEVICE_TO_HOST,
-                                                              tensor);
-    format::ModelIo* m = input ? exe.add_inputs() : exe.add_outputs();
-    m->set_name(b.name);
-    // A float that is FLOAT16 on the device (declared so, or --precision fp16) reaches the host as
-    // float16: its values are binary16, and a float32 file would only double their size.
-    const bool half = exe.tensors(static_cast<int>(tensor)).dtype() == format::FLOAT16;
-    m->set_dtype(b.dtype == "f4" && half ? "f2" : b.dtype);
-    for (int64_t d : graph.value(b.value).type.shape)
-      m->add_shape(d);
-    m->set_batched(b.batched);
-    m->set_stream(stream);
-    return std::pair{stream, tensor};
-  };
-  std::vector<std::pair<uint32_t, uint32_t>> input_streams, output_streams; // (stream, tensor)
-  for (size_t i = 0; i < io.inputs.size(); ++i)
-    input_streams.push_back(bind(io.inputs[i], i, true));
-  for (size_t i = 0; i < io.outputs.size(); ++i)
-    output_streams.push_back(bind(io.outputs[i], i, false));
-
-  // Weights, optimizer state and running statistics travel between host and device by name.
-  format::Sequence to_device, to_host;
-  for (const ir::Value& v : graph.values()) {
-    if (v.role != ir::Role::kWeight && v.role != ir::Role::kOptimizerState &&
-        v.role != ir::Role::kRunningStatistics)
-      continue;
-    const uint32_t t = ctx.tensor(v.id);
-    ProgramBuilder::stream_in(to_device,
-                              programs.stream(std::string(format::kToDeviceStreamPrefix) + v.name,
-                                              format::Stream::HOST_TO_DEVICE, t),
-                              t);
-    ProgramBuilder::stream_out(
-        to_host,
-        programs.stream(std::string(format::kToHostStreamPrefix) + v.name, format::Stream::DEVICE_TO_HOST, t),
-        t);
-  }
-  programs.add(std::string(format::kWeightsFromHostProgram), ProgramBuilder::sequence(std::move(to_device)),
-               1);
-
-  // The forward pass and loss of one stage (a pipeline runs its own program).
-  auto forward_pass = [&](format::Sequence& seq) {
-    ProgramBuilder::execute(seq, stages[0].forward);
-    ProgramBuilder::execute(seq, stages[0].loss);
-  };
-
-  const uint64_t steps = options.steps_per_execution, K = options.micro_batches;
-  ReceiveBuffers receive;
-  std::vector<uint32_t> accumulators;
-  for (int acc : io.accumulators)
-    accumulators.push_back(ctx.tensor(acc));
-  if (train && options.replicas > 1 && !accumulators.empty()) {
-    *exe.mutable_estimates()->mutable_all_reduce() =
-        programs.estimator().all_reduce_estimate(ctx.gradient_all_reduce(accumulators));
-  }
-  if (train) {
-    streams.labels = ctx.tensor(io.loss->labels);
-    streams.loss = ctx.tensor(io.loss->loss);
-    streams.counts_correct = io.loss->correct >= 0;
-    streams.labels_stream =
-        programs.stream(std::string(format::kLabelsStream), format::Stream::HOST_TO_DEVICE, streams.labels);
-    // Float labels travel as [batch, labels per sample] (docs/executable_format.md), whatever shape
-    // the loss reads them in.
-    const ir::TensorType& labels_type = graph.value(io.loss->labels).type;
-    if (labels_type.dtype == ir::DType::kFloat32) {
-      const int64_t batch = labels_type.shape.at(0);
-      auto* shape = exe.mutable_streams(static_cast<int>(streams.labels_stream))->mutable_shape();
-      shape->Clear();
-      shape->Add(batch);
-      shape->Add(labels_type.elements() / batch);
-    }
-    streams.loss_stream =
-        programs.stream(std::string(format::kLossStream), format::Stream::DEVICE_TO_HOST, streams.loss);
-    for (const passes::LossValues::Metric& m : io.loss->metrics) {
-      const uint32_t sum = ctx.tensor(m.sum);
-      streams.metrics.push_back({programs.stream(std::string(format::kMetricStreamPrefix) + m.name,
-                                                 format::Stream::DEVICE_TO_HOST, sum),
-                                 sum});
-    }
-    if (loss_scale_report) {
-      streams.reports_loss_scale = true;
-      streams.loss_scale_report = *loss_scale_report;
-      streams.loss_scale_stream = programs.stream(std::string(format::kLossScaleStream),
-                                                  format::Stream::DEVICE_TO_HOST, *loss_scale_report);
-    }
-    if (streams.counts_correct) {
-      streams.correct = ctx.tensor(io.loss->correct);
-      streams.correct_stream = programs.stream(std::string(format::kCorrectStream),
-                                               format::Stream::DEVICE_TO_HOST, streams.correct);
-    }
-    // The optimizer's hyper-parameters arrive from the host before every weight update into the
-    // first stage's tensor, and are copied to each further stage's (runtime/format/host_contract.h).
-    std::vector<uint32_t> hyper_tensors(static_cast<size_t>(S), 0);
-    bool has_hyper = false;
-    for (int v : graph.values_with_role(ir::Role::kHyperParameters)) {
-      hyper_tensors[static_cast<size_t>(graph.value(v).stage)] = ctx.tensor(v);
-      has_hyper = true;
-    }
-    const uint32_t hyper_stream = has_hyper
-                                      ? programs.stream(std::string(format::kHyperParametersStream),
-                                                        format::Stream::HOST_TO_DEVICE, hyper_tensors[0])
-                                      : 0;
-    auto receive_hyper_parameters = [&](format::Sequence& seq) {
-      if (!has_hyper) return;
-      ProgramBuilder::stream_in(seq, hyper_stream, hyper_tensors[0]);
-      for (int v : graph.values_with_role(ir::Role::kHyperParameters)) {
-        if (graph.value(v).stage != 0) ProgramBuilder::copy(seq, hyper_tensors[0], ctx.tensor(v));
-      }
-    };
-    // They arrive before the update's first forward pass: loss scaling's seed reads them in the
-    // backward pass.
-    auto step_with = [&](bool backward) {
-      format::Sequence step;
-      if (backward && accumulators.empty()) receive_hyper_parameters(step);
-      ProgramBuilder::stream_in(step, streams.features_stream, streams.features);
-      ProgramBuilder::stream_in(step, streams.labels_stream, streams.labels);
-      forward_pass(step);
-      if (backward) ProgramBuilder::execute(step, all_stages(&StageComputeSets::backward));
-      if (backward && accumulators.empty()) append_update(step);
-      ProgramBuilder::stream_out(step, streams.loss_stream, streams.loss);
-      if (streams.counts_correct) ProgramBuilder::stream_out(step, streams.correct_stream, streams.correct);
-      for (const StepStreams::Metric& m : streams.metrics)
-        ProgramBuilder::stream_out(step, m.stream, m.sum);
-      return step;
-    };
-    if (S > 1) {
-      const PipelinePlan plan = plan_pipeline(S, static_cast<int>(K), options.schedule);
-      format::Sequence one_update;
-      receive_hyper_parameters(one_update);
-      format::Sequence pipelined =
-          build_pipelined_update(ctx, programs, stages, streams, plan, accumulators, options.replicas,
-                                 options.recompute, receive, *exe.mutable_estimates()->mutable_schedule());
-      for (auto& step : *pipelined.mutable_steps())
-        *one_update.add_steps() = std::move(step);
-      programs.add(
-          std::string(format::kTrainProgram),
-          after_sets(statistics_mode.training, ProgramBuilder::repeat(steps / K, std::move(one_update))),
-          steps);
-    } else if (accumulators.empty()) {
-      format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
-      estimate_single_stage(programs, stages[0], 1, estimate);
-      format::Sequence update;
-      append_update(update);
-      estimate.set_update_cycles(programs.estimator().cycles_of(ProgramBuilder::sequence(std::move(update))));
-      programs.add(std::string(format::kTrainProgram),
-                   after_sets(statistics_mode.training, ProgramBuilder::repeat(steps, step_with(true))),
-                   steps);
-    } else {
-      // K micro-batches accumulate gradients; replicas average them; then one update.
-      format::Sequence finish;
-      if (options.replicas > 1)
-        *finish.add_steps()->mutable_all_reduce() = ctx.gradient_all_reduce(accumulators);
-      append_update(finish);
-      format::ScheduleEstimate& estimate = *exe.mutable_estimates()->mutable_schedule();
-      estimate_single_stage(programs, stages[0], static_cast<int>(K), estimate);
-      estimate.set_update_cycles(programs.estimator().cycles_of(ProgramBuilder::sequence(finish)));
-      format::Sequence one_update;
-      receive_hyper_parameters(one_update);
-      *one_update.add_steps() = ProgramBuilder::repeat(K, step_with(true));
-      for (auto& step : *finish.mutable_steps())
-        *one_update.add_steps() = std::move(step);
-      programs.add(
-          std::string(format::kTrainProgram),
-          after_sets(statistics_mode.training, ProgramBuilder::repeat(steps / K, std::move(one_update))),
-          steps);
-    }
-    // A pipeline evaluates as it predicts, every stage on its own micro-batch (pipeline_inference.h).
-    InferencePipeline evaluate{
-        {},
-        {{streams.features_stream, streams.features}, {streams.labels_stream, streams.labels}},
-        {{streams.loss_stream, streams.loss}}};
-    for (const StageComputeSets& sets : stages) {
-      evaluate.stage_sets.push_back(sets.forward);
-      evaluate.stage_sets.back().insert(evaluate.stage_sets.back().end(), sets.loss.begin(), sets.loss.end());
-    }
-    if (streams.counts_correct) evaluate.outputs.push_back({streams.correct_stream, streams.correct});
-    for (const StepStreams::Metric& m : streams.metrics)
-      evaluate.outputs.push_back({m.stream, m.sum});
-    programs.add(std::string(format::kEvaluateProgram),
-                 after_sets(statistics_mode.inference,
-                            S > 1
-                                ? build_pipelined_inference(ctx, programs, evaluate, steps, receive, nullptr)
-                                : ProgramBuilder::repeat(steps, step_with(false))),
-                 steps);
-  }
-  {
-    InferencePipeline predict;
-    for (const StageComputeSets& sets : stages)
-      predict.stage_sets.push_back(sets.forward);
-    for (const auto& [stream, tensor] : input_streams)
-      predict.inputs.push_back({stream, tensor});
-    for (const auto& [stream, tensor] : output_streams)
-      predict.outputs.push_back({stream, tensor});
-    programs.add(
-        std::string(format::kPredictProgram),
-        after_sets(statistics_mode.inference,
-                   build_pipelined_inference(ctx, programs, predict, steps, receive,
-                                             train ? nullptr : exe.mutable_estimates()->mutable_schedule())),
-        steps);
-  }
-  programs.add(std::string(format::kWeightsToHostProgram), ProgramBuilder::sequence(std::move(to_host)), 1);
-
-  std::vector<uint32_t> order = concat_phases(stages);
-  for (const auto* mode : {&statistics_mode.training, &statistics_mode.inference})
+// The memory plan of the train program's order of compute sets, and the estimates it gives.
+void plan_and_record_memory(LoweringResult& result, const LowerContext& ctx, const LoweredSets& sets,
+                            const target::TargetSpec& target, const LoweringOptions& options) {
+  format::Executable& exe = result.executable;
+  std::vector<uint32_t> order = concat_phases(sets.stages);
+  for (const auto* mode : {&sets.statistics_mode.training, &sets.statistics_mode.inference})
     order.insert(order.end(), mode->begin(), mode->end());
   result.memory = plan_memory(exe, order, ctx.records(), target);
   if (options.measure_unit_memory) {
     size_t backward_begin = 0, update_begin = 0;
-    for (const StageComputeSets& sets : stages) {
-      backward_begin += sets.forward.size() + sets.loss.size();
-      update_begin += sets.forward.size() + sets.loss.size() + sets.backward.size();
+    for (const StageComputeSets& stage : sets.stages) {
+      backward_begin += stage.forward.size() + stage.loss.size();
+      update_begin += stage.forward.size() + stage.loss.size() + stage.backward.size();
     }
     result.unit_memory = measure_unit_memory(exe, order, ctx.records(), ctx.stage_copies(), backward_begin,
                                              update_begin, target);
@@ -529,6 +279,25 @@ StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterfac
   for (const auto& cs : exe.compute_sets())
     vertices += static_cast<uint64_t>(cs.vertices_size());
   e->set_vertices(vertices);
+}
+
+} // namespace
+
+StatusOr<LoweringResult> lower_graph(const ir::Graph& graph, const GraphInterface& io,
+                                     const target::TargetSpec& target, const LoweringOptions& options,
+                                     const OpLowerings& lowerings) {
+  LoweringResult result;
+  format::Executable& exe = result.executable;
+  *exe.mutable_target() = target.to_format();
+  exe.mutable_target()->set_num_ipus(target.num_ipus * options.replicas);
+  exe.set_batch_size(options.batch_size);
+  exe.set_steps_per_execution(options.steps_per_execution);
+
+  LowerContext ctx(graph, target, exe, options.precision);
+  IPU_ASSIGN_OR_RETURN(const LoweredSets sets, lower_sets(ctx, graph, io, target, options, lowerings));
+  ProgramBuilder programs(exe, target, options.replicas);
+  build_named_programs(ctx, programs, exe, graph, io, options, sets);
+  plan_and_record_memory(result, ctx, sets, target, options);
   return result;
 }
 

@@ -36,48 +36,112 @@ std::string with_commas(uint64_t n) {
   return s;
 }
 
-MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t>& order,
-                       const std::vector<lowering::ComputeSetRecord>& records,
-                       const target::TargetSpec& target) {
-  const uint32_t tiles = target.total_tiles();
-  std::vector<uint64_t> resident(tiles, 0), vertices(tiles, 0);
+namespace {
 
-  // Vertex descriptors and one copy of each codelet's code per tile.
-  std::vector<std::set<uint32_t>> codelets(tiles);
-  for (const auto& cs : exe.compute_sets()) {
-    for (const auto& v : cs.vertices()) {
-      ++vertices[v.tile()];
-      codelets[v.tile()].insert(v.codelet());
-    }
-  }
-  auto fixed_on = [&](uint32_t t) {
+// What the tiles hold: all program long, each tile's resident tensors, vertex descriptors and
+// code; per position of the order, each tile's bytes of live temporaries and of receive buffers.
+struct TileContents {
+  std::vector<uint64_t> resident, vertices;
+  // One copy of each codelet's code per tile.
+  std::vector<std::set<uint32_t>> codelets;
+  // Live range of each temporary, in positions of the order.
+  std::map<uint32_t, std::pair<size_t, size_t>> live;
+  std::vector<std::map<uint32_t, uint64_t>> temporaries, received;
+
+  uint64_t fixed_on(uint32_t t, const target::TargetSpec& target) const {
     return resident[t] + vertices[t] * target.cycles.vertex_state_bytes +
            codelets[t].size() * target.cycles.codelet_code_bytes;
-  };
+  }
+};
 
-  // Live range of each temporary, in positions of `order`.
-  const std::map<uint32_t, std::pair<size_t, size_t>> live = temporary_live_ranges(order, records);
+TileContents tile_contents(const format::Executable& exe, const std::vector<uint32_t>& order,
+                           const std::vector<lowering::ComputeSetRecord>& records,
+                           const target::TargetSpec& target) {
+  const uint32_t tiles = target.total_tiles();
+  TileContents c;
+  c.resident.assign(tiles, 0);
+  c.vertices.assign(tiles, 0);
+
+  // Vertex descriptors and one copy of each codelet's code per tile.
+  c.codelets.resize(tiles);
+  for (const auto& cs : exe.compute_sets()) {
+    for (const auto& v : cs.vertices()) {
+      ++c.vertices[v.tile()];
+      c.codelets[v.tile()].insert(v.codelet());
+    }
+  }
+  c.live = temporary_live_ranges(order, records);
 
   // Per position of `order`, per tile: bytes of live temporaries, and of receive buffers.
-  std::vector<std::map<uint32_t, uint64_t>> temporaries(order.size()), received(order.size());
+  c.temporaries.resize(order.size());
+  c.received.resize(order.size());
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const format::Tensor& t = exe.tensors(i);
     const uint64_t width = format::dtype_size(t.dtype());
     const bool whole = lives_whole_program(t.role());
-    auto range = live.find(static_cast<uint32_t>(i));
-    if (!whole && range == live.end()) continue; // an alias never touched on its own
+    auto range = c.live.find(static_cast<uint32_t>(i));
+    if (!whole && range == c.live.end()) continue; // an alias never touched on its own
     for (const auto& iv : t.mapping()) {
       const uint64_t bytes = (iv.end() - iv.begin()) * width;
       if (whole) {
-        resident[iv.tile()] += bytes;
+        c.resident[iv.tile()] += bytes;
       } else {
         for (size_t pos = range->second.first; pos <= range->second.second; ++pos)
-          temporaries[pos][iv.tile()] += bytes;
+          c.temporaries[pos][iv.tile()] += bytes;
       }
     }
   }
   for (size_t pos = 0; pos < order.size(); ++pos)
-    received[pos] = records[order[pos]].received_bytes;
+    c.received[pos] = records[order[pos]].received_bytes;
+  return c;
+}
+
+// Breaks down a tile a person will look at: what is on it at its fullest moment, position `pos`
+// of `order` (none when it holds only resident data).
+void break_down(TileUsage& usage, const TileContents& c, std::optional<size_t> pos,
+                const format::Executable& exe, const std::vector<uint32_t>& order,
+                const target::TargetSpec& target) {
+  const uint32_t tile = usage.tile;
+  if (pos) usage.compute_set = exe.compute_sets(static_cast<int>(order[*pos])).name();
+  usage.vertices = c.vertices[tile];
+  usage.vertex_state_bytes = c.vertices[tile] * target.cycles.vertex_state_bytes;
+  usage.codelets = c.codelets[tile].size();
+  usage.code_bytes = usage.codelets * target.cycles.codelet_code_bytes;
+  if (pos) {
+    auto it = c.received[*pos].find(tile);
+    if (it != c.received[*pos].end()) usage.exchange_bytes = it->second;
+  }
+  std::vector<std::pair<std::string, uint64_t>> tensors;
+  for (int i = 0; i < exe.tensors_size(); ++i) {
+    const format::Tensor& t = exe.tensors(i);
+    const bool whole = lives_whole_program(t.role());
+    auto range = c.live.find(static_cast<uint32_t>(i));
+    const bool live_then = whole || (pos && range != c.live.end() && range->second.first <= *pos &&
+                                     *pos <= range->second.second);
+    if (!live_then) continue;
+    uint64_t bytes = 0;
+    for (const auto& iv : t.mapping()) {
+      if (iv.tile() == tile) bytes += (iv.end() - iv.begin()) * format::dtype_size(t.dtype());
+    }
+    if (bytes == 0) continue;
+    usage.tensor_bytes += bytes;
+    tensors.emplace_back(t.name(), bytes);
+  }
+  std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  constexpr size_t kNamed = 3;
+  usage.other_tensors = tensors.size() > kNamed ? tensors.size() - kNamed : 0;
+  if (tensors.size() > kNamed) tensors.resize(kNamed);
+  usage.largest_tensors = std::move(tensors);
+}
+
+} // namespace
+
+MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t>& order,
+                       const std::vector<lowering::ComputeSetRecord>& records,
+                       const target::TargetSpec& target) {
+  const uint32_t tiles = target.total_tiles();
+  const TileContents c = tile_contents(exe, order, records, target);
+  auto fixed_on = [&](uint32_t t) { return c.fixed_on(t, target); };
 
   // What each IPU's tiles hold all program long: the floor of its liveness.
   const uint32_t ipus = target.num_ipus;
@@ -96,8 +160,8 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
   std::vector<std::optional<size_t>> peak_at(tiles);
   std::vector<uint64_t> moving(tiles, 0);
   for (size_t pos = 0; pos < order.size(); ++pos) {
-    std::map<uint32_t, uint64_t> here = temporaries[pos];
-    for (const auto& [tile, bytes] : received[pos])
+    std::map<uint32_t, uint64_t> here = c.temporaries[pos];
+    for (const auto& [tile, bytes] : c.received[pos])
       here[tile] += bytes;
     LiveStep step{order[pos], fixed_max, fixed_sum};
     for (const auto& [tile, bytes] : here) {
@@ -114,13 +178,14 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
   for (uint32_t t = 0; t < tiles; ++t) {
     plan.peak_per_tile[t] = fixed_on(t) + moving[t];
     TileSplit& split = plan.split_per_tile[t];
-    split.vertex_state_bytes = vertices[t] * target.cycles.vertex_state_bytes;
-    split.code_bytes = codelets[t].size() * target.cycles.codelet_code_bytes;
-    split.tensor_bytes = resident[t];
+    split.vertex_state_bytes = c.vertices[t] * target.cycles.vertex_state_bytes;
+    split.code_bytes = c.codelets[t].size() * target.cycles.codelet_code_bytes;
+    split.tensor_bytes = c.resident[t];
     if (peak_at[t]) {
       const size_t pos = *peak_at[t];
-      if (auto it = temporaries[pos].find(t); it != temporaries[pos].end()) split.tensor_bytes += it->second;
-      if (auto it = received[pos].find(t); it != received[pos].end()) split.exchange_bytes = it->second;
+      if (auto it = c.temporaries[pos].find(t); it != c.temporaries[pos].end())
+        split.tensor_bytes += it->second;
+      if (auto it = c.received[pos].find(t); it != c.received[pos].end()) split.exchange_bytes = it->second;
     }
     plan.total_bytes += plan.peak_per_tile[t];
     if (plan.peak_per_tile[t] > 0) ++plan.tiles_used;
@@ -134,44 +199,12 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
             [](const TileUsage& a, const TileUsage& b) { return a.peak_bytes > b.peak_bytes; });
 
   // Break down the tiles a person will look at: what is on them at their fullest moment.
-  auto break_down = [&](TileUsage& usage) {
-    const uint32_t tile = usage.tile;
-    const std::optional<size_t> pos = peak_at[tile];
-    if (pos) usage.compute_set = exe.compute_sets(static_cast<int>(order[*pos])).name();
-    usage.vertices = vertices[tile];
-    usage.vertex_state_bytes = vertices[tile] * target.cycles.vertex_state_bytes;
-    usage.codelets = codelets[tile].size();
-    usage.code_bytes = usage.codelets * target.cycles.codelet_code_bytes;
-    if (pos) {
-      auto it = received[*pos].find(tile);
-      if (it != received[*pos].end()) usage.exchange_bytes = it->second;
-    }
-    std::vector<std::pair<std::string, uint64_t>> tensors;
-    for (int i = 0; i < exe.tensors_size(); ++i) {
-      const format::Tensor& t = exe.tensors(i);
-      const bool whole = lives_whole_program(t.role());
-      auto range = live.find(static_cast<uint32_t>(i));
-      const bool live_then = whole || (pos && range != live.end() && range->second.first <= *pos &&
-                                       *pos <= range->second.second);
-      if (!live_then) continue;
-      uint64_t bytes = 0;
-      for (const auto& iv : t.mapping()) {
-        if (iv.tile() == tile) bytes += (iv.end() - iv.begin()) * format::dtype_size(t.dtype());
-      }
-      if (bytes == 0) continue;
-      usage.tensor_bytes += bytes;
-      tensors.emplace_back(t.name(), bytes);
-    }
-    std::sort(tensors.begin(), tensors.end(),
-              [](const auto& a, const auto& b) { return a.second > b.second; });
-    constexpr size_t kNamed = 3;
-    usage.other_tensors = tensors.size() > kNamed ? tensors.size() - kNamed : 0;
-    if (tensors.size() > kNamed) tensors.resize(kNamed);
-    usage.largest_tensors = std::move(tensors);
+  auto break_down_at_peak = [&](TileUsage& usage) {
+    break_down(usage, c, peak_at[usage.tile], exe, order, target);
   };
-  break_down(plan.fullest);
+  break_down_at_peak(plan.fullest);
   for (size_t i = 0; i < std::min<size_t>(plan.overflowing.size(), 3); ++i)
-    break_down(plan.overflowing[i]);
+    break_down_at_peak(plan.overflowing[i]);
   for (uint32_t ipu = 0; ipu < target.num_ipus; ++ipu) {
     std::vector<uint32_t> used;
     for (uint32_t t = ipu * target.tiles_per_ipu; t < (ipu + 1) * target.tiles_per_ipu; ++t) {
@@ -189,7 +222,7 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
       TileUsage usage;
       usage.tile = used[i];
       usage.peak_bytes = plan.peak_per_tile[used[i]];
-      break_down(usage);
+      break_down_at_peak(usage);
       plan.fullest_per_ipu.push_back(std::move(usage));
     }
   }

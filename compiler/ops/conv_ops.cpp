@@ -1,14 +1,14 @@
-// Conv and its gradients, and the per-channel ops around it: ChannelSum (bias gradients) and
-// ChannelAffine (an inference BatchNormalization folded to a scale and shift).
+// Conv and its gradients; the per-channel ops around it are in channel_ops.cpp, the tile grid
+// they split into in conv_grid.h.
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 
 #include "compiler/ir/op_registry.h"
 #include "compiler/ir/window_geometry.h"
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/split_helpers.h"
+#include "compiler/ops/conv_grid.h"
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 #include "runtime/format/tensor_kinds.h"
@@ -148,18 +148,6 @@ ConvDims conv_dims(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
   return {x, w, y, w[1] * w[2] * w[3]};
 }
 
-lowering::Split even_split(int64_t items, int64_t parts) {
-  const int64_t chunk = lowering::ceil_div(items, parts);
-  return {lowering::ceil_div(items, chunk), chunk};
-}
-
-// What one vertex of a grid split costs: cycles of arithmetic, bytes received, bytes held; and
-// the cycles of the compute set that adds its partial sums, if it splits into shares (reduce_cycles).
-struct GridCost {
-  double compute_cycles, in_bytes, bytes;
-  double reduce_cycles = 0;
-};
-
 // The arithmetic of a convolution vertex producing `rows` rows of `width` output positions, `macs`
 // in all (target::amp_cycles). poplin's 1x1 vertex, for a 1×1 kernel with unit strides and no
 // padding, gives each worker one run of the field; the nx1 vertex works a row at a time. A
@@ -173,64 +161,6 @@ double conv_amp_cycles(const target::TargetSpec& t, const WindowAttrs& win, doub
   const double outputs = rows * width;
   return target::amp_cycles(
       t, macs, outputs, pointwise ? std::min(outputs, static_cast<double>(t.worker_threads_per_tile)) : rows);
-}
-
-// The cycles of the '<level>/reduce' set that adds `shares` partial sums of `elements` values,
-// split as emit_spread_sum_of_shares splits it; 0 for one share, which needs none.
-double reduce_cycles(const target::TargetSpec& t, double shares, double elements) {
-  return shares > 1 ? lowering::reduce_of_shares_cycles(static_cast<int64_t>(shares),
-                                                        static_cast<int64_t>(elements), t, t.tiles_per_ipu)
-                    : 0.0;
-}
-
-// Splits work along D axes (`items` units each) into a grid: the one with the lowest estimate
-// (overhead, MACs, bytes received, a charge per vertex) whose working set fits the share of a tile
-// a convolution may use (lowering::available_memory_bytes); the
-// smallest working set if none does. `cost(chunks)` describes a vertex of those chunks.
-template <size_t D, typename Cost>
-std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, const target::TargetSpec& t,
-                                         Cost&& cost) {
-  const auto& m = t.cycles;
-  auto counts = [](int64_t n) {
-    std::vector<int64_t> out;
-    for (int64_t p = 1; p < n; p *= 2)
-      out.push_back(p);
-    out.push_back(n);
-    return out;
-  };
-  std::array<lowering::Split, D> grid, best, smallest;
-  for (size_t a = 0; a < D; ++a)
-    grid[a] = even_split(items[a], 1);
-  best = smallest = grid;
-  double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
-  // Every combination of candidate counts, axis 0 outermost.
-  auto visit = [&](auto&& self, size_t axis, int64_t vertices) -> void {
-    if (axis == D) {
-      std::array<double, D> chunks;
-      for (size_t a = 0; a < D; ++a)
-        chunks[a] = static_cast<double>(grid[a].chunk);
-      const GridCost g = cost(chunks);
-      const double cycles = m.vertex_overhead_cycles + g.compute_cycles +
-                            g.in_bytes / m.exchange_bytes_per_cycle +
-                            m.vertex_spread_cycles * static_cast<double>(vertices) + g.reduce_cycles;
-      if (g.bytes <= lowering::available_memory_bytes(t) && cycles < best_cost * 0.999) {
-        best = grid;
-        best_cost = cycles;
-      }
-      if (g.bytes < smallest_bytes) {
-        smallest = grid;
-        smallest_bytes = g.bytes;
-      }
-      return;
-    }
-    for (int64_t p : counts(items[axis])) {
-      grid[axis] = even_split(items[axis], p);
-      if (vertices * grid[axis].parts > static_cast<int64_t>(t.tiles_per_ipu)) continue;
-      self(self, axis + 1, vertices * grid[axis].parts);
-    }
-  };
-  visit(visit, 0, 1);
-  return std::isinf(best_cost) ? smallest : best;
 }
 
 // Rows [r0, r1) (of `width` elements) of channel planes [c0, c1) of samples [nb, ne) in an
@@ -560,113 +490,6 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
   return Status();
 }
 
-// [N, C, S...] viewed as N × C × S.
-struct ChannelDims {
-  int64_t N, C, S;
-};
-ChannelDims channel_dims(const std::vector<int64_t>& shape) {
-  int64_t s = 1;
-  for (size_t i = 2; i < shape.size(); ++i)
-    s *= shape[i];
-  return {shape[0], shape[1], s};
-}
-
-// ChannelSum: y [C] = X [N, C, ...] summed over every axis but the channel axis.
-Status infer_channel_sum(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType& x = g.value(op.inputs[0]).type;
-  if (x.shape.size() < 2) return invalid_argument("expects [N, C, ...], got " + x.to_string());
-  out.push_back({DType::kFloat32, {x.shape[1]}});
-  return Status();
-}
-
-// Channels × samples: a vertex receives its channels of its samples. Split over samples, each
-// vertex sums its share into a [shares, C] temporary and a '<level>/reduce' compute set adds the
-// shares (Reduce, in order, in double precision): within float rounding of the unsplit sum, which
-// adds every sample in one double. A first convolution's bias at 112×112 and batch 16 would
-// otherwise have one vertex receive 802,816 bytes of one channel.
-Status lower_channel_sum(LowerContext& ctx, const Op& op) {
-  const ChannelDims d = channel_dims(ctx.graph().value(op.inputs[0]).type.shape);
-  const uint32_t x = ctx.tensor(op.inputs[0]), y = ctx.tensor(op.outputs[0]);
-  const auto& cycles = ctx.target().cycles;
-  const auto C = static_cast<double>(d.C), N = static_cast<double>(d.N), S = static_cast<double>(d.S);
-  const auto [channels, samples] =
-      plan_grid<2>({d.C, d.N}, ctx.target(), [&](const std::array<double, 2>& chunk) {
-        const double cc = chunk[0], nb = chunk[1], shares = std::ceil(N / nb);
-        const double in_bytes = 4.0 * cc * nb * S;
-        return GridCost{cc * nb * S / cycles.vector_flops_per_cycle, in_bytes, in_bytes + 4.0 * cc,
-                        reduce_cycles(ctx.target(), shares, C)};
-      });
-  const int64_t shares = samples.parts;
-  const uint32_t target = shares > 1 ? ctx.add_temporary(op.name + "/partials", {shares, d.C}) : y;
-  std::vector<uint32_t> tiles = ctx.take_tiles(channels.parts * shares);
-  size_t next = 0;
-  for (int64_t i = 0; i < channels.parts; ++i) {
-    const int64_t cb = i * channels.chunk, ce = std::min(d.C, cb + channels.chunk);
-    for (int64_t part = 0; part < shares; ++part) {
-      const int64_t nb = part * samples.chunk, ne = std::min(d.N, nb + samples.chunk);
-      lowering::VertexSpec v;
-      v.codelet = format::Codelet::kChannelSum;
-      v.operands = {x, target};
-      using P = format::params::ChannelSum;
-      v.params = format::make_params<P>({{P::kN, d.N},
-                                         {P::kC, d.C},
-                                         {P::kS, d.S},
-                                         {P::kCBegin, cb},
-                                         {P::kCEnd, ce},
-                                         {P::kNBegin, nb},
-                                         {P::kNEnd, ne},
-                                         {P::kParts, shares},
-                                         {P::kPart, part}});
-      // Unsplit over samples, the share is left out, as vertices were before it existed.
-      if (shares == 1) v.params.resize(P::kNBegin);
-      v.compute_cycles = static_cast<double>((ce - cb) * (ne - nb) * d.S) / cycles.vector_flops_per_cycle;
-      v.reads = {lowering::block_region(x, nb, ne, cb * d.S, ce * d.S, d.C * d.S)};
-      v.writes = {lowering::flat_region(target, part * d.C + cb, part * d.C + ce)};
-      ctx.emit(tiles[next++], std::move(v));
-    }
-  }
-  if (shares == 1) return Status();
-  const lowering::Split reduce =
-      lowering::plan_reduce_of_shares(shares, d.C, ctx.target(), static_cast<int64_t>(tiles.size()));
-  emit_sum_of_shares(ctx, target, y, shares, d.C, reduce, tiles.front());
-  return Status();
-}
-
-// ChannelAffine: Y = X [N, C, ...] · scale [C] + shift [C] per channel.
-Status infer_channel_affine(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType& x = g.value(op.inputs[0]).type;
-  if (x.shape.size() < 2) return invalid_argument("expects [N, C, ...], got " + x.to_string());
-  for (int i : {1, 2}) {
-    if (g.value(op.inputs[static_cast<size_t>(i)]).type.shape != std::vector<int64_t>{x.shape[1]}) {
-      return invalid_argument("scale and shift must have one value per channel of " + x.to_string());
-    }
-  }
-  out.push_back(x);
-  return Status();
-}
-
-Status lower_channel_affine(LowerContext& ctx, const Op& op) {
-  const ChannelDims d = channel_dims(ctx.graph().value(op.inputs[0]).type.shape);
-  const uint32_t x = ctx.tensor(op.inputs[0]), scale = ctx.tensor(op.inputs[1]),
-                 shift = ctx.tensor(op.inputs[2]), y = ctx.tensor(op.outputs[0]);
-  const double per_element = 2.0 / ctx.target().cycles.vector_flops_per_cycle;
-  lowering::lower_split(
-      ctx, d.N * d.C * d.S, per_element, 4.0, [&](uint32_t tile, int64_t begin, int64_t end) {
-        lowering::VertexSpec v;
-        v.codelet = format::Codelet::kChannelAffine;
-        v.operands = {x, scale, shift, y};
-        using P = format::params::ChannelAffine;
-        v.params = format::make_params<P>(
-            {{P::kN, d.N}, {P::kC, d.C}, {P::kS, d.S}, {P::kBegin, begin}, {P::kEnd, end}});
-        v.compute_cycles = per_element * static_cast<double>(end - begin);
-        v.reads = {lowering::flat_region(x, begin, end), lowering::flat_region(scale, 0, d.C),
-                   lowering::flat_region(shift, 0, d.C)};
-        v.writes = {lowering::flat_region(y, begin, end)};
-        ctx.emit(tile, std::move(v));
-      });
-  return Status();
-}
-
 } // namespace
 
 const OpDefinition& conv_op() {
@@ -681,17 +504,6 @@ const OpDefinition& conv_grad_input_op() {
 const OpDefinition& conv_grad_weight_op() {
   static const OpDefinition def{{OpKind::kConvGradWeight, 2, infer_conv_grad_weight, nullptr},
                                 lower_conv_grad_weight};
-  return def;
-}
-const OpDefinition& channel_sum_op() {
-  static const OpDefinition def{{OpKind::kChannelSum, 1, infer_channel_sum, nullptr}, lower_channel_sum};
-  return def;
-}
-// Not differentiable: it only carries BatchNormalization folded to constants, which training
-// refuses (compiler/frontend/onnx_ops_conv.cpp).
-const OpDefinition& channel_affine_op() {
-  static const OpDefinition def{{OpKind::kChannelAffine, 3, infer_channel_affine, nullptr},
-                                lower_channel_affine};
   return def;
 }
 

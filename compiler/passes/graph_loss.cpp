@@ -116,78 +116,33 @@ StatusOr<std::optional<CrossEntropy>> match_cross_entropy(const ir::Graph& graph
   return std::optional<CrossEntropy>(ce);
 }
 
-} // namespace
+// The cross-entropy as SparseCrossEntropy on the logits, which replaces the loss's own ops
+// (`loss_ops`); their values stay unwritten.
+Status bind_cross_entropy(ir::Graph& graph, const GraphLossModel& model, const std::string& loss_label,
+                          const CrossEntropy& cross_entropy, const std::vector<int>& loss_ops,
+                          GraphLoss& out) {
+  if (cross_entropy.targets != out.labels) {
+    return unsupported(loss_label + ": its target must be the labels input '" + graph.value(out.labels).name +
+                       "'");
+  }
+  for (int op : loss_ops) {
+    for (int v : graph.op(op).outputs)
+      graph.value(v).producer = -1;
+  }
+  graph.remove_ops(loss_ops);
+  LossConfig config;
+  config.kind = LossKind::kSparseCategoricalCrossEntropy;
+  config.from_logits = true;
+  IPU_ASSIGN_OR_RETURN(out.values,
+                       add_loss(graph, cross_entropy.logits, config,
+                                model.metrics.value_or(default_metrics(config.kind)), out.labels));
+  return Status();
+}
 
-StatusOr<GraphLoss> bind_graph_loss(ir::Graph& graph, const GraphLossModel& model) {
-  const std::string loss_label = "the loss '" + model.loss_name + "'";
-  IPU_ASSIGN_OR_RETURN(std::optional<CrossEntropy> cross_entropy, match_cross_entropy(graph, model.loss));
-  const ir::TensorType& loss_type = graph.value(model.loss).type;
-  if (loss_type.dtype != ir::DType::kFloat32 || loss_type.elements() != 1) {
-    return invalid_argument(loss_label + " must be a float scalar, it is " + loss_type.to_string());
-  }
-
-  if (graph.value(model.loss).producer < 0) {
-    return invalid_argument(loss_label + " is not computed from the weights: it has no gradient to train on");
-  }
-  GraphLoss out;
-  if (model.other_outputs.size() > 1) {
-    return unsupported(
-        loss_label + ": training needs one output beside the loss, the prediction; the graph has " +
-        std::to_string(model.other_outputs.size()) + " (" + quoted_list(graph, model.other_outputs) + ")");
-  }
-  if (!model.other_outputs.empty()) {
-    out.prediction = model.other_outputs[0];
-  } else if (cross_entropy) {
-    out.prediction = cross_entropy->scores;
-  } else {
-    return invalid_argument(loss_label + ": the graph has no other output to predict; add the prediction "
-                                         "as a graph output");
-  }
-
-  const std::string prediction_name =
-      model.prediction_name.empty() ? graph.value(out.prediction).name : model.prediction_name;
-  const Ancestry of_loss = ancestry(graph, {model.loss});
-  const Ancestry of_prediction = ancestry(graph, {out.prediction});
-  std::vector<int> label_inputs;
-  for (int in : model.inputs) {
-    if (of_loss.values[static_cast<size_t>(in)] && !of_prediction.values[static_cast<size_t>(in)])
-      label_inputs.push_back(in);
-  }
-  if (label_inputs.empty()) {
-    return invalid_argument(loss_label + " reads no graph input that the prediction '" + prediction_name +
-                            "' does not: the labels are the input only the loss reads");
-  }
-  if (label_inputs.size() > 1) {
-    return invalid_argument(loss_label + " reads graph inputs " + quoted_list(graph, label_inputs) +
-                            " that the prediction '" + prediction_name +
-                            "' does not: ipucc feeds one as the labels, so which is ambiguous");
-  }
-  out.labels = label_inputs[0];
-  std::vector<int> loss_ops; // what only the loss needs
-  for (size_t op = 0; op < graph.ops().size(); ++op) {
-    if (of_loss.ops[op] && !of_prediction.ops[op]) loss_ops.push_back(static_cast<int>(op));
-  }
-
-  if (cross_entropy) {
-    if (cross_entropy->targets != out.labels) {
-      return unsupported(loss_label + ": its target must be the labels input '" +
-                         graph.value(out.labels).name + "'");
-    }
-    // SparseCrossEntropy on the logits replaces the loss's own ops; their values stay unwritten.
-    for (int op : loss_ops) {
-      for (int v : graph.op(op).outputs)
-        graph.value(v).producer = -1;
-    }
-    graph.remove_ops(loss_ops);
-    LossConfig config;
-    config.kind = LossKind::kSparseCategoricalCrossEntropy;
-    config.from_logits = true;
-    IPU_ASSIGN_OR_RETURN(out.values,
-                         add_loss(graph, cross_entropy->logits, config,
-                                  model.metrics.value_or(default_metrics(config.kind)), out.labels));
-    return out;
-  }
-
+// A loss the graph computes, trained as it is: `loss_ops` (what only the loss needs) become the
+// loss phase on the last pipeline stage, and the labels input arrives there.
+Status bind_computed_loss(ir::Graph& graph, const GraphLossModel& model, const std::string& loss_label,
+                          const std::string& prediction_name, std::vector<int> loss_ops, GraphLoss& out) {
   if (model.metrics && !model.metrics->empty()) {
     return invalid_argument("--metrics: " + loss_label +
                             " is computed by the graph, which gives no scores and labels to measure");
@@ -247,6 +202,67 @@ StatusOr<GraphLoss> bind_graph_loss(ir::Graph& graph, const GraphLossModel& mode
   graph.remove_ops(label_copies);
   out.values.labels = out.labels;
   out.values.loss = model.loss;
+  return Status();
+}
+
+} // namespace
+
+StatusOr<GraphLoss> bind_graph_loss(ir::Graph& graph, const GraphLossModel& model) {
+  const std::string loss_label = "the loss '" + model.loss_name + "'";
+  IPU_ASSIGN_OR_RETURN(std::optional<CrossEntropy> cross_entropy, match_cross_entropy(graph, model.loss));
+  const ir::TensorType& loss_type = graph.value(model.loss).type;
+  if (loss_type.dtype != ir::DType::kFloat32 || loss_type.elements() != 1) {
+    return invalid_argument(loss_label + " must be a float scalar, it is " + loss_type.to_string());
+  }
+
+  if (graph.value(model.loss).producer < 0) {
+    return invalid_argument(loss_label + " is not computed from the weights: it has no gradient to train on");
+  }
+  GraphLoss out;
+  if (model.other_outputs.size() > 1) {
+    return unsupported(
+        loss_label + ": training needs one output beside the loss, the prediction; the graph has " +
+        std::to_string(model.other_outputs.size()) + " (" + quoted_list(graph, model.other_outputs) + ")");
+  }
+  if (!model.other_outputs.empty()) {
+    out.prediction = model.other_outputs[0];
+  } else if (cross_entropy) {
+    out.prediction = cross_entropy->scores;
+  } else {
+    return invalid_argument(loss_label + ": the graph has no other output to predict; add the prediction "
+                                         "as a graph output");
+  }
+
+  const std::string prediction_name =
+      model.prediction_name.empty() ? graph.value(out.prediction).name : model.prediction_name;
+  const Ancestry of_loss = ancestry(graph, {model.loss});
+  const Ancestry of_prediction = ancestry(graph, {out.prediction});
+  std::vector<int> label_inputs;
+  for (int in : model.inputs) {
+    if (of_loss.values[static_cast<size_t>(in)] && !of_prediction.values[static_cast<size_t>(in)])
+      label_inputs.push_back(in);
+  }
+  if (label_inputs.empty()) {
+    return invalid_argument(loss_label + " reads no graph input that the prediction '" + prediction_name +
+                            "' does not: the labels are the input only the loss reads");
+  }
+  if (label_inputs.size() > 1) {
+    return invalid_argument(loss_label + " reads graph inputs " + quoted_list(graph, label_inputs) +
+                            " that the prediction '" + prediction_name +
+                            "' does not: ipucc feeds one as the labels, so which is ambiguous");
+  }
+  out.labels = label_inputs[0];
+  std::vector<int> loss_ops; // what only the loss needs
+  for (size_t op = 0; op < graph.ops().size(); ++op) {
+    if (of_loss.ops[op] && !of_prediction.ops[op]) loss_ops.push_back(static_cast<int>(op));
+  }
+
+  if (cross_entropy) {
+    IPU_RETURN_IF_ERROR(bind_cross_entropy(graph, model, loss_label, *cross_entropy, loss_ops, out));
+  } else {
+    IPU_RETURN_IF_ERROR(
+        bind_computed_loss(graph, model, loss_label, prediction_name, std::move(loss_ops), out));
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Turns a forward graph into a training graph: labels, loss and accuracy metric, reverse-mode
-// autodiff, and the optimizer's update ops and state.
+// autodiff, and the optimizer's update ops and state (the last two: gradients_and_updates.cpp).
 #pragma once
 
 #include <array>

@@ -1,4 +1,4 @@
-// ONNX BatchNormalization with training_mode 1 (compiler/frontend/onnx_ops_conv.cpp, docs/onnx.md):
+// ONNX BatchNormalization with training_mode 1 (compiler/frontend/onnx_ops_batch_norm.cpp, docs/onnx.md):
 // initializer statistics become running statistics beside a statistics-mode flag, graph-input
 // statistics make ONNX's function, and bad attributes and shapes are refused naming the node; the
 // BatchStatistics shape rule.
