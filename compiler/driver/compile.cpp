@@ -19,7 +19,7 @@ StatusOr<CompileResult> compile_model(const std::string& model_text, const Compi
 StatusOr<CompileResult> compile_model(frontend::LoadedModel loaded, const CompileOptions& given,
                                       CompileReport* report) {
   ir::install_op_table(
-      ir::op_definitions()); // every graph the frontends and passes build runs the ops' rules
+      ops::op_definitions()); // every graph the frontends and passes build runs the ops' rules
   if (!given.stage_starts.empty()) {
     if (given.pipeline_stages > 0)
       return bad_option("--pipeline-stages chooses the stages: give it or --stage-starts, not both");

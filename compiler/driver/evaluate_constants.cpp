@@ -19,7 +19,7 @@ StatusOr<std::vector<std::vector<float>>> evaluate_on_device(const ir::Graph& gr
     io.outputs.push_back({outputs[i], "constant:" + std::to_string(i), "f4", false});
   IPU_ASSIGN_OR_RETURN(
       lowering::LoweringResult lowered,
-      lowering::lower_graph(graph, io, target, lowering::LoweringOptions{}, ir::op_lowerings()));
+      lowering::lower_graph(graph, io, target, lowering::LoweringOptions{}, ops::op_lowerings()));
   if (!lowered.memory.overflowing.empty())
     return resource_exhausted("the values computed from constants do not fit one IPU");
   format::Executable& exe = lowered.executable;

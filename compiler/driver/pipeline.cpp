@@ -100,7 +100,7 @@ StatusOr<LoweredModel> lower_model(Model model, const CompileOptions& options, t
                                              measure_unit_memory,
                                              options.precision};
   auto lowered =
-      lowering::lower_graph(forward.graph, passed.io, target, lowering_options, ir::op_lowerings());
+      lowering::lower_graph(forward.graph, passed.io, target, lowering_options, ops::op_lowerings());
   if (!lowered.ok()) return lowered.status().with_context(options.model_path);
   out.lowered = std::move(*lowered);
   out.lowering_seconds = seconds_since(start);

@@ -4,15 +4,18 @@
 #include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Op;
+using ir::OpKind;
+
 namespace {
 
 using format::ActivationKind;
 using lowering::LowerContext;
 
-Status infer_same(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType& x = g.value(op.inputs[0]).type;
-  if (x.dtype != DType::kFloat32) return invalid_argument("expects float32, got " + x.to_string());
+Status infer_same(const ir::Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
+  const ir::TensorType& x = g.value(op.inputs[0]).type;
+  if (x.dtype != ir::DType::kFloat32) return invalid_argument("expects float32, got " + x.to_string());
   for (size_t i = 1; i < op.inputs.size(); ++i) {
     if (g.value(op.inputs[i]).type.shape != x.shape) return invalid_argument("operand shapes differ");
   }
@@ -32,13 +35,14 @@ ActivationKind activation_of(OpKind kind) {
 }
 
 // The gradient is expressed through the output, so the input need not stay alive.
-Status grad_activation(GradContext& ctx, const Op& op) {
+Status grad_activation(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
-  ActivationGradAttrs attrs;
+  ir::ActivationGradAttrs attrs;
   attrs.activation = activation_of(op.kind);
-  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kActivationGrad, op.name + "/grad",
-                                                  {op.outputs[0], dy}, attrs, Phase::kBackward, op.stage));
+  IPU_ASSIGN_OR_RETURN(int id,
+                       ctx.graph().add_op(OpKind::kActivationGrad, op.name + "/grad", {op.outputs[0], dy},
+                                          attrs, ir::Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
@@ -75,12 +79,12 @@ Status lower_activation(LowerContext& ctx, const Op& op) {
 }
 
 Status lower_activation_grad(LowerContext& ctx, const Op& op) {
-  emit_elementwise(ctx, op, op.attrs<ActivationGradAttrs>().activation, format::Codelet::kActivationGrad);
+  emit_elementwise(ctx, op, op.attrs<ir::ActivationGradAttrs>().activation, format::Codelet::kActivationGrad);
   return Status();
 }
 
 // Softmax over the last axis of a rank-2 input.
-Status infer_softmax(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_softmax(const ir::Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
   if (g.value(op.inputs[0]).type.shape.size() != 2) {
     return invalid_argument("expects a rank-2 input [batch, classes], got " +
                             g.value(op.inputs[0]).type.to_string());
@@ -88,11 +92,11 @@ Status infer_softmax(const Graph& g, const Op& op, std::vector<TensorType>& out)
   return infer_same(g, op, out);
 }
 
-Status grad_softmax(GradContext& ctx, const Op& op) {
+Status grad_softmax(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kSoftmaxGrad, op.name + "/grad",
-                                                  {op.outputs[0], dy}, {}, Phase::kBackward, op.stage));
+                                                  {op.outputs[0], dy}, {}, ir::Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
@@ -162,4 +166,4 @@ const OpDefinition& softmax_grad_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

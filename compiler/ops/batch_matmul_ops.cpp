@@ -8,7 +8,11 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Op;
+using ir::OpKind;
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
@@ -19,14 +23,14 @@ struct BatchDims {
   std::vector<int64_t> a_batch, b_batch;
 };
 
-BatchDims batch_dims(const Graph& g, const Op& op) {
+BatchDims batch_dims(const ir::Graph& g, const Op& op) {
   const auto& a = g.value(op.inputs[0]).type.shape;
   const auto& b = g.value(op.inputs[1]).type.shape;
   return {
       a[a.size() - 2], b[b.size() - 1], a[a.size() - 1], {a.begin(), a.end() - 2}, {b.begin(), b.end() - 2}};
 }
 
-Status infer_batch_matmul(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_batch_matmul(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& a = g.value(op.inputs[0]).type;
   const TensorType& b = g.value(op.inputs[1]).type;
   if (a.shape.size() < 2 || b.shape.size() < 2) {
@@ -39,21 +43,21 @@ Status infer_batch_matmul(const Graph& g, const Op& op, std::vector<TensorType>&
   }
   if (d.M == 0 || d.N == 0 || d.K == 0)
     return unsupported("empty matrices " + a.to_string() + " · " + b.to_string());
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, broadcast_shapes(d.a_batch, d.b_batch));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ir::broadcast_shapes(d.a_batch, d.b_batch));
   shape.push_back(d.M);
   shape.push_back(d.N);
-  TensorType y{DType::kFloat32, shape};
+  TensorType y{ir::DType::kFloat32, shape};
   IPU_RETURN_IF_ERROR(check_rank(y));
   out.push_back(y);
   return Status();
 }
 
 // `value` [..., R, C] with its last two axes swapped.
-StatusOr<int> transpose_last(GradContext& ctx, const Op& op, int value, const std::string& suffix) {
+StatusOr<int> transpose_last(ir::GradContext& ctx, const Op& op, int value, const std::string& suffix) {
   const std::vector<int64_t> in = ctx.graph().value(value).type.shape;
-  StridedCopyAttrs t;
+  ir::StridedCopyAttrs t;
   t.shape = in;
-  t.strides = row_major_strides(in);
+  t.strides = ir::row_major_strides(in);
   const size_t r = in.size();
   std::swap(t.shape[r - 1], t.shape[r - 2]);
   std::swap(t.strides[r - 1], t.strides[r - 2]);
@@ -61,7 +65,7 @@ StatusOr<int> transpose_last(GradContext& ctx, const Op& op, int value, const st
 }
 
 // dA = dC · Bᵀ, dB = Aᵀ · dC, each summed over the batch axes its operand was broadcast along.
-Status grad_batch_matmul(GradContext& ctx, const Op& op) {
+Status grad_batch_matmul(ir::GradContext& ctx, const Op& op) {
   const int dc = ctx.gradient_of(op.outputs[0]);
   if (dc < 0) return Status();
   const int a = op.inputs[0], b = op.inputs[1];
@@ -133,12 +137,13 @@ RowBlocks plan_row_blocks(const BatchDims& d, int64_t batches, size_t batch_rank
 }
 
 Status lower_batch_matmul(LowerContext& ctx, const Op& op) {
-  const Graph& g = ctx.graph();
+  const ir::Graph& g = ctx.graph();
   BatchDims d = batch_dims(g, op);
   const std::vector<int64_t>& out = g.value(op.outputs[0]).type.shape;
   std::vector<int64_t> batch(out.begin(), out.end() - 2);
   if (batch.empty()) batch = {1};
-  std::vector<int64_t> sa = broadcast_strides(d.a_batch, batch), sb = broadcast_strides(d.b_batch, batch);
+  std::vector<int64_t> sa = ir::broadcast_strides(d.a_batch, batch),
+                       sb = ir::broadcast_strides(d.b_batch, batch);
   for (int64_t& s : sa)
     s *= d.M * d.K;
   for (int64_t& s : sb)
@@ -195,4 +200,4 @@ const OpDefinition& batch_matmul_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -8,14 +8,19 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Graph;
+using ir::NormAttrs;
+using ir::Op;
+using ir::OpKind;
+
 namespace {
 
 using lowering::LowerContext;
 
 // X and dY of one shape [N, C, ...], then per-channel inputs from `first` on.
 Status expect_batch_norm_operands(const Graph& g, const Op& op, size_t first) {
-  const TensorType& x = g.value(op.inputs[0]).type;
+  const ir::TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() < 2 || g.value(op.inputs[1]).type.shape != x.shape)
     return invalid_argument("expects X and dY of one shape [N, C, ...]");
   for (size_t i = first; i < op.inputs.size(); ++i) {
@@ -28,11 +33,11 @@ Status expect_batch_norm_operands(const Graph& g, const Op& op, size_t first) {
 }
 
 // BatchNormGradStats(X, dY, mean, var) → dscale [C], dB [C].
-Status infer_batch_norm_grad_stats(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_batch_norm_grad_stats(const Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
   IPU_RETURN_IF_ERROR(expect_batch_norm_operands(g, op, 2));
   const int64_t channels = g.value(op.inputs[0]).type.shape[1];
-  out.push_back({DType::kFloat32, {channels}});
-  out.push_back({DType::kFloat32, {channels}});
+  out.push_back({ir::DType::kFloat32, {channels}});
+  out.push_back({ir::DType::kFloat32, {channels}});
   return Status();
 }
 
@@ -98,7 +103,7 @@ Status lower_batch_norm_grad_stats(LowerContext& ctx, const Op& op) {
 }
 
 // BatchNormTrainGradInput(X, dY, scale, mean, var, dscale, dB) → dX like X.
-Status infer_batch_norm_train_grad_input(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_batch_norm_train_grad_input(const Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
   IPU_RETURN_IF_ERROR(expect_batch_norm_operands(g, op, 2));
   out.push_back(g.value(op.inputs[0]).type);
   return Status();
@@ -148,7 +153,7 @@ bool normalises_by_batch_statistics(const Graph& graph, const Op& op) {
          statistics.outputs[0] == op.inputs[3] && statistics.outputs[1] == op.inputs[4];
 }
 
-Status grad_batch_norm_by_batch_statistics(GradContext& ctx, const Op& op) {
+Status grad_batch_norm_by_batch_statistics(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0) return Status();
   const int x = op.inputs[0], scale = op.inputs[1], bias = op.inputs[2], mean = op.inputs[3],
@@ -157,8 +162,9 @@ Status grad_batch_norm_by_batch_statistics(GradContext& ctx, const Op& op) {
   attrs.epsilon = op.attrs<NormAttrs>().epsilon;
   const bool wants_x = ctx.needs_gradient(x);
   if (!wants_x && !ctx.needs_gradient(scale) && !ctx.needs_gradient(bias)) return Status();
-  IPU_ASSIGN_OR_RETURN(int sums, ctx.graph().add_op(OpKind::kBatchNormGradStats, op.name + "/grad_stats",
-                                                    {x, dy, mean, var}, attrs, Phase::kBackward, op.stage));
+  IPU_ASSIGN_OR_RETURN(int sums,
+                       ctx.graph().add_op(OpKind::kBatchNormGradStats, op.name + "/grad_stats",
+                                          {x, dy, mean, var}, attrs, ir::Phase::kBackward, op.stage));
   const int dscale = ctx.graph().op(sums).outputs[0], dbias = ctx.graph().op(sums).outputs[1];
   ctx.graph().value(dscale).keeps_float32 = true;
   ctx.graph().value(dbias).keeps_float32 = true;
@@ -167,7 +173,7 @@ Status grad_batch_norm_by_batch_statistics(GradContext& ctx, const Op& op) {
   if (!wants_x) return Status();
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kBatchNormTrainGradInput, op.name + "/grad_input",
                                                   {x, dy, scale, mean, var, dscale, dbias}, attrs,
-                                                  Phase::kBackward, op.stage));
+                                                  ir::Phase::kBackward, op.stage));
   return ctx.add_gradient(x, ctx.graph().op(id).outputs[0]);
 }
 
@@ -183,4 +189,4 @@ const OpDefinition& batch_norm_train_grad_input_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -10,12 +10,14 @@
 #include "compiler/ops/channel_reduce_plan.h"
 #include "compiler/ops/op_table.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Op;
+
 namespace {
 
 using lowering::LowerContext;
 
-Status expect_channels(const Graph& g, const Op& op, size_t first, size_t last, int64_t channels) {
+Status expect_channels(const ir::Graph& g, const Op& op, size_t first, size_t last, int64_t channels) {
   for (size_t i = first; i <= last; ++i) {
     if (g.value(op.inputs[i]).type.shape != std::vector<int64_t>{channels}) {
       return invalid_argument("expects one value per channel (" + std::to_string(channels) + "), got " +
@@ -28,10 +30,10 @@ Status expect_channels(const Graph& g, const Op& op, size_t first, size_t last, 
 // BatchStatistics(X [N, C, ...]) → mean [C], var [C] (population) over every axis but the
 // channel axis; with (running_mean, running_var, mode) as inputs 1–3, a mode of 0 gives the
 // running statistics instead.
-Status infer_batch_statistics(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_batch_statistics(const ir::Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
   if (op.inputs.size() != 1 && op.inputs.size() != 4)
     return invalid_argument("expects X, or X, running mean, running variance and the statistics mode");
-  const TensorType& x = g.value(op.inputs[0]).type;
+  const ir::TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() < 2) return invalid_argument("expects [N, C, ...], got " + x.to_string());
   if (x.elements() == 0) return invalid_argument("has no elements to take statistics of: " + x.to_string());
   if (op.inputs.size() == 4) {
@@ -39,11 +41,11 @@ Status infer_batch_statistics(const Graph& g, const Op& op, std::vector<TensorTy
     if (g.value(op.inputs[3]).type.elements() != 1)
       return invalid_argument("the statistics mode must be one element");
   }
-  const float momentum = op.attrs<BatchStatisticsAttrs>().momentum;
+  const float momentum = op.attrs<ir::BatchStatisticsAttrs>().momentum;
   if (!(momentum >= 0.0f && momentum <= 1.0f))
     return invalid_argument("momentum " + std::to_string(momentum) + " is outside [0, 1]");
-  out.push_back({DType::kFloat32, {x.shape[1]}});
-  out.push_back({DType::kFloat32, {x.shape[1]}});
+  out.push_back({ir::DType::kFloat32, {x.shape[1]}});
+  out.push_back({ir::DType::kFloat32, {x.shape[1]}});
   return Status();
 }
 
@@ -51,7 +53,7 @@ Status infer_batch_statistics(const Graph& g, const Op& op, std::vector<TensorTy
 // normalisation by them as a whole (grad_batch_norm_by_batch_statistics). The rule adds the
 // running statistics' update, which training alone runs, once per forward pass: in the backward
 // phase, which runs once per micro-batch (a recomputed forward pass does not update twice).
-Status grad_batch_statistics(GradContext& ctx, const Op& op) {
+Status grad_batch_statistics(ir::GradContext& ctx, const Op& op) {
   if (ctx.gradient_of(op.outputs[0]) >= 0 || ctx.gradient_of(op.outputs[1]) >= 0) {
     return unsupported(
         "training through the batch statistics '" + op.name +
@@ -65,9 +67,9 @@ Status grad_batch_statistics(GradContext& ctx, const Op& op) {
                             ctx.graph().value(op.inputs[0]).type.to_string());
   }
   return ctx.graph()
-      .add_op(OpKind::kRunningStatistics, op.name + "/running_statistics",
-              {op.inputs[1], op.inputs[2], op.outputs[0], op.outputs[1]}, op.attrs<BatchStatisticsAttrs>(),
-              Phase::kBackward, op.stage)
+      .add_op(ir::OpKind::kRunningStatistics, op.name + "/running_statistics",
+              {op.inputs[1], op.inputs[2], op.outputs[0], op.outputs[1]},
+              op.attrs<ir::BatchStatisticsAttrs>(), ir::Phase::kBackward, op.stage)
       .status();
 }
 
@@ -134,7 +136,7 @@ Status lower_batch_statistics(LowerContext& ctx, const Op& op) {
 
 // RunningStatistics(running_mean, running_var, mean, var): no outputs, the first two updated in
 // place.
-Status infer_running_statistics(const Graph& g, const Op& op, std::vector<TensorType>&) {
+Status infer_running_statistics(const ir::Graph& g, const Op& op, std::vector<ir::TensorType>&) {
   const int64_t channels = g.value(op.inputs[0]).type.elements();
   return expect_channels(g, op, 0, 3, channels);
 }
@@ -154,7 +156,7 @@ Status lower_running_statistics(LowerContext& ctx, const Op& op) {
     using F = format::fparams::RunningStatistics;
     v.params =
         format::make_params<P>({{P::kC, w.C}, {P::kElements, w.N * w.S}, {P::kBegin, cb}, {P::kEnd, ce}});
-    v.fparams = format::make_fparams<F>({{F::kMomentum, op.attrs<BatchStatisticsAttrs>().momentum}});
+    v.fparams = format::make_fparams<F>({{F::kMomentum, op.attrs<ir::BatchStatisticsAttrs>().momentum}});
     v.compute_cycles = per_channel * static_cast<double>(ce - cb);
     for (uint32_t t : operands)
       v.reads.push_back(lowering::flat_region(t, cb, ce));
@@ -168,14 +170,14 @@ Status lower_running_statistics(LowerContext& ctx, const Op& op) {
 
 const OpDefinition& batch_statistics_op() {
   static const OpDefinition def{
-      {OpKind::kBatchStatistics, kVariadic, infer_batch_statistics, grad_batch_statistics},
+      {ir::OpKind::kBatchStatistics, ir::kVariadic, infer_batch_statistics, grad_batch_statistics},
       lower_batch_statistics};
   return def;
 }
 const OpDefinition& running_statistics_op() {
-  static const OpDefinition def{{OpKind::kRunningStatistics, 4, infer_running_statistics, nullptr},
+  static const OpDefinition def{{ir::OpKind::kRunningStatistics, 4, infer_running_statistics, nullptr},
                                 lower_running_statistics};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -11,7 +11,10 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Op;
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
@@ -28,10 +31,10 @@ ChannelDims channel_dims(const std::vector<int64_t>& shape) {
 }
 
 // ChannelSum: y [C] = X [N, C, ...] summed over every axis but the channel axis.
-Status infer_channel_sum(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_channel_sum(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() < 2) return invalid_argument("expects [N, C, ...], got " + x.to_string());
-  out.push_back({DType::kFloat32, {x.shape[1]}});
+  out.push_back({ir::DType::kFloat32, {x.shape[1]}});
   return Status();
 }
 
@@ -89,7 +92,7 @@ Status lower_channel_sum(LowerContext& ctx, const Op& op) {
 }
 
 // ChannelAffine: Y = X [N, C, ...] · scale [C] + shift [C] per channel.
-Status infer_channel_affine(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_channel_affine(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() < 2) return invalid_argument("expects [N, C, ...], got " + x.to_string());
   for (int i : {1, 2}) {
@@ -126,15 +129,15 @@ Status lower_channel_affine(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& channel_sum_op() {
-  static const OpDefinition def{{OpKind::kChannelSum, 1, infer_channel_sum, nullptr}, lower_channel_sum};
+  static const OpDefinition def{{ir::OpKind::kChannelSum, 1, infer_channel_sum, nullptr}, lower_channel_sum};
   return def;
 }
 // Not differentiable: it only carries BatchNormalization folded to constants, which training
 // refuses (compiler/frontend/onnx_ops_conv.cpp).
 const OpDefinition& channel_affine_op() {
-  static const OpDefinition def{{OpKind::kChannelAffine, 3, infer_channel_affine, nullptr},
+  static const OpDefinition def{{ir::OpKind::kChannelAffine, 3, infer_channel_affine, nullptr},
                                 lower_channel_affine};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

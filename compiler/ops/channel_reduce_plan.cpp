@@ -10,7 +10,7 @@
 
 #include "compiler/lowering/colocated_split.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 namespace {
 
 // Candidate part counts: powers of two below n, and n.
@@ -242,4 +242,4 @@ std::vector<int64_t> channel_block_params(const ChannelReduceWork& w, const Chan
                                  {P::kPart, b.part}});
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -13,7 +13,7 @@
 #include "compiler/lowering/lower_context.h"
 #include "compiler/lowering/tile_planner.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 
 struct ChannelReducePlan {
   lowering::Split channels, samples, positions;
@@ -84,4 +84,4 @@ PlacedChannelReduce place_channel_reduce(lowering::LowerContext& ctx, const Chan
 // The params of a block vertex, BatchStatistics's layout (BatchNormGradStats's is the same).
 std::vector<int64_t> channel_block_params(const ChannelReduceWork& w, const ChannelBlock& b, int64_t parts);
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -9,24 +9,27 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Graph;
+using ir::Op;
+
 namespace {
 
 using lowering::LowerContext;
 
 Status check_float32(const Graph& g, const Op& op) {
   for (int in : op.inputs) {
-    if (g.value(in).type.dtype != DType::kFloat32)
+    if (g.value(in).type.dtype != ir::DType::kFloat32)
       return invalid_argument("expects float32 inputs, got " + g.value(in).type.to_string());
   }
   return Status();
 }
 
 // Inputs: any number of float32 tensors (the gradients of one stage's weights). Output: [1].
-Status infer_squared_norm(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_squared_norm(const Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
   if (op.inputs.empty()) return invalid_argument("expects at least one input");
   IPU_RETURN_IF_ERROR(check_float32(g, op));
-  out.push_back({DType::kFloat32, {1}});
+  out.push_back({ir::DType::kFloat32, {1}});
   return Status();
 }
 
@@ -35,7 +38,7 @@ Status infer_squared_norm(const Graph& g, const Op& op, std::vector<TensorType>&
 // compute set adds the shares in order (emit_sum_of_shares): the same sum, bit for bit, however
 // the gradients were accumulated or all-reduced, since the split depends on the shapes alone.
 Status lower_squared_norm(LowerContext& ctx, const Op& op) {
-  const float scale = op.attrs<SquaredNormAttrs>().scale;
+  const float scale = op.attrs<ir::SquaredNormAttrs>().scale;
   const double per_element = 2.0 / ctx.target().cycles.vector_flops_per_cycle;
   struct Share {
     uint32_t tensor;
@@ -80,14 +83,14 @@ Status lower_squared_norm(LowerContext& ctx, const Op& op) {
 }
 
 // Input: the squared norms of every stage's gradients, [stages]. Output: the factor, [1].
-Status infer_clip_factor(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_clip_factor(const Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
   IPU_RETURN_IF_ERROR(check_float32(g, op));
   if (g.value(op.inputs[0]).type.shape.size() != 1)
     return invalid_argument("expects the squared norms as a vector, got " +
                             g.value(op.inputs[0]).type.to_string());
-  if (!(op.attrs<ClipFactorAttrs>().clip_norm > 0.0f))
+  if (!(op.attrs<ir::ClipFactorAttrs>().clip_norm > 0.0f))
     return invalid_argument("the clip norm must be positive");
-  out.push_back({DType::kFloat32, {1}});
+  out.push_back({ir::DType::kFloat32, {1}});
   return Status();
 }
 
@@ -101,7 +104,7 @@ Status lower_clip_factor(LowerContext& ctx, const Op& op) {
   using P = format::params::ClipFactor;
   using F = format::fparams::ClipFactor;
   v.params = format::make_params<P>({{P::kStages, stages}});
-  v.fparams = format::make_fparams<F>({{F::kClipNorm, op.attrs<ClipFactorAttrs>().clip_norm}});
+  v.fparams = format::make_fparams<F>({{F::kClipNorm, op.attrs<ir::ClipFactorAttrs>().clip_norm}});
   v.compute_cycles = static_cast<double>(stages + 4) / ctx.target().cycles.vector_flops_per_cycle;
   v.reads = {lowering::flat_region(squares, 0, stages)};
   v.writes = {lowering::flat_region(factor, 0, 1)};
@@ -112,7 +115,7 @@ Status lower_clip_factor(LowerContext& ctx, const Op& op) {
 // Inputs: a gradient (or accumulator) and the factor [1]. Output: the gradient scaled, in place:
 // it shares the input's tensor, so the update that reads it (and an accumulator's clearing)
 // touches the same memory, and the update runs in a later compute set than the scaling.
-Status infer_scale_gradient(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_scale_gradient(const Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
   IPU_RETURN_IF_ERROR(check_float32(g, op));
   if (g.value(op.inputs[1]).type.elements() != 1) return invalid_argument("the factor must be a scalar");
   out.push_back(g.value(op.inputs[0]).type);
@@ -142,18 +145,18 @@ Status lower_scale_gradient(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& squared_norm_op() {
-  static const OpDefinition def{{OpKind::kSquaredNorm, kVariadic, infer_squared_norm, nullptr},
+  static const OpDefinition def{{ir::OpKind::kSquaredNorm, ir::kVariadic, infer_squared_norm, nullptr},
                                 lower_squared_norm};
   return def;
 }
 const OpDefinition& clip_factor_op() {
-  static const OpDefinition def{{OpKind::kClipFactor, 1, infer_clip_factor, nullptr}, lower_clip_factor};
+  static const OpDefinition def{{ir::OpKind::kClipFactor, 1, infer_clip_factor, nullptr}, lower_clip_factor};
   return def;
 }
 const OpDefinition& scale_gradient_op() {
-  static const OpDefinition def{{OpKind::kScaleGradient, 2, infer_scale_gradient, nullptr},
+  static const OpDefinition def{{ir::OpKind::kScaleGradient, 2, infer_scale_gradient, nullptr},
                                 lower_scale_gradient};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -1,6 +1,6 @@
 #include "compiler/ops/conv_grid.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 
 lowering::Split even_split(int64_t items, int64_t parts) {
   const int64_t chunk = lowering::ceil_div(items, parts);
@@ -27,4 +27,4 @@ double reduce_cycles(const target::TargetSpec& t, double shares, double elements
                     : 0.0;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -12,7 +12,7 @@
 #include "compiler/lowering/tile_planner.h"
 #include "compiler/target/target.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 
 // What one vertex of a grid split costs: cycles of arithmetic, bytes received, bytes held; and
 // the cycles of the compute set that adds its partial sums, if it splits into shares (reduce_cycles).
@@ -75,4 +75,4 @@ std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, co
   return std::isinf(best_cost) ? smallest : best;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

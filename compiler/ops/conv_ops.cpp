@@ -14,7 +14,15 @@
 #include "runtime/format/tensor_kinds.h"
 #include "runtime/format/verifier.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Graph;
+using ir::Op;
+using ir::OpKind;
+using ir::TensorType;
+using ir::window_of;
+using ir::WindowAttrs;
+using ir::WindowGradAttrs;
+
 namespace {
 
 using lowering::LowerContext;
@@ -45,24 +53,24 @@ Status infer_conv(const Graph& g, const Op& op, std::vector<TensorType>& out) {
                               " output channels");
     }
   }
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, window_output_shape(x, win, w.shape[0]));
-  out.push_back({DType::kFloat32, shape});
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ir::window_output_shape(x, win, w.shape[0]));
+  out.push_back({ir::DType::kFloat32, shape});
   return Status();
 }
 
-StatusOr<int> add_grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs,
+StatusOr<int> add_grad_op(ir::GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs,
                           const std::vector<int64_t>& shape, const char* suffix) {
   WindowGradAttrs attrs;
   attrs.window = window_of(op);
   attrs.shape = shape;
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(kind, op.name + suffix, std::move(inputs), attrs,
-                                                  Phase::kBackward, op.stage));
+                                                  ir::Phase::kBackward, op.stage));
   return ctx.graph().op(id).outputs[0];
 }
 
 // dX = the transposed convolution of dY with W; dW = dY correlated with X; dB = dY summed over
 // samples and positions.
-Status grad_conv(GradContext& ctx, const Op& op) {
+Status grad_conv(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0) return Status();
   const Graph& g = ctx.graph();
@@ -79,7 +87,7 @@ Status grad_conv(GradContext& ctx, const Op& op) {
   }
   if (op.inputs.size() == 3 && ctx.needs_gradient(op.inputs[2])) {
     IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kChannelSum, op.name + "/grad_bias", {dy}, {},
-                                                    Phase::kBackward, op.stage));
+                                                    ir::Phase::kBackward, op.stage));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(op.inputs[2], ctx.graph().op(id).outputs[0]));
   }
   return Status();
@@ -88,16 +96,16 @@ Status grad_conv(GradContext& ctx, const Op& op) {
 // ConvGradInput is also a forward op, ONNX's ConvTranspose: Z = ConvGradInput(T, W). Its input's
 // gradient is the convolution of dZ with W (dT[n,m,o] = Σ W[m,c,k]·dZ[n,c,o·s+k·d−p]) and its
 // kernel's the correlation ConvGradWeight computes with dZ in X's place and T in dY's.
-Status grad_conv_grad_input(GradContext& ctx, const Op& op) {
+Status grad_conv_grad_input(ir::GradContext& ctx, const Op& op) {
   const int dz = ctx.gradient_of(op.outputs[0]);
   if (dz < 0) return Status();
   const Graph& g = ctx.graph();
   const int t = op.inputs[0], w = op.inputs[1];
   if (ctx.needs_gradient(t)) {
-    ConvAttrs attrs;
+    ir::ConvAttrs attrs;
     attrs.window = window_of(op);
     IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kConv, op.name + "/grad_input", {dz, w}, attrs,
-                                                    Phase::kBackward, op.stage));
+                                                    ir::Phase::kBackward, op.stage));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(t, ctx.graph().op(id).outputs[0]));
   }
   if (ctx.needs_gradient(w)) {
@@ -111,10 +119,10 @@ Status grad_conv_grad_input(GradContext& ctx, const Op& op) {
 // ConvGradInput(dY, W) → dX of its shape; ConvGradWeight(X, dY) → dW of its shape. Both check
 // that a forward Conv with these shapes gives dY's shape.
 Status infer_conv_grad_input(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType x{DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
+  const TensorType x{ir::DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
   const TensorType& w = g.value(op.inputs[1]).type;
   if (x.shape.size() != 4 || w.shape.size() != 4) return invalid_argument("expects NCHW shapes");
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, window_of(op), w.shape[0]));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, ir::window_output_shape(x, window_of(op), w.shape[0]));
   if (y != g.value(op.inputs[0]).type.shape)
     return invalid_argument("dY does not match the convolution's output");
   out.push_back(x);
@@ -123,9 +131,9 @@ Status infer_conv_grad_input(const Graph& g, const Op& op, std::vector<TensorTyp
 
 Status infer_conv_grad_weight(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
-  const TensorType w{DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
+  const TensorType w{ir::DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
   if (x.shape.size() != 4 || w.shape.size() != 4) return invalid_argument("expects NCHW shapes");
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, window_output_shape(x, window_of(op), w.shape[0]));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y, ir::window_output_shape(x, window_of(op), w.shape[0]));
   if (y != g.value(op.inputs[1]).type.shape)
     return invalid_argument("dY does not match the convolution's output");
   out.push_back(w);
@@ -201,7 +209,7 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
                                g.value(op.outputs[0]).type.shape);
   const WindowAttrs& win = window_of(op);
   const uint32_t x = ctx.tensor(op.inputs[0]), w = ctx.tensor(op.inputs[1]), y = ctx.tensor(op.outputs[0]);
-  const bool has_bias = op.inputs.size() == 3, fused_relu = op.attrs<ConvAttrs>().fused_relu;
+  const bool has_bias = op.inputs.size() == 3, fused_relu = op.attrs<ir::ConvAttrs>().fused_relu;
   const uint32_t b = has_bias ? ctx.tensor(op.inputs[2]) : 0;
   const int64_t N = d.x[0], C = d.x[1], M = d.w[0], G = win.group, Cg = C / G, Mg = M / G;
   const int64_t H = d.x[2], W = d.x[3], OH = d.y[2], OW = d.y[3], plane = d.plane(), in_plane = H * W;
@@ -250,7 +258,7 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
           v.operands =
               has_bias ? std::vector<uint32_t>{x, w, b, target} : std::vector<uint32_t>{x, w, target};
           using P = format::params::Conv;
-          v.params = format::make_params<P>(window_params(d.x, d.y, win),
+          v.params = format::make_params<P>(ir::window_params(d.x, d.y, win),
                                             {{P::kM, M},
                                              {P::kG, G},
                                              {P::kNBegin, nb},
@@ -278,7 +286,7 @@ Status lower_conv(LowerContext& ctx, const Op& op) {
           v.compute_cycles = conv_amp_cycles(
               ctx.target(), win, static_cast<double>((ne - nb) * (me - mb) * (oe - ob) * OW * summed),
               static_cast<double>((ne - nb) * (oe - ob)), static_cast<double>(OW));
-          const auto [ib, ie] = window_input_rows(d.x[2], win, ob, oe);
+          const auto [ib, ie] = ir::window_input_rows(d.x[2], win, ob, oe);
           if (shares == 1) {
             add_plane_rows(v.reads, x, nb, ne, C, mb / Mg * Cg, lowering::ceil_div(me, Mg) * Cg, ib, ie, W,
                            in_plane);
@@ -357,25 +365,25 @@ Status lower_conv_grad_input(LowerContext& ctx, const Op& op) {
           v.codelet = format::Codelet::kConvGradInput;
           v.operands = {dy, w, target};
           using P = format::params::ConvGradInput;
-          v.params = format::make_params<P>(window_params(d.x, d.y, win), {{P::kM, M},
-                                                                           {P::kG, G},
-                                                                           {P::kNBegin, nb},
-                                                                           {P::kNEnd, ne},
-                                                                           {P::kCBegin, cb},
-                                                                           {P::kCEnd, ce},
-                                                                           {P::kInRowBegin, rb},
-                                                                           {P::kInRowEnd, re},
-                                                                           {P::kMBegin, mb},
-                                                                           {P::kMEnd, me},
-                                                                           {P::kParts, shares},
-                                                                           {P::kPart, part}});
+          v.params = format::make_params<P>(ir::window_params(d.x, d.y, win), {{P::kM, M},
+                                                                               {P::kG, G},
+                                                                               {P::kNBegin, nb},
+                                                                               {P::kNEnd, ne},
+                                                                               {P::kCBegin, cb},
+                                                                               {P::kCEnd, ce},
+                                                                               {P::kInRowBegin, rb},
+                                                                               {P::kInRowEnd, re},
+                                                                               {P::kMBegin, mb},
+                                                                               {P::kMEnd, me},
+                                                                               {P::kParts, shares},
+                                                                               {P::kPart, part}});
           // Unshared, the share is left out; a block of every channel and the whole plane then
           // leaves its bounds out too, as vertices were before either split existed.
           if (shares == 1) {
             v.params.resize(P::kMBegin);
             if (cb == 0 && ce == C && rb == 0 && re == H) v.params.resize(P::kCBegin);
           }
-          const auto [ob, oe] = window_output_rows_reaching(d.y[2], win, rb, re);
+          const auto [ob, oe] = ir::window_output_rows_reaching(d.y[2], win, rb, re);
           const int64_t summed = shares == 1 ? Mg : me - mb; // output channels per input channel
           v.compute_cycles = conv_amp_cycles(
               ctx.target(), win, static_cast<double>((ne - nb) * (ce - cb) * taps * summed * (oe - ob) * OW),
@@ -454,18 +462,18 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
           v.codelet = format::Codelet::kConvGradWeight;
           v.operands = {x, dy, target};
           using P = format::params::ConvGradWeight;
-          v.params = format::make_params<P>(window_params(d.x, d.y, win), {{P::kM, M},
-                                                                           {P::kG, group},
-                                                                           {P::kMBegin, mb},
-                                                                           {P::kMEnd, me},
-                                                                           {P::kCBegin, cb},
-                                                                           {P::kCEnd, ce},
-                                                                           {P::kNBegin, nb},
-                                                                           {P::kNEnd, ne},
-                                                                           {P::kOutRowBegin, ob},
-                                                                           {P::kOutRowEnd, oe},
-                                                                           {P::kParts, shares},
-                                                                           {P::kPart, part}});
+          v.params = format::make_params<P>(ir::window_params(d.x, d.y, win), {{P::kM, M},
+                                                                               {P::kG, group},
+                                                                               {P::kMBegin, mb},
+                                                                               {P::kMEnd, me},
+                                                                               {P::kCBegin, cb},
+                                                                               {P::kCEnd, ce},
+                                                                               {P::kNBegin, nb},
+                                                                               {P::kNEnd, ne},
+                                                                               {P::kOutRowBegin, ob},
+                                                                               {P::kOutRowEnd, oe},
+                                                                               {P::kParts, shares},
+                                                                               {P::kPart, part}});
           // Unsplit over samples and rows, the share is left out, as vertices were before it existed.
           if (shares == 1) v.params.resize(P::kNBegin);
           v.compute_cycles =
@@ -473,7 +481,7 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
                               static_cast<double>((ne - nb) * (me - mb) * (ce - cb) * taps * (oe - ob) * OW),
                               static_cast<double>((ne - nb) * (oe - ob)), static_cast<double>(OW));
           // X of channels [cb, ce) of each group the output channels belong to, the rows reached.
-          const auto [ib, ie] = window_input_rows(d.x[2], win, ob, oe);
+          const auto [ib, ie] = ir::window_input_rows(d.x[2], win, ob, oe);
           for (int64_t gi = mb / mg; gi * mg < me; ++gi) {
             add_plane_rows(v.reads, x, nb, ne, C, gi * Cg + cb, gi * Cg + ce, ib, ie, W, in_plane);
           }
@@ -493,7 +501,7 @@ Status lower_conv_grad_weight(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& conv_op() {
-  static const OpDefinition def{{OpKind::kConv, kVariadic, infer_conv, grad_conv}, lower_conv};
+  static const OpDefinition def{{OpKind::kConv, ir::kVariadic, infer_conv, grad_conv}, lower_conv};
   return def;
 }
 const OpDefinition& conv_grad_input_op() {
@@ -507,4 +515,4 @@ const OpDefinition& conv_grad_weight_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

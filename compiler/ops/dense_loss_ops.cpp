@@ -6,7 +6,14 @@
 #include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::DenseLossAttrs;
+using ir::DType;
+using ir::Graph;
+using ir::Op;
+using ir::OpKind;
+using ir::TensorType;
+
 namespace {
 
 using format::LossKind;
@@ -31,7 +38,7 @@ Status infer_metric(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   if (s.shape.size() != 2 || s.dtype != DType::kFloat32) {
     return invalid_argument("expects float32 predictions [batch, outputs], got " + s.to_string());
   }
-  if (op.attrs<MetricAttrs>().kind == format::MetricKind::kSparseTopK) {
+  if (op.attrs<ir::MetricAttrs>().kind == format::MetricKind::kSparseTopK) {
     if (y.dtype != DType::kInt32 || y.shape != std::vector<int64_t>{s.shape[0]})
       return invalid_argument("expects int32 class indices [" + std::to_string(s.shape[0]) + "], got " +
                               y.to_string());
@@ -55,11 +62,11 @@ Status infer_predictions_grad(const Graph& g, const Op& op, std::vector<TensorTy
 }
 
 // The loss is the root of autodiff, so d loss / d loss = 1 and the gradient op needs no seed.
-Status grad_dense_loss(GradContext& ctx, const Op& op) {
+Status grad_dense_loss(ir::GradContext& ctx, const Op& op) {
   if (!ctx.needs_gradient(op.inputs[0])) return Status();
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kDenseLossGrad, op.name + "/grad",
                                                   {op.inputs[0], op.inputs[1]}, op.attributes,
-                                                  Phase::kBackward, op.stage));
+                                                  ir::Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
@@ -136,7 +143,7 @@ Status lower_dense_correct(LowerContext& ctx, const Op& op) {
 
 Status lower_metric_sum(LowerContext& ctx, const Op& op) {
   using P = format::params::MetricSum;
-  const auto& attrs = op.attrs<MetricAttrs>();
+  const auto& attrs = op.attrs<ir::MetricAttrs>();
   const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
   const int64_t M = shape[0], C = shape[1];
   // Top-k: a compare and a count per element; the errors: a subtraction and a multiply-add.
@@ -204,4 +211,4 @@ const OpDefinition& dense_correct_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

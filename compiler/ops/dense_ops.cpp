@@ -6,7 +6,13 @@
 #include "compiler/ops/tensor_util.h"
 #include "runtime/format/tensor_kinds.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Graph;
+using ir::MatMulAttrs;
+using ir::Op;
+using ir::OpKind;
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
@@ -35,14 +41,14 @@ Status infer_matmul(const Graph& g, const Op& op, std::vector<TensorType>& out) 
     return invalid_argument("inner dimensions differ: " + a.to_string() + " · " + b.to_string());
   }
   MatMulDims d = matmul_dims(g, op);
-  out.push_back({DType::kFloat32, {d.M, d.N}});
+  out.push_back({ir::DType::kFloat32, {d.M, d.N}});
   return Status();
 }
 
 // C = op(A)·op(B). With op(A) = A: dA = dC·op(B)ᵀ; with op(A) = Aᵀ: dA = op(B)·dCᵀ. With op(B) = B:
 // dB = op(A)ᵀ·dC; with op(B) = Bᵀ: dB = dCᵀ·op(A). Each is one MatMul with transpose flags, so
 // no transposed copy of a weight is ever made (ONNX Gemm keeps its weights as [out, in]).
-Status grad_matmul(GradContext& ctx, const Op& op) {
+Status grad_matmul(ir::GradContext& ctx, const Op& op) {
   Graph& g = ctx.graph();
   const int dc = ctx.gradient_of(op.outputs[0]);
   if (dc < 0) return Status();
@@ -53,8 +59,8 @@ Status grad_matmul(GradContext& ctx, const Op& op) {
     MatMulAttrs attrs;
     attrs.trans_a = trans_lhs;
     attrs.trans_b = trans_rhs;
-    IPU_ASSIGN_OR_RETURN(
-        int id, g.add_op(OpKind::kMatMul, op.name + suffix, {lhs, rhs}, attrs, Phase::kBackward, op.stage));
+    IPU_ASSIGN_OR_RETURN(int id, g.add_op(OpKind::kMatMul, op.name + suffix, {lhs, rhs}, attrs,
+                                          ir::Phase::kBackward, op.stage));
     return g.op(id).outputs[0];
   };
   if (ctx.needs_gradient(a)) {
@@ -200,13 +206,13 @@ Status infer_bias_add(const Graph& g, const Op& op, std::vector<TensorType>& out
   return Status();
 }
 
-Status grad_bias_add(GradContext& ctx, const Op& op) {
+Status grad_bias_add(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0) return Status();
   if (ctx.needs_gradient(op.inputs[0])) IPU_RETURN_IF_ERROR(ctx.add_gradient(op.inputs[0], dy));
   if (ctx.needs_gradient(op.inputs[1])) {
     IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kColumnSum, op.name + "/grad_bias", {dy}, {},
-                                                    Phase::kBackward, op.stage));
+                                                    ir::Phase::kBackward, op.stage));
     IPU_RETURN_IF_ERROR(ctx.add_gradient(op.inputs[1], ctx.graph().op(id).outputs[0]));
   }
   return Status();
@@ -243,4 +249,4 @@ const OpDefinition& bias_add_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

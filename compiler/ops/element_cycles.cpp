@@ -1,6 +1,6 @@
 #include "compiler/ops/element_cycles.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 
 using format::ActivationKind;
 using format::BinaryKind;
@@ -159,4 +159,4 @@ double batch_norm_cycles_per_element(const target::CycleModel& model, BatchNormP
   return 0.0;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -9,7 +9,7 @@
 #include "runtime/format/codelet.h"
 #include "runtime/format/tensor_kinds.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 
 // y = f(x; alpha): `alpha` matters for PowScalar only, whose constant exponents popops rewrites
 // (0.5 → SQRT, −0.5 → RSQRT, ±1 → copy/INVERSE, 2 → SQUARE) before falling back to POWER.
@@ -44,4 +44,4 @@ enum class BatchNormPass {
 double batch_norm_cycles_per_element(const target::CycleModel& model, BatchNormPass pass, bool half,
                                      int64_t channels);
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -7,7 +7,16 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::BinaryAttrs;
+using ir::DType;
+using ir::GradContext;
+using ir::Graph;
+using ir::Op;
+using ir::OpKind;
+using ir::TensorType;
+using ir::UnaryAttrs;
+
 namespace {
 
 using format::BinaryKind;
@@ -202,7 +211,7 @@ Status infer_binary(const Graph& g, const Op& op, std::vector<TensorType>& out) 
       kind < 0 || kind >= format::kBinaryKindCount) {
     return invalid_argument("unknown binary kind");
   }
-  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, broadcast_shapes(a.shape, b.shape));
+  IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ir::broadcast_shapes(a.shape, b.shape));
   TensorType y{DType::kFloat32, shape};
   IPU_RETURN_IF_ERROR(check_rank(y));
   out.push_back(y);
@@ -304,7 +313,7 @@ Status grad_binary_op(GradContext& ctx, const Op& op) {
 std::vector<int64_t> broadcast_tail(const Graph& g, const Op& op, const std::vector<int64_t>& dims) {
   std::vector<int64_t> tail = dims;
   for (int in : op.inputs) {
-    const std::vector<int64_t> s = broadcast_strides(g.value(in).type.shape, dims);
+    const std::vector<int64_t> s = ir::broadcast_strides(g.value(in).type.shape, dims);
     tail.insert(tail.end(), s.begin(), s.end());
   }
   return tail;
@@ -314,7 +323,7 @@ std::vector<int64_t> broadcast_tail(const Graph& g, const Op& op, const std::vec
 std::vector<InputAccess> broadcast_access(const Graph& g, const Op& op, const std::vector<int64_t>& dims) {
   std::vector<InputAccess> access;
   for (int in : op.inputs)
-    access.push_back({dims, broadcast_strides(g.value(in).type.shape, dims)});
+    access.push_back({dims, ir::broadcast_strides(g.value(in).type.shape, dims)});
   return access;
 }
 
@@ -341,7 +350,7 @@ Status lower_binary(LowerContext& ctx, const Op& op) {
 Status infer_where(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   std::vector<int64_t> shape;
   for (int in : op.inputs) {
-    IPU_ASSIGN_OR_RETURN(shape, broadcast_shapes(shape, g.value(in).type.shape));
+    IPU_ASSIGN_OR_RETURN(shape, ir::broadcast_shapes(shape, g.value(in).type.shape));
   }
   TensorType y{DType::kFloat32, shape};
   IPU_RETURN_IF_ERROR(check_rank(y));
@@ -401,4 +410,4 @@ const OpDefinition& where_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

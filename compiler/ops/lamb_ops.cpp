@@ -7,13 +7,16 @@
 #include "compiler/ops/op_table.h"
 #include "runtime/format/host_contract.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::LambAttrs;
+using ir::Op;
+
 namespace {
 
 using lowering::LowerContext;
 
 // The last input of both ops: the hyper-parameters (runtime/format/host_contract.h's slots).
-Status check_hyper_parameters(const Graph& g, const Op& op) {
+Status check_hyper_parameters(const ir::Graph& g, const Op& op) {
   if (g.value(op.inputs.back()).type.elements() != format::kHyperParameterCount)
     return invalid_argument("the hyper-parameters must have " + std::to_string(format::kHyperParameterCount) +
                             " elements");
@@ -28,8 +31,8 @@ lowering::Region hyper_parameters_region(uint32_t hyper) {
 // Inputs: weight, gradient, first moment, second moment, step count [1], hyper-parameters.
 // Output: u, which shares the gradient's tensor (the moments are updated in place and the step
 // advances).
-Status infer_lamb_moments(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType& w = g.value(op.inputs[0]).type;
+Status infer_lamb_moments(const ir::Graph& g, const Op& op, std::vector<ir::TensorType>& out) {
+  const ir::TensorType& w = g.value(op.inputs[0]).type;
   for (size_t i = 1; i < 4; ++i) {
     if (g.value(op.inputs[i]).type.shape != w.shape)
       return invalid_argument("weight, gradient and moment shapes differ");
@@ -79,7 +82,7 @@ Status lower_lamb_moments(LowerContext& ctx, const Op& op) {
 
 // Inputs: weight, u, ‖W‖² [1], ‖u‖² [1], hyper-parameters. Updates the weight in place (and
 // clears u when it is an accumulator); no outputs.
-Status infer_lamb_apply(const Graph& g, const Op& op, std::vector<TensorType>&) {
+Status infer_lamb_apply(const ir::Graph& g, const Op& op, std::vector<ir::TensorType>&) {
   if (g.value(op.inputs[1]).type.shape != g.value(op.inputs[0]).type.shape)
     return invalid_argument("weight and update shapes differ");
   if (g.value(op.inputs[2]).type.elements() != 1 || g.value(op.inputs[3]).type.elements() != 1)
@@ -115,12 +118,13 @@ Status lower_lamb_apply(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& lamb_moments_op() {
-  static const OpDefinition def{{OpKind::kLambMoments, 6, infer_lamb_moments, nullptr}, lower_lamb_moments};
+  static const OpDefinition def{{ir::OpKind::kLambMoments, 6, infer_lamb_moments, nullptr},
+                                lower_lamb_moments};
   return def;
 }
 const OpDefinition& lamb_apply_op() {
-  static const OpDefinition def{{OpKind::kLambApply, 5, infer_lamb_apply, nullptr}, lower_lamb_apply};
+  static const OpDefinition def{{ir::OpKind::kLambApply, 5, infer_lamb_apply, nullptr}, lower_lamb_apply};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

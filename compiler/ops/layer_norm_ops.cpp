@@ -6,19 +6,21 @@
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/op_table.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
 
 // Y = LayerNorm(X, γ, β) over X's last axis of n: X float32 of rank ≥ 1, γ and β n floats each.
-Status infer_layer_norm(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_layer_norm(const ir::Graph& g, const ir::Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
-  if (x.dtype != DType::kFloat32 || x.shape.empty())
+  if (x.dtype != ir::DType::kFloat32 || x.shape.empty())
     return invalid_argument("expects a float32 tensor, got " + x.to_string());
   for (int i : {1, 2}) {
     const TensorType& p = g.value(op.inputs[static_cast<size_t>(i)]).type;
-    if (p.dtype != DType::kFloat32 || p.elements() != x.shape.back()) {
+    if (p.dtype != ir::DType::kFloat32 || p.elements() != x.shape.back()) {
       return invalid_argument(std::string(i == 1 ? "scale " : "shift ") + p.to_string() +
                               " does not match the last axis of " + x.to_string());
     }
@@ -27,7 +29,7 @@ Status infer_layer_norm(const Graph& g, const Op& op, std::vector<TensorType>& o
   return Status();
 }
 
-Status lower_layer_norm(LowerContext& ctx, const Op& op) {
+Status lower_layer_norm(LowerContext& ctx, const ir::Op& op) {
   const TensorType& type = ctx.graph().value(op.inputs[0]).type;
   const int64_t n = type.shape.back(), rows = type.elements() / n;
   const uint32_t x = ctx.tensor(op.inputs[0]), gamma = ctx.tensor(op.inputs[1]),
@@ -44,7 +46,7 @@ Status lower_layer_norm(LowerContext& ctx, const Op& op) {
         using F = format::fparams::LayerNorm;
         v.params =
             format::make_params<P>({{P::kRows, rows}, {P::kN, n}, {P::kRowBegin, rb}, {P::kRowEnd, re}});
-        v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<NormAttrs>().epsilon}});
+        v.fparams = format::make_fparams<F>({{F::kEpsilon, op.attrs<ir::NormAttrs>().epsilon}});
         v.compute_cycles = per_row * static_cast<double>(re - rb);
         v.reads = {lowering::flat_region(x, rb * n, re * n), lowering::flat_region(gamma, 0, n),
                    lowering::flat_region(beta, 0, n)};
@@ -57,8 +59,8 @@ Status lower_layer_norm(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& layer_norm_op() {
-  static const OpDefinition def{{OpKind::kLayerNorm, 3, infer_layer_norm, nullptr}, lower_layer_norm};
+  static const OpDefinition def{{ir::OpKind::kLayerNorm, 3, infer_layer_norm, nullptr}, lower_layer_norm};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -4,42 +4,46 @@
 #include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Op;
+using ir::OpKind;
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
 
-Status check_scores_labels(const Graph& g, const Op& op) {
+Status check_scores_labels(const ir::Graph& g, const Op& op) {
   const TensorType& s = g.value(op.inputs[0]).type;
   const TensorType& l = g.value(op.inputs[1]).type;
-  if (s.shape.size() != 2 || s.dtype != DType::kFloat32) {
+  if (s.shape.size() != 2 || s.dtype != ir::DType::kFloat32) {
     return invalid_argument("expects float32 scores [batch, classes], got " + s.to_string());
   }
-  if (l.dtype != DType::kInt32 || l.shape != std::vector<int64_t>{s.shape[0]}) {
+  if (l.dtype != ir::DType::kInt32 || l.shape != std::vector<int64_t>{s.shape[0]}) {
     return invalid_argument("expects int32 labels [" + std::to_string(s.shape[0]) + "], got " +
                             l.to_string());
   }
   return Status();
 }
 
-Status infer_sparse_loss(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_sparse_loss(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   IPU_RETURN_IF_ERROR(check_scores_labels(g, op));
-  out.push_back({DType::kFloat32, {1}});
+  out.push_back({ir::DType::kFloat32, {1}});
   return Status();
 }
 
-Status infer_scores_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_scores_grad(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   IPU_RETURN_IF_ERROR(check_scores_labels(g, op));
   out.push_back(g.value(op.inputs[0]).type);
   return Status();
 }
 
 // The loss is the root of autodiff, so d loss / d loss = 1 and the gradient op needs no seed.
-Status grad_sparse_cross_entropy(GradContext& ctx, const Op& op) {
+Status grad_sparse_cross_entropy(ir::GradContext& ctx, const Op& op) {
   if (!ctx.needs_gradient(op.inputs[0])) return Status();
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kSparseCrossEntropyGrad, op.name + "/grad",
                                                   {op.inputs[0], op.inputs[1]}, op.attributes,
-                                                  Phase::kBackward, op.stage));
+                                                  ir::Phase::kBackward, op.stage));
   return ctx.add_gradient(op.inputs[0], ctx.graph().op(id).outputs[0]);
 }
 
@@ -63,7 +67,7 @@ Status lower_scalar(LowerContext& ctx, const Op& op, format::Codelet codelet, do
 
 Status lower_sparse_cross_entropy(LowerContext& ctx, const Op& op) {
   using P = format::params::SparseCrossEntropy;
-  const bool from_logits = op.attrs<CrossEntropyAttrs>().from_logits;
+  const bool from_logits = op.attrs<ir::CrossEntropyAttrs>().from_logits;
   // A softmax per row, then the label's log: the log is once per row, lost in the softmax.
   const double per_element = softmax_cycles_per_element(ctx.target().cycles);
   return lower_scalar(ctx, op, format::Codelet::kSparseCrossEntropy, per_element, [&](int64_t M, int64_t C) {
@@ -83,7 +87,7 @@ Status lower_count_correct(LowerContext& ctx, const Op& op) {
 Status lower_sparse_cross_entropy_grad(LowerContext& ctx, const Op& op) {
   const auto& shape = ctx.graph().value(op.inputs[0]).type.shape;
   const int64_t M = shape[0], C = shape[1];
-  const bool from_logits = op.attrs<CrossEntropyAttrs>().from_logits;
+  const bool from_logits = op.attrs<ir::CrossEntropyAttrs>().from_logits;
   const uint32_t s = ctx.tensor(op.inputs[0]), l = ctx.tensor(op.inputs[1]), ds = ctx.tensor(op.outputs[0]);
   // The softmax again, minus the one-hot label.
   const double per_row = static_cast<double>(C) * (softmax_cycles_per_element(ctx.target().cycles) +
@@ -122,4 +126,4 @@ const OpDefinition& count_correct_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -8,7 +8,11 @@
 #include "compiler/ops/op_table.h"
 #include "runtime/format/host_contract.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::DType;
+using ir::Op;
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
@@ -16,13 +20,13 @@ using lowering::LowerContext;
 // The dynamic loss scale's state, {scale, counter} (format::kLossScaleStateTensor).
 constexpr int64_t kStateSize = 2;
 
-bool is_state(const Value& v) {
-  return v.role == Role::kOptimizerState && v.type.elements() == kStateSize;
+bool is_state(const ir::Value& v) {
+  return v.role == ir::Role::kOptimizerState && v.type.elements() == kStateSize;
 }
 
 // Input: the hyper-parameters [kHyperParameterCount] or the dynamic state [2]. Output: the
 // factor, [1].
-Status infer_loss_scale_factor(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_loss_scale_factor(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& hyper = g.value(op.inputs[0]).type;
   const bool state = is_state(g.value(op.inputs[0]));
   if (hyper.dtype != DType::kFloat32 || (!state && hyper.elements() != format::kHyperParameterCount)) {
@@ -42,8 +46,9 @@ Status lower_loss_scale_factor(LowerContext& ctx, const Op& op) {
   v.operands = {hyper, factor};
   using P = format::params::LossScaleFactor;
   const bool state = is_state(ctx.graph().value(op.inputs[0]));
-  v.params = format::make_params<P>({{P::kReciprocal, op.attrs<LossScaleFactorAttrs>().reciprocal ? 1 : 0},
-                                     {P::kFromState, state ? 1 : 0}});
+  v.params =
+      format::make_params<P>({{P::kReciprocal, op.attrs<ir::LossScaleFactorAttrs>().reciprocal ? 1 : 0},
+                              {P::kFromState, state ? 1 : 0}});
   v.compute_cycles = 1.0;
   v.reads = {lowering::flat_region(hyper, 0, state ? kStateSize : int64_t{format::kHyperParameterCount})};
   v.writes = {lowering::flat_region(factor, 0, 1)};
@@ -54,14 +59,14 @@ Status lower_loss_scale_factor(LowerContext& ctx, const Op& op) {
 // Inputs: the state [2] (updated in place) and every stage's finite check, [stages]. Outputs:
 // finite [1] (1 or 0: the condition of the stage's update) and the report [2] (the scale the
 // update used, 1 if skipped: the host's kLossScaleStream).
-Status infer_loss_scale_update(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_loss_scale_update(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   if (!is_state(g.value(op.inputs[0])))
     return invalid_argument("expects the loss scale's state, float32 [2], got " +
                             g.value(op.inputs[0]).type.to_string());
   const TensorType& checks = g.value(op.inputs[1]).type;
   if (checks.dtype != DType::kFloat32 || checks.shape.size() != 1)
     return invalid_argument("expects the finite checks as a float32 vector, got " + checks.to_string());
-  const int64_t growth_steps = op.attrs<LossScaleUpdateAttrs>().growth_steps;
+  const int64_t growth_steps = op.attrs<ir::LossScaleUpdateAttrs>().growth_steps;
   if (growth_steps < 1 || growth_steps > format::kMaxLossScaleGrowthSteps)
     return invalid_argument("growth steps must be in [1, 2^24], got " + std::to_string(growth_steps));
   out.push_back({DType::kFloat32, {1}});
@@ -80,7 +85,7 @@ Status lower_loss_scale_update(LowerContext& ctx, const Op& op) {
   v.operands = {state, finite, report, checks};
   using P = format::params::LossScaleUpdate;
   v.params = format::make_params<P>(
-      {{P::kGrowthSteps, op.attrs<LossScaleUpdateAttrs>().growth_steps}, {P::kStages, stages}});
+      {{P::kGrowthSteps, op.attrs<ir::LossScaleUpdateAttrs>().growth_steps}, {P::kStages, stages}});
   v.compute_cycles = static_cast<double>(stages + 8) / ctx.target().cycles.vector_flops_per_cycle;
   v.reads = {lowering::flat_region(state, 0, kStateSize), lowering::flat_region(checks, 0, stages)};
   v.writes = {lowering::flat_region(finite, 0, 1), lowering::flat_region(report, 0, 2)};
@@ -89,8 +94,8 @@ Status lower_loss_scale_update(LowerContext& ctx, const Op& op) {
 }
 
 // Input: an accumulator, zeroed in place. No outputs.
-Status infer_zero_gradient(const Graph& g, const Op& op, std::vector<TensorType>&) {
-  if (g.value(op.inputs[0]).role != Role::kAccumulator)
+Status infer_zero_gradient(const ir::Graph& g, const Op& op, std::vector<TensorType>&) {
+  if (g.value(op.inputs[0]).role != ir::Role::kAccumulator)
     return invalid_argument("expects an accumulator, got '" + g.value(op.inputs[0]).name + "'");
   return Status();
 }
@@ -116,21 +121,21 @@ Status lower_zero_gradient(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& loss_scale_update_op() {
-  static const OpDefinition def{{OpKind::kLossScaleUpdate, 2, infer_loss_scale_update, nullptr},
+  static const OpDefinition def{{ir::OpKind::kLossScaleUpdate, 2, infer_loss_scale_update, nullptr},
                                 lower_loss_scale_update};
   return def;
 }
 
 const OpDefinition& zero_gradient_op() {
-  static const OpDefinition def{{OpKind::kZeroGradient, 1, infer_zero_gradient, nullptr},
+  static const OpDefinition def{{ir::OpKind::kZeroGradient, 1, infer_zero_gradient, nullptr},
                                 lower_zero_gradient};
   return def;
 }
 
 const OpDefinition& loss_scale_factor_op() {
-  static const OpDefinition def{{OpKind::kLossScaleFactor, 1, infer_loss_scale_factor, nullptr},
+  static const OpDefinition def{{ir::OpKind::kLossScaleFactor, 1, infer_loss_scale_factor, nullptr},
                                 lower_loss_scale_factor};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -6,7 +6,18 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::AxisAttrs;
+using ir::DType;
+using ir::GatherGradAttrs;
+using ir::GradContext;
+using ir::Graph;
+using ir::Op;
+using ir::OpKind;
+using ir::row_major_strides;
+using ir::StridedCopyAttrs;
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
@@ -193,7 +204,7 @@ StatusOr<int> strided_slice_gradient(GradContext& ctx, const Op& op, int dy, con
     const int64_t n = shape[k];
     if (n == in[k] && walks[k].start == 0 && (walks[k].step == 1 || n == 1)) continue;
     const int indices = g.add_value(op.name + "/grad_axis" + std::to_string(k) + "_indices",
-                                    {DType::kFloat32, {n}}, Role::kConstant);
+                                    {DType::kFloat32, {n}}, ir::Role::kConstant);
     g.value(indices).stage = op.stage;
     for (int64_t j = 0; j < n; ++j)
       g.value(indices).initial.push_back(static_cast<float>(walks[k].start + walks[k].step * j));
@@ -218,13 +229,13 @@ Status grad_strided_copy(GradContext& ctx, const Op& op) {
   if (auto repeated = broadcast_axes_of(op, in)) {
     int dx = dy;
     if (!repeated->empty()) {
-      ReduceAttrs sum;
+      ir::ReduceAttrs sum;
       sum.kind = format::ReduceKind::kSum;
       sum.axes = *repeated;
       IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kReduce, {dy}, sum, "/grad_repeats"));
     }
     if (ctx.graph().value(dx).type.shape != in) {
-      ReshapeAttrs reshape;
+      ir::ReshapeAttrs reshape;
       reshape.shape = in;
       IPU_ASSIGN_OR_RETURN(dx, grad_op(ctx, op, OpKind::kReshape, {dx}, reshape, "/grad"));
     }
@@ -565,7 +576,7 @@ const OpDefinition& strided_copy_op() {
   return def;
 }
 const OpDefinition& concat_op() {
-  static const OpDefinition def{{OpKind::kConcat, kVariadic, infer_concat, grad_concat}, lower_concat};
+  static const OpDefinition def{{OpKind::kConcat, ir::kVariadic, infer_concat, grad_concat}, lower_concat};
   return def;
 }
 const OpDefinition& gather_op() {
@@ -577,4 +588,4 @@ const OpDefinition& gather_grad_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

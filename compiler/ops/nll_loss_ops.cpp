@@ -8,7 +8,14 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::DType;
+using ir::NllLossAttrs;
+using ir::NllLossGradAttrs;
+using ir::Op;
+using ir::OpKind;
+using ir::TensorType;
+
 namespace {
 
 using format::LossReduction;
@@ -19,7 +26,7 @@ bool has_weights(const Op& op) {
   return op.inputs.size() == 3;
 }
 
-Status check_weights(const Graph& g, const Op& op, size_t index, int64_t classes) {
+Status check_weights(const ir::Graph& g, const Op& op, size_t index, int64_t classes) {
   if (op.inputs.size() <= index) return Status();
   const TensorType& w = g.value(op.inputs[index]).type;
   if (w.dtype != DType::kFloat32 || w.shape != std::vector<int64_t>{classes}) {
@@ -45,7 +52,7 @@ std::vector<int64_t> loss_shape(const Op& op, int64_t N, int64_t D) {
   return {};
 }
 
-Status infer_nll_loss(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_nll_loss(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   if (op.inputs.size() != 2 && op.inputs.size() != 3)
     return invalid_argument("takes input, target and optional weights");
   IPU_RETURN_IF_ERROR(check_reduction(op));
@@ -65,7 +72,7 @@ Status infer_nll_loss(const Graph& g, const Op& op, std::vector<TensorType>& out
 }
 
 // NllLossGrad(T [N,D], dY, W [C] optional) → dX of shape dx_shape = [N, C, D].
-Status infer_nll_loss_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_nll_loss_grad(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   if (op.inputs.size() != 2 && op.inputs.size() != 3)
     return invalid_argument("takes target, dY and optional weights");
   IPU_RETURN_IF_ERROR(check_reduction(op));
@@ -86,7 +93,7 @@ Status infer_nll_loss_grad(const Graph& g, const Op& op, std::vector<TensorType>
 
 // Only the input gets a gradient: the targets are indices, and the class weights are part of
 // the loss's definition, so training leaves them as they are even when they are an initializer.
-Status grad_nll_loss(GradContext& ctx, const Op& op) {
+Status grad_nll_loss(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
   NllLossGradAttrs attrs;
@@ -181,13 +188,14 @@ Status lower_nll_loss_grad(LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& nll_loss_op() {
-  static const OpDefinition def{{OpKind::kNllLoss, kVariadic, infer_nll_loss, grad_nll_loss}, lower_nll_loss};
+  static const OpDefinition def{{OpKind::kNllLoss, ir::kVariadic, infer_nll_loss, grad_nll_loss},
+                                lower_nll_loss};
   return def;
 }
 const OpDefinition& nll_loss_grad_op() {
-  static const OpDefinition def{{OpKind::kNllLossGrad, kVariadic, infer_nll_loss_grad, nullptr},
+  static const OpDefinition def{{OpKind::kNllLossGrad, ir::kVariadic, infer_nll_loss_grad, nullptr},
                                 lower_nll_loss_grad};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

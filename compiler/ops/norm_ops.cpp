@@ -8,7 +8,14 @@
 #include "compiler/ops/element_cycles.h"
 #include "compiler/ops/op_table.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Graph;
+using ir::NormAttrs;
+using ir::Op;
+using ir::OpKind;
+using ir::Phase;
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
@@ -47,7 +54,7 @@ Status infer_batch_norm(const Graph& g, const Op& op, std::vector<TensorType>& o
 // dX = dY · scale / sqrt(var + ε); dscale = Σ dY · (X − mean) / sqrt(var + ε); dB = Σ dY. The
 // statistics get no gradient: they are moving averages, not trained parameters. Normalised by its
 // input's own batch statistics (ONNX training_mode 1), the gradient is batch norm's own.
-Status grad_batch_norm(GradContext& ctx, const Op& op) {
+Status grad_batch_norm(ir::GradContext& ctx, const Op& op) {
   if (normalises_by_batch_statistics(ctx.graph(), op)) return grad_batch_norm_by_batch_statistics(ctx, op);
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0) return Status();
@@ -94,7 +101,7 @@ Status infer_batch_norm_grad_scale(const Graph& g, const Op& op, std::vector<Ten
     return invalid_argument("expects X and dY of one shape [N, C, ...]");
   }
   IPU_RETURN_IF_ERROR(expect_per_channel(g, op, x, {2, 3}));
-  out.push_back({DType::kFloat32, {x.shape[1]}});
+  out.push_back({ir::DType::kFloat32, {x.shape[1]}});
   return Status();
 }
 
@@ -179,7 +186,7 @@ Status infer_channels_layout(const Graph& g, const Op& op, std::vector<TensorTyp
   return Status();
 }
 
-Status grad_channels_layout(GradContext& ctx, const Op& op) {
+Status grad_channels_layout(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   if (dy < 0 || !ctx.needs_gradient(op.inputs[0])) return Status();
   const OpKind inverse =
@@ -244,4 +251,4 @@ const OpDefinition& to_channels_first_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

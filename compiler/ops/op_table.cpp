@@ -2,11 +2,11 @@
 
 #include <cstdlib>
 
-namespace ipu::ir {
+namespace ipu::ops {
 namespace {
 
 struct Tables {
-  OpTable rules{};
+  ir::OpTable rules{};
   lowering::OpLowerings lowerings{};
 };
 
@@ -14,11 +14,11 @@ const Tables& tables() {
   static const Tables built = [] {
     Tables t;
 #define OP(name, text, definition, attrs)                                                                    \
-  t.rules[static_cast<size_t>(OpKind::name)] = &definition().rules;                                          \
-  t.lowerings[static_cast<size_t>(OpKind::name)] = definition().lower;
+  t.rules[static_cast<size_t>(ir::OpKind::name)] = &definition().rules;                                      \
+  t.lowerings[static_cast<size_t>(ir::OpKind::name)] = definition().lower;
 #include "compiler/ir/ops.def"
 #undef OP
-    for (size_t k = 0; k < kOpKindCount; ++k) {
+    for (size_t k = 0; k < ir::kOpKindCount; ++k) {
       if (static_cast<size_t>(t.rules[k]->kind) != k)
         std::abort(); // an ops.def line naming another op's definition
     }
@@ -29,11 +29,11 @@ const Tables& tables() {
 
 } // namespace
 
-const OpTable& op_definitions() {
+const ir::OpTable& op_definitions() {
   return tables().rules;
 }
 const lowering::OpLowerings& op_lowerings() {
   return tables().lowerings;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -6,11 +6,11 @@
 #include "compiler/ir/op_registry.h"
 #include "compiler/lowering/lower_graph.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 
 // What an op's family file defines for it.
 struct OpDefinition {
-  OpDef rules;
+  ir::OpDef rules;
   lowering::LowerFn lower;
 };
 
@@ -20,7 +20,7 @@ struct OpDefinition {
 #undef OP
 
 // One entry per OpKind, built on first use.
-const OpTable& op_definitions();
+const ir::OpTable& op_definitions();
 const lowering::OpLowerings& op_lowerings();
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -6,7 +6,15 @@
 #include "compiler/ops/op_table.h"
 #include "runtime/format/host_contract.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::AdaptiveUpdateAttrs;
+using ir::Graph;
+using ir::Op;
+using ir::OpKind;
+using ir::RmsPropUpdateAttrs;
+using ir::SgdUpdateAttrs;
+using ir::TensorType;
+
 namespace {
 
 using lowering::LowerContext;
@@ -14,7 +22,7 @@ using lowering::LowerContext;
 Status infer_column_sum(const Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() != 2) return invalid_argument("expects a rank-2 input, got " + x.to_string());
-  out.push_back({DType::kFloat32, {x.shape[1]}});
+  out.push_back({ir::DType::kFloat32, {x.shape[1]}});
   return Status();
 }
 
@@ -208,7 +216,7 @@ Status infer_adam_update(const Graph& g, const Op& op, std::vector<TensorType>&)
 }
 
 Status lower_adam_update(LowerContext& ctx, const Op& op) {
-  const AdamUpdateAttrs& adam = op.attrs<AdamUpdateAttrs>();
+  const ir::AdamUpdateAttrs& adam = op.attrs<ir::AdamUpdateAttrs>();
   using P = format::params::Adam;
   lower_update(
       ctx, op, format::Codelet::kAdam, 12.0, 4, true,
@@ -262,7 +270,7 @@ const OpDefinition& adam_update_op() {
 }
 
 const OpDefinition& rms_prop_update_op() {
-  static const OpDefinition def{{OpKind::kRmsPropUpdate, kVariadic, infer_rms_prop_update, nullptr},
+  static const OpDefinition def{{OpKind::kRmsPropUpdate, ir::kVariadic, infer_rms_prop_update, nullptr},
                                 lower_rms_prop_update};
   return def;
 }
@@ -282,8 +290,9 @@ const OpDefinition& column_sum_op() {
   return def;
 }
 const OpDefinition& sgd_update_op() {
-  static const OpDefinition def{{OpKind::kSgdUpdate, kVariadic, infer_sgd_update, nullptr}, lower_sgd_update};
+  static const OpDefinition def{{OpKind::kSgdUpdate, ir::kVariadic, infer_sgd_update, nullptr},
+                                lower_sgd_update};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -5,45 +5,50 @@
 #include "compiler/lowering/split_helpers.h"
 #include "compiler/ops/op_table.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Op;
+using ir::OpKind;
+using ir::TensorType;
+using ir::WindowGradAttrs;
+
 namespace {
 
 using lowering::LowerContext;
 
-Status infer_pool(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_pool(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   if (x.shape.size() != 4) return invalid_argument("expects an NCHW input, got " + x.to_string());
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                       window_output_shape(x, op.attrs<WindowAttrs>(), x.shape[1]));
-  out.push_back({DType::kFloat32, shape});
+                       ir::window_output_shape(x, op.attrs<ir::WindowAttrs>(), x.shape[1]));
+  out.push_back({ir::DType::kFloat32, shape});
   return Status();
 }
 
 // MaxPoolGrad(X, dY) and AveragePoolGrad(dY) produce dX of their shape; dY must be the pooled shape.
-Status infer_pool_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType x{DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
+Status infer_pool_grad(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
+  const TensorType x{ir::DType::kFloat32, op.attrs<WindowGradAttrs>().shape};
   if (x.shape.size() != 4) return invalid_argument("expects an NCHW shape");
   IPU_ASSIGN_OR_RETURN(std::vector<int64_t> y,
-                       window_output_shape(x, op.attrs<WindowGradAttrs>().window, x.shape[1]));
+                       ir::window_output_shape(x, op.attrs<WindowGradAttrs>().window, x.shape[1]));
   if (g.value(op.inputs.back()).type.shape != y)
     return invalid_argument("dY does not match the pooled shape");
   out.push_back(x);
   return Status();
 }
 
-Status grad_pool(GradContext& ctx, const Op& op) {
+Status grad_pool(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
   WindowGradAttrs attrs;
-  attrs.window = op.attrs<WindowAttrs>();
+  attrs.window = op.attrs<ir::WindowAttrs>();
   attrs.shape = ctx.graph().value(x).type.shape;
   // MaxPool routes dY to the window's maximum, so it reads X again; AveragePool needs only dY.
   const bool max = op.kind == OpKind::kMaxPool;
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(max ? OpKind::kMaxPoolGrad : OpKind::kAveragePoolGrad,
                                                   op.name + "/grad",
                                                   max ? std::vector<int>{x, dy} : std::vector<int>{dy}, attrs,
-                                                  Phase::kBackward, op.stage));
+                                                  ir::Phase::kBackward, op.stage));
   return ctx.add_gradient(x, ctx.graph().op(id).outputs[0]);
 }
 
@@ -66,12 +71,13 @@ struct PoolShape {
   bool forward;
   const std::vector<int64_t>& x;
   const std::vector<int64_t>& y;
-  const WindowAttrs& win;
+  const ir::WindowAttrs& win;
 };
-PoolShape pool_shape(const Graph& g, const Op& op) {
+PoolShape pool_shape(const ir::Graph& g, const Op& op) {
   const bool forward = op.kind == OpKind::kMaxPool || op.kind == OpKind::kAveragePool;
   return {forward, forward ? g.value(op.inputs[0]).type.shape : op.attrs<WindowGradAttrs>().shape,
-          forward ? g.value(op.outputs[0]).type.shape : g.value(op.inputs.back()).type.shape, window_of(op)};
+          forward ? g.value(op.outputs[0]).type.shape : g.value(op.inputs.back()).type.shape,
+          ir::window_of(op)};
 }
 
 // The rows a pooling vertex owns: output rows in the forward pass, input rows (of dX) in the
@@ -93,8 +99,8 @@ void emit_pool_vertex(LowerContext& ctx, const Op& op, uint32_t tile, int64_t pb
   using Rows = std::pair<int64_t, int64_t>;
   const auto [ob, oe] = forward ? Rows{rows.begin, rows.end}
                         : whole ? Rows{0, y[2]}
-                                : window_output_rows_reaching(y[2], win, rows.begin, rows.end);
-  const auto [ib, ie] = oe > ob ? window_input_rows(x[2], win, ob, oe) : Rows{0, 0};
+                                : ir::window_output_rows_reaching(y[2], win, rows.begin, rows.end);
+  const auto [ib, ie] = oe > ob ? ir::window_input_rows(x[2], win, ob, oe) : Rows{0, 0};
 
   lowering::VertexSpec v;
   v.codelet = codelet_of(op.kind);
@@ -102,7 +108,7 @@ void emit_pool_vertex(LowerContext& ctx, const Op& op, uint32_t tile, int64_t pb
     v.operands.push_back(ctx.tensor(in));
   const uint32_t out = ctx.tensor(op.outputs[0]);
   v.operands.push_back(out);
-  const std::vector<int64_t> window = window_params(x, y, win);
+  const std::vector<int64_t> window = ir::window_params(x, y, win);
   if (average) {
     using P = format::params::AveragePool; // AveragePoolGrad's layout is the same
     static_assert(format::same_layout<P, format::params::AveragePoolGrad>);
@@ -195,4 +201,4 @@ const OpDefinition& average_pool_grad_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

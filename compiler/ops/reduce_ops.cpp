@@ -6,7 +6,13 @@
 #include "compiler/ops/op_table.h"
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::Op;
+using ir::OpKind;
+using ir::ReduceAttrs;
+using ir::ReshapeAttrs;
+using ir::TensorType;
+
 namespace {
 
 using format::BinaryKind;
@@ -27,7 +33,7 @@ std::vector<int64_t> reduced_shape(const std::vector<int64_t>& in, const std::ve
   return out;
 }
 
-Status infer_reduce(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_reduce(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   IPU_RETURN_IF_ERROR(check_rank(x));
   const ReduceAttrs& reduce = op.attrs<ReduceAttrs>();
@@ -45,13 +51,13 @@ Status infer_reduce(const Graph& g, const Op& op, std::vector<TensorType>& out) 
   if (kind >= static_cast<int64_t>(ReduceKind::kArgMax) && axes.size() != 1) {
     return invalid_argument("an arg reduction takes one axis");
   }
-  out.push_back({DType::kFloat32, reduced_shape(x.shape, axes, reduce.keep_dims)});
+  out.push_back({ir::DType::kFloat32, reduced_shape(x.shape, axes, reduce.keep_dims)});
   return Status();
 }
 
 // Max and min: the gradient goes to the elements equal to the result, shared equally among ties
 // (the subgradient torch's amax/amin take): dX = (X == Y) · dY / count(X == Y).
-StatusOr<int> grad_extremum(GradContext& ctx, const Op& op, int dy_kept, const ReshapeAttrs& kept) {
+StatusOr<int> grad_extremum(ir::GradContext& ctx, const Op& op, int dy_kept, const ReshapeAttrs& kept) {
   const int x = op.inputs[0];
   int y = op.outputs[0];
   if (ctx.graph().value(y).type.shape != kept.shape) {
@@ -70,7 +76,7 @@ StatusOr<int> grad_extremum(GradContext& ctx, const Op& op, int dy_kept, const R
 // group is a row of [rows, n] (unless the reduced axes are last already), ReduceProdGrad takes
 // the products of the others without dividing by X (exact with zeros), and the rows go back to
 // X's layout.
-StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
+StatusOr<int> grad_product(ir::GradContext& ctx, const Op& op, int dy) {
   const int x = op.inputs[0];
   const std::vector<int64_t> in = ctx.graph().value(x).type.shape;
   const std::vector<int64_t>& axes = op.attrs<ReduceAttrs>().axes;
@@ -80,8 +86,8 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
       order.push_back(static_cast<int64_t>(k));
   }
   order.insert(order.end(), axes.begin(), axes.end());
-  const std::vector<int64_t> strides = row_major_strides(in);
-  StridedCopyAttrs to_rows;
+  const std::vector<int64_t> strides = ir::row_major_strides(in);
+  ir::StridedCopyAttrs to_rows;
   int64_t n = 1;
   for (int64_t a : order) {
     to_rows.shape.push_back(in[static_cast<size_t>(a)]);
@@ -103,13 +109,13 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
   IPU_ASSIGN_OR_RETURN(int others,
                        grad_op(ctx, op, OpKind::kReduceProdGrad, {grouped, per_row}, {}, "/grad_others"));
   if (in_place) return grad_op(ctx, op, OpKind::kReshape, {others}, ReshapeAttrs{in}, "/grad");
-  StridedCopyAttrs as_x;
+  ir::StridedCopyAttrs as_x;
   as_x.shape = in;
   // Back to X's layout: X's axis order[m] is the rows' axis m.
   ReshapeAttrs as_rows;
   as_rows.shape = to_rows.shape;
   IPU_ASSIGN_OR_RETURN(others, grad_op(ctx, op, OpKind::kReshape, {others}, as_rows, "/grad_rows_nd"));
-  const std::vector<int64_t> row_strides = row_major_strides(to_rows.shape);
+  const std::vector<int64_t> row_strides = ir::row_major_strides(to_rows.shape);
   as_x.strides.resize(in.size());
   for (size_t m = 0; m < order.size(); ++m)
     as_x.strides[static_cast<size_t>(order[m])] = row_strides[m];
@@ -119,7 +125,7 @@ StatusOr<int> grad_product(GradContext& ctx, const Op& op, int dy) {
 // Sum: dX = dY broadcast over the reduced axes; mean: the same divided by the count; max and
 // min: grad_extremum; product: grad_product. Arg reductions are piecewise constant: no gradient
 // flows (as through comparisons).
-Status grad_reduce(GradContext& ctx, const Op& op) {
+Status grad_reduce(ir::GradContext& ctx, const Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   const ReduceKind kind = op.attrs<ReduceAttrs>().kind;
@@ -155,7 +161,7 @@ Status grad_reduce(GradContext& ctx, const Op& op) {
 
 Status lower_reduce(LowerContext& ctx, const Op& op) {
   const std::vector<int64_t>& in = ctx.graph().value(op.inputs[0]).type.shape;
-  const std::vector<int64_t> strides = row_major_strides(in);
+  const std::vector<int64_t> strides = ir::row_major_strides(in);
   const ReduceAttrs& reduce = op.attrs<ReduceAttrs>();
   std::vector<int64_t> out_dims, out_strides, red_dims, red_strides;
   int64_t count = 1;
@@ -224,7 +230,7 @@ Status lower_reduce(LowerContext& ctx, const Op& op) {
 
 // ReduceProdGrad: dX [rows, n] = dY [rows] times the product of the other elements of each row
 // of X [rows, n] (grad_product).
-Status infer_reduce_prod_grad(const Graph& g, const Op& op, std::vector<TensorType>& out) {
+Status infer_reduce_prod_grad(const ir::Graph& g, const Op& op, std::vector<TensorType>& out) {
   const TensorType& x = g.value(op.inputs[0]).type;
   const TensorType& dy = g.value(op.inputs[1]).type;
   if (x.shape.size() != 2 || dy.shape != std::vector<int64_t>{x.shape[0]}) {
@@ -268,4 +274,4 @@ const OpDefinition& reduce_prod_grad_op() {
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

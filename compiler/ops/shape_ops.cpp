@@ -3,12 +3,12 @@
 #include "compiler/lowering/lower_context.h"
 #include "compiler/ops/op_table.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 namespace {
 
-Status infer_reshape(const Graph& g, const Op& op, std::vector<TensorType>& out) {
-  const TensorType& x = g.value(op.inputs[0]).type;
-  TensorType y{x.dtype, op.attrs<ReshapeAttrs>().shape};
+Status infer_reshape(const ir::Graph& g, const ir::Op& op, std::vector<ir::TensorType>& out) {
+  const ir::TensorType& x = g.value(op.inputs[0]).type;
+  ir::TensorType y{x.dtype, op.attrs<ir::ReshapeAttrs>().shape};
   if (y.elements() != x.elements()) {
     return invalid_argument("cannot reshape " + x.to_string() + " to " + y.to_string());
   }
@@ -16,18 +16,18 @@ Status infer_reshape(const Graph& g, const Op& op, std::vector<TensorType>& out)
   return Status();
 }
 
-Status grad_reshape(GradContext& ctx, const Op& op) {
+Status grad_reshape(ir::GradContext& ctx, const ir::Op& op) {
   const int dy = ctx.gradient_of(op.outputs[0]);
   const int x = op.inputs[0];
   if (dy < 0 || !ctx.needs_gradient(x)) return Status();
-  ReshapeAttrs attrs;
+  ir::ReshapeAttrs attrs;
   attrs.shape = ctx.graph().value(x).type.shape;
-  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(OpKind::kReshape, op.name + "/grad", {dy}, attrs,
-                                                  Phase::kBackward, op.stage));
+  IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(ir::OpKind::kReshape, op.name + "/grad", {dy}, attrs,
+                                                  ir::Phase::kBackward, op.stage));
   return ctx.add_gradient(x, ctx.graph().op(id).outputs[0]);
 }
 
-Status lower_reshape(lowering::LowerContext& ctx, const Op& op) {
+Status lower_reshape(lowering::LowerContext& ctx, const ir::Op& op) {
   ctx.alias(op.outputs[0], op.inputs[0]);
   return Status();
 }
@@ -35,8 +35,8 @@ Status lower_reshape(lowering::LowerContext& ctx, const Op& op) {
 } // namespace
 
 const OpDefinition& reshape_op() {
-  static const OpDefinition def{{OpKind::kReshape, 1, infer_reshape, grad_reshape}, lower_reshape};
+  static const OpDefinition def{{ir::OpKind::kReshape, 1, infer_reshape, grad_reshape}, lower_reshape};
   return def;
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 
-namespace ipu::ir {
+namespace ipu::ops {
+using ir::GradContext;
+using ir::Op;
+using ir::OpKind;
 
 std::pair<int64_t, int64_t> strided_extent(const std::vector<int64_t>& dims,
                                            const std::vector<int64_t>& strides, int64_t first, int64_t last) {
@@ -236,7 +239,7 @@ void emit_sum_of_shares(lowering::LowerContext& ctx, uint32_t partials, uint32_t
   }
 }
 
-Status check_rank(const TensorType& type) {
+Status check_rank(const ir::TensorType& type) {
   if (static_cast<int64_t>(type.shape.size()) > format::kMaxTensorRank) {
     return unsupported("rank " + std::to_string(type.shape.size()) + " of " + type.to_string() +
                        " exceeds the supported rank " + std::to_string(format::kMaxTensorRank));
@@ -244,16 +247,16 @@ Status check_rank(const TensorType& type) {
   return Status();
 }
 
-StatusOr<int> grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs, OpAttrs attrs,
+StatusOr<int> grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs, ir::OpAttrs attrs,
                       const std::string& suffix) {
   IPU_ASSIGN_OR_RETURN(int id, ctx.graph().add_op(kind, op.name + suffix, std::move(inputs), std::move(attrs),
-                                                  Phase::kBackward, op.stage));
+                                                  ir::Phase::kBackward, op.stage));
   return ctx.graph().op(id).outputs[0];
 }
 
 StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind, int x, float alpha,
                          float beta, const std::string& suffix) {
-  UnaryAttrs attrs;
+  ir::UnaryAttrs attrs;
   attrs.kind = kind;
   attrs.alpha = alpha;
   attrs.beta = beta;
@@ -262,7 +265,7 @@ StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind,
 
 StatusOr<int> grad_binary(GradContext& ctx, const Op& op, format::BinaryKind kind, int a, int b,
                           const std::string& suffix) {
-  BinaryAttrs attrs;
+  ir::BinaryAttrs attrs;
   attrs.kind = kind;
   return grad_op(ctx, op, OpKind::kBinary, {a, b}, attrs, suffix);
 }
@@ -271,7 +274,7 @@ StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vec
                           const std::string& suffix) {
   const std::vector<int64_t> full = ctx.graph().value(gradient).type.shape;
   if (full == shape) return gradient;
-  ReduceAttrs sum;
+  ir::ReduceAttrs sum;
   sum.kind = format::ReduceKind::kSum;
   const size_t lead = full.size() - shape.size();
   for (size_t i = 0; i < full.size(); ++i) {
@@ -281,7 +284,7 @@ StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vec
   if (!sum.axes.empty()) {
     IPU_ASSIGN_OR_RETURN(value, grad_op(ctx, op, OpKind::kReduce, {gradient}, sum, suffix + "/sum"));
   }
-  ReshapeAttrs reshape;
+  ir::ReshapeAttrs reshape;
   reshape.shape = shape;
   if (ctx.graph().value(value).type.shape == shape) return value;
   return grad_op(ctx, op, OpKind::kReshape, {value}, reshape, suffix + "/reshape");
@@ -291,10 +294,10 @@ StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std:
                            const std::string& suffix) {
   const std::vector<int64_t>& in = ctx.graph().value(value).type.shape;
   if (in == shape) return value;
-  StridedCopyAttrs copy;
+  ir::StridedCopyAttrs copy;
   copy.shape = shape;
-  copy.strides = broadcast_strides(in, shape);
+  copy.strides = ir::broadcast_strides(in, shape);
   return grad_op(ctx, op, OpKind::kStridedCopy, {value}, copy, suffix);
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

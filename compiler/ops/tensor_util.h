@@ -14,10 +14,10 @@
 #include "compiler/lowering/split_helpers.h"
 #include "runtime/format/tensor_kinds.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 
 // Error unless the rank is at most the codelets' limit.
-Status check_rank(const TensorType& type);
+Status check_rank(const ir::TensorType& type);
 
 // The least and greatest Σ idx_k·strides_k over the indices of `dims` whose row-major positions
 // lie in [first, last] (inclusive): the part of an input that the outputs there read. Exact.
@@ -81,32 +81,32 @@ std::vector<lowering::Region> reduction_read_regions(uint32_t tensor, const Inpu
 // input of the output's shape at [begin, end), one with an `access` entry at the range its outputs map to,
 // and any other whole.
 template <typename Make>
-void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet,
+void lower_output_range(lowering::LowerContext& ctx, const ir::Op& op, format::Codelet codelet,
                         double cycles_per_element, const std::vector<float>& fparams, Make&& make,
                         const std::vector<InputAccess>& access = {});
 
 // Gradient helpers: each adds backward-phase ops named after `op` and returns the new value.
-StatusOr<int> grad_op(GradContext& ctx, const Op& op, OpKind kind, std::vector<int> inputs, OpAttrs attrs,
-                      const std::string& suffix);
-StatusOr<int> grad_unary(GradContext& ctx, const Op& op, format::UnaryKind kind, int x, float alpha,
+StatusOr<int> grad_op(ir::GradContext& ctx, const ir::Op& op, ir::OpKind kind, std::vector<int> inputs,
+                      ir::OpAttrs attrs, const std::string& suffix);
+StatusOr<int> grad_unary(ir::GradContext& ctx, const ir::Op& op, format::UnaryKind kind, int x, float alpha,
                          float beta, const std::string& suffix);
-StatusOr<int> grad_binary(GradContext& ctx, const Op& op, format::BinaryKind kind, int a, int b,
+StatusOr<int> grad_binary(ir::GradContext& ctx, const ir::Op& op, format::BinaryKind kind, int a, int b,
                           const std::string& suffix);
 // Sums `gradient` (shaped like the broadcast output) over the axes along which a value of
 // `shape` was broadcast, and reshapes it to `shape`. Shapes are taken by value: callers pass a
 // graph value's shape, which the ops added here may move.
-StatusOr<int> unbroadcast(GradContext& ctx, const Op& op, int gradient, std::vector<int64_t> shape,
+StatusOr<int> unbroadcast(ir::GradContext& ctx, const ir::Op& op, int gradient, std::vector<int64_t> shape,
                           const std::string& suffix);
 // `value` broadcast to `shape` (a StridedCopy with zero strides; the value itself if equal).
-StatusOr<int> broadcast_to(GradContext& ctx, const Op& op, int value, const std::vector<int64_t>& shape,
-                           const std::string& suffix);
+StatusOr<int> broadcast_to(ir::GradContext& ctx, const ir::Op& op, int value,
+                           const std::vector<int64_t>& shape, const std::string& suffix);
 
 template <typename Make>
-void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codelet codelet,
+void lower_output_range(lowering::LowerContext& ctx, const ir::Op& op, format::Codelet codelet,
                         double cycles_per_element, const std::vector<float>& fparams, Make&& make,
                         const std::vector<InputAccess>& access) {
-  const Graph& g = ctx.graph();
-  const TensorType& out = g.value(op.outputs[0]).type;
+  const ir::Graph& g = ctx.graph();
+  const ir::TensorType& out = g.value(op.outputs[0]).type;
   const int64_t n = out.elements();
   std::vector<uint32_t> inputs;
   for (int in : op.inputs)
@@ -125,7 +125,7 @@ void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codel
     v.fparams = fparams;
     v.compute_cycles = cycles_per_element * static_cast<double>(end - begin);
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const TensorType& t = g.value(op.inputs[i]).type;
+      const ir::TensorType& t = g.value(op.inputs[i]).type;
       if (t.shape == out.shape) {
         v.reads.push_back(lowering::flat_region(inputs[i], begin, end));
       } else if (i < access.size() && !access[i].dims.empty()) {
@@ -141,4 +141,4 @@ void lower_output_range(lowering::LowerContext& ctx, const Op& op, format::Codel
   });
 }
 
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -36,7 +36,7 @@ bool small_enough(const ipu::frontend::ModelSpec& spec) {
 
 // The frontends' graphs run each op's shape rule: install the op table once, as the driver does.
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  ipu::ir::install_op_table(ipu::ir::op_definitions());
+  ipu::ir::install_op_table(ipu::ops::op_definitions());
   return 0;
 }
 

@@ -13,7 +13,7 @@
 
 // The frontends' graphs run each op's shape rule: install the op table once, as the driver does.
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  ipu::ir::install_op_table(ipu::ir::op_definitions());
+  ipu::ir::install_op_table(ipu::ops::op_definitions());
   return 0;
 }
 

@@ -6,6 +6,6 @@
 // The tests build graphs directly, not only through compile_model, so they install the op table
 // first as the driver does.
 int main(int argc, char** argv) {
-  ipu::ir::install_op_table(ipu::ir::op_definitions());
+  ipu::ir::install_op_table(ipu::ops::op_definitions());
   return doctest::Context(argc, argv).run();
 }

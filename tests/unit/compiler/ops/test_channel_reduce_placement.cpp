@@ -8,13 +8,13 @@
 #include "compiler/ops/channel_reduce_plan.h"
 #include "tests/unit/compiler/test_support.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 namespace {
 
 // An 8-tile IPU with x [N 2, C 8, S 4096] that a first compute set wrote: large enough that
 // receiving a block costs more than the step that combines partials.
 struct Fixture {
-  Graph graph;
+  ir::Graph graph;
   target::TargetSpec target;
   format::Executable exe;
   lowering::LowerContext ctx;
@@ -93,4 +93,4 @@ TEST_CASE("place_channel_reduce keeps the planned grid when the input lies on on
 }
 
 } // namespace
-} // namespace ipu::ir
+} // namespace ipu::ops

@@ -18,49 +18,50 @@ TEST_CASE("element cycles: popops' per-function float costs, per element per til
   const target::CycleModel m = target::target_preset("mk2")->cycles;
   // A vector op: 2 floats per 3 cycles. EXPONENT 6 per 2, LOGARITHM 12 per 2, ERF 41 per 1,
   // GELU_ERF 22 per 1, DIVIDE 10 per 2, EQUAL 14 per 4.
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kRelu, 0) == doctest::Approx(1.5));
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kExp, 0) == 3);
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kLog, 0) == 6);
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kErf, 0) == 41);
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kGelu, 0) == 22);
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kSoftplus, 0) == doctest::Approx(3 + 6 + 1.5));
-  CHECK(ir::binary_cycles_per_element(m, BinaryKind::kAdd) == doctest::Approx(1.5));
-  CHECK(ir::binary_cycles_per_element(m, BinaryKind::kDiv) == 5);
-  CHECK(ir::binary_cycles_per_element(m, BinaryKind::kLess) == 3.5);
-  CHECK(ir::binary_cycles_per_element(m, BinaryKind::kPow) == 312);
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kRelu, 0) == doctest::Approx(1.5));
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kExp, 0) == 3);
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kLog, 0) == 6);
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kErf, 0) == 41);
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kGelu, 0) == 22);
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kSoftplus, 0) == doctest::Approx(3 + 6 + 1.5));
+  CHECK(ops::binary_cycles_per_element(m, BinaryKind::kAdd) == doctest::Approx(1.5));
+  CHECK(ops::binary_cycles_per_element(m, BinaryKind::kDiv) == 5);
+  CHECK(ops::binary_cycles_per_element(m, BinaryKind::kLess) == 3.5);
+  CHECK(ops::binary_cycles_per_element(m, BinaryKind::kPow) == 312);
   // The gradients of sigmoid and tanh from their output are three vector ops.
-  CHECK(ir::activation_cycles_per_element(m, format::ActivationKind::kSigmoid, false) == 6);
-  CHECK(ir::activation_cycles_per_element(m, format::ActivationKind::kSigmoid, true) == doctest::Approx(4.5));
+  CHECK(ops::activation_cycles_per_element(m, format::ActivationKind::kSigmoid, false) == 6);
+  CHECK(ops::activation_cycles_per_element(m, format::ActivationKind::kSigmoid, true) ==
+        doctest::Approx(4.5));
   // max, subtract, exp, sum, scale.
-  CHECK(ir::softmax_cycles_per_element(m) == doctest::Approx(3 + 4 * 1.5));
+  CHECK(ops::softmax_cycles_per_element(m) == doctest::Approx(3 + 4 * 1.5));
 }
 
 TEST_CASE("element cycles: batch norm's passes run at popops' half channel-op rates") {
   const target::CycleModel m = target::target_preset("mk2")->cycles;
   const target::CycleModel half = target::at_half_rates(m);
-  using ir::BatchNormPass;
+  using ops::BatchNormPass;
   // fp16, 64 channels: subtract 2/8, multiply in place 2/4, multiply 1/4, add 2/8 cycles.
-  CHECK(ir::batch_norm_cycles_per_element(half, BatchNormPass::kNormalise, true, 64) ==
+  CHECK(ops::batch_norm_cycles_per_element(half, BatchNormPass::kNormalise, true, 64) ==
         doctest::Approx(1.25));
   // The gradient: scale multiply 1/4, whitening 3/4, multiply 1/4, add 1/4, scaledAddTo at the
   // half vector rate 3/4, multiply in place 2/4.
-  CHECK(ir::batch_norm_cycles_per_element(half, BatchNormPass::kTrainGradientInput, true, 64) ==
+  CHECK(ops::batch_norm_cycles_per_element(half, BatchNormPass::kTrainGradientInput, true, 64) ==
         doctest::Approx(2.75));
   // Channels not a multiple of 4 keep BinaryOp's rate (popops binaryOpBroadcastInnerVector's
   // fallback), as does float whatever the channels: four vector ops of 1.5 cycles.
-  CHECK(ir::batch_norm_cycles_per_element(half, BatchNormPass::kNormalise, true, 6) == doctest::Approx(3));
-  CHECK(ir::batch_norm_cycles_per_element(m, BatchNormPass::kNormalise, false, 64) == doctest::Approx(6));
-  CHECK(ir::batch_norm_cycles_per_element(m, BatchNormPass::kTrainGradientInput, false, 64) ==
+  CHECK(ops::batch_norm_cycles_per_element(half, BatchNormPass::kNormalise, true, 6) == doctest::Approx(3));
+  CHECK(ops::batch_norm_cycles_per_element(m, BatchNormPass::kNormalise, false, 64) == doctest::Approx(6));
+  CHECK(ops::batch_norm_cycles_per_element(m, BatchNormPass::kTrainGradientInput, false, 64) ==
         doctest::Approx(7 * 1.5));
 }
 
 TEST_CASE("element cycles: constant exponents cost what popops rewrites them to") {
   const target::CycleModel m = target::target_preset("mk2")->cycles;
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kPowScalar, 2) == doctest::Approx(1.5)); // SQUARE
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kPowScalar, 0.5) == 5);                  // SQRT
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kPowScalar, -0.5) == 4);                 // RSQRT
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kPowScalar, -1) == 3);                   // INVERSE
-  CHECK(ir::unary_cycles_per_element(m, UnaryKind::kPowScalar, 3) == 312);                  // POWER
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kPowScalar, 2) == doctest::Approx(1.5)); // SQUARE
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kPowScalar, 0.5) == 5);                  // SQRT
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kPowScalar, -0.5) == 4);                 // RSQRT
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kPowScalar, -1) == 3);                   // INVERSE
+  CHECK(ops::unary_cycles_per_element(m, UnaryKind::kPowScalar, 3) == 312);                  // POWER
 }
 
 // The compute cycles of an op's vertices, however it is split: elements × the function's cost.

@@ -12,7 +12,7 @@
 
 #include "compiler/ops/tensor_util.h"
 
-namespace ipu::ir {
+namespace ipu::ops {
 namespace {
 
 std::pair<int64_t, int64_t> enumerated(const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
@@ -179,4 +179,4 @@ TEST_CASE("reduction_read_regions: a column sum reads its columns of every row, 
 }
 
 } // namespace
-} // namespace ipu::ir
+} // namespace ipu::ops

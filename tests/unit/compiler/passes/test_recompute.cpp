@@ -25,7 +25,7 @@ struct Chain {
 };
 
 Chain chain(int layers) {
-  ir::install_op_table(ir::op_definitions());
+  ir::install_op_table(ops::op_definitions());
   Chain c;
   ir::Graph& g = c.graph;
   int a = g.add_value("x", {ir::DType::kFloat32, {4, 8}}, ir::Role::kInput);
@@ -128,7 +128,7 @@ TEST_CASE("recompute: named checkpoints cut after the ops of those names or kind
 }
 
 TEST_CASE("recompute: an op that updates state is never run twice, its output is kept") {
-  ir::install_op_table(ir::op_definitions());
+  ir::install_op_table(ops::op_definitions());
   ir::Graph g;
   const int x = g.add_value("x", {ir::DType::kFloat32, {4, 8}}, ir::Role::kInput);
   const int state = g.add_value("running", {ir::DType::kFloat32, {4, 8}}, ir::Role::kOptimizerState);
