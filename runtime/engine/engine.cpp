@@ -38,6 +38,13 @@ struct VertexOrigin {
   uint32_t replica = 0;
 };
 
+// A piece of a range the engine rounds: elements [begin, end) of `tensor`.
+struct RoundingTask {
+  uint32_t tensor = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
 // The host's execution plan of one compute set: the per-tile vertices of the executable,
 // coalesced into fewer host tasks (coalesce.h).
 struct PreparedComputeSet {
@@ -49,15 +56,30 @@ struct PreparedComputeSet {
   std::vector<kernels::KernelFault> faults;
   bool can_fault = false;
   bool parallel = false;
+  // The set's `rounded` ranges in pieces of at most kRoundingGrain elements, the same on every
+  // replica.
+  std::vector<RoundingTask> rounding;
   uint64_t executions = 0; // how many times it has run: stochastic rounding's stream
 };
 
-// A piece of a range the engine rounds: elements [begin, end) of `tensor`.
-struct RoundingTask {
-  uint32_t tensor = 0;
-  uint64_t begin = 0;
-  uint64_t end = 0;
-};
+// A compute set's `rounded` ranges (sorted and disjoint: the verifier checks it) as host tasks:
+// ranges that touch are joined, since tiles often write neighbouring regions of one tensor, then
+// cut into pieces of at most kRoundingGrain elements.
+std::vector<RoundingTask> rounding_tasks(const format::ComputeSet& set) {
+  std::vector<RoundingTask> joined;
+  for (const format::TensorRange& range : set.rounded()) {
+    if (!joined.empty() && joined.back().tensor == range.tensor() && joined.back().end == range.begin())
+      joined.back().end = range.end();
+    else
+      joined.push_back({range.tensor(), range.begin(), range.end()});
+  }
+  std::vector<RoundingTask> tasks;
+  for (const RoundingTask& range : joined) {
+    for (uint64_t begin = range.begin; begin < range.end; begin += kRoundingGrain)
+      tasks.push_back({range.tensor, begin, std::min(range.end, begin + kRoundingGrain)});
+  }
+  return tasks;
+}
 
 } // namespace
 
@@ -234,6 +256,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
     for (const kernels::KernelEntry& kernel : all.kernels)
       all.can_fault = all.can_fault || kernel.can_fault();
     all.parallel = all.vertices.size() > 1 && cycles * replicas >= kParallelCycleThreshold;
+    all.rounding = rounding_tasks(cs);
     impl->compute_sets.push_back(std::move(all));
   }
   if (impl->observer != nullptr) impl->observer->attached(impl->executable);
@@ -360,15 +383,10 @@ Status Engine::Impl::run_compute_set(uint32_t index) {
 // kRoundingGrain elements. An element's result depends only on its value (and, stochastically,
 // on its place in the stream), so the split does not change it.
 void Engine::Impl::round_written(uint32_t index) {
-  const format::ComputeSet& set = executable.compute_sets(static_cast<int>(index));
   PreparedComputeSet& prepared = compute_sets[index];
   const uint64_t execution = prepared.executions++;
-  if (set.rounded_size() == 0) return;
-  std::vector<RoundingTask> tasks;
-  for (const format::TensorRange& range : set.rounded()) {
-    for (uint64_t begin = range.begin(); begin < range.end(); begin += kRoundingGrain)
-      tasks.push_back({range.tensor(), begin, std::min(range.end(), begin + kRoundingGrain)});
-  }
+  const std::vector<RoundingTask>& tasks = prepared.rounding;
+  if (tasks.empty()) return;
   auto round_task = [&](size_t i) {
     const RoundingTask& task = tasks[i % tasks.size()];
     const auto replica = static_cast<uint32_t>(i / tasks.size());

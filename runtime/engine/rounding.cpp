@@ -4,6 +4,45 @@
 #include "runtime/base/splitmix64.h"
 
 namespace ipu::engine {
+namespace {
+
+// Rounds data[0, n) to the nearest binary16 values. The loop is compiled three times, for
+// AVX-512, AVX2 and x86-64's baseline SSE2, and the widest this CPU has runs: the same operations
+// on 16, 8 or 4 lanes, so the same bits. SSE2 alone has no unsigned compare or blend and takes
+// about 0.7 ns an element here; AVX-512, about 0.13. Chosen by a test of the CPU, not by an ifunc
+// (target_clones): clang's ThreadSanitizer instruments an ifunc's resolver, which then runs
+// before the sanitizer is ready and crashes the program as it loads.
+[[gnu::always_inline]] inline void round_span_to_nearest(float* data, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    data[i] = ipu::round_to_half(data[i]);
+}
+using RoundSpan = void (*)(float*, uint64_t);
+void round_baseline(float* data, uint64_t n) {
+  round_span_to_nearest(data, n);
+}
+#if defined(__x86_64__)
+[[gnu::target("avx2")]] void round_avx2(float* data, uint64_t n) {
+  round_span_to_nearest(data, n);
+}
+[[gnu::target("avx512f")]] void round_avx512(float* data, uint64_t n) {
+  round_span_to_nearest(data, n);
+}
+#endif
+
+RoundSpan widest_round_span() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f")) return round_avx512;
+  if (__builtin_cpu_supports("avx2")) return round_avx2;
+#endif
+  return round_baseline;
+}
+
+void round_to_nearest_half(float* data, uint64_t n) {
+  static const RoundSpan round_span = widest_round_span();
+  round_span(data, n);
+}
+
+} // namespace
 
 RoundingStream RoundingStream::of(uint64_t seed, uint32_t compute_set, uint64_t execution, uint32_t tensor,
                                   uint32_t replica) {
@@ -14,11 +53,7 @@ RoundingStream RoundingStream::of(uint64_t seed, uint32_t compute_set, uint64_t 
 }
 
 void round_to_half(float* data, uint64_t begin, uint64_t end, const RoundingStream* stream) {
-  if (stream == nullptr) {
-    for (uint64_t i = begin; i < end; ++i)
-      data[i] = ipu::round_to_half(data[i]);
-    return;
-  }
+  if (stream == nullptr) return round_to_nearest_half(data + begin, end - begin);
   for (uint64_t i = begin; i < end; ++i) {
     const auto random = static_cast<uint32_t>(splitmix64(stream->key, i) >> 32);
     data[i] = round_to_half_stochastic(data[i], random);
