@@ -16,7 +16,6 @@ namespace {
   for (uint64_t i = 0; i < n; ++i)
     data[i] = ipu::round_to_half(data[i]);
 }
-using RoundSpan = void (*)(float*, uint64_t);
 void round_baseline(float* data, uint64_t n) {
   round_span_to_nearest(data, n);
 }
@@ -29,20 +28,23 @@ void round_baseline(float* data, uint64_t n) {
 }
 #endif
 
-RoundSpan widest_round_span() {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f")) return round_avx512;
-  if (__builtin_cpu_supports("avx2")) return round_avx2;
-#endif
-  return round_baseline;
-}
-
 void round_to_nearest_half(float* data, uint64_t n) {
-  static const RoundSpan round_span = widest_round_span();
-  round_span(data, n);
+  static const NearestRoundingLoop widest = nearest_rounding_loops().front();
+  widest.round(data, n);
 }
 
 } // namespace
+
+std::vector<NearestRoundingLoop> nearest_rounding_loops() {
+  std::vector<NearestRoundingLoop> loops;
+#if defined(__x86_64__)
+  __builtin_cpu_init(); // may run before libgcc's own initialisation (static constructors)
+  if (__builtin_cpu_supports("avx512f")) loops.push_back({"avx512f", round_avx512});
+  if (__builtin_cpu_supports("avx2")) loops.push_back({"avx2", round_avx2});
+#endif
+  loops.push_back({"baseline", round_baseline});
+  return loops;
+}
 
 RoundingStream RoundingStream::of(uint64_t seed, uint32_t compute_set, uint64_t execution, uint32_t tensor,
                                   uint32_t replica) {

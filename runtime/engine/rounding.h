@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace ipu::engine {
 
@@ -25,5 +26,13 @@ struct RoundingStream {
 // Rounds data[begin, end) to binary16 values: to nearest even, or stochastically with `stream`'s
 // random numbers when it is given.
 void round_to_half(float* data, uint64_t begin, uint64_t end, const RoundingStream* stream);
+
+// The loops that round to nearest, one per instruction set this CPU runs, widest first:
+// round_to_half uses the first, and the tests run each.
+struct NearestRoundingLoop {
+  const char* isa;
+  void (*round)(float* data, uint64_t n);
+};
+std::vector<NearestRoundingLoop> nearest_rounding_loops();
 
 } // namespace ipu::engine
