@@ -1,6 +1,6 @@
 // Host tasks from per-tile vertices (runtime/engine/coalesce.cpp): MatMul grids become tasks that
 // span the shorter side of C whatever order the blocks come in, ranges merge out of order, the
-// size cap holds, and the tasks compute what the vertices did.
+// size cap holds, the tasks compute what the vertices did, and coalesce_by_op keeps ops apart.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -161,5 +161,44 @@ TEST_CASE("coalesce: a Conv's tasks at batch 1 take at least 32 channels") {
       ranges.emplace_back(t.work.params[20], t.work.params[21]);
     using Ranges = std::vector<std::pair<int64_t, int64_t>>;
     CHECK(ranges == (M == 40 ? Ranges{{0, 32}, {32, 40}} : Ranges{{0, 12}}));
+  }
+}
+
+// coalesce_by_op: what one op's vertices make never merges with another op's, even where the
+// ranges continue each other (a fault must name the right op); ops come in order of first
+// appearance; first_vertex indexes the compute set; each op's task size is its own (an eighth of
+// its cycles, at least 20,000).
+TEST_CASE("coalesce: by op, tasks keep to one op each, with the op's own size") {
+  std::vector<float> x = values(64, 10), y(32), z(64);
+  ipu::format::ComputeSet cs;
+  std::vector<PreparedVertex> prepared;
+  auto add = [&](uint32_t op, float* out, int64_t begin, int64_t end, uint64_t cycles) {
+    ipu::format::Vertex& v = *cs.add_vertices();
+    v.set_op(op);
+    v.set_cycles(cycles);
+    prepared.push_back(vertex(Codelet::kActivation, {x.data(), out}, {0, begin, end}, {}, cycles));
+  };
+  add(1, y.data(), 0, 8, 5);
+  add(0, y.data(), 8, 16, 5);
+  add(1, y.data(), 16, 24, 5);
+  add(0, y.data(), 24, 32, 5);
+  for (int64_t i = 0; i < 16; ++i) // op 2: 160,000 cycles, so tasks of 20,000: two vertices each
+    add(2, z.data(), 4 * i, 4 * i + 4, 10000);
+  // All of y in one task, were ops not kept apart.
+  CHECK(coalesce({prepared[0], prepared[1], prepared[2], prepared[3]}, 100).size() == 1);
+
+  const auto tasks = ipu::engine::coalesce_by_op(cs, prepared);
+  REQUIRE(tasks.size() == 12);
+  // Op 1 first (it appears first), its two vertices apart (their ranges do not meet); then op 0.
+  const std::vector<size_t> first_vertices{tasks[0].first_vertex, tasks[1].first_vertex,
+                                           tasks[2].first_vertex, tasks[3].first_vertex};
+  CHECK(first_vertices == std::vector<size_t>{0, 2, 1, 3});
+  for (size_t t = 0; t < 4; ++t)
+    CHECK(tasks[t].work.params[2] - tasks[t].work.params[1] == 8);
+  for (size_t t = 4; t < tasks.size(); ++t) {
+    CAPTURE(t);
+    CHECK(tasks[t].work.operands[1] == z.data());
+    CHECK(tasks[t].work.cycles == 20000);
+    CHECK(tasks[t].first_vertex == 4 + 2 * (t - 4));
   }
 }
