@@ -9,9 +9,11 @@ spans at most MAX_FUNCTION_LINES lines, from the line that opens its signature t
 brace.
 
 A function is found as the project's clang-format lays one out: a signature starting in column 0
-and its body closed by a `}` in column 0. Methods defined inside a class body are indented and
-are not measured; the project defines its long ones out of line. Generated files (the build
-tree's protobuf sources) are not under these folders.
+and its body closed by a `}` in column 0. A method defined inside a class body is indented: it is
+found by a line that starts a declaration (the line before ends one, opens or closes a block, or
+is a comment), names something, holds its parameter list and opens the body, whose `}` comes at
+the same indentation. A lambda is measured as part of the function it is written in. Generated
+files (the build tree's protobuf sources) are not under these folders.
 
 Usage: check-sizes.py [SOURCE_ROOT]   (default: the checkout this script is in)
 """
@@ -46,6 +48,32 @@ def functions(lines):
             start = None if line.rstrip().endswith(";") else number
 
 
+# An indented line that opens a definition's body: a name (not a statement keyword), a parameter
+# list, qualifiers, `{`. Continuation lines of a condition or a call are told apart by the line
+# before them (in_class_methods).
+IN_CLASS_DEFINITION = re.compile(
+    r"^( +)(?!(?:if|for|while|switch|else|do|try|catch|return|case|default)\b)[A-Za-z_~][^;=]*\)\s*"
+    r"(?:const\s*)?(?:noexcept\s*)?(?:override\s*)?(?:final\s*)?(?:->\s*[\w:<>, ]+\s*)?\{\s*$")
+
+
+def in_class_methods(lines):
+    """(signature, first line number, line count) of each method defined inside a class body."""
+    previous = ""
+    for index, line in enumerate(lines):
+        opens = IN_CLASS_DEFINITION.match(line)
+        starts_declaration = previous.rstrip().endswith((";", "{", "}", ":")) or previous.lstrip().startswith("//")
+        if opens and starts_declaration:
+            indent = opens.group(1)
+            for end in range(index + 1, len(lines)):
+                if lines[end].startswith(indent + "}"):
+                    yield line.strip(), index + 1, end - index + 1
+                    break
+                if lines[end].strip() and not lines[end].startswith(indent):
+                    break  # left the block: not a definition after all
+        if line.strip():
+            previous = line
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     problems = []
@@ -62,7 +90,7 @@ def main():
                     lines.pop()
                 if len(lines) > MAX_FILE_LINES:
                     problems.append(f"{shown}: {len(lines)} lines (at most {MAX_FILE_LINES})")
-                for signature, first, count in functions(lines):
+                for signature, first, count in [*functions(lines), *in_class_methods(lines)]:
                     if count > MAX_FUNCTION_LINES:
                         problems.append(f"{shown}:{first}: a function of {count} lines "
                                         f"(at most {MAX_FUNCTION_LINES}): {signature}")
