@@ -6,17 +6,13 @@
 #include <vector>
 
 namespace ipu::lowering {
-namespace detail {
 
-Split make_split(int64_t items, int64_t parts) {
+Split even_split(int64_t items, int64_t parts) {
   int64_t chunk = ceil_div(items, parts);
   return {ceil_div(items, chunk), chunk};
 }
 
-// Candidate part counts: powers of two, and the item count itself or else every part allowed (a
-// large weight then spreads over every tile, not the largest power of two of them), so the
-// search is cheap.
-std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts) {
+std::vector<int64_t> candidate_part_counts(int64_t items, int64_t max_parts) {
   std::vector<int64_t> out;
   for (int64_t p = 1; p <= std::min(items, max_parts); p *= 2)
     out.push_back(p);
@@ -25,8 +21,6 @@ std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts) {
   return out;
 }
 
-} // namespace detail
-
 double tile_budget_bytes(const target::TargetSpec& target) {
   return target::kDefaultAvailableMemoryProportion * static_cast<double>(target.bytes_per_tile);
 }
@@ -34,8 +28,6 @@ double tile_budget_bytes(const target::TargetSpec& target) {
 double available_memory_bytes(const target::TargetSpec& target) {
   return target.available_memory_proportion * static_cast<double>(target.bytes_per_tile);
 }
-
-using detail::make_split;
 
 double split_cycles(const Split& split, double cycles_per_item, double exchange_bytes_per_item,
                     const target::TargetSpec& target) {
@@ -50,10 +42,10 @@ Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_pe
                  const target::TargetSpec& target, int64_t max_parts) {
   if (items <= 0) return {1, 0};
   const double budget = tile_budget_bytes(target);
-  Split best = make_split(items, 1);
+  Split best = even_split(items, 1);
   double best_cost = std::numeric_limits<double>::infinity();
-  for (int64_t parts : detail::candidate_parts(items, std::max<int64_t>(1, max_parts))) {
-    const Split s = make_split(items, parts);
+  for (int64_t parts : candidate_part_counts(items, std::max<int64_t>(1, max_parts))) {
+    const Split s = even_split(items, parts);
     const double cost = split_cycles(s, cycles_per_item, exchange_bytes_per_item, target);
     const bool fits = static_cast<double>(s.chunk) * bytes_per_item <= budget;
     // Prefer any split that fits; among those the cheapest; ties go to fewer tiles.
@@ -62,7 +54,7 @@ Split plan_split(int64_t items, double cycles_per_item, double exchange_bytes_pe
       best_cost = cost;
     }
   }
-  if (std::isinf(best_cost)) best = make_split(items, std::min(items, std::max<int64_t>(1, max_parts)));
+  if (std::isinf(best_cost)) best = even_split(items, std::min(items, std::max<int64_t>(1, max_parts)));
   return best;
 }
 
@@ -102,19 +94,19 @@ MatMulPlan plan_matmul(int64_t M, int64_t N, int64_t K, const target::TargetSpec
   // only powers of two: the best split of a square product is near the cube root of the tiles.
   int64_t last_parts = 0;
   for (int64_t s = 1; s <= (split_k ? std::min<int64_t>({K, max_tiles, 64}) : 1); ++s) {
-    const Split k = make_split(K, s);
+    const Split k = even_split(K, s);
     if (k.parts == last_parts) continue;
     last_parts = k.parts;
     const double kc = static_cast<double>(k.chunk), shares = static_cast<double>(k.parts);
     // Each reduce vertex receives the partials of its share of C and adds them.
     const Split reduce =
-        k.parts > 1 ? plan_reduce_of_shares(k.parts, M * N, target, max_tiles) : make_split(M * N, 1);
+        k.parts > 1 ? plan_reduce_of_shares(k.parts, M * N, target, max_tiles) : even_split(M * N, 1);
     const double reduce_cycles =
         k.parts > 1 ? reduce_of_shares_cycles(k.parts, M * N, target, max_tiles) : 0.0;
-    for (int64_t pr : detail::candidate_parts(M, max_tiles / k.parts)) {
-      for (int64_t pc : detail::candidate_parts(N, max_tiles / (k.parts * pr))) {
+    for (int64_t pr : candidate_part_counts(M, max_tiles / k.parts)) {
+      for (int64_t pc : candidate_part_counts(N, max_tiles / (k.parts * pr))) {
         Candidate c;
-        c.plan.grid = {make_split(M, pr), make_split(N, pc)};
+        c.plan.grid = {even_split(M, pr), even_split(N, pc)};
         c.plan.k = k;
         const double r = static_cast<double>(c.plan.grid.rows.chunk),
                      cols = static_cast<double>(c.plan.grid.cols.chunk);

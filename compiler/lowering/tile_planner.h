@@ -103,21 +103,24 @@ double tile_budget_bytes(const target::TargetSpec& target);
 // convolutions' plans): the user's share of it, target.available_memory_proportion.
 double available_memory_bytes(const target::TargetSpec& target);
 
-namespace detail {
-Split make_split(int64_t items, int64_t parts);
-std::vector<int64_t> candidate_parts(int64_t items, int64_t max_parts);
-} // namespace detail
+// `items` in `parts` chunks of equal size but the last (fewer parts when they would leave some empty).
+Split even_split(int64_t items, int64_t parts);
+
+// The part counts a planner tries along an axis of `items`: powers of two, and min(items,
+// max_parts) itself (a large weight then spreads over every tile allowed, not the largest power
+// of two of them), so the search is cheap.
+std::vector<int64_t> candidate_part_counts(int64_t items, int64_t max_parts);
 
 template <typename CostOfBlock>
 BlockGrid plan_blocks(int64_t rows, int64_t cols, const target::TargetSpec& target, int64_t max_tiles,
                       CostOfBlock&& cost_of_block) {
   const auto& m = target.cycles;
   const double budget = tile_budget_bytes(target);
-  BlockGrid best{detail::make_split(rows, 1), detail::make_split(cols, 1)}, smallest = best;
+  BlockGrid best{even_split(rows, 1), even_split(cols, 1)}, smallest = best;
   double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
-  for (int64_t pr : detail::candidate_parts(rows, max_tiles)) {
-    for (int64_t pc : detail::candidate_parts(cols, max_tiles / pr)) {
-      const BlockGrid grid{detail::make_split(rows, pr), detail::make_split(cols, pc)};
+  for (int64_t pr : candidate_part_counts(rows, max_tiles)) {
+    for (int64_t pc : candidate_part_counts(cols, max_tiles / pr)) {
+      const BlockGrid grid{even_split(rows, pr), even_split(cols, pc)};
       const BlockCost block = cost_of_block(grid.rows.chunk, grid.cols.chunk);
       const double cost = m.vertex_overhead_cycles + block.compute_cycles +
                           block.received_bytes / m.exchange_bytes_per_cycle +

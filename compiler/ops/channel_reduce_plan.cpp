@@ -13,20 +13,6 @@
 namespace ipu::ops {
 namespace {
 
-// Candidate part counts: powers of two below n, and n.
-std::vector<int64_t> candidate_parts(int64_t n) {
-  std::vector<int64_t> out;
-  for (int64_t p = 1; p < n; p *= 2)
-    out.push_back(p);
-  out.push_back(n);
-  return out;
-}
-
-lowering::Split even(int64_t items, int64_t parts) {
-  const int64_t chunk = (items + parts - 1) / parts;
-  return {(items + chunk - 1) / chunk, chunk};
-}
-
 // The combine step: each channel's parts, spread over as many tiles as there are channels, in a
 // compute set of its own (its sync and its vertices' launch).
 double combine_cycles(const ChannelReduceWork& w, const ChannelReducePlan& plan,
@@ -121,10 +107,12 @@ ChannelReducePlan plan_channel_reduce(const ChannelReduceWork& w, const target::
   const double budget = lowering::tile_budget_bytes(target);
   ChannelReducePlan best, smallest;
   double best_cycles = std::numeric_limits<double>::infinity(), smallest_bytes = best_cycles;
-  for (int64_t cp : candidate_parts(w.C)) {
-    for (int64_t np : candidate_parts(w.N)) {
-      for (int64_t sp : candidate_parts(w.S)) {
-        const ChannelReducePlan plan{even(w.C, cp), even(w.N, np), even(w.S, sp)};
+  using lowering::candidate_part_counts;
+  using lowering::even_split;
+  for (int64_t cp : candidate_part_counts(w.C, w.C)) {
+    for (int64_t np : candidate_part_counts(w.N, w.N)) {
+      for (int64_t sp : candidate_part_counts(w.S, w.S)) {
+        const ChannelReducePlan plan{even_split(w.C, cp), even_split(w.N, np), even_split(w.S, sp)};
         const int64_t vertices = plan.channels.parts * plan.parts();
         if (vertices > tiles) continue;
         const double elements =

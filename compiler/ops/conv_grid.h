@@ -21,12 +21,6 @@ struct GridCost {
   double reduce_cycles = 0;
 };
 
-// `items` in `parts` chunks of equal size but the last (fewer parts when they would leave some empty).
-lowering::Split even_split(int64_t items, int64_t parts);
-
-// The part counts plan_grid tries along an axis of `items`: powers of two below it, and `items`.
-std::vector<int64_t> grid_part_counts(int64_t items);
-
 // The estimate plan_grid ranks grids by: a vertex's overhead, MACs, bytes received and partial
 // sums' reduce, and a charge for each of the grid's `vertices`.
 double grid_cycles(const target::TargetSpec& t, const GridCost& cost, int64_t vertices);
@@ -44,7 +38,7 @@ std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, co
                                          Cost&& cost) {
   std::array<lowering::Split, D> grid, best, smallest;
   for (size_t a = 0; a < D; ++a)
-    grid[a] = even_split(items[a], 1);
+    grid[a] = lowering::even_split(items[a], 1);
   best = smallest = grid;
   double best_cost = std::numeric_limits<double>::infinity(), smallest_bytes = best_cost;
   // Every combination of candidate counts, axis 0 outermost.
@@ -65,8 +59,8 @@ std::array<lowering::Split, D> plan_grid(const std::array<int64_t, D>& items, co
       }
       return;
     }
-    for (int64_t p : grid_part_counts(items[axis])) {
-      grid[axis] = even_split(items[axis], p);
+    for (int64_t p : lowering::candidate_part_counts(items[axis], items[axis])) {
+      grid[axis] = lowering::even_split(items[axis], p);
       if (vertices * grid[axis].parts > static_cast<int64_t>(t.tiles_per_ipu)) continue;
       self(self, axis + 1, vertices * grid[axis].parts);
     }

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "compiler/lowering/tile_planner.h"
 
 namespace ipu::lowering {
@@ -7,6 +10,22 @@ namespace {
 
 target::TargetSpec mk2() {
   return *target::target_preset("mk2");
+}
+
+TEST_CASE("tile planner: the part counts tried, and even splits") {
+  using Counts = std::vector<int64_t>;
+  CHECK(candidate_part_counts(1, 1472) == Counts{1});
+  CHECK(candidate_part_counts(8, 1472) == Counts{1, 2, 4, 8});
+  CHECK(candidate_part_counts(12, 1472) == Counts{1, 2, 4, 8, 12});
+  // More items than parts allowed: every part allowed is the last candidate.
+  CHECK(candidate_part_counts(5000, 1472) == Counts{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 1472});
+  CHECK(candidate_part_counts(5000, 1024).back() == 1024);
+  // 10 items in 4 parts: chunks of 3, the last of 1. In 6: chunks of 2 fill only 5 parts.
+  CHECK(even_split(10, 4).parts == 4);
+  CHECK(even_split(10, 4).chunk == 3);
+  CHECK(even_split(10, 6).parts == 5);
+  CHECK(even_split(10, 6).chunk == 2);
+  CHECK(even_split(10, 1).chunk == 10);
 }
 
 TEST_CASE("tile planner: tiny elementwise ops stay on few tiles") {
