@@ -2,9 +2,12 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "cli/cache_size.h"
 #include "runtime/format/host_contract.h"
+#include "runtime/format/optimizer_arguments.h"
 
 namespace ipu::cli {
 namespace {
@@ -21,6 +24,19 @@ struct AddedFlags {
     options.push_back(option);
   }
 };
+
+// A float32 within `range`, as the compiler checks the spec's values (format::ArgumentRange).
+CLI::Validator float32_in(const format::ArgumentRange& range) {
+  return CLI::Validator(
+      [range](std::string& value) -> std::string {
+        char* end = nullptr;
+        const float number = std::strtof(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0' || !range.contains(number))
+          return "must be " + std::string(range.text) + ", got " + value;
+        return "";
+      },
+      ""); // the help says the range
+}
 
 // The device computes in float32: a rate that rounds to 0 or to infinity there is refused, not
 // trained with (1e-46 was read as 0, and the spec's rate silently used instead).
@@ -137,46 +153,31 @@ void add_precision_and_loss_flags(CLI::App* cmd, CompileFlags& f, AddedFlags& ad
 
 void add_optimizer_flags(CLI::App* cmd, CompileFlags& f, AddedFlags& added) {
   added.section = "Optimizer";
-  added.keep(
-      cmd->add_option(
-             "--optimizer", f.optimizer,
-             "Optimizer: sgd, adam, adamw, rmsprop, adagrad, adamax or lamb (ONNX models: default sgd; "
-             "overrides the spec's)")
-          ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax", "lamb"})));
+  const std::vector<std::string> names(format::kOptimizerNames.begin(), format::kOptimizerNames.end());
+  added.keep(cmd->add_option("--optimizer", f.optimizer,
+                             "Optimizer: " + format::optimizer_names_text() +
+                                 " (ONNX models: default sgd; overrides the spec's)")
+                 ->check(CLI::IsMember(names)));
   added.keep(cmd->add_option("--learning-rate", f.learning_rate, "Learning rate (overrides the spec)")
                  ->check(positive_float32()));
-  added.keep(cmd->add_option("--momentum", f.momentum, "SGD or RMSProp momentum (overrides the spec)")
-                 ->check(CLI::Range(0.0, 0.999999)));
-  added.keep(
-      cmd->add_option("--dampening", f.dampening, "SGD dampening of the momentum, in [0, 1] (default 0)")
-          ->check(CLI::Range(0.0, 1.0)));
-  // Flag callbacks, so that a flag not given leaves the spec's value (CLI11's add_flag gave an
-  // optional<bool> a value even when its flag was absent).
-  added.keep(cmd->add_flag_callback(
-      "--nesterov", [&f] { f.nesterov = true; }, "SGD: Nesterov momentum (default off)"));
-  added.keep(cmd->add_flag_callback(
-      "--no-nesterov", [&f] { f.nesterov = false; }, "SGD: no Nesterov momentum"));
-  added.keep(cmd->add_option("--beta1", f.beta_1, "Adam/AdamW/AdaMax/LAMB beta_1, in [0, 1) (default 0.9)")
-                 ->check(CLI::Range(0.0, 0.999999)));
-  added.keep(cmd->add_option("--beta2", f.beta_2, "Adam/AdamW/AdaMax/LAMB beta_2, in [0, 1) (default 0.999)")
-                 ->check(CLI::Range(0.0, 0.999999)));
-  added.keep(
-      cmd->add_option("--epsilon", f.epsilon, "Epsilon of every optimizer but SGD (default 1e-7, LAMB 1e-6)")
-          ->check(positive_float32()));
-  added.keep(cmd->add_option("--weight-decay", f.weight_decay,
-                             "L2 added to the gradient; AdamW: decoupled decay (default 0, AdamW 0.004)")
-                 ->check(CLI::NonNegativeNumber));
-  added.keep(
-      cmd->add_option("--rho", f.rho, "RMSProp's discount of the square average, in [0, 1) (default 0.9)")
-          ->check(CLI::Range(0.0, 0.999999)));
-  added.keep(cmd->add_flag_callback(
-      "--centered", [&f] { f.centered = true; },
-      "RMSProp: normalise by the gradient's variance, not its mean square (default off)"));
-  added.keep(cmd->add_flag_callback(
-      "--no-centered", [&f] { f.centered = false; }, "RMSProp: not centered"));
-  added.keep(cmd->add_option("--initial-accumulator-value", f.initial_accumulator_value,
-                             "Adagrad's starting sum of squared gradients (default 0.1)")
-                 ->check(CLI::NonNegativeNumber));
+  for (const format::OptimizerArgumentSpec& spec : format::optimizer_argument_specs()) {
+    const std::string key(spec.key);
+    if (spec.is_switch) {
+      // Flag callbacks, so that a flag not given leaves the spec's value (CLI11's add_flag gave an
+      // optional<bool> a value even when its flag was absent).
+      added.keep(cmd->add_flag_callback(
+          std::string(spec.flag), [&f, key] { f.optimizer_arguments.switches[key] = true; }, spec.help()));
+      added.keep(cmd->add_flag_callback(
+          spec.negated_flag(), [&f, key] { f.optimizer_arguments.switches[key] = false; },
+          spec.negated_help()));
+    } else {
+      added.keep(cmd->add_option_function<float>(
+                        std::string(spec.flag),
+                        [&f, key](const float& value) { f.optimizer_arguments.numbers[key] = value; },
+                        spec.help())
+                     ->check(float32_in(spec.range)));
+    }
+  }
   added.keep(cmd->add_option("--global-clipnorm", f.global_clipnorm,
                              "Clip the gradients' global norm to this before the update, any optimizer "
                              "(Keras's global_clipnorm; 0: no clipping, the default)")

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/format/optimizer_arguments.h"
 
 namespace ipu::cli {
 
@@ -34,19 +35,10 @@ struct CompileFlags {
   std::string loss_output;
   std::string metrics;
   std::string optimizer;
-  // The optimizers' arguments (compiler::CompileOptions says which each applies to); unset: the
-  // spec's or Keras's defaults.
+  // The optimizers' arguments (format::optimizer_argument_specs says which optimizers take each);
+  // not given: the spec's or Keras's defaults.
   std::optional<float> learning_rate;
-  std::optional<float> momentum;
-  std::optional<float> dampening;
-  std::optional<bool> nesterov;
-  std::optional<float> beta_1;
-  std::optional<float> beta_2;
-  std::optional<float> epsilon;
-  std::optional<float> weight_decay;
-  std::optional<float> rho;
-  std::optional<bool> centered;
-  std::optional<float> initial_accumulator_value;
+  format::GivenOptimizerArguments optimizer_arguments;
   std::optional<float> global_clipnorm;
   std::string loss_scaling; // "": the spec's
   std::optional<float> loss_scale;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "cli/tensor_file.h"
+#include "runtime/format/optimizer_arguments.h"
 
 namespace ipu::cli {
 
@@ -39,21 +40,12 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
   if (!f.optimizer.empty()) {
     o.optimizer = passes::optimizer_kind(f.optimizer);
     if (!o.optimizer) {
-      return bad_option("--optimizer must be sgd, adam, adamw, rmsprop, adagrad, adamax or lamb, got '" +
-                        f.optimizer + "'");
+      return bad_option("--optimizer must be " + format::optimizer_names_text() + ", got '" + f.optimizer +
+                        "'");
     }
   }
   o.learning_rate = f.learning_rate;
-  o.momentum = f.momentum;
-  o.dampening = f.dampening;
-  o.nesterov = f.nesterov;
-  o.beta_1 = f.beta_1;
-  o.beta_2 = f.beta_2;
-  o.epsilon = f.epsilon;
-  o.weight_decay = f.weight_decay;
-  o.rho = f.rho;
-  o.centered = f.centered;
-  o.initial_accumulator_value = f.initial_accumulator_value;
+  o.optimizer_arguments = f.optimizer_arguments;
   o.global_clipnorm = f.global_clipnorm;
   if (!f.loss_scaling.empty()) {
     o.loss_scaling = passes::loss_scaling_mode(f.loss_scaling);

@@ -20,6 +20,7 @@
 #include "compiler/target/target.h"
 #include "runtime/format/executable.pb.h"
 #include "runtime/format/hyper_parameters.h"
+#include "runtime/format/optimizer_arguments.h"
 
 namespace ipu::compiler {
 
@@ -47,21 +48,13 @@ struct CompileOptions {
   // Overrides the spec's metrics: a comma-separated list (passes::parse_metric_list).
   std::optional<std::string> metrics;
   // ONNX models train with SGD when not given. One that differs from the spec's replaces it, with its Keras
-  // defaults (the spec's arguments are not its own). The arguments below override the optimizer's; each
-  // applies to the optimizers passes/optimizer_arguments.h lists it for, and is refused with any other.
+  // defaults (the spec's arguments are not its own). The arguments override the optimizer's, by
+  // format::optimizer_argument_specs' keys; each applies to the optimizers that table lists it for,
+  // and is refused with any other.
   std::optional<passes::OptimizerKind> optimizer;
   std::optional<float> learning_rate;
-  std::optional<float> momentum;  // SGD, RMSProp
-  std::optional<float> dampening; // SGD
-  std::optional<bool> nesterov;   // SGD
-  std::optional<float> beta_1;    // Adam, AdamW, AdaMax, LAMB
-  std::optional<float> beta_2;
-  std::optional<float> epsilon;                   // all but SGD
-  std::optional<float> weight_decay;              // all
-  std::optional<float> rho;                       // RMSProp
-  std::optional<bool> centered;                   // RMSProp
-  std::optional<float> initial_accumulator_value; // Adagrad
-  std::optional<float> global_clipnorm;           // all; 0 turns the spec's clipping off
+  format::GivenOptimizerArguments optimizer_arguments;
+  std::optional<float> global_clipnorm; // all; 0 turns the spec's clipping off
   // Loss scaling (docs/training.md), overriding the spec's LossScaleOptimizer; the scale, a
   // run-time value (the static scale's default).
   std::optional<passes::LossScalingMode> loss_scaling;

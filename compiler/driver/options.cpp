@@ -20,19 +20,17 @@ struct GivenArgument {
 
 // In passes::optimizer_arguments' order, so a refusal names the first flag the flags list.
 std::vector<GivenArgument> given_arguments(const CompileOptions& o) {
-  using passes::optimizer_argument;
-  return {
-      {optimizer_argument("momentum"), o.momentum, {}},
-      {optimizer_argument("dampening"), o.dampening, {}},
-      {optimizer_argument("nesterov"), {}, o.nesterov},
-      {optimizer_argument("beta_1"), o.beta_1, {}},
-      {optimizer_argument("beta_2"), o.beta_2, {}},
-      {optimizer_argument("epsilon"), o.epsilon, {}},
-      {optimizer_argument("weight_decay"), o.weight_decay, {}},
-      {optimizer_argument("rho"), o.rho, {}},
-      {optimizer_argument("centered"), {}, o.centered},
-      {optimizer_argument("initial_accumulator_value"), o.initial_accumulator_value, {}},
-  };
+  const format::GivenOptimizerArguments& flags = o.optimizer_arguments;
+  std::vector<GivenArgument> given;
+  for (const passes::OptimizerArgument& argument : passes::optimizer_arguments()) {
+    GivenArgument one{argument, {}, {}};
+    if (const auto number = flags.numbers.find(argument.key); number != flags.numbers.end())
+      one.number = number->second;
+    if (const auto toggle = flags.switches.find(argument.key); toggle != flags.switches.end())
+      one.toggle = toggle->second;
+    given.push_back(one);
+  }
+  return given;
 }
 
 } // namespace

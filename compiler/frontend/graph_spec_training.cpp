@@ -10,6 +10,7 @@
 #include "compiler/passes/optimizer_arguments.h"
 #include "runtime/format/host_contract.h"
 #include "runtime/format/hyper_parameters.h"
+#include "runtime/format/optimizer_arguments.h"
 
 namespace ipu::frontend {
 namespace {
@@ -238,9 +239,8 @@ void parse_optimizer(const json& optimizer, ModelSpec& spec, Problems& problems)
   }
   const std::optional<passes::OptimizerKind> kind = passes::optimizer_kind(opt["type"].get<std::string>());
   if (!kind) {
-    problems.add_unsupported("optimizer",
-                             "unsupported optimizer " + describe(opt["type"]) +
-                                 " (ipucc trains with sgd, adam, adamw, rmsprop, adagrad, adamax or lamb)");
+    problems.add_unsupported("optimizer", "unsupported optimizer " + describe(opt["type"]) +
+                                              " (ipucc trains with " + format::optimizer_names_text() + ")");
     return;
   }
   spec.optimizer = passes::default_optimizer(*kind);

@@ -1,47 +1,39 @@
 #include "compiler/passes/training.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
+
+#include "compiler/passes/optimizer_arguments.h"
+#include "runtime/format/optimizer_arguments.h"
 
 namespace ipu::passes {
 
+// OptimizerKind lists the optimizers in format::kOptimizerNames' order.
+static_assert(static_cast<size_t>(OptimizerKind::kLamb) + 1 == format::kOptimizerNames.size());
+
 std::optional<OptimizerKind> optimizer_kind(const std::string& name) {
-  if (name == "sgd") return OptimizerKind::kSgd;
-  if (name == "adam") return OptimizerKind::kAdam;
-  if (name == "adamw") return OptimizerKind::kAdamW;
-  if (name == "rmsprop") return OptimizerKind::kRmsProp;
-  if (name == "adagrad") return OptimizerKind::kAdagrad;
-  if (name == "adamax") return OptimizerKind::kAdaMax;
-  if (name == "lamb") return OptimizerKind::kLamb;
-  return std::nullopt;
+  const auto& names = format::kOptimizerNames;
+  const auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end()) return std::nullopt;
+  return static_cast<OptimizerKind>(it - names.begin());
 }
 
 const char* optimizer_name(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::kSgd:
-    return "sgd";
-  case OptimizerKind::kAdam:
-    return "adam";
-  case OptimizerKind::kAdamW:
-    return "adamw";
-  case OptimizerKind::kRmsProp:
-    return "rmsprop";
-  case OptimizerKind::kAdagrad:
-    return "adagrad";
-  case OptimizerKind::kAdaMax:
-    return "adamax";
-  case OptimizerKind::kLamb:
-    return "lamb";
-  }
-  return "?";
+  return format::kOptimizerNames.at(static_cast<size_t>(kind)).data(); // names are literals
 }
 
 OptimizerConfig default_optimizer(OptimizerKind kind) {
   OptimizerConfig config;
   config.kind = kind;
   if (kind != OptimizerKind::kSgd) config.learning_rate = 0.001f;
-  if (kind == OptimizerKind::kAdamW) config.weight_decay = 0.004f;
-  if (kind == OptimizerKind::kLamb) config.epsilon = 1e-6f;
+  for (const OptimizerArgument& argument : optimizer_arguments()) {
+    if (argument.number) {
+      config.*argument.number = argument.spec->default_for(optimizer_name(kind));
+    } else {
+      config.*argument.toggle = argument.spec->default_value != 0;
+    }
+  }
   return config;
 }
 

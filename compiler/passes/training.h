@@ -59,9 +59,10 @@ struct LossConfig {
   float delta = 1.0f;      // Huber: quadratic within |error| <= delta, linear beyond
 };
 
+// In format::kOptimizerNames' order (runtime/format/optimizer_arguments.h).
 enum class OptimizerKind { kSgd, kAdam, kAdamW, kRmsProp, kAdagrad, kAdaMax, kLamb };
 
-// "sgd", "adam", "adamw", "rmsprop", "adagrad", "adamax" or "lamb" (Keras's names); nullopt for any other.
+// One of format::kOptimizerNames (Keras's names); nullopt for any other.
 std::optional<OptimizerKind> optimizer_kind(const std::string& name);
 const char* optimizer_name(OptimizerKind kind);
 
@@ -84,7 +85,9 @@ struct LossScaling {
 };
 
 // The optimizers' arguments under Keras's names (dampening is torch's), each used by the
-// optimizers docs/training.md lists it for; the defaults are Keras's (default_optimizer).
+// optimizers docs/training.md lists it for. default_optimizer gives each optimizer Keras's
+// defaults from format::optimizer_argument_specs; the initial values here are SGD's, the same
+// (test_optimizer_arguments.cpp checks it).
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::kSgd;
   float learning_rate = 0.01f;
@@ -107,8 +110,9 @@ struct OptimizerConfig {
   LossScaling loss_scaling;
 };
 
-// Keras's defaults for `kind`: learning rate 0.01 (SGD) or 0.001 (the others), weight decay
-// 0.004 for AdamW, epsilon 1e-6 for LAMB.
+// Keras's defaults for `kind`: learning rate 0.01 (SGD) or 0.001 (the others), and each argument's
+// default for it in format::optimizer_argument_specs (weight decay 0.004 for AdamW, epsilon 1e-6
+// for LAMB).
 OptimizerConfig default_optimizer(OptimizerKind kind);
 
 // Accuracy for the cross-entropies, none for the regression losses (as Keras's users ask).

@@ -53,7 +53,7 @@ TEST_CASE("optimizer state never takes the name of a model's weight") {
   auto options = small_target_options(2);
   options.model_path = "test.onnx";
   options.loss = passes::LossKind::kSparseCategoricalCrossEntropy;
-  options.momentum = 0.9f;
+  options.optimizer_arguments.numbers["momentum"] = 0.9f;
   auto result = compiler::compile_model(b.bytes(), options);
   INFO(result.status().message());
   REQUIRE(result.ok());
