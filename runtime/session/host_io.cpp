@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <string>
+
+#include "runtime/session/stream_feed.h"
 
 namespace ipu::session {
 
@@ -59,40 +62,29 @@ std::vector<float> Session::Impl::hyper_rows(int epoch_index, std::vector<float>
 Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, Outfeed& out,
                                     const std::vector<float>& hyper_rows) {
   out.metric_sums.assign(metrics.size(), 0.0);
-  size_t features_step = 0, labels_step = 0, hyper_transfers = 0;
-  engine::HostStreams streams;
-  // Transfers come step by step, replica-major within a step: the feed's layout.
   // verify_host_contract proves a transfer is one step's rows and a run takes at most S steps, so
-  // these copies stay inside the feed; the checks make a broken proof an error, not a stray read.
-  auto take_step = [](const auto& values, size_t& step, std::span<std::byte> destination,
-                      const char* what) -> Status {
-    const size_t bytes = values.size() * sizeof(values[0]);
-    if ((step + 1) * destination.size() > bytes) {
-      return data_loss(std::string("the executable streams more ") + what + " than an execution holds");
-    }
-    std::memcpy(destination.data(),
-                reinterpret_cast<const std::byte*>(values.data()) + step * destination.size(),
-                destination.size());
-    ++step;
-    return Status();
+  // the feed holds every transfer; the checks make a broken proof an error, not a stray read.
+  StreamFeed feed_streams;
+  const auto rows_of = [](const auto& values, const char* what, uint64_t share, const char* limit) {
+    return StreamFeed::Source{.bytes = std::as_bytes(std::span(values)),
+                              .share = share,
+                              .overrun =
+                                  std::string("the executable streams more ") + what + " than " + limit};
   };
-  streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
-    if (stream_features && stream == *stream_features)
-      return take_step(feed.features, features_step, destination, "features");
-    if (stream_labels && stream == *stream_labels) {
-      if (float_labels) return take_step(feed.float_labels, labels_step, destination, "labels");
-      return take_step(feed.labels, labels_step, destination, "labels");
-    }
-    if (stream_hyper && stream == *stream_hyper) {
-      // One row per update, the same for every replica.
-      const size_t row = hyper_transfers++ / replicas, bytes = destination.size();
-      if ((row + 1) * bytes > hyper_rows.size() * sizeof(float))
-        return data_loss("the executable streams more hyper-parameters than an execution has updates");
-      std::memcpy(destination.data(), reinterpret_cast<const std::byte*>(hyper_rows.data()) + row * bytes,
-                  bytes);
-      return Status();
-    }
-    return failed_precondition("the host feeds no stream " + std::to_string(stream));
+  if (stream_features)
+    feed_streams.add(*stream_features, rows_of(feed.features, "features", 1, "an execution holds"));
+  if (stream_labels) {
+    feed_streams.add(*stream_labels, float_labels
+                                         ? rows_of(feed.float_labels, "labels", 1, "an execution holds")
+                                         : rows_of(feed.labels, "labels", 1, "an execution holds"));
+  }
+  // One row per update, the same for every replica.
+  if (stream_hyper)
+    feed_streams.add(*stream_hyper,
+                     rows_of(hyper_rows, "hyper-parameters", replicas, "an execution has updates"));
+  engine::HostStreams streams;
+  streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) {
+    return feed_streams.pull(stream, destination);
   };
   streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
     const float* values = reinterpret_cast<const float*>(source.data());
@@ -113,7 +105,8 @@ Status Session::Impl::run_execution(uint32_t index, const ExecutionFeed& feed, O
     return Status();
   };
   Status status = engine->run(index, streams);
-  out.steps_started = static_cast<int64_t>(features_step / replicas);
+  out.steps_started =
+      stream_features ? static_cast<int64_t>(feed_streams.transfers(*stream_features) / replicas) : 0;
   IPU_RETURN_IF_ERROR(status);
   return combine_outfeed(out);
 }

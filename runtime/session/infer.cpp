@@ -1,9 +1,11 @@
 #include "runtime/session/session_impl.h"
 
 #include <cmath>
-#include <cstring>
 #include <map>
+#include <span>
 #include <string>
+
+#include "runtime/session/stream_feed.h"
 
 namespace ipu::session {
 namespace {
@@ -73,27 +75,20 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   const int64_t steps = samples ? (N + B * R - 1) / (B * R) : 1;
   std::vector<std::vector<float>> collected(output_of_stream.size());
   for (int64_t first_step = 0; first_step < steps; first_step += S) {
-    std::map<uint32_t, int64_t> transfers; // per stream, this execution
+    // Each input's rows of this execution's steps (rows past the last sample are zero padding),
+    // or the whole of an input without a batch axis.
+    StreamFeed feed;
+    for (const auto& [stream, input] : input_of_stream) {
+      const bool batched = exe.inputs(static_cast<int>(input)).batched();
+      feed.add(stream, {.bytes = std::as_bytes(std::span(values[input])),
+                        .first = static_cast<uint64_t>(first_step * R),
+                        .whole = !batched,
+                        .zeros_past_end = true,
+                        .overrun = "input stream " + std::to_string(stream) + " does not match its input"});
+    }
     engine::HostStreams streams;
-    streams.pull = [&](uint32_t stream, uint32_t replica, std::span<std::byte> destination) -> Status {
-      auto found = input_of_stream.find(stream);
-      if (found == input_of_stream.end())
-        return failed_precondition("the host feeds no stream " + std::to_string(stream));
-      const std::vector<float>& v = values[found->second];
-      const int64_t step = first_step + transfers[stream]++ / R;
-      const size_t count = destination.size() / sizeof(float);
-      if (!exe.inputs(static_cast<int>(found->second)).batched()) {
-        if (destination.size() != v.size() * sizeof(float))
-          return data_loss("input stream " + std::to_string(stream) + " does not match its input");
-        std::memcpy(destination.data(), v.data(), destination.size());
-        return Status();
-      }
-      // Rows past the last sample are zero padding.
-      const size_t begin = static_cast<size_t>((step * R + replica) * B) * (count / static_cast<size_t>(B));
-      const size_t available = begin < v.size() ? std::min(count, v.size() - begin) : 0;
-      std::memset(destination.data(), 0, destination.size());
-      if (available > 0) std::memcpy(destination.data(), v.data() + begin, available * sizeof(float));
-      return Status();
+    streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) {
+      return feed.pull(stream, destination);
     };
     streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> source) -> Status {
       auto found = output_of_stream.find(stream);

@@ -1,10 +1,10 @@
 // The state behind a Session (session.h), shared by the files that implement it, each one job:
 // session.cpp (creating it: which stream is which), data_checks.cpp (what data an executable
-// takes), host_io.cpp (feeding and draining the host streams of one execution, the weights'
-// transfers), instance_sync.cpp (a job of several instances), non_finite_guard.cpp (stopping at
-// a NaN and naming where it began), fit.cpp, evaluate.cpp (evaluate and predict on a data set),
-// infer.cpp (the model's own inputs and outputs) and weights.cpp (checkpoints). Not installed:
-// only runtime/session includes it.
+// takes), host_io.cpp (feeding, through stream_feed.h, and draining the host streams of one
+// execution, the weights' transfers), instance_sync.cpp (a job of several instances),
+// non_finite_guard.cpp (stopping at a NaN and naming where it began), fit.cpp, evaluate.cpp
+// (evaluate and predict on a data set), infer.cpp (the model's own inputs and outputs) and
+// weights.cpp (checkpoints). Not installed: only runtime/session includes it.
 #pragma once
 
 #include <chrono>
