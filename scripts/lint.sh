@@ -104,20 +104,39 @@ if [ ${#direct[@]} -gt 0 ]; then
   mapfile -t regexes < <(exact_regexes "${direct[@]}")
   "${tidy[@]}" "${regexes[@]}" >"$tidy_log" 2>&1 || tidy_failed=1
 fi
-# A unit lives in the build tree, where clang-tidy would not find .clang-tidy: it is given the root
-# one, on one line so that run-clang-tidy's echo of each command stays one line (units hold the
-# libraries' files and the fuzzers, which pass it; the unit and end-to-end tests, for which
-# tests/.clang-tidy relaxes three checks, compile one by one).
+# A unit lives in the build tree, where clang-tidy would not find .clang-tidy: it is given the
+# config its files would find, on one line so that run-clang-tidy's echo of each command stays
+# one line. The units of tests/ (the unit tests and the fuzzers) take tests/.clang-tidy's three
+# relaxations on top of the root's checks; the libraries' units take the root's.
 # Its files count as headers of the unit, so the header filter takes .cpp files too, and the line
 # filter drops what is said about the unit itself (that it includes .cpp files).
-if [ ${#units[@]} -gt 0 ]; then
-  mapfile -t regexes < <(exact_regexes "${!units[@]}")
-  config=$(/usr/bin/python3 -c 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))' \
-    "$root/.clang-tidy")
+tidy_units() {  # CONFIG_FILE... -- UNIT...: the root config, then any that inherit from it
+  local configs=() config
+  while [ "$1" != -- ]; do configs+=("$1"); shift; done
+  shift
+  [ $# -gt 0 ] || return 0
+  mapfile -t regexes < <(exact_regexes "$@")
+  config=$(/usr/bin/python3 -c '
+import json, sys, yaml
+merged = {}
+for path in sys.argv[1:]:
+    config = yaml.safe_load(open(path))
+    checks = merged.get("Checks", "")
+    merged.update(config)
+    if checks and config.get("InheritParentConfig"):
+        merged["Checks"] = checks.strip().rstrip(",") + "," + config["Checks"].strip()
+merged.pop("InheritParentConfig", None)
+print(json.dumps(merged))' "${configs[@]}")
   "${tidy[@]}" -config="$config" \
     -header-filter='/(runtime|compiler|cache|compile_cache|cli|tests)/.*\.(h|cpp)$' \
     -line-filter='[{"name":".h"},{"name":".cpp"}]' "${regexes[@]}" >>"$tidy_log" 2>&1 || tidy_failed=1
-fi
+}
+library_units=() test_units=()
+for unit in "${!units[@]}"; do
+  if [[ $unit == "$build"/tests/* ]]; then test_units+=("$unit"); else library_units+=("$unit"); fi
+done
+tidy_units "$root/.clang-tidy" -- "${library_units[@]}"
+tidy_units "$root/.clang-tidy" "$root/tests/.clang-tidy" -- "${test_units[@]}"
 # Keep the findings and the source lines under them; drop colours, command lines and counts.
 sed -i 's/\x1b\[[0-9;]*m//g' "$tidy_log"
 grep -vE '^(/usr/bin/clang-tidy|clang-tidy|[0-9]+ (warnings?|errors?)( and [0-9]+ errors?)? generated\.|Suppressed [0-9]+ warnings|Use -header-filter|Running clang-tidy)' \

@@ -52,9 +52,9 @@ stage "release tests" in_dir "$root/build" ctest --output-on-failure -j "$(nproc
 # libFuzzer's coverage instrumentation. clang compiles it in about half the time GCC takes with
 # the sanitizers, and its -Werror adds clang's warnings to GCC's of the release build. Line tables
 # only (-g1): the sanitizers' reports still name file and line, for a fifth less build time. A
-# unity build (CMAKE_UNITY_BUILD: the libraries' files compiled eight to a unit, the tests one by
-# one) parses the shared headers once per unit: about a fifth less again. The release build
-# compiles every file on its own, so each still stands alone.
+# unity build (CMAKE_UNITY_BUILD: the libraries' and the unit tests' files compiled eight to a
+# unit) parses the shared headers once per unit, and the lint then tidies each unit whole. The
+# release build compiles every file on its own, so each still stands alone.
 sanitize=$root/build-sanitize
 clang_tree "$sanitize"
 stage "sanitizer build (clang: ASan + UBSan, fuzzers)" env CC=clang CXX=clang++ \

@@ -1,10 +1,13 @@
-// A fresh mkdtemp directory per test, removed with everything in it when the test ends.
+// A fresh mkdtemp directory per test, removed with everything in it when the test ends; and
+// write_plain, which writes a test file byte for byte.
 #pragma once
 
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <ios>
 #include <string>
 #include <system_error>
 
@@ -30,5 +33,12 @@ public:
 private:
   std::string m_path;
 };
+
+// Writes `content` to `path` as it is, replacing any file there.
+inline void write_plain(const std::string& path, const std::string& content) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(content.data(), static_cast<std::streamsize>(content.size()));
+  REQUIRE(f.good());
+}
 
 } // namespace ipu::testing

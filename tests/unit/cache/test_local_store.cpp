@@ -14,11 +14,13 @@
 #include "cache/local_store.h"
 #include "cache/manifest.h"
 #include "runtime/base/file_io.h"
+#include "tests/unit/test_strings.h"
 
 namespace fs = std::filesystem;
 using ipu::StatusCode;
 using ipu::cache::LocalStore;
 using ipu::cache::Manifest;
+using ipu::testing::contains;
 
 namespace {
 
@@ -66,10 +68,6 @@ LocalStore open_store(const std::string& dir) {
 
 bool exists(const std::string& path) {
   return ::access(path.c_str(), F_OK) == 0;
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 // Root ignores directory permissions, so a chmod-based test must first check it can bite.

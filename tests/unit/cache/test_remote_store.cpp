@@ -13,10 +13,12 @@
 #include <thread>
 
 #include "cache/remote_store.h"
+#include "tests/unit/test_strings.h"
 
 using ipu::StatusCode;
 using ipu::cache::RemoteLimits;
 using ipu::cache::RemoteStore;
+using ipu::testing::contains;
 
 namespace {
 
@@ -99,10 +101,6 @@ void send_endless_body(int fd, std::atomic<uint64_t>& sent) {
 void send_body(int fd, const std::string& body) {
   send_all(fd, "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
                    "\r\nConnection: close\r\n\r\n" + body);
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

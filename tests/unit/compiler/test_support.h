@@ -22,6 +22,14 @@ inline compiler::CompileOptions small_target_options(uint32_t batch) {
   return o;
 }
 
+// x [64] → Dense 512 (relu) → Dense 10, trained with SGD: the 128 KiB of the wide layer's kernel
+// dominate its memory.
+inline constexpr const char* kWideMlpSpec = R"({"type": "sequential", "input": {"shape": [64]},
+  "layers": [{"name": "wide", "type": "Dense", "units": 512, "activation": "relu"},
+             {"name": "out", "type": "Dense", "units": 10}],
+  "loss": {"type": "sparse_categorical_crossentropy", "from_logits": true},
+  "optimizer": {"type": "sgd", "learning_rate": 0.1, "momentum": 0.9}})";
+
 // Runs one program over a step's features and labels, returning what the outfeeds produced.
 struct StepOutputs {
   std::vector<float> loss, correct, predictions;

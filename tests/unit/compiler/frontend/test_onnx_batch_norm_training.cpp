@@ -9,6 +9,7 @@
 
 #include "compiler/frontend/onnx_import.h"
 #include "tests/unit/compiler/onnx_builder.h"
+#include "tests/unit/test_strings.h"
 
 namespace ipu::testing {
 namespace {
@@ -16,12 +17,8 @@ namespace {
 using frontend::import_onnx;
 using frontend::OnnxImportOptions;
 
-StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b) {
+StatusOr<frontend::ForwardGraph> import_batch_norm(const OnnxBuilder& b) {
   return import_onnx(b.bytes(), "models/bn.onnx", OnnxImportOptions{2, {}, false, {}});
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // x [N, 2, 3] → BatchNormalization (training_mode 1) → y; `statistics`: mean and var are
@@ -51,7 +48,7 @@ const ir::Value* value_named(const ir::Graph& g, const std::string& name) {
 }
 
 TEST_CASE("training-mode BatchNormalization: initializer statistics become running statistics") {
-  auto imported = import(training_batch_norm(true));
+  auto imported = import_batch_norm(training_batch_norm(true));
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   const ir::Graph& g = imported->graph;
@@ -83,7 +80,7 @@ TEST_CASE("training-mode BatchNormalization: graph-input statistics make ONNX's 
   // The running outputs too: momentum·input + (1 − momentum)·batch statistic.
   b.model().mutable_graph()->mutable_node(2)->add_output("running_mean");
   b.output("running_mean");
-  auto imported = import(b);
+  auto imported = import_batch_norm(b);
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   const ir::Graph& g = imported->graph;
@@ -112,7 +109,7 @@ TEST_CASE("BatchNormalization-9 with its running-statistics outputs is in traini
     b.node("BatchNormalization", "bn", {"x", "scale", "bias", "mean", "var"}, outputs);
     return b;
   };
-  auto training = import(model(true));
+  auto training = import_batch_norm(model(true));
   INFO(training.status().message());
   REQUIRE(training.ok());
   const ir::Graph& g = training->graph;
@@ -125,7 +122,7 @@ TEST_CASE("BatchNormalization-9 with its running-statistics outputs is in traini
   REQUIRE(training->outputs.size() == 3);
   CHECK(training->outputs[1].value == statistics->outputs[0]);
   CHECK(training->outputs[2].value == statistics->outputs[1]);
-  auto inference = import(model(false));
+  auto inference = import_batch_norm(model(false));
   REQUIRE(inference.ok());
   for (const ir::Op& op : inference->graph.ops())
     CHECK(op.kind != ir::OpKind::kBatchStatistics);
@@ -133,7 +130,7 @@ TEST_CASE("BatchNormalization-9 with its running-statistics outputs is in traini
 
 TEST_CASE("training-mode BatchNormalization: bad attributes and shapes are refused naming the node") {
   SUBCASE("momentum outside [0, 1]") {
-    auto imported = import(training_batch_norm(true, 1.5f));
+    auto imported = import_batch_norm(training_batch_norm(true, 1.5f));
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "node 'bn' (BatchNormalization)"));
     CHECK(contains(imported.status().message(), "momentum 1.5"));
@@ -141,7 +138,7 @@ TEST_CASE("training-mode BatchNormalization: bad attributes and shapes are refus
   SUBCASE("training_mode neither 0 nor 1") {
     OnnxBuilder b = training_batch_norm(true);
     b.model().mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_i(2); // training_mode
-    auto imported = import(b);
+    auto imported = import_batch_norm(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "node 'bn' (BatchNormalization)"));
     CHECK(contains(imported.status().message(), "training_mode 2"));
@@ -153,7 +150,7 @@ TEST_CASE("training-mode BatchNormalization: bad attributes and shapes are refus
     b.floats("mean", {3}, {0.0f, 0.0f, 0.0f}).floats("var", {2}, {1.0f, 1.0f});
     OnnxBuilder::int_attr(b.node("BatchNormalization", "bn", {"x", "scale", "bias", "mean", "var"}, {"y"}),
                           "training_mode", 1);
-    auto imported = import(b);
+    auto imported = import_batch_norm(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "node 'bn' (BatchNormalization)"));
     CHECK(contains(imported.status().message(), "does not match 2 channels"));

@@ -7,6 +7,7 @@
 
 #include "compiler/frontend/onnx_import.h"
 #include "tests/unit/compiler/onnx_builder.h"
+#include "tests/unit/test_strings.h"
 
 namespace ipu::testing {
 namespace {
@@ -15,11 +16,7 @@ using frontend::ConstantInput;
 using frontend::import_onnx;
 using frontend::OnnxImportOptions;
 
-const std::string kPath = "models/reduce.onnx";
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+const std::string kReducePath = "models/reduce.onnx";
 
 // y = ReduceSum(x [2,3], axes), axes an INT64 [1] graph input (ONNX's node tests feed it so).
 OnnxBuilder reduce_sum_model() {
@@ -53,7 +50,7 @@ StatusOr<frontend::ForwardGraph> import_bound(const std::map<std::string, Consta
   OnnxImportOptions options;
   options.batch_size = 2;
   options.constant_inputs = bound;
-  return import_onnx(reduce_sum_model().bytes(), kPath, options);
+  return import_onnx(reduce_sum_model().bytes(), kReducePath, options);
 }
 
 TEST_CASE("a bound graph input is a constant and no longer a model input") {

@@ -8,6 +8,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "compiler/frontend/onnx_ops.h"
 #include "tests/unit/compiler/onnx_builder.h"
+#include "tests/unit/test_strings.h"
 
 namespace ipu::testing {
 namespace {
@@ -20,10 +21,6 @@ const std::string kPath = "models/net.onnx";
 StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2,
                                         std::vector<int> stages = {}) {
   return import_onnx(b.bytes(), kPath, OnnxImportOptions{batch, std::move(stages), false, {}});
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // x [N,2,3] → Flatten → Gemm(transB) with W [4,6], b [4] → Relu → y [N,4].

@@ -8,6 +8,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "runtime/format/tensor_kinds.h"
 #include "tests/unit/compiler/onnx_builder.h"
+#include "tests/unit/test_strings.h"
 
 namespace ipu::testing {
 namespace {
@@ -15,10 +16,6 @@ namespace {
 using format::LossReduction;
 using frontend::import_onnx;
 using frontend::OnnxImportOptions;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // x [2, 3, 4] (fixed) and int64 targets y [2, 4]; one loss node writing `outputs`.
 OnnxBuilder loss_model(const std::string& op_type, const std::vector<std::string>& inputs,
@@ -33,7 +30,7 @@ OnnxBuilder loss_model(const std::string& op_type, const std::vector<std::string
   return b;
 }
 
-StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b) {
+StatusOr<frontend::ForwardGraph> import_loss(const OnnxBuilder& b) {
   return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{2, {}, false, {}});
 }
 
@@ -52,7 +49,7 @@ const ir::Op& nll_op(const frontend::ForwardGraph& g) {
 
 TEST_CASE("NegativeLogLikelihoodLoss: shapes, reduction, ignore_index and weights") {
   SUBCASE("mean by default: a scalar over the [2,3,4] input viewed as [2,3,4]") {
-    auto imported = import(loss_model("NegativeLogLikelihoodLoss", {"x", "y"}, {"z"}));
+    auto imported = import_loss(loss_model("NegativeLogLikelihoodLoss", {"x", "y"}, {"z"}));
     INFO(imported.status().message());
     REQUIRE(imported.ok());
     CHECK(imported->graph.value(imported->outputs[0].value).type.shape.empty());
@@ -67,7 +64,7 @@ TEST_CASE("NegativeLogLikelihoodLoss: shapes, reduction, ignore_index and weight
     auto& node = *b.model().mutable_graph()->mutable_node(0);
     OnnxBuilder::string_attr(node, "reduction", "none");
     OnnxBuilder::int_attr(node, "ignore_index", -1);
-    auto imported = import(b);
+    auto imported = import_loss(b);
     INFO(imported.status().message());
     REQUIRE(imported.ok());
     CHECK(imported->graph.value(imported->outputs[0].value).type.shape == std::vector<int64_t>{2, 4});
@@ -82,7 +79,7 @@ TEST_CASE("NegativeLogLikelihoodLoss: shapes, reduction, ignore_index and weight
 TEST_CASE("SoftmaxCrossEntropyLoss is a log-softmax over the classes, whose result is log_prob") {
   OnnxBuilder b = loss_model("SoftmaxCrossEntropyLoss", {"x", "y"}, {"z", "log_prob"});
   OnnxBuilder::string_attr(*b.model().mutable_graph()->mutable_node(0), "reduction", "sum");
-  auto imported = import(b);
+  auto imported = import_loss(b);
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   const ir::Op& op = nll_op(*imported);
@@ -97,7 +94,7 @@ TEST_CASE("loss converters reject what ONNX does not define") {
   SUBCASE("an unknown reduction") {
     OnnxBuilder b = loss_model("NegativeLogLikelihoodLoss", {"x", "y"}, {"z"});
     OnnxBuilder::string_attr(*b.model().mutable_graph()->mutable_node(0), "reduction", "max");
-    auto imported = import(b);
+    auto imported = import_loss(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(imported.status().code() == StatusCode::kInvalidArgument);
     CHECK(contains(imported.status().message(),
@@ -107,7 +104,7 @@ TEST_CASE("loss converters reject what ONNX does not define") {
     OnnxBuilder b = loss_model("SoftmaxCrossEntropyLoss", {"x", "y"}, {"z"});
     b.model().mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
         onnx::TensorProto::FLOAT);
-    auto imported = import(b);
+    auto imported = import_loss(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "target must hold integers (int32 or int64), it holds 'f4'"));
   }
@@ -117,14 +114,14 @@ TEST_CASE("loss converters reject what ONNX does not define") {
     b.model().mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->set_elem_type(
         onnx::TensorProto::INT64);
     b.node("NegativeLogLikelihoodLoss", "loss", {"x", "y"}, {"z"});
-    auto imported = import(b);
+    auto imported = import_loss(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "target [2,3] must be [2,4] for input [2,3,4]"));
   }
   SUBCASE("weights that are not one per class") {
     OnnxBuilder b = loss_model("NegativeLogLikelihoodLoss", {"x", "y", "w"}, {"z"});
     b.floats("w", {4}, {1, 1, 1, 1});
-    auto imported = import(b);
+    auto imported = import_loss(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "weights [4] must have one value per class, [3]"));
   }

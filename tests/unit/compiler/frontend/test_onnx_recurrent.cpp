@@ -9,6 +9,7 @@
 
 #include "compiler/frontend/onnx_import.h"
 #include "tests/unit/compiler/onnx_builder.h"
+#include "tests/unit/test_strings.h"
 
 namespace ipu::testing {
 namespace {
@@ -18,11 +19,7 @@ using frontend::OnnxImportOptions;
 
 constexpr int64_t kSteps = 3, kBatch = 2, kFeatures = 4, kHidden = 5;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::vector<float> filled(size_t n) {
+std::vector<float> small_weights(size_t n) {
   std::vector<float> v(n);
   for (size_t i = 0; i < v.size(); ++i)
     v[i] = 0.01f * static_cast<float>(i % 7);
@@ -42,9 +39,9 @@ OnnxBuilder recurrent(const std::string& op, int64_t gates, int64_t directions, 
   for (const auto& o : outputs)
     b.output(o);
   b.floats("w", {directions, gates * kHidden, kFeatures},
-           filled(static_cast<size_t>(directions * gates * kHidden * kFeatures)));
+           small_weights(static_cast<size_t>(directions * gates * kHidden * kFeatures)));
   b.floats("r", {directions, gates * kHidden, kHidden},
-           filled(static_cast<size_t>(directions * gates * kHidden * kHidden)));
+           small_weights(static_cast<size_t>(directions * gates * kHidden * kHidden)));
   auto& node = b.node(op, "cell", {"x", "w", "r"}, outputs);
   OnnxBuilder::int_attr(node, "hidden_size", kHidden);
   if (directions == 2) OnnxBuilder::string_attr(node, "direction", "bidirectional");
@@ -52,11 +49,11 @@ OnnxBuilder recurrent(const std::string& op, int64_t gates, int64_t directions, 
   return b;
 }
 
-StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b) {
+StatusOr<frontend::ForwardGraph> import_recurrent(const OnnxBuilder& b) {
   return import_onnx(b.bytes(), "models/rnn.onnx", OnnxImportOptions{kBatch, {}, false, {}});
 }
 
-std::vector<int64_t> output_shape(const frontend::ForwardGraph& g, size_t index) {
+std::vector<int64_t> output_shape_at(const frontend::ForwardGraph& g, size_t index) {
   return g.graph.value(g.outputs[index].value).type.shape;
 }
 
@@ -71,7 +68,7 @@ TEST_CASE("RNN, GRU and LSTM: ONNX's output shapes, one recurrent MatMul per ste
         CAPTURE(c.op);
         CAPTURE(directions);
         CAPTURE(batch_first);
-        auto imported = import(recurrent(c.op, c.gates, directions, batch_first));
+        auto imported = import_recurrent(recurrent(c.op, c.gates, directions, batch_first));
         INFO(imported.status().message());
         REQUIRE(imported.ok());
         const std::vector<int64_t> y = batch_first
@@ -79,9 +76,9 @@ TEST_CASE("RNN, GRU and LSTM: ONNX's output shapes, one recurrent MatMul per ste
                                            : std::vector<int64_t>{kSteps, directions, kBatch, kHidden};
         const std::vector<int64_t> last = batch_first ? std::vector<int64_t>{kBatch, directions, kHidden}
                                                       : std::vector<int64_t>{directions, kBatch, kHidden};
-        CHECK(output_shape(*imported, 0) == y);
-        CHECK(output_shape(*imported, 1) == last);
-        if (c.op == "LSTM") CHECK(output_shape(*imported, 2) == last);
+        CHECK(output_shape_at(*imported, 0) == y);
+        CHECK(output_shape_at(*imported, 1) == last);
+        if (c.op == "LSTM") CHECK(output_shape_at(*imported, 2) == last);
         int matmuls = 0;
         for (const ir::Op& op : imported->graph.ops())
           matmuls += op.kind == ir::OpKind::kMatMul ? 1 : 0;
@@ -100,7 +97,7 @@ TEST_CASE("recurrent ops: bad attributes and shapes are refused naming the node"
     a->set_name("activations");
     a->set_type(onnx::AttributeProto::STRINGS);
     a->add_strings("ThresholdedRelu");
-    auto imported = import(b);
+    auto imported = import_recurrent(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(imported.status().code() == StatusCode::kUnsupported);
     CHECK(contains(imported.status().message(), "node 'cell' (RNN): activation 'ThresholdedRelu'"));
@@ -112,31 +109,31 @@ TEST_CASE("recurrent ops: bad attributes and shapes are refused naming the node"
     a->set_type(onnx::AttributeProto::STRINGS);
     for (const char* name : {"Sigmoid", "Tanh", "Sigmoid"})
       a->add_strings(name);
-    auto imported = import(b);
+    auto imported = import_recurrent(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "activations has 3 functions, 4 expected (2 per direction)"));
   }
   SUBCASE("W of another hidden size") {
     OnnxBuilder b(14);
     b.input("x", {kBatch, kFeatures}, kSteps).output("y");
-    b.floats("w", {1, 4 * 6, kFeatures}, filled(4 * 6 * kFeatures));
-    b.floats("r", {1, 4 * kHidden, kHidden}, filled(4 * kHidden * kHidden));
+    b.floats("w", {1, 4 * 6, kFeatures}, small_weights(4 * 6 * kFeatures));
+    b.floats("r", {1, 4 * kHidden, kHidden}, small_weights(4 * kHidden * kHidden));
     b.node("LSTM", "cell", {"x", "w", "r"}, {"y"});
-    auto imported = import(b);
+    auto imported = import_recurrent(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "node 'cell' (LSTM): W [1,24,4] must be [1,20,4]"));
   }
   SUBCASE("hidden_size that R contradicts") {
     OnnxBuilder b = recurrent("GRU", 3, 1);
     b.model().mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_i(9);
-    auto imported = import(b);
+    auto imported = import_recurrent(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(), "hidden_size 9 does not match R [1,15,5]"));
   }
   SUBCASE("an unknown direction") {
     OnnxBuilder b = recurrent("RNN", 1, 1);
     OnnxBuilder::string_attr(*b.model().mutable_graph()->mutable_node(0), "direction", "sideways");
-    auto imported = import(b);
+    auto imported = import_recurrent(b);
     REQUIRE_FALSE(imported.ok());
     CHECK(contains(imported.status().message(),
                    "direction 'sideways' is not forward, reverse or bidirectional"));

@@ -9,6 +9,7 @@
 #include "compiler/frontend/onnx_import.h"
 #include "runtime/format/tensor_kinds.h"
 #include "tests/unit/compiler/onnx_builder.h"
+#include "tests/unit/test_strings.h"
 
 namespace ipu::testing {
 namespace {
@@ -16,12 +17,8 @@ namespace {
 using frontend::import_onnx;
 using frontend::OnnxImportOptions;
 
-StatusOr<frontend::ForwardGraph> import(const OnnxBuilder& b, int64_t batch = 2) {
+StatusOr<frontend::ForwardGraph> import_tensor_ops(const OnnxBuilder& b, int64_t batch = 2) {
   return import_onnx(b.bytes(), "net.onnx", OnnxImportOptions{batch, {}, false, {}});
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // The shape of the model's first output.
@@ -41,7 +38,7 @@ TEST_CASE("binary ops broadcast numpy-style and comparisons report a bool output
   b.node("Less", "less", {"x", "w"}, {"y"});
   b.model().mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       onnx::TensorProto::BOOL);
-  auto imported = import(b);
+  auto imported = import_tensor_ops(b);
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   CHECK(output_shape(*imported) == std::vector<int64_t>{2, 3, 4});
@@ -56,7 +53,7 @@ TEST_CASE("a bias row keeps BiasAdd; other Adds broadcast") {
   b.floats("col", {2, 1}, wave(2, 1, 0));
   b.node("Add", "bias_add", {"bias", "x"}, {"y"});
   b.node("Add", "col_add", {"x", "col"}, {"z"});
-  auto imported = import(b);
+  auto imported = import_tensor_ops(b);
   REQUIRE(imported.ok());
   CHECK(output_op(*imported) == ir::OpKind::kBiasAdd);
   CHECK(imported->graph.op(imported->graph.value(imported->outputs[1].value).producer).kind ==
@@ -69,7 +66,7 @@ TEST_CASE("Softmax coerces to 2-D before version 13 and takes one axis from 13")
     OnnxBuilder b(opset);
     b.input("x", {3, 4}).output("y");
     OnnxBuilder::int_attr(b.node("Softmax", "sm", {"x"}, {"y"}), "axis", 1);
-    auto imported = import(b);
+    auto imported = import_tensor_ops(b);
     REQUIRE(imported.ok());
     // The AxisSoftmax sees [outer, n, inner]: [2, 12, 1] coerced, [2, 3, 4] for one axis.
     const ir::Graph& g = imported->graph;
@@ -91,7 +88,7 @@ TEST_CASE("MatMul broadcasts batch axes and follows numpy for rank-1 operands") 
   b.floats("u", {4}, wave(4, 1, 0));
   b.node("MatMul", "mm", {"x", "w"}, {"y"});
   b.node("MatMul", "mv", {"x", "u"}, {"v"});
-  auto imported = import(b);
+  auto imported = import_tensor_ops(b);
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   CHECK(output_shape(*imported) == std::vector<int64_t>{2, 5, 3, 2});
@@ -107,7 +104,7 @@ TEST_CASE("Transpose, Slice with negative steps, Split and Unsqueeze give ONNX's
   b.node("Slice", "sl", {"x", "starts", "ends", "axes", "steps"}, {"s"});
   OnnxBuilder::int_attr(b.node("Split", "sp", {"x", "split"}, {"p0", "p1"}), "axis", -1);
   b.node("Unsqueeze", "un", {"x", "where"}, {"u"});
-  auto imported = import(b);
+  auto imported = import_tensor_ops(b);
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   auto shape = [&](int i) {
@@ -128,7 +125,7 @@ TEST_CASE("Shape and Size fold to constants; Cast records the output dtype") {
   for (int i = 0; i < 2; ++i)
     b.model().mutable_graph()->mutable_output(i)->mutable_type()->mutable_tensor_type()->set_elem_type(
         onnx::TensorProto::INT64);
-  auto imported = import(b);
+  auto imported = import_tensor_ops(b);
   INFO(imported.status().message());
   REQUIRE(imported.ok());
   const ir::Value& s = imported->graph.value(imported->outputs[0].value);
@@ -153,7 +150,7 @@ TEST_CASE("Pad in edge, reflect and wrap mode gathers the source index of every 
     b.input("x", {4}).output("y");
     b.ints("pads", {0, 2, 0, 2});
     OnnxBuilder::string_attr(b.node("Pad", "pad", {"x", "pads"}, {"y"}), "mode", mode);
-    auto imported = import(b);
+    auto imported = import_tensor_ops(b);
     INFO(imported.status().message());
     REQUIRE(imported.ok());
     CHECK(output_shape(*imported) == std::vector<int64_t>{2, 8});
@@ -174,7 +171,7 @@ TEST_CASE("forms whose semantics are not implemented are unsupported with the re
   OnnxBuilder::int_attr(b.node("Cast", "cast", {"x"}, {"c"}), "to", onnx::TensorProto::DOUBLE);
   b.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       onnx::TensorProto::INT64);
-  auto imported = import(b);
+  auto imported = import_tensor_ops(b);
   REQUIRE_FALSE(imported.ok());
   CHECK(imported.status().code() == StatusCode::kUnsupported);
   const std::string m = imported.status().message();
@@ -190,7 +187,7 @@ TEST_CASE("Celu with alpha 0 is invalid, naming the node") {
   OnnxBuilder b(13);
   b.input("x", {3}).output("y");
   OnnxBuilder::float_attr(b.node("Celu", "celu", {"x"}, {"y"}), "alpha", 0.0f);
-  auto imported = import(b);
+  auto imported = import_tensor_ops(b);
   REQUIRE_FALSE(imported.ok());
   CHECK(imported.status().code() == StatusCode::kInvalidArgument);
   CHECK(contains(imported.status().message(), "node 'celu' (Celu): alpha must not be 0"));

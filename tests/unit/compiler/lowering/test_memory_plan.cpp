@@ -9,17 +9,11 @@
 namespace ipu::testing {
 namespace {
 
-const char* kSpec = R"({"type": "sequential", "input": {"shape": [64]},
-  "layers": [{"name": "wide", "type": "Dense", "units": 512, "activation": "relu"},
-             {"name": "out", "type": "Dense", "units": 10}],
-  "loss": {"type": "sparse_categorical_crossentropy", "from_logits": true},
-  "optimizer": {"type": "sgd", "learning_rate": 0.1, "momentum": 0.9}})";
-
 TEST_CASE("memory plan: a model that overflows names the tile, the bytes and the tensors") {
   auto options = small_target_options(8);
   options.tiles_per_ipu = 2;
   options.bytes_per_tile = 16 * 1024;
-  auto result = compiler::compile_model(kSpec, options);
+  auto result = compiler::compile_model(kWideMlpSpec, options);
   REQUIRE_FALSE(result.ok());
   CHECK(result.status().code() == StatusCode::kResourceExhausted);
   const std::string m = result.status().message();
@@ -37,7 +31,7 @@ TEST_CASE("memory plan: an overflowing tile's bytes are broken down into categor
   auto options = small_target_options(8);
   options.tiles_per_ipu = 2;
   options.bytes_per_tile = 16 * 1024;
-  auto result = compiler::compile_model(kSpec, options);
+  auto result = compiler::compile_model(kWideMlpSpec, options);
   REQUIRE_FALSE(result.ok());
   const std::string m = result.status().message();
   for (const char* part : {"in compute set '", ": tensors ", "(largest: wide/kernel ", ", exchange buffers ",
@@ -47,7 +41,7 @@ TEST_CASE("memory plan: an overflowing tile's bytes are broken down into categor
   auto plan_options = small_target_options(8);
   plan_options.tiles_per_ipu = 2;
   plan_options.bytes_per_tile = 1 << 30; // compiles, so the plan can be read
-  auto fits = compiler::compile_model(kSpec, plan_options);
+  auto fits = compiler::compile_model(kWideMlpSpec, plan_options);
   REQUIRE(fits.ok());
   const lowering::TileUsage& u = fits->memory.fullest;
   CHECK(u.tensor_bytes + u.exchange_bytes + u.vertex_state_bytes + u.code_bytes == u.peak_bytes);
@@ -63,7 +57,7 @@ TEST_CASE("memory plan: an overflowing tile's bytes are broken down into categor
 
 TEST_CASE("memory plan: the same model fits a larger target and reports its fullest tile") {
   auto options = small_target_options(8);
-  auto result = compiler::compile_model(kSpec, options);
+  auto result = compiler::compile_model(kWideMlpSpec, options);
   REQUIRE(result.ok());
   const auto& plan = result->memory;
   CHECK(plan.overflowing.empty());

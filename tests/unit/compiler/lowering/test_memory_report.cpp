@@ -7,12 +7,6 @@
 namespace ipu::testing {
 namespace {
 
-const char* kSpec = R"({"type": "sequential", "input": {"shape": [64]},
-  "layers": [{"name": "wide", "type": "Dense", "units": 512, "activation": "relu"},
-             {"name": "out", "type": "Dense", "units": 10}],
-  "loss": {"type": "sparse_categorical_crossentropy", "from_logits": true},
-  "optimizer": {"type": "sgd", "learning_rate": 0.1, "momentum": 0.9}})";
-
 uint64_t split_total(const lowering::TileSplit& s) {
   return s.tensor_bytes + s.exchange_bytes + s.vertex_state_bytes + s.code_bytes;
 }
@@ -20,7 +14,7 @@ uint64_t split_total(const lowering::TileSplit& s) {
 TEST_CASE("memory report: every tile's split adds up to its peak, and the fullest tiles are the plan's") {
   auto options = small_target_options(8);
   compiler::CompileReport report;
-  auto result = compiler::compile_model(kSpec, options, &report);
+  auto result = compiler::compile_model(kWideMlpSpec, options, &report);
   REQUIRE(result.ok());
   const lowering::MemoryReport& m = report.memory;
   CHECK(m.ipus == 1);
@@ -70,7 +64,7 @@ TEST_CASE("memory report: a model that does not fit still gets its report") {
   options.tiles_per_ipu = 2;
   options.bytes_per_tile = 16 * 1024;
   compiler::CompileReport report;
-  auto result = compiler::compile_model(kSpec, options, &report);
+  auto result = compiler::compile_model(kWideMlpSpec, options, &report);
   REQUIRE_FALSE(result.ok());
   CHECK(result.status().code() == StatusCode::kResourceExhausted);
   const lowering::MemoryReport& m = report.memory;
@@ -91,8 +85,8 @@ TEST_CASE("memory report: a model that does not fit still gets its report") {
 TEST_CASE("memory report: without a report to fill, compiling is unchanged") {
   auto options = small_target_options(8);
   compiler::CompileReport report;
-  auto with = compiler::compile_model(kSpec, options, &report);
-  auto without = compiler::compile_model(kSpec, options);
+  auto with = compiler::compile_model(kWideMlpSpec, options, &report);
+  auto without = compiler::compile_model(kWideMlpSpec, options);
   REQUIRE(with.ok());
   REQUIRE(without.ok());
   CHECK(with->executable.SerializeAsString() == without->executable.SerializeAsString());

@@ -107,7 +107,7 @@ TEST_CASE("a Concat split inside rows places every input element where torch's c
 }
 
 // A Gemm at batch 1 with a [N, K] weight (transB, as torch's Linear exports): VGG's classifier.
-std::string gemm_model(int64_t K, int64_t N) {
+std::string linear_gemm_model(int64_t K, int64_t N) {
   OnnxBuilder b;
   b.input("x", {K}).output("y");
   b.floats("w", {N, K}, std::vector<float>(static_cast<size_t>(N * K), 0.01f));
@@ -117,7 +117,7 @@ std::string gemm_model(int64_t K, int64_t N) {
 
 TEST_CASE("a large Gemm weight lies where its MatMul's vertices read it, so none receives it") {
   const int64_t K = 8192, N = 2048; // 64 MiB of weight: 45 KB of every mk2 tile if spread
-  auto compiled = compiler::compile_model(gemm_model(K, N), mk2_inference(1));
+  auto compiled = compiler::compile_model(linear_gemm_model(K, N), mk2_inference(1));
   INFO(compiled.status().message());
   REQUIRE(compiled.ok());
   const format::Executable& exe = compiled->executable;
@@ -149,7 +149,7 @@ TEST_CASE("a large Gemm weight lies where its MatMul's vertices read it, so none
 
 TEST_CASE("a small Gemm weight keeps its linear spread over the tiles") {
   const int64_t K = 512, N = 256; // 512 KiB: 356 bytes of every mk2 tile
-  auto compiled = compiler::compile_model(gemm_model(K, N), mk2_inference(1));
+  auto compiled = compiler::compile_model(linear_gemm_model(K, N), mk2_inference(1));
   INFO(compiled.status().message());
   REQUIRE(compiled.ok());
   std::set<uint32_t> weight_tiles;

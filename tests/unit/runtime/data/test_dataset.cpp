@@ -22,14 +22,9 @@ using ipu::data::epoch_order;
 using ipu::data::open_dataset;
 
 using ipu::testing::TempDir;
+using ipu::testing::write_plain;
 
-void write_plain(const std::string& path, const std::string& content) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(content.data(), static_cast<std::streamsize>(content.size()));
-  REQUIRE(f.good());
-}
-
-std::string idx_bytes(const std::vector<uint32_t>& dims, const std::string& data) {
+std::string idx_bytes_from_string(const std::vector<uint32_t>& dims, const std::string& data) {
   std::string out("\0\0\x08", 3);
   out += static_cast<char>(dims.size());
   for (uint32_t d : dims) {
@@ -123,10 +118,12 @@ TEST_CASE("dataset: unknown specs list the accepted forms") {
 
 TEST_CASE("dataset: mnist specs pick the split") {
   TempDir dir;
-  write_plain(dir.file("train-images-idx3-ubyte"), idx_bytes({2, 1, 2}, std::string("\x00\xff\x33\x66", 4)));
-  write_plain(dir.file("train-labels-idx1-ubyte"), idx_bytes({2}, std::string("\x05\x07", 2)));
-  write_plain(dir.file("t10k-images-idx3-ubyte"), idx_bytes({1, 1, 2}, std::string("\x01\x02", 2)));
-  write_plain(dir.file("t10k-labels-idx1-ubyte"), idx_bytes({1}, std::string("\x09", 1)));
+  write_plain(dir.file("train-images-idx3-ubyte"),
+              idx_bytes_from_string({2, 1, 2}, std::string("\x00\xff\x33\x66", 4)));
+  write_plain(dir.file("train-labels-idx1-ubyte"), idx_bytes_from_string({2}, std::string("\x05\x07", 2)));
+  write_plain(dir.file("t10k-images-idx3-ubyte"),
+              idx_bytes_from_string({1, 1, 2}, std::string("\x01\x02", 2)));
+  write_plain(dir.file("t10k-labels-idx1-ubyte"), idx_bytes_from_string({1}, std::string("\x09", 1)));
 
   auto train = open_dataset("mnist:" + dir.path());
   REQUIRE_MESSAGE(train.ok(), train.status().to_string());

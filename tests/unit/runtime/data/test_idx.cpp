@@ -21,6 +21,7 @@ using ipu::data::load_mnist_idx;
 using ipu::data::read_idx_ubyte;
 
 using ipu::testing::TempDir;
+using ipu::testing::write_plain;
 
 void put_be32(std::string& out, uint32_t v) {
   out += static_cast<char>(v >> 24);
@@ -39,12 +40,6 @@ std::string idx_bytes(const std::vector<uint32_t>& dims, const std::vector<uint8
     put_be32(out, d);
   out.append(data.begin(), data.end());
   return out;
-}
-
-void write_plain(const std::string& path, const std::string& content) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(content.data(), static_cast<std::streamsize>(content.size()));
-  REQUIRE(f.good());
 }
 
 void write_gz(const std::string& path, const std::string& content) {

@@ -26,12 +26,7 @@ using ipu::data::read_npy;
 using ipu::data::write_npy;
 
 using ipu::testing::TempDir;
-
-void write_plain(const std::string& path, const std::string& content) {
-  std::ofstream f(path, std::ios::binary);
-  f.write(content.data(), static_cast<std::streamsize>(content.size()));
-  REQUIRE(f.good());
-}
+using ipu::testing::write_plain;
 
 std::string read_plain(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -538,7 +538,7 @@ std::vector<std::vector<float>> run_workload(int threads) {
   return outputs;
 }
 
-bool bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+bool all_bitwise_equal(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
     if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(float)) != 0)
@@ -581,7 +581,7 @@ TEST_CASE("engine: results are bitwise identical with 1 and 2 threads") {
   for (int threads : {2, 0}) {
     CAPTURE(threads);
     for (int attempt = 0; attempt < 3; ++attempt)
-      CHECK(bitwise_equal(run_workload(threads), one));
+      CHECK(all_bitwise_equal(run_workload(threads), one));
   }
 }
 

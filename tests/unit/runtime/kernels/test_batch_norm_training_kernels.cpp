@@ -16,7 +16,7 @@ using namespace ipu::kernels::testing;
 
 constexpr int64_t N = 3, C = 2, S = 5;
 
-void check_close(float got, double want) {
+void check_scalar_close(float got, double want) {
   INFO("got " << got << ", want " << want);
   CHECK(std::abs(got - want) <= 1e-5 + 1e-5 * std::abs(want));
 }
@@ -57,8 +57,8 @@ TEST_CASE("kernels: BatchStatistics in parts and their combination give the batc
   run(Codelet::kBatchStatisticsCombine, {partials.data(), mean.data(), var.data()}, {C, parts, 0, C});
   for (int64_t c = 0; c < C; ++c) {
     const auto [m, v] = moments(x, c);
-    check_close(mean[static_cast<size_t>(c)], m);
-    check_close(var[static_cast<size_t>(c)], v);
+    check_scalar_close(mean[static_cast<size_t>(c)], m);
+    check_scalar_close(var[static_cast<size_t>(c)], v);
   }
   // With the running statistics and a mode of 0 (evaluate, predict), they are copied; with 1, not.
   std::vector<float> running_mean = {0.25f, -0.5f}, running_var = {2.0f, 3.0f}, flag = {0.0f};
@@ -71,7 +71,7 @@ TEST_CASE("kernels: BatchStatistics in parts and their combination give the batc
   run(Codelet::kBatchStatisticsCombine,
       {partials.data(), mean.data(), var.data(), running_mean.data(), running_var.data(), flag.data()},
       {C, parts, 0, C});
-  check_close(var[1], moments(x, 1).second);
+  check_scalar_close(var[1], moments(x, 1).second);
 
   const auto xs = static_cast<uint64_t>(N * C * S), ps = static_cast<uint64_t>(parts * 3 * C);
   CHECK(validate(Codelet::kBatchStatistics, {xs, ps}, {N, C, S, 0, C, 0, N, 0, S, parts, 3}).ok());
@@ -125,13 +125,13 @@ TEST_CASE("kernels: the batch-norm gradients' sums in parts, the input gradient 
         sum_dy_xhat += dy[i] * (x[i] - mean[k]) * istd;
       }
     }
-    check_close(dscale[k], sum_dy_xhat);
-    check_close(dbias[k], sum_dy);
+    check_scalar_close(dscale[k], sum_dy_xhat);
+    check_scalar_close(dbias[k], sum_dy);
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t s = 0; s < S; ++s) {
         const size_t i = static_cast<size_t>((n * C + c) * S + s);
         const double x_hat = (x[i] - mean[k]) * istd;
-        check_close(dx[i], scale[k] * istd * (dy[i] - sum_dy / M - x_hat * sum_dy_xhat / M));
+        check_scalar_close(dx[i], scale[k] * istd * (dy[i] - sum_dy / M - x_hat * sum_dy_xhat / M));
       }
     }
   }
@@ -140,8 +140,8 @@ TEST_CASE("kernels: the batch-norm gradients' sums in parts, the input gradient 
   const float momentum = 0.9f;
   run(Codelet::kRunningStatistics, {running_mean.data(), running_var.data(), mean.data(), var.data()},
       {C, N * S, 0, C}, {momentum});
-  check_close(running_mean[1], -0.5 * 0.9f + mean[1] * (1.0 - 0.9f));
-  check_close(running_var[1], 3.0 * 0.9f + var[1] * M / (M - 1.0) * (1.0 - 0.9f));
+  check_scalar_close(running_mean[1], -0.5 * 0.9f + mean[1] * (1.0 - 0.9f));
+  check_scalar_close(running_var[1], 3.0 * 0.9f + var[1] * M / (M - 1.0) * (1.0 - 0.9f));
 
   const auto xs = static_cast<uint64_t>(N * C * S), cs = static_cast<uint64_t>(C);
   CHECK(validate(Codelet::kRunningStatistics, {cs, cs, cs, cs}, {C, N * S, 0, C}, {momentum}).ok());

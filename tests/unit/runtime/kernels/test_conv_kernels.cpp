@@ -18,7 +18,7 @@ using ipu::format::Codelet;
 using ipu::kernels::OperandInfo;
 using namespace ipu::kernels::testing;
 
-void check_close(const std::vector<float>& got, const std::vector<double>& want) {
+void check_conv_close(const std::vector<float>& got, const std::vector<double>& want) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
@@ -129,21 +129,21 @@ TEST_CASE("kernels: Conv, ConvGradInput and ConvGradWeight match direct loops, w
         run(Codelet::kConvGradWeight, {x.data(), dy.data(), dw.data()}, with(p, {0, 1, cb, ce}));
         run(Codelet::kConvGradWeight, {x.data(), dy.data(), dw.data()}, with(p, {1, M, cb, ce}));
       }
-      check_close(y, y_want);
-      check_close(dx, dx_want);
-      check_close(dw, dw_want);
+      check_conv_close(y, y_want);
+      check_conv_close(dx, dx_want);
+      check_conv_close(dw, dw_want);
       // Without a bias.
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, M}));
       for (size_t i = 0; i < y.size(); ++i)
         y_want[i] -= b[i / static_cast<size_t>(OH * OW) % static_cast<size_t>(M)];
-      check_close(y, y_want);
+      check_conv_close(y, y_want);
       // With a fused Relu, split over channels as before, and the rest over output rows too.
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 0, 1, 1}));
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 1, M, 1, 0, OH / 2}));
       run(Codelet::kConv, {x.data(), w.data(), y.data()}, with(p, {0, g.N, 1, M, 1, OH / 2, OH}));
       for (double& v : y_want)
         v = std::max(v, 0.0);
-      check_close(y, y_want);
+      check_conv_close(y, y_want);
     }
   }
 }
@@ -199,7 +199,7 @@ TEST_CASE("kernels: every split of ConvGradInput and ConvGradWeight gives the si
         for (int64_t part = 0; part < parts; ++part)
           summed[i] += partials[static_cast<size_t>(part) * w.size() + i];
       }
-      check_close(dw_one, summed);
+      check_conv_close(dw_one, summed);
     }
   }
 }
@@ -239,7 +239,7 @@ TEST_CASE("kernels: Conv split over input channels and ConvGradInput over output
     std::vector<double> y_sum(y_size);
     for (size_t i = 0; i < y_size; ++i)
       y_sum[i] = static_cast<double>(y_partials[i]) + y_partials[y_size + i];
-    check_close(y_one, y_sum);
+    check_conv_close(y_one, y_sum);
     // A fused Relu moves to the Reduce that adds the shares (kind SumRelu): the fused Conv's result.
     std::vector<float> y_relu(y_size, -7.0f), y_reduced(y_size, -7.0f);
     run(Codelet::kConv, {x.data(), w.data(), b.data(), y_relu.data()}, with(p, {0, g.N, 0, M, 1}));
@@ -248,7 +248,7 @@ TEST_CASE("kernels: Conv split over input channels and ConvGradInput over output
         {static_cast<int64_t>(ipu::format::ReduceKind::kSumRelu), 1, 1, 0, elements, elements, 1, parts,
          elements});
     std::vector<double> relu_want(y_relu.begin(), y_relu.end());
-    check_close(y_reduced, relu_want);
+    check_conv_close(y_reduced, relu_want);
 
     // Output-channel shares of dX: channels [0, 1) and [1, M), the second over input rows in two.
     std::vector<float> dx_partials(parts * x_size, -7.0f);
@@ -262,7 +262,7 @@ TEST_CASE("kernels: Conv split over input channels and ConvGradInput over output
     std::vector<double> dx_sum(x_size);
     for (size_t i = 0; i < x_size; ++i)
       dx_sum[i] = static_cast<double>(dx_partials[i]) + dx_partials[x_size + i];
-    check_close(dx_one, dx_sum);
+    check_conv_close(dx_one, dx_sum);
   }
 }
 
@@ -367,10 +367,10 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
         run(Codelet::kAveragePool, {x.data(), yavg.data()}, with(g.params(), {include_pad, pb, pe}));
         run(Codelet::kAveragePoolGrad, {dy.data(), dxavg.data()}, with(g.params(), {include_pad, pb, pe}));
       }
-      check_close(ymax, max_want);
-      check_close(yavg, avg_want);
-      check_close(dxmax, dmax_want);
-      check_close(dxavg, davg_want);
+      check_conv_close(ymax, max_want);
+      check_conv_close(yavg, avg_want);
+      check_conv_close(dxmax, dmax_want);
+      check_conv_close(dxavg, davg_want);
     }
   }
 }
@@ -581,8 +581,8 @@ TEST_CASE("kernels: ChannelSum and ChannelAffine") {
     sum_want[c] += x[i];
     y_want[i] = static_cast<double>(x[i]) * scale[c] + shift[c];
   }
-  check_close(sum, sum_want);
-  check_close(y, y_want);
+  check_conv_close(sum, sum_want);
+  check_conv_close(y, y_want);
   // Split over samples into partials (as the compiler splits a large bias gradient), summed: the
   // same sums within float rounding; the one-share form gives the old layout's bits.
   std::vector<float> partials(2 * C, -7.0f), one(C, -7.0f);
@@ -592,7 +592,7 @@ TEST_CASE("kernels: ChannelSum and ChannelAffine") {
   std::vector<double> summed(C);
   for (size_t c = 0; c < static_cast<size_t>(C); ++c)
     summed[c] = static_cast<double>(partials[c]) + partials[static_cast<size_t>(C) + c];
-  check_close(sum, summed);
+  check_conv_close(sum, summed);
   run(Codelet::kChannelSum, {x.data(), one.data()}, {N, C, S, 0, C, 0, N, 1, 0});
   CHECK(std::memcmp(one.data(), sum.data(), sum.size() * sizeof(float)) == 0);
   const auto xs = static_cast<uint64_t>(N * C * S), cs = static_cast<uint64_t>(C);
@@ -640,10 +640,10 @@ TEST_CASE("kernels: BatchNorm, its gradients and ChannelsLayout") {
       }
     }
   }
-  check_close(y, y_want);
-  check_close(dx, dx_want);
-  check_close(dscale, ds_want);
-  check_close(last, last_want);
+  check_conv_close(y, y_want);
+  check_conv_close(dx, dx_want);
+  check_conv_close(dscale, ds_want);
+  check_conv_close(last, last_want);
   CHECK(first == x);
 }
 

@@ -17,7 +17,7 @@ using ipu::format::Codelet;
 using ipu::format::LossReduction;
 using namespace ipu::kernels::testing;
 
-struct Case {
+struct NllLossCase {
   int64_t N = 2, C = 3, D = 2;
   LossReduction reduction = LossReduction::kMean;
   std::optional<int64_t> ignore_index;
@@ -41,7 +41,8 @@ const std::vector<float> kInput = {-0.1f, -1.2f, -2.3f, -0.4f, -0.5f, -1.6f,  //
 const std::vector<float> kWeights = {0.5f, 2.0f, 1.5f};
 
 // ONNX's definition, position by position: loss_p = −x[n, t, d]·w[t], 0 where t is ignored.
-std::vector<double> reference_loss(const Case& c, const std::vector<double>& x, const std::vector<float>& t) {
+std::vector<double> reference_loss(const NllLossCase& c, const std::vector<double>& x,
+                                   const std::vector<float>& t) {
   std::vector<double> losses;
   double total = 0, weight_total = 0;
   for (int64_t n = 0; n < c.N; ++n) {
@@ -62,7 +63,7 @@ std::vector<double> reference_loss(const Case& c, const std::vector<double>& x, 
   return losses;
 }
 
-std::vector<float> run_loss(const Case& c, std::vector<float> t) {
+std::vector<float> run_loss(const NllLossCase& c, std::vector<float> t) {
   std::vector<float> x = kInput, w = kWeights;
   std::vector<float> y(c.reduction == LossReduction::kNone ? static_cast<size_t>(c.N * c.D) : 1, -7.0f);
   std::vector<void*> operands = {x.data(), t.data(), y.data()};
@@ -78,13 +79,13 @@ std::vector<float> run_loss(const Case& c, std::vector<float> t) {
 }
 
 // The reference loss of kInput + h·e_i, for central differences.
-std::vector<double> perturbed_loss(const Case& c, const std::vector<float>& t, size_t i, double h) {
+std::vector<double> perturbed_loss(const NllLossCase& c, const std::vector<float>& t, size_t i, double h) {
   std::vector<double> x(kInput.begin(), kInput.end());
   x[i] += h;
   return reference_loss(c, x, t);
 }
 
-void check_close(const std::vector<float>& got, const std::vector<double>& want) {
+void check_nll_close(const std::vector<float>& got, const std::vector<double>& want) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
@@ -92,13 +93,13 @@ void check_close(const std::vector<float>& got, const std::vector<double>& want)
   }
 }
 
-std::vector<Case> all_cases() {
-  std::vector<Case> cases;
+std::vector<NllLossCase> all_cases() {
+  std::vector<NllLossCase> cases;
   for (auto reduction : {LossReduction::kNone, LossReduction::kSum, LossReduction::kMean}) {
     for (bool weighted : {false, true}) {
       for (std::optional<int64_t> ii :
            {std::optional<int64_t>(), std::optional<int64_t>(2), std::optional<int64_t>(-1)}) {
-        Case c;
+        NllLossCase c;
         c.reduction = reduction;
         c.weighted = weighted;
         c.ignore_index = ii;
@@ -111,21 +112,21 @@ std::vector<Case> all_cases() {
 
 TEST_CASE("loss kernels: NllLoss matches the reference for every reduction, weights and ignore_index") {
   const std::vector<float> targets = {0, 2, 1, -1};
-  for (const Case& c : all_cases()) {
+  for (const NllLossCase& c : all_cases()) {
     CAPTURE(static_cast<int>(c.reduction));
     CAPTURE(c.weighted);
     CAPTURE(c.ignore_index.value_or(99));
     // A target of -1 is only valid as the ignore index; elsewhere use class 1.
     std::vector<float> t = targets;
     if (c.ignore_index != -1) t[3] = 1;
-    check_close(run_loss(c, t), reference_loss(c, std::vector<double>(kInput.begin(), kInput.end()), t));
+    check_nll_close(run_loss(c, t), reference_loss(c, std::vector<double>(kInput.begin(), kInput.end()), t));
   }
 }
 
 TEST_CASE("loss kernels: NllLossGrad is the derivative of the reference loss") {
   const std::vector<float> t = {0, 2, 1, 2};
-  for (const Case& base : all_cases()) {
-    Case c = base;
+  for (const NllLossCase& base : all_cases()) {
+    NllLossCase c = base;
     if (c.ignore_index == -1) continue; // no target is -1 here
     CAPTURE(static_cast<int>(c.reduction));
     CAPTURE(c.weighted);
@@ -145,12 +146,12 @@ TEST_CASE("loss kernels: NllLossGrad is the derivative of the reference loss") {
       for (size_t k = 0; k < plus.size(); ++k)
         want[i] += dy[k] * (plus[k] - minus[k]) / (2 * h);
     }
-    check_close(dx, want);
+    check_nll_close(dx, want);
   }
 }
 
 // The first target outside [0, C) that is not the ignore index, as NllLoss and NllLossGrad report it.
-ipu::kernels::KernelFault loss_fault(const Case& c, Codelet codelet, std::vector<float> targets) {
+ipu::kernels::KernelFault loss_fault(const NllLossCase& c, Codelet codelet, std::vector<float> targets) {
   std::vector<float> x = kInput, w = kWeights, y(12), dy(4, 1.0f), dx(12);
   std::vector<void*> operands = codelet == Codelet::kNllLoss
                                     ? std::vector<void*>{x.data(), targets.data(), y.data()}
@@ -161,7 +162,7 @@ ipu::kernels::KernelFault loss_fault(const Case& c, Codelet codelet, std::vector
 }
 
 TEST_CASE("loss kernels: NllLoss and NllLossGrad report a target out of range, never read with it") {
-  for (const Case& c : all_cases()) {
+  for (const NllLossCase& c : all_cases()) {
     CAPTURE(static_cast<int>(c.reduction));
     CAPTURE(c.weighted);
     CAPTURE(c.ignore_index.value_or(99));
@@ -180,14 +181,14 @@ TEST_CASE("loss kernels: NllLoss and NllLossGrad report a target out of range, n
       if (c.ignore_index) CHECK(!loss_fault(c, codelet, {0, static_cast<float>(*c.ignore_index), 1, 2}));
     }
   }
-  Case c;
+  NllLossCase c;
   c.ignore_index = -100;
   CHECK(describe(loss_fault(c, Codelet::kNllLoss, {0, 1, 7, 2})) ==
         "target 7 at targets[2] is outside [0, 3) and is not the ignore_index -100");
 }
 
 TEST_CASE("loss kernels: validators reject inconsistent sizes and partial reductions") {
-  Case c;
+  NllLossCase c;
   c.reduction = LossReduction::kNone;
   CHECK(validate(Codelet::kNllLoss, {12, 4, 4}, c.params(0, 4)).ok());
   CHECK(!validate(Codelet::kNllLoss, {12, 4, 4}, c.params(0, 5)).ok());

@@ -22,7 +22,7 @@ using ipu::format::UnaryKind;
 using ipu::kernels::find_kernel;
 using namespace ipu::kernels::testing;
 
-void check_close(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-5) {
+void check_tensor_close(const std::vector<float>& got, const std::vector<double>& want, double tol = 1e-5) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
@@ -89,7 +89,7 @@ TEST_CASE("tensor kernels: Unary kinds match the reference on two ranges") {
     std::vector<double> want;
     for (float t : x)
       want.push_back(c.f(t, c.alpha, c.beta));
-    check_close(y, want, 2e-6);
+    check_tensor_close(y, want, 2e-6);
     CHECK(validate(Codelet::kUnary, {40, 40}, {static_cast<int64_t>(c.kind), 0, 40}, {c.alpha, c.beta}).ok());
   }
   CHECK(!validate(Codelet::kUnary, {40, 40}, {0, 0, 41}, {0, 0}).ok());
@@ -161,7 +161,7 @@ TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") 
         }
       }
     }
-    check_close(y, want);
+    check_tensor_close(y, want);
   }
   std::vector<int64_t> ok{0, 3, 0, 24, 2, 3, 4, 4, 0, 1, 0, 1, 0};
   CHECK(validate(Codelet::kBinary, {8, 3, 24}, ok).ok());
@@ -333,7 +333,7 @@ TEST_CASE("tensor kernels: Reduce sums, averages and finds arg extremes over str
                      : kind == ReduceKind::kMax  ? mx
                                                  : mn);
     }
-    check_close(y, want);
+    check_tensor_close(y, want);
   }
   std::vector<float> ties{1, 3, 3, 0}, idx(1);
   run(vertex(Codelet::kReduce, {ties.data(), idx.data()},
@@ -366,7 +366,7 @@ TEST_CASE("tensor kernels: Reduce sums and averages over a single strided axis")
         want.push_back(kind == ReduceKind::kSum ? sum : sum / 3);
       }
     }
-    check_close(y, want);
+    check_tensor_close(y, want);
   }
 }
 
@@ -388,8 +388,8 @@ TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
       }
     }
   }
-  check_close(y, want);
-  check_close(l, want_log);
+  check_tensor_close(y, want);
+  check_tensor_close(l, want_log);
   CHECK(!validate(Codelet::kAxisSoftmax, {24, 24}, {0, 2, 3, 4, 0, 9}).ok());
 }
 
@@ -448,7 +448,7 @@ TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,
       }
     }
   }
-  check_close(c, want);
+  check_tensor_close(c, want);
   CHECK(validate(Codelet::kBatchMatMul, {16, 36, 36}, p).ok());
   auto bad = p;
   bad[10] = K * N + 1; // the last B matrix would end past B

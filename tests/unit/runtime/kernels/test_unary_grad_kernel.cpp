@@ -49,14 +49,14 @@ double celu(double t, double a, double) {
   return t > 0 ? t : a * (std::exp(t / a) - 1);
 }
 
-struct Case {
+struct UnaryGradCase {
   UnaryKind kind;
   float alpha, beta;
   double (*f)(double, double, double);
   std::vector<double> kinks;
 };
 
-std::vector<Case> cases() {
+std::vector<UnaryGradCase> cases() {
   return {
       {UnaryKind::kGelu, 0, 0, gelu, {}},
       {UnaryKind::kGeluTanh, 0, 0, gelu_tanh, {}},
@@ -72,7 +72,7 @@ std::vector<Case> cases() {
 
 TEST_CASE("kernels: UnaryGrad is dY times each kind's derivative, over two ranges") {
   std::vector<float> x = values(64, 3), dy = values(64, 4);
-  for (const Case& c : cases()) {
+  for (const UnaryGradCase& c : cases()) {
     CAPTURE(static_cast<int>(c.kind));
     REQUIRE(ipu::format::has_unary_grad_kernel(c.kind));
     std::vector<float> dx(x.size(), -99.0f);

@@ -13,6 +13,7 @@
 
 #include "runtime/data/npy.h"
 #include "runtime/session/checkpoint.h"
+#include "tests/unit/test_strings.h"
 #include "tests/unit/test_temp_dir.h"
 
 namespace ipu::testing {
@@ -23,10 +24,6 @@ using session::checkpoint_file_names;
 using session::NamedTensor;
 using session::read_checkpoint;
 using session::write_checkpoint;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::string lower(std::string text) {
   for (char& c : text)
