@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -156,6 +157,11 @@ StatusOr<DirHandle> DirHandle::open_subdir(const std::string& name, bool create)
 }
 
 StatusOr<std::string> DirHandle::read(const std::string& name) const {
+  IPU_ASSIGN_OR_RETURN(FileHead whole, read_head(name, UINT64_MAX));
+  return std::move(whole.bytes);
+}
+
+StatusOr<FileHead> DirHandle::read_head(const std::string& name, uint64_t limit) const {
   if (!is_component(name)) return invalid_argument(path_of(name) + ": not a name inside the cache");
   const std::string path = path_of(name);
   // O_NONBLOCK: a FIFO planted here must not hang the open; regular files ignore it.
@@ -172,11 +178,13 @@ StatusOr<std::string> DirHandle::read(const std::string& name) const {
     if (S_ISDIR(st.st_mode)) return invalid_argument(path + ": is a directory");
     return io_error(path + ": not a regular file");
   }
-  std::string content;
-  content.reserve(static_cast<size_t>(st.st_size));
+  FileHead head;
+  head.file_size = static_cast<uint64_t>(st.st_size);
+  head.bytes.reserve(static_cast<size_t>(std::min(head.file_size, limit)));
   char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+  while (head.bytes.size() < limit) {
+    const ssize_t n =
+        ::read(fd, buffer, static_cast<size_t>(std::min<uint64_t>(sizeof buffer, limit - head.bytes.size())));
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -184,10 +192,10 @@ StatusOr<std::string> DirHandle::read(const std::string& name) const {
       return errno_status(path, "cannot read", err);
     }
     if (n == 0) break;
-    content.append(buffer, static_cast<size_t>(n));
+    head.bytes.append(buffer, static_cast<size_t>(n));
   }
   ::close(fd);
-  return content;
+  return head;
 }
 
 Status DirHandle::write_atomic(const std::string& name, std::string_view content) const {

@@ -14,6 +14,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,12 @@ struct DirChild {
   enum class Kind { kDirectory, kFile, kLink, kOther };
   std::string name;
   Kind kind = Kind::kOther; // as the entry itself is, links not followed
+};
+
+// The first bytes of a file and the whole file's size.
+struct FileHead {
+  std::string bytes;
+  uint64_t file_size = 0;
 };
 
 class DirHandle {
@@ -57,6 +64,8 @@ public:
   // The content of the regular file `name`. NotFound if missing; IoError if it is a symbolic link
   // or not a regular file (a FIFO never blocks the read), or cannot be read.
   StatusOr<std::string> read(const std::string& name) const;
+  // Its first `limit` bytes (all of it if shorter) and its size, with read's errors.
+  StatusOr<FileHead> read_head(const std::string& name, uint64_t limit) const;
 
   // Writes `content` to a temporary file here, fsyncs it and renames it over `name` (a link
   // there is replaced, not followed), so a reader sees the old content or the new, never part of

@@ -119,7 +119,7 @@ std::string LocalStore::model_note_path(const std::string& key) const {
   return shard_dir(key) + "/" + model_note_name(key);
 }
 
-StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
+StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest, uint64_t executable_limit) {
   LookupResult result;
   const std::string expected = manifest.canonical_text();
   result.key = sha256_hex(expected);
@@ -159,13 +159,14 @@ StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest) {
                               detail + " (treated as a cache miss)");
     return result;
   }
-  StatusOr<std::string> bytes = shard->read(executable_name(result.key));
-  if (!bytes.ok()) {
-    result.warnings.push_back(bytes.status().message() + " (treated as a cache miss)");
+  StatusOr<FileHead> head = shard->read_head(executable_name(result.key), executable_limit);
+  if (!head.ok()) {
+    result.warnings.push_back(head.status().message() + " (treated as a cache miss)");
     return result;
   }
   result.hit = true;
-  result.executable_bytes = std::move(bytes).value();
+  result.executable_bytes = std::move(head->bytes);
+  result.executable_size = head->file_size;
   result.manifest_text = std::move(stored).value();
   touch(*shard, executable_name(result.key), result.warnings);
   return result;

@@ -33,7 +33,8 @@ struct LookupResult {
   bool hit = false;
   std::string key;              // the full key, also when looked up by prefix
   std::string path;             // the .ipuexe path of the entry (set on a miss too)
-  std::string executable_bytes; // empty unless hit
+  std::string executable_bytes; // empty unless hit; its first bytes only when lookup was given a limit
+  uint64_t executable_size = 0; // the executable file's size, on a hit
   std::string manifest_text;    // the stored canonical manifest; empty unless hit
   // The executable exists without its manifest: a put in progress in another process, or one
   // that died before committing. Only the holder of the key's lock can tell which.
@@ -75,8 +76,10 @@ public:
 
   // A hit only if the stored manifest equals manifest.canonical_text() exactly and the executable
   // is readable. Anything inconsistent is a miss with a warning, never an error: a damaged cache
-  // must not stop a compile. Touches the executable's mtime on a hit (for LRU eviction).
-  StatusOr<LookupResult> lookup(const Manifest& manifest);
+  // must not stop a compile. Touches the executable's mtime on a hit (for LRU eviction). Reads the
+  // executable's first `executable_limit` bytes at most: a hit that needs only the executable's
+  // summary reads a few kilobytes of it.
+  StatusOr<LookupResult> lookup(const Manifest& manifest, uint64_t executable_limit = UINT64_MAX);
 
   // Stores `executable_bytes` under manifest.key(): executable first, manifest last, each written
   // atomically. On failure no partial entry is left; a full disk is ResourceExhausted. Then, as a

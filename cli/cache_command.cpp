@@ -244,9 +244,10 @@ int run_show(const CacheFlags& f, cache::LocalStore& store) {
   auto manifest = cache::Manifest::parse(found->manifest_text);
   auto exe = format::parse_executable(found->executable_bytes, found->path);
   // load_by_key checked that the manifest parses and hashes to the key.
-  const Status belongs = !exe.ok()        ? exe.status()
-                         : !manifest.ok() ? manifest.status()
-                                          : compile_cache::check_executable_key(*exe, *manifest, found->path);
+  const Status belongs = !exe.ok() ? exe.status()
+                         : !manifest.ok()
+                             ? manifest.status()
+                             : compile_cache::check_executable_key(exe->manifest(), *manifest, found->path);
   if (f.json) {
     nlohmann::json out = document(f);
     out["key"] = found->key;

@@ -39,7 +39,7 @@ struct CompileCommandFlags {
   bool dump_plan = false;
 };
 
-nlohmann::json estimates_json(const format::Executable& exe) {
+nlohmann::json estimates_json(const format::ExecutableSummary& exe) {
   nlohmann::json cycles = nlohmann::json::object(), breakdown = nlohmann::json::object();
   for (const auto& p : exe.programs()) {
     if (!format::runs_steps(p.name())) continue;
@@ -62,8 +62,8 @@ nlohmann::json estimates_json(const format::Executable& exe) {
           {"tiles_used", e.tiles_used()},
           {"total_bytes", e.total_bytes()},
           {"vertices", e.vertices()},
-          {"compute_sets", exe.compute_sets_size()},
-          {"all_reduce", all_reduce_json(exe)}};
+          {"compute_sets", exe.compute_set_count()},
+          {"all_reduce", all_reduce_json(exe.estimates(), exe.target())}};
 }
 
 // One line per compute set: what the BSP schedule does each step and what it costs.
@@ -127,7 +127,7 @@ void print_ir_after_passes(const CompileCommandFlags& flags,
 
 // --json: the compile's one object (docs/json.md).
 nlohmann::json compile_json(const CompileCommandFlags& flags, const compile_cache::CachedCompile& compiled) {
-  const format::Executable& executable = compiled.executable;
+  const format::ExecutableSummary& executable = compiled.summary;
   const compiler::CompileTimings& timings = compiled.timings;
   nlohmann::json out = json_document(kIpuccTool, "compile");
   out["model"] = flags.model;
@@ -136,7 +136,7 @@ nlohmann::json compile_json(const CompileCommandFlags& flags, const compile_cach
   out["cache"] = compile_cache::cache_outcome_name(compiled.outcome);
   out["entry"] = compiled.entry.empty() ? nlohmann::json() : nlohmann::json(compiled.entry);
   out["output"] = flags.output.empty() ? nlohmann::json() : nlohmann::json(flags.output);
-  out["bytes"] = compiled.bytes.size();
+  out["bytes"] = compiled.size;
   out["timings"] = {{"total_s", compiled.seconds},
                     {"frontend_s", timings.frontend_seconds},
                     {"passes_s", timings.passes_seconds},
@@ -159,13 +159,13 @@ nlohmann::json compile_json(const CompileCommandFlags& flags, const compile_cach
 
 // The compile's summary on stdout: key, tiles, cycles per step, the pipeline, where it went.
 void print_compile_summary(const CompileCommandFlags& flags, const compile_cache::CachedCompile& compiled) {
-  const format::Executable& executable = compiled.executable;
+  const format::ExecutableSummary& executable = compiled.summary;
   const auto est = estimates_json(executable);
   std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), compiled.key.substr(0, 16).c_str(),
               compile_cache::cache_outcome_name(compiled.outcome).c_str(), compiled.seconds);
   std::printf("  %u tiles used, %s vertices in %d compute sets; fullest tile %u holds %s of %s bytes\n",
               executable.estimates().tiles_used(), with_commas(executable.estimates().vertices()).c_str(),
-              executable.compute_sets_size(), executable.estimates().fullest_tile(),
+              executable.compute_set_count(), executable.estimates().fullest_tile(),
               with_commas(executable.estimates().peak_tile_bytes()).c_str(),
               with_commas(executable.target().bytes_per_tile()).c_str());
   for (const auto& [program, cycles] : est["cycles_per_step"].items()) {
@@ -214,6 +214,8 @@ int run_compile(const CompileCommandFlags& flags) {
   request.force = flags.force;
   request.options.dump_ir_after = flags.dump_ir_after;
   request.keep_ir = flags.dump_ir || !flags.dump_ir_after.empty();
+  // What reads more than the summary: the file written, the trace and the plan.
+  request.summary_only = flags.output.empty() && flags.trace.empty() && !flags.dump_plan;
   if (request.use_cache) {
     StatusOr<uint64_t> max_size = cache_max_size(flags.cache);
     if (!max_size.ok()) return failed(max_size.status(), kExitUsage);
@@ -241,12 +243,12 @@ int run_compile(const CompileCommandFlags& flags) {
     }
     return failed(compiled.status(), exit_code_for(compiled.status()));
   }
-  const format::Executable& executable = compiled->executable;
-  if (const std::string note = model_defaults_note(flags.compile, flags.model, executable); !note.empty())
+  const format::ExecutableSummary& summary = compiled->summary;
+  if (const std::string note = model_defaults_note(flags.compile, flags.model, summary); !note.empty())
     print_note(kIpuccTool, note);
   for (const std::string& note : compiled->notes)
     print_note(kIpuccTool, note);
-  if (const std::string note = stage_split_note(flags.model, executable); !note.empty())
+  if (const std::string note = stage_split_note(flags.model, summary); !note.empty())
     print_note(kIpuccTool, note);
   print_ir_after_passes(flags, compiled->passes);
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
@@ -257,17 +259,17 @@ int run_compile(const CompileCommandFlags& flags) {
   if (!flags.report.empty()) {
     Status written =
         write_output_file(flags.report, html_report ? compile_report_html(report, report_page(flags, ""))
-                                                    : schedule_svg(executable));
+                                                    : schedule_svg(summary));
     if (!written.ok()) return failed(written, kExitIoError);
   }
   if (!flags.trace.empty()) {
-    StatusOr<nlohmann::json> trace = estimated_trace(executable);
+    StatusOr<nlohmann::json> trace = estimated_trace(compiled->executable);
     if (!trace.ok()) return failed(trace.status(), kExitBadExecutable);
     Status written = write_output_file(flags.trace, trace->dump() + "\n");
     if (!written.ok()) return failed(written, kExitIoError);
   }
 
-  if (flags.dump_plan) print_plan(executable);
+  if (flags.dump_plan) print_plan(compiled->executable);
   if (flags.json) {
     std::printf("%s\n", compile_json(flags, *compiled).dump(2).c_str());
   } else {

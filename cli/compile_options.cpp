@@ -79,7 +79,7 @@ StatusOr<compiler::CompileOptions> to_compile_options(const CompileFlags& f, con
 }
 
 std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path,
-                                const format::Executable& exe) {
+                                const format::ExecutableSummary& exe) {
   const uint32_t K = exe.pipeline().gradient_accumulation();
   if (flags.gradient_accumulation != 0 || K <= 1) return "";
   std::string note = model_path + ": " + std::to_string(exe.pipeline().num_stages()) +

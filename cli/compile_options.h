@@ -22,6 +22,6 @@ to_compile_options(const CompileFlags& flags, const std::string& model_path, con
 // worth saying when it is not 1: "MODEL: 2 pipeline stages: --gradient-accumulation defaults to
 // 2, ...". Empty otherwise.
 std::string model_defaults_note(const CompileFlags& flags, const std::string& model_path,
-                                const format::Executable& exe);
+                                const format::ExecutableSummary& exe);
 
 } // namespace ipu::cli

@@ -9,6 +9,7 @@
 #include "cli/number_text.h"
 #include "cli/op_costs.h"
 #include "cli/schedule_report.h"
+#include "runtime/format/executable_summary.h"
 #include "runtime/format/host_contract.h"
 
 namespace ipu::cli {
@@ -242,7 +243,8 @@ std::string tensors_section(const lowering::MemoryReport& m) {
   return out + "</table></div>\n</section>\n";
 }
 
-std::string schedule_section(const format::Executable& exe) {
+std::string schedule_section(const format::Executable& executable) {
+  const format::ExecutableSummary exe = format::summarize(executable);
   const nlohmann::json numbers = schedule_json(exe);
   std::string out = "<section id=\"schedule\">\n<h2>Pipeline schedule</h2>\n" + schedule_svg(exe) +
                     "<table>\n<tr><th>IPU</th><th>busy cycles/step</th><th>crossing cycles/step</th>"

@@ -2,9 +2,9 @@
 
 namespace ipu::cli {
 
-nlohmann::json all_reduce_json(const format::Executable& exe) {
-  if (!exe.estimates().has_all_reduce()) return nullptr;
-  const format::AllReduceEstimate& a = exe.estimates().all_reduce();
+nlohmann::json all_reduce_json(const format::Estimates& estimates, const format::Target& target) {
+  if (!estimates.has_all_reduce()) return nullptr;
+  const format::AllReduceEstimate& a = estimates.all_reduce();
   const double cycles = a.ipu_link_cycles() + a.gw_link_cycles();
   return {{"bytes", a.bytes()},
           {"replicas", a.replicas()},
@@ -13,7 +13,7 @@ nlohmann::json all_reduce_json(const format::Executable& exe) {
           {"ipu_link_cycles", a.ipu_link_cycles()},
           {"gw_link_cycles", a.gw_link_cycles()},
           {"cycles", cycles},
-          {"seconds", cycles / exe.target().clock_hz()}};
+          {"seconds", cycles / target.clock_hz()}};
 }
 
 } // namespace ipu::cli

@@ -16,6 +16,6 @@ inline nlohmann::json json_document(const char* tool, const char* command) {
 // The compiler's estimate of one gradient all-reduce across the job's replicas, per link
 // (`estimates.all_reduce` of ipucc compile, `all_reduce` of ipurun train; docs/json.md): null for
 // an executable of one replica or one compiled before the estimate existed.
-nlohmann::json all_reduce_json(const format::Executable& exe);
+nlohmann::json all_reduce_json(const format::Estimates& estimates, const format::Target& target);
 
 } // namespace ipu::cli

@@ -52,7 +52,7 @@ StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const s
   IPU_ASSIGN_OR_RETURN(cached.executable, format::parse_executable(entry->executable_bytes, cached.origin));
   // load_by_key checked that the manifest hashes to the key; the executable must belong to it.
   IPU_ASSIGN_OR_RETURN(cache::Manifest manifest, cache::Manifest::parse(entry->manifest_text));
-  Status belongs = compile_cache::check_executable_key(cached.executable, manifest, entry->path);
+  Status belongs = compile_cache::check_executable_key(cached.executable.manifest(), manifest, entry->path);
   if (!belongs.ok())
     return Status(belongs.code(), belongs.message() + " (run 'ipucc cache verify' to quarantine it)");
   return cached;

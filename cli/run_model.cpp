@@ -26,7 +26,7 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
   resolved.key = compiled.key;
   resolved.cache = compiled.outcome;
   resolved.compile_seconds = compiled.seconds;
-  resolved.note = model_defaults_note(flags, model, resolved.executable);
+  resolved.note = model_defaults_note(flags, model, compiled.summary);
   return resolved;
 }
 

@@ -22,12 +22,12 @@ uint64_t runs(const format::ScheduleSlot& slot) {
 
 // The micro-batches the schedule estimate covers: a weight update's when training, an
 // execution's in inference.
-double micro_batches(const format::Executable& exe) {
+double micro_batches(const format::ExecutableSummary& exe) {
   return exe.mode() == "train" ? std::max<uint32_t>(1, exe.pipeline().gradient_accumulation())
                                : std::max<uint32_t>(1, exe.steps_per_execution());
 }
 
-Totals totals(const format::Executable& exe) {
+Totals totals(const format::ExecutableSummary& exe) {
   const auto& est = exe.estimates().schedule();
   Totals t;
   for (const auto& slot : est.slots())
@@ -45,7 +45,7 @@ std::string number(double value) {
 
 // The per-step estimate of the program the schedule describes (train; predict in inference), the
 // number the compile summary prints, or 0 if the executable has none.
-double program_cycles_per_step(const format::Executable& exe) {
+double program_cycles_per_step(const format::ExecutableSummary& exe) {
   const std::string name = exe.mode() == "train" ? "train" : "predict";
   for (const auto& p : exe.programs()) {
     if (p.name() == name) return static_cast<double>(p.cycles_per_step());
@@ -56,7 +56,7 @@ double program_cycles_per_step(const format::Executable& exe) {
 // Estimated cycles of each stage's passes for one micro-batch: forward, and backward when
 // training (the busy cycles of its IPU over the micro-batches of an update), with the copies it
 // sends and receives across stage boundaries: what the automatic split balances.
-std::vector<double> stage_cycles(const format::Executable& exe) {
+std::vector<double> stage_cycles(const format::ExecutableSummary& exe) {
   const auto& est = exe.estimates().schedule();
   std::vector<double> out;
   for (int i = 0; i < est.busy_cycles_size(); ++i) {
@@ -76,7 +76,7 @@ std::string listed(const std::vector<std::string>& items) {
 
 } // namespace
 
-double stage_imbalance(const format::Executable& exe) {
+double stage_imbalance(const format::ExecutableSummary& exe) {
   const std::vector<double> cycles = stage_cycles(exe);
   double total = 0, slowest = 0;
   for (double c : cycles) {
@@ -86,7 +86,7 @@ double stage_imbalance(const format::Executable& exe) {
   return total > 0 ? slowest * static_cast<double>(cycles.size()) / total : 1.0;
 }
 
-std::string stage_split_note(const std::string& model_path, const format::Executable& exe) {
+std::string stage_split_note(const std::string& model_path, const format::ExecutableSummary& exe) {
   const format::PipelineInfo& pipeline = exe.pipeline();
   if (pipeline.num_stages() <= 1) return "";
   const auto& est = exe.estimates().schedule();
@@ -111,7 +111,7 @@ std::string stage_split_note(const std::string& model_path, const format::Execut
   return note;
 }
 
-nlohmann::json schedule_json(const format::Executable& exe) {
+nlohmann::json schedule_json(const format::ExecutableSummary& exe) {
   const auto& est = exe.estimates().schedule();
   const Totals t = totals(exe);
   const double steps = micro_batches(exe);
@@ -155,7 +155,7 @@ nlohmann::json schedule_json(const format::Executable& exe) {
           {"ipus", ipus}};
 }
 
-std::string schedule_svg(const format::Executable& exe) {
+std::string schedule_svg(const format::ExecutableSummary& exe) {
   const auto& est = exe.estimates().schedule();
   const Totals t = totals(exe);
   constexpr double kWidth = 1000, kRow = 40, kLeft = 70, kTop = 30;

@@ -11,13 +11,13 @@
 
 namespace ipu::cli {
 
-nlohmann::json schedule_json(const format::Executable& executable);
+nlohmann::json schedule_json(const format::ExecutableSummary& executable);
 // The slowest stage's cycles per micro-batch over the mean of the stages' (1 without stages).
-double stage_imbalance(const format::Executable& executable);
+double stage_imbalance(const format::ExecutableSummary& executable);
 // For a pipelined executable, where the compiler cut it (when it chose the stages) and how even
 // the stages are: "model.json: 2 pipeline stages chosen ..., starting at 'dense2'; stage
 // imbalance: slowest stage 1.05x the mean (...)"; "" without stages.
-std::string stage_split_note(const std::string& model_path, const format::Executable& executable);
-std::string schedule_svg(const format::Executable& executable);
+std::string stage_split_note(const std::string& model_path, const format::ExecutableSummary& executable);
+std::string schedule_svg(const format::ExecutableSummary& executable);
 
 } // namespace ipu::cli

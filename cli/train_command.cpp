@@ -116,7 +116,8 @@ nlohmann::json train_json(const Loaded& loaded, const std::vector<session::Epoch
   const int instances = job ? job->size() : 1;
   out["instances"] = instances;
   out["replicas_per_instance"] = format::replica_count(loaded.session->executable()) / instances;
-  out["all_reduce"] = all_reduce_json(loaded.session->executable());
+  out["all_reduce"] =
+      all_reduce_json(loaded.session->executable().estimates(), loaded.session->executable().target());
   out["epochs"] = epochs;
   out["final"] = {{"loss", results.back().loss}};
   add_metrics(out["final"], results.back().metrics);

@@ -1,6 +1,8 @@
 #include "compile_cache/compile_through_cache.h"
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -14,6 +16,7 @@
 #include "compile_cache/executable_key.h"
 #include "runtime/base/file_io.h"
 #include "runtime/format/executable_file.h"
+#include "runtime/format/executable_summary.h"
 #include "runtime/format/hyper_parameters.h"
 
 namespace ipu::compile_cache {
@@ -28,11 +31,22 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Bytes a summary-only lookup reads of the executable: its header and a summary of up to
+// almost 64 KiB (a larger one is read whole).
+constexpr uint64_t kSummaryReadBytes = uint64_t{1} << 16;
+
+// Whether an entry's summary shows that its executable serves this compile as it is
+// (serve_from_cache changes nothing), so a summary-only hit need not read the rest.
+using SummaryServes = std::function<bool(const format::ExecutableSummary&)>;
+
 // The cache side of one compile: lookups that may hit, and the bookkeeping around them.
 class CacheSession {
 public:
-  CacheSession(cache::LocalStore& store, const cache::Manifest& manifest, const WarningSink& warn)
-      : m_store(store), m_manifest(manifest), m_key(manifest.key()), m_warn(warn) {}
+  // With `summary_serves`, a hit it accepts fills only CachedCompile::summary and size.
+  CacheSession(cache::LocalStore& store, const cache::Manifest& manifest, const WarningSink& warn,
+               SummaryServes summary_serves)
+      : m_store(store), m_manifest(manifest), m_key(manifest.key()), m_warn(warn),
+        m_summary_serves(std::move(summary_serves)) {}
 
   // Loads the entry if the cache has a sound one; a damaged entry, or one holding an executable
   // compiled for another key, never runs: it is moved aside for inspection and the model
@@ -73,7 +87,7 @@ private:
   // `holding_lock`: no other compile of this key is between writing its executable and its
   // manifest, so an executable without a manifest is a dead put worth reporting.
   bool try_hit_once(CachedCompile& out, bool holding_lock) {
-    auto found = m_store.lookup(m_manifest);
+    auto found = m_store.lookup(m_manifest, m_summary_serves ? kSummaryReadBytes : UINT64_MAX);
     if (!found.ok()) {
       say(found.status().message());
       return false;
@@ -86,6 +100,12 @@ private:
           "cache miss");
     }
     if (!found->hit) return false;
+    if (m_summary_serves) {
+      if (serve_summary(*found, out)) return true;
+      // The whole executable decides, and names what is wrong if anything is.
+      found = m_store.lookup(m_manifest);
+      if (!found.ok() || !found->hit) return false;
+    }
     auto parsed = format::parse_executable(found->executable_bytes, found->path);
     const Status usable = parsed.ok() ? check_cache_entry(*parsed, m_manifest, found->path) : parsed.status();
     if (usable.ok()) {
@@ -103,6 +123,22 @@ private:
     return false;
   }
 
+  // A hit from the header and summary alone: sound, recorded for this key, and serving as it is.
+  bool serve_summary(const cache::LookupResult& found, CachedCompile& out) const {
+    const std::string_view head = found.executable_bytes;
+    StatusOr<uint64_t> end = format::executable_summary_end(head, found.executable_size, found.path);
+    if (!end.ok() || *end > head.size()) return false;
+    StatusOr<format::ExecutableSummary> summary =
+        format::parse_executable_summary(head, found.executable_size, found.path);
+    if (!summary.ok() || !check_executable_key(summary->manifest(), m_manifest, found.path).ok() ||
+        !m_summary_serves(*summary)) {
+      return false;
+    }
+    out.summary = std::move(*summary);
+    out.size = found.executable_size;
+    return true;
+  }
+
   // The lookup runs twice (before and after taking the key's lock) and usually finds the same
   // trouble twice (a stored manifest that does not match): the user hears of it once.
   void say(const std::string& message) {
@@ -113,18 +149,12 @@ private:
   const cache::Manifest& m_manifest;
   std::string m_key;
   const WarningSink& m_warn;
+  SummaryServes m_summary_serves;
   cache::CacheStats m_delta;
   std::optional<cache::FileLock> m_key_lock;
   std::set<std::string> m_said;
   bool m_writable = true;
 };
-
-std::string recorded_weights(const format::Executable& exe) {
-  for (const auto& entry : exe.manifest()) {
-    if (entry.name() == kWeightsField) return entry.value();
-  }
-  return "";
-}
 
 void set_recorded_weights(format::Executable& exe, const std::string& digest) {
   for (auto& entry : *exe.mutable_manifest()) {
@@ -287,7 +317,8 @@ bool serve_from_cache(const CacheLookup& found, const frontend::LoadedModel& mod
                       cache::LocalStore& store, CacheSession& session, const WarningSink& warn,
                       CachedCompile& out) {
   bool hit = found.hit, remote_hit = found.remote_hit;
-  if ((hit || remote_hit) && recorded_weights(out.executable) != weights_sha256) {
+  if ((hit || remote_hit) && !out.bytes.empty() &&
+      recorded_weights(out.executable.manifest()) != weights_sha256) {
     // The entry was compiled from a model with the same structure and other weight values.
     Status swapped = use_model_weights(out.executable, model);
     if (swapped.ok()) {
@@ -298,7 +329,7 @@ bool serve_from_cache(const CacheLookup& found, const frontend::LoadedModel& mod
       hit = remote_hit = false;
     }
   }
-  if (hit || remote_hit) use_run_time_defaults(out, model, options);
+  if ((hit || remote_hit) && !out.bytes.empty()) use_run_time_defaults(out, model, options);
   if (hit || remote_hit) {
     out.outcome = hit ? CacheOutcome::kHit : CacheOutcome::kRemoteHit;
     session.delta().hits = hit ? 1 : 0;
@@ -377,6 +408,29 @@ void store_compiled(const CachedCompileRequest& request, const cache::Manifest& 
   }
 }
 
+// With request.summary_only: the test a hit's summary passes when its executable serves this
+// compile unchanged, i.e. holds the model's weights and this compile's run-time defaults.
+SummaryServes summary_serves(const CachedCompileRequest& request, const frontend::LoadedModel& model,
+                             const std::string& weights_sha256) {
+  if (!request.summary_only) return nullptr;
+  return [weights_sha256, defaults = compiler::run_time_defaults(model, request.options)](
+             const format::ExecutableSummary& summary) {
+    if (recorded_weights(summary.manifest()) != weights_sha256) return false;
+    return !defaults || (format::hyper_parameter_defaults(summary) == defaults->values &&
+                         summary.learning_rate_schedule() == defaults->learning_rate_schedule);
+  };
+}
+
+// The summary and size of what `out` holds, unless a summary-only hit already gave them.
+StatusOr<CachedCompile> finished(std::chrono::steady_clock::time_point start, CachedCompile&& out) {
+  if (!out.bytes.empty()) {
+    out.summary = format::summarize(out.executable);
+    out.size = out.bytes.size();
+  }
+  out.seconds = seconds_since(start);
+  return std::move(out);
+}
+
 } // namespace
 
 cache::Manifest make_manifest(const compiler::CompileOptions& options, const frontend::LoadedModel& model) {
@@ -403,14 +457,15 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
 
   std::unique_ptr<cache::LocalStore> store = open_local_store(request, warn, out.outcome);
   std::optional<CacheSession> session;
-  if (store) session.emplace(*store, manifest, warn);
+  if (store)
+    session.emplace(*store, manifest, warn, summary_serves(request, model, fingerprint.weights_sha256));
   // The remote cache backs a usable local one: its entries are always stored locally first.
   std::optional<RemoteSession> remote;
   if (session && !request.remote_url.empty()) {
     cache::RemoteLimits limits;
     // No larger file is an executable this build reads: its header and the payload the format
     // accepts (an incompressible payload at the cap would exceed it and be compiled instead).
-    limits.max_executable_bytes = format::kHeaderSize + format::kMaxPayloadBytes;
+    limits.max_executable_bytes = format::kHeaderSize + format::kMaxSummaryBytes + format::kMaxPayloadBytes;
     auto created = cache::RemoteStore::create(request.remote_url, limits);
     if (!created.ok()) return created.status();
     remote.emplace(std::move(*created), request.remote_read_only, warn);
@@ -421,16 +476,14 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     const CacheLookup found = look_up(request, manifest, *store, *session, remote, out);
     if (serve_from_cache(found, model, fingerprint.weights_sha256, request.options, *store, *session, warn,
                          out)) {
-      out.seconds = seconds_since(start);
-      return out;
+      return finished(start, std::move(out));
     }
   }
 
   IPU_RETURN_IF_ERROR(
       compile_for_cache(request, std::move(model), manifest, fingerprint.weights_sha256, out));
   store_compiled(request, manifest, store.get(), session, remote, out);
-  out.seconds = seconds_since(start);
-  return out;
+  return finished(start, std::move(out));
 }
 
 } // namespace ipu::compile_cache

@@ -29,6 +29,10 @@ struct CachedCompileRequest {
   std::string cache_dir;            // "": cache::default_cache_dir()
   bool use_cache = true;            // false: neither read nor write the cache
   bool force = false;               // compile even on a hit (the result is stored)
+  // A hit whose executable serves as it is (its weights and run-time defaults are the model's) may
+  // fill CachedCompile::summary alone, from the few kilobytes ahead of the payload: `ipucc compile`
+  // prints a hit without inflating it. Its checksum and verification stay where it runs.
+  bool summary_only = false;
   // Compile even on a hit and return the IR text (--dump-ir, and --dump-ir-after as the options
   // name it).
   bool keep_ir = false;
@@ -46,7 +50,10 @@ struct CachedCompileRequest {
 struct CachedCompile {
   std::string key;
   CacheOutcome outcome = CacheOutcome::kMiss;
-  std::string entry; // the entry's .ipuexe path; "" if the executable is not in the cache
+  std::string entry;                 // the entry's .ipuexe path; "" if the executable is not in the cache
+  format::ExecutableSummary summary; // always
+  uint64_t size = 0;                 // of the framed executable, in bytes
+  // Both empty after a hit served by its summary alone (CachedCompileRequest::summary_only).
   std::string bytes; // the framed executable
   format::Executable executable;
   compiler::CompileTimings timings; // zero on a hit

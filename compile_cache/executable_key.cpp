@@ -8,10 +8,10 @@
 
 namespace ipu::compile_cache {
 
-StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const std::string& origin) {
+StatusOr<cache::Manifest> recorded_manifest(const RecordedManifest& recorded, const std::string& origin) {
   std::vector<std::pair<std::string, std::string>> entries;
-  entries.reserve(exe.manifest_size());
-  for (const auto& entry : exe.manifest()) {
+  entries.reserve(recorded.size());
+  for (const auto& entry : recorded) {
     if (entry.name() != kWeightsField) entries.emplace_back(entry.name(), entry.value());
   }
   StatusOr<cache::Manifest> manifest = cache::Manifest::from_entries(entries);
@@ -19,9 +19,16 @@ StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const
   return manifest;
 }
 
-Status check_executable_key(const format::Executable& exe, const cache::Manifest& expected,
+std::string recorded_weights(const RecordedManifest& recorded) {
+  for (const auto& entry : recorded) {
+    if (entry.name() == kWeightsField) return entry.value();
+  }
+  return "";
+}
+
+Status check_executable_key(const RecordedManifest& recorded_entries, const cache::Manifest& expected,
                             const std::string& origin) {
-  IPU_ASSIGN_OR_RETURN(cache::Manifest recorded, recorded_manifest(exe, origin));
+  IPU_ASSIGN_OR_RETURN(cache::Manifest recorded, recorded_manifest(recorded_entries, origin));
   if (recorded == expected) return Status();
   if (recorded.entries().empty()) {
     return data_loss(origin + ": the executable records no manifest, so it belongs to no cache key, not " +
@@ -34,7 +41,7 @@ Status check_executable_key(const format::Executable& exe, const cache::Manifest
 
 Status check_cache_entry(const format::Executable& exe, const cache::Manifest& expected,
                          const std::string& origin) {
-  IPU_RETURN_IF_ERROR(check_executable_key(exe, expected, origin));
+  IPU_RETURN_IF_ERROR(check_executable_key(exe.manifest(), expected, origin));
   IPU_RETURN_IF_ERROR_CTX(format::verify_executable(exe), origin);
   IPU_RETURN_IF_ERROR_CTX(format::verify_host_contract(exe), origin);
   return Status();

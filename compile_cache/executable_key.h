@@ -19,13 +19,21 @@ namespace ipu::compile_cache {
 // The name under which an executable records the digest of its weight values.
 inline constexpr const char* kWeightsField = "weights_sha256";
 
-// The manifest `exe` records, without the weights digest. DataLoss naming `origin` if a name
-// appears twice.
-StatusOr<cache::Manifest> recorded_manifest(const format::Executable& exe, const std::string& origin);
+// What an executable records: Executable.manifest, which its summary carries too
+// (ExecutableSummary.manifest), so a cache hit checks the key without reading the payload.
+using RecordedManifest = google::protobuf::RepeatedPtrField<format::ManifestEntry>;
 
-// OK if `exe` records exactly `expected`, so it belongs under expected.key(). Otherwise DataLoss
-// naming `origin`, the key the executable belongs under and the first manifest field that differs.
-Status check_executable_key(const format::Executable& exe, const cache::Manifest& expected,
+// The recorded manifest without the weights digest. DataLoss naming `origin` if a name appears
+// twice.
+StatusOr<cache::Manifest> recorded_manifest(const RecordedManifest& recorded, const std::string& origin);
+
+// The recorded weights digest; "" if there is none.
+std::string recorded_weights(const RecordedManifest& recorded);
+
+// OK if the executable records exactly `expected`, so it belongs under expected.key(). Otherwise
+// DataLoss naming `origin`, the key the executable belongs under and the first manifest field that
+// differs.
+Status check_executable_key(const RecordedManifest& recorded, const cache::Manifest& expected,
                             const std::string& origin);
 
 // check_executable_key, then the checks ipurun makes before it runs an executable

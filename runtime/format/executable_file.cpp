@@ -6,6 +6,7 @@
 
 #include "runtime/base/file_io.h"
 #include "runtime/base/sha256.h"
+#include "runtime/format/executable_summary.h"
 #include "runtime/format/payload_census.h"
 
 namespace ipu::format {
@@ -15,7 +16,8 @@ constexpr char kMagic[8] = {'I', 'P', 'U', 'C', 'C', 'E', 'X', '\x1a'};
 constexpr uint32_t kCompressionZstd = 1;
 constexpr int kZstdLevel = 3;
 
-// Header fields, all little-endian, at fixed offsets.
+// Header fields, all little-endian, at fixed offsets. The summary follows the header, the
+// compressed payload the summary.
 struct HeaderLayout {
   static constexpr size_t kMagicOffset = 0;
   static constexpr size_t kVersionOffset = 8;
@@ -23,6 +25,9 @@ struct HeaderLayout {
   static constexpr size_t kPayloadSizeOffset = 16;
   static constexpr size_t kCompressedSizeOffset = 24;
   static constexpr size_t kChecksumOffset = 32; // SHA-256 of the compressed payload
+  static constexpr size_t kSummarySizeOffset = 64;
+  static constexpr size_t kSummaryChecksumOffset = 72; // SHA-256 of the summary
+  static constexpr size_t kReservedOffset = 104;       // zeros to the header's end
 };
 
 template <typename T> void put_le(std::string& out, size_t offset, T value) {
@@ -37,96 +42,177 @@ template <typename T> T get_le(std::string_view in, size_t offset) {
   return value;
 }
 
-} // namespace
+// The sizes a header states, checked against each other and the file's size.
+struct Frame {
+  uint64_t payload_size = 0;
+  uint64_t compressed_size = 0;
+  uint64_t summary_size = 0;
+  size_t summary_offset() const { return kHeaderSize; }
+  size_t payload_offset() const { return kHeaderSize + summary_size; }
+};
 
-std::string serialize_executable(const Executable& executable) {
-  std::string payload;
-  executable.SerializeToString(&payload);
-  return frame_payload(payload);
-}
-
-std::string frame_payload(std::string_view payload) {
-  std::string out(kHeaderSize + ZSTD_compressBound(payload.size()), '\0');
-  size_t compressed = ZSTD_compress(out.data() + kHeaderSize, out.size() - kHeaderSize, payload.data(),
-                                    payload.size(), kZstdLevel);
-  // Compressing into a buffer of ZSTD_compressBound bytes cannot fail.
-  if (ZSTD_isError(compressed)) std::abort();
-  out.resize(kHeaderSize + compressed);
-  std::memcpy(out.data() + HeaderLayout::kMagicOffset, kMagic, sizeof kMagic);
-  put_le<uint32_t>(out, HeaderLayout::kVersionOffset, kFormatVersion);
-  put_le<uint32_t>(out, HeaderLayout::kCompressionOffset, kCompressionZstd);
-  put_le<uint64_t>(out, HeaderLayout::kPayloadSizeOffset, payload.size());
-  put_le<uint64_t>(out, HeaderLayout::kCompressedSizeOffset, compressed);
-  auto digest = sha256(out.data() + kHeaderSize, compressed);
-  std::memcpy(out.data() + HeaderLayout::kChecksumOffset, digest.data(), digest.size());
-  return out;
-}
-
-StatusOr<Executable> parse_executable(std::string_view bytes, const std::string& origin) {
-  if (bytes.size() < kHeaderSize) {
-    return data_loss(origin + ": not an ipucc executable (" + std::to_string(bytes.size()) +
+StatusOr<Frame> read_header(std::string_view head, uint64_t file_size, const std::string& origin) {
+  if (file_size < kHeaderSize || head.size() < kHeaderSize) {
+    return data_loss(origin + ": not an ipucc executable (" + std::to_string(file_size) +
                      " bytes, shorter than the " + std::to_string(kHeaderSize) + "-byte header)");
   }
-  if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
+  if (std::memcmp(head.data(), kMagic, sizeof kMagic) != 0) {
     return data_loss(origin + ": not an ipucc executable (bad magic)");
   }
-  uint32_t version = get_le<uint32_t>(bytes, HeaderLayout::kVersionOffset);
+  uint32_t version = get_le<uint32_t>(head, HeaderLayout::kVersionOffset);
   if (version != kFormatVersion) {
     return failed_precondition(origin + ": executable format version " + std::to_string(version) +
                                ", but this build reads version " + std::to_string(kFormatVersion) +
                                "; recompile the model with this ipucc");
   }
-  uint32_t compression = get_le<uint32_t>(bytes, HeaderLayout::kCompressionOffset);
+  uint32_t compression = get_le<uint32_t>(head, HeaderLayout::kCompressionOffset);
   if (compression != kCompressionZstd) {
     return data_loss(origin + ": unknown compression " + std::to_string(compression));
   }
-  uint64_t payload_size = get_le<uint64_t>(bytes, HeaderLayout::kPayloadSizeOffset);
-  uint64_t compressed_size = get_le<uint64_t>(bytes, HeaderLayout::kCompressedSizeOffset);
-  if (compressed_size != bytes.size() - kHeaderSize) {
+  const std::string_view reserved =
+      head.substr(HeaderLayout::kReservedOffset, kHeaderSize - HeaderLayout::kReservedOffset);
+  if (reserved.find_first_not_of('\0') != std::string_view::npos) {
+    return data_loss(origin + ": the header's reserved bytes are not zero");
+  }
+  Frame frame;
+  frame.payload_size = get_le<uint64_t>(head, HeaderLayout::kPayloadSizeOffset);
+  frame.compressed_size = get_le<uint64_t>(head, HeaderLayout::kCompressedSizeOffset);
+  frame.summary_size = get_le<uint64_t>(head, HeaderLayout::kSummarySizeOffset);
+  if (frame.summary_size > kMaxSummaryBytes) {
+    return data_loss(origin + ": implausible summary size " + std::to_string(frame.summary_size));
+  }
+  const uint64_t body = file_size - kHeaderSize;
+  if (frame.compressed_size > body || frame.summary_size != body - frame.compressed_size) {
     return data_loss(origin + ": truncated or padded executable (header says " +
-                     std::to_string(compressed_size) + " payload bytes, file has " +
-                     std::to_string(bytes.size() - kHeaderSize) + ")");
+                     std::to_string(frame.summary_size) + " summary and " +
+                     std::to_string(frame.compressed_size) + " payload bytes, file has " +
+                     std::to_string(body) + ")");
   }
-  if (payload_size == 0 || payload_size > kMaxPayloadBytes) {
-    return data_loss(origin + ": implausible payload size " + std::to_string(payload_size));
+  if (frame.payload_size == 0 || frame.payload_size > kMaxPayloadBytes) {
+    return data_loss(origin + ": implausible payload size " + std::to_string(frame.payload_size));
   }
-  auto digest = sha256(bytes.data() + kHeaderSize, compressed_size);
-  if (std::memcmp(digest.data(), bytes.data() + HeaderLayout::kChecksumOffset, digest.size()) != 0) {
-    return data_loss(origin + ": checksum mismatch (the executable is corrupt)");
-  }
+  return frame;
+}
+
+bool checksum_matches(std::string_view bytes, std::string_view header, size_t checksum_offset) {
+  auto digest = sha256(bytes.data(), bytes.size());
+  return std::memcmp(digest.data(), header.data() + checksum_offset, digest.size()) == 0;
+}
+
+// Inflates the payload, bounded by what the header states and the frame confirms.
+StatusOr<std::string> inflate(std::string_view compressed, uint64_t payload_size, const std::string& origin) {
   // The zstd frame states its own content size: it must agree with the header before anything
   // is allocated, so a lying header cannot make us reserve gigabytes for a few bytes of input.
-  const unsigned long long frame_size = ZSTD_getFrameContentSize(bytes.data() + kHeaderSize, compressed_size);
+  const unsigned long long frame_size = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
   if (frame_size != payload_size) {
     return data_loss(origin + ": cannot decompress payload: the header's payload size (" +
                      std::to_string(payload_size) + ") does not match the zstd frame");
   }
   std::string payload(payload_size, '\0');
-  size_t n = ZSTD_decompress(payload.data(), payload.size(), bytes.data() + kHeaderSize, compressed_size);
+  size_t n = ZSTD_decompress(payload.data(), payload.size(), compressed.data(), compressed.size());
   if (ZSTD_isError(n) || n != payload_size) {
     return data_loss(origin + ": cannot decompress payload" +
                      (ZSTD_isError(n) ? std::string(": ") + ZSTD_getErrorName(n) : std::string()));
   }
-  // Count what parsing would build before building it (payload_census.h).
+  return payload;
+}
+
+// Counts what parsing would build before building it (payload_census.h).
+Status check_census(std::string_view payload, const std::string& origin) {
   StatusOr<PayloadCensus> counted = take_census(payload);
   if (!counted.ok()) return data_loss(origin + ": " + counted.status().message());
   const PayloadCensus& census = *counted;
-  if (census.parsed_bytes() > parsed_bytes_budget(payload_size)) {
-    return data_loss(
-        origin + ": the payload's " + std::to_string(payload_size) + " bytes would parse into about " +
-        std::to_string(census.parsed_bytes()) + " bytes of objects (" + std::to_string(census.messages) +
-        " messages), more than a compiled executable's " + std::to_string(parsed_bytes_budget(payload_size)));
+  if (census.parsed_bytes() > parsed_bytes_budget(payload.size())) {
+    return data_loss(origin + ": the payload's " + std::to_string(payload.size()) +
+                     " bytes would parse into about " + std::to_string(census.parsed_bytes()) +
+                     " bytes of objects (" + std::to_string(census.messages) +
+                     " messages), more than a compiled executable's " +
+                     std::to_string(parsed_bytes_budget(payload.size())));
   }
   if (census.source_onnx_bytes > source_onnx_budget(census.initial_value_bytes)) {
     return data_loss(origin + ": source_onnx holds " + std::to_string(census.source_onnx_bytes) +
                      " bytes, more than the model its tensors describe can (" +
                      std::to_string(source_onnx_budget(census.initial_value_bytes)) + ")");
   }
+  return Status();
+}
+
+} // namespace
+
+std::string serialize_executable(const Executable& executable) {
+  std::string payload;
+  executable.SerializeToString(&payload);
+  return frame_payload(payload, summarize(executable).SerializeAsString());
+}
+
+std::string frame_payload(std::string_view payload, std::string_view summary) {
+  const size_t payload_offset = kHeaderSize + summary.size();
+  std::string out(payload_offset + ZSTD_compressBound(payload.size()), '\0');
+  size_t compressed = ZSTD_compress(out.data() + payload_offset, out.size() - payload_offset, payload.data(),
+                                    payload.size(), kZstdLevel);
+  // Compressing into a buffer of ZSTD_compressBound bytes cannot fail.
+  if (ZSTD_isError(compressed)) std::abort();
+  out.resize(payload_offset + compressed);
+  std::memcpy(out.data() + HeaderLayout::kMagicOffset, kMagic, sizeof kMagic);
+  put_le<uint32_t>(out, HeaderLayout::kVersionOffset, kFormatVersion);
+  put_le<uint32_t>(out, HeaderLayout::kCompressionOffset, kCompressionZstd);
+  put_le<uint64_t>(out, HeaderLayout::kPayloadSizeOffset, payload.size());
+  put_le<uint64_t>(out, HeaderLayout::kCompressedSizeOffset, compressed);
+  auto digest = sha256(out.data() + payload_offset, compressed);
+  std::memcpy(out.data() + HeaderLayout::kChecksumOffset, digest.data(), digest.size());
+  put_le<uint64_t>(out, HeaderLayout::kSummarySizeOffset, summary.size());
+  std::memcpy(out.data() + kHeaderSize, summary.data(), summary.size());
+  auto summary_digest = sha256(summary.data(), summary.size());
+  std::memcpy(out.data() + HeaderLayout::kSummaryChecksumOffset, summary_digest.data(),
+              summary_digest.size());
+  return out;
+}
+
+StatusOr<Executable> parse_executable(std::string_view bytes, const std::string& origin) {
+  IPU_ASSIGN_OR_RETURN(const Frame frame, read_header(bytes, bytes.size(), origin));
+  const std::string_view summary = bytes.substr(frame.summary_offset(), frame.summary_size);
+  const std::string_view compressed = bytes.substr(frame.payload_offset(), frame.compressed_size);
+  if (!checksum_matches(summary, bytes, HeaderLayout::kSummaryChecksumOffset)) {
+    return data_loss(origin + ": summary checksum mismatch (the executable is corrupt)");
+  }
+  if (!checksum_matches(compressed, bytes, HeaderLayout::kChecksumOffset)) {
+    return data_loss(origin + ": checksum mismatch (the executable is corrupt)");
+  }
+  IPU_ASSIGN_OR_RETURN(const std::string payload, inflate(compressed, frame.payload_size, origin));
+  IPU_RETURN_IF_ERROR(check_census(payload, origin));
   Executable executable;
   if (!executable.ParseFromString(payload)) {
     return data_loss(origin + ": payload is not a valid executable message");
   }
+  // What a cache hit reports and checks must be what runs.
+  if (summarize(executable).SerializeAsString() != summary) {
+    return data_loss(origin + ": the summary does not match the payload (the executable was edited)");
+  }
   return executable;
+}
+
+StatusOr<uint64_t> executable_summary_end(std::string_view head, uint64_t file_size,
+                                          const std::string& origin) {
+  IPU_ASSIGN_OR_RETURN(const Frame frame, read_header(head, file_size, origin));
+  return frame.payload_offset();
+}
+
+StatusOr<ExecutableSummary> parse_executable_summary(std::string_view head, uint64_t file_size,
+                                                     const std::string& origin) {
+  IPU_ASSIGN_OR_RETURN(const Frame frame, read_header(head, file_size, origin));
+  if (head.size() < frame.payload_offset()) {
+    return data_loss(origin + ": " + std::to_string(head.size()) +
+                     " bytes read, short of the summary's end at " + std::to_string(frame.payload_offset()));
+  }
+  const std::string_view summary = head.substr(frame.summary_offset(), frame.summary_size);
+  if (!checksum_matches(summary, head, HeaderLayout::kSummaryChecksumOffset)) {
+    return data_loss(origin + ": summary checksum mismatch (the executable is corrupt)");
+  }
+  ExecutableSummary parsed;
+  if (!parsed.ParseFromArray(summary.data(), static_cast<int>(summary.size()))) {
+    return data_loss(origin + ": the summary is not a valid summary message");
+  }
+  return parsed;
 }
 
 StatusOr<Executable> read_executable_file(const std::string& path) {

@@ -70,12 +70,40 @@ test_list_and_show() {
   expect_exit 6 "$IPUCC" cache show 00000000
 }
 
+# A hit reports from the executable's summary what the compile that stored it reported: the
+# estimates, the pipeline and its schedule, the target, the size. A pipelined, replicated layout
+# fills every part (stages, a schedule, an all-reduce).
+test_a_hit_reports_what_the_miss_did() {
+  local layout=(--num-ipus 4 --replicas 2 --gradient-accumulation 4)
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_functional_staged.json" "${SMALL[@]}" "${layout[@]}" --json
+  cp "$STDOUT" miss.json
+  expect_json miss.json 'd["cache"] == "miss" and d["pipeline"]["stages"] == 2 and d["estimates"]["all_reduce"] is not None'
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_functional_staged.json" "${SMALL[@]}" "${layout[@]}" --json
+  cp "$STDOUT" hit.json
+  "$PYTHON" - miss.json hit.json <<'PY' || fail "the hit's report differs from the miss's"
+import json, sys
+miss, hit = (json.load(open(f)) for f in sys.argv[1:])
+assert hit["cache"] == "hit", hit["cache"]
+for d in (miss, hit):
+    for varying in ("cache", "timings", "passes"):
+        del d[varying]
+assert miss == hit, [k for k in miss if miss[k] != hit.get(k)]
+PY
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_functional_staged.json" "${SMALL[@]}" "${layout[@]}"
+  cp "$STDOUT" hit.txt
+  expect_exit 0 "$IPUCC" compile "$MODELS/mlp_functional_staged.json" "${SMALL[@]}" "${layout[@]}" --force
+  diff <(sed 1d hit.txt) <(sed 1d "$STDOUT") || fail "the hit's summary differs from a compile's"
+}
+
 test_corrupt_entry_is_quarantined_and_recompiled() {
   local entry key
   entry=$(compile_entry)
   key=$(json_get "$STDOUT" 'd["key"]')
-  e2e_data flip "$entry" 1000
+  e2e_data flip "$entry" -1000
+  # The payload is not read by a plain compile's hit (its summary serves it), but by a run.
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_json "$STDOUT" 'd["cache"] == "hit"' "a hit reads the summary alone"
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json -o "$E2E_TMP/written.ipuexe"
   expect_json "$STDOUT" 'd["cache"] == "miss"' "a corrupt entry is recompiled"
   expect_stderr_contains "ipucc: warning: $entry:"
   expect_stderr_contains "moved to $IPUCC_CACHE_DIR/corrupt; recompiling"
@@ -86,7 +114,7 @@ test_corrupt_entry_is_quarantined_and_recompiled() {
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
   expect_json "$STDOUT" 'd["cache"] == "hit"' "the recompiled entry is good"
   expect_exit 0 "$IPUCC" cache stats --json
-  expect_json "$STDOUT" 'd["corrupt_found"] == 1 and d["misses"] == 2 and d["hits"] == 1 and d["entries"] == 1'
+  expect_json "$STDOUT" 'd["corrupt_found"] == 1 and d["misses"] == 2 and d["hits"] == 2 and d["entries"] == 1'
 
   expect_exit 0 "$IPUCC" cache verify
   expect_stdout_contains "1 ok, 0 corrupt"

@@ -52,17 +52,18 @@ test_compiles_killed_at_random_moments_leave_no_corrupt_entry() {
   expect_json "$STDOUT" 'd["ok"] == 3 and d["corrupt"] == 0'
 }
 
-# flip_and_recompile FILE_SUFFIX OFFSET WHAT: flips one byte of the entry, then a compile must
-# detect it, not use it, and store a sound entry again.
+# flip_and_recompile FILE_SUFFIX OFFSET WHAT [ARGS...]: flips one byte of the entry, then a compile
+# (with ARGS) must detect it, not use it, and store a sound entry again.
 flip_and_recompile() {
   local suffix=$1 offset=$2 what=$3 key entry corrupt_before
+  shift 3
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
   key=$(json_get "$STDOUT" 'd["key"]')
   entry=$(json_get "$STDOUT" 'd["entry"]')
   expect_exit 0 "$IPUCC" cache stats --json
   corrupt_before=$(json_get "$STDOUT" 'd["corrupt_found"]')
   e2e_data flip "${entry%.ipuexe}.$suffix" "$offset"
-  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
+  expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json "$@"
   expect_json "$STDOUT" "d['cache'] == 'miss' and d['key'] == '$key'" "compile after a flip in the $what"
   expect_stderr_contains "ipucc: warning:"
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
@@ -76,13 +77,23 @@ flip_and_recompile() {
   fi
 }
 
-test_bit_flips_are_detected_quarantined_and_recompiled() {
+# A plain compile's hit reads the header and the summary (docs/executable_format.md): a flip there
+# is found by any compile.
+test_bit_flips_in_header_or_summary_are_found_by_a_hit() {
   flip_and_recompile ipuexe 3 "magic"
-  flip_and_recompile ipuexe 17 "payload size"
-  flip_and_recompile ipuexe 40 "checksum"
-  flip_and_recompile ipuexe 100 "compressed payload"
-  flip_and_recompile ipuexe -1 "last byte"
+  flip_and_recompile ipuexe 65 "summary size"
+  flip_and_recompile ipuexe 80 "summary checksum"
+  flip_and_recompile ipuexe 110 "reserved header bytes"
+  flip_and_recompile ipuexe 140 "summary"
   flip_and_recompile manifest 5 "manifest"
+}
+
+# The payload is read where the executable is used: written out (-o), run, verified.
+test_bit_flips_in_the_payload_are_found_where_it_is_read() {
+  flip_and_recompile ipuexe 17 "payload size" -o "$E2E_TMP/size.ipuexe"
+  flip_and_recompile ipuexe 40 "payload checksum" -o "$E2E_TMP/checksum.ipuexe"
+  flip_and_recompile ipuexe -100 "compressed payload" -o "$E2E_TMP/payload.ipuexe"
+  flip_and_recompile ipuexe -1 "last byte" --trace "$E2E_TMP/trace.json"
 }
 
 test_manifest_flip_is_found_by_verify() {

@@ -34,10 +34,10 @@ test_executable_is_a_file_or_a_key() {
   expect_error 2 "DEADBEEF: no file of that name" -- "$IPURUN" evaluate DEADBEEF --data synthetic:8 "${QUIET[@]}"
 }
 
-test_flipped_payload_byte_fails_the_checksum() {
+test_flipped_summary_or_payload_byte_fails_its_checksum() {
   compile_to good.ipuexe --batch-size 8
   local offset
-  for offset in 64 500 -1; do
+  for offset in 128 500 -1; do
     cp good.ipuexe bad.ipuexe
     e2e_data flip bad.ipuexe "$offset"
     expect_error 7 "bad.ipuexe" "checksum mismatch" -- "$IPURUN" predict bad.ipuexe --data synthetic:8 "${QUIET[@]}"
@@ -53,7 +53,7 @@ test_truncated_executable() {
   head -c 5000 good.ipuexe > cut.ipuexe
   expect_error 7 "cut.ipuexe" "truncated" -- "$IPURUN" train cut.ipuexe --data synthetic:8 "${QUIET[@]}"
   head -c 30 good.ipuexe > stub.ipuexe
-  expect_error 7 "stub.ipuexe" "shorter than the 64-byte header" -- "$IPURUN" train stub.ipuexe --data synthetic:8 "${QUIET[@]}"
+  expect_error 7 "stub.ipuexe" "shorter than the 128-byte header" -- "$IPURUN" train stub.ipuexe --data synthetic:8 "${QUIET[@]}"
   : > empty.ipuexe
   expect_error 7 "empty.ipuexe" "not an ipucc executable" -- "$IPURUN" train empty.ipuexe --data synthetic:8 "${QUIET[@]}"
   { cat good.ipuexe; printf 'extra'; } > padded.ipuexe

@@ -16,7 +16,6 @@
 // The engine accepts executables of up to half the host's memory, far above libFuzzer's RSS
 // limit, so verified executables with more than kMaxFuzzedDevice bytes of tensors are not
 // loaded here (the refusal path is covered by tests/unit/runtime/engine).
-#include <zstd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -28,9 +27,9 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/base/sha256.h"
 #include "runtime/engine/engine.h"
 #include "runtime/format/executable_file.h"
+#include "runtime/format/executable_summary.h"
 #include "runtime/format/host_contract.h"
 #include "runtime/format/verifier.h"
 #include "runtime/session/session.h"
@@ -42,26 +41,14 @@ constexpr uint64_t kMaxFuzzedDevice = uint64_t{256} << 20;   // bytes of tensors
 constexpr uint64_t kMaxFuzzedVertexRuns = uint64_t{1} << 16; // per program run
 constexpr uint64_t kMaxFuzzedSamples = 4096;                 // of synthetic data per run
 
-void put_le(std::string& out, size_t offset, uint64_t value, size_t bytes) {
-  for (size_t i = 0; i < bytes; ++i)
-    out[offset + i] = static_cast<char>((value >> (8 * i)) & 0xff);
-}
-
-// Wraps raw protobuf bytes into a well-formed frame (zstd level 1, correct sizes and checksum).
+// Frames raw protobuf bytes as ipucc writes them (correct sizes, checksums and summary), so the
+// payload's mutations get past the frame to the parser, the verifier and the kernels.
 std::string reframe(std::string_view payload) {
-  std::string out(ipu::format::kHeaderSize + ZSTD_compressBound(payload.size()), '\0');
-  size_t n = ZSTD_compress(out.data() + ipu::format::kHeaderSize, out.size() - ipu::format::kHeaderSize,
-                           payload.data(), payload.size(), 1);
-  if (ZSTD_isError(n)) return {};
-  out.resize(ipu::format::kHeaderSize + n);
-  std::memcpy(out.data(), kMagic, sizeof kMagic);
-  put_le(out, 8, ipu::format::kFormatVersion, 4);
-  put_le(out, 12, 1, 4);
-  put_le(out, 16, payload.size(), 8);
-  put_le(out, 24, n, 8);
-  auto digest = ipu::sha256(out.data() + ipu::format::kHeaderSize, n);
-  std::memcpy(out.data() + 32, digest.data(), digest.size());
-  return out;
+  ipu::format::Executable exe;
+  std::string summary;
+  if (exe.ParseFromArray(payload.data(), static_cast<int>(payload.size())))
+    summary = ipu::format::summarize(exe).SerializeAsString();
+  return ipu::format::frame_payload(payload, summary);
 }
 
 uint64_t device_bytes(const ipu::format::Executable& exe) {

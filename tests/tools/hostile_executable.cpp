@@ -16,6 +16,7 @@
 
 #include "runtime/base/file_io.h"
 #include "runtime/format/executable_file.h"
+#include "runtime/format/executable_summary.h"
 #include "runtime/format/host_contract.h"
 
 namespace {
@@ -297,6 +298,8 @@ int main(int argc, char** argv) {
   found->second(*exe);
   std::string payload;
   exe->SerializeToString(&payload);
+  // The summary of what was mutated, as a compiler that wrote this executable would have written it.
+  const std::string summary = ipu::format::summarize(*exe).SerializeAsString();
   // 16 MiB of empty compute sets (2 bytes each on the wire: field 9, length 0), which protobuf
   // would parse into a gigabyte of objects: appended to the message's bytes, as a message's
   // repeated fields may be.
@@ -304,7 +307,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < (8 << 20); ++i)
       payload += std::string("\x4a\x00", 2);
   }
-  ipu::Status written = ipu::write_file_atomic(argv[3], ipu::format::frame_payload(payload));
+  ipu::Status written = ipu::write_file_atomic(argv[3], ipu::format::frame_payload(payload, summary));
   if (!written.ok()) die(written.message());
   return 0;
 }

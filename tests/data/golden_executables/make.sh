@@ -25,6 +25,8 @@ cat > "$work/mlp.json" <<'JSON'
 JSON
 sed 's/"optimizer"/"stage_assignment": [0, 1], "optimizer"/' "$work/mlp.json" > "$work/staged.json"
 small=(--tiles-per-ipu 8 --batch-size 2)
+# ipucc never replaces a file it did not write: these are this script's, so it removes them.
+rm -f "$here"/*.ipuexe
 "$ipucc" compile "$work/mlp.json" "${small[@]}" --gradient-accumulation 2 --replicas 2 --num-ipus 2 \
   --steps-per-execution 2 -o "$here/mlp_replicated.ipuexe" > /dev/null
 "$ipucc" compile "$work/staged.json" "${small[@]}" --num-ipus 2 -o "$here/mlp_staged.ipuexe" > /dev/null 2>&1

@@ -36,11 +36,11 @@ TEST_CASE("executable key: the recorded manifest leaves the weights digest out")
   record(exe, "model", "abc");
   record(exe, compile_cache::kWeightsField, "0123");
   record(exe, "batch_size", "32");
-  auto recorded = recorded_manifest(exe, "entry.ipuexe");
+  auto recorded = recorded_manifest(exe.manifest(), "entry.ipuexe");
   REQUIRE(recorded.ok());
   CHECK(*recorded == manifest_of({{"batch_size", "32"}, {"model", "abc"}}));
   // Any weights belong under the same key.
-  CHECK(check_executable_key(exe, *recorded, "entry.ipuexe").ok());
+  CHECK(check_executable_key(exe.manifest(), *recorded, "entry.ipuexe").ok());
 }
 
 TEST_CASE("executable key: another key's executable is refused, naming both keys and the field") {
@@ -48,7 +48,7 @@ TEST_CASE("executable key: another key's executable is refused, naming both keys
   record(exe, "model", "abc");
   record(exe, "batch_size", "16");
   const Manifest expected = manifest_of({{"batch_size", "32"}, {"model", "abc"}});
-  const Status status = check_executable_key(exe, expected, "entries/ab/abcd.ipuexe");
+  const Status status = check_executable_key(exe.manifest(), expected, "entries/ab/abcd.ipuexe");
   CHECK(status.code() == StatusCode::kDataLoss);
   CHECK(status.message().find("entries/ab/abcd.ipuexe") == 0);
   CHECK(status.message().find(manifest_of({{"batch_size", "16"}, {"model", "abc"}}).key()) !=
@@ -59,7 +59,7 @@ TEST_CASE("executable key: another key's executable is refused, naming both keys
 
 TEST_CASE("executable key: an executable without a manifest belongs to no key") {
   const Manifest expected = manifest_of({{"model", "abc"}});
-  const Status status = check_executable_key(format::Executable(), expected, "m.ipuexe");
+  const Status status = check_executable_key(format::Executable().manifest(), expected, "m.ipuexe");
   CHECK(status.code() == StatusCode::kDataLoss);
   CHECK(status.message().find("records no manifest") != std::string::npos);
 }
@@ -68,10 +68,10 @@ TEST_CASE("executable key: a manifest naming an input twice is corrupt") {
   format::Executable exe;
   record(exe, "model", "abc");
   record(exe, "model", "def");
-  const auto recorded = recorded_manifest(exe, "m.ipuexe");
+  const auto recorded = recorded_manifest(exe.manifest(), "m.ipuexe");
   CHECK(recorded.status().code() == StatusCode::kDataLoss);
   CHECK(recorded.status().message().find("m.ipuexe: the executable's recorded") == 0);
-  CHECK(check_executable_key(exe, manifest_of({{"model", "abc"}}), "m.ipuexe").code() ==
+  CHECK(check_executable_key(exe.manifest(), manifest_of({{"model", "abc"}}), "m.ipuexe").code() ==
         StatusCode::kDataLoss);
 }
 

@@ -153,6 +153,22 @@ TEST_CASE("local store put then lookup hits with identical bytes") {
   CHECK(files == 2);
 }
 
+TEST_CASE("local store lookup with a limit reads the executable's first bytes and gives its size") {
+  TempDir tmp;
+  LocalStore store = open_store(tmp.path());
+  Manifest m = sample_manifest();
+  const std::string bytes(200000, 'x'); // several reads of the store's buffer
+  REQUIRE(store.put(m, bytes).ok());
+  for (uint64_t limit : {uint64_t{0}, uint64_t{10}, uint64_t{70000}, uint64_t{200000}, uint64_t{300000}}) {
+    CAPTURE(limit);
+    auto head = store.lookup(m, limit);
+    REQUIRE(head.ok());
+    CHECK(head->hit);
+    CHECK(head->executable_bytes == bytes.substr(0, limit));
+    CHECK(head->executable_size == bytes.size());
+  }
+}
+
 TEST_CASE("local store touches the executable on a hit") {
   TempDir tmp;
   LocalStore store = open_store(tmp.path());

@@ -1,6 +1,7 @@
 // The framed executable file (runtime/format/executable_file.{h,cpp}): a round trip keeps every
-// field, and every kind of corruption of the frame is rejected with DataLoss (or
-// FailedPrecondition for a format version this build does not read), never accepted or crashed on.
+// field, the summary ahead of the payload reads alone and always matches it, and every kind of
+// corruption of the frame is rejected with DataLoss (or FailedPrecondition for a format version
+// this build does not read), never accepted or crashed on.
 #include <doctest/doctest.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "runtime/base/file_io.h"
 #include "runtime/base/sha256.h"
 #include "runtime/format/executable_file.h"
+#include "runtime/format/executable_summary.h"
 
 namespace {
 
@@ -21,6 +23,7 @@ using ipu::format::Executable;
 using ipu::format::kFormatVersion;
 using ipu::format::kHeaderSize;
 using ipu::format::kMaxPayloadBytes;
+using ipu::format::kMaxSummaryBytes;
 using ipu::format::parse_executable;
 using ipu::format::serialize_executable;
 
@@ -30,6 +33,8 @@ constexpr size_t kCompressionOffset = 12;
 constexpr size_t kPayloadSizeOffset = 16;
 constexpr size_t kCompressedSizeOffset = 24;
 constexpr size_t kChecksumOffset = 32;
+constexpr size_t kSummarySizeOffset = 64;
+constexpr size_t kSummaryChecksumOffset = 72;
 constexpr char kMagic[8] = {'I', 'P', 'U', 'C', 'C', 'E', 'X', '\x1a'};
 
 // An executable that sets at least one field of every message type, so a round trip that lost
@@ -117,6 +122,15 @@ Executable sample_executable() {
   m->set_name("batch_size");
   m->set_value("2");
   exe.set_compiler_build("test");
+  auto* hyper = exe.add_tensors();
+  hyper->set_name(std::string(ipu::format::kHyperParametersTensor));
+  hyper->set_role(ipu::format::HYPER_PARAMETERS);
+  hyper->set_dtype(ipu::format::FLOAT32);
+  hyper->add_shape(ipu::format::kHyperParameterCount);
+  std::string values(4 * ipu::format::kHyperParameterCount, '\0');
+  values[3] = '\x3f'; // the first slot holds 0.5f
+  hyper->set_initial_value(values);
+  exe.set_learning_rate_schedule("exponential:decay_steps=10,decay_rate=0.5");
   return exe;
 }
 
@@ -132,9 +146,12 @@ template <typename T> T get_le(const std::string& in, size_t offset) {
   return value;
 }
 
-// Builds a frame by hand around `compressed`, with a correct checksum, so only the content is wrong.
+// Builds a frame by hand around `compressed` and an empty summary, with correct checksums, so only
+// the content is wrong.
 std::string frame(const std::string& compressed, uint64_t payload_size) {
   std::string out(kHeaderSize, '\0');
+  auto empty_digest = ipu::sha256("", 0);
+  std::memcpy(out.data() + kSummaryChecksumOffset, empty_digest.data(), empty_digest.size());
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   put_le<uint32_t>(out, kVersionOffset, kFormatVersion);
   put_le<uint32_t>(out, kCompressionOffset, 1);
@@ -153,9 +170,13 @@ std::string zstd_compress(const std::string& payload) {
   return out;
 }
 
+size_t payload_offset(const std::string& bytes) {
+  return kHeaderSize + get_le<uint64_t>(bytes, kSummarySizeOffset);
+}
+
 // Recomputes the checksum of a frame whose payload was edited, so the test reaches later checks.
 void fix_checksum(std::string& bytes) {
-  auto digest = ipu::sha256(bytes.data() + kHeaderSize, bytes.size() - kHeaderSize);
+  auto digest = ipu::sha256(bytes.data() + payload_offset(bytes), bytes.size() - payload_offset(bytes));
   std::memcpy(bytes.data() + kChecksumOffset, digest.data(), digest.size());
 }
 
@@ -174,7 +195,8 @@ TEST_CASE("executable file: serialize then parse is the identity") {
   CHECK(std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0);
   CHECK(get_le<uint32_t>(bytes, kVersionOffset) == kFormatVersion);
   CHECK(get_le<uint64_t>(bytes, kPayloadSizeOffset) == exe.ByteSizeLong());
-  CHECK(get_le<uint64_t>(bytes, kCompressedSizeOffset) == bytes.size() - kHeaderSize);
+  CHECK(get_le<uint64_t>(bytes, kCompressedSizeOffset) == bytes.size() - payload_offset(bytes));
+  CHECK(get_le<uint64_t>(bytes, kSummarySizeOffset) == ipu::format::summarize(exe).ByteSizeLong());
 
   auto parsed = parse_executable(bytes, "ok.ipuexe");
   REQUIRE(parsed.ok());
@@ -251,8 +273,8 @@ TEST_CASE("executable file: unknown compression") {
 }
 
 TEST_CASE("executable file: every header byte matters") {
-  // A one-bit flip in any of the 64 header bytes is caught: magic, compression, sizes and
-  // checksum by DataLoss, the version by FailedPrecondition. (A single low bit keeps a flipped
+  // A one-bit flip in any of the header's bytes is caught: magic, compression, sizes, checksums
+  // and reserved bytes by DataLoss, the version by FailedPrecondition. (A single low bit keeps a flipped
   // payload size small, so no test allocates gigabytes; large sizes are tested below.)
   const std::string good = serialize_executable(sample_executable());
   for (size_t i = 0; i < kHeaderSize; ++i) {
@@ -271,7 +293,7 @@ TEST_CASE("executable file: every header byte matters") {
   }
 }
 
-TEST_CASE("executable file: a flipped payload byte fails the checksum") {
+TEST_CASE("executable file: a flipped summary or payload byte fails its checksum") {
   const std::string good = serialize_executable(sample_executable());
   for (size_t i = kHeaderSize; i < good.size(); ++i) {
     CAPTURE(i);
@@ -301,7 +323,7 @@ TEST_CASE("executable file: truncated or padded") {
   SUBCASE("truncated, with the compressed size and checksum made consistent") {
     // The frame is self-consistent, so only decompression can notice.
     std::string bytes = good.substr(0, good.size() - 3);
-    put_le<uint64_t>(bytes, kCompressedSizeOffset, bytes.size() - kHeaderSize);
+    put_le<uint64_t>(bytes, kCompressedSizeOffset, bytes.size() - payload_offset(bytes));
     fix_checksum(bytes);
     expect_code(bytes, StatusCode::kDataLoss, "decompress");
   }
@@ -360,6 +382,73 @@ TEST_CASE("executable file: a valid zstd frame holding bytes that are not an Exe
     REQUIRE_FALSE(probe.ParseFromString(payload)); // the premise of the test
     expect_code(frame(zstd_compress(payload), payload.size()), StatusCode::kDataLoss,
                 "not a valid executable");
+  }
+}
+
+TEST_CASE("executable file: the summary is the executable's, and reads from the file's first bytes") {
+  const Executable exe = sample_executable();
+  const std::string bytes = serialize_executable(exe);
+  const ipu::format::ExecutableSummary want = ipu::format::summarize(exe);
+  CHECK(want.model_name() == "round_trip");
+  CHECK(want.compute_set_count() == 1);
+  REQUIRE(want.programs_size() == 1);
+  CHECK(want.programs(0).cycles_per_step() == 777);
+  CHECK(want.manifest_size() == 1);
+  CHECK(want.learning_rate_schedule() == exe.learning_rate_schedule());
+  CHECK(ipu::format::hyper_parameter_defaults(want) == ipu::format::hyper_parameter_defaults(exe));
+  REQUIRE(ipu::format::hyper_parameter_defaults(want).has_value());
+  CHECK((*ipu::format::hyper_parameter_defaults(want))[0] == 0.5f);
+
+  auto end = ipu::format::executable_summary_end(bytes.substr(0, kHeaderSize), bytes.size(), "ok.ipuexe");
+  REQUIRE(end.ok());
+  CHECK(*end == payload_offset(bytes));
+  // Nothing past the summary is read: the payload's bytes may be anything.
+  auto summary = ipu::format::parse_executable_summary(bytes.substr(0, *end), bytes.size(), "ok.ipuexe");
+  REQUIRE(summary.ok());
+  CHECK(google::protobuf::util::MessageDifferencer::Equals(*summary, want));
+
+  auto short_head =
+      ipu::format::parse_executable_summary(bytes.substr(0, *end - 1), bytes.size(), "ok.ipuexe");
+  REQUIRE_FALSE(short_head.ok());
+  CHECK(short_head.status().code() == StatusCode::kDataLoss);
+}
+
+TEST_CASE("executable file: a summary that is not the payload's is refused") {
+  // A frame with correct sizes and checksums whose summary says another model: what a writer who
+  // edited the summary alone (or the payload alone) would make. The summary reads, but the whole
+  // executable does not, so a hit's report is never of something other than what runs.
+  const Executable exe = sample_executable();
+  ipu::format::ExecutableSummary other = ipu::format::summarize(exe);
+  other.set_model_name("another_model");
+  const std::string bytes = ipu::format::frame_payload(exe.SerializeAsString(), other.SerializeAsString());
+  auto summary = ipu::format::parse_executable_summary(bytes, bytes.size(), "edited.ipuexe");
+  REQUIRE(summary.ok());
+  CHECK(summary->model_name() == "another_model");
+  expect_code(bytes, StatusCode::kDataLoss, "summary does not match the payload");
+}
+
+TEST_CASE("executable file: a damaged summary is refused by both readers") {
+  const std::string good = serialize_executable(sample_executable());
+  SUBCASE("a flipped summary byte") {
+    std::string bytes = good;
+    bytes[kHeaderSize + 2] = static_cast<char>(bytes[kHeaderSize + 2] ^ 0x04);
+    expect_code(bytes, StatusCode::kDataLoss, "summary checksum");
+    auto summary = ipu::format::parse_executable_summary(bytes, bytes.size(), "bad.ipuexe");
+    REQUIRE_FALSE(summary.ok());
+    CHECK(summary.status().message().find("summary checksum") != std::string::npos);
+  }
+  SUBCASE("a summary size past the cap") {
+    std::string bytes = good;
+    put_le<uint64_t>(bytes, kSummarySizeOffset, kMaxSummaryBytes + 1);
+    expect_code(bytes, StatusCode::kDataLoss, "implausible summary size");
+  }
+  SUBCASE("summary bytes that are not a summary message, with a correct checksum") {
+    const std::string junk("\x0a\xff\xff", 3); // a length running past the end
+    const std::string bytes = ipu::format::frame_payload(sample_executable().SerializeAsString(), junk);
+    auto summary = ipu::format::parse_executable_summary(bytes, bytes.size(), "bad.ipuexe");
+    REQUIRE_FALSE(summary.ok());
+    CHECK(summary.status().message().find("not a valid summary") != std::string::npos);
+    expect_code(bytes, StatusCode::kDataLoss, "summary does not match");
   }
 }
 

@@ -15,7 +15,7 @@
 namespace {
 
 // The format version the golden files were written with.
-constexpr uint32_t kGoldenFormatVersion = 5;
+constexpr uint32_t kGoldenFormatVersion = 6;
 
 std::string golden(const std::string& file) {
   return std::string(IPUCC_SOURCE_DIR) + "/tests/data/golden_executables/" + file;
