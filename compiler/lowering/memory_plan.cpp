@@ -38,15 +38,18 @@ std::string with_commas(uint64_t n) {
 
 namespace {
 
-// What the tiles hold: all program long, each tile's resident tensors, vertex descriptors and
-// code; per position of the order, each tile's bytes of live temporaries and of receive buffers.
+// What the tiles hold all program long: each tile's resident tensors, vertex descriptors and
+// code; and which temporaries start and stop living at each position of the order.
 struct TileContents {
   std::vector<uint64_t> resident, vertices;
   // One copy of each codelet's code per tile.
   std::vector<std::set<uint32_t>> codelets;
   // Live range of each temporary, in positions of the order.
   std::map<uint32_t, std::pair<size_t, size_t>> live;
-  std::vector<std::map<uint32_t, uint64_t>> temporaries, received;
+  // The temporaries whose live range starts, and ends, at each position: a tile's bytes of
+  // temporaries change only there, so the plan sweeps the order once instead of holding every
+  // position's bytes per tile (positions times tiles, gigabytes for BERT).
+  std::vector<std::vector<uint32_t>> starting, ending;
 
   uint64_t fixed_on(uint32_t t, const target::TargetSpec& target) const {
     return resident[t] + vertices[t] * target.cycles.vertex_state_bytes +
@@ -71,36 +74,83 @@ TileContents tile_contents(const format::Executable& exe, const std::vector<uint
     }
   }
   c.live = temporary_live_ranges(order, records);
-
-  // Per position of `order`, per tile: bytes of live temporaries, and of receive buffers.
-  c.temporaries.resize(order.size());
-  c.received.resize(order.size());
+  c.starting.resize(order.size());
+  c.ending.resize(order.size());
   for (int i = 0; i < exe.tensors_size(); ++i) {
     const format::Tensor& t = exe.tensors(i);
-    const uint64_t width = format::dtype_size(t.dtype());
-    const bool whole = lives_whole_program(t.role());
-    auto range = c.live.find(static_cast<uint32_t>(i));
-    if (!whole && range == c.live.end()) continue; // an alias never touched on its own
-    for (const auto& iv : t.mapping()) {
-      const uint64_t bytes = (iv.end() - iv.begin()) * width;
-      if (whole) {
-        c.resident[iv.tile()] += bytes;
-      } else {
-        for (size_t pos = range->second.first; pos <= range->second.second; ++pos)
-          c.temporaries[pos][iv.tile()] += bytes;
-      }
+    if (lives_whole_program(t.role())) {
+      for (const auto& iv : t.mapping())
+        c.resident[iv.tile()] += (iv.end() - iv.begin()) * format::dtype_size(t.dtype());
+      continue;
     }
+    auto range = c.live.find(static_cast<uint32_t>(i));
+    if (range == c.live.end()) continue; // an alias never touched on its own
+    c.starting[range->second.first].push_back(static_cast<uint32_t>(i));
+    c.ending[range->second.second].push_back(static_cast<uint32_t>(i));
   }
-  for (size_t pos = 0; pos < order.size(); ++pos)
-    c.received[pos] = records[order[pos]].received_bytes;
   return c;
 }
+
+// Bytes per tile of what is live at the sweep's position (temporaries and receive buffers), with
+// each IPU's sum, and which IPUs changed since their fullest tile was last found.
+class LiveBytes {
+public:
+  LiveBytes(const TileContents& contents, const format::Executable& exe, const target::TargetSpec& target)
+      : m_contents(contents), m_exe(exe), m_target(target), m_bytes(target.total_tiles(), 0),
+        m_sum_per_ipu(target.num_ipus, 0), m_fullest_per_ipu(target.num_ipus, 0),
+        m_dirty(target.num_ipus, true) {}
+
+  // Adds (or, with sign -1, removes) tensor `index`'s bytes on each tile it is mapped to, calling
+  // grew(tile) for each tile that gained.
+  template <typename Grew> void add_tensor(uint32_t index, int sign, Grew&& grew) {
+    const format::Tensor& t = m_exe.tensors(static_cast<int>(index));
+    const uint64_t width = format::dtype_size(t.dtype());
+    for (const auto& iv : t.mapping())
+      add(iv.tile(), (iv.end() - iv.begin()) * width, sign, grew);
+  }
+
+  template <typename Grew> void add(uint32_t tile, uint64_t bytes, int sign, Grew&& grew) {
+    if (bytes == 0) return;
+    const uint32_t ipu = tile / m_target.tiles_per_ipu;
+    if (sign > 0) {
+      m_bytes[tile] += bytes;
+      m_sum_per_ipu[ipu] += bytes;
+      grew(tile);
+    } else {
+      m_bytes[tile] -= bytes;
+      m_sum_per_ipu[ipu] -= bytes;
+    }
+    m_dirty[ipu] = true;
+  }
+
+  uint64_t on(uint32_t tile) const { return m_bytes[tile]; }
+  uint64_t sum_on(uint32_t ipu) const { return m_sum_per_ipu[ipu]; }
+
+  // The most any of the IPU's tiles holds now, what lives all program long included.
+  uint64_t fullest_on(uint32_t ipu) {
+    if (m_dirty[ipu]) {
+      uint64_t fullest = 0;
+      for (uint32_t t = ipu * m_target.tiles_per_ipu; t < (ipu + 1) * m_target.tiles_per_ipu; ++t)
+        fullest = std::max(fullest, m_contents.fixed_on(t, m_target) + m_bytes[t]);
+      m_fullest_per_ipu[ipu] = fullest;
+      m_dirty[ipu] = false;
+    }
+    return m_fullest_per_ipu[ipu];
+  }
+
+private:
+  const TileContents& m_contents;
+  const format::Executable& m_exe;
+  const target::TargetSpec& m_target;
+  std::vector<uint64_t> m_bytes, m_sum_per_ipu, m_fullest_per_ipu;
+  std::vector<bool> m_dirty;
+};
 
 // Breaks down a tile a person will look at: what is on it at its fullest moment, position `pos`
 // of `order` (none when it holds only resident data).
 void break_down(TileUsage& usage, const TileContents& c, std::optional<size_t> pos,
                 const format::Executable& exe, const std::vector<uint32_t>& order,
-                const target::TargetSpec& target) {
+                const std::vector<lowering::ComputeSetRecord>& records, const target::TargetSpec& target) {
   const uint32_t tile = usage.tile;
   if (pos) usage.compute_set = exe.compute_sets(static_cast<int>(order[*pos])).name();
   usage.vertices = c.vertices[tile];
@@ -108,8 +158,8 @@ void break_down(TileUsage& usage, const TileContents& c, std::optional<size_t> p
   usage.codelets = c.codelets[tile].size();
   usage.code_bytes = usage.codelets * target.cycles.codelet_code_bytes;
   if (pos) {
-    auto it = c.received[*pos].find(tile);
-    if (it != c.received[*pos].end()) usage.exchange_bytes = it->second;
+    const std::map<uint32_t, uint64_t>& received = records[order[*pos]].received_bytes;
+    if (auto it = received.find(tile); it != received.end()) usage.exchange_bytes = it->second;
   }
   std::vector<std::pair<std::string, uint64_t>> tensors;
   for (int i = 0; i < exe.tensors_size(); ++i) {
@@ -152,41 +202,51 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
     fixed_sum[ipu] += fixed_on(t);
   }
 
-  // Each tile's fullest moment: the position where its temporaries and receive buffers peak.
+  // Each tile's fullest moment: the first position where its temporaries and receive buffers
+  // peak. Only a tile that gained at a position can peak there.
   MemoryPlan plan;
   plan.peak_per_tile.resize(tiles);
   plan.split_per_tile.resize(tiles);
   plan.liveness.reserve(order.size());
   std::vector<std::optional<size_t>> peak_at(tiles);
-  std::vector<uint64_t> moving(tiles, 0);
+  std::vector<uint64_t> moving(tiles, 0), temporaries_at_peak(tiles, 0);
+  LiveBytes live(c, exe, target);
+  std::vector<uint32_t> grown;
+  const auto grew = [&](uint32_t tile) { grown.push_back(tile); };
+  const auto ignore = [](uint32_t) {};
   for (size_t pos = 0; pos < order.size(); ++pos) {
-    std::map<uint32_t, uint64_t> here = c.temporaries[pos];
-    for (const auto& [tile, bytes] : c.received[pos])
-      here[tile] += bytes;
-    LiveStep step{order[pos], fixed_max, fixed_sum};
-    for (const auto& [tile, bytes] : here) {
-      if (bytes > moving[tile]) {
-        moving[tile] = bytes;
+    const std::map<uint32_t, uint64_t>& received = records[order[pos]].received_bytes;
+    grown.clear();
+    for (uint32_t tensor : c.starting[pos])
+      live.add_tensor(tensor, +1, grew);
+    for (const auto& [tile, bytes] : received)
+      live.add(tile, bytes, +1, grew);
+    for (uint32_t tile : grown) {
+      if (live.on(tile) > moving[tile]) {
+        moving[tile] = live.on(tile);
         peak_at[tile] = pos;
+        auto it = received.find(tile);
+        temporaries_at_peak[tile] = live.on(tile) - (it == received.end() ? 0 : it->second);
       }
-      const uint32_t ipu = tile / target.tiles_per_ipu;
-      step.fullest_tile_per_ipu[ipu] = std::max(step.fullest_tile_per_ipu[ipu], fixed_on(tile) + bytes);
-      step.total_per_ipu[ipu] += bytes;
+    }
+    LiveStep step{order[pos], fixed_max, fixed_sum};
+    for (uint32_t ipu = 0; ipu < ipus; ++ipu) {
+      step.fullest_tile_per_ipu[ipu] = live.fullest_on(ipu);
+      step.total_per_ipu[ipu] += live.sum_on(ipu);
     }
     plan.liveness.push_back(std::move(step));
+    for (const auto& [tile, bytes] : received)
+      live.add(tile, bytes, -1, ignore);
+    for (uint32_t tensor : c.ending[pos])
+      live.add_tensor(tensor, -1, ignore);
   }
   for (uint32_t t = 0; t < tiles; ++t) {
     plan.peak_per_tile[t] = fixed_on(t) + moving[t];
     TileSplit& split = plan.split_per_tile[t];
     split.vertex_state_bytes = c.vertices[t] * target.cycles.vertex_state_bytes;
     split.code_bytes = c.codelets[t].size() * target.cycles.codelet_code_bytes;
-    split.tensor_bytes = c.resident[t];
-    if (peak_at[t]) {
-      const size_t pos = *peak_at[t];
-      if (auto it = c.temporaries[pos].find(t); it != c.temporaries[pos].end())
-        split.tensor_bytes += it->second;
-      if (auto it = c.received[pos].find(t); it != c.received[pos].end()) split.exchange_bytes = it->second;
-    }
+    split.tensor_bytes = c.resident[t] + temporaries_at_peak[t];
+    split.exchange_bytes = moving[t] - temporaries_at_peak[t];
     plan.total_bytes += plan.peak_per_tile[t];
     if (plan.peak_per_tile[t] > 0) ++plan.tiles_used;
     TileUsage usage;
@@ -200,7 +260,7 @@ MemoryPlan plan_memory(const format::Executable& exe, const std::vector<uint32_t
 
   // Break down the tiles a person will look at: what is on them at their fullest moment.
   auto break_down_at_peak = [&](TileUsage& usage) {
-    break_down(usage, c, peak_at[usage.tile], exe, order, target);
+    break_down(usage, c, peak_at[usage.tile], exe, order, records, target);
   };
   break_down_at_peak(plan.fullest);
   for (size_t i = 0; i < std::min<size_t>(plan.overflowing.size(), 3); ++i)

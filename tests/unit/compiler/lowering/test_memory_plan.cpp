@@ -238,5 +238,71 @@ TEST_CASE(
   check_close(tight.w1, roomy.w1);
 }
 
+// The plan by hand, on an executable of two IPUs of two tiles: a weight resident on tile 0, and
+// temporaries living over ranges of a three-set order, one received over the exchange. Each
+// tile's peak is the first position its live bytes reach their most, and each position's
+// fullest tile and total per IPU count what lives then (the plan sweeps the order once, adding a
+// temporary where it starts living and removing it after it ends).
+TEST_CASE("memory plan: peaks, their breakdown and liveness follow the temporaries' live ranges") {
+  format::Executable exe;
+  const auto add_tensor = [&](format::TensorRole role, std::vector<std::array<uint64_t, 3>> mapping) {
+    format::Tensor* t = exe.add_tensors();
+    t->set_name("t" + std::to_string(exe.tensors_size() - 1));
+    t->set_dtype(format::FLOAT32);
+    t->set_role(role);
+    for (const auto& [tile, begin, end] : mapping) {
+      format::Interval* iv = t->add_mapping();
+      iv->set_tile(static_cast<uint32_t>(tile));
+      iv->set_begin(begin);
+      iv->set_end(end);
+    }
+  };
+  add_tensor(format::WEIGHT, {{0, 0, 10}});                // t0: 40 bytes on tile 0, always
+  add_tensor(format::ACTIVATION, {{0, 0, 5}, {2, 5, 10}}); // t1: 20 + 20, positions 0..1
+  add_tensor(format::GRADIENT, {{0, 0, 25}});              // t2: 100 on tile 0, position 2
+  add_tensor(format::ACTIVATION, {{3, 0, 4}});             // t3: 16 on tile 3, position 1
+  for (int i = 0; i < 3; ++i)
+    exe.add_compute_sets()->set_name("cs" + std::to_string(i));
+  std::vector<lowering::ComputeSetRecord> records(3);
+  records[0].tensors = {1};
+  records[1].tensors = {1, 3};
+  records[1].received_bytes = {{2, 30}};
+  records[2].tensors = {2};
+  target::TargetSpec target;
+  target.num_ipus = 2;
+  target.tiles_per_ipu = 2;
+  target.cycles.vertex_state_bytes = 0;
+  target.cycles.codelet_code_bytes = 0;
+
+  const lowering::MemoryPlan plan = lowering::plan_memory(exe, {0, 1, 2}, records, target);
+  // Tile 0: 40 resident, then 20 (positions 0-1), then 100 (position 2): its peak is 140 there.
+  // Tile 2: 20 of t1 plus 30 received at position 1. Tile 3: t3's 16 at position 1.
+  CHECK(plan.peak_per_tile == std::vector<uint64_t>{140, 0, 50, 16});
+  CHECK(plan.split_per_tile[0].tensor_bytes == 140);
+  CHECK(plan.split_per_tile[2].tensor_bytes == 20);
+  CHECK(plan.split_per_tile[2].exchange_bytes == 30);
+  CHECK(plan.fullest.tile == 0);
+  CHECK(plan.fullest.compute_set == "cs2");
+  CHECK(plan.total_bytes == 206);
+  CHECK(plan.tiles_used == 3);
+  REQUIRE(plan.liveness.size() == 3);
+  CHECK(plan.liveness[0].fullest_tile_per_ipu == std::vector<uint64_t>{60, 20});
+  CHECK(plan.liveness[0].total_per_ipu == std::vector<uint64_t>{60, 20});
+  CHECK(plan.liveness[1].fullest_tile_per_ipu == std::vector<uint64_t>{60, 50});
+  CHECK(plan.liveness[1].total_per_ipu == std::vector<uint64_t>{60, 66});
+  CHECK(plan.liveness[2].fullest_tile_per_ipu == std::vector<uint64_t>{140, 0});
+  CHECK(plan.liveness[2].total_per_ipu == std::vector<uint64_t>{140, 0});
+  // Tile 2 at its peak: t1's 20 bytes and the receive buffer.
+  bool broke_down_tile_2 = false;
+  for (const lowering::TileUsage& usage : plan.fullest_per_ipu) {
+    if (usage.tile != 2) continue;
+    broke_down_tile_2 = true;
+    CHECK(usage.compute_set == "cs1");
+    CHECK(usage.tensor_bytes == 20);
+    CHECK(usage.exchange_bytes == 30);
+  }
+  CHECK(broke_down_tile_2);
+}
+
 } // namespace
 } // namespace ipu::testing
