@@ -65,7 +65,7 @@ struct Value {
   TensorType type;
   Role role = Role::kActivation;
   int producer = -1;          // op id, -1 for graph inputs, weights and state
-  std::vector<float> initial; // weights, optimizer state and constants
+  std::vector<float> initial; // weights, optimizer state and constants; empty: zeros
   int stage = 0;
   // The model declares it float16 (an ONNX FLOAT16 value): stored FLOAT16 on the device, so
   // every write rounds it to binary16, whatever --precision says; ops still compute in float32.

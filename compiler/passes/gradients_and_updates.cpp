@@ -1,5 +1,6 @@
 // add_gradients_and_updates (training.h): reverse-mode autodiff of the loss, then each weight's
 // update by the optimizer, with loss scaling, clipping and accumulation between them.
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -13,6 +14,19 @@
 
 namespace ipu::passes {
 namespace {
+
+// What a weight's update is named, shaped and placed after: copied, as adding values may move the
+// graph's, but not its initial values (a BERT weight's are megabytes).
+struct WeightInfo {
+  std::string name;
+  ir::TensorType type;
+  int stage = 0;
+};
+
+WeightInfo weight_info(const ir::Graph& graph, int w) {
+  const ir::Value& v = graph.value(w);
+  return {v.name, v.type, v.stage};
+}
 
 // SparseCrossEntropy and DenseLoss start the chain rule themselves; any other loss (one the
 // model's graph computes) is given d loss / d loss = 1. Returns that seed, or -1.
@@ -164,12 +178,13 @@ Status unscale_and_clip(ir::Graph& graph, const OptimizerConfig& config, float g
 Status add_weight_update(ir::Graph& graph, int w, int gradient, const OptimizerConfig& config,
                          float gradient_scale, bool clear_gradient, StateNames& names,
                          StageTensors& stage_tensors) {
-  const ir::Value weight = graph.value(w);
+  const WeightInfo weight = weight_info(graph, w);
   // Optimizer state starts at `initial` (zero unless given), shaped like its weight unless
   // given a shape.
   auto add_state = [&](const char* suffix, const ir::TensorType& type, float initial = 0.0f) {
     const int state = graph.add_value(names.name(weight.name, suffix), type, ir::Role::kOptimizerState);
-    graph.value(state).initial.assign(static_cast<size_t>(type.elements()), initial);
+    if (initial != 0.0f || std::signbit(initial))
+      graph.value(state).initial.assign(static_cast<size_t>(type.elements()), initial);
     graph.value(state).stage = weight.stage;
     return state;
   };
@@ -280,11 +295,10 @@ StatusOr<std::vector<int>> add_gradients_and_updates(ir::Graph& graph, int loss,
     if (gradient < 0) continue; // a weight the loss does not depend on stays as it is
     // In fp16 and mixed precision, what the update reads stays fp32 (docs/training.md).
     graph.value(gradient).keeps_float32 = true;
-    const ir::Value weight = graph.value(w);
+    const WeightInfo weight = weight_info(graph, w);
     if (accumulate) {
       const int acc =
           graph.add_value(names.name(weight.name, "/accumulator"), weight.type, ir::Role::kAccumulator);
-      graph.value(acc).initial.assign(static_cast<size_t>(weight.type.elements()), 0.0f);
       graph.value(acc).stage = weight.stage;
       IPU_RETURN_IF_ERROR(graph
                               .add_op(ir::OpKind::kAccumulateGrad, weight.name + "/accumulate",
