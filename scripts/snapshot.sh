@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Writes what a build produces into OUT_DIR, so that two builds (before and after a refactoring)
 # can be compared with `diff -r`: the executables ipucc compiles for every model under models/,
-# in several layouts, and for every ONNX node test (their payloads, with the compiler's build
-# identity blanked: it names the commit and the digest of the compiler libraries, which change
-# with any edit), and ipurun's outputs (predictions, a trained checkpoint, the history less its
+# in several layouts (the automatic split among them), and for every ONNX node test (their
+# payloads, with the compiler's build identity blanked: it names the commit and the digest of the
+# compiler libraries, which change with any edit), and ipurun's outputs (predictions, a trained checkpoint, the history less its
 # timings) for a few runs.
 #   scripts/snapshot.sh BUILD_DIR OUT_DIR
 #   diff -r OUT_BEFORE OUT_AFTER   # nothing printed: the bytes are unchanged
@@ -52,6 +52,11 @@ done
 for model in "$peers"/*.onnx; do
   snap "peer_$(basename "$model" .onnx)" "$model" --mode infer
 done
+# The automatic split: its measuring compile chooses the stages.
+for model in "$root"/models/*.json; do
+  snap "$(basename "$model" .json).auto2" "$model" --tiles-per-ipu 64 --num-ipus 2 --pipeline-stages 2
+done
+snap peer_transformer.auto2 "$peers/transformer.onnx" --mode infer --num-ipus 2 --pipeline-stages 2
 if [[ -d $conformance ]]; then
   for dir in "$conformance"/*/; do
     snap "node_$(basename "$dir")" "$dir/model.onnx" --mode infer
