@@ -1,5 +1,6 @@
-// libFuzzer target: an untrusted executable file goes through everything `ipurun` does with it:
-// parse_executable (frame, checksum, payload census, zstd, protobuf), verify_executable, and
+// libFuzzer target: an untrusted executable file goes through what a cache hit reads of it
+// (parse_executable_summary), then everything `ipurun` does with it: parse_executable (frame,
+// checksums, payload census, zstd, protobuf, the summary's match), verify_executable, and
 // Engine::create (per-vertex kernel validation, device memory allocation, host task coalescing);
 // then what the session accepts (verify_host_contract) is *run*: predict, evaluate and one
 // execution of train on a few samples of small synthetic data, the way `ipurun` runs them. The
@@ -118,8 +119,25 @@ void run_accepted(ipu::format::Executable exe) {
   (void)s.infer(inputs);
 }
 
+// What a cache hit reads of a file (its header and summary): it accepts or refuses, with the
+// parser's documented codes, and what it accepts the whole parse accepts with the same summary.
+void check_summary(std::string_view bytes, const ipu::StatusOr<ipu::format::Executable>& parsed) {
+  auto summary = ipu::format::parse_executable_summary(bytes, bytes.size(), "fuzz.ipuexe");
+  if (!summary.ok()) {
+    if (summary.status().code() != ipu::StatusCode::kDataLoss &&
+        summary.status().code() != ipu::StatusCode::kFailedPrecondition) {
+      std::abort();
+    }
+    if (parsed.ok()) std::abort(); // a file whose summary is refused is refused whole
+    return;
+  }
+  if (parsed.ok() && ipu::format::summarize(*parsed).SerializeAsString() != summary->SerializeAsString())
+    std::abort();
+}
+
 void check(std::string_view bytes) {
   auto parsed = ipu::format::parse_executable(bytes, "fuzz.ipuexe");
+  check_summary(bytes, parsed);
   if (!parsed.ok()) {
     if (parsed.status().code() != ipu::StatusCode::kDataLoss &&
         parsed.status().code() != ipu::StatusCode::kFailedPrecondition) {
