@@ -127,7 +127,7 @@ void print_ir_after_passes(const CompileCommandFlags& flags,
 
 // --json: the compile's one object (docs/json.md).
 nlohmann::json compile_json(const CompileCommandFlags& flags, const compile_cache::CachedCompile& compiled) {
-  const format::ExecutableSummary& executable = compiled.summary;
+  const format::ExecutableSummary& summary = compiled.summary;
   const compiler::CompileTimings& timings = compiled.timings;
   nlohmann::json out = json_document(kIpuccTool, "compile");
   out["model"] = flags.model;
@@ -144,44 +144,44 @@ nlohmann::json compile_json(const CompileCommandFlags& flags, const compile_cach
   out["passes"] = nlohmann::json::array();
   for (const compiler::GraphPassRun& run : compiled.passes)
     out["passes"].push_back({{"name", run.name}, {"ran", run.ran}, {"seconds", run.seconds}});
-  out["target"] = {{"arch", executable.target().arch()},
-                   {"num_ipus", executable.target().num_ipus()},
-                   {"tiles_per_ipu", executable.target().tiles_per_ipu()},
-                   {"bytes_per_tile", executable.target().bytes_per_tile()}};
-  out["mode"] = executable.mode();
-  out["folded_onnx_nodes"] = executable.folded_onnx_nodes();
-  out["batch_size"] = executable.batch_size();
-  out["steps_per_execution"] = executable.steps_per_execution();
-  out["estimates"] = estimates_json(executable);
-  out["pipeline"] = schedule_json(executable);
+  out["target"] = {{"arch", summary.target().arch()},
+                   {"num_ipus", summary.target().num_ipus()},
+                   {"tiles_per_ipu", summary.target().tiles_per_ipu()},
+                   {"bytes_per_tile", summary.target().bytes_per_tile()}};
+  out["mode"] = summary.mode();
+  out["folded_onnx_nodes"] = summary.folded_onnx_nodes();
+  out["batch_size"] = summary.batch_size();
+  out["steps_per_execution"] = summary.steps_per_execution();
+  out["estimates"] = estimates_json(summary);
+  out["pipeline"] = schedule_json(summary);
   return out;
 }
 
 // The compile's summary on stdout: key, tiles, cycles per step, the pipeline, where it went.
 void print_compile_summary(const CompileCommandFlags& flags, const compile_cache::CachedCompile& compiled) {
-  const format::ExecutableSummary& executable = compiled.summary;
-  const auto est = estimates_json(executable);
+  const format::ExecutableSummary& summary = compiled.summary;
+  const auto est = estimates_json(summary);
   std::printf("%s: %s (%s, %.3f s)\n", flags.model.c_str(), compiled.key.substr(0, 16).c_str(),
               compile_cache::cache_outcome_name(compiled.outcome).c_str(), compiled.seconds);
   std::printf("  %u tiles used, %s vertices in %d compute sets; fullest tile %u holds %s of %s bytes\n",
-              executable.estimates().tiles_used(), with_commas(executable.estimates().vertices()).c_str(),
-              executable.compute_set_count(), executable.estimates().fullest_tile(),
-              with_commas(executable.estimates().peak_tile_bytes()).c_str(),
-              with_commas(executable.target().bytes_per_tile()).c_str());
+              summary.estimates().tiles_used(), with_commas(summary.estimates().vertices()).c_str(),
+              summary.compute_set_count(), summary.estimates().fullest_tile(),
+              with_commas(summary.estimates().peak_tile_bytes()).c_str(),
+              with_commas(summary.target().bytes_per_tile()).c_str());
   for (const auto& [program, cycles] : est["cycles_per_step"].items()) {
     std::printf("  %s: %s cycles/step (%.1f us at %.2f GHz)\n", program.c_str(),
                 with_commas(cycles.get<uint64_t>()).c_str(),
-                1e6 * static_cast<double>(cycles.get<uint64_t>()) / executable.target().clock_hz(),
-                executable.target().clock_hz() / 1e9);
+                1e6 * static_cast<double>(cycles.get<uint64_t>()) / summary.target().clock_hz(),
+                summary.target().clock_hz() / 1e9);
   }
-  const auto pipeline = schedule_json(executable);
+  const auto pipeline = schedule_json(summary);
   std::printf("  %s schedule, %u stage(s) x %u replica(s), %u micro-batches per update: bubble %.1f%%\n",
-              executable.pipeline().schedule().c_str(), executable.pipeline().num_stages(),
-              executable.pipeline().replicas(), executable.pipeline().gradient_accumulation(),
+              summary.pipeline().schedule().c_str(), summary.pipeline().num_stages(),
+              summary.pipeline().replicas(), summary.pipeline().gradient_accumulation(),
               100.0 * pipeline["bubble_fraction"].get<double>());
-  if (executable.folded_onnx_nodes() > 0)
+  if (summary.folded_onnx_nodes() > 0)
     std::printf("  %s ONNX node(s) computed at compile time\n",
-                with_commas(executable.folded_onnx_nodes()).c_str());
+                with_commas(summary.folded_onnx_nodes()).c_str());
   if (!compiled.entry.empty()) std::printf("  entry %s\n", compiled.entry.c_str());
   if (!flags.output.empty()) std::printf("  wrote %s\n", flags.output.c_str());
 }
