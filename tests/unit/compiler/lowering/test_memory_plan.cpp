@@ -245,7 +245,7 @@ TEST_CASE(
 // temporary where it starts living and removing it after it ends).
 TEST_CASE("memory plan: peaks, their breakdown and liveness follow the temporaries' live ranges") {
   format::Executable exe;
-  const auto add_tensor = [&](format::TensorRole role, std::vector<std::array<uint64_t, 3>> mapping) {
+  const auto add_tensor = [&](format::TensorRole role, const std::vector<std::array<uint64_t, 3>>& mapping) {
     format::Tensor* t = exe.add_tensors();
     t->set_name("t" + std::to_string(exe.tensors_size() - 1));
     t->set_dtype(format::FLOAT32);
