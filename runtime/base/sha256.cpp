@@ -1,33 +1,34 @@
 #include "runtime/base/sha256.h"
 
-#include <openssl/evp.h>
-
-#include <cstdlib>
+// OpenSSL's low-level SHA-256 functions, not EVP. Both run the same implementation (SHA-NI where
+// the CPU has it, 1.6 GB/s here), but the first EVP digest of a process initialises the library:
+// it reads openssl.cnf, registers every cipher and digest by name and loads the default provider,
+// and frees it all at exit. That measured 2.5 to 3 ms per process, half of what a cache hit of
+// `ipucc compile` costs over `ipucc --version`; the low-level functions need none of it. OpenSSL
+// 3.0 deprecates them (in favour of EVP) but keeps them through the 3.x series; the suppression
+// is confined to this file.
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/sha.h>
 
 namespace ipu {
 
 struct Sha256::Impl {
-  EVP_MD_CTX* ctx = nullptr;
+  SHA256_CTX ctx;
 };
 
 Sha256::Sha256() : m_impl(std::make_unique<Impl>()) {
-  m_impl->ctx = EVP_MD_CTX_new();
-  // Allocation failure of a digest context is not recoverable in any useful way.
-  if (m_impl->ctx == nullptr || EVP_DigestInit_ex(m_impl->ctx, EVP_sha256(), nullptr) != 1) std::abort();
+  SHA256_Init(&m_impl->ctx);
 }
 
-Sha256::~Sha256() {
-  EVP_MD_CTX_free(m_impl->ctx);
-}
+Sha256::~Sha256() = default;
 
 void Sha256::update(const void* data, size_t size) {
-  EVP_DigestUpdate(m_impl->ctx, data, size);
+  SHA256_Update(&m_impl->ctx, data, size);
 }
 
 std::array<uint8_t, 32> Sha256::finish() {
   std::array<uint8_t, 32> out{};
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(m_impl->ctx, out.data(), &len);
+  SHA256_Final(out.data(), &m_impl->ctx);
   return out;
 }
 

@@ -1,4 +1,5 @@
-// SHA-256 (OpenSSL's EVP interface): cache keys and content checksums.
+// SHA-256 (OpenSSL's low-level functions; sha256.cpp says why not EVP): cache keys and content
+// checksums.
 #pragma once
 
 #include <array>
