@@ -69,7 +69,10 @@ Status add_stats(const DirHandle& dir, const CacheStats& delta) {
   CacheStats stats = current.ok() ? *current : CacheStats();
   for (const Field& f : kFields)
     stats.*f.member += delta.*f.member;
-  Status written = dir.write_atomic("stats.json", stats_json_text(stats));
+  // Counters are not worth an fsync on every hit (about 1 ms): a power loss can at worst lose them,
+  // and a damaged file is replaced (above).
+  Status written =
+      dir.write_atomic("stats.json", stats_json_text(stats), DirHandle::Durability::kSurvivesProcessDeath);
   if (!written.ok()) return written;
   if (!current.ok()) return Status(current.status().code(), current.status().message() + " (counters reset)");
   return Status();

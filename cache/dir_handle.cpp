@@ -198,7 +198,8 @@ StatusOr<FileHead> DirHandle::read_head(const std::string& name, uint64_t limit)
   return head;
 }
 
-Status DirHandle::write_atomic(const std::string& name, std::string_view content) const {
+Status DirHandle::write_atomic(const std::string& name, std::string_view content,
+                               Durability durability) const {
   if (!is_component(name)) return invalid_argument(path_of(name) + ": not a name inside the cache");
   const std::string path = path_of(name);
   // Every writer (process or thread) gets its own temporary name; O_EXCL makes sure of it.
@@ -226,10 +227,11 @@ Status DirHandle::write_atomic(const std::string& name, std::string_view content
     p += n;
     left -= static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
+  const int flush_error = durability == Durability::kSurvivesProcessDeath || ::fsync(fd) == 0 ? 0 : errno;
+  const int close_error = ::close(fd) == 0 ? 0 : errno;
+  if (flush_error != 0 || close_error != 0) {
     ::unlinkat(m_fd, tmp.c_str(), 0);
-    return errno_status(path, "cannot flush", err);
+    return errno_status(path, "cannot flush", flush_error != 0 ? flush_error : close_error);
   }
   if (::renameat(m_fd, tmp.c_str(), m_fd, name.c_str()) != 0) {
     const int err = errno;

@@ -67,11 +67,18 @@ public:
   // Its first `limit` bytes (all of it if shorter) and its size, with read's errors.
   StatusOr<FileHead> read_head(const std::string& name, uint64_t limit) const;
 
-  // Writes `content` to a temporary file here, fsyncs it and renames it over `name` (a link
-  // there is replaced, not followed), so a reader sees the old content or the new, never part of
-  // either. On failure the temporary file is removed. IoError (NotFound if this directory was
-  // removed) naming the file.
-  Status write_atomic(const std::string& name, std::string_view content) const;
+  // Whether write_atomic's content must reach the disk before the rename. kSurvivesProcessDeath
+  // skips the fsync: readers still see the old content or the new, and a process killed at any
+  // point tears nothing, but a power loss may leave the file empty. For files whose loss costs
+  // nothing but a count (ccache writes its statistics the same way).
+  enum class Durability { kSurvivesPowerLoss, kSurvivesProcessDeath };
+
+  // Writes `content` to a temporary file here, fsyncs it (see Durability) and renames it over
+  // `name` (a link there is replaced, not followed), so a reader sees the old content or the new,
+  // never part of either. On failure the temporary file is removed. IoError (NotFound if this
+  // directory was removed) naming the file.
+  Status write_atomic(const std::string& name, std::string_view content,
+                      Durability durability = Durability::kSurvivesPowerLoss) const;
 
   // Removes `name` (a file or a link; a link is removed, never its target). NotFound if missing.
   Status remove(const std::string& name) const;
