@@ -7,6 +7,7 @@
 # per encoder layer, so the growth shows. There is no peer: the figures are the compiler's own.
 #   scripts/bench/compile_scale.sh [MODEL_DIR]   (the models are made there once: about 2.5 GB;
 #                                                  default build/bench-models)
+#   COMPILES=bert_base/8,resnet50/4 scripts/bench/compile_scale.sh    only these model/batch runs
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 models=${1:-$root/build/bench-models}
@@ -35,6 +36,8 @@ runs = [(name, layers, batch, bert + ["--batch-size", str(batch)])
         for batch in (8, 2)]
 runs.append(("resnet50", 0, 4, ["--loss", "sparse_categorical_crossentropy", "--optimizer", "sgd",
                                  "--momentum", "0.9", "--batch-size", "4", "--recompute"]))
+only = [c for c in os.environ.get("COMPILES", "").split(",") if c]
+runs = [r for r in runs if not only or "%s/%d" % (r[0], r[2]) in only]
 
 def compile_once(model, args):
     """Wall seconds, peak RSS in GB and the --json outcome of one compile, in a child of its own."""

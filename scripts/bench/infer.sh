@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Inference throughput: ipurun vs ONNX Runtime (onnxruntime-node, 2 intra-op threads, all graph
-# optimisations; ../shared/peers/ort_bench.js), for the shared models at batch 1 and 32.
+# optimisations; ../shared/peers/ort_bench.js), for the shared models and torchvision's ResNet-18
+# (scripts/make_resnet18.py: random weights, 224x224) at batch 1, 8 and 32.
 # Prints samples/s of each (median of TRIALS) and the ratio ipurun / ORT. Each trial runs one
 # ORT trial and then one ipurun trial of the same model and batch, so both sides of a ratio see
 # the same load on a shared machine. Models ipucc cannot compile yet are listed as such.
-#   scripts/bench/infer.sh [MODELS] [BATCHES]     default: mlp,cnn,transformer 1,32
+#   scripts/bench/infer.sh [MODELS] [BATCHES]     default: mlp,cnn,transformer,resnet18 1,8,32
 # Needs scripts/setup-peers.sh once (ONNX Runtime in build/peers).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ort_dir=${IPUCC_ORT_DIR:-$root/build/peers}
-models=${1:-mlp,cnn,transformer}
-batches=${2:-1,32}
+models=${1:-mlp,cnn,transformer,resnet18}
+batches=${2:-1,8,32}
 trials=${TRIALS:-3}
 steps_per_execution=${STEPS_PER_EXECUTION:-16}
 work=$(mktemp -d)
@@ -22,17 +23,41 @@ export IPUCC_CACHE_DIR=$work/cache
 
 median() { sort -g | sed -n "$(((trials + 1) / 2))p"; }
 
-# Deterministic inputs of several executions per model and batch: [N, sample shape...].
-sample_shape() { python3 -c "import json,sys; m=json.load(open(sys.argv[1]))['models'][sys.argv[2]]; print(','.join(str(d) for d in m['ref_input_shape'][1:]))" "$ort_dir/models/MANIFEST.json" "$1"; }
+# ort_bench.js reads MODEL.onnx and MODEL.input.npy beside it: a copy of it here sees the shared
+# models and ResNet-18, made once into the work directory.
+peers=$work/peers
+mkdir -p "$peers/models"
+cp "$ort_dir/ort_bench.js" "$peers/"
+ln -s "$ort_dir/ort" "$peers/ort"
+ln -s "$ort_dir"/models/* "$peers/models/"
+if [[ ,$models, == *,resnet18,* ]]; then
+  /usr/bin/python3 "$root/scripts/make_resnet18.py" "$peers/models" >/dev/null
+fi
+
+# One execution's steps (at most STEPS_PER_EXECUTION, and at most 64 MB of input) and the samples
+# of a trial: enough executions to last about as long as ORT's trial (256 at batch 1, 32 above,
+# after ipurun's warm-up), but at most 256 MB of input, so ResNet-18 needs no gigabyte files.
+plan_trial() {  # model batch -> "steps samples shape"
+  /usr/bin/python3 - "$peers/models/$1.input.npy" "$2" "$steps_per_execution" <<'PYEOF'
+import sys
+import numpy as np
+shape = np.load(sys.argv[1], mmap_mode="r").shape[1:]
+batch, most_steps = int(sys.argv[2]), int(sys.argv[3])
+sample_bytes = 4 * int(np.prod(shape))
+steps = max(1, min(most_steps, (64 << 20) // (batch * sample_bytes)))
+executions = max(3, min(256 if batch == 1 else 32, (256 << 20) // (batch * steps * sample_bytes)))
+print(steps, batch * steps * executions, ",".join(str(d) for d in shape))
+PYEOF
+}
 
 ort_trial() {  # model batch -> samples/s of one ORT trial
-  (cd "$ort_dir" && node ort_bench.js --check '' --bench "$1" --batches "$2" --trials 1 --trial-seconds 1 \
+  (cd "$peers" && node ort_bench.js --check '' --bench "$1" --batches "$2" --trials 1 --trial-seconds 1 \
      --json "$work/ort.json" >/dev/null)
   python3 -c "import json; print(json.load(open('$work/ort.json'))['infer'][0]['median'])"
 }
 
 ipurun_trial() {  # -> samples/s of one `ipurun predict --input` of the compiled model
-  "$root/build/cli/ipurun" predict "$work/model.ipuexe" --input "$work/input.npy" --json |
+  "$root/build/cli/ipurun" predict "$work/model.ipuexe" --input "$work/input.npy" --json 2>"$work/ipurun.err" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_second"])'
 }
 
@@ -40,13 +65,12 @@ printf '%-12s %5s %12s %12s %8s\n' model batch ipurun ort ratio
 for model in ${models//,/ }; do
   for batch in ${batches//,/ }; do
     : >"$work/ours" && : >"$work/theirs"
-    # Enough executions that a trial lasts about as long as ORT's (at least a second after three
-    # warm-up runs): a short run would mostly time first touches of the device's memory.
-    n=$((batch * steps_per_execution * (batch == 1 ? 256 : 32)))
+    # A short run would mostly time first touches of the device's memory (plan_trial).
+    read -r steps n shape < <(plan_trial "$model" "$batch")
     compiled=1
-    "$root/build/cli/ipucc" compile "$ort_dir/models/$model.onnx" --mode infer --batch-size "$batch" \
-      --steps-per-execution "$steps_per_execution" -o "$work/model.ipuexe" >/dev/null 2>"$work/compile.err" || compiled=0
-    ((compiled)) && python3 "$root/tests/e2e/e2e_data.py" npy "$work/input.npy" --shape "$n,$(sample_shape "$model")" --fill random
+    "$root/build/cli/ipucc" compile "$peers/models/$model.onnx" --mode infer --batch-size "$batch" \
+      --steps-per-execution "$steps" -o "$work/model.ipuexe" >/dev/null 2>"$work/compile.err" || compiled=0
+    ((compiled)) && python3 "$root/tests/e2e/e2e_data.py" npy "$work/input.npy" --shape "$n,$shape" --fill random
     for ((t = 0; t < trials; t++)); do
       ort_trial "$model" "$batch" >>"$work/theirs"
       ((compiled)) && ipurun_trial >>"$work/ours"
@@ -61,4 +85,4 @@ for model in ${models//,/ }; do
     fi
   done
 done
-echo "(samples/s; ipurun predict with steps_per_execution=$steps_per_execution; ORT and ipurun trials alternate; median of $trials)"
+echo "(samples/s; ipurun predict with steps_per_execution up to $steps_per_execution; ORT and ipurun trials alternate; median of $trials)"
