@@ -9,6 +9,7 @@
 
 #include "runtime/base/file_io.h"
 #include "runtime/base/half.h"
+#include "runtime/base/huge_pages.h"
 
 namespace ipu::data {
 namespace {
@@ -361,7 +362,10 @@ NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data) {
   NpyArray array;
   array.dtype = "f4";
   array.shape = std::move(shape);
-  array.data.assign(reinterpret_cast<const char*>(data), array.element_count() * sizeof(float));
+  const size_t bytes = array.element_count() * sizeof(float);
+  array.data.reserve(bytes);
+  advise_huge_pages(array.data.data(), bytes); // a run's outputs can be large
+  array.data.assign(reinterpret_cast<const char*>(data), bytes);
   return array;
 }
 
@@ -396,7 +400,10 @@ NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> sha
 
 std::vector<float> floats_as_is(const NpyArray& array) {
   const size_t count = array.element_count();
-  std::vector<float> out(count);
+  std::vector<float> out;
+  out.reserve(count);
+  advise_huge_pages(out.data(), count * sizeof(float)); // an input can be large
+  out.resize(count);
   const std::string& dt = array.dtype;
   if (dt == "f4") {
     // An empty vector's data() may be null, which memcpy must not be given even for 0 bytes.

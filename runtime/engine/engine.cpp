@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "runtime/base/half.h"
+#include "runtime/base/huge_pages.h"
 #include "runtime/engine/coalesce.h"
 #include "runtime/engine/non_finite.h"
 #include "runtime/engine/parallel_tasks.h"
@@ -213,12 +214,16 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
     for (int i = 0; i < exe.tensors_size(); ++i) {
       const format::Tensor& t = exe.tensors(i);
       const size_t bytes = impl->sizes[static_cast<size_t>(i)];
-      const size_t rounded = (bytes + 63) / 64 * 64;
-      Buffer buffer(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
+      // Cache lines for every tensor; whole huge pages for a large one (runtime/base/huge_pages.h).
+      const size_t alignment = bytes >= 2 * kHugePageBytes ? kHugePageBytes : 64;
+      const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+      Buffer buffer(static_cast<std::byte*>(std::aligned_alloc(alignment, rounded)));
       if (!buffer)
         return resource_exhausted("cannot allocate " + std::to_string(bytes) + " bytes for tensor '" +
                                   t.name() + "'");
-      std::memset(buffer.get(), 0, rounded);
+      advise_huge_pages(buffer.get(), rounded);
+      // The tensor's own bytes are set by reset_tensor below; the rounding's are zeroed here once.
+      std::memset(buffer.get() + bytes, 0, rounded - bytes);
       impl->buffers.push_back(std::move(buffer));
     }
   }

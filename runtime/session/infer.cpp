@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 
+#include "runtime/base/huge_pages.h"
 #include "runtime/session/stream_feed.h"
 
 namespace ipu::session {
@@ -97,8 +98,12 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
       auto& out = collected[found->second];
       const bool batched = exe.outputs(static_cast<int>(found->second)).batched();
       const size_t count = source.size() / sizeof(float);
-      // One push per step and replica: room for all of them at once, not regrown as they come.
-      if (batched && out.empty()) out.reserve(count * static_cast<size_t>(steps * R));
+      // One push per step and replica: room for all of them at once, not regrown as they come,
+      // and first touched a huge page at a time (runtime/base/huge_pages.h).
+      if (batched && out.empty()) {
+        out.reserve(count * static_cast<size_t>(steps * R));
+        advise_huge_pages(out.data(), out.capacity() * sizeof(float));
+      }
       if (batched || out.empty()) out.insert(out.end(), f, f + count);
       return Status();
     };
