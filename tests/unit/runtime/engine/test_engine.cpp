@@ -230,6 +230,37 @@ TEST_CASE("engine: lookups and initial values") {
   CHECK(engine->run(0, none).ok()); // an empty sequence
 }
 
+// The device's memory is one block (huge pages advised once, runtime/base/huge_pages.h): each
+// replica's tensors still start on their own cache lines, apart, with their initial values.
+TEST_CASE("engine: tensors of one memory block start on cache lines, apart, each replica its own") {
+  Builder b{16}; // room for the large tensor
+  b.exe().mutable_target()->set_num_ipus(2);
+  b.exe().mutable_pipeline()->set_replicas(2);
+  const std::vector<float> init = {1, 2, 3};
+  const uint32_t odd = b.tensor("odd", fmt::FLOAT32, {3}, init);     // 12 bytes
+  const uint32_t line = b.tensor("line", fmt::FLOAT32, {16});        // one whole line
+  const uint32_t large = b.tensor("large", fmt::FLOAT32, {1 << 20}); // 4 MiB: huge pages
+  const uint32_t last = b.tensor("last", fmt::FLOAT32, {1}, {7});
+  auto engine = load(b.exe());
+  std::vector<std::span<std::byte>> spans;
+  for (uint32_t r = 0; r < 2; ++r) {
+    for (uint32_t t : {odd, line, large, last}) {
+      const std::span<std::byte> bytes = engine->tensor_bytes(t, r);
+      CHECK(reinterpret_cast<uintptr_t>(bytes.data()) % 64 == 0);
+      spans.push_back(bytes);
+    }
+    CHECK(floats(engine->tensor_bytes(odd, r)) == init);
+    CHECK(floats(engine->tensor_bytes(line, r)) == std::vector<float>(16, 0.0f));
+    CHECK(floats(engine->tensor_bytes(last, r)) == std::vector<float>{7});
+  }
+  std::sort(spans.begin(), spans.end(), [](const auto& x, const auto& y) { return x.data() < y.data(); });
+  for (size_t i = 1; i < spans.size(); ++i)
+    CHECK(spans[i - 1].data() + spans[i - 1].size() <= spans[i].data());
+  // Writing one replica's tensor leaves the other's alone.
+  engine->tensor_bytes(odd, 1)[0] = std::byte{0xff};
+  CHECK(floats(engine->tensor_bytes(odd, 0)) == init);
+}
+
 TEST_CASE("engine: an executable larger than host memory is refused before allocating") {
   // Four tensors of 2^32 floats (64 GiB): each passes the verifier's per-tensor bound, spread
   // over the largest target a file may declare.
