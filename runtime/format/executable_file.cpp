@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/base/file_io.h"
+#include "runtime/base/huge_pages.h"
 #include "runtime/base/sha256.h"
 #include "runtime/format/executable_summary.h"
 #include "runtime/format/payload_census.h"
@@ -108,7 +109,10 @@ StatusOr<std::string> inflate(std::string_view compressed, uint64_t payload_size
     return data_loss(origin + ": cannot decompress payload: the header's payload size (" +
                      std::to_string(payload_size) + ") does not match the zstd frame");
   }
-  std::string payload(payload_size, '\0');
+  std::string payload;
+  payload.reserve(payload_size);
+  advise_huge_pages(payload.data(), payload_size); // a model's weights: tens of megabytes
+  payload.resize(payload_size);
   size_t n = ZSTD_decompress(payload.data(), payload.size(), compressed.data(), compressed.size());
   if (ZSTD_isError(n) || n != payload_size) {
     return data_loss(origin + ": cannot decompress payload" +
