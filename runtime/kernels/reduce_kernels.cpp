@@ -40,21 +40,33 @@ void run_reduce(const PreparedVertex& v) {
     count *= red_dims[k];
   const float* x = v.f32(0);
   float* y = v.f32(1);
+  const auto finish = [&](double acc) {
+    return kind == ReduceKind::kMean      ? static_cast<float>(acc / static_cast<double>(count))
+           : kind == ReduceKind::kSumRelu ? relu_of(acc)
+                                          : static_cast<float>(acc);
+  };
   if ((kind == ReduceKind::kSum || kind == ReduceKind::kMean || kind == ReduceKind::kSumRelu) &&
       red_rank == 1) {
-    // One reduced axis (LayerNorm's mean, a split sum's shares): a plain loop, adding in the same
-    // order as below.
-    const int64_t stride = red_strides[0];
-    for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],
-                        [&](int64_t i, const std::array<int64_t, 1>& base) {
-                          double acc = 0.0;
-                          for (int64_t j = 0; j < count; ++j)
-                            acc += x[base[0] + j * stride];
-                          y[i] = kind == ReduceKind::kMean
-                                     ? static_cast<float>(acc / static_cast<double>(count))
-                                 : kind == ReduceKind::kSumRelu ? relu_of(acc)
-                                                                : static_cast<float>(acc);
-                        });
+    // One reduced axis (LayerNorm's mean, a split sum's shares), adding in the same order as
+    // below. Outputs go in chunks along a row of the innermost output axis, each reduced item
+    // added to the whole chunk before the next: a split sum's shares lie a whole [M, N] apart,
+    // so summing one output at a time would cross every share for every element.
+    constexpr int64_t kChunk = 256;
+    const int64_t stride = red_strides[0], step = out_strides[out_rank - 1];
+    for_each_strided_run<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],
+                            [&](int64_t i, const std::array<int64_t, 1>& base, int64_t run) {
+                              for (int64_t first = 0; first < run; first += kChunk) {
+                                const int64_t n = std::min(kChunk, run - first);
+                                std::array<double, kChunk> acc{};
+                                for (int64_t j = 0; j < count; ++j) {
+                                  const float* item = x + base[0] + first * step + j * stride;
+                                  for (int64_t c = 0; c < n; ++c)
+                                    acc[static_cast<size_t>(c)] += item[c * step];
+                                }
+                                for (int64_t c = 0; c < n; ++c)
+                                  y[i + first + c] = finish(acc[static_cast<size_t>(c)]);
+                              }
+                            });
     return;
   }
   for_each_strided<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],

@@ -370,6 +370,42 @@ TEST_CASE("tensor kernels: Reduce sums and averages over a single strided axis")
   }
 }
 
+// A split sum's shares [5, 3, 600] summed into [3, 600]: its rows are longer than the loop's
+// chunk of outputs, a range may start and end inside rows, and the output may be read through a
+// transposed view (an inner stride that is not 1). Each output is the shares added in order in
+// double, bitwise.
+TEST_CASE("tensor kernels: Reduce over one axis adds each output's items in order, in chunks of a row") {
+  const int64_t parts = 5, rows = 3, cols = 600;
+  auto x = values(static_cast<size_t>(parts * rows * cols), 11);
+  const auto sum_of = [&](int64_t offset) {
+    double acc = 0;
+    for (int64_t j = 0; j < parts; ++j)
+      acc += x[static_cast<size_t>(offset + j * rows * cols)];
+    return static_cast<float>(acc);
+  };
+  const auto kSum = static_cast<int64_t>(ReduceKind::kSum);
+  SUBCASE("rows as they lie, over two ranges that split rows") {
+    std::vector<float> y(static_cast<size_t>(rows * cols), -99.0f), want(y.size());
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 700}, {700, rows * cols}}) {
+      run(vertex(Codelet::kReduce, {x.data(), y.data()},
+                 {kSum, 2, 1, begin, end, rows, cols, cols, 1, parts, rows * cols}));
+    }
+    for (int64_t i = 0; i < rows * cols; ++i)
+      want[static_cast<size_t>(i)] = sum_of(i);
+    CHECK(y == want);
+  }
+  SUBCASE("the transpose: output [600, 3] reads the shares with strides [1, 600]") {
+    std::vector<float> y(static_cast<size_t>(rows * cols), -99.0f), want(y.size());
+    run(vertex(Codelet::kReduce, {x.data(), y.data()},
+               {kSum, 2, 1, 0, rows * cols, cols, rows, 1, cols, parts, rows * cols}));
+    for (int64_t c = 0; c < cols; ++c) {
+      for (int64_t r = 0; r < rows; ++r)
+        want[static_cast<size_t>(c * rows + r)] = sum_of(r * cols + c);
+    }
+    CHECK(y == want);
+  }
+}
+
 TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
   auto x = values(24, 6); // [2,3,4] over axis 1
   std::vector<float> y(24), l(24);
