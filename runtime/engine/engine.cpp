@@ -2,7 +2,6 @@
 
 #include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/task_arena.h>
-#include <sanitizer/asan_interface.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,8 +11,8 @@
 #include <cstring>
 
 #include "runtime/base/half.h"
-#include "runtime/base/huge_pages.h"
 #include "runtime/engine/coalesce.h"
+#include "runtime/engine/device_memory.h"
 #include "runtime/engine/non_finite.h"
 #include "runtime/engine/parallel_tasks.h"
 #include "runtime/engine/rounding.h"
@@ -28,33 +27,6 @@ namespace {
 constexpr uint64_t kParallelCycleThreshold = 20000;
 // Elements of FLOAT16 tensors rounded per host task after a compute set.
 constexpr uint64_t kRoundingGrain = 1 << 16;
-// Every tensor starts on its own cache line and owns the rest of its last one (vectorised kernels
-// load whole lines).
-constexpr size_t kCacheLine = 64;
-size_t whole_lines(size_t bytes) {
-  return (bytes + kCacheLine - 1) / kCacheLine * kCacheLine;
-}
-// Under AddressSanitizer a poisoned line follows each tensor in the device's memory block, so a
-// kernel that overruns its tensor is caught as when each tensor was an allocation of its own.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define IPU_ENGINE_RED_ZONES 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(IPU_ENGINE_RED_ZONES)
-#define IPU_ENGINE_RED_ZONES 1
-#endif
-#ifdef IPU_ENGINE_RED_ZONES
-constexpr size_t kRedZone = kCacheLine;
-#else
-constexpr size_t kRedZone = 0;
-#endif
-
-struct AlignedFree {
-  void operator()(std::byte* p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<std::byte[], AlignedFree>;
-
 // Where a host task came from: the first executable vertex it runs, and its replica.
 struct VertexOrigin {
   uint32_t vertex = 0;
@@ -112,11 +84,7 @@ struct Engine::Impl {
   uint32_t first_replica = 0;
   uint32_t total_replicas = 1; // of the job
   collectives::Collectives* collectives = nullptr;
-  // The device's memory: one block for every replica's tensors, each tensor at its offset
-  // ([replica * tensors + tensor]) on a cache line, so the block is advised huge pages once
-  // (runtime/base/huge_pages.h) and small tensors share them.
-  Buffer memory;
-  std::vector<size_t> offsets;
+  DeviceMemory memory;
   std::vector<size_t> sizes; // per tensor
   std::vector<PreparedComputeSet> compute_sets;
   tbb::task_arena arena;
@@ -173,9 +141,7 @@ struct Engine::Impl {
   void all_reduce_mean(uint32_t tensor);
   Status all_reduce_mean_across_instances(const format::AllReduce& all_reduce);
   void round_for_the_links(const format::AllReduce& all_reduce);
-  std::byte* buffer(uint32_t tensor, uint32_t replica) {
-    return memory.get() + offsets[replica * sizes.size() + tensor];
-  }
+  std::byte* buffer(uint32_t tensor, uint32_t replica) { return memory.tensor(tensor, replica); }
 };
 
 Engine::Engine(std::unique_ptr<Impl> impl) : m_impl(std::move(impl)) {}
@@ -236,29 +202,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
 
   for (const format::Tensor& t : exe.tensors())
     impl->sizes.push_back(format::element_count(t) * format::host_element_size(t.dtype()));
-  size_t block_bytes = 0;
-  for (uint32_t r = 0; r < replicas; ++r) {
-    for (size_t bytes : impl->sizes) {
-      impl->offsets.push_back(block_bytes);
-      block_bytes += whole_lines(bytes) + kRedZone;
-    }
-  }
-  const size_t alignment = block_bytes >= 2 * kHugePageBytes ? kHugePageBytes : kCacheLine;
-  const size_t rounded = std::max(alignment, (block_bytes + alignment - 1) / alignment * alignment);
-  impl->memory.reset(static_cast<std::byte*>(std::aligned_alloc(alignment, rounded)));
-  if (!impl->memory) {
-    return resource_exhausted("cannot allocate the " + std::to_string(block_bytes) +
-                              " bytes of the executable's tensors");
-  }
-  advise_huge_pages(impl->memory.get(), rounded);
-  // reset_tensor below sets each tensor's bytes; the padding between them is zeroed here, once.
-  for (size_t i = 0; i < impl->offsets.size(); ++i) {
-    const size_t bytes = impl->sizes[i % impl->sizes.size()];
-    const size_t end = impl->offsets[i] + bytes;
-    const size_t next = i + 1 < impl->offsets.size() ? impl->offsets[i + 1] : rounded;
-    std::memset(impl->memory.get() + end, 0, next - end);
-    ASAN_POISON_MEMORY_REGION(impl->memory.get() + impl->offsets[i] + whole_lines(bytes), kRedZone);
-  }
+  // reset_tensor below sets every tensor's bytes.
+  IPU_ASSIGN_OR_RETURN(impl->memory, DeviceMemory::allocate(impl->sizes, replicas));
   for (uint32_t t = 0; t < impl->sizes.size(); ++t)
     impl->reset_tensor(t);
 
