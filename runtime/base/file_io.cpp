@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "runtime/base/huge_pages.h"
-
 namespace ipu {
 namespace {
 
@@ -37,7 +35,6 @@ StatusOr<std::string> read_file(const std::string& path) {
   }
   std::string content;
   content.reserve(static_cast<size_t>(st.st_size));
-  advise_huge_pages(content.data(), content.capacity()); // an executable or an input can be large
   char buffer[1 << 16];
   while (true) {
     ssize_t n = ::read(fd, buffer, sizeof buffer);

@@ -400,10 +400,7 @@ NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> sha
 
 std::vector<float> floats_as_is(const NpyArray& array) {
   const size_t count = array.element_count();
-  std::vector<float> out;
-  out.reserve(count);
-  advise_huge_pages(out.data(), count * sizeof(float)); // an input can be large
-  out.resize(count);
+  std::vector<float> out(count);
   const std::string& dt = array.dtype;
   if (dt == "f4") {
     // An empty vector's data() may be null, which memcpy must not be given even for 0 bytes.
