@@ -1,12 +1,13 @@
 // Transparent huge pages for large host buffers: the device's tensors, an executable's inflated
-// payload and the outputs a run collects. Not the files read whole nor the inputs converted from
-// them: with those advised, ipurun predict of the MLP at batch 32 ran at 65,000 to 160,000
-// samples/s from run to run instead of a steady 140,000 (cause not found; measured, then left
-// out). Memory is first touched one page at a time, and with 4 KiB pages that is a page fault
-// per 4 KiB; on the virtual machines CI and the benchmarks run on each fault costs 10 to 20 us
-// (collecting one 16 MB output of the 2048³ MatMul took 72 ms, nearly all of it faults). Advised
-// memory faults once per 2 MiB where the kernel's transparent_hugepage mode is "madvise" or
-// "always"; with "never" the advice changes nothing.
+// payload and the outputs a run collects. Memory is first touched one page at a time, and with
+// 4 KiB pages that is a page fault per 4 KiB; on the virtual machines CI and the benchmarks run on
+// each fault costs 10 to 20 us (collecting one 16 MB output of the 2048³ MatMul took 72 ms, nearly
+// all of it faults). Advised memory faults once per 2 MiB where the kernel's transparent_hugepage
+// mode is "madvise" or "always"; with "never" the advice changes nothing.
+//
+// Not the files read whole nor the inputs converted from them: with those advised, ipurun predict
+// of the MLP at batch 32 ran at 65,000 to 160,000 samples/s from run to run instead of a steady
+// 140,000 (cause not found; measured, then left out).
 #pragma once
 
 #include <cstddef>
