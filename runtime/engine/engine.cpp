@@ -11,9 +11,9 @@
 #include <cstring>
 
 #include "runtime/base/half.h"
+#include "runtime/base/non_finite.h"
 #include "runtime/engine/coalesce.h"
 #include "runtime/engine/device_memory.h"
-#include "runtime/engine/non_finite.h"
 #include "runtime/engine/parallel_tasks.h"
 #include "runtime/engine/rounding.h"
 #include "runtime/format/verifier.h"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/base/non_finite.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -15,13 +16,21 @@ constexpr double kNormEpsilon = 1e-6;
 
 // SumOfSquares: partials[share] = Σ_{begin ≤ i < end} (scale·X[i])², summed in double and rounded
 // once: the slice of one weight's gradient a tile holds (scale is the mean over micro-batches).
+// Scale 0 is dynamic loss scaling's finite check: every term is +0 when X[i] is finite, so the sum
+// of a finite slice is +0 in any order and only a slice with a NaN or an infinity is summed (its
+// NaN is then the one the in-order sum makes).
 //   operands: X, partials [shares];  params: format::params::SumOfSquares;  fparams: kScale
 void run_sum_of_squares(const PreparedVertex& v) {
   using P = format::params::SumOfSquares;
   const float* x = v.f32(0);
   const float scale = v.fparams[format::fparams::SumOfSquares::kScale];
+  const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
+  if (scale == 0.0f && all_finite({x + begin, static_cast<size_t>(end - begin)})) {
+    v.f32(1)[v.params[P::kShare]] = 0.0f;
+    return;
+  }
   double sum = 0.0;
-  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i) {
+  for (int64_t i = begin; i < end; ++i) {
     const double scaled = static_cast<double>(scale * x[i]);
     sum += scaled * scaled;
   }

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/engine/non_finite.h"
+#include "runtime/base/non_finite.h"
 
 namespace ipu::session {
 
@@ -11,8 +11,7 @@ namespace ipu::session {
 bool Session::Impl::keep_state_if_finite() {
   for (const auto& [tensor, bytes] : last_finite_state) {
     const std::span<std::byte> device = engine->tensor_bytes(tensor);
-    if (engine::first_non_finite(
-            {reinterpret_cast<const float*>(device.data()), device.size() / sizeof(float)})) {
+    if (first_non_finite({reinterpret_cast<const float*>(device.data()), device.size() / sizeof(float)})) {
       return false;
     }
   }

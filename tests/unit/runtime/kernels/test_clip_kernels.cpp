@@ -3,7 +3,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "runtime/kernels/kernel.h"
@@ -35,6 +38,41 @@ TEST_CASE("kernels: SumOfSquares writes each slice's sum of scaled squares into 
   CHECK(!validate(Codelet::kSumOfSquares, {10, 3}, {4, 10, 3}, {scale}).ok()); // past the partials
   CHECK(!validate(Codelet::kSumOfSquares, {10, 3}, {4, 10, -1}, {scale}).ok());
   CHECK(!validate(Codelet::kSumOfSquares, {10, 3}, {4, 10, 2}).ok()); // no scale
+}
+
+TEST_CASE("kernels: SumOfSquares of scale 0, the finite check, is +0 or the in-order sum's NaN") {
+  std::vector<float> x = values(9000, 5);
+  x[3] = -0.0f;
+  x[4] = -std::numeric_limits<float>::max();
+  std::vector<float> partials(1, 99.0f);
+  auto check = [&](const std::vector<float>& input) {
+    run(Codelet::kSumOfSquares, {const_cast<float*>(input.data()), partials.data()}, {0, 9000, 0}, {0.0f});
+    return partials[0];
+  };
+  const float finite = check(x);
+  CHECK(finite == 0.0f);
+  CHECK(!std::signbit(finite));
+
+  // The NaN every non-finite element makes, as the in-order sum in double makes it.
+  auto in_order = [](const std::vector<float>& input) {
+    double sum = 0.0;
+    for (float value : input) {
+      const double scaled = static_cast<double>(0.0f * value);
+      sum += scaled * scaled;
+    }
+    return static_cast<float>(sum);
+  };
+  for (const float special : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN()}) {
+    for (const size_t at : {size_t{0}, size_t{4500}, size_t{8999}}) {
+      std::vector<float> hit = x;
+      hit[at] = special;
+      const float checked = check(hit);
+      const float reference = in_order(hit);
+      CHECK(std::isnan(checked));
+      CHECK(std::bit_cast<uint32_t>(checked) == std::bit_cast<uint32_t>(reference));
+    }
+  }
 }
 
 TEST_CASE("kernels: ClipFactor is torch's min(1, clip / (norm + 1e-6)) over every stage's share") {
