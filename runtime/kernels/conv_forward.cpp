@@ -53,7 +53,7 @@ InputView input_view(const Window& w, const ConvBlock& b) {
 // window, the group's channels, the block's channels, the tensors' channel counts and planes
 // (they set the strides), the weights' stride and the bias. Where the view starts is not: the
 // pointers carry it.
-using PlanKey = std::array<int64_t, 24>;
+using PlanKey = std::array<int64_t, 25>;
 
 PlanKey plan_key(const Window& w, const InputView& in, const ConvBlock& b) {
   return {b.samples,
@@ -79,6 +79,7 @@ PlanKey plan_key(const Window& w, const InputView& in, const ConvBlock& b) {
           b.channels,
           b.M,
           b.weight_stride,
+          b.groups,
           b.bias != nullptr};
 }
 
@@ -125,12 +126,23 @@ void skip_brgemm(dnnl::convolution_forward::primitive_desc& desc) {
   }
 }
 
+// The weights' dimensions: [channels, Cg, KH, KW] in one group, [groups, channels / groups, Cg,
+// KH, KW] over several (oneDNN's grouped form), and the strides of ours.
+memory::dims weight_dims(const Window& w, const ConvBlock& b) {
+  if (b.groups == 1) return {b.channels, b.group_channels, w.KH, w.KW};
+  return {b.groups, b.channels / b.groups, b.group_channels, w.KH, w.KW};
+}
+memory::dims weight_strides(const Window& w, const ConvBlock& b) {
+  if (b.groups == 1) return {b.weight_stride, w.KH * w.KW, w.KW, 1};
+  return {b.channels / b.groups * b.weight_stride, b.weight_stride, w.KH * w.KW, w.KW, 1};
+}
+
 dnnl::convolution_forward::primitive_desc describe(const Window& w, const InputView& in, const ConvBlock& b,
                                                    const dnnl::engine& engine) {
   using tag = memory::format_tag;
-  const memory::desc src({b.samples, b.group_channels, in.rows.rows, in.cols.rows}, memory::data_type::f32,
-                         tag::any);
-  const memory::desc weights({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32, tag::any);
+  const memory::desc src({b.samples, b.groups * b.group_channels, in.rows.rows, in.cols.rows},
+                         memory::data_type::f32, tag::any);
+  const memory::desc weights(weight_dims(w, b), memory::data_type::f32, tag::any);
   const memory::desc dst({b.samples, b.channels, b.row_end - b.row_begin, w.OW}, memory::data_type::f32,
                          tag::any);
   const memory::dims strides{w.SH, w.SW}, dilates{w.DH - 1, w.DW - 1}, before{in.rows.before, in.cols.before},
@@ -156,11 +168,10 @@ class Plan {
 public:
   Plan(const Window& w, const InputView& in, const ConvBlock& b, const dnnl::engine& engine)
       : m_desc(describe(w, in, b, engine)), m_conv(m_desc),
-        m_src(strided(b.samples, b.group_channels, in.rows.rows, in.cols.rows, w.C * w.in_plane(),
+        m_src(strided(b.samples, b.groups * b.group_channels, in.rows.rows, in.cols.rows, w.C * w.in_plane(),
                       w.in_plane(), w.W),
               m_desc.src_desc(), engine, false),
-        m_weights(memory::desc({b.channels, b.group_channels, w.KH, w.KW}, memory::data_type::f32,
-                               memory::dims{b.weight_stride, w.KH * w.KW, w.KW, 1}),
+        m_weights(memory::desc(weight_dims(w, b), memory::data_type::f32, weight_strides(w, b)),
                   m_desc.weights_desc(), engine, false),
         m_dst(strided(b.samples, b.channels, b.row_end - b.row_begin, w.OW, b.M * w.out_plane(),
                       w.out_plane(), w.OW),

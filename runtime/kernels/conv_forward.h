@@ -10,15 +10,17 @@
 
 namespace ipu::kernels {
 
-// One group's part of a Conv vertex: output rows [row_begin, row_end) of its samples and channels.
-// Pointers are already offset to the block's samples and channels, not to its rows:
-//   x:       the group's first input channel of the first sample; samples lie w.C·H·W apart
+// Part of a Conv vertex within one group, or `groups` consecutive whole groups: output rows
+// [row_begin, row_end) of its samples and channels. Pointers are already offset to the block's
+// samples and channels, not to its rows:
+//   x:       the (first) group's first input channel of the first sample; samples lie w.C·H·W apart
 //   weights: the first output channel's weights, [channels, Cg, KH, KW] whose output channels lie
 //            weight_stride apart (Cg·KH·KW when contiguous; more when Cg is a share of the channels)
 //   bias:    the first output channel's bias, or null
 //   y:       the first output channel of the first sample; samples lie M·OH·OW apart
-// w.N is ignored: `samples` says how many there are. Only the input rows the block's windows
-// reach are read.
+// group_channels is Cg, the input channels of one group the block sums; with several groups,
+// channels is all of theirs (channels / groups each) and Cg is the whole group. w.N is ignored:
+// `samples` says how many there are. Only the input rows the block's windows reach are read.
 struct ConvBlock {
   const float* x;
   const float* weights;
@@ -27,11 +29,14 @@ struct ConvBlock {
   int64_t samples, group_channels, channels, M;
   int64_t row_begin, row_end;
   int64_t weight_stride;
+  int64_t groups = 1;
 };
 
-// Computes the block on the calling thread, with that worker's oneDNN plans. Each output
-// element's sum is taken in the same order whatever the block's extent, so results do not depend
-// on how vertices split the work.
+// Computes the block on the calling thread, with that worker's oneDNN plans: one grouped
+// convolution for several groups (a depthwise convolution's channels in one call, not one call
+// each). Each output element's sum is taken in the same order whatever the block's extent, so
+// results do not depend on how vertices split the work; for several groups that holds where each
+// has one input channel (run_conv's caller keeps to that).
 void conv_forward(KernelContext& context, const Window& w, const ConvBlock& block);
 
 } // namespace ipu::kernels

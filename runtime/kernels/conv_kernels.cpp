@@ -202,14 +202,29 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
   const RowRange rows = conv_rows(v, w);
   if (n_end <= n_begin || rows.end <= rows.begin) return;
   const bool adds_bias = has_bias && share.c_begin == 0;
-  for (int64_t g = m_begin / s.Mg; g * s.Mg < m_end; ++g) {
-    const int64_t lo = std::max(m_begin, g * s.Mg), hi = std::min(m_end, (g + 1) * s.Mg);
-    if (hi <= lo) continue;
-    conv_forward(context, w,
-                 {v.f32(0) + (n_begin * w.C + g * s.Cg + share.c_begin) * w.in_plane(),
-                  v.f32(1) + lo * s.K + share.c_begin * w.taps(), adds_bias ? v.f32(2) + lo : nullptr,
-                  y + (n_begin * s.M + lo) * plane, n_end - n_begin, share.c_end - share.c_begin, hi - lo,
-                  s.M, rows.begin, rows.end, s.K});
+  // Group by group, except a depthwise convolution's whole groups (one input channel each), which
+  // run as one grouped call: oneDNN's depthwise kernels sum an output's taps in the order a
+  // single group's call does, where its grouped kernels for wider groups do not (measured: groups
+  // of 4 channels differ in the last bit).
+  for (int64_t lo = m_begin; lo < m_end;) {
+    const int64_t g = lo / s.Mg;
+    const bool whole = s.Cg == 1 && lo == g * s.Mg && m_end >= (g + 1) * s.Mg;
+    const int64_t groups = whole ? (m_end - lo) / s.Mg : 1;
+    const int64_t hi = whole ? lo + groups * s.Mg : std::min(m_end, (g + 1) * s.Mg);
+    ConvBlock block{v.f32(0) + (n_begin * w.C + g * s.Cg + share.c_begin) * w.in_plane(),
+                    v.f32(1) + lo * s.K + share.c_begin * w.taps(),
+                    adds_bias ? v.f32(2) + lo : nullptr,
+                    y + (n_begin * s.M + lo) * plane,
+                    n_end - n_begin,
+                    share.c_end - share.c_begin,
+                    hi - lo,
+                    s.M,
+                    rows.begin,
+                    rows.end,
+                    s.K};
+    block.groups = groups;
+    conv_forward(context, w, block);
+    lo = hi;
   }
   // Our own clamp rather than oneDNN's Relu post-op, which keeps a NaN: the unfused Relu kernel
   // makes it 0, and a fused model must compute what the unfused one did.

@@ -541,6 +541,58 @@ TEST_CASE("kernels: Conv gives bitwise the same results however vertices split t
   }
 }
 
+// A vertex over several whole groups of a depthwise convolution runs them as one grouped oneDNN
+// convolution; one over part of a group, or over wider groups, runs group by group. Each output
+// sums its group's taps in one order either way, so every split gives the bits of one group at a
+// time: depthwise (mobilenet's 3×3 at strides 1 and 2, efficientnet's 5×5), a channel multiplier
+// of 2, and groups of 4 channels (which oneDNN's grouped call would sum in another order); with
+// and without a bias.
+TEST_CASE("kernels: a grouped Conv gives bitwise the same results in one call as group by group") {
+  struct Case {
+    Geometry g;
+    int64_t groups, M;
+  };
+  for (const Case& c : {Case{{1, 32, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, 32, 32},
+                        Case{{2, 48, 15, 15, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, 48, 48},
+                        Case{{1, 40, 9, 9, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1}, 40, 40},
+                        Case{{1, 16, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, 16, 32},
+                        Case{{2, 32, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, 8, 16}}) {
+    const Geometry& g = c.g;
+    const int64_t M = c.M, Mg = M / c.groups, plane = g.OH() * g.OW();
+    CAPTURE(g.C);
+    CAPTURE(c.groups);
+    CAPTURE(M);
+    auto x = values(static_cast<size_t>(g.N * g.C * g.H * g.W), 12);
+    auto w = values(static_cast<size_t>(M * g.C / c.groups * g.KH * g.KW), 13);
+    auto b = values(static_cast<size_t>(M), 14);
+    const std::vector<int64_t> p = with(g.params(), {M, c.groups});
+    for (const bool bias : {true, false}) {
+      CAPTURE(bias);
+      std::vector<void*> operands{x.data(), w.data()};
+      if (bias) operands.push_back(b.data());
+      auto conv = [&](std::vector<float>& y, const std::vector<int64_t>& block) {
+        std::vector<void*> with_y = operands;
+        with_y.push_back(y.data());
+        run(Codelet::kConv, with_y, with(p, block));
+      };
+      std::vector<float> one_call(static_cast<size_t>(g.N * M * plane)), by_group(one_call.size()),
+          crossing(one_call.size());
+      conv(one_call, {0, g.N, 0, M});
+      for (int64_t group = 0; group < c.groups; ++group)
+        conv(by_group, {0, g.N, group * Mg, (group + 1) * Mg});
+      CHECK(std::memcmp(one_call.data(), by_group.data(), one_call.size() * sizeof(float)) == 0);
+      // Blocks that start and end inside groups (with a multiplier) and cross several whole ones,
+      // over bands of output rows.
+      const int64_t cuts[] = {0, 1, M / 2 + 1, M - 1, M};
+      for (size_t i = 0; i + 1 < std::size(cuts); ++i) {
+        for (int64_t ob = 0; ob < g.OH(); ob += 4)
+          conv(crossing, {0, g.N, cuts[i], cuts[i + 1], 0, ob, std::min(g.OH(), ob + 4)});
+      }
+      CHECK(std::memcmp(one_call.data(), crossing.data(), one_call.size() * sizeof(float)) == 0);
+    }
+  }
+}
+
 // MaxPool keeps the first maximal tap: a NaN first tap is the result, a later NaN is skipped;
 // a window that lies wholly in the padding gives -inf.
 TEST_CASE("kernels: MaxPool NaN taps and windows outside the input") {
