@@ -1,6 +1,7 @@
 // Elementwise codelets: each vertex owns a contiguous range of its output.
 #include "runtime/kernels/activations.h"
 #include "runtime/kernels/validate_util.h"
+#include "runtime/kernels/vector_math.h"
 
 namespace ipu::kernels {
 namespace {
@@ -46,8 +47,7 @@ void run_activation(const PreparedVertex& v) {
       y[i] = activation::relu(x[i]);
     break;
   case ActivationKind::kSigmoid:
-    for (int64_t i = begin; i < end; ++i)
-      y[i] = activation::sigmoid(x[i]);
+    libm_sigmoid(x + begin, y + begin, end - begin);
     break;
   case ActivationKind::kTanh:
     for (int64_t i = begin; i < end; ++i)

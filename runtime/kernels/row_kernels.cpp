@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "runtime/kernels/validate_util.h"
+#include "runtime/kernels/vector_math.h"
 
 namespace ipu::kernels {
 namespace {
@@ -41,7 +42,8 @@ void run_softmax(const PreparedVertex& v) {
     float* y = v.f32(1) + r * C;
     float lse = log_sum_exp(x, C);
     for (int64_t c = 0; c < C; ++c)
-      y[c] = std::exp(x[c] - lse);
+      y[c] = x[c] - lse;
+    libm_exp(y, y, C); // std::exp's bits, vectorised
   }
 }
 

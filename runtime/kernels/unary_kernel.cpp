@@ -129,7 +129,7 @@ void run_unary(const PreparedVertex& v) {
     map(x, y, b, e, activation::relu);
     break;
   case UnaryKind::kSigmoid:
-    map(x, y, b, e, activation::sigmoid);
+    libm_sigmoid(x + b, y + b, e - b);
     break;
   case UnaryKind::kTanh:
     map(x, y, b, e, activation::tanh);

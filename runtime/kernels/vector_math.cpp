@@ -2,6 +2,7 @@
 
 #include <sleef.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "runtime/kernels/vector_math_avx2.h"
@@ -48,6 +49,18 @@ void vector_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
 void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa) {
   if (isa == VectorIsa::kAvx2Fma) return avx2::erf(x, y, n);
   apply(x, y, n, [](__m128 v) { return Sleef_erff4_u10(v); });
+}
+
+void libm_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx2Fma) return avx2::libm_exp(x, y, n);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = std::exp(x[i]);
+}
+
+void libm_sigmoid(const float* x, float* y, int64_t n, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx2Fma) return avx2::libm_sigmoid(x, y, n);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = 1.0f / (1.0f + std::exp(-x[i]));
 }
 
 } // namespace ipu::kernels

@@ -2,6 +2,8 @@
 // AVX2 copy of one can stand in for the baseline copy elsewhere in the program.
 #include "runtime/kernels/vector_math_avx2.h"
 
+#include <immintrin.h>
+#include <math.h>
 #include <sleef.h>
 #include <string.h>
 
@@ -25,6 +27,99 @@ template <typename F> void apply(const float* x, float* y, int64_t n, F f) {
 }
 
 } // namespace
+
+namespace {
+
+// e^x of four floats in double, good to about 2^-37 relative for x in [-87, 88]: x = n·ln 2 + r
+// with |r| ≤ ln 2 / 2 (ln 2 in two parts, so r is exact to double rounding), e^r by its Taylor
+// series to r^9 (truncation below 2^-37) in Estrin's scheme (a short dependency chain), times
+// 2^n from the exponent bits.
+__m256d exp_in_double(__m256d x) {
+  const __m256d n = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(1.4426950408889634)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256d r = _mm256_fnmadd_pd(n, _mm256_set1_pd(6.93147180369123816490e-01), x);
+  r = _mm256_fnmadd_pd(n, _mm256_set1_pd(1.90821492927058770002e-10), r);
+  const auto c = [](double reciprocal) { return _mm256_set1_pd(1.0 / reciprocal); }; // 1 / k!
+  const __m256d r2 = _mm256_mul_pd(r, r), r4 = _mm256_mul_pd(r2, r2), r8 = _mm256_mul_pd(r4, r4);
+  const __m256d q0 = _mm256_fmadd_pd(c(1), r, c(1)), q1 = _mm256_fmadd_pd(c(6), r, c(2)),
+                q2 = _mm256_fmadd_pd(c(120), r, c(24)), q3 = _mm256_fmadd_pd(c(5040), r, c(720)),
+                q4 = _mm256_fmadd_pd(c(362880), r, c(40320));
+  const __m256d s0 = _mm256_fmadd_pd(q1, r2, q0), s1 = _mm256_fmadd_pd(q3, r2, q2);
+  const __m256d p = _mm256_fmadd_pd(q4, r8, _mm256_fmadd_pd(s1, r4, s0));
+  const __m256i exponent = _mm256_slli_epi64(
+      _mm256_add_epi64(_mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(n)), _mm256_set1_epi64x(1023)), 52);
+  return _mm256_mul_pd(p, _mm256_castsi256_pd(exponent));
+}
+
+// e^x of eight floats as the C library's expf rounds them, and a bit mask of the lanes it cannot
+// vouch for. Both the double value here and expf's own before its rounding lie within 2^-32 of
+// e^x, relatively, so both round to the same float unless e^x lies within that of a rounding
+// boundary: a lane whose double value comes within m = 2^-31 of the float's power of two (at
+// least 2^-32 relative) of the boundary is unsure. The boundaries lie half a float ulp away,
+// and a quarter below a power of two (where the ulp halves). Lanes with x outside [-87, 88]
+// (near overflow and underflow) or NaN are unsure too.
+__m256 libm_exp8(__m256 x, int& unsure) {
+  const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ),
+                                        _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_LE_OQ));
+  const __m256d halves[2] = {_mm256_cvtps_pd(_mm256_castps256_ps128(x)),
+                             _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1))};
+  const __m256i exponent_bits = _mm256_set1_epi64x(0x7ff0000000000000);
+  __m128 rounded[2];
+  int near_boundary = 0;
+  for (int h = 0; h < 2; ++h) {
+    const __m256d e = exp_in_double(halves[h]);
+    rounded[h] = _mm256_cvtpd_ps(e);
+    const __m256d back = _mm256_cvtps_pd(rounded[h]);
+    const __m256d off = _mm256_andnot_pd(_mm256_set1_pd(-0.0), _mm256_sub_pd(e, back));
+    const __m256d power = _mm256_and_pd(back, _mm256_castsi256_pd(exponent_bits)); // 2^23 float ulps
+    const __m256d above = _mm256_mul_pd(power, _mm256_set1_pd(0x1p-24 - 0x1p-31));
+    const __m256d below_power = _mm256_mul_pd(power, _mm256_set1_pd(0x1p-25 - 0x1p-31));
+    const __m256d is_power = _mm256_cmp_pd(back, power, _CMP_EQ_OQ);
+    const __m256d limit =
+        _mm256_blendv_pd(above, below_power, _mm256_and_pd(is_power, _mm256_cmp_pd(e, back, _CMP_LT_OQ)));
+    near_boundary |= _mm256_movemask_pd(_mm256_cmp_pd(off, limit, _CMP_GT_OQ)) << (4 * h);
+  }
+  unsure = near_boundary | (~_mm256_movemask_ps(in_range) & 0xff);
+  return _mm256_set_m128(rounded[1], rounded[0]);
+}
+
+} // namespace
+
+void libm_exp(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m256 in = _mm256_loadu_ps(x + i);
+    int unsure = 0;
+    const __m256 out = libm_exp8(in, unsure);
+    alignas(32) float inputs[kLanes];
+    _mm256_store_ps(inputs, in);
+    _mm256_storeu_ps(y + i, out);
+    for (; unsure != 0; unsure &= unsure - 1)
+      y[i + __builtin_ctz(static_cast<unsigned>(unsure))] =
+          expf(inputs[__builtin_ctz(static_cast<unsigned>(unsure))]);
+  }
+  for (; i < n; ++i)
+    y[i] = expf(x[i]);
+}
+
+void libm_sigmoid(const float* x, float* y, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m256 negated = _mm256_xor_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(-0.0f));
+    int unsure = 0;
+    const __m256 e = libm_exp8(negated, unsure);
+    alignas(32) float inputs[kLanes];
+    _mm256_store_ps(inputs, negated);
+    _mm256_storeu_ps(y + i, _mm256_div_ps(one, _mm256_add_ps(one, e)));
+    for (; unsure != 0; unsure &= unsure - 1) {
+      const int lane = __builtin_ctz(static_cast<unsigned>(unsure));
+      y[i + lane] = 1.0f / (1.0f + expf(inputs[lane]));
+    }
+  }
+  for (; i < n; ++i)
+    y[i] = 1.0f / (1.0f + expf(-x[i]));
+}
 
 void exp(const float* x, float* y, int64_t n) {
   apply(x, y, n, [](__m256 v) { return Sleef_expf8_u10avx2(v); });

@@ -8,5 +8,7 @@ namespace ipu::kernels::avx2 {
 
 void exp(const float* x, float* y, int64_t n);
 void erf(const float* x, float* y, int64_t n);
+void libm_exp(const float* x, float* y, int64_t n);
+void libm_sigmoid(const float* x, float* y, int64_t n);
 
 } // namespace ipu::kernels::avx2

@@ -1,9 +1,13 @@
 // The vectorised exp and erf against the C library in double precision: within 1 ULP over a sweep
 // that crosses underflow, overflow and the special values, for every tail length, in place, and
 // the same whichever range an element is computed in; on SSE2 and, where the CPU has it, AVX2.
+// libm_exp and libm_sigmoid bit for bit against expf: on a sample of floats of every exponent in
+// the suite, and on every float in a test skipped by default (about 15 minutes).
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -13,6 +17,8 @@
 namespace {
 
 using ipu::kernels::best_vector_isa;
+using ipu::kernels::libm_exp;
+using ipu::kernels::libm_sigmoid;
 using ipu::kernels::vector_erf;
 using ipu::kernels::vector_exp;
 using ipu::kernels::VectorIsa;
@@ -88,7 +94,56 @@ void check_position_independent(VectorFn fn, VectorIsa isa) {
   }
 }
 
+// Floats whose bit patterns run from `first` in steps of `stride` (every sign, exponent and
+// specials among them when the stride is odd and small enough), and their expf and sigmoid
+// through the scalar C library; the libm_ functions must give the same bits, in place too.
+void check_libm_bitwise(uint64_t first, uint64_t stride, uint64_t count, VectorIsa isa) {
+  std::vector<float> x(count), exp_want(count), sigmoid_want(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    x[i] = std::bit_cast<float>(static_cast<uint32_t>(first + i * stride));
+    exp_want[i] = std::exp(x[i]);
+    sigmoid_want[i] = 1.0f / (1.0f + std::exp(-x[i]));
+  }
+  std::vector<float> exp_got(count), sigmoid_got = x;
+  libm_exp(x.data(), exp_got.data(), static_cast<int64_t>(count), isa);
+  libm_sigmoid(sigmoid_got.data(), sigmoid_got.data(), static_cast<int64_t>(count), isa);
+  size_t exp_wrong = 0, sigmoid_wrong = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+    if (bits(exp_got[i]) != bits(exp_want[i])) {
+      if (exp_wrong++ < 5)
+        FAIL_CHECK("libm_exp(" << x[i] << ") = " << exp_got[i] << ", expf " << exp_want[i]);
+    }
+    if (bits(sigmoid_got[i]) != bits(sigmoid_want[i])) {
+      if (sigmoid_wrong++ < 5)
+        FAIL_CHECK("libm_sigmoid(" << x[i] << ") = " << sigmoid_got[i] << ", scalar " << sigmoid_want[i]);
+    }
+  }
+  CHECK(exp_wrong == 0);
+  CHECK(sigmoid_wrong == 0);
+}
+
 } // namespace
+
+TEST_CASE("vector_math: libm_exp and libm_sigmoid give expf's bits, on a sample of every exponent") {
+  for (VectorIsa isa : isas()) {
+    CAPTURE(static_cast<int>(isa));
+    check_libm_bitwise(0, 1021, (uint64_t{1} << 32) / 1021, isa); // 4.2 M floats, every sign and exponent
+    check_libm_bitwise(0x3f800000u - 4096, 1, 8192, isa);         // around 1 (x near 0: near ties)
+    check_libm_bitwise(0xbf800000u - 4096, 1, 8192, isa);
+    check_libm_bitwise(0x42ae0000u, 1, 40000, isa); // near 87 (underflow and overflow edges)
+    check_libm_bitwise(0xc2ae0000u, 1, 40000, isa);
+    check_libm_bitwise(0, 1, 3, isa); // tails shorter than a vector
+  }
+}
+
+TEST_CASE("vector_math: libm_exp equals expf for every float" * doctest::skip()) {
+  for (VectorIsa isa : isas()) {
+    CAPTURE(static_cast<int>(isa));
+    for (uint64_t first = 0; first < (uint64_t{1} << 32); first += uint64_t{1} << 26)
+      check_libm_bitwise(first, 1, uint64_t{1} << 26, isa);
+  }
+}
 
 TEST_CASE("vector_math: exp is within 1 ULP of the exact result, specials included") {
   for (VectorIsa isa : isas())
