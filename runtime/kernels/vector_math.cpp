@@ -29,6 +29,10 @@ template <typename F> void apply(const float* x, float* y, int64_t n, F f) {
   std::memcpy(y + i, lanes, rest);
 }
 
+float scalar_exp(float x) {
+  return std::exp(x);
+}
+
 } // namespace
 
 VectorIsa best_vector_isa() {
@@ -52,13 +56,13 @@ void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa) {
 }
 
 void libm_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
-  if (isa == VectorIsa::kAvx2Fma) return avx2::libm_exp(x, y, n);
+  if (isa == VectorIsa::kAvx2Fma) return avx2::libm_exp(x, y, n, scalar_exp);
   for (int64_t i = 0; i < n; ++i)
     y[i] = std::exp(x[i]);
 }
 
 void libm_sigmoid(const float* x, float* y, int64_t n, VectorIsa isa) {
-  if (isa == VectorIsa::kAvx2Fma) return avx2::libm_sigmoid(x, y, n);
+  if (isa == VectorIsa::kAvx2Fma) return avx2::libm_sigmoid(x, y, n, scalar_exp);
   for (int64_t i = 0; i < n; ++i)
     y[i] = 1.0f / (1.0f + std::exp(-x[i]));
 }

@@ -3,7 +3,6 @@
 #include "runtime/kernels/vector_math_avx2.h"
 
 #include <immintrin.h>
-#include <math.h>
 #include <sleef.h>
 #include <string.h>
 
@@ -25,10 +24,6 @@ template <typename F> void apply(const float* x, float* y, int64_t n, F f) {
   _mm256_store_ps(lanes, f(_mm256_load_ps(lanes)));
   memcpy(y + i, lanes, rest);
 }
-
-} // namespace
-
-namespace {
 
 // e^x of four floats in double, good to about 2^-37 relative for x in [-87, 88]: x = n·ln 2 + r
 // with |r| ≤ ln 2 / 2 (ln 2 in two parts, so r is exact to double rounding), e^r by its Taylor
@@ -53,11 +48,11 @@ __m256d exp_in_double(__m256d x) {
 
 // e^x of eight floats as the C library's expf rounds them, and a bit mask of the lanes it cannot
 // vouch for. Both the double value here and expf's own before its rounding lie within 2^-32 of
-// e^x, relatively, so both round to the same float unless e^x lies within that of a rounding
-// boundary: a lane whose double value comes within m = 2^-31 of the float's power of two (at
-// least 2^-32 relative) of the boundary is unsure. The boundaries lie half a float ulp away,
-// and a quarter below a power of two (where the ulp halves). Lanes with x outside [-87, 88]
-// (near overflow and underflow) or NaN are unsure too.
+// e^x, relatively, so both round to the same float unless e^x lies that near a rounding
+// boundary. A lane is unsure when its double value lies within m of a boundary, m being 2^-31
+// times the float's power of two (so at least 2^-32 relative). The boundaries lie half a float
+// ulp from the float, and a quarter of one below a power of two (where the ulp halves). Lanes
+// with x outside [-87, 88] (near overflow and underflow) or NaN are unsure too.
 __m256 libm_exp8(__m256 x, int& unsure) {
   const __m256 in_range = _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ),
                                         _mm256_cmp_ps(x, _mm256_set1_ps(88.0f), _CMP_LE_OQ));
@@ -85,7 +80,7 @@ __m256 libm_exp8(__m256 x, int& unsure) {
 
 } // namespace
 
-void libm_exp(const float* x, float* y, int64_t n) {
+void libm_exp(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     const __m256 in = _mm256_loadu_ps(x + i);
@@ -94,15 +89,16 @@ void libm_exp(const float* x, float* y, int64_t n) {
     alignas(32) float inputs[kLanes];
     _mm256_store_ps(inputs, in);
     _mm256_storeu_ps(y + i, out);
-    for (; unsure != 0; unsure &= unsure - 1)
-      y[i + __builtin_ctz(static_cast<unsigned>(unsure))] =
-          expf(inputs[__builtin_ctz(static_cast<unsigned>(unsure))]);
+    for (; unsure != 0; unsure &= unsure - 1) {
+      const int lane = __builtin_ctz(static_cast<unsigned>(unsure));
+      y[i + lane] = scalar_exp(inputs[lane]);
+    }
   }
   for (; i < n; ++i)
-    y[i] = expf(x[i]);
+    y[i] = scalar_exp(x[i]);
 }
 
-void libm_sigmoid(const float* x, float* y, int64_t n) {
+void libm_sigmoid(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
   const __m256 one = _mm256_set1_ps(1.0f);
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -114,11 +110,11 @@ void libm_sigmoid(const float* x, float* y, int64_t n) {
     _mm256_storeu_ps(y + i, _mm256_div_ps(one, _mm256_add_ps(one, e)));
     for (; unsure != 0; unsure &= unsure - 1) {
       const int lane = __builtin_ctz(static_cast<unsigned>(unsure));
-      y[i + lane] = 1.0f / (1.0f + expf(inputs[lane]));
+      y[i + lane] = 1.0f / (1.0f + scalar_exp(inputs[lane]));
     }
   }
   for (; i < n; ++i)
-    y[i] = 1.0f / (1.0f + expf(-x[i]));
+    y[i] = 1.0f / (1.0f + scalar_exp(-x[i]));
 }
 
 void exp(const float* x, float* y, int64_t n) {

@@ -8,7 +8,10 @@ namespace ipu::kernels::avx2 {
 
 void exp(const float* x, float* y, int64_t n);
 void erf(const float* x, float* y, int64_t n);
-void libm_exp(const float* x, float* y, int64_t n);
-void libm_sigmoid(const float* x, float* y, int64_t n);
+// libm_exp and libm_sigmoid (vector_math.h), given the C library's expf for the lanes they cannot
+// vouch for: it comes from vector_math.cpp, since this file may not include <cmath>.
+using ScalarExp = float (*)(float);
+void libm_exp(const float* x, float* y, int64_t n, ScalarExp scalar_exp);
+void libm_sigmoid(const float* x, float* y, int64_t n, ScalarExp scalar_exp);
 
 } // namespace ipu::kernels::avx2
