@@ -118,7 +118,7 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
                               "epoch " + std::to_string(epoch));
       // Never train on from a NaN (Keras' TerminateOnNaN): a loss or weight that left the finite
       // numbers stops the run, naming the step and the tensor where it began.
-      const bool finite_losses = !first_non_finite(out.losses);
+      const bool finite_losses = all_finite(out.losses);
       if (!s.keep_state_if_finite() || !finite_losses) {
         return s.diagnose_non_finite(train, feed, hyper_rows, epoch, r.steps);
       }

@@ -11,9 +11,8 @@ namespace ipu::session {
 bool Session::Impl::keep_state_if_finite() {
   for (const auto& [tensor, bytes] : last_finite_state) {
     const std::span<std::byte> device = engine->tensor_bytes(tensor);
-    if (first_non_finite({reinterpret_cast<const float*>(device.data()), device.size() / sizeof(float)})) {
+    if (!all_finite({reinterpret_cast<const float*>(device.data()), device.size() / sizeof(float)}))
       return false;
-    }
   }
   for (auto& [tensor, bytes] : last_finite_state) {
     const std::span<std::byte> device = engine->tensor_bytes(tensor);
