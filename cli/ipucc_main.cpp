@@ -8,12 +8,16 @@
 #include "cli/diagnostics.h"
 #include "cli/exit_codes.h"
 #include "cli/tool_names.h"
+#include "runtime/kernels/blas_core.h"
 
 // What may escape is a bug (bad_alloc, a CLI11 misuse); std::terminate's report and abort end it.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
+  // Folded constants are computed by the kernels ipurun runs (compiler/driver/evaluate_constants.h).
+  ipu::kernels::rerun_with_best_blas_kernels(argv);
   CLI::App app("ipucc: compile models for simulated IPUs", "ipucc");
-  app.set_version_flag("--version", ipu::cli::version_string());
+  app.set_version_flag("--version", ipu::cli::version_string() +
+                                        "\nOpenBLAS kernels: " + ipu::kernels::loaded_blas_core());
   app.require_subcommand(1);
   auto compile = ipu::cli::add_compile_command(app);
   auto cache = ipu::cli::add_cache_command(app);

@@ -19,6 +19,7 @@
 #include "cli/run_flags.h"
 #include "cli/train_command.h"
 #include "runtime/base/output_file.h"
+#include "runtime/kernels/blas_core.h"
 
 namespace ipu::cli {
 namespace {
@@ -62,8 +63,10 @@ void write_instance_log(const std::string& dir, int rank, std::string& log, int 
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using namespace ipu::cli;
+  ipu::kernels::rerun_with_best_blas_kernels(argv);
   CLI::App app("ipurun: train, evaluate and predict with ipucc executables on a simulated IPU", "ipurun");
-  app.set_version_flag("--version", version_string());
+  app.set_version_flag("--version",
+                       version_string() + "\nOpenBLAS kernels: " + ipu::kernels::loaded_blas_core());
   app.require_subcommand(1);
   RunFlags flags;
   CLI::App* train = add_train_command(app, flags);

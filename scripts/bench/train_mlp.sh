@@ -15,6 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 "$root/scripts/build.sh" >/dev/null
+source "$root/scripts/bench/blas_kernels.sh"
 export IPUCC_CACHE_DIR=$work/cache
 
 torch_rate() {  # optimizer batch -> best samples/s over the two thread settings

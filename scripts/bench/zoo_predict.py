@@ -72,6 +72,12 @@ def main():
     models = zoo.ZOO if args.all else (args.models or DEFAULT_MODELS)
     ipucc = os.path.join(args.build, "cli", "ipucc")
     ipurun = os.path.join(args.build, "cli", "ipurun")
+    if "OPENBLAS_CORETYPE" not in os.environ:
+        # torch runs on the OpenBLAS numpy loaded: run again with the kernels ipurun runs
+        # (scripts/bench/blas_kernels.sh says why).
+        version = subprocess.run([ipurun, "--version"], capture_output=True, text=True, check=True).stdout
+        os.environ["OPENBLAS_CORETYPE"] = version.split("OpenBLAS kernels: ")[1].split()[0]
+        os.execv(sys.executable, [sys.executable] + sys.argv)
 
     print("%-20s %12s %12s %8s" % ("model (batch 1)", "ipurun", "torch", "ratio"))
     for name in models:

@@ -582,6 +582,30 @@ test_json_says_whether_it_fits() {
 test_version_and_help() {
   expect_exit 0 "$IPUCC" --version
   expect_stdout_contains "0."
+  expect_stdout_contains "OpenBLAS kernels: "
+}
+
+# The tools run OpenBLAS's kernels for the CPU's widest vectors, also where OpenBLAS takes the CPU
+# for an older one (runtime/kernels/blas_core.h), and a user's OPENBLAS_CORETYPE is kept.
+test_blas_kernels_fit_the_cpu() {
+  local want=Prescott
+  cpu_has() { grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -qx "$1"; }
+  if cpu_has avx512f && cpu_has avx512cd && cpu_has avx512bw && cpu_has avx512dq && cpu_has avx512vl; then
+    want='SkylakeX|Cooperlake|SapphireRapids'
+  elif cpu_has avx2 && cpu_has fma; then
+    want='Haswell|Zen|Excavator'
+  elif cpu_has avx; then
+    want='Sandybridge|Bulldozer|Piledriver|Steamroller'
+  fi
+  for tool in "$IPUCC" "$IPURUN"; do
+    expect_exit 0 env -u OPENBLAS_CORETYPE "$tool" --version
+    grep -qE "^OpenBLAS kernels: ($want)\$" "$STDOUT" || fail "$tool runs $(tail -1 "$STDOUT"), not ($want)"
+    expect_exit 0 env OPENBLAS_CORETYPE=PRESCOTT "$tool" --version
+    expect_stdout_contains "OpenBLAS kernels: Prescott"
+  done
+}
+
+test_help() {
   expect_exit 0 "$IPUCC" compile --help
   expect_stdout_contains "--batch-size"
   expect_stdout_contains "--no-cache"

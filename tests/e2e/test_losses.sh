@@ -21,10 +21,11 @@ BATCH=16
 STEPS=20
 QUIET=(--progress none)
 
-# Trains MODEL (a spec of $FIXTURES) on LABELS like fixture NAME and compares with it; the rest
-# are ipucc compile flags (the fixture's loss.ipucc_flags).
+# Trains MODEL (a spec of $FIXTURES) on LABELS like fixture NAME and compares with it, weights to
+# WEIGHT_TOL (1e-6 unless set) of their largest magnitude and losses to 1e-6; the rest are ipucc
+# compile flags (the fixture's loss.ipucc_flags).
 train_like_torch() {
-  local name=$1 model=$FIXTURES/$2.json labels=$DATA/$3.npy
+  local name=$1 model=$FIXTURES/$2.json labels=$DATA/$3.npy weight_tol=${WEIGHT_TOL:-1e-6}
   shift 3
   local data="npy:$DATA/x.npy,$labels"
   expect_json "$FIXTURES/$name/reference.json" "d['steps'] == $STEPS and d['loss']['ipucc_flags'] == '$*'" \
@@ -39,7 +40,7 @@ train_like_torch() {
   E2E_CMD="compare_to_reference.py trained vs $name"
   E2E_RC=0
   python3 "$COMPARE" --reference "$FIXTURES/$name" --checkpoint trained --step-log steps.json \
-    --weight-tol 1e-6 --loss-tol 1e-6 > "$STDOUT" 2> "$STDERR" < /dev/null || E2E_RC=$?
+    --weight-tol "$weight_tol" --loss-tol 1e-6 > "$STDOUT" 2> "$STDERR" < /dev/null || E2E_RC=$?
   grep -E '^(max weight error|max loss error)' "$STDOUT" | sed "s/^/      $name: /" >&3 || true
   if ((E2E_RC != 0)); then
     cat "$STDOUT" "$STDERR"
@@ -48,9 +49,13 @@ train_like_torch() {
   fi
 }
 
+# Cross-entropy of softmax probabilities (not logits) is the worst conditioned of the losses: its
+# out/bias ends 8 to 12 float32 ulps from float64 torch's after 20 steps, as OpenBLAS's kernels
+# for the CPU order their sums (relative 6.96e-7 with Prescott's, 8.70e-7 with Haswell's,
+# 1.044e-6 with SkylakeX's). 16 ulps of that weight (0.043) bound them all.
 test_categorical_crossentropy_trains_like_torch() {
   train_like_torch cce_logits classifier_logits soft
-  train_like_torch cce_softmax classifier_softmax soft
+  WEIGHT_TOL=1.4e-6 train_like_torch cce_softmax classifier_softmax soft
 }
 
 test_binary_crossentropy_trains_like_torch() {
