@@ -36,7 +36,7 @@ struct ConvBlock {
 // convolution for several groups (a depthwise convolution's channels in one call, not one call
 // each). Each output element's sum is taken in the same order whatever the block's extent, so
 // results do not depend on how vertices split the work; for several groups that holds where each
-// has one input channel (run_conv's caller keeps to that). One exception: oneDNN's 1×1 kernel
+// has one input and one output channel (run_conv keeps to that). One exception: oneDNN's 1×1 kernel
 // blocks many input channels by the block's rows (measured: 96 and 144 channels in bands of rows
 // differ in the last bit from the whole plane; 32 do not). The host's task split therefore
 // depends on the vertices alone, never the thread count (engine/coalesce.h).

@@ -202,15 +202,16 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
   const RowRange rows = conv_rows(v, w);
   if (n_end <= n_begin || rows.end <= rows.begin) return;
   const bool adds_bias = has_bias && share.c_begin == 0;
-  // Group by group, except a depthwise convolution's whole groups (one input channel each), which
-  // run as one grouped call: oneDNN's depthwise kernels sum an output's taps in the order a
-  // single group's call does, where its grouped kernels for wider groups do not (measured: groups
-  // of 4 channels differ in the last bit).
+  // Group by group, except a depthwise convolution's groups (one input and one output channel
+  // each), which run as one grouped call: oneDNN's depthwise kernels sum an output's taps in the
+  // order a single group's call does, where its grouped kernels for wider groups do not (measured:
+  // groups of 4 channels differ in the last bit, and with AVX2 alone, on an AMD EPYC, groups of
+  // one input and two output channels).
+  const bool depthwise = s.Cg == 1 && s.Mg == 1;
   for (int64_t lo = m_begin; lo < m_end;) {
     const int64_t g = lo / s.Mg;
-    const bool whole = s.Cg == 1 && lo == g * s.Mg && m_end >= (g + 1) * s.Mg;
-    const int64_t groups = whole ? (m_end - lo) / s.Mg : 1;
-    const int64_t hi = whole ? lo + groups * s.Mg : std::min(m_end, (g + 1) * s.Mg);
+    const int64_t groups = depthwise ? m_end - lo : 1;
+    const int64_t hi = depthwise ? m_end : std::min(m_end, (g + 1) * s.Mg);
     ConvBlock block{v.f32(0) + (n_begin * w.C + g * s.Cg + share.c_begin) * w.in_plane(),
                     v.f32(1) + lo * s.K + share.c_begin * w.taps(),
                     adds_bias ? v.f32(2) + lo : nullptr,

@@ -541,12 +541,12 @@ TEST_CASE("kernels: Conv gives bitwise the same results however vertices split t
   }
 }
 
-// A vertex over several whole groups of a depthwise convolution runs them as one grouped oneDNN
-// convolution; one over part of a group, or over wider groups, runs group by group. Each output
-// sums its group's taps in one order either way, so every split gives the bits of one group at a
-// time: depthwise (mobilenet's 3×3 at strides 1 and 2, efficientnet's 5×5), a channel multiplier
-// of 2, and groups of 4 channels (which oneDNN's grouped call would sum in another order); with
-// and without a bias.
+// A vertex over several groups of a depthwise convolution runs them as one grouped oneDNN
+// convolution; over other groups, group by group. Each output sums its group's taps in one order
+// either way, so every split gives the bits of one group at a time: depthwise (mobilenet's 3×3 at
+// strides 1 and 2, efficientnet's 5×5), a channel multiplier of 2 and groups of 4 channels (both
+// of which oneDNN's grouped call would sum in another order: the multiplier with AVX2 alone);
+// with and without a bias.
 TEST_CASE("kernels: a grouped Conv gives bitwise the same results in one call as group by group") {
   struct Case {
     Geometry g;
