@@ -36,8 +36,9 @@ MergeKey merge_key(const PreparedVertex& v, const WorkRange& range, int64_t end)
   return key;
 }
 
-// The range a vertex merges along in the first or the second pass (begin < 0: none).
+// The range a vertex merges along in the first, second or third pass (begin < 0: none).
 WorkRange pass_range(const KernelDef& def, const PreparedVertex& v, int pass) {
+  if (pass == 2) return def.tertiary != nullptr ? def.tertiary(v) : WorkRange{};
   const bool secondary_first =
       def.secondary.begin >= 0 && def.secondary_first != nullptr && def.secondary_first(v);
   return (pass == 0) != secondary_first ? def.primary : def.secondary;
@@ -79,7 +80,9 @@ std::vector<HostTask> coalesce(const std::vector<PreparedVertex>& vertices, uint
   std::vector<HostTask> tasks;
   for (size_t i = 0; i < vertices.size(); ++i)
     tasks.push_back({vertices[i], i});
-  return merge_pass(merge_pass(tasks, task_cycles, 0), task_cycles, 1);
+  for (int pass = 0; pass < 3; ++pass)
+    tasks = merge_pass(tasks, task_cycles, pass);
+  return tasks;
 }
 
 std::vector<HostTask> coalesce_by_op(const format::ComputeSet& cs,

@@ -23,7 +23,8 @@ struct HostTask {
 // efficiently (KernelDef::undersized). A vertex joins any task whose range it continues, next to it in the
 // list or not: vertices of a compute set write disjoint regions, so their order is free. Kernels
 // with two ranges merge along one first (KernelDef::secondary_first), then the other, so tasks are
-// rectangles. The result depends on the vertices and `task_cycles` alone, never the thread count.
+// rectangles; then along a third range (KernelDef::tertiary), rectangles of the same shape. The result
+// depends on the vertices and `task_cycles` alone, never the thread count.
 std::vector<HostTask> coalesce(const std::vector<kernels::PreparedVertex>& vertices, uint64_t task_cycles);
 
 // coalesce of each op's vertices of `cs` (in the order its ops first appear) with that op's own

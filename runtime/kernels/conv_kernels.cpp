@@ -475,6 +475,15 @@ bool too_few_channels(const PreparedVertex& task, const WorkRange& range) {
   return range.begin == Conv::kMBegin && channels < std::min(kMinTaskChannels, task.params[Conv::kM]);
 }
 
+// A block's output rows merge with the next block's where the vertices give them, except in a 1×1
+// convolution: oneDNN's 1×1 kernel blocks many input channels by the rows of a call, so merged
+// rows would sum in another order than the vertices' calls did (ARCHITECTURE.md, "oneDNN").
+WorkRange rows_unless_pointwise(const PreparedVertex& v) {
+  const bool pointwise = v.params[Conv::kKH] == 1 && v.params[Conv::kKW] == 1;
+  if (v.num_params <= Conv::kOutRowEnd || pointwise) return {};
+  return {Conv::kOutRowBegin, Conv::kOutRowEnd};
+}
+
 } // namespace
 
 const KernelDef& conv_kernel() {
@@ -487,7 +496,8 @@ const KernelDef& conv_kernel() {
                      {Conv::kNBegin, Conv::kNEnd},
                      {Conv::kMBegin, Conv::kMEnd},
                      channels_first,
-                     too_few_channels};
+                     too_few_channels,
+                     rows_unless_pointwise};
   }();
   return def;
 }

@@ -107,6 +107,10 @@ struct KernelDef {
   // Where it returns true, `task` keeps growing along `range` past the target task size: for a
   // kernel whose library call runs much slower per item on a small block.
   bool (*undersized)(const PreparedVertex& task, const WorkRange& range) = nullptr;
+  // A vertex's third range, merged once tasks are rectangles of the other two (begin < 0, or no
+  // function: none): a convolution's output rows, which the compiler splits over tiles at small
+  // batches, where merging them leaves every sum as it was.
+  WorkRange (*tertiary)(const PreparedVertex& vertex) = nullptr;
 };
 
 // Extends `into` by `next` if they are the same kernel on the same operands and parameters and

@@ -54,7 +54,8 @@ bool try_merge(const KernelDef& def, PreparedVertex& into, const PreparedVertex&
     }
     return into.params[static_cast<size_t>(range.end)] == next.params[static_cast<size_t>(range.begin)];
   };
-  for (const WorkRange& range : {def.primary, def.secondary}) {
+  const WorkRange tertiary = def.tertiary != nullptr ? def.tertiary(into) : WorkRange{};
+  for (const WorkRange& range : {def.primary, def.secondary, tertiary}) {
     if (range.begin >= 0 && same_except(range)) {
       into.params[static_cast<size_t>(range.end)] = next.params[static_cast<size_t>(range.end)];
       into.cycles += next.cycles;

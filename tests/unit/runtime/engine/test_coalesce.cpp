@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "runtime/engine/coalesce.h"
@@ -162,6 +163,55 @@ TEST_CASE("coalesce: a Conv's tasks at batch 1 take at least 32 channels") {
     using Ranges = std::vector<std::pair<int64_t, int64_t>>;
     CHECK(ranges == (M == 40 ? Ranges{{0, 32}, {32, 40}} : Ranges{{0, 12}}));
   }
+}
+
+// The compiler's split at batch 1 of a large plane: output rows over tiles as well as channels.
+// Row blocks merge once the channels have (the third range), within the cap, and the tasks
+// compute bitwise what the vertices did: oneDNN's direct kernels sum each output in one order
+// whatever rows a call covers. Vertices without the row range (older executables) never merge
+// along it.
+TEST_CASE("coalesce: a Conv's row blocks at batch 1 merge after its channels, bitwise") {
+  const int64_t C = 3, H = 8, W = 6, M = 4;
+  std::vector<float> x = values(C * H * W, 11), w = values(M * C * 9, 12);
+  std::vector<PreparedVertex> blocks;
+  auto conv = [&](float* y, const std::vector<int64_t>& rows, int64_t m) {
+    std::vector<int64_t> params{1, C, H, W, H, W, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, M, 1, 0, 1, m, m + 2};
+    if (!rows.empty()) params.insert(params.end(), {0, rows[0], rows[1]}); // fused_relu 0, the rows
+    return vertex(Codelet::kConv, {x.data(), w.data(), y}, params, {}, 10);
+  };
+  std::vector<float> by_vertex(M * H * W), by_task(M * H * W, -1.0f);
+  for (int64_t r = 0; r < H; r += 2) {
+    for (int64_t m = 0; m < M; m += 2)
+      blocks.push_back(conv(by_task.data(), {r, r + 2}, m));
+  }
+  const auto tasks = coalesce(blocks, 40); // two row blocks of all four channels per task
+  REQUIRE(tasks.size() == 2);
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    CAPTURE(t);
+    const auto& p = tasks[t].work.params;
+    CHECK(p[20] == 0);
+    CHECK(p[21] == M);
+    CHECK(p[23] == static_cast<int64_t>(4 * t));
+    CHECK(p[24] == static_cast<int64_t>(4 * t + 4));
+  }
+  run_all(tasks);
+  for (PreparedVertex& v : blocks)
+    v.operands[2] = by_vertex.data();
+  run_all(blocks);
+  CHECK(std::memcmp(by_vertex.data(), by_task.data(), by_task.size() * sizeof(float)) == 0);
+
+  std::vector<float> y(M * H * W);
+  CHECK(coalesce({conv(y.data(), {}, 0), conv(y.data(), {}, 2)}, 1000).size() == 1);
+  CHECK(coalesce({conv(y.data(), {0, 2}, 0), conv(y.data(), {3, 5}, 0)}, 1000).size() == 2);
+  CHECK(coalesce({conv(y.data(), {0, 2}, 0), conv(y.data(), {2, 4}, 0)}, 1000).size() == 1);
+  // A 1×1 convolution keeps its rows apart: oneDNN's 1×1 kernel blocks input channels by them.
+  auto pointwise = [&](int64_t row) {
+    PreparedVertex v = conv(y.data(), {row, row + 2}, 0);
+    v.params[6] = v.params[7] = 1;                                 // KH, KW
+    v.params[10] = v.params[11] = v.params[12] = v.params[13] = 0; // no padding
+    return v;
+  };
+  CHECK(coalesce({pointwise(0), pointwise(2)}, 1000).size() == 2);
 }
 
 // coalesce_by_op: what one op's vertices make never merges with another op's, even where the
