@@ -381,11 +381,20 @@ NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data) {
   return array;
 }
 
+namespace {
+
+// Whether make_npy_from_floats keeps a float32 value as it is: every dtype but binary16, bools
+// and integers.
+bool stays_float32(const std::string& dtype) {
+  return dtype != "f2" && (dtype.empty() || (dtype[0] != 'b' && dtype[0] != 'i' && dtype[0] != 'u'));
+}
+
+} // namespace
+
 NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> shape,
                               const std::vector<float>& values) {
   if (dtype == "f2") return make_npy_f16(std::move(shape), values.data());
-  if (dtype.empty() || (dtype[0] != 'b' && dtype[0] != 'i' && dtype[0] != 'u'))
-    return make_npy_f32(std::move(shape), values.data());
+  if (stays_float32(dtype)) return make_npy_f32(std::move(shape), values.data());
   NpyArray array;
   array.dtype = dtype;
   array.shape = std::move(shape);
@@ -395,6 +404,20 @@ NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> sha
     const int64_t v = dtype == "b1" ? (values[i] != 0.0f) : std::llround(values[i]);
     std::memcpy(array.data.data() + i * item, &v, item); // little-endian: the low bytes
   }
+  return array;
+}
+
+NpyArray make_npy_from_float_bytes(const std::string& dtype, std::vector<int64_t> shape,
+                                   std::string float32_bytes) {
+  if (!stays_float32(dtype)) {
+    std::vector<float> values(float32_bytes.size() / sizeof(float));
+    if (!values.empty()) std::memcpy(values.data(), float32_bytes.data(), values.size() * sizeof(float));
+    return make_npy_from_floats(dtype, std::move(shape), values);
+  }
+  NpyArray array;
+  array.dtype = "f4";
+  array.shape = std::move(shape);
+  array.data = std::move(float32_bytes);
   return array;
 }
 

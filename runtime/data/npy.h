@@ -49,6 +49,11 @@ NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data);
 // integers already), bools true when not 0, float16 as make_npy_f16.
 NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> shape,
                               const std::vector<float>& values);
+// The same from float32 values held as bytes (prod(shape) of them, in host order): a float32
+// array adopts the bytes instead of copying them, which saves a run's large outputs a copy
+// into memory touched for the first time.
+NpyArray make_npy_from_float_bytes(const std::string& dtype, std::vector<int64_t> shape,
+                                   std::string float32_bytes);
 
 // Features [N, ...] (f4, f8, f2, b1 or any integer type, converted to float32 as is, no scaling,
 // as Keras's fit takes them; uint8 features above 1 get a Dataset::note saying so; every value

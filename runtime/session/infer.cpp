@@ -74,7 +74,8 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   const auto start = Clock::now();
   const int64_t N = samples.value_or(1);
   const int64_t steps = samples ? (N + B * R - 1) / (B * R) : 1;
-  std::vector<std::vector<float>> collected(output_of_stream.size());
+  // Each output's float32 values as bytes, which its array adopts at the end (no second copy).
+  std::vector<std::string> collected(output_of_stream.size());
   for (int64_t first_step = 0; first_step < steps; first_step += S) {
     // Each input's rows of this execution's steps (rows past the last sample are zero padding),
     // or the whole of an input without a batch axis.
@@ -94,17 +95,15 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
     streams.push = [&](uint32_t stream, uint32_t, std::span<const std::byte> source) -> Status {
       auto found = output_of_stream.find(stream);
       if (found == output_of_stream.end()) return Status();
-      const float* f = reinterpret_cast<const float*>(source.data());
-      auto& out = collected[found->second];
+      std::string& out = collected[found->second];
       const bool batched = exe.outputs(static_cast<int>(found->second)).batched();
-      const size_t count = source.size() / sizeof(float);
       // One push per step and replica: room for all of them at once, not regrown as they come,
       // and first touched a huge page at a time (runtime/base/huge_pages.h).
       if (batched && out.empty()) {
-        out.reserve(count * static_cast<size_t>(steps * R));
-        advise_huge_pages(out.data(), out.capacity() * sizeof(float));
+        out.reserve(source.size() * static_cast<size_t>(steps * R));
+        advise_huge_pages(out.data(), out.capacity());
       }
-      if (batched || out.empty()) out.insert(out.end(), f, f + count);
+      if (batched || out.empty()) out.append(reinterpret_cast<const char*>(source.data()), source.size());
       return Status();
     };
     IPU_RETURN_IF_ERROR(s.engine->run(predict, streams));
@@ -113,7 +112,7 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   for (int j = 0; j < exe.outputs_size(); ++j) {
     const format::ModelIo& io = exe.outputs(j);
     std::vector<int64_t> shape(io.shape().begin(), io.shape().end());
-    std::vector<float>& v = collected[static_cast<size_t>(j)];
+    std::string& bytes = collected[static_cast<size_t>(j)];
     // The host's shape: a batched output's first axis becomes the samples run.
     size_t elements = 1;
     for (size_t d = io.batched() ? 1 : 0; d < shape.size(); ++d)
@@ -124,13 +123,13 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
     }
     // The verifier proves that each transfer carries the output's elements, not that the program
     // makes every transfer: one that streams too few is a corrupt executable, not a read past `v`.
-    if (v.size() < elements) {
+    if (bytes.size() < elements * sizeof(float)) {
       return data_loss("program '" + std::string(format::kPredictProgram) + "' streamed " +
-                       std::to_string(v.size()) + " value(s) of output '" + io.name() + "', whose shape " +
-                       shape_text(shape) + " holds " + std::to_string(elements));
+                       std::to_string(bytes.size() / sizeof(float)) + " value(s) of output '" + io.name() +
+                       "', whose shape " + shape_text(shape) + " holds " + std::to_string(elements));
     }
-    v.resize(elements);
-    r.outputs.push_back(data::make_npy_from_floats(io.dtype(), std::move(shape), v));
+    bytes.resize(elements * sizeof(float));
+    r.outputs.push_back(data::make_npy_from_float_bytes(io.dtype(), std::move(shape), std::move(bytes)));
   }
   r.samples = N;
   r.seconds = seconds_since(start);

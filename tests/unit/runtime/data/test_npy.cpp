@@ -20,6 +20,7 @@ using ipu::StatusCode;
 using ipu::data::load_npy_dataset;
 using ipu::data::make_npy_f16;
 using ipu::data::make_npy_f32;
+using ipu::data::make_npy_from_float_bytes;
 using ipu::data::NpyArray;
 using ipu::data::parse_npy;
 using ipu::data::read_npy;
@@ -102,6 +103,27 @@ TEST_CASE("npy: float16 arrays write numpy's <f2 header and read back bit for bi
   const std::vector<float> between = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 70000.0f, 0x1p-26f};
   const NpyArray rounded = make_npy_f16({4}, between.data());
   CHECK(rounded.data == raw(std::vector<uint16_t>{0x3c00, 0x3c02, 0x7c00, 0x0000}));
+}
+
+TEST_CASE("npy: float32 bytes are adopted as they are, other dtypes converted from them") {
+  const std::vector<float> values = {1.0f, -2.0f, 3.0f, 0.5f, 1.0f + 0x1p-11f, 0.0f};
+  std::string bytes = raw(values);
+  const char* storage = bytes.data();
+  const NpyArray f32 = make_npy_from_float_bytes("f4", {2, 3}, std::move(bytes));
+  CHECK(f32.dtype == "f4");
+  CHECK(f32.shape == std::vector<int64_t>{2, 3});
+  CHECK(f32.data == raw(values));
+  CHECK(f32.data.data() == storage); // adopted: a run's outputs are not copied once more
+
+  // An f8 output's host array is float32, as make_npy_from_floats makes it.
+  CHECK(make_npy_from_float_bytes("f8", {6}, raw(values)).dtype == "f4");
+  const NpyArray half = make_npy_from_float_bytes("f2", {6}, raw(values));
+  CHECK(half.dtype == "f2");
+  CHECK(half.data == raw(std::vector<uint16_t>{0x3c00, 0xc000, 0x4200, 0x3800, 0x3c00, 0x0000}));
+  const NpyArray ints = make_npy_from_float_bytes("i8", {6}, raw(values));
+  CHECK(ints.data == raw(std::vector<int64_t>{1, -2, 3, 1, 1, 0}));
+  const NpyArray flags = make_npy_from_float_bytes("b1", {6}, raw(values));
+  CHECK(flags.data == std::string("\x01\x01\x01\x01\x01\x00", 6));
 }
 
 TEST_CASE("npy: round trip of other dtypes, 1-d, 0-d and empty shapes") {
