@@ -369,18 +369,6 @@ NpyArray make_npy_f32(std::vector<int64_t> shape, const float* data) {
   return array;
 }
 
-NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data) {
-  NpyArray array;
-  array.dtype = "f2";
-  array.shape = std::move(shape);
-  array.data.resize(array.element_count() * sizeof(uint16_t));
-  for (size_t i = 0; i < array.element_count(); ++i) {
-    const uint16_t bits = float_to_half_bits(data[i]);
-    std::memcpy(array.data.data() + i * sizeof bits, &bits, sizeof bits);
-  }
-  return array;
-}
-
 namespace {
 
 // Whether make_npy_from_floats keeps a float32 value as it is: every dtype but binary16, bools
@@ -389,30 +377,49 @@ bool stays_float32(const std::string& dtype) {
   return dtype != "f2" && (dtype.empty() || (dtype[0] != 'b' && dtype[0] != 'i' && dtype[0] != 'u'));
 }
 
-} // namespace
-
-NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> shape,
-                              const std::vector<float>& values) {
-  if (dtype == "f2") return make_npy_f16(std::move(shape), values.data());
-  if (stays_float32(dtype)) return make_npy_f32(std::move(shape), values.data());
+// An array of `dtype` ("f2", "b1" or an integer type) and `shape` holding value(i), each float32
+// value converted as make_npy_from_floats says.
+template <typename Value>
+NpyArray converted(const std::string& dtype, std::vector<int64_t> shape, Value value) {
   NpyArray array;
   array.dtype = dtype;
   array.shape = std::move(shape);
-  const size_t item = npy_itemsize(dtype);
-  array.data.resize(values.size() * item);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const int64_t v = dtype == "b1" ? (values[i] != 0.0f) : std::llround(values[i]);
-    std::memcpy(array.data.data() + i * item, &v, item); // little-endian: the low bytes
+  const size_t item = npy_itemsize(dtype), count = array.element_count();
+  const bool half = dtype == "f2", flag = dtype == "b1";
+  array.data.resize(count * item);
+  for (size_t i = 0; i < count; ++i) {
+    const float f = value(i);
+    if (half) {
+      const uint16_t bits = float_to_half_bits(f);
+      std::memcpy(array.data.data() + i * item, &bits, item);
+    } else {
+      const int64_t v = flag ? (f != 0.0f) : std::llround(f);
+      std::memcpy(array.data.data() + i * item, &v, item); // little-endian: the low bytes
+    }
   }
   return array;
+}
+
+} // namespace
+
+NpyArray make_npy_f16(std::vector<int64_t> shape, const float* data) {
+  return converted("f2", std::move(shape), [data](size_t i) { return data[i]; });
+}
+
+NpyArray make_npy_from_floats(const std::string& dtype, std::vector<int64_t> shape,
+                              const std::vector<float>& values) {
+  if (stays_float32(dtype)) return make_npy_f32(std::move(shape), values.data());
+  return converted(dtype, std::move(shape), [&values](size_t i) { return values[i]; });
 }
 
 NpyArray make_npy_from_float_bytes(const std::string& dtype, std::vector<int64_t> shape,
                                    std::string float32_bytes) {
   if (!stays_float32(dtype)) {
-    std::vector<float> values(float32_bytes.size() / sizeof(float));
-    if (!values.empty()) std::memcpy(values.data(), float32_bytes.data(), values.size() * sizeof(float));
-    return make_npy_from_floats(dtype, std::move(shape), values);
+    return converted(dtype, std::move(shape), [&float32_bytes](size_t i) {
+      float f;
+      std::memcpy(&f, float32_bytes.data() + i * sizeof f, sizeof f);
+      return f;
+    });
   }
   NpyArray array;
   array.dtype = "f4";

@@ -122,7 +122,7 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
       elements *= static_cast<size_t>(N);
     }
     // The verifier proves that each transfer carries the output's elements, not that the program
-    // makes every transfer: one that streams too few is a corrupt executable, not a read past `v`.
+    // makes every transfer: one that streams too few is a corrupt executable, not a read past `bytes`.
     if (bytes.size() < elements * sizeof(float)) {
       return data_loss("program '" + std::string(format::kPredictProgram) + "' streamed " +
                        std::to_string(bytes.size() / sizeof(float)) + " value(s) of output '" + io.name() +
