@@ -116,7 +116,7 @@ int run_compare(const CompareFlags& flags) {
                         " -o FILE.ipuexe, or its cache key)");
     }
     IPU_ASSIGN_OR_RETURN(ResolvedExecutable resolved, resolve_executable(name, flags.cache_dir));
-    return std::move(resolved.executable);
+    return std::move(resolved.loaded.executable);
   };
   StatusOr<format::Executable> a = load(flags.a);
   if (!a.ok()) return fail(kIpuccTool, a.status(), exit_code_for(a.status()));

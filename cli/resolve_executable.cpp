@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <memory>
+
 #include "cache/cache_dir.h"
 #include "cache/local_store.h"
 #include "cache/manifest.h"
@@ -23,7 +25,7 @@ StatusOr<ResolvedExecutable> read_file_executable(const std::string& name, const
     return data_loss(name + ": is not a regular file, not an ipucc executable");
   }
   ResolvedExecutable file;
-  IPU_ASSIGN_OR_RETURN(file.executable, format::read_executable_file(name));
+  IPU_ASSIGN_OR_RETURN(file.loaded, format::load_executable_file(name));
   file.origin = name;
   return file;
 }
@@ -49,10 +51,12 @@ StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const s
   ResolvedExecutable cached;
   cached.origin = "cache entry " + entry->key;
   cached.key = entry->key;
-  IPU_ASSIGN_OR_RETURN(cached.executable, format::parse_executable(entry->executable_bytes, cached.origin));
+  auto bytes = std::make_shared<const std::string>(std::move(entry->executable_bytes));
+  IPU_ASSIGN_OR_RETURN(cached.loaded, format::load_executable(FileBytes{bytes, *bytes}, cached.origin));
   // load_by_key checked that the manifest hashes to the key; the executable must belong to it.
   IPU_ASSIGN_OR_RETURN(cache::Manifest manifest, cache::Manifest::parse(entry->manifest_text));
-  Status belongs = compile_cache::check_executable_key(cached.executable.manifest(), manifest, entry->path);
+  Status belongs =
+      compile_cache::check_executable_key(cached.loaded.executable.manifest(), manifest, entry->path);
   if (!belongs.ok())
     return Status(belongs.code(), belongs.message() + " (run 'ipucc cache verify' to quarantine it)");
   return cached;

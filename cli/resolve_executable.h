@@ -13,12 +13,12 @@
 
 #include "compile_cache/cache_outcome.h"
 #include "runtime/base/status.h"
-#include "runtime/format/executable.pb.h"
+#include "runtime/format/initial_data.h"
 
 namespace ipu::cli {
 
 struct ResolvedExecutable {
-  format::Executable executable;
+  format::LoadedExecutable loaded;
   std::string origin;                               // the file, "cache entry <key>", or the model file
   std::string key;                                  // the cache key, "" for an executable file
   std::optional<compile_cache::CacheOutcome> cache; // models only

@@ -107,7 +107,7 @@ int load(const RunFlags& f, Loaded& out, collectives::Collectives* job) {
   out.key = resolved->key;
   out.cache = resolved->cache;
   auto session = session::Session::create(
-      std::move(resolved->executable),
+      std::move(resolved->loaded),
       engine::EngineOptions{f.threads, job, {f.stochastic_rounding, f.rounding_seed}, f.observer});
   if (!session.ok()) return fail(ipurun_tool(), session.status().with_context(out.origin));
   out.session = std::move(*session);

@@ -465,7 +465,8 @@ StatusOr<CachedCompile> compile_through_cache(const CachedCompileRequest& reques
     cache::RemoteLimits limits;
     // No larger file is an executable this build reads: its header and the payload the format
     // accepts (an incompressible payload at the cap would exceed it and be compiled instead).
-    limits.max_executable_bytes = format::kHeaderSize + format::kMaxSummaryBytes + format::kMaxPayloadBytes;
+    limits.max_executable_bytes =
+        format::kHeaderSize + format::kMaxSummaryBytes + format::kMaxPayloadBytes + format::kMaxDataBytes;
     auto created = cache::RemoteStore::create(request.remote_url, limits);
     if (!created.ok()) return created.status();
     remote.emplace(std::move(*created), request.remote_read_only, warn);

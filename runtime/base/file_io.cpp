@@ -1,6 +1,7 @@
 #include "runtime/base/file_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +50,32 @@ StatusOr<std::string> read_file(const std::string& path) {
   }
   ::close(fd);
   return content;
+}
+
+StatusOr<FileBytes> map_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open", path, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return errno_status("cannot stat", path, err);
+  }
+  // An empty file cannot be mapped, nor can a FIFO: read those.
+  if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+    ::close(fd);
+    IPU_ASSIGN_OR_RETURN(std::string content, read_file(path));
+    auto owned = std::make_shared<const std::string>(std::move(content));
+    return FileBytes{owned, *owned};
+  }
+  const auto size = static_cast<size_t>(st.st_size);
+  // MAP_POPULATE: one call maps every page the page cache holds, rather than a fault per page.
+  void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  const int err = errno;
+  ::close(fd);
+  if (mapped == MAP_FAILED) return errno_status("cannot map", path, err);
+  std::shared_ptr<const void> owner(mapped, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
+  return FileBytes{owner, std::string_view(static_cast<const char*>(mapped), size)};
 }
 
 Status write_file_atomic(const std::string& path, std::string_view content) {

@@ -80,7 +80,8 @@ std::vector<RoundingTask> rounding_tasks(const format::ComputeSet& set) {
 
 struct Engine::Impl {
   format::Executable executable;
-  uint32_t replicas = 1; // on this instance
+  format::InitialData initial_data; // where the initial values reset_tensor reads are
+  uint32_t replicas = 1;            // on this instance
   uint32_t first_replica = 0;
   uint32_t total_replicas = 1; // of the job
   collectives::Collectives* collectives = nullptr;
@@ -117,7 +118,7 @@ struct Engine::Impl {
     return executable.tensors(static_cast<int>(tensor)).dtype() == format::FLOAT16;
   }
   void reset_tensor(uint32_t tensor) {
-    const std::string& initial = executable.tensors(static_cast<int>(tensor)).initial_value();
+    const std::string_view initial = initial_data.of(executable.tensors(static_cast<int>(tensor)));
     for (uint32_t r = 0; r < replicas; ++r) {
       if (initial.empty()) {
         std::memset(buffer(tensor, r), 0, sizes[tensor]);
@@ -149,6 +150,13 @@ Engine::~Engine() = default;
 
 StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
                                                  const EngineOptions& options) {
+  return create(format::LoadedExecutable{std::move(executable), {}}, options);
+}
+
+StatusOr<std::unique_ptr<Engine>> Engine::create(format::LoadedExecutable loaded,
+                                                 const EngineOptions& options) {
+  format::Executable& executable = loaded.executable;
+  IPU_RETURN_IF_ERROR(loaded.initial_data.check(executable, "the executable"));
   IPU_RETURN_IF_ERROR(format::verify_executable(executable));
   for (int c = 0; c < executable.compute_sets_size(); ++c) {
     const format::ComputeSet& cs = executable.compute_sets(c);
@@ -190,6 +198,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::create(format::Executable executable,
 
   auto impl = std::make_unique<Impl>();
   impl->executable = std::move(executable);
+  impl->initial_data = std::move(loaded.initial_data);
   impl->replicas = replicas;
   impl->total_replicas = total_replicas;
   impl->collectives = options.collectives;

@@ -16,6 +16,7 @@
 #include "runtime/engine/rounding.h"
 #include "runtime/engine/run_observer.h"
 #include "runtime/format/executable.pb.h"
+#include "runtime/format/initial_data.h"
 
 namespace ipu::engine {
 
@@ -43,7 +44,11 @@ struct HostStreams {
 class Engine {
 public:
   // Verifies the executable (structure and every vertex) and allocates device memory for every
-  // replica, initialised from the tensors' initial values.
+  // replica, initialised from the tensors' initial values (read from the data section of a loaded
+  // file, which the engine keeps for reset_tensor).
+  static StatusOr<std::unique_ptr<Engine>> create(format::LoadedExecutable loaded,
+                                                  const EngineOptions& options);
+  // An executable built in memory, its initial values inline.
   static StatusOr<std::unique_ptr<Engine>> create(format::Executable executable,
                                                   const EngineOptions& options);
   ~Engine();

@@ -76,9 +76,11 @@ Status verify_tensor(const Executable& exe, int index, uint64_t total_tiles) {
   if (next != elements)
     return data_loss(label + ": mapping covers " + std::to_string(next) + " of " + std::to_string(elements) +
                      " elements");
-  if (!t.initial_value().empty() && t.initial_value().size() != elements * dtype_size(t.dtype())) {
-    return data_loss(label + ": initial value has " + std::to_string(t.initial_value().size()) +
-                     " bytes, expected " + std::to_string(elements * dtype_size(t.dtype())));
+  // Inline, or in the data section (initial_data.h, which proved the range lies inside it).
+  const uint64_t initial_bytes = t.has_initial_data() ? t.initial_data().size() : t.initial_value().size();
+  if (initial_bytes != 0 && initial_bytes != elements * dtype_size(t.dtype())) {
+    return data_loss(label + ": initial value has " + std::to_string(initial_bytes) + " bytes, expected " +
+                     std::to_string(elements * dtype_size(t.dtype())));
   }
   return Status();
 }
@@ -224,6 +226,8 @@ Status verify_hyper_parameters(const Executable& exe) {
     const std::string label = "hyper-parameter tensor '" + t.name() + "'";
     if (t.dtype() != FLOAT32 || !std::equal(t.shape().begin(), t.shape().end(), shape.begin(), shape.end()))
       return data_loss(label + ": must be float32 [" + std::to_string(kHyperParameterCount) + "]");
+    // hyper_parameter_defaults reads the message: the loader keeps this value out of the data section.
+    if (t.has_initial_data()) return data_loss(label + ": its initial value must be in the message");
     if (!t.initial_value().empty() && t.initial_value().size() != kHyperParameterCount * sizeof(float))
       return data_loss(label + ": its initial value is not " + std::to_string(kHyperParameterCount) +
                        " floats");

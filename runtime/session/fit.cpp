@@ -92,9 +92,12 @@ StatusOr<std::vector<EpochResult>> Session::fit(const data::Dataset& data, const
   // B counts the job's samples per step; this instance feeds Bi of them to its replicas.
   const int64_t S = s.steps_per_execution, B = s.global_batch, Bi = s.batch;
   IPU_ASSIGN_OR_RETURN(const int64_t steps, s.fit_steps(data, options));
+  // Fit keeps the host's copy of the weights from here on (checkpoints, a NaN's diagnosis): taken
+  // now, so weights_from_host moves them, instance 0's on every instance.
+  s.host_weights();
   IPU_RETURN_IF_ERROR(s.broadcast_host_state());
   IPU_RETURN_IF_ERROR(s.sync_weights(format::kWeightsFromHostProgram));
-  s.last_finite_state = s.host_state;
+  s.last_finite_state = s.host_weights();
   std::vector<EpochResult> results;
   for (int epoch = options.initial_epoch + 1; epoch <= options.epochs; ++epoch) {
     const auto start = Clock::now();

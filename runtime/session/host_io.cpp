@@ -11,6 +11,9 @@ namespace ipu::session {
 
 Status Session::Impl::sync_weights(std::string_view name) {
   IPU_ASSIGN_OR_RETURN(uint32_t index, program(name));
+  // Nothing has changed the device's weights since it was created (host_state).
+  if (!host_state && name == format::kWeightsFromHostProgram) return Status();
+  std::map<uint32_t, std::vector<std::byte>>& host = host_weights();
   const format::Executable& exe = engine->executable();
   engine::HostStreams streams;
   // Weight streams are named "to_device:<tensor>" / "to_host:<tensor>".
@@ -20,22 +23,22 @@ Status Session::Impl::sync_weights(std::string_view name) {
   };
   streams.pull = [&](uint32_t stream, uint32_t, std::span<std::byte> destination) -> Status {
     auto t = tensor_of(stream);
-    if (!t || !host_state.count(*t) || host_state[*t].size() != destination.size()) {
+    if (!t || !host.count(*t) || host[*t].size() != destination.size()) {
       return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() +
                        "' names no weight");
     }
-    std::memcpy(destination.data(), host_state[*t].data(), destination.size());
+    std::memcpy(destination.data(), host[*t].data(), destination.size());
     return Status();
   };
   // Replicas hold identical weights after every all-reduced update: replica 0 speaks for all.
   streams.push = [&](uint32_t stream, uint32_t replica, std::span<const std::byte> source) -> Status {
     if (replica != 0) return Status();
     auto t = tensor_of(stream);
-    if (!t || !host_state.count(*t) || host_state[*t].size() != source.size()) {
+    if (!t || !host.count(*t) || host[*t].size() != source.size()) {
       return data_loss("weight stream '" + exe.streams(static_cast<int>(stream)).name() +
                        "' names no weight");
     }
-    std::memcpy(host_state[*t].data(), source.data(), source.size());
+    std::memcpy(host[*t].data(), source.data(), source.size());
     return Status();
   };
   return engine->run(index, streams);

@@ -31,7 +31,7 @@ std::vector<uint32_t> instance_rows(size_t samples, int64_t steps, int64_t batch
 // Instance 0's weights and optimizer state (its --weights checkpoint, or the executable's) to all.
 Status Session::Impl::broadcast_host_state() {
   if (!collectives || collectives->size() == 1) return Status();
-  for (auto& [tensor, bytes] : host_state)
+  for (auto& [tensor, bytes] : host_weights())
     IPU_RETURN_IF_ERROR(collectives->broadcast(bytes, 0));
   return Status();
 }

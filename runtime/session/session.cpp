@@ -13,11 +13,16 @@ Session::~Session() = default;
 
 StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable,
                                                    const engine::EngineOptions& options) {
+  return create(format::LoadedExecutable{std::move(executable), {}}, options);
+}
+
+StatusOr<std::unique_ptr<Session>> Session::create(format::LoadedExecutable loaded,
+                                                   const engine::EngineOptions& options) {
   // Everything the host copies is proved to fit before the engine verifies the rest and
   // allocates the device.
-  IPU_RETURN_IF_ERROR(format::verify_host_contract(executable));
+  IPU_RETURN_IF_ERROR(format::verify_host_contract(loaded.executable));
   auto impl = std::make_unique<Impl>();
-  IPU_ASSIGN_OR_RETURN(impl->engine, engine::Engine::create(std::move(executable), options));
+  IPU_ASSIGN_OR_RETURN(impl->engine, engine::Engine::create(std::move(loaded), options));
   const format::Executable& exe = impl->engine->executable();
   impl->collectives = options.collectives;
   impl->replicas = impl->engine->replicas();
@@ -26,16 +31,6 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   impl->batch = int64_t{exe.batch_size()} * impl->replicas;
   impl->global_batch = int64_t{exe.batch_size()} * impl->total_replicas;
   impl->steps_per_execution = exe.steps_per_execution();
-  for (int i = 0; i < exe.tensors_size(); ++i) {
-    const format::Tensor& t = exe.tensors(i);
-    // What travels to the host and into checkpoints: weights, optimizer state and batch
-    // normalization's running statistics (replica 0's, as weights_to_host reads them).
-    if (t.role() != format::WEIGHT && t.role() != format::OPTIMIZER_STATE &&
-        t.role() != format::RUNNING_STATISTICS)
-      continue;
-    auto bytes = impl->engine->tensor_bytes(static_cast<uint32_t>(i));
-    impl->host_state[static_cast<uint32_t>(i)].assign(bytes.begin(), bytes.end());
-  }
   impl->stream_features = impl->engine->find_stream(std::string(format::kFeaturesStream));
   impl->stream_labels = impl->engine->find_stream(std::string(format::kLabelsStream));
   impl->float_labels =
@@ -60,6 +55,23 @@ StatusOr<std::unique_ptr<Session>> Session::create(format::Executable executable
   const uint32_t accumulation = std::max<uint32_t>(1, exe.pipeline().gradient_accumulation());
   impl->updates_per_execution = std::max<int64_t>(1, impl->steps_per_execution / accumulation);
   return std::unique_ptr<Session>(new Session(std::move(impl)));
+}
+
+std::map<uint32_t, std::vector<std::byte>>& Session::Impl::host_weights() {
+  if (host_state) return *host_state;
+  const format::Executable& exe = engine->executable();
+  host_state.emplace();
+  for (int i = 0; i < exe.tensors_size(); ++i) {
+    const format::Tensor& t = exe.tensors(i);
+    // What travels to the host and into checkpoints: weights, optimizer state and batch
+    // normalization's running statistics (replica 0's, as weights_to_host reads them).
+    if (t.role() != format::WEIGHT && t.role() != format::OPTIMIZER_STATE &&
+        t.role() != format::RUNNING_STATISTICS)
+      continue;
+    auto bytes = engine->tensor_bytes(static_cast<uint32_t>(i));
+    (*host_state)[static_cast<uint32_t>(i)].assign(bytes.begin(), bytes.end());
+  }
+  return *host_state;
 }
 
 const format::Executable& Session::executable() const {

@@ -128,6 +128,8 @@ class Session {
 public:
   // Verifies the executable and allocates the device; the host copy of the weights starts as
   // the executable's initial values.
+  static StatusOr<std::unique_ptr<Session>> create(format::LoadedExecutable loaded,
+                                                   const engine::EngineOptions& options);
   static StatusOr<std::unique_ptr<Session>> create(format::Executable executable,
                                                    const engine::EngineOptions& options);
   ~Session();

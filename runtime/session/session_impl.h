@@ -60,9 +60,12 @@ std::vector<uint32_t> instance_rows(size_t samples, int64_t steps, int64_t batch
 
 struct Session::Impl {
   std::unique_ptr<engine::Engine> engine;
-  // Host copies of weights and optimizer state, by tensor index: the source of
-  // weights_from_host and the destination of weights_to_host.
-  std::map<uint32_t, std::vector<std::byte>> host_state;
+  // Host copies of weights, optimizer state and running statistics, by tensor index: the source of
+  // weights_from_host and the destination of weights_to_host. Taken from the device when first
+  // needed (host_weights): until then the device holds the executable's initial values, which
+  // predict and evaluate leave as they are, so weights_from_host has nothing to copy.
+  std::optional<std::map<uint32_t, std::vector<std::byte>>> host_state;
+  std::map<uint32_t, std::vector<std::byte>>& host_weights();
   // During fit: the device's weights and optimizer state after the last execution that left them
   // all finite (before the first, host_state): where a diagnosis of a NaN starts from.
   std::map<uint32_t, std::vector<std::byte>> last_finite_state;

@@ -17,7 +17,7 @@ Status Session::save_weights(const std::string& dir) const {
 std::map<std::string, NamedTensor> Session::named_weights() const {
   const format::Executable& exe = m_impl->engine->executable();
   std::map<std::string, NamedTensor> tensors;
-  for (const auto& [index, bytes] : m_impl->host_state) {
+  for (const auto& [index, bytes] : m_impl->host_weights()) {
     const format::Tensor& t = exe.tensors(static_cast<int>(index));
     NamedTensor named;
     named.shape.assign(t.shape().begin(), t.shape().end());
@@ -39,7 +39,7 @@ Status Session::load_weights(const std::string& dir, std::vector<std::string>* n
   IPU_RETURN_IF_ERROR(set_weights(tensors, dir));
   if (not_loaded) {
     const format::Executable& exe = m_impl->engine->executable();
-    for (const auto& [index, bytes] : m_impl->host_state)
+    for (const auto& [index, bytes] : m_impl->host_weights())
       tensors.erase(exe.tensors(static_cast<int>(index)).name());
     tensors.erase(std::string(kIterationsCheckpointName));
     tensors.erase(std::string(kEpochsCheckpointName));
@@ -52,7 +52,7 @@ Status Session::load_weights(const std::string& dir, std::vector<std::string>* n
 Status Session::set_weights(const std::map<std::string, NamedTensor>& tensors, const std::string& source) {
   const format::Executable& exe = m_impl->engine->executable();
   // Check everything first so a bad checkpoint changes nothing.
-  for (const auto& [index, bytes] : m_impl->host_state) {
+  for (const auto& [index, bytes] : m_impl->host_weights()) {
     const format::Tensor& t = exe.tensors(static_cast<int>(index));
     auto it = tensors.find(t.name());
     if (it == tensors.end()) {
@@ -77,7 +77,7 @@ Status Session::set_weights(const std::map<std::string, NamedTensor>& tensors, c
                               "' is not one whole number of updates or epochs");
     *out = static_cast<int64_t>(v[0]);
   }
-  for (auto& [index, bytes] : m_impl->host_state) {
+  for (auto& [index, bytes] : m_impl->host_weights()) {
     const format::Tensor& t = exe.tensors(static_cast<int>(index));
     auto it = tensors.find(t.name());
     if (it == tensors.end()) continue;

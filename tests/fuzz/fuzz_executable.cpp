@@ -1,6 +1,7 @@
 // libFuzzer target: an untrusted executable file goes through what a cache hit reads of it
-// (parse_executable_summary), then everything `ipurun` does with it: parse_executable (frame,
-// checksums, payload census, zstd, protobuf, the summary's match), verify_executable, and
+// (parse_executable_summary), then everything `ipurun` does with it: load_executable (frame,
+// checksums, payload census, zstd, protobuf, the summary's match, the data section's ranges), which
+// must accept exactly what parse_executable accepts, verify_executable, and
 // Engine::create (per-vertex kernel validation, device memory allocation, host task coalescing);
 // then what the session accepts (verify_host_contract) is *run*: predict, evaluate and one
 // execution of train on a few samples of small synthetic data, the way `ipurun` runs them. The
@@ -23,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -86,7 +88,8 @@ ipu::data::Dataset synthetic_data(const ipu::format::Executable& exe, size_t sam
 // Runs what `ipurun` would: every program the session has, on one execution of data, and the
 // model's own inputs through infer. Errors are fine (data a model refuses, a kernel fault);
 // crashes, sanitizer reports and hangs are what the fuzzer looks for.
-void run_accepted(ipu::format::Executable exe) {
+void run_accepted(ipu::format::LoadedExecutable loaded) {
+  const ipu::format::Executable& exe = loaded.executable;
   if (!ipu::format::verify_host_contract(exe).ok()) return;
   uint64_t vertices = 0;
   for (const auto& cs : exe.compute_sets())
@@ -98,7 +101,7 @@ void run_accepted(ipu::format::Executable exe) {
     return;
   ipu::engine::EngineOptions options;
   options.threads = 1;
-  auto session = ipu::session::Session::create(std::move(exe), options);
+  auto session = ipu::session::Session::create(std::move(loaded), options);
   if (!session.ok()) return;
   ipu::session::Session& s = **session;
   const ipu::data::Dataset data = synthetic_data(s.executable(), static_cast<size_t>(samples));
@@ -138,6 +141,10 @@ void check_summary(std::string_view bytes, const ipu::StatusOr<ipu::format::Exec
 void check(std::string_view bytes) {
   auto parsed = ipu::format::parse_executable(bytes, "fuzz.ipuexe");
   check_summary(bytes, parsed);
+  // What a run loads (its initial values left in the file's bytes) is what the parse accepts.
+  auto owned = std::make_shared<const std::string>(bytes);
+  auto loaded = ipu::format::load_executable({owned, *owned}, "fuzz.ipuexe");
+  if (loaded.ok() != parsed.ok()) std::abort();
   if (!parsed.ok()) {
     if (parsed.status().code() != ipu::StatusCode::kDataLoss &&
         parsed.status().code() != ipu::StatusCode::kFailedPrecondition) {
@@ -147,7 +154,7 @@ void check(std::string_view bytes) {
   }
   ipu::Status verified = ipu::format::verify_executable(*parsed);
   if (verified.ok() && device_bytes(*parsed) > kMaxFuzzedDevice) return;
-  if (verified.ok()) run_accepted(*parsed);
+  if (verified.ok()) run_accepted(std::move(*loaded));
   auto engine = ipu::engine::Engine::create(std::move(*parsed), {});
   // The engine verifies first, so it can only accept what the verifier accepted.
   if (engine.ok() && !verified.ok()) std::abort();

@@ -1,7 +1,8 @@
 // The framed executable file (runtime/format/executable_file.{h,cpp}): a round trip keeps every
-// field, the summary ahead of the payload reads alone and always matches it, and every kind of
-// corruption of the frame is rejected with DataLoss (or FailedPrecondition for a format version
-// this build does not read), never accepted or crashed on.
+// field, the summary ahead of the payload reads alone and always matches it, the initial values
+// travel in the data section and a run reads them there, and every kind of corruption of the
+// frame is rejected with DataLoss (or FailedPrecondition for a format version this build does not
+// read), never accepted or crashed on.
 #include <doctest/doctest.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "runtime/base/file_io.h"
@@ -35,6 +37,7 @@ constexpr size_t kCompressedSizeOffset = 24;
 constexpr size_t kChecksumOffset = 32;
 constexpr size_t kSummarySizeOffset = 64;
 constexpr size_t kSummaryChecksumOffset = 72;
+constexpr size_t kDataSizeOffset = 104;
 constexpr char kMagic[8] = {'I', 'P', 'U', 'C', 'C', 'E', 'X', '\x1a'};
 
 // An executable that sets at least one field of every message type, so a round trip that lost
@@ -174,7 +177,17 @@ size_t payload_offset(const std::string& bytes) {
   return kHeaderSize + get_le<uint64_t>(bytes, kSummarySizeOffset);
 }
 
-// Recomputes the checksum of a frame whose payload was edited, so the test reaches later checks.
+size_t data_size(const std::string& bytes) {
+  return get_le<uint64_t>(bytes, kDataSizeOffset);
+}
+
+// The sample's weight's initial value (in the data section) and its hyper-parameters' (inline).
+const std::string& weight_value(const Executable& exe) {
+  return exe.tensors(0).initial_value();
+}
+
+// Recomputes the checksum of a frame whose payload or data section was edited, so the test reaches
+// later checks.
 void fix_checksum(std::string& bytes) {
   auto digest = ipu::sha256(bytes.data() + payload_offset(bytes), bytes.size() - payload_offset(bytes));
   std::memcpy(bytes.data() + kChecksumOffset, digest.data(), digest.size());
@@ -183,6 +196,7 @@ void fix_checksum(std::string& bytes) {
 void expect_code(const std::string& bytes, StatusCode code, const std::string& fragment = "") {
   auto parsed = parse_executable(bytes, "bad.ipuexe");
   REQUIRE_FALSE(parsed.ok());
+  INFO(parsed.status().message());
   CHECK(parsed.status().code() == code);
   CHECK(parsed.status().message().find("bad.ipuexe") != std::string::npos);
   if (!fragment.empty()) CHECK(parsed.status().message().find(fragment) != std::string::npos);
@@ -194,8 +208,17 @@ TEST_CASE("executable file: serialize then parse is the identity") {
   REQUIRE(bytes.size() > kHeaderSize);
   CHECK(std::memcmp(bytes.data(), kMagic, sizeof kMagic) == 0);
   CHECK(get_le<uint32_t>(bytes, kVersionOffset) == kFormatVersion);
-  CHECK(get_le<uint64_t>(bytes, kPayloadSizeOffset) == exe.ByteSizeLong());
-  CHECK(get_le<uint64_t>(bytes, kCompressedSizeOffset) == bytes.size() - payload_offset(bytes));
+  // The weight's 32 bytes are the data section, at the file's end; the hyper-parameters' stay in
+  // the payload.
+  REQUIRE(data_size(bytes) == weight_value(exe).size());
+  CHECK(bytes.substr(bytes.size() - data_size(bytes)) == weight_value(exe));
+  const uint64_t compressed = get_le<uint64_t>(bytes, kCompressedSizeOffset);
+  CHECK(compressed == bytes.size() - payload_offset(bytes) - data_size(bytes));
+  const uint64_t payload = get_le<uint64_t>(bytes, kPayloadSizeOffset);
+  CHECK(ZSTD_getFrameContentSize(bytes.data() + payload_offset(bytes), compressed) == payload);
+  // The weight's inline value (a 1-byte tag, a 1-byte length, 32 bytes) became a range (tag,
+  // length, size's tag and varint; the offset 0 is not written).
+  CHECK(payload == exe.ByteSizeLong() - (2 + weight_value(exe).size()) + 4);
   CHECK(get_le<uint64_t>(bytes, kSummarySizeOffset) == ipu::format::summarize(exe).ByteSizeLong());
 
   auto parsed = parse_executable(bytes, "ok.ipuexe");
@@ -320,12 +343,20 @@ TEST_CASE("executable file: truncated or padded") {
   SUBCASE("padded by a second copy") {
     expect_code(good + good, StatusCode::kDataLoss, "padded");
   }
-  SUBCASE("truncated, with the compressed size and checksum made consistent") {
+  SUBCASE("payload truncated, with the compressed size and checksum made consistent") {
     // The frame is self-consistent, so only decompression can notice.
-    std::string bytes = good.substr(0, good.size() - 3);
-    put_le<uint64_t>(bytes, kCompressedSizeOffset, bytes.size() - payload_offset(bytes));
+    const size_t data = data_size(good);
+    std::string bytes = good.substr(0, good.size() - data - 3) + good.substr(good.size() - data);
+    put_le<uint64_t>(bytes, kCompressedSizeOffset, bytes.size() - payload_offset(bytes) - data);
     fix_checksum(bytes);
     expect_code(bytes, StatusCode::kDataLoss, "decompress");
+  }
+  SUBCASE("data section truncated, with its size and checksum made consistent") {
+    // The weight's range now runs past the section's end.
+    std::string bytes = good.substr(0, good.size() - 3);
+    put_le<uint64_t>(bytes, kDataSizeOffset, data_size(good) - 3);
+    fix_checksum(bytes);
+    expect_code(bytes, StatusCode::kDataLoss, "tensor 't0': its initial value at bytes [0, +32)");
   }
 }
 
@@ -343,6 +374,15 @@ TEST_CASE("executable file: the payload size lies") {
     std::string bytes = good;
     put_le<uint64_t>(bytes, kPayloadSizeOffset, lie);
     expect_code(bytes, StatusCode::kDataLoss, "implausible");
+  }
+}
+
+TEST_CASE("executable file: a data section size past the cap is refused before anything is read") {
+  std::string bytes = serialize_executable(sample_executable());
+  for (uint64_t lie : {ipu::format::kMaxDataBytes + 1, ~uint64_t{0}}) {
+    CAPTURE(lie);
+    put_le<uint64_t>(bytes, kDataSizeOffset, lie);
+    expect_code(bytes, StatusCode::kDataLoss, "implausible data section size");
   }
 }
 
@@ -450,6 +490,87 @@ TEST_CASE("executable file: a damaged summary is refused by both readers") {
     CHECK(summary.status().message().find("not a valid summary") != std::string::npos);
     expect_code(bytes, StatusCode::kDataLoss, "summary does not match");
   }
+}
+
+TEST_CASE("executable file: a run's load leaves the initial values in the data section") {
+  const Executable exe = sample_executable();
+  std::string bytes = serialize_executable(exe);
+  auto owned = std::make_shared<const std::string>(bytes);
+  auto loaded = ipu::format::load_executable({owned, *owned}, "ok.ipuexe");
+  REQUIRE(loaded.ok());
+  const ipu::format::Tensor& weight = loaded->executable.tensors(0);
+  CHECK(weight.initial_value().empty());
+  REQUIRE(weight.has_initial_data());
+  // The value is read where it lies in the file's bytes, not copied.
+  const std::string_view value = loaded->initial_data.of(weight);
+  CHECK(value == weight_value(exe));
+  CHECK(value.data() == owned->data() + owned->size() - data_size(*owned));
+  const ipu::format::Tensor& label = loaded->executable.tensors(1);
+  CHECK(loaded->initial_data.of(label).empty()); // all zeros
+  const ipu::format::Tensor& hyper = loaded->executable.tensors(2);
+  CHECK_FALSE(hyper.has_initial_data());
+  CHECK(loaded->initial_data.of(hyper) == exe.tensors(2).initial_value());
+  // Written again from the data section, the file is the same.
+  CHECK(serialize_executable(loaded->executable, loaded->initial_data) == bytes);
+}
+
+TEST_CASE("executable file: load_executable_file maps what read_executable_file reads") {
+  std::string dir = (std::filesystem::temp_directory_path() / "ipu_exe_test_XXXXXX").string();
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  const std::string path = dir + "/model.ipuexe";
+  const Executable exe = sample_executable();
+  REQUIRE(ipu::format::write_executable_file(path, exe).ok());
+  auto loaded = ipu::format::load_executable_file(path);
+  REQUIRE(loaded.ok());
+  CHECK(loaded->initial_data.of(loaded->executable.tensors(0)) == weight_value(exe));
+  // An edited byte of the data section is caught by the checksum.
+  auto bytes = ipu::read_file(path);
+  REQUIRE(bytes.ok());
+  bytes->back() = static_cast<char>(bytes->back() ^ 0x01);
+  REQUIRE(ipu::write_file_atomic(path, *bytes).ok());
+  auto edited = ipu::format::load_executable_file(path);
+  REQUIRE_FALSE(edited.ok());
+  CHECK(edited.status().code() == StatusCode::kDataLoss);
+  CHECK(edited.status().message().find(path + ": checksum mismatch") != std::string::npos);
+  CHECK(ipu::format::load_executable_file(dir + "/missing.ipuexe").status().code() == StatusCode::kNotFound);
+  std::filesystem::remove_all(dir);
+}
+
+// A frame by hand whose tensor `tensor` (the weight, or 2: the hyper-parameters) has its initial
+// value at [offset, +size) of a 32-byte data section: what a writer other than
+// serialize_executable could make.
+std::string frame_with_range(uint64_t offset, uint64_t size, bool also_inline, int tensor = 0) {
+  Executable exe = sample_executable();
+  const std::string data = weight_value(exe);
+  ipu::format::Tensor* in_data = exe.mutable_tensors(tensor);
+  in_data->mutable_initial_data()->set_offset(offset);
+  in_data->mutable_initial_data()->set_size(size);
+  if (!also_inline) in_data->clear_initial_value();
+  return ipu::format::frame_payload(exe.SerializeAsString(), ipu::format::summarize(exe).SerializeAsString(),
+                                    data);
+}
+
+void expect_both_refuse(const std::string& bytes, const std::string& fragment) {
+  expect_code(bytes, StatusCode::kDataLoss, fragment);
+  auto owned = std::make_shared<const std::string>(bytes);
+  auto loaded = ipu::format::load_executable({owned, *owned}, "bad.ipuexe");
+  REQUIRE_FALSE(loaded.ok());
+  INFO(loaded.status().message());
+  CHECK(loaded.status().code() == StatusCode::kDataLoss);
+  CHECK(loaded.status().message().find(fragment) != std::string::npos);
+}
+
+TEST_CASE("executable file: initial values outside the data section, or in two places, are refused") {
+  CHECK(parse_executable(frame_with_range(0, 32, false), "ok.ipuexe").ok());
+  expect_both_refuse(frame_with_range(8, 32, false),
+                     "'t0': its initial value at bytes [8, +32) of the data section "
+                     "runs past its 32 bytes");
+  expect_both_refuse(frame_with_range(33, 0, false), "runs past");
+  expect_both_refuse(frame_with_range(~uint64_t{0}, 2, false), "runs past");
+  expect_both_refuse(frame_with_range(1, ~uint64_t{0}, false), "runs past");
+  expect_both_refuse(frame_with_range(0, 32, true),
+                     "'t0' has an initial value both in the message and in the data");
+  expect_both_refuse(frame_with_range(0, 32, false, 2), "holds hyper-parameters");
 }
 
 } // namespace

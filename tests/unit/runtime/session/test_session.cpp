@@ -14,6 +14,7 @@
 #include "runtime/data/dataset.h"
 #include "runtime/data/npy.h"
 #include "runtime/format/executable_file.h"
+#include "runtime/format/verifier.h"
 #include "runtime/session/session.h"
 
 namespace ipu::testing {
@@ -173,6 +174,42 @@ TEST_CASE("session: weights set back from named_weights predict as before traini
   CHECK(refused.code() == StatusCode::kInvalidArgument);
   CHECK(refused.message().find("short: checkpoint has no weight") == 0);
   CHECK(predicted(*s, data) == first);
+}
+
+TEST_CASE("session: an executable run from its mapped file does what one read whole does") {
+  // The mapped session's device starts from the file's data section, and its host copy of the
+  // weights is made only when fit first needs it (after a predict here).
+  auto mapped = format::load_executable_file(std::string(IPUCC_SOURCE_DIR) +
+                                             "/tests/data/golden_executables/mlp_replicated.ipuexe");
+  INFO(mapped.status().message());
+  REQUIRE(mapped.ok());
+  const format::Executable whole = read_golden("mlp_replicated");
+  auto a = session::Session::create(std::move(*mapped), {});
+  auto b = session::Session::create(whole, {});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const data::Dataset data = argmax_data(16);
+  CHECK(predicted(**a, data) == predicted(**b, data));
+  const auto initial = (*a)->named_weights();
+  for (const format::Tensor& t : whole.tensors()) {
+    if (t.role() != format::WEIGHT) continue;
+    CAPTURE(t.name());
+    REQUIRE(initial.count(t.name()) == 1);
+    std::vector<float> want(static_cast<size_t>(format::element_count(t))); // none written: zeros
+    std::memcpy(want.data(), t.initial_value().data(), t.initial_value().size());
+    CHECK(initial.at(t.name()).values == want);
+  }
+  REQUIRE((*a)->fit(data, {}, nullptr, nullptr).ok());
+  REQUIRE((*b)->fit(data, {}, nullptr, nullptr).ok());
+  CHECK(predicted(**a, data) == predicted(**b, data));
+  const auto trained_a = (*a)->named_weights(), trained_b = (*b)->named_weights();
+  REQUIRE(trained_a.size() == trained_b.size());
+  for (const auto& entry : trained_a) {
+    const std::string& name = entry.first;
+    CAPTURE(name);
+    CHECK(entry.second.values == trained_b.at(name).values);
+    CHECK(entry.second.values != initial.at(name).values);
+  }
 }
 
 TEST_CASE("session: data the executable cannot take is refused, naming it") {
