@@ -161,7 +161,7 @@ StatusOr<std::string> DirHandle::read(const std::string& name) const {
   return std::move(whole.bytes);
 }
 
-StatusOr<FileHead> DirHandle::read_head(const std::string& name, uint64_t limit) const {
+StatusOr<std::pair<int, uint64_t>> DirHandle::open_regular(const std::string& name) const {
   if (!is_component(name)) return invalid_argument(path_of(name) + ": not a name inside the cache");
   const std::string path = path_of(name);
   // O_NONBLOCK: a FIFO planted here must not hang the open; regular files ignore it.
@@ -178,8 +178,27 @@ StatusOr<FileHead> DirHandle::read_head(const std::string& name, uint64_t limit)
     if (S_ISDIR(st.st_mode)) return invalid_argument(path + ": is a directory");
     return io_error(path + ": not a regular file");
   }
+  return std::pair{fd, static_cast<uint64_t>(st.st_size)};
+}
+
+StatusOr<FileBytes> DirHandle::map(const std::string& name) const {
+  IPU_ASSIGN_OR_RETURN(const auto opened, open_regular(name));
+  const auto [fd, size] = opened;
+  if (size == 0) {
+    ::close(fd);
+    return FileBytes{};
+  }
+  StatusOr<FileBytes> mapped = map_open_file(fd, static_cast<size_t>(size), path_of(name));
+  ::close(fd);
+  return mapped;
+}
+
+StatusOr<FileHead> DirHandle::read_head(const std::string& name, uint64_t limit) const {
+  IPU_ASSIGN_OR_RETURN(const auto opened, open_regular(name));
+  const auto [fd, size] = opened;
+  const std::string path = path_of(name);
   FileHead head;
-  head.file_size = static_cast<uint64_t>(st.st_size);
+  head.file_size = size;
   head.bytes.reserve(static_cast<size_t>(std::min(head.file_size, limit)));
   char buffer[1 << 16];
   while (head.bytes.size() < limit) {

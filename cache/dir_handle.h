@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cache/file_lock.h"
+#include "runtime/base/file_io.h"
 #include "runtime/base/status.h"
 
 namespace ipu::cache {
@@ -66,6 +67,8 @@ public:
   StatusOr<std::string> read(const std::string& name) const;
   // Its first `limit` bytes (all of it if shorter) and its size, with read's errors.
   StatusOr<FileHead> read_head(const std::string& name, uint64_t limit) const;
+  // The file mapped (map_file), with read's errors.
+  StatusOr<FileBytes> map(const std::string& name) const;
 
   // Whether write_atomic's content must reach the disk before the rename. kSurvivesProcessDeath
   // skips the fsync: readers still see the old content or the new, and a process killed at any
@@ -101,6 +104,8 @@ public:
 
 private:
   DirHandle(int fd, std::string path) : m_fd(fd), m_path(std::move(path)) {}
+  // The regular file `name` opened for reading, and its size; the caller closes it.
+  StatusOr<std::pair<int, uint64_t>> open_regular(const std::string& name) const;
 
   int m_fd = -1;
   std::string m_path;

@@ -500,15 +500,15 @@ StatusOr<LookupResult> LocalStore::load_by_key(const std::string& key_or_prefix,
   if (sha256_hex(*text) != key) return data_loss(stored_path + ": manifest does not hash to its key");
   StatusOr<Manifest> parsed = Manifest::parse(*text);
   if (!parsed.ok()) return data_loss(stored_path + ": " + parsed.status().message());
-  StatusOr<std::string> bytes = shard->read(executable_name(key));
-  if (!bytes.ok()) {
-    if (bytes.status().code() == StatusCode::kNotFound) {
+  StatusOr<FileBytes> executable = shard->map(executable_name(key));
+  if (!executable.ok()) {
+    if (executable.status().code() == StatusCode::kNotFound) {
       return data_loss(result.path + ": executable missing for committed cache entry");
     }
-    return bytes.status();
+    return executable.status();
   }
   result.hit = true;
-  result.executable_bytes = std::move(bytes).value();
+  result.executable = std::move(executable).value();
   result.manifest_text = std::move(text).value();
   if (touch_entry) touch(*shard, executable_name(key), result.warnings);
   return result;

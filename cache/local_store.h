@@ -34,6 +34,7 @@ struct LookupResult {
   std::string key;              // the full key, also when looked up by prefix
   std::string path;             // the .ipuexe path of the entry (set on a miss too)
   std::string executable_bytes; // empty unless hit; its first bytes only when lookup was given a limit
+  FileBytes executable;         // load_by_key's hit: the executable file mapped (executable_bytes empty)
   uint64_t executable_size = 0; // the executable file's size, on a hit
   std::string manifest_text;    // the stored canonical manifest; empty unless hit
   // The executable exists without its manifest: a put in progress in another process, or one
@@ -89,7 +90,8 @@ public:
   // Loads an entry by full key or by a unique prefix of at least 8 lowercase hex characters.
   // Invalid text or an ambiguous prefix is InvalidArgument, no entry is NotFound, an entry whose
   // manifest does not hash to its key or whose executable is missing is DataLoss.
-  // `touch` marks the entry as used (for LRU eviction); inspection commands pass false.
+  // `touch` marks the entry as used (for LRU eviction); inspection commands pass false. The
+  // executable is mapped (LookupResult::executable), not read.
   StatusOr<LookupResult> load_by_key(const std::string& key_or_prefix, bool touch_entry = true);
 
   // Every committed entry (one with a manifest), sorted by key.

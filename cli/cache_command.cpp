@@ -242,7 +242,7 @@ int run_show(const CacheFlags& f, cache::LocalStore& store) {
     return fail(kIpuccTool, found.status(), c == StatusCode::kInvalidArgument ? kExitUsage : kExitIoError);
   }
   auto manifest = cache::Manifest::parse(found->manifest_text);
-  auto exe = format::parse_executable(found->executable_bytes, found->path);
+  auto exe = format::parse_executable(found->executable.bytes, found->path);
   // load_by_key checked that the manifest parses and hashes to the key.
   const Status belongs = !exe.ok() ? exe.status()
                          : !manifest.ok()
@@ -252,7 +252,7 @@ int run_show(const CacheFlags& f, cache::LocalStore& store) {
     nlohmann::json out = document(f);
     out["key"] = found->key;
     out["path"] = found->path;
-    out["bytes"] = found->executable_bytes.size();
+    out["bytes"] = found->executable.bytes.size();
     out["manifest"] = manifest.ok() ? nlohmann::json(manifest->entries()) : nlohmann::json();
     if (exe.ok()) {
       out["executable"] = {{"model_name", exe->model_name()},
@@ -318,7 +318,7 @@ int run_verify(const CacheFlags& f, cache::LocalStore& store) {
       if (!found.ok()) {
         problem = found.status().message();
       } else {
-        auto parsed = format::parse_executable(found->executable_bytes, found->path);
+        auto parsed = format::parse_executable(found->executable.bytes, found->path);
         auto manifest = cache::Manifest::parse(found->manifest_text);
         const Status belongs = !parsed.ok() ? parsed.status()
                                : !manifest.ok()

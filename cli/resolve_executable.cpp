@@ -2,8 +2,6 @@
 
 #include <sys/stat.h>
 
-#include <memory>
-
 #include "cache/cache_dir.h"
 #include "cache/local_store.h"
 #include "cache/manifest.h"
@@ -51,8 +49,7 @@ StatusOr<ResolvedExecutable> resolve_executable(const std::string& name, const s
   ResolvedExecutable cached;
   cached.origin = "cache entry " + entry->key;
   cached.key = entry->key;
-  auto bytes = std::make_shared<const std::string>(std::move(entry->executable_bytes));
-  IPU_ASSIGN_OR_RETURN(cached.loaded, format::load_executable(FileBytes{bytes, *bytes}, cached.origin));
+  IPU_ASSIGN_OR_RETURN(cached.loaded, format::load_executable(std::move(entry->executable), cached.origin));
   // load_by_key checked that the manifest hashes to the key; the executable must belong to it.
   IPU_ASSIGN_OR_RETURN(cache::Manifest manifest, cache::Manifest::parse(entry->manifest_text));
   Status belongs =

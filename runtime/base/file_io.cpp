@@ -68,12 +68,15 @@ StatusOr<FileBytes> map_file(const std::string& path) {
     auto owned = std::make_shared<const std::string>(std::move(content));
     return FileBytes{owned, *owned};
   }
-  const auto size = static_cast<size_t>(st.st_size);
+  StatusOr<FileBytes> mapped = map_open_file(fd, static_cast<size_t>(st.st_size), path);
+  ::close(fd);
+  return mapped;
+}
+
+StatusOr<FileBytes> map_open_file(int fd, size_t size, const std::string& path) {
   // MAP_POPULATE: one call maps every page the page cache holds, rather than a fault per page.
   void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  const int err = errno;
-  ::close(fd);
-  if (mapped == MAP_FAILED) return errno_status("cannot map", path, err);
+  if (mapped == MAP_FAILED) return errno_status("cannot map", path, errno);
   std::shared_ptr<const void> owner(mapped, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
   return FileBytes{owner, std::string_view(static_cast<const char*>(mapped), size)};
 }

@@ -21,6 +21,9 @@ struct FileBytes {
   std::string_view bytes;
 };
 StatusOr<FileBytes> map_file(const std::string& path);
+// Maps `size` (> 0) bytes of the open regular file `fd`, which the caller still closes; `path` names
+// it in errors.
+StatusOr<FileBytes> map_open_file(int fd, size_t size, const std::string& path);
 
 // Writes to a temporary file in the same directory, fsyncs it and renames it over `path`, so a
 // reader sees either the old content or the new one, never a partial file. On failure nothing is

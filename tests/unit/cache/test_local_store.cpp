@@ -304,7 +304,7 @@ TEST_CASE("local store load by key and prefix") {
     REQUIRE(result.ok());
     CHECK(result->hit);
     CHECK(result->key == key);
-    CHECK(result->executable_bytes == kBytes);
+    CHECK(result->executable.bytes == kBytes);
     CHECK(result->manifest_text == m.canonical_text());
   }
   SUBCASE("unique prefix") {
@@ -312,7 +312,7 @@ TEST_CASE("local store load by key and prefix") {
       auto result = store.load_by_key(key.substr(0, length));
       REQUIRE(result.ok());
       CHECK(result->key == key);
-      CHECK(result->executable_bytes == kBytes);
+      CHECK(result->executable.bytes == kBytes);
       CHECK(result->manifest_text == m.canonical_text());
     }
   }
