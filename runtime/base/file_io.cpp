@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace ipu {
 namespace {
@@ -19,58 +20,65 @@ Status errno_status(const std::string& what, const std::string& path, int err) {
   return io_error(message);
 }
 
+// A file opened for reading (read_file's errors), closed with its holder.
+class OpenFile {
+public:
+  static StatusOr<OpenFile> open(const std::string& path) {
+    OpenFile file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (file.m_fd < 0) return errno_status("cannot open", path, errno);
+    if (::fstat(file.m_fd, &file.m_stat) != 0) return errno_status("cannot stat", path, errno);
+    if (S_ISDIR(file.m_stat.st_mode)) return invalid_argument(path + ": is a directory");
+    return file;
+  }
+  OpenFile(OpenFile&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)), m_stat(other.m_stat) {}
+  OpenFile& operator=(OpenFile&&) = delete;
+  ~OpenFile() {
+    if (m_fd >= 0) ::close(m_fd);
+  }
+
+  int fd() const { return m_fd; }
+  const struct stat& stat() const { return m_stat; }
+
+  // Everything from the current position to the end (a FIFO's until its writer closes it).
+  StatusOr<std::string> read_all(const std::string& path) const {
+    std::string content;
+    content.reserve(static_cast<size_t>(m_stat.st_size));
+    char buffer[1 << 16];
+    while (true) {
+      ssize_t n = ::read(m_fd, buffer, sizeof buffer);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno_status("cannot read", path, errno);
+      }
+      if (n == 0) break;
+      content.append(buffer, static_cast<size_t>(n));
+    }
+    return content;
+  }
+
+private:
+  explicit OpenFile(int fd) : m_fd(fd) {}
+
+  int m_fd = -1;
+  struct stat m_stat {};
+};
+
 } // namespace
 
 StatusOr<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("cannot open", path, errno);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return errno_status("cannot stat", path, err);
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument(path + ": is a directory");
-  }
-  std::string content;
-  content.reserve(static_cast<size_t>(st.st_size));
-  char buffer[1 << 16];
-  while (true) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return errno_status("cannot read", path, err);
-    }
-    if (n == 0) break;
-    content.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return content;
+  IPU_ASSIGN_OR_RETURN(const OpenFile file, OpenFile::open(path));
+  return file.read_all(path);
 }
 
 StatusOr<FileBytes> map_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("cannot open", path, errno);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return errno_status("cannot stat", path, err);
-  }
+  IPU_ASSIGN_OR_RETURN(const OpenFile file, OpenFile::open(path));
   // An empty file cannot be mapped, nor can a FIFO: read those.
-  if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-    ::close(fd);
-    IPU_ASSIGN_OR_RETURN(std::string content, read_file(path));
+  if (!S_ISREG(file.stat().st_mode) || file.stat().st_size == 0) {
+    IPU_ASSIGN_OR_RETURN(std::string content, file.read_all(path));
     auto owned = std::make_shared<const std::string>(std::move(content));
     return FileBytes{owned, *owned};
   }
-  StatusOr<FileBytes> mapped = map_open_file(fd, static_cast<size_t>(st.st_size), path);
-  ::close(fd);
-  return mapped;
+  return map_open_file(file.fd(), static_cast<size_t>(file.stat().st_size), path);
 }
 
 StatusOr<FileBytes> map_open_file(int fd, size_t size, const std::string& path) {
