@@ -23,7 +23,7 @@ std::string golden(const std::string& file) {
 
 // The executable `name`, as a run loads it (initial values left in the mapped file) or with every
 // initial value read into the message.
-ipu::StatusOr<ipu::format::LoadedExecutable> load(const std::string& name, bool mapped) {
+ipu::StatusOr<ipu::format::LoadedExecutable> load_golden(const std::string& name, bool mapped) {
   const std::string path = golden(name + ".ipuexe");
   if (mapped) return ipu::format::load_executable_file(path);
   IPU_ASSIGN_OR_RETURN(ipu::format::Executable exe, ipu::format::read_executable_file(path));
@@ -35,7 +35,7 @@ TEST_CASE("golden executables load and predict what they predicted when written"
     for (const bool mapped : {true, false}) {
       CAPTURE(name);
       CAPTURE(mapped);
-      auto exe = load(name, mapped);
+      auto exe = load_golden(name, mapped);
       if (ipu::format::kFormatVersion != kGoldenFormatVersion) {
         REQUIRE_FALSE(exe.ok());
         CHECK(exe.status().code() == ipu::StatusCode::kFailedPrecondition);
