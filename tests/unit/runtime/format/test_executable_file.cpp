@@ -5,11 +5,9 @@
 // read), never accepted or crashed on.
 #include <doctest/doctest.h>
 #include <google/protobuf/util/message_differencer.h>
-#include <stdlib.h>
 #include <zstd.h>
 
 #include <cstring>
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -17,6 +15,7 @@
 #include "runtime/base/sha256.h"
 #include "runtime/format/executable_file.h"
 #include "runtime/format/executable_summary.h"
+#include "tests/unit/test_temp_dir.h"
 
 namespace {
 
@@ -28,6 +27,7 @@ using ipu::format::kMaxPayloadBytes;
 using ipu::format::kMaxSummaryBytes;
 using ipu::format::parse_executable;
 using ipu::format::serialize_executable;
+using ipu::testing::TempDir;
 
 // Header offsets from executable_file.cpp (docs/executable_format.md).
 constexpr size_t kVersionOffset = 8;
@@ -240,17 +240,15 @@ TEST_CASE("executable file: an empty executable (no payload at all) is refused")
 }
 
 TEST_CASE("executable file: write then read through the file system") {
-  std::string dir = (std::filesystem::temp_directory_path() / "ipu_exe_test_XXXXXX").string();
-  REQUIRE(mkdtemp(dir.data()) != nullptr);
-  const std::string path = dir + "/model.ipuexe";
+  const TempDir dir;
+  const std::string path = dir.file("model.ipuexe");
   const Executable exe = sample_executable();
   REQUIRE(ipu::format::write_executable_file(path, exe).ok());
   auto read = ipu::format::read_executable_file(path);
   REQUIRE(read.ok());
   CHECK(google::protobuf::util::MessageDifferencer::Equals(exe, *read));
-  auto missing = ipu::format::read_executable_file(dir + "/missing.ipuexe");
+  auto missing = ipu::format::read_executable_file(dir.file("missing.ipuexe"));
   CHECK(missing.status().code() == StatusCode::kNotFound);
-  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("executable file: shorter than the header") {
@@ -515,9 +513,8 @@ TEST_CASE("executable file: a run's load leaves the initial values in the data s
 }
 
 TEST_CASE("executable file: load_executable_file maps what read_executable_file reads") {
-  std::string dir = (std::filesystem::temp_directory_path() / "ipu_exe_test_XXXXXX").string();
-  REQUIRE(mkdtemp(dir.data()) != nullptr);
-  const std::string path = dir + "/model.ipuexe";
+  const TempDir dir;
+  const std::string path = dir.file("model.ipuexe");
   const Executable exe = sample_executable();
   REQUIRE(ipu::format::write_executable_file(path, exe).ok());
   auto loaded = ipu::format::load_executable_file(path);
@@ -532,8 +529,8 @@ TEST_CASE("executable file: load_executable_file maps what read_executable_file 
   REQUIRE_FALSE(edited.ok());
   CHECK(edited.status().code() == StatusCode::kDataLoss);
   CHECK(edited.status().message().find(path + ": checksum mismatch") != std::string::npos);
-  CHECK(ipu::format::load_executable_file(dir + "/missing.ipuexe").status().code() == StatusCode::kNotFound);
-  std::filesystem::remove_all(dir);
+  CHECK(ipu::format::load_executable_file(dir.file("missing.ipuexe")).status().code() ==
+        StatusCode::kNotFound);
 }
 
 // A frame by hand whose tensor `tensor` (the weight, or 2: the hyper-parameters) has its initial
