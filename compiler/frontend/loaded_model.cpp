@@ -6,7 +6,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "compiler/frontend/json_nesting.h"
@@ -80,13 +82,46 @@ StatusOr<std::map<std::string, std::string>> onnx_weights(const onnx::ModelProto
   return weights;
 }
 
-// Names and values with their lengths, so no two different maps hash alike.
-std::string weights_digest(const std::map<std::string, std::string>& weights) {
-  std::string text;
-  for (const auto& [name, value] : weights) {
-    text += std::to_string(name.size()) + ":" + name + std::to_string(value.size()) + ":" + value;
+// Names and values with their lengths, in name order, so no two different sets hash alike. The
+// weights are hashed where the model holds them, never copied: a large model's values would
+// otherwise be written into fresh memory twice before a cache hit could use any of them.
+class WeightsDigest {
+public:
+  void add(std::string_view name, std::string_view value) {
+    m_hash.update(std::to_string(name.size()) + ":");
+    m_hash.update(name);
+    m_hash.update(std::to_string(value.size()) + ":");
+    m_hash.update(value);
   }
-  return sha256_hex(text);
+  std::string hex() {
+    const std::array<uint8_t, 32> digest = m_hash.finish();
+    return to_hex(digest.data(), digest.size());
+  }
+
+private:
+  Sha256 m_hash;
+};
+
+std::string no_weights_digest() {
+  return WeightsDigest().hex();
+}
+
+// The digest of onnx_weights(model, path), or its error.
+StatusOr<std::string> onnx_weights_digest(const onnx::ModelProto& model, const std::string& path) {
+  std::map<std::string_view, const onnx::TensorProto*>
+      by_name; // the last of two alike names, as onnx_weights
+  for (const auto& init : model.graph().initializer()) {
+    if (init.data_type() == onnx::TensorProto::FLOAT) by_name[init.name()] = &init;
+  }
+  WeightsDigest digest;
+  std::string scratch;
+  for (const auto& [name, init] : by_name) {
+    IPU_ASSIGN_OR_RETURN(
+        const std::string_view value,
+        data::view_tensor_proto_data(*init, path + ": initializer '" + init->name() + "'", scratch));
+    digest.add(name, value);
+  }
+  return digest.hex();
 }
 
 ModelTraining onnx_training() {
@@ -107,28 +142,34 @@ LoadedModel::~LoadedModel() = default;
 
 LoadedModel LoadedModel::parse(std::string_view text, const std::string& path) {
   LoadedModel model(path, looks_like_onnx(text, path));
-  // Bytes that parse as neither format are keyed whole, unless a branch below finds a model.
-  model.m_fingerprint = {sha256_hex(text), weights_digest({})};
+  // Bytes that parse as neither format are keyed whole.
+  const auto key_whole_text = [&] { model.m_fingerprint = {sha256_hex(text), no_weights_digest()}; };
   if (model.m_is_onnx) {
     auto proto = std::make_unique<onnx::ModelProto>();
     Status parsed = parse_onnx_model(text, path, *proto);
     if (!parsed.ok()) {
       model.m_spec = parsed; // forward_graph reports it
+      key_whole_text();
       return model;
     }
-    auto weights = onnx_weights(*proto, path);
-    if (weights.ok()) model.m_fingerprint = {sha256_hex(structure_bytes(*proto)), weights_digest(*weights)};
+    StatusOr<std::string> weights = onnx_weights_digest(*proto, path);
+    if (weights.ok()) {
+      model.m_fingerprint = {sha256_hex(structure_bytes(*proto)), std::move(*weights)};
+    } else {
+      key_whole_text();
+    }
     model.m_onnx = std::move(proto);
     return model;
   }
   if (json_nesting_depth(text) <= kMaxJsonNesting) {
     const nlohmann::json document = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!document.is_discarded()) {
-      model.m_fingerprint.structure_sha256 = sha256_hex(document.dump());
+      model.m_fingerprint = {sha256_hex(document.dump()), no_weights_digest()};
       model.m_spec = parse_graph_spec(document, path);
       return model;
     }
   }
+  key_whole_text();
   model.m_spec = parse_graph_spec(text, path); // not JSON: parsing the text again says where and why
   return model;
 }

@@ -82,13 +82,11 @@ void copy_typed_data(const TensorProto& t, const std::string& dtype, std::string
   }
 }
 
-} // namespace
-
-StatusOr<NpyArray> decode_tensor_proto(const TensorProto& t, const std::string& where) {
+// The dtype and shape of `t`, and its element count, if its values can be decoded.
+StatusOr<uint64_t> decode_header(const TensorProto& t, const std::string& where, NpyArray& array) {
   if (t.data_location() == TensorProto::EXTERNAL) {
     return unsupported(where + ": tensors with external data are not supported");
   }
-  NpyArray array;
   array.dtype = dtype_of(t.data_type());
   if (array.dtype.empty()) {
     return unsupported(where + ": element type " + TensorProto::DataType_Name(t.data_type()) + " (" +
@@ -106,16 +104,42 @@ StatusOr<NpyArray> decode_tensor_proto(const TensorProto& t, const std::string& 
     array.shape.push_back(d);
   }
   if (t.dims().empty()) elements = 1; // a scalar
-  if (t.has_raw_data()) {
-    array.data = t.raw_data();
-  } else {
-    copy_typed_data(t, array.dtype, array.data);
+  return elements;
+}
+
+// The values of `t` (described by `array`'s dtype), in `scratch` unless they are its raw_data.
+StatusOr<std::string_view> decode_data(const TensorProto& t, const std::string& where, const NpyArray& array,
+                                       uint64_t elements, std::string& scratch) {
+  std::string_view data = t.raw_data();
+  if (!t.has_raw_data()) {
+    copy_typed_data(t, array.dtype, scratch);
+    data = scratch;
   }
-  if (array.data.size() != elements * itemsize) {
-    return data_loss(where + ": holds " + std::to_string(array.data.size() / itemsize) +
-                     " values, its dims need " + std::to_string(elements));
+  const uint64_t itemsize = npy_itemsize(array.dtype);
+  if (data.size() != elements * itemsize) {
+    return data_loss(where + ": holds " + std::to_string(data.size() / itemsize) + " values, its dims need " +
+                     std::to_string(elements));
   }
+  return data;
+}
+
+} // namespace
+
+StatusOr<NpyArray> decode_tensor_proto(const TensorProto& t, const std::string& where) {
+  NpyArray array;
+  IPU_ASSIGN_OR_RETURN(const uint64_t elements, decode_header(t, where, array));
+  std::string typed;
+  IPU_ASSIGN_OR_RETURN(const std::string_view data, decode_data(t, where, array, elements, typed));
+  array.data = t.has_raw_data() ? std::string(data) : std::move(typed);
   return array;
+}
+
+StatusOr<std::string_view> view_tensor_proto_data(const TensorProto& t, const std::string& where,
+                                                  std::string& scratch) {
+  NpyArray header;
+  IPU_ASSIGN_OR_RETURN(const uint64_t elements, decode_header(t, where, header));
+  scratch.clear();
+  return decode_data(t, where, header, elements, scratch);
 }
 
 StatusOr<NpyArray> parse_tensor_proto(std::string_view bytes, const std::string& where) {

@@ -23,6 +23,11 @@ inline constexpr uint64_t kMaxTensorProtoBytes = uint64_t{1} << 30;
 // does not match the dims), InvalidArgument (negative or too large dims).
 StatusOr<NpyArray> decode_tensor_proto(const onnx::TensorProto& tensor, const std::string& where);
 
+// decode_tensor_proto's value without its copy: a view of the tensor's raw_data (valid while the
+// tensor is), or of `scratch`, which then holds the typed field's values. The same errors.
+StatusOr<std::string_view> view_tensor_proto_data(const onnx::TensorProto& tensor, const std::string& where,
+                                                  std::string& scratch);
+
 // Parses and decodes a serialized TensorProto (a `.pb` file).
 StatusOr<NpyArray> parse_tensor_proto(std::string_view bytes, const std::string& where);
 StatusOr<NpyArray> read_tensor_proto_file(const std::string& path);

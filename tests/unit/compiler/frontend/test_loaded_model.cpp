@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/frontend/loaded_model.h"
+#include "runtime/base/sha256.h"
 #include "tests/unit/compiler/onnx_builder.h"
 
 namespace ipu::testing {
@@ -75,6 +76,23 @@ TEST_CASE("ONNX fingerprint: weight values change the weights digest only") {
     const auto r = fingerprint_model(raw.bytes(), "a.onnx");
     CHECK(r.structure_sha256 == a.structure_sha256);
     CHECK(r.weights_sha256 == a.weights_sha256);
+  }
+  SUBCASE("the digest is of LoadedModel::weights(): each name and value after its length") {
+    // Executables record this digest (docs/cache.md): its definition cannot change under them.
+    auto weights = model_weights(gemm(0.0f).bytes(), "a.onnx");
+    REQUIRE(weights.ok());
+    std::string text;
+    for (const auto& [name, value] : *weights)
+      text += std::to_string(name.size()) + ":" + name + std::to_string(value.size()) + ":" + value;
+    CHECK(a.weights_sha256 == sha256_hex(text));
+  }
+  SUBCASE("a weight whose values do not fill its dims keys the whole file") {
+    OnnxBuilder short_weight = gemm(0.0f);
+    short_weight.model().mutable_graph()->mutable_initializer(0)->mutable_float_data()->RemoveLast();
+    const std::string bytes = short_weight.bytes();
+    const auto whole = fingerprint_model(bytes, "a.onnx");
+    CHECK(whole.structure_sha256 == sha256_hex(bytes));
+    CHECK(whole.weights_sha256 == sha256_hex(""));
   }
   SUBCASE("shapes, names, attributes and integer initializers are structure") {
     CHECK(fingerprint_model(gemm(0.0f, 5).bytes(), "a.onnx").structure_sha256 != a.structure_sha256);

@@ -13,6 +13,7 @@ namespace {
 using ipu::StatusCode;
 using ipu::data::decode_tensor_proto;
 using ipu::data::parse_tensor_proto;
+using ipu::data::view_tensor_proto_data;
 using onnx::TensorProto;
 
 template <typename T> std::vector<T> values_of(const ipu::data::NpyArray& a) {
@@ -98,6 +99,33 @@ TEST_CASE("bad tensors are errors naming the tensor") {
   CHECK(decode_tensor_proto(huge, "t").status().code() == StatusCode::kInvalidArgument);
 
   CHECK(parse_tensor_proto("\xff\xff\xff", "x.pb").status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("view_tensor_proto_data views raw_data in place and decodes typed fields into scratch") {
+  TensorProto raw;
+  raw.set_data_type(TensorProto::FLOAT);
+  raw.add_dims(2);
+  raw.set_raw_data(std::string("\0\0\xc0\x3f\0\0\0\xc0", 8));
+  std::string scratch = "left over";
+  auto in_place = view_tensor_proto_data(raw, "t", scratch);
+  REQUIRE(in_place.ok());
+  CHECK(in_place->data() == raw.raw_data().data());
+  CHECK(*in_place == decode_tensor_proto(raw, "t")->data);
+
+  TensorProto typed;
+  typed.set_data_type(TensorProto::FLOAT);
+  typed.add_dims(2);
+  typed.add_float_data(1.5f);
+  typed.add_float_data(-2.0f);
+  auto decoded = view_tensor_proto_data(typed, "t", scratch);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->data() == scratch.data());
+  CHECK(*decoded == in_place.value());
+
+  typed.add_dims(3);
+  auto short_data = view_tensor_proto_data(typed, "model.onnx: initializer 'w'", scratch);
+  REQUIRE_FALSE(short_data.ok());
+  CHECK(short_data.status().message() == "model.onnx: initializer 'w': holds 2 values, its dims need 6");
 }
 
 TEST_CASE("serialize_tensor_proto round-trips through parse_tensor_proto") {
