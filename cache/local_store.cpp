@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
+#include <utility>
 
 #include "cache/cache_stats.h"
 #include "runtime/base/sha256.h"
@@ -77,6 +79,18 @@ void touch(const DirHandle& shard, const std::string& name, std::vector<std::str
   const int err = shard.touch(name);
   if (err == 0 || err == EACCES || err == EPERM || err == EROFS) return;
   warnings.push_back(shard.path_of(name) + ": cannot update modification time: " + std::strerror(err));
+}
+
+// An entry's executable and its file's size: mapped whole, or with a `limit`, its first bytes read.
+StatusOr<std::pair<FileBytes, uint64_t>> read_executable(const DirHandle& shard, const std::string& name,
+                                                         uint64_t limit) {
+  if (limit == UINT64_MAX) {
+    IPU_ASSIGN_OR_RETURN(FileBytes whole, shard.map(name));
+    const uint64_t size = whole.bytes.size();
+    return std::pair{std::move(whole), size};
+  }
+  IPU_ASSIGN_OR_RETURN(FileHead head, shard.read_head(name, limit));
+  return std::pair{FileBytes::owning(std::move(head.bytes)), head.file_size};
 }
 
 } // namespace
@@ -159,14 +173,13 @@ StatusOr<LookupResult> LocalStore::lookup(const Manifest& manifest, uint64_t exe
                               detail + " (treated as a cache miss)");
     return result;
   }
-  StatusOr<FileHead> head = shard->read_head(executable_name(result.key), executable_limit);
-  if (!head.ok()) {
-    result.warnings.push_back(head.status().message() + " (treated as a cache miss)");
+  auto executable = read_executable(*shard, executable_name(result.key), executable_limit);
+  if (!executable.ok()) {
+    result.warnings.push_back(executable.status().message() + " (treated as a cache miss)");
     return result;
   }
   result.hit = true;
-  result.executable_bytes = std::move(head->bytes);
-  result.executable_size = head->file_size;
+  std::tie(result.executable, result.executable_size) = std::move(executable).value();
   result.manifest_text = std::move(stored).value();
   touch(*shard, executable_name(result.key), result.warnings);
   return result;

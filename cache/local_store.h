@@ -31,10 +31,10 @@ namespace ipu::cache {
 
 struct LookupResult {
   bool hit = false;
-  std::string key;              // the full key, also when looked up by prefix
-  std::string path;             // the .ipuexe path of the entry (set on a miss too)
-  std::string executable_bytes; // empty unless hit; its first bytes only when lookup was given a limit
-  FileBytes executable;         // load_by_key's hit: the executable file mapped (executable_bytes empty)
+  std::string key;  // the full key, also when looked up by prefix
+  std::string path; // the .ipuexe path of the entry (set on a miss too)
+  // Empty unless hit: the executable file mapped, or its first bytes when lookup was given a limit.
+  FileBytes executable;
   uint64_t executable_size = 0; // the executable file's size, on a hit
   std::string manifest_text;    // the stored canonical manifest; empty unless hit
   // The executable exists without its manifest: a put in progress in another process, or one
@@ -77,9 +77,9 @@ public:
 
   // A hit only if the stored manifest equals manifest.canonical_text() exactly and the executable
   // is readable. Anything inconsistent is a miss with a warning, never an error: a damaged cache
-  // must not stop a compile. Touches the executable's mtime on a hit (for LRU eviction). Reads the
-  // executable's first `executable_limit` bytes at most: a hit that needs only the executable's
-  // summary reads a few kilobytes of it.
+  // must not stop a compile. Touches the executable's mtime on a hit (for LRU eviction). Maps the
+  // executable, or with an `executable_limit` reads its first bytes only: a hit that needs only the
+  // executable's summary reads a few kilobytes of it.
   StatusOr<LookupResult> lookup(const Manifest& manifest, uint64_t executable_limit = UINT64_MAX);
 
   // Stores `executable_bytes` under manifest.key(): executable first, manifest last, each written

@@ -253,7 +253,7 @@ int run_compile(const CompileCommandFlags& flags) {
   print_ir_after_passes(flags, compiled->passes);
   if (flags.dump_ir) std::printf("%s", compiled->ir_text.c_str());
   if (!flags.output.empty()) {
-    Status written = write_output_file(flags.output, compiled->bytes);
+    Status written = write_output_file(flags.output, compiled->framed.bytes);
     if (!written.ok()) return failed(written, kExitIoError);
   }
   if (!flags.report.empty()) {
@@ -263,13 +263,13 @@ int run_compile(const CompileCommandFlags& flags) {
     if (!written.ok()) return failed(written, kExitIoError);
   }
   if (!flags.trace.empty()) {
-    StatusOr<nlohmann::json> trace = estimated_trace(compiled->executable);
+    StatusOr<nlohmann::json> trace = estimated_trace(compiled->loaded.executable);
     if (!trace.ok()) return failed(trace.status(), kExitBadExecutable);
     Status written = write_output_file(flags.trace, trace->dump() + "\n");
     if (!written.ok()) return failed(written, kExitIoError);
   }
 
-  if (flags.dump_plan) print_plan(compiled->executable);
+  if (flags.dump_plan) print_plan(compiled->loaded.executable);
   if (flags.json) {
     std::printf("%s\n", compile_json(flags, *compiled).dump(2).c_str());
   } else {

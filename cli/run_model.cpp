@@ -21,7 +21,7 @@ StatusOr<ResolvedExecutable> executable_for_model(const std::string& model, cons
   IPU_ASSIGN_OR_RETURN(compile_cache::CachedCompile compiled,
                        compile_cache::compile_through_cache(request, warn));
   ResolvedExecutable resolved;
-  resolved.loaded.executable = std::move(compiled.executable);
+  resolved.loaded = std::move(compiled.loaded);
   resolved.origin = model;
   resolved.key = compiled.key;
   resolved.cache = compiled.outcome;

@@ -106,11 +106,12 @@ private:
       found = m_store.lookup(m_manifest);
       if (!found.ok() || !found->hit) return false;
     }
-    auto parsed = format::parse_executable(found->executable_bytes, found->path);
-    const Status usable = parsed.ok() ? check_cache_entry(*parsed, m_manifest, found->path) : parsed.status();
+    auto loaded = format::load_executable(found->executable, found->path);
+    const Status usable =
+        loaded.ok() ? check_cache_entry(loaded->executable, m_manifest, found->path) : loaded.status();
     if (usable.ok()) {
-      out.bytes = std::move(found->executable_bytes);
-      out.executable = std::move(*parsed);
+      out.framed = std::move(found->executable);
+      out.loaded = std::move(*loaded);
       return true;
     }
     Status moved = m_store.quarantine(m_key);
@@ -125,7 +126,7 @@ private:
 
   // A hit from the header and summary alone: sound, recorded for this key, and serving as it is.
   bool serve_summary(const cache::LookupResult& found, CachedCompile& out) const {
-    const std::string_view head = found.executable_bytes;
+    const std::string_view head = found.executable.bytes;
     StatusOr<uint64_t> end = format::executable_summary_end(head, found.executable_size, found.path);
     if (!end.ok() || *end > head.size()) return false;
     StatusOr<format::ExecutableSummary> summary =
@@ -168,34 +169,44 @@ void set_recorded_weights(format::Executable& exe, const std::string& digest) {
   entry->set_value(digest);
 }
 
+// Frames what `out` holds after a change to it.
+void reframe(CachedCompile& out) {
+  out.framed =
+      FileBytes::owning(format::serialize_executable(out.loaded.executable, out.loaded.initial_data));
+}
+
 // The hyper-parameters and learning-rate schedule are not keyed: a hit compiled with other values
 // gets this compile's as its defaults, as if compiled with them (docs/cache.md).
 void use_run_time_defaults(CachedCompile& out, const frontend::LoadedModel& model,
                            const compiler::CompileOptions& options) {
   const std::optional<compiler::RunTimeDefaults> defaults = compiler::run_time_defaults(model, options);
   if (!defaults) return;
-  if (format::hyper_parameter_defaults(out.executable) == defaults->values &&
-      out.executable.learning_rate_schedule() == defaults->learning_rate_schedule) {
+  format::Executable& exe = out.loaded.executable;
+  if (format::hyper_parameter_defaults(exe) == defaults->values &&
+      exe.learning_rate_schedule() == defaults->learning_rate_schedule) {
     return;
   }
-  format::set_hyper_parameter_defaults(out.executable, defaults->values);
-  out.executable.set_learning_rate_schedule(defaults->learning_rate_schedule);
-  out.bytes = format::serialize_executable(out.executable);
+  format::set_hyper_parameter_defaults(exe, defaults->values);
+  exe.set_learning_rate_schedule(defaults->learning_rate_schedule);
+  reframe(out);
 }
 
-// Gives every weight of `exe` the initial value the model holds for it. The structures match
-// (equal keys), so each weight has a value of its size; anything else is reported, never run.
-Status use_model_weights(format::Executable& exe, const frontend::LoadedModel& model) {
+// Gives every weight of `loaded` the initial value the model holds for it, in the message. The
+// structures match (equal keys), so each weight has a value of its size; anything else is
+// reported, never run.
+Status use_model_weights(format::LoadedExecutable& loaded, const frontend::LoadedModel& model) {
   const std::string& model_path = model.path();
   IPU_ASSIGN_OR_RETURN(auto weights, model.weights());
-  for (auto& tensor : *exe.mutable_tensors()) {
-    if (tensor.role() != format::WEIGHT || tensor.initial_value().empty()) continue;
+  for (auto& tensor : *loaded.executable.mutable_tensors()) {
+    const std::string_view held = loaded.initial_data.of(tensor);
+    if (tensor.role() != format::WEIGHT || held.empty()) continue;
     auto value = weights.find(tensor.name());
-    if (value == weights.end() || value->second.size() != tensor.initial_value().size()) {
+    if (value == weights.end() || value->second.size() != held.size()) {
       return data_loss(model_path + ": weight '" + tensor.name() +
-                       "' of the cached executable has no value of " +
-                       std::to_string(tensor.initial_value().size()) + " bytes in the model");
+                       "' of the cached executable has no value of " + std::to_string(held.size()) +
+                       " bytes in the model");
     }
+    tensor.clear_initial_data();
     tensor.set_initial_value(value->second);
   }
   return Status();
@@ -211,7 +222,7 @@ public:
   RemoteSession(cache::RemoteStore remote, bool read_only, const WarningSink& warn)
       : m_remote(std::move(remote)), m_read_only(read_only), m_warn(warn) {}
 
-  // The remote entry of `manifest`, verified, into out.bytes / out.executable.
+  // The remote entry of `manifest`, verified, into out.framed / out.loaded.
   bool try_hit(const cache::Manifest& manifest, CachedCompile& out, cache::CacheStats& delta) {
     const std::string key = manifest.key();
     auto fetched = m_remote.fetch(key);
@@ -229,14 +240,14 @@ public:
       rejected(checked.status().message(), delta);
       return false;
     }
-    out.bytes = std::move(fetched->executable_bytes);
-    out.executable = std::move(*checked);
+    out.framed = FileBytes::owning(std::move(fetched->executable_bytes));
+    out.loaded.executable = std::move(*checked);
     delta.remote_hits += 1;
     return true;
   }
 
   // Uploads a compiled entry unless read-only or the remote cache already failed.
-  void upload(const cache::Manifest& manifest, const std::string& bytes, cache::CacheStats& delta) {
+  void upload(const cache::Manifest& manifest, std::string_view bytes, cache::CacheStats& delta) {
     if (m_read_only || m_failed) return;
     Status put = m_remote.put(manifest.key(), manifest.canonical_text(), bytes);
     if (!put.ok()) failed(put, delta);
@@ -288,7 +299,7 @@ struct CacheLookup {
   bool in_local_cache = false;
 };
 
-// The local cache, then the remote one: a found entry goes into out.bytes / out.executable.
+// The local cache, then the remote one: a found entry goes into out.framed / out.loaded.
 CacheLookup look_up(const CachedCompileRequest& request, const cache::Manifest& manifest,
                     cache::LocalStore& store, CacheSession& session, std::optional<RemoteSession>& remote,
                     CachedCompile& out) {
@@ -298,7 +309,7 @@ CacheLookup look_up(const CachedCompileRequest& request, const cache::Manifest& 
   if (!found.hit && remote) {
     found.remote_hit = remote->try_hit(manifest, out, session.delta());
     if (found.remote_hit && session.writable()) {
-      Status put = store.put(manifest, out.bytes, request.options.model_path);
+      Status put = store.put(manifest, out.framed.bytes, request.options.model_path);
       if (put.ok()) {
         found.in_local_cache = true;
       } else {
@@ -317,19 +328,19 @@ bool serve_from_cache(const CacheLookup& found, const frontend::LoadedModel& mod
                       cache::LocalStore& store, CacheSession& session, const WarningSink& warn,
                       CachedCompile& out) {
   bool hit = found.hit, remote_hit = found.remote_hit;
-  if ((hit || remote_hit) && !out.bytes.empty() &&
-      recorded_weights(out.executable.manifest()) != weights_sha256) {
+  if ((hit || remote_hit) && !out.framed.bytes.empty() &&
+      recorded_weights(out.loaded.executable.manifest()) != weights_sha256) {
     // The entry was compiled from a model with the same structure and other weight values.
-    Status swapped = use_model_weights(out.executable, model);
+    Status swapped = use_model_weights(out.loaded, model);
     if (swapped.ok()) {
-      set_recorded_weights(out.executable, weights_sha256);
-      out.bytes = format::serialize_executable(out.executable);
+      set_recorded_weights(out.loaded.executable, weights_sha256);
+      reframe(out);
     } else {
       warn(swapped.message() + "; recompiling");
       hit = remote_hit = false;
     }
   }
-  if ((hit || remote_hit) && !out.bytes.empty()) use_run_time_defaults(out, model, options);
+  if ((hit || remote_hit) && !out.framed.bytes.empty()) use_run_time_defaults(out, model, options);
   if (hit || remote_hit) {
     out.outcome = hit ? CacheOutcome::kHit : CacheOutcome::kRemoteHit;
     session.delta().hits = hit ? 1 : 0;
@@ -362,19 +373,20 @@ Status compile_for_cache(const CachedCompileRequest& request, frontend::LoadedMo
     return attempt.status();
   }
   compiler::CompileResult compiled = std::move(*attempt);
-  out.executable = std::move(compiled.executable);
+  out.loaded.executable = std::move(compiled.executable);
+  format::Executable& exe = out.loaded.executable;
   for (const auto& [name, value] : manifest.entries()) {
-    auto* entry = out.executable.add_manifest();
+    auto* entry = exe.add_manifest();
     entry->set_name(name);
     entry->set_value(value);
   }
-  set_recorded_weights(out.executable, weights_sha256);
-  out.executable.set_compiler_build(compiler_build_identity());
+  set_recorded_weights(exe, weights_sha256);
+  exe.set_compiler_build(compiler_build_identity());
   out.timings = compiled.timings;
   out.notes = std::move(compiled.notes);
   if (request.keep_ir) out.ir_text = std::move(compiled.ir_text);
   out.passes = std::move(compiled.passes);
-  out.bytes = format::serialize_executable(out.executable);
+  reframe(out);
   return Status();
 }
 
@@ -384,7 +396,7 @@ void store_compiled(const CachedCompileRequest& request, const cache::Manifest& 
                     cache::LocalStore* store, std::optional<CacheSession>& session,
                     std::optional<RemoteSession>& remote, CachedCompile& out) {
   if (session && session->writable()) {
-    Status put = store->put(manifest, out.bytes, request.options.model_path);
+    Status put = store->put(manifest, out.framed.bytes, request.options.model_path);
     if (put.ok()) {
       out.entry = store->entry_path(out.key);
     } else {
@@ -393,7 +405,7 @@ void store_compiled(const CachedCompileRequest& request, const cache::Manifest& 
   }
   if (remote) {
     cache::CacheStats delta;
-    remote->upload(manifest, out.bytes, delta);
+    remote->upload(manifest, out.framed.bytes, delta);
     if (delta.remote_errors) session->count(delta);
   }
   if (session && session->writable()) {
@@ -423,9 +435,9 @@ SummaryServes summary_serves(const CachedCompileRequest& request, const frontend
 
 // The summary and size of what `out` holds, unless a summary-only hit already gave them.
 StatusOr<CachedCompile> finished(std::chrono::steady_clock::time_point start, CachedCompile&& out) {
-  if (!out.bytes.empty()) {
-    out.summary = format::summarize(out.executable);
-    out.size = out.bytes.size();
+  if (!out.framed.bytes.empty()) {
+    out.summary = format::summarize(out.loaded.executable);
+    out.size = out.framed.bytes.size();
   }
   out.seconds = seconds_since(start);
   return std::move(out);

@@ -14,8 +14,9 @@
 #include "compile_cache/cache_outcome.h"
 #include "compiler/driver/compile.h"
 #include "compiler/frontend/loaded_model.h"
+#include "runtime/base/file_io.h"
 #include "runtime/base/status.h"
-#include "runtime/format/executable.pb.h"
+#include "runtime/format/initial_data.h"
 
 namespace ipu::compile_cache {
 
@@ -54,8 +55,8 @@ struct CachedCompile {
   format::ExecutableSummary summary; // always
   uint64_t size = 0;                 // of the framed executable, in bytes
   // Both empty after a hit served by its summary alone (CachedCompileRequest::summary_only).
-  std::string bytes; // the framed executable
-  format::Executable executable;
+  FileBytes framed;                 // the framed executable: on a local hit, the entry's file mapped
+  format::LoadedExecutable loaded;  // on a local hit, its initial values are `framed`'s data section
   compiler::CompileTimings timings; // zero on a hit
   std::string ir_text;
   std::vector<compiler::GraphPassRun> passes; // the compile's; none on a hit

@@ -70,13 +70,17 @@ StatusOr<std::string> read_file(const std::string& path) {
   return file.read_all(path);
 }
 
+FileBytes FileBytes::owning(std::string content) {
+  auto owned = std::make_shared<const std::string>(std::move(content));
+  return FileBytes{owned, *owned};
+}
+
 StatusOr<FileBytes> map_file(const std::string& path) {
   IPU_ASSIGN_OR_RETURN(const OpenFile file, OpenFile::open(path));
   // An empty file cannot be mapped, nor can a FIFO: read those.
   if (!S_ISREG(file.stat().st_mode) || file.stat().st_size == 0) {
     IPU_ASSIGN_OR_RETURN(std::string content, file.read_all(path));
-    auto owned = std::make_shared<const std::string>(std::move(content));
-    return FileBytes{owned, *owned};
+    return FileBytes::owning(std::move(content));
   }
   return map_open_file(file.fd(), static_cast<size_t>(file.stat().st_size), path);
 }

@@ -17,6 +17,9 @@ StatusOr<std::string> read_file(const std::string& path);
 // mapped file must not be truncated while it is held (the tool's own outputs are replaced by rename,
 // which leaves a mapping of the old file intact).
 struct FileBytes {
+  // Bytes already in memory, held by the result.
+  static FileBytes owning(std::string content);
+
   std::shared_ptr<const void> owner;
   std::string_view bytes;
 };

@@ -24,7 +24,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -142,8 +141,7 @@ void check(std::string_view bytes) {
   auto parsed = ipu::format::parse_executable(bytes, "fuzz.ipuexe");
   check_summary(bytes, parsed);
   // What a run loads (its initial values left in the file's bytes) is what the parse accepts.
-  auto owned = std::make_shared<const std::string>(bytes);
-  auto loaded = ipu::format::load_executable({owned, *owned}, "fuzz.ipuexe");
+  auto loaded = ipu::format::load_executable(ipu::FileBytes::owning(std::string(bytes)), "fuzz.ipuexe");
   if (loaded.ok() != parsed.ok()) std::abort();
   if (!parsed.ok()) {
     if (parsed.status().code() != ipu::StatusCode::kDataLoss &&

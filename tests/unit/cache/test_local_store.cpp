@@ -122,13 +122,13 @@ TEST_CASE("local store put then lookup hits with identical bytes") {
   REQUIRE(miss.ok());
   CHECK_FALSE(miss->hit);
   CHECK(miss->warnings.empty());
-  CHECK(miss->executable_bytes.empty());
+  CHECK(miss->executable.bytes.empty());
 
   REQUIRE(store.put(m, kBytes).ok());
   auto hit = store.lookup(m);
   REQUIRE(hit.ok());
   CHECK(hit->hit);
-  CHECK(hit->executable_bytes == kBytes);
+  CHECK(hit->executable.bytes == kBytes);
   CHECK(hit->manifest_text == m.canonical_text());
   CHECK(hit->key == m.key());
   CHECK(hit->path == store.entry_path(m.key()));
@@ -144,7 +144,7 @@ TEST_CASE("local store put then lookup hits with identical bytes") {
   auto replaced = store.lookup(m);
   REQUIRE(replaced.ok());
   CHECK(replaced->hit);
-  CHECK(replaced->executable_bytes == "new bytes");
+  CHECK(replaced->executable.bytes == "new bytes");
   int files = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(store.entry_path(m.key())).parent_path())) {
     (void)entry;
@@ -164,7 +164,7 @@ TEST_CASE("local store lookup with a limit reads the executable's first bytes an
     auto head = store.lookup(m, limit);
     REQUIRE(head.ok());
     CHECK(head->hit);
-    CHECK(head->executable_bytes == bytes.substr(0, limit));
+    CHECK(head->executable.bytes == bytes.substr(0, limit));
     CHECK(head->executable_size == bytes.size());
   }
 }
@@ -204,7 +204,7 @@ TEST_CASE("local store manifest mismatch is a miss with a warning") {
     auto result = store.lookup(m);
     REQUIRE(result.ok());
     CHECK_FALSE(result->hit);
-    CHECK(result->executable_bytes.empty());
+    CHECK(result->executable.bytes.empty());
     REQUIRE(result->warnings.size() == 1);
     CHECK(contains(result->warnings[0], key));
     CHECK(contains(result->warnings[0], "model"));
@@ -238,7 +238,7 @@ TEST_CASE("local store executable without manifest is a miss") {
   auto result = store.lookup(m);
   REQUIRE(result.ok());
   CHECK_FALSE(result->hit);
-  CHECK(result->executable_bytes.empty());
+  CHECK(result->executable.bytes.empty());
   // Another process may be between its two writes, so the store reports it and the caller,
   // which knows whether it holds the key's lock, decides whether to warn.
   CHECK(result->uncommitted_executable);

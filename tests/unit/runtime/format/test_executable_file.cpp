@@ -8,7 +8,6 @@
 #include <zstd.h>
 
 #include <cstring>
-#include <memory>
 #include <string>
 
 #include "runtime/base/file_io.h"
@@ -493,8 +492,8 @@ TEST_CASE("executable file: a damaged summary is refused by both readers") {
 TEST_CASE("executable file: a run's load leaves the initial values in the data section") {
   const Executable exe = sample_executable();
   std::string bytes = serialize_executable(exe);
-  auto owned = std::make_shared<const std::string>(bytes);
-  auto loaded = ipu::format::load_executable({owned, *owned}, "ok.ipuexe");
+  const ipu::FileBytes file = ipu::FileBytes::owning(bytes);
+  auto loaded = ipu::format::load_executable(file, "ok.ipuexe");
   REQUIRE(loaded.ok());
   const ipu::format::Tensor& weight = loaded->executable.tensors(0);
   CHECK(weight.initial_value().empty());
@@ -502,7 +501,7 @@ TEST_CASE("executable file: a run's load leaves the initial values in the data s
   // The value is read where it lies in the file's bytes, not copied.
   const std::string_view value = loaded->initial_data.of(weight);
   CHECK(value == weight_value(exe));
-  CHECK(value.data() == owned->data() + owned->size() - data_size(*owned));
+  CHECK(value.data() == file.bytes.data() + file.bytes.size() - data_size(bytes));
   const ipu::format::Tensor& label = loaded->executable.tensors(1);
   CHECK(loaded->initial_data.of(label).empty()); // all zeros
   const ipu::format::Tensor& hyper = loaded->executable.tensors(2);
@@ -549,8 +548,7 @@ std::string frame_with_range(uint64_t offset, uint64_t size, bool also_inline, i
 
 void expect_both_refuse(const std::string& bytes, const std::string& fragment) {
   expect_code(bytes, StatusCode::kDataLoss, fragment);
-  auto owned = std::make_shared<const std::string>(bytes);
-  auto loaded = ipu::format::load_executable({owned, *owned}, "bad.ipuexe");
+  auto loaded = ipu::format::load_executable(ipu::FileBytes::owning(bytes), "bad.ipuexe");
   REQUIRE_FALSE(loaded.ok());
   INFO(loaded.status().message());
   CHECK(loaded.status().code() == StatusCode::kDataLoss);
