@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Time to a first prediction in a fresh process, as a job that pre-compiled its executable sees it:
 # `ipurun predict` of one sample of torchvision's ResNet-18 (random weights, 224x224,
-# scripts/make_resnet18.py) from the executable file and from its cache key, against ONNX Runtime
+# scripts/make_resnet18.py) from the executable file, from its cache key and from the .onnx model
+# the cache holds compiled (a hit: ipurun reads and fingerprints the model), against ONNX Runtime
 # (onnxruntime-node, 2 intra-op threads, all graph optimisations) creating its session for the same
 # .onnx and running it once, in a fresh node process. Wall time of whole processes, median of RUNS
 # (default 9), runs alternating; ipurun's own predict seconds (--json) split its load from its
@@ -38,6 +39,8 @@ runs, ipurun, work, key, ort = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.a
 commands = {
     "ipurun predict FILE": [ipurun, "predict", work + "/resnet18.ipuexe", "--input", work + "/resnet18.input.npy", "--json"],
     "ipurun predict KEY": [ipurun, "predict", key, "--input", work + "/resnet18.input.npy", "--json"],
+    "ipurun predict MODEL": [ipurun, "predict", work + "/resnet18.onnx", "--batch-size", "1", "--input",
+                             work + "/resnet18.input.npy", "--json"],
     "ORT create + run": ["node", work + "/ort_first.js", ort, work + "/resnet18.onnx"],
 }
 walls = {name: [] for name in commands}
@@ -48,7 +51,10 @@ for _ in range(runs):
         out = subprocess.run(argv, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
         walls[name].append(1000 * (time.perf_counter() - start))
         if name.startswith("ipurun"):
-            predicts[name].append(1000 * json.loads(out)["seconds"])
+            result = json.loads(out)
+            if result.get("cache") not in (None, "hit"):
+                sys.exit("load.sh: %s was a cache %s, not a hit" % (name, result["cache"]))
+            predicts[name].append(1000 * result["seconds"])
 ort_ms = statistics.median(walls["ORT create + run"])
 print("%-22s %10s %10s %10s %8s" % ("ResNet-18, batch 1", "wall ms", "predict ms", "rest ms", "ORT/this"))
 for name in commands:
