@@ -7,7 +7,7 @@
 #   training vs PyTorch           train_mlp.sh: the tutorial MLP at batch 32 and 256
 #   fp16 training vs fp32         fp16_train.sh
 #   cache hit vs --version        cache.sh
-#   first prediction vs ORT       load.sh: ResNet-18 at batch 1, a fresh process from file and key
+#   first prediction vs ORT       load.sh: ResNet-18 at batch 1, a fresh process from file, key, model
 #   compile time and memory       compile_scale.sh: BERT-base in 4 automatic stages, micro-batch 8
 # About 25 minutes on 2 cores. Each part's output is printed under its name; a part that fails is
 # reported and the rest still run, and the exit status is 1 if any failed.
