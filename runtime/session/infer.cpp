@@ -11,21 +11,23 @@
 namespace ipu::session {
 namespace {
 
-// An input's values as the device takes them: floats as they are (a NaN or an infinity too, as
-// ONNX Runtime takes them; a FLOAT16 input's transfer rounds them to binary16), integers checked
-// to be exact.
-StatusOr<std::vector<float>> device_values(const data::NpyArray& array, const format::ModelIo& io) {
-  std::vector<float> values = data::floats_as_is(array);
+// An input's values as the device takes them, float32 bytes: a float32 input's own, not copied
+// (a NaN or an infinity too, as ONNX Runtime takes them; a FLOAT16 input's transfer rounds them to
+// binary16); any other type's converted into `converted`, integers checked to be exact.
+StatusOr<std::span<const std::byte>> device_bytes(const data::NpyArray& array, const format::ModelIo& io,
+                                                  std::vector<float>& converted) {
+  if (array.dtype == "f4") return std::as_bytes(std::span(array.data));
+  converted = data::floats_as_is(array);
   if (array.dtype[0] == 'i' || array.dtype[0] == 'u') {
-    for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t i = 0; i < converted.size(); ++i) {
       // Integer inputs (indices, flags) reach the device unchanged only within float32's exact integers.
-      if (std::abs(static_cast<double>(values[i])) > static_cast<double>(format::kExactFloatIntegers)) {
+      if (std::abs(static_cast<double>(converted[i])) > static_cast<double>(format::kExactFloatIntegers)) {
         return invalid_argument("input '" + io.name() + "': element " + std::to_string(i) +
                                 " is beyond the integers the device holds exactly (|v| <= 2^24)");
       }
     }
   }
-  return values;
+  return std::as_bytes(std::span(converted));
 }
 
 } // namespace
@@ -42,7 +44,8 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
   const int64_t S = s.steps_per_execution, R = s.replicas, B = exe.batch_size();
   // Check shapes and convert every input before anything runs.
   std::optional<int64_t> samples;
-  std::vector<std::vector<float>> values(inputs.size());
+  std::vector<std::vector<float>> converted(inputs.size());
+  std::vector<std::span<const std::byte>> values(inputs.size());
   std::map<uint32_t, size_t> input_of_stream;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const format::ModelIo& io = exe.inputs(static_cast<int>(i));
@@ -63,7 +66,7 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
       return invalid_argument("input '" + io.name() + "' has shape " + shape_text(inputs[i].shape) +
                               ", the model expects " + expected);
     }
-    IPU_ASSIGN_OR_RETURN(values[i], device_values(inputs[i], io));
+    IPU_ASSIGN_OR_RETURN(values[i], device_bytes(inputs[i], io, converted[i]));
     input_of_stream[io.stream()] = i;
   }
   std::map<uint32_t, size_t> output_of_stream;
@@ -82,7 +85,7 @@ StatusOr<InferResult> Session::infer(const std::vector<data::NpyArray>& inputs) 
     StreamFeed feed;
     for (const auto& [stream, input] : input_of_stream) {
       const bool batched = exe.inputs(static_cast<int>(input)).batched();
-      feed.add(stream, {.bytes = std::as_bytes(std::span(values[input])),
+      feed.add(stream, {.bytes = values[input],
                         .first = static_cast<uint64_t>(first_step * R),
                         .whole = !batched,
                         .zeros_past_end = true,
