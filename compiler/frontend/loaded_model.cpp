@@ -108,8 +108,8 @@ std::string no_weights_digest() {
 
 // The digest of onnx_weights(model, path), or its error.
 StatusOr<std::string> onnx_weights_digest(const onnx::ModelProto& model, const std::string& path) {
-  std::map<std::string_view, const onnx::TensorProto*>
-      by_name; // the last of two alike names, as onnx_weights
+  // Of two alike names, the last counts, as in onnx_weights.
+  std::map<std::string_view, const onnx::TensorProto*> by_name;
   for (const auto& init : model.graph().initializer()) {
     if (init.data_type() == onnx::TensorProto::FLOAT) by_name[init.name()] = &init;
   }
