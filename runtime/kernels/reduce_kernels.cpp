@@ -50,7 +50,8 @@ void run_reduce(const PreparedVertex& v) {
     // One reduced axis (LayerNorm's mean, a split sum's shares), adding in the same order as
     // below. Outputs go in chunks along a row of the innermost output axis, each reduced item
     // added to the whole chunk before the next: a split sum's shares lie a whole [M, N] apart,
-    // so summing one output at a time would cross every share for every element.
+    // so summing one output at a time would cross every share for every element. Contiguous
+    // outputs (a split sum's) are summed in vector registers (vector_math.h).
     constexpr int64_t kChunk = 256;
     const int64_t stride = red_strides[0], step = out_strides[out_rank - 1];
     for_each_strided_run<1>(out_rank, out_dims, {out_strides}, {0}, v.params[P::kBegin], v.params[P::kEnd],
@@ -58,10 +59,13 @@ void run_reduce(const PreparedVertex& v) {
                               for (int64_t first = 0; first < run; first += kChunk) {
                                 const int64_t n = std::min(kChunk, run - first);
                                 std::array<double, kChunk> acc{};
-                                for (int64_t j = 0; j < count; ++j) {
-                                  const float* item = x + base[0] + first * step + j * stride;
-                                  for (int64_t c = 0; c < n; ++c)
-                                    acc[static_cast<size_t>(c)] += item[c * step];
+                                const float* items = x + base[0] + first * step;
+                                if (step == 1) {
+                                  sum_rows_in_double(items, stride, count, n, acc.data());
+                                } else {
+                                  for (int64_t j = 0; j < count; ++j)
+                                    for (int64_t c = 0; c < n; ++c)
+                                      acc[static_cast<size_t>(c)] += items[j * stride + c * step];
                                 }
                                 for (int64_t c = 0; c < n; ++c)
                                   y[i + first + c] = finish(acc[static_cast<size_t>(c)]);

@@ -67,4 +67,15 @@ void libm_sigmoid(const float* x, float* y, int64_t n, VectorIsa isa) {
     y[i] = 1.0f / (1.0f + std::exp(-x[i]));
 }
 
+void sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n, double* sums,
+                        VectorIsa isa) {
+  const int64_t done = isa == VectorIsa::kAvx2Fma ? avx2::sum_rows_in_double(x, stride, count, n, sums) : 0;
+  for (int64_t c = done; c < n; ++c) {
+    double sum = 0.0;
+    for (int64_t j = 0; j < count; ++j)
+      sum += x[j * stride + c];
+    sums[c] = sum;
+  }
+}
+
 } // namespace ipu::kernels

@@ -27,4 +27,10 @@ void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa = best_vector
 void libm_exp(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
 void libm_sigmoid(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
 
+// sums[c] = Σ_j x[j·stride + c] in double for c in [0, n), j in [0, count), adding the rows in
+// order from 0.0: the sum a split reduction gives its shares. Double addition rounds the same in
+// any lane, so both instruction sets give the same bits as a scalar loop.
+void sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n, double* sums,
+                        VectorIsa isa = best_vector_isa());
+
 } // namespace ipu::kernels

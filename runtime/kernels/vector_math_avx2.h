@@ -13,5 +13,8 @@ void erf(const float* x, float* y, int64_t n);
 using ScalarExp = float (*)(float);
 void libm_exp(const float* x, float* y, int64_t n, ScalarExp scalar_exp);
 void libm_sigmoid(const float* x, float* y, int64_t n, ScalarExp scalar_exp);
+// sum_rows_in_double (vector_math.h) for the columns in whole groups of four; returns how many
+// it summed, the rest being the caller's.
+int64_t sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n, double* sums);
 
 } // namespace ipu::kernels::avx2

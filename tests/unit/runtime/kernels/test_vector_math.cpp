@@ -2,9 +2,11 @@
 // that crosses underflow, overflow and the special values, for every tail length, in place, and
 // the same whichever range an element is computed in; on SSE2 and, where the CPU has it, AVX2.
 // libm_exp and libm_sigmoid bit for bit against expf: on a sample of floats of every exponent in
-// the suite, and on every float in a test skipped by default (about 15 minutes).
+// the suite, and on every float in a test skipped by default (about 15 minutes). Row sums in
+// double bit for bit against a scalar loop.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -19,6 +21,7 @@ namespace {
 using ipu::kernels::best_vector_isa;
 using ipu::kernels::libm_exp;
 using ipu::kernels::libm_sigmoid;
+using ipu::kernels::sum_rows_in_double;
 using ipu::kernels::vector_erf;
 using ipu::kernels::vector_exp;
 using ipu::kernels::VectorIsa;
@@ -170,5 +173,42 @@ TEST_CASE("vector_math: an empty range writes nothing") {
     vector_exp(nullptr, &y, 0, isa);
     vector_erf(nullptr, &y, 0, isa);
     CHECK(y == 7.0f);
+  }
+}
+
+TEST_CASE("vector_math: row sums in double give a scalar loop's bits for every column count") {
+  // Values whose sums round in double: wide exponents and both signs, with zeros of both signs,
+  // infinities, a NaN and subnormals among them.
+  std::vector<float> values;
+  for (int i = 0; i < 64; ++i)
+    values.push_back(std::ldexp(static_cast<float>((i * 7919) % 1000 + 1) / 997.0f, (i * 37) % 120 - 60) *
+                     (i % 3 == 0 ? -1.0f : 1.0f));
+  for (float special :
+       {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+        std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(), -1e-40f})
+    values.push_back(special);
+  constexpr int64_t kStride = 41;
+  for (VectorIsa isa : isas()) {
+    for (int64_t count = 0; count <= 5; ++count) {
+      for (int64_t n = 0; n <= 40; ++n) {
+        std::vector<float> x(static_cast<size_t>(std::max<int64_t>(count, 1) * kStride));
+        for (size_t i = 0; i < x.size(); ++i)
+          x[i] = values[(i * 13 + static_cast<size_t>(count + n)) % values.size()];
+        std::vector<double> sums(static_cast<size_t>(n) + 1, 99.0);
+        sum_rows_in_double(x.data(), kStride, count, n, sums.data(), isa);
+        for (int64_t c = 0; c < n; ++c) {
+          double expected = 0.0;
+          for (int64_t j = 0; j < count; ++j)
+            expected += x[static_cast<size_t>(j * kStride + c)];
+          const double got = sums[static_cast<size_t>(c)];
+          INFO("isa " << static_cast<int>(isa) << ", count " << count << ", n " << n << ", column " << c);
+          if (std::isnan(expected))
+            CHECK(std::isnan(got));
+          else
+            CHECK(std::bit_cast<uint64_t>(got) == std::bit_cast<uint64_t>(expected));
+        }
+        CHECK(sums[static_cast<size_t>(n)] == 99.0); // nothing past the columns
+      }
+    }
   }
 }
