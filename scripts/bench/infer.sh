@@ -19,6 +19,7 @@ trap 'rm -rf "$work"' EXIT
 [[ -f $ort_dir/ort_bench.js ]] || { echo "infer.sh: run scripts/setup-peers.sh first" >&2; exit 2; }
 
 "$root/scripts/build.sh" >/dev/null
+source "$root/scripts/bench/blas_kernels.sh" # ORT picks its kernels from the CPU: so does ipurun
 export IPUCC_CACHE_DIR=$work/cache
 
 median() { sort -g | sed -n "$(((trials + 1) / 2))p"; }
@@ -85,4 +86,5 @@ for model in ${models//,/ }; do
     fi
   done
 done
-echo "(samples/s; ipurun predict with steps_per_execution up to $steps_per_execution; ORT and ipurun trials alternate; median of $trials)"
+echo "(samples/s; ipurun predict with steps_per_execution up to $steps_per_execution; ORT and ipurun trials alternate; median of $trials;"
+echo " ipurun's OpenBLAS kernels: $blas_kernels)"

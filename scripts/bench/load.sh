@@ -17,6 +17,7 @@ trap 'rm -rf "$work"' EXIT
 [[ -d $ort_dir/ort/node_modules/onnxruntime-node ]] || { echo "load.sh: run scripts/setup-peers.sh first" >&2; exit 2; }
 
 "$root/scripts/build.sh" >/dev/null
+source "$root/scripts/bench/blas_kernels.sh" # ORT picks its kernels from the CPU: so does ipurun
 export IPUCC_CACHE_DIR=$work/cache
 /usr/bin/python3 "$root/scripts/make_resnet18.py" "$work" >/dev/null
 "$root/build/cli/ipucc" compile "$work/resnet18.onnx" --mode infer --batch-size 1 -o "$work/resnet18.ipuexe" >/dev/null

@@ -72,11 +72,13 @@ def main():
     models = zoo.ZOO if args.all else (args.models or DEFAULT_MODELS)
     ipucc = os.path.join(args.build, "cli", "ipucc")
     ipurun = os.path.join(args.build, "cli", "ipurun")
-    if "OPENBLAS_CORETYPE" not in os.environ:
-        # torch runs on the OpenBLAS numpy loaded: run again with the kernels ipurun runs
-        # (scripts/bench/blas_kernels.sh says why).
-        version = subprocess.run([ipurun, "--version"], capture_output=True, text=True, check=True).stdout
-        os.environ["OPENBLAS_CORETYPE"] = version.split("OpenBLAS kernels: ")[1].split()[0]
+    # torch runs on the OpenBLAS numpy loaded: run again with the kernels ipurun picks when
+    # nothing is set, whatever the environment set (scripts/bench/blas_kernels.sh says why).
+    unpinned = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    version = subprocess.run([ipurun, "--version"], capture_output=True, text=True, check=True, env=unpinned).stdout
+    kernels = version.split("OpenBLAS kernels: ")[1].split()[0]
+    if os.environ.get("OPENBLAS_CORETYPE") != kernels:
+        os.environ["OPENBLAS_CORETYPE"] = kernels
         os.execv(sys.executable, [sys.executable] + sys.argv)
 
     print("%-20s %12s %12s %8s" % ("model (batch 1)", "ipurun", "torch", "ratio"))
