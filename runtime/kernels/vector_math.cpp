@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/kernels/vector_math_avx2.h"
+#include "runtime/kernels/vector_math_avx512.h"
 
 #if !defined(__x86_64__)
 #error "vector_math.cpp calls SLEEF's x86-64 entry points"
@@ -38,38 +39,40 @@ float scalar_exp(float x) {
 VectorIsa best_vector_isa() {
   static const VectorIsa isa = [] {
     __builtin_cpu_init(); // may run before libgcc's own initialisation (static constructors)
-    // libgcc reports AVX2 only if the OS also saves the YMM registers.
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? VectorIsa::kAvx2Fma
-                                                                           : VectorIsa::kSse2;
+    // libgcc reports AVX2 and AVX-512 only if the OS also saves their registers.
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return VectorIsa::kSse2;
+    return __builtin_cpu_supports("avx512f") ? VectorIsa::kAvx512 : VectorIsa::kAvx2Fma;
   }();
   return isa;
 }
 
 void vector_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx512) return avx512::exp(x, y, n);
   if (isa == VectorIsa::kAvx2Fma) return avx2::exp(x, y, n);
   apply(x, y, n, [](__m128 v) { return Sleef_expf4_u10(v); });
 }
 
 void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx512) return avx512::erf(x, y, n);
   if (isa == VectorIsa::kAvx2Fma) return avx2::erf(x, y, n);
   apply(x, y, n, [](__m128 v) { return Sleef_erff4_u10(v); });
 }
 
 void libm_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
-  if (isa == VectorIsa::kAvx2Fma) return avx2::libm_exp(x, y, n, scalar_exp);
+  if (isa != VectorIsa::kSse2) return avx2::libm_exp(x, y, n, scalar_exp);
   for (int64_t i = 0; i < n; ++i)
     y[i] = std::exp(x[i]);
 }
 
 void libm_sigmoid(const float* x, float* y, int64_t n, VectorIsa isa) {
-  if (isa == VectorIsa::kAvx2Fma) return avx2::libm_sigmoid(x, y, n, scalar_exp);
+  if (isa != VectorIsa::kSse2) return avx2::libm_sigmoid(x, y, n, scalar_exp);
   for (int64_t i = 0; i < n; ++i)
     y[i] = 1.0f / (1.0f + std::exp(-x[i]));
 }
 
 void sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n, double* sums,
                         VectorIsa isa) {
-  const int64_t done = isa == VectorIsa::kAvx2Fma ? avx2::sum_rows_in_double(x, stride, count, n, sums) : 0;
+  const int64_t done = isa != VectorIsa::kSse2 ? avx2::sum_rows_in_double(x, stride, count, n, sums) : 0;
   for (int64_t c = done; c < n; ++c) {
     double sum = 0.0;
     for (int64_t j = 0; j < count; ++j)

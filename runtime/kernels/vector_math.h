@@ -1,13 +1,18 @@
 // exp and erf over float arrays through SLEEF's vector functions of at most 1 ULP error (the
-// u10 family): eight elements at a time with AVX2 and FMA where the CPU has them, else four
-// through SLEEF's dispatcher (its SSE2, SSE4.1 or AVX2 build), so any x86-64 CPU runs them.
+// u10 family): sixteen elements at a time with AVX-512, eight with AVX2 and FMA where the CPU has
+// them, else four through SLEEF's dispatcher (its SSE2, SSE4.1 or AVX2 build), so any x86-64 CPU
+// runs them.
 #pragma once
 
 #include <cstdint>
 
 namespace ipu::kernels {
 
-enum class VectorIsa { kSse2, kAvx2Fma };
+// kAvx512: AVX-512F besides AVX2 and FMA. Its exp and erf give AVX2's bits for every float
+// (Debian 12's SLEEF 3.5.1, proved by the skipped test "AVX-512 gives AVX2's bits for every
+// float" in tests/unit/runtime/kernels/test_vector_math.cpp): a model's numbers do not depend on
+// which of the two its machine has. The functions below without an AVX-512 path take AVX2's.
+enum class VectorIsa { kSse2, kAvx2Fma, kAvx512 };
 
 // The widest instruction set this CPU runs, found once.
 VectorIsa best_vector_isa();

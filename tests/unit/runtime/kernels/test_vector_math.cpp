@@ -1,9 +1,11 @@
 // The vectorised exp and erf against the C library in double precision: within 1 ULP over a sweep
 // that crosses underflow, overflow and the special values, for every tail length, in place, and
-// the same whichever range an element is computed in; on SSE2 and, where the CPU has it, AVX2.
+// the same whichever range an element is computed in; on SSE2 and, where the CPU has them, AVX2
+// and AVX-512.
 // libm_exp and libm_sigmoid bit for bit against expf: on a sample of floats of every exponent in
-// the suite, and on every float in a test skipped by default (about 15 minutes). Row sums in
-// double bit for bit against a scalar loop.
+// the suite, and on every float in a test skipped by default (about 15 minutes). exp and erf with
+// AVX-512 against AVX2 bit for bit: on a sample in the suite, on every float when asked. Row sums
+// in double bit for bit against a scalar loop.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -30,7 +32,14 @@ using VectorFn = void (*)(const float*, float*, int64_t, VectorIsa);
 
 // The instruction sets this CPU can run the functions with.
 std::vector<VectorIsa> isas() {
-  if (best_vector_isa() == VectorIsa::kAvx2Fma) return {VectorIsa::kSse2, VectorIsa::kAvx2Fma};
+  switch (best_vector_isa()) {
+  case VectorIsa::kAvx512:
+    return {VectorIsa::kSse2, VectorIsa::kAvx2Fma, VectorIsa::kAvx512};
+  case VectorIsa::kAvx2Fma:
+    return {VectorIsa::kSse2, VectorIsa::kAvx2Fma};
+  case VectorIsa::kSse2:
+    break;
+  }
   return {VectorIsa::kSse2};
 }
 
@@ -126,7 +135,41 @@ void check_libm_bitwise(uint64_t first, uint64_t stride, uint64_t count, VectorI
   CHECK(sigmoid_wrong == 0);
 }
 
+// exp and erf with AVX-512 give AVX2's bits for floats whose bit patterns run from `first` in
+// steps of `stride`, NaNs' payloads included.
+void check_avx512_as_avx2(uint64_t first, uint64_t stride, uint64_t count) {
+  std::vector<float> x(count);
+  for (uint64_t i = 0; i < count; ++i)
+    x[i] = std::bit_cast<float>(static_cast<uint32_t>(first + i * stride));
+  for (VectorFn fn : {VectorFn{vector_exp}, VectorFn{vector_erf}}) {
+    std::vector<float> wide(count), narrow(count);
+    fn(x.data(), wide.data(), static_cast<int64_t>(count), VectorIsa::kAvx512);
+    fn(x.data(), narrow.data(), static_cast<int64_t>(count), VectorIsa::kAvx2Fma);
+    size_t differ = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+      if (std::bit_cast<uint32_t>(wide[i]) != std::bit_cast<uint32_t>(narrow[i]) && differ++ < 5)
+        FAIL_CHECK((fn == vector_exp ? "exp(" : "erf(")
+                   << x[i] << "): " << wide[i] << " with AVX-512, " << narrow[i] << " with AVX2");
+    }
+    CHECK(differ == 0);
+  }
+}
+
 } // namespace
+
+TEST_CASE("vector_math: AVX-512 gives AVX2's bits, on a sample of every exponent") {
+  if (best_vector_isa() != VectorIsa::kAvx512) return; // nothing to compare on this CPU
+  check_avx512_as_avx2(0, 1021, (uint64_t{1} << 32) / 1021);
+  check_avx512_as_avx2(0x3f800000u - 4096, 1, 8192);
+  check_avx512_as_avx2(0x42ae0000u, 1, 40000); // near overflow and underflow
+  check_avx512_as_avx2(0xc2ae0000u, 1, 40000);
+}
+
+TEST_CASE("vector_math: AVX-512 gives AVX2's bits for every float" * doctest::skip()) {
+  if (best_vector_isa() != VectorIsa::kAvx512) return;
+  for (uint64_t first = 0; first < (uint64_t{1} << 32); first += uint64_t{1} << 26)
+    check_avx512_as_avx2(first, 1, uint64_t{1} << 26);
+}
 
 TEST_CASE("vector_math: libm_exp and libm_sigmoid give expf's bits, on a sample of every exponent") {
   for (VectorIsa isa : isas()) {
