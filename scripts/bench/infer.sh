@@ -20,6 +20,7 @@ trap 'rm -rf "$work"' EXIT
 
 "$root/scripts/build.sh" >/dev/null
 source "$root/scripts/bench/blas_kernels.sh" # ORT picks its kernels from the CPU: so does ipurun
+source "$root/scripts/bench/warm_memory.sh"
 export IPUCC_CACHE_DIR=$work/cache
 
 median() { sort -g | sed -n "$(((trials + 1) / 2))p"; }
@@ -62,6 +63,7 @@ ipurun_trial() {  # -> samples/s of one `ipurun predict --input` of the compiled
     python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_second"])'
 }
 
+warm_memory
 printf '%-12s %5s %12s %12s %8s\n' model batch ipurun ort ratio
 for model in ${models//,/ }; do
   for batch in ${batches//,/ }; do
