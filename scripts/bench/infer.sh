@@ -36,10 +36,10 @@ if [[ ,$models, == *,resnet18,* ]]; then
   /usr/bin/python3 "$root/scripts/make_resnet18.py" "$peers/models" >/dev/null
 fi
 
-# One execution's steps (at most STEPS_PER_EXECUTION, and at most 64 MB of input) and the samples
-# of a trial: enough executions to last about as long as ORT's trial (256 at batch 1, 32 above,
-# after ipurun's warm-up), but at most 256 MB of input, so ResNet-18 needs no gigabyte files.
-plan_trial() {  # model batch -> "steps samples shape"
+# One execution's steps (at most STEPS_PER_EXECUTION, and at most 64 MB of input), the most
+# samples a trial's input may hold (256 MB, so ResNet-18 needs no gigabyte files) and a sample's
+# shape.
+plan_steps() {  # model batch -> "steps most_samples shape"
   /usr/bin/python3 - "$peers/models/$1.input.npy" "$2" "$steps_per_execution" <<'PYEOF'
 import sys
 import numpy as np
@@ -47,9 +47,21 @@ shape = np.load(sys.argv[1], mmap_mode="r").shape[1:]
 batch, most_steps = int(sys.argv[2]), int(sys.argv[3])
 sample_bytes = 4 * int(np.prod(shape))
 steps = max(1, min(most_steps, (64 << 20) // (batch * sample_bytes)))
-executions = max(3, min(256 if batch == 1 else 32, (256 << 20) // (batch * steps * sample_bytes)))
-print(steps, batch * steps * executions, ",".join(str(d) for d in shape))
+print(steps, max(3 * batch * steps, (256 << 20) // sample_bytes // (batch * steps) * batch * steps),
+      ",".join(str(d) for d in shape))
 PYEOF
+}
+
+# The samples of an ipurun trial: whole executions lasting about as long as ORT's trial (1 s), at
+# the rate a short run of 3 executions measured, and at least 3. A fixed count timed a fast
+# model's start (the first execution makes the oneDNN plans and first touches the device's memory)
+# more than its steady state: the MLP at batch 32 ran a tenth of a second.
+trial_samples() {  # batch steps most_samples shape -> samples
+  local per_execution=$(($1 * $2))
+  python3 "$root/tests/e2e/e2e_data.py" npy "$work/input.npy" --shape "$((3 * per_execution)),$4" --fill random
+  local rate
+  rate=$(ipurun_trial)
+  python3 -c "print(min($3, $per_execution * max(3, round($rate / $per_execution))))"
 }
 
 ort_trial() {  # model batch -> samples/s of one ORT trial
@@ -68,12 +80,14 @@ printf '%-12s %5s %12s %12s %8s\n' model batch ipurun ort ratio
 for model in ${models//,/ }; do
   for batch in ${batches//,/ }; do
     : >"$work/ours" && : >"$work/theirs"
-    # A short run would mostly time first touches of the device's memory (plan_trial).
-    read -r steps n shape < <(plan_trial "$model" "$batch")
+    read -r steps most_samples shape < <(plan_steps "$model" "$batch")
     compiled=1
     "$root/build/cli/ipucc" compile "$peers/models/$model.onnx" --mode infer --batch-size "$batch" \
       --steps-per-execution "$steps" -o "$work/model.ipuexe" >/dev/null 2>"$work/compile.err" || compiled=0
-    ((compiled)) && python3 "$root/tests/e2e/e2e_data.py" npy "$work/input.npy" --shape "$n,$shape" --fill random
+    if ((compiled)); then
+      n=$(trial_samples "$batch" "$steps" "$most_samples" "$shape")
+      python3 "$root/tests/e2e/e2e_data.py" npy "$work/input.npy" --shape "$n,$shape" --fill random
+    fi
     for ((t = 0; t < trials; t++)); do
       ort_trial "$model" "$batch" >>"$work/theirs"
       ((compiled)) && ipurun_trial >>"$work/ours"
