@@ -13,9 +13,12 @@ before=$1 after=$2 executable=$3 input=$4 trials=${5:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 source "$root/scripts/bench/blas_kernels.sh" # both sides on the kernels ipurun picks
 
-rate() {  # ipurun -> samples/s of one predict
-  "$1" predict "$executable" --input "$input" --json 2>/dev/null |
-    python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_second"])'
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
+rate() {  # ipurun -> samples/s of one predict (ipurun's own message where it fails)
+  local json
+  json=$("$1" predict "$executable" --input "$input" --json 2>"$errors") || { cat "$errors" >&2; return 1; }
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["samples_per_second"])' <<<"$json"
 }
 
 rates_before=() rates_after=()
