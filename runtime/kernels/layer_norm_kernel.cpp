@@ -2,6 +2,8 @@
 // it (compiler/passes/fuse_layer_norm.h): each rounding where those ops round, so a fused model
 // gives bitwise what the unfused one did. Built with -ffp-contract=off: a contracted
 // multiply-add would skip a rounding the separate Mul and Add kernels make.
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "runtime/kernels/validate_util.h"
@@ -11,42 +13,58 @@ namespace {
 
 using format::FLOAT32;
 
-// The mean of n floats as the Reduce kernel takes it: summed in order in double, divided in
-// double, rounded once.
-float mean(const float* x, int64_t n) {
-  double sum = 0.0;
-  for (int64_t j = 0; j < n; ++j)
-    sum += x[j];
-  return static_cast<float>(sum / static_cast<double>(n));
-}
+// Rows a vertex normalizes together: a row's sums are chains of dependent double additions (four
+// cycles each), so eight rows' chains interleave where one row's would stall. Each row is still
+// summed alone and in order, so results are the same bits.
+constexpr int64_t kRowsAtOnce = 8;
 
 // LayerNorm: per row of X, with m = mean(x), d = x − m, v = mean(d·d), s = √(v + ε):
-// Y = d / s · γ + β, each step rounded to float.
+// Y = d / s · γ + β, each step rounded to float. A mean is taken as the Reduce kernel takes it:
+// summed in order in double, divided in double, rounded once.
 //   operands: X [rows, n], γ [n], β [n], Y [rows, n] (Y may be X)
 //   params:   format::params::LayerNorm;  fparams: format::fparams::LayerNorm
 void run_layer_norm(const PreparedVertex& v) {
   using P = format::params::LayerNorm;
+  constexpr int64_t kRows = kRowsAtOnce;
   const int64_t n = v.params[P::kN];
   const float* gamma = v.f32(1);
   const float* beta = v.f32(2);
   const float epsilon = v.fparams[format::fparams::LayerNorm::kEpsilon];
-  for (int64_t r = v.params[P::kRowBegin]; r < v.params[P::kRowEnd]; ++r) {
-    const float* x = v.f32(0) + r * n;
-    float* y = v.f32(3) + r * n;
-    const float m = mean(x, n);
-    // y holds d, then the result (x is read only before y is written, so Y may be X).
-    double squares = 0.0;
-    for (int64_t j = 0; j < n; ++j) {
-      const float d = x[j] - m;
-      y[j] = d;
-      const float square = d * d;
-      squares += square;
+  const double count = static_cast<double>(n);
+  for (int64_t first = v.params[P::kRowBegin]; first < v.params[P::kRowEnd]; first += kRows) {
+    // A short last group repeats its last row in the spare lanes, which write nothing.
+    const int64_t rows = std::min(kRows, v.params[P::kRowEnd] - first);
+    std::array<const float*, kRows> x{};
+    for (int64_t k = 0; k < kRows; ++k)
+      x[k] = v.f32(0) + (first + std::min(k, rows - 1)) * n;
+    std::array<double, kRows> sums{};
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t k = 0; k < kRows; ++k)
+        sums[k] += x[k][j];
+    std::array<float, kRows> mean{};
+    for (int64_t k = 0; k < kRows; ++k)
+      mean[k] = static_cast<float>(sums[k] / count);
+    // y holds d, then the result (a row's x is read only before its y is written, so Y may be X).
+    std::array<double, kRows> squares{};
+    for (int64_t k = 0; k < rows; ++k) {
+      float* y = v.f32(3) + (first + k) * n;
+      for (int64_t j = 0; j < n; ++j)
+        y[j] = x[k][j] - mean[k];
     }
-    const float variance = static_cast<float>(squares / static_cast<double>(n));
-    const float s = std::sqrt(variance + epsilon);
-    for (int64_t j = 0; j < n; ++j) {
-      const float scaled = y[j] / s * gamma[j];
-      y[j] = scaled + beta[j];
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t k = 0; k < kRows; ++k) {
+        const float* d = v.f32(3) + (first + std::min(k, rows - 1)) * n;
+        const float square = d[j] * d[j];
+        squares[k] += square;
+      }
+    for (int64_t k = 0; k < rows; ++k) {
+      const float variance = static_cast<float>(squares[k] / count);
+      const float s = std::sqrt(variance + epsilon);
+      float* y = v.f32(3) + (first + k) * n;
+      for (int64_t j = 0; j < n; ++j) {
+        const float scaled = y[j] / s * gamma[j];
+        y[j] = scaled + beta[j];
+      }
     }
   }
 }

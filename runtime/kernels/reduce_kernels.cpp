@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -174,38 +175,59 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
   return Status();
 }
 
+// Lines a softmax vertex takes together: each line's max and sum are a chain of dependent
+// operations (maxss, then addsd: four cycles each), so eight lines' chains interleave where one
+// line's would stall. Each line is still reduced alone and in order, so results are the same bits.
+constexpr int64_t kSoftmaxLinesAtOnce = 8;
+
 // AxisSoftmax: softmax (or log-softmax) of X viewed as [outer, axis, inner] along the middle
 // axis, for lines [begin, end) of the outer·inner lines. Each element's exponential is computed
-// once, in float, of x − max ≤ 0 (so it cannot overflow); the sum is accumulated in double.
+// once, in float, of x − max ≤ 0 (so it cannot overflow); the sum is accumulated in double, in
+// order along the line.
 //   operands: X, Y (same size; Y may be X);  params: format::params::AxisSoftmax (kind is a
 //   SoftmaxKind, n the axis)
 void run_axis_softmax(const PreparedVertex& v, KernelContext& context) {
   using P = format::params::AxisSoftmax;
+  constexpr int64_t kLines = kSoftmaxLinesAtOnce;
   const bool log = v.params[P::kKind] == static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax);
   const int64_t n = v.params[P::kN], inner = v.params[P::kInner];
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  // One line at a time, contiguous, for the vector exp: strided lines are gathered, and Y may be X.
-  float* line = context.scratch.floats(static_cast<size_t>(n));
-  for (int64_t l = v.params[P::kBegin]; l < v.params[P::kEnd]; ++l) {
-    const int64_t base = (l / inner) * n * inner + l % inner;
-    float max = -std::numeric_limits<float>::infinity();
+  // The group's lines side by side, contiguous, for the vector exp: strided lines are gathered,
+  // and Y may be X (a line's outputs are written only after all its inputs are read).
+  float* lines = context.scratch.floats(static_cast<size_t>(kLines * n));
+  for (int64_t first = v.params[P::kBegin]; first < v.params[P::kEnd]; first += kLines) {
+    // A short last group repeats its last line in the spare lanes, whose results are dropped.
+    const int64_t count = std::min(kLines, v.params[P::kEnd] - first);
+    std::array<int64_t, kLines> base{};
+    for (int64_t k = 0; k < kLines; ++k) {
+      const int64_t l = first + std::min(k, count - 1);
+      base[k] = (l / inner) * n * inner + l % inner;
+    }
+    std::array<float, kLines> max{};
+    max.fill(-std::numeric_limits<float>::infinity());
     for (int64_t j = 0; j < n; ++j)
-      max = std::max(max, x[base + j * inner]);
-    for (int64_t j = 0; j < n; ++j)
-      line[j] = x[base + j * inner] - max;
-    vector_exp(line, line, n);
-    double sum = 0.0;
-    for (int64_t j = 0; j < n; ++j)
-      sum += line[j];
-    if (log) {
-      const float log_sum = static_cast<float>(std::log(sum));
+      for (int64_t k = 0; k < kLines; ++k)
+        max[k] = std::max(max[k], x[base[k] + j * inner]);
+    for (int64_t k = 0; k < count; ++k)
       for (int64_t j = 0; j < n; ++j)
-        y[base + j * inner] = (x[base + j * inner] - max) - log_sum;
-    } else {
-      const float scale = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < n; ++j)
-        y[base + j * inner] = line[j] * scale;
+        lines[k * n + j] = x[base[k] + j * inner] - max[k];
+    vector_exp(lines, lines, count * n);
+    std::array<double, kLines> sum{};
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t k = 0; k < kLines; ++k)
+        sum[k] += lines[std::min(k, count - 1) * n + j];
+    for (int64_t k = 0; k < count; ++k) {
+      const float* line = lines + k * n;
+      if (log) {
+        const float log_sum = static_cast<float>(std::log(sum[k]));
+        for (int64_t j = 0; j < n; ++j)
+          y[base[k] + j * inner] = (x[base[k] + j * inner] - max[k]) - log_sum;
+      } else {
+        const float scale = static_cast<float>(1.0 / sum[k]);
+        for (int64_t j = 0; j < n; ++j)
+          y[base[k] + j * inner] = line[j] * scale;
+      }
     }
   }
 }

@@ -16,7 +16,7 @@ using ipu::format::ReduceKind;
 using ipu::format::UnaryKind;
 using namespace ipu::kernels::testing;
 
-constexpr int64_t kRows = 7, kN = 48;
+constexpr int64_t kRows = 19, kN = 48; // 19 rows: groups of eight and a short one
 
 // y = a ∘ b over [kRows, kN], with b's strides (0 where it broadcasts).
 void binary(BinaryKind kind, std::vector<float>& a, float* b, int64_t b_row_stride, int64_t b_col_stride,

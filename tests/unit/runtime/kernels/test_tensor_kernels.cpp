@@ -464,6 +464,31 @@ TEST_CASE("tensor kernels: AxisSoftmax on the last axis, of lengths off the vect
   }
 }
 
+// The kernel takes its lines eight at a time: however vertices split 19 lines (groups of eight,
+// short groups, single lines), each line's results are bitwise those of one vertex over them all.
+TEST_CASE("tensor kernels: AxisSoftmax gives bitwise the same lines however vertices split them") {
+  for (int64_t inner : {1, 3}) {
+    const int64_t n = 37, lines = 19, outer = lines / inner + 1;
+    const auto x = values(static_cast<size_t>(outer * n * inner), 41);
+    for (int64_t kind : {0, 1}) {
+      CAPTURE(inner);
+      CAPTURE(kind);
+      std::vector<float> whole = x;
+      run(vertex(Codelet::kAxisSoftmax, {whole.data(), whole.data()}, {kind, outer, n, inner, 0, lines}));
+      for (const std::vector<int64_t>& cuts :
+           {std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19},
+            std::vector<int64_t>{0, 5, 6, 19}, std::vector<int64_t>{0, 8, 16, 19}}) {
+        std::vector<float> split = x;
+        for (size_t c = 0; c + 1 < cuts.size(); ++c)
+          run(vertex(Codelet::kAxisSoftmax, {split.data(), split.data()},
+                     {kind, outer, n, inner, cuts[c], cuts[c + 1]}));
+        CHECK(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)) == 0);
+      }
+      CHECK(whole != x); // every line the vertices cover was written
+    }
+  }
+}
+
 TEST_CASE("tensor kernels: BatchMatMul broadcasts a [1,2] batch of A against [3,1] of B") {
   const int64_t M = 2, N = 3, K = 4;
   auto a = values(2 * M * K, 7), b = values(3 * K * N, 8);
