@@ -16,7 +16,7 @@ using format::FLOAT32;
 // Rows a vertex normalizes together: a row's sums are chains of dependent double additions (four
 // cycles each), so eight rows' chains interleave where one row's would stall. Each row is still
 // summed alone and in order, so results are the same bits.
-constexpr int64_t kRowsAtOnce = 8;
+constexpr int64_t kRows = 8;
 
 // LayerNorm: per row of X, with m = mean(x), d = x − m, v = mean(d·d), s = √(v + ε):
 // Y = d / s · γ + β, each step rounded to float. A mean is taken as the Reduce kernel takes it:
@@ -25,7 +25,6 @@ constexpr int64_t kRowsAtOnce = 8;
 //   params:   format::params::LayerNorm;  fparams: format::fparams::LayerNorm
 void run_layer_norm(const PreparedVertex& v) {
   using P = format::params::LayerNorm;
-  constexpr int64_t kRows = kRowsAtOnce;
   const int64_t n = v.params[P::kN];
   const float* gamma = v.f32(1);
   const float* beta = v.f32(2);
@@ -35,8 +34,11 @@ void run_layer_norm(const PreparedVertex& v) {
     // A short last group repeats its last row in the spare lanes, which write nothing.
     const int64_t rows = std::min(kRows, v.params[P::kRowEnd] - first);
     std::array<const float*, kRows> x{};
-    for (int64_t k = 0; k < kRows; ++k)
+    std::array<float*, kRows> y{};
+    for (int64_t k = 0; k < kRows; ++k) {
       x[k] = v.f32(0) + (first + std::min(k, rows - 1)) * n;
+      y[k] = v.f32(3) + (first + std::min(k, rows - 1)) * n;
+    }
     std::array<double, kRows> sums{};
     for (int64_t j = 0; j < n; ++j)
       for (int64_t k = 0; k < kRows; ++k)
@@ -46,24 +48,20 @@ void run_layer_norm(const PreparedVertex& v) {
       mean[k] = static_cast<float>(sums[k] / count);
     // y holds d, then the result (a row's x is read only before its y is written, so Y may be X).
     std::array<double, kRows> squares{};
-    for (int64_t k = 0; k < rows; ++k) {
-      float* y = v.f32(3) + (first + k) * n;
+    for (int64_t k = 0; k < rows; ++k)
       for (int64_t j = 0; j < n; ++j)
-        y[j] = x[k][j] - mean[k];
-    }
+        y[k][j] = x[k][j] - mean[k];
     for (int64_t j = 0; j < n; ++j)
       for (int64_t k = 0; k < kRows; ++k) {
-        const float* d = v.f32(3) + (first + std::min(k, rows - 1)) * n;
-        const float square = d[j] * d[j];
+        const float square = y[k][j] * y[k][j];
         squares[k] += square;
       }
     for (int64_t k = 0; k < rows; ++k) {
       const float variance = static_cast<float>(squares[k] / count);
       const float s = std::sqrt(variance + epsilon);
-      float* y = v.f32(3) + (first + k) * n;
       for (int64_t j = 0; j < n; ++j) {
-        const float scaled = y[j] / s * gamma[j];
-        y[j] = scaled + beta[j];
+        const float scaled = y[k][j] / s * gamma[j];
+        y[k][j] = scaled + beta[j];
       }
     }
   }

@@ -178,7 +178,7 @@ Status validate_reduce(const format::Vertex& v, const std::vector<OperandInfo>& 
 // Lines a softmax vertex takes together: each line's max and sum are a chain of dependent
 // operations (maxss, then addsd: four cycles each), so eight lines' chains interleave where one
 // line's would stall. Each line is still reduced alone and in order, so results are the same bits.
-constexpr int64_t kSoftmaxLinesAtOnce = 8;
+constexpr int64_t kSoftmaxLines = 8;
 
 // AxisSoftmax: softmax (or log-softmax) of X viewed as [outer, axis, inner] along the middle
 // axis, for lines [begin, end) of the outer·inner lines. Each element's exponential is computed
@@ -188,35 +188,35 @@ constexpr int64_t kSoftmaxLinesAtOnce = 8;
 //   SoftmaxKind, n the axis)
 void run_axis_softmax(const PreparedVertex& v, KernelContext& context) {
   using P = format::params::AxisSoftmax;
-  constexpr int64_t kLines = kSoftmaxLinesAtOnce;
   const bool log = v.params[P::kKind] == static_cast<int64_t>(format::SoftmaxKind::kLogSoftmax);
   const int64_t n = v.params[P::kN], inner = v.params[P::kInner];
   const float* x = v.f32(0);
   float* y = v.f32(1);
   // The group's lines side by side, contiguous, for the vector exp: strided lines are gathered,
   // and Y may be X (a line's outputs are written only after all its inputs are read).
-  float* lines = context.scratch.floats(static_cast<size_t>(kLines * n));
-  for (int64_t first = v.params[P::kBegin]; first < v.params[P::kEnd]; first += kLines) {
+  float* lines = context.scratch.floats(static_cast<size_t>(kSoftmaxLines * n));
+  for (int64_t first = v.params[P::kBegin]; first < v.params[P::kEnd]; first += kSoftmaxLines) {
     // A short last group repeats its last line in the spare lanes, whose results are dropped.
-    const int64_t count = std::min(kLines, v.params[P::kEnd] - first);
-    std::array<int64_t, kLines> base{};
-    for (int64_t k = 0; k < kLines; ++k) {
+    const int64_t count = std::min(kSoftmaxLines, v.params[P::kEnd] - first);
+    std::array<int64_t, kSoftmaxLines> base{}, exps_at{}; // where lane k's x and exps start
+    for (int64_t k = 0; k < kSoftmaxLines; ++k) {
       const int64_t l = first + std::min(k, count - 1);
       base[k] = (l / inner) * n * inner + l % inner;
+      exps_at[k] = std::min(k, count - 1) * n;
     }
-    std::array<float, kLines> max{};
+    std::array<float, kSoftmaxLines> max{};
     max.fill(-std::numeric_limits<float>::infinity());
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t k = 0; k < kLines; ++k)
+      for (int64_t k = 0; k < kSoftmaxLines; ++k)
         max[k] = std::max(max[k], x[base[k] + j * inner]);
     for (int64_t k = 0; k < count; ++k)
       for (int64_t j = 0; j < n; ++j)
         lines[k * n + j] = x[base[k] + j * inner] - max[k];
     vector_exp(lines, lines, count * n);
-    std::array<double, kLines> sum{};
+    std::array<double, kSoftmaxLines> sum{};
     for (int64_t j = 0; j < n; ++j)
-      for (int64_t k = 0; k < kLines; ++k)
-        sum[k] += lines[std::min(k, count - 1) * n + j];
+      for (int64_t k = 0; k < kSoftmaxLines; ++k)
+        sum[k] += lines[exps_at[k] + j];
     for (int64_t k = 0; k < count; ++k) {
       const float* line = lines + k * n;
       if (log) {
