@@ -1,17 +1,12 @@
-// Relu and Tanh of one float, written once for every codelet that applies them: the Activation
-// and Unary kernels and the fused epilogues of MatMul and Conv. A fused model must compute
-// bitwise what the unfused one did, so each is one expression, in float, everywhere. Sigmoid,
-// 1 / (1 + e^-x) in float, runs over arrays only: libm_sigmoid (vector_math.h).
+// Tanh of one float, written once for every codelet that applies it: the Activation and Unary
+// kernels. A model must compute bitwise what another route to the same op did, so it is one
+// expression, in float, everywhere. Relu (also the fused epilogue of MatMul and Conv) and Sigmoid,
+// 1 / (1 + e^-x) in float, run over arrays only: vector_relu and libm_sigmoid (vector_math.h).
 #pragma once
 
 #include <cmath>
 
 namespace ipu::kernels::activation {
-
-// 0 for a NaN, as for -0 and every negative.
-inline float relu(float x) {
-  return x > 0.0f ? x : 0.0f;
-}
 
 inline float tanh(float x) {
   return std::tanh(x);

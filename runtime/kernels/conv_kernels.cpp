@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "runtime/kernels/activations.h"
 #include "runtime/kernels/conv_forward.h"
+#include "runtime/kernels/vector_math.h"
 #include "runtime/kernels/window.h"
 
 namespace ipu::kernels {
@@ -233,8 +233,7 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
     for (int64_t n = n_begin; n < n_end; ++n) {
       for (int64_t m = m_begin; m < m_end; ++m) {
         float* block = y + (n * s.M + m) * plane + rows.begin * w.OW;
-        for (int64_t i = 0; i < (rows.end - rows.begin) * w.OW; ++i)
-          block[i] = activation::relu(block[i]);
+        vector_relu(block, block, (rows.end - rows.begin) * w.OW);
       }
     }
   }

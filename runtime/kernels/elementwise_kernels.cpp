@@ -43,8 +43,7 @@ void run_activation(const PreparedVertex& v) {
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   switch (static_cast<ActivationKind>(v.params[P::kKind])) {
   case ActivationKind::kRelu:
-    for (int64_t i = begin; i < end; ++i)
-      y[i] = activation::relu(x[i]);
+    vector_relu(x + begin, y + begin, end - begin);
     break;
   case ActivationKind::kSigmoid:
     libm_sigmoid(x + begin, y + begin, end - begin);

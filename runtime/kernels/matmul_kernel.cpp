@@ -9,8 +9,8 @@
 
 #include <algorithm>
 
-#include "runtime/kernels/activations.h"
 #include "runtime/kernels/validate_util.h"
+#include "runtime/kernels/vector_math.h"
 
 namespace ipu::kernels {
 namespace {
@@ -64,10 +64,7 @@ void run(const PreparedVertex& v) {
       for (int64_t j = 0; j < cols; ++j)
         row[j] += bias[j];
     }
-    if (relu) {
-      for (int64_t j = 0; j < cols; ++j)
-        row[j] = activation::relu(row[j]);
-    }
+    if (relu) vector_relu(row, row, cols);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "runtime/kernels/vector_math.h"
 #include "runtime/kernels/window.h"
 
 namespace ipu::kernels {
@@ -123,17 +124,17 @@ void max_pool_interior_row(const Window& w, const float* x, int64_t oy, IndexRan
   }
 }
 
-// max_pool_interior_row for the common 2×2 window without dilation: the four taps in one pass,
-// so a narrow row (a late layer's few columns) costs one vectorised loop instead of four.
-template <int kStride>
-void max_pool_interior_row_2x2(const Window& w, const float* x, int64_t oy, IndexRange cols, float* y) {
+// max_pool_interior_row for the common 2×2 window without dilation and with a column stride of 1:
+// the four taps in one pass, so a narrow row (a late layer's few columns) costs one vectorised
+// loop instead of four. (A column stride of 2 goes to max_pool_2x2_cols_stride2.)
+void max_pool_interior_row_2x2_stride1(const Window& w, const float* x, int64_t oy, IndexRange cols,
+                                       float* y) {
   const int64_t top = (oy * w.SH - w.PT) * w.W - w.PL, bottom = top + w.W;
   for (int64_t ox = cols.begin; ox < cols.end; ++ox) {
-    const int64_t i = ox * kStride;
-    float best = x[top + i];
-    best = x[top + i + 1] > best ? x[top + i + 1] : best;
-    best = x[bottom + i] > best ? x[bottom + i] : best;
-    best = x[bottom + i + 1] > best ? x[bottom + i + 1] : best;
+    float best = x[top + ox];
+    best = x[top + ox + 1] > best ? x[top + ox + 1] : best;
+    best = x[bottom + ox] > best ? x[bottom + ox] : best;
+    best = x[bottom + ox + 1] > best ? x[bottom + ox + 1] : best;
     y[ox] = best;
   }
 }
@@ -149,24 +150,33 @@ void run_max_pool(const PreparedVertex& v) {
   const IndexRange inner_rows = in_bounds(-w.PT, w.SH, w.H - (w.KH - 1) * w.DH, w.OH);
   const IndexRange inner_cols = in_bounds(-w.PL, w.SW, w.W - (w.KW - 1) * w.DW, w.OW);
   const bool two_by_two = w.KH == 2 && w.KW == 2 && w.DH == 1 && w.DW == 1;
-  const auto run_interior = two_by_two && w.SW == 2   ? max_pool_interior_row_2x2<2>
-                            : two_by_two && w.SW == 1 ? max_pool_interior_row_2x2<1>
-                            : w.SW == 2               ? max_pool_interior_row<2>
-                            : w.SW == 1               ? max_pool_interior_row<1>
-                                                      : max_pool_interior_row<0>;
+  // The usual 2×2 pool of stride 2 takes its inner rows all at once, below.
+  const bool rows_at_once = two_by_two && w.SW == 2;
+  const auto run_interior = two_by_two && w.SW == 1 ? max_pool_interior_row_2x2_stride1
+                            : w.SW == 2             ? max_pool_interior_row<2>
+                            : w.SW == 1             ? max_pool_interior_row<1>
+                                                    : max_pool_interior_row<0>;
   const RowBand band = row_band<MaxPool>(v, w.OH);
+  const bool any_inner_cols = inner_cols.begin < inner_cols.end;
+  const int64_t first_inner = std::clamp(inner_rows.begin, band.begin, band.end);
+  const IndexRange inner{first_inner, std::clamp(inner_rows.end, first_inner, band.end)};
   for (int64_t p = v.params[MaxPool::kPlaneBegin]; p < v.params[MaxPool::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
     for (int64_t oy = band.begin; oy < band.end; ++oy) {
       float* out = y + oy * w.OW;
-      const bool inner = oy >= inner_rows.begin && oy < inner_rows.end && inner_cols.begin < inner_cols.end;
-      const IndexRange fast = inner ? inner_cols : IndexRange{0, 0};
-      if (inner) run_interior(w, x, oy, fast, out);
+      const bool is_inner = oy >= inner.begin && oy < inner.end && any_inner_cols;
+      const IndexRange fast = is_inner ? inner_cols : IndexRange{0, 0};
+      if (is_inner && !rows_at_once) run_interior(w, x, oy, fast, out);
       for (int64_t ox = 0; ox < fast.begin; ++ox)
         out[ox] = max_of_window(w, x, oy, ox);
       for (int64_t ox = fast.end; ox < w.OW; ++ox)
         out[ox] = max_of_window(w, x, oy, ox);
+    }
+    if (rows_at_once && any_inner_cols && inner.begin < inner.end) {
+      const int64_t first_tap = (inner.begin * w.SH - w.PT) * w.W + inner_cols.begin * w.SW - w.PL;
+      max_pool_2x2_cols_stride2({x + first_tap, w.SH * w.W, w.W, y + inner.begin * w.OW + inner_cols.begin,
+                                 w.OW, inner_cols.end - inner_cols.begin, inner.end - inner.begin});
     }
   }
 }

@@ -126,7 +126,7 @@ void run_unary(const PreparedVertex& v) {
     map(x, y, b, e, [&](float t) { return alpha * t + beta; });
     break;
   case UnaryKind::kRelu:
-    map(x, y, b, e, activation::relu);
+    vector_relu(x + b, y + b, e - b);
     break;
   case UnaryKind::kSigmoid:
     libm_sigmoid(x + b, y + b, e - b);

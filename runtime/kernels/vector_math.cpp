@@ -34,6 +34,16 @@ float scalar_exp(float x) {
   return std::exp(x);
 }
 
+void max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float* y, int64_t cols) {
+  for (int64_t j = 0; j < cols; ++j) {
+    float best = top[2 * j];
+    best = top[2 * j + 1] > best ? top[2 * j + 1] : best;
+    best = bottom[2 * j] > best ? bottom[2 * j] : best;
+    best = bottom[2 * j + 1] > best ? bottom[2 * j + 1] : best;
+    y[j] = best;
+  }
+}
+
 } // namespace
 
 VectorIsa best_vector_isa() {
@@ -68,6 +78,28 @@ void libm_sigmoid(const float* x, float* y, int64_t n, VectorIsa isa) {
   if (isa != VectorIsa::kSse2) return avx2::libm_sigmoid(x, y, n, scalar_exp);
   for (int64_t i = 0; i < n; ++i)
     y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+}
+
+void vector_relu(const float* x, float* y, int64_t n, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx512) return avx512::relu(x, y, n);
+  if (isa == VectorIsa::kAvx2Fma) return avx2::relu(x, y, n);
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void max_pool_2x2_cols_stride2(const PoolRows& pool, VectorIsa isa) {
+  for (int64_t r = 0; r < pool.rows; ++r) {
+    const float* top = pool.x + r * pool.x_row;
+    const float* bottom = top + pool.below;
+    float* y = pool.y + r * pool.y_row;
+    if (isa == VectorIsa::kAvx512) {
+      avx512::max_pool_2x2_cols_stride2_row(top, bottom, y, pool.cols);
+      continue;
+    }
+    const int64_t done =
+        isa == VectorIsa::kAvx2Fma ? avx2::max_pool_2x2_cols_stride2_row(top, bottom, y, pool.cols) : 0;
+    max_pool_2x2_cols_stride2_row(top + 2 * done, bottom + 2 * done, y + done, pool.cols - done);
+  }
 }
 
 void sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n, double* sums,

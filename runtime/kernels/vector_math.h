@@ -1,7 +1,8 @@
-// exp and erf over float arrays through SLEEF's vector functions of at most 1 ULP error (the
-// u10 family): sixteen elements at a time with AVX-512, eight with AVX2 and FMA where the CPU has
-// them, else four through SLEEF's dispatcher (its SSE2, SSE4.1 or AVX2 build), so any x86-64 CPU
-// runs them.
+// Loops over float arrays at the widest instruction set the CPU has, chosen at run time so the
+// program itself runs on any x86-64 CPU: exp and erf through SLEEF's vector functions of at most
+// 1 ULP error (the u10 family), sixteen elements at a time with AVX-512, eight with AVX2 and FMA,
+// else four through SLEEF's dispatcher (its SSE2, SSE4.1 or AVX2 build); and a few kernels whose
+// baseline (SSE2) loops spend their time on loop overhead rather than work.
 #pragma once
 
 #include <cstdint>
@@ -37,5 +38,26 @@ void libm_sigmoid(const float* x, float* y, int64_t n, VectorIsa isa = best_vect
 // any lane, so both instruction sets give the same bits as a scalar loop.
 void sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n, double* sums,
                         VectorIsa isa = best_vector_isa());
+
+// Relu, written once for every codelet that applies it (Activation, Unary, and the fused epilogues
+// of MatMul and Conv, so a fused model computes bitwise what the unfused one did):
+// y[i] = x[i] > 0 ? x[i] : 0 for i in [0, n), 0 for a NaN as for -0 and every negative; y may be
+// x. maxps(x, 0) is that comparison exactly, so every instruction set gives the same bits.
+void vector_relu(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
+
+// A 2×2 maximum pool with a column stride of 2 over `rows` output rows of `cols` each: output
+// (r, j) at y[r·y_row + j] is the maximum of the taps t0..t3 = top[2j], top[2j + 1],
+// bottom[2j], bottom[2j + 1] for top = x + r·x_row and bottom = top + below, taken as MaxPool's
+// scalar loop does (best = t0, then best = t > best ? t : best for t1..t3), so NaNs and signed
+// zeros land where they do there. maxps(t, best) is that comparison exactly.
+struct PoolRows {
+  const float* x;
+  int64_t x_row; // from one output row's top input row to the next's
+  int64_t below; // from a top input row to its bottom one
+  float* y;
+  int64_t y_row;
+  int64_t cols, rows;
+};
+void max_pool_2x2_cols_stride2(const PoolRows& pool, VectorIsa isa = best_vector_isa());
 
 } // namespace ipu::kernels

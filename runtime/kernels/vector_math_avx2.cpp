@@ -153,4 +153,41 @@ void erf(const float* x, float* y, int64_t n) {
   apply(x, y, n, [](__m256 v) { return Sleef_erff8_u10avx2(v); });
 }
 
+void relu(const float* x, float* y, int64_t n) {
+  apply(x, y, n, [](__m256 v) { return _mm256_max_ps(v, _mm256_setzero_ps()); });
+}
+
+int64_t max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float* y, int64_t cols) {
+  // Taps 2j, 2j + 2, ... (first = 0) or 2j + 1, 2j + 3, ... (first = 1) of outputs [j, j + 8):
+  // shufps picks them per 128-bit half, in the order 0 1 4 5 2 3 6 7 of 64-bit pairs.
+  const auto taps8 = [&](const float* row, int64_t j, bool odd) {
+    const __m256 a = _mm256_loadu_ps(row + 2 * j), b = _mm256_loadu_ps(row + 2 * j + 8);
+    const __m256 mixed = odd ? _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))
+                             : _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(mixed), _MM_SHUFFLE(3, 1, 2, 0)));
+  };
+  int64_t j = 0;
+  for (; j + 8 <= cols; j += 8) {
+    __m256 best = taps8(top, j, false);
+    best = _mm256_max_ps(taps8(top, j, true), best);
+    best = _mm256_max_ps(taps8(bottom, j, false), best);
+    best = _mm256_max_ps(taps8(bottom, j, true), best);
+    _mm256_storeu_ps(y + j, best);
+  }
+  const auto taps4 = [&](const float* row, bool odd) {
+    const __m128 a = _mm_loadu_ps(row + 2 * j), b = _mm_loadu_ps(row + 2 * j + 4);
+    return odd ? _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))
+               : _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+  };
+  if (j + 4 <= cols) {
+    __m128 best = taps4(top, false);
+    best = _mm_max_ps(taps4(top, true), best);
+    best = _mm_max_ps(taps4(bottom, false), best);
+    best = _mm_max_ps(taps4(bottom, true), best);
+    _mm_storeu_ps(y + j, best);
+    j += 4;
+  }
+  return j;
+}
+
 } // namespace ipu::kernels::avx2

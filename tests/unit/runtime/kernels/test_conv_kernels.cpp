@@ -53,6 +53,7 @@ const Geometry kGeometries[] = {
     // The pooling kernels' fast paths for windows wholly inside the input, each beside edge
     // windows that take the general path:
     {2, 3, 6, 8, 2, 2, 2, 2, 0, 0, 0, 0, 1, 1},  // 2×2 at stride 2 (the common CNN pool), all inside
+    {1, 2, 5, 37, 2, 2, 2, 2, 1, 1, 0, 0, 1, 1}, // the same with pads, 17 inner columns (a vector and more)
     {2, 2, 5, 7, 2, 2, 1, 1, 1, 0, 1, 1, 1, 1},  // 2×2 at stride 1 with pads
     {1, 2, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},  // 3×3 at stride 2 with pads
     {1, 2, 8, 11, 2, 3, 3, 3, 0, 1, 0, 0, 1, 1}, // stride 3

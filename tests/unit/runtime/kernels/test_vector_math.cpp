@@ -5,7 +5,8 @@
 // libm_exp and libm_sigmoid bit for bit against expf: on a sample of floats of every exponent in
 // the suite, and on every float in a test skipped by default (about 15 minutes). exp and erf with
 // AVX-512 against AVX2 bit for bit: on a sample in the suite, on every float when asked. Row sums
-// in double bit for bit against a scalar loop.
+// in double bit for bit against a scalar loop. Relu and the 2×2 stride-2 maximum bit for bit
+// against their scalar comparisons, NaNs and signed zeros included.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -23,9 +24,12 @@ namespace {
 using ipu::kernels::best_vector_isa;
 using ipu::kernels::libm_exp;
 using ipu::kernels::libm_sigmoid;
+using ipu::kernels::max_pool_2x2_cols_stride2;
+using ipu::kernels::PoolRows;
 using ipu::kernels::sum_rows_in_double;
 using ipu::kernels::vector_erf;
 using ipu::kernels::vector_exp;
+using ipu::kernels::vector_relu;
 using ipu::kernels::VectorIsa;
 
 using VectorFn = void (*)(const float*, float*, int64_t, VectorIsa);
@@ -251,6 +255,72 @@ TEST_CASE("vector_math: row sums in double give a scalar loop's bits for every c
             CHECK(std::bit_cast<uint64_t>(got) == std::bit_cast<uint64_t>(expected));
         }
         CHECK(sums[static_cast<size_t>(n)] == 99.0); // nothing past the columns
+      }
+    }
+  }
+}
+
+// Values where a comparison's order shows: zeros of both signs, NaNs of two payloads (which one
+// survives shows which tap was kept), infinities, subnormals, and repeats.
+std::vector<float> selection_values() {
+  const float nan_a = std::bit_cast<float>(0x7fc00001u), nan_b = std::bit_cast<float>(0xffc00002u);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> specials{0.0f,   -0.0f,   nan_a, nan_b, inf,  -inf,
+                                    1e-40f, -1e-40f, 1.0f,  -1.0f, 2.5f, 1.0f};
+  std::vector<float> x;
+  for (size_t i = 0; i < 500; ++i)
+    x.push_back(specials[(i * 7 + i / 5) % specials.size()]);
+  return x;
+}
+
+bool same_bits(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+}
+
+TEST_CASE("vector_math: relu gives x > 0 ? x : 0 bit for bit, for every tail length and in place") {
+  const std::vector<float> x = selection_values();
+  for (VectorIsa isa : isas()) {
+    for (int64_t n = 0; n <= 40; ++n) {
+      std::vector<float> y(static_cast<size_t>(n) + 1, 7.0f), in_place(x.begin() + 3, x.begin() + 3 + n);
+      vector_relu(x.data() + 3, y.data(), n, isa);
+      vector_relu(in_place.data(), in_place.data(), n, isa);
+      for (int64_t i = 0; i < n; ++i) {
+        const float t = x[static_cast<size_t>(3 + i)];
+        INFO("isa " << static_cast<int>(isa) << ", n " << n << ", x " << t);
+        CHECK(same_bits(y[static_cast<size_t>(i)], t > 0.0f ? t : 0.0f));
+        CHECK(same_bits(in_place[static_cast<size_t>(i)], t > 0.0f ? t : 0.0f));
+      }
+      CHECK(y[static_cast<size_t>(n)] == 7.0f); // nothing past the range
+    }
+  }
+}
+
+TEST_CASE("vector_math: the 2×2 stride-2 maximum takes its taps in MaxPool's order, for every width") {
+  const std::vector<float> values = selection_values();
+  for (VectorIsa isa : isas()) {
+    for (int64_t cols = 0; cols <= 37; ++cols) {
+      constexpr int64_t kRows = 3;
+      const int64_t width = 2 * cols + 3, y_row = cols + 2; // room either side of what is written
+      std::vector<float> x(static_cast<size_t>(2 * kRows * width));
+      for (size_t i = 0; i < x.size(); ++i)
+        x[i] = values[(i + static_cast<size_t>(cols)) % values.size()];
+      std::vector<float> y(static_cast<size_t>(kRows * y_row), 7.0f);
+      // Starting one column in, rows two input rows apart, as run_max_pool passes a padded plane.
+      max_pool_2x2_cols_stride2({x.data() + 1, 2 * width, width, y.data(), y_row, cols, kRows}, isa);
+      for (int64_t r = 0; r < kRows; ++r) {
+        for (int64_t j = 0; j < y_row; ++j) {
+          const float got = y[static_cast<size_t>(r * y_row + j)];
+          INFO("isa " << static_cast<int>(isa) << ", cols " << cols << ", row " << r << ", output " << j);
+          if (j >= cols) {
+            CHECK(got == 7.0f);
+            continue;
+          }
+          const float* top = x.data() + 1 + r * 2 * width + 2 * j;
+          float best = top[0];
+          for (float t : {top[1], top[width], top[width + 1]})
+            best = t > best ? t : best;
+          CHECK(same_bits(got, best));
+        }
       }
     }
   }
