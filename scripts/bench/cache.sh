@@ -3,7 +3,9 @@
 # the tutorial MLP within 5 ms of the process floor below), and of `ipurun predict MODEL` finding its
 # executable.
 # The peer in the same run is the process floor: `ipucc --version` (start-up and dynamic loading,
-# nothing else), so the hit's own work is hit − floor. Medians of RUNS runs (default 30).
+# nothing else), so the hit's own work is hit − floor. Floor and hit runs alternate, so both see
+# the same load (run one after the other, a drift of the machine's load between the two series
+# moved the difference by several ms). Medians of RUNS runs (default 30).
 #   scripts/bench/cache.sh [MODEL]        default models/mlp_functional.json
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,21 +24,30 @@ python3 - "$runs" "$ipucc" "$ipurun" "$model" "$work" <<'PYEOF'
 import os, shutil, statistics, subprocess, sys, time
 runs, ipucc, ipurun, model, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 
+def wall_ms(argv):
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return 1000 * (time.perf_counter() - start)
+
 def median_ms(argv, before=None):
     times = []
     for _ in range(runs):
         if before:
             before()
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        times.append(1000 * (time.perf_counter() - start))
+        times.append(wall_ms(argv))
     return statistics.median(times)
+
+def alternating_medians_ms(first, second):
+    times = ([], [])
+    for _ in range(runs):
+        times[0].append(wall_ms(first))
+        times[1].append(wall_ms(second))
+    return statistics.median(times[0]), statistics.median(times[1])
 
 def fresh_cache():
     shutil.rmtree(os.path.join(work, "miss"), ignore_errors=True)
 
-floor = median_ms([ipucc, "--version"])
-hit = median_ms([ipucc, "compile", model])
+floor, hit = alternating_medians_ms([ipucc, "--version"], [ipucc, "compile", model])
 miss = median_ms([ipucc, "compile", model, "--cache-dir", os.path.join(work, "miss")], before=fresh_cache)
 run_hit = median_ms([ipurun, "predict", model, "--data", "synthetic:32", "--progress", "none"])
 print("%-34s %9s" % ("", "median ms"))
