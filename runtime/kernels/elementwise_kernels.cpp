@@ -77,8 +77,7 @@ void run_activation_grad(const PreparedVertex& v) {
   const int64_t begin = v.params[P::kBegin], end = v.params[P::kEnd];
   switch (static_cast<ActivationKind>(v.params[P::kKind])) {
   case ActivationKind::kRelu:
-    for (int64_t i = begin; i < end; ++i)
-      dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    vector_relu_grad(y + begin, dy + begin, dx + begin, end - begin);
     break;
   case ActivationKind::kSigmoid:
     for (int64_t i = begin; i < end; ++i)

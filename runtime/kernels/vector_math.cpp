@@ -87,6 +87,13 @@ void vector_relu(const float* x, float* y, int64_t n, VectorIsa isa) {
     y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
+void vector_relu_grad(const float* y, const float* dy, float* dx, int64_t n, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx512) return avx512::relu_grad(y, dy, dx, n);
+  const int64_t done = isa == VectorIsa::kAvx2Fma ? avx2::relu_grad(y, dy, dx, n) : 0;
+  for (int64_t i = done; i < n; ++i)
+    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
 void max_pool_2x2_cols_stride2(const PoolRows& pool, VectorIsa isa) {
   for (int64_t r = 0; r < pool.rows; ++r) {
     const float* top = pool.x + r * pool.x_row;

@@ -45,6 +45,12 @@ void sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n
 // x. maxps(x, 0) is that comparison exactly, so every instruction set gives the same bits.
 void vector_relu(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
 
+// Relu's gradient through its output (ActivationGrad): dx[i] = y[i] > 0 ? dy[i] : 0 for i in
+// [0, n), 0 where y is a NaN; dx may be y or dy. A vector comparison selects as the
+// scalar one does, so every instruction set gives the same bits.
+void vector_relu_grad(const float* y, const float* dy, float* dx, int64_t n,
+                      VectorIsa isa = best_vector_isa());
+
 // A 2×2 maximum pool with a column stride of 2 over `rows` output rows of `cols` each: output
 // (r, j) at y[r·y_row + j] is the maximum of the taps t0..t3 = top[2j], top[2j + 1],
 // bottom[2j], bottom[2j + 1] for top = x + r·x_row and bottom = top + below, taken as MaxPool's

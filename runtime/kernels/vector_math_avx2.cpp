@@ -157,6 +157,15 @@ void relu(const float* x, float* y, int64_t n) {
   apply(x, y, n, [](__m256 v) { return _mm256_max_ps(v, _mm256_setzero_ps()); });
 }
 
+int64_t relu_grad(const float* y, const float* dy, float* dx, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 positive = _mm256_cmp_ps(_mm256_loadu_ps(y + i), _mm256_setzero_ps(), _CMP_GT_OQ);
+    _mm256_storeu_ps(dx + i, _mm256_and_ps(positive, _mm256_loadu_ps(dy + i)));
+  }
+  return i;
+}
+
 int64_t max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float* y, int64_t cols) {
   // Taps 2j, 2j + 2, ... (first = 0) or 2j + 1, 2j + 3, ... (first = 1) of outputs [j, j + 8):
   // shufps picks them per 128-bit half, in the order 0 1 4 5 2 3 6 7 of 64-bit pairs.

@@ -18,6 +18,9 @@ void libm_sigmoid(const float* x, float* y, int64_t n, ScalarExp scalar_exp);
 int64_t sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n, double* sums);
 
 void relu(const float* x, float* y, int64_t n);
+// vector_relu_grad (vector_math.h) in whole groups of eight; returns how many it took, the rest
+// being the caller's.
+int64_t relu_grad(const float* y, const float* dy, float* dx, int64_t n);
 // max_pool_2x2_cols_stride2 (vector_math.h) of one row's outputs in whole groups of four;
 // returns how many it took, the rest being the caller's.
 int64_t max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float* y, int64_t cols);

@@ -41,6 +41,18 @@ void relu(const float* x, float* y, int64_t n) {
   apply(x, y, n, [](__m512 v) { return max(v, _mm512_setzero_ps()); });
 }
 
+void relu_grad(const float* y, const float* dy, float* dx, int64_t n) {
+  const auto step = [&](int64_t i, __mmask16 take) {
+    const __mmask16 positive =
+        _mm512_mask_cmp_ps_mask(take, _mm512_maskz_loadu_ps(take, y + i), _mm512_setzero_ps(), _CMP_GT_OQ);
+    _mm512_mask_storeu_ps(dx + i, take, _mm512_maskz_loadu_ps(positive, dy + i));
+  };
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    step(i, 0xffff);
+  if (i < n) step(i, static_cast<__mmask16>((1u << (n - i)) - 1));
+}
+
 void max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float* y, int64_t cols) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));

@@ -10,6 +10,7 @@ void exp(const float* x, float* y, int64_t n);
 void erf(const float* x, float* y, int64_t n);
 
 void relu(const float* x, float* y, int64_t n);
+void relu_grad(const float* y, const float* dy, float* dx, int64_t n);
 // max_pool_2x2_cols_stride2 (vector_math.h) of one row.
 void max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float* y, int64_t cols);
 

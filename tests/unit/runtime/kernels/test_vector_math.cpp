@@ -6,7 +6,7 @@
 // the suite, and on every float in a test skipped by default (about 15 minutes). exp and erf with
 // AVX-512 against AVX2 bit for bit: on a sample in the suite, on every float when asked. Row sums
 // in double bit for bit against a scalar loop. Relu and the 2×2 stride-2 maximum bit for bit
-// against their scalar comparisons, NaNs and signed zeros included.
+// and Relu's gradient against their scalar comparisons, NaNs and signed zeros included.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -30,6 +30,7 @@ using ipu::kernels::sum_rows_in_double;
 using ipu::kernels::vector_erf;
 using ipu::kernels::vector_exp;
 using ipu::kernels::vector_relu;
+using ipu::kernels::vector_relu_grad;
 using ipu::kernels::VectorIsa;
 
 using VectorFn = void (*)(const float*, float*, int64_t, VectorIsa);
@@ -291,6 +292,26 @@ TEST_CASE("vector_math: relu gives x > 0 ? x : 0 bit for bit, for every tail len
         CHECK(same_bits(in_place[static_cast<size_t>(i)], t > 0.0f ? t : 0.0f));
       }
       CHECK(y[static_cast<size_t>(n)] == 7.0f); // nothing past the range
+    }
+  }
+}
+
+TEST_CASE("vector_math: relu_grad gives y > 0 ? dy : 0 bit for bit, for every tail length and in place") {
+  const std::vector<float> values = selection_values();
+  for (VectorIsa isa : isas()) {
+    for (int64_t n = 0; n <= 40; ++n) {
+      const float* y = values.data() + 5;
+      const float* dy = values.data() + 17 + n; // against other values for each n
+      std::vector<float> dx(static_cast<size_t>(n) + 1, 7.0f), in_place(dy, dy + n);
+      vector_relu_grad(y, dy, dx.data(), n, isa);
+      vector_relu_grad(y, in_place.data(), in_place.data(), n, isa);
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = y[i] > 0.0f ? dy[i] : 0.0f;
+        INFO("isa " << static_cast<int>(isa) << ", n " << n << ", y " << y[i] << ", dy " << dy[i]);
+        CHECK(same_bits(dx[static_cast<size_t>(i)], want));
+        CHECK(same_bits(in_place[static_cast<size_t>(i)], want));
+      }
+      CHECK(dx[static_cast<size_t>(n)] == 7.0f);
     }
   }
 }
