@@ -6,6 +6,7 @@
 // pairwise update, so no E[x²] − E[x]² cancels.
 #include <cmath>
 
+#include "runtime/kernels/channel_runs.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -202,12 +203,15 @@ void run_batch_norm_train_grad_input(const PreparedVertex& v) {
               *dscale = v.f32(5), *dbias = v.f32(6);
   float* dx = v.f32(7);
   const double M = static_cast<double>(N * S);
-  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i) {
-    const int64_t c = (i / S) % C;
-    const double istd = inv_std(var[c], epsilon);
-    const double x_hat = (x[i] - mean[c]) * istd;
-    dx[i] = static_cast<float>(scale[c] * istd * (dy[i] - dbias[c] / M - x_hat * dscale[c] / M));
-  }
+  for_each_channel_run(v.params[P::kBegin], v.params[P::kEnd], C, S, [&](int64_t c, int64_t lo, int64_t hi) {
+    // The per-element expression as it was, its per-channel parts taken once.
+    const double istd = inv_std(var[c], epsilon), scaled = scale[c] * istd, bias_share = dbias[c] / M;
+    const float m = mean[c], ds = dscale[c];
+    for (int64_t i = lo; i < hi; ++i) {
+      const double x_hat = (x[i] - m) * istd;
+      dx[i] = static_cast<float>(scaled * (dy[i] - bias_share - x_hat * ds / M));
+    }
+  });
 }
 
 Status validate_batch_norm_train_grad_input(const format::Vertex& v, const std::vector<OperandInfo>& ops) {

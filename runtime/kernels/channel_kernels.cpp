@@ -1,6 +1,7 @@
 // The per-channel codelets over [N, C, S] tensors that batch normalization lowers to: the sum over
 // samples and positions of each channel (a bias's or shift's gradient) and the affine map of an
 // inference BatchNormalization folded at compile time. Params: runtime/format/codelet_params.def.
+#include "runtime/kernels/channel_runs.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -63,10 +64,11 @@ void run_channel_affine(const PreparedVertex& v) {
   const float* scale = v.f32(1);
   const float* shift = v.f32(2);
   float* y = v.f32(3);
-  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i) {
-    const int64_t c = (i / S) % C;
-    y[i] = x[i] * scale[c] + shift[c];
-  }
+  for_each_channel_run(v.params[P::kBegin], v.params[P::kEnd], C, S, [&](int64_t c, int64_t lo, int64_t hi) {
+    const float s = scale[c], b = shift[c];
+    for (int64_t i = lo; i < hi; ++i)
+      y[i] = x[i] * s + b;
+  });
 }
 
 Status validate_channel_affine(const format::Vertex& v, const std::vector<OperandInfo>& ops) {

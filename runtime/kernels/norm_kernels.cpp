@@ -3,6 +3,7 @@
 // [N, C, S] (S: the spatial positions) or, channels last, [N, S, C].
 #include <cmath>
 
+#include "runtime/kernels/channel_runs.h"
 #include "runtime/kernels/validate_util.h"
 
 namespace ipu::kernels {
@@ -51,10 +52,11 @@ void run_batch_norm(const PreparedVertex& v) {
   const float epsilon = v.fparams[format::fparams::BatchNorm::kEpsilon];
   const float *x = v.f32(0), *scale = v.f32(1), *bias = v.f32(2), *mean = v.f32(3), *var = v.f32(4);
   float* y = v.f32(5);
-  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i) {
-    const int64_t c = (i / S) % C;
-    y[i] = (x[i] - mean[c]) * inv_std(var, c, epsilon) * scale[c] + bias[c];
-  }
+  for_each_channel_run(v.params[P::kBegin], v.params[P::kEnd], C, S, [&](int64_t c, int64_t lo, int64_t hi) {
+    const float istd = inv_std(var, c, epsilon), m = mean[c], s = scale[c], b = bias[c];
+    for (int64_t i = lo; i < hi; ++i)
+      y[i] = (x[i] - m) * istd * s + b;
+  });
 }
 
 Status validate_batch_norm(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
@@ -72,10 +74,11 @@ void run_batch_norm_grad_input(const PreparedVertex& v) {
   const float epsilon = v.fparams[format::fparams::BatchNormGradInput::kEpsilon];
   const float *dy = v.f32(0), *scale = v.f32(1), *var = v.f32(2);
   float* dx = v.f32(3);
-  for (int64_t i = v.params[P::kBegin]; i < v.params[P::kEnd]; ++i) {
-    const int64_t c = (i / S) % C;
-    dx[i] = dy[i] * scale[c] * inv_std(var, c, epsilon);
-  }
+  for_each_channel_run(v.params[P::kBegin], v.params[P::kEnd], C, S, [&](int64_t c, int64_t lo, int64_t hi) {
+    const float s = scale[c], istd = inv_std(var, c, epsilon);
+    for (int64_t i = lo; i < hi; ++i)
+      dx[i] = dy[i] * s * istd;
+  });
 }
 
 Status validate_batch_norm_grad_input(const format::Vertex& v, const std::vector<OperandInfo>& ops) {
