@@ -189,8 +189,14 @@ public:
       m_weights_for = b.weights;
       m_weights_compute_set = compute_set;
     }
-    m_src.set(b.x);
-    m_src.convert_in(stream);
+    // Nor do its inputs: tasks that differ only in output channels (a batch-1 convolution's,
+    // split over tiles by channel) convert their input once per worker.
+    if (m_src_for != b.x || m_src_compute_set != compute_set) {
+      m_src.set(b.x);
+      m_src.convert_in(stream);
+      m_src_for = b.x;
+      m_src_compute_set = compute_set;
+    }
     m_dst.set(b.y);
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, m_src.theirs},
                                          {DNNL_ARG_WEIGHTS, m_weights.theirs},
@@ -212,6 +218,8 @@ private:
   memory m_bias, m_scratchpad;
   const float* m_weights_for = nullptr;
   uint64_t m_weights_compute_set = 0;
+  const float* m_src_for = nullptr;
+  uint64_t m_src_compute_set = 0;
 };
 
 } // namespace
