@@ -25,9 +25,10 @@ void vector_exp(const float* x, float* y, int64_t n, VectorIsa isa = best_vector
 void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());
 
 // y[i] = std::exp(x[i]) and 1 / (1 + std::exp(-x[i])) in float, bit for bit what the C library's
-// expf gives (kernels that always used it keep their results), eight at a time with AVX2: e^x in
-// double, rounded to float where that provably gives expf's float, expf itself for the few lanes
-// near a rounding boundary or outside [-87, 88]. Proved against expf for every float by the
+// expf gives (kernels that always used it keep their results), eight at a time with AVX2 and
+// sixteen with AVX-512 (the same double operations per lane): e^x in double, rounded to float
+// where that provably gives expf's float, expf itself for the few lanes near a rounding boundary
+// or outside [-87, 88]. Proved against expf for every float by the
 // skipped test "libm_exp equals expf for every float" (tests/unit/runtime/kernels/test_vector_math.cpp).
 // y may be x.
 void libm_exp(const float* x, float* y, int64_t n, VectorIsa isa = best_vector_isa());

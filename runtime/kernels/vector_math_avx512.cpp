@@ -21,13 +21,93 @@ template <typename F> void apply(const float* x, float* y, int64_t n, F f) {
   _mm512_mask_storeu_ps(y + i, rest, f(_mm512_maskz_loadu_ps(rest, x + i)));
 }
 
-// maxps(a, b) = a > b ? a : b. Through the zero-masking form with every lane taken: GCC 12's
-// _mm512_max_ps starts from _mm512_undefined_ps, which -Wmaybe-uninitialized reports.
-__m512 max(__m512 a, __m512 b) {
-  return _mm512_maskz_max_ps(0xffff, a, b);
+// vector_math_avx2.cpp's exp_in_double on eight doubles: the same operations in the same order,
+// so each lane's value is the one AVX2 gives it.
+__m512d exp_in_double(__m512d x) {
+  const __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(x, _mm512_set1_pd(1.4426950408889634)),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(6.93147180369123816490e-01), x);
+  r = _mm512_fnmadd_pd(n, _mm512_set1_pd(1.90821492927058770002e-10), r);
+  const auto c = [](double reciprocal) { return _mm512_set1_pd(1.0 / reciprocal); }; // 1 / k!
+  const __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2), r8 = _mm512_mul_pd(r4, r4);
+  const __m512d q0 = _mm512_fmadd_pd(c(1), r, c(1)), q1 = _mm512_fmadd_pd(c(6), r, c(2)),
+                q2 = _mm512_fmadd_pd(c(120), r, c(24)), q3 = _mm512_fmadd_pd(c(5040), r, c(720)),
+                q4 = _mm512_fmadd_pd(c(362880), r, c(40320));
+  const __m512d s0 = _mm512_fmadd_pd(q1, r2, q0), s1 = _mm512_fmadd_pd(q3, r2, q2);
+  const __m512d p = _mm512_fmadd_pd(q4, r8, _mm512_fmadd_pd(s1, r4, s0));
+  const __m512i exponent = _mm512_slli_epi64(
+      _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(n)), _mm512_set1_epi64(1023)), 52);
+  return _mm512_mul_pd(p, _mm512_castsi512_pd(exponent));
+}
+
+// vector_math_avx2.cpp's libm_exp8 on sixteen floats, with the same test of which lanes it cannot
+// vouch for (see there): bit i of the returned mask is lane i.
+__m512 libm_exp16(__m512 x, __mmask16& unsure) {
+  const __mmask16 in_range = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ) &
+                             _mm512_cmp_ps_mask(x, _mm512_set1_ps(88.0f), _CMP_LE_OQ);
+  const __m512d halves[2] = {
+      _mm512_cvtps_pd(_mm512_castps512_ps256(x)),
+      _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)))};
+  const __m512i exponent_bits = _mm512_set1_epi64(0x7ff0000000000000);
+  __m256 rounded[2];
+  unsigned near_boundary = 0;
+  for (int h = 0; h < 2; ++h) {
+    const __m512d e = exp_in_double(halves[h]);
+    rounded[h] = _mm512_cvtpd_ps(e);
+    const __m512d back = _mm512_cvtps_pd(rounded[h]);
+    const __m512d off = _mm512_abs_pd(_mm512_sub_pd(e, back));
+    const __m512d power = _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(back), exponent_bits));
+    const __m512d above = _mm512_mul_pd(power, _mm512_set1_pd(0x1p-24 - 0x1p-31));
+    const __m512d below_power = _mm512_mul_pd(power, _mm512_set1_pd(0x1p-25 - 0x1p-31));
+    const __mmask8 below_a_power =
+        _mm512_cmp_pd_mask(back, power, _CMP_EQ_OQ) & _mm512_cmp_pd_mask(e, back, _CMP_LT_OQ);
+    const __m512d limit = _mm512_mask_blend_pd(below_a_power, above, below_power);
+    near_boundary |= static_cast<unsigned>(_mm512_cmp_pd_mask(off, limit, _CMP_GT_OQ)) << (8 * h);
+  }
+  unsure = static_cast<__mmask16>(near_boundary | (~static_cast<unsigned>(in_range) & 0xffffu));
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(rounded[0])),
+                                             _mm256_castps_pd(rounded[1]), 1));
 }
 
 } // namespace
+
+void libm_exp(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 in = _mm512_loadu_ps(x + i);
+    __mmask16 unsure = 0;
+    const __m512 out = libm_exp16(in, unsure);
+    alignas(64) float inputs[kLanes]; // y may be x
+    _mm512_store_ps(inputs, in);
+    _mm512_storeu_ps(y + i, out);
+    for (unsigned lanes = unsure; lanes != 0; lanes &= lanes - 1) {
+      const int lane = __builtin_ctz(lanes);
+      y[i + lane] = scalar_exp(inputs[lane]);
+    }
+  }
+  for (; i < n; ++i)
+    y[i] = scalar_exp(x[i]);
+}
+
+void libm_sigmoid(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const __m512 negated = _mm512_castsi512_ps(_mm512_xor_si512(
+        _mm512_castps_si512(_mm512_loadu_ps(x + i)), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
+    __mmask16 unsure = 0;
+    const __m512 e = libm_exp16(negated, unsure);
+    alignas(64) float inputs[kLanes]; // y may be x
+    _mm512_store_ps(inputs, negated);
+    _mm512_storeu_ps(y + i, _mm512_div_ps(one, _mm512_add_ps(one, e)));
+    for (unsigned lanes = unsure; lanes != 0; lanes &= lanes - 1) {
+      const int lane = __builtin_ctz(lanes);
+      y[i + lane] = 1.0f / (1.0f + scalar_exp(inputs[lane]));
+    }
+  }
+  for (; i < n; ++i)
+    y[i] = 1.0f / (1.0f + scalar_exp(-x[i]));
+}
 
 void exp(const float* x, float* y, int64_t n) {
   apply(x, y, n, [](__m512 v) { return Sleef_expf16_u10avx512f(v); });
@@ -38,7 +118,7 @@ void erf(const float* x, float* y, int64_t n) {
 }
 
 void relu(const float* x, float* y, int64_t n) {
-  apply(x, y, n, [](__m512 v) { return max(v, _mm512_setzero_ps()); });
+  apply(x, y, n, [](__m512 v) { return _mm512_max_ps(v, _mm512_setzero_ps()); });
 }
 
 void relu_grad(const float* y, const float* dy, float* dx, int64_t n) {
@@ -69,9 +149,9 @@ void max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float*
                                     _mm512_maskz_loadu_ps(high, row + 2 * j + 16));
     };
     __m512 best = taps(top, even);
-    best = max(taps(top, odd), best);
-    best = max(taps(bottom, even), best);
-    best = max(taps(bottom, odd), best);
+    best = _mm512_max_ps(taps(top, odd), best);
+    best = _mm512_max_ps(taps(bottom, even), best);
+    best = _mm512_max_ps(taps(bottom, odd), best);
     _mm512_mask_storeu_ps(y + j, take, best);
   };
   int64_t j = 0;
