@@ -69,14 +69,20 @@ void vector_erf(const float* x, float* y, int64_t n, VectorIsa isa) {
 }
 
 void libm_exp(const float* x, float* y, int64_t n, VectorIsa isa) {
-  if (isa == VectorIsa::kAvx512) return avx512::libm_exp(x, y, n, scalar_exp);
+  if (isa == VectorIsa::kAvx512) {
+    const int64_t done = avx512::libm_exp(x, y, n, scalar_exp); // a short tail still gets eight lanes
+    return avx2::libm_exp(x + done, y + done, n - done, scalar_exp);
+  }
   if (isa != VectorIsa::kSse2) return avx2::libm_exp(x, y, n, scalar_exp);
   for (int64_t i = 0; i < n; ++i)
     y[i] = std::exp(x[i]);
 }
 
 void libm_sigmoid(const float* x, float* y, int64_t n, VectorIsa isa) {
-  if (isa == VectorIsa::kAvx512) return avx512::libm_sigmoid(x, y, n, scalar_exp);
+  if (isa == VectorIsa::kAvx512) {
+    const int64_t done = avx512::libm_sigmoid(x, y, n, scalar_exp);
+    return avx2::libm_sigmoid(x + done, y + done, n - done, scalar_exp);
+  }
   if (isa != VectorIsa::kSse2) return avx2::libm_sigmoid(x, y, n, scalar_exp);
   for (int64_t i = 0; i < n; ++i)
     y[i] = 1.0f / (1.0f + std::exp(-x[i]));

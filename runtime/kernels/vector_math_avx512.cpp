@@ -71,7 +71,7 @@ __m512 libm_exp16(__m512 x, __mmask16& unsure) {
 
 } // namespace
 
-void libm_exp(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
+int64_t libm_exp(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     const __m512 in = _mm512_loadu_ps(x + i);
@@ -85,11 +85,10 @@ void libm_exp(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
       y[i + lane] = scalar_exp(inputs[lane]);
     }
   }
-  for (; i < n; ++i)
-    y[i] = scalar_exp(x[i]);
+  return i;
 }
 
-void libm_sigmoid(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
+int64_t libm_sigmoid(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
   const __m512 one = _mm512_set1_ps(1.0f);
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -105,8 +104,7 @@ void libm_sigmoid(const float* x, float* y, int64_t n, ScalarExp scalar_exp) {
       y[i + lane] = 1.0f / (1.0f + scalar_exp(inputs[lane]));
     }
   }
-  for (; i < n; ++i)
-    y[i] = 1.0f / (1.0f + scalar_exp(-x[i]));
+  return i;
 }
 
 void exp(const float* x, float* y, int64_t n) {
