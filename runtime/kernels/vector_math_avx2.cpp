@@ -167,7 +167,7 @@ int64_t relu_grad(const float* y, const float* dy, float* dx, int64_t n) {
 }
 
 int64_t max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float* y, int64_t cols) {
-  // Taps 2j, 2j + 2, ... (first = 0) or 2j + 1, 2j + 3, ... (first = 1) of outputs [j, j + 8):
+  // Taps 2j, 2j + 2, ... (odd false) or 2j + 1, 2j + 3, ... (odd true) of outputs [j, j + 8):
   // shufps picks them per 128-bit half, in the order 0 1 4 5 2 3 6 7 of 64-bit pairs.
   const auto taps8 = [&](const float* row, int64_t j, bool odd) {
     const __m256 a = _mm256_loadu_ps(row + 2 * j), b = _mm256_loadu_ps(row + 2 * j + 8);
