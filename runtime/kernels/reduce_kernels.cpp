@@ -23,6 +23,21 @@ float relu_of(double sum) {
   return sum > 0.0 ? static_cast<float>(sum) : 0.0f;
 }
 
+// A sum's, a mean's or a Relu'd sum's float results of the doubles `sums[0, n)` of `count` items
+// each, one loop per kind so that each converts a vector at a time: relu_of(s) is Relu of
+// float(s) (a NaN, -0 and every negative give +0 either way), which vector_relu takes without
+// a branch on each sum's sign.
+void finish_sums(ReduceKind kind, const double* sums, int64_t count, float* y, int64_t n) {
+  if (kind == ReduceKind::kMean) {
+    for (int64_t c = 0; c < n; ++c)
+      y[c] = static_cast<float>(sums[c] / static_cast<double>(count));
+    return;
+  }
+  for (int64_t c = 0; c < n; ++c)
+    y[c] = static_cast<float>(sums[c]);
+  if (kind == ReduceKind::kSumRelu) vector_relu(y, y, n);
+}
+
 // Reduce: Y[i] = reduce over the box red_dims of X[Σ o_k·os_k + Σ r_k·rs_k], for output
 // elements i in [begin, end) of out_dims (o = the multi-index of i).
 //   operands: X, Y
@@ -41,11 +56,6 @@ void run_reduce(const PreparedVertex& v) {
     count *= red_dims[k];
   const float* x = v.f32(0);
   float* y = v.f32(1);
-  const auto finish = [&](double acc) {
-    return kind == ReduceKind::kMean      ? static_cast<float>(acc / static_cast<double>(count))
-           : kind == ReduceKind::kSumRelu ? relu_of(acc)
-                                          : static_cast<float>(acc);
-  };
   if ((kind == ReduceKind::kSum || kind == ReduceKind::kMean || kind == ReduceKind::kSumRelu) &&
       red_rank == 1) {
     // One reduced axis (LayerNorm's mean, a split sum's shares), adding in the same order as
@@ -68,8 +78,7 @@ void run_reduce(const PreparedVertex& v) {
                                     for (int64_t c = 0; c < n; ++c)
                                       acc[static_cast<size_t>(c)] += items[j * stride + c * step];
                                 }
-                                for (int64_t c = 0; c < n; ++c)
-                                  y[i + first + c] = finish(acc[static_cast<size_t>(c)]);
+                                finish_sums(kind, acc.data(), count, y + i + first, n);
                               }
                             });
     return;

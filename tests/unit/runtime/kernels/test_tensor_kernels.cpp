@@ -406,6 +406,43 @@ TEST_CASE("tensor kernels: Reduce over one axis adds each output's items in orde
   }
 }
 
+// The one-axis path turns each chunk's double sums into floats a vector at a time: bit for bit what
+// the scalar `float(sum)`, `float(sum / count)` and `sum > 0 ? float(sum) : 0` gave, at the edges
+// too (NaN, infinities, a sum beyond float's range, -0, the least subnormal, sums between floats),
+// over a row longer than the chunk and ranges that end off the vector width.
+TEST_CASE("tensor kernels: Reduce's one-axis Sum, Mean and SumRelu give the scalar conversion's bits") {
+  const int64_t parts = 2, cols = 300;
+  auto x = values(static_cast<size_t>(parts * cols), 12);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float big = std::numeric_limits<float>::max(), least = std::numeric_limits<float>::denorm_min();
+  const std::vector<std::pair<float, float>> edges = {
+      {nan, 1.0f},   {inf, 1.0f},     {-inf, 1.0f},  {big, big},           {-big, -big},     {-0.0f, -0.0f},
+      {0.0f, -0.0f}, {-least, 0.0f},  {least, 0.0f}, {1.0f, 1e-30f},       {-1.0f, -1e-30f}, {1e-30f, -1.0f},
+      {3.0f, -3.0f}, {least, -least}, {-2.5f, 2.0f}, {1.0f, 5.9604645e-8f}};
+  for (size_t e = 0; e < edges.size(); ++e) {
+    x[e * 7] = edges[e].first;
+    x[static_cast<size_t>(cols) + e * 7] = edges[e].second;
+  }
+  for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMean, ReduceKind::kSumRelu}) {
+    CAPTURE(static_cast<int>(kind));
+    std::vector<float> y(static_cast<size_t>(cols), -99.0f), want(y.size());
+    for (auto [begin, end] : {std::pair<int64_t, int64_t>{0, 3}, {3, 261}, {261, cols}}) {
+      run(vertex(Codelet::kReduce, {x.data(), y.data()},
+                 {static_cast<int64_t>(kind), 1, 1, begin, end, cols, 1, parts, cols}));
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      double sum = 0.0; // the shares added in order from 0.0, as the kernel adds them
+      sum += x[static_cast<size_t>(c)];
+      sum += x[static_cast<size_t>(cols + c)];
+      want[static_cast<size_t>(c)] = kind == ReduceKind::kMean ? static_cast<float>(sum / parts)
+                                     : kind == ReduceKind::kSumRelu
+                                         ? (sum > 0.0 ? static_cast<float>(sum) : 0.0f)
+                                         : static_cast<float>(sum);
+    }
+    CHECK(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)) == 0);
+  }
+}
+
 TEST_CASE("tensor kernels: AxisSoftmax over a middle axis, and its log form") {
   auto x = values(24, 6); // [2,3,4] over axis 1
   std::vector<float> y(24), l(24);
