@@ -10,6 +10,7 @@
 #include "compiler/driver/compile_internal.h"
 #include "compiler/passes/fuse_epilogues.h"
 #include "compiler/passes/fuse_gelu.h"
+#include "compiler/passes/fuse_silu.h"
 #include "compiler/passes/fuse_layer_norm.h"
 #include "compiler/passes/graph_loss.h"
 #include "compiler/passes/mixed_precision.h"
@@ -233,6 +234,7 @@ constexpr std::array kGraphPasses = {
         }},
     GraphPass{{"fuse-epilogues", "on every model"}, always, run_fusion<passes::fuse_epilogues>},
     GraphPass{{"fuse-gelu", "on every model"}, always, run_fusion<passes::fuse_gelu>},
+    GraphPass{{"fuse-silu", "on every model"}, always, run_fusion<passes::fuse_silu>},
     GraphPass{{"fuse-layer-norm", "on every model"}, always, run_fusion<passes::fuse_layer_norm>},
     GraphPass{{"recompute", "when training with --recompute on one pipeline stage"},
               [](const PassState& s) { return s.training() && s.options.recompute && s.stages == 1; },

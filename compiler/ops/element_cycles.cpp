@@ -49,6 +49,8 @@ double unary_cycles_per_element(const target::CycleModel& model, UnaryKind kind,
     return f.exp + 3 * vector_op;
   case UnaryKind::kSigmoid:
     return f.sigmoid;
+  case UnaryKind::kSilu: // popnn's SWISH vertex: the sigmoid and the multiply in one loop
+    return f.swish;
   case UnaryKind::kTanh:
     return f.tanh;
   case UnaryKind::kSoftsign: // x / (1 + |x|)

@@ -26,6 +26,7 @@ struct FunctionCycles {
   double inverse = 6.0 / 2;     // INVERSE float {6, 2}
   double erf = 41;              // ERF float {41, 1}
   double gelu_erf = 22;         // GELU_ERF float {22, 1}
+  double swish = 11.0 / 2;      // SWISH float {11, 2}: popnn's getNonLinearityOpCycles, not popops'
   double divide = 10.0 / 2;     // DIVIDE float {10, 2}
   double power = 312;           // POWER float {312, 1}
   double remainder = 133.0 / 2; // REMAINDER float {133, 2} (C's fmod)

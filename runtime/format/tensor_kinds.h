@@ -40,8 +40,9 @@ enum class UnaryKind : int64_t {
   kSoftsign = 28,  // x / (1 + |x|)
   kHardSwish = 29, // x·max(0, min(1, alpha·x + beta)) (ONNX: alpha 1/6, beta 0.5)
   kCelu = 30,      // alpha: x > 0 ? x : alpha·(e^(x/alpha) − 1)
+  kSilu = 31,      // x·sigmoid(x), SiLU or swish (compiler/passes/fuse_silu.h)
 };
-inline constexpr int64_t kUnaryKindCount = 31;
+inline constexpr int64_t kUnaryKindCount = 32;
 
 // The kinds whose gradient the UnaryGrad codelet computes in one pass, dX = dY·f'(X; alpha, beta):
 // derivatives that are piecewise (a select on X) or need several functions of X, which Unary and

@@ -40,6 +40,21 @@ void gelu(const float* x, float* y, int64_t n) {
   }
 }
 
+// x·sigmoid(x) in float, the sigmoid as the Sigmoid kernels compute it (libm_sigmoid): the two ops
+// of an exported SiLU, which the compiler replaces by this (compiler/passes/fuse_silu.h), so a
+// fused model computes bitwise what the unfused one did, reading x once instead of three times
+// and writing no sigmoid. y may be x.
+void silu(const float* x, float* y, int64_t n) {
+  constexpr int64_t kChunk = 256;
+  float sigmoid[kChunk];
+  for (int64_t i = 0; i < n; i += kChunk) {
+    const int64_t m = std::min(kChunk, n - i);
+    libm_sigmoid(x + i, sigmoid, m);
+    for (int64_t j = 0; j < m; ++j)
+      y[i + j] = x[i + j] * sigmoid[j];
+  }
+}
+
 // Unary: Y[i] = f(X[i]; alpha, beta) for i in [begin, end).
 //   operands: X, Y (same size; Y may be X);  params: format::params::Unary (kind is a UnaryKind);
 //   fparams: format::fparams::Unary
@@ -130,6 +145,9 @@ void run_unary(const PreparedVertex& v) {
     break;
   case UnaryKind::kSigmoid:
     libm_sigmoid(x + b, y + b, e - b);
+    break;
+  case UnaryKind::kSilu:
+    silu(x + b, y + b, e - b);
     break;
   case UnaryKind::kTanh:
     map(x, y, b, e, activation::tanh);

@@ -146,7 +146,7 @@ test_the_ir_after_the_last_pass_is_what_dump_ir_prints() {
   cp "$STDOUT" dump_ir
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --no-cache --dump-ir-after all
   # Every pass that ran, in order: recompute runs only with --recompute.
-  expect_eq "$(grep -c "^// IR after" "$STDOUT")" 6 "passes dumped"
+  expect_eq "$(grep -c "^// IR after" "$STDOUT")" 7 "passes dumped"
   # The compile's summary follows either IR: its lines name no stage.
   ir_after fuse-layer-norm "$STDOUT" | grep ' stage [0-9]*: ' > last
   grep ' stage [0-9]*: ' dump_ir | diff - last > /dev/null || fail "the IR after fuse-layer-norm differs from --dump-ir's"
@@ -166,8 +166,8 @@ test_dump_ir_after_an_unknown_pass_is_a_usage_error() {
 
 test_json_lists_the_graph_passes_in_order() {
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json
-  expect_json "$STDOUT" '[p["name"] for p in d["passes"]] == ["bind-graph-loss", "half-weight-copies", "bind-interface", "add-loss", "autodiff", "fp32-output-softmax", "fuse-epilogues", "fuse-gelu", "fuse-layer-norm", "recompute"]'
-  expect_json "$STDOUT" '[p["name"] for p in d["passes"] if p["ran"]] == ["bind-interface", "add-loss", "autodiff", "fuse-epilogues", "fuse-gelu", "fuse-layer-norm"]'
+  expect_json "$STDOUT" '[p["name"] for p in d["passes"]] == ["bind-graph-loss", "half-weight-copies", "bind-interface", "add-loss", "autodiff", "fp32-output-softmax", "fuse-epilogues", "fuse-gelu", "fuse-silu", "fuse-layer-norm", "recompute"]'
+  expect_json "$STDOUT" '[p["name"] for p in d["passes"] if p["ran"]] == ["bind-interface", "add-loss", "autodiff", "fuse-epilogues", "fuse-gelu", "fuse-silu", "fuse-layer-norm"]'
   expect_json "$STDOUT" 'all(p["seconds"] >= 0 and (p["ran"] or p["seconds"] == 0) for p in d["passes"])'
   expect_exit 0 "$IPUCC" compile "$MLP" "${SMALL[@]}" --json --precision mixed --recompute
   expect_json "$STDOUT" '[p["name"] for p in d["passes"] if not p["ran"]] == ["bind-graph-loss"]' "mixed precision with recompute"

@@ -123,6 +123,33 @@ TEST_CASE("tensor kernels: Unary Gelu is bitwise the Div, Erf, Add, Mul, Mul it 
   CHECK(std::memcmp(chain.data(), fused.data(), chain.size() * sizeof(float)) == 0);
 }
 
+// The compiler replaces PyTorch's exported SiLU, Sigmoid (an Activation) and Mul, by one Unary Silu
+// (compiler/passes/fuse_silu.h): bitwise what those two ops' kernels give, across the sigmoid's
+// range (both tails, where expf saturates and underflows), its edges and the kernel's chunks,
+// computed in place too.
+TEST_CASE("tensor kernels: Unary Silu is bitwise the Sigmoid and Mul it replaces") {
+  auto x = values(700, 6);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] *= static_cast<float>(i % 23); // up to ±22, and a few beyond the last sure exponent
+  x.insert(x.end(), {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-42f, -89.0f, 89.0f, -104.0f, 120.0f, INFINITY,
+                     -INFINITY, std::numeric_limits<float>::quiet_NaN()});
+  const auto n = static_cast<int64_t>(x.size());
+  std::vector<float> sigmoid(x.size()), chain(x.size()), fused(x.size());
+  run(vertex(Codelet::kActivation, {x.data(), sigmoid.data()},
+             {static_cast<int64_t>(ipu::format::ActivationKind::kSigmoid), 0, n}));
+  run(vertex(Codelet::kBinary, {x.data(), sigmoid.data(), chain.data()},
+             {static_cast<int64_t>(BinaryKind::kMul), 1, 0, n, n, 1, 1}));
+  for (auto [b, end] : {std::pair<int64_t, int64_t>{0, 301}, {301, n}}) {
+    run(vertex(Codelet::kUnary, {x.data(), fused.data()}, {static_cast<int64_t>(UnaryKind::kSilu), b, end},
+               {0, 0}));
+  }
+  CHECK(std::memcmp(chain.data(), fused.data(), chain.size() * sizeof(float)) == 0);
+  std::vector<float> in_place = x;
+  run(vertex(Codelet::kUnary, {in_place.data(), in_place.data()},
+             {static_cast<int64_t>(UnaryKind::kSilu), 0, n}, {0, 0}));
+  CHECK(std::memcmp(chain.data(), in_place.data(), chain.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("tensor kernels: Binary broadcasts [2,1,4] against [3,1] like numpy") {
   auto a = values(8, 2), b = values(3, 3);
   const std::vector<int64_t> dims{2, 3, 4}, sa{4, 0, 1}, sb{0, 1, 0};
