@@ -139,6 +139,21 @@ void max_pool_interior_row_2x2_stride1(const Window& w, const float* x, int64_t 
   }
 }
 
+// The outputs of a band whose windows lie wholly inside the input: rows and columns.
+struct Interior {
+  IndexRange rows, cols;
+  // Row oy's inner columns, none if the row is not inner.
+  IndexRange cols_of(int64_t oy) const { return oy >= rows.begin && oy < rows.end ? cols : IndexRange{0, 0}; }
+};
+Interior interior_of(const Window& w, const RowBand& band) {
+  const IndexRange rows = in_bounds(-w.PT, w.SH, w.H - (w.KH - 1) * w.DH, w.OH);
+  const IndexRange cols = in_bounds(-w.PL, w.SW, w.W - (w.KW - 1) * w.DW, w.OW);
+  const int64_t first = std::clamp(rows.begin, band.begin, band.end);
+  const bool any_cols = cols.begin < cols.end;
+  const IndexRange inner{first, any_cols ? std::clamp(rows.end, first, band.end) : first};
+  return {inner, cols};
+}
+
 // MaxPool: Y[p, oy, ox] = the maximum of the window's taps inside X[p] for planes
 // p = n·C + c in [plane_begin, plane_end) and rows oy of the vertex's band; -inf for a window that
 // holds no input position.
@@ -146,9 +161,6 @@ void max_pool_interior_row_2x2_stride1(const Window& w, const float* x, int64_t 
 //   params:   format::params::MaxPool
 void run_max_pool(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
-  // The outputs whose window lies wholly inside the input: rows and columns.
-  const IndexRange inner_rows = in_bounds(-w.PT, w.SH, w.H - (w.KH - 1) * w.DH, w.OH);
-  const IndexRange inner_cols = in_bounds(-w.PL, w.SW, w.W - (w.KW - 1) * w.DW, w.OW);
   const bool two_by_two = w.KH == 2 && w.KW == 2 && w.DH == 1 && w.DW == 1;
   // The usual 2×2 pool of stride 2 takes its inner rows all at once, below.
   const bool rows_at_once = two_by_two && w.SW == 2;
@@ -157,26 +169,25 @@ void run_max_pool(const PreparedVertex& v) {
                             : w.SW == 1             ? max_pool_interior_row<1>
                                                     : max_pool_interior_row<0>;
   const RowBand band = row_band<MaxPool>(v, w.OH);
-  const bool any_inner_cols = inner_cols.begin < inner_cols.end;
-  const int64_t first_inner = std::clamp(inner_rows.begin, band.begin, band.end);
-  const IndexRange inner{first_inner, std::clamp(inner_rows.end, first_inner, band.end)};
+  const Interior interior = interior_of(w, band);
+  const IndexRange& inner = interior.rows;
   for (int64_t p = v.params[MaxPool::kPlaneBegin]; p < v.params[MaxPool::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
     for (int64_t oy = band.begin; oy < band.end; ++oy) {
       float* out = y + oy * w.OW;
-      const bool is_inner = oy >= inner.begin && oy < inner.end && any_inner_cols;
-      const IndexRange fast = is_inner ? inner_cols : IndexRange{0, 0};
-      if (is_inner && !rows_at_once) run_interior(w, x, oy, fast, out);
+      const IndexRange fast = interior.cols_of(oy);
+      if (fast.begin < fast.end && !rows_at_once) run_interior(w, x, oy, fast, out);
       for (int64_t ox = 0; ox < fast.begin; ++ox)
         out[ox] = max_of_window(w, x, oy, ox);
       for (int64_t ox = fast.end; ox < w.OW; ++ox)
         out[ox] = max_of_window(w, x, oy, ox);
     }
-    if (rows_at_once && any_inner_cols && inner.begin < inner.end) {
-      const int64_t first_tap = (inner.begin * w.SH - w.PT) * w.W + inner_cols.begin * w.SW - w.PL;
-      max_pool_2x2_cols_stride2({x + first_tap, w.SH * w.W, w.W, y + inner.begin * w.OW + inner_cols.begin,
-                                 w.OW, inner_cols.end - inner_cols.begin, inner.end - inner.begin});
+    if (rows_at_once && inner.begin < inner.end) {
+      const IndexRange& cols = interior.cols;
+      const int64_t first_tap = (inner.begin * w.SH - w.PT) * w.W + cols.begin * w.SW - w.PL;
+      max_pool_2x2_cols_stride2({x + first_tap, w.SH * w.W, w.W, y + inner.begin * w.OW + cols.begin, w.OW,
+                                 cols.end - cols.begin, inner.end - inner.begin});
     }
   }
 }
@@ -236,20 +247,54 @@ Status validate_max_pool_grad(const format::Vertex& v, const std::vector<Operand
 // divisor()); 0 for a window with none. Planes [plane_begin, plane_end), rows oy of the band.
 //   operands: X [N,C,H,W], Y [N,C,OH,OW]
 //   params:   format::params::AveragePool
+float average_of_window(const Window& w, bool include_pad, const float* x, int64_t oy, int64_t ox) {
+  float sum = 0.0f;
+  for_each_tap(w, oy, ox, [&](int64_t i) { sum += x[i]; });
+  const int64_t count = divisor(w, include_pad, oy, ox);
+  return count > 0 ? sum / static_cast<float>(count) : 0.0f;
+}
+
+// Outputs [cols.begin, cols.end) of row oy, whose every tap lies inside `x` (so both divisors are
+// KH·KW): one pass over the row per tap, adding into y in average_of_window's order from 0, then
+// the division, so each result is that function's. Plain loops the compiler vectorises when the
+// stride is a constant (kStride > 0; 0 reads w.SW), where the window loop cost a bounds check and a
+// second walk over the taps (the divisor) per output.
+template <int kStride>
+void average_pool_interior_row(const Window& w, const float* x, int64_t oy, IndexRange cols, float* y) {
+  const int64_t stride = kStride > 0 ? kStride : w.SW, first_iy = oy * w.SH - w.PT;
+  std::fill(y + cols.begin, y + cols.end, 0.0f);
+  for (int64_t ky = 0; ky < w.KH; ++ky) {
+    for (int64_t kx = 0; kx < w.KW; ++kx) {
+      // x[base + ox·stride] is tap (ky, kx) of output ox; base alone may lie before the row.
+      const int64_t base = (first_iy + ky * w.DH) * w.W + kx * w.DW - w.PL;
+      for (int64_t ox = cols.begin; ox < cols.end; ++ox)
+        y[ox] += x[base + ox * stride];
+    }
+  }
+  const auto count = static_cast<float>(w.KH * w.KW);
+  for (int64_t ox = cols.begin; ox < cols.end; ++ox)
+    y[ox] /= count;
+}
+
 void run_average_pool(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
   const bool include_pad = v.params[AveragePool::kCountIncludePad] != 0;
   const RowBand band = row_band<AveragePool>(v, w.OH);
+  const Interior interior = interior_of(w, band);
+  const auto run_interior = w.SW == 1   ? average_pool_interior_row<1>
+                            : w.SW == 2 ? average_pool_interior_row<2>
+                                        : average_pool_interior_row<0>;
   for (int64_t p = v.params[AveragePool::kPlaneBegin]; p < v.params[AveragePool::kPlaneEnd]; ++p) {
     const float* x = v.f32(0) + p * w.in_plane();
     float* y = v.f32(1) + p * w.out_plane();
     for (int64_t oy = band.begin; oy < band.end; ++oy) {
-      for (int64_t ox = 0; ox < w.OW; ++ox) {
-        float sum = 0.0f;
-        for_each_tap(w, oy, ox, [&](int64_t i) { sum += x[i]; });
-        const int64_t count = divisor(w, include_pad, oy, ox);
-        y[oy * w.OW + ox] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
-      }
+      float* out = y + oy * w.OW;
+      const IndexRange fast = interior.cols_of(oy);
+      run_interior(w, x, oy, fast, out);
+      for (int64_t ox = 0; ox < fast.begin; ++ox)
+        out[ox] = average_of_window(w, include_pad, x, oy, ox);
+      for (int64_t ox = fast.end; ox < w.OW; ++ox)
+        out[ox] = average_of_window(w, include_pad, x, oy, ox);
     }
   }
 }

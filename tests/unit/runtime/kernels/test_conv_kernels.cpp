@@ -57,6 +57,7 @@ const Geometry kGeometries[] = {
     {2, 2, 5, 7, 2, 2, 1, 1, 1, 0, 1, 1, 1, 1},  // 2×2 at stride 1 with pads
     {1, 2, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},  // 3×3 at stride 2 with pads
     {1, 2, 8, 11, 2, 3, 3, 3, 0, 1, 0, 0, 1, 1}, // stride 3
+    {1, 2, 9, 35, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // 3×3 at stride 1 with pads (Inception's average pools)
 };
 
 // Geometries where oneDNN's view of the input differs from ours (conv_forward.cpp, axis_view).
@@ -372,6 +373,50 @@ TEST_CASE("kernels: MaxPool, AveragePool and their gradients match direct loops"
       check_conv_close(yavg, avg_want);
       check_conv_close(dxmax, dmax_want);
       check_conv_close(dxavg, davg_want);
+    }
+  }
+}
+
+// AveragePool's inner windows take a pass per tap over a row of outputs: each output must still be
+// the window loop's float sum, from 0 with its taps in row-major order, over its divisor, bit for
+// bit (values a million apart, so that another order of the taps would round differently; -0,
+// infinities and a NaN among them).
+TEST_CASE("kernels: AveragePool gives the window loop's float sums, bit for bit") {
+  for (const Geometry& g : kGeometries) {
+    for (bool include_pad : {false, true}) {
+      CAPTURE(g.H);
+      CAPTURE(g.W);
+      CAPTURE(include_pad);
+      const int64_t OH = g.OH(), OW = g.OW(), planes = g.N * g.C;
+      auto x = values(static_cast<size_t>(planes * g.H * g.W), 15);
+      for (size_t i = 0; i < x.size(); i += 5)
+        x[i] *= 1e6f;
+      const float specials[] = {-0.0f, INFINITY, -INFINITY, NAN};
+      for (size_t k = 0; k < 4 && 37 * k < x.size(); ++k)
+        x[37 * k] = specials[k];
+      std::vector<float> want(static_cast<size_t>(planes * OH * OW)), got(want.size(), -7.0f);
+      for (int64_t p = 0; p < planes; ++p) {
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            float sum = 0.0f;
+            int64_t inside = 0, padded = 0;
+            for (int64_t ky = 0; ky < g.KH; ++ky) {
+              for (int64_t kx = 0; kx < g.KW; ++kx) {
+                const int64_t iy = g.iy(oy, ky), ix = g.ix(ox, kx);
+                padded += iy >= -g.PT && iy < g.H + g.PB && ix >= -g.PL && ix < g.W + g.PR;
+                if (!g.inside(iy, ix)) continue;
+                sum += x[static_cast<size_t>((p * g.H + iy) * g.W + ix)];
+                ++inside;
+              }
+            }
+            const int64_t count = include_pad ? padded : inside;
+            want[static_cast<size_t>((p * OH + oy) * OW + ox)] =
+                count > 0 ? sum / static_cast<float>(count) : 0.0f;
+          }
+        }
+      }
+      run(Codelet::kAveragePool, {x.data(), got.data()}, with(g.params(), {include_pad, 0, planes}));
+      CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
     }
   }
 }
