@@ -195,44 +195,38 @@ void run_strided_copy(const PreparedVertex& v) {
   const float* x = v.f32(0);
   float* y = v.f32(1);
   const float fill = v.fparams[format::fparams::StridedCopy::kFill];
-  // Walks the output's own multi-index alongside the input offset to test the box.
-  std::array<int64_t, format::kMaxTensorRank> out_strides{};
-  int64_t s = 1;
-  for (int64_t k = rank - 1; k >= 0; --k) {
-    out_strides[static_cast<size_t>(k)] = s;
-    s *= dims[k];
-  }
+  const int64_t last = rank - 1, row = dims[last], inner_stride = dims[2 * rank - 1];
   bool padded = false;
   for (int64_t k = 0; k < rank; ++k)
     padded = padded || lo[k] > 0 || hi[k] < dims[k];
-  if (!padded) {
-    // Whole runs of the innermost axis at a time (a Transpose keeps it or moves it: contiguous or
-    // strided reads), instead of carrying the multi-index per element.
-    const int64_t inner_stride = dims[2 * rank - 1];
-    for_each_strided_run<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin],
-                            v.params[P::kEnd],
-                            [&](int64_t i, const std::array<int64_t, 1>& o, int64_t count) {
-                              const float* source = x + o[0];
-                              if (inner_stride == 1) {
-                                std::copy_n(source, count, y + i);
-                              } else {
-                                for (int64_t j = 0; j < count; ++j)
-                                  y[i + j] = source[j * inner_stride];
-                              }
-                            });
-    return;
-  }
-  for_each_strided<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin],
-                      v.params[P::kEnd], [&](int64_t i, const std::array<int64_t, 1>& o) {
-                        int64_t rest = i;
-                        bool inside = true;
-                        for (int64_t k = 0; k < rank && inside; ++k) {
-                          const int64_t idx = rest / out_strides[static_cast<size_t>(k)];
-                          rest -= idx * out_strides[static_cast<size_t>(k)];
-                          inside = idx >= lo[k] && idx < hi[k];
-                        }
-                        y[i] = inside ? x[o[0]] : fill;
-                      });
+  // Whole runs of the innermost axis at a time (a Transpose keeps it or moves it: contiguous or
+  // strided reads; a Pad's border is filled), instead of carrying the multi-index per element.
+  // A run's input offset `o` is used only inside the box, where it is in range.
+  const auto copy_run = [&](int64_t i, const std::array<int64_t, 1>& o, int64_t count) {
+    // The run's row lies in the box's outer axes, or wholly in the border (a Transpose or a
+    // slice has no border: no divisions per row).
+    bool row_inside = true;
+    int64_t rest = padded ? i / row : 0;
+    for (int64_t k = last - 1; padded && k >= 0 && row_inside; --k) {
+      const int64_t idx = rest % dims[k];
+      rest /= dims[k];
+      row_inside = idx >= lo[k] && idx < hi[k];
+    }
+    // Columns [copy_begin, copy_end) of the run are inside the box: copied; the others filled.
+    const int64_t first_col = padded ? i % row : 0;
+    const int64_t copy_begin = row_inside ? std::clamp(lo[last] - first_col, int64_t{0}, count) : count;
+    const int64_t copy_end = row_inside ? std::clamp(hi[last] - first_col, copy_begin, count) : count;
+    std::fill(y + i, y + i + copy_begin, fill);
+    if (copy_end > copy_begin && inner_stride == 1) {
+      std::copy_n(x + o[0] + copy_begin, copy_end - copy_begin, y + i + copy_begin);
+    } else {
+      for (int64_t j = copy_begin; j < copy_end; ++j)
+        y[i + j] = x[o[0] + j * inner_stride];
+    }
+    std::fill(y + i + copy_end, y + i + count, fill);
+  };
+  for_each_strided_run<1>(rank, dims, {dims + rank}, {v.params[P::kOffset]}, v.params[P::kBegin],
+                          v.params[P::kEnd], copy_run);
 }
 
 Status validate_strided_copy(const format::Vertex& v, const std::vector<OperandInfo>& ops) {

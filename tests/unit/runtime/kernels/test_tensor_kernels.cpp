@@ -320,6 +320,45 @@ TEST_CASE("tensor kernels: StridedCopy over ranges that split rows, with the inn
   }
 }
 
+// A Pad in every axis, with the innermost axis kept and moved (a transpose and a pad), run over
+// ranges that start and end inside rows: each output is X's element inside the box, fill outside.
+TEST_CASE("tensor kernels: StridedCopy pads every axis, over ranges that split rows") {
+  const auto x = values(60, 10); // [3,4,5]
+  struct Layout {
+    std::vector<int64_t> dims, strides, lo, hi;
+  };
+  // [3,4,5] padded to [5,6,9]; and its transpose [5,4,3] padded to [8,5,4].
+  for (const Layout& l : {Layout{{5, 6, 9}, {20, 5, 1}, {1, 1, 2}, {4, 5, 7}},
+                          Layout{{8, 5, 4}, {1, 5, 20}, {2, 0, 1}, {7, 4, 4}}}) {
+    const int64_t n = l.dims[0] * l.dims[1] * l.dims[2];
+    int64_t offset = 0; // the box's first element reads X[0]
+    for (size_t k = 0; k < 3; ++k)
+      offset -= l.lo[k] * l.strides[k];
+    auto params = [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> p{3, offset, begin, end};
+      for (const auto* list : {&l.dims, &l.strides, &l.lo, &l.hi})
+        p.insert(p.end(), list->begin(), list->end());
+      return p;
+    };
+    std::vector<float> split(static_cast<size_t>(n), -1.0f);
+    for (int64_t begin = 0; begin < n; begin += 7) {
+      run(vertex(Codelet::kStridedCopy, {const_cast<float*>(x.data()), split.data()},
+                 params(begin, std::min(n, begin + 7)), {-5.0f}));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t idx[] = {i / (l.dims[1] * l.dims[2]), i / l.dims[2] % l.dims[1], i % l.dims[2]};
+      bool inside = true;
+      int64_t at = offset;
+      for (size_t k = 0; k < 3; ++k) {
+        inside = inside && idx[k] >= l.lo[k] && idx[k] < l.hi[k];
+        at += idx[k] * l.strides[k];
+      }
+      CAPTURE(i);
+      CHECK(split[static_cast<size_t>(i)] == (inside ? x[static_cast<size_t>(at)] : -5.0f));
+    }
+  }
+}
+
 TEST_CASE("tensor kernels: BlockCopy places a Concat input into its columns") {
   std::vector<float> x{1, 2, 3, 4}, y(6, 0);
   run(vertex(Codelet::kBlockCopy, {x.data(), y.data()}, {2, 2, 3, 1, 0, 4}));
