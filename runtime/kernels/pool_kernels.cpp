@@ -38,10 +38,10 @@ int64_t argmax(const Window& w, const float* plane, int64_t oy, int64_t ox) {
 // The AveragePool divisor of output (oy, ox): the taps inside the input, or with
 // count_include_pad the taps inside the input extended by the pads.
 int64_t divisor(const Window& w, bool count_include_pad, int64_t oy, int64_t ox) {
-  if (!count_include_pad) {
-    int64_t count = 0;
-    for_each_tap(w, oy, ox, [&](int64_t) { ++count; });
-    return count;
+  if (!count_include_pad) { // the taps for_each_tap visits: its rows by its columns
+    const IndexRange rows = in_bounds(oy * w.SH - w.PT, w.DH, w.H, w.KH);
+    const IndexRange cols = in_bounds(ox * w.SW - w.PL, w.DW, w.W, w.KW);
+    return (rows.end - rows.begin) * (cols.end - cols.begin);
   }
   int64_t rows = 0, cols = 0;
   for (int64_t ky = 0; ky < w.KH; ++ky) {
@@ -259,6 +259,8 @@ float average_of_window(const Window& w, bool include_pad, const float* x, int64
 // the division, so each result is that function's. Plain loops the compiler vectorises when the
 // stride is a constant (kStride > 0; 0 reads w.SW), where the window loop cost a bounds check and a
 // second walk over the taps (the divisor) per output.
+constexpr int64_t kMinPassOutputs = 4;
+
 template <int kStride>
 void average_pool_interior_row(const Window& w, const float* x, int64_t oy, IndexRange cols, float* y) {
   const int64_t stride = kStride > 0 ? kStride : w.SW, first_iy = oy * w.SH - w.PT;
@@ -289,7 +291,10 @@ void run_average_pool(const PreparedVertex& v) {
     float* y = v.f32(1) + p * w.out_plane();
     for (int64_t oy = band.begin; oy < band.end; ++oy) {
       float* out = y + oy * w.OW;
-      const IndexRange fast = interior.cols_of(oy);
+      IndexRange fast = interior.cols_of(oy);
+      // A pass per tap pays off over a row of outputs; a global pool's one output sums its taps
+      // faster in a register.
+      if (fast.end - fast.begin < kMinPassOutputs) fast = {0, 0};
       run_interior(w, x, oy, fast, out);
       for (int64_t ox = 0; ox < fast.begin; ++ox)
         out[ox] = average_of_window(w, include_pad, x, oy, ox);

@@ -58,6 +58,7 @@ const Geometry kGeometries[] = {
     {1, 2, 7, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},  // 3×3 at stride 2 with pads
     {1, 2, 8, 11, 2, 3, 3, 3, 0, 1, 0, 0, 1, 1}, // stride 3
     {1, 2, 9, 35, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, // 3×3 at stride 1 with pads (Inception's average pools)
+    {2, 3, 7, 7, 7, 7, 1, 1, 0, 0, 0, 0, 1, 1},  // a global pool: one output per plane
 };
 
 // Geometries where oneDNN's view of the input differs from ours (conv_forward.cpp, axis_view).
