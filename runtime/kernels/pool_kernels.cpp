@@ -243,10 +243,8 @@ Status validate_max_pool_grad(const format::Vertex& v, const std::vector<Operand
   return validate_planes<MaxPoolGrad>(v, w, w.H, "input row");
 }
 
-// AveragePool: Y[p, oy, ox] = the sum of the window's taps inside X[p] over the divisor (see
-// divisor()); 0 for a window with none. Planes [plane_begin, plane_end), rows oy of the band.
-//   operands: X [N,C,H,W], Y [N,C,OH,OW]
-//   params:   format::params::AveragePool
+// Output (oy, ox) of AveragePool: its taps inside `x` added from 0 in row-major order, over the
+// divisor; 0 for a window with none.
 float average_of_window(const Window& w, bool include_pad, const float* x, int64_t oy, int64_t ox) {
   float sum = 0.0f;
   for_each_tap(w, oy, ox, [&](int64_t i) { sum += x[i]; });
@@ -259,8 +257,6 @@ float average_of_window(const Window& w, bool include_pad, const float* x, int64
 // the division, so each result is that function's. Plain loops the compiler vectorises when the
 // stride is a constant (kStride > 0; 0 reads w.SW), where the window loop cost a bounds check and a
 // second walk over the taps (the divisor) per output.
-constexpr int64_t kMinPassOutputs = 4;
-
 template <int kStride>
 void average_pool_interior_row(const Window& w, const float* x, int64_t oy, IndexRange cols, float* y) {
   const int64_t stride = kStride > 0 ? kStride : w.SW, first_iy = oy * w.SH - w.PT;
@@ -278,6 +274,14 @@ void average_pool_interior_row(const Window& w, const float* x, int64_t oy, Inde
     y[ox] /= count;
 }
 
+// A pass per tap pays off over a row of outputs; a global pool's one output sums its taps faster
+// in a register.
+constexpr int64_t kMinPassOutputs = 4;
+
+// AveragePool: Y[p, oy, ox] = the sum of the window's taps inside X[p] over the divisor (see
+// divisor()); 0 for a window with none. Planes [plane_begin, plane_end), rows oy of the band.
+//   operands: X [N,C,H,W], Y [N,C,OH,OW]
+//   params:   format::params::AveragePool
 void run_average_pool(const PreparedVertex& v) {
   const Window w = Window::from(v.params);
   const bool include_pad = v.params[AveragePool::kCountIncludePad] != 0;
@@ -292,8 +296,6 @@ void run_average_pool(const PreparedVertex& v) {
     for (int64_t oy = band.begin; oy < band.end; ++oy) {
       float* out = y + oy * w.OW;
       IndexRange fast = interior.cols_of(oy);
-      // A pass per tap pays off over a row of outputs; a global pool's one output sums its taps
-      // faster in a register.
       if (fast.end - fast.begin < kMinPassOutputs) fast = {0, 0};
       run_interior(w, x, oy, fast, out);
       for (int64_t ox = 0; ox < fast.begin; ++ox)
