@@ -1,7 +1,7 @@
 // Each worker's scratch keeps a oneDNN engine, a stream and one plan per block geometry it has met:
-// the primitive oneDNN chose, the reorders between our NCHW tensors and the layouts it prefers
-// (nChw8c with AVX2), and buffers for those. Primitives are single-threaded: TBB owns every
-// thread, and Debian's oneDNN runs on OpenMP, whose team size is set to 1 on each worker.
+// the primitive oneDNN chose, the conversions between our NCHW tensors and the layouts it prefers
+// (conv_layouts.h), and buffers for those. Primitives are single-threaded: TBB owns every thread,
+// and Debian's oneDNN runs on OpenMP, whose team size is set to 1 on each worker.
 #include "runtime/kernels/conv_forward.h"
 
 #include <omp.h>
@@ -10,9 +10,10 @@
 #include <array>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <optional>
 #include <string>
 #include <unordered_map>
+
+#include "runtime/kernels/conv_layouts.h"
 
 namespace ipu::kernels {
 namespace {
@@ -83,31 +84,6 @@ PlanKey plan_key(const Window& w, const InputView& in, const ConvBlock& b) {
           b.bias != nullptr};
 }
 
-// A layout conversion from our tensor into oneDNN's, or none when the primitive takes ours.
-struct Conversion {
-  memory ours;                     // our tensor's view; its handle is set per call
-  memory theirs;                   // the primitive's operand: ours itself, or a buffer
-  std::optional<dnnl::reorder> to; // ours → theirs (or theirs → ours for the output)
-
-  Conversion(const memory::desc& our_desc, const memory::desc& their_desc, const dnnl::engine& engine,
-             bool output)
-      : ours(our_desc, engine, DNNL_MEMORY_NONE) {
-    if (our_desc == their_desc) {
-      theirs = ours;
-    } else {
-      theirs = memory(their_desc, engine);
-      to = output ? dnnl::reorder(theirs, ours) : dnnl::reorder(ours, theirs);
-    }
-  }
-  void set(const void* data) { ours.set_data_handle(const_cast<void*>(data)); }
-  void convert_in(dnnl::stream& stream) {
-    if (to) to->execute(stream, ours, theirs);
-  }
-  void convert_out(dnnl::stream& stream) {
-    if (to) to->execute(stream, theirs, ours);
-  }
-};
-
 // A 4-D float tensor whose channels, rows and columns lie `plane`, `row` and 1 apart.
 memory::desc strided(int64_t samples, int64_t channels, int64_t rows, int64_t cols, int64_t sample,
                      int64_t plane, int64_t row) {
@@ -170,12 +146,14 @@ public:
       : m_desc(describe(w, in, b, engine)), m_conv(m_desc),
         m_src(strided(b.samples, b.groups * b.group_channels, in.rows.rows, in.cols.rows, w.C * w.in_plane(),
                       w.in_plane(), w.W),
-              m_desc.src_desc(), engine, false),
+              m_desc.src_desc(), engine, Conversion::Operand::kRead,
+              {w.C * w.in_plane(), w.in_plane(), in.cols.rows == w.W ? in.rows.rows * w.W : 0}),
         m_weights(memory::desc(weight_dims(w, b), memory::data_type::f32, weight_strides(w, b)),
-                  m_desc.weights_desc(), engine, false),
+                  m_desc.weights_desc(), engine, Conversion::Operand::kRead),
         m_dst(strided(b.samples, b.channels, b.row_end - b.row_begin, w.OW, b.M * w.out_plane(),
                       w.out_plane(), w.OW),
-              m_desc.dst_desc(), engine, true),
+              m_desc.dst_desc(), engine, Conversion::Operand::kWritten,
+              {b.M * w.out_plane(), w.out_plane(), (b.row_end - b.row_begin) * w.OW}),
         m_bias(memory::desc({b.channels}, memory::data_type::f32, memory::format_tag::x), engine,
                DNNL_MEMORY_NONE),
         m_scratchpad(m_desc.scratchpad_desc(), engine) {}

@@ -117,6 +117,20 @@ void max_pool_2x2_cols_stride2(const PoolRows& pool, VectorIsa isa) {
   }
 }
 
+void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx512) return avx512::unblock16(blocked, positions, planes, plane);
+  for (int64_t c = 0; c < 16; ++c)
+    for (int64_t p = 0; p < positions; ++p)
+      planes[c * plane + p] = blocked[p * 16 + c];
+}
+
+void block16(const float* planes, int64_t plane, int64_t positions, float* blocked, VectorIsa isa) {
+  if (isa == VectorIsa::kAvx512) return avx512::block16(planes, plane, positions, blocked);
+  for (int64_t p = 0; p < positions; ++p)
+    for (int64_t c = 0; c < 16; ++c)
+      blocked[p * 16 + c] = planes[c * plane + p];
+}
+
 void sum_rows_in_double(const float* x, int64_t stride, int64_t count, int64_t n, double* sums,
                         VectorIsa isa) {
   const int64_t done = isa != VectorIsa::kSse2 ? avx2::sum_rows_in_double(x, stride, count, n, sums) : 0;

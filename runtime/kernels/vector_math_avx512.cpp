@@ -158,4 +158,64 @@ void max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float*
   if (j < cols) block(j, static_cast<__mmask16>((1u << (cols - j)) - 1));
 }
 
+namespace {
+
+// out[c] = lane c of every r[i], lane i of out[c] being r[i]'s: a 16×16 transpose in four rounds
+// of shuffles (32-bit pairs, 64-bit pairs, then 128-bit quarters twice).
+[[gnu::always_inline]] inline void transpose16(const __m512 (&r)[16], __m512 (&out)[16]) {
+  __m512d pairs[16];
+  for (int i = 0; i < 16; i += 2) {
+    pairs[i] = _mm512_castps_pd(_mm512_unpacklo_ps(r[i], r[i + 1]));
+    pairs[i + 1] = _mm512_castps_pd(_mm512_unpackhi_ps(r[i], r[i + 1]));
+  }
+  // quads[4q + k], in its quarter L: column 4L + k of rows 4q .. 4q + 3.
+  __m512 quads[16];
+  for (int q = 0; q < 16; q += 4) {
+    quads[q] = _mm512_castpd_ps(_mm512_unpacklo_pd(pairs[q], pairs[q + 2]));
+    quads[q + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pairs[q], pairs[q + 2]));
+    quads[q + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pairs[q + 1], pairs[q + 3]));
+    quads[q + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pairs[q + 1], pairs[q + 3]));
+  }
+  for (int k = 0; k < 4; ++k) {
+    const __m512 even01 = _mm512_shuffle_f32x4(quads[k], quads[4 + k], 0x88); // quarters 0, 2
+    const __m512 odd01 = _mm512_shuffle_f32x4(quads[k], quads[4 + k], 0xdd);  // quarters 1, 3
+    const __m512 even23 = _mm512_shuffle_f32x4(quads[8 + k], quads[12 + k], 0x88);
+    const __m512 odd23 = _mm512_shuffle_f32x4(quads[8 + k], quads[12 + k], 0xdd);
+    out[k] = _mm512_shuffle_f32x4(even01, even23, 0x88);
+    out[8 + k] = _mm512_shuffle_f32x4(even01, even23, 0xdd);
+    out[4 + k] = _mm512_shuffle_f32x4(odd01, odd23, 0x88);
+    out[12 + k] = _mm512_shuffle_f32x4(odd01, odd23, 0xdd);
+  }
+}
+
+__mmask16 first_lanes(int64_t n) {
+  return n >= kLanes ? 0xffff : static_cast<__mmask16>((1u << n) - 1);
+}
+
+} // namespace
+
+void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane) {
+  for (int64_t p = 0; p < positions; p += kLanes) {
+    const int64_t n = positions - p < kLanes ? positions - p : kLanes;
+    __m512 rows[16], columns[16];
+    for (int64_t i = 0; i < kLanes; ++i)
+      rows[i] = i < n ? _mm512_loadu_ps(blocked + (p + i) * kLanes) : _mm512_setzero_ps();
+    transpose16(rows, columns);
+    for (int64_t c = 0; c < kLanes; ++c)
+      _mm512_mask_storeu_ps(planes + c * plane + p, first_lanes(n), columns[c]);
+  }
+}
+
+void block16(const float* planes, int64_t plane, int64_t positions, float* blocked) {
+  for (int64_t p = 0; p < positions; p += kLanes) {
+    const int64_t n = positions - p < kLanes ? positions - p : kLanes;
+    __m512 rows[16], columns[16];
+    for (int64_t c = 0; c < kLanes; ++c)
+      rows[c] = _mm512_maskz_loadu_ps(first_lanes(n), planes + c * plane + p);
+    transpose16(rows, columns);
+    for (int64_t i = 0; i < n; ++i)
+      _mm512_storeu_ps(blocked + (p + i) * kLanes, columns[i]);
+  }
+}
+
 } // namespace ipu::kernels::avx512

@@ -6,7 +6,8 @@
 // the suite, and on every float in a test skipped by default (about 15 minutes). exp and erf with
 // AVX-512 against AVX2 bit for bit: on a sample in the suite, on every float when asked. Row sums
 // in double bit for bit against a scalar loop. Relu and the 2×2 stride-2 maximum bit for bit
-// and Relu's gradient against their scalar comparisons, NaNs and signed zeros included.
+// and Relu's gradient against their scalar comparisons, NaNs and signed zeros included. Channel
+// blocks of 16 to planes and back against the layouts' definition, writing nothing else.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,11 +23,13 @@
 namespace {
 
 using ipu::kernels::best_vector_isa;
+using ipu::kernels::block16;
 using ipu::kernels::libm_exp;
 using ipu::kernels::libm_sigmoid;
 using ipu::kernels::max_pool_2x2_cols_stride2;
 using ipu::kernels::PoolRows;
 using ipu::kernels::sum_rows_in_double;
+using ipu::kernels::unblock16;
 using ipu::kernels::vector_erf;
 using ipu::kernels::vector_exp;
 using ipu::kernels::vector_relu;
@@ -343,6 +346,36 @@ TEST_CASE("vector_math: the 2×2 stride-2 maximum takes its taps in MaxPool's or
             best = t > best ? t : best;
           CHECK(same_bits(got, best));
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("vector_math: channel blocks of 16 become planes and back, for every position count") {
+  const std::vector<float> values = selection_values();
+  for (VectorIsa isa : isas()) {
+    for (int64_t positions = 0; positions <= 41; ++positions) {
+      // Planes further apart than their positions, as a block of a convolution's output rows is:
+      // the gaps, and whatever follows the last, must stay as they were.
+      const int64_t plane = positions + 5;
+      std::vector<float> blocked(static_cast<size_t>(16 * positions));
+      for (size_t i = 0; i < blocked.size(); ++i)
+        blocked[i] = values[(i * 7 + static_cast<size_t>(positions)) % values.size()];
+      std::vector<float> planes(static_cast<size_t>(16 * plane), 7.0f);
+      unblock16(blocked.data(), positions, planes.data(), plane, isa);
+      for (int64_t c = 0; c < 16; ++c) {
+        for (int64_t p = 0; p < plane; ++p) {
+          INFO("isa " << static_cast<int>(isa) << ", positions " << positions << ", channel " << c << ", at "
+                      << p);
+          const float got = planes[static_cast<size_t>(c * plane + p)];
+          CHECK(same_bits(got, p < positions ? blocked[static_cast<size_t>(p * 16 + c)] : 7.0f));
+        }
+      }
+      std::vector<float> back(static_cast<size_t>(16 * positions + 16), 7.0f);
+      block16(planes.data(), plane, positions, back.data(), isa);
+      for (size_t i = 0; i < back.size(); ++i) {
+        INFO("isa " << static_cast<int>(isa) << ", positions " << positions << ", element " << i);
+        CHECK(same_bits(back[i], i < blocked.size() ? blocked[i] : 7.0f));
       }
     }
   }
