@@ -185,8 +185,7 @@ public:
       args.emplace(DNNL_ARG_BIAS, m_bias);
     }
     m_conv.execute(stream, args);
-    m_dst.convert_out(stream);
-    stream.wait();
+    m_dst.convert_out(stream, b.relu);
   }
 
 private:
@@ -234,12 +233,13 @@ ConvWorkspace& WorkerScratch::conv() {
 namespace {
 
 // Outputs whose every window lies in the padding: the bias alone (oneDNN cannot describe an
-// input of no rows).
+// input of no rows), through Relu's rule with `relu`.
 void fill_bias(const Window& w, const ConvBlock& b) {
   for (int64_t n = 0; n < b.samples; ++n) {
     for (int64_t m = 0; m < b.channels; ++m) {
       float* plane = b.y + n * b.M * w.out_plane() + m * w.out_plane();
-      std::fill(plane + b.row_begin * w.OW, plane + b.row_end * w.OW, b.bias != nullptr ? b.bias[m] : 0.0f);
+      const float bias = b.bias != nullptr ? b.bias[m] : 0.0f;
+      std::fill(plane + b.row_begin * w.OW, plane + b.row_end * w.OW, !b.relu || bias > 0.0f ? bias : 0.0f);
     }
   }
 }

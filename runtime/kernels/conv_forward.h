@@ -21,6 +21,8 @@ namespace ipu::kernels {
 // group_channels is Cg, the input channels of one group the block sums; with several groups,
 // channels is all of theirs (channels / groups each) and Cg is the whole group. w.N is ignored:
 // `samples` says how many there are. Only the input rows the block's windows reach are read.
+// With relu, the outputs are what vector_relu makes of them (vector_math.h), taken as they are
+// copied out of oneDNN's layout rather than in a pass of their own.
 struct ConvBlock {
   const float* x;
   const float* weights;
@@ -30,6 +32,7 @@ struct ConvBlock {
   int64_t row_begin, row_end;
   int64_t weight_stride;
   int64_t groups = 1;
+  bool relu = false;
 };
 
 // Computes the block on the calling thread, with that worker's oneDNN plans: one grouped

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "runtime/kernels/conv_forward.h"
-#include "runtime/kernels/vector_math.h"
 #include "runtime/kernels/window.h"
 
 namespace ipu::kernels {
@@ -224,18 +223,11 @@ void run_conv(const PreparedVertex& v, KernelContext& context) {
                     rows.end,
                     s.K};
     block.groups = groups;
+    // Our own clamp rather than oneDNN's Relu post-op, which keeps a NaN: the unfused Relu kernel
+    // makes it 0, and a fused model must compute what the unfused one did.
+    block.relu = v.num_params > Conv::kFusedRelu && v.params[Conv::kFusedRelu] != 0;
     conv_forward(context, w, block);
     lo = hi;
-  }
-  // Our own clamp rather than oneDNN's Relu post-op, which keeps a NaN: the unfused Relu kernel
-  // makes it 0, and a fused model must compute what the unfused one did.
-  if (v.num_params > Conv::kFusedRelu && v.params[Conv::kFusedRelu] != 0) {
-    for (int64_t n = n_begin; n < n_end; ++n) {
-      for (int64_t m = m_begin; m < m_end; ++m) {
-        float* block = y + (n * s.M + m) * plane + rows.begin * w.OW;
-        vector_relu(block, block, (rows.end - rows.begin) * w.OW);
-      }
-    }
   }
 }
 

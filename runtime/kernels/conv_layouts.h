@@ -27,9 +27,10 @@ public:
              const dnnl::engine& engine, Operand operand, Planes planes = {});
 
   void set(const void* data) { ours.set_data_handle(const_cast<void*>(data)); }
-  // Ours → theirs for an operand the primitive reads, theirs → ours for its output.
+  // Ours → theirs for an operand the primitive reads; theirs → ours for its output, with `relu`
+  // as vector_relu makes it (vector_math.h).
   void convert_in(dnnl::stream& stream);
-  void convert_out(dnnl::stream& stream);
+  void convert_out(dnnl::stream& stream, bool relu);
 
   dnnl::memory ours;   // our tensor's view; its handle is set per call
   dnnl::memory theirs; // the primitive's operand: ours itself, or a buffer
@@ -43,7 +44,7 @@ private:
   Way m_way = Way::kNone;
   std::optional<dnnl::reorder> m_reorder;
   Planes m_planes;
-  int64_t m_samples = 0, m_blocks = 0;
+  int64_t m_samples = 0, m_channels = 0; // of our activations (the first two axes)
 };
 
 } // namespace ipu::kernels

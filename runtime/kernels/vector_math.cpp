@@ -117,11 +117,15 @@ void max_pool_2x2_cols_stride2(const PoolRows& pool, VectorIsa isa) {
   }
 }
 
-void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane, VectorIsa isa) {
-  if (isa == VectorIsa::kAvx512) return avx512::unblock16(blocked, positions, planes, plane);
-  for (int64_t c = 0; c < 16; ++c)
-    for (int64_t p = 0; p < positions; ++p)
-      planes[c * plane + p] = blocked[p * 16 + c];
+void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane, bool relu,
+               VectorIsa isa) {
+  if (isa == VectorIsa::kAvx512) return avx512::unblock16(blocked, positions, planes, plane, relu);
+  for (int64_t c = 0; c < 16; ++c) {
+    for (int64_t p = 0; p < positions; ++p) {
+      const float x = blocked[p * 16 + c];
+      planes[c * plane + p] = !relu || x > 0.0f ? x : 0.0f;
+    }
+  }
 }
 
 void block16(const float* planes, int64_t plane, int64_t positions, float* blocked, VectorIsa isa) {

@@ -69,10 +69,11 @@ void max_pool_2x2_cols_stride2(const PoolRows& pool, VectorIsa isa = best_vector
 
 // oneDNN's channel blocks (its aBcd16b layout: sixteen channels side by side at each position)
 // to planes and back, for a convolution's operands: planes[c·plane + p] = blocked[p·16 + c] for
-// c in [0, 16), p in [0, positions). Copies, the same bits on every instruction set; AVX-512
+// c in [0, 16), p in [0, positions), or with `relu` what vector_relu makes of it (a convolution's
+// fused Relu, in the same pass). The same bits on every instruction set; AVX-512
 // moves sixteen positions at a time through a 16×16 transpose in registers, where oneDNN's own
 // reorder, element by element, took about a fifth of ResNet-18's convolution time (ARCHITECTURE.md).
-void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane,
+void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane, bool relu,
                VectorIsa isa = best_vector_isa());
 void block16(const float* planes, int64_t plane, int64_t positions, float* blocked,
              VectorIsa isa = best_vector_isa());

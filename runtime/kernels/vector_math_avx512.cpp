@@ -194,13 +194,17 @@ __mmask16 first_lanes(int64_t n) {
 
 } // namespace
 
-void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane) {
+void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane, bool relu) {
   for (int64_t p = 0; p < positions; p += kLanes) {
     const int64_t n = positions - p < kLanes ? positions - p : kLanes;
     __m512 rows[16], columns[16];
     for (int64_t i = 0; i < kLanes; ++i)
       rows[i] = i < n ? _mm512_loadu_ps(blocked + (p + i) * kLanes) : _mm512_setzero_ps();
     transpose16(rows, columns);
+    if (relu) {
+      for (__m512& column : columns)
+        column = _mm512_max_ps(column, _mm512_setzero_ps()); // relu's own operation
+    }
     for (int64_t c = 0; c < kLanes; ++c)
       _mm512_mask_storeu_ps(planes + c * plane + p, first_lanes(n), columns[c]);
   }

@@ -19,7 +19,7 @@ void relu(const float* x, float* y, int64_t n);
 void relu_grad(const float* y, const float* dy, float* dx, int64_t n);
 // max_pool_2x2_cols_stride2 (vector_math.h) of one row.
 void max_pool_2x2_cols_stride2_row(const float* top, const float* bottom, float* y, int64_t cols);
-void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane);
+void unblock16(const float* blocked, int64_t positions, float* planes, int64_t plane, bool relu);
 void block16(const float* planes, int64_t plane, int64_t positions, float* blocked);
 
 } // namespace ipu::kernels::avx512

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -554,10 +556,26 @@ TEST_CASE("kernels: Conv gives bitwise the same results however vertices split t
       }
     }
     CHECK(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)) == 0);
+    const bool rows_keep_sums = g.KH * g.KW > 1 || g.C <= 32;
+    // A fused Relu gives Relu's rule applied to those results (it is taken as the outputs leave
+    // oneDNN's layout), whole and in blocks of channels and output rows, the bias-only rows of a
+    // window wholly in the padding included.
+    std::vector<float> relu_whole(whole.size(), -1.0f), relu_split(whole.size(), -1.0f);
+    run(Codelet::kConv, {x.data(), w.data(), b.data(), relu_whole.data()}, with(p, {0, g.N, 0, M, 1}));
+    for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 16}, {16, 40}}) {
+      for (int64_t ob = 0; ob < g.OH(); ob += 4) {
+        run(Codelet::kConv, {x.data(), w.data(), b.data(), relu_split.data()},
+            with(p, {0, g.N, lo, hi, 1, ob, std::min(g.OH(), ob + 4)}));
+      }
+    }
+    for (size_t i = 0; i < whole.size(); ++i) {
+      const float want = whole[i] > 0.0f ? whole[i] : 0.0f;
+      CHECK(std::bit_cast<uint32_t>(relu_whole[i]) == std::bit_cast<uint32_t>(want));
+      if (rows_keep_sums) CHECK(std::bit_cast<uint32_t>(relu_split[i]) == std::bit_cast<uint32_t>(want));
+    }
     // Output rows one at a time, in blocks of 3, and in two halves (the fused_relu flag, 0, comes
     // before the row range), over all samples and channels or a block of them; not for a 1×1
     // convolution of many channels (the exception of conv_forward.h).
-    const bool rows_keep_sums = g.KH * g.KW > 1 || g.C <= 32;
     for (int64_t step : {int64_t{1}, int64_t{3}, (g.OH() + 1) / 2}) {
       if (!rows_keep_sums) break;
       CAPTURE(step);

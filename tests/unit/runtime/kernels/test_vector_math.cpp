@@ -7,7 +7,8 @@
 // AVX-512 against AVX2 bit for bit: on a sample in the suite, on every float when asked. Row sums
 // in double bit for bit against a scalar loop. Relu and the 2×2 stride-2 maximum bit for bit
 // and Relu's gradient against their scalar comparisons, NaNs and signed zeros included. Channel
-// blocks of 16 to planes and back against the layouts' definition, writing nothing else.
+// blocks of 16 to planes and back against the layouts' definition, writing nothing else, and
+// with Relu's clamp on the way out.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -361,14 +362,17 @@ TEST_CASE("vector_math: channel blocks of 16 become planes and back, for every p
       std::vector<float> blocked(static_cast<size_t>(16 * positions));
       for (size_t i = 0; i < blocked.size(); ++i)
         blocked[i] = values[(i * 7 + static_cast<size_t>(positions)) % values.size()];
-      std::vector<float> planes(static_cast<size_t>(16 * plane), 7.0f);
-      unblock16(blocked.data(), positions, planes.data(), plane, isa);
+      std::vector<float> planes(static_cast<size_t>(16 * plane), 7.0f), clamped = planes;
+      unblock16(blocked.data(), positions, planes.data(), plane, false, isa);
+      unblock16(blocked.data(), positions, clamped.data(), plane, true, isa);
       for (int64_t c = 0; c < 16; ++c) {
         for (int64_t p = 0; p < plane; ++p) {
           INFO("isa " << static_cast<int>(isa) << ", positions " << positions << ", channel " << c << ", at "
                       << p);
-          const float got = planes[static_cast<size_t>(c * plane + p)];
-          CHECK(same_bits(got, p < positions ? blocked[static_cast<size_t>(p * 16 + c)] : 7.0f));
+          const size_t at = static_cast<size_t>(c * plane + p);
+          const float x = p < positions ? blocked[static_cast<size_t>(p * 16 + c)] : 7.0f;
+          CHECK(same_bits(planes[at], x));
+          CHECK(same_bits(clamped[at], x > 0.0f ? x : 0.0f)); // Relu's rule: 0 for -0 and NaN
         }
       }
       std::vector<float> back(static_cast<size_t>(16 * positions + 16), 7.0f);
